@@ -1,0 +1,311 @@
+/* gpumon.h - the public API of libgpumon: GPU and host telemetry as plain samples. */
+#ifndef GPUMON_H
+#define GPUMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GM_VERSION "0.1.0"
+
+#define GM_MAX_GPUS     64   /* NVML enumerates at most this many per host in practice */
+#define GM_MAX_CPUS     1024 /* per-core utilisation entries kept in a host sample */
+#define GM_MAX_PROCS    4096 /* GPU processes kept per snapshot; more are counted, not stored */
+#define GM_NAME_LEN     96
+#define GM_UUID_LEN     96
+#define GM_BUSID_LEN    32
+#define GM_VERSION_LEN  32
+#define GM_USER_LEN     64
+#define GM_CMD_LEN      256
+#define GM_HOSTNAME_LEN 256
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/* Every library function returns GM_OK (0) or one of these negative codes. */
+#define GM_ERRNO_MAP(X)                  \
+    X(EINVAL, "invalid argument")        \
+    X(ENOMEM, "out of memory")           \
+    X(EIO, "input/output error")         \
+    X(EPARSE, "malformed input")         \
+    X(ENOLIB, "library not found")       \
+    X(ENOSYM, "required symbol missing") \
+    X(EINIT, "initialisation failed")    \
+    X(ENODEV, "no GPU found")            \
+    X(ELOST, "GPU is lost")              \
+    X(EPERM, "permission denied")        \
+    X(ENOTSUP, "not supported")          \
+    X(ETIMEDOUT, "timed out")            \
+    X(ENOENT, "not found")               \
+    X(ESPAWN, "could not run program")   \
+    X(ESTATE, "invalid state")           \
+    X(EBUSY, "resource busy")            \
+    X(EEXIST, "already exists")
+
+enum gm_errno {
+    GM_OK = 0,
+    GM__ERR_MIN = -64,
+#define GM__ERRNO_ENUM(name, msg) GM_##name,
+    GM_ERRNO_MAP(GM__ERRNO_ENUM)
+#undef GM__ERRNO_ENUM
+};
+
+/* Error detail: the code plus a human sentence saying what failed and why. */
+typedef struct gm_error {
+    int code;
+    char msg[512];
+} gm_error;
+
+/* Returns a static description of code ("unknown error" for codes outside the table). */
+const char *gm_strerror(int code);
+
+/* Fills err (which may be NULL) and returns code, so callers can `return gm_error_set(...)`. */
+int gm_error_set(gm_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- metrics ----------------------------------------------------------------------------- */
+
+/* GPU metrics. The enum name carries the raw unit stored in gm_gpu.v; the string is the
+ * canonical name, the nvidia-smi --query-gpu name where nvidia-smi has one. */
+#define GM_GPU_METRIC_MAP(X)                              \
+    X(UTIL_GPU_PCT, "utilization.gpu")                    \
+    X(UTIL_MEM_PCT, "utilization.memory")                 \
+    X(UTIL_ENC_PCT, "utilization.encoder")                \
+    X(UTIL_DEC_PCT, "utilization.decoder")                \
+    X(MEM_TOTAL_BYTES, "memory.total")                    \
+    X(MEM_USED_BYTES, "memory.used")                      \
+    X(MEM_FREE_BYTES, "memory.free")                      \
+    X(MEM_RESERVED_BYTES, "memory.reserved")              \
+    X(TEMP_C, "temperature.gpu")                          \
+    X(POWER_MW, "power.draw")                             \
+    X(POWER_LIMIT_MW, "enforced.power.limit")             \
+    X(ENERGY_MJ, "energy.total")                          \
+    X(CLOCK_GR_MHZ, "clocks.gr")                          \
+    X(CLOCK_SM_MHZ, "clocks.sm")                          \
+    X(CLOCK_MEM_MHZ, "clocks.mem")                        \
+    X(CLOCK_MAX_GR_MHZ, "clocks.max.gr")                  \
+    X(CLOCK_MAX_SM_MHZ, "clocks.max.sm")                  \
+    X(CLOCK_MAX_MEM_MHZ, "clocks.max.mem")                \
+    X(FAN_PCT, "fan.speed")                               \
+    X(PCIE_GEN_CUR, "pcie.link.gen.current")              \
+    X(PCIE_GEN_MAX, "pcie.link.gen.max")                  \
+    X(PCIE_WIDTH_CUR, "pcie.link.width.current")          \
+    X(PCIE_WIDTH_MAX, "pcie.link.width.max")              \
+    X(PCIE_TX_KBPS, "pcie.tx")                            \
+    X(PCIE_RX_KBPS, "pcie.rx")                            \
+    X(PSTATE, "pstate")                                   \
+    X(THROTTLE_REASONS, "clocks_throttle_reasons.active") \
+    X(PERSISTENCE_MODE, "persistence_mode")
+
+typedef enum gm_metric {
+#define GM__METRIC_ENUM(id, name) GM_M_##id,
+    GM_GPU_METRIC_MAP(GM__METRIC_ENUM)
+#undef GM__METRIC_ENUM
+        GM_M__COUNT
+} gm_metric;
+
+/* Static description of a GPU metric. */
+typedef struct gm_metric_info {
+    gm_metric id;
+    const char *name; /* canonical name, e.g. "utilization.gpu" */
+    const char *unit; /* unit of the display value: "%", "MiB", "W", "J", "MHz", "C", "KB/s", "" */
+    double scale;     /* display value = raw value * scale */
+    bool numeric_series;     /* worth keeping as a time series (history, statistics) */
+    const char *description; /* one line for --help and docs */
+} gm_metric_info;
+
+/* Returns the description of id, or NULL when id is out of range. */
+const gm_metric_info *gm_metric_get(gm_metric id);
+/* Returns the metric whose canonical name is name, or -1 when there is none. */
+int gm_metric_find(const char *name);
+
+/* Host metrics, same conventions. */
+#define GM_HOST_METRIC_MAP(X)                  \
+    X(CPU_UTIL_PCT, "cpu.utilization")         \
+    X(CPU_COUNT, "cpu.count")                  \
+    X(MEM_TOTAL_BYTES, "memory.total")         \
+    X(MEM_USED_BYTES, "memory.used")           \
+    X(MEM_AVAILABLE_BYTES, "memory.available") \
+    X(SWAP_TOTAL_BYTES, "swap.total")          \
+    X(SWAP_USED_BYTES, "swap.used")            \
+    X(LOAD1, "load.1m")                        \
+    X(LOAD5, "load.5m")                        \
+    X(LOAD15, "load.15m")                      \
+    X(UPTIME_S, "uptime")
+
+typedef enum gm_host_metric {
+#define GM__HMETRIC_ENUM(id, name) GM_H_##id,
+    GM_HOST_METRIC_MAP(GM__HMETRIC_ENUM)
+#undef GM__HMETRIC_ENUM
+        GM_H__COUNT
+} gm_host_metric;
+
+/* Returns the canonical name of a host metric ("cpu.utilization"), NULL when out of range. */
+const char *gm_host_metric_name(gm_host_metric id);
+
+/* ---- samples ----------------------------------------------------------------------------- */
+
+/* One GPU at one instant. A metric is present only when its bit in `valid` is set; values of
+ * absent metrics are meaningless and must never be shown as zero. */
+typedef struct gm_gpu {
+    unsigned index; /* the driver's enumeration index, as nvidia-smi -i uses it */
+    char name[GM_NAME_LEN];
+    char uuid[GM_UUID_LEN];
+    char pci_bus_id[GM_BUSID_LEN];
+    bool lost;      /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
+    uint64_t valid; /* bit (1 << gm_metric) */
+    double v[GM_M__COUNT];
+} gm_gpu;
+
+static inline bool gm_gpu_has(const gm_gpu *g, gm_metric m)
+{
+    return (g->valid >> m) & 1u;
+}
+
+static inline void gm_gpu_set(gm_gpu *g, gm_metric m, double value)
+{
+    g->v[m] = value;
+    g->valid |= UINT64_C(1) << m;
+}
+
+enum gm_proc_type { GM_PROC_COMPUTE = 1, GM_PROC_GRAPHICS = 2 };
+
+/* A process using a GPU. */
+typedef struct gm_process {
+    unsigned gpu_index;
+    uint32_t pid;
+    unsigned type;  /* gm_proc_type bits */
+    bool mem_valid; /* the driver may withhold per-process memory (e.g. no permission) */
+    uint64_t used_mem_bytes;
+    char user[GM_USER_LEN];   /* empty when /proc did not tell (other PID namespace) */
+    char command[GM_CMD_LEN]; /* empty when /proc did not tell */
+} gm_process;
+
+/* The host at one instant. */
+typedef struct gm_host {
+    uint64_t valid; /* bit (1 << gm_host_metric) */
+    double v[GM_H__COUNT];
+    char hostname[GM_HOSTNAME_LEN];
+    char kernel[128];
+    char cpu_model[128];
+    unsigned core_count; /* entries in core_util_pct (0 until two readings) */
+    float core_util_pct[GM_MAX_CPUS];
+} gm_host;
+
+static inline bool gm_host_has(const gm_host *h, gm_host_metric m)
+{
+    return (h->valid >> m) & 1u;
+}
+
+static inline void gm_host_set(gm_host *h, gm_host_metric m, double value)
+{
+    h->v[m] = value;
+    h->valid |= UINT64_C(1) << m;
+}
+
+/* Everything read in one sampling pass. */
+typedef struct gm_snapshot {
+    uint64_t seq;      /* increases by one per sample taken by a collector */
+    int64_t time_ms;   /* wall clock, milliseconds since the Unix epoch */
+    int64_t mono_ms;   /* CLOCK_MONOTONIC, milliseconds */
+    char provider[16]; /* "nvml", "nvidia-smi", "sim" or "none" */
+    char driver_version[GM_VERSION_LEN];
+    char cuda_version[GM_VERSION_LEN]; /* "12.4", empty when unknown */
+    char nvml_version[GM_VERSION_LEN];
+    unsigned gpu_count;
+    gm_gpu gpus[GM_MAX_GPUS];
+    size_t proc_count;   /* entries in procs */
+    size_t proc_dropped; /* processes seen but not stored (over GM_MAX_PROCS) */
+    gm_process *procs;   /* owned, GM_MAX_PROCS entries allocated */
+    bool host_valid;
+    gm_host host;
+} gm_snapshot;
+
+/* Returns a zeroed snapshot with room for GM_MAX_PROCS processes, NULL when out of memory. */
+gm_snapshot *gm_snapshot_new(void);
+void gm_snapshot_free(gm_snapshot *s);
+/* Empties s for reuse (keeps its allocation). */
+void gm_snapshot_reset(gm_snapshot *s);
+/* Deep copy of src into dst (both from gm_snapshot_new). */
+void gm_snapshot_copy(gm_snapshot *dst, const gm_snapshot *src);
+/* Appends a process; returns false (and counts it as dropped) when full. */
+bool gm_snapshot_add_process(gm_snapshot *s, const gm_process *p);
+/* Returns the GPU with driver index `index`, or NULL. */
+const gm_gpu *gm_snapshot_gpu(const gm_snapshot *s, unsigned index);
+
+/* ---- collector --------------------------------------------------------------------------- */
+
+/* How to find GPUs. Zero-initialised means: auto provider, real paths, host metrics on. */
+typedef struct gm_collector_options {
+    const char *provider; /* "nvml", "nvidia-smi", "sim", NULL/"auto": try nvml then nvidia-smi */
+    unsigned simulate;    /* > 0 selects the sim provider with this many GPUs (max GM_MAX_GPUS) */
+    uint64_t seed;        /* sim: seed of the deterministic dynamics */
+    const char
+        *nvml_lib; /* path of libnvidia-ml.so.1; NULL: $GPU_MONITOR_NVML_LIB or the default */
+    const char *smi_path;    /* nvidia-smi program; NULL: "nvidia-smi" on PATH */
+    int smi_timeout_ms;      /* 0: 5000 */
+    const char *procfs_root; /* NULL: "/proc" */
+    bool no_host;            /* skip host metrics */
+    bool no_processes;       /* skip GPU process enumeration */
+} gm_collector_options;
+
+typedef struct gm_collector gm_collector;
+
+/* Opens the collector. With an auto provider and no working GPU source this still succeeds with
+ * provider "none" (host metrics only) and gm_collector_diagnosis() says what was tried and why
+ * each failed. A forced provider that fails returns its error. */
+int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_error *err);
+void gm_collector_close(gm_collector *c);
+/* Name of the provider in use: "nvml", "nvidia-smi", "sim" or "none". */
+const char *gm_collector_provider(const gm_collector *c);
+/* One line per provider tried and why it was not used; "" when the first one worked. */
+const char *gm_collector_diagnosis(const gm_collector *c);
+/* Takes one sample into out (reset first). A GPU that fails alone is marked lost and the
+ * others are still read; an error is returned only when nothing could be read. */
+int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err);
+
+/* PCIe peer-to-peer capability between two GPUs, as NVML reports it. */
+typedef enum gm_p2p_cap {
+    GM_P2P_READ,
+    GM_P2P_WRITE,
+    GM_P2P_NVLINK,
+    GM_P2P_ATOMICS,
+    GM_P2P_PCI,
+    GM_P2P__COUNT
+} gm_p2p_cap;
+
+typedef enum gm_p2p_status {
+    GM_P2P_OK = 0,
+    GM_P2P_CHIPSET_NOT_SUPPORTED = 1,
+    GM_P2P_GPU_NOT_SUPPORTED = 2,
+    GM_P2P_IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+    GM_P2P_DISABLED_BY_REGKEY = 4,
+    GM_P2P_NOT_SUPPORTED = 5,
+    GM_P2P_UNKNOWN = 6
+} gm_p2p_status;
+
+/* Reads the P2P status between GPUs a and b for one capability. GM_ENOTSUP when the provider
+ * cannot tell (nvidia-smi, none). */
+int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
+                     gm_error *err);
+/* Short code as `nvidia-smi topo -p2p` prints it: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U". */
+const char *gm_p2p_status_code(gm_p2p_status s);
+
+/* The P2P matrix of all GPUs (static for a boot: read once, not per sample). */
+typedef struct gm_topology {
+    bool known;         /* false when the provider cannot tell (then p2p is meaningless) */
+    unsigned gpu_count; /* rows and columns used, in snapshot GPU order */
+    uint8_t p2p[GM_MAX_GPUS][GM_MAX_GPUS][GM_P2P__COUNT]; /* gm_p2p_status; diagonal unused */
+} gm_topology;
+
+/* Fills out for the GPUs the provider enumerates. Succeeds with known = false when the
+ * provider has no P2P query (nvidia-smi, none). */
+int gm_collector_topology(gm_collector *c, gm_topology *out, gm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,455 @@
+/* cmd_query.c - `gpumon query`: one reading (or one per --loop interval) as a table, JSON, or
+ * nvidia-smi compatible CSV. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/json.h"
+#include "core/smi_format.h"
+
+enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV };
+
+typedef struct query_opts {
+    enum out_format format;
+    unsigned csv_flags;
+    const char *query_gpu;
+    gm_cli_gpu_filter filter;
+    double loop_s;
+    bool no_processes;
+    gm_cli_source src;
+} query_opts;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: gpumon query [options]\n\n"
+        "Reads every GPU (and the host) once and prints the result.\n\n"
+        "Options:\n"
+        "  -i, --id LIST          only these GPUs: indices, UUIDs or PCI bus ids, comma-separated\n"
+        "  -l, --loop SECONDS     repeat every SECONDS (fractions allowed) until interrupted\n"
+        "      --format FMT       table (default), json, or csv[,noheader][,nounits]\n"
+        "      --query-gpu LIST   nvidia-smi compatible fields, e.g. index,name,utilization.gpu,\n"
+        "                         memory.used (implies --format=csv); see --list-fields\n"
+        "      --list-fields      print the fields --query-gpu accepts and exit\n"
+        "      --no-processes     skip the GPU process list\n"
+        "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto, or\n"
+        "                         $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
+        "      --simulate N       use N simulated GPUs (provider sim, 1-%d)\n"
+        "      --seed N           seed of the simulated GPUs' dynamics (default 0)\n"
+        "  -h, --help             show this help\n\n"
+        "With --format=csv and --query-gpu, the output matches `nvidia-smi --query-gpu=... "
+        "--format=csv`\nfield for field: header names with units, [N/A] for values the GPU "
+        "does not report.\n\n"
+        "Exit status: 0 ok, 1 failure, 2 usage error (unknown field, bad flag), 3 no GPU found.\n",
+        GM_MAX_GPUS);
+}
+
+static bool parse_format(const char *arg, query_opts *o)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *save = NULL;
+    bool first = true;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        if (first && strcmp(tok, "csv") == 0)
+            o->format = OUT_CSV;
+        else if (first && strcmp(tok, "json") == 0)
+            o->format = OUT_JSON;
+        else if (first && strcmp(tok, "table") == 0)
+            o->format = OUT_TABLE;
+        else if (!first && o->format == OUT_CSV && strcmp(tok, "noheader") == 0)
+            o->csv_flags |= GM_SMI_NOHEADER;
+        else if (!first && o->format == OUT_CSV && strcmp(tok, "nounits") == 0)
+            o->csv_flags |= GM_SMI_NOUNITS;
+        else {
+            fprintf(stderr,
+                    "gpumon query: invalid --format \"%s\" (expected table, json or "
+                    "csv[,noheader][,nounits])\n",
+                    arg);
+            return false;
+        }
+        first = false;
+    }
+    if (first) {
+        fprintf(stderr, "gpumon query: --format needs a value\n");
+        return false;
+    }
+    return true;
+}
+
+static void fmt_mib(char *buf, size_t len, const gm_gpu *g, gm_metric m)
+{
+    if (gm_gpu_has(g, m))
+        snprintf(buf, len, "%.0f", floor(g->v[m] / 1048576.0));
+    else
+        snprintf(buf, len, "N/A");
+}
+
+static void fmt_val(char *buf, size_t len, const gm_gpu *g, gm_metric m, const char *suffix)
+{
+    if (gm_gpu_has(g, m))
+        snprintf(buf, len, "%.0f%s", g->v[m] * gm_metric_get(m)->scale, suffix);
+    else
+        snprintf(buf, len, "N/A");
+}
+
+static void print_host(const gm_snapshot *s)
+{
+    const gm_host *h = &s->host;
+    if (!s->host_valid)
+        return;
+    printf("host %s", h->hostname);
+    if (gm_host_has(h, GM_H_CPU_UTIL_PCT))
+        printf("  cpu %.1f%%", h->v[GM_H_CPU_UTIL_PCT]);
+    if (gm_host_has(h, GM_H_CPU_COUNT))
+        printf(" of %.0f", h->v[GM_H_CPU_COUNT]);
+    if (h->cpu_model[0])
+        printf(" (%s)", h->cpu_model);
+    if (gm_host_has(h, GM_H_MEM_USED_BYTES) && gm_host_has(h, GM_H_MEM_TOTAL_BYTES))
+        printf("  mem %.1f / %.1f GiB", h->v[GM_H_MEM_USED_BYTES] / 1073741824.0,
+               h->v[GM_H_MEM_TOTAL_BYTES] / 1073741824.0);
+    if (gm_host_has(h, GM_H_LOAD1))
+        printf("  load %.2f %.2f %.2f", h->v[GM_H_LOAD1], h->v[GM_H_LOAD5], h->v[GM_H_LOAD15]);
+    if (gm_host_has(h, GM_H_UPTIME_S)) {
+        long up = (long)h->v[GM_H_UPTIME_S];
+        printf("  up %ldd %ldh %ldm", up / 86400, up / 3600 % 24, up / 60 % 60);
+    }
+    printf("\n");
+}
+
+static void print_table(const gm_snapshot *s, const query_opts *o)
+{
+    char ts[32];
+    time_t t = (time_t)(s->time_ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
+    printf("%s  %s  driver %s  CUDA %s  provider %s\n", s->host.hostname, ts,
+           s->driver_version[0] ? s->driver_version : "N/A",
+           s->cuda_version[0] ? s->cuda_version : "N/A", s->provider);
+    printf("%-3s %-28s %5s %5s %19s %15s %5s %4s %-6s\n", "GPU", "NAME", "TEMP", "UTIL",
+           "MEMORY (MiB)", "POWER (W)", "FAN", "PST", "PCIE");
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        if (!gm_cli_gpu_selected(&o->filter, g))
+            continue;
+        if (g->lost) {
+            printf("%-3u %-28.28s  GPU is lost (fell off the bus); reset or reboot to recover\n",
+                   g->index, g->name);
+            continue;
+        }
+        char temp[16], util[16], used[24], total[24], mem[64], draw[24], limit[24], pw[64], fan[16],
+            pst[8], pcie[24];
+        fmt_val(temp, sizeof temp, g, GM_M_TEMP_C, "C");
+        fmt_val(util, sizeof util, g, GM_M_UTIL_GPU_PCT, "%");
+        fmt_mib(used, sizeof used, g, GM_M_MEM_USED_BYTES);
+        fmt_mib(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES);
+        snprintf(mem, sizeof mem, "%s / %s", used, total);
+        fmt_val(draw, sizeof draw, g, GM_M_POWER_MW, "");
+        fmt_val(limit, sizeof limit, g, GM_M_POWER_LIMIT_MW, "");
+        snprintf(pw, sizeof pw, "%s / %s", draw, limit);
+        fmt_val(fan, sizeof fan, g, GM_M_FAN_PCT, "%");
+        if (gm_gpu_has(g, GM_M_PSTATE))
+            snprintf(pst, sizeof pst, "P%.0f", g->v[GM_M_PSTATE]);
+        else
+            snprintf(pst, sizeof pst, "N/A");
+        if (gm_gpu_has(g, GM_M_PCIE_GEN_CUR) && gm_gpu_has(g, GM_M_PCIE_WIDTH_CUR))
+            snprintf(pcie, sizeof pcie, "%.0fx%.0f", g->v[GM_M_PCIE_GEN_CUR],
+                     g->v[GM_M_PCIE_WIDTH_CUR]);
+        else
+            snprintf(pcie, sizeof pcie, "N/A");
+        printf("%-3u %-28.28s %5s %5s %19s %15s %5s %4s %-6s\n", g->index, g->name, temp, util, mem,
+               pw, fan, pst, pcie);
+        for (size_t p = 0; p < s->proc_count; p++) {
+            const gm_process *pr = &s->procs[p];
+            if (pr->gpu_index != g->index)
+                continue;
+            char pmem[24];
+            if (pr->mem_valid)
+                snprintf(pmem, sizeof pmem, "%llu MiB",
+                         (unsigned long long)(pr->used_mem_bytes / 1048576));
+            else
+                snprintf(pmem, sizeof pmem, "N/A");
+            printf("    pid %-8u %-12.12s %10s  %s\n", pr->pid, pr->user[0] ? pr->user : "?", pmem,
+                   pr->command[0] ? pr->command : "?");
+        }
+    }
+    if (s->proc_dropped)
+        printf("    (%zu more processes not shown)\n", s->proc_dropped);
+    print_host(s);
+}
+
+static int print_json(const gm_snapshot *s, const query_opts *o)
+{
+    json_t *j = gm_json_snapshot(s);
+    if (!j)
+        return -1;
+    if (o->filter.count) {
+        json_t *gpus = json_object_get(j, "gpus");
+        json_t *kept = json_array();
+        for (unsigned i = 0; i < s->gpu_count; i++)
+            if (gm_cli_gpu_selected(&o->filter, &s->gpus[i]))
+                json_array_append(kept, json_array_get(gpus, i));
+        json_object_set_new(j, "gpus", kept);
+        json_object_set_new(j, "gpu_count", json_integer((json_int_t)json_array_size(kept)));
+    }
+    /* One document per line, so --loop output is NDJSON. Pretty output only for a person. */
+    size_t flags = JSON_REAL_PRECISION(12) |
+                   (isatty(STDOUT_FILENO) && o->loop_s == 0 ? JSON_INDENT(2) : JSON_COMPACT);
+    json_dumpf(j, stdout, flags);
+    fputc('\n', stdout);
+    json_decref(j);
+    return 0;
+}
+
+static void list_fields(void)
+{
+    printf("Fields accepted by --query-gpu (header as printed, unit):\n");
+    for (int i = 0; i < GM_SMI_F__COUNT; i++) {
+        const char *unit = gm_smi_field_unit(i);
+        printf("  %-32s %-40s %s\n", gm_smi_field_name(i), gm_smi_field_header(i),
+               unit && *unit ? unit : "");
+    }
+}
+
+/* The driver indices selected by the -i filter, for the CSV writer. */
+static size_t selected_indices(const gm_snapshot *s, const gm_cli_gpu_filter *f, unsigned *out)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        if (gm_cli_gpu_selected(f, &s->gpus[i]))
+            out[n++] = s->gpus[i].index;
+    return n;
+}
+
+static bool sleep_until(double deadline_mono)
+{
+    while (!stop_requested) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = deadline_mono - (now.tv_sec + now.tv_nsec / 1e9);
+        if (left <= 0)
+            return true;
+        struct timespec ts = {(time_t)left, (long)((left - floor(left)) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static int parse_args(int argc, char **argv, query_opts *o)
+{
+    enum {
+        OPT_FORMAT = 256,
+        OPT_QUERY_GPU,
+        OPT_PROVIDER,
+        OPT_SIMULATE,
+        OPT_SEED,
+        OPT_NOPROC,
+        OPT_LIST
+    };
+    static const struct option longopts[] = {
+        {"id", required_argument, NULL, 'i'},
+        {"loop", required_argument, NULL, 'l'},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"query-gpu", required_argument, NULL, OPT_QUERY_GPU},
+        {"list-fields", no_argument, NULL, OPT_LIST},
+        {"no-processes", no_argument, NULL, OPT_NOPROC},
+        {"provider", required_argument, NULL, OPT_PROVIDER},
+        {"simulate", required_argument, NULL, OPT_SIMULATE},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool format_given = false;
+    unsigned long long v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":i:l:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            if (!gm_cli_parse_gpu_filter("query", optarg, &o->filter))
+                return GM_EXIT_USAGE;
+            break;
+        case 'l': {
+            char *end;
+            o->loop_s = strtod(optarg, &end);
+            if (*end || !(o->loop_s >= 0.1 && o->loop_s <= 86400)) {
+                fprintf(stderr,
+                        "gpumon query: --loop expects seconds from 0.1 to 86400, got "
+                        "\"%s\"\n",
+                        optarg);
+                return GM_EXIT_USAGE;
+            }
+            break;
+        }
+        case OPT_FORMAT:
+            if (!parse_format(optarg, o))
+                return GM_EXIT_USAGE;
+            format_given = true;
+            break;
+        case OPT_QUERY_GPU:
+            o->query_gpu = optarg;
+            break;
+        case OPT_LIST:
+            list_fields();
+            return GM_EXIT_OK;
+        case OPT_NOPROC:
+            o->no_processes = true;
+            break;
+        case OPT_PROVIDER:
+            o->src.provider = optarg;
+            break;
+        case OPT_SIMULATE:
+            if (!gm_cli_parse_uint("query", "--simulate", optarg, 1, GM_MAX_GPUS, &v))
+                return GM_EXIT_USAGE;
+            o->src.simulate = (unsigned)v;
+            break;
+        case OPT_SEED:
+            if (!gm_cli_parse_uint("query", "--seed", optarg, 0, UINT64_MAX, &v))
+                return GM_EXIT_USAGE;
+            o->src.seed = v;
+            break;
+        case 'h':
+            usage(stdout);
+            return GM_EXIT_OK;
+        case ':':
+            fprintf(stderr, "gpumon query: %s needs a value\n", argv[optind - 1]);
+            return GM_EXIT_USAGE;
+        default:
+            fprintf(stderr, "gpumon query: unknown option \"%s\" (see gpumon query --help)\n",
+                    argv[optind - 1]);
+            return GM_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpumon query: unexpected argument \"%s\"\n", argv[optind]);
+        return GM_EXIT_USAGE;
+    }
+    if (o->query_gpu && !format_given)
+        o->format = OUT_CSV;
+    if (o->format == OUT_CSV && !o->query_gpu) {
+        fprintf(stderr, "gpumon query: --format=csv needs --query-gpu=FIELDS\n");
+        return GM_EXIT_USAGE;
+    }
+    if (o->query_gpu && o->format != OUT_CSV) {
+        fprintf(stderr, "gpumon query: --query-gpu prints CSV; use --format=csv\n");
+        return GM_EXIT_USAGE;
+    }
+    return -1;
+}
+
+int gm_cli_query(int argc, char **argv)
+{
+    query_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+
+    int fields[GM_SMI_MAX_FIELDS];
+    size_t nfields = 0;
+    gm_error err = {0};
+    if (o.query_gpu &&
+        gm_smi_parse_fields(o.query_gpu, fields, GM_SMI_MAX_FIELDS, &nfields, &err) < 0) {
+        fprintf(stderr, "gpumon query: %s\n", err.msg);
+        return GM_EXIT_USAGE;
+    }
+
+    gm_collector_options copt;
+    if (!gm_cli_collector_options("query", &o.src, &copt))
+        return GM_EXIT_USAGE;
+    copt.no_processes = o.no_processes || o.format == OUT_CSV;
+    gm_collector *c = NULL;
+    if (gm_collector_open(&copt, &c, &err) < 0) {
+        fprintf(stderr, "gpumon query: %s\n", err.msg);
+        return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_NO_GPU;
+    }
+    if (strcmp(gm_collector_provider(c), "none") == 0) {
+        fprintf(stderr, "gpumon query: no GPU found; tried:\n");
+        const char *d = gm_collector_diagnosis(c);
+        for (const char *line = d; line && *line;) {
+            const char *nl = strchr(line, '\n');
+            int len = nl ? (int)(nl - line) : (int)strlen(line);
+            fprintf(stderr, "  %.*s\n", len, line);
+            line = nl ? nl + 1 : NULL;
+        }
+        fprintf(stderr, "Use --simulate N to try gpumon with simulated GPUs.\n");
+        gm_collector_close(c);
+        return GM_EXIT_NO_GPU;
+    }
+
+    gm_snapshot *s = gm_snapshot_new();
+    if (!s) {
+        gm_collector_close(c);
+        fprintf(stderr, "gpumon query: out of memory\n");
+        return GM_EXIT_FAILURE;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    rc = GM_EXIT_OK;
+    bool header_done = false;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    double next = start.tv_sec + start.tv_nsec / 1e9;
+    do {
+        if (gm_collector_sample(c, s, &err) < 0) {
+            fprintf(stderr, "gpumon query: %s\n", err.msg);
+            rc = GM_EXIT_NO_GPU;
+            if (o.loop_s == 0)
+                break;
+        } else {
+            const char *missing = gm_cli_gpu_filter_unmatched(&o.filter, s);
+            if (missing) {
+                fprintf(stderr, "gpumon query: no GPU matches \"%s\" (have %u GPUs)\n", missing,
+                        s->gpu_count);
+                rc = GM_EXIT_USAGE;
+                break;
+            }
+            if (o.format == OUT_TABLE)
+                print_table(s, &o);
+            else if (o.format == OUT_JSON)
+                print_json(s, &o);
+            else {
+                unsigned flags = o.csv_flags | (header_done ? GM_SMI_NOHEADER : 0);
+                unsigned sel[GM_MAX_GPUS];
+                size_t nsel = selected_indices(s, &o.filter, sel);
+                if (gm_smi_format_csv(stdout, s, fields, nfields, flags,
+                                      o.filter.count ? sel : NULL, nsel, &err) < 0) {
+                    fprintf(stderr, "gpumon query: %s\n", err.msg);
+                    rc = GM_EXIT_FAILURE;
+                    break;
+                }
+                header_done = true;
+            }
+            rc = GM_EXIT_OK;
+            fflush(stdout);
+        }
+        next += o.loop_s;
+        if (o.format == OUT_TABLE && o.loop_s > 0)
+            printf("\n");
+    } while (o.loop_s > 0 && sleep_until(next));
+
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/* commands.h - the subcommands main.c dispatches to, and the exit codes they share. */
+#ifndef GM_COMMANDS_H
+#define GM_COMMANDS_H
+
+/* Exit statuses, stable for scripts. */
+enum gm_exit {
+    GM_EXIT_OK = 0,
+    GM_EXIT_FAILURE = 1, /* a runtime error, or a command's own failure verdict */
+    GM_EXIT_USAGE = 2,   /* bad flags, unknown field, malformed input */
+    GM_EXIT_NO_GPU = 3,  /* no GPU could be read */
+    GM_EXIT_NOT_ENOUGH = 4,
+    GM_EXIT_TIMEOUT = 5,
+};
+
+/* Each takes the arguments after the command name (argv[0] is the command name) and returns
+ * the process exit status. They print their own errors as "gpumon <cmd>: <message>". */
+int gm_cli_query(int argc, char **argv);
+int gm_cli_serve(int argc, char **argv);
+
+#endif

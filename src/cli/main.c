@@ -1,0 +1,64 @@
+/* main.c - gpumon's entry point: dispatches to one subcommand, nothing else. */
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "gpumon.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"query", gm_cli_query,
+     "print GPU and host metrics once or in a loop (table, JSON, nvidia-smi CSV)"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: gpumon <command> [options]\n"
+                 "       gpumon <command> --help\n"
+                 "       gpumon --version\n\n"
+                 "GPU telemetry for the machines that run AI work.\n\n"
+                 "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nEnvironment:\n"
+                 "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml | nvidia-smi | sim | auto (default auto:\n"
+                 "                                  NVML, then nvidia-smi)\n"
+                 "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n\n"
+                 "Exit status: 0 ok, 1 failure, 2 usage error, 3 no GPU found.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return GM_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        usage(stdout);
+        return GM_EXIT_OK;
+    }
+    if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("gpumon %s\n", GM_VERSION);
+        return GM_EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0 && argc >= 3) {
+        char help_flag[] = "--help";
+        char *sub[] = {argv[2], help_flag, NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (strcmp(commands[i].name, argv[2]) == 0)
+                return commands[i].run(2, sub);
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (strcmp(commands[i].name, cmd) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "gpumon: unknown command \"%s\"\n\n", cmd);
+    usage(stderr);
+    return GM_EXIT_USAGE;
+}

@@ -1,0 +1,207 @@
+/* collector.c - picks a provider, then joins its GPU readings with host metrics and process
+ * details into one snapshot per call. */
+#include "gpumon.h"
+#include "host/host.h"
+#include "providers/provider.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* CPU utilisation is a difference of two /proc/stat readings; below this gap it is mostly noise. */
+#define MIN_CPU_WINDOW_MS 100
+
+struct gm_collector {
+    const gm_provider *prov; /* NULL: no GPU source ("none") */
+    void *pstate;
+    gm_host_reader *host;
+    char procfs_root[256];
+    bool want_procs;
+    uint64_t seq;
+    int64_t host_primed_ms;
+    char diagnosis[1024];
+};
+
+static int64_t now_ms(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void diag_append(gm_collector *c, const char *name, const char *msg)
+{
+    size_t used = strlen(c->diagnosis);
+    snprintf(c->diagnosis + used, sizeof c->diagnosis - used, "%s%s: %s", used ? "\n" : "", name,
+             msg);
+}
+
+int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_error *err)
+{
+    static const gm_collector_options defaults;
+    if (!opt)
+        opt = &defaults;
+    *out = NULL;
+    gm_collector *c = calloc(1, sizeof *c);
+    if (!c)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    snprintf(c->procfs_root, sizeof c->procfs_root, "%s",
+             opt->procfs_root ? opt->procfs_root : "/proc");
+    c->want_procs = !opt->no_processes;
+
+    const char *forced = opt->provider;
+    if (opt->simulate > 0)
+        forced = "sim";
+    if (forced && (strcmp(forced, "auto") == 0 || !*forced))
+        forced = NULL;
+
+    gm_error perr = {0};
+    int rc;
+    if (forced) {
+        const gm_provider *p = gm_provider_find(forced);
+        if (!p) {
+            rc = gm_error_set(err, GM_EINVAL,
+                              "unknown provider \"%s\" (expected nvml, nvidia-smi, sim or auto)",
+                              forced);
+            goto fail;
+        }
+        rc = p->open(opt, &c->pstate, &perr);
+        if (rc < 0) {
+            gm_error_set(err, rc, "%s", perr.msg);
+            goto fail;
+        }
+        c->prov = p;
+    } else {
+        for (size_t i = 0; gm_provider_auto_order[i]; i++) {
+            const gm_provider *p = gm_provider_auto_order[i];
+            perr.msg[0] = '\0';
+            if (p->open(opt, &c->pstate, &perr) == GM_OK) {
+                c->prov = p;
+                break;
+            }
+            diag_append(c, p->name, perr.msg[0] ? perr.msg : "failed");
+        }
+    }
+
+    if (!opt->no_host) {
+        rc = gm_host_reader_open(opt->procfs_root, &c->host, &perr);
+        if (rc < 0) {
+            gm_error_set(err, rc, "%s", perr.msg);
+            goto fail;
+        }
+        /* Prime the CPU counters so the first sample can already report utilisation. */
+        gm_host scratch;
+        gm_host_reader_read(c->host, &scratch, NULL);
+        c->host_primed_ms = now_ms(CLOCK_MONOTONIC);
+    }
+    *out = c;
+    return GM_OK;
+fail:
+    gm_collector_close(c);
+    return rc;
+}
+
+void gm_collector_close(gm_collector *c)
+{
+    if (!c)
+        return;
+    if (c->prov)
+        c->prov->close(c->pstate);
+    gm_host_reader_close(c->host);
+    free(c);
+}
+
+const char *gm_collector_provider(const gm_collector *c)
+{
+    return c->prov ? c->prov->name : "none";
+}
+
+const char *gm_collector_diagnosis(const gm_collector *c)
+{
+    return c->diagnosis;
+}
+
+int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
+{
+    gm_snapshot_reset(out);
+    int rc = GM_OK;
+    if (c->prov) {
+        rc = c->prov->sample(c->pstate, out, c->want_procs, err);
+        if (rc < 0) {
+            /* Keep what identifies the sample, drop partial GPU data. */
+            out->gpu_count = 0;
+            out->proc_count = 0;
+        }
+    }
+    snprintf(out->provider, sizeof out->provider, "%s", gm_collector_provider(c));
+
+    if (c->host) {
+        if (c->seq == 0) {
+            int64_t wait = MIN_CPU_WINDOW_MS - (now_ms(CLOCK_MONOTONIC) - c->host_primed_ms);
+            if (wait > 0) {
+                struct timespec ts = {0, (long)wait * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+        }
+        out->host_valid = gm_host_reader_read(c->host, &out->host, NULL) == GM_OK;
+    }
+    if (!out->host.hostname[0])
+        gethostname(out->host.hostname, sizeof out->host.hostname - 1);
+
+    /* The provider knows PIDs; who runs them and what they are comes from /proc. */
+    for (size_t i = 0; i < out->proc_count; i++) {
+        gm_process *p = &out->procs[i];
+        if (!p->user[0] && !p->command[0])
+            gm_host_describe_process(c->procfs_root, p->pid, p->user, sizeof p->user, p->command,
+                                     sizeof p->command);
+    }
+    out->seq = ++c->seq;
+    out->time_ms = now_ms(CLOCK_REALTIME);
+    out->mono_ms = now_ms(CLOCK_MONOTONIC);
+    return rc;
+}
+
+int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
+                     gm_error *err)
+{
+    if (!c->prov || !c->prov->p2p)
+        return gm_error_set(err, GM_ENOTSUP, "provider %s cannot read P2P status",
+                            gm_collector_provider(c));
+    if ((int)cap < 0 || cap >= GM_P2P__COUNT)
+        return gm_error_set(err, GM_EINVAL, "unknown P2P capability %d", (int)cap);
+    return c->prov->p2p(c->pstate, a, b, cap, out, err);
+}
+
+int gm_collector_topology(gm_collector *c, gm_topology *out, gm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!c->prov || !c->prov->p2p)
+        return GM_OK;
+    gm_snapshot *s = gm_snapshot_new();
+    if (!s)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    int rc = c->prov->sample(c->pstate, s, false, err);
+    unsigned n = rc == GM_OK ? s->gpu_count : 0;
+    gm_snapshot_free(s);
+    if (rc < 0)
+        return rc;
+    out->gpu_count = n;
+    for (unsigned a = 0; a < n; a++)
+        for (unsigned b = 0; b < n; b++)
+            for (int cap = 0; cap < GM_P2P__COUNT; cap++) {
+                gm_p2p_status st = GM_P2P_UNKNOWN;
+                if (a != b && c->prov->p2p(c->pstate, a, b, cap, &st, NULL) < 0)
+                    st = GM_P2P_UNKNOWN;
+                out->p2p[a][b][cap] = (uint8_t)st;
+            }
+    out->known = true;
+    return GM_OK;
+}
+
+const char *gm_p2p_status_code(gm_p2p_status s)
+{
+    static const char *const codes[] = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"};
+    return (unsigned)s < sizeof codes / sizeof *codes ? codes[s] : "U";
+}

@@ -1,0 +1,224 @@
+/* json.c - the JSON form of the sample model; absent metrics become null, never 0. */
+#include "core/json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const throttle_names[] = {
+    /* NVML clocks event reason bits, in bit order (nvml.h nvmlClocksEventReason*). */
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting",
+};
+
+/* A metric in its display unit, or null when absent. Integral display values stay integers so
+ * clients see 45, not 45.0. */
+static json_t *metric(const gm_gpu *g, gm_metric m)
+{
+    if (!gm_gpu_has(g, m))
+        return json_null();
+    double v = g->v[m] * gm_metric_get(m)->scale;
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+static json_t *raw_integer(const gm_gpu *g, gm_metric m)
+{
+    if (!gm_gpu_has(g, m))
+        return json_null();
+    return json_integer((json_int_t)g->v[m]);
+}
+
+static json_t *string_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static json_t *host_metric(const gm_host *h, gm_host_metric m)
+{
+    if (!gm_host_has(h, m))
+        return json_null();
+    double v = h->v[m];
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+static double round2(double v)
+{
+    return round(v * 100.0) / 100.0;
+}
+
+void gm_json_time(int64_t time_ms, char *buf, size_t len)
+{
+    time_t sec = (time_t)(time_ms / 1000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    char base[24];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03dZ", base, (int)(time_ms % 1000));
+}
+
+static json_t *process_json(const gm_process *p)
+{
+    const char *type = p->type == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS) ? "compute+graphics"
+                       : p->type == GM_PROC_GRAPHICS                   ? "graphics"
+                                                                       : "compute";
+    json_t *mem_b = p->mem_valid ? json_integer((json_int_t)p->used_mem_bytes) : json_null();
+    json_t *mem_mib =
+        p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
+    return json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o}", "gpu", (json_int_t)p->gpu_index, "pid",
+                     (json_int_t)p->pid, "type", type, "used_memory_mib", mem_mib,
+                     "used_memory_bytes", mem_b, "user", string_or_null(p->user), "command",
+                     string_or_null(p->command));
+}
+
+static json_t *throttle_json(const gm_gpu *g)
+{
+    if (!gm_gpu_has(g, GM_M_THROTTLE_REASONS))
+        return json_null();
+    uint64_t mask = (uint64_t)g->v[GM_M_THROTTLE_REASONS];
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)mask);
+    json_t *active = json_array();
+    for (size_t i = 0; i < sizeof throttle_names / sizeof *throttle_names; i++)
+        if (mask & (UINT64_C(1) << i))
+            json_array_append_new(active, json_string(throttle_names[i]));
+    return json_pack("{s:s, s:o}", "mask", hex, "active", active);
+}
+
+json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
+{
+    json_t *used_pct = json_null();
+    if (gm_gpu_has(g, GM_M_MEM_USED_BYTES) && gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) &&
+        g->v[GM_M_MEM_TOTAL_BYTES] > 0)
+        used_pct =
+            json_real(round2(100.0 * g->v[GM_M_MEM_USED_BYTES] / g->v[GM_M_MEM_TOTAL_BYTES]));
+
+    json_t *pstate = json_null();
+    if (gm_gpu_has(g, GM_M_PSTATE)) {
+        char ps[8];
+        snprintf(ps, sizeof ps, "P%d", (int)g->v[GM_M_PSTATE]);
+        pstate = json_string(ps);
+    }
+    json_t *persist = gm_gpu_has(g, GM_M_PERSISTENCE_MODE)
+                          ? json_boolean(g->v[GM_M_PERSISTENCE_MODE] != 0)
+                          : json_null();
+
+    json_t *procs = json_array();
+    for (size_t i = 0; i < s->proc_count; i++)
+        if (s->procs[i].gpu_index == g->index)
+            json_array_append_new(procs, process_json(&s->procs[i]));
+
+    json_t *j = json_pack(
+        "{s:I, s:s, s:o, s:o, s:b,"
+        " s:{s:o, s:o, s:o, s:o},"
+        " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
+        " s:o, s:{s:o, s:o}, s:o,"
+        " s:{s:o, s:o, s:o, s:o, s:o, s:o},"
+        " s:o,"
+        " s:{s:o, s:o, s:o, s:o, s:o, s:o},"
+        " s:o, s:o, s:o, s:o}",
+        "index", (json_int_t)g->index, "name", g->name, "uuid", string_or_null(g->uuid),
+        "pci_bus_id", string_or_null(g->pci_bus_id), "lost", g->lost,
+        /* utilization */
+        "utilization", "gpu", metric(g, GM_M_UTIL_GPU_PCT), "memory", metric(g, GM_M_UTIL_MEM_PCT),
+        "encoder", metric(g, GM_M_UTIL_ENC_PCT), "decoder", metric(g, GM_M_UTIL_DEC_PCT),
+        /* memory */
+        "memory", "total_mib", metric(g, GM_M_MEM_TOTAL_BYTES), "used_mib",
+        metric(g, GM_M_MEM_USED_BYTES), "free_mib", metric(g, GM_M_MEM_FREE_BYTES), "reserved_mib",
+        metric(g, GM_M_MEM_RESERVED_BYTES), "used_percent", used_pct, "total_bytes",
+        raw_integer(g, GM_M_MEM_TOTAL_BYTES), "used_bytes", raw_integer(g, GM_M_MEM_USED_BYTES),
+        "free_bytes", raw_integer(g, GM_M_MEM_FREE_BYTES), "reserved_bytes",
+        raw_integer(g, GM_M_MEM_RESERVED_BYTES),
+        /* thermal, power, energy */
+        "temperature_c", metric(g, GM_M_TEMP_C), "power", "draw_w", metric(g, GM_M_POWER_MW),
+        "limit_w", metric(g, GM_M_POWER_LIMIT_MW), "energy_j", metric(g, GM_M_ENERGY_MJ),
+        /* clocks */
+        "clocks", "graphics_mhz", metric(g, GM_M_CLOCK_GR_MHZ), "sm_mhz",
+        metric(g, GM_M_CLOCK_SM_MHZ), "memory_mhz", metric(g, GM_M_CLOCK_MEM_MHZ),
+        "max_graphics_mhz", metric(g, GM_M_CLOCK_MAX_GR_MHZ), "max_sm_mhz",
+        metric(g, GM_M_CLOCK_MAX_SM_MHZ), "max_memory_mhz", metric(g, GM_M_CLOCK_MAX_MEM_MHZ),
+        "fan_percent", metric(g, GM_M_FAN_PCT),
+        /* pcie */
+        "pcie", "gen_current", metric(g, GM_M_PCIE_GEN_CUR), "gen_max",
+        metric(g, GM_M_PCIE_GEN_MAX), "width_current", metric(g, GM_M_PCIE_WIDTH_CUR), "width_max",
+        metric(g, GM_M_PCIE_WIDTH_MAX), "tx_kbps", metric(g, GM_M_PCIE_TX_KBPS), "rx_kbps",
+        metric(g, GM_M_PCIE_RX_KBPS),
+        /* state */
+        "pstate", pstate, "throttle_reasons", throttle_json(g), "persistence_mode", persist,
+        "processes", procs);
+    return j;
+}
+
+json_t *gm_json_host(const gm_host *h)
+{
+    json_t *cores = json_array();
+    for (unsigned i = 0; i < h->core_count; i++)
+        json_array_append_new(cores, isfinite(h->core_util_pct[i])
+                                         ? json_real(round2(h->core_util_pct[i]))
+                                         : json_null());
+    json_t *mem_pct = json_null();
+    if (gm_host_has(h, GM_H_MEM_USED_BYTES) && gm_host_has(h, GM_H_MEM_TOTAL_BYTES) &&
+        h->v[GM_H_MEM_TOTAL_BYTES] > 0)
+        mem_pct = json_real(round2(100.0 * h->v[GM_H_MEM_USED_BYTES] / h->v[GM_H_MEM_TOTAL_BYTES]));
+    json_t *cpu = gm_host_has(h, GM_H_CPU_UTIL_PCT) ? json_real(round2(h->v[GM_H_CPU_UTIL_PCT]))
+                                                    : json_null();
+    json_t *load = json_null();
+    if (gm_host_has(h, GM_H_LOAD1))
+        load = json_pack("[o, o, o]", host_metric(h, GM_H_LOAD1), host_metric(h, GM_H_LOAD5),
+                         host_metric(h, GM_H_LOAD15));
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o,"
+        " s:{s:o, s:o, s:o, s:o}, s:{s:o, s:o}, s:o, s:o}",
+        "hostname", string_or_null(h->hostname), "kernel", string_or_null(h->kernel), "cpu_model",
+        string_or_null(h->cpu_model), "cpu_count", host_metric(h, GM_H_CPU_COUNT), "cpu_percent",
+        cpu, "cpu_per_core", cores, "memory", "total_bytes", host_metric(h, GM_H_MEM_TOTAL_BYTES),
+        "used_bytes", host_metric(h, GM_H_MEM_USED_BYTES), "available_bytes",
+        host_metric(h, GM_H_MEM_AVAILABLE_BYTES), "used_percent", mem_pct, "swap", "total_bytes",
+        host_metric(h, GM_H_SWAP_TOTAL_BYTES), "used_bytes", host_metric(h, GM_H_SWAP_USED_BYTES),
+        "load_average", load, "uptime_seconds", host_metric(h, GM_H_UPTIME_S));
+}
+
+json_t *gm_json_processes(const gm_snapshot *s)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < s->proc_count; i++)
+        json_array_append_new(a, process_json(&s->procs[i]));
+    return a;
+}
+
+json_t *gm_json_snapshot(const gm_snapshot *s)
+{
+    char ts[32];
+    gm_json_time(s->time_ms, ts, sizeof ts);
+    json_t *gpus = json_array();
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        json_array_append_new(gpus, gm_json_gpu(s, &s->gpus[i]));
+    return json_pack("{s:s, s:I, s:I, s:o, s:s, s:o, s:o, s:o, s:I, s:o, s:I, s:o}", "timestamp",
+                     ts, "timestamp_ms", (json_int_t)s->time_ms, "seq", (json_int_t)s->seq,
+                     "hostname", string_or_null(s->host.hostname), "provider", s->provider,
+                     "driver_version", string_or_null(s->driver_version), "cuda_version",
+                     string_or_null(s->cuda_version), "nvml_version",
+                     string_or_null(s->nvml_version), "gpu_count", (json_int_t)s->gpu_count, "gpus",
+                     gpus, "processes_dropped", (json_int_t)s->proc_dropped, "system",
+                     s->host_valid ? gm_json_host(&s->host) : json_null());
+}
+
+char *gm_json_dump(const json_t *j, size_t *len)
+{
+    /* 12 significant digits keep energy counters in joules exact to the millijoule. */
+    char *out = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    if (out && len)
+        *len = strlen(out);
+    return out;
+}

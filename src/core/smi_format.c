@@ -1,0 +1,659 @@
+/* smi_format.c - reads and writes nvidia-smi's --query-gpu CSV with one table of fields. */
+#include "core/smi_format.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIB_BYTES 1048576.0
+
+typedef struct smi_field_info {
+    const char *name;
+    const char *alias;
+    const char *header; /* with " [unit]" appended when there is a unit */
+    gm_smi_kind kind;
+    int metric;
+    const char *unit;
+} smi_field_info;
+
+static const smi_field_info field_table[GM_SMI_F__COUNT] = {
+#define GM__SMI_FIELD_ROW(id, nm, al, hd, kd, mt, un) \
+    [GM_SMI_F_##id] = {nm, al, hd, kd, (int)(mt), un},
+    GM_SMI_FIELD_MAP(GM__SMI_FIELD_ROW)
+#undef GM__SMI_FIELD_ROW
+};
+
+/* Headers with their unit, built once: "memory.used [MiB]". */
+static char header_text[GM_SMI_F__COUNT][64];
+
+static void build_headers(void)
+{
+    for (int i = 0; i < GM_SMI_F__COUNT; i++) {
+        const smi_field_info *f = &field_table[i];
+        if (f->unit[0])
+            snprintf(header_text[i], sizeof header_text[i], "%s [%s]", f->header, f->unit);
+        else
+            snprintf(header_text[i], sizeof header_text[i], "%s", f->header);
+    }
+}
+
+static bool valid_id(int id)
+{
+    return id >= 0 && id < GM_SMI_F__COUNT;
+}
+
+int gm_smi_field_find(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < GM_SMI_F__COUNT; i++) {
+        const smi_field_info *f = &field_table[i];
+        if (strcmp(f->name, name) == 0 || (f->alias && strcmp(f->alias, name) == 0))
+            return i;
+    }
+    return -1;
+}
+
+const char *gm_smi_field_name(int id)
+{
+    return valid_id(id) ? field_table[id].name : NULL;
+}
+
+const char *gm_smi_field_header(int id)
+{
+    if (!valid_id(id))
+        return NULL;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, build_headers);
+    return header_text[id];
+}
+
+const char *gm_smi_field_unit(int id)
+{
+    return valid_id(id) ? field_table[id].unit : NULL;
+}
+
+int gm_smi_field_metric(int id)
+{
+    if (!valid_id(id) || field_table[id].metric >= GM_M__COUNT)
+        return -1;
+    return field_table[id].metric;
+}
+
+int gm_smi_field_kind(int id)
+{
+    return valid_id(id) ? (int)field_table[id].kind : -1;
+}
+
+/* ---- printing ------------------------------------------------------------------------------ */
+
+int gm_smi_parse_fields(const char *list, int *ids, size_t max, size_t *n, gm_error *err)
+{
+    *n = 0;
+    if (!list)
+        list = "";
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        char name[128];
+        if (len >= sizeof name)
+            return gm_error_set(err, GM_EINVAL, "Field \"%.*s\" is not a valid field to query.",
+                                (int)len, p);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        int id = gm_smi_field_find(name);
+        if (id < 0)
+            return gm_error_set(err, GM_EINVAL, "Field \"%s\" is not a valid field to query.",
+                                name);
+        if (*n >= max)
+            return gm_error_set(err, GM_EINVAL, "too many fields to query (at most %zu)", max);
+        ids[(*n)++] = id;
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    return GM_OK;
+}
+
+int gm_smi_parse_format(const char *spec, unsigned *flags, gm_error *err)
+{
+    *flags = 0;
+    bool csv = false;
+    const char *p = spec ? spec : "";
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 3 && strncmp(p, "csv", 3) == 0)
+            csv = true;
+        else if (len == 8 && strncmp(p, "noheader", 8) == 0)
+            *flags |= GM_SMI_NOHEADER;
+        else if (len == 7 && strncmp(p, "nounits", 7) == 0)
+            *flags |= GM_SMI_NOUNITS;
+        else
+            return gm_error_set(err, GM_EINVAL,
+                                "Format modifier \"%.*s\" is not recognized (expected csv, "
+                                "noheader, nounits).",
+                                (int)len, p);
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    if (!csv)
+        return gm_error_set(err, GM_EINVAL, "--format must include \"csv\".");
+    return GM_OK;
+}
+
+static int put(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int put(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+    if (r < 0) {
+        if (cap)
+            buf[0] = '\0';
+        return 0;
+    }
+    return (size_t)r >= cap && cap ? (int)cap - 1 : r;
+}
+
+static int put_str(char *buf, size_t cap, const char *s)
+{
+    return put(buf, cap, "%s", s && s[0] ? s : "[N/A]");
+}
+
+static int format_timestamp(int64_t ms, char *buf, size_t cap)
+{
+    if (ms <= 0)
+        return put(buf, cap, "[N/A]");
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (!localtime_r(&t, &tm))
+        return put(buf, cap, "[N/A]");
+    return put(buf, cap, "%04d/%02d/%02d %02d:%02d:%02d.%03d", tm.tm_year + 1900, tm.tm_mon + 1,
+               tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/* Readings arrive as doubles; out-of-range ones are clamped rather than cast (undefined). */
+static unsigned long long to_u64(double v)
+{
+    if (!(v > 0))
+        return 0;
+    if (v >= 18446744073709551615.0)
+        return ULLONG_MAX;
+    return (unsigned long long)v;
+}
+
+static long long to_i64(double v)
+{
+    if (v >= 9.2e18)
+        return LLONG_MAX;
+    if (v <= -9.2e18)
+        return LLONG_MIN;
+    return llround(v);
+}
+
+int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned flags, char *buf,
+                        size_t cap)
+{
+    if (!valid_id(id)) {
+        if (cap)
+            buf[0] = '\0';
+        return GM_EINVAL;
+    }
+    const smi_field_info *f = &field_table[id];
+    switch (f->kind) {
+    case GM_SMI_K_TIMESTAMP:
+        return format_timestamp(s->time_ms, buf, cap);
+    case GM_SMI_K_DRIVER:
+        return put_str(buf, cap, s->driver_version);
+    case GM_SMI_K_COUNT:
+        return put(buf, cap, "%u", s->gpu_count);
+    case GM_SMI_K_INDEX:
+        return put(buf, cap, "%u", g->index);
+    case GM_SMI_K_NAME:
+        return put_str(buf, cap, g->name);
+    case GM_SMI_K_UUID:
+        return put_str(buf, cap, g->uuid);
+    case GM_SMI_K_BUSID:
+        return put_str(buf, cap, g->pci_bus_id);
+    default:
+        break;
+    }
+
+    if (g->lost)
+        return put(buf, cap, "[GPU is lost]");
+    if (!gm_gpu_has(g, (gm_metric)f->metric) || !isfinite(g->v[f->metric]))
+        return put(buf, cap, "[N/A]");
+    double v = g->v[f->metric];
+    /* nvidia-smi separates value and unit by one space: "45 %", "1024 MiB". */
+    const char *sep = (flags & GM_SMI_NOUNITS) || !f->unit[0] ? "" : " ";
+    const char *unit = (flags & GM_SMI_NOUNITS) ? "" : f->unit;
+    switch (f->kind) {
+    case GM_SMI_K_INT:
+        return put(buf, cap, "%lld%s%s", to_i64(v), sep, unit);
+    case GM_SMI_K_MIB:
+        /* nvidia-smi divides bytes by 1024*1024 in integers: 1048575 bytes is 0 MiB. */
+        return put(buf, cap, "%llu%s%s", to_u64(v) / 1048576ULL, sep, unit);
+    case GM_SMI_K_WATT:
+        return put(buf, cap, "%.2f%s%s", v / 1000.0, sep, unit);
+    case GM_SMI_K_PSTATE:
+        return put(buf, cap, "P%lld", to_i64(v));
+    case GM_SMI_K_PERSIST:
+        return put(buf, cap, "%s", v != 0 ? "Enabled" : "Disabled");
+    case GM_SMI_K_HEX64:
+        return put(buf, cap, "0x%016llx", to_u64(v));
+    default:
+        return put(buf, cap, "[N/A]");
+    }
+}
+
+int gm_smi_format_csv(FILE *out, const gm_snapshot *s, const int *ids, size_t n, unsigned flags,
+                      const unsigned *gpus, size_t ngpus, gm_error *err)
+{
+    if (n == 0)
+        return gm_error_set(err, GM_EINVAL, "no field to query");
+    for (size_t i = 0; i < n; i++)
+        if (!valid_id(ids[i]))
+            return gm_error_set(err, GM_EINVAL, "unknown field id %d", ids[i]);
+    if (!gpus)
+        ngpus = 0;
+    for (size_t k = 0; k < ngpus; k++)
+        if (!gm_snapshot_gpu(s, gpus[k]))
+            return gm_error_set(err, GM_ENOENT, "no GPU with index %u", gpus[k]);
+
+    if (!(flags & GM_SMI_NOHEADER)) {
+        for (size_t i = 0; i < n; i++)
+            fprintf(out, "%s%s", i ? ", " : "", gm_smi_field_header(ids[i]));
+        fputc('\n', out);
+    }
+    for (unsigned gi = 0; gi < s->gpu_count; gi++) {
+        const gm_gpu *g = &s->gpus[gi];
+        if (ngpus) {
+            bool wanted = false;
+            for (size_t k = 0; k < ngpus && !wanted; k++)
+                wanted = gpus[k] == g->index;
+            if (!wanted)
+                continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            char value[GM_NAME_LEN + 32];
+            gm_smi_format_value(s, g, ids[i], flags, value, sizeof value);
+            fprintf(out, "%s%s", i ? ", " : "", value);
+        }
+        fputc('\n', out);
+    }
+    if (fflush(out) != 0 || ferror(out))
+        return gm_error_set(err, GM_EIO, "cannot write output: %s", strerror(errno));
+    return GM_OK;
+}
+
+/* ---- parsing ------------------------------------------------------------------------------- */
+
+/* Appends one "; "-separated note to warn. */
+static void warn_add(char *warn, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void warn_add(char *warn, size_t cap, const char *fmt, ...)
+{
+    if (!warn || !cap)
+        return;
+    size_t used = strnlen(warn, cap);
+    if (used + 3 >= cap)
+        return;
+    if (used) {
+        memcpy(warn + used, "; ", 3);
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(warn + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+/* Cuts text into lines in place: returns the next line (without CR/LF) or NULL at the end. */
+static char *next_line(char **cursor)
+{
+    char *p = *cursor;
+    if (!p || !*p)
+        return NULL;
+    char *nl = strchr(p, '\n');
+    if (nl) {
+        *nl = '\0';
+        *cursor = nl + 1;
+    } else {
+        *cursor = p + strlen(p);
+    }
+    size_t len = strlen(p);
+    while (len && (p[len - 1] == '\r' || isspace((unsigned char)p[len - 1])))
+        p[--len] = '\0';
+    return p;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t len = strlen(s);
+    while (len && isspace((unsigned char)s[len - 1]))
+        s[--len] = '\0';
+    return s;
+}
+
+/* Splits line at commas into at most max trimmed columns; returns how many there were in all. */
+static size_t split_columns(char *line, char **cols, size_t max)
+{
+    size_t n = 0;
+    char *p = line;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (n < max)
+            cols[n] = trim(p);
+        n++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return n;
+}
+
+static void quote_line(const char *line, char *buf, size_t cap)
+{
+    size_t len = strlen(line);
+    if (len + 1 <= cap || cap < 4) {
+        snprintf(buf, cap, "%s", line);
+        return;
+    }
+    snprintf(buf, cap, "%.*s...", (int)(cap - 4), line);
+}
+
+typedef enum value_class { VAL_NUMBER, VAL_ABSENT, VAL_LOST } value_class;
+
+/* Sorts nvidia-smi's placeholders: "[N/A]", "[Not Supported]", "[Unknown Error]"... are absent,
+ * "[GPU is lost]" and "[GPU requires reset]" mean the GPU fell off. */
+static value_class classify(const char *v)
+{
+    if (!v[0] || strcmp(v, "N/A") == 0 || strcmp(v, "Not Supported") == 0)
+        return VAL_ABSENT;
+    if (strcasestr(v, "GPU is lost") || strcasestr(v, "GPU requires reset"))
+        return VAL_LOST;
+    if (v[0] == '[')
+        return VAL_ABSENT;
+    return VAL_NUMBER;
+}
+
+/* Parses "12", "12.5" or "12.5 W" (unit optional but, when present, the field's own). */
+static bool parse_number(const char *text, const char *unit, double *out)
+{
+    if (!isdigit((unsigned char)text[0]) && text[0] != '.')
+        return false;
+    errno = 0;
+    char *end;
+    double v = strtod(text, &end);
+    /* No reading nvidia-smi prints comes near 1e15; larger is garbage, not a value. */
+    if (end == text || errno == ERANGE || !isfinite(v) || v > 1e15)
+        return false;
+    while (*end == ' ')
+        end++;
+    if (*end && (!unit[0] || strcmp(end, unit) != 0))
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_uint(const char *text, unsigned long long max, unsigned long long *out)
+{
+    if (!isdigit((unsigned char)text[0]))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end || errno == ERANGE || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    if (classify(src) != VAL_NUMBER)
+        return; /* placeholders are not names */
+    snprintf(dst, cap, "%s", src);
+}
+
+/* Stores the text of field id into g. Returns 0 when stored or absent, 1 when the value says the
+ * GPU is lost, -1 when it does not parse. */
+static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
+{
+    const smi_field_info *f = &field_table[id];
+    switch (f->kind) {
+    case GM_SMI_K_NAME:
+        copy_text(g->name, sizeof g->name, text);
+        return classify(text) == VAL_LOST;
+    case GM_SMI_K_UUID:
+        copy_text(g->uuid, sizeof g->uuid, text);
+        return classify(text) == VAL_LOST;
+    case GM_SMI_K_BUSID:
+        copy_text(g->pci_bus_id, sizeof g->pci_bus_id, text);
+        return classify(text) == VAL_LOST;
+    case GM_SMI_K_DRIVER:
+        if (!s->driver_version[0])
+            copy_text(s->driver_version, sizeof s->driver_version, text);
+        return 0;
+    case GM_SMI_K_TIMESTAMP:
+    case GM_SMI_K_COUNT:
+    case GM_SMI_K_INDEX: /* read by the row parser */
+        return 0;
+    default:
+        break;
+    }
+
+    value_class c = classify(text);
+    if (c == VAL_LOST)
+        return 1;
+    if (c == VAL_ABSENT)
+        return 0;
+    gm_metric m = (gm_metric)f->metric;
+    double v;
+    switch (f->kind) {
+    case GM_SMI_K_INT:
+        if (!parse_number(text, f->unit, &v))
+            return -1;
+        gm_gpu_set(g, m, v);
+        return 0;
+    case GM_SMI_K_MIB:
+        if (!parse_number(text, f->unit, &v))
+            return -1;
+        gm_gpu_set(g, m, v * MIB_BYTES);
+        return 0;
+    case GM_SMI_K_WATT:
+        if (!parse_number(text, f->unit, &v))
+            return -1;
+        gm_gpu_set(g, m, (double)llround(v * 1000.0));
+        return 0;
+    case GM_SMI_K_PSTATE: {
+        unsigned long long p;
+        if (text[0] != 'P' || !parse_uint(text + 1, 15, &p))
+            return -1;
+        gm_gpu_set(g, m, (double)p);
+        return 0;
+    }
+    case GM_SMI_K_PERSIST:
+        if (strcmp(text, "Enabled") == 0)
+            gm_gpu_set(g, m, 1);
+        else if (strcmp(text, "Disabled") == 0)
+            gm_gpu_set(g, m, 0);
+        else
+            return -1;
+        return 0;
+    case GM_SMI_K_HEX64: {
+        if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X') ||
+            !isxdigit((unsigned char)text[2]))
+            return -1;
+        errno = 0;
+        char *end;
+        unsigned long long mask = strtoull(text + 2, &end, 16);
+        if (*end || errno == ERANGE)
+            return -1;
+        gm_gpu_set(g, m, (double)mask);
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot *out, char *warn,
+                         size_t cap, gm_error *err)
+{
+    if (warn && cap)
+        warn[0] = '\0';
+    out->gpu_count = 0;
+    if (n == 0 || n > GM_SMI_MAX_FIELDS)
+        return gm_error_set(err, GM_EINVAL, "bad field list");
+    for (size_t i = 0; i < n; i++)
+        if (!valid_id(ids[i]))
+            return gm_error_set(err, GM_EINVAL, "unknown field id %d", ids[i]);
+    size_t index_col = n;
+    for (size_t i = 0; i < n && index_col == n; i++)
+        if (ids[i] == GM_SMI_F_INDEX)
+            index_col = i;
+
+    char *copy = strdup(text ? text : "");
+    char **cols = malloc(n * sizeof *cols);
+    if (!copy || !cols) {
+        free(copy);
+        free(cols);
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+
+    char first_bad[160] = "";
+    const char *first_reason = NULL;
+    size_t rows = 0, bad = 0;
+    bool no_devices = false;
+    char *cursor = copy;
+    for (char *line; (line = next_line(&cursor));) {
+        line = trim(line);
+        if (!line[0])
+            continue;
+        if (strstr(line, "No devices were found")) {
+            no_devices = true;
+            continue;
+        }
+        char raw[160];
+        quote_line(line, raw, sizeof raw);
+        size_t ncols = split_columns(line, cols, n);
+        size_t have = ncols < n ? ncols : n;
+        /* A header line (format without noheader) names the first field instead of a value. */
+        if (rows == 0 && have > 0 &&
+            (strcmp(cols[0], field_table[ids[0]].header) == 0 ||
+             strcmp(cols[0], gm_smi_field_header(ids[0])) == 0))
+            continue;
+
+        const char *reason = NULL;
+        unsigned long long index = rows;
+        if (index_col < n && (index_col >= have || !parse_uint(cols[index_col], 1u << 20, &index)))
+            reason = "no GPU index";
+        for (unsigned k = 0; !reason && k < out->gpu_count; k++)
+            if (out->gpus[k].index == index)
+                reason = "repeated GPU index";
+        if (!reason && out->gpu_count >= GM_MAX_GPUS)
+            reason = "more GPUs than gpumon keeps";
+        if (reason) {
+            bad++;
+            if (!first_bad[0]) {
+                snprintf(first_bad, sizeof first_bad, "%s", raw);
+                first_reason = reason;
+            }
+            warn_add(warn, cap, "skipped row \"%s\": %s", raw, reason);
+            continue;
+        }
+
+        gm_gpu *g = &out->gpus[out->gpu_count];
+        memset(g, 0, sizeof *g);
+        g->index = (unsigned)index;
+        bool lost = false;
+        for (size_t i = 0; i < have; i++) {
+            int r = parse_value(ids[i], cols[i], g, out);
+            if (r > 0)
+                lost = true;
+            else if (r < 0)
+                warn_add(warn, cap, "GPU %u: %s \"%s\" does not parse", g->index,
+                         field_table[ids[i]].name, cols[i]);
+        }
+        if (lost) {
+            /* No reading of a GPU that fell off the bus is trustworthy. */
+            g->lost = true;
+            g->valid = 0;
+        }
+        out->gpu_count++;
+        rows++;
+    }
+    free(copy);
+    free(cols);
+
+    if (rows > 0)
+        return GM_OK;
+    if (bad > 0)
+        return gm_error_set(err, GM_EPARSE,
+                            "nvidia-smi printed no GPU row gpumon understands: \"%s\" (%s)",
+                            first_bad, first_reason);
+    if (no_devices)
+        return gm_error_set(err, GM_ENODEV, "nvidia-smi: No devices were found");
+    return gm_error_set(err, GM_ENODEV, "nvidia-smi lists no GPU");
+}
+
+int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t cap, gm_error *err)
+{
+    if (warn && cap)
+        warn[0] = '\0';
+    char *copy = strdup(text ? text : "");
+    if (!copy)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    char *cursor = copy;
+    for (char *line; (line = next_line(&cursor));) {
+        line = trim(line);
+        if (!line[0] || strstr(line, "No running processes found"))
+            continue;
+        char raw[160];
+        quote_line(line, raw, sizeof raw);
+        char *cols[3];
+        size_t ncols = split_columns(line, cols, 3);
+        if (ncols < 3) {
+            warn_add(warn, cap, "skipped process row \"%s\": too few fields", raw);
+            continue;
+        }
+        if (strcmp(cols[0], "gpu_uuid") == 0)
+            continue; /* header line */
+        const gm_gpu *g = NULL;
+        for (unsigned k = 0; k < out->gpu_count && !g; k++)
+            if (out->gpus[k].uuid[0] && strcmp(out->gpus[k].uuid, cols[0]) == 0)
+                g = &out->gpus[k];
+        unsigned long long pid;
+        if (!g || !parse_uint(cols[1], UINT32_MAX, &pid) || pid == 0) {
+            warn_add(warn, cap, "skipped process row \"%s\": %s", raw,
+                     g ? "bad pid" : "unknown GPU uuid");
+            continue;
+        }
+        gm_process p = {.gpu_index = g->index, .pid = (uint32_t)pid, .type = GM_PROC_COMPUTE};
+        double mib;
+        if (classify(cols[2]) == VAL_NUMBER && parse_number(cols[2], "MiB", &mib)) {
+            p.mem_valid = true;
+            p.used_mem_bytes = (uint64_t)(mib * MIB_BYTES);
+        }
+        gm_snapshot_add_process(out, &p);
+    }
+    free(copy);
+    return GM_OK;
+}

@@ -1,0 +1,26 @@
+/* host.h - host metrics and process details read from procfs. */
+#ifndef GM_HOST_H
+#define GM_HOST_H
+
+#include "gpumon.h"
+
+/* Reads CPU, memory, swap, load, uptime, CPU model, kernel and hostname from a procfs root.
+ * CPU utilisation needs two readings, so the reader keeps the previous /proc/stat counters. */
+typedef struct gm_host_reader gm_host_reader;
+
+/* root: the procfs mount point ("/proc" when NULL); tests pass a fixture tree. */
+int gm_host_reader_open(const char *root, gm_host_reader **out, gm_error *err);
+void gm_host_reader_close(gm_host_reader *r);
+
+/* Fills out (zeroed first). CPU utilisation (total and per core) is set from the second call on,
+ * as the busy share of the jiffies elapsed since the previous call. Metrics whose file is missing
+ * or malformed stay absent; returns an error only when nothing could be read. */
+int gm_host_reader_read(gm_host_reader *r, gm_host *out, gm_error *err);
+
+/* Fills user (from the real UID in <root>/<pid>/status, resolved with getpwuid_r, the number when
+ * unnamed) and command (from <root>/<pid>/cmdline, NULs as spaces, falling back to comm).
+ * Returns GM_ENOENT when the process is gone or hidden; the buffers are then empty strings. */
+int gm_host_describe_process(const char *root, uint32_t pid, char *user, size_t user_len,
+                             char *command, size_t command_len);
+
+#endif

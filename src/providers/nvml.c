@@ -1,0 +1,812 @@
+/* nvml.c - the NVML provider: libnvidia-ml.so.1 loaded with dlopen, its versioned entry points
+ * resolved newest first, every metric read into the sample model with absent meaning unsupported.
+ */
+#include "provider.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- NVML declarations (no header is packaged in Debian main; layouts from nvml.h, x86_64) ----
+ */
+
+enum {
+    NV_SUCCESS = 0,
+    NV_ERROR_UNINITIALIZED = 1,
+    NV_ERROR_INVALID_ARGUMENT = 2,
+    NV_ERROR_NOT_SUPPORTED = 3,
+    NV_ERROR_NO_PERMISSION = 4,
+    NV_ERROR_ALREADY_INITIALIZED = 5,
+    NV_ERROR_NOT_FOUND = 6,
+    NV_ERROR_INSUFFICIENT_SIZE = 7,
+    NV_ERROR_INSUFFICIENT_POWER = 8,
+    NV_ERROR_DRIVER_NOT_LOADED = 9,
+    NV_ERROR_TIMEOUT = 10,
+    NV_ERROR_IRQ_ISSUE = 11,
+    NV_ERROR_LIBRARY_NOT_FOUND = 12,
+    NV_ERROR_FUNCTION_NOT_FOUND = 13,
+    NV_ERROR_CORRUPTED_INFOROM = 14,
+    NV_ERROR_GPU_IS_LOST = 15,
+    NV_ERROR_RESET_REQUIRED = 16,
+    NV_ERROR_OPERATING_SYSTEM = 17,
+    NV_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+    NV_ERROR_IN_USE = 19,
+    NV_ERROR_MEMORY = 20,
+    NV_ERROR_NO_DATA = 21,
+    NV_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
+    NV_ERROR_INSUFFICIENT_RESOURCES = 23,
+    NV_ERROR_FREQ_NOT_SUPPORTED = 24,
+    NV_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+    NV_ERROR_DEPRECATED = 26,
+    NV_ERROR_NOT_READY = 27,
+    NV_ERROR_GPU_NOT_FOUND = 28,
+    NV_ERROR_INVALID_STATE = 29,
+};
+
+#define NV_MEMORY_V2_VERSION   0x02000028u /* sizeof(nvmlMemory_v2_t) | 2 << 24 */
+#define NV_VALUE_NOT_AVAILABLE ((unsigned long long)-1)
+#define NV_PSTATE_MAX          15 /* NVML_PSTATE_UNKNOWN is 32 */
+#define NV_SYS_STRING_LEN      80 /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
+
+typedef struct nv_device *nvmlDevice_t;
+
+typedef struct {
+    unsigned gpu, memory; /* percent */
+} nv_utilization;
+
+typedef struct {
+    unsigned long long total, free, used; /* bytes; used includes reserved */
+} nv_memory_v1;
+
+typedef struct {
+    unsigned version;
+    unsigned long long total, reserved, free, used; /* bytes */
+} nv_memory_v2;
+
+typedef struct {
+    char busIdLegacy[16]; /* also where the v1 call writes its (short) busId */
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nv_pci_info;
+
+/* nvmlProcessInfo_t: v1 is {pid, usedGpuMemory} (16 bytes); v2/v3 append two instance ids
+ * (24 bytes). pid and usedGpuMemory sit at the same offsets in both. */
+#define NV_PROC_PID_OFF 0
+#define NV_PROC_MEM_OFF 8
+#define NV_PROC_V1_SIZE 16
+#define NV_PROC_V2_SIZE 24
+
+typedef int (*nv_void_fn)(void);
+typedef const char *(*nv_errstr_fn)(int);
+typedef int (*nv_count_fn)(unsigned *);
+typedef int (*nv_handle_fn)(unsigned, nvmlDevice_t *);
+typedef int (*nv_devstr_fn)(nvmlDevice_t, char *, unsigned);
+typedef int (*nv_sysstr_fn)(char *, unsigned);
+typedef int (*nv_int_fn)(int *);
+typedef int (*nv_pci_fn)(nvmlDevice_t, nv_pci_info *);
+typedef int (*nv_util_fn)(nvmlDevice_t, nv_utilization *);
+typedef int (*nv_codec_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef int (*nv_mem1_fn)(nvmlDevice_t, nv_memory_v1 *);
+typedef int (*nv_mem2_fn)(nvmlDevice_t, nv_memory_v2 *);
+typedef int (*nv_u32_fn)(nvmlDevice_t, unsigned *);
+typedef int (*nv_arg_u32_fn)(nvmlDevice_t, int, unsigned *);
+typedef int (*nv_u64_fn)(nvmlDevice_t, unsigned long long *);
+typedef int (*nv_procs_fn)(nvmlDevice_t, unsigned *, void *);
+typedef int (*nv_p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
+
+/* ---- metric tables: one row per simple getter, so reading is one loop per signature ---------- */
+
+/* Getters of one unsigned (enums included: they are int-sized). max: values above it mean
+ * "unknown" and stay absent (0 = no bound). */
+static const struct {
+    const char *sym;
+    gm_metric m;
+    unsigned max;
+} u32_metrics[] = {
+    {"nvmlDeviceGetPowerUsage", GM_M_POWER_MW, 0},
+    {"nvmlDeviceGetEnforcedPowerLimit", GM_M_POWER_LIMIT_MW, 0},
+    {"nvmlDeviceGetFanSpeed", GM_M_FAN_PCT, 0},
+    {"nvmlDeviceGetCurrPcieLinkGeneration", GM_M_PCIE_GEN_CUR, 0},
+    {"nvmlDeviceGetMaxPcieLinkGeneration", GM_M_PCIE_GEN_MAX, 0},
+    {"nvmlDeviceGetCurrPcieLinkWidth", GM_M_PCIE_WIDTH_CUR, 0},
+    {"nvmlDeviceGetMaxPcieLinkWidth", GM_M_PCIE_WIDTH_MAX, 0},
+    {"nvmlDeviceGetPerformanceState", GM_M_PSTATE, NV_PSTATE_MAX},
+    {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1},
+};
+#define NV_N_U32 (sizeof u32_metrics / sizeof *u32_metrics)
+
+/* Getters taking a selector: sensor GPU=0; clock GRAPHICS=0, SM=1, MEM=2; PCIe TX=0, RX=1. */
+static const struct {
+    const char *sym;
+    int arg;
+    gm_metric m;
+} arg_metrics[] = {
+    {"nvmlDeviceGetTemperature", 0, GM_M_TEMP_C},
+    {"nvmlDeviceGetClockInfo", 0, GM_M_CLOCK_GR_MHZ},
+    {"nvmlDeviceGetClockInfo", 1, GM_M_CLOCK_SM_MHZ},
+    {"nvmlDeviceGetClockInfo", 2, GM_M_CLOCK_MEM_MHZ},
+    {"nvmlDeviceGetMaxClockInfo", 0, GM_M_CLOCK_MAX_GR_MHZ},
+    {"nvmlDeviceGetMaxClockInfo", 1, GM_M_CLOCK_MAX_SM_MHZ},
+    {"nvmlDeviceGetMaxClockInfo", 2, GM_M_CLOCK_MAX_MEM_MHZ},
+    {"nvmlDeviceGetPcieThroughput", 0, GM_M_PCIE_TX_KBPS},
+    {"nvmlDeviceGetPcieThroughput", 1, GM_M_PCIE_RX_KBPS},
+};
+#define NV_N_ARG (sizeof arg_metrics / sizeof *arg_metrics)
+
+/* Getters of one unsigned long long; each row lists its names newest first. */
+static const struct {
+    const char *sym[2];
+    gm_metric m;
+} u64_metrics[] = {
+    {{"nvmlDeviceGetTotalEnergyConsumption", NULL}, GM_M_ENERGY_MJ},
+    /* Renamed "event reasons" in driver 535; the throttle name remains as an alias. */
+    {{"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"},
+     GM_M_THROTTLE_REASONS},
+};
+#define NV_N_U64 (sizeof u64_metrics / sizeof *u64_metrics)
+
+static const char *const sym_init[] = {"nvmlInit_v2", "nvmlInit", NULL};
+static const char *const sym_count[] = {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL};
+static const char *const sym_handle[] = {"nvmlDeviceGetHandleByIndex_v2",
+                                         "nvmlDeviceGetHandleByIndex", NULL};
+static const char *const sym_pci[] = {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2",
+                                      "nvmlDeviceGetPciInfo", NULL};
+static const char *const sym_cuda[] = {"nvmlSystemGetCudaDriverVersion_v2",
+                                       "nvmlSystemGetCudaDriverVersion", NULL};
+static const char *const sym_procs[2][4] = {
+    {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
+     "nvmlDeviceGetComputeRunningProcesses", NULL},
+    {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2",
+     "nvmlDeviceGetGraphicsRunningProcesses", NULL},
+};
+static const unsigned proc_types[2] = {GM_PROC_COMPUTE, GM_PROC_GRAPHICS};
+
+#define NV_DEFAULT_LIB  "libnvidia-ml.so.1"
+#define NV_REPROBE_MS   30000 /* a lost GPU is asked again at most this often */
+#define NV_PROC_RETRIES 4     /* process lists that keep growing give up after this */
+#define NV_PROC_MAX     65536 /* entries; bounds what a confused driver can make us allocate */
+
+/* ---- state ----------------------------------------------------------------------------------- */
+
+typedef struct nv_gpu {
+    nvmlDevice_t dev; /* NULL while the handle could not be obtained */
+    char name[GM_NAME_LEN];
+    char uuid[GM_UUID_LEN];
+    char bus_id[GM_BUSID_LEN];
+    bool lost;       /* GPU_IS_LOST seen: not queried again until lost_ms + NV_REPROBE_MS */
+    int64_t lost_ms; /* CLOCK_MONOTONIC */
+} nv_gpu;
+
+typedef struct nv_state {
+    void *lib;
+    char path[256];
+
+    nv_void_fn shutdown;
+    nv_errstr_fn error_string;
+    nv_count_fn count;
+    nv_handle_fn handle;
+    const char *handle_sym;
+    nv_devstr_fn name;
+    nv_devstr_fn uuid;
+    nv_pci_fn pci;
+    bool pci_v1; /* the v1 call writes the short busId into the first 16 bytes */
+    nv_util_fn util;
+    nv_codec_fn enc, dec;
+    nv_mem2_fn mem2;
+    nv_mem1_fn mem1;
+    nv_u32_fn u32[NV_N_U32];
+    nv_arg_u32_fn arg[NV_N_ARG];
+    nv_u64_fn u64[NV_N_U64];
+    nv_procs_fn procs[2];
+    const char *proc_sym[2];
+    size_t proc_stride[2];
+    nv_p2p_fn p2p;
+
+    char driver_version[GM_VERSION_LEN];
+    char nvml_version[GM_VERSION_LEN];
+    char cuda_version[GM_VERSION_LEN];
+
+    unsigned gpu_count;
+    nv_gpu gpus[GM_MAX_GPUS];
+
+    /* One process-info buffer reused by every list of every GPU, so steady-state sampling does
+     * not allocate. */
+    unsigned char *proc_buf;
+    size_t proc_buf_bytes;
+} nv_state;
+
+/* What one pass over a GPU learned about it. */
+typedef struct nv_pass {
+    bool any_ok;         /* at least one call succeeded */
+    bool lost;           /* GPU_IS_LOST seen */
+    int hard_rc;         /* first failure that is not "this GPU lacks the feature" */
+    const char *hard_fn; /* and the call that gave it */
+} nv_pass;
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Copies a NUL-terminated string, truncating to fit. */
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Returns the first of names the library exports, and that name in *found. */
+static void *resolve(void *lib, const char *const *names, const char **found)
+{
+    for (size_t i = 0; names[i]; i++) {
+        void *p = dlsym(lib, names[i]);
+        if (p) {
+            if (found)
+                *found = names[i];
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static const char *nv_strerror(const nv_state *st, int rc)
+{
+    const char *s = st->error_string ? st->error_string(rc) : NULL;
+    return s ? s : "NVML error";
+}
+
+/* The library error closest in meaning to an NVML return code. */
+static int nv_to_gm(int rc)
+{
+    switch (rc) {
+    case NV_SUCCESS:
+        return GM_OK;
+    case NV_ERROR_INVALID_ARGUMENT:
+    case NV_ERROR_INSUFFICIENT_SIZE:
+        return GM_EINVAL;
+    case NV_ERROR_NOT_SUPPORTED:
+    case NV_ERROR_VGPU_ECC_NOT_SUPPORTED:
+    case NV_ERROR_FREQ_NOT_SUPPORTED:
+    case NV_ERROR_ARGUMENT_VERSION_MISMATCH:
+    case NV_ERROR_DEPRECATED:
+        return GM_ENOTSUP;
+    case NV_ERROR_NO_PERMISSION:
+    case NV_ERROR_OPERATING_SYSTEM:
+        return GM_EPERM;
+    case NV_ERROR_UNINITIALIZED:
+    case NV_ERROR_ALREADY_INITIALIZED:
+    case NV_ERROR_RESET_REQUIRED:
+    case NV_ERROR_INVALID_STATE:
+        return GM_ESTATE;
+    case NV_ERROR_NOT_FOUND:
+    case NV_ERROR_NO_DATA:
+        return GM_ENOENT;
+    case NV_ERROR_DRIVER_NOT_LOADED:
+    case NV_ERROR_LIB_RM_VERSION_MISMATCH:
+        return GM_EINIT;
+    case NV_ERROR_TIMEOUT:
+        return GM_ETIMEDOUT;
+    case NV_ERROR_LIBRARY_NOT_FOUND:
+        return GM_ENOLIB;
+    case NV_ERROR_FUNCTION_NOT_FOUND:
+        return GM_ENOSYM;
+    case NV_ERROR_GPU_IS_LOST:
+        return GM_ELOST;
+    case NV_ERROR_IN_USE:
+    case NV_ERROR_NOT_READY:
+        return GM_EBUSY;
+    case NV_ERROR_MEMORY:
+    case NV_ERROR_INSUFFICIENT_RESOURCES:
+        return GM_ENOMEM;
+    case NV_ERROR_GPU_NOT_FOUND:
+        return GM_ENODEV;
+    default: /* INSUFFICIENT_POWER, IRQ_ISSUE, CORRUPTED_INFOROM, UNKNOWN, newer codes */
+        return GM_EIO;
+    }
+}
+
+static int nv_fail(const nv_state *st, gm_error *err, int rc, const char *what)
+{
+    return gm_error_set(err, nv_to_gm(rc), "%s failed: %s (%d)", what, nv_strerror(st, rc), rc);
+}
+
+/* Codes meaning the GPU lacks a feature or withholds it: the metric is absent, nothing failed. */
+static bool nv_is_soft(int rc)
+{
+    switch (rc) {
+    case NV_ERROR_NOT_SUPPORTED:
+    case NV_ERROR_NO_PERMISSION:
+    case NV_ERROR_NOT_FOUND:
+    case NV_ERROR_NO_DATA:
+    case NV_ERROR_FUNCTION_NOT_FOUND:
+    case NV_ERROR_VGPU_ECC_NOT_SUPPORTED:
+    case NV_ERROR_FREQ_NOT_SUPPORTED:
+    case NV_ERROR_ARGUMENT_VERSION_MISMATCH:
+    case NV_ERROR_DEPRECATED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Records the outcome of one call; true on success. */
+static bool pass_ok(nv_pass *p, int rc, const char *fn)
+{
+    if (rc == NV_SUCCESS) {
+        p->any_ok = true;
+        return true;
+    }
+    if (rc == NV_ERROR_GPU_IS_LOST)
+        p->lost = true;
+    else if (!nv_is_soft(rc) && p->hard_rc == NV_SUCCESS) {
+        p->hard_rc = rc;
+        p->hard_fn = fn;
+    }
+    return false;
+}
+
+/* Driver 'DDDD:BB:DD.F' (the v1 call's short form) -> nvidia-smi's 'DDDDDDDD:BB:DD.F', so old
+ * and new drivers identify a GPU the same way. */
+static void normalise_bus_id(char *dst, size_t cap, const char *src)
+{
+    unsigned dom, bus, dev, fn;
+    if (sscanf(src, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
+        snprintf(dst, cap, "%08X:%02X:%02X.%X", dom, bus & 0xffu, dev & 0xffu, fn & 0xfu);
+    else
+        copy_str(dst, cap, src);
+}
+
+/* Reads name, UUID and PCI bus id; a field the driver will not tell stays as it was. Returns
+ * the NVML code of the name call (GPU_IS_LOST matters to the caller). */
+static int read_identity(nv_state *st, nv_gpu *g)
+{
+    char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
+    int rc = st->name(g->dev, buf, sizeof buf);
+    if (rc == NV_SUCCESS)
+        copy_str(g->name, sizeof g->name, buf);
+    if (st->uuid && st->uuid(g->dev, buf, sizeof buf) == NV_SUCCESS)
+        copy_str(g->uuid, sizeof g->uuid, buf);
+    nv_pci_info pci;
+    memset(&pci, 0, sizeof pci);
+    if (st->pci && st->pci(g->dev, &pci) == NV_SUCCESS) {
+        if (st->pci_v1) {
+            char legacy[GM_BUSID_LEN] = {0}; /* the 16 bytes need not hold a NUL */
+            memcpy(legacy, pci.busIdLegacy, sizeof pci.busIdLegacy);
+            normalise_bus_id(g->bus_id, sizeof g->bus_id, legacy);
+        } else {
+            pci.busId[sizeof pci.busId - 1] = '\0';
+            copy_str(g->bus_id, sizeof g->bus_id, pci.busId);
+        }
+    }
+    return rc;
+}
+
+/* ---- open / close ---------------------------------------------------------------------------- */
+
+static void nvml_close(void *state)
+{
+    nv_state *st = state;
+    if (!st)
+        return;
+    if (st->shutdown)
+        st->shutdown();
+    if (st->lib)
+        dlclose(st->lib);
+    free(st->proc_buf);
+    free(st);
+}
+
+static void resolve_optional(nv_state *st)
+{
+    void *lib = st->lib;
+    const char *found = NULL;
+    st->error_string = (nv_errstr_fn)dlsym(lib, "nvmlErrorString");
+    st->uuid = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetUUID");
+    st->pci = (nv_pci_fn)resolve(lib, sym_pci, &found);
+    st->pci_v1 = st->pci && strcmp(found, "nvmlDeviceGetPciInfo") == 0;
+    st->util = (nv_util_fn)dlsym(lib, "nvmlDeviceGetUtilizationRates");
+    st->enc = (nv_codec_fn)dlsym(lib, "nvmlDeviceGetEncoderUtilization");
+    st->dec = (nv_codec_fn)dlsym(lib, "nvmlDeviceGetDecoderUtilization");
+    st->mem2 = (nv_mem2_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo_v2");
+    st->mem1 = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
+    for (size_t i = 0; i < NV_N_U32; i++)
+        st->u32[i] = (nv_u32_fn)dlsym(lib, u32_metrics[i].sym);
+    for (size_t i = 0; i < NV_N_ARG; i++)
+        st->arg[i] = (nv_arg_u32_fn)dlsym(lib, arg_metrics[i].sym);
+    for (size_t i = 0; i < NV_N_U64; i++) {
+        const char *names[3] = {u64_metrics[i].sym[0], u64_metrics[i].sym[1], NULL};
+        st->u64[i] = (nv_u64_fn)resolve(lib, names, NULL);
+    }
+    for (size_t l = 0; l < 2; l++) {
+        st->procs[l] = (nv_procs_fn)resolve(lib, sym_procs[l], &st->proc_sym[l]);
+        /* The unversioned name is the v1 ABI with 16-byte entries. */
+        st->proc_stride[l] = st->procs[l] && strcmp(st->proc_sym[l], sym_procs[l][2]) == 0
+                                 ? NV_PROC_V1_SIZE
+                                 : NV_PROC_V2_SIZE;
+    }
+    st->p2p = (nv_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
+}
+
+/* Driver, NVML and CUDA versions do not change while the library is loaded: read them once. */
+static void read_versions(nv_state *st)
+{
+    char buf[NV_SYS_STRING_LEN];
+    nv_sysstr_fn drv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetDriverVersion");
+    nv_sysstr_fn nv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetNVMLVersion");
+    nv_int_fn cuda = (nv_int_fn)resolve(st->lib, sym_cuda, NULL);
+    if (drv && drv(buf, sizeof buf) == NV_SUCCESS) {
+        buf[sizeof buf - 1] = '\0';
+        copy_str(st->driver_version, sizeof st->driver_version, buf);
+    }
+    if (nv && nv(buf, sizeof buf) == NV_SUCCESS) {
+        buf[sizeof buf - 1] = '\0';
+        copy_str(st->nvml_version, sizeof st->nvml_version, buf);
+    }
+    int v = 0;
+    if (cuda && cuda(&v) == NV_SUCCESS && v > 0) /* 12040 -> "12.4" */
+        snprintf(st->cuda_version, sizeof st->cuda_version, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+/* Opens NVML from opt->nvml_lib, else $GPU_MONITOR_NVML_LIB, else libnvidia-ml.so.1: one
+ * nvmlInit per open, identity of every GPU cached. GM_ENOLIB when the library does not load,
+ * GM_ENOSYM when a required entry point is missing, GM_EINIT when nvmlInit fails, GM_ENODEV
+ * when there is no GPU. */
+static int nvml_open(const gm_collector_options *opt, void **state, gm_error *err)
+{
+    const char *path = opt ? opt->nvml_lib : NULL;
+    const char *origin = "";
+    if (!path || !*path) {
+        path = getenv("GPU_MONITOR_NVML_LIB");
+        origin = " (from GPU_MONITOR_NVML_LIB)";
+    }
+    if (!path || !*path) {
+        path = NV_DEFAULT_LIB;
+        origin = "";
+    }
+    nv_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
+    copy_str(st->path, sizeof st->path, path);
+
+    int rc;
+    st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!st->lib) {
+        const char *why = dlerror();
+        rc = gm_error_set(err, GM_ENOLIB, "cannot load NVML library %s%s: %s", path, origin,
+                          why ? why : "unknown dlopen error");
+        goto fail;
+    }
+
+    const char *init_sym = NULL, *count_sym = NULL;
+    nv_void_fn init = (nv_void_fn)resolve(st->lib, sym_init, &init_sym);
+    nv_void_fn shutdown = (nv_void_fn)dlsym(st->lib, "nvmlShutdown");
+    st->count = (nv_count_fn)resolve(st->lib, sym_count, &count_sym);
+    st->handle = (nv_handle_fn)resolve(st->lib, sym_handle, &st->handle_sym);
+    st->name = (nv_devstr_fn)dlsym(st->lib, "nvmlDeviceGetName");
+    const char *missing = !init         ? "nvmlInit_v2/nvmlInit"
+                          : !shutdown   ? "nvmlShutdown"
+                          : !st->count  ? "nvmlDeviceGetCount_v2/nvmlDeviceGetCount"
+                          : !st->handle ? "nvmlDeviceGetHandleByIndex_v2/nvmlDeviceGetHandleByIndex"
+                          : !st->name   ? "nvmlDeviceGetName"
+                                        : NULL;
+    if (missing) {
+        rc = gm_error_set(err, GM_ENOSYM, "%s does not export %s: not an NVML library?", path,
+                          missing);
+        goto fail;
+    }
+    resolve_optional(st);
+
+    int nrc = init();
+    if (nrc != NV_SUCCESS) {
+        rc = gm_error_set(err, GM_EINIT, "%s failed: %s (%d)", init_sym, nv_strerror(st, nrc), nrc);
+        goto fail;
+    }
+    st->shutdown = shutdown; /* from here on close() owes nvmlShutdown */
+
+    unsigned n = 0;
+    nrc = st->count(&n);
+    if (nrc != NV_SUCCESS) {
+        rc = nv_fail(st, err, nrc, count_sym);
+        goto fail;
+    }
+    if (n == 0) {
+        rc = gm_error_set(err, GM_ENODEV, "NVML (%s) found no GPU", path);
+        goto fail;
+    }
+    st->gpu_count = n > GM_MAX_GPUS ? GM_MAX_GPUS : n; /* the sample model holds no more */
+
+    /* A GPU whose handle or name cannot be read now is kept as lost and probed again later, so
+     * one bad board does not hide the others. */
+    int first_rc = NV_SUCCESS;
+    unsigned usable = 0;
+    int64_t now = mono_ms();
+    for (unsigned i = 0; i < st->gpu_count; i++) {
+        nv_gpu *g = &st->gpus[i];
+        nrc = st->handle(i, &g->dev);
+        if (nrc == NV_SUCCESS)
+            nrc = read_identity(st, g);
+        else
+            g->dev = NULL;
+        if (nrc == NV_SUCCESS) {
+            usable++;
+            continue;
+        }
+        if (first_rc == NV_SUCCESS)
+            first_rc = nrc;
+        g->lost = true;
+        g->lost_ms = now;
+    }
+    if (usable == 0 && first_rc != NV_ERROR_GPU_IS_LOST) {
+        rc = nv_fail(st, err, first_rc, st->handle_sym);
+        goto fail;
+    }
+    read_versions(st);
+    *state = st;
+    return GM_OK;
+
+fail:
+    nvml_close(st);
+    return rc;
+}
+
+/* ---- sampling -------------------------------------------------------------------------------- */
+
+static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
+{
+    if (st->mem2) {
+        nv_memory_v2 m;
+        memset(&m, 0, sizeof m);
+        m.version = NV_MEMORY_V2_VERSION;
+        int rc = st->mem2(dev, &m);
+        if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH) {
+            st->mem2 = NULL; /* this driver wants another struct revision: use v1 from now on */
+        } else {
+            if (pass_ok(p, rc, "nvmlDeviceGetMemoryInfo_v2")) {
+                gm_gpu_set(out, GM_M_MEM_TOTAL_BYTES, (double)m.total);
+                gm_gpu_set(out, GM_M_MEM_USED_BYTES, (double)m.used);
+                gm_gpu_set(out, GM_M_MEM_FREE_BYTES, (double)m.free);
+                gm_gpu_set(out, GM_M_MEM_RESERVED_BYTES, (double)m.reserved);
+            }
+            return;
+        }
+    }
+    if (st->mem1) {
+        /* v1 "used" includes reserved memory and reserved itself is unknown: left absent. */
+        nv_memory_v1 m;
+        memset(&m, 0, sizeof m);
+        if (pass_ok(p, st->mem1(dev, &m), "nvmlDeviceGetMemoryInfo")) {
+            gm_gpu_set(out, GM_M_MEM_TOTAL_BYTES, (double)m.total);
+            gm_gpu_set(out, GM_M_MEM_USED_BYTES, (double)m.used);
+            gm_gpu_set(out, GM_M_MEM_FREE_BYTES, (double)m.free);
+        }
+    }
+}
+
+/* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. */
+static void read_metrics(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
+{
+    /* Utilisation first: it is the call a fallen GPU answers with GPU_IS_LOST soonest. */
+    if (st->util) {
+        nv_utilization u;
+        if (pass_ok(p, st->util(dev, &u), "nvmlDeviceGetUtilizationRates")) {
+            gm_gpu_set(out, GM_M_UTIL_GPU_PCT, u.gpu);
+            gm_gpu_set(out, GM_M_UTIL_MEM_PCT, u.memory);
+        }
+    }
+    unsigned v, period;
+    if (!p->lost && st->enc &&
+        pass_ok(p, st->enc(dev, &v, &period), "nvmlDeviceGetEncoderUtilization"))
+        gm_gpu_set(out, GM_M_UTIL_ENC_PCT, v);
+    if (!p->lost && st->dec &&
+        pass_ok(p, st->dec(dev, &v, &period), "nvmlDeviceGetDecoderUtilization"))
+        gm_gpu_set(out, GM_M_UTIL_DEC_PCT, v);
+    if (!p->lost)
+        read_memory(st, dev, out, p);
+    for (size_t i = 0; i < NV_N_ARG && !p->lost; i++)
+        if (st->arg[i] && pass_ok(p, st->arg[i](dev, arg_metrics[i].arg, &v), arg_metrics[i].sym))
+            gm_gpu_set(out, arg_metrics[i].m, v);
+    for (size_t i = 0; i < NV_N_U32 && !p->lost; i++)
+        if (st->u32[i] && pass_ok(p, st->u32[i](dev, &v), u32_metrics[i].sym) &&
+            (u32_metrics[i].max == 0 || v <= u32_metrics[i].max))
+            gm_gpu_set(out, u32_metrics[i].m, v);
+    for (size_t i = 0; i < NV_N_U64 && !p->lost; i++) {
+        unsigned long long x;
+        if (st->u64[i] && pass_ok(p, st->u64[i](dev, &x), u64_metrics[i].sym[0]))
+            gm_gpu_set(out, u64_metrics[i].m, (double)x);
+    }
+}
+
+/* Fetches one process list into st->proc_buf, growing it while the driver says it is too
+ * small (the list can grow between calls). The first call of a fresh state passes count 0,
+ * the documented size query; later ones reuse the capacity already there. */
+static int fetch_procs(nv_state *st, unsigned list, nvmlDevice_t dev, unsigned *n_out)
+{
+    size_t stride = st->proc_stride[list];
+    for (int attempt = 0; attempt <= NV_PROC_RETRIES; attempt++) {
+        unsigned cap = (unsigned)(st->proc_buf_bytes / stride);
+        unsigned n = cap;
+        int rc = st->procs[list](dev, &n, cap ? st->proc_buf : NULL);
+        if (rc == NV_SUCCESS) {
+            *n_out = n < cap ? n : cap;
+            return rc;
+        }
+        if (rc != NV_ERROR_INSUFFICIENT_SIZE)
+            return rc;
+        if (n <= cap || n > NV_PROC_MAX)
+            return NV_ERROR_INSUFFICIENT_SIZE; /* nonsense answer: give up on this list */
+        /* Headroom so a few new processes do not cost another round trip next second. */
+        size_t want = (size_t)n + n / 4 + 8;
+        /* Sized for the larger entry so either list revision fits. */
+        unsigned char *buf = realloc(st->proc_buf, want * NV_PROC_V2_SIZE);
+        if (!buf)
+            return NV_ERROR_MEMORY;
+        st->proc_buf = buf;
+        st->proc_buf_bytes = want * NV_PROC_V2_SIZE;
+    }
+    return NV_ERROR_INSUFFICIENT_SIZE;
+}
+
+/* Adds the processes of one list to out, merging PIDs already listed for this GPU (from
+ * index start on): across lists the type bits join; within one list (one entry per MIG
+ * instance) the memory adds up. */
+static void read_proc_list(nv_state *st, unsigned list, unsigned gpu_index, nvmlDevice_t dev,
+                           gm_snapshot *out, size_t start, nv_pass *p)
+{
+    unsigned n = 0;
+    if (!st->procs[list] || !pass_ok(p, fetch_procs(st, list, dev, &n), st->proc_sym[list]))
+        return;
+    size_t stride = st->proc_stride[list];
+    unsigned type = proc_types[list];
+    for (unsigned k = 0; k < n; k++) {
+        unsigned pid;
+        unsigned long long mem;
+        memcpy(&pid, st->proc_buf + k * stride + NV_PROC_PID_OFF, sizeof pid);
+        memcpy(&mem, st->proc_buf + k * stride + NV_PROC_MEM_OFF, sizeof mem);
+        bool mem_valid = mem != NV_VALUE_NOT_AVAILABLE;
+        gm_process *e = NULL;
+        for (size_t j = start; j < out->proc_count; j++) {
+            if (out->procs[j].pid == pid) {
+                e = &out->procs[j];
+                break;
+            }
+        }
+        if (!e) {
+            gm_process np;
+            memset(&np, 0, sizeof np);
+            np.gpu_index = gpu_index;
+            np.pid = pid;
+            np.type = type;
+            np.mem_valid = mem_valid;
+            np.used_mem_bytes = mem_valid ? mem : 0;
+            gm_snapshot_add_process(out, &np);
+            continue;
+        }
+        if ((e->type & type) && e->mem_valid && mem_valid)
+            e->used_mem_bytes += mem;
+        else if (!e->mem_valid && mem_valid) {
+            e->mem_valid = true;
+            e->used_mem_bytes = mem;
+        }
+        e->type |= type;
+    }
+}
+
+static void put_identity(gm_gpu *g, const nv_gpu *ng)
+{
+    copy_str(g->name, sizeof g->name, ng->name);
+    copy_str(g->uuid, sizeof g->uuid, ng->uuid);
+    copy_str(g->pci_bus_id, sizeof g->pci_bus_id, ng->bus_id);
+}
+
+/* Asks a lost GPU again: a fresh handle, then identity. True when it answers. */
+static bool reprobe(nv_state *st, unsigned i)
+{
+    nv_gpu *g = &st->gpus[i];
+    nvmlDevice_t dev = NULL;
+    if (st->handle(i, &dev) != NV_SUCCESS)
+        return false;
+    g->dev = dev;
+    return read_identity(st, g) == NV_SUCCESS;
+}
+
+/* Fills out with every GPU (lost ones by identity only), versions and, when want_procs, the
+ * processes. GM_OK unless every GPU failed for a reason other than being lost. */
+static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *err)
+{
+    nv_state *st = state;
+    copy_str(out->driver_version, sizeof out->driver_version, st->driver_version);
+    copy_str(out->nvml_version, sizeof out->nvml_version, st->nvml_version);
+    copy_str(out->cuda_version, sizeof out->cuda_version, st->cuda_version);
+    out->gpu_count = st->gpu_count;
+
+    int64_t now = mono_ms();
+    unsigned n_ok = 0, n_lost = 0, n_failed = 0;
+    int first_rc = NV_SUCCESS;
+    const char *first_fn = NULL;
+    unsigned first_gpu = 0;
+    for (unsigned i = 0; i < st->gpu_count; i++) {
+        nv_gpu *ng = &st->gpus[i];
+        gm_gpu *g = &out->gpus[i];
+        g->index = i;
+        put_identity(g, ng);
+        if (ng->lost) {
+            bool due = now - ng->lost_ms >= NV_REPROBE_MS;
+            if (!due || !reprobe(st, i)) {
+                if (due)
+                    ng->lost_ms = now;
+                g->lost = true;
+                n_lost++;
+                continue;
+            }
+            put_identity(g, ng); /* the re-probe may have filled what open could not read */
+        }
+
+        nv_pass p = {0};
+        size_t proc_start = out->proc_count;
+        read_metrics(st, ng->dev, g, &p);
+        for (unsigned l = 0; want_procs && l < 2 && !p.lost; l++)
+            read_proc_list(st, l, i, ng->dev, out, proc_start, &p);
+        if (p.lost) {
+            ng->lost = true;
+            ng->lost_ms = now;
+            g->lost = true;
+            g->valid = 0;
+            out->proc_count = proc_start; /* what was listed belongs to a GPU now gone */
+            n_lost++;
+            continue;
+        }
+        ng->lost = false;
+        if (!p.any_ok && p.hard_rc != NV_SUCCESS) {
+            /* Failed alone: reported lost for this sample, tried again next time. */
+            g->lost = true;
+            n_failed++;
+            if (first_rc == NV_SUCCESS) {
+                first_rc = p.hard_rc;
+                first_fn = p.hard_fn;
+                first_gpu = i;
+            }
+            continue;
+        }
+        n_ok++;
+    }
+    if (n_ok == 0 && n_lost == 0 && n_failed > 0)
+        return gm_error_set(err, nv_to_gm(first_rc), "%s failed for GPU %u: %s (%d)", first_fn,
+                            first_gpu, nv_strerror(st, first_rc), first_rc);
+    return GM_OK;
+}
+
+/* P2P status of GPUs a and b for one capability. GM_ENOTSUP when the library lacks the query. */
+static int nvml_p2p(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
+                    gm_error *err)
+{
+    nv_state *st = state;
+    if (!st->p2p)
+        return gm_error_set(err, GM_ENOTSUP, "%s does not export nvmlDeviceGetP2PStatus", st->path);
+    if (a >= st->gpu_count || b >= st->gpu_count || (unsigned)cap >= GM_P2P__COUNT)
+        return gm_error_set(err, GM_EINVAL, "no P2P query for GPUs %u and %u (capability %d)", a, b,
+                            (int)cap);
+    if (!st->gpus[a].dev || !st->gpus[b].dev || st->gpus[a].lost || st->gpus[b].lost)
+        return gm_error_set(err, GM_ELOST, "GPU %u is lost", st->gpus[a].lost ? a : b);
+    int status = GM_P2P_UNKNOWN;
+    int rc = st->p2p(st->gpus[a].dev, st->gpus[b].dev, (int)cap, &status);
+    if (rc != NV_SUCCESS)
+        return nv_fail(st, err, rc, "nvmlDeviceGetP2PStatus");
+    *out = status >= GM_P2P_OK && status <= GM_P2P_UNKNOWN ? (gm_p2p_status)status : GM_P2P_UNKNOWN;
+    return GM_OK;
+}
+
+/* The NVML provider (see provider.h for the contract of each entry). */
+const gm_provider gm_provider_nvml = {
+    .name = "nvml",
+    .open = nvml_open,
+    .close = nvml_close,
+    .sample = nvml_sample,
+    .p2p = nvml_p2p,
+};

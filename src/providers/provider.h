@@ -1,0 +1,35 @@
+/* provider.h - the interface every GPU data source implements, and the registry of them. */
+#ifndef GM_PROVIDER_H
+#define GM_PROVIDER_H
+
+#include "gpumon.h"
+
+/* A GPU data source: a const table of functions. State is private to the provider.
+ *
+ * sample() contract: fill out->gpu_count and out->gpus (index, name, uuid, pci_bus_id, and every
+ * metric the device reports, each with gm_gpu_set so its valid bit is set), the version strings
+ * it knows, and, when want_procs, the processes (gpu_index, pid, type, memory) through
+ * gm_snapshot_add_process. `out` arrives reset. A metric the device does not support stays
+ * absent. A GPU that fails alone is reported with lost = true (identity kept) while the others
+ * are read; return an error only when nothing at all could be read. */
+typedef struct gm_provider {
+    const char *name;
+    int (*open)(const gm_collector_options *opt, void **state, gm_error *err);
+    void (*close)(void *state);
+    int (*sample)(void *state, gm_snapshot *out, bool want_procs, gm_error *err);
+    /* Optional (NULL when the source cannot tell). */
+    int (*p2p)(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
+               gm_error *err);
+} gm_provider;
+
+extern const gm_provider gm_provider_nvml;
+extern const gm_provider gm_provider_smi;
+extern const gm_provider gm_provider_sim;
+
+/* Providers tried, in order, when none is forced (NULL-terminated). */
+extern const gm_provider *const gm_provider_auto_order[];
+
+/* Returns the provider named name ("nvml", "nvidia-smi", "sim"), NULL when unknown. */
+const gm_provider *gm_provider_find(const char *name);
+
+#endif

@@ -1,0 +1,18 @@
+/* registry.c - the one place that lists every provider and the automatic order. */
+#include "providers/provider.h"
+
+#include <string.h>
+
+/* Auto order: the richest source first. sim is never picked automatically. */
+const gm_provider *const gm_provider_auto_order[] = {&gm_provider_nvml, &gm_provider_smi, NULL};
+
+static const gm_provider *const all_providers[] = {&gm_provider_nvml, &gm_provider_smi,
+                                                   &gm_provider_sim};
+
+const gm_provider *gm_provider_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof all_providers / sizeof *all_providers; i++)
+        if (strcmp(all_providers[i]->name, name) == 0)
+            return all_providers[i];
+    return NULL;
+}

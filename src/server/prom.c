@@ -1,0 +1,578 @@
+/* prom.c - renders a snapshot as Prometheus text exposition 0.0.4 under dcgm-exporter's names. */
+#include "server/prom.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The output under construction. Appends after an allocation failure are dropped and the
+ * render returns NULL, so callers check once at the end instead of after every write. */
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} buf;
+
+static bool buf_reserve(buf *b, size_t extra)
+{
+    if (b->oom)
+        return false;
+    if (b->len + extra + 1 <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (b->len + extra + 1 > cap)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = true;
+        return false;
+    }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+static void buf_put(buf *b, const char *s, size_t n)
+{
+    if (!buf_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void buf_puts(buf *b, const char *s)
+{
+    buf_put(b, s, strlen(s));
+}
+
+static void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void buf_printf(buf *b, const char *fmt, ...)
+{
+    /* Every caller formats a number or a short name: 128 bytes always suffice. */
+    if (!buf_reserve(b, 128))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        b->len += (size_t)n < b->cap - b->len ? (size_t)n : b->cap - b->len - 1;
+}
+
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when it is malformed:
+ * overlong forms, surrogates and code points above U+10FFFF are rejected (RFC 3629 table 3.7),
+ * as Go's utf8.Valid does in the Prometheus parser. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (len > n || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+/* Appends the first n bytes of s as a label value: backslash, double quote and line feed
+ * escaped as the exposition format requires; malformed UTF-8 becomes U+FFFD because the
+ * Prometheus parser rejects the whole scrape otherwise. */
+static void put_label_value(buf *b, const char *s, size_t n)
+{
+    if (!buf_reserve(b, 3 * n)) /* the worst case: every byte replaced by U+FFFD */
+        return;
+    const unsigned char *u = (const unsigned char *)s;
+    char *o = b->p + b->len;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        if (c == '\\' || c == '"' || c == '\n') {
+            *o++ = '\\';
+            *o++ = c == '\n' ? 'n' : (char)c;
+            i++;
+            continue;
+        }
+        size_t len = utf8_seq(u + i, n - i);
+        if (len == 0) {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        memcpy(o, u + i, len);
+        o += len;
+        i += len;
+    }
+    b->len = (size_t)(o - b->p);
+}
+
+/* Appends `,name="value"` (or `{name="value"` for the first label). */
+static void put_label(buf *b, bool *first, const char *name, const char *value, size_t n)
+{
+    buf_puts(b, *first ? "{" : ",");
+    *first = false;
+    buf_puts(b, name);
+    buf_put(b, "=\"", 2);
+    put_label_value(b, value, n);
+    buf_put(b, "\"", 1);
+}
+
+static void put_label_str(buf *b, bool *first, const char *name, const char *value)
+{
+    put_label(b, first, name, value, strlen(value));
+}
+
+/* Appends " <value>\n". Integral values print exactly (byte and millijoule counters exceed
+ * what %g keeps); others with 6 significant digits, or to the unit from 1e6 up so that large
+ * reals such as uptimes keep their integer part. */
+static void put_value(buf *b, double v)
+{
+    if (v == floor(v) && fabs(v) < 9.2e18)
+        buf_printf(b, " %" PRId64 "\n", (int64_t)v);
+    else if (fabs(v) >= 1e6)
+        buf_printf(b, " %.0f\n", v);
+    else
+        buf_printf(b, " %.6g\n", v);
+}
+
+/* A metric family: HELP and TYPE are written before its first sample only, so a family whose
+ * every value is absent leaves no trace. */
+typedef struct family {
+    const char *name;
+    const char *type; /* "gauge" or "counter" */
+    const char *help;
+    bool started;
+} family;
+
+/* Writes the family header if needed, then the sample's name; labels and value follow. */
+static void begin_sample(buf *b, family *f)
+{
+    if (!f->started) {
+        buf_puts(b, "# HELP ");
+        buf_puts(b, f->name);
+        buf_put(b, " ", 1);
+        buf_puts(b, f->help);
+        buf_puts(b, "\n# TYPE ");
+        buf_puts(b, f->name);
+        buf_put(b, " ", 1);
+        buf_puts(b, f->type);
+        buf_put(b, "\n", 1);
+        f->started = true;
+    }
+    buf_puts(b, f->name);
+}
+
+/* One unlabelled sample, omitted when v is not finite (a provider fault, never a reading). */
+static void sample(buf *b, family *f, double v)
+{
+    if (!isfinite(v))
+        return;
+    begin_sample(b, f);
+    put_value(b, v);
+}
+
+/* ---- GPU metrics ----------------------------------------------------------------------- */
+
+enum conv {
+    CONV_NONE,
+    CONV_MIB,  /* bytes -> whole MiB, rounded down as NVML-based tools and DCGM report them */
+    CONV_WATT, /* mW -> W */
+};
+
+typedef struct gpu_family {
+    const char *name;
+    const char *type;
+    const char *help;
+    gm_metric metric;
+    enum conv conv;
+} gpu_family;
+
+/* dcgm-exporter's names and units first (docs/METRICS.md gives each one's source), then the
+ * gpumon_gpu_* families for what DCGM has no field for. */
+static const gpu_family gpu_families[] = {
+    {"DCGM_FI_DEV_GPU_UTIL", "gauge", "Share of time one or more kernels ran on the GPU (in %).",
+     GM_M_UTIL_GPU_PCT, CONV_NONE},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge",
+     "Share of time device memory was read or written (in %).", GM_M_UTIL_MEM_PCT, CONV_NONE},
+    {"DCGM_FI_DEV_ENC_UTIL", "gauge", "Video encoder utilization (in %).", GM_M_UTIL_ENC_PCT,
+     CONV_NONE},
+    {"DCGM_FI_DEV_DEC_UTIL", "gauge", "Video decoder utilization (in %).", GM_M_UTIL_DEC_PCT,
+     CONV_NONE},
+    {"DCGM_FI_DEV_FB_TOTAL", "gauge", "Device memory in total (in MiB).", GM_M_MEM_TOTAL_BYTES,
+     CONV_MIB},
+    {"DCGM_FI_DEV_FB_FREE", "gauge", "Device memory free (in MiB).", GM_M_MEM_FREE_BYTES, CONV_MIB},
+    {"DCGM_FI_DEV_FB_USED", "gauge",
+     "Device memory allocated, driver reservation excluded (in MiB).", GM_M_MEM_USED_BYTES,
+     CONV_MIB},
+    {"DCGM_FI_DEV_FB_RESERVED", "gauge", "Device memory the driver and firmware reserve (in MiB).",
+     GM_M_MEM_RESERVED_BYTES, CONV_MIB},
+    {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU core temperature (in C).", GM_M_TEMP_C, CONV_NONE},
+    {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Board power draw (in W).", GM_M_POWER_MW, CONV_WATT},
+    {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Power limit the driver enforces (in W).",
+     GM_M_POWER_LIMIT_MW, CONV_WATT},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+     "Energy consumed since the driver was loaded (in mJ).", GM_M_ENERGY_MJ, CONV_NONE},
+    {"DCGM_FI_DEV_SM_CLOCK", "gauge", "Current streaming multiprocessor clock (in MHz).",
+     GM_M_CLOCK_SM_MHZ, CONV_NONE},
+    {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Current memory clock (in MHz).", GM_M_CLOCK_MEM_MHZ,
+     CONV_NONE},
+    {"DCGM_FI_DEV_MAX_SM_CLOCK", "gauge",
+     "Highest streaming multiprocessor clock the GPU supports (in MHz).", GM_M_CLOCK_MAX_SM_MHZ,
+     CONV_NONE},
+    {"DCGM_FI_DEV_MAX_MEM_CLOCK", "gauge", "Highest memory clock the GPU supports (in MHz).",
+     GM_M_CLOCK_MAX_MEM_MHZ, CONV_NONE},
+    {"DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed (in %, may exceed 100).", GM_M_FAN_PCT,
+     CONV_NONE},
+    {"DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "Current PCIe link generation.", GM_M_PCIE_GEN_CUR,
+     CONV_NONE},
+    {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "Current PCIe link width (lanes).",
+     GM_M_PCIE_WIDTH_CUR, CONV_NONE},
+    {"DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "gauge", "Maximum PCIe link generation.", GM_M_PCIE_GEN_MAX,
+     CONV_NONE},
+    {"DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "gauge", "Maximum PCIe link width (lanes).",
+     GM_M_PCIE_WIDTH_MAX, CONV_NONE},
+    {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe transmit throughput (in KB/s).",
+     GM_M_PCIE_TX_KBPS, CONV_NONE},
+    {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe receive throughput (in KB/s).",
+     GM_M_PCIE_RX_KBPS, CONV_NONE},
+    {"DCGM_FI_DEV_PSTATE", "gauge", "Performance state, 0 (P0, highest) to 15.", GM_M_PSTATE,
+     CONV_NONE},
+    {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+     "Bit mask of active clock throttle reasons (NVML clocksEventReasons).", GM_M_THROTTLE_REASONS,
+     CONV_NONE},
+    {"DCGM_FI_DEV_PERSISTENCE_MODE", "gauge", "Persistence mode, 1 on, 0 off.",
+     GM_M_PERSISTENCE_MODE, CONV_NONE},
+    {"gpumon_gpu_graphics_clock_mhz", "gauge", "Current graphics clock (in MHz).",
+     GM_M_CLOCK_GR_MHZ, CONV_NONE},
+    {"gpumon_gpu_max_graphics_clock_mhz", "gauge",
+     "Highest graphics clock the GPU supports (in MHz).", GM_M_CLOCK_MAX_GR_MHZ, CONV_NONE},
+};
+
+#define GPU_FAMILY_COUNT (sizeof gpu_families / sizeof gpu_families[0])
+
+static double convert(enum conv c, double v)
+{
+    switch (c) {
+    case CONV_MIB:
+        return floor(v / 1048576.0);
+    case CONV_WATT:
+        return v / 1000.0;
+    case CONV_NONE:
+        break;
+    }
+    return v;
+}
+
+/* Appends dcgm-exporter's label set for g, in its order. Empty strings (a provider that did
+ * not tell) are left out: Prometheus treats an empty label value as no label anyway. */
+static void put_gpu_labels(buf *b, const gm_gpu *g, const char *hostname, const char *driver)
+{
+    char num[32];
+    bool first = true;
+    int n = snprintf(num, sizeof num, "%u", g->index);
+    put_label(b, &first, "gpu", num, (size_t)n);
+    if (g->uuid[0])
+        put_label(b, &first, "UUID", g->uuid, strnlen(g->uuid, sizeof g->uuid));
+    if (g->pci_bus_id[0])
+        put_label(b, &first, "pci_bus_id", g->pci_bus_id,
+                  strnlen(g->pci_bus_id, sizeof g->pci_bus_id));
+    n = snprintf(num, sizeof num, "nvidia%u", g->index);
+    put_label(b, &first, "device", num, (size_t)n);
+    if (g->name[0])
+        put_label(b, &first, "modelName", g->name, strnlen(g->name, sizeof g->name));
+    if (hostname[0])
+        put_label_str(b, &first, "Hostname", hostname);
+    if (driver[0])
+        put_label_str(b, &first, "DCGM_FI_DRIVER_VERSION", driver);
+    buf_put(b, "}", 1);
+}
+
+static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
+{
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
+    char driver[GM_VERSION_LEN + 1];
+    snprintf(driver, sizeof driver, "%.*s", (int)sizeof s->driver_version, s->driver_version);
+
+    for (size_t fi = 0; fi < GPU_FAMILY_COUNT; fi++) {
+        const gpu_family *gf = &gpu_families[fi];
+        family f = {gf->name, gf->type, gf->help, false};
+        for (unsigned i = 0; i < n; i++) {
+            const gm_gpu *g = &s->gpus[i];
+            /* A lost GPU reports nothing, whatever bits a provider left behind. */
+            if (g->lost || !gm_gpu_has(g, gf->metric) || !isfinite(g->v[gf->metric]))
+                continue;
+            begin_sample(b, &f);
+            put_gpu_labels(b, g, hostname, driver);
+            put_value(b, convert(gf->conv, g->v[gf->metric]));
+        }
+    }
+
+    family lost = {"gpumon_gpu_lost", "gauge",
+                   "1 when the GPU fell off the bus or stopped answering (no other metric is "
+                   "reported for it), 0 otherwise.",
+                   false};
+    for (unsigned i = 0; i < n; i++) {
+        begin_sample(b, &lost);
+        put_gpu_labels(b, &s->gpus[i], hostname, driver);
+        put_value(b, s->gpus[i].lost ? 1 : 0);
+    }
+}
+
+/* ---- processes ------------------------------------------------------------------------- */
+
+/* The short command label: the base name of the first word of the command line, at most
+ * COMM_MAX bytes cut on a character boundary. Full command lines make unbounded, often
+ * secret-bearing label values; the pid already tells runs apart. */
+#define COMM_MAX 32
+
+static size_t short_command(const char *cmd, const char **start)
+{
+    size_t n = strcspn(cmd, " \t");
+    const char *base = cmd;
+    for (size_t i = 0; i < n; i++)
+        if (cmd[i] == '/' && i + 1 < n)
+            base = cmd + i + 1;
+    n -= (size_t)(base - cmd);
+    if (n > COMM_MAX) {
+        n = COMM_MAX;
+        /* Back off continuation bytes so a multi-byte character is dropped, not split. */
+        while (n > 0 && ((unsigned char)base[n] & 0xC0) == 0x80)
+            n--;
+    }
+    *start = base;
+    return n;
+}
+
+static const char *proc_type(unsigned t)
+{
+    if (t == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS))
+        return "C+G";
+    if (t == GM_PROC_GRAPHICS)
+        return "G";
+    if (t == GM_PROC_COMPUTE)
+        return "C";
+    return "";
+}
+
+static void render_processes(buf *b, const gm_snapshot *s)
+{
+    family f = {"gpumon_process_gpu_memory_bytes", "gauge",
+                "GPU memory used by a process (absent when the driver withholds it).", false};
+    const gm_gpu *g = NULL;
+    for (size_t i = 0; i < s->proc_count; i++) {
+        const gm_process *p = &s->procs[i];
+        if (!p->mem_valid)
+            continue;
+        /* Processes come grouped by GPU, so the previous lookup usually still holds. */
+        if (!g || g->index != p->gpu_index)
+            g = gm_snapshot_gpu(s, p->gpu_index);
+        char num[32];
+        bool first = true;
+        begin_sample(b, &f);
+        int n = snprintf(num, sizeof num, "%u", p->gpu_index);
+        put_label(b, &first, "gpu", num, (size_t)n);
+        if (g && g->uuid[0])
+            put_label(b, &first, "UUID", g->uuid, strnlen(g->uuid, sizeof g->uuid));
+        n = snprintf(num, sizeof num, "%" PRIu32, p->pid);
+        put_label(b, &first, "pid", num, (size_t)n);
+        const char *type = proc_type(p->type);
+        if (type[0])
+            put_label_str(b, &first, "type", type);
+        const char *cmd;
+        size_t cmd_len = short_command(p->command, &cmd);
+        if (cmd_len)
+            put_label(b, &first, "command", cmd, cmd_len);
+        if (p->user[0])
+            put_label(b, &first, "user", p->user, strnlen(p->user, sizeof p->user));
+        buf_put(b, "}", 1);
+        put_value(b, (double)p->used_mem_bytes);
+    }
+
+    family dropped = {"gpumon_processes_dropped", "gauge",
+                      "GPU processes seen in the latest sample but not listed (over the "
+                      "per-sample limit).",
+                      false};
+    sample(b, &dropped, (double)s->proc_dropped);
+}
+
+/* ---- host ------------------------------------------------------------------------------ */
+
+typedef struct host_family {
+    const char *name;
+    const char *type;
+    const char *help;
+    gm_host_metric metric;
+} host_family;
+
+static const host_family host_families[] = {
+    {"gpumon_host_cpu_utilization_percent", "gauge",
+     "Busy share of all CPUs since the previous sample (in %).", GM_H_CPU_UTIL_PCT},
+    {"gpumon_host_cpus", "gauge", "Logical CPUs online.", GM_H_CPU_COUNT},
+    {"gpumon_host_memory_total_bytes", "gauge", "Physical memory.", GM_H_MEM_TOTAL_BYTES},
+    {"gpumon_host_memory_used_bytes", "gauge", "Memory in use (total minus available).",
+     GM_H_MEM_USED_BYTES},
+    {"gpumon_host_memory_available_bytes", "gauge",
+     "Memory available for new work without swapping (MemAvailable).", GM_H_MEM_AVAILABLE_BYTES},
+    {"gpumon_host_swap_total_bytes", "gauge", "Swap space.", GM_H_SWAP_TOTAL_BYTES},
+    {"gpumon_host_swap_used_bytes", "gauge", "Swap space in use.", GM_H_SWAP_USED_BYTES},
+    {"gpumon_host_load1", "gauge", "1-minute load average.", GM_H_LOAD1},
+    {"gpumon_host_load5", "gauge", "5-minute load average.", GM_H_LOAD5},
+    {"gpumon_host_load15", "gauge", "15-minute load average.", GM_H_LOAD15},
+    {"gpumon_host_uptime_seconds", "gauge", "Seconds since the host booted.", GM_H_UPTIME_S},
+};
+
+static void render_host(buf *b, const gm_snapshot *s, bool per_core)
+{
+    if (!s->host_valid)
+        return;
+    const gm_host *h = &s->host;
+    for (size_t i = 0; i < sizeof host_families / sizeof host_families[0]; i++) {
+        const host_family *hf = &host_families[i];
+        family f = {hf->name, hf->type, hf->help, false};
+        if (gm_host_has(h, hf->metric))
+            sample(b, &f, h->v[hf->metric]);
+    }
+
+    if (per_core) {
+        family f = {"gpumon_host_cpu_core_utilization_percent", "gauge",
+                    "Busy share of one logical CPU since the previous sample (in %).", false};
+        unsigned n = h->core_count < GM_MAX_CPUS ? h->core_count : GM_MAX_CPUS;
+        for (unsigned i = 0; i < n; i++) {
+            if (!isfinite(h->core_util_pct[i]))
+                continue;
+            begin_sample(b, &f);
+            buf_printf(b, "{cpu=\"%u\"}", i);
+            put_value(b, h->core_util_pct[i]);
+        }
+    }
+
+    if (h->hostname[0] || h->kernel[0] || h->cpu_model[0]) {
+        family f = {"gpumon_host_info", "gauge",
+                    "Always 1; the labels describe the host (empty ones are left out).", false};
+        bool first = true;
+        begin_sample(b, &f);
+        if (h->hostname[0])
+            put_label(b, &first, "hostname", h->hostname, strnlen(h->hostname, GM_HOSTNAME_LEN));
+        if (h->kernel[0])
+            put_label(b, &first, "kernel", h->kernel, strnlen(h->kernel, sizeof h->kernel));
+        if (h->cpu_model[0])
+            put_label(b, &first, "cpu_model", h->cpu_model,
+                      strnlen(h->cpu_model, sizeof h->cpu_model));
+        buf_puts(b, "} 1\n");
+    }
+}
+
+/* ---- daemon ---------------------------------------------------------------------------- */
+
+static void put_fixed_label(buf *b, bool *first, const char *name, const char *field, size_t max)
+{
+    size_t n = strnlen(field, max);
+    if (n)
+        put_label(b, first, name, field, n);
+}
+
+static void render_daemon(buf *b, const gm_snapshot *s, const gm_prom_health *h)
+{
+    family info = {"gpumon_info", "gauge",
+                   "Always 1; the labels name the gpumon version, the telemetry provider and "
+                   "the driver stack (empty ones are left out).",
+                   false};
+    bool first = true;
+    begin_sample(b, &info);
+    put_label_str(b, &first, "version", GM_VERSION);
+    put_fixed_label(b, &first, "provider", s->provider, sizeof s->provider);
+    put_fixed_label(b, &first, "driver_version", s->driver_version, sizeof s->driver_version);
+    put_fixed_label(b, &first, "cuda_version", s->cuda_version, sizeof s->cuda_version);
+    put_fixed_label(b, &first, "nvml_version", s->nvml_version, sizeof s->nvml_version);
+    buf_puts(b, "} 1\n");
+
+    family count = {"gpumon_gpus", "gauge", "GPUs the provider enumerated.", false};
+    sample(b, &count, s->gpu_count);
+
+    if (s->time_ms > 0) {
+        family ts = {"gpumon_last_sample_timestamp_seconds", "gauge",
+                     "Wall-clock time of the sample these values come from (Unix seconds); "
+                     "time() minus it is the age of the data.",
+                     false};
+        begin_sample(b, &ts);
+        buf_printf(b, " %" PRId64 ".%03d\n", s->time_ms / 1000, (int)(s->time_ms % 1000));
+    }
+
+    if (!h)
+        return;
+    family total = {"gpumon_sampler_samples_total", "counter",
+                    "Sampling passes attempted since the daemon started.", false};
+    family errors = {"gpumon_sampler_errors_total", "counter",
+                     "Sampling passes that failed since the daemon started.", false};
+    family dur = {"gpumon_sampler_last_duration_seconds", "gauge",
+                  "Wall time the latest sampling pass took.", false};
+    family up = {"gpumon_uptime_seconds", "gauge", "Seconds since the daemon started.", false};
+    sample(b, &total, (double)h->samples_total);
+    sample(b, &errors, (double)h->sample_errors_total);
+    if (h->last_sample_duration_s >= 0)
+        sample(b, &dur, h->last_sample_duration_s);
+    if (h->uptime_s >= 0)
+        sample(b, &up, h->uptime_s);
+}
+
+/* ---- entry point ----------------------------------------------------------------------- */
+
+/* A first guess at the output size so that a typical render allocates once. */
+static size_t estimate(const gm_snapshot *s, bool per_core)
+{
+    size_t per_sample = 320; /* name + dcgm label set with long model names and host names */
+    size_t n = 8192;
+    n += (size_t)s->gpu_count * (GPU_FAMILY_COUNT + 1) * per_sample;
+    n += s->proc_count * 256;
+    if (per_core && s->host_valid)
+        n += (size_t)s->host.core_count * 64;
+    return n;
+}
+
+char *gm_prom_render(const gm_snapshot *s, const gm_prom_health *h, size_t *len)
+{
+    if (!s)
+        return NULL;
+    bool per_core = !(h && h->no_per_core);
+    const char *hostname = h && h->hostname && h->hostname[0] ? h->hostname : s->host.hostname;
+    char host[GM_HOSTNAME_LEN + 1];
+    snprintf(host, sizeof host, "%.*s", GM_HOSTNAME_LEN, hostname);
+
+    buf b = {0};
+    if (!buf_reserve(&b, estimate(s, per_core)))
+        return NULL;
+    render_gpus(&b, s, host);
+    render_processes(&b, s);
+    render_host(&b, s, per_core);
+    render_daemon(&b, s, h);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    b.p[b.len] = '\0';
+    if (len)
+        *len = b.len;
+    return b.p;
+}

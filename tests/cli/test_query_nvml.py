@@ -1,0 +1,187 @@
+"""`gpumon query` against the fake libnvidia-ml.so.1, loaded through the real dlopen path."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from gmtest import FAKE_NVML, FAKE_NVML_OLD, GPUMON, env, run, scenario_file
+
+MIB = 1048576
+
+
+def query_json(nvml=FAKE_NVML, scenario="two_gpus.json", args=()):
+    p = run(["query", "--format", "json"] + list(args), env=env(nvml=nvml, scenario=scenario))
+    if p.returncode != 0:
+        raise AssertionError(p.stderr)
+    return json.loads(p.stdout)
+
+
+class FullModel(unittest.TestCase):
+    def test_every_field_with_units(self):
+        doc = query_json()
+        self.assertEqual(doc["provider"], "nvml")
+        self.assertEqual(doc["driver_version"], "550.54.15")
+        self.assertEqual(doc["cuda_version"], "12.4")
+        self.assertEqual(doc["nvml_version"], "12.550.54.15")
+        self.assertEqual(doc["gpu_count"], 2)
+        self.assertTrue(doc["hostname"])
+        g = doc["gpus"][0]
+        self.assertEqual(g["index"], 0)
+        self.assertEqual(g["name"], "NVIDIA H100 80GB HBM3")
+        self.assertEqual(g["uuid"], "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c50")
+        self.assertEqual(g["pci_bus_id"], "00000000:1B:00.0")
+        self.assertFalse(g["lost"])
+        self.assertEqual(g["utilization"], {"gpu": 87, "memory": 42, "encoder": 3, "decoder": 7})
+        m = g["memory"]
+        self.assertEqual(m["total_mib"], 81559)
+        self.assertEqual(m["used_mib"], 40960)
+        self.assertEqual(m["free_mib"], 42010165248 / MIB)
+        self.assertEqual(m["reserved_mib"], 560971776 / MIB)
+        self.assertEqual(m["total_bytes"], 85520809984)
+        self.assertEqual(m["used_bytes"], 42949672960)
+        self.assertEqual(m["reserved_bytes"], 560971776)
+        self.assertAlmostEqual(m["used_percent"], 50.22, places=2)
+        self.assertEqual(g["temperature_c"], 64)
+        self.assertEqual(g["power"], {"draw_w": 512.345, "limit_w": 700})
+        self.assertEqual(g["energy_j"], 123456789.012)
+        self.assertEqual(g["clocks"], {"graphics_mhz": 1755, "sm_mhz": 1755, "memory_mhz": 2619,
+                                       "max_graphics_mhz": 1980, "max_sm_mhz": 1980,
+                                       "max_memory_mhz": 2619})
+        self.assertEqual(g["fan_percent"], 35)
+        self.assertEqual(g["pcie"], {"gen_current": 5, "gen_max": 5, "width_current": 16,
+                                     "width_max": 16, "tx_kbps": 123456, "rx_kbps": 654321})
+        self.assertEqual(g["pstate"], "P0")
+        self.assertEqual(g["throttle_reasons"], {"mask": "0x0000000000000004", "active": ["sw_power_cap"]})
+        self.assertIs(g["persistence_mode"], True)
+        procs = {p["pid"]: p for p in g["processes"]}
+        self.assertEqual(set(procs), {4242, 5151})
+        self.assertEqual(procs[4242]["type"], "compute")
+        self.assertEqual(procs[4242]["used_memory_mib"], 38912)
+        self.assertEqual(procs[4242]["used_memory_bytes"], 40802189312)
+        self.assertEqual(procs[5151]["type"], "graphics")
+        g1 = doc["gpus"][1]
+        self.assertEqual(g1["fan_percent"], 0)  # a real zero stays zero
+        self.assertIs(g1["persistence_mode"], False)
+        self.assertEqual(g1["pstate"], "P8")
+        self.assertEqual(g1["processes"], [])
+        self.assertIsNotNone(doc["system"]["memory"]["total_bytes"])
+
+    def test_unsupported_fields_are_null(self):
+        doc = query_json(scenario="unsupported.json")
+        g = doc["gpus"][0]
+        self.assertIsNone(g["fan_percent"])
+        self.assertIsNone(g["utilization"]["encoder"])
+        self.assertIsNone(g["utilization"]["decoder"])
+        self.assertIsNone(g["energy_j"])
+        self.assertIsNone(g["pcie"]["tx_kbps"])
+        self.assertIsNone(g["pcie"]["rx_kbps"])
+        self.assertIsNone(g["clocks"]["max_memory_mhz"])
+        self.assertIsNone(g["power"]["limit_w"])  # NO_PERMISSION
+        self.assertIsNone(g["throttle_reasons"])
+        self.assertIsNone(g["pstate"])  # NVML's 32 = unknown
+        self.assertIsNone(g["persistence_mode"])
+        self.assertEqual(g["utilization"]["gpu"], 55)
+        self.assertEqual(g["power"]["draw_w"], 250)
+        self.assertEqual(doc["cuda_version"], "12.2")
+
+    def test_process_owner_and_command_from_proc(self):
+        me = os.getpid()
+        path = scenario_file({"gpus": [{"name": "NVIDIA L4", "util_gpu": 1, "util_mem": 1,
+                                        "processes": [{"pid": me, "used_mem": 5 * MIB}]}]})
+        try:
+            doc = query_json(scenario=path)
+        finally:
+            os.unlink(path)
+        procs = doc["gpus"][0]["processes"]
+        self.assertEqual(len(procs), 1)
+        self.assertEqual(procs[0]["pid"], me)
+        self.assertEqual(procs[0]["used_memory_mib"], 5)
+        import pwd
+        self.assertEqual(procs[0]["user"], pwd.getpwuid(os.getuid()).pw_name)
+        self.assertIn("unittest", procs[0]["command"])
+
+    def test_old_driver_through_fallbacks(self):
+        new = query_json()
+        old = query_json(nvml=FAKE_NVML_OLD)
+        self.assertEqual(old["provider"], "nvml")
+        for a, b in zip(new["gpus"], old["gpus"]):
+            self.assertEqual(a["uuid"], b["uuid"])
+            self.assertEqual(a["pci_bus_id"], b["pci_bus_id"])
+            self.assertEqual(a["utilization"], b["utilization"])
+            self.assertEqual(a["memory"]["total_mib"], b["memory"]["total_mib"])
+            self.assertEqual(a["power"], b["power"])
+            self.assertEqual(sorted(p["pid"] for p in a["processes"]),
+                             sorted(p["pid"] for p in b["processes"]))
+            # v1 memory: "used" includes the reserved part, and reserved is unknown.
+            self.assertIsNone(b["memory"]["reserved_mib"])
+            self.assertEqual(b["memory"]["used_bytes"], a["memory"]["used_bytes"] + a["memory"]["reserved_bytes"])
+        self.assertEqual(old["cuda_version"], "12.4")
+
+    def test_id_by_uuid_and_bus_id(self):
+        doc = query_json(args=["-i", "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c51"])
+        self.assertEqual([g["index"] for g in doc["gpus"]], [1])
+        doc = query_json(args=["-i", "00000000:1B:00.0"])
+        self.assertEqual([g["index"] for g in doc["gpus"]], [0])
+
+    def test_table(self):
+        p = run(["query"], env=env(nvml=FAKE_NVML, scenario="two_gpus.json"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("driver 550.54.15  CUDA 12.4  provider nvml", p.stdout)
+        row0 = next(l for l in p.stdout.splitlines() if l.startswith("0 "))
+        for part in ("NVIDIA H100 80GB HBM3", "64C", "87%", "40960 / 81559", "512 / 700", "35%", "P0", "5x16"):
+            self.assertIn(part, row0)
+        self.assertIn("pid 4242", p.stdout)
+
+
+class Failures(unittest.TestCase):
+    def test_init_failure_is_explained(self):
+        p = run(["query", "--provider", "nvml"], env=env(nvml=FAKE_NVML, scenario="init_error.json"))
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("Driver Not Loaded", p.stderr)
+
+    def test_no_gpus(self):
+        p = run(["query"], env=env(nvml=FAKE_NVML, scenario="no_gpus.json"))
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("nvml:", p.stderr)
+
+    def test_lost_gpu_mid_loop_others_keep_reporting(self):
+        proc = subprocess.Popen([GPUMON, "query", "--format", "json", "-l", "0.1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env(nvml=FAKE_NVML, scenario="lost.json"))
+        lines = []
+        deadline = time.time() + 15
+        while len(lines) < 6 and time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(json.loads(line))
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+        self.assertEqual(proc.returncode, 0)
+        self.assertGreaterEqual(len(lines), 6)
+        self.assertFalse(lines[0]["gpus"][1]["lost"])
+        self.assertEqual(lines[0]["gpus"][1]["utilization"]["gpu"], 99)
+        for doc in lines[3:]:
+            lost = doc["gpus"][1]
+            self.assertTrue(lost["lost"])
+            self.assertEqual(lost["uuid"], "GPU-10570000-0000-0000-0000-000000000001")
+            self.assertIsNone(lost["utilization"]["gpu"])
+            self.assertEqual(lost["processes"], [])
+        utils = [d["gpus"][0]["utilization"]["gpu"] for d in lines]
+        self.assertEqual(utils[:5], [10, 20, 30, 40, 50])
+        self.assertFalse(any(d["gpus"][0]["lost"] for d in lines))
+
+    def test_lost_gpu_in_table(self):
+        proc = subprocess.Popen([GPUMON, "query", "-l", "0.1"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env=env(nvml=FAKE_NVML, scenario="lost_only.json"))
+        time.sleep(0.8)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+        self.assertIn("GPU is lost", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,898 @@
+/* fake_nvml.c - a stand-in libnvidia-ml.so.1 whose GPUs come from a JSON scenario file, so the NVML
+ * provider is tested through the same dlopen path as the real driver (format:
+ * tests/fakes/README.md). */
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Built twice: FAKE_NVML_OLD_DRIVER=1 leaves out every symbol a newer driver added, so the
+ * provider's fallbacks are exercised against a library that truly lacks them. */
+#ifndef FAKE_NVML_OLD_DRIVER
+#define FAKE_NVML_OLD_DRIVER 0
+#endif
+
+/* nvmlReturn_t values (nvml.h). */
+enum {
+    RC_SUCCESS = 0,
+    RC_UNINITIALIZED = 1,
+    RC_INVALID_ARGUMENT = 2,
+    RC_NOT_SUPPORTED = 3,
+    RC_NO_PERMISSION = 4,
+    RC_NOT_FOUND = 6,
+    RC_INSUFFICIENT_SIZE = 7,
+    RC_GPU_IS_LOST = 15,
+    RC_ARGUMENT_VERSION_MISMATCH = 25,
+    RC_UNKNOWN = 999,
+};
+
+#define FAKE_MEMORY_V2_VERSION   0x02000028u /* sizeof(nvmlMemory_v2_t) | 2 << 24 */
+#define FAKE_VALUE_NOT_AVAILABLE ((unsigned long long)-1)
+
+/* Layouts as in nvml.h (x86_64). */
+typedef struct {
+    unsigned gpu, memory;
+} fake_utilization;
+
+typedef struct {
+    unsigned long long total, free, used;
+} fake_memory_v1;
+
+typedef struct {
+    unsigned version;
+    unsigned long long total, reserved, free, used;
+} fake_memory_v2;
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} fake_pci_info;
+
+typedef struct {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+} fake_process_v1;
+
+typedef struct {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId, computeInstanceId;
+} fake_process_v2;
+
+/* A device handle points at one of these. */
+typedef struct fake_gpu {
+    json_t *j; /* the scenario object of this GPU (borrowed from the root) */
+    unsigned index;
+    unsigned long
+        util_calls; /* nvmlDeviceGetUtilizationRates calls; drives arrays and lost_after */
+    bool lost;
+    bool grown; /* processes_grow already applied */
+    unsigned grown_count;
+} fake_gpu;
+
+typedef fake_gpu *nvmlDevice_t;
+
+static struct {
+    unsigned refcount; /* nvmlInit minus nvmlShutdown, as the real library counts */
+    json_t *root;
+    fake_gpu *gpus;
+    unsigned n;
+} F;
+
+/* Call counters, exposed to tests through fake_nvml_calls(). */
+static struct {
+    const char *fn;
+    unsigned long n;
+} counters[96];
+
+static void count_call(const char *fn)
+{
+    for (size_t i = 0; i < sizeof counters / sizeof *counters; i++) {
+        if (!counters[i].fn)
+            counters[i].fn = fn;
+        if (strcmp(counters[i].fn, fn) == 0) {
+            counters[i].n++;
+            return;
+        }
+    }
+}
+
+/* Test hook: how many times NVML function fn was called since the library was loaded. */
+unsigned long fake_nvml_calls(const char *fn)
+{
+    for (size_t i = 0; i < sizeof counters / sizeof *counters && counters[i].fn; i++)
+        if (strcmp(counters[i].fn, fn) == 0)
+            return counters[i].n;
+    return 0;
+}
+
+/* Test hook: nvmlDeviceGetUtilizationRates calls for GPU index since the last nvmlInit. */
+unsigned long fake_nvml_util_calls(unsigned index)
+{
+    return index < F.n ? F.gpus[index].util_calls : 0;
+}
+
+/* Test hook: outstanding nvmlInit references (0 once every open was closed). */
+unsigned fake_nvml_refcount(void)
+{
+    return F.refcount;
+}
+
+/* Used when GM_FAKE_NVML_SCENARIO is unset: one GPU with every metric. */
+static const char default_scenario[] =
+    "{\"gpus\":[{\"name\":\"NVIDIA Fake GPU\","
+    "\"uuid\":\"GPU-00000000-0000-0000-0000-000000000000\",\"pci_bus_id\":\"00000000:01:00.0\","
+    "\"util_gpu\":10,\"util_mem\":5,\"enc\":0,\"dec\":0,\"mem_total\":17179869184,"
+    "\"mem_used\":1073741824,\"mem_free\":15837691904,\"mem_reserved\":268435456,\"temp\":40,"
+    "\"power_mw\":50000,\"power_limit_mw\":250000,\"energy_mj\":1000000,\"clock_gr\":1200,"
+    "\"clock_sm\":1200,\"clock_mem\":5000,\"clock_max_gr\":1800,\"clock_max_sm\":1800,"
+    "\"clock_max_mem\":5001,\"fan\":30,\"pcie_gen\":4,\"pcie_gen_max\":4,\"pcie_width\":16,"
+    "\"pcie_width_max\":16,\"pcie_tx\":1000,\"pcie_rx\":2000,\"pstate\":0,\"throttle\":0,"
+    "\"persistence\":1}]}";
+
+static void unload(void)
+{
+    json_decref(F.root);
+    free(F.gpus);
+    F.root = NULL;
+    F.gpus = NULL;
+    F.n = 0;
+}
+
+static int load(void)
+{
+    const char *path = getenv("GM_FAKE_NVML_SCENARIO");
+    json_error_t jerr;
+    json_t *root =
+        path && *path ? json_load_file(path, 0, &jerr) : json_loads(default_scenario, 0, &jerr);
+    if (!root || !json_is_object(root)) {
+        fprintf(stderr, "fake_nvml: scenario %s: %s (line %d)\n", path ? path : "(default)",
+                root ? "not an object" : jerr.text, root ? 0 : jerr.line);
+        json_decref(root);
+        return RC_UNKNOWN;
+    }
+    json_t *ie = json_object_get(root, "init_error");
+    if (json_is_integer(ie) && json_integer_value(ie) != 0) {
+        int rc = (int)json_integer_value(ie);
+        json_decref(root);
+        return rc;
+    }
+    json_t *gpus = json_object_get(root, "gpus");
+    size_t n = json_is_array(gpus) ? json_array_size(gpus) : 0;
+    F.gpus = calloc(n ? n : 1, sizeof *F.gpus);
+    if (!F.gpus) {
+        json_decref(root);
+        return RC_UNKNOWN;
+    }
+    F.root = root;
+    F.n = (unsigned)n;
+    for (unsigned i = 0; i < F.n; i++) {
+        F.gpus[i].j = json_array_get(gpus, i);
+        F.gpus[i].index = i;
+    }
+    return RC_SUCCESS;
+}
+
+static int do_init(const char *fn)
+{
+    count_call(fn);
+    if (F.refcount > 0) {
+        F.refcount++;
+        return RC_SUCCESS;
+    }
+    int rc = load();
+    if (rc == RC_SUCCESS)
+        F.refcount = 1;
+    return rc;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlInit_v2(void)
+{
+    return do_init(__func__);
+}
+#endif
+
+int nvmlInit(void)
+{
+    return do_init(__func__);
+}
+
+int nvmlShutdown(void)
+{
+    count_call(__func__);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    if (--F.refcount == 0)
+        unload();
+    return RC_SUCCESS;
+}
+
+/* Strings as the real library words them. */
+const char *nvmlErrorString(int rc)
+{
+    switch (rc) {
+    case 0:
+        return "Success";
+    case 1:
+        return "Uninitialized";
+    case 2:
+        return "Invalid Argument";
+    case 3:
+        return "Not Supported";
+    case 4:
+        return "Insufficient Permissions";
+    case 5:
+        return "Already Initialized";
+    case 6:
+        return "Not Found";
+    case 7:
+        return "Insufficient Size";
+    case 8:
+        return "Insufficient External Power";
+    case 9:
+        return "Driver Not Loaded";
+    case 10:
+        return "Timeout";
+    case 11:
+        return "Interrupt request issue";
+    case 12:
+        return "NVML Shared Library Not Found";
+    case 13:
+        return "Function Not Found";
+    case 14:
+        return "Corrupted infoROM";
+    case 15:
+        return "GPU is lost";
+    case 16:
+        return "GPU requires restart";
+    case 17:
+        return "The operating system has blocked the request.";
+    case 18:
+        return "RM has detected an NVML/RM version mismatch.";
+    case 19:
+        return "In use by another client";
+    case 20:
+        return "Insufficient Memory";
+    case 21:
+        return "No data";
+    case 25:
+        return "Argument version mismatch";
+    case 26:
+        return "Deprecated";
+    case 27:
+        return "Not Ready";
+    case 28:
+        return "GPU not found";
+    case 29:
+        return "Invalid state";
+    default:
+        return "Unknown Error";
+    }
+}
+
+/* ---- scenario lookups ------------------------------------------------------------------- */
+
+static bool list_has(json_t *list, const char *a, const char *b)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v)
+    {
+        const char *s = json_string_value(v);
+        if (s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0) || strcmp(s, "*") == 0))
+            return true;
+    }
+    return false;
+}
+
+/* The return code a metric call should give before any value is read: lost, an injected error
+ * ("errors", "unsupported", "no_permission" matched by key, group or "*"), else success. */
+static int call_status(const fake_gpu *g, const char *key, const char *group)
+{
+    if (g->lost)
+        return RC_GPU_IS_LOST;
+    json_t *errs = json_object_get(g->j, "errors");
+    const char *names[] = {key, group, "*"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *e = names[i] ? json_object_get(errs, names[i]) : NULL;
+        if (json_is_integer(e))
+            return (int)json_integer_value(e);
+    }
+    if (list_has(json_object_get(g->j, "unsupported"), key, group))
+        return RC_NOT_SUPPORTED;
+    if (list_has(json_object_get(g->j, "no_permission"), key, group))
+        return RC_NO_PERMISSION;
+    return RC_SUCCESS;
+}
+
+/* Picks element N % len of an array value, N being the current read of this GPU. */
+static json_t *current(const fake_gpu *g, json_t *v)
+{
+    if (!json_is_array(v))
+        return v;
+    size_t len = json_array_size(v);
+    if (len == 0)
+        return NULL;
+    unsigned long n = g->util_calls ? g->util_calls - 1 : 0;
+    return json_array_get(v, n % len);
+}
+
+/* Reads a numeric field; RC_NOT_SUPPORTED when the scenario leaves it out or null. */
+static int num(const fake_gpu *g, const char *key, unsigned long long *out)
+{
+    json_t *v = current(g, json_object_get(g->j, key));
+    if (json_is_integer(v)) {
+        *out = (unsigned long long)json_integer_value(v);
+        return RC_SUCCESS;
+    }
+    if (json_is_real(v)) {
+        *out = (unsigned long long)json_real_value(v);
+        return RC_SUCCESS;
+    }
+    return RC_NOT_SUPPORTED;
+}
+
+/* The common path of a one-value metric call. */
+static int metric(nvmlDevice_t d, const char *key, const char *group, unsigned long long *out)
+{
+    int rc = call_status(d, key, group);
+    return rc != RC_SUCCESS ? rc : num(d, key, out);
+}
+
+static bool valid_device(nvmlDevice_t d)
+{
+    return F.refcount > 0 && d && d >= F.gpus && d < F.gpus + F.n;
+}
+
+static int u32_metric(const char *fn, nvmlDevice_t d, const char *key, const char *group,
+                      unsigned *out)
+{
+    count_call(fn);
+    if (!valid_device(d) || !out)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    unsigned long long v;
+    int rc = metric(d, key, group, &v);
+    if (rc == RC_SUCCESS)
+        *out = (unsigned)v;
+    return rc;
+}
+
+static int u64_metric(const char *fn, nvmlDevice_t d, const char *key, const char *group,
+                      unsigned long long *out)
+{
+    count_call(fn);
+    if (!valid_device(d) || !out)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    return metric(d, key, group, out);
+}
+
+static int copy_out(const char *s, char *buf, unsigned len)
+{
+    if (!buf)
+        return RC_INVALID_ARGUMENT;
+    if (strlen(s) + 1 > len)
+        return RC_INSUFFICIENT_SIZE;
+    memcpy(buf, s, strlen(s) + 1);
+    return RC_SUCCESS;
+}
+
+/* ---- system ------------------------------------------------------------------------------ */
+
+/* A version string: the scenario's when given, the default when left out, unsupported when null. */
+static int sys_string(const char *fn, const char *key, const char *def, char *buf, unsigned len)
+{
+    count_call(fn);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    json_t *v = json_object_get(F.root, key);
+    if (json_is_null(v))
+        return RC_NOT_SUPPORTED;
+    return copy_out(json_is_string(v) ? json_string_value(v) : def, buf, len);
+}
+
+int nvmlSystemGetDriverVersion(char *version, unsigned length)
+{
+    return sys_string(__func__, "driver_version", "550.54.15", version, length);
+}
+
+int nvmlSystemGetNVMLVersion(char *version, unsigned length)
+{
+    return sys_string(__func__, "nvml_version", "12.550.54.15", version, length);
+}
+
+static int cuda_version(const char *fn, int *out)
+{
+    count_call(fn);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    if (!out)
+        return RC_INVALID_ARGUMENT;
+    json_t *v = json_object_get(F.root, "cuda_version");
+    if (json_is_null(v))
+        return RC_NOT_SUPPORTED;
+    *out = json_is_integer(v) ? (int)json_integer_value(v) : 12040;
+    return RC_SUCCESS;
+}
+
+int nvmlSystemGetCudaDriverVersion(int *v)
+{
+    return cuda_version(__func__, v);
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    return cuda_version(__func__, v);
+}
+#endif
+
+/* ---- enumeration and identity -------------------------------------------------------------- */
+
+static int device_count(const char *fn, unsigned *count)
+{
+    count_call(fn);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    if (!count)
+        return RC_INVALID_ARGUMENT;
+    *count = F.n;
+    return RC_SUCCESS;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetCount_v2(unsigned *count)
+{
+    return device_count(__func__, count);
+}
+#endif
+
+int nvmlDeviceGetCount(unsigned *count)
+{
+    return device_count(__func__, count);
+}
+
+static int handle_by_index(const char *fn, unsigned index, nvmlDevice_t *out)
+{
+    count_call(fn);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    if (index >= F.n || !out)
+        return RC_INVALID_ARGUMENT;
+    if (F.gpus[index].lost)
+        return RC_GPU_IS_LOST;
+    *out = &F.gpus[index];
+    return RC_SUCCESS;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t *out)
+{
+    return handle_by_index(__func__, index, out);
+}
+#endif
+
+int nvmlDeviceGetHandleByIndex(unsigned index, nvmlDevice_t *out)
+{
+    return handle_by_index(__func__, index, out);
+}
+
+static int identity(const char *fn, nvmlDevice_t d, const char *key, const char *def, char *buf,
+                    unsigned len)
+{
+    count_call(fn);
+    if (!valid_device(d))
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (d->lost)
+        return RC_GPU_IS_LOST;
+    json_t *v = json_object_get(d->j, key);
+    if (json_is_null(v))
+        return RC_NOT_SUPPORTED;
+    return copy_out(json_is_string(v) ? json_string_value(v) : def, buf, len);
+}
+
+int nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned length)
+{
+    return identity(__func__, d, "name", "NVIDIA Fake GPU", name, length);
+}
+
+int nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned length)
+{
+    char def[64];
+    snprintf(def, sizeof def, "GPU-fa4e0000-0000-0000-0000-%012u", valid_device(d) ? d->index : 0);
+    return identity(__func__, d, "uuid", def, uuid, length);
+}
+
+/* fullv: the v2/v3 layout (busId[32] after the ids); otherwise the v1 layout, whose busId is
+ * the first 16 bytes and carries the short 4-digit domain form. */
+static int pci_info(const char *fn, nvmlDevice_t d, fake_pci_info *p, bool fullv)
+{
+    count_call(fn);
+    if (!valid_device(d) || !p)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (d->lost)
+        return RC_GPU_IS_LOST;
+    json_t *v = json_object_get(d->j, "pci_bus_id");
+    unsigned dom = 0, bus = d->index + 1, dev = 0, func = 0;
+    if (json_is_string(v) &&
+        sscanf(json_string_value(v), "%x:%x:%x.%x", &dom, &bus, &dev, &func) != 4)
+        return RC_UNKNOWN;
+    memset(p, 0, fullv ? sizeof *p : offsetof(fake_pci_info, busId));
+    snprintf(p->busIdLegacy, sizeof p->busIdLegacy, "%04X:%02X:%02X.%X", dom & 0xffff, bus & 0xff,
+             dev & 0xff, func & 0xf);
+    p->domain = dom;
+    p->bus = bus;
+    p->device = dev;
+    p->pciDeviceId = 0x233010DE;
+    p->pciSubSystemId = 0x16C110DE;
+    if (fullv)
+        snprintf(p->busId, sizeof p->busId, "%08X:%02X:%02X.%X", dom, bus & 0xff, dev & 0xff,
+                 func & 0xf);
+    return RC_SUCCESS;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, fake_pci_info *p)
+{
+    return pci_info(__func__, d, p, true);
+}
+
+int nvmlDeviceGetPciInfo_v2(nvmlDevice_t d, fake_pci_info *p)
+{
+    return pci_info(__func__, d, p, true);
+}
+#endif
+
+int nvmlDeviceGetPciInfo(nvmlDevice_t d, fake_pci_info *p)
+{
+    return pci_info(__func__, d, p, false);
+}
+
+/* ---- metrics ------------------------------------------------------------------------------- */
+
+int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, fake_utilization *u)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !u)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    d->util_calls++;
+    json_t *la = json_object_get(d->j, "lost_after");
+    if (json_is_integer(la) && d->util_calls > (unsigned long)json_integer_value(la))
+        d->lost = true;
+    int rc = call_status(d, "util", "util");
+    if (rc != RC_SUCCESS)
+        return rc;
+    unsigned long long gpu, mem;
+    if (num(d, "util_gpu", &gpu) != RC_SUCCESS || num(d, "util_mem", &mem) != RC_SUCCESS)
+        return RC_NOT_SUPPORTED;
+    u->gpu = (unsigned)gpu;
+    u->memory = (unsigned)mem;
+    return RC_SUCCESS;
+}
+
+static int codec(const char *fn, nvmlDevice_t d, const char *key, unsigned *util, unsigned *period)
+{
+    int rc = u32_metric(fn, d, key, key, util);
+    if (rc == RC_SUCCESS && period)
+        *period = 167000; /* the driver's sampling window, in microseconds */
+    return rc;
+}
+
+int nvmlDeviceGetEncoderUtilization(nvmlDevice_t d, unsigned *util, unsigned *period)
+{
+    return codec(__func__, d, "enc", util, period);
+}
+
+int nvmlDeviceGetDecoderUtilization(nvmlDevice_t d, unsigned *util, unsigned *period)
+{
+    return codec(__func__, d, "dec", util, period);
+}
+
+/* The four memory numbers; mem_reserved defaults to 0 when left out. */
+static int memory(nvmlDevice_t d, unsigned long long *total, unsigned long long *reserved,
+                  unsigned long long *free_b, unsigned long long *used)
+{
+    int rc = call_status(d, "memory", "memory");
+    if (rc != RC_SUCCESS)
+        return rc;
+    if (num(d, "mem_total", total) || num(d, "mem_free", free_b) || num(d, "mem_used", used))
+        return RC_NOT_SUPPORTED;
+    if (num(d, "mem_reserved", reserved))
+        *reserved = 0;
+    return RC_SUCCESS;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, fake_memory_v2 *m)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !m)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    /* A driver built for another struct revision refuses the call, as "mem_v2_mismatch" mimics. */
+    if (m->version != FAKE_MEMORY_V2_VERSION ||
+        json_is_true(json_object_get(F.root, "mem_v2_mismatch")))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    unsigned long long t, r, f, u;
+    int rc = memory(d, &t, &r, &f, &u);
+    if (rc != RC_SUCCESS)
+        return rc;
+    m->total = t;
+    m->reserved = r;
+    m->free = f;
+    m->used = u;
+    return RC_SUCCESS;
+}
+#endif
+
+int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, fake_memory_v1 *m)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !m)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    unsigned long long t, r, f, u;
+    int rc = memory(d, &t, &r, &f, &u);
+    if (rc != RC_SUCCESS)
+        return rc;
+    /* v1 counts reserved memory as used. */
+    m->total = t;
+    m->free = f;
+    m->used = u + r;
+    return RC_SUCCESS;
+}
+
+int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned *temp)
+{
+    if (sensor != 0) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    return u32_metric(__func__, d, "temp", "temp", temp);
+}
+
+int nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *mw)
+{
+    return u32_metric(__func__, d, "power_mw", "power", mw);
+}
+
+int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned *mw)
+{
+    return u32_metric(__func__, d, "power_limit_mw", "power_limit", mw);
+}
+
+int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj)
+{
+    return u64_metric(__func__, d, "energy_mj", "energy", mj);
+}
+
+static const char *const clock_keys[] = {"clock_gr", "clock_sm", "clock_mem", "clock_video"};
+static const char *const max_clock_keys[] = {"clock_max_gr", "clock_max_sm", "clock_max_mem",
+                                             "clock_max_video"};
+
+int nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    if (type < 0 || type > 3) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    return u32_metric(__func__, d, clock_keys[type], "clocks", mhz);
+}
+
+int nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    if (type < 0 || type > 3) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    return u32_metric(__func__, d, max_clock_keys[type], "clocks_max", mhz);
+}
+
+int nvmlDeviceGetFanSpeed(nvmlDevice_t d, unsigned *pct)
+{
+    return u32_metric(__func__, d, "fan", "fan", pct);
+}
+
+int nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned *gen)
+{
+    return u32_metric(__func__, d, "pcie_gen", "pcie_gen", gen);
+}
+
+int nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned *gen)
+{
+    return u32_metric(__func__, d, "pcie_gen_max", "pcie_gen_max", gen);
+}
+
+int nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned *width)
+{
+    return u32_metric(__func__, d, "pcie_width", "pcie_width", width);
+}
+
+int nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned *width)
+{
+    return u32_metric(__func__, d, "pcie_width_max", "pcie_width_max", width);
+}
+
+int nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, unsigned *kbps)
+{
+    if (counter != 0 && counter != 1) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    return u32_metric(__func__, d, counter == 0 ? "pcie_tx" : "pcie_rx", "pcie_throughput", kbps);
+}
+
+int nvmlDeviceGetPerformanceState(nvmlDevice_t d, int *pstate)
+{
+    return u32_metric(__func__, d, "pstate", "pstate", (unsigned *)pstate);
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *mask)
+{
+    return u64_metric(__func__, d, "throttle", "throttle", mask);
+}
+#endif
+
+int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long *mask)
+{
+    return u64_metric(__func__, d, "throttle", "throttle", mask);
+}
+
+int nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "persistence", "persistence", (unsigned *)mode);
+}
+
+/* ---- processes ----------------------------------------------------------------------------- */
+
+/* How many processes "processes_grow" adds: true means one. */
+static unsigned grow_count(const fake_gpu *g)
+{
+    json_t *v = json_object_get(g->j, "processes_grow");
+    if (json_is_true(v))
+        return 1;
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (unsigned)json_integer_value(v) : 0;
+}
+
+/* Fills the list of one type. The grown processes are compute processes with PIDs from
+ * "grow_pid" (default 90000) up, 1 MiB each. */
+static int processes(const char *fn, nvmlDevice_t d, unsigned *count, void *infos, size_t stride,
+                     const char *type)
+{
+    count_call(fn);
+    if (!valid_device(d) || !count)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(
+        d, strcmp(type, "compute") == 0 ? "compute_processes" : "graphics_processes", "processes");
+    if (rc != RC_SUCCESS)
+        return rc;
+    bool compute = strcmp(type, "compute") == 0;
+    json_t *list = json_object_get(d->j, "processes");
+    unsigned n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(list, i, p)
+    {
+        const char *t = json_string_value(json_object_get(p, "type"));
+        if (strcmp(t ? t : "compute", type) == 0)
+            n++;
+    }
+    unsigned extra = compute ? d->grown_count : 0;
+    unsigned total = n + extra;
+    if (*count < total) {
+        *count = total;
+        rc = RC_INSUFFICIENT_SIZE;
+    } else if (total > 0 && !infos) {
+        return RC_INVALID_ARGUMENT;
+    } else {
+        unsigned k = 0;
+        json_array_foreach(list, i, p)
+        {
+            const char *t = json_string_value(json_object_get(p, "type"));
+            if (strcmp(t ? t : "compute", type) != 0)
+                continue;
+            fake_process_v2 e = {0};
+            json_t *mem = json_object_get(p, "used_mem");
+            e.pid = (unsigned)json_integer_value(json_object_get(p, "pid"));
+            e.usedGpuMemory = json_is_integer(mem) ? (unsigned long long)json_integer_value(mem)
+                                                   : FAKE_VALUE_NOT_AVAILABLE;
+            memcpy((char *)infos + k++ * stride, &e, stride);
+        }
+        json_t *gp = json_object_get(d->j, "grow_pid");
+        unsigned base = json_is_integer(gp) ? (unsigned)json_integer_value(gp) : 90000;
+        for (unsigned x = 0; x < extra; x++) {
+            fake_process_v2 e = {.pid = base + x, .usedGpuMemory = 1048576};
+            memcpy((char *)infos + k++ * stride, &e, stride);
+        }
+        *count = total;
+    }
+    /* The list changes right after the first compute query, as when a job starts between the
+     * caller's size query and its fill. */
+    if (compute && !d->grown) {
+        d->grown = true;
+        d->grown_count = grow_count(d);
+    }
+    return rc;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count, fake_process_v2 *p)
+{
+    return processes(__func__, d, count, p, sizeof *p, "compute");
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned *count, fake_process_v2 *p)
+{
+    return processes(__func__, d, count, p, sizeof *p, "compute");
+}
+
+int nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *count, fake_process_v2 *p)
+{
+    return processes(__func__, d, count, p, sizeof *p, "graphics");
+}
+
+int nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned *count, fake_process_v2 *p)
+{
+    return processes(__func__, d, count, p, sizeof *p, "graphics");
+}
+#endif
+
+int nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned *count, fake_process_v1 *p)
+{
+    return processes(__func__, d, count, p, sizeof *p, "compute");
+}
+
+int nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned *count, fake_process_v1 *p)
+{
+    return processes(__func__, d, count, p, sizeof *p, "graphics");
+}
+
+/* ---- topology ------------------------------------------------------------------------------ */
+
+static int cap_index(json_t *v)
+{
+    static const char *const names[] = {"read", "write", "nvlink", "atomics", "pci"};
+    if (json_is_integer(v))
+        return (int)json_integer_value(v);
+    for (int i = 0; i < 5; i++)
+        if (json_is_string(v) && strcmp(json_string_value(v), names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2, int cap, int *status)
+{
+    count_call(__func__);
+    if (!valid_device(d1) || !valid_device(d2) || !status || cap < 0 || cap > 4)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (d1->lost || d2->lost)
+        return RC_GPU_IS_LOST;
+    if (d1 == d2) { /* what driver 580 answers for a GPU with itself */
+        *status = 5;
+        return RC_SUCCESS;
+    }
+    int rc = call_status(d1, "p2p", "p2p");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *p2p = json_object_get(F.root, "p2p");
+    if (!json_is_object(p2p))
+        return RC_NOT_SUPPORTED;
+    json_t *def = json_object_get(p2p, "default");
+    int st = json_is_integer(def) ? (int)json_integer_value(def) : 0;
+    size_t i;
+    json_t *pair;
+    json_array_foreach(json_object_get(p2p, "pairs"), i, pair)
+    {
+        unsigned a = (unsigned)json_integer_value(json_array_get(pair, 0));
+        unsigned b = (unsigned)json_integer_value(json_array_get(pair, 1));
+        json_t *c = json_array_get(pair, 2);
+        bool all = json_is_string(c) && strcmp(json_string_value(c), "*") == 0;
+        bool match = (a == d1->index && b == d2->index) || (a == d2->index && b == d1->index);
+        if (match && (all || cap_index(c) == cap))
+            st = (int)json_integer_value(json_array_get(pair, 3));
+    }
+    *status = st;
+    return RC_SUCCESS;
+}

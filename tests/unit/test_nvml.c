@@ -1,0 +1,582 @@
+/* test_nvml.c - the NVML provider against the fake libnvidia-ml.so.1 (current and old driver),
+ * loaded through the same dlopen path as the real library and driven by scenario fixtures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpumon.h"
+#include "providers/provider.h"
+
+/* Test-only hooks the fake exports. */
+typedef unsigned long (*calls_fn)(const char *);
+typedef unsigned long (*util_calls_fn)(unsigned);
+typedef unsigned (*refcount_fn)(void);
+
+/* The fakes stay loaded for the whole run (one reference each, held here) so their call
+ * counters survive the provider's dlclose. */
+static struct fake {
+    const char *env;
+    const char *path;
+    void *lib;
+    calls_fn calls;
+    util_calls_fn util_calls;
+    refcount_fn refcount;
+} fake_current = {.env = "GM_FAKE_NVML"}, fake_old = {.env = "GM_FAKE_NVML_OLD"};
+
+static gm_snapshot *snap;
+
+/* States a test opened and has not closed yet; the teardown closes them when an assertion
+ * ended the test early, so the fake's global state does not leak into the next test. */
+static void *open_states[4];
+
+static void track(void *st)
+{
+    for (size_t i = 0; i < 4; i++)
+        if (!open_states[i]) {
+            open_states[i] = st;
+            return;
+        }
+    fail_msg("too many open states");
+}
+
+static void close_st(void *st)
+{
+    for (size_t i = 0; i < 4; i++)
+        if (open_states[i] == st)
+            open_states[i] = NULL;
+    gm_provider_nvml.close(st);
+}
+
+static int test_teardown(void **state)
+{
+    for (size_t i = 0; i < 4; i++)
+        if (open_states[i]) {
+            gm_provider_nvml.close(open_states[i]);
+            open_states[i] = NULL;
+        }
+    return 0;
+}
+
+static int load_fake(struct fake *f)
+{
+    f->path = getenv(f->env);
+    if (!f->path) {
+        fprintf(stderr, "%s is not set (run through ctest)\n", f->env);
+        return -1;
+    }
+    f->lib = dlopen(f->path, RTLD_NOW | RTLD_LOCAL);
+    if (!f->lib) {
+        fprintf(stderr, "dlopen %s: %s\n", f->path, dlerror());
+        return -1;
+    }
+    f->calls = (calls_fn)dlsym(f->lib, "fake_nvml_calls");
+    f->util_calls = (util_calls_fn)dlsym(f->lib, "fake_nvml_util_calls");
+    f->refcount = (refcount_fn)dlsym(f->lib, "fake_nvml_refcount");
+    return f->calls && f->util_calls && f->refcount ? 0 : -1;
+}
+
+static int group_setup(void **state)
+{
+    if (!getenv("GM_FIXTURES") || load_fake(&fake_current) || load_fake(&fake_old))
+        return -1;
+    snap = gm_snapshot_new();
+    return snap ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    gm_snapshot_free(snap);
+    dlclose(fake_current.lib);
+    dlclose(fake_old.lib);
+    return 0;
+}
+
+/* Points the fake at tests/fixtures/nvml/<name> (NULL: the fake's built-in default GPU). */
+static void use_scenario(const char *name)
+{
+    if (!name) {
+        unsetenv("GM_FAKE_NVML_SCENARIO");
+        return;
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/nvml/%s", getenv("GM_FIXTURES"), name);
+    setenv("GM_FAKE_NVML_SCENARIO", path, 1);
+}
+
+static void *open_ok(const struct fake *f, const char *scenario)
+{
+    use_scenario(scenario);
+    gm_collector_options opt = {.nvml_lib = f->path};
+    gm_error err = {0};
+    void *st = NULL;
+    int rc = gm_provider_nvml.open(&opt, &st, &err);
+    if (rc != GM_OK)
+        fail_msg("open %s with %s: %d %s", f->path, scenario ? scenario : "(default)", rc, err.msg);
+    track(st);
+    return st;
+}
+
+static void sample_ok(void *st, bool procs)
+{
+    gm_error err = {0};
+    gm_snapshot_reset(snap);
+    int rc = gm_provider_nvml.sample(st, snap, procs, &err);
+    if (rc != GM_OK)
+        fail_msg("sample: %d %s", rc, err.msg);
+}
+
+static void check_metric(const gm_gpu *g, gm_metric m, double want)
+{
+    if (!gm_gpu_has(g, m))
+        fail_msg("GPU %u: %s absent, want %.17g", g->index, gm_metric_get(m)->name, want);
+    if (g->v[m] != want)
+        fail_msg("GPU %u: %s = %.17g, want %.17g", g->index, gm_metric_get(m)->name, g->v[m], want);
+}
+
+static void check_absent(const gm_gpu *g, gm_metric m)
+{
+    if (gm_gpu_has(g, m))
+        fail_msg("GPU %u: %s = %.17g, want absent", g->index, gm_metric_get(m)->name, g->v[m]);
+}
+
+/* Scenario key -> metric, for the fields whose raw unit equals NVML's. */
+static const struct {
+    const char *key;
+    gm_metric m;
+} key_metrics[] = {
+    {"util_gpu", GM_M_UTIL_GPU_PCT},
+    {"util_mem", GM_M_UTIL_MEM_PCT},
+    {"enc", GM_M_UTIL_ENC_PCT},
+    {"dec", GM_M_UTIL_DEC_PCT},
+    {"mem_total", GM_M_MEM_TOTAL_BYTES},
+    {"mem_free", GM_M_MEM_FREE_BYTES},
+    {"temp", GM_M_TEMP_C},
+    {"power_mw", GM_M_POWER_MW},
+    {"power_limit_mw", GM_M_POWER_LIMIT_MW},
+    {"energy_mj", GM_M_ENERGY_MJ},
+    {"clock_gr", GM_M_CLOCK_GR_MHZ},
+    {"clock_sm", GM_M_CLOCK_SM_MHZ},
+    {"clock_mem", GM_M_CLOCK_MEM_MHZ},
+    {"clock_max_gr", GM_M_CLOCK_MAX_GR_MHZ},
+    {"clock_max_sm", GM_M_CLOCK_MAX_SM_MHZ},
+    {"clock_max_mem", GM_M_CLOCK_MAX_MEM_MHZ},
+    {"fan", GM_M_FAN_PCT},
+    {"pcie_gen", GM_M_PCIE_GEN_CUR},
+    {"pcie_gen_max", GM_M_PCIE_GEN_MAX},
+    {"pcie_width", GM_M_PCIE_WIDTH_CUR},
+    {"pcie_width_max", GM_M_PCIE_WIDTH_MAX},
+    {"pcie_tx", GM_M_PCIE_TX_KBPS},
+    {"pcie_rx", GM_M_PCIE_RX_KBPS},
+    {"pstate", GM_M_PSTATE},
+    {"throttle", GM_M_THROTTLE_REASONS},
+    {"persistence", GM_M_PERSISTENCE_MODE},
+};
+
+static json_t *load_fixture(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/nvml/%s", getenv("GM_FIXTURES"), name);
+    json_error_t jerr;
+    json_t *j = json_load_file(path, 0, &jerr);
+    if (!j)
+        fail_msg("%s: %s", path, jerr.text);
+    return j;
+}
+
+static double jnum(json_t *o, const char *key)
+{
+    return json_number_value(json_object_get(o, key));
+}
+
+/* Every GPU of two_gpus.json, as either driver reports it. v1 memory: used includes reserved
+ * and reserved is absent. */
+static void check_two_gpus(bool mem_v1)
+{
+    json_t *root = load_fixture("two_gpus.json");
+    json_t *gpus = json_object_get(root, "gpus");
+    assert_int_equal(snap->gpu_count, json_array_size(gpus));
+    assert_string_equal(snap->driver_version, "550.54.15");
+    assert_string_equal(snap->nvml_version, "12.550.54.15");
+    assert_string_equal(snap->cuda_version, "12.4");
+    for (unsigned i = 0; i < snap->gpu_count; i++) {
+        const gm_gpu *g = &snap->gpus[i];
+        json_t *jg = json_array_get(gpus, i);
+        assert_int_equal(g->index, i);
+        assert_false(g->lost);
+        assert_string_equal(g->name, json_string_value(json_object_get(jg, "name")));
+        assert_string_equal(g->uuid, json_string_value(json_object_get(jg, "uuid")));
+        assert_string_equal(g->pci_bus_id, json_string_value(json_object_get(jg, "pci_bus_id")));
+        for (size_t k = 0; k < sizeof key_metrics / sizeof *key_metrics; k++)
+            check_metric(g, key_metrics[k].m, jnum(jg, key_metrics[k].key));
+        if (mem_v1) {
+            check_metric(g, GM_M_MEM_USED_BYTES, jnum(jg, "mem_used") + jnum(jg, "mem_reserved"));
+            check_absent(g, GM_M_MEM_RESERVED_BYTES);
+        } else {
+            check_metric(g, GM_M_MEM_USED_BYTES, jnum(jg, "mem_used"));
+            check_metric(g, GM_M_MEM_RESERVED_BYTES, jnum(jg, "mem_reserved"));
+        }
+    }
+    /* Raw units, spelled out: mW, mJ, bytes, KB/s are not converted by the provider. */
+    check_metric(&snap->gpus[0], GM_M_POWER_MW, 512345);
+    check_metric(&snap->gpus[0], GM_M_ENERGY_MJ, 123456789012.0);
+    check_metric(&snap->gpus[0], GM_M_MEM_TOTAL_BYTES, 85520809984.0);
+    check_metric(&snap->gpus[0], GM_M_PCIE_RX_KBPS, 654321);
+    check_metric(&snap->gpus[1], GM_M_PSTATE, 8);
+    json_decref(root);
+}
+
+static void test_current_driver_all_fields(void **state)
+{
+    void *st = open_ok(&fake_current, "two_gpus.json");
+    sample_ok(st, false);
+    check_two_gpus(false);
+    assert_int_equal(snap->proc_count, 0); /* not asked for */
+    close_st(st);
+}
+
+static void test_old_driver_fallbacks(void **state)
+{
+    void *st = open_ok(&fake_old, "two_gpus.json");
+    sample_ok(st, true);
+    check_two_gpus(true);
+    /* v1 process entries (16 bytes) decode to the same PIDs and memory. */
+    assert_int_equal(snap->proc_count, 2);
+    assert_int_equal(snap->procs[0].pid, 4242);
+    assert_int_equal(snap->procs[0].type, GM_PROC_COMPUTE);
+    assert_true(snap->procs[0].mem_valid);
+    assert_int_equal(snap->procs[0].used_mem_bytes, 40802189312ULL);
+    assert_int_equal(snap->procs[1].pid, 5151);
+    assert_int_equal(snap->procs[1].type, GM_PROC_GRAPHICS);
+    assert_int_equal(snap->procs[1].used_mem_bytes, 1073741824ULL);
+    assert_int_equal(fake_old.calls("nvmlDeviceGetCurrentClocksThrottleReasons") > 0, 1);
+    close_st(st);
+}
+
+static void test_memory_v2_version_mismatch_falls_back(void **state)
+{
+    unsigned long v2_before = fake_current.calls("nvmlDeviceGetMemoryInfo_v2");
+    void *st = open_ok(&fake_current, "mem_v2_mismatch.json");
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_MEM_TOTAL_BYTES, 85520809984.0);
+    check_metric(g, GM_M_MEM_USED_BYTES, 42949672960.0 + 560971776.0);
+    check_metric(g, GM_M_MEM_FREE_BYTES, 42010165248.0);
+    check_absent(g, GM_M_MEM_RESERVED_BYTES);
+    sample_ok(st, false);
+    check_metric(&snap->gpus[0], GM_M_MEM_USED_BYTES, 42949672960.0 + 560971776.0);
+    /* Refused once, the v2 call is not retried every sample. */
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMemoryInfo_v2") - v2_before, 1);
+    close_st(st);
+}
+
+static void test_unsupported_fields_absent(void **state)
+{
+    void *st = open_ok(&fake_current, "unsupported.json");
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    assert_false(g->lost);
+    /* NOT_SUPPORTED */
+    check_absent(g, GM_M_FAN_PCT);
+    check_absent(g, GM_M_UTIL_ENC_PCT);
+    check_absent(g, GM_M_UTIL_DEC_PCT);
+    check_absent(g, GM_M_ENERGY_MJ);
+    check_absent(g, GM_M_PCIE_TX_KBPS);
+    check_absent(g, GM_M_PCIE_RX_KBPS);
+    check_absent(g, GM_M_CLOCK_MAX_MEM_MHZ);
+    /* NO_PERMISSION */
+    check_absent(g, GM_M_POWER_LIMIT_MW);
+    check_absent(g, GM_M_THROTTLE_REASONS);
+    /* pstate 32 is NVML_PSTATE_UNKNOWN; persistence left out of the scenario */
+    check_absent(g, GM_M_PSTATE);
+    check_absent(g, GM_M_PERSISTENCE_MODE);
+    /* the rest is there */
+    check_metric(g, GM_M_UTIL_GPU_PCT, 55);
+    check_metric(g, GM_M_POWER_MW, 250000);
+    check_metric(g, GM_M_CLOCK_MAX_GR_MHZ, 1410);
+    check_metric(g, GM_M_CLOCK_MAX_SM_MHZ, 1410);
+    check_metric(g, GM_M_CLOCK_MEM_MHZ, 1215);
+    check_metric(g, GM_M_MEM_RESERVED_BYTES, 536870912);
+    check_metric(g, GM_M_PCIE_WIDTH_CUR, 16);
+    assert_string_equal(snap->cuda_version, "12.2");
+    close_st(st);
+}
+
+static void test_default_scenario_and_env_path(void **state)
+{
+    /* opt->nvml_lib unset: $GPU_MONITOR_NVML_LIB names the library. */
+    use_scenario(NULL);
+    setenv("GPU_MONITOR_NVML_LIB", fake_current.path, 1);
+    gm_collector_options opt = {0};
+    gm_error err = {0};
+    void *st = NULL;
+    int rc = gm_provider_nvml.open(&opt, &st, &err);
+    unsetenv("GPU_MONITOR_NVML_LIB");
+    assert_int_equal(rc, GM_OK);
+    track(st);
+    sample_ok(st, true);
+    assert_int_equal(snap->gpu_count, 1);
+    assert_string_equal(snap->gpus[0].pci_bus_id, "00000000:01:00.0");
+    check_metric(&snap->gpus[0], GM_M_UTIL_GPU_PCT, 10);
+    assert_int_equal(snap->proc_count, 0);
+    close_st(st);
+}
+
+static void test_one_init_per_open(void **state)
+{
+    unsigned long init0 = fake_current.calls("nvmlInit_v2");
+    unsigned long init_v1 = fake_current.calls("nvmlInit");
+    unsigned long shut0 = fake_current.calls("nvmlShutdown");
+    void *st = open_ok(&fake_current, "two_gpus.json");
+    assert_int_equal(fake_current.refcount(), 1);
+    for (int i = 0; i < 3; i++)
+        sample_ok(st, true);
+    assert_int_equal(fake_current.calls("nvmlInit_v2") - init0, 1);
+    assert_int_equal(fake_current.calls("nvmlInit") - init_v1, 0);
+    close_st(st);
+    assert_int_equal(fake_current.calls("nvmlShutdown") - shut0, 1);
+    assert_int_equal(fake_current.refcount(), 0);
+
+    /* Two opens are independent states over the one library. */
+    void *a = open_ok(&fake_current, "two_gpus.json");
+    void *b = open_ok(&fake_current, "two_gpus.json");
+    assert_int_equal(fake_current.refcount(), 2);
+    close_st(a);
+    sample_ok(b, false);
+    check_two_gpus(false);
+    close_st(b);
+    assert_int_equal(fake_current.refcount(), 0);
+}
+
+static void test_init_failure_message(void **state)
+{
+    const struct fake *fakes[] = {&fake_current, &fake_old};
+    const char *want[] = {"nvmlInit_v2 failed: Driver Not Loaded (9)",
+                          "nvmlInit failed: Driver Not Loaded (9)"};
+    for (int i = 0; i < 2; i++) {
+        use_scenario("init_error.json");
+        gm_collector_options opt = {.nvml_lib = fakes[i]->path};
+        gm_error err = {0};
+        void *st = NULL;
+        assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_EINIT);
+        assert_int_equal(err.code, GM_EINIT);
+        assert_non_null(strstr(err.msg, want[i]));
+        assert_int_equal(fakes[i]->refcount(), 0);
+    }
+}
+
+static void test_library_not_found(void **state)
+{
+    gm_collector_options opt = {.nvml_lib = "/nonexistent/gpumon-test/libnvidia-ml.so.1"};
+    gm_error err = {0};
+    void *st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_ENOLIB);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "/nonexistent/gpumon-test/libnvidia-ml.so.1"));
+    assert_non_null(strstr(err.msg, "No such file"));
+
+    /* A library without NVML's entry points is refused by name. */
+    opt.nvml_lib = "libjansson.so.4";
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_ENOSYM);
+    assert_non_null(strstr(err.msg, "nvmlInit"));
+}
+
+static void test_no_gpus(void **state)
+{
+    use_scenario("no_gpus.json");
+    gm_collector_options opt = {.nvml_lib = fake_current.path};
+    gm_error err = {0};
+    void *st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_ENODEV);
+    assert_int_equal(fake_current.refcount(), 0);
+}
+
+static void test_gpu_lost_others_keep_updating(void **state)
+{
+    static const double util0[] = {10, 20, 30, 40, 50};
+    void *st = open_ok(&fake_current, "lost.json");
+    unsigned long handles0 = fake_current.calls("nvmlDeviceGetHandleByIndex_v2");
+    for (unsigned s = 0; s < 5; s++) {
+        sample_ok(st, true);
+        const gm_gpu *g0 = &snap->gpus[0], *g1 = &snap->gpus[1];
+        assert_int_equal(snap->gpu_count, 2);
+        assert_false(g0->lost);
+        check_metric(g0, GM_M_UTIL_GPU_PCT, util0[s]);
+        check_metric(g0, GM_M_MEM_USED_BYTES, 1048576.0 * (s + 1));
+        check_metric(g0, GM_M_POWER_MW, 30000 + 1000 * s);
+        /* lost_after 2: samples 0 and 1 read, from sample 2 on the GPU is gone. */
+        if (s < 2) {
+            assert_false(g1->lost);
+            check_metric(g1, GM_M_UTIL_GPU_PCT, 99);
+            assert_int_equal(snap->proc_count, 1);
+            assert_int_equal(snap->procs[0].gpu_index, 1);
+        } else {
+            assert_true(g1->lost);
+            assert_int_equal(g1->valid, 0);
+            assert_int_equal(g1->index, 1);
+            assert_string_equal(g1->uuid, "GPU-10570000-0000-0000-0000-000000000001");
+            assert_string_equal(g1->pci_bus_id, "00000000:02:00.0");
+            assert_string_equal(g1->name, "NVIDIA L4");
+            assert_int_equal(snap->proc_count, 0);
+        }
+    }
+    /* The lost GPU was asked once (the call that found it lost), not on every later sample. */
+    assert_int_equal(fake_current.util_calls(1), 3);
+    assert_int_equal(fake_current.util_calls(0), 5);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetHandleByIndex_v2") - handles0, 0);
+    close_st(st);
+}
+
+static void test_only_gpu_lost_is_not_an_error(void **state)
+{
+    void *st = open_ok(&fake_current, "lost_only.json");
+    sample_ok(st, false);
+    assert_false(snap->gpus[0].lost);
+    check_metric(&snap->gpus[0], GM_M_UTIL_GPU_PCT, 12);
+    for (int i = 0; i < 2; i++) {
+        sample_ok(st, false); /* GM_OK, not an error */
+        assert_int_equal(snap->gpu_count, 1);
+        assert_true(snap->gpus[0].lost);
+        assert_int_equal(snap->gpus[0].valid, 0);
+        assert_string_equal(snap->gpus[0].uuid, "GPU-7e570000-0000-0000-0000-000000000000");
+    }
+    close_st(st);
+}
+
+static void test_gpu_failing_alone_and_all_failing(void **state)
+{
+    void *st = open_ok(&fake_current, "errors.json");
+    sample_ok(st, false);
+    assert_false(snap->gpus[0].lost);
+    check_metric(&snap->gpus[0], GM_M_TEMP_C, 48);
+    assert_true(snap->gpus[1].lost); /* every call failed: reported lost for this sample */
+    assert_int_equal(snap->gpus[1].valid, 0);
+    assert_string_equal(snap->gpus[1].pci_bus_id, "00000000:18:00.0");
+    close_st(st);
+
+    st = open_ok(&fake_current, "errors_all.json");
+    gm_error err = {0};
+    gm_snapshot_reset(snap);
+    assert_int_equal(gm_provider_nvml.sample(st, snap, true, &err), GM_ETIMEDOUT);
+    assert_non_null(strstr(err.msg, "Timeout (10)"));
+    assert_non_null(strstr(err.msg, "GPU 0"));
+    close_st(st);
+}
+
+static const gm_process *find_proc(unsigned gpu, uint32_t pid)
+{
+    for (size_t i = 0; i < snap->proc_count; i++)
+        if (snap->procs[i].gpu_index == gpu && snap->procs[i].pid == pid)
+            return &snap->procs[i];
+    return NULL;
+}
+
+static void check_processes(void)
+{
+    /* 100 is in both lists: one entry, both type bits. */
+    const gm_process *p = find_proc(0, 100);
+    assert_non_null(p);
+    assert_int_equal(p->type, GM_PROC_COMPUTE | GM_PROC_GRAPHICS);
+    assert_true(p->mem_valid);
+    assert_int_equal(p->used_mem_bytes, 1073741824ULL);
+    assert_string_equal(p->user, "");
+    assert_string_equal(p->command, "");
+    /* NVML_VALUE_NOT_AVAILABLE: memory unknown, not zero. */
+    p = find_proc(0, 200);
+    assert_non_null(p);
+    assert_false(p->mem_valid);
+    /* Twice in one list (one entry per MIG instance): memory adds up. */
+    p = find_proc(0, 400);
+    assert_non_null(p);
+    assert_int_equal(p->type, GM_PROC_COMPUTE);
+    assert_int_equal(p->used_mem_bytes, 536870912ULL);
+    p = find_proc(0, 300);
+    assert_non_null(p);
+    assert_int_equal(p->type, GM_PROC_GRAPHICS);
+    /* The 40 processes that started between the size query and the fill. */
+    for (uint32_t pid = 90000; pid < 90040; pid++) {
+        p = find_proc(0, pid);
+        assert_non_null(p);
+        assert_int_equal(p->used_mem_bytes, 1048576);
+    }
+    /* Same PID on another GPU stays a separate entry. */
+    p = find_proc(1, 100);
+    assert_non_null(p);
+    assert_int_equal(p->used_mem_bytes, 2097152);
+    assert_int_equal(snap->proc_count, 4 + 40 + 1);
+    assert_int_equal(snap->proc_dropped, 0);
+}
+
+static void test_processes_grow_retry_and_dedupe(void **state)
+{
+    const struct fake *fakes[] = {&fake_current, &fake_old};
+    const char *sym[] = {"nvmlDeviceGetComputeRunningProcesses_v3",
+                         "nvmlDeviceGetComputeRunningProcesses"};
+    for (int i = 0; i < 2; i++) {
+        void *st = open_ok(fakes[i], "processes.json");
+        unsigned long c0 = fakes[i]->calls(sym[i]);
+        sample_ok(st, true);
+        check_processes();
+        /* GPU 0: size query, a fill refused because the list grew, a fill that fits; GPU 1 one
+         * call into the buffer GPU 0 grew. */
+        assert_int_equal(fakes[i]->calls(sym[i]) - c0, 4);
+        /* Steady state: one call per list per GPU, into the reused buffer. */
+        c0 = fakes[i]->calls(sym[i]);
+        sample_ok(st, true);
+        check_processes();
+        assert_int_equal(fakes[i]->calls(sym[i]) - c0, 2);
+        close_st(st);
+    }
+}
+
+static void test_p2p(void **state)
+{
+    void *st = open_ok(&fake_current, "two_gpus.json");
+    gm_p2p_status s = GM_P2P_UNKNOWN;
+    gm_error err = {0};
+    assert_int_equal(gm_provider_nvml.p2p(st, 0, 1, GM_P2P_READ, &s, &err), GM_OK);
+    assert_int_equal(s, GM_P2P_OK);
+    assert_int_equal(gm_provider_nvml.p2p(st, 1, 0, GM_P2P_NVLINK, &s, &err), GM_OK);
+    assert_int_equal(s, GM_P2P_NOT_SUPPORTED);
+    assert_int_equal(gm_provider_nvml.p2p(st, 0, 1, GM_P2P_ATOMICS, &s, &err), GM_OK);
+    assert_int_equal(s, GM_P2P_GPU_NOT_SUPPORTED);
+    assert_int_equal(gm_provider_nvml.p2p(st, 0, 1, GM_P2P_PCI, &s, &err), GM_OK);
+    assert_int_equal(s, GM_P2P_OK);
+    assert_int_equal(gm_provider_nvml.p2p(st, 0, 2, GM_P2P_READ, &s, &err), GM_EINVAL);
+    assert_int_equal(gm_provider_nvml.p2p(st, 1, 1, GM_P2P_READ, &s, &err), GM_OK);
+    assert_int_equal(s, GM_P2P_NOT_SUPPORTED);
+    close_st(st);
+
+    /* A scenario without a "p2p" section: the driver says NOT_SUPPORTED. */
+    st = open_ok(&fake_current, "processes.json");
+    assert_int_equal(gm_provider_nvml.p2p(st, 0, 1, GM_P2P_READ, &s, &err), GM_ENOTSUP);
+    assert_non_null(strstr(err.msg, "Not Supported (3)"));
+    close_st(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_current_driver_all_fields, test_teardown),
+        cmocka_unit_test_teardown(test_old_driver_fallbacks, test_teardown),
+        cmocka_unit_test_teardown(test_memory_v2_version_mismatch_falls_back, test_teardown),
+        cmocka_unit_test_teardown(test_unsupported_fields_absent, test_teardown),
+        cmocka_unit_test_teardown(test_default_scenario_and_env_path, test_teardown),
+        cmocka_unit_test_teardown(test_one_init_per_open, test_teardown),
+        cmocka_unit_test_teardown(test_init_failure_message, test_teardown),
+        cmocka_unit_test_teardown(test_library_not_found, test_teardown),
+        cmocka_unit_test_teardown(test_no_gpus, test_teardown),
+        cmocka_unit_test_teardown(test_gpu_lost_others_keep_updating, test_teardown),
+        cmocka_unit_test_teardown(test_only_gpu_lost_is_not_an_error, test_teardown),
+        cmocka_unit_test_teardown(test_gpu_failing_alone_and_all_failing, test_teardown),
+        cmocka_unit_test_teardown(test_processes_grow_retry_and_dedupe, test_teardown),
+        cmocka_unit_test_teardown(test_p2p, test_teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
