@@ -2,18 +2,19 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
-PKGS := jansson libwebsockets cmocka
+PKGS := jansson libwebsockets cmocka sqlite3
 
 .PHONY: all deps configure test test-asan run demo format format-check clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Installs the Debian packages when pkg-config cannot find them and we are root.
+# As root, installs whatever Debian packages are missing (a quick dpkg check when none are);
+# otherwise only checks that the build libraries are there.
 deps:
-	@pkg-config --exists $(PKGS) 2>/dev/null && command -v cmake >/dev/null || \
-	  { if [ "$$(id -u)" = 0 ]; then ./scripts/install-deps.sh; \
-	    else echo "missing build dependencies: run sudo ./scripts/install-deps.sh" >&2; exit 1; fi; }
+	@if [ "$$(id -u)" = 0 ]; then ./scripts/install-deps.sh; \
+	elif ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v cmake >/dev/null; then \
+	  echo "missing build dependencies: run sudo ./scripts/install-deps.sh" >&2; exit 1; fi
 
 configure: deps
 	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -26,8 +27,13 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The daemon and its dashboard on http://127.0.0.1:9401 (real GPUs: NVML, then nvidia-smi).
 run: all
-	./$(BUILD)/gpumon query
+	./$(BUILD)/gpumon serve
+
+# The same with four simulated GPUs (badged "sim"), for a first look without a GPU.
+demo: all
+	./$(BUILD)/gpumon serve --simulate 4
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:

@@ -33,7 +33,13 @@ static int64_t now_ms(clockid_t clk)
 
 static void diag_append(gm_collector *c, const char *name, const char *msg)
 {
-    size_t used = strlen(c->diagnosis);
+    size_t used = strlen(c->diagnosis), nl = strlen(name);
+    /* Providers often start their messages with their own name already. */
+    if (strncmp(msg, name, nl) == 0 && msg[nl] == ':') {
+        msg += nl + 1;
+        while (*msg == ' ')
+            msg++;
+    }
     snprintf(c->diagnosis + used, sizeof c->diagnosis - used, "%s%s: %s", used ? "\n" : "", name,
              msg);
 }

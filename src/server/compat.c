@@ -134,24 +134,12 @@ json_t *gm_compat_fleet(const gm_snapshot *s)
 
 /* ---- /stats system inventory ----------------------------------------------------------- */
 
-double gm_compat_pcie_gbps(unsigned gen, unsigned width)
-{
-    /* Per-lane payload rate in GB/s after line encoding, as commonly quoted: gen1-2 use
-     * 8b/10b (2.5, 5 GT/s), gen3-5 128b/130b (8, 16, 32 GT/s), gen6-7 PAM4 with 242/256 FLIT
-     * (64, 128 GT/s). */
-    static const double lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563, 15.125};
-    if (gen < 1 || gen >= sizeof lane / sizeof lane[0] || width == 0)
-        return -1;
-    /* Rounded to the MB/s so 0.985 x 16 prints 15.76, not 15.760000000000002. */
-    return round(lane[gen] * width * 1000.0) / 1000.0;
-}
-
 static json_t *pcie_bandwidth(const gm_gpu *g, gm_metric gen, gm_metric width)
 {
     if (g->lost || !gm_gpu_has(g, gen) || !gm_gpu_has(g, width) || !(g->v[gen] >= 0) ||
         !(g->v[width] >= 0))
         return json_null();
-    double bw = gm_compat_pcie_gbps((unsigned)g->v[gen], (unsigned)g->v[width]);
+    double bw = gm_pcie_gbps((unsigned)g->v[gen], (unsigned)g->v[width]);
     return bw >= 0 ? num(bw) : json_null();
 }
 

@@ -29,8 +29,4 @@ json_t *gm_compat_stats(const gm_snapshot *s, const gm_topology *t);
  * in W. Returns a new reference, NULL only when out of memory. */
 json_t *gm_compat_ws_metrics(const gm_snapshot *s);
 
-/* One-direction bandwidth of a PCIe link in GB/s (10^9 bytes/s, after line encoding), or a
- * negative value when gen is not 1..7 or width is 0. */
-double gm_compat_pcie_gbps(unsigned gen, unsigned width);
-
 #endif

@@ -17,7 +17,7 @@ class TopLevel(unittest.TestCase):
     def test_help_lists_commands(self):
         p = run(["--help"])
         self.assertEqual(p.returncode, 0)
-        for cmd in ("query",):
+        for cmd in ("query", "serve"):
             self.assertIn(cmd, p.stdout)
 
     def test_no_args_is_usage_error(self):

@@ -1,0 +1,24 @@
+/* cmd_serve.c - `gpumon serve`: reads the configuration (flags, GPU_MONITOR_* variables,
+ * defaults) and runs the daemon. */
+#include <stdio.h>
+
+#include "cli/commands.h"
+#include "server/config.h"
+#include "server/server.h"
+
+extern char **environ;
+
+int gm_cli_serve(int argc, char **argv)
+{
+    gm_serve_config cfg;
+    gm_error err = {0};
+    if (gm_serve_config_load(&cfg, argc, argv, (const char *const *)environ, &err) < 0) {
+        fprintf(stderr, "gpumon serve: %s\n", err.msg);
+        return GM_EXIT_USAGE;
+    }
+    if (cfg.help) {
+        fputs(gm_serve_usage(), stdout);
+        return GM_EXIT_OK;
+    }
+    return gm_server_run(&cfg);
+}

@@ -1,0 +1,518 @@
+/* config.c - parses `gpumon serve` flags and GPU_MONITOR_* variables into one validated
+ * configuration; pure functions (no getenv, no printing) so every rule is unit-tested. */
+#include "server/config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+    const char *flag;
+    const char *env;
+    const char *key;
+} settings[GM_SET__COUNT] = {
+#define GM__SETTING_ROW(id, flag, env, key) [GM_SET_##id] = {flag, "GPU_MONITOR_" env, key},
+    GM_SERVE_SETTING_MAP(GM__SETTING_ROW)
+#undef GM__SETTING_ROW
+};
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void gm_serve_config_defaults(gm_serve_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->listen.host, sizeof c->listen.host, "%s", GM_SERVE_DEFAULT_HOST);
+    c->listen.port = GM_SERVE_DEFAULT_PORT;
+    snprintf(c->provider, sizeof c->provider, "auto");
+    c->history_s = GM_SERVE_HISTORY_DEFAULT_S;
+    c->poll_interval_ms = GM_SERVE_POLL_DEFAULT_MS;
+    c->ws_max_rate_hz = GM_SERVE_WS_RATE_DEFAULT;
+    c->log_level = GM_LOG_INFO;
+    c->system_metrics = true;
+}
+
+const char *gm_log_level_name(gm_log_level l)
+{
+    return (unsigned)l < sizeof level_names / sizeof *level_names ? level_names[l] : "info";
+}
+
+int gm_config_parse_ulong(const char *s, unsigned long long min, unsigned long long max,
+                          unsigned long long *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return GM_EINVAL;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return GM_EINVAL;
+    *out = v;
+    return GM_OK;
+}
+
+int gm_config_parse_double(const char *s, double min, double max, double *out)
+{
+    /* Digits and one dot only: strtod would also take hex, "inf", "nan" and exponents. */
+    if (!s || !*s || strspn(s, "0123456789.") != strlen(s) || strchr(s, '.') != strrchr(s, '.') ||
+        !isdigit((unsigned char)s[0]) || !isdigit((unsigned char)s[strlen(s) - 1]))
+        return GM_EINVAL;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < min || v > max)
+        return GM_EINVAL;
+    *out = v;
+    return GM_OK;
+}
+
+int gm_config_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    if (!s)
+        return GM_EINVAL;
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return GM_OK;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return GM_OK;
+        }
+    }
+    return GM_EINVAL;
+}
+
+int gm_config_parse_log_level(const char *s, gm_log_level *out)
+{
+    static const struct {
+        const char *name;
+        gm_log_level level;
+    } names[] = {{"debug", GM_LOG_DEBUG},  {"info", GM_LOG_INFO},   {"warn", GM_LOG_WARN},
+                 {"warning", GM_LOG_WARN}, {"error", GM_LOG_ERROR}, {"critical", GM_LOG_ERROR}};
+    if (!s)
+        return GM_EINVAL;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcasecmp(s, names[i].name) == 0) {
+            *out = names[i].level;
+            return GM_OK;
+        }
+    return GM_EINVAL;
+}
+
+int gm_config_parse_duration(const char *s, unsigned max_s, unsigned *out_s, gm_error *err)
+{
+    static const struct {
+        char unit;
+        unsigned long long seconds;
+    } units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
+    if (!s || !*s)
+        return gm_error_set(err, GM_EINVAL, "empty duration");
+    unsigned long long total = 0;
+    size_t next_unit = 0; /* units must come in order, each once */
+    const char *p = s;
+    while (*p) {
+        if (!isdigit((unsigned char)*p))
+            goto bad;
+        unsigned long long n = 0;
+        size_t digits = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (++digits > 9) /* keeps n * 86400 far from overflow */
+                goto too_long;
+            n = n * 10 + (unsigned)(*p++ - '0');
+        }
+        if (!*p && p - s == (ptrdiff_t)digits) { /* plain seconds */
+            total = n;
+            break;
+        }
+        size_t u = next_unit;
+        while (u < 4 && units[u].unit != tolower((unsigned char)*p))
+            u++;
+        if (u == 4)
+            goto bad;
+        total += n * units[u].seconds;
+        next_unit = u + 1;
+        p++;
+        if (total > max_s)
+            goto too_long;
+    }
+    if (total > max_s)
+        goto too_long;
+    *out_s = (unsigned)total;
+    return GM_OK;
+bad:
+    return gm_error_set(err, GM_EINVAL,
+                        "\"%s\" is not a duration (use seconds, or e.g. 90s, 15m, 1h, 2h30m, 1d)",
+                        s);
+too_long:
+    return gm_error_set(err, GM_EINVAL, "\"%s\" is longer than the limit of %u seconds", s, max_s);
+}
+
+int gm_config_parse_listen(const char *s, gm_listen_addr *out, gm_error *err)
+{
+    gm_listen_addr a = {0};
+    const char *port_str;
+    if (!s || !*s)
+        return gm_error_set(err, GM_EINVAL, "empty listen address");
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof a.host)
+            goto bad;
+        memcpy(a.host, s + 1, (size_t)(close - s - 1));
+        struct in6_addr in6;
+        if (inet_pton(AF_INET6, a.host, &in6) != 1)
+            goto bad;
+        a.ipv6 = true;
+        port_str = close + 2;
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (!colon) { /* a bare port keeps the loopback default: never widen by accident */
+            snprintf(a.host, sizeof a.host, "%s", GM_SERVE_DEFAULT_HOST);
+            port_str = s;
+        } else {
+            size_t hl = (size_t)(colon - s);
+            if (memchr(s, ':', hl) || hl >= sizeof a.host) /* unbracketed IPv6 */
+                goto bad;
+            memcpy(a.host, s, hl);
+            a.host[hl] = '\0';
+            if (strcasecmp(a.host, "localhost") == 0)
+                snprintf(a.host, sizeof a.host, "127.0.0.1");
+            struct in_addr in4;
+            if (hl && inet_pton(AF_INET, a.host, &in4) != 1)
+                goto bad;
+            port_str = colon + 1;
+        }
+    }
+    unsigned long long port;
+    if (gm_config_parse_ulong(port_str, 0, 65535, &port) < 0)
+        goto bad;
+    a.port = (unsigned)port;
+    *out = a;
+    return GM_OK;
+bad:
+    return gm_error_set(err, GM_EINVAL,
+                        "\"%s\" is not a listen address (use HOST:PORT with a numeric host, "
+                        "[IPv6]:PORT, :PORT for all interfaces, or PORT for 127.0.0.1)",
+                        s);
+}
+
+void gm_listen_addr_format(const gm_listen_addr *a, char *buf, size_t len)
+{
+    if (a->ipv6)
+        snprintf(buf, len, "[%s]:%u", a->host, a->port);
+    else
+        snprintf(buf, len, "%s:%u", a->host, a->port);
+}
+
+/* A token travels in an Authorization header: visible ASCII only, so it can neither break the
+ * header nor hide in whitespace. */
+static bool token_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > GM_SERVE_TOKEN_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~')
+            return false;
+    return true;
+}
+
+/* An origin is echoed in a response header: "*" or scheme://host[:port], nothing else. */
+static bool origin_ok(const char *s)
+{
+    if (strcmp(s, "*") == 0)
+        return true;
+    size_t n = strlen(s);
+    const char *rest;
+    if (n > GM_SERVE_ORIGIN_MAX)
+        return false;
+    if (strncmp(s, "http://", 7) == 0)
+        rest = s + 7;
+    else if (strncmp(s, "https://", 8) == 0)
+        rest = s + 8;
+    else
+        return false;
+    if (!*rest)
+        return false;
+    for (const char *p = rest; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr(".-:[]", *p))
+            return false;
+    return true;
+}
+
+static int parse_provider(const char *v, gm_serve_config *c)
+{
+    static const char *const names[] = {"auto", "nvml", "nvidia-smi", "sim"};
+    for (size_t i = 0; i < 4; i++)
+        if (strcasecmp(v, names[i]) == 0) {
+            snprintf(c->provider, sizeof c->provider, "%s", names[i]);
+            return GM_OK;
+        }
+    return GM_EINVAL;
+}
+
+/* Applies one setting's text to c. `who` names its origin for messages ("--poll-interval",
+ * "GPU_MONITOR_POLL_INTERVAL_MS"). */
+static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const char *v,
+                 gm_error *err)
+{
+    gm_error sub = {0};
+    unsigned long long n;
+    switch (id) {
+    case GM_SET_LISTEN:
+        if (gm_config_parse_listen(v, &c->listen, &sub) < 0)
+            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
+        return GM_OK;
+    case GM_SET_PROVIDER:
+        if (parse_provider(v, c) < 0)
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%s\" is not one of nvml, nvidia-smi, sim, auto", who, v);
+        return GM_OK;
+    case GM_SET_TOKEN:
+        if (!token_ok(v))
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: the token must be 1 to %d visible ASCII characters", who,
+                                GM_SERVE_TOKEN_MAX);
+        snprintf(c->token, sizeof c->token, "%s", v);
+        c->token_set = true;
+        return GM_OK;
+    case GM_SET_HISTORY:
+        if (gm_config_parse_duration(v, GM_SERVE_HISTORY_MAX_S, &c->history_s, &sub) < 0)
+            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
+        return GM_OK;
+    case GM_SET_POLL:
+        if (gm_config_parse_ulong(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &n) < 0)
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%s\" is not a whole number of milliseconds from %d to %d",
+                                who, v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS);
+        c->poll_interval_ms = (unsigned)n;
+        return GM_OK;
+    case GM_SET_WS_RATE:
+        if (gm_config_parse_double(v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX,
+                                   &c->ws_max_rate_hz) < 0)
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%s\" is not a rate in Hz from %g to %g (e.g. 5 or 0.5)", who,
+                                v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX);
+        return GM_OK;
+    case GM_SET_CORS:
+        if (!origin_ok(v))
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%s\" is not an origin (use \"*\" or scheme://host[:port], "
+                                "e.g. http://localhost:5173)",
+                                who, v);
+        snprintf(c->cors_origin, sizeof c->cors_origin, "%s", v);
+        return GM_OK;
+    case GM_SET_LOG_LEVEL:
+        if (gm_config_parse_log_level(v, &c->log_level) < 0)
+            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not one of debug, info, warn, error",
+                                who, v);
+        return GM_OK;
+    case GM_SET_SYSTEM:
+        if (gm_config_parse_bool(v, &c->system_metrics) < 0)
+            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not true or false", who, v);
+        return GM_OK;
+    case GM_SET__COUNT:
+        break;
+    }
+    return gm_error_set(err, GM_EINVAL, "%s: unknown setting", who);
+}
+
+/* Value of NAME in envp, NULL when unset or empty (an empty variable counts as unset). */
+static const char *env_get(const char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return (*envp)[n + 1] ? *envp + n + 1 : NULL;
+    return NULL;
+}
+
+/* Flags that exist only as flags. */
+enum { EXTRA_PORT_FILE = GM_SET__COUNT, EXTRA_SIMULATE, EXTRA_SEED, EXTRA_HELP, EXTRA__END };
+
+static int find_flag(const char *name, size_t len)
+{
+    static const char *const extra[] = {"port-file", "simulate", "seed", "help"};
+    for (int i = 0; i < GM_SET__COUNT; i++)
+        if (strlen(settings[i].flag) == len && strncmp(settings[i].flag, name, len) == 0)
+            return i;
+    for (int i = 0; i < EXTRA__END - GM_SET__COUNT; i++)
+        if (strlen(extra[i]) == len && strncmp(extra[i], name, len) == 0)
+            return GM_SET__COUNT + i;
+    return -1;
+}
+
+int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *const *envp,
+                         gm_error *err)
+{
+    gm_serve_config_defaults(c);
+    bool simulate_flag = false;
+
+    /* Flags first, remembering which settings they fixed; the environment then fills the rest. */
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0) {
+            c->help = true;
+            return GM_OK;
+        }
+        if (strncmp(arg, "--", 2) != 0 || !arg[2])
+            return gm_error_set(err, GM_EINVAL, "unexpected argument \"%s\"", arg);
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        int id = find_flag(name, nlen);
+        if (id < 0)
+            return gm_error_set(err, GM_EINVAL, "unknown flag \"--%.*s\" (see --help)", (int)nlen,
+                                name);
+        char who[48];
+        snprintf(who, sizeof who, "--%.*s", (int)nlen, name);
+        if (id == EXTRA_HELP) {
+            c->help = true;
+            return GM_OK;
+        }
+        if (id == GM_SET_SYSTEM) { /* --no-system-metrics takes no value */
+            if (eq)
+                return gm_error_set(err, GM_EINVAL, "%s takes no value", who);
+            c->system_metrics = false;
+            c->source[id] = GM_CFG_FLAG;
+            continue;
+        }
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v) {
+            if (i + 1 >= argc)
+                return gm_error_set(err, GM_EINVAL, "%s needs a value", who);
+            v = argv[++i];
+        }
+        int rc;
+        unsigned long long n;
+        switch (id) {
+        case EXTRA_PORT_FILE:
+            if (!*v || strlen(v) >= sizeof c->port_file)
+                return gm_error_set(err, GM_EINVAL, "%s: a path of 1 to %zu bytes", who,
+                                    sizeof c->port_file - 1);
+            snprintf(c->port_file, sizeof c->port_file, "%s", v);
+            break;
+        case EXTRA_SIMULATE:
+            if (gm_config_parse_ulong(v, 1, GM_MAX_GPUS, &n) < 0)
+                return gm_error_set(err, GM_EINVAL,
+                                    "%s: \"%s\" is not a number of GPUs from 1 to %d", who, v,
+                                    GM_MAX_GPUS);
+            c->simulate = (unsigned)n;
+            simulate_flag = true;
+            break;
+        case EXTRA_SEED:
+            if (gm_config_parse_ulong(v, 0, UINT64_MAX, &n) < 0)
+                return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not a whole number", who, v);
+            c->seed = n;
+            break;
+        default:
+            rc = apply(c, (gm_serve_setting)id, who, v, err);
+            if (rc < 0)
+                return rc;
+            c->source[id] = GM_CFG_FLAG;
+            break;
+        }
+    }
+
+    for (int id = 0; id < GM_SET__COUNT; id++) {
+        if (c->source[id] == GM_CFG_FLAG)
+            continue;
+        const char *v = env_get(envp, settings[id].env);
+        if (!v)
+            continue;
+        int rc = apply(c, (gm_serve_setting)id, settings[id].env, v, err);
+        if (rc < 0)
+            return rc;
+        c->source[id] = GM_CFG_ENV;
+    }
+
+    if (simulate_flag) {
+        if (c->source[GM_SET_PROVIDER] == GM_CFG_FLAG && strcmp(c->provider, "sim") != 0 &&
+            strcmp(c->provider, "auto") != 0)
+            return gm_error_set(err, GM_EINVAL, "--simulate conflicts with --provider %s",
+                                c->provider);
+        snprintf(c->provider, sizeof c->provider, "sim");
+        c->source[GM_SET_PROVIDER] = GM_CFG_FLAG;
+    }
+    return GM_OK;
+}
+
+static const char *source_name(gm_cfg_source s)
+{
+    return s == GM_CFG_FLAG ? "flag" : s == GM_CFG_ENV ? "environment" : "default";
+}
+
+json_t *gm_serve_config_json(const gm_serve_config *c)
+{
+    char listen[96];
+    gm_listen_addr_format(&c->listen, listen, sizeof listen);
+    json_t *sources = json_object();
+    json_t *j = json_object();
+    if (!sources || !j)
+        goto oom;
+    for (int id = 0; id < GM_SET__COUNT; id++)
+        if (json_object_set_new(sources, settings[id].key, json_string(source_name(c->source[id]))))
+            goto oom;
+    int rc = 0;
+    rc |= json_object_set_new(j, "listen", json_string(listen));
+    rc |= json_object_set_new(j, "provider", json_string(c->provider));
+    rc |= json_object_set_new(j, "simulate", json_integer(c->simulate));
+    rc |= json_object_set_new(j, "token_set", json_boolean(c->token_set));
+    rc |= json_object_set_new(j, "history_seconds", json_integer(c->history_s));
+    rc |= json_object_set_new(j, "poll_interval_ms", json_integer(c->poll_interval_ms));
+    rc |= json_object_set_new(j, "ws_max_rate_hz", json_real(c->ws_max_rate_hz));
+    rc |= json_object_set_new(j, "cors_origin",
+                              c->cors_origin[0] ? json_string(c->cors_origin) : json_null());
+    rc |= json_object_set_new(j, "log_level", json_string(gm_log_level_name(c->log_level)));
+    rc |= json_object_set_new(j, "system_metrics", json_boolean(c->system_metrics));
+    rc |= json_object_set_new(j, "sources", sources);
+    sources = NULL;
+    if (rc)
+        goto oom;
+    return j;
+oom:
+    json_decref(sources);
+    json_decref(j);
+    return NULL;
+}
+
+const char *gm_serve_usage(void)
+{
+    return "usage: gpumon serve [options]\n"
+           "\n"
+           "Runs the daemon: one sampler thread reads the GPUs every poll interval and serves\n"
+           "the latest sample over REST, WebSocket and Prometheus /metrics.\n"
+           "\n"
+           "Options (each overrides its GPU_MONITOR_* variable, which overrides the default):\n"
+           "  --listen ADDR          127.0.0.1:9401 | [::1]:9401 | :9401 (all interfaces) |\n"
+           "                         9401 (loopback); port 0 picks a free port      [LISTEN]\n"
+           "  --port-file PATH       write the bound port to PATH once listening\n"
+           "  --provider P           nvml | nvidia-smi | sim | auto   [TELEMETRY_PROVIDER]\n"
+           "  --simulate N           N simulated GPUs (provider sim)\n"
+           "  --seed N               seed of the simulation\n"
+           "  --token T              require \"Authorization: Bearer T\" (WebSocket: also\n"
+           "                         ?token=T)                                     [TOKEN]\n"
+           "  --history D            history kept: 3600, 90s, 15m, 1h, 2h30m, 1d (default 1h;\n"
+           "                         0 keeps none)                               [HISTORY]\n"
+           "  --poll-interval MS     sampling period, 100 to 3600000 (default 1000)\n"
+           "                                                            [POLL_INTERVAL_MS]\n"
+           "  --ws-max-rate HZ       most WebSocket frames per second per client, 0.1 to 100\n"
+           "                         (default 5)                          [WS_MAX_RATE_HZ]\n"
+           "  --cors-origin ORIGIN   send Access-Control-Allow-Origin: ORIGIN and answer\n"
+           "                         preflights (default off)                [CORS_ORIGIN]\n"
+           "  --log-level L          debug | info | warn | error (default info) [LOG_LEVEL]\n"
+           "  --no-system-metrics    skip host metrics        [ENABLE_SYSTEM_METRICS=false]\n"
+           "  -h, --help             show this help\n"
+           "\n"
+           "Variables are named GPU_MONITOR_<NAME>, e.g. GPU_MONITOR_POLL_INTERVAL_MS=500.\n"
+           "Endpoints: /api/health /api/config /api/gpus[/N] /api/processes /api/system\n"
+           "/api/history /metrics /stats /api/v1/monitoring/gpu-metrics, WebSocket /ws/gpu and\n"
+           "/ws/metrics. See docs/API.md.\n"
+           "\n"
+           "Exit status: 0 after SIGINT/SIGTERM, 1 runtime failure, 2 bad configuration.\n";
+}

@@ -1,0 +1,126 @@
+/* config.h - the daemon's configuration: flags, then GPU_MONITOR_* environment, then defaults,
+ * parsed by pure functions so tests feed argv and an environment array. */
+#ifndef GM_SERVER_CONFIG_H
+#define GM_SERVER_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpumon.h"
+
+#define GM_SERVE_DEFAULT_HOST      "127.0.0.1"
+#define GM_SERVE_DEFAULT_PORT      9401
+#define GM_SERVE_POLL_DEFAULT_MS   1000
+#define GM_SERVE_POLL_MIN_MS       100
+#define GM_SERVE_POLL_MAX_MS       3600000
+#define GM_SERVE_WS_RATE_DEFAULT   5.0
+#define GM_SERVE_WS_RATE_MIN       0.1
+#define GM_SERVE_WS_RATE_MAX       100.0
+#define GM_SERVE_HISTORY_DEFAULT_S 3600
+#define GM_SERVE_HISTORY_MAX_S     (7u * 86400u)
+#define GM_SERVE_TOKEN_MAX         256
+#define GM_SERVE_ORIGIN_MAX        256
+#define GM_SERVE_PATH_MAX          1024
+
+typedef enum gm_log_level {
+    GM_LOG_DEBUG = 0,
+    GM_LOG_INFO = 1,
+    GM_LOG_WARN = 2,
+    GM_LOG_ERROR = 3,
+} gm_log_level;
+
+/* Where an effective value came from, reported by /api/config. */
+typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cfg_source;
+
+/* Settings that have a flag, an environment variable and a default, in X-macro form:
+ * id, flag (without "--"), environment variable (without GPU_MONITOR_), JSON key. */
+#define GM_SERVE_SETTING_MAP(X)                                      \
+    X(LISTEN, "listen", "LISTEN", "listen")                          \
+    X(PROVIDER, "provider", "TELEMETRY_PROVIDER", "provider")        \
+    X(TOKEN, "token", "TOKEN", "token_set")                          \
+    X(HISTORY, "history", "HISTORY", "history_seconds")              \
+    X(POLL, "poll-interval", "POLL_INTERVAL_MS", "poll_interval_ms") \
+    X(WS_RATE, "ws-max-rate", "WS_MAX_RATE_HZ", "ws_max_rate_hz")    \
+    X(CORS, "cors-origin", "CORS_ORIGIN", "cors_origin")             \
+    X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")              \
+    X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics")
+
+typedef enum gm_serve_setting {
+#define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
+    GM_SERVE_SETTING_MAP(GM__SETTING_ENUM)
+#undef GM__SETTING_ENUM
+        GM_SET__COUNT
+} gm_serve_setting;
+
+/* A listening address. */
+typedef struct gm_listen_addr {
+    char host[64]; /* numeric IPv4 or IPv6 literal without brackets; "" means all interfaces */
+    unsigned port; /* 0: the kernel picks one */
+    bool ipv6;     /* host is an IPv6 literal */
+} gm_listen_addr;
+
+/* The effective configuration of `gpumon serve`. */
+typedef struct gm_serve_config {
+    gm_listen_addr listen;
+    char provider[16]; /* "auto", "nvml", "nvidia-smi" or "sim" */
+    unsigned simulate; /* --simulate N: N simulated GPUs (implies provider sim) */
+    uint64_t seed;     /* --seed: the simulation's seed */
+    bool token_set;
+    char token[GM_SERVE_TOKEN_MAX + 1];
+    unsigned history_s; /* seconds of history kept; 0 keeps none */
+    unsigned poll_interval_ms;
+    double ws_max_rate_hz;
+    char cors_origin[GM_SERVE_ORIGIN_MAX + 1]; /* "" leaves CORS off */
+    gm_log_level log_level;
+    bool system_metrics;
+    char port_file[GM_SERVE_PATH_MAX]; /* "" writes none */
+    bool help;                         /* --help was given: print usage, run nothing */
+    gm_cfg_source source[GM_SET__COUNT];
+} gm_serve_config;
+
+/* Fills c with the defaults (127.0.0.1:9401, provider auto, 1 s polling, 1 h history, 5 Hz). */
+void gm_serve_config_defaults(gm_serve_config *c);
+
+/* Builds the configuration from argv (argv[0] is the command name, then flags in the forms
+ * "--flag value" and "--flag=value") over envp (a NULL-terminated "NAME=value" array, NULL for
+ * none) over the defaults. Returns GM_OK, or GM_EINVAL with a message naming the flag or the
+ * variable and what it accepts. With --help, returns GM_OK with c->help set. */
+int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *const *envp,
+                         gm_error *err);
+
+/* Parses "host:port", "[v6]:port", ":port" (all interfaces) or "port" (loopback). host must be
+ * a numeric address or "localhost"; port 0..65535. GM_EINVAL when malformed. */
+int gm_config_parse_listen(const char *s, gm_listen_addr *out, gm_error *err);
+
+/* Parses a duration: plain seconds ("3600") or components in the order d, h, m, s, each at most
+ * once ("3600s", "60m", "1h", "2h30m", "1d12h"). GM_EINVAL when malformed or over max_s. */
+int gm_config_parse_duration(const char *s, unsigned max_s, unsigned *out_s, gm_error *err);
+
+/* Parses true/false/1/0/yes/no/on/off (case-insensitive). GM_EINVAL otherwise. */
+int gm_config_parse_bool(const char *s, bool *out);
+
+/* Parses debug/info/warn/warning/error/critical (case-insensitive). GM_EINVAL otherwise. */
+int gm_config_parse_log_level(const char *s, gm_log_level *out);
+
+/* Parses a decimal integer in [min, max] with nothing around it. GM_EINVAL otherwise. */
+int gm_config_parse_ulong(const char *s, unsigned long long min, unsigned long long max,
+                          unsigned long long *out);
+
+/* Parses a finite decimal number in [min, max]. GM_EINVAL otherwise. */
+int gm_config_parse_double(const char *s, double min, double max, double *out);
+
+/* Lower-case name of a level ("info"). */
+const char *gm_log_level_name(gm_log_level l);
+
+/* "127.0.0.1:9401", "[::1]:0" or ":9401" into buf. */
+void gm_listen_addr_format(const gm_listen_addr *a, char *buf, size_t len);
+
+/* The configuration as /api/config shows it: every setting and where it came from, the token
+ * only as "token_set". New reference, NULL when out of memory. */
+json_t *gm_serve_config_json(const gm_serve_config *c);
+
+/* The usage text of `gpumon serve`. */
+const char *gm_serve_usage(void);
+
+#endif

@@ -1,0 +1,442 @@
+/* sampler.c - the sampling thread: collector -> history -> one pre-rendered, refcounted bundle
+ * per sample, swapped under a mutex so readers only ever take a reference. */
+#include "server/sampler.h"
+
+#include <errno.h>
+#include <libwebsockets.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/json.h"
+#include "server/compat.h"
+#include "server/log.h"
+#include "server/prom.h"
+
+_Static_assert(GM_BLOB_PRE >= LWS_PRE, "blob headroom must hold a WebSocket frame header");
+
+struct gm_sampler {
+    gm_sampler_options opt;
+    void (*wake)(void *arg);
+    void *wake_arg;
+
+    pthread_t thread;
+    bool started, joined;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC: stop requests and "first pass done" */
+
+    /* Under mu. */
+    bool stop;
+    bool first_done;
+    int first_rc;
+    char first_msg[512];
+    gm_published *latest;
+    gm_history *history;
+    gm_sampler_stats stats;
+
+    /* Sampler thread only. */
+    bool history_sized;
+    gm_snapshot *snap;
+    gm_topology *topo;
+};
+
+int64_t gm_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- bundles ------------------------------------------------------------------------------ */
+
+static void blob_free(gm_blob *b)
+{
+    if (b->data)
+        free(b->data - GM_BLOB_PRE);
+    b->data = NULL;
+    b->len = 0;
+}
+
+/* Copies text into a blob with headroom; false when out of memory. */
+static bool blob_set(gm_blob *b, const char *text, size_t len)
+{
+    unsigned char *m = malloc(GM_BLOB_PRE + len + 1);
+    if (!m)
+        return false;
+    memcpy(m + GM_BLOB_PRE, text, len);
+    m[GM_BLOB_PRE + len] = '\0';
+    b->data = m + GM_BLOB_PRE;
+    b->len = len;
+    return true;
+}
+
+/* Serialises j (stolen) into b; false when out of memory. */
+static bool blob_json(gm_blob *b, json_t *j)
+{
+    if (!j)
+        return false;
+    size_t len = 0;
+    char *text = gm_json_dump(j, &len);
+    json_decref(j);
+    if (!text)
+        return false;
+    bool ok = blob_set(b, text, len);
+    free(text);
+    return ok;
+}
+
+gm_published *gm_published_ref(gm_published *p)
+{
+    if (p)
+        atomic_fetch_add(&p->refs, 1);
+    return p;
+}
+
+void gm_published_unref(gm_published *p)
+{
+    if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    blob_free(&p->full);
+    blob_free(&p->processes);
+    blob_free(&p->system);
+    blob_free(&p->prom);
+    blob_free(&p->fleet);
+    blob_free(&p->stats);
+    blob_free(&p->ws_metrics);
+    for (unsigned i = 0; i < p->gpu_count; i++)
+        blob_free(&p->gpu[i]);
+    free(p);
+}
+
+const gm_blob *gm_published_gpu(const gm_published *p, unsigned index)
+{
+    for (unsigned i = 0; p && i < p->gpu_count; i++)
+        if (p->gpu_index[i] == index)
+            return &p->gpu[i];
+    return NULL;
+}
+
+/* Renders every body of one snapshot. NULL when out of memory. */
+static gm_published *render(gm_sampler *s, const gm_snapshot *snap)
+{
+    gm_published *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    atomic_init(&p->refs, 1);
+    p->seq = snap->seq;
+    p->time_ms = snap->time_ms;
+    snprintf(p->provider, sizeof p->provider, "%s", snap->provider);
+    p->gpu_count = snap->gpu_count;
+    p->host_valid = snap->host_valid;
+    for (unsigned i = 0; i < snap->gpu_count; i++) {
+        const gm_gpu *g = &snap->gpus[i];
+        p->gpu_index[i] = g->index;
+        if (g->lost)
+            p->lost[p->lost_count++] = g->index;
+        if (!blob_json(&p->gpu[i], gm_json_gpu(snap, g)))
+            goto oom;
+    }
+    if (!blob_json(&p->full, gm_json_snapshot(snap)) ||
+        !blob_json(&p->processes, gm_json_processes(snap)) ||
+        !blob_json(&p->fleet, gm_compat_fleet(snap)) ||
+        !blob_json(&p->stats, gm_compat_stats(snap, s->topo)) ||
+        !blob_json(&p->ws_metrics, gm_compat_ws_metrics(snap)))
+        goto oom;
+    if (snap->host_valid && !blob_json(&p->system, gm_json_host(&snap->host)))
+        goto oom;
+
+    gm_prom_health h = {0};
+    pthread_mutex_lock(&s->mu);
+    h.samples_total = s->stats.samples_total;
+    h.sample_errors_total = s->stats.errors_total;
+    h.last_sample_duration_s = s->stats.last_duration_s;
+    h.uptime_s = (double)(gm_mono_ms() - s->stats.started_mono_ms) / 1000.0;
+    pthread_mutex_unlock(&s->mu);
+    h.no_per_core = s->opt.no_per_core;
+    size_t len = 0;
+    char *prom = gm_prom_render(snap, &h, &len);
+    if (!prom)
+        goto oom;
+    bool ok = blob_set(&p->prom, prom, len);
+    free(prom);
+    if (!ok)
+        goto oom;
+    return p;
+oom:
+    gm_published_unref(p);
+    return NULL;
+}
+
+/* ---- the thread --------------------------------------------------------------------------- */
+
+/* Creates the history once a sample tells how many GPU indexes to keep. Returns GM_OK, or
+ * GM_EINVAL (message in msg) when it would exceed the memory limit, or the allocation error. */
+static int make_history(gm_sampler *s, const gm_snapshot *snap, char *msg, size_t msg_len)
+{
+    if (!s->opt.history_s)
+        return GM_OK;
+    unsigned gpus = 0;
+    for (unsigned i = 0; i < snap->gpu_count; i++)
+        if (snap->gpus[i].index + 1 > gpus && snap->gpus[i].index < GM_MAX_GPUS)
+            gpus = snap->gpus[i].index + 1;
+    size_t slots = ((size_t)s->opt.history_s * 1000 + s->opt.poll_ms - 1) / s->opt.poll_ms;
+    /* The size formula of history.h: a time ring plus one float ring per series. */
+    double bytes = (double)slots * (8.0 + 4.0 * ((double)gpus * GM_M__COUNT + GM_H__COUNT));
+    if (s->opt.history_max_bytes && bytes > (double)s->opt.history_max_bytes) {
+        snprintf(msg, msg_len,
+                 "history of %u s at %u ms for %u GPU(s) needs %.0f MiB, over the %zu MiB "
+                 "limit: shorten --history or lengthen --poll-interval",
+                 s->opt.history_s, s->opt.poll_ms, gpus, bytes / 1048576.0,
+                 s->opt.history_max_bytes >> 20);
+        return GM_EINVAL;
+    }
+    gm_history *h = NULL;
+    gm_error err = {0};
+    if (gm_history_new(gpus, slots, &h, &err) < 0) {
+        snprintf(msg, msg_len, "history: %.480s", err.msg);
+        return err.code ? err.code : GM_ENOMEM;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->history = h;
+    pthread_mutex_unlock(&s->mu);
+    gm_log(GM_LOG_INFO, "history allocated", "slots=%zu gpus=%u bytes=%zu", slots, gpus,
+           gm_history_memory_bytes(h));
+    return GM_OK;
+}
+
+static void sample_once(gm_sampler *s, bool first)
+{
+    gm_error err = {0};
+    int64_t t0 = gm_mono_ms();
+    int rc = gm_collector_sample(s->opt.collector, s->snap, &err);
+    double dur = (double)(gm_mono_ms() - t0) / 1000.0;
+
+    pthread_mutex_lock(&s->mu);
+    s->stats.samples_total++;
+    s->stats.last_duration_s = dur;
+    bool repeat = rc < 0 && strcmp(s->stats.last_error, err.msg) == 0;
+    if (rc < 0) {
+        s->stats.errors_total++;
+        snprintf(s->stats.last_error, sizeof s->stats.last_error, "%s", err.msg);
+    }
+    pthread_mutex_unlock(&s->mu);
+
+    if (rc < 0) {
+        char q[300];
+        /* A persistent failure is logged when it starts and when it changes, not every tick. */
+        gm_log(repeat ? GM_LOG_DEBUG : GM_LOG_WARN, "sampling failed", "error=%s",
+               gm_log_quote(err.msg, q, sizeof q));
+        if (first) {
+            pthread_mutex_lock(&s->mu);
+            /* GM_EINVAL is reserved for the fatal history limit (see sampler.h). */
+            s->first_rc = rc == GM_EINVAL ? GM_EIO : rc;
+            snprintf(s->first_msg, sizeof s->first_msg, "%s", err.msg);
+            pthread_mutex_unlock(&s->mu);
+        }
+        return;
+    }
+
+    if (!s->history_sized) {
+        /* Sized by the first sample that succeeds, which knows the GPUs. */
+        s->history_sized = true;
+        char msg[512];
+        int hrc = make_history(s, s->snap, msg, sizeof msg);
+        if (hrc < 0 && first) {
+            pthread_mutex_lock(&s->mu);
+            s->first_rc = hrc;
+            snprintf(s->first_msg, sizeof s->first_msg, "%s", msg);
+            s->stop = true; /* a configuration the host cannot hold: the daemon exits */
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        if (hrc < 0) { /* too late to refuse the configuration: carry on without history */
+            char q[600];
+            gm_log(GM_LOG_ERROR, "history disabled", "error=%s", gm_log_quote(msg, q, sizeof q));
+        }
+    }
+    gm_history *h = gm_sampler_history(s);
+    if (h)
+        gm_history_append(h, s->snap);
+
+    gm_published *p = render(s, s->snap);
+    if (!p) {
+        gm_log(GM_LOG_ERROR, "out of memory rendering a sample", "seq=%llu",
+               (unsigned long long)s->snap->seq);
+        return;
+    }
+    p->mono_ms = gm_mono_ms();
+    pthread_mutex_lock(&s->mu);
+    gm_published *old = s->latest;
+    s->latest = p;
+    s->stats.last_ok_mono_ms = p->mono_ms;
+    s->stats.last_error[0] = '\0';
+    if (first)
+        s->first_rc = GM_OK;
+    pthread_mutex_unlock(&s->mu);
+    gm_published_unref(old);
+    if (s->wake)
+        s->wake(s->wake_arg);
+}
+
+static void *sampler_main(void *arg)
+{
+    gm_sampler *s = arg;
+
+    gm_error err = {0};
+    if (gm_collector_topology(s->opt.collector, s->topo, &err) < 0) {
+        char q[300];
+        gm_log(GM_LOG_WARN, "could not read the P2P topology", "error=%s",
+               gm_log_quote(err.msg, q, sizeof q));
+        memset(s->topo, 0, sizeof *s->topo);
+    }
+
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    bool first = true;
+    for (;;) {
+        sample_once(s, first);
+        pthread_mutex_lock(&s->mu);
+        if (first) {
+            s->first_done = true;
+            pthread_cond_broadcast(&s->cv);
+            first = false;
+        }
+        /* Fixed-rate schedule; ticks missed while a slow pass ran are skipped, not bunched. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        next.tv_sec += s->opt.poll_ms / 1000;
+        next.tv_nsec += (long)(s->opt.poll_ms % 1000) * 1000000L;
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000L;
+        }
+        if (next.tv_sec < now.tv_sec || (next.tv_sec == now.tv_sec && next.tv_nsec < now.tv_nsec))
+            next = now;
+        while (!s->stop) {
+            int rc = pthread_cond_timedwait(&s->cv, &s->mu, &next);
+            if (rc == ETIMEDOUT)
+                break;
+        }
+        bool stop = s->stop;
+        pthread_mutex_unlock(&s->mu);
+        if (stop)
+            break;
+    }
+    return NULL;
+}
+
+int gm_sampler_start(const gm_sampler_options *opt, void (*wake)(void *arg), void *arg,
+                     gm_sampler **out, gm_error *err)
+{
+    if (!opt || !opt->collector || opt->poll_ms == 0 || !out)
+        return gm_error_set(err, GM_EINVAL, "sampler: collector and poll interval are required");
+    gm_sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return gm_error_set(err, GM_ENOMEM, "sampler: out of memory");
+    s->opt = *opt;
+    s->wake = wake;
+    s->wake_arg = arg;
+    s->first_rc = GM_ETIMEDOUT;
+    s->snap = gm_snapshot_new();
+    s->topo = calloc(1, sizeof *s->topo);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (!s->snap || !s->topo) {
+        gm_sampler_free(s);
+        return gm_error_set(err, GM_ENOMEM, "sampler: out of memory");
+    }
+    s->stats.started_mono_ms = gm_mono_ms();
+
+    /* The thread inherits this mask: signals are for the signal thread alone. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&s->thread, NULL, sampler_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        gm_sampler_free(s);
+        return gm_error_set(err, GM_EIO, "sampler: cannot start thread: %s", strerror(rc));
+    }
+    s->started = true;
+    *out = s;
+    return GM_OK;
+}
+
+int gm_sampler_wait_first(gm_sampler *s, int timeout_ms, gm_error *err)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (!s->first_done)
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT)
+            break;
+    int rc = s->first_done ? s->first_rc : GM_ETIMEDOUT;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", s->first_done ? s->first_msg : "first sample still running");
+    pthread_mutex_unlock(&s->mu);
+    if (rc < 0)
+        return gm_error_set(err, rc, "%s", msg);
+    return GM_OK;
+}
+
+gm_published *gm_sampler_latest(gm_sampler *s)
+{
+    pthread_mutex_lock(&s->mu);
+    gm_published *p = gm_published_ref(s->latest);
+    pthread_mutex_unlock(&s->mu);
+    return p;
+}
+
+gm_history *gm_sampler_history(gm_sampler *s)
+{
+    pthread_mutex_lock(&s->mu);
+    gm_history *h = s->history;
+    pthread_mutex_unlock(&s->mu);
+    return h;
+}
+
+void gm_sampler_get_stats(gm_sampler *s, gm_sampler_stats *out)
+{
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void gm_sampler_stop(gm_sampler *s)
+{
+    if (!s || !s->started || s->joined)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    s->joined = true;
+}
+
+void gm_sampler_free(gm_sampler *s)
+{
+    if (!s)
+        return;
+    gm_sampler_stop(s);
+    gm_published_unref(s->latest);
+    gm_history_free(s->history);
+    gm_snapshot_free(s->snap);
+    free(s->topo);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,108 @@
+/* sampler.h - the daemon's one sampling thread: reads the collector every poll interval, appends
+ * to the history and publishes an immutable, refcounted bundle of every pre-rendered body the
+ * clients ask for, so no request ever reaches the GPU driver. */
+#ifndef GM_SERVER_SAMPLER_H
+#define GM_SERVER_SAMPLER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/history.h"
+#include "gpumon.h"
+
+/* Bytes of writable headroom before every blob's data, at least libwebsockets' LWS_PRE, so a
+ * WebSocket frame header can be written in front of the shared bytes without a copy. */
+#define GM_BLOB_PRE 32
+
+/* One pre-rendered body. data points GM_BLOB_PRE bytes into its allocation and is
+ * NUL-terminated; data is NULL when the body does not exist (e.g. host metrics disabled). */
+typedef struct gm_blob {
+    unsigned char *data;
+    size_t len;
+} gm_blob;
+
+/* Everything clients read about one sample. Immutable once published, except the headroom in
+ * front of each blob which the (single) libwebsockets thread may scribble frame headers into. */
+typedef struct gm_published {
+    atomic_int refs;
+    uint64_t seq;       /* the snapshot's sequence number */
+    int64_t time_ms;    /* sample wall clock time */
+    int64_t mono_ms;    /* CLOCK_MONOTONIC when published */
+    char provider[16];  /* "nvml", "nvidia-smi", "sim", "none" */
+    unsigned gpu_count; /* GPUs in the snapshot */
+    unsigned lost_count;
+    unsigned lost[GM_MAX_GPUS]; /* driver indexes of lost GPUs */
+    bool host_valid;
+    gm_blob full;                    /* gm_json_snapshot: /api/gpus and /ws/gpu frames */
+    gm_blob processes;               /* gm_json_processes */
+    gm_blob system;                  /* gm_json_host, absent when host metrics are off or unread */
+    gm_blob prom;                    /* gm_prom_render */
+    gm_blob fleet;                   /* gm_compat_fleet */
+    gm_blob stats;                   /* gm_compat_stats with the topology read at start */
+    gm_blob ws_metrics;              /* gm_compat_ws_metrics: /ws/metrics frames */
+    unsigned gpu_index[GM_MAX_GPUS]; /* driver index of gpu[i] */
+    gm_blob gpu[GM_MAX_GPUS];        /* gm_json_gpu, in snapshot order */
+} gm_published;
+
+/* Takes one more reference (p may be NULL); returns p. Any thread. */
+gm_published *gm_published_ref(gm_published *p);
+/* Drops a reference; the last one frees the bundle. NULL is a no-op. Any thread. */
+void gm_published_unref(gm_published *p);
+/* The blob of GPU `index` (driver index), or NULL when the snapshot has no such GPU. */
+const gm_blob *gm_published_gpu(const gm_published *p, unsigned index);
+
+typedef struct gm_sampler gm_sampler;
+
+typedef struct gm_sampler_options {
+    gm_collector *collector;  /* borrowed; used only by the sampler thread once started */
+    unsigned poll_ms;         /* >= 1 */
+    unsigned history_s;       /* seconds of history (0: none), sized at poll_ms */
+    size_t history_max_bytes; /* refuse a history larger than this (0: no limit) */
+    bool no_per_core;         /* leave per-core CPU series out of /metrics */
+} gm_sampler_options;
+
+/* Sampler counters, a consistent copy. */
+typedef struct gm_sampler_stats {
+    uint64_t samples_total;  /* passes attempted */
+    uint64_t errors_total;   /* passes that failed */
+    int64_t started_mono_ms; /* when gm_sampler_start ran */
+    int64_t last_ok_mono_ms; /* latest successful publication, 0 before the first */
+    double last_duration_s;  /* wall time of the latest pass */
+    char last_error[512];    /* latest failure, "" after a success */
+} gm_sampler_stats;
+
+/* Starts the thread (with every signal blocked in it): it reads the topology once, then samples
+ * every poll_ms until stopped. wake(arg) is called after each publication, from the sampler
+ * thread; it must be thread-safe (lws_cancel_service). Returns GM_OK, GM_EINVAL, GM_ENOMEM or
+ * GM_EIO when the thread cannot start. */
+int gm_sampler_start(const gm_sampler_options *opt, void (*wake)(void *arg), void *arg,
+                     gm_sampler **out, gm_error *err);
+
+/* Waits until the first pass has finished or timeout_ms elapsed. Returns GM_OK when a bundle is
+ * published, GM_ETIMEDOUT, or the first pass's error (GM_EINVAL with the message when the
+ * history would exceed history_max_bytes; then the sampler has stopped). */
+int gm_sampler_wait_first(gm_sampler *s, int timeout_ms, gm_error *err);
+
+/* A new reference to the latest bundle, NULL before the first. Any thread. */
+gm_published *gm_sampler_latest(gm_sampler *s);
+
+/* The history (NULL when disabled or before the first sample). Valid until gm_sampler_free;
+ * its own lock makes it safe to query from any thread. */
+gm_history *gm_sampler_history(gm_sampler *s);
+
+/* Copies the counters. Any thread. */
+void gm_sampler_get_stats(gm_sampler *s, gm_sampler_stats *out);
+
+/* Stops the thread and joins it (idempotent). The collector is no longer used afterwards. */
+void gm_sampler_stop(gm_sampler *s);
+
+/* Stops if needed, then frees the sampler, its history and its reference to the latest bundle
+ * (bundles other holders still reference live on). NULL is a no-op. */
+void gm_sampler_free(gm_sampler *s);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t gm_mono_ms(void);
+
+#endif
