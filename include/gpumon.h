@@ -43,7 +43,8 @@ extern "C" {
     X(ESPAWN, "could not run program")   \
     X(ESTATE, "invalid state")           \
     X(EBUSY, "resource busy")            \
-    X(EEXIST, "already exists")
+    X(EEXIST, "already exists")          \
+    X(ECANCELED, "cancelled")
 
 enum gm_errno {
     GM_OK = 0,
@@ -142,6 +143,11 @@ typedef enum gm_host_metric {
 #undef GM__HMETRIC_ENUM
         GM_H__COUNT
 } gm_host_metric;
+
+/* One-direction PCIe bandwidth in GB/s for a link generation and lane count (per-lane payload
+ * rates after line encoding: gen1 0.25, gen2 0.5, gen3 0.985, gen4 1.969, gen5 3.938, gen6 7.563,
+ * gen7 15.125), rounded to the MB/s; -1 when the generation is unknown or width is 0. */
+double gm_pcie_gbps(unsigned gen, unsigned width);
 
 /* Returns the canonical name of a host metric ("cpu.utilization"), NULL when out of range. */
 const char *gm_host_metric_name(gm_host_metric id);

@@ -2,6 +2,8 @@
 #ifndef GM_COMMANDS_H
 #define GM_COMMANDS_H
 
+#include <jansson.h>
+
 /* Exit statuses, stable for scripts. */
 enum gm_exit {
     GM_EXIT_OK = 0,
@@ -16,5 +18,20 @@ enum gm_exit {
  * the process exit status. They print their own errors as "gpumon <cmd>: <message>". */
 int gm_cli_query(int argc, char **argv);
 int gm_cli_serve(int argc, char **argv);
+int gm_cli_record(int argc, char **argv);
+int gm_cli_run(int argc, char **argv);
+int gm_cli_history(int argc, char **argv);
+int gm_cli_select(int argc, char **argv);
+int gm_cli_wait(int argc, char **argv);
+int gm_cli_estimate(int argc, char **argv);
+int gm_cli_snapshot(int argc, char **argv);
+int gm_cli_diff(int argc, char **argv);
+
+/* The engine behind `record` and `run`: kind is "record" or "run"; attach (owned, may be NULL)
+ * holds fields merged into the stored document (run's estimate, selection and lease). */
+int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach);
+
+/* The engine behind `select` and `wait` (cmd is "select" or "wait"). */
+int gm_cli_select_run(const char *cmd, int argc, char **argv);
 
 #endif

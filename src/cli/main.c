@@ -15,6 +15,16 @@ typedef struct command {
 static const command commands[] = {
     {"query", gm_cli_query,
      "print GPU and host metrics once or in a loop (table, JSON, nvidia-smi CSV)"},
+    {"serve", gm_cli_serve, "run the daemon: REST API, WebSocket stream, Prometheus /metrics"},
+    {"record", gm_cli_record,
+     "run a command while sampling GPUs; min/max/mean/p95, energy, timeline"},
+    {"select", gm_cli_select, "rank GPUs by availability and print the best N"},
+    {"wait", gm_cli_wait, "block until N GPUs are available, or time out"},
+    {"estimate", gm_cli_estimate, "GPUs and memory a task config needs"},
+    {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command"},
+    {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)"},
+    {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed"},
+    {"history", gm_cli_history, "list, show and export stored sessions, runs and snapshots"},
 };
 
 static void usage(FILE *out)
@@ -26,11 +36,16 @@ static void usage(FILE *out)
                  "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nEnvironment:\n"
-                 "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml | nvidia-smi | sim | auto (default auto:\n"
-                 "                                  NVML, then nvidia-smi)\n"
-                 "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n\n"
-                 "Exit status: 0 ok, 1 failure, 2 usage error, 3 no GPU found.\n");
+    fprintf(out,
+            "\nEnvironment:\n"
+            "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml | nvidia-smi | sim | auto (default auto:\n"
+            "                                  NVML, then nvidia-smi)\n"
+            "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
+            "  GPU_MONITOR_DB                  SQLite database of sessions, runs and snapshots\n"
+            "                                  (default $XDG_STATE_HOME/gpumon/gpumon.db)\n"
+            "  GPU_MONITOR_LEASE_DIR           where GPU leases live (share it between users)\n\n"
+            "Exit status: 0 ok, 1 failure, 2 usage error, 3 no GPU found, 4 not enough GPUs\n"
+            "qualify (select), 5 timed out (wait).\n");
 }
 
 int main(int argc, char **argv)

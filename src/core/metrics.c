@@ -1,6 +1,7 @@
 /* metrics.c - the one table describing every GPU and host metric: names, units, scales. */
 #include "gpumon.h"
 
+#include <math.h>
 #include <string.h>
 
 #define MIB (1.0 / 1048576.0)
@@ -73,4 +74,16 @@ const char *gm_host_metric_name(gm_host_metric id)
     if ((int)id < 0 || id >= GM_H__COUNT)
         return NULL;
     return host_metric_names[id];
+}
+
+double gm_pcie_gbps(unsigned gen, unsigned width)
+{
+    /* Per-lane payload rate in GB/s after line encoding, as commonly quoted: gen1-2 use
+     * 8b/10b (2.5, 5 GT/s), gen3-5 128b/130b (8, 16, 32 GT/s), gen6-7 PAM4 with 242/256 FLIT
+     * (64, 128 GT/s). */
+    static const double lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563, 15.125};
+    if (gen < 1 || gen >= sizeof lane / sizeof lane[0] || width == 0)
+        return -1;
+    /* Rounded to the MB/s so 0.985 x 16 prints 15.76, not 15.760000000000002. */
+    return round(lane[gen] * width * 1000.0) / 1000.0;
 }

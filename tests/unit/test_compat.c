@@ -250,16 +250,16 @@ static void test_stats(void **state)
 static void test_pcie_bandwidth(void **state)
 {
     (void)state;
-    assert_true(gm_compat_pcie_gbps(1, 1) == 0.25);
-    assert_true(gm_compat_pcie_gbps(2, 8) == 4.0);
-    assert_true(gm_compat_pcie_gbps(3, 16) == 15.76);
-    assert_true(gm_compat_pcie_gbps(4, 16) == 31.504);
-    assert_true(gm_compat_pcie_gbps(5, 16) == 63.008);
-    assert_true(gm_compat_pcie_gbps(6, 16) == 121.008);
-    assert_true(gm_compat_pcie_gbps(7, 1) == 15.125);
-    assert_true(gm_compat_pcie_gbps(0, 16) < 0);
-    assert_true(gm_compat_pcie_gbps(8, 16) < 0);
-    assert_true(gm_compat_pcie_gbps(4, 0) < 0);
+    assert_true(gm_pcie_gbps(1, 1) == 0.25);
+    assert_true(gm_pcie_gbps(2, 8) == 4.0);
+    assert_true(gm_pcie_gbps(3, 16) == 15.76);
+    assert_true(gm_pcie_gbps(4, 16) == 31.504);
+    assert_true(gm_pcie_gbps(5, 16) == 63.008);
+    assert_true(gm_pcie_gbps(6, 16) == 121.008);
+    assert_true(gm_pcie_gbps(7, 1) == 15.125);
+    assert_true(gm_pcie_gbps(0, 16) < 0);
+    assert_true(gm_pcie_gbps(8, 16) < 0);
+    assert_true(gm_pcie_gbps(4, 0) < 0);
 }
 
 /* A garbled name (not UTF-8) still yields a document, with U+FFFD in place of the bad bytes. */

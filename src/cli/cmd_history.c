@@ -1,0 +1,272 @@
+/* cmd_history.c - `gpumon history`: list, show and export the sessions, runs and snapshots kept
+ * in the database. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/json.h"
+#include "core/session.h"
+#include "store/store.h"
+
+enum hist_format { FMT_DEFAULT, FMT_TABLE, FMT_JSON, FMT_CSV };
+
+typedef struct history_opts {
+    const char *db;
+    enum hist_format format;
+    const char *output;
+    unsigned long long limit;
+    const char *action;
+    const char *id;
+} history_opts;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpumon history [list] [--format table|json] [--limit N]\n"
+            "       gpumon history show ID [--format table|json]\n"
+            "       gpumon history export ID --format csv|json [--output FILE]\n\n"
+            "Sessions recorded by gpumon record / gpumon run (and stored snapshots). ID may be\n"
+            "any unambiguous prefix of a session id.\n\n"
+            "  list     id, kind, label, start, duration, status, samples and command, newest\n"
+            "           first; a session whose gpumon died shows as \"interrupted\"\n"
+            "  show     the statistics summary of one session (json: the document, no timeline)\n"
+            "  export   csv: the timeline, one row per sample per GPU (t, gpu, metrics; empty\n"
+            "           where absent); json: the document gpumon record writes, with timeline\n\n"
+            "Options:\n"
+            "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
+            "                         $XDG_STATE_HOME/gpumon/gpumon.db or\n"
+            "                         ~/.local/state/gpumon/gpumon.db)\n"
+            "      --format FMT       table, json or csv (see above)\n"
+            "  -n, --limit N          list at most N entries\n"
+            "  -o, --output FILE      export into FILE instead of stdout\n"
+            "  -h, --help             show this help\n\n"
+            "Exit status: 0 ok, 1 failure, 2 usage error or unknown ID.\n");
+}
+
+static int parse_args(int argc, char **argv, history_opts *o)
+{
+    enum { OPT_DB = 256, OPT_FORMAT };
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, OPT_DB}, {"format", required_argument, NULL, OPT_FORMAT},
+        {"limit", required_argument, NULL, 'n'}, {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":n:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DB:
+            o->db = optarg;
+            break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "table") == 0)
+                o->format = FMT_TABLE;
+            else if (strcmp(optarg, "json") == 0)
+                o->format = FMT_JSON;
+            else if (strcmp(optarg, "csv") == 0)
+                o->format = FMT_CSV;
+            else {
+                fprintf(stderr, "gpumon history: invalid --format \"%s\" (table, json or csv)\n",
+                        optarg);
+                return GM_EXIT_USAGE;
+            }
+            break;
+        case 'n':
+            if (!gm_cli_parse_uint("history", "--limit", optarg, 1, 1000000000, &o->limit))
+                return GM_EXIT_USAGE;
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return GM_EXIT_OK;
+        case ':':
+            fprintf(stderr, "gpumon history: %s needs a value\n", argv[optind - 1]);
+            return GM_EXIT_USAGE;
+        default:
+            fprintf(stderr, "gpumon history: unknown option \"%s\" (see gpumon history --help)\n",
+                    argv[optind - 1]);
+            return GM_EXIT_USAGE;
+        }
+    }
+    o->action = optind < argc ? argv[optind++] : "list";
+    bool needs_id = strcmp(o->action, "show") == 0 || strcmp(o->action, "export") == 0;
+    if (!needs_id && strcmp(o->action, "list") != 0) {
+        fprintf(stderr, "gpumon history: unknown action \"%s\" (list, show or export)\n",
+                o->action);
+        return GM_EXIT_USAGE;
+    }
+    if (needs_id) {
+        if (optind >= argc) {
+            fprintf(stderr, "gpumon history: %s needs a session ID (see gpumon history list)\n",
+                    o->action);
+            return GM_EXIT_USAGE;
+        }
+        o->id = argv[optind++];
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpumon history: unexpected argument \"%s\"\n", argv[optind]);
+        return GM_EXIT_USAGE;
+    }
+    bool ok = strcmp(o->action, "export") == 0 ? o->format == FMT_CSV || o->format == FMT_JSON
+                                               : o->format != FMT_CSV;
+    if (!ok || (strcmp(o->action, "export") == 0 && o->format == FMT_DEFAULT)) {
+        fprintf(stderr, "gpumon history: %s takes --format %s\n", o->action,
+                strcmp(o->action, "export") == 0 ? "csv or json" : "table or json");
+        return GM_EXIT_USAGE;
+    }
+    if (o->output && strcmp(o->action, "export") != 0) {
+        fprintf(stderr, "gpumon history: --output is for export\n");
+        return GM_EXIT_USAGE;
+    }
+    return -1;
+}
+
+static void fmt_duration(double s, char *buf, size_t len)
+{
+    if (!isfinite(s))
+        snprintf(buf, len, "-");
+    else if (s < 60)
+        snprintf(buf, len, "%.1fs", s);
+    else if (s < 3600)
+        snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+static int do_list(gm_store *st, const history_opts *o)
+{
+    gm_store_entry *v = NULL;
+    size_t n = 0;
+    gm_error err = {0};
+    if (st && gm_store_list(st, (size_t)o->limit, &v, &n, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        return GM_EXIT_FAILURE;
+    }
+    if (o->format == FMT_JSON) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) {
+            char ts[40];
+            gm_json_time(v[i].started_ms, ts, sizeof ts);
+            json_array_append_new(
+                a,
+                json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:I, s:o}", "id", v[i].id, "kind",
+                          v[i].kind, "label", v[i].label[0] ? json_string(v[i].label) : json_null(),
+                          "command", v[i].command[0] ? json_string(v[i].command) : json_null(),
+                          "started_at", ts, "duration_seconds",
+                          isfinite(v[i].duration_s) ? json_real(v[i].duration_s) : json_null(),
+                          "status", v[i].status, "samples", (json_int_t)v[i].samples, "exit_code",
+                          v[i].has_exit ? json_integer(v[i].exit_code) : json_null()));
+        }
+        json_dumpf(a, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+        fputc('\n', stdout);
+        json_decref(a);
+        free(v);
+        return GM_EXIT_OK;
+    }
+    if (n == 0) {
+        printf("no sessions stored yet\n");
+        free(v);
+        return GM_EXIT_OK;
+    }
+    printf("%-22s %-8s %-16s %-19s %9s %-11s %7s %4s  %s\n", "ID", "KIND", "LABEL", "STARTED",
+           "DURATION", "STATUS", "SAMPLES", "EXIT", "COMMAND");
+    for (size_t i = 0; i < n; i++) {
+        char ts[32], dur[32], code[16];
+        time_t t = (time_t)(v[i].started_ms / 1000);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
+        fmt_duration(v[i].duration_s, dur, sizeof dur);
+        if (v[i].has_exit)
+            snprintf(code, sizeof code, "%d", v[i].exit_code);
+        else
+            snprintf(code, sizeof code, "-");
+        printf("%-22s %-8s %-16.16s %-19s %9s %-11s %7lld %4s  %s\n", v[i].id, v[i].kind,
+               v[i].label[0] ? v[i].label : "-", ts, dur, v[i].status, (long long)v[i].samples,
+               code, v[i].command[0] ? v[i].command : "-");
+    }
+    free(v);
+    return GM_EXIT_OK;
+}
+
+static int do_one(gm_store *st, const history_opts *o)
+{
+    gm_error err = {0};
+    char id[GM_SESSION_ID_LEN];
+    if (!st) {
+        fprintf(stderr, "gpumon history: no session \"%s\" (nothing stored yet)\n", o->id);
+        return GM_EXIT_USAGE;
+    }
+    if (gm_store_resolve(st, o->id, id, sizeof id, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        return err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+    }
+    FILE *out = stdout;
+    if (o->output && !(out = fopen(o->output, "w"))) {
+        perror(o->output);
+        return GM_EXIT_FAILURE;
+    }
+    int rc = GM_EXIT_OK;
+    bool export = strcmp(o->action, "export") == 0;
+    if (export && o->format == FMT_CSV) {
+        if (gm_store_export_csv(st, id, out, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        }
+    } else {
+        json_t *doc = NULL;
+        if (gm_store_load(st, id, export, &doc, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        } else if (export || o->format == FMT_JSON) {
+            json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+            fputc('\n', out);
+        } else if (json_object_get(doc, "gpu_stats")) {
+            gm_session_print_summary(out, doc);
+        } else {
+            /* Not a session (a stored snapshot): its document is its summary. */
+            json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+            fputc('\n', out);
+        }
+        json_decref(doc);
+    }
+    if (out != stdout && fclose(out) != 0) {
+        perror(o->output);
+        rc = GM_EXIT_FAILURE;
+    }
+    return rc;
+}
+
+int gm_cli_history(int argc, char **argv)
+{
+    history_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    char path[4096];
+    gm_error err = {0};
+    if (o.db)
+        snprintf(path, sizeof path, "%s", o.db);
+    else if (gm_store_default_path(path, sizeof path, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        return GM_EXIT_FAILURE;
+    }
+    /* Reading never creates a database: a missing one simply holds nothing yet. */
+    gm_store *st = NULL;
+    if (access(path, F_OK) == 0 && gm_store_open(path, &st, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        return GM_EXIT_FAILURE;
+    }
+    rc = strcmp(o.action, "list") == 0 ? do_list(st, &o) : do_one(st, &o);
+    gm_store_close(st);
+    return rc;
+}

@@ -1,0 +1,425 @@
+/* cmd_run.c - `gpumon run`: estimate what a task needs, wait for that many GPUs and lease them,
+ * then record the command on them with CUDA_VISIBLE_DEVICES pointing at exactly those GPUs. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/estimate.h"
+#include "core/lease.h"
+#include "core/select.h"
+
+/* Defined in cmd_record.c: the record engine (see there). */
+
+typedef struct run_opts {
+    const char *task;
+    unsigned count;
+    bool count_given;
+    double min_free_mib;
+    bool min_free_given;
+    bool has_max_util;
+    double max_util;
+    double wait_s;
+    double check_s;
+    const char *interval; /* passed to record as given (record validates it) */
+    const char *output;
+    const char *label;
+    const char *db;
+    bool no_db;
+    bool quiet;
+    bool snapshot;
+    const char *snapshot_window;
+    const char *lease_dir;
+    bool all_devices;
+    gm_cli_source src;
+    const char *provider_arg, *simulate_arg, *seed_arg;
+    char **command;
+    int ncommand;
+} run_opts;
+
+static volatile sig_atomic_t cancelled;
+
+static void on_signal(int sig)
+{
+    cancelled = sig;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: gpumon run [--task TASK.json | --count N] [options] -- COMMAND [ARGS...]\n\n"
+        "Finds GPUs for COMMAND, waits until they are free, leases them so that no other\n"
+        "`gpumon run` takes them, and runs COMMAND on them as `gpumon record` does (signals\n"
+        "forwarded, exit status passed through, the session stored as a \"run\"). The lease\n"
+        "ends when COMMAND exits (or gpumon dies).\n\n"
+        "Options:\n"
+        "      --task FILE        estimate GPUs and memory per GPU from a task config\n"
+        "                         (tp x pp x max(dp, cp, dcp); see gpumon estimate)\n"
+        "  -c, --count N          GPUs wanted (default 1; not with --task)\n"
+        "  -m, --min-free-mb MIB  free memory each GPU needs (overrides the task's estimate)\n"
+        "  -u, --max-util PCT     only GPUs at most PCT %% busy\n"
+        "  -w, --wait SECONDS     wait at most this long for the GPUs (default 300; 0: check\n"
+        "                         once)\n"
+        "      --check-interval S between availability checks while waiting (default 30)\n"
+        "  -n, --interval S       sampling interval while COMMAND runs (default 1)\n"
+        "  -o, --output FILE      write the session JSON (with timeline) to FILE\n"
+        "  -l, --label TEXT       label of the stored run\n"
+        "      --snapshot         system snapshots before and after, with their diff\n"
+        "      --snapshot-window-ms MS  power window of each snapshot\n"
+        "      --db PATH, --no-db where to store the run (see gpumon record)\n"
+        "      --lease-dir DIR    where leases live (default $%s, else\n"
+        "                         $XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)\n"
+        "      --all-devices      ignore the caller's CUDA_VISIBLE_DEVICES when choosing\n"
+        "  -q, --quiet            no progress or summary on stderr\n"
+        "      --provider NAME, --simulate N, --seed N   as for gpumon query\n"
+        "  -h, --help             show this help\n\n"
+        "COMMAND gets CUDA_VISIBLE_DEVICES set to the chosen driver indices (\"0,3\", as\n"
+        "nvidia-smi numbers GPUs) and CUDA_DEVICE_ORDER=PCI_BUS_ID. The second is needed\n"
+        "because CUDA numbers devices fastest-first by default, which differs from the\n"
+        "driver's PCI bus order on hosts mixing GPU models; with PCI_BUS_ID both agree, so\n"
+        "the indices name the leased GPUs and no others.\n\n"
+        "Exit status: COMMAND's; 2 usage error; 3 no GPU found; 5 the GPUs did not become\n"
+        "free in time; 127 COMMAND cannot be run; 128+N interrupted by signal N while\n"
+        "waiting.\n",
+        GM_LEASE_DIR_ENV);
+}
+
+static bool parse_number(const char *flag, const char *arg, double min, double max, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !isfinite(v) || v < min || v > max) {
+        fprintf(stderr, "gpumon run: %s expects a number from %g to %g, got \"%s\"\n", flag, min,
+                max, arg);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+    enum {
+        OPT_TASK = 256,
+        OPT_CHECK,
+        OPT_SNAPSHOT,
+        OPT_WINDOW,
+        OPT_DB,
+        OPT_NODB,
+        OPT_LEASE_DIR,
+        OPT_ALL,
+        OPT_PROVIDER,
+        OPT_SIMULATE,
+        OPT_SEED
+    };
+    static const struct option longopts[] = {
+        {"task", required_argument, NULL, OPT_TASK},
+        {"count", required_argument, NULL, 'c'},
+        {"min-free-mb", required_argument, NULL, 'm'},
+        {"max-util", required_argument, NULL, 'u'},
+        {"wait", required_argument, NULL, 'w'},
+        {"check-interval", required_argument, NULL, OPT_CHECK},
+        {"interval", required_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'},
+        {"label", required_argument, NULL, 'l'},
+        {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
+        {"snapshot-window-ms", required_argument, NULL, OPT_WINDOW},
+        {"db", required_argument, NULL, OPT_DB},
+        {"no-db", no_argument, NULL, OPT_NODB},
+        {"lease-dir", required_argument, NULL, OPT_LEASE_DIR},
+        {"all-devices", no_argument, NULL, OPT_ALL},
+        {"quiet", no_argument, NULL, 'q'},
+        {"provider", required_argument, NULL, OPT_PROVIDER},
+        {"simulate", required_argument, NULL, OPT_SIMULATE},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned long long v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:c:m:u:w:n:o:l:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_TASK:
+            o->task = optarg;
+            break;
+        case 'c':
+            if (!gm_cli_parse_uint("run", "--count", optarg, 1, GM_MAX_GPUS, &v))
+                return GM_EXIT_USAGE;
+            o->count = (unsigned)v;
+            o->count_given = true;
+            break;
+        case 'm':
+            if (!parse_number("--min-free-mb", optarg, 0, 1e9, &o->min_free_mib))
+                return GM_EXIT_USAGE;
+            o->min_free_given = true;
+            break;
+        case 'u':
+            if (!parse_number("--max-util", optarg, 0, 100, &o->max_util))
+                return GM_EXIT_USAGE;
+            o->has_max_util = true;
+            break;
+        case 'w':
+            if (!parse_number("--wait", optarg, 0, 7 * 86400.0, &o->wait_s))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_CHECK:
+            if (!parse_number("--check-interval", optarg, 0.05, 3600, &o->check_s))
+                return GM_EXIT_USAGE;
+            break;
+        case 'n':
+            o->interval = optarg;
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'l':
+            o->label = optarg;
+            break;
+        case OPT_SNAPSHOT:
+            o->snapshot = true;
+            break;
+        case OPT_WINDOW:
+            o->snapshot_window = optarg;
+            break;
+        case OPT_DB:
+            o->db = optarg;
+            break;
+        case OPT_NODB:
+            o->no_db = true;
+            break;
+        case OPT_LEASE_DIR:
+            o->lease_dir = optarg;
+            break;
+        case OPT_ALL:
+            o->all_devices = true;
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case OPT_PROVIDER:
+            o->src.provider = o->provider_arg = optarg;
+            break;
+        case OPT_SIMULATE:
+            if (!gm_cli_parse_uint("run", "--simulate", optarg, 1, GM_MAX_GPUS, &v))
+                return GM_EXIT_USAGE;
+            o->src.simulate = (unsigned)v;
+            o->simulate_arg = optarg;
+            break;
+        case OPT_SEED:
+            if (!gm_cli_parse_uint("run", "--seed", optarg, 0, UINT64_MAX, &v))
+                return GM_EXIT_USAGE;
+            o->src.seed = v;
+            o->seed_arg = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return GM_EXIT_OK;
+        case ':':
+            fprintf(stderr, "gpumon run: %s needs a value\n", argv[optind - 1]);
+            return GM_EXIT_USAGE;
+        default:
+            fprintf(stderr, "gpumon run: unknown option \"%s\" (see gpumon run --help)\n",
+                    argv[optind - 1]);
+            return GM_EXIT_USAGE;
+        }
+    }
+    if (o->task && o->count_given) {
+        fprintf(stderr, "gpumon run: --task and --count both say how many GPUs; give one\n");
+        return GM_EXIT_USAGE;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "gpumon run: no command to run (usage: gpumon run [options] -- COMMAND)\n");
+        return GM_EXIT_USAGE;
+    }
+    o->command = argv + optind;
+    o->ncommand = argc - optind;
+    return -1;
+}
+
+static void on_progress(const gm_select_result *r, unsigned check, void *ud)
+{
+    const run_opts *o = ud;
+    if (o->quiet || r->satisfied || check != 1 || o->wait_s == 0)
+        return;
+    char why[512];
+    gm_select_explain(r, why, sizeof why);
+    fprintf(stderr, "gpumon run: waiting up to %gs: %s\n", o->wait_s, why);
+}
+
+/* Builds `record` arguments from the run options plus the leased GPU list. */
+static char **record_argv(const run_opts *o, const char *gpus, int *argc)
+{
+    size_t cap = 32 + (size_t)o->ncommand;
+    char **a = calloc(cap, sizeof *a);
+    if (!a)
+        return NULL;
+    int n = 0;
+    a[n++] = "run";
+    a[n++] = "--gpus";
+    a[n++] = (char *)gpus;
+    const struct {
+        const char *flag;
+        const char *value;
+    } pairs[] = {
+        {"--interval", o->interval},
+        {"--output", o->output},
+        {"--label", o->label},
+        {"--db", o->db},
+        {"--snapshot-window-ms", o->snapshot_window},
+        {"--provider", o->provider_arg},
+        {"--simulate", o->simulate_arg},
+        {"--seed", o->seed_arg},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        if (!pairs[i].value)
+            continue;
+        a[n++] = (char *)pairs[i].flag;
+        a[n++] = (char *)pairs[i].value;
+    }
+    if (o->no_db)
+        a[n++] = "--no-db";
+    if (o->quiet)
+        a[n++] = "--quiet";
+    if (o->snapshot)
+        a[n++] = "--snapshot";
+    a[n++] = "--";
+    for (int i = 0; i < o->ncommand; i++)
+        a[n++] = o->command[i];
+    a[n] = NULL;
+    *argc = n;
+    return a;
+}
+
+int gm_cli_run(int argc, char **argv)
+{
+    run_opts o = {.count = 1, .wait_s = 300, .check_s = 30};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+
+    gm_error err = {0};
+    gm_estimate est;
+    json_t *attach = json_object();
+    if (!attach)
+        return GM_EXIT_FAILURE;
+    if (o.task) {
+        if (gm_estimate_task_file(o.task, &est, &err) < 0) {
+            fprintf(stderr, "gpumon run: %s\n", err.msg);
+            json_decref(attach);
+            return GM_EXIT_USAGE;
+        }
+        if (est.gpus > GM_MAX_GPUS) {
+            fprintf(stderr, "gpumon run: %s needs %llu GPUs; at most %d can be chosen\n", o.task,
+                    (unsigned long long)est.gpus, GM_MAX_GPUS);
+            json_decref(attach);
+            return GM_EXIT_NOT_ENOUGH;
+        }
+        o.count = (unsigned)est.gpus;
+        if (!o.min_free_given)
+            o.min_free_mib = est.memory_mib;
+        json_object_set_new(attach, "estimate", gm_estimate_json(&est));
+    }
+
+    char lease_dir[4096];
+    if (o.lease_dir)
+        snprintf(lease_dir, sizeof lease_dir, "%s", o.lease_dir);
+    else if (gm_lease_default_dir(lease_dir, sizeof lease_dir, &err) < 0) {
+        fprintf(stderr, "gpumon run: %s\n", err.msg);
+        json_decref(attach);
+        return GM_EXIT_FAILURE;
+    }
+
+    gm_collector *c = gm_cli_open_collector("run", &o.src);
+    gm_snapshot *snap = gm_snapshot_new();
+    gm_lease *lease = NULL;
+    if (!c || !snap) {
+        rc = c ? GM_EXIT_FAILURE : GM_EXIT_NO_GPU;
+        goto out;
+    }
+    if (strcmp(gm_collector_provider(c), "none") == 0) {
+        fprintf(stderr, "gpumon run: no GPU found:\n%s", gm_collector_diagnosis(c));
+        rc = GM_EXIT_NO_GPU;
+        goto out;
+    }
+
+    gm_select_request req = {
+        .count = o.count,
+        .min_free_mib = o.min_free_mib,
+        .has_max_util = o.has_max_util,
+        .max_util_pct = o.max_util,
+        .visible = o.all_devices ? NULL : getenv("CUDA_VISIBLE_DEVICES"),
+    };
+    gm_wait_options wo = {
+        .timeout_s = o.wait_s,
+        .interval_s = o.check_s,
+        .cancel = &cancelled,
+        .lease_dir = lease_dir,
+        .take_lease = true,
+        .progress = on_progress,
+        .progress_ud = &o,
+    };
+    gm_select_result res;
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int wrc = gm_wait_for(c, &req, &wo, snap, &res, &lease, &err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (wrc < 0) {
+        if (wrc == GM_ECANCELED && cancelled) {
+            fprintf(stderr, "gpumon run: interrupted while waiting for GPUs\n");
+            rc = 128 + (int)cancelled;
+        } else {
+            fprintf(stderr, "gpumon run: %s\n", err.msg);
+            rc = wrc == GM_ETIMEDOUT ? GM_EXIT_TIMEOUT
+                 : wrc == GM_EINVAL  ? GM_EXIT_USAGE
+                                     : GM_EXIT_FAILURE;
+        }
+        goto out;
+    }
+    /* record opens its own collector; this one's work is done. */
+    gm_collector_close(c);
+    c = NULL;
+
+    char list[512];
+    gm_select_format_list(&res, list, sizeof list);
+    /* Indices as the driver (and nvidia-smi) number GPUs; PCI_BUS_ID makes CUDA number them
+     * the same way (its default is fastest-first). */
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+    setenv("CUDA_VISIBLE_DEVICES", list, 1);
+    if (!o.quiet)
+        fprintf(stderr, "gpumon run: leased GPU%s %s; CUDA_VISIBLE_DEVICES=%s\n",
+                res.n_selected > 1 ? "s" : "", list, list);
+
+    json_t *uuids = json_array();
+    for (size_t i = 0; i < gm_lease_count(lease); i++)
+        json_array_append_new(uuids, json_string(gm_lease_uuid(lease, i)));
+    json_object_set_new(attach, "selection", gm_select_result_json(&res));
+    json_object_set_new(attach, "lease",
+                        json_pack("{s:s, s:s, s:o}", "dir", lease_dir, "cuda_visible_devices", list,
+                                  "uuids", uuids));
+
+    int rargc;
+    char **rargv = record_argv(&o, list, &rargc);
+    if (!rargv) {
+        rc = GM_EXIT_FAILURE;
+        goto out;
+    }
+    rc = gm_cli_record_main(rargc, rargv, "run", attach);
+    attach = NULL; /* stolen */
+    free(rargv);
+out:
+    gm_lease_release(lease);
+    json_decref(attach);
+    gm_snapshot_free(snap);
+    gm_collector_close(c);
+    return rc;
+}

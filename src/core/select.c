@@ -1,0 +1,541 @@
+/* select.c - availability scores, best-N selection with reasons for every GPU left out, and the
+ * polling wait (optionally ending with a lease) that `gpumon wait` and `gpumon run` share. */
+#include "core/select.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/json.h"
+
+#define MIB 1048576.0
+
+bool gm_select_score(const gm_gpu *g, double *score)
+{
+    if (g->lost || !gm_gpu_has(g, GM_M_MEM_FREE_BYTES) || !gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) ||
+        !gm_gpu_has(g, GM_M_UTIL_GPU_PCT) || !(g->v[GM_M_MEM_TOTAL_BYTES] > 0))
+        return false;
+    double mem = g->v[GM_M_MEM_FREE_BYTES] / g->v[GM_M_MEM_TOTAL_BYTES];
+    double idle = (100.0 - g->v[GM_M_UTIL_GPU_PCT]) / 100.0;
+    *score = GM_SCORE_W_MEMORY * mem + GM_SCORE_W_IDLE * idle;
+    return true;
+}
+
+const char *gm_select_status_name(gm_select_status st)
+{
+    switch (st) {
+    case GM_SEL_SELECTED:
+        return "selected";
+    case GM_SEL_AVAILABLE:
+        return "available";
+    case GM_SEL_LOST:
+        return "lost";
+    case GM_SEL_UNSCORABLE:
+        return "unscorable";
+    case GM_SEL_LOW_MEMORY:
+        return "low_memory";
+    case GM_SEL_BUSY:
+        return "busy";
+    case GM_SEL_LEASED:
+        return "leased";
+    case GM_SEL_HIDDEN:
+        return "hidden";
+    case GM_SEL_NOT_WANTED:
+        return "not_requested";
+    }
+    return "unknown";
+}
+
+/* Does token name g the way CUDA_VISIBLE_DEVICES UUID entries do: a prefix of "GPU-<uuid>",
+ * or of the UUID without its "GPU-" part? */
+static bool uuid_prefix(const char *tok, size_t len, const char *uuid)
+{
+    if (!uuid[0] || len == 0)
+        return false;
+    if (strncmp(uuid, tok, len) == 0 && strlen(uuid) >= len)
+        return true;
+    return strncmp(uuid, "GPU-", 4) == 0 && strlen(uuid + 4) >= len &&
+           strncmp(uuid + 4, tok, len) == 0;
+}
+
+void gm_select_visible(const char *value, const gm_snapshot *s, bool *visible)
+{
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        visible[i] = value == NULL;
+    if (!value)
+        return;
+    const char *p = value;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len == 0)
+            return; /* CUDA stops at the first entry it cannot use */
+        size_t digits = 0;
+        while (digits < len && p[digits] >= '0' && p[digits] <= '9')
+            digits++;
+        int hit = -1;
+        if (digits == len) {
+            unsigned long idx = strtoul(p, NULL, 10);
+            for (unsigned i = 0; i < s->gpu_count && hit < 0; i++)
+                if (s->gpus[i].index == idx)
+                    hit = (int)i;
+        } else if (strncmp(p, "MIG-", 4) != 0) {
+            /* A MIG instance is not a whole GPU: it ends the list like any unknown entry. */
+            for (unsigned i = 0; i < s->gpu_count; i++) {
+                if (!uuid_prefix(p, len, s->gpus[i].uuid))
+                    continue;
+                if (hit >= 0) {
+                    hit = -1; /* ambiguous prefix: CUDA rejects it */
+                    break;
+                }
+                hit = (int)i;
+            }
+        }
+        if (hit < 0)
+            return;
+        visible[hit] = true;
+        if (!comma)
+            return;
+        p = comma + 1;
+    }
+}
+
+static bool wanted(const gm_select_request *req, unsigned index)
+{
+    if (!req->only)
+        return true;
+    for (size_t i = 0; i < req->n_only; i++)
+        if (req->only[i] == index)
+            return true;
+    return false;
+}
+
+/* Rank order: selected, then available, both by score (ties to the lower index); then the
+ * excluded by index. */
+static int rank_cmp(const void *a, const void *b)
+{
+    const gm_select_gpu *x = a, *y = b;
+    int gx = x->status == GM_SEL_SELECTED ? 0 : x->status == GM_SEL_AVAILABLE ? 1 : 2;
+    int gy = y->status == GM_SEL_SELECTED ? 0 : y->status == GM_SEL_AVAILABLE ? 1 : 2;
+    if (gx != gy)
+        return gx - gy;
+    if (gx < 2 && x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int uint_cmp(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void classify(gm_select_gpu *e, const gm_gpu *g, const gm_select_request *req,
+                     bool is_visible, const gm_lease_holder *lh)
+{
+    if (lh && lh->held) {
+        e->leased = true;
+        e->lease_pid = lh->pid;
+    }
+    if (!wanted(req, g->index)) {
+        e->status = GM_SEL_NOT_WANTED;
+        snprintf(e->reason, sizeof e->reason, "not in the requested GPU list");
+    } else if (!is_visible) {
+        e->status = GM_SEL_HIDDEN;
+        snprintf(e->reason, sizeof e->reason, "not in CUDA_VISIBLE_DEVICES");
+    } else if (g->lost) {
+        e->status = GM_SEL_LOST;
+        snprintf(e->reason, sizeof e->reason, "fell off the bus");
+    } else if (!e->has_score) {
+        e->status = GM_SEL_UNSCORABLE;
+        bool mem = e->has_free && e->has_total, util = e->has_util;
+        snprintf(e->reason, sizeof e->reason, "%s",
+                 !mem && !util ? "memory and utilization not reported"
+                 : !mem        ? "memory not reported"
+                 : !util       ? "utilization not reported"
+                               : "total memory reported as 0");
+    } else if (e->leased && !req->ignore_leases) {
+        e->status = GM_SEL_LEASED;
+        if (e->lease_pid)
+            snprintf(e->reason, sizeof e->reason, "leased by pid %ld", (long)e->lease_pid);
+        else
+            snprintf(e->reason, sizeof e->reason, "leased by another gpumon process");
+    } else {
+        bool low = e->free_mib < req->min_free_mib;
+        bool busy = req->has_max_util && e->util_pct > req->max_util_pct;
+        if (low && busy) {
+            e->status = GM_SEL_LOW_MEMORY;
+            snprintf(e->reason, sizeof e->reason, "needs >= %.0f MiB free and <= %g%% util",
+                     req->min_free_mib, req->max_util_pct);
+        } else if (low) {
+            e->status = GM_SEL_LOW_MEMORY;
+            snprintf(e->reason, sizeof e->reason, "needs >= %.0f MiB free", req->min_free_mib);
+        } else if (busy) {
+            e->status = GM_SEL_BUSY;
+            snprintf(e->reason, sizeof e->reason, "needs <= %g%% util", req->max_util_pct);
+        } else {
+            e->status = GM_SEL_AVAILABLE;
+        }
+    }
+}
+
+int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease_holder *leases,
+              gm_select_result *out, gm_error *err)
+{
+    if (!s || !req || !out)
+        return gm_error_set(err, GM_EINVAL, "gm_select: NULL argument");
+    if (req->count < 1 || req->count > GM_MAX_GPUS)
+        return gm_error_set(err, GM_EINVAL, "GPU count must be from 1 to %d, got %u", GM_MAX_GPUS,
+                            req->count);
+    if (!(req->min_free_mib >= 0) || !isfinite(req->min_free_mib))
+        return gm_error_set(err, GM_EINVAL, "minimum free memory must be >= 0 MiB");
+    if (req->has_max_util && (!(req->max_util_pct >= 0) || !isfinite(req->max_util_pct)))
+        return gm_error_set(err, GM_EINVAL, "maximum utilization must be >= 0%%");
+    if (req->n_only && !req->only)
+        return gm_error_set(err, GM_EINVAL, "gm_select: n_only without only");
+
+    memset(out, 0, sizeof *out);
+    out->req = *req;
+    out->req.only = NULL;
+    out->req.visible = NULL;
+    out->visible_set = req->visible != NULL;
+    if (req->visible)
+        snprintf(out->visible, sizeof out->visible, "%s", req->visible);
+    out->time_ms = s->time_ms;
+    snprintf(out->provider, sizeof out->provider, "%s", s->provider);
+
+    bool visible[GM_MAX_GPUS];
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
+    gm_select_visible(req->visible, s, visible);
+    for (unsigned i = 0; i < n; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        gm_select_gpu *e = &out->gpus[i];
+        e->index = g->index;
+        snprintf(e->name, sizeof e->name, "%s", g->name);
+        snprintf(e->uuid, sizeof e->uuid, "%s", g->uuid);
+        if (!g->lost) {
+            e->has_free = gm_gpu_has(g, GM_M_MEM_FREE_BYTES);
+            e->has_total = gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES);
+            e->has_util = gm_gpu_has(g, GM_M_UTIL_GPU_PCT);
+            e->free_mib = e->has_free ? g->v[GM_M_MEM_FREE_BYTES] / MIB : 0;
+            e->total_mib = e->has_total ? g->v[GM_M_MEM_TOTAL_BYTES] / MIB : 0;
+            e->util_pct = e->has_util ? g->v[GM_M_UTIL_GPU_PCT] : 0;
+        }
+        e->has_score = gm_select_score(g, &e->score);
+        classify(e, g, req, visible[i], leases ? &leases[i] : NULL);
+        if (e->status == GM_SEL_AVAILABLE)
+            out->n_eligible++;
+    }
+    out->n_gpus = n;
+    qsort(out->gpus, n, sizeof out->gpus[0], rank_cmp);
+    if (out->n_eligible >= req->count) {
+        out->satisfied = true;
+        out->n_selected = req->count;
+        for (unsigned i = 0; i < req->count; i++) {
+            out->gpus[i].status = GM_SEL_SELECTED;
+            out->selected[i] = out->gpus[i].index;
+        }
+        qsort(out->selected, out->n_selected, sizeof out->selected[0], uint_cmp);
+    }
+    return GM_OK;
+}
+
+size_t gm_select_candidates(const gm_select_result *r, unsigned *out, size_t cap)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < r->n_gpus; i++) {
+        gm_select_status st = r->gpus[i].status;
+        if (st != GM_SEL_SELECTED && st != GM_SEL_AVAILABLE)
+            continue;
+        if (n < cap)
+            out[n] = r->gpus[i].index;
+        n++;
+    }
+    return n;
+}
+
+void gm_select_format_list(const gm_select_result *r, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (unsigned i = 0; i < r->n_selected; i++) {
+        int n = snprintf(buf + used, len - used, "%s%u", i ? "," : "", r->selected[i]);
+        if (n < 0 || used + (size_t)n >= len)
+            return;
+        used += (size_t)n;
+    }
+}
+
+/* Appends printf output to buf, silently stopping at its end. */
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, size_t *used,
+                                                         const char *fmt, ...)
+{
+    if (*used >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used = *used + (size_t)n < len ? *used + (size_t)n : len;
+}
+
+static void describe(char *buf, size_t len, size_t *used, const gm_select_gpu *e)
+{
+    append(buf, len, used, "GPU %u", e->index);
+    if (e->has_free && e->has_util)
+        append(buf, len, used, " (%.0f MiB free, %.0f%% util)", floor(e->free_mib), e->util_pct);
+    else if (e->has_free)
+        append(buf, len, used, " (%.0f MiB free)", floor(e->free_mib));
+    else if (e->has_util)
+        append(buf, len, used, " (%.0f%% util)", e->util_pct);
+}
+
+void gm_select_explain(const gm_select_result *r, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    if (r->satisfied) {
+        append(buf, len, &used, "selected");
+        for (unsigned i = 0; i < r->n_gpus; i++)
+            if (r->gpus[i].status == GM_SEL_SELECTED)
+                append(buf, len, &used, "%s GPU %u (score %.3f)", i ? "," : "", r->gpus[i].index,
+                       r->gpus[i].score);
+        return;
+    }
+    const gm_select_request *q = &r->req;
+    append(buf, len, &used, "need %u GPU%s", q->count, q->count == 1 ? "" : "s");
+    if (q->min_free_mib > 0)
+        append(buf, len, &used, " with >= %.0f MiB free", q->min_free_mib);
+    if (q->has_max_util)
+        append(buf, len, &used, "%s <= %g%% util", q->min_free_mib > 0 ? " and" : " with",
+               q->max_util_pct);
+    if (r->n_gpus == 0) {
+        append(buf, len, &used, "; no GPU was read");
+        return;
+    }
+    if (r->n_eligible == 0) {
+        append(buf, len, &used, "; none qualifies");
+    } else {
+        append(buf, len, &used, "; %u qualif%s (", r->n_eligible, r->n_eligible == 1 ? "ies" : "y");
+        unsigned k = 0;
+        for (unsigned i = 0; i < r->n_gpus; i++)
+            if (r->gpus[i].status == GM_SEL_AVAILABLE)
+                append(buf, len, &used, "%sGPU %u", k++ ? ", " : "", r->gpus[i].index);
+        append(buf, len, &used, ")");
+    }
+    /* The GPUs that could have counted, best first, with why they did not. GPUs the caller
+     * ruled out itself (-i, CUDA_VISIBLE_DEVICES) are only counted. */
+    const gm_select_gpu *rest[GM_MAX_GPUS];
+    unsigned nr = 0, ruled_out = 0;
+    for (unsigned i = 0; i < r->n_gpus; i++) {
+        gm_select_status st = r->gpus[i].status;
+        if (st == GM_SEL_HIDDEN || st == GM_SEL_NOT_WANTED)
+            ruled_out++;
+        else if (st != GM_SEL_AVAILABLE && st != GM_SEL_SELECTED)
+            rest[nr++] = &r->gpus[i];
+    }
+    for (unsigned i = 1; i < nr; i++) { /* insertion sort: scored first, by score */
+        const gm_select_gpu *t = rest[i];
+        unsigned j = i;
+        while (j > 0 && t->has_score &&
+               (!rest[j - 1]->has_score || rest[j - 1]->score < t->score)) {
+            rest[j] = rest[j - 1];
+            j--;
+        }
+        rest[j] = t;
+    }
+    if (nr)
+        append(buf, len, &used, "; best of the rest: ");
+    for (unsigned i = 0; i < nr; i++) {
+        if (i)
+            append(buf, len, &used, "; ");
+        describe(buf, len, &used, rest[i]);
+        append(buf, len, &used, ": %s", rest[i]->reason);
+    }
+    if (ruled_out)
+        append(buf, len, &used, "; %u GPU%s not considered (%s)", ruled_out,
+               ruled_out == 1 ? "" : "s",
+               r->visible_set ? "-i list or CUDA_VISIBLE_DEVICES" : "-i list");
+}
+
+static json_t *num_or_null(bool has, double v)
+{
+    if (!has)
+        return json_null();
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+json_t *gm_select_result_json(const gm_select_result *r)
+{
+    char list[GM_MAX_GPUS * 4 + 1], why[2048], when[32];
+    gm_select_format_list(r, list, sizeof list);
+    gm_select_explain(r, why, sizeof why);
+    gm_json_time(r->time_ms, when, sizeof when);
+    json_t *indices = json_array(), *uuids = json_array(), *gpus = json_array();
+    for (unsigned i = 0; i < r->n_selected; i++) {
+        json_array_append_new(indices, json_integer(r->selected[i]));
+        for (unsigned k = 0; k < r->n_gpus; k++)
+            if (r->gpus[k].index == r->selected[i])
+                json_array_append_new(uuids, r->gpus[k].uuid[0] ? json_string(r->gpus[k].uuid)
+                                                                : json_null());
+    }
+    for (unsigned i = 0; i < r->n_gpus; i++) {
+        const gm_select_gpu *e = &r->gpus[i];
+        json_array_append_new(
+            gpus, json_pack("{s:I, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "index",
+                            (json_int_t)e->index, "name", e->name, "uuid",
+                            e->uuid[0] ? json_string(e->uuid) : json_null(), "status",
+                            gm_select_status_name(e->status), "reason",
+                            e->reason[0] ? json_string(e->reason) : json_null(), "memory_free_mib",
+                            num_or_null(e->has_free, e->free_mib), "memory_total_mib",
+                            num_or_null(e->has_total, e->total_mib), "utilization_percent",
+                            num_or_null(e->has_util, e->util_pct), "availability_score",
+                            num_or_null(e->has_score, round(e->score * 1e6) / 1e6), "leased",
+                            e->leased, "leased_by_pid",
+                            e->leased && e->lease_pid ? json_integer(e->lease_pid) : json_null()));
+    }
+    return json_pack("{s:b, s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:s, s:o, s:s, s:s, s:s, s:b, s:o}",
+                     "satisfied", r->satisfied, "count", (json_int_t)r->req.count, "min_free_mib",
+                     num_or_null(true, r->req.min_free_mib), "max_util_percent",
+                     num_or_null(r->req.has_max_util, r->req.max_util_pct), "cuda_visible_devices",
+                     r->visible_set ? json_string(r->visible) : json_null(), "eligible",
+                     (json_int_t)r->n_eligible, "indices", indices, "uuids", uuids, "selection",
+                     list, "reason", r->satisfied ? json_null() : json_string(why), "time", when,
+                     "provider", r->provider, "allocation_method", "availability_score",
+                     "ignore_leases", r->req.ignore_leases, "gpus", gpus);
+}
+
+/* ---- waiting ----------------------------------------------------------------------------- */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Sleeps until the monotonic time `until`, in slices short enough that a cancel request set by
+ * a signal handler on another thread is still seen promptly. False when cancelled. */
+static bool sleep_until(double until, const volatile sig_atomic_t *cancel)
+{
+    for (;;) {
+        if (cancel && *cancel)
+            return false;
+        double left = until - mono_s();
+        if (left <= 0)
+            return true;
+        if (left > 0.05)
+            left = 0.05;
+        struct timespec ts = {0, (long)(left * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Makes the leased GPUs the selected ones (the lease may have skipped a GPU someone took after
+ * our check) and re-ranks. */
+static void adopt_lease(gm_select_result *r, const gm_lease *l)
+{
+    unsigned held[GM_MAX_GPUS];
+    size_t n = gm_lease_indices(l, held, GM_MAX_GPUS);
+    for (unsigned i = 0; i < r->n_gpus; i++) {
+        gm_select_gpu *e = &r->gpus[i];
+        if (e->status != GM_SEL_SELECTED && e->status != GM_SEL_AVAILABLE)
+            continue;
+        e->status = GM_SEL_AVAILABLE;
+        for (size_t k = 0; k < n; k++)
+            if (held[k] == e->index)
+                e->status = GM_SEL_SELECTED;
+    }
+    qsort(r->gpus, r->n_gpus, sizeof r->gpus[0], rank_cmp);
+    r->n_selected = (unsigned)n;
+    memcpy(r->selected, held, n * sizeof held[0]);
+    r->satisfied = true;
+}
+
+static void unsatisfy(gm_select_result *r)
+{
+    for (unsigned i = 0; i < r->n_gpus; i++)
+        if (r->gpus[i].status == GM_SEL_SELECTED)
+            r->gpus[i].status = GM_SEL_AVAILABLE;
+    r->satisfied = false;
+    r->n_selected = 0;
+}
+
+int gm_wait_for(gm_collector *c, const gm_select_request *req, const gm_wait_options *opt,
+                gm_snapshot *snap, gm_select_result *out, gm_lease **lease_out, gm_error *err)
+{
+    if (!c || !req || !opt || !snap || !out)
+        return gm_error_set(err, GM_EINVAL, "gm_wait_for: NULL argument");
+    if (!(opt->timeout_s >= 0) || !isfinite(opt->timeout_s))
+        return gm_error_set(err, GM_EINVAL, "timeout must be a number of seconds >= 0");
+    if (!(opt->interval_s > 0) || !isfinite(opt->interval_s))
+        return gm_error_set(err, GM_EINVAL, "interval must be a number of seconds > 0");
+    bool leasing = opt->take_lease && opt->lease_dir;
+    if (opt->take_lease && !lease_out)
+        return gm_error_set(err, GM_EINVAL, "gm_wait_for: take_lease without lease_out");
+    if (lease_out)
+        *lease_out = NULL;
+
+    double start = mono_s(), deadline = start + opt->timeout_s;
+    char sample_err[sizeof err->msg] = "", lease_err[sizeof err->msg] = "";
+    gm_lease_holder holders[GM_MAX_GPUS];
+    for (unsigned check = 1;; check++) {
+        if (opt->cancel && *opt->cancel)
+            return gm_error_set(err, GM_ECANCELED, "cancelled");
+        gm_error e = {0};
+        sample_err[0] = lease_err[0] = '\0';
+        if (gm_collector_sample(c, snap, &e) < 0)
+            snprintf(sample_err, sizeof sample_err, "%s", e.msg);
+        bool have_leases =
+            opt->lease_dir && gm_lease_list(opt->lease_dir, snap, holders, NULL) == GM_OK;
+        int rc = gm_select(snap, req, have_leases ? holders : NULL, out, err);
+        if (rc < 0)
+            return rc;
+        if (out->satisfied && leasing) {
+            unsigned cand[GM_MAX_GPUS];
+            size_t nc = gm_select_candidates(out, cand, GM_MAX_GPUS);
+            gm_lease *l = NULL;
+            rc = gm_lease_acquire(opt->lease_dir, snap, cand, nc, req->count, &l, &e);
+            if (rc == GM_OK) {
+                adopt_lease(out, l);
+                *lease_out = l;
+            } else if (rc == GM_EBUSY) {
+                /* Another process leased some between our listing and our lease: go on. */
+                unsatisfy(out);
+                snprintf(lease_err, sizeof lease_err, "%s", e.msg);
+            } else {
+                return gm_error_set(err, rc, "%s", e.msg);
+            }
+        }
+        if (opt->progress)
+            opt->progress(out, check, opt->progress_ud);
+        if (out->satisfied)
+            return GM_OK;
+        double now = mono_s();
+        if (now >= deadline)
+            break;
+        double next = start + check * opt->interval_s;
+        if (next > deadline)
+            next = deadline;
+        if (!sleep_until(next, opt->cancel))
+            return gm_error_set(err, GM_ECANCELED, "cancelled");
+    }
+    char why[sizeof err->msg];
+    gm_select_explain(out, why, sizeof why);
+    return gm_error_set(err, GM_ETIMEDOUT, "timed out after %gs: %s%s%s%s%s", opt->timeout_s, why,
+                        sample_err[0] ? "; last reading failed: " : "", sample_err,
+                        lease_err[0] ? "; " : "", lease_err);
+}

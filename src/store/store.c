@@ -1,0 +1,866 @@
+/* store.c - the SQLite database behind gpumon history: versioned schema, sessions written sample
+ * by sample, interrupted-session detection, and reads back as JSON or CSV. */
+#include "store/store.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a writer waits for another process's transaction before giving up. Samples are
+ * small, so contention is brief; five seconds covers a slow disk without hanging forever. */
+#define BUSY_TIMEOUT_MS 5000
+
+/* Schema steps, applied in order inside one transaction; the database's PRAGMA user_version
+ * says how many have been applied. Never edit a released step: append a new one. */
+typedef struct migration {
+    int version;
+    const char *description;
+    const char *sql;
+} migration;
+
+static const migration migrations[] = {
+    {1, "sessions and their samples",
+     "CREATE TABLE sessions ("
+     " id TEXT PRIMARY KEY,"
+     " kind TEXT NOT NULL," /* record, run, session, snapshot, ... */
+     " label TEXT,"
+     " command TEXT," /* JSON array of argv */
+     " host TEXT,"
+     " owner_pid INTEGER,"           /* the process writing the samples */
+     " owner_start INTEGER,"         /* its start time (clock ticks since boot), against reuse */
+     " status TEXT NOT NULL,"        /* running, finished */
+     " started_ms INTEGER NOT NULL," /* epoch ms */
+     " ended_ms INTEGER,"
+     " duration_s REAL,"
+     " last_t REAL," /* offset of the newest sample, seconds */
+     " interval_s REAL,"
+     " gpus TEXT," /* JSON [{index, name, uuid}]; NULL: a plain document */
+     " sample_count INTEGER NOT NULL DEFAULT 0,"
+     " exit_code INTEGER,"
+     " doc TEXT" /* final JSON document, without the timeline */
+     ");"
+     "CREATE INDEX sessions_started ON sessions(started_ms);"
+     "CREATE TABLE samples ("
+     " session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+     " seq INTEGER NOT NULL,"
+     " t REAL NOT NULL,"
+     " gpu INTEGER NOT NULL,"
+     " utilization REAL,"
+     " memory_used_mb REAL,"
+     " memory_usage_percent REAL,"
+     " temperature_c REAL,"
+     " power_draw_w REAL,"
+     " energy_counter_j REAL,"
+     " PRIMARY KEY (session_id, seq, gpu)"
+     ") WITHOUT ROWID;"},
+};
+
+#define MIGRATION_COUNT (sizeof migrations / sizeof *migrations)
+
+struct gm_store {
+    sqlite3 *db;
+    char path[PATH_MAX];
+    char host[GM_HOSTNAME_LEN];
+    sqlite3_stmt *ins_sample;
+    sqlite3_stmt *upd_count;
+};
+
+static int db_error(gm_store *st, gm_error *err, const char *what)
+{
+    return gm_error_set(err, GM_EIO, "database %s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
+}
+
+static int exec_sql(gm_store *st, const char *sql, gm_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc =
+            gm_error_set(err, GM_EIO, "database %s: %.40s: %s", st->path, sql, msg ? msg : "error");
+        sqlite3_free(msg);
+        return rc;
+    }
+    return GM_OK;
+}
+
+int gm_store_default_path(char *buf, size_t len, gm_error *err)
+{
+    const char *env = getenv("GPU_MONITOR_DB");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return GM_OK;
+    }
+    /* XDG Base Directory: state that should persist but is not worth backing up. */
+    const char *xdg = getenv("XDG_STATE_HOME");
+    if (xdg && *xdg == '/') {
+        snprintf(buf, len, "%s/gpumon/gpumon.db", xdg);
+        return GM_OK;
+    }
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        snprintf(buf, len, "%s/.local/state/gpumon/gpumon.db", home);
+        return GM_OK;
+    }
+    return gm_error_set(err, GM_ENOENT,
+                        "no database path: set GPU_MONITOR_DB, XDG_STATE_HOME or HOME, or pass "
+                        "--db");
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parents(const char *path, gm_error *err)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return GM_OK;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+            return gm_error_set(err, GM_EIO, "cannot create directory %s: %s", dir,
+                                strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return gm_error_set(err, GM_EIO, "cannot create directory %s: %s", dir, strerror(errno));
+    return GM_OK;
+}
+
+static int user_version(gm_store *st)
+{
+    sqlite3_stmt *q;
+    int v = -1;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+static int migrate(gm_store *st, gm_error *err)
+{
+    /* IMMEDIATE takes the write lock first, so two processes opening a new database at once
+     * cannot both apply step 1: the second waits, then sees the new version. */
+    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    if (rc < 0)
+        return rc;
+    int have = user_version(st);
+    if (have < 0) {
+        rc = db_error(st, err, "reading the schema version");
+        goto rollback;
+    }
+    if (have > migrations[MIGRATION_COUNT - 1].version) {
+        rc = gm_error_set(err, GM_ESTATE,
+                          "database %s has schema version %d; this gpumon knows up to %d "
+                          "(use a newer gpumon)",
+                          st->path, have, migrations[MIGRATION_COUNT - 1].version);
+        goto rollback;
+    }
+    for (size_t i = 0; i < MIGRATION_COUNT; i++) {
+        if (migrations[i].version <= have)
+            continue;
+        if ((rc = exec_sql(st, migrations[i].sql, err)) < 0)
+            goto rollback;
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", migrations[i].version);
+        if ((rc = exec_sql(st, pragma, err)) < 0)
+            goto rollback;
+    }
+    return exec_sql(st, "COMMIT", err);
+rollback:
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Switches the database to WAL. Two processes creating a new database at once race for this
+ * change, and SQLite answers the loser SQLITE_BUSY at once, without its busy handler, so the
+ * change is retried here for as long as the busy timeout. */
+static int set_wal(gm_store *st, gm_error *err)
+{
+    for (int waited_ms = 0;; waited_ms += 10) {
+        sqlite3_stmt *q;
+        if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode=WAL", -1, &q, NULL) != SQLITE_OK)
+            return db_error(st, err, "switching to WAL");
+        int step = sqlite3_step(q);
+        sqlite3_finalize(q);
+        if (step == SQLITE_ROW)
+            return GM_OK; /* the mode now in effect; a file system without WAL keeps its own */
+        if ((step != SQLITE_BUSY && step != SQLITE_LOCKED) || waited_ms >= BUSY_TIMEOUT_MS)
+            return db_error(st, err, "switching to WAL");
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int gm_store_open(const char *path, gm_store **out, gm_error *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return gm_error_set(err, GM_EINVAL, "database path is empty");
+    gm_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    snprintf(st->path, sizeof st->path, "%s", path);
+    if (gethostname(st->host, sizeof st->host) < 0)
+        st->host[0] = '\0';
+    st->host[sizeof st->host - 1] = '\0';
+    int rc = make_parents(path, err);
+    if (rc < 0)
+        goto fail;
+    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        rc = st->db ? db_error(st, err, "cannot open")
+                    : gm_error_set(err, GM_ENOMEM, "out of memory opening %s", path);
+        goto fail;
+    }
+    sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+    /* WAL: readers (gpumon history, the daemon) never block the writer of a live session.
+     * synchronous=NORMAL: a commit survives the process being killed; only a power loss may
+     * lose the newest samples, which is acceptable for telemetry. */
+    if ((rc = set_wal(st, err)) < 0 || (rc = exec_sql(st, "PRAGMA synchronous=NORMAL", err)) < 0 ||
+        (rc = exec_sql(st, "PRAGMA foreign_keys=ON", err)) < 0)
+        goto fail;
+    if ((rc = migrate(st, err)) < 0)
+        goto fail;
+    if (sqlite3_prepare_v2(st->db,
+                           "INSERT INTO samples (session_id, seq, t, gpu, utilization, "
+                           "memory_used_mb, memory_usage_percent, temperature_c, power_draw_w, "
+                           "energy_counter_j) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           -1, &st->ins_sample, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->db, "UPDATE sessions SET sample_count = ?, last_t = ? WHERE id = ?",
+                           -1, &st->upd_count, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "preparing statements");
+        goto fail;
+    }
+    *out = st;
+    return GM_OK;
+fail:
+    gm_store_close(st);
+    return rc;
+}
+
+void gm_store_close(gm_store *st)
+{
+    if (!st)
+        return;
+    sqlite3_finalize(st->ins_sample);
+    sqlite3_finalize(st->upd_count);
+    sqlite3_close(st->db);
+    free(st);
+}
+
+int gm_store_schema_version(gm_store *st)
+{
+    return user_version(st);
+}
+
+const char *gm_store_journal_mode(gm_store *st, char *buf, size_t len)
+{
+    sqlite3_stmt *q;
+    snprintf(buf, len, "?");
+    if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode", -1, &q, NULL) != SQLITE_OK)
+        return buf;
+    if (sqlite3_step(q) == SQLITE_ROW)
+        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    return buf;
+}
+
+/* ---- owners ----------------------------------------------------------------------------- */
+
+/* Reads the state letter and start time (field 22 of /proc/<pid>/stat, clock ticks since
+ * boot) of pid. Returns false when the process does not exist or /proc says nothing. */
+static bool proc_start(long pid, char *state, long long *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name in parentheses may hold spaces or ')': fields start after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return false;
+    p++;
+    char st = 0;
+    long long v = 0;
+    int field = 2;
+    for (char *save = NULL, *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        field++;
+        if (field == 3)
+            st = tok[0];
+        if (field == 22) {
+            v = strtoll(tok, NULL, 10);
+            break;
+        }
+    }
+    if (field != 22)
+        return false;
+    *state = st;
+    *start = v;
+    return true;
+}
+
+/* Whether the owner of a "running" session is gone. Only decidable on the same host. */
+static bool owner_gone(gm_store *st, const char *host, long pid, long long start)
+{
+    if (!host || strcmp(host, st->host) != 0 || pid <= 0)
+        return false;
+    if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+        return true;
+    char state;
+    long long now_start;
+    if (!proc_start(pid, &state, &now_start))
+        return false; /* alive per kill() but /proc is hidden: assume still running */
+    /* A zombie has finished; a different start time means the pid was reused. */
+    return state == 'Z' || state == 'X' || (start > 0 && now_start != start);
+}
+
+static const char *row_status(gm_store *st, sqlite3_stmt *q, int col_status, int col_host,
+                              int col_pid, int col_start)
+{
+    const char *status = (const char *)sqlite3_column_text(q, col_status);
+    if (status && strcmp(status, "running") == 0 &&
+        owner_gone(st, (const char *)sqlite3_column_text(q, col_host),
+                   (long)sqlite3_column_int64(q, col_pid), sqlite3_column_int64(q, col_start)))
+        return "interrupted";
+    return status ? status : "?";
+}
+
+/* ---- writing ---------------------------------------------------------------------------- */
+
+static int bind_text_or_null(sqlite3_stmt *q, int i, const char *text)
+{
+    return text ? sqlite3_bind_text(q, i, text, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(q, i);
+}
+
+static int write_sample(gm_store *st, const gm_session *s, size_t i, gm_error *err)
+{
+    double t;
+    const double *v;
+    if (gm_session_sample(s, i, &t, &v) < 0)
+        return gm_error_set(err, GM_EINVAL, "no sample %zu in session %s", i, gm_session_id(s));
+    size_t ngpus = gm_session_gpu_count(s);
+    for (size_t k = 0; k < ngpus; k++) {
+        sqlite3_stmt *q = st->ins_sample;
+        sqlite3_reset(q);
+        sqlite3_clear_bindings(q);
+        sqlite3_bind_text(q, 1, gm_session_id(s), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 2, (sqlite3_int64)i);
+        sqlite3_bind_double(q, 3, t);
+        sqlite3_bind_int64(q, 4, gm_session_gpu_at(s, k)->index);
+        for (int m = 0; m < GM_SM__COUNT; m++) {
+            double x = v[k * GM_SM__COUNT + m];
+            if (isfinite(x))
+                sqlite3_bind_double(q, 5 + m, x);
+            else
+                sqlite3_bind_null(q, 5 + m);
+        }
+        if (sqlite3_step(q) != SQLITE_DONE) {
+            int rc = db_error(st, err, "writing a sample");
+            sqlite3_reset(q);
+            return rc;
+        }
+    }
+    sqlite3_reset(st->ins_sample);
+    sqlite3_stmt *u = st->upd_count;
+    sqlite3_reset(u);
+    sqlite3_bind_int64(u, 1, (sqlite3_int64)(i + 1));
+    sqlite3_bind_double(u, 2, t);
+    sqlite3_bind_text(u, 3, gm_session_id(s), -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(u);
+    sqlite3_reset(u);
+    if (step != SQLITE_DONE)
+        return db_error(st, err, "counting a sample");
+    return GM_OK;
+}
+
+static char *gpus_text(const gm_session *s)
+{
+    json_t *a = json_array();
+    for (size_t k = 0; a && k < gm_session_gpu_count(s); k++) {
+        const gm_session_gpu *g = gm_session_gpu_at(s, k);
+        json_array_append_new(a, json_pack("{s:I, s:s, s:s}", "index", (json_int_t)g->index, "name",
+                                           g->name, "uuid", g->uuid));
+    }
+    char *text = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return text;
+}
+
+int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err)
+{
+    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    if (rc < 0)
+        return rc;
+    sqlite3_stmt *q = NULL;
+    char *gpus = gpus_text(s);
+    const json_t *argv = gm_session_command(s);
+    char *command = argv ? json_dumps(argv, JSON_COMPACT) : NULL;
+    if (!gpus) {
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+        goto rollback;
+    }
+    char state;
+    long long start = 0;
+    if (!proc_start((long)getpid(), &state, &start))
+        start = 0;
+    if (sqlite3_prepare_v2(st->db,
+                           "INSERT INTO sessions (id, kind, label, command, host, owner_pid, "
+                           "owner_start, status, started_ms, interval_s, gpus) VALUES "
+                           "(?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                           -1, &q, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "preparing a session");
+        goto rollback;
+    }
+    sqlite3_bind_text(q, 1, gm_session_id(s), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, gm_session_kind(s), -1, SQLITE_TRANSIENT);
+    bind_text_or_null(q, 3, gm_session_label(s));
+    bind_text_or_null(q, 4, command);
+    sqlite3_bind_text(q, 5, st->host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 6, (sqlite3_int64)getpid());
+    sqlite3_bind_int64(q, 7, start);
+    sqlite3_bind_int64(q, 8, gm_session_started_ms(s));
+    sqlite3_bind_double(q, 9, gm_session_interval(s));
+    sqlite3_bind_text(q, 10, gpus, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q);
+    if (step != SQLITE_DONE) {
+        rc = sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_PRIMARYKEY
+                 ? gm_error_set(err, GM_EEXIST, "session %s is already stored", gm_session_id(s))
+                 : db_error(st, err, "storing a session");
+        goto rollback;
+    }
+    for (size_t i = 0; i < gm_session_sample_count(s); i++)
+        if ((rc = write_sample(st, s, i, err)) < 0)
+            goto rollback;
+    sqlite3_finalize(q);
+    free(gpus);
+    free(command);
+    return exec_sql(st, "COMMIT", err);
+rollback:
+    sqlite3_finalize(q);
+    free(gpus);
+    free(command);
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int gm_store_session_sample(gm_store *st, const gm_session *s, size_t i, gm_error *err)
+{
+    /* One transaction per sample: the rows of all GPUs and the count land together. */
+    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    if (rc < 0)
+        return rc;
+    if ((rc = write_sample(st, s, i, err)) < 0) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return exec_sql(st, "COMMIT", err);
+}
+
+int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
+{
+    json_t *doc = gm_session_to_json(s, false);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    int exit_code = 0;
+    bool has_exit = gm_session_exit(s, &exit_code, NULL);
+    json_decref(doc);
+    if (!text)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    sqlite3_stmt *q = NULL;
+    int rc = GM_OK;
+    if (sqlite3_prepare_v2(st->db,
+                           "UPDATE sessions SET status = ?, ended_ms = ?, duration_s = ?, "
+                           "sample_count = ?, exit_code = ?, doc = ? WHERE id = ?",
+                           -1, &q, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "preparing the end of a session");
+        goto done;
+    }
+    sqlite3_bind_text(q, 1, gm_session_finished(s) ? "finished" : "running", -1, SQLITE_STATIC);
+    if (gm_session_ended_ms(s))
+        sqlite3_bind_int64(q, 2, gm_session_ended_ms(s));
+    else
+        sqlite3_bind_null(q, 2);
+    sqlite3_bind_double(q, 3, gm_session_duration(s));
+    sqlite3_bind_int64(q, 4, (sqlite3_int64)gm_session_sample_count(s));
+    if (has_exit)
+        sqlite3_bind_int64(q, 5, exit_code);
+    else
+        sqlite3_bind_null(q, 5);
+    sqlite3_bind_text(q, 6, text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 7, gm_session_id(s), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(q) != SQLITE_DONE)
+        rc = db_error(st, err, "ending a session");
+    else if (sqlite3_changes(st->db) == 0)
+        rc = gm_error_set(err, GM_ENOENT, "session %s was never stored", gm_session_id(s));
+done:
+    sqlite3_finalize(q);
+    free(text);
+    return rc;
+}
+
+int gm_store_put_document(gm_store *st, const char *kind, const char *id, const char *label,
+                          const json_t *doc, gm_error *err)
+{
+    if (!kind || !*kind || !id || !*id || strlen(id) >= GM_SESSION_ID_LEN || !doc)
+        return gm_error_set(err, GM_EINVAL, "document needs a kind, an id (< %d chars) and JSON",
+                            GM_SESSION_ID_LEN);
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (!text)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    sqlite3_stmt *q = NULL;
+    int rc = GM_OK;
+    if (sqlite3_prepare_v2(st->db,
+                           "INSERT INTO sessions (id, kind, label, host, status, started_ms, "
+                           "ended_ms, duration_s, doc) VALUES (?, ?, ?, ?, 'finished', ?, ?, 0, ?)",
+                           -1, &q, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "preparing a document");
+        goto done;
+    }
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, kind, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(q, 3, label);
+    sqlite3_bind_text(q, 4, st->host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 5, now);
+    sqlite3_bind_int64(q, 6, now);
+    sqlite3_bind_text(q, 7, text, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(q) != SQLITE_DONE)
+        rc = sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_PRIMARYKEY
+                 ? gm_error_set(err, GM_EEXIST, "%s is already stored", id)
+                 : db_error(st, err, "storing a document");
+done:
+    sqlite3_finalize(q);
+    free(text);
+    return rc;
+}
+
+/* ---- reading ---------------------------------------------------------------------------- */
+
+static void join_command(const char *json_text, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!json_text)
+        return;
+    json_t *a = json_loads(json_text, 0, NULL);
+    if (json_is_array(a))
+        gm_session_command_line(a, buf, len);
+    json_decref(a);
+}
+
+static void copy_col(sqlite3_stmt *q, int col, char *buf, size_t len)
+{
+    const unsigned char *t = sqlite3_column_text(q, col);
+    snprintf(buf, len, "%s", t ? (const char *)t : "");
+}
+
+int gm_store_list(gm_store *st, size_t limit, gm_store_entry **out, size_t *n, gm_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT id, kind, label, command, status, host, owner_pid, "
+                           "owner_start, started_ms, duration_s, last_t, sample_count, "
+                           "exit_code FROM sessions ORDER BY started_ms DESC, id DESC LIMIT ?",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "listing");
+    sqlite3_bind_int64(q, 1, limit ? (sqlite3_int64)limit : -1);
+    size_t cap = 0;
+    gm_store_entry *v = NULL;
+    int rc = GM_OK, step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 32;
+            gm_store_entry *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+                goto done;
+            }
+            v = nv;
+        }
+        gm_store_entry *e = &v[(*n)++];
+        memset(e, 0, sizeof *e);
+        copy_col(q, 0, e->id, sizeof e->id);
+        copy_col(q, 1, e->kind, sizeof e->kind);
+        copy_col(q, 2, e->label, sizeof e->label);
+        join_command((const char *)sqlite3_column_text(q, 3), e->command, sizeof e->command);
+        snprintf(e->status, sizeof e->status, "%s", row_status(st, q, 4, 5, 6, 7));
+        e->started_ms = sqlite3_column_int64(q, 8);
+        if (sqlite3_column_type(q, 9) != SQLITE_NULL)
+            e->duration_s = sqlite3_column_double(q, 9);
+        else if (sqlite3_column_type(q, 10) != SQLITE_NULL)
+            e->duration_s = sqlite3_column_double(q, 10);
+        else
+            e->duration_s = NAN;
+        e->samples = sqlite3_column_int64(q, 11);
+        e->has_exit = sqlite3_column_type(q, 12) != SQLITE_NULL;
+        e->exit_code = sqlite3_column_int(q, 12);
+    }
+    if (step != SQLITE_DONE)
+        rc = db_error(st, err, "listing");
+done:
+    sqlite3_finalize(q);
+    if (rc < 0) {
+        free(v);
+        *n = 0;
+        return rc;
+    }
+    *out = v;
+    return GM_OK;
+}
+
+/* Runs a one-column id query with ?1 = text; copies the first id into buf and returns how many
+ * rows came (at most 2), or a negative code. */
+static int id_query(gm_store *st, const char *sql, const char *text, char *buf, size_t len,
+                    gm_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "looking up an id");
+    sqlite3_bind_text(q, 1, text, -1, SQLITE_TRANSIENT);
+    int found = 0, step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW)
+        if (found++ == 0)
+            copy_col(q, 0, buf, len);
+    sqlite3_finalize(q);
+    return step == SQLITE_DONE ? found : db_error(st, err, "looking up an id");
+}
+
+int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t len, gm_error *err)
+{
+    int found = id_query(st, "SELECT id FROM sessions WHERE id = ?1", id_or_prefix, buf, len, err);
+    if (found != 0)
+        return found < 0 ? found : GM_OK;
+    /* substr, not LIKE: an id may hold '_' or '%'. */
+    if (*id_or_prefix)
+        found = id_query(st, "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 LIMIT 2",
+                         id_or_prefix, buf, len, err);
+    if (found < 0)
+        return found;
+    if (found == 0)
+        return gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id_or_prefix, st->path);
+    if (found > 1)
+        return gm_error_set(err, GM_EINVAL, "\"%s\" matches several sessions; give more of the id",
+                            id_or_prefix);
+    return GM_OK;
+}
+
+/* Rebuilds session id from its row (metadata) and samples. */
+static int replay(gm_store *st, const char *id, sqlite3_stmt *row, gm_session **out, gm_error *err)
+{
+    /* row columns: 0 kind, 1 label, 2 command, 3 started_ms, 4 interval_s, 5 gpus */
+    *out = NULL;
+    json_t *gpus = json_loads((const char *)sqlite3_column_text(row, 5), 0, NULL);
+    if (!json_is_array(gpus)) {
+        json_decref(gpus);
+        return gm_error_set(err, GM_EPARSE, "session %s: stored GPU list is corrupt", id);
+    }
+    unsigned idx[GM_MAX_GPUS];
+    size_t ng = 0, i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        if (ng < GM_MAX_GPUS)
+            idx[ng++] = (unsigned)json_integer_value(json_object_get(g, "index"));
+    }
+    gm_session *s = NULL;
+    double interval = sqlite3_column_double(row, 4);
+    int rc = gm_session_new((const char *)sqlite3_column_text(row, 1), idx, ng,
+                            interval > 0 ? interval : 0, &s, err);
+    if (rc < 0)
+        goto done;
+    /* ng == 0: a session that followed no GPU; keep it that way through the replay. */
+    gm_session_restore(s, id, sqlite3_column_int64(row, 3), 0);
+    gm_session_set_kind(s, (const char *)sqlite3_column_text(row, 0));
+    json_array_foreach(gpus, i, g)
+    {
+        gm_session_set_gpu(s, (unsigned)json_integer_value(json_object_get(g, "index")),
+                           json_string_value(json_object_get(g, "name")),
+                           json_string_value(json_object_get(g, "uuid")));
+    }
+    json_t *cmd = json_loads((const char *)sqlite3_column_text(row, 2), 0, NULL);
+    if (json_is_array(cmd)) {
+        const char *argv[256];
+        size_t n = 0;
+        json_t *a;
+        json_array_foreach(cmd, i, a)
+        {
+            if (n < 255 && json_is_string(a))
+                argv[n++] = json_string_value(a);
+        }
+        argv[n] = NULL;
+        gm_session_set_command(s, argv);
+    }
+    json_decref(cmd);
+
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT seq, t, gpu, utilization, memory_used_mb, "
+                           "memory_usage_percent, temperature_c, power_draw_w, energy_counter_j "
+                           "FROM samples WHERE session_id = ? ORDER BY seq, gpu",
+                           -1, &q, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "reading samples");
+        goto done;
+    }
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    double v[GM_MAX_GPUS * GM_SM__COUNT];
+    long long cur = -1;
+    double cur_t = 0;
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        long long seq = sqlite3_column_int64(q, 0);
+        if (seq != cur) {
+            if (cur >= 0 && (rc = gm_session_add_values(s, cur_t, v, err)) < 0)
+                break;
+            cur = seq;
+            cur_t = sqlite3_column_double(q, 1);
+            for (size_t k = 0; k < ng * GM_SM__COUNT; k++)
+                v[k] = NAN;
+        }
+        unsigned gpu = (unsigned)sqlite3_column_int64(q, 2);
+        for (size_t k = 0; k < ng; k++) {
+            if (gm_session_gpu_at(s, k)->index != gpu)
+                continue;
+            for (int m = 0; m < GM_SM__COUNT; m++)
+                if (sqlite3_column_type(q, 3 + m) != SQLITE_NULL)
+                    v[k * GM_SM__COUNT + m] = sqlite3_column_double(q, 3 + m);
+        }
+    }
+    if (rc == GM_OK && step != SQLITE_DONE)
+        rc = db_error(st, err, "reading samples");
+    if (rc == GM_OK && cur >= 0)
+        rc = gm_session_add_values(s, cur_t, v, err);
+    sqlite3_finalize(q);
+done:
+    json_decref(gpus);
+    if (rc < 0) {
+        gm_session_free(s);
+        return rc;
+    }
+    *out = s;
+    return GM_OK;
+}
+
+int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **out, gm_error *err)
+{
+    *out = NULL;
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT kind, label, command, started_ms, interval_s, gpus, doc, "
+                           "status, host, owner_pid, owner_start FROM sessions WHERE id = ?",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading a session");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int rc = GM_OK;
+    json_t *doc = NULL;
+    gm_session *s = NULL;
+    int step = sqlite3_step(q);
+    if (step == SQLITE_DONE) {
+        rc = gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+        goto done;
+    }
+    if (step != SQLITE_ROW) {
+        rc = db_error(st, err, "reading a session");
+        goto done;
+    }
+    bool has_samples = sqlite3_column_type(q, 5) != SQLITE_NULL;
+    const char *doc_text = (const char *)sqlite3_column_text(q, 6);
+    if (doc_text) {
+        json_error_t jerr;
+        doc = json_loads(doc_text, 0, &jerr);
+        if (!json_is_object(doc)) {
+            rc = gm_error_set(err, GM_EPARSE, "session %s: stored document is corrupt: %s", id,
+                              jerr.text);
+            goto done;
+        }
+    }
+    if (has_samples && (!doc || include_timeline)) {
+        if ((rc = replay(st, id, q, &s, err)) < 0)
+            goto done;
+        if (!doc) {
+            doc = gm_session_to_json(s, include_timeline);
+        } else {
+            json_t *tl = gm_session_timeline_json(s);
+            if (tl)
+                json_object_set_new(doc, "timeline", tl);
+            else
+                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+        }
+        if (!doc)
+            rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+        if (rc < 0)
+            goto done;
+    }
+    if (has_samples)
+        json_object_set_new(doc, "status", json_string(row_status(st, q, 7, 8, 9, 10)));
+done:
+    sqlite3_finalize(q);
+    gm_session_free(s);
+    if (rc < 0) {
+        json_decref(doc);
+        return rc;
+    }
+    *out = doc;
+    return GM_OK;
+}
+
+static void csv_num(FILE *out, sqlite3_stmt *q, int col)
+{
+    if (sqlite3_column_type(q, col) != SQLITE_NULL)
+        fprintf(out, "%.12g", sqlite3_column_double(q, col));
+}
+
+int gm_store_export_csv(gm_store *st, const char *id, FILE *out, gm_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM sessions WHERE id = ?", -1, &q, NULL) !=
+        SQLITE_OK)
+        return db_error(st, err, "reading a session");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (step == SQLITE_DONE)
+        return gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+    if (step != SQLITE_ROW)
+        return db_error(st, err, "reading a session");
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT t, gpu, utilization, memory_used_mb, memory_usage_percent, "
+                           "temperature_c, power_draw_w, energy_counter_j FROM samples WHERE "
+                           "session_id = ? ORDER BY seq, gpu",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading samples");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    fprintf(out, "t,gpu");
+    for (int m = 0; m < GM_SM__COUNT; m++)
+        fprintf(out, ",%s", gm_session_metric_name(m));
+    fprintf(out, "\n");
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        fprintf(out, "%.3f,%lld", sqlite3_column_double(q, 0),
+                (long long)sqlite3_column_int64(q, 1));
+        for (int m = 0; m < GM_SM__COUNT; m++) {
+            fputc(',', out);
+            csv_num(out, q, 2 + m);
+        }
+        fputc('\n', out);
+    }
+    int rc = step == SQLITE_DONE ? GM_OK : db_error(st, err, "reading samples");
+    sqlite3_finalize(q);
+    return rc;
+}

@@ -1,0 +1,98 @@
+/* store.h - gpumon's SQLite database (WAL): monitoring sessions and runs with their samples,
+ * written as they are taken, plus stored documents such as snapshots.
+ *
+ * Schema (version 1, see the migration table in store.c):
+ *   sessions(id, kind, label, command JSON, host, owner_pid, owner_start, status, started_ms,
+ *            ended_ms, interval_s, gpus JSON, sample_count, exit_code, doc JSON)
+ *   samples(session_id, seq, t, gpu, utilization, memory_used_mb, memory_usage_percent,
+ *           temperature_c, power_draw_w, energy_counter_j)  -- one row per sample per GPU,
+ *           NULL where absent, so CSV export is one ordered SELECT.
+ * Each sample is committed on its own, so a gpumon killed even by SIGKILL loses at most the
+ * sample being written. A session left "running" by a process that is gone (owner pid dead, a
+ * zombie, or reused by another process) reads back as "interrupted".
+ *
+ * Concurrency: many gpumon processes may use one database; a busy_timeout makes them wait for
+ * each other's short write transactions instead of failing. One gm_store per thread. */
+#ifndef GM_STORE_H
+#define GM_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/session.h"
+#include "gpumon.h"
+
+/* Schema version this build writes (PRAGMA user_version after gm_store_open). */
+#define GM_STORE_SCHEMA_VERSION 1
+
+typedef struct gm_store gm_store;
+
+/* The database path to use when none is given: $GPU_MONITOR_DB, else
+ * $XDG_STATE_HOME/gpumon/gpumon.db, else $HOME/.local/state/gpumon/gpumon.db. Writes it into
+ * buf; returns GM_OK or GM_ENOENT when neither HOME nor XDG_STATE_HOME is set. */
+int gm_store_default_path(char *buf, size_t len, gm_error *err);
+
+/* Opens (creating it and missing parent directories, mode 0700) the database at path, switches
+ * it to WAL and applies pending migrations in one transaction. Returns GM_OK, GM_EIO (cannot
+ * open or write: message names the path and SQLite's reason), GM_ESTATE (the file's schema is
+ * newer than this build knows) or GM_ENOMEM. */
+int gm_store_open(const char *path, gm_store **out, gm_error *err);
+/* Closes st (NULL is a no-op). */
+void gm_store_close(gm_store *st);
+/* The schema version of the open database. */
+int gm_store_schema_version(gm_store *st);
+/* SQLite's journal mode of the open database ("wal" once opened). */
+const char *gm_store_journal_mode(gm_store *st, char *buf, size_t len);
+
+/* Inserts session s as "running", owned by this process (pid, process start time, host), with
+ * its kind, label, command, start, interval and GPUs, and any samples it already holds.
+ * Returns GM_OK, GM_EIO, GM_EEXIST (id already stored). */
+int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err);
+/* Writes sample i of s (one row per followed GPU) in its own transaction. GM_OK or GM_EIO. */
+int gm_store_session_sample(gm_store *st, const gm_session *s, size_t i, gm_error *err);
+/* Marks s finished: end time, sample count, exit code and doc (the JSON document without
+ * its timeline, which the samples hold). GM_OK, GM_EIO, GM_ENOENT (never begun). */
+int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err);
+
+/* Stores a finished document of another kind ("snapshot", "bench") with no samples. id and
+ * kind are required; label may be NULL. GM_OK, GM_EINVAL, GM_EEXIST, GM_EIO. */
+int gm_store_put_document(gm_store *st, const char *kind, const char *id, const char *label,
+                          const json_t *doc, gm_error *err);
+
+/* One stored entry as listed. */
+typedef struct gm_store_entry {
+    char id[GM_SESSION_ID_LEN];
+    char kind[16];
+    char label[128];    /* "" when none */
+    char command[256];  /* the command line joined by spaces, "" when none */
+    char status[16];    /* running, finished, interrupted */
+    int64_t started_ms; /* epoch ms */
+    double duration_s;  /* NaN when unknown (still running without samples) */
+    int64_t samples;
+    bool has_exit;
+    int exit_code;
+} gm_store_entry;
+
+/* All entries, newest first (at most limit when limit > 0). *out is malloc'd (free it);
+ * *n its length. GM_OK, GM_EIO, GM_ENOMEM. */
+int gm_store_list(gm_store *st, size_t limit, gm_store_entry **out, size_t *n, gm_error *err);
+
+/* Resolves id_or_prefix (an exact id or an unambiguous prefix of one) into the full id in buf.
+ * GM_OK; GM_ENOENT (no such entry: message says so); GM_EINVAL (prefix matches several). */
+int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t len, gm_error *err);
+
+/* The document of entry id, as gpumon record wrote it, with "status" as read now
+ * (interrupted when its owner is gone) and, with include_timeline, the timeline rebuilt from
+ * the stored samples. A session that never finished is rebuilt entirely from its samples.
+ * New reference in *out. GM_OK, GM_ENOENT, GM_EIO, GM_EPARSE (a stored document is corrupt),
+ * GM_ENOMEM. */
+int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **out, gm_error *err);
+
+/* Writes the samples of entry id as CSV to out: a header "t,gpu,utilization,...", then one
+ * row per sample per GPU in time order, empty fields where absent. GM_OK, GM_ENOENT, GM_EIO. */
+int gm_store_export_csv(gm_store *st, const char *id, FILE *out, gm_error *err);
+
+#endif

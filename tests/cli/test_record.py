@@ -1,0 +1,408 @@
+"""`gpumon record` and `gpumon history` against the fake NVML: exit status, signals, exact
+statistics, storage as samples are taken (including after kill -9), export."""
+import csv
+import io
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from gmtest import FAKE_NVML, FIXTURES, GPUMON, env, run
+
+SCENARIO = os.path.join(FIXTURES, "record", "arrays.json")
+UTIL = [10, 20, 30, 40, 50]
+GIB_MIB = 1024.0
+
+
+def percentile(values, p):
+    """numpy.percentile's default (linear) method, as the issue asks."""
+    v = sorted(values)
+    h = (len(v) - 1) * p / 100.0
+    lo = int(h)
+    if lo >= len(v) - 1:
+        return v[-1]
+    return v[lo] + (h - lo) * (v[lo + 1] - v[lo])
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+class RecordBase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gm_record_")
+        self.db = os.path.join(self.tmp, "gpumon.db")
+        self.env = env(nvml=FAKE_NVML, scenario=SCENARIO)
+        self.env.pop("CUDA_VISIBLE_DEVICES", None)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def assertClose(self, got, want, msg=None):
+        # Documents carry 12 significant digits.
+        self.assertLessEqual(abs(got - want), 1e-10 * max(1.0, abs(want)), msg)
+
+    def record(self, args, command, **kw):
+        return run(["record", "--db", self.db] + list(args) + ["--"] + list(command),
+                   env=kw.pop("env", self.env), **kw)
+
+    def history(self, *args):
+        return run(["history", "--db", self.db] + list(args), env=self.env)
+
+    def listing(self):
+        p = self.history("list", "--format", "json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def start(self, args, command):
+        return subprocess.Popen([GPUMON, "record", "--db", self.db] + list(args) + ["--"] + list(command),
+                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+class ExitStatus(RecordBase):
+    def test_exit_code_and_output(self):
+        out = os.path.join(self.tmp, "run.json")
+        p = self.record(["--interval", "0.1", "--output", out, "--label", "short"],
+                        ["sh", "-c", "echo to-stdout; sleep 0.6; exit 3"])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        # stdout is the command's alone; the summary goes to stderr.
+        self.assertEqual(p.stdout, "to-stdout\n")
+        self.assertIn("command exited 3", p.stderr)
+        self.assertIn("UTILIZATION", p.stderr)
+        self.assertNotIn("\r", p.stderr)  # no progress line when stderr is not a terminal
+        doc = load(out)
+        self.assertEqual(doc["exit_code"], 3)
+        self.assertIsNone(doc["signal"])
+        self.assertEqual(doc["command"], ["sh", "-c", "echo to-stdout; sleep 0.6; exit 3"])
+        self.assertEqual(doc["label"], "short")
+        self.assertEqual(doc["kind"], "record")
+        self.assertEqual(doc["status"], "finished")
+        self.assertEqual(doc["session_id"], doc["id"])
+        self.assertEqual(doc["interval_seconds"], 0.1)
+        self.assertGreaterEqual(doc["monitoring_duration_seconds"], 0.6)
+        self.assertLess(doc["monitoring_duration_seconds"], 5)
+        self.assertTrue(doc["started_at"].endswith("Z") and doc["ended_at"].endswith("Z"))
+        self.assertEqual([(g["index"], g["uuid"]) for g in doc["gpus"]],
+                         [(0, "GPU-7e57a000-0000-0000-0000-000000000000"),
+                          (1, "GPU-7e57a000-0000-0000-0000-000000000001")])
+        # A sample at the start, about one per 0.1 s, one at the end.
+        self.assertGreaterEqual(doc["sample_count"], 4)
+        self.assertEqual(len(doc["timeline"]), doc["sample_count"])
+
+    def test_zero_exit(self):
+        p = self.record(["-n", "0.05", "-q"], ["true"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")
+
+    def test_command_not_found(self):
+        p = self.record([], ["/nonexistent/gpumon-test-cmd"])
+        self.assertEqual(p.returncode, 127)
+        self.assertIn("cannot run", p.stderr)
+        self.assertEqual(self.listing(), [])  # nothing ran, nothing stored
+
+    def test_usage_errors(self):
+        for args in (["--interval", "0"], ["--interval", "abc"], ["--interval", "-1"],
+                     ["--interval", "nan"], ["--gpus", "0,,1"], ["--gpus", "7"],
+                     ["--gpus", "GPU-nope"], ["--bogus"]):
+            p = self.record(args, ["true"])
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+        p = run(["record", "--db", self.db], env=self.env)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no command", p.stderr)
+
+    def test_no_gpu_still_runs_the_command(self):
+        e = env()  # no NVML, no nvidia-smi: provider "none"
+        e.pop("CUDA_VISIBLE_DEVICES", None)
+        out = os.path.join(self.tmp, "run.json")
+        p = self.record(["-n", "0.05", "-o", out], ["sh", "-c", "echo ran; exit 5"], env=e)
+        self.assertEqual(p.returncode, 5, p.stderr)
+        self.assertEqual(p.stdout, "ran\n")
+        self.assertIn("no GPU found", p.stderr)
+        doc = load(out)
+        self.assertEqual((doc["gpu_stats"], doc["gpus"], doc["energy_j"]), ({}, [], None))
+        # Asking for a GPU that cannot be read is an error before anything runs.
+        p = self.record(["--gpus", "0"], ["sh", "-c", "echo ran"], env=e)
+        self.assertEqual((p.returncode, p.stdout), (3, ""))
+
+    def test_killed_by_signal_is_128_plus(self):
+        p = self.record(["-n", "0.1"], ["sh", "-c", "kill -KILL $$"])
+        self.assertEqual(p.returncode, 137, p.stderr)
+        self.assertIn("signal 9", p.stderr)
+
+
+class Statistics(RecordBase):
+    def test_exact_stats_from_per_read_arrays(self):
+        out = os.path.join(self.tmp, "run.json")
+        p = self.record(["--interval", "0.1", "--output", out, "-q"], ["sleep", "0.5"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = load(out)
+        tl = doc["timeline"]
+        n = doc["sample_count"]
+        self.assertEqual(len(tl), n)
+        ts = [row["t"] for row in tl]
+        self.assertEqual(ts, sorted(ts))
+        self.assertLessEqual(ts[0], 0.05)
+
+        g0 = [row["gpus"]["0"] for row in tl]
+        util = [g["utilization"] for g in g0]
+        # Every sample is a fresh read: the values walk the cycle 10, 20, ..., 50 in order.
+        start = UTIL.index(util[0])
+        self.assertEqual(util, [UTIL[(start + k) % 5] for k in range(n)])
+        mem = [g["memory_used_mb"] for g in g0]
+        self.assertTrue(set(mem) <= {8192.0, 16384.0, 24576.0, 32768.0}, mem)
+        for g in g0:
+            self.assertClose(g["memory_usage_percent"], g["memory_used_mb"] / (80 * GIB_MIB) * 100)
+
+        s0 = doc["gpu_stats"]["0"]
+        self.assertEqual(s0["name"], "NVIDIA H100 80GB HBM3")
+        for metric in ("utilization", "memory_used_mb", "memory_usage_percent", "temperature_c", "power_draw_w"):
+            values = [g[metric] for g in g0]
+            st = s0[metric]
+            self.assertEqual(st["count"], n, metric)
+            self.assertEqual(st["min"], min(values), metric)
+            self.assertEqual(st["max"], max(values), metric)
+            self.assertClose(st["mean"], sum(values) / n, metric)
+            self.assertClose(st["p50"], percentile(values, 50), metric)
+            self.assertClose(st["p95"], percentile(values, 95), metric)
+        self.assertEqual(s0["utilization"]["samples"], n)  # seed 003's name for the count
+
+        # Energy: the counter's last - first (it grows 50 J per read and never wraps here).
+        counter = [g["energy_counter_j"] for g in g0]
+        self.assertEqual([b - a for a, b in zip(counter, counter[1:])], [50.0] * (n - 1))
+        self.assertClose(s0["energy_j"], counter[-1] - counter[0])
+        self.assertEqual(s0["energy_source"], "counter")
+
+        # GPU 1 has no power and no energy counter: null, never 0.
+        s1 = doc["gpu_stats"]["1"]
+        self.assertIsNone(s1["power_draw_w"])
+        self.assertIsNone(s1["energy_j"])
+        self.assertIsNone(s1["energy_source"])
+        self.assertEqual(s1["utilization"]["mean"], 3)
+        self.assertEqual(s1["memory_used_mb"]["max"], 1024)
+        self.assertIsNone(tl[0]["gpus"]["1"]["power_draw_w"])
+        self.assertIsNone(doc["energy_j"])  # the total needs every GPU's energy
+
+    def test_gpu_selection(self):
+        out = os.path.join(self.tmp, "run.json")
+        p = self.record(["--gpus", "1", "-o", out, "-q", "-n", "0.05"], ["true"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(list(load(out)["gpu_stats"]), ["1"])
+        # Default: what CUDA_VISIBLE_DEVICES shows the command, by index or by UUID.
+        for cvd, want in (("1", ["1"]), ("GPU-7e57a000-0000-0000-0000-000000000000", ["0"]),
+                          ("0,1", ["0", "1"]), ("", [])):
+            e = dict(self.env, CUDA_VISIBLE_DEVICES=cvd)
+            p = self.record(["-o", out, "-q", "-n", "0.05"], ["true"], env=e)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(list(load(out)["gpu_stats"]), want, cvd)
+
+
+class Signals(RecordBase):
+    def wait_ready(self, proc):
+        # The command says "ready" once it runs (and has its trap set).
+        self.assertEqual(proc.stdout.readline(), "ready\n")
+
+    def test_sigterm_forwarded_exit_143(self):
+        proc = self.start(["-n", "0.1"], ["sh", "-c", "echo ready; exec sleep 30"])
+        self.wait_ready(proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+        self.assertEqual(proc.returncode, 143, err)
+        self.assertIn("signal 15", err)
+        doc = self.listing()[0]
+        self.assertEqual((doc["status"], doc["exit_code"]), ("finished", 143))
+
+    def test_child_handles_forwarded_signals(self):
+        script = ('trap "echo got-TERM; exit 0" TERM; trap "echo got-USR1" USR1; '
+                  'trap "echo got-HUP" HUP; echo ready; '
+                  'while :; do sleep 0.05; done')
+        proc = self.start(["-n", "0.1"], ["sh", "-c", script])
+        self.wait_ready(proc)
+        proc.send_signal(signal.SIGUSR1)
+        self.assertEqual(proc.stdout.readline(), "got-USR1\n")
+        proc.send_signal(signal.SIGHUP)
+        self.assertEqual(proc.stdout.readline(), "got-HUP\n")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+        self.assertEqual(out, "got-TERM\n")
+        self.assertEqual(proc.returncode, 0, err)  # the command chose how to end
+
+
+class Storage(RecordBase):
+    def test_kill_9_leaves_interrupted_session_with_samples(self):
+        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "-n", "0.05", "--label", "doomed",
+                                 "--", "sh", "-c", "echo $$; exec sleep 30"],
+                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = int(proc.stdout.readline())
+        try:
+            # Samples are committed as they are taken: wait until a few are visible.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                listed = self.listing()
+                if listed and listed[0]["samples"] >= 3:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(listed[0]["status"], "running")
+            proc.kill()
+            proc.wait(timeout=10)
+        finally:
+            os.kill(child, signal.SIGKILL)
+        proc.stdout.close()
+        proc.stderr.close()
+        entry = self.listing()[0]
+        self.assertEqual(entry["status"], "interrupted")
+        self.assertEqual(entry["label"], "doomed")
+        self.assertGreaterEqual(entry["samples"], 3)
+        self.assertIsNone(entry["exit_code"])
+        table = self.history("list")
+        self.assertIn("interrupted", table.stdout)
+        # The document is rebuilt from the stored samples.
+        p = self.history("export", entry["id"], "--format", "json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["status"], "interrupted")
+        self.assertEqual(doc["sample_count"], entry["samples"])
+        self.assertEqual(len(doc["timeline"]), entry["samples"])
+        self.assertEqual(doc["gpu_stats"]["0"]["utilization"]["count"], entry["samples"])
+        show = self.history("show", entry["id"][:17])
+        self.assertEqual(show.returncode, 0, show.stderr)
+        self.assertIn("interrupted", show.stdout)
+        rows = list(csv.DictReader(io.StringIO(self.history("export", entry["id"], "--format", "csv").stdout)))
+        self.assertEqual(len(rows), 2 * entry["samples"])
+
+    def test_export_matches_record_output(self):
+        out = os.path.join(self.tmp, "run.json")
+        p = self.record(["-n", "0.1", "-o", out], ["sleep", "0.3"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = load(out)
+        self.assertIn("stored as " + doc["id"], p.stderr)
+        listed = self.listing()
+        self.assertEqual(len(listed), 1)
+        self.assertEqual(listed[0]["id"], doc["id"])
+        self.assertEqual(listed[0]["kind"], "record")
+        self.assertEqual(listed[0]["status"], "finished")
+        self.assertEqual(listed[0]["samples"], doc["sample_count"])
+        self.assertEqual(listed[0]["command"], "sleep 0.3")
+        self.assertEqual(listed[0]["exit_code"], 0)
+
+        # json: the very document record wrote.
+        p = self.history("export", doc["id"], "--format", "json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout), doc)
+        exported = os.path.join(self.tmp, "exp.json")
+        p = self.history("export", doc["id"], "--format", "json", "--output", exported)
+        self.assertEqual((p.returncode, p.stdout), (0, ""))
+        self.assertEqual(load(exported), doc)
+
+        # csv: the timeline, one row per sample per GPU, empty where absent.
+        p = self.history("export", doc["id"], "--format", "csv")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        self.assertEqual(list(rows[0]), ["t", "gpu", "utilization", "memory_used_mb", "memory_usage_percent",
+                                         "temperature_c", "power_draw_w", "energy_counter_j"])
+        self.assertEqual(len(rows), 2 * doc["sample_count"])
+        for i, row in enumerate(doc["timeline"]):
+            r0, r1 = rows[2 * i], rows[2 * i + 1]
+            self.assertEqual((r0["gpu"], r1["gpu"]), ("0", "1"))
+            self.assertAlmostEqual(float(r0["t"]), row["t"], 3)
+            self.assertEqual(float(r0["utilization"]), row["gpus"]["0"]["utilization"])
+            self.assertEqual(float(r0["power_draw_w"]), row["gpus"]["0"]["power_draw_w"])
+            self.assertEqual(r1["power_draw_w"], "")
+            self.assertEqual(r1["energy_counter_j"], "")
+
+        # show: the summary table; json without the timeline.
+        p = self.history("show", doc["id"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("finished", p.stdout)
+        self.assertIn("NVIDIA H100", p.stdout)
+        p = self.history("show", doc["id"], "--format", "json")
+        shown = json.loads(p.stdout)
+        self.assertNotIn("timeline", shown)
+        self.assertEqual(shown["gpu_stats"], doc["gpu_stats"])
+
+    def test_history_errors(self):
+        p = self.history("list")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("no sessions", p.stdout)
+        self.assertFalse(os.path.exists(self.db))  # reading creates nothing
+        p = self.history("show", "20990101-000000-abcdef")
+        self.assertEqual(p.returncode, 2)
+        self.record(["-q", "-n", "0.05"], ["true"])
+        for args in (["show", "nope"], ["export", "nope", "--format", "csv"], ["show"],
+                     ["export", self.listing()[0]["id"]], ["frobnicate"], ["list", "--format", "csv"]):
+            p = self.history(*args)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+        self.assertIn('no session "nope"', self.history("show", "nope").stderr)
+
+    def test_unwritable_db_does_not_stop_the_command(self):
+        blocker = os.path.join(self.tmp, "file")
+        open(blocker, "w").close()
+        out = os.path.join(self.tmp, "run.json")
+        p = run(["record", "--db", os.path.join(blocker, "sub", "gpumon.db"), "-n", "0.05", "-o", out,
+                 "--", "sh", "-c", "echo ran; exit 4"], env=self.env)
+        self.assertEqual(p.returncode, 4)
+        self.assertEqual(p.stdout, "ran\n")
+        self.assertIn("warning", p.stderr)
+        self.assertIn("not stored", p.stderr)
+        self.assertEqual(load(out)["exit_code"], 4)
+
+    def test_db_from_environment(self):
+        e = dict(self.env, GPU_MONITOR_DB=os.path.join(self.tmp, "env.db"))
+        p = run(["record", "-q", "-n", "0.05", "--", "true"], env=e)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run(["history", "list", "--format", "json"], env=e)
+        self.assertEqual(len(json.loads(p.stdout)), 1)
+        # XDG_STATE_HOME when GPU_MONITOR_DB is unset.
+        e = dict(self.env, XDG_STATE_HOME=os.path.join(self.tmp, "state"))
+        e.pop("GPU_MONITOR_DB", None)
+        p = run(["record", "-q", "-n", "0.05", "--", "true"], env=e)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "state", "gpumon", "gpumon.db")))
+
+
+class Terminal(RecordBase):
+    def test_progress_only_on_a_tty(self):
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "-n", "0.05", "--", "sleep", "0.4"],
+                                env=self.env, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        data = b""
+        while True:
+            r, _, _ = select.select([master], [], [], 10)
+            if not r:
+                break
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        proc.wait(timeout=10)
+        os.close(master)
+        text = data.decode()
+        self.assertIn("\r\x1b[K", text)
+        self.assertIn("samples", text)
+        self.assertIn("finished", text)
+
+
+class Snapshot(RecordBase):
+    def test_snapshot_before_after_with_diff(self):
+        out = os.path.join(self.tmp, "run.json")
+        p = self.record(["--snapshot", "--snapshot-window-ms", "0", "-n", "0.1", "-o", out], ["true"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        audit = load(out)["audit"]
+        self.assertEqual(audit["before"]["kind"], "gpumon-snapshot")
+        self.assertEqual(audit["after"]["kind"], "gpumon-snapshot")
+        self.assertIn(audit["diff"]["verdict"], ("CHANGED", "UNCHANGED"))
+        self.assertIn("system snapshot: " + audit["diff"]["verdict"], p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

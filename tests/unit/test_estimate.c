@@ -1,0 +1,225 @@
+/* test_estimate.c - task config estimates: world size over every alias spelling, memory classes
+ * from model ids, and the error named for each malformed field. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/estimate.h"
+
+static gm_estimate est;
+static gm_error err;
+
+static int estimate(const char *text)
+{
+    memset(&err, 0, sizeof err);
+    return gm_estimate_task_text(text, strlen(text), "t.json", &est, &err);
+}
+
+static void expect_error(const char *text, const char *msg)
+{
+    assert_int_equal(estimate(text), GM_EPARSE);
+    assert_string_equal(err.msg, msg);
+}
+
+static void test_seed_example(void **state)
+{
+    assert_int_equal(estimate("{\"model\": {\"id_or_path\": \"llama-3-70b\"}, \"parameters\": "
+                              "{\"tp-size\": [1, 2, 4], \"pp-size\": [1], \"dp-size\": [1]}}"),
+                     GM_OK);
+    assert_int_equal(est.gpus, 4);
+    assert_int_equal(est.memory_mib, 20000);
+    assert_int_equal(est.size[GM_PAR_TP], 4);
+    assert_string_equal(est.key[GM_PAR_TP], "tp-size");
+    assert_string_equal(est.key[GM_PAR_CP], "");
+    assert_string_equal(est.model, "llama-3-70b");
+    assert_float_equal(est.model_params_b, 70, 0);
+    assert_string_equal(est.memory_rule, "65B+ model");
+}
+
+static void test_every_spelling(void **state)
+{
+    static const char *const dims[][5] = {
+        {"tensor-parallel-size", "tensor_parallel_size", "tp-size", "tp_size", "tp"},
+        {"pipeline-parallel-size", "pipeline_parallel_size", "pp-size", "pp_size", "pp"},
+        {"data-parallel-size", "data_parallel_size", "dp-size", "dp_size", "dp"},
+        {"context-parallel-size", "context_parallel_size", "cp-size", "cp_size", "cp"},
+        {"decode-context-parallel-size", "decode_context_parallel_size", "dcp-size", "dcp_size",
+         "dcp"},
+    };
+    /* tp and pp multiply; dp, cp and dcp take the largest. */
+    const unsigned expect[] = {3, 3, 3, 3, 3};
+    for (int d = 0; d < GM_PAR__COUNT; d++)
+        for (int k = 0; k < 5; k++) {
+            char text[160];
+            snprintf(text, sizeof text, "{\"parameters\": {\"%s\": [1, 3]}}", dims[d][k]);
+            assert_int_equal(estimate(text), GM_OK);
+            assert_int_equal(est.size[d], 3);
+            assert_string_equal(est.key[d], dims[d][k]);
+            assert_int_equal(est.gpus, expect[d]);
+            /* Scalars work the same. */
+            snprintf(text, sizeof text, "{\"parameters\": {\"%s\": 3}}", dims[d][k]);
+            assert_int_equal(estimate(text), GM_OK);
+            assert_int_equal(est.size[d], 3);
+        }
+    assert_string_equal(gm_estimate_parallel_name(GM_PAR_DCP), "dcp");
+    assert_null(gm_estimate_parallel_name(GM_PAR__COUNT));
+}
+
+static void test_world_size(void **state)
+{
+    /* 2 x 2 x max(1, 2, 3) = 12; other parameters are ignored. */
+    assert_int_equal(estimate("{\"model\": \"meta-llama/Llama-2-13b-chat-hf\", \"parameters\": "
+                              "{\"tensor-parallel-size\": 2, \"pp_size\": [1, 2], "
+                              "\"data-parallel-size\": [1], \"context_parallel_size\": [2], "
+                              "\"dcp\": 3, \"mem-fraction-static\": [0.8]}}"),
+                     GM_OK);
+    assert_int_equal(est.gpus, 12);
+    assert_int_equal(est.memory_mib, 12000);
+    /* dp dominating cp and dcp. */
+    assert_int_equal(estimate("{\"parameters\": {\"tp\": 2, \"dp\": [8, 4], \"cp\": 2}}"), GM_OK);
+    assert_int_equal(est.gpus, 16);
+    /* Nothing given: one GPU, base memory. */
+    assert_int_equal(estimate("{}"), GM_OK);
+    assert_int_equal(est.gpus, 1);
+    assert_int_equal(est.memory_mib, 8000);
+    assert_string_equal(est.memory_rule, "base (model size unknown)");
+    assert_int_equal(estimate("{\"parameters\": null, \"model\": null}"), GM_OK);
+    assert_int_equal(est.gpus, 1);
+    /* Integral reals count; the largest sizes multiply without overflow. */
+    assert_int_equal(estimate("{\"parameters\": {\"tp\": 2.0}}"), GM_OK);
+    assert_int_equal(est.gpus, 2);
+    assert_int_equal(estimate("{\"parameters\": {\"tp\": 65536, \"pp\": 65536, \"dp\": 65536}}"),
+                     GM_OK);
+    assert_true(est.gpus == (uint64_t)65536 * 65536 * 65536);
+}
+
+static void test_aliases_agreeing_or_not(void **state)
+{
+    /* The same set under two spellings (order and repeats aside) is fine. */
+    assert_int_equal(estimate("{\"parameters\": {\"tp\": [4, 2], \"tp-size\": [2, 4, 4]}}"), GM_OK);
+    assert_int_equal(est.size[GM_PAR_TP], 4);
+    assert_string_equal(est.key[GM_PAR_TP], "tp-size"); /* first in the spelling order */
+    expect_error("{\"parameters\": {\"tp-size\": [1, 2], \"tensor_parallel_size\": [4]}}",
+                 "t.json: parameters.tensor_parallel_size [4] and parameters.tp-size [1, 2] both "
+                 "set tensor parallelism, to different values; keep one");
+    expect_error("{\"parameters\": {\"dcp\": 2, \"dcp_size\": [2, 1]}}",
+                 "t.json: parameters.dcp_size [1, 2] and parameters.dcp [2] both set decode "
+                 "context parallelism, to different values; keep one");
+    /* One key twice in the object is caught by the parser. */
+    assert_int_equal(estimate("{\"parameters\": {\"tp\": 1, \"tp\": 2}}"), GM_EPARSE);
+    assert_non_null(strstr(err.msg, "duplicate object key"));
+}
+
+static void test_malformed(void **state)
+{
+    assert_int_equal(estimate("{\n  \"parameters\": {\"tp-size\": [1, 2,]}\n}"), GM_EPARSE);
+    assert_non_null(strstr(err.msg, "t.json: not valid JSON: line 2, column"));
+    expect_error("[1, 2]", "t.json: a task config must be a JSON object, got a list");
+    expect_error("{\"parameters\": [1]}", "t.json: parameters must be an object, got a list");
+    expect_error("{\"parameters\": {\"tp-size\": \"4\"}}",
+                 "t.json: parameters.tp-size must be a positive integer or a list of them, got a "
+                 "string");
+    expect_error("{\"parameters\": {\"pp-size\": [1, 0]}}",
+                 "t.json: parameters.pp-size[1] must be a positive integer, got 0");
+    expect_error("{\"parameters\": {\"pp\": -2}}",
+                 "t.json: parameters.pp must be a positive integer, got -2");
+    expect_error("{\"parameters\": {\"dp\": 1.5}}",
+                 "t.json: parameters.dp must be a whole number, got 1.5");
+    expect_error("{\"parameters\": {\"cp\": []}}", "t.json: parameters.cp is an empty list");
+    expect_error("{\"parameters\": {\"cp\": [true]}}",
+                 "t.json: parameters.cp[0] must be a positive integer, got a boolean");
+    expect_error("{\"parameters\": {\"tp\": 65537}}",
+                 "t.json: parameters.tp is implausibly large (65537 > 65536)");
+    expect_error("{\"model\": 70}",
+                 "t.json: model must be a string or an object with \"id_or_path\", got an "
+                 "integer");
+    expect_error("{\"model\": {\"id_or_path\": [\"x\"]}}",
+                 "t.json: model.id_or_path must be a string, got a list");
+}
+
+static void test_memory_classes(void **state)
+{
+    static const struct {
+        const char *model;
+        double params_b;
+        unsigned mib;
+    } cases[] = {
+        {"llama-3-70b", 70, 20000},
+        {"huggyllama/llama-65b", 65, 20000},
+        {"meta-llama/Meta-Llama-3.1-405B-Instruct", 405, 20000},
+        {"Qwen/Qwen2.5-72B-Instruct", 72, 20000},
+        {"meta-llama/Llama-2-13b-chat-hf", 13, 12000},
+        {"mistral-7b", 7, 12000},
+        {"llama3.1:8b", 8, 12000},
+        {"mistralai/Mixtral-8x7B-Instruct-v0.1", 56, 12000},
+        {"Qwen/Qwen2.5-1.5B-Instruct", 1.5, 8000},
+        {"/models/phi-2", 0, 8000},
+        {"llama370b", 0, 8000}, /* a size must stand alone */
+        {"bert-base", 0, 8000},
+        {"", 0, 8000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double b = -1;
+        const char *rule = NULL;
+        unsigned mib = gm_estimate_memory_mib(cases[i].model, &b, &rule);
+        if (mib != cases[i].mib || b != cases[i].params_b)
+            fail_msg("%s: got %u MiB, %gB; want %u MiB, %gB", cases[i].model, mib, b, cases[i].mib,
+                     cases[i].params_b);
+        assert_non_null(rule);
+    }
+    assert_int_equal(gm_estimate_memory_mib(NULL, NULL, NULL), 8000);
+    /* The model object's other keys. */
+    assert_int_equal(estimate("{\"model\": {\"name\": \"x-70b\"}}"), GM_OK);
+    assert_int_equal(est.memory_mib, 20000);
+}
+
+static void test_files_and_json(void **state)
+{
+    const char *fx = getenv("GM_FIXTURES");
+    if (!fx)
+        fail_msg("GM_FIXTURES not set (run through ctest)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tasks/seed_example.json", fx);
+    assert_int_equal(gm_estimate_task_file(path, &est, &err), GM_OK);
+    json_t *j = gm_estimate_json(&est);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "gpus")), 4);
+    assert_int_equal(json_integer_value(json_object_get(j, "memory_per_gpu_mib")), 20000);
+    assert_string_equal(json_string_value(json_object_get(j, "model")), "llama-3-70b");
+    assert_float_equal(json_number_value(json_object_get(j, "model_params_b")), 70, 0);
+    json_t *tp = json_object_get(json_object_get(j, "parallel"), "tp");
+    assert_int_equal(json_integer_value(json_object_get(tp, "size")), 4);
+    assert_string_equal(json_string_value(json_object_get(tp, "parameter")), "tp-size");
+    json_t *cp = json_object_get(json_object_get(j, "parallel"), "cp");
+    assert_int_equal(json_integer_value(json_object_get(cp, "size")), 1);
+    assert_true(json_is_null(json_object_get(cp, "parameter")));
+    json_decref(j);
+
+    snprintf(path, sizeof path, "%s/tasks/not_json.json", fx);
+    assert_int_equal(gm_estimate_task_file(path, &est, &err), GM_EPARSE);
+    char want[1100];
+    snprintf(want, sizeof want, "%s: not valid JSON: line 3, column", path);
+    assert_non_null(strstr(err.msg, want));
+
+    snprintf(path, sizeof path, "%s/tasks/does-not-exist.json", fx);
+    assert_int_equal(gm_estimate_task_file(path, &est, &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, "No such file"));
+    assert_int_equal(gm_estimate_task_file(fx, &est, &err), GM_EIO); /* a directory */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seed_example),   cmocka_unit_test(test_every_spelling),
+        cmocka_unit_test(test_world_size),     cmocka_unit_test(test_aliases_agreeing_or_not),
+        cmocka_unit_test(test_malformed),      cmocka_unit_test(test_memory_classes),
+        cmocka_unit_test(test_files_and_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

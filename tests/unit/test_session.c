@@ -1,0 +1,380 @@
+/* test_session.c - monitoring session statistics, energy and JSON against hand-computed values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/session.h"
+
+#define MIB 1048576.0
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A GPU reading; NAN leaves a metric absent. */
+static void set_gpu(gm_snapshot *s, unsigned slot, unsigned index, double util, double used_mib,
+                    double total_mib, double temp, double power_w, double energy_j)
+{
+    gm_gpu *g = &s->gpus[slot];
+    memset(g, 0, sizeof *g);
+    g->index = index;
+    snprintf(g->name, sizeof g->name, "GPU model %u", index);
+    snprintf(g->uuid, sizeof g->uuid, "GPU-0000-%u", index);
+    if (!isnan(util))
+        gm_gpu_set(g, GM_M_UTIL_GPU_PCT, util);
+    if (!isnan(used_mib))
+        gm_gpu_set(g, GM_M_MEM_USED_BYTES, used_mib * MIB);
+    if (!isnan(total_mib))
+        gm_gpu_set(g, GM_M_MEM_TOTAL_BYTES, total_mib * MIB);
+    if (!isnan(temp))
+        gm_gpu_set(g, GM_M_TEMP_C, temp);
+    if (!isnan(power_w))
+        gm_gpu_set(g, GM_M_POWER_MW, power_w * 1000.0);
+    if (!isnan(energy_j))
+        gm_gpu_set(g, GM_M_ENERGY_MJ, energy_j * 1000.0);
+    if (slot + 1 > s->gpu_count)
+        s->gpu_count = slot + 1;
+}
+
+static double num(const json_t *o, const char *path1, const char *path2)
+{
+    const json_t *v = json_object_get(o, path1);
+    if (path2)
+        v = json_object_get(v, path2);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+static const json_t *gpu_stats(const json_t *doc, const char *key)
+{
+    const json_t *g = json_object_get(json_object_get(doc, "gpu_stats"), key);
+    assert_non_null(g);
+    return g;
+}
+
+/* Five samples one second apart: GPU 0 with every metric, GPU 1 without power or energy and
+ * with temperature missing in the third sample. */
+static gm_session *five_samples(const unsigned *filter, size_t nfilter)
+{
+    static const double util[] = {10, 20, 30, 40, 50};
+    static const double used[] = {1000, 3000, 2000, 5000, 4000};
+    static const double temp[] = {60, 62, 61, 64, 63};
+    static const double power[] = {100, 200, 300, 400, 500};
+    static const double energy[] = {1000, 1100, 1300, 1600, 2000};
+    gm_session *s = NULL;
+    int64_t base = mono_ms();
+    assert_int_equal(gm_session_new("lbl", filter, nfilter, 1.0, &s, NULL), GM_OK);
+    gm_snapshot *snap = gm_snapshot_new();
+    for (int k = 0; k < 5; k++) {
+        gm_snapshot_reset(snap);
+        snap->mono_ms = base + k * 1000;
+        set_gpu(snap, 0, 0, util[k], used[k], 10000, temp[k], power[k], energy[k]);
+        set_gpu(snap, 1, 1, 5, 100, 10000, k == 2 ? NAN : 30 + k, NAN, NAN);
+        assert_int_equal(gm_session_add(s, snap, NULL), GM_OK);
+    }
+    gm_snapshot_free(snap);
+    return s;
+}
+
+static void test_exact_stats(void **state)
+{
+    gm_session *s = five_samples(NULL, 0);
+    gm_session_finish(s);
+    json_t *doc = gm_session_to_json(s, false);
+    assert_non_null(doc);
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "finished");
+    assert_string_equal(json_string_value(json_object_get(doc, "label")), "lbl");
+    assert_string_equal(json_string_value(json_object_get(doc, "id")), gm_session_id(s));
+
+    const json_t *g0 = gpu_stats(doc, "0");
+    assert_string_equal(json_string_value(json_object_get(g0, "name")), "GPU model 0");
+    /* util 10..50: mean 30; p50 30; p95: h = 4 * 0.95 = 3.8 -> 40 + 0.8 * 10 = 48. */
+    assert_float_equal(num(g0, "utilization", "min"), 10, 1e-12);
+    assert_float_equal(num(g0, "utilization", "max"), 50, 1e-12);
+    assert_float_equal(num(g0, "utilization", "mean"), 30, 1e-12);
+    assert_float_equal(num(g0, "utilization", "p50"), 30, 1e-12);
+    assert_float_equal(num(g0, "utilization", "p95"), 48, 1e-12);
+    assert_int_equal(num(g0, "utilization", "count"), 5);
+    assert_int_equal(num(g0, "utilization", "samples"), 5);
+    /* memory used {1000, 3000, 2000, 5000, 4000}: sorted 1000..5000, mean 3000, p50 3000,
+     * p95 4000 + 0.8 * 1000 = 4800. */
+    assert_float_equal(num(g0, "memory_used_mb", "mean"), 3000, 1e-9);
+    assert_float_equal(num(g0, "memory_used_mb", "p50"), 3000, 1e-9);
+    assert_float_equal(num(g0, "memory_used_mb", "p95"), 4800, 1e-9);
+    assert_float_equal(num(g0, "memory_used_mb", "min"), 1000, 1e-9);
+    assert_float_equal(num(g0, "memory_used_mb", "max"), 5000, 1e-9);
+    /* of 10000 MiB: 10..50 %, mean 30, p95 48. */
+    assert_float_equal(num(g0, "memory_usage_percent", "min"), 10, 1e-9);
+    assert_float_equal(num(g0, "memory_usage_percent", "mean"), 30, 1e-9);
+    assert_float_equal(num(g0, "memory_usage_percent", "p95"), 48, 1e-9);
+    /* temp {60, 62, 61, 64, 63}: mean 62, p50 62, p95 63 + 0.8 = 63.8. */
+    assert_float_equal(num(g0, "temperature_c", "mean"), 62, 1e-12);
+    assert_float_equal(num(g0, "temperature_c", "p50"), 62, 1e-12);
+    assert_float_equal(num(g0, "temperature_c", "p95"), 63.8, 1e-9);
+    /* power 100..500: mean 300, p95 480. */
+    assert_float_equal(num(g0, "power_draw_w", "mean"), 300, 1e-9);
+    assert_float_equal(num(g0, "power_draw_w", "p95"), 480, 1e-9);
+    assert_null(json_object_get(json_object_get(g0, "power_draw_w"), "samples"));
+    /* energy counter 1000 -> 2000 J: 1000 J, from the counter. */
+    assert_float_equal(num(g0, "energy_j", NULL), 1000, 1e-6);
+    assert_string_equal(json_string_value(json_object_get(g0, "energy_source")), "counter");
+
+    const json_t *g1 = gpu_stats(doc, "1");
+    /* temperature missing once: 4 values {30, 31, 33, 34}, mean 32, p50 32, p95: h = 2.85 ->
+     * 33 + 0.85 = 33.85. */
+    assert_int_equal(num(g1, "temperature_c", "count"), 4);
+    assert_float_equal(num(g1, "temperature_c", "mean"), 32, 1e-12);
+    assert_float_equal(num(g1, "temperature_c", "p50"), 32, 1e-12);
+    assert_float_equal(num(g1, "temperature_c", "p95"), 33.85, 1e-9);
+    /* Absent in every sample: null, never zero. */
+    assert_true(json_is_null(json_object_get(g1, "power_draw_w")));
+    assert_true(json_is_null(json_object_get(g1, "energy_j")));
+    assert_true(json_is_null(json_object_get(g1, "energy_source")));
+    /* The session's total needs every GPU's energy. */
+    assert_true(json_is_null(json_object_get(doc, "energy_j")));
+    assert_null(json_object_get(doc, "timeline"));
+    json_decref(doc);
+    gm_session_free(s);
+}
+
+static void test_timeline(void **state)
+{
+    gm_session *s = five_samples(NULL, 0);
+    json_t *doc = gm_session_to_json(s, true);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "running");
+    assert_true(json_is_null(json_object_get(doc, "ended_at")));
+    const json_t *tl = json_object_get(doc, "timeline");
+    assert_int_equal(json_array_size(tl), 5);
+    const json_t *first = json_array_get(tl, 0), *third = json_array_get(tl, 2);
+    /* Offsets follow the snapshots' monotonic times, one second apart. */
+    assert_float_equal(num(third, "t", NULL) - num(first, "t", NULL), 2.0, 1e-9);
+    const json_t *g0 = json_object_get(json_object_get(third, "gpus"), "0");
+    assert_float_equal(num(g0, "utilization", NULL), 30, 1e-12);
+    assert_float_equal(num(g0, "memory_used_mb", NULL), 2000, 1e-9);
+    assert_float_equal(num(g0, "energy_counter_j", NULL), 1300, 1e-9);
+    const json_t *g1 = json_object_get(json_object_get(third, "gpus"), "1");
+    assert_true(json_is_null(json_object_get(g1, "temperature_c")));
+    assert_true(json_is_null(json_object_get(g1, "power_draw_w")));
+    json_decref(doc);
+    gm_session_free(s);
+}
+
+static void test_filter_and_missing_gpu(void **state)
+{
+    unsigned only[] = {1, 1, 5}; /* duplicates ignored; 5 never appears: absent throughout */
+    gm_session *s = five_samples(only, 3);
+    assert_int_equal(gm_session_gpu_count(s), 2);
+    assert_int_equal(gm_session_gpu_at(s, 0)->index, 1);
+    assert_int_equal(gm_session_gpu_at(s, 1)->index, 5);
+    json_t *doc = gm_session_to_json(s, false);
+    const json_t *stats = json_object_get(doc, "gpu_stats");
+    assert_null(json_object_get(stats, "0"));
+    assert_non_null(json_object_get(stats, "1"));
+    const json_t *g5 = json_object_get(stats, "5");
+    assert_true(json_is_null(json_object_get(g5, "utilization")));
+    assert_true(json_is_null(json_object_get(g5, "name")));
+    assert_int_equal(json_array_size(json_object_get(doc, "gpus")), 2);
+    json_decref(doc);
+    gm_session_free(s);
+
+    /* A list that is given but empty follows no GPU at all. */
+    unsigned none[1];
+    s = five_samples(none, 0);
+    assert_int_equal(gm_session_gpu_count(s), 0);
+    assert_int_equal(gm_session_sample_count(s), 5);
+    doc = gm_session_to_json(s, true);
+    assert_int_equal(json_object_size(json_object_get(doc, "gpu_stats")), 0);
+    assert_true(json_is_null(json_object_get(doc, "energy_j")));
+    json_decref(doc);
+    gm_session_free(s);
+}
+
+static void test_energy_from_power(void **state)
+{
+    /* No counter: trapezoids. Power 100, 200, 100 W at t = 0, 1, 3 s: 150 * 1 + 150 * 2 =
+     * 450 J. A sample without power in between is bridged. */
+    gm_session *s = NULL;
+    unsigned only[] = {0};
+    assert_int_equal(gm_session_new(NULL, only, 1, 0.5, &s, NULL), GM_OK);
+    double v[GM_SM__COUNT];
+    for (int m = 0; m < GM_SM__COUNT; m++)
+        v[m] = NAN;
+    v[GM_SM_POWER_W] = 100;
+    assert_int_equal(gm_session_add_values(s, 0, v, NULL), GM_OK);
+    v[GM_SM_POWER_W] = 200;
+    assert_int_equal(gm_session_add_values(s, 1, v, NULL), GM_OK);
+    v[GM_SM_POWER_W] = NAN;
+    assert_int_equal(gm_session_add_values(s, 2, v, NULL), GM_OK);
+    v[GM_SM_POWER_W] = 100;
+    assert_int_equal(gm_session_add_values(s, 3, v, NULL), GM_OK);
+    json_t *doc = gm_session_to_json(s, false);
+    const json_t *g = gpu_stats(doc, "0");
+    assert_float_equal(num(g, "energy_j", NULL), 450, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(g, "energy_source")),
+                        "power_integration");
+    assert_float_equal(num(doc, "energy_j", NULL), 450, 1e-9);
+    /* Utilization absent in every sample: null, and the rest is still there. */
+    assert_true(json_is_null(json_object_get(g, "utilization")));
+    json_decref(doc);
+    gm_session_free(s);
+
+    /* One power reading only: no energy at all rather than a guess. */
+    assert_int_equal(gm_session_new(NULL, only, 1, 0.5, &s, NULL), GM_OK);
+    v[GM_SM_POWER_W] = 100;
+    assert_int_equal(gm_session_add_values(s, 0, v, NULL), GM_OK);
+    doc = gm_session_to_json(s, false);
+    assert_true(json_is_null(json_object_get(gpu_stats(doc, "0"), "energy_j")));
+    json_decref(doc);
+    gm_session_free(s);
+}
+
+static void test_energy_counter_reset(void **state)
+{
+    /* 1000 -> 1500 (+500), reset to 10 (unknown, +0), 10 -> 60 (+50): 550 J. */
+    gm_session *s = NULL;
+    unsigned only[] = {3};
+    assert_int_equal(gm_session_new(NULL, only, 1, 1, &s, NULL), GM_OK);
+    const double counter[] = {1000, 1500, 10, 60};
+    double v[GM_SM__COUNT];
+    for (int m = 0; m < GM_SM__COUNT; m++)
+        v[m] = NAN;
+    for (int k = 0; k < 4; k++) {
+        v[GM_SM_ENERGY_J] = counter[k];
+        v[GM_SM_POWER_W] = 1e6; /* ignored: the counter wins */
+        assert_int_equal(gm_session_add_values(s, k, v, NULL), GM_OK);
+    }
+    json_t *doc = gm_session_to_json(s, false);
+    assert_float_equal(num(gpu_stats(doc, "3"), "energy_j", NULL), 550, 1e-9);
+    json_decref(doc);
+    gm_session_free(s);
+}
+
+static void test_lost_gpu_is_absent(void **state)
+{
+    gm_session *s = NULL;
+    assert_int_equal(gm_session_new(NULL, NULL, 0, 1, &s, NULL), GM_OK);
+    gm_snapshot *snap = gm_snapshot_new();
+    set_gpu(snap, 0, 0, 50, 10, 100, 40, 100, NAN);
+    assert_int_equal(gm_session_add(s, snap, NULL), GM_OK);
+    snap->gpus[0].lost = true; /* values still in v[], but a lost GPU reports nothing */
+    assert_int_equal(gm_session_add(s, snap, NULL), GM_OK);
+    json_t *doc = gm_session_to_json(s, true);
+    assert_int_equal(num(gpu_stats(doc, "0"), "utilization", "count"), 1);
+    const json_t *second = json_array_get(json_object_get(doc, "timeline"), 1);
+    assert_true(json_is_null(
+        json_object_get(json_object_get(json_object_get(second, "gpus"), "0"), "utilization")));
+    json_decref(doc);
+    gm_snapshot_free(snap);
+    gm_session_free(s);
+}
+
+static void test_metadata_and_finish(void **state)
+{
+    gm_session *s = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_session_new(NULL, NULL, 0, -1, &s, &err), GM_EINVAL);
+    assert_null(s);
+    assert_int_equal(gm_session_new(NULL, NULL, 0, 0.25, &s, NULL), GM_OK);
+    /* Generated id: YYYYMMDD-HHMMSS-xxxxxx. */
+    assert_int_equal(strlen(gm_session_id(s)), 22);
+    assert_true(gm_session_id(s)[8] == '-' && gm_session_id(s)[15] == '-');
+    assert_string_equal(gm_session_kind(s), "session");
+    assert_int_equal(gm_session_set_kind(s, "record"), GM_OK);
+    const char *argv[] = {"python", "train.py", "--lr", "1e-3", "it's here", NULL};
+    assert_int_equal(gm_session_set_command(s, argv), GM_OK);
+    gm_session_set_exit(s, 143, 15);
+    assert_int_equal(gm_session_attach(s, "audit", json_pack("{s:b}", "changed", 0)), GM_OK);
+    char line[128];
+    gm_session_command_line(gm_session_command(s), line, sizeof line);
+    assert_string_equal(line, "python train.py --lr 1e-3 'it'\\''s here'");
+    gm_session_finish(s);
+    double d = gm_session_duration(s);
+    gm_session_finish(s); /* idempotent: the end does not move */
+    assert_true(gm_session_duration(s) == d);
+    double v[1] = {0};
+    assert_int_equal(gm_session_add_values(s, 1, v, &err), GM_ESTATE);
+    json_t *doc = gm_session_to_json(s, false);
+    assert_string_equal(json_string_value(json_object_get(doc, "kind")), "record");
+    assert_int_equal(json_integer_value(json_object_get(doc, "exit_code")), 143);
+    assert_int_equal(json_integer_value(json_object_get(doc, "signal")), 15);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(doc, "command"), 4)),
+                        "it's here");
+    assert_true(json_is_false(json_object_get(json_object_get(doc, "audit"), "changed")));
+    assert_float_equal(num(doc, "interval_seconds", NULL), 0.25, 1e-12);
+    assert_non_null(json_string_value(json_object_get(doc, "started_at")));
+    assert_non_null(json_string_value(json_object_get(doc, "ended_at")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 0);
+    json_decref(doc);
+    gm_session_free(s);
+}
+
+static void test_replay_matches(void **state)
+{
+    /* What the store does: rebuild from the stored values; the statistics must be identical. */
+    gm_session *a = five_samples(NULL, 0);
+    unsigned idx[] = {0, 1};
+    gm_session *b = NULL;
+    assert_int_equal(gm_session_new("lbl", idx, 2, 1.0, &b, NULL), GM_OK);
+    for (size_t i = 0; i < gm_session_sample_count(a); i++) {
+        double t;
+        const double *v;
+        assert_int_equal(gm_session_sample(a, i, &t, &v), GM_OK);
+        assert_int_equal(gm_session_add_values(b, t, v, NULL), GM_OK);
+    }
+    assert_int_equal(gm_session_sample(a, 99, &(double){0}, &(const double *){NULL}), GM_EINVAL);
+    json_t *ja = gm_session_to_json(a, true), *jb = gm_session_to_json(b, true);
+    assert_true(json_equal(json_object_get(ja, "timeline"), json_object_get(jb, "timeline")));
+    const json_t *ga = gpu_stats(ja, "0"), *gb = gpu_stats(jb, "0");
+    assert_true(json_equal(json_object_get(ga, "utilization"), json_object_get(gb, "utilization")));
+    assert_true(json_equal(json_object_get(ga, "energy_j"), json_object_get(gb, "energy_j")));
+    json_decref(ja);
+    json_decref(jb);
+    gm_session_free(a);
+    gm_session_free(b);
+}
+
+static void test_summary_prints(void **state)
+{
+    gm_session *s = five_samples(NULL, 0);
+    gm_session_finish(s);
+    json_t *doc = gm_session_to_json(s, false);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gm_session_print_summary(f, doc);
+    fclose(f);
+    assert_non_null(strstr(buf, "finished"));
+    assert_non_null(strstr(buf, "5 samples"));
+    assert_non_null(strstr(buf, "GPU model 0"));
+    assert_non_null(strstr(buf, "1000.0")); /* energy of GPU 0 */
+    free(buf);
+    json_decref(doc);
+    gm_session_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_stats),
+        cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_filter_and_missing_gpu),
+        cmocka_unit_test(test_energy_from_power),
+        cmocka_unit_test(test_energy_counter_reset),
+        cmocka_unit_test(test_lost_gpu_is_absent),
+        cmocka_unit_test(test_metadata_and_finish),
+        cmocka_unit_test(test_replay_matches),
+        cmocka_unit_test(test_summary_prints),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

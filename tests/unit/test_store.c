@@ -1,0 +1,378 @@
+/* test_store.c - the SQLite store: migrations, WAL, sessions written and read back, interrupted
+ * sessions, id lookup and CSV export, against real database files in a temporary directory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gm_test_store_XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void db_path(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+/* Runs one statement on the file directly, as another program would. */
+static void raw_sql(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* Three samples of GPUs 0 and 2; GPU 2 has no power. */
+static gm_session *make_session(const char *label)
+{
+    unsigned idx[] = {0, 2};
+    gm_session *s = NULL;
+    assert_int_equal(gm_session_new(label, idx, 2, 0.5, &s, NULL), GM_OK);
+    gm_session_set_kind(s, "record");
+    const char *argv[] = {"sh", "-c", "sleep 1; exit 3", NULL};
+    gm_session_set_command(s, argv);
+    gm_session_set_gpu(s, 0, "H100", "GPU-aaa");
+    gm_session_set_gpu(s, 2, "A100", "GPU-ccc");
+    for (int k = 0; k < 3; k++) {
+        double v[2 * GM_SM__COUNT];
+        for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+            v[m] = NAN;
+        v[GM_SM_UTIL] = 10 * (k + 1);
+        v[GM_SM_MEM_USED_MB] = 1024;
+        v[GM_SM_POWER_W] = 100 + k;
+        v[GM_SM_ENERGY_J] = 5000 + 100 * k;
+        v[GM_SM__COUNT + GM_SM_UTIL] = 7;
+        v[GM_SM__COUNT + GM_SM_TEMP_C] = 40 + k;
+        assert_int_equal(gm_session_add_values(s, 0.5 * k, v, NULL), GM_OK);
+    }
+    return s;
+}
+
+static void test_open_migrates_and_wal(void **state)
+{
+    char path[512], mode[16];
+    db_path(path, sizeof path, "a/b/c/gpumon.db"); /* parents are created */
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    assert_int_equal(gm_store_schema_version(st), GM_STORE_SCHEMA_VERSION);
+    assert_string_equal(gm_store_journal_mode(st, mode, sizeof mode), "wal");
+    gm_store_close(st);
+    /* Re-open: nothing to apply, same version, still WAL. */
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    assert_int_equal(gm_store_schema_version(st), GM_STORE_SCHEMA_VERSION);
+    assert_string_equal(gm_store_journal_mode(st, mode, sizeof mode), "wal");
+    gm_store_close(st);
+
+    /* An existing empty file is an empty database: migrated from version 0. */
+    db_path(path, sizeof path, "empty.db");
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    assert_int_equal(gm_store_schema_version(st), GM_STORE_SCHEMA_VERSION);
+    gm_store_close(st);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "newer.db");
+    raw_sql(path, "PRAGMA user_version = 99");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, &err), GM_ESTATE);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "99"));
+}
+
+static void test_unwritable_path(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "plainfile");
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    db_path(path, sizeof path, "plainfile/sub/gpumon.db"); /* a file where a directory should be */
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, &err), GM_EIO);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "plainfile"));
+}
+
+static void test_write_read_back(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "rw.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("first");
+    /* begin writes the samples held so far; later samples come one by one. */
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    gm_error err = {0};
+    assert_int_equal(gm_store_session_begin(st, s, &err), GM_EEXIST);
+    double v[2 * GM_SM__COUNT];
+    for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+        v[m] = NAN;
+    v[GM_SM_UTIL] = 90;
+    assert_int_equal(gm_session_add_values(s, 1.5, v, NULL), GM_OK);
+    assert_int_equal(gm_store_session_sample(st, s, 3, NULL), GM_OK);
+
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].status, "running"); /* we are its owner, alive */
+    assert_int_equal(e[0].samples, 4);
+    assert_float_equal(e[0].duration_s, 1.5, 1e-12);
+    free(e);
+
+    gm_session_set_exit(s, 3, 0);
+    gm_session_finish(s);
+    assert_int_equal(gm_store_session_end(st, s, NULL), GM_OK);
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].id, gm_session_id(s));
+    assert_string_equal(e[0].kind, "record");
+    assert_string_equal(e[0].label, "first");
+    assert_string_equal(e[0].command, "sh -c 'sleep 1; exit 3'");
+    assert_string_equal(e[0].status, "finished");
+    assert_int_equal(e[0].samples, 4);
+    assert_true(e[0].has_exit);
+    assert_int_equal(e[0].exit_code, 3);
+    assert_int_equal(e[0].started_ms, gm_session_started_ms(s));
+    free(e);
+
+    /* The document read back is the one the session renders, timeline included. */
+    json_t *want = gm_session_to_json(s, true);
+    json_t *got = NULL;
+    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &got, NULL), GM_OK);
+    assert_true(json_equal(json_object_get(want, "gpu_stats"), json_object_get(got, "gpu_stats")));
+    assert_true(json_equal(json_object_get(want, "timeline"), json_object_get(got, "timeline")));
+    assert_true(json_equal(want, got));
+    json_decref(got);
+    assert_int_equal(gm_store_load(st, gm_session_id(s), false, &got, NULL), GM_OK);
+    assert_null(json_object_get(got, "timeline"));
+    json_decref(got);
+    json_decref(want);
+
+    /* CSV: one row per sample per GPU, empty where absent. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(gm_store_export_csv(st, gm_session_id(s), f, NULL), GM_OK);
+    fclose(f);
+    assert_string_equal(buf, "t,gpu,utilization,memory_used_mb,memory_usage_percent,"
+                             "temperature_c,power_draw_w,energy_counter_j\n"
+                             "0.000,0,10,1024,,,100,5000\n"
+                             "0.000,2,7,,,40,,\n"
+                             "0.500,0,20,1024,,,101,5100\n"
+                             "0.500,2,7,,,41,,\n"
+                             "1.000,0,30,1024,,,102,5200\n"
+                             "1.000,2,7,,,42,,\n"
+                             "1.500,0,90,,,,,\n"
+                             "1.500,2,,,,,,\n");
+    free(buf);
+    gm_session_free(s);
+    gm_store_close(st);
+}
+
+/* A pid that certainly belongs to no process: a child we started and reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    return p;
+}
+
+static const char *status_of(gm_store *st, const char *id)
+{
+    static char status[16];
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    status[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(e[i].id, id) == 0)
+            snprintf(status, sizeof status, "%s", e[i].status);
+    free(e);
+    return status;
+}
+
+static void test_interrupted(void **state)
+{
+    char path[512], sql[512];
+    db_path(path, sizeof path, "int.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session(NULL);
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    const char *id = gm_session_id(s);
+    assert_string_equal(status_of(st, id), "running");
+
+    /* Owner gone: interrupted, with the samples it wrote, rebuilt from them. */
+    snprintf(sql, sizeof sql, "UPDATE sessions SET owner_pid = %d WHERE id = '%s'", (int)dead_pid(),
+             id);
+    raw_sql(path, sql);
+    assert_string_equal(status_of(st, id), "interrupted");
+    json_t *doc = NULL;
+    assert_int_equal(gm_store_load(st, id, true, &doc, NULL), GM_OK);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "interrupted");
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 3);
+    assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
+    assert_float_equal(json_number_value(json_object_get(doc, "monitoring_duration_seconds")), 1.0,
+                       1e-12);
+    const json_t *g0 = json_object_get(json_object_get(doc, "gpu_stats"), "0");
+    assert_string_equal(json_string_value(json_object_get(g0, "name")), "H100");
+    assert_float_equal(
+        json_number_value(json_object_get(json_object_get(g0, "utilization"), "mean")), 20, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(g0, "energy_j")), 200, 1e-9);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(doc, "command"), 2)),
+                        "sleep 1; exit 3");
+    json_decref(doc);
+
+    /* Our pid but another start time: the pid was reused, the owner is gone. */
+    snprintf(sql, sizeof sql,
+             "UPDATE sessions SET owner_pid = %d, owner_start = owner_start + 1 WHERE id = '%s'",
+             (int)getpid(), id);
+    raw_sql(path, sql);
+    assert_string_equal(status_of(st, id), "interrupted");
+
+    /* Another host: cannot tell, so it stays running. */
+    snprintf(sql, sizeof sql,
+             "UPDATE sessions SET owner_pid = %d, host = 'elsewhere' WHERE id = '%s'",
+             (int)dead_pid(), id);
+    raw_sql(path, sql);
+    assert_string_equal(status_of(st, id), "running");
+    gm_session_free(s);
+    gm_store_close(st);
+}
+
+static void test_resolve_and_documents(void **state)
+{
+    char path[512], id[GM_SESSION_ID_LEN];
+    db_path(path, sizeof path, "ids.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    json_t *doc = json_pack("{s:s, s:i}", "kind", "gpumon-snapshot", "gpu_count", 2);
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-alpha", "before", doc, NULL),
+                     GM_OK);
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-beta", NULL, doc, NULL), GM_OK);
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-beta", NULL, doc, &err),
+                     GM_EEXIST);
+    assert_int_equal(gm_store_resolve(st, "snap-alpha", id, sizeof id, NULL), GM_OK);
+    assert_string_equal(id, "snap-alpha");
+    assert_int_equal(gm_store_resolve(st, "snap-b", id, sizeof id, NULL), GM_OK);
+    assert_string_equal(id, "snap-beta");
+    assert_int_equal(gm_store_resolve(st, "snap-", id, sizeof id, &err), GM_EINVAL);
+    assert_int_equal(gm_store_resolve(st, "nope", id, sizeof id, &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, "nope"));
+    assert_int_equal(gm_store_resolve(st, "", id, sizeof id, &err), GM_ENOENT);
+    assert_int_equal(gm_store_resolve(st, "snap_", id, sizeof id, &err), GM_ENOENT);
+
+    json_t *got = NULL;
+    assert_int_equal(gm_store_load(st, "snap-alpha", true, &got, NULL), GM_OK);
+    assert_true(json_equal(got, doc)); /* a plain document comes back untouched */
+    json_decref(got);
+    assert_int_equal(gm_store_load(st, "snap", true, &got, &err), GM_ENOENT);
+    assert_int_equal(gm_store_export_csv(st, "nope", stdout, &err), GM_ENOENT);
+    json_decref(doc);
+
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 1, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 1); /* the limit holds */
+    assert_string_equal(e[0].kind, "snapshot");
+    assert_string_equal(e[0].status, "finished");
+    free(e);
+    gm_store_close(st);
+}
+
+static void test_two_writers(void **state)
+{
+    /* Two handles (as two gpumon processes) interleave their sample transactions. */
+    char path[512];
+    db_path(path, sizeof path, "two.db");
+    gm_store *a = NULL, *b = NULL;
+    assert_int_equal(gm_store_open(path, &a, NULL), GM_OK);
+    assert_int_equal(gm_store_open(path, &b, NULL), GM_OK);
+    gm_session *sa = make_session("a"), *sb = make_session("b");
+    /* Same second, random suffix: make sure the ids differ even if the suffixes collide. */
+    gm_session_restore(sb, "other-session", gm_session_started_ms(sb), 0);
+    assert_int_equal(gm_store_session_begin(a, sa, NULL), GM_OK);
+    assert_int_equal(gm_store_session_begin(b, sb, NULL), GM_OK);
+    double v[2 * GM_SM__COUNT];
+    for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+        v[m] = 1;
+    for (int k = 0; k < 20; k++) {
+        assert_int_equal(gm_session_add_values(sa, 2 + k, v, NULL), GM_OK);
+        assert_int_equal(gm_session_add_values(sb, 2 + k, v, NULL), GM_OK);
+        assert_int_equal(gm_store_session_sample(a, sa, 3 + k, NULL), GM_OK);
+        assert_int_equal(gm_store_session_sample(b, sb, 3 + k, NULL), GM_OK);
+    }
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(a, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(e[0].samples, 23);
+    assert_int_equal(e[1].samples, 23);
+    free(e);
+    gm_session_free(sa);
+    gm_session_free(sb);
+    gm_store_close(a);
+    gm_store_close(b);
+}
+
+static void test_default_path(void **state)
+{
+    char buf[512];
+    setenv("GPU_MONITOR_DB", "/x/y.db", 1);
+    assert_int_equal(gm_store_default_path(buf, sizeof buf, NULL), GM_OK);
+    assert_string_equal(buf, "/x/y.db");
+    unsetenv("GPU_MONITOR_DB");
+    setenv("XDG_STATE_HOME", "/state", 1);
+    assert_int_equal(gm_store_default_path(buf, sizeof buf, NULL), GM_OK);
+    assert_string_equal(buf, "/state/gpumon/gpumon.db");
+    unsetenv("XDG_STATE_HOME");
+    setenv("HOME", "/home/u", 1);
+    assert_int_equal(gm_store_default_path(buf, sizeof buf, NULL), GM_OK);
+    assert_string_equal(buf, "/home/u/.local/state/gpumon/gpumon.db");
+    unsetenv("HOME");
+    assert_int_equal(gm_store_default_path(buf, sizeof buf, NULL), GM_ENOENT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_migrates_and_wal), cmocka_unit_test(test_newer_schema_refused),
+        cmocka_unit_test(test_unwritable_path),       cmocka_unit_test(test_write_read_back),
+        cmocka_unit_test(test_interrupted),           cmocka_unit_test(test_resolve_and_documents),
+        cmocka_unit_test(test_two_writers),           cmocka_unit_test(test_default_path),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
