@@ -256,6 +256,11 @@ typedef struct gm_collector_options {
     const char *procfs_root; /* NULL: "/proc" */
     bool no_host;            /* skip host metrics */
     bool no_processes;       /* skip GPU process enumeration */
+    /* Costly counters (NVML energy, PCIe throughput) are read at most this often and their last
+     * reading is reported in between: 0 = the default, 10000 ms; < 0 = every sample (exact
+     * energy for short recordings). Values fixed by the hardware (max clocks, max PCIe link)
+     * are read once a minute whatever this says. */
+    int slow_period_ms;
 } gm_collector_options;
 
 typedef struct gm_collector gm_collector;

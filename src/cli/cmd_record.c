@@ -456,6 +456,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     }
     copt.no_processes = !o.snapshot; /* statistics need no process list; snapshots show it */
     copt.no_host = !o.snapshot;
+    copt.slow_period_ms = -1; /* energy read at every sample: the total must be exact */
     if (gm_collector_open(&copt, &c, &err) < 0) {
         fprintf(stderr, "gpumon %s: %s\n", o.name, err.msg);
         rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_NO_GPU;

@@ -98,22 +98,35 @@ typedef int (*nv_p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
 
 /* ---- metric tables: one row per simple getter, so reading is one loop per signature ---------- */
 
+/* How often a getter is called. Measured on an H200 with driver 580 (scripts/nvml-call-cost.py):
+ * most getters cost 0.01-0.3 ms, but GetMaxClockInfo 1.6 ms of CPU per call,
+ * GetTotalEnergyConsumption 4.2 ms of CPU, and GetPcieThroughput blocks 21 ms (it counts bytes
+ * over a 20 ms window). Read every sample, those alone made an idle daemon cost 1% of a core per
+ * GPU. Values that cannot change are read once in a while; costly counters at the slow period,
+ * serving the last reading in between. */
+enum nv_cadence {
+    NV_EVERY,  /* each sample */
+    NV_STATIC, /* fixed by the hardware: every NV_STATIC_MS */
+    NV_SLOW,   /* costly: every slow period (gm_collector_options.slow_period_ms) */
+};
+
 /* Getters of one unsigned (enums included: they are int-sized). max: values above it mean
  * "unknown" and stay absent (0 = no bound). */
 static const struct {
     const char *sym;
     gm_metric m;
     unsigned max;
+    enum nv_cadence cadence;
 } u32_metrics[] = {
-    {"nvmlDeviceGetPowerUsage", GM_M_POWER_MW, 0},
-    {"nvmlDeviceGetEnforcedPowerLimit", GM_M_POWER_LIMIT_MW, 0},
-    {"nvmlDeviceGetFanSpeed", GM_M_FAN_PCT, 0},
-    {"nvmlDeviceGetCurrPcieLinkGeneration", GM_M_PCIE_GEN_CUR, 0},
-    {"nvmlDeviceGetMaxPcieLinkGeneration", GM_M_PCIE_GEN_MAX, 0},
-    {"nvmlDeviceGetCurrPcieLinkWidth", GM_M_PCIE_WIDTH_CUR, 0},
-    {"nvmlDeviceGetMaxPcieLinkWidth", GM_M_PCIE_WIDTH_MAX, 0},
-    {"nvmlDeviceGetPerformanceState", GM_M_PSTATE, NV_PSTATE_MAX},
-    {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1},
+    {"nvmlDeviceGetPowerUsage", GM_M_POWER_MW, 0, NV_EVERY},
+    {"nvmlDeviceGetEnforcedPowerLimit", GM_M_POWER_LIMIT_MW, 0, NV_EVERY},
+    {"nvmlDeviceGetFanSpeed", GM_M_FAN_PCT, 0, NV_EVERY},
+    {"nvmlDeviceGetCurrPcieLinkGeneration", GM_M_PCIE_GEN_CUR, 0, NV_EVERY},
+    {"nvmlDeviceGetMaxPcieLinkGeneration", GM_M_PCIE_GEN_MAX, 0, NV_STATIC},
+    {"nvmlDeviceGetCurrPcieLinkWidth", GM_M_PCIE_WIDTH_CUR, 0, NV_EVERY},
+    {"nvmlDeviceGetMaxPcieLinkWidth", GM_M_PCIE_WIDTH_MAX, 0, NV_STATIC},
+    {"nvmlDeviceGetPerformanceState", GM_M_PSTATE, NV_PSTATE_MAX, NV_EVERY},
+    {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1, NV_EVERY},
 };
 #define NV_N_U32 (sizeof u32_metrics / sizeof *u32_metrics)
 
@@ -122,16 +135,17 @@ static const struct {
     const char *sym;
     int arg;
     gm_metric m;
+    enum nv_cadence cadence;
 } arg_metrics[] = {
-    {"nvmlDeviceGetTemperature", 0, GM_M_TEMP_C},
-    {"nvmlDeviceGetClockInfo", 0, GM_M_CLOCK_GR_MHZ},
-    {"nvmlDeviceGetClockInfo", 1, GM_M_CLOCK_SM_MHZ},
-    {"nvmlDeviceGetClockInfo", 2, GM_M_CLOCK_MEM_MHZ},
-    {"nvmlDeviceGetMaxClockInfo", 0, GM_M_CLOCK_MAX_GR_MHZ},
-    {"nvmlDeviceGetMaxClockInfo", 1, GM_M_CLOCK_MAX_SM_MHZ},
-    {"nvmlDeviceGetMaxClockInfo", 2, GM_M_CLOCK_MAX_MEM_MHZ},
-    {"nvmlDeviceGetPcieThroughput", 0, GM_M_PCIE_TX_KBPS},
-    {"nvmlDeviceGetPcieThroughput", 1, GM_M_PCIE_RX_KBPS},
+    {"nvmlDeviceGetTemperature", 0, GM_M_TEMP_C, NV_EVERY},
+    {"nvmlDeviceGetClockInfo", 0, GM_M_CLOCK_GR_MHZ, NV_EVERY},
+    {"nvmlDeviceGetClockInfo", 1, GM_M_CLOCK_SM_MHZ, NV_EVERY},
+    {"nvmlDeviceGetClockInfo", 2, GM_M_CLOCK_MEM_MHZ, NV_EVERY},
+    {"nvmlDeviceGetMaxClockInfo", 0, GM_M_CLOCK_MAX_GR_MHZ, NV_STATIC},
+    {"nvmlDeviceGetMaxClockInfo", 1, GM_M_CLOCK_MAX_SM_MHZ, NV_STATIC},
+    {"nvmlDeviceGetMaxClockInfo", 2, GM_M_CLOCK_MAX_MEM_MHZ, NV_STATIC},
+    {"nvmlDeviceGetPcieThroughput", 0, GM_M_PCIE_TX_KBPS, NV_SLOW},
+    {"nvmlDeviceGetPcieThroughput", 1, GM_M_PCIE_RX_KBPS, NV_SLOW},
 };
 #define NV_N_ARG (sizeof arg_metrics / sizeof *arg_metrics)
 
@@ -139,11 +153,13 @@ static const struct {
 static const struct {
     const char *sym[2];
     gm_metric m;
+    enum nv_cadence cadence;
 } u64_metrics[] = {
-    {{"nvmlDeviceGetTotalEnergyConsumption", NULL}, GM_M_ENERGY_MJ},
+    {{"nvmlDeviceGetTotalEnergyConsumption", NULL}, GM_M_ENERGY_MJ, NV_SLOW},
     /* Renamed "event reasons" in driver 535; the throttle name remains as an alias. */
     {{"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"},
-     GM_M_THROTTLE_REASONS},
+     GM_M_THROTTLE_REASONS,
+     NV_EVERY},
 };
 #define NV_N_U64 (sizeof u64_metrics / sizeof *u64_metrics)
 
@@ -163,10 +179,12 @@ static const char *const sym_procs[2][4] = {
 };
 static const unsigned proc_types[2] = {GM_PROC_COMPUTE, GM_PROC_GRAPHICS};
 
-#define NV_DEFAULT_LIB  "libnvidia-ml.so.1"
-#define NV_REPROBE_MS   30000 /* a lost GPU is asked again at most this often */
-#define NV_PROC_RETRIES 4     /* process lists that keep growing give up after this */
-#define NV_PROC_MAX     65536 /* entries; bounds what a confused driver can make us allocate */
+#define NV_DEFAULT_LIB     "libnvidia-ml.so.1"
+#define NV_REPROBE_MS      30000 /* a lost GPU is asked again at most this often */
+#define NV_STATIC_MS       60000 /* NV_STATIC getters: read again this often, in case */
+#define NV_SLOW_DEFAULT_MS 10000 /* NV_SLOW getters when the options leave it at 0 */
+#define NV_PROC_RETRIES    4     /* process lists that keep growing give up after this */
+#define NV_PROC_MAX        65536 /* entries; bounds what a confused driver can make us allocate */
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -177,6 +195,11 @@ typedef struct nv_gpu {
     char bus_id[GM_BUSID_LEN];
     bool lost;       /* GPU_IS_LOST seen: not queried again until lost_ms + NV_REPROBE_MS */
     int64_t lost_ms; /* CLOCK_MONOTONIC */
+    /* Last readings of the NV_STATIC and NV_SLOW getters, served between their reads. */
+    bool cache_primed;
+    int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
+    uint64_t cache_valid;       /* bit (1 << gm_metric) */
+    double cache[GM_M__COUNT];
 } nv_gpu;
 
 typedef struct nv_state {
@@ -203,6 +226,7 @@ typedef struct nv_state {
     const char *proc_sym[2];
     size_t proc_stride[2];
     nv_p2p_fn p2p;
+    int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
 
     char driver_version[GM_VERSION_LEN];
     char nvml_version[GM_VERSION_LEN];
@@ -474,6 +498,9 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
     copy_str(st->path, sizeof st->path, path);
+    st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
+                         : opt->slow_period_ms < 0        ? 0
+                                                          : opt->slow_period_ms;
 
     int rc;
     st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -589,9 +616,32 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
     }
 }
 
-/* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. */
-static void read_metrics(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
+/* Keeps the reading of a cached getter (or forgets it when the call failed) and reports it. */
+static void cache_put(nv_gpu *g, gm_gpu *out, gm_metric m, bool ok, double v)
 {
+    if (ok) {
+        g->cache[m] = v;
+        g->cache_valid |= UINT64_C(1) << m;
+        gm_gpu_set(out, m, v);
+    } else {
+        g->cache_valid &= ~(UINT64_C(1) << m);
+    }
+}
+
+/* Reports the last reading of a cached getter that is not due this sample. */
+static void cache_get(const nv_gpu *g, gm_gpu *out, gm_metric m)
+{
+    if ((g->cache_valid >> m) & 1u)
+        gm_gpu_set(out, m, g->cache[m]);
+}
+
+/* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. Getters of the
+ * NV_STATIC and NV_SLOW classes are called only when due and served from the cache otherwise. */
+static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int64_t now)
+{
+    nvmlDevice_t dev = ng->dev;
+    bool due[3] = {true, !ng->cache_primed || now - ng->static_ms >= NV_STATIC_MS,
+                   !ng->cache_primed || now - ng->slow_ms >= st->slow_period_ms};
     /* Utilisation first: it is the call a fallen GPU answers with GPU_IS_LOST soonest. */
     if (st->util) {
         nv_utilization u;
@@ -609,18 +659,65 @@ static void read_metrics(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p
         gm_gpu_set(out, GM_M_UTIL_DEC_PCT, v);
     if (!p->lost)
         read_memory(st, dev, out, p);
-    for (size_t i = 0; i < NV_N_ARG && !p->lost; i++)
-        if (st->arg[i] && pass_ok(p, st->arg[i](dev, arg_metrics[i].arg, &v), arg_metrics[i].sym))
-            gm_gpu_set(out, arg_metrics[i].m, v);
-    for (size_t i = 0; i < NV_N_U32 && !p->lost; i++)
-        if (st->u32[i] && pass_ok(p, st->u32[i](dev, &v), u32_metrics[i].sym) &&
-            (u32_metrics[i].max == 0 || v <= u32_metrics[i].max))
-            gm_gpu_set(out, u32_metrics[i].m, v);
-    for (size_t i = 0; i < NV_N_U64 && !p->lost; i++) {
-        unsigned long long x;
-        if (st->u64[i] && pass_ok(p, st->u64[i](dev, &x), u64_metrics[i].sym[0]))
-            gm_gpu_set(out, u64_metrics[i].m, (double)x);
+    for (size_t i = 0; i < NV_N_ARG && !p->lost; i++) {
+        if (!st->arg[i])
+            continue;
+        gm_metric m = arg_metrics[i].m;
+        if (!due[arg_metrics[i].cadence]) {
+            cache_get(ng, out, m);
+            continue;
+        }
+        bool ok = pass_ok(p, st->arg[i](dev, arg_metrics[i].arg, &v), arg_metrics[i].sym);
+        if (arg_metrics[i].cadence == NV_EVERY) {
+            if (ok)
+                gm_gpu_set(out, m, v);
+        } else {
+            cache_put(ng, out, m, ok, v);
+        }
     }
+    for (size_t i = 0; i < NV_N_U32 && !p->lost; i++) {
+        if (!st->u32[i])
+            continue;
+        gm_metric m = u32_metrics[i].m;
+        if (!due[u32_metrics[i].cadence]) {
+            cache_get(ng, out, m);
+            continue;
+        }
+        bool ok = pass_ok(p, st->u32[i](dev, &v), u32_metrics[i].sym) &&
+                  (u32_metrics[i].max == 0 || v <= u32_metrics[i].max);
+        if (u32_metrics[i].cadence == NV_EVERY) {
+            if (ok)
+                gm_gpu_set(out, m, v);
+        } else {
+            cache_put(ng, out, m, ok, v);
+        }
+    }
+    for (size_t i = 0; i < NV_N_U64 && !p->lost; i++) {
+        if (!st->u64[i])
+            continue;
+        gm_metric m = u64_metrics[i].m;
+        if (!due[u64_metrics[i].cadence]) {
+            cache_get(ng, out, m);
+            continue;
+        }
+        unsigned long long x = 0;
+        bool ok = pass_ok(p, st->u64[i](dev, &x), u64_metrics[i].sym[0]);
+        if (u64_metrics[i].cadence == NV_EVERY) {
+            if (ok)
+                gm_gpu_set(out, m, (double)x);
+        } else {
+            cache_put(ng, out, m, ok, (double)x);
+        }
+    }
+    if (p->lost) {
+        ng->cache_primed = false;
+        return;
+    }
+    if (due[NV_STATIC])
+        ng->static_ms = now;
+    if (due[NV_SLOW])
+        ng->slow_ms = now;
+    ng->cache_primed = true;
 }
 
 /* Fetches one process list into st->proc_buf, growing it while the driver says it is too
@@ -750,7 +847,7 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
 
         nv_pass p = {0};
         size_t proc_start = out->proc_count;
-        read_metrics(st, ng->dev, g, &p);
+        read_metrics(st, ng, g, &p, now);
         for (unsigned l = 0; want_procs && l < 2 && !p.lost; l++)
             read_proc_list(st, l, i, ng->dev, out, proc_start, &p);
         if (p.lost) {

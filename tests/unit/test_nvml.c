@@ -354,6 +354,44 @@ static void test_one_init_per_open(void **state)
     assert_int_equal(fake_current.refcount(), 0);
 }
 
+/* Costly getters follow their cadence: hardware constants once, energy and PCIe throughput at
+ * the slow period (their last reading reported in between), the rest every sample. */
+static void test_costly_getters_cadence(void **state)
+{
+    use_scenario("two_gpus.json");
+    gm_collector_options opt = {.nvml_lib = fake_current.path}; /* slow period: default 10 s */
+    gm_error err = {0};
+    void *st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
+    track(st);
+    unsigned long energy0 = fake_current.calls("nvmlDeviceGetTotalEnergyConsumption");
+    unsigned long maxclk0 = fake_current.calls("nvmlDeviceGetMaxClockInfo");
+    unsigned long tput0 = fake_current.calls("nvmlDeviceGetPcieThroughput");
+    unsigned long temp0 = fake_current.calls("nvmlDeviceGetTemperature");
+    for (int i = 0; i < 4; i++) {
+        sample_ok(st, false);
+        /* Served from the cache, the values stay present and exact. */
+        check_two_gpus(false);
+    }
+    assert_int_equal(fake_current.calls("nvmlDeviceGetTotalEnergyConsumption") - energy0, 2);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 3);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetPcieThroughput") - tput0, 2 * 2);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetTemperature") - temp0, 2 * 4);
+    close_st(st);
+
+    /* A negative period reads the counters at every sample (exact energy for `record`). */
+    opt.slow_period_ms = -1;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
+    track(st);
+    energy0 = fake_current.calls("nvmlDeviceGetTotalEnergyConsumption");
+    maxclk0 = fake_current.calls("nvmlDeviceGetMaxClockInfo");
+    for (int i = 0; i < 3; i++)
+        sample_ok(st, false);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetTotalEnergyConsumption") - energy0, 2 * 3);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 3);
+    close_st(st);
+}
+
 static void test_init_failure_message(void **state)
 {
     const struct fake *fakes[] = {&fake_current, &fake_old};
@@ -569,6 +607,7 @@ int main(void)
         cmocka_unit_test_teardown(test_unsupported_fields_absent, test_teardown),
         cmocka_unit_test_teardown(test_default_scenario_and_env_path, test_teardown),
         cmocka_unit_test_teardown(test_one_init_per_open, test_teardown),
+        cmocka_unit_test_teardown(test_costly_getters_cadence, test_teardown),
         cmocka_unit_test_teardown(test_init_failure_message, test_teardown),
         cmocka_unit_test_teardown(test_library_not_found, test_teardown),
         cmocka_unit_test_teardown(test_no_gpus, test_teardown),

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# gpu-check.sh - checks gpumon against a real GPU, its NVML and nvidia-smi; writes what it saw
+# into OUT (default ./gpu-check-out). Usage: scripts/gpu-check.sh [GPUMON] (default build/gpumon).
+set -u
+G=${1:-build/gpumon}
+OUT=${OUT:-./gpu-check-out}
+mkdir -p "$OUT"
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+log "glibc: $(ldd --version | head -1)"
+log "os: $(. /etc/os-release; echo "$PRETTY_NAME")"
+log "gpumon: $($G --version)"
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
+log "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+
+# The one-shot forms.
+$G query > "$OUT/query-table.txt" 2>&1; log "query table rc=$?"
+$G query --format json > "$OUT/query-nvml.json" 2>"$OUT/query-nvml.err"; log "query json (nvml) rc=$?"
+$G query --provider nvidia-smi --format json > "$OUT/query-smi.json" 2>"$OUT/query-smi.err"
+log "query json (nvidia-smi) rc=$?"
+
+# nvidia-smi compatible CSV: same fields, both programs, every format variant.
+F=index,name,uuid,pci.bus_id,driver_version,utilization.gpu,utilization.memory,memory.total,memory.used,memory.free,memory.reserved,temperature.gpu,power.draw,power.limit,enforced.power.limit,clocks.gr,clocks.sm,clocks.mem,clocks.max.gr,clocks.max.sm,clocks.max.mem,fan.speed,pstate,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,persistence_mode
+for fmt in csv csv,noheader csv,nounits csv,noheader,nounits; do
+    nvidia-smi --query-gpu=$F --format=$fmt > "$OUT/smi-$fmt.txt" 2>&1
+    $G query --query-gpu=$F --format=$fmt > "$OUT/gpumon-$fmt.txt" 2>&1
+done
+if diff <(head -1 "$OUT/smi-csv.txt") <(head -1 "$OUT/gpumon-csv.txt") > "$OUT/header.diff"; then
+    log "CSV header identical to nvidia-smi"
+else
+    log "CSV header differs (header.diff)"
+fi
+
+# Cost of one reading: gpumon (NVML) against nvidia-smi, 10 runs each.
+t0=$(date +%s.%N); for i in $(seq 10); do $G query --format json --no-processes > /dev/null; done
+t1=$(date +%s.%N); for i in $(seq 10); do nvidia-smi --query-gpu=$F --format=csv > /dev/null; done
+t2=$(date +%s.%N)
+log "10x gpumon query: $(awk "BEGIN{print $t1 - $t0}") s; 10x nvidia-smi --query-gpu: $(awk "BEGIN{print $t2 - $t1}") s"
+
+# The daemon: endpoints, then its CPU while idle at 1 Hz for 30 s.
+PF=$(mktemp)
+$G serve --listen 127.0.0.1:0 --port-file "$PF" 2> "$OUT/serve.log" &
+SP=$!
+for i in $(seq 100); do [ -s "$PF" ] && break; sleep 0.1; done
+PORT=$(cat "$PF")
+for ep in api/health api/gpus api/system api/processes metrics stats api/v1/monitoring/gpu-metrics \
+    "api/history?gpu=0&metric=utilization.gpu,power.draw&seconds=60"; do
+    name=$(echo "$ep" | tr '/?&=,' '_____')
+    curl -s -o "$OUT/ep_$name" -w "%{http_code} %{time_total}s $ep\n" "http://127.0.0.1:$PORT/$ep" >> "$OUT/summary.txt"
+done
+ticks() { awk '{print $14 + $15}' /proc/$SP/stat; }
+c0=$(ticks); sleep 30; c1=$(ticks)
+log "idle daemon CPU over 30 s at 1 Hz: $(awk "BEGIN{print ($c1 - $c0) * 100 / $(getconf CLK_TCK) / 30}") % of a core"
+log "daemon RSS: $(awk '/VmRSS/{print $2, $3}' /proc/$SP/status)"
+curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^gpumon_sampler_last_duration_seconds' >> "$OUT/summary.txt"
+
+# A real load while recording, then a snapshot and a selection.
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    $G record --interval 0.2 --output "$OUT/record.json" --db "$OUT/gpumon.db" -- python3 -c "
+import time, torch
+a = torch.randn(8192, 8192, device='cuda'); t = time.time()
+while time.time() - t < 8:
+    b = a @ a
+torch.cuda.synchronize()" 2> "$OUT/record.err"
+    log "record rc=$? (stats in record.json)"
+    curl -s "http://127.0.0.1:$PORT/api/history?gpu=0&metric=utilization.gpu,power.draw&seconds=30" > "$OUT/history-under-load.json"
+else
+    log "no torch: record of a real load skipped"
+fi
+$G snapshot -o "$OUT/snapshot.json" --power-window 1s 2> "$OUT/snapshot.err"; log "snapshot rc=$?"
+$G select --count 1 --format json > "$OUT/select.json" 2>&1; log "select rc=$?"
+kill -TERM $SP; wait $SP; log "serve exit=$?"
