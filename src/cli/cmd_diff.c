@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "core/audit.h"
 
 typedef struct diff_opts {
@@ -41,14 +42,10 @@ static void usage(FILE *out)
 
 static bool parse_tolerance(const char *flag, const char *arg, double *out)
 {
-    char *end = NULL;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || !isfinite(v) || v < 0 || v > 1e9) {
-        fprintf(stderr, "gpumon diff: %s expects a number >= 0, got \"%s\"\n", flag, arg);
-        return false;
-    }
-    *out = v;
-    return true;
+    if (gm_cli_read_double(arg, 0, 1e9, out))
+        return true;
+    fprintf(stderr, "gpumon diff: %s expects a number >= 0, got \"%s\"\n", flag, arg);
+    return false;
 }
 
 static int parse_args(int argc, char **argv, diff_opts *o)
@@ -92,13 +89,8 @@ static int parse_args(int argc, char **argv, diff_opts *o)
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon diff: %s needs a value\n", argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon diff: unknown option \"%s\" (see gpumon diff --help)\n",
-                    argv[optind - 1]);
-            return GM_EXIT_USAGE;
+            return gm_cli_getopt_error("diff", c, argv);
         }
     }
     if (argc - optind != 2) {
@@ -131,10 +123,9 @@ int gm_cli_diff(int argc, char **argv)
         fprintf(stderr, "gpumon diff: %s\n", err.msg);
         rc = GM_EXIT_FAILURE;
     } else {
-        if (o.json) {
-            json_dumpf(v.report, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-            fputc('\n', stdout);
-        } else
+        if (o.json)
+            gm_cli_write_json(stdout, v.report, true);
+        else
             gm_audit_print_text(stdout, &v);
         rc = v.changed ? GM_EXIT_FAILURE : GM_EXIT_OK;
         gm_audit_verdict_free(&v);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "core/estimate.h"
 
 static void usage(FILE *out)
@@ -86,21 +87,14 @@ int gm_cli_estimate(int argc, char **argv)
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon estimate: %s needs a value\n", argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon estimate: unknown option \"%s\" (see gpumon estimate --help)\n",
-                    argv[optind - 1]);
-            return GM_EXIT_USAGE;
+            return gm_cli_getopt_error("estimate", c, argv);
         }
     }
     if (!task && optind < argc)
         task = argv[optind++]; /* `gpumon estimate task.json` reads as well */
-    if (optind < argc) {
-        fprintf(stderr, "gpumon estimate: unexpected argument \"%s\"\n", argv[optind]);
+    if (!gm_cli_no_operands("estimate", argc, argv))
         return GM_EXIT_USAGE;
-    }
     if (!task) {
         fprintf(stderr, "gpumon estimate: --task FILE is required (see gpumon estimate --help)\n");
         return GM_EXIT_USAGE;
@@ -119,10 +113,7 @@ int gm_cli_estimate(int argc, char **argv)
             fprintf(stderr, "gpumon estimate: out of memory\n");
             return GM_EXIT_FAILURE;
         }
-        json_dumpf(j, stdout,
-                   JSON_REAL_PRECISION(12) |
-                       (isatty(STDOUT_FILENO) ? JSON_INDENT(2) : JSON_COMPACT));
-        fputc('\n', stdout);
+        gm_cli_write_json(stdout, j, isatty(STDOUT_FILENO));
         json_decref(j);
     } else {
         print_text(&e);

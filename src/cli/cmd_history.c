@@ -88,13 +88,8 @@ static int parse_args(int argc, char **argv, history_opts *o)
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon history: %s needs a value\n", argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon history: unknown option \"%s\" (see gpumon history --help)\n",
-                    argv[optind - 1]);
-            return GM_EXIT_USAGE;
+            return gm_cli_getopt_error("history", c, argv);
         }
     }
     o->action = optind < argc ? argv[optind++] : "list";
@@ -112,10 +107,8 @@ static int parse_args(int argc, char **argv, history_opts *o)
         }
         o->id = argv[optind++];
     }
-    if (optind < argc) {
-        fprintf(stderr, "gpumon history: unexpected argument \"%s\"\n", argv[optind]);
+    if (!gm_cli_no_operands("history", argc, argv))
         return GM_EXIT_USAGE;
-    }
     bool ok = strcmp(o->action, "export") == 0 ? o->format == FMT_CSV || o->format == FMT_JSON
                                                : o->format != FMT_CSV;
     if (!ok || (strcmp(o->action, "export") == 0 && o->format == FMT_DEFAULT)) {
@@ -166,8 +159,7 @@ static int do_list(gm_store *st, const history_opts *o)
                           "status", v[i].status, "samples", (json_int_t)v[i].samples, "exit_code",
                           v[i].has_exit ? json_integer(v[i].exit_code) : json_null()));
         }
-        json_dumpf(a, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-        fputc('\n', stdout);
+        gm_cli_write_json(stdout, a, true);
         json_decref(a);
         free(v);
         return GM_EXIT_OK;
@@ -227,15 +219,11 @@ static int do_one(gm_store *st, const history_opts *o)
         if (gm_store_load(st, id, export, &doc, &err) < 0) {
             fprintf(stderr, "gpumon history: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
-        } else if (export || o->format == FMT_JSON) {
-            json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-            fputc('\n', out);
-        } else if (json_object_get(doc, "gpu_stats")) {
+        } else if (!export && o->format != FMT_JSON && json_object_get(doc, "gpu_stats")) {
             gm_session_print_summary(out, doc);
         } else {
-            /* Not a session (a stored snapshot): its document is its summary. */
-            json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-            fputc('\n', out);
+            /* JSON asked for, or not a session (a stored snapshot): its document is its summary. */
+            gm_cli_write_json(out, doc, true);
         }
         json_decref(doc);
     }

@@ -212,10 +212,7 @@ static int print_json(const gm_snapshot *s, const query_opts *o)
         json_object_set_new(j, "gpu_count", json_integer((json_int_t)json_array_size(kept)));
     }
     /* One document per line, so --loop output is NDJSON. Pretty output only for a person. */
-    size_t flags = JSON_REAL_PRECISION(12) |
-                   (isatty(STDOUT_FILENO) && o->loop_s == 0 ? JSON_INDENT(2) : JSON_COMPACT);
-    json_dumpf(j, stdout, flags);
-    fputc('\n', stdout);
+    gm_cli_write_json(stdout, j, isatty(STDOUT_FILENO) && o->loop_s == 0);
     json_decref(j);
     return 0;
 }
@@ -228,16 +225,6 @@ static void list_fields(void)
         printf("  %-32s %-40s %s\n", gm_smi_field_name(i), gm_smi_field_header(i),
                unit && *unit ? unit : "");
     }
-}
-
-/* The driver indices selected by the -i filter, for the CSV writer. */
-static size_t selected_indices(const gm_snapshot *s, const gm_cli_gpu_filter *f, unsigned *out)
-{
-    size_t n = 0;
-    for (unsigned i = 0; i < s->gpu_count; i++)
-        if (gm_cli_gpu_selected(f, &s->gpus[i]))
-            out[n++] = s->gpus[i].index;
-    return n;
 }
 
 static bool sleep_until(double deadline_mono)
@@ -256,15 +243,7 @@ static bool sleep_until(double deadline_mono)
 
 static int parse_args(int argc, char **argv, query_opts *o)
 {
-    enum {
-        OPT_FORMAT = 256,
-        OPT_QUERY_GPU,
-        OPT_PROVIDER,
-        OPT_SIMULATE,
-        OPT_SEED,
-        OPT_NOPROC,
-        OPT_LIST
-    };
+    enum { OPT_FORMAT = 256, OPT_QUERY_GPU, OPT_NOPROC, OPT_LIST };
     static const struct option longopts[] = {
         {"id", required_argument, NULL, 'i'},
         {"loop", required_argument, NULL, 'l'},
@@ -272,14 +251,11 @@ static int parse_args(int argc, char **argv, query_opts *o)
         {"query-gpu", required_argument, NULL, OPT_QUERY_GPU},
         {"list-fields", no_argument, NULL, OPT_LIST},
         {"no-processes", no_argument, NULL, OPT_NOPROC},
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"simulate", required_argument, NULL, OPT_SIMULATE},
-        {"seed", required_argument, NULL, OPT_SEED},
+        GM_CLI_SOURCE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool format_given = false;
-    unsigned long long v;
     int c;
     optind = 1;
     opterr = 0;
@@ -289,18 +265,10 @@ static int parse_args(int argc, char **argv, query_opts *o)
             if (!gm_cli_parse_gpu_filter("query", optarg, &o->filter))
                 return GM_EXIT_USAGE;
             break;
-        case 'l': {
-            char *end;
-            o->loop_s = strtod(optarg, &end);
-            if (*end || !(o->loop_s >= 0.1 && o->loop_s <= 86400)) {
-                fprintf(stderr,
-                        "gpumon query: --loop expects seconds from 0.1 to 86400, got "
-                        "\"%s\"\n",
-                        optarg);
+        case 'l':
+            if (!gm_cli_parse_double("query", "--loop", "seconds", optarg, 0.1, 86400, &o->loop_s))
                 return GM_EXIT_USAGE;
-            }
             break;
-        }
         case OPT_FORMAT:
             if (!parse_format(optarg, o))
                 return GM_EXIT_USAGE;
@@ -315,35 +283,17 @@ static int parse_args(int argc, char **argv, query_opts *o)
         case OPT_NOPROC:
             o->no_processes = true;
             break;
-        case OPT_PROVIDER:
-            o->src.provider = optarg;
-            break;
-        case OPT_SIMULATE:
-            if (!gm_cli_parse_uint("query", "--simulate", optarg, 1, GM_MAX_GPUS, &v))
-                return GM_EXIT_USAGE;
-            o->src.simulate = (unsigned)v;
-            break;
-        case OPT_SEED:
-            if (!gm_cli_parse_uint("query", "--seed", optarg, 0, UINT64_MAX, &v))
-                return GM_EXIT_USAGE;
-            o->src.seed = v;
-            break;
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon query: %s needs a value\n", argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon query: unknown option \"%s\" (see gpumon query --help)\n",
-                    argv[optind - 1]);
-            return GM_EXIT_USAGE;
+            if (!gm_cli_default_option("query", c, argv, &o->src))
+                return GM_EXIT_USAGE;
+            break;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "gpumon query: unexpected argument \"%s\"\n", argv[optind]);
+    if (!gm_cli_no_operands("query", argc, argv))
         return GM_EXIT_USAGE;
-    }
     if (o->query_gpu && !format_given)
         o->format = OUT_CSV;
     if (o->format == OUT_CSV && !o->query_gpu) {
@@ -377,21 +327,10 @@ int gm_cli_query(int argc, char **argv)
     if (!gm_cli_collector_options("query", &o.src, &copt))
         return GM_EXIT_USAGE;
     copt.no_processes = o.no_processes || o.format == OUT_CSV;
-    gm_collector *c = NULL;
-    if (gm_collector_open(&copt, &c, &err) < 0) {
-        fprintf(stderr, "gpumon query: %s\n", err.msg);
-        return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_NO_GPU;
-    }
-    if (strcmp(gm_collector_provider(c), "none") == 0) {
-        fprintf(stderr, "gpumon query: no GPU found; tried:\n");
-        const char *d = gm_collector_diagnosis(c);
-        for (const char *line = d; line && *line;) {
-            const char *nl = strchr(line, '\n');
-            int len = nl ? (int)(nl - line) : (int)strlen(line);
-            fprintf(stderr, "  %.*s\n", len, line);
-            line = nl ? nl + 1 : NULL;
-        }
-        fprintf(stderr, "Use --simulate N to try gpumon with simulated GPUs.\n");
+    gm_collector *c = gm_cli_collector_open("query", &copt, &rc);
+    if (!c)
+        return rc;
+    if (!gm_cli_require_gpu("query", c, true)) {
         gm_collector_close(c);
         return GM_EXIT_NO_GPU;
     }
@@ -418,10 +357,9 @@ int gm_cli_query(int argc, char **argv)
             if (o.loop_s == 0)
                 break;
         } else {
-            const char *missing = gm_cli_gpu_filter_unmatched(&o.filter, s);
-            if (missing) {
-                fprintf(stderr, "gpumon query: no GPU matches \"%s\" (have %u GPUs)\n", missing,
-                        s->gpu_count);
+            unsigned sel[GM_MAX_GPUS];
+            size_t nsel;
+            if (!gm_cli_gpu_filter_resolve("query", &o.filter, s, sel, &nsel)) {
                 rc = GM_EXIT_USAGE;
                 break;
             }
@@ -431,8 +369,6 @@ int gm_cli_query(int argc, char **argv)
                 print_json(s, &o);
             else {
                 unsigned flags = o.csv_flags | (header_done ? GM_SMI_NOHEADER : 0);
-                unsigned sel[GM_MAX_GPUS];
-                size_t nsel = selected_indices(s, &o.filter, sel);
                 if (gm_smi_format_csv(stdout, s, fields, nfields, flags,
                                       o.filter.count ? sel : NULL, nsel, &err) < 0) {
                     fprintf(stderr, "gpumon query: %s\n", err.msg);

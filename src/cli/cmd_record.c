@@ -89,7 +89,7 @@ static void usage(FILE *out)
 
 static int parse_args(int argc, char **argv, record_opts *o)
 {
-    enum { OPT_SNAPSHOT = 256, OPT_WINDOW, OPT_DB, OPT_NODB, OPT_PROVIDER, OPT_SIMULATE, OPT_SEED };
+    enum { OPT_SNAPSHOT = 256, OPT_WINDOW, OPT_DB, OPT_NODB };
     static const struct option longopts[] = {
         {"gpus", required_argument, NULL, 'i'},
         {"id", required_argument, NULL, 'i'},
@@ -101,9 +101,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         {"snapshot-window-ms", required_argument, NULL, OPT_WINDOW},
         {"db", required_argument, NULL, OPT_DB},
         {"no-db", no_argument, NULL, OPT_NODB},
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"simulate", required_argument, NULL, OPT_SIMULATE},
-        {"seed", required_argument, NULL, OPT_SEED},
+        GM_CLI_SOURCE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -120,19 +118,11 @@ static int parse_args(int argc, char **argv, record_opts *o)
                 return GM_EXIT_USAGE;
             o->have_filter = true;
             break;
-        case 'n': {
-            char *end;
-            errno = 0;
-            o->interval_s = strtod(optarg, &end);
-            if (errno || end == optarg || *end ||
-                !(o->interval_s >= 0.01 && o->interval_s <= 3600)) {
-                fprintf(stderr,
-                        "gpumon %s: --interval expects seconds from 0.01 to 3600, got \"%s\"\n",
-                        cmd, optarg);
+        case 'n':
+            if (!gm_cli_parse_double(cmd, "--interval", "seconds", optarg, 0.01, 3600,
+                                     &o->interval_s))
                 return GM_EXIT_USAGE;
-            }
             break;
-        }
         case 'o':
             o->output = optarg;
             break;
@@ -156,29 +146,13 @@ static int parse_args(int argc, char **argv, record_opts *o)
         case OPT_NODB:
             o->no_db = true;
             break;
-        case OPT_PROVIDER:
-            o->src.provider = optarg;
-            break;
-        case OPT_SIMULATE:
-            if (!gm_cli_parse_uint(cmd, "--simulate", optarg, 1, GM_MAX_GPUS, &v))
-                return GM_EXIT_USAGE;
-            o->src.simulate = (unsigned)v;
-            break;
-        case OPT_SEED:
-            if (!gm_cli_parse_uint(cmd, "--seed", optarg, 0, UINT64_MAX, &v))
-                return GM_EXIT_USAGE;
-            o->src.seed = v;
-            break;
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon %s: %s needs a value\n", cmd, argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon %s: unknown option \"%s\" (see gpumon %s --help)\n", cmd,
-                    argv[optind - 1], cmd);
-            return GM_EXIT_USAGE;
+            if (!gm_cli_default_option(cmd, c, argv, &o->src))
+                return GM_EXIT_USAGE;
+            break;
         }
     }
     if (optind >= argc) {
@@ -252,16 +226,8 @@ static int resolve_gpus(const record_opts *o, const gm_snapshot *s, unsigned *ou
     *all = false;
     int n = 0;
     if (o->have_filter) {
-        const char *missing = gm_cli_gpu_filter_unmatched(&o->filter, s);
-        if (missing) {
-            fprintf(stderr, "gpumon %s: no GPU matches \"%s\" (have %u GPUs)\n", o->name, missing,
-                    s->gpu_count);
-            return -2;
-        }
-        for (unsigned i = 0; i < s->gpu_count; i++)
-            if (gm_cli_gpu_selected(&o->filter, &s->gpus[i]))
-                out[n++] = s->gpus[i].index;
-        return n;
+        size_t k;
+        return gm_cli_gpu_filter_resolve(o->name, &o->filter, s, out, &k) ? (int)k : -2;
     }
     const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
     if (cvd) {
@@ -338,8 +304,7 @@ static int write_output(const record_opts *o, json_t *doc)
         fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, strerror(errno));
         return -1;
     }
-    int rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    fputc('\n', f);
+    int rc = gm_cli_write_json(f, doc, true);
     if (fclose(f) != 0 || rc != 0) {
         fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, strerror(errno));
         return -1;
@@ -457,11 +422,8 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     copt.no_processes = !o.snapshot; /* statistics need no process list; snapshots show it */
     copt.no_host = !o.snapshot;
     copt.slow_period_ms = -1; /* energy read at every sample: the total must be exact */
-    if (gm_collector_open(&copt, &c, &err) < 0) {
-        fprintf(stderr, "gpumon %s: %s\n", o.name, err.msg);
-        rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_NO_GPU;
+    if (!(c = gm_cli_collector_open(o.name, &copt, &rc)))
         goto out;
-    }
     if (!(snap = gm_snapshot_new())) {
         fprintf(stderr, "gpumon %s: out of memory\n", o.name);
         rc = GM_EXIT_FAILURE;

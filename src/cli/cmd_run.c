@@ -1,7 +1,6 @@
 /* cmd_run.c - `gpumon run`: estimate what a task needs, wait for that many GPUs and lease them,
  * then record the command on them with CUDA_VISIBLE_DEVICES pointing at exactly those GPUs. */
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +35,6 @@ typedef struct run_opts {
     const char *lease_dir;
     bool all_devices;
     gm_cli_source src;
-    const char *provider_arg, *simulate_arg, *seed_arg;
     char **command;
     int ncommand;
 } run_opts;
@@ -89,17 +87,10 @@ static void usage(FILE *out)
         GM_LEASE_DIR_ENV);
 }
 
+/* A number option of `gpumon run` in [min, max]; false (message printed) when it is not. */
 static bool parse_number(const char *flag, const char *arg, double min, double max, double *out)
 {
-    char *end;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || !isfinite(v) || v < min || v > max) {
-        fprintf(stderr, "gpumon run: %s expects a number from %g to %g, got \"%s\"\n", flag, min,
-                max, arg);
-        return false;
-    }
-    *out = v;
-    return true;
+    return gm_cli_parse_double("run", flag, "a number", arg, min, max, out);
 }
 
 static int parse_args(int argc, char **argv, run_opts *o)
@@ -112,10 +103,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         OPT_DB,
         OPT_NODB,
         OPT_LEASE_DIR,
-        OPT_ALL,
-        OPT_PROVIDER,
-        OPT_SIMULATE,
-        OPT_SEED
+        OPT_ALL
     };
     static const struct option longopts[] = {
         {"task", required_argument, NULL, OPT_TASK},
@@ -134,9 +122,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         {"lease-dir", required_argument, NULL, OPT_LEASE_DIR},
         {"all-devices", no_argument, NULL, OPT_ALL},
         {"quiet", no_argument, NULL, 'q'},
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"simulate", required_argument, NULL, OPT_SIMULATE},
-        {"seed", required_argument, NULL, OPT_SEED},
+        GM_CLI_SOURCE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -203,31 +189,13 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case 'q':
             o->quiet = true;
             break;
-        case OPT_PROVIDER:
-            o->src.provider = o->provider_arg = optarg;
-            break;
-        case OPT_SIMULATE:
-            if (!gm_cli_parse_uint("run", "--simulate", optarg, 1, GM_MAX_GPUS, &v))
-                return GM_EXIT_USAGE;
-            o->src.simulate = (unsigned)v;
-            o->simulate_arg = optarg;
-            break;
-        case OPT_SEED:
-            if (!gm_cli_parse_uint("run", "--seed", optarg, 0, UINT64_MAX, &v))
-                return GM_EXIT_USAGE;
-            o->src.seed = v;
-            o->seed_arg = optarg;
-            break;
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon run: %s needs a value\n", argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon run: unknown option \"%s\" (see gpumon run --help)\n",
-                    argv[optind - 1]);
-            return GM_EXIT_USAGE;
+            if (!gm_cli_default_option("run", c, argv, &o->src))
+                return GM_EXIT_USAGE;
+            break;
         }
     }
     if (o->task && o->count_given) {
@@ -273,9 +241,9 @@ static char **record_argv(const run_opts *o, const char *gpus, int *argc)
         {"--label", o->label},
         {"--db", o->db},
         {"--snapshot-window-ms", o->snapshot_window},
-        {"--provider", o->provider_arg},
-        {"--simulate", o->simulate_arg},
-        {"--seed", o->seed_arg},
+        {"--provider", o->src.provider},
+        {"--simulate", o->src.simulate_arg},
+        {"--seed", o->src.seed_arg},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         if (!pairs[i].value)

@@ -95,32 +95,16 @@ static void usage(FILE *out, bool wait)
                      "qualify (stderr\nsays why).\n");
 }
 
+/* A number option in [min, max]; false (message printed) when it is not. */
 static bool parse_number(const select_opts *o, const char *flag, const char *arg, double min,
                          double max, double *out)
 {
-    char *end;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || !isfinite(v) || v < min || v > max) {
-        fprintf(stderr, "gpumon %s: %s expects a number from %g to %g, got \"%s\"\n", o->cmd, flag,
-                min, max, arg);
-        return false;
-    }
-    *out = v;
-    return true;
+    return gm_cli_parse_double(o->cmd, flag, "a number", arg, min, max, out);
 }
 
 static int parse_args(int argc, char **argv, select_opts *o)
 {
-    enum {
-        OPT_FORMAT = 256,
-        OPT_INTERVAL,
-        OPT_IGNORE_LEASES,
-        OPT_LEASE_DIR,
-        OPT_ALL_DEVICES,
-        OPT_PROVIDER,
-        OPT_SIMULATE,
-        OPT_SEED
-    };
+    enum { OPT_FORMAT = 256, OPT_INTERVAL, OPT_IGNORE_LEASES, OPT_LEASE_DIR, OPT_ALL_DEVICES };
     static const struct option longopts[] = {
         {"count", required_argument, NULL, 'n'},
         {"min-free-mb", required_argument, NULL, 'm'},
@@ -133,9 +117,7 @@ static int parse_args(int argc, char **argv, select_opts *o)
         {"lease-dir", required_argument, NULL, OPT_LEASE_DIR},
         {"all-devices", no_argument, NULL, OPT_ALL_DEVICES},
         {"verbose", no_argument, NULL, 'v'},
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"simulate", required_argument, NULL, OPT_SIMULATE},
-        {"seed", required_argument, NULL, OPT_SEED},
+        GM_CLI_SOURCE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -207,36 +189,16 @@ static int parse_args(int argc, char **argv, select_opts *o)
         case 'v':
             o->verbose = true;
             break;
-        case OPT_PROVIDER:
-            o->src.provider = optarg;
-            break;
-        case OPT_SIMULATE:
-            if (!gm_cli_parse_uint(o->cmd, "--simulate", optarg, 1, GM_MAX_GPUS, &v))
-                return GM_EXIT_USAGE;
-            o->src.simulate = (unsigned)v;
-            break;
-        case OPT_SEED:
-            if (!gm_cli_parse_uint(o->cmd, "--seed", optarg, 0, UINT64_MAX, &v))
-                return GM_EXIT_USAGE;
-            o->src.seed = v;
-            break;
         case 'h':
             usage(stdout, o->wait);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon %s: %s needs a value\n", o->cmd, argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon %s: unknown option \"%s\" (see gpumon %s --help)\n", o->cmd,
-                    argv[optind - 1], o->cmd);
-            return GM_EXIT_USAGE;
+            if (!gm_cli_default_option(o->cmd, c, argv, &o->src))
+                return GM_EXIT_USAGE;
+            break;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "gpumon %s: unexpected argument \"%s\"\n", o->cmd, argv[optind]);
-        return GM_EXIT_USAGE;
-    }
-    return -1;
+    return gm_cli_no_operands(o->cmd, argc, argv) ? -1 : GM_EXIT_USAGE;
 }
 
 /* Opens the collector without host metrics or process lists (neither is scored, and the host
@@ -249,22 +211,8 @@ static gm_collector *open_collector(const select_opts *o, int *exit_code)
         return NULL;
     copt.no_host = true;
     copt.no_processes = true;
-    gm_collector *c = NULL;
-    gm_error err = {0};
-    if (gm_collector_open(&copt, &c, &err) < 0) {
-        fprintf(stderr, "gpumon %s: %s\n", o->cmd, err.msg);
-        *exit_code = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_NO_GPU;
-        return NULL;
-    }
-    if (strcmp(gm_collector_provider(c), "none") == 0) {
-        fprintf(stderr, "gpumon %s: no GPU found; tried:\n", o->cmd);
-        const char *d = gm_collector_diagnosis(c);
-        for (const char *line = d; line && *line;) {
-            const char *nl = strchr(line, '\n');
-            int len = nl ? (int)(nl - line) : (int)strlen(line);
-            fprintf(stderr, "  %.*s\n", len, line);
-            line = nl ? nl + 1 : NULL;
-        }
+    gm_collector *c = gm_cli_collector_open(o->cmd, &copt, exit_code);
+    if (c && !gm_cli_require_gpu(o->cmd, c, false)) {
         gm_collector_close(c);
         *exit_code = GM_EXIT_NO_GPU;
         return NULL;
@@ -299,10 +247,7 @@ static void print_result(const select_opts *o, const gm_select_result *r)
         json_t *j = gm_select_result_json(r);
         if (!j)
             return;
-        json_dumpf(j, stdout,
-                   JSON_REAL_PRECISION(12) |
-                       (isatty(STDOUT_FILENO) ? JSON_INDENT(2) : JSON_COMPACT));
-        fputc('\n', stdout);
+        gm_cli_write_json(stdout, j, isatty(STDOUT_FILENO));
         json_decref(j);
     } else if (r->satisfied) {
         if (o->format == OUT_LIST) {
@@ -328,25 +273,6 @@ static void on_progress(const gm_select_result *r, unsigned check, void *ud)
     char why[1024];
     gm_select_explain(r, why, sizeof why);
     fprintf(stderr, "gpumon wait: check %u: %s\n", check, why);
-}
-
-/* GPUs named by -i, as driver indices for the request. False (message printed) when an item
- * matches no GPU. */
-static bool resolve_filter(const select_opts *o, const gm_snapshot *s, unsigned *only, size_t *n)
-{
-    *n = 0;
-    if (!o->filter_given)
-        return true;
-    const char *missing = gm_cli_gpu_filter_unmatched(&o->filter, s);
-    if (missing) {
-        fprintf(stderr, "gpumon %s: no GPU matches \"%s\" (have %u GPUs)\n", o->cmd, missing,
-                s->gpu_count);
-        return false;
-    }
-    for (unsigned i = 0; i < s->gpu_count; i++)
-        if (gm_cli_gpu_selected(&o->filter, &s->gpus[i]))
-            only[(*n)++] = s->gpus[i].index;
-    return true;
 }
 
 int gm_cli_select_run(const char *cmd, int argc, char **argv)
@@ -390,9 +316,9 @@ int gm_cli_select_run(const char *cmd, int argc, char **argv)
         rc = GM_EXIT_NO_GPU;
         goto out;
     }
-    unsigned only[GM_MAX_GPUS];
-    size_t n_only;
-    if (!resolve_filter(&o, s, only, &n_only)) {
+    unsigned only[GM_MAX_GPUS]; /* the GPUs -i names, as driver indices */
+    size_t n_only = 0;
+    if (o.filter_given && !gm_cli_gpu_filter_resolve(cmd, &o.filter, s, only, &n_only)) {
         rc = GM_EXIT_USAGE;
         goto out;
     }

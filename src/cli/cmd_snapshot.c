@@ -72,26 +72,16 @@ static bool parse_duration(const char *flag, const char *arg, double min_ms, dou
 
 static int parse_args(int argc, char **argv, snapshot_opts *o)
 {
-    enum {
-        OPT_WINDOW = 256,
-        OPT_INTERVAL,
-        OPT_NOPROC,
-        OPT_PROVIDER,
-        OPT_SIMULATE,
-        OPT_SEED,
-    };
+    enum { OPT_WINDOW = 256, OPT_INTERVAL, OPT_NOPROC };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
         {"power-window", required_argument, NULL, OPT_WINDOW},
         {"power-interval", required_argument, NULL, OPT_INTERVAL},
         {"no-processes", no_argument, NULL, OPT_NOPROC},
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"simulate", required_argument, NULL, OPT_SIMULATE},
-        {"seed", required_argument, NULL, OPT_SEED},
+        GM_CLI_SOURCE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    unsigned long long v;
     int c;
     optind = 1;
     opterr = 0;
@@ -115,50 +105,16 @@ static int parse_args(int argc, char **argv, snapshot_opts *o)
         case OPT_NOPROC:
             o->no_processes = true;
             break;
-        case OPT_PROVIDER:
-            o->src.provider = optarg;
-            break;
-        case OPT_SIMULATE:
-            if (!gm_cli_parse_uint("snapshot", "--simulate", optarg, 1, GM_MAX_GPUS, &v))
-                return GM_EXIT_USAGE;
-            o->src.simulate = (unsigned)v;
-            break;
-        case OPT_SEED:
-            if (!gm_cli_parse_uint("snapshot", "--seed", optarg, 0, UINT64_MAX, &v))
-                return GM_EXIT_USAGE;
-            o->src.seed = v;
-            break;
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        case ':':
-            fprintf(stderr, "gpumon snapshot: %s needs a value\n", argv[optind - 1]);
-            return GM_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpumon snapshot: unknown option \"%s\" (see gpumon snapshot --help)\n",
-                    argv[optind - 1]);
-            return GM_EXIT_USAGE;
+            if (!gm_cli_default_option("snapshot", c, argv, &o->src))
+                return GM_EXIT_USAGE;
+            break;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "gpumon snapshot: unexpected argument \"%s\"\n", argv[optind]);
-        return GM_EXIT_USAGE;
-    }
-    return -1;
-}
-
-/* "no GPU found; tried:" and the collector's diagnosis, one provider per line, as query says. */
-static void explain_no_gpu(gm_collector *c)
-{
-    fprintf(stderr, "gpumon snapshot: no GPU found; tried:\n");
-    const char *d = gm_collector_diagnosis(c);
-    for (const char *line = d; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        int len = nl ? (int)(nl - line) : (int)strlen(line);
-        fprintf(stderr, "  %.*s\n", len, line);
-        line = nl ? nl + 1 : NULL;
-    }
-    fprintf(stderr, "Use --simulate N to try gpumon with simulated GPUs.\n");
+    return gm_cli_no_operands("snapshot", argc, argv) ? -1 : GM_EXIT_USAGE;
 }
 
 int gm_cli_snapshot(int argc, char **argv)
@@ -174,17 +130,14 @@ int gm_cli_snapshot(int argc, char **argv)
     if (!gm_cli_collector_options("snapshot", &o.src, &copt))
         return GM_EXIT_USAGE;
     copt.no_processes = o.no_processes;
-    gm_collector *c = NULL;
-    gm_error err = {0};
-    if (gm_collector_open(&copt, &c, &err) < 0) {
-        fprintf(stderr, "gpumon snapshot: %s\n", err.msg);
-        return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_NO_GPU;
-    }
-    if (strcmp(gm_collector_provider(c), "none") == 0) {
-        explain_no_gpu(c);
+    gm_collector *c = gm_cli_collector_open("snapshot", &copt, &rc);
+    if (!c)
+        return rc;
+    if (!gm_cli_require_gpu("snapshot", c, true)) {
         gm_collector_close(c);
         return GM_EXIT_NO_GPU;
     }
+    gm_error err = {0};
 
     json_t *doc = NULL;
     if (gm_audit_take(c, &o.audit, &doc, &err) < 0) {

@@ -1,11 +1,58 @@
-/* common.c - provider selection and GPU id lists shared by the CLI commands. */
+/* common.c - option parsing, provider selection, collector opening, GPU id lists and JSON
+ * output shared by the CLI commands. */
 #include "cli/common.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "cli/commands.h"
+
+bool gm_cli_default_option(const char *cmd, int c, char **argv, gm_cli_source *src)
+{
+    unsigned long long v;
+    switch (c) {
+    case GM_CLI_OPT_PROVIDER:
+        src->provider = optarg;
+        return true;
+    case GM_CLI_OPT_SIMULATE:
+        if (!gm_cli_parse_uint(cmd, "--simulate", optarg, 1, GM_MAX_GPUS, &v))
+            return false;
+        src->simulate = (unsigned)v;
+        src->simulate_arg = optarg;
+        return true;
+    case GM_CLI_OPT_SEED:
+        if (!gm_cli_parse_uint(cmd, "--seed", optarg, 0, UINT64_MAX, &v))
+            return false;
+        src->seed = v;
+        src->seed_arg = optarg;
+        return true;
+    default:
+        gm_cli_getopt_error(cmd, c, argv);
+        return false;
+    }
+}
+
+int gm_cli_getopt_error(const char *cmd, int c, char **argv)
+{
+    if (c == ':')
+        fprintf(stderr, "gpumon %s: %s needs a value\n", cmd, argv[optind - 1]);
+    else
+        fprintf(stderr, "gpumon %s: unknown option \"%s\" (see gpumon %s --help)\n", cmd,
+                argv[optind - 1], cmd);
+    return GM_EXIT_USAGE;
+}
+
+bool gm_cli_no_operands(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc)
+        return true;
+    fprintf(stderr, "gpumon %s: unexpected argument \"%s\"\n", cmd, argv[optind]);
+    return false;
+}
 
 bool gm_cli_parse_uint(const char *cmd, const char *flag, const char *value, unsigned long long min,
                        unsigned long long max, unsigned long long *out)
@@ -22,6 +69,26 @@ bool gm_cli_parse_uint(const char *cmd, const char *flag, const char *value, uns
 bad:
     fprintf(stderr, "gpumon %s: %s expects a whole number from %llu to %llu, got \"%s\"\n", cmd,
             flag, min, max, value ? value : "");
+    return false;
+}
+
+bool gm_cli_read_double(const char *arg, double min, double max, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !isfinite(v) || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool gm_cli_parse_double(const char *cmd, const char *flag, const char *what, const char *arg,
+                         double min, double max, double *out)
+{
+    if (gm_cli_read_double(arg, min, max, out))
+        return true;
+    fprintf(stderr, "gpumon %s: %s expects %s from %g to %g, got \"%s\"\n", cmd, flag, what, min,
+            max, arg);
     return false;
 }
 
@@ -56,18 +123,43 @@ bool gm_cli_collector_options(const char *cmd, const gm_cli_source *src, gm_coll
     return true;
 }
 
-gm_collector *gm_cli_open_collector(const char *cmd, const gm_cli_source *src)
+gm_collector *gm_cli_collector_open(const char *cmd, const gm_collector_options *opt,
+                                    int *exit_code)
 {
-    gm_collector_options opt;
-    if (!gm_cli_collector_options(cmd, src, &opt))
-        return NULL;
     gm_collector *c = NULL;
     gm_error err = {0};
-    if (gm_collector_open(&opt, &c, &err) < 0) {
+    if (gm_collector_open(opt, &c, &err) < 0) {
         fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
+        *exit_code = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_NO_GPU;
         return NULL;
     }
     return c;
+}
+
+gm_collector *gm_cli_open_collector(const char *cmd, const gm_cli_source *src)
+{
+    gm_collector_options opt;
+    int exit_code;
+    if (!gm_cli_collector_options(cmd, src, &opt))
+        return NULL;
+    return gm_cli_collector_open(cmd, &opt, &exit_code);
+}
+
+bool gm_cli_require_gpu(const char *cmd, gm_collector *c, bool hint)
+{
+    if (strcmp(gm_collector_provider(c), "none") != 0)
+        return true;
+    fprintf(stderr, "gpumon %s: no GPU found; tried:\n", cmd);
+    const char *d = gm_collector_diagnosis(c);
+    for (const char *line = d; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        fprintf(stderr, "  %.*s\n", len, line);
+        line = nl ? nl + 1 : NULL;
+    }
+    if (hint)
+        fprintf(stderr, "Use --simulate N to try gpumon with simulated GPUs.\n");
+    return false;
 }
 
 bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filter *f)
@@ -123,7 +215,8 @@ bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g)
     return false;
 }
 
-const char *gm_cli_gpu_filter_unmatched(const gm_cli_gpu_filter *f, const gm_snapshot *s)
+/* The first item of f that matches no GPU in s, or NULL when all match. */
+static const char *filter_unmatched(const gm_cli_gpu_filter *f, const gm_snapshot *s)
 {
     for (size_t i = 0; i < f->count; i++) {
         bool found = false;
@@ -133,4 +226,27 @@ const char *gm_cli_gpu_filter_unmatched(const gm_cli_gpu_filter *f, const gm_sna
             return f->items[i];
     }
     return NULL;
+}
+
+bool gm_cli_gpu_filter_resolve(const char *cmd, const gm_cli_gpu_filter *f, const gm_snapshot *s,
+                               unsigned *out, size_t *n)
+{
+    *n = 0;
+    const char *missing = filter_unmatched(f, s);
+    if (missing) {
+        fprintf(stderr, "gpumon %s: no GPU matches \"%s\" (have %u GPUs)\n", cmd, missing,
+                s->gpu_count);
+        return false;
+    }
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        if (gm_cli_gpu_selected(f, &s->gpus[i]))
+            out[(*n)++] = s->gpus[i].index;
+    return true;
+}
+
+int gm_cli_write_json(FILE *f, const json_t *j, bool pretty)
+{
+    int rc = json_dumpf(j, f, JSON_REAL_PRECISION(12) | (pretty ? JSON_INDENT(2) : JSON_COMPACT));
+    fputc('\n', f);
+    return rc;
 }

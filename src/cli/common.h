@@ -1,8 +1,12 @@
-/* common.h - pieces every CLI command shares: provider selection and GPU id lists. */
+/* common.h - pieces every CLI command shares: option parsing and its messages, provider
+ * selection, opening the collector, GPU id lists and JSON output. */
 #ifndef GM_CLI_COMMON_H
 #define GM_CLI_COMMON_H
 
+#include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "gpumon.h"
 
@@ -11,19 +15,63 @@ typedef struct gm_cli_source {
     const char *provider; /* --provider, else $GPU_MONITOR_TELEMETRY_PROVIDER, else auto */
     unsigned simulate;    /* --simulate N */
     uint64_t seed;        /* --seed */
+    /* --simulate and --seed as given (NULL when not given), for passing them on. */
+    const char *simulate_arg, *seed_arg;
 } gm_cli_source;
+
+/* getopt_long codes of the provider options, above every command's own codes (256 up). */
+enum { GM_CLI_OPT_PROVIDER = 1000, GM_CLI_OPT_SIMULATE, GM_CLI_OPT_SEED };
+
+/* The --provider, --simulate and --seed rows of a command's struct option table. */
+/* clang-format off */
+#define GM_CLI_SOURCE_LONGOPTS                                                                     \
+    {"provider", required_argument, NULL, GM_CLI_OPT_PROVIDER},                                    \
+    {"simulate", required_argument, NULL, GM_CLI_OPT_SIMULATE},                                    \
+    {"seed", required_argument, NULL, GM_CLI_OPT_SEED}
+/* clang-format on */
+
+/* The default branch of the getopt_long switch of a command with provider options: takes c
+ * (with optarg) into src when it is one of them and returns true; otherwise reports an invalid
+ * value, a missing value or an unknown option as gm_cli_getopt_error does and returns false. */
+bool gm_cli_default_option(const char *cmd, int c, char **argv, gm_cli_source *src);
+
+/* Reports getopt_long's ':' (missing value) or any other code it returned for an unknown
+ * option, as "gpumon <cmd>: ...", using optind. Returns GM_EXIT_USAGE. */
+int gm_cli_getopt_error(const char *cmd, int c, char **argv);
+
+/* True when getopt_long left no operands; otherwise prints "unexpected argument" naming the
+ * first one and returns false. */
+bool gm_cli_no_operands(const char *cmd, int argc, char **argv);
 
 /* Parses a --simulate or --seed style unsigned number; false (with a message on stderr naming
  * flag) when value is not a number in [min, max]. */
 bool gm_cli_parse_uint(const char *cmd, const char *flag, const char *value, unsigned long long min,
                        unsigned long long max, unsigned long long *out);
 
+/* Reads arg as a finite decimal number in [min, max] into *out; false, silently, otherwise. */
+bool gm_cli_read_double(const char *arg, double min, double max, double *out);
+
+/* gm_cli_read_double, printing "gpumon <cmd>: <flag> expects <what> from <min> to <max>, got
+ * ..." when arg is not such a number; what is e.g. "a number" or "seconds". */
+bool gm_cli_parse_double(const char *cmd, const char *flag, const char *what, const char *arg,
+                         double min, double max, double *out);
+
 /* Fills opt from src and the environment. Returns false (message printed) on an invalid
  * environment value. */
 bool gm_cli_collector_options(const char *cmd, const gm_cli_source *src, gm_collector_options *opt);
 
-/* Opens a collector; on failure prints "gpumon <cmd>: ..." and returns NULL. */
+/* Opens a collector with opt; on failure prints "gpumon <cmd>: <why>", sets *exit_code
+ * (GM_EXIT_USAGE for an invalid provider name, else GM_EXIT_NO_GPU) and returns NULL. */
+gm_collector *gm_cli_collector_open(const char *cmd, const gm_collector_options *opt,
+                                    int *exit_code);
+
+/* Opens a collector from src alone; on failure prints "gpumon <cmd>: ..." and returns NULL. */
 gm_collector *gm_cli_open_collector(const char *cmd, const gm_cli_source *src);
+
+/* True when c reads GPUs through some provider. Otherwise prints "gpumon <cmd>: no GPU found;
+ * tried:" and the collector's diagnosis, one provider per line, plus (with hint) how to try
+ * simulated GPUs, and returns false. */
+bool gm_cli_require_gpu(const char *cmd, gm_collector *c, bool hint);
 
 /* A GPU selection from -i/--id: indices, UUIDs or PCI bus ids, comma-separated. */
 typedef struct gm_cli_gpu_filter {
@@ -36,7 +84,14 @@ typedef struct gm_cli_gpu_filter {
 bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filter *f);
 /* True when g is selected by f. */
 bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g);
-/* Returns the first filter item that matches no GPU in s, or NULL when all match. */
-const char *gm_cli_gpu_filter_unmatched(const gm_cli_gpu_filter *f, const gm_snapshot *s);
+/* Writes to out (GM_MAX_GPUS entries) the driver indices of s's GPUs that f selects, in
+ * snapshot order, and their number to *n. False, with "no GPU matches ..." printed, when an
+ * item of f matches no GPU in s. */
+bool gm_cli_gpu_filter_resolve(const char *cmd, const gm_cli_gpu_filter *f, const gm_snapshot *s,
+                               unsigned *out, size_t *n);
+
+/* Writes j and a newline to f with reals at 12 significant digits, indented when pretty, else
+ * on one line. Returns json_dumpf's result (0 ok, -1 failure). */
+int gm_cli_write_json(FILE *f, const json_t *j, bool pretty);
 
 #endif

@@ -16,67 +16,26 @@
 
 #include "core/json.h"
 #include "core/stats.h"
-/* The PCIe bandwidth table lives with the /stats inventory; one table keeps both documents'
- * numbers identical. */
 
 #define MAX_SNAPSHOT_BYTES (64u << 20) /* far above any real snapshot; stops reading /dev/zero */
 
 /* ---- JSON values ----------------------------------------------------------------------- */
 
-/* A number, integral ones as JSON integers (700, not 700.0); null when not finite. */
-static json_t *num(double v)
-{
-    if (!isfinite(v))
-        return json_null();
-    if (v == floor(v) && fabs(v) < 9007199254740992.0)
-        return json_integer((json_int_t)v);
-    return json_real(v);
-}
-
 /* Watts rounded to the milliwatt, NVML's resolution; longer tails are averaging noise. */
 static json_t *watts(double w)
 {
-    return num(round(w * 1000.0) / 1000.0);
-}
-
-/* A fixed-size text field as a string, null when empty. jansson refuses malformed UTF-8, so a
- * garbled name keeps its ASCII and gets U+FFFD for every other byte instead of failing. */
-static json_t *text(const char *s, size_t max)
-{
-    size_t n = strnlen(s, max);
-    if (n == 0)
-        return json_null();
-    json_t *j = json_stringn(s, n);
-    if (j)
-        return j;
-    char clean[3 * GM_HOSTNAME_LEN + 1];
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 3 < sizeof clean; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80)
-            clean[o++] = (char)c;
-        else {
-            memcpy(clean + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-        }
-    }
-    return json_stringn(clean, o);
+    return gm_json_number(round(w * 1000.0) / 1000.0);
 }
 
 static json_t *gpu_num(const gm_gpu *g, gm_metric m, double scale)
 {
-    return !g->lost && gm_gpu_has(g, m) ? num(g->v[m] * scale) : json_null();
+    return !g->lost && gm_gpu_has(g, m) ? gm_json_number(g->v[m] * scale) : json_null();
 }
 
 /* Bytes as whole MiB, rounded down as nvidia-smi prints them (and /stats does). */
 static json_t *gpu_mib(const gm_gpu *g, gm_metric m)
 {
-    return !g->lost && gm_gpu_has(g, m) ? num(floor(g->v[m] / 1048576.0)) : json_null();
-}
-
-static json_t *host_num(const gm_snapshot *s, gm_host_metric m)
-{
-    return s->host_valid && gm_host_has(&s->host, m) ? num(s->host.v[m]) : json_null();
+    return !g->lost && gm_gpu_has(g, m) ? gm_json_number(floor(g->v[m] / 1048576.0)) : json_null();
 }
 
 /* ---- taking a snapshot ----------------------------------------------------------------- */
@@ -86,15 +45,6 @@ void gm_audit_options_init(gm_audit_options *o)
     o->power_window_ms = GM_AUDIT_DEFAULT_POWER_WINDOW_MS;
     o->power_interval_ms = GM_AUDIT_DEFAULT_POWER_INTERVAL_MS;
     o->with_processes = false;
-}
-
-static json_t *pcie_bandwidth(const gm_gpu *g, gm_metric gen, gm_metric width)
-{
-    if (g->lost || !gm_gpu_has(g, gen) || !gm_gpu_has(g, width) || !(g->v[gen] >= 0) ||
-        !(g->v[width] >= 0))
-        return json_null();
-    double bw = gm_pcie_gbps((unsigned)g->v[gen], (unsigned)g->v[width]);
-    return bw >= 0 ? num(bw) : json_null();
 }
 
 static json_t *processes_json(const gm_snapshot *s, const gm_gpu *g)
@@ -108,10 +58,11 @@ static json_t *processes_json(const gm_snapshot *s, const gm_gpu *g)
             continue;
         json_t *mem =
             p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
-        if (json_array_append_new(a, json_pack("{s:I, s:o, s:o, s:o}", "pid", (json_int_t)p->pid,
-                                               "user", text(p->user, sizeof p->user), "command",
-                                               text(p->command, sizeof p->command),
-                                               "used_memory_mib", mem)) != 0) {
+        if (json_array_append_new(a,
+                                  json_pack("{s:I, s:o, s:o, s:o}", "pid", (json_int_t)p->pid,
+                                            "user", gm_json_text(p->user, sizeof p->user),
+                                            "command", gm_json_text(p->command, sizeof p->command),
+                                            "used_memory_mib", mem)) != 0) {
             json_decref(a);
             return NULL;
         }
@@ -131,9 +82,9 @@ static json_t *gpu_json(const gm_snapshot *s, const gm_gpu *g, const gm_stats *p
         " s:o, s:o, s:o, s:o,"
         " s:o, s:o, s:o, s:I, s:o, s:o,"
         " s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o}",
-        "index", (json_int_t)g->index, "name", text(g->name, sizeof g->name), "uuid",
-        text(g->uuid, sizeof g->uuid), "pci_bus_id", text(g->pci_bus_id, sizeof g->pci_bus_id),
-        "lost", g->lost,
+        "index", (json_int_t)g->index, "name", gm_json_text(g->name, sizeof g->name), "uuid",
+        gm_json_text(g->uuid, sizeof g->uuid), "pci_bus_id",
+        gm_json_text(g->pci_bus_id, sizeof g->pci_bus_id), "lost", g->lost,
         /* memory */
         "memory_total_mib", gpu_mib(g, GM_M_MEM_TOTAL_BYTES), "memory_used_mib",
         gpu_mib(g, GM_M_MEM_USED_BYTES), "memory_total_bytes",
@@ -149,53 +100,10 @@ static json_t *gpu_json(const gm_snapshot *s, const gm_gpu *g, const gm_stats *p
         "pcie", "gen_current", gpu_num(g, GM_M_PCIE_GEN_CUR, 1.0), "gen_max",
         gpu_num(g, GM_M_PCIE_GEN_MAX, 1.0), "width_current", gpu_num(g, GM_M_PCIE_WIDTH_CUR, 1.0),
         "width_max", gpu_num(g, GM_M_PCIE_WIDTH_MAX, 1.0), "bandwidth_current_gb_per_s",
-        pcie_bandwidth(g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR), "bandwidth_max_gb_per_s",
-        pcie_bandwidth(g, GM_M_PCIE_GEN_MAX, GM_M_PCIE_WIDTH_MAX),
+        gm_json_pcie_gbps(g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR), "bandwidth_max_gb_per_s",
+        gm_json_pcie_gbps(g, GM_M_PCIE_GEN_MAX, GM_M_PCIE_WIDTH_MAX),
         /* who used the GPU; null when the caller's collector does not list processes */
         "processes", procs && !g->lost ? processes_json(s, g) : json_null());
-}
-
-static const char *const p2p_caps[GM_P2P__COUNT] = {[GM_P2P_READ] = "read",
-                                                    [GM_P2P_WRITE] = "write",
-                                                    [GM_P2P_NVLINK] = "nvlink",
-                                                    [GM_P2P_ATOMICS] = "atomics",
-                                                    [GM_P2P_PCI] = "pci"};
-
-/* The P2P matrix in the /stats shape: {"gpus": [row driver indices], "<cap>": [[code...]]}. */
-static json_t *p2p_json(const gm_snapshot *s, const gm_topology *t)
-{
-    unsigned n = t->gpu_count < GM_MAX_GPUS ? t->gpu_count : GM_MAX_GPUS;
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    /* Setters and appenders take their value even when they fail, so one decref of o frees
-     * everything built so far. */
-    json_t *rows = json_array();
-    if (json_object_set_new(o, "gpus", rows) != 0)
-        goto err;
-    for (unsigned i = 0; i < n; i++)
-        if (json_array_append_new(rows, json_integer(i < s->gpu_count ? s->gpus[i].index : i)))
-            goto err;
-    for (int c = 0; c < GM_P2P__COUNT; c++) {
-        json_t *m = json_array();
-        if (json_object_set_new(o, p2p_caps[c], m) != 0)
-            goto err;
-        for (unsigned i = 0; i < n; i++) {
-            json_t *row = json_array();
-            if (json_array_append_new(m, row) != 0)
-                goto err;
-            for (unsigned j = 0; j < n; j++) {
-                const char *code =
-                    i == j ? "X" : gm_p2p_status_code((gm_p2p_status)t->p2p[i][j][c]);
-                if (json_array_append_new(row, json_string(code)) != 0)
-                    goto err;
-            }
-        }
-    }
-    return o;
-err:
-    json_decref(o);
-    return NULL;
 }
 
 typedef struct window {
@@ -223,7 +131,7 @@ static json_t *snapshot_json(const gm_snapshot *s, const window *w, const gm_top
         }
     }
     bool known = t && t->known;
-    json_t *p2p = known ? p2p_json(s, t) : json_null();
+    json_t *p2p = gm_json_p2p(s, t);
     if (!p2p) {
         json_decref(gpus);
         return NULL;
@@ -239,15 +147,16 @@ static json_t *snapshot_json(const gm_snapshot *s, const window *w, const gm_top
         " s:I, s:o, s:b, s:o}",
         "kind", GM_AUDIT_KIND, "schema", GM_AUDIT_SCHEMA, "gpumon_version", GM_VERSION, "timestamp",
         ts, "timestamp_ms", (json_int_t)s->time_ms, "provider",
-        text(s->provider, sizeof s->provider), "driver_version",
-        text(s->driver_version, sizeof s->driver_version), "cuda_version",
-        text(s->cuda_version, sizeof s->cuda_version), "nvml_version",
-        text(s->nvml_version, sizeof s->nvml_version),
+        gm_json_text(s->provider, sizeof s->provider), "driver_version",
+        gm_json_text(s->driver_version, sizeof s->driver_version), "cuda_version",
+        gm_json_text(s->cuda_version, sizeof s->cuda_version), "nvml_version",
+        gm_json_text(s->nvml_version, sizeof s->nvml_version),
         /* the host, named as in /stats */
-        "system", "hostname", text(h->hostname, sizeof h->hostname), "kernel",
-        hv ? text(h->kernel, sizeof h->kernel) : json_null(), "processor_name",
-        hv ? text(h->cpu_model, sizeof h->cpu_model) : json_null(), "cpu_count",
-        host_num(s, GM_H_CPU_COUNT), "memory_total_bytes", host_num(s, GM_H_MEM_TOTAL_BYTES),
+        "system", "hostname", gm_json_text(h->hostname, sizeof h->hostname), "kernel",
+        hv ? gm_json_text(h->kernel, sizeof h->kernel) : json_null(), "processor_name",
+        hv ? gm_json_text(h->cpu_model, sizeof h->cpu_model) : json_null(), "cpu_count",
+        gm_json_host_number(s, GM_H_CPU_COUNT), "memory_total_bytes",
+        gm_json_host_number(s, GM_H_MEM_TOTAL_BYTES),
         /* how power was averaged */
         "power_window", "window_ms", (json_int_t)w->opt->power_window_ms, "interval_ms",
         (json_int_t)interval, "samples", (json_int_t)w->readings, "elapsed_ms",
@@ -512,19 +421,20 @@ static int check_p2p(const json_t *p2p, gm_error *err)
         if (!json_is_integer(json_array_get(rows, i)))
             return gm_error_set(err, GM_EPARSE, "p2p.gpus[%zu] must be an integer", i);
     for (int c = 0; c < GM_P2P__COUNT; c++) {
-        const json_t *m = json_object_get(p2p, p2p_caps[c]);
+        const char *cap = gm_json_p2p_cap_name(c);
+        const json_t *m = json_object_get(p2p, cap);
         if (!json_is_array(m) || json_array_size(m) != n)
-            return gm_error_set(err, GM_EPARSE, "p2p.%s must be a %zu x %zu array of codes",
-                                p2p_caps[c], n, n);
+            return gm_error_set(err, GM_EPARSE, "p2p.%s must be a %zu x %zu array of codes", cap, n,
+                                n);
         for (size_t i = 0; i < n; i++) {
             const json_t *row = json_array_get(m, i);
             if (!json_is_array(row) || json_array_size(row) != n)
                 return gm_error_set(err, GM_EPARSE, "p2p.%s[%zu] must be an array of %zu codes",
-                                    p2p_caps[c], i, n);
+                                    cap, i, n);
             for (size_t j = 0; j < n; j++)
                 if (!json_is_string(json_array_get(row, j)))
-                    return gm_error_set(err, GM_EPARSE, "p2p.%s[%zu][%zu] must be a string",
-                                        p2p_caps[c], i, j);
+                    return gm_error_set(err, GM_EPARSE, "p2p.%s[%zu][%zu] must be a string", cap, i,
+                                        j);
         }
     }
     return GM_OK;
@@ -1062,7 +972,8 @@ static long p2p_row(const json_t *p2p, const json_t *gpu)
 
 static const json_t *p2p_cell(const json_t *p2p, int cap, long i, long j)
 {
-    return json_array_get(json_array_get(get(p2p, p2p_caps[cap]), (size_t)i), (size_t)j);
+    return json_array_get(json_array_get(get(p2p, gm_json_p2p_cap_name(cap)), (size_t)i),
+                          (size_t)j);
 }
 
 /* mb[k] and ma[k] are the same GPU in before and after. */
@@ -1095,23 +1006,24 @@ static void diff_p2p(differ *d, const json_t *b, const json_t *a, const json_t *
                 const json_t *bxy = p2p_cell(pb, c, bx, by), *byx = p2p_cell(pb, c, by, bx);
                 const json_t *axy = p2p_cell(pa, c, ax, ay), *ayx = p2p_cell(pa, c, ay, ax);
                 bool cxy = !same(bxy, axy), cyx = !same(byx, ayx);
+                const char *cap = gm_json_p2p_cap_name(c);
                 char field[32];
-                snprintf(field, sizeof field, "p2p.%s", p2p_caps[c]);
+                snprintf(field, sizeof field, "p2p.%s", cap);
                 /* Most capabilities are symmetric: one line for both directions then. */
                 if (cxy && cyx && same(bxy, byx) && same(axy, ayx)) {
                     add(d, SEV_CHANGED, field, mb[x], bxy, axy,
-                        "P2P %s GPU %lld <-> GPU %lld %s -> %s", p2p_caps[c], ix, iy,
+                        "P2P %s GPU %lld <-> GPU %lld %s -> %s", cap, ix, iy,
                         json_string_value(bxy), json_string_value(axy));
                     continue;
                 }
                 if (cxy)
                     add(d, SEV_CHANGED, field, mb[x], bxy, axy,
-                        "P2P %s GPU %lld -> GPU %lld %s -> %s", p2p_caps[c], ix, iy,
-                        json_string_value(bxy), json_string_value(axy));
+                        "P2P %s GPU %lld -> GPU %lld %s -> %s", cap, ix, iy, json_string_value(bxy),
+                        json_string_value(axy));
                 if (cyx)
                     add(d, SEV_CHANGED, field, mb[y], byx, ayx,
-                        "P2P %s GPU %lld -> GPU %lld %s -> %s", p2p_caps[c], iy, ix,
-                        json_string_value(byx), json_string_value(ayx));
+                        "P2P %s GPU %lld -> GPU %lld %s -> %s", cap, iy, ix, json_string_value(byx),
+                        json_string_value(ayx));
             }
         }
 }
@@ -1181,13 +1093,14 @@ int gm_audit_diff(const json_t *before, const json_t *after, const gm_audit_tole
     out->warnings = d.counts[SEV_WARNING];
     out->notes = d.counts[SEV_NOTE];
     out->changed = out->changes > 0 || (t->strict && out->warnings > 0);
-    out->report = json_pack(
-        "{s:s, s:i, s:s, s:b, s:b, s:{s:o, s:o}, s:{s:I, s:I, s:I}, s:o, s:o, s:O}", "kind",
-        "gpumon-diff", "schema", GM_AUDIT_SCHEMA, "verdict", out->changed ? "CHANGED" : "UNCHANGED",
-        "changed", out->changed, "strict", t->strict, "tolerance", "memory_mib", num(t->mem_mib),
-        "power_w", num(t->power_w), "counts", "changed", (json_int_t)out->changes, "warning",
-        (json_int_t)out->warnings, "note", (json_int_t)out->notes, "before", side_summary(before),
-        "after", side_summary(after), "differences", d.items);
+    out->report =
+        json_pack("{s:s, s:i, s:s, s:b, s:b, s:{s:o, s:o}, s:{s:I, s:I, s:I}, s:o, s:o, s:O}",
+                  "kind", "gpumon-diff", "schema", GM_AUDIT_SCHEMA, "verdict",
+                  out->changed ? "CHANGED" : "UNCHANGED", "changed", out->changed, "strict",
+                  t->strict, "tolerance", "memory_mib", gm_json_number(t->mem_mib), "power_w",
+                  gm_json_number(t->power_w), "counts", "changed", (json_int_t)out->changes,
+                  "warning", (json_int_t)out->warnings, "note", (json_int_t)out->notes, "before",
+                  side_summary(before), "after", side_summary(after), "differences", d.items);
     if (!out->report) {
         memset(out, 0, sizeof *out);
         rc = gm_error_set(err, GM_ENOMEM, "out of memory");

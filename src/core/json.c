@@ -19,16 +19,20 @@ static const char *const throttle_names[] = {
     "display_clock_setting",
 };
 
-/* A metric in its display unit, or null when absent. Integral display values stay integers so
- * clients see 45, not 45.0. */
+/* Integral values as JSON integers, so clients see 45, not 45.0; the rest as reals. */
+static json_t *integer_or_real(double v)
+{
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+/* A metric in its display unit, or null when absent. */
 static json_t *metric(const gm_gpu *g, gm_metric m)
 {
     if (!gm_gpu_has(g, m))
         return json_null();
-    double v = g->v[m] * gm_metric_get(m)->scale;
-    if (v == floor(v) && fabs(v) < 9007199254740992.0)
-        return json_integer((json_int_t)v);
-    return json_real(v);
+    return integer_or_real(g->v[m] * gm_metric_get(m)->scale);
 }
 
 static json_t *raw_integer(const gm_gpu *g, gm_metric m)
@@ -47,10 +51,7 @@ static json_t *host_metric(const gm_host *h, gm_host_metric m)
 {
     if (!gm_host_has(h, m))
         return json_null();
-    double v = h->v[m];
-    if (v == floor(v) && fabs(v) < 9007199254740992.0)
-        return json_integer((json_int_t)v);
-    return json_real(v);
+    return integer_or_real(h->v[m]);
 }
 
 static double round2(double v)
@@ -221,4 +222,96 @@ char *gm_json_dump(const json_t *j, size_t *len)
     if (out && len)
         *len = strlen(out);
     return out;
+}
+
+json_t *gm_json_number(double v)
+{
+    return isfinite(v) ? integer_or_real(v) : json_null();
+}
+
+json_t *gm_json_text(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    if (n == 0)
+        return json_null();
+    json_t *j = json_stringn(s, n);
+    if (j)
+        return j;
+    /* jansson refused it as malformed UTF-8. */
+    char clean[3 * GM_HOSTNAME_LEN + 1];
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 3 < sizeof clean; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80)
+            clean[o++] = (char)c;
+        else {
+            memcpy(clean + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        }
+    }
+    return json_stringn(clean, o);
+}
+
+json_t *gm_json_host_number(const gm_snapshot *s, gm_host_metric m)
+{
+    return s->host_valid && gm_host_has(&s->host, m) ? gm_json_number(s->host.v[m]) : json_null();
+}
+
+json_t *gm_json_pcie_gbps(const gm_gpu *g, gm_metric gen, gm_metric width)
+{
+    if (g->lost || !gm_gpu_has(g, gen) || !gm_gpu_has(g, width) || !(g->v[gen] >= 0) ||
+        !(g->v[width] >= 0))
+        return json_null();
+    double bw = gm_pcie_gbps((unsigned)g->v[gen], (unsigned)g->v[width]);
+    return bw >= 0 ? gm_json_number(bw) : json_null();
+}
+
+static const char *const p2p_cap_names[GM_P2P__COUNT] = {[GM_P2P_READ] = "read",
+                                                         [GM_P2P_WRITE] = "write",
+                                                         [GM_P2P_NVLINK] = "nvlink",
+                                                         [GM_P2P_ATOMICS] = "atomics",
+                                                         [GM_P2P_PCI] = "pci"};
+
+const char *gm_json_p2p_cap_name(gm_p2p_cap c)
+{
+    return (unsigned)c < GM_P2P__COUNT ? p2p_cap_names[c] : NULL;
+}
+
+json_t *gm_json_p2p(const gm_snapshot *s, const gm_topology *t)
+{
+    if (!t || !t->known)
+        return json_null();
+    unsigned n = t->gpu_count < GM_MAX_GPUS ? t->gpu_count : GM_MAX_GPUS;
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    /* The setters and appenders take their value even when they fail (jansson's _new
+     * convention), so one decref of the root frees everything built so far. */
+    json_t *rows = json_array();
+    if (json_object_set_new(o, "gpus", rows) != 0)
+        goto err;
+    for (unsigned i = 0; i < n; i++)
+        /* Rows follow snapshot order; past the snapshot's GPUs the position is all we know. */
+        if (json_array_append_new(rows, json_integer(i < s->gpu_count ? s->gpus[i].index : i)))
+            goto err;
+    for (int c = 0; c < GM_P2P__COUNT; c++) {
+        json_t *m = json_array();
+        if (json_object_set_new(o, p2p_cap_names[c], m) != 0)
+            goto err;
+        for (unsigned i = 0; i < n; i++) {
+            json_t *row = json_array();
+            if (json_array_append_new(m, row) != 0)
+                goto err;
+            for (unsigned j = 0; j < n; j++) {
+                const char *code =
+                    i == j ? "X" : gm_p2p_status_code((gm_p2p_status)t->p2p[i][j][c]);
+                if (json_array_append_new(row, json_string(code)) != 0)
+                    goto err;
+            }
+        }
+    }
+    return o;
+err:
+    json_decref(o);
+    return NULL;
 }

@@ -9,17 +9,6 @@
 
 /* ---- values ---------------------------------------------------------------------------- */
 
-/* A number, integral ones as JSON integers (45, not 45.0); null when not finite, which only a
- * provider fault produces and which JSON cannot carry. */
-static json_t *num(double v)
-{
-    if (!isfinite(v))
-        return json_null();
-    if (v == floor(v) && fabs(v) < 9007199254740992.0)
-        return json_integer((json_int_t)v);
-    return json_real(v);
-}
-
 /* A number rounded to the nearest integer, for keys the prototypes typed as int. */
 static json_t *whole(double v)
 {
@@ -34,7 +23,7 @@ static json_t *mib(double bytes)
 
 static json_t *gpu_num(const gm_gpu *g, gm_metric m)
 {
-    return !g->lost && gm_gpu_has(g, m) ? num(g->v[m]) : json_null();
+    return !g->lost && gm_gpu_has(g, m) ? gm_json_number(g->v[m]) : json_null();
 }
 
 static json_t *gpu_whole(const gm_gpu *g, gm_metric m)
@@ -50,7 +39,7 @@ static json_t *gpu_mib(const gm_gpu *g, gm_metric m)
 /* Milliwatts as watts. */
 static json_t *gpu_watts(const gm_gpu *g, gm_metric m)
 {
-    return !g->lost && gm_gpu_has(g, m) ? num(g->v[m] / 1000.0) : json_null();
+    return !g->lost && gm_gpu_has(g, m) ? gm_json_number(g->v[m] / 1000.0) : json_null();
 }
 
 /* 100 * a / b rounded to 2 decimals, null unless both are present and b > 0. */
@@ -58,37 +47,7 @@ static json_t *percent(bool has_a, double a, bool has_b, double b)
 {
     if (!has_a || !has_b || !(b > 0) || !isfinite(a))
         return json_null();
-    return num(round(10000.0 * a / b) / 100.0);
-}
-
-/* A fixed-size text field as a string, null when empty. jansson refuses malformed UTF-8 (a
- * garbled host name or model name); such a string keeps its ASCII and gets U+FFFD for each
- * other byte rather than failing the whole document. */
-static json_t *text(const char *s, size_t max)
-{
-    size_t n = strnlen(s, max);
-    if (n == 0)
-        return json_null();
-    json_t *j = json_stringn(s, n);
-    if (j)
-        return j;
-    char clean[3 * GM_HOSTNAME_LEN + 1];
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 3 < sizeof clean; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80)
-            clean[o++] = (char)c;
-        else {
-            memcpy(clean + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-        }
-    }
-    return json_stringn(clean, o);
-}
-
-static json_t *host_num(const gm_snapshot *s, gm_host_metric m)
-{
-    return s->host_valid && gm_host_has(&s->host, m) ? num(s->host.v[m]) : json_null();
+    return gm_json_number(round(10000.0 * a / b) / 100.0);
 }
 
 static json_t *host_mib(const gm_snapshot *s, gm_host_metric m)
@@ -107,14 +66,14 @@ static json_t *fleet_gpu(const gm_gpu *g)
 {
     char id[32];
     snprintf(id, sizeof id, "gpu-%u", g->index);
-    return json_pack("{s:s, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:o, s:{s:o, s:o}}", "id", id,
-                     "name", text(g->name, sizeof g->name), "uuid", text(g->uuid, sizeof g->uuid),
-                     "utilization", gpu_whole(g, GM_M_UTIL_GPU_PCT), "memory", "total",
-                     gpu_mib(g, GM_M_MEM_TOTAL_BYTES), "used", gpu_mib(g, GM_M_MEM_USED_BYTES),
-                     "free", gpu_mib(g, GM_M_MEM_FREE_BYTES), "temperature",
-                     gpu_whole(g, GM_M_TEMP_C), "power_usage", gpu_watts(g, GM_M_POWER_MW),
-                     "clock_speeds", "graphics", gpu_whole(g, GM_M_CLOCK_GR_MHZ), "memory",
-                     gpu_whole(g, GM_M_CLOCK_MEM_MHZ));
+    return json_pack(
+        "{s:s, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:o, s:{s:o, s:o}}", "id", id, "name",
+        gm_json_text(g->name, sizeof g->name), "uuid", gm_json_text(g->uuid, sizeof g->uuid),
+        "utilization", gpu_whole(g, GM_M_UTIL_GPU_PCT), "memory", "total",
+        gpu_mib(g, GM_M_MEM_TOTAL_BYTES), "used", gpu_mib(g, GM_M_MEM_USED_BYTES), "free",
+        gpu_mib(g, GM_M_MEM_FREE_BYTES), "temperature", gpu_whole(g, GM_M_TEMP_C), "power_usage",
+        gpu_watts(g, GM_M_POWER_MW), "clock_speeds", "graphics", gpu_whole(g, GM_M_CLOCK_GR_MHZ),
+        "memory", gpu_whole(g, GM_M_CLOCK_MEM_MHZ));
 }
 
 json_t *gm_compat_fleet(const gm_snapshot *s)
@@ -134,15 +93,6 @@ json_t *gm_compat_fleet(const gm_snapshot *s)
 
 /* ---- /stats system inventory ----------------------------------------------------------- */
 
-static json_t *pcie_bandwidth(const gm_gpu *g, gm_metric gen, gm_metric width)
-{
-    if (g->lost || !gm_gpu_has(g, gen) || !gm_gpu_has(g, width) || !(g->v[gen] >= 0) ||
-        !(g->v[width] >= 0))
-        return json_null();
-    double bw = gm_pcie_gbps((unsigned)g->v[gen], (unsigned)g->v[width]);
-    return bw >= 0 ? num(bw) : json_null();
-}
-
 static json_t *stats_gpu(const gm_gpu *g)
 {
     json_t *persist = !g->lost && gm_gpu_has(g, GM_M_PERSISTENCE_MODE)
@@ -151,62 +101,16 @@ static json_t *stats_gpu(const gm_gpu *g)
     return json_pack(
         "{s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o,"
         " s:{s:o, s:o, s:o, s:o, s:o, s:o}}",
-        "index", (json_int_t)g->index, "name", text(g->name, sizeof g->name), "uuid",
-        text(g->uuid, sizeof g->uuid), "pci_bus_id", text(g->pci_bus_id, sizeof g->pci_bus_id),
-        "lost", g->lost, "memory_total_mib", gpu_mib(g, GM_M_MEM_TOTAL_BYTES), "memory_used_mib",
-        gpu_mib(g, GM_M_MEM_USED_BYTES), "power_draw_w", gpu_watts(g, GM_M_POWER_MW),
-        "power_limit_w", gpu_watts(g, GM_M_POWER_LIMIT_MW), "persistence_mode", persist, "pcie",
-        "gen_current", gpu_num(g, GM_M_PCIE_GEN_CUR), "gen_max", gpu_num(g, GM_M_PCIE_GEN_MAX),
-        "width_current", gpu_num(g, GM_M_PCIE_WIDTH_CUR), "width_max",
-        gpu_num(g, GM_M_PCIE_WIDTH_MAX), "bandwidth_current_gb_per_s",
-        pcie_bandwidth(g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR), "bandwidth_max_gb_per_s",
-        pcie_bandwidth(g, GM_M_PCIE_GEN_MAX, GM_M_PCIE_WIDTH_MAX));
-}
-
-static const char *const p2p_cap_names[GM_P2P__COUNT] = {[GM_P2P_READ] = "read",
-                                                         [GM_P2P_WRITE] = "write",
-                                                         [GM_P2P_NVLINK] = "nvlink",
-                                                         [GM_P2P_ATOMICS] = "atomics",
-                                                         [GM_P2P_PCI] = "pci"};
-
-/* {"gpus": [driver indices of the rows], "read": [[...]], "write", "nvlink", "atomics",
- * "pci"}: one square matrix of status codes per capability, "X" on the diagonal as
- * `nvidia-smi topo -p2p` prints it. */
-static json_t *p2p_json(const gm_snapshot *s, const gm_topology *t)
-{
-    unsigned n = t->gpu_count < GM_MAX_GPUS ? t->gpu_count : GM_MAX_GPUS;
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    /* The setters and appenders take their value even when they fail (jansson's _new
-     * convention), so one decref of the root frees everything built so far. */
-    json_t *rows = json_array();
-    if (json_object_set_new(o, "gpus", rows) != 0)
-        goto err;
-    for (unsigned i = 0; i < n; i++)
-        /* Rows follow snapshot order; past the snapshot's GPUs the position is all we know. */
-        if (json_array_append_new(rows, json_integer(i < s->gpu_count ? s->gpus[i].index : i)))
-            goto err;
-    for (int c = 0; c < GM_P2P__COUNT; c++) {
-        json_t *m = json_array();
-        if (json_object_set_new(o, p2p_cap_names[c], m) != 0)
-            goto err;
-        for (unsigned i = 0; i < n; i++) {
-            json_t *row = json_array();
-            if (json_array_append_new(m, row) != 0)
-                goto err;
-            for (unsigned j = 0; j < n; j++) {
-                const char *code =
-                    i == j ? "X" : gm_p2p_status_code((gm_p2p_status)t->p2p[i][j][c]);
-                if (json_array_append_new(row, json_string(code ? code : "U")) != 0)
-                    goto err;
-            }
-        }
-    }
-    return o;
-err:
-    json_decref(o);
-    return NULL;
+        "index", (json_int_t)g->index, "name", gm_json_text(g->name, sizeof g->name), "uuid",
+        gm_json_text(g->uuid, sizeof g->uuid), "pci_bus_id",
+        gm_json_text(g->pci_bus_id, sizeof g->pci_bus_id), "lost", g->lost, "memory_total_mib",
+        gpu_mib(g, GM_M_MEM_TOTAL_BYTES), "memory_used_mib", gpu_mib(g, GM_M_MEM_USED_BYTES),
+        "power_draw_w", gpu_watts(g, GM_M_POWER_MW), "power_limit_w",
+        gpu_watts(g, GM_M_POWER_LIMIT_MW), "persistence_mode", persist, "pcie", "gen_current",
+        gpu_num(g, GM_M_PCIE_GEN_CUR), "gen_max", gpu_num(g, GM_M_PCIE_GEN_MAX), "width_current",
+        gpu_num(g, GM_M_PCIE_WIDTH_CUR), "width_max", gpu_num(g, GM_M_PCIE_WIDTH_MAX),
+        "bandwidth_current_gb_per_s", gm_json_pcie_gbps(g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR),
+        "bandwidth_max_gb_per_s", gm_json_pcie_gbps(g, GM_M_PCIE_GEN_MAX, GM_M_PCIE_WIDTH_MAX));
 }
 
 json_t *gm_compat_stats(const gm_snapshot *s, const gm_topology *t)
@@ -222,28 +126,29 @@ json_t *gm_compat_stats(const gm_snapshot *s, const gm_topology *t)
             return NULL;
         }
     bool known = t && t->known;
-    json_t *p2p = known ? p2p_json(s, t) : json_null();
+    json_t *p2p = gm_json_p2p(s, t);
     if (!p2p) {
         json_decref(gpus);
         return NULL;
     }
     const gm_host *h = &s->host;
-    return json_pack(
-        "{s:s, s:I, s:o, s:o, s:o, s:o,"
-        " s:{s:o, s:o, s:o, s:o, s:o},"
-        " s:I, s:o, s:b, s:o}",
-        "timestamp", ts, "timestamp_ms", (json_int_t)s->time_ms, "provider",
-        text(s->provider, sizeof s->provider), "driver_version",
-        text(s->driver_version, sizeof s->driver_version), "cuda_version",
-        text(s->cuda_version, sizeof s->cuda_version), "nvml_version",
-        text(s->nvml_version, sizeof s->nvml_version),
-        /* system */
-        "system", "hostname", text(h->hostname, sizeof h->hostname), "kernel",
-        text(h->kernel, sizeof h->kernel), "processor_name",
-        text(h->cpu_model, sizeof h->cpu_model), "cpu_count", host_num(s, GM_H_CPU_COUNT),
-        "memory_total_bytes", host_num(s, GM_H_MEM_TOTAL_BYTES),
-        /* GPUs and their P2P matrix */
-        "gpu_count", (json_int_t)s->gpu_count, "gpus", gpus, "p2p_known", known, "p2p", p2p);
+    return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o,"
+                     " s:{s:o, s:o, s:o, s:o, s:o},"
+                     " s:I, s:o, s:b, s:o}",
+                     "timestamp", ts, "timestamp_ms", (json_int_t)s->time_ms, "provider",
+                     gm_json_text(s->provider, sizeof s->provider), "driver_version",
+                     gm_json_text(s->driver_version, sizeof s->driver_version), "cuda_version",
+                     gm_json_text(s->cuda_version, sizeof s->cuda_version), "nvml_version",
+                     gm_json_text(s->nvml_version, sizeof s->nvml_version),
+                     /* system */
+                     "system", "hostname", gm_json_text(h->hostname, sizeof h->hostname), "kernel",
+                     gm_json_text(h->kernel, sizeof h->kernel), "processor_name",
+                     gm_json_text(h->cpu_model, sizeof h->cpu_model), "cpu_count",
+                     gm_json_host_number(s, GM_H_CPU_COUNT), "memory_total_bytes",
+                     gm_json_host_number(s, GM_H_MEM_TOTAL_BYTES),
+                     /* GPUs and their P2P matrix */
+                     "gpu_count", (json_int_t)s->gpu_count, "gpus", gpus, "p2p_known", known, "p2p",
+                     p2p);
 }
 
 /* ---- WS /ws/metrics -------------------------------------------------------------------- */
@@ -251,15 +156,15 @@ json_t *gm_compat_stats(const gm_snapshot *s, const gm_topology *t)
 static json_t *ws_gpu(const gm_gpu *g)
 {
     bool live = !g->lost;
-    return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "gpu_index",
-                     (json_int_t)g->index, "name", text(g->name, sizeof g->name), "gpu_utilization",
-                     gpu_num(g, GM_M_UTIL_GPU_PCT), "memory_used", gpu_mib(g, GM_M_MEM_USED_BYTES),
-                     "memory_total", gpu_mib(g, GM_M_MEM_TOTAL_BYTES), "memory_utilization",
-                     percent(live && gm_gpu_has(g, GM_M_MEM_USED_BYTES), g->v[GM_M_MEM_USED_BYTES],
-                             live && gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES),
-                             g->v[GM_M_MEM_TOTAL_BYTES]),
-                     "temperature", gpu_num(g, GM_M_TEMP_C), "power_draw",
-                     gpu_watts(g, GM_M_POWER_MW), "power_limit", gpu_watts(g, GM_M_POWER_LIMIT_MW));
+    return json_pack(
+        "{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "gpu_index", (json_int_t)g->index, "name",
+        gm_json_text(g->name, sizeof g->name), "gpu_utilization", gpu_num(g, GM_M_UTIL_GPU_PCT),
+        "memory_used", gpu_mib(g, GM_M_MEM_USED_BYTES), "memory_total",
+        gpu_mib(g, GM_M_MEM_TOTAL_BYTES), "memory_utilization",
+        percent(live && gm_gpu_has(g, GM_M_MEM_USED_BYTES), g->v[GM_M_MEM_USED_BYTES],
+                live && gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES), g->v[GM_M_MEM_TOTAL_BYTES]),
+        "temperature", gpu_num(g, GM_M_TEMP_C), "power_draw", gpu_watts(g, GM_M_POWER_MW),
+        "power_limit", gpu_watts(g, GM_M_POWER_LIMIT_MW));
 }
 
 json_t *gm_compat_ws_metrics(const gm_snapshot *s)
@@ -276,16 +181,16 @@ json_t *gm_compat_ws_metrics(const gm_snapshot *s)
         }
     const gm_host *h = &s->host;
     bool hv = s->host_valid;
-    json_t *cpu = host_num(s, GM_H_CPU_UTIL_PCT);
+    json_t *cpu = gm_json_host_number(s, GM_H_CPU_UTIL_PCT);
     if (json_is_real(cpu)) /* per-mille noise of a jiffy ratio helps nobody */
         json_real_set(cpu, round(json_real_value(cpu) * 100.0) / 100.0);
-    return json_pack("{s:s, s:o, s:{s:o, s:o, s:o, s:o, s:[o, o, o], s:o}}", "timestamp", ts,
-                     "gpu_metrics", gpus, "system_metrics", "cpu_percent", cpu, "memory_percent",
-                     percent(hv && gm_host_has(h, GM_H_MEM_USED_BYTES), h->v[GM_H_MEM_USED_BYTES],
-                             hv && gm_host_has(h, GM_H_MEM_TOTAL_BYTES),
-                             h->v[GM_H_MEM_TOTAL_BYTES]),
-                     "memory_used", host_mib(s, GM_H_MEM_USED_BYTES), "memory_total",
-                     host_mib(s, GM_H_MEM_TOTAL_BYTES), "load_average", host_num(s, GM_H_LOAD1),
-                     host_num(s, GM_H_LOAD5), host_num(s, GM_H_LOAD15), "uptime_seconds",
-                     host_num(s, GM_H_UPTIME_S));
+    return json_pack(
+        "{s:s, s:o, s:{s:o, s:o, s:o, s:o, s:[o, o, o], s:o}}", "timestamp", ts, "gpu_metrics",
+        gpus, "system_metrics", "cpu_percent", cpu, "memory_percent",
+        percent(hv && gm_host_has(h, GM_H_MEM_USED_BYTES), h->v[GM_H_MEM_USED_BYTES],
+                hv && gm_host_has(h, GM_H_MEM_TOTAL_BYTES), h->v[GM_H_MEM_TOTAL_BYTES]),
+        "memory_used", host_mib(s, GM_H_MEM_USED_BYTES), "memory_total",
+        host_mib(s, GM_H_MEM_TOTAL_BYTES), "load_average", gm_json_host_number(s, GM_H_LOAD1),
+        gm_json_host_number(s, GM_H_LOAD5), gm_json_host_number(s, GM_H_LOAD15), "uptime_seconds",
+        gm_json_host_number(s, GM_H_UPTIME_S));
 }

@@ -1,0 +1,140 @@
+"""The option handling every command shares (src/cli/common.c): provider flags, getopt errors,
+number parsers and the no-GPU report, each command saying them in its own name."""
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from gmtest import env, run
+
+# Commands that take --provider/--simulate/--seed, with the arguments that complete them.
+SOURCE_COMMANDS = {
+    "query": [],
+    "snapshot": [],
+    "select": [],
+    "wait": [],
+    "record": ["--no-db", "--", "true"],
+    "run": ["--no-db", "--", "true"],
+}
+ALL_COMMANDS = list(SOURCE_COMMANDS) + ["estimate", "diff", "history"]
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gm-options-test-")
+        self.env = env(extra={"GPU_MONITOR_LEASE_DIR": os.path.join(self.tmp, "leases"),
+                              "GPU_MONITOR_DB": os.path.join(self.tmp, "gpumon.db")})
+        self.env.pop("CUDA_VISIBLE_DEVICES", None)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def gpumon(self, *args):
+        return run(list(args), env=self.env)
+
+    def usage_error(self, args, message):
+        p = self.gpumon(*args)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(p.stderr, message + "\n")
+        self.assertEqual(p.stdout, "")
+
+
+class GetoptErrors(Base):
+    def test_unknown_option(self):
+        for cmd in ALL_COMMANDS:
+            with self.subTest(cmd=cmd):
+                self.usage_error([cmd, "--bogus"],
+                                 f'gpumon {cmd}: unknown option "--bogus" (see gpumon {cmd} --help)')
+
+    def test_missing_value(self):
+        for cmd in SOURCE_COMMANDS:
+            with self.subTest(cmd=cmd):
+                self.usage_error([cmd, "--seed"], f"gpumon {cmd}: --seed needs a value")
+        self.usage_error(["estimate", "--format"], "gpumon estimate: --format needs a value")
+        self.usage_error(["diff", "--strict", "--power-tolerance-w"],
+                         "gpumon diff: --power-tolerance-w needs a value")
+        self.usage_error(["history", "--limit"], "gpumon history: --limit needs a value")
+
+    def test_unexpected_argument(self):
+        for cmd in ["query", "snapshot", "select", "wait"]:
+            with self.subTest(cmd=cmd):
+                self.usage_error([cmd, "--simulate", "1", "extra"],
+                                 f'gpumon {cmd}: unexpected argument "extra"')
+        self.usage_error(["estimate", "a.json", "b.json"], 'gpumon estimate: unexpected argument "b.json"')
+        self.usage_error(["history", "list", "more"], 'gpumon history: unexpected argument "more"')
+
+
+class SourceOptions(Base):
+    def test_simulate_and_seed_ranges(self):
+        for cmd, rest in SOURCE_COMMANDS.items():
+            with self.subTest(cmd=cmd):
+                self.usage_error([cmd, "--simulate", "0"] + rest,
+                                 f'gpumon {cmd}: --simulate expects a whole number from 1 to 64, got "0"')
+                self.usage_error([cmd, "--seed", "-1"] + rest,
+                                 f'gpumon {cmd}: --seed expects a whole number from 0 to '
+                                 f'18446744073709551615, got "-1"')
+
+    def test_simulate_and_seed_pick_the_gpus(self):
+        a = json.loads(self.gpumon("query", "--simulate", "3", "--seed", "7", "--format", "json").stdout)
+        self.assertEqual(a["provider"], "sim")
+        self.assertEqual(a["gpu_count"], 3)
+        p = self.gpumon("query", "--provider", "sim", "--simulate", "2", "--format", "json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["gpu_count"], 2)
+
+    def test_run_passes_source_on_to_record(self):
+        out = os.path.join(self.tmp, "run.json")
+        p = self.gpumon("run", "--provider", "sim", "--simulate", "3", "--seed", "9", "--wait", "0",
+                        "--no-db", "--quiet", "-o", out, "--", "true")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["provider"], "sim")
+        self.assertEqual(doc["kind"], "run")
+
+
+class NumberOptions(Base):
+    def test_seconds_and_numbers(self):
+        self.usage_error(["query", "--loop", "0.05"],
+                         'gpumon query: --loop expects seconds from 0.1 to 86400, got "0.05"')
+        self.usage_error(["query", "--loop", ""],
+                         'gpumon query: --loop expects seconds from 0.1 to 86400, got ""')
+        self.usage_error(["record", "-n", "1e-400", "--", "true"],
+                         'gpumon record: --interval expects seconds from 0.01 to 3600, got "1e-400"')
+        self.usage_error(["run", "--wait", "nan", "--", "true"],
+                         'gpumon run: --wait expects a number from 0 to 604800, got "nan"')
+        self.usage_error(["select", "-u", "101"],
+                         'gpumon select: --max-util expects a number from 0 to 100, got "101"')
+        self.usage_error(["wait", "--interval", "0"],
+                         'gpumon wait: --interval expects a number from 0.001 to 86400, got "0"')
+        self.usage_error(["diff", "--mem-tolerance-mb", "-1", "a", "b"],
+                         'gpumon diff: --mem-tolerance-mb expects a number >= 0, got "-1"')
+
+
+class NoGpu(Base):
+    """No NVML library and no nvidia-smi on PATH: auto finds nothing."""
+
+    def test_report_names_what_was_tried(self):
+        for cmd, hint in [("query", True), ("snapshot", True), ("select", False), ("wait", False)]:
+            with self.subTest(cmd=cmd):
+                p = self.gpumon(cmd, "--timeout", "0") if cmd == "wait" else self.gpumon(cmd)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                lines = p.stderr.splitlines()
+                self.assertEqual(lines[0], f"gpumon {cmd}: no GPU found; tried:")
+                self.assertTrue(lines[1].startswith("  nvml: "), p.stderr)
+                self.assertEqual(lines[2], "  nvidia-smi: not found on PATH")
+                self.assertEqual(len(lines), 4 if hint else 3, p.stderr)
+                if hint:
+                    self.assertEqual(lines[3], "Use --simulate N to try gpumon with simulated GPUs.")
+
+    def test_bad_provider_is_a_usage_error(self):
+        for cmd in ["query", "snapshot", "select"]:
+            with self.subTest(cmd=cmd):
+                p = self.gpumon(cmd, "--provider", "bogus")
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertTrue(p.stderr.startswith(f"gpumon {cmd}: "), p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,151 @@
+/* test_json.c - the inventory building blocks in core/json.h that `gpumon snapshot` and /stats
+ * share: numbers, text fields, host values, PCIe bandwidth and the P2P matrix. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json.h"
+
+/* Compact text of j (consumed), for exact comparisons. */
+static char *dump(json_t *j)
+{
+    assert_non_null(j);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12) | JSON_ENCODE_ANY);
+    json_decref(j);
+    assert_non_null(s);
+    return s;
+}
+
+static void assert_dump(json_t *j, const char *want)
+{
+    char *got = dump(j);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void test_number(void **state)
+{
+    (void)state;
+    assert_dump(gm_json_number(45.0), "45");
+    assert_dump(gm_json_number(-3.0), "-3");
+    assert_dump(gm_json_number(0.5), "0.5");
+    assert_dump(gm_json_number(85520809984.0), "85520809984");
+    /* Past 2^53 a double is no exact integer any more: it stays a real. */
+    json_t *big = gm_json_number(1e17);
+    assert_true(json_is_real(big));
+    json_decref(big);
+    assert_dump(gm_json_number(NAN), "null");
+    assert_dump(gm_json_number(INFINITY), "null");
+}
+
+static void test_text(void **state)
+{
+    (void)state;
+    char name[8] = "H100";
+    assert_dump(gm_json_text(name, sizeof name), "\"H100\"");
+    assert_dump(gm_json_text("", 8), "null");
+    /* Not NUL-terminated within max: max bytes are taken. */
+    char full[4] = {'a', 'b', 'c', 'd'};
+    assert_dump(gm_json_text(full, sizeof full), "\"abcd\"");
+    /* Malformed UTF-8 keeps its ASCII; each other byte becomes U+FFFD. */
+    assert_dump(gm_json_text("ab\xff\xfe"
+                             "c",
+                             16),
+                "\"ab\xEF\xBF\xBD\xEF\xBF\xBD"
+                "c\"");
+    /* Well-formed UTF-8 passes through. */
+    assert_dump(gm_json_text("caf\xC3\xA9", 16), "\"caf\xC3\xA9\"");
+}
+
+static void test_host_number(void **state)
+{
+    (void)state;
+    gm_snapshot *s = gm_snapshot_new();
+    assert_non_null(s);
+    gm_host_set(&s->host, GM_H_CPU_COUNT, 64);
+    /* A host that was not read says nothing, whatever its bits. */
+    assert_dump(gm_json_host_number(s, GM_H_CPU_COUNT), "null");
+    s->host_valid = true;
+    assert_dump(gm_json_host_number(s, GM_H_CPU_COUNT), "64");
+    assert_dump(gm_json_host_number(s, GM_H_MEM_TOTAL_BYTES), "null"); /* absent */
+    gm_snapshot_free(s);
+}
+
+static void test_pcie_gbps(void **state)
+{
+    (void)state;
+    gm_gpu g;
+    memset(&g, 0, sizeof g);
+    assert_dump(gm_json_pcie_gbps(&g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR), "null");
+    gm_gpu_set(&g, GM_M_PCIE_GEN_CUR, 4);
+    assert_dump(gm_json_pcie_gbps(&g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR), "null");
+    gm_gpu_set(&g, GM_M_PCIE_WIDTH_CUR, 16);
+    assert_dump(gm_json_pcie_gbps(&g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR), "31.504");
+    gm_gpu_set(&g, GM_M_PCIE_GEN_MAX, 9); /* a generation the table does not know */
+    gm_gpu_set(&g, GM_M_PCIE_WIDTH_MAX, 16);
+    assert_dump(gm_json_pcie_gbps(&g, GM_M_PCIE_GEN_MAX, GM_M_PCIE_WIDTH_MAX), "null");
+    g.lost = true; /* a lost GPU's last bits are stale */
+    assert_dump(gm_json_pcie_gbps(&g, GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR), "null");
+}
+
+static void test_p2p_cap_names(void **state)
+{
+    (void)state;
+    assert_string_equal(gm_json_p2p_cap_name(GM_P2P_READ), "read");
+    assert_string_equal(gm_json_p2p_cap_name(GM_P2P_WRITE), "write");
+    assert_string_equal(gm_json_p2p_cap_name(GM_P2P_NVLINK), "nvlink");
+    assert_string_equal(gm_json_p2p_cap_name(GM_P2P_ATOMICS), "atomics");
+    assert_string_equal(gm_json_p2p_cap_name(GM_P2P_PCI), "pci");
+    assert_null(gm_json_p2p_cap_name(GM_P2P__COUNT));
+}
+
+static void test_p2p(void **state)
+{
+    (void)state;
+    gm_snapshot *s = gm_snapshot_new();
+    gm_topology *t = calloc(1, sizeof *t);
+    assert_non_null(s);
+    assert_non_null(t);
+    /* Unknown topology, or none: null. */
+    assert_dump(gm_json_p2p(s, NULL), "null");
+    assert_dump(gm_json_p2p(s, t), "null");
+
+    /* Rows carry driver indices in snapshot order; a topology row past the snapshot's GPUs is
+     * named by its position. */
+    s->gpu_count = 1;
+    s->gpus[0].index = 3;
+    t->known = true;
+    t->gpu_count = 2;
+    for (int c = 0; c < GM_P2P__COUNT; c++) {
+        t->p2p[0][1][c] = GM_P2P_OK;
+        t->p2p[1][0][c] = GM_P2P_OK;
+    }
+    t->p2p[0][1][GM_P2P_NVLINK] = GM_P2P_NOT_SUPPORTED;
+    t->p2p[1][0][GM_P2P_WRITE] = GM_P2P_DISABLED_BY_REGKEY;
+    t->p2p[0][1][GM_P2P_PCI] = 200; /* out of range: unknown */
+    assert_dump(gm_json_p2p(s, t), "{\"gpus\":[3,1],"
+                                   "\"read\":[[\"X\",\"OK\"],[\"OK\",\"X\"]],"
+                                   "\"write\":[[\"X\",\"OK\"],[\"DR\",\"X\"]],"
+                                   "\"nvlink\":[[\"X\",\"NS\"],[\"OK\",\"X\"]],"
+                                   "\"atomics\":[[\"X\",\"OK\"],[\"OK\",\"X\"]],"
+                                   "\"pci\":[[\"X\",\"U\"],[\"OK\",\"X\"]]}");
+    free(t);
+    gm_snapshot_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_number),        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_host_number),   cmocka_unit_test(test_pcie_gbps),
+        cmocka_unit_test(test_p2p_cap_names), cmocka_unit_test(test_p2p),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
