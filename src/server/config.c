@@ -317,6 +317,20 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
         if (gm_config_parse_bool(v, &c->system_metrics) < 0)
             return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not true or false", who, v);
         return GM_OK;
+    case GM_SET_DB:
+        if (!*v || strlen(v) >= sizeof c->db)
+            return gm_error_set(err, GM_EINVAL, "%s: a path of 1 to %zu bytes, or \"none\"", who,
+                                sizeof c->db - 1);
+        c->no_db = strcmp(v, "none") == 0;
+        snprintf(c->db, sizeof c->db, "%s", c->no_db ? "" : v);
+        return GM_OK;
+    case GM_SET_WEB_ROOT:
+        /* Whether it exists is checked when the daemon starts (config parsing touches no file). */
+        if (!*v || strlen(v) >= sizeof c->web_root)
+            return gm_error_set(err, GM_EINVAL, "%s: a directory path of 1 to %zu bytes", who,
+                                sizeof c->web_root - 1);
+        snprintf(c->web_root, sizeof c->web_root, "%s", v);
+        return GM_OK;
     case GM_SET__COUNT:
         break;
     }
@@ -470,6 +484,12 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
                               c->cors_origin[0] ? json_string(c->cors_origin) : json_null());
     rc |= json_object_set_new(j, "log_level", json_string(gm_log_level_name(c->log_level)));
     rc |= json_object_set_new(j, "system_metrics", json_boolean(c->system_metrics));
+    rc |= json_object_set_new(j, "db",
+                              c->no_db   ? json_string("none")
+                              : c->db[0] ? json_string(c->db)
+                                         : json_null());
+    rc |=
+        json_object_set_new(j, "web_root", c->web_root[0] ? json_string(c->web_root) : json_null());
     rc |= json_object_set_new(j, "sources", sources);
     sources = NULL;
     if (rc)
@@ -507,12 +527,16 @@ const char *gm_serve_usage(void)
            "                         preflights (default off)                [CORS_ORIGIN]\n"
            "  --log-level L          debug | info | warn | error (default info) [LOG_LEVEL]\n"
            "  --no-system-metrics    skip host metrics        [ENABLE_SYSTEM_METRICS=false]\n"
+           "  --db PATH              session store (SQLite); \"none\" keeps sessions in memory\n"
+           "                         (default $XDG_STATE_HOME/gpumon/gpumon.db)         [DB]\n"
+           "  --web-root DIR         serve the dashboard from DIR instead of the embedded\n"
+           "                         copy (development)                          [WEB_ROOT]\n"
            "  -h, --help             show this help\n"
            "\n"
            "Variables are named GPU_MONITOR_<NAME>, e.g. GPU_MONITOR_POLL_INTERVAL_MS=500.\n"
            "Endpoints: /api/health /api/config /api/gpus[/N] /api/processes /api/system\n"
-           "/api/history /metrics /stats /api/v1/monitoring/gpu-metrics, WebSocket /ws/gpu and\n"
-           "/ws/metrics. See docs/API.md.\n"
+           "/api/history /api/sessions /api/allocation /metrics /stats\n"
+           "/api/v1/monitoring/gpu-metrics, WebSocket /ws/gpu and /ws/metrics. See docs/API.md.\n"
            "\n"
            "Exit status: 0 after SIGINT/SIGTERM, 1 runtime failure, 2 bad configuration.\n";
 }

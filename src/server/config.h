@@ -35,16 +35,18 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
 
 /* Settings that have a flag, an environment variable and a default, in X-macro form:
  * id, flag (without "--"), environment variable (without GPU_MONITOR_), JSON key. */
-#define GM_SERVE_SETTING_MAP(X)                                      \
-    X(LISTEN, "listen", "LISTEN", "listen")                          \
-    X(PROVIDER, "provider", "TELEMETRY_PROVIDER", "provider")        \
-    X(TOKEN, "token", "TOKEN", "token_set")                          \
-    X(HISTORY, "history", "HISTORY", "history_seconds")              \
-    X(POLL, "poll-interval", "POLL_INTERVAL_MS", "poll_interval_ms") \
-    X(WS_RATE, "ws-max-rate", "WS_MAX_RATE_HZ", "ws_max_rate_hz")    \
-    X(CORS, "cors-origin", "CORS_ORIGIN", "cors_origin")             \
-    X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")              \
-    X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics")
+#define GM_SERVE_SETTING_MAP(X)                                               \
+    X(LISTEN, "listen", "LISTEN", "listen")                                   \
+    X(PROVIDER, "provider", "TELEMETRY_PROVIDER", "provider")                 \
+    X(TOKEN, "token", "TOKEN", "token_set")                                   \
+    X(HISTORY, "history", "HISTORY", "history_seconds")                       \
+    X(POLL, "poll-interval", "POLL_INTERVAL_MS", "poll_interval_ms")          \
+    X(WS_RATE, "ws-max-rate", "WS_MAX_RATE_HZ", "ws_max_rate_hz")             \
+    X(CORS, "cors-origin", "CORS_ORIGIN", "cors_origin")                      \
+    X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")                       \
+    X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics") \
+    X(DB, "db", "DB", "db")                                                   \
+    X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")
 
 typedef enum gm_serve_setting {
 #define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
@@ -75,7 +77,12 @@ typedef struct gm_serve_config {
     gm_log_level log_level;
     bool system_metrics;
     char port_file[GM_SERVE_PATH_MAX]; /* "" writes none */
-    bool help;                         /* --help was given: print usage, run nothing */
+    /* The session store (SQLite): "" means the default path (gm_store_default_path), and
+     * no_db (--db none) keeps sessions in memory only. */
+    char db[GM_SERVE_PATH_MAX];
+    bool no_db;
+    char web_root[GM_SERVE_PATH_MAX]; /* "" serves the embedded dashboard */
+    bool help;                        /* --help was given: print usage, run nothing */
     gm_cfg_source source[GM_SET__COUNT];
 } gm_serve_config;
 

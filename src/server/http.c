@@ -1,6 +1,7 @@
 /* http.c - the REST side of the daemon: a route table (method, path, token, body limit,
- * handler), handlers that serve pre-rendered bytes of the latest sample, and the response
- * writer that sends headers and body in one write when they fit. */
+ * handler), handlers that serve pre-rendered bytes of the latest sample, request bodies read
+ * up to the route's limit, answers deferred to the session worker, static files, and the
+ * response writer that sends headers and body in one write when they fit. */
 #include "server/server_int.h"
 
 #include <math.h>
@@ -11,6 +12,8 @@
 #include <strings.h>
 
 #include "core/json.h"
+#include "core/lease.h"
+#include "core/select.h"
 #include "server/assets.h"
 #include "server/log.h"
 #include "server/prom.h"
@@ -51,6 +54,8 @@ typedef struct gm_req {
     const char *rest; /* path after a prefix route's prefix */
     const gm_query *q;
     gm_published *pub; /* newest bundle (loop-owned reference), NULL before the first sample */
+    const char *body;  /* the request body (routes with max_body), NULL when none */
+    size_t body_len;
 } gm_req;
 
 /* What a handler answers. The body is either borrowed (static, or a blob of `pin`) or owned
@@ -67,14 +72,17 @@ typedef struct gm_resp {
     bool gzip;
     bool preflight; /* OPTIONS: add the CORS preflight answers when CORS is on */
     int retry_after;
-    const char *cache; /* NULL: no-store */
+    const char *cache;     /* NULL: no-store */
+    const char *etag;      /* ETag header, NULL: none */
+    bool vary_ae;          /* Vary: Accept-Encoding (the path has a gzip'd form) */
+    char location[96];     /* Location header, "" none */
+    gm_session_job *defer; /* answered later by the session worker (status etc. unset) */
 } gm_resp;
 
 typedef void (*gm_handler)(const gm_req *rq, gm_resp *rs);
 
-/* One endpoint. No endpoint takes a request body yet, so any body is answered 413 (or 405) and
- * the connection closed; the first that does sets max_body and reads LWS_CALLBACK_HTTP_BODY up
- * to it into the per-request state before calling fn. */
+/* One endpoint. A request body is read (up to max_body, as application/json) only for routes
+ * with a max_body; elsewhere any body is answered 413 (or 405) and the connection closed. */
 typedef struct gm_route {
     const char *path;
     bool prefix; /* path matches every request path that starts with it */
@@ -94,6 +102,22 @@ typedef struct http_pss {
     gm_published *pin;
     size_t accounted;   /* bytes counted in srv->inflight_bytes */
     unsigned char *buf; /* LWS_PRE + HTTP_CHUNK, for the writes after the first */
+
+    /* A request body being read (route->max_body > 0). */
+    bool reading;
+    const gm_route *route;
+    unsigned method;
+    char path[160];
+    char *in; /* the body so far */
+    size_t in_len, in_cap;
+
+    /* An answer the session worker gives later. */
+    gm_session_job *job;
+    struct lws *wsi;
+    struct http_pss *prev, *next; /* srv->pending */
+    bool linked, notified, head;
+    char location[96];
+    int64_t t0_us;
 } http_pss;
 
 size_t gm_http_pss_size(void)
@@ -102,6 +126,8 @@ size_t gm_http_pss_size(void)
 }
 
 /* ---- responses ---------------------------------------------------------------------------- */
+
+static void allow_header(unsigned mask, char *buf, size_t len);
 
 static void resp_owned(gm_resp *rs, int status, const char *ctype, char *text, size_t len)
 {
@@ -230,6 +256,16 @@ static void h_config(const gm_req *rq, gm_resp *rs)
         json_object_set_new(j, "history_bytes",
                             h ? json_integer((json_int_t)gm_history_memory_bytes(h)) : json_null());
         json_object_set_new(j, "version", json_string(GM_VERSION));
+        json_object_set_new(j, "db_path",
+                            srv->db_path[0] ? json_string(srv->db_path) : json_null());
+        json_object_set_new(j, "lease_dir",
+                            srv->lease_dir[0] ? json_string(srv->lease_dir) : json_null());
+        json_object_set_new(j, "dashboard",
+                            json_string(srv->web_root[0]       ? "web_root"
+                                        : gm_assets_embedded() ? "embedded"
+                                                               : "builtin"));
+        json_object_set_new(j, "sessions_running",
+                            json_integer(gm_sessions_running(srv->sessions)));
     }
     resp_json(rs, 200, j);
 }
@@ -431,6 +467,245 @@ static void h_history(const gm_req *rq, gm_resp *rs)
     resp_owned(rs, 200, "application/json", b.p, b.len);
 }
 
+/* ---- sessions and allocation -------------------------------------------------------------- */
+
+/* GM_EINVAL with a message when q has a parameter outside `known` (NULL-terminated; "token" is
+ * always accepted, as WebSocket clients may send it everywhere). */
+static int check_params(const gm_query *q, const char *const *known, gm_error *err)
+{
+    for (size_t i = 0; i < q->count; i++) {
+        bool ok = strcmp(q->p[i].key, "token") == 0;
+        for (size_t k = 0; !ok && known[k]; k++)
+            ok = strcmp(q->p[i].key, known[k]) == 0;
+        if (!ok) {
+            char list[128];
+            size_t o = 0;
+            list[0] = '\0';
+            for (size_t k = 0; known[k] && o < sizeof list; k++)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", known[k]);
+            return gm_error_set(err, GM_EINVAL, "unknown parameter \"%.64s\" (accepted: %s)",
+                                q->p[i].key, known[0] ? list : "none");
+        }
+    }
+    return GM_OK;
+}
+
+/* Hands j to the session worker: the answer is sent when it is done. */
+static void resp_defer(const gm_req *rq, gm_resp *rs, gm_session_job *j)
+{
+    if (!j) {
+        resp_error(rs, 503, "out of memory");
+        return;
+    }
+    rs->defer = j;
+}
+
+static void h_sessions(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    gm_error err = {0};
+    if (rq->method == M_POST) {
+        static const char *const none[] = {NULL};
+        if (check_params(rq->q, none, &err) < 0) {
+            resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        if (!need_sample(rq, rs))
+            return;
+        gm_session_request req;
+        if (gm_session_request_parse(rq->body ? rq->body : "", rq->body_len, rq->pub->snap,
+                                     srv->cfg->poll_interval_ms, &req, &err) < 0) {
+            resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
+        if (!j) {
+            resp_error(rs, 503, "out of memory");
+            return;
+        }
+        /* Made here, so the session's clock starts when the request arrived whatever the
+         * worker is busy with. */
+        if (gm_session_new(req.has_label ? req.label : NULL, req.gpus, req.ngpus, req.interval_s,
+                           &j->session, &err) < 0) {
+            gm_session_job_free(j);
+            resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
+            return;
+        }
+        j->create = req;
+        j->created_mono_ms = gm_mono_ms();
+        snprintf(rs->location, sizeof rs->location, "/api/sessions/%s", gm_session_id(j->session));
+        resp_defer(rq, rs, j);
+        return;
+    }
+    static const char *const known[] = {"limit", "kind", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    unsigned long long limit = 100;
+    const char *v = gm_query_get(rq->q, "limit");
+    if (v && gm_config_parse_ulong(v, 1, GM_SESSIONS_LIST_MAX, &limit) < 0) {
+        resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
+                   GM_SESSIONS_LIST_MAX);
+        return;
+    }
+    const char *kind = gm_query_get(rq->q, "kind");
+    if (kind &&
+        (strlen(kind) >= 16 || strspn(kind, "abcdefghijklmnopqrstuvwxyz_-") != strlen(kind))) {
+        resp_error(rs, 400, "kind=\"%.32s\" is not a kind (session, record, run, ...)", kind);
+        return;
+    }
+    gm_session_job *j = gm_session_job_new(GM_SOP_LIST);
+    if (j) {
+        j->limit = (size_t)limit;
+        snprintf(j->kind, sizeof j->kind, "%s", kind ? kind : "");
+    }
+    resp_defer(rq, rs, j);
+}
+
+/* Session ids are generated ("20261126-010516-a1b2c3"); anything else is not one of ours. */
+static bool id_ok(const char *s, size_t n)
+{
+    if (n == 0 || n >= GM_SESSION_ID_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '-' || s[i] == '_' || s[i] == '.'))
+            return false;
+    return true;
+}
+
+static void h_session(const gm_req *rq, gm_resp *rs)
+{
+    const char *rest = rq->rest;
+    const char *slash = strchr(rest, '/');
+    size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
+    bool stop = slash && strcmp(slash, "/stop") == 0;
+    gm_error err = {0};
+    if (!id_ok(rest, idlen) || (slash && !stop)) {
+        resp_error(rs, 404, "no such endpoint: %s", rq->path);
+        return;
+    }
+    gm_session_job *j;
+    if (stop) {
+        if (rq->method != M_POST) {
+            resp_error(rs, 405, "%s takes POST", rq->path);
+            allow_header(M_POST, rs->allow, sizeof rs->allow);
+            return;
+        }
+        static const char *const none[] = {NULL};
+        if (check_params(rq->q, none, &err) < 0) {
+            resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        j = gm_session_job_new(GM_SOP_STOP);
+    } else if (rq->method == M_POST) {
+        resp_error(rs, 405, "POST is not allowed on %s (stop a session with POST %s/stop)",
+                   rq->path, rq->path);
+        allow_header(M_GET | M_HEAD | M_DELETE, rs->allow, sizeof rs->allow);
+        return;
+    } else if (rq->method == M_DELETE) {
+        static const char *const none[] = {NULL};
+        if (check_params(rq->q, none, &err) < 0) {
+            resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        j = gm_session_job_new(GM_SOP_DELETE);
+    } else {
+        static const char *const known[] = {"timeline", NULL};
+        if (check_params(rq->q, known, &err) < 0) {
+            resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        bool timeline = true;
+        const char *v = gm_query_get(rq->q, "timeline");
+        if (v && gm_config_parse_bool(v, &timeline) < 0) {
+            resp_error(rs, 400, "timeline=\"%.32s\" is not true or false (1 or 0)", v);
+            return;
+        }
+        j = gm_session_job_new(GM_SOP_GET);
+        if (j)
+            j->timeline = timeline;
+    }
+    if (j) {
+        memcpy(j->id, rest, idlen);
+        j->id[idlen] = '\0';
+    }
+    resp_defer(rq, rs, j);
+}
+
+/* GET /api/allocation: gm_select over the latest sample. Lease files are probed here, on the
+ * loop: one open, flock(LOCK_NB) and short read per GPU, never a wait, so the cost is bounded
+ * by the GPU count. */
+static void h_allocation(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    gm_error err = {0};
+    static const char *const known[] = {"count", "min_free_mb", "max_util", "ignore_leases", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    gm_select_request req = {.count = 1};
+    unsigned long long count = 1;
+    const char *v = gm_query_get(rq->q, "count");
+    if (v && gm_config_parse_ulong(v, 1, GM_MAX_GPUS, &count) < 0) {
+        resp_error(rs, 400, "count=\"%.32s\" is not a whole number of GPUs from 1 to %d", v,
+                   GM_MAX_GPUS);
+        return;
+    }
+    req.count = (unsigned)count;
+    v = gm_query_get(rq->q, "min_free_mb");
+    if (v && gm_config_parse_double(v, 0, 1e12, &req.min_free_mib) < 0) {
+        resp_error(rs, 400, "min_free_mb=\"%.32s\" is not a non-negative number of MiB", v);
+        return;
+    }
+    v = gm_query_get(rq->q, "max_util");
+    if (v) {
+        if (gm_config_parse_double(v, 0, 100, &req.max_util_pct) < 0) {
+            resp_error(rs, 400, "max_util=\"%.32s\" is not a utilization in percent from 0 to 100",
+                       v);
+            return;
+        }
+        req.has_max_util = true;
+    }
+    v = gm_query_get(rq->q, "ignore_leases");
+    if (v && gm_config_parse_bool(v, &req.ignore_leases) < 0) {
+        resp_error(rs, 400, "ignore_leases=\"%.32s\" is not true or false", v);
+        return;
+    }
+    if (!need_sample(rq, rs))
+        return;
+    const gm_snapshot *snap = rq->pub->snap;
+    gm_lease_holder *holders = NULL;
+    gm_select_result *res = malloc(sizeof *res);
+    if (srv->lease_dir[0] && snap->gpu_count) {
+        holders = calloc(snap->gpu_count, sizeof *holders);
+        if (holders && gm_lease_list(srv->lease_dir, snap, holders, &err) < 0) {
+            free(holders); /* leases unknown: none excluded, as `gpumon select` does then */
+            holders = NULL;
+        }
+    }
+    if (!res) {
+        free(holders);
+        resp_error(rs, 503, "out of memory");
+        return;
+    }
+    if (gm_select(snap, &req, holders, res, &err) < 0) {
+        free(holders);
+        free(res);
+        resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    json_t *j = gm_select_result_json(res);
+    if (j)
+        json_object_set_new(j, "lease_dir",
+                            srv->lease_dir[0] ? json_string(srv->lease_dir) : json_null());
+    free(holders);
+    free(res);
+    resp_json(rs, 200, j);
+}
+
 static const gm_route routes[] = {
     {"/api/health", false, M_GET | M_HEAD, true, 0, h_health},
     {"/api/config", false, M_GET | M_HEAD, true, 0, h_config},
@@ -439,6 +714,10 @@ static const gm_route routes[] = {
     {"/api/processes", false, M_GET | M_HEAD, true, 0, h_processes},
     {"/api/system", false, M_GET | M_HEAD, true, 0, h_system},
     {"/api/history", false, M_GET | M_HEAD, true, 0, h_history},
+    {"/api/sessions", false, M_GET | M_HEAD | M_POST, true, GM_SESSION_BODY_MAX, h_sessions},
+    {"/api/sessions/", true, M_GET | M_HEAD | M_POST | M_DELETE, true, GM_SESSION_BODY_MAX,
+     h_session},
+    {"/api/allocation", false, M_GET | M_HEAD, true, 0, h_allocation},
     {"/api/v1/monitoring/gpu-metrics", false, M_GET | M_HEAD, true, 0, h_fleet},
     {"/stats", false, M_GET | M_HEAD, true, 0, h_stats},
     {"/metrics", false, M_GET | M_HEAD, true, 0, h_metrics},
@@ -469,8 +748,31 @@ static void allow_header(unsigned mask, char *buf, size_t len)
 
 /* ---- the writer ----------------------------------------------------------------------------- */
 
+static void pending_unlink(gm_server *srv, http_pss *pss)
+{
+    if (!pss->linked)
+        return;
+    if (pss->prev)
+        pss->prev->next = pss->next;
+    else
+        srv->pending = pss->next;
+    if (pss->next)
+        pss->next->prev = pss->prev;
+    pss->prev = pss->next = NULL;
+    pss->linked = false;
+}
+
 static void pss_release(gm_server *srv, http_pss *pss)
 {
+    pending_unlink(srv, pss);
+    if (pss->job) { /* the client left before the worker answered */
+        gm_sessions_abandon(srv->sessions, pss->job);
+        pss->job = NULL;
+    }
+    free(pss->in);
+    pss->in = NULL;
+    pss->in_len = pss->in_cap = 0;
+    pss->reading = false;
     free(pss->owned);
     pss->owned = NULL;
     gm_published_unref(pss->pin);
@@ -501,15 +803,22 @@ static const char *reason_phrase(int status)
     static const struct {
         int code;
         const char *text;
-    } t[] = {{200, "OK"},
+    } t[] = {{100, "Continue"},
+             {200, "OK"},
+             {201, "Created"},
              {204, "No Content"},
+             {304, "Not Modified"},
              {400, "Bad Request"},
              {401, "Unauthorized"},
+             {403, "Forbidden"},
              {404, "Not Found"},
              {405, "Method Not Allowed"},
              {406, "Not Acceptable"},
+             {409, "Conflict"},
+             {411, "Length Required"},
              {413, "Content Too Large"},
              {414, "URI Too Long"},
+             {415, "Unsupported Media Type"},
              {426, "Upgrade Required"},
              {500, "Internal Server Error"},
              {503, "Service Unavailable"}};
@@ -534,13 +843,18 @@ static int build_headers(gm_server *srv, struct lws *wsi, const gm_resp *rs, uns
         return 1;
     /* By name, not lws_add_http_header_content_length(): lws must not count our body bytes. */
     snprintf(num, sizeof num, "%zu", rs->len);
-    if (rs->status != 204 && add_header(wsi, "content-length:", num, p, end))
+    if (rs->status != 204 && rs->status != 304 && add_header(wsi, "content-length:", num, p, end))
         return 1;
     if (add_header(wsi, "cache-control:", rs->cache ? rs->cache : "no-store", p, end) ||
         add_header(wsi, "x-content-type-options:", "nosniff", p, end))
         return 1;
-    if (rs->gzip && (add_header(wsi, "content-encoding:", "gzip", p, end) ||
-                     add_header(wsi, "vary:", "Accept-Encoding", p, end)))
+    if (rs->gzip && add_header(wsi, "content-encoding:", "gzip", p, end))
+        return 1;
+    if ((rs->gzip || rs->vary_ae) && add_header(wsi, "vary:", "Accept-Encoding", p, end))
+        return 1;
+    if (rs->etag && add_header(wsi, "etag:", rs->etag, p, end))
+        return 1;
+    if (rs->location[0] && add_header(wsi, "location:", rs->location, p, end))
         return 1;
     if (rs->allow[0] && add_header(wsi, "allow:", rs->allow, p, end))
         return 1;
@@ -616,7 +930,8 @@ static int send_response(gm_server *srv, struct lws *wsi, http_pss *pss, gm_resp
     }
     size_t body_len = head ? 0 : rs->len;
     size_t first = (size_t)(end - p) < body_len ? (size_t)(end - p) : body_len;
-    memcpy(p, rs->body, first);
+    if (first) /* a 204 or 304 has no body at all, not even a pointer */
+        memcpy(p, rs->body, first);
     p += first;
     int n = (int)(p - start);
     if (lws_write(wsi, start, (size_t)n, LWS_WRITE_HTTP) != n) {
@@ -686,35 +1001,212 @@ static int read_query(struct lws *wsi, gm_query *q, gm_error *err)
     return gm_error_set(err, GM_EINVAL, "too many query parameters");
 }
 
-static bool has_request_body(struct lws *wsi)
+/* Content-Length of the request, -1 when absent, -2 when malformed. */
+static long long content_length(struct lws *wsi)
 {
     char cl[32];
-    if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
-        return true;
-    if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0)
-        return strtoull(cl, NULL, 10) > 0 || cl[0] != '0';
-    return false;
+    int n = lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH);
+    if (n <= 0)
+        return -1;
+    unsigned long long v;
+    if (gm_config_parse_ulong(cl, 0, (unsigned long long)1 << 40, &v) < 0)
+        return -2;
+    return (long long)v;
+}
+
+static bool chunked_body(struct lws *wsi)
+{
+    return lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0;
+}
+
+static bool has_request_body(struct lws *wsi)
+{
+    long long n = content_length(wsi);
+    return chunked_body(wsi) || (n != -1 && n != 0); /* a malformed length counts as a body */
+}
+
+/* True for Content-Type application/json (parameters such as charset allowed). */
+static bool json_content_type(struct lws *wsi)
+{
+    char ct[128];
+    if (lws_hdr_copy(wsi, ct, sizeof ct, WSI_TOKEN_HTTP_CONTENT_TYPE) <= 0)
+        return false;
+    size_t n = strcspn(ct, ";");
+    while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
 }
 
 static bool accepts_gzip(struct lws *wsi)
 {
     char ae[256];
     int n = lws_hdr_copy(wsi, ae, sizeof ae, WSI_TOKEN_HTTP_ACCEPT_ENCODING);
-    return n > 0 && strstr(ae, "gzip") != NULL;
+    return n > 0 && gm_accepts_gzip(ae);
 }
 
 static void serve_asset(struct lws *wsi, const gm_asset *a, gm_resp *rs)
 {
-    if (a->gzip && !accepts_gzip(wsi)) {
-        resp_error(rs, 406, "this file is only available gzip-encoded (Accept-Encoding: gzip)");
-        return;
-    }
     rs->status = 200;
     rs->ctype = a->content_type;
     rs->body = a->data;
     rs->len = a->len;
     rs->gzip = a->gzip;
+    rs->vary_ae = gm_assets_has_gzip(a->path);
     rs->cache = a->cache_control ? a->cache_control : "no-cache";
+    rs->etag = gm_assets_etag(a);
+    char inm[512];
+    if (lws_hdr_copy(wsi, inm, sizeof inm, WSI_TOKEN_HTTP_IF_NONE_MATCH) > 0 &&
+        gm_etag_matches(inm, rs->etag)) {
+        /* The client's copy is current: headers only (RFC 9110 15.4.5). */
+        rs->status = 304;
+        rs->ctype = NULL;
+        rs->body = NULL;
+        rs->len = 0;
+        rs->gzip = false;
+    }
+}
+
+/* --web-root: the file from disk, never cached (it changes while the dashboard is developed). */
+static void serve_webroot(gm_server *srv, const char *path, gm_resp *rs)
+{
+    char *data;
+    size_t len;
+    const char *ctype;
+    gm_error err = {0};
+    int rc = gm_webroot_read(srv->web_root, path, &data, &len, &ctype, &err);
+    if (rc == GM_ENOENT)
+        resp_error(rs, 404, "no such file: %s", path);
+    else if (rc == GM_EPERM)
+        resp_error(rs, 403, "%s is outside the web root or not served", path);
+    else if (rc == GM_EINVAL)
+        resp_error(rs, 500, "%s: %s", path, err.msg);
+    else if (rc < 0)
+        resp_error(rs, rc == GM_ENOMEM ? 503 : 500, "%s: %s", path, err.msg);
+    else
+        resp_owned(rs, 200, ctype, data, len);
+}
+
+/* The peer's address, for gm_server_write_access; false when it cannot be read. */
+static bool peer_address(struct lws *wsi, struct sockaddr_storage *ss, socklen_t *len)
+{
+    int fd = lws_get_socket_fd(wsi);
+    *len = sizeof *ss;
+    return fd >= 0 && getpeername(fd, (struct sockaddr *)ss, len) == 0;
+}
+
+/* gm_server_origin_allowed on the request's Origin and Host headers. */
+static bool origin_allowed(gm_server *srv, struct lws *wsi)
+{
+    char origin[300], host[300];
+    if (lws_hdr_copy(wsi, origin, sizeof origin, WSI_TOKEN_ORIGIN) <= 0)
+        return lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) <= 0; /* too long: refused */
+    if (lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) <= 0)
+        host[0] = '\0';
+    return gm_server_origin_allowed(origin, host, srv->cfg->cors_origin);
+}
+
+static void log_request(unsigned method, const char *path, int status, size_t len, int64_t t0)
+{
+    if (!gm_log_enabled(GM_LOG_DEBUG))
+        return;
+    char qp[300];
+    gm_log(GM_LOG_DEBUG, "request", "method=%s path=%s status=%d bytes=%zu us=%lld",
+           method_name(method), gm_log_quote(path, qp, sizeof qp), status, len,
+           (long long)(lws_now_usecs() - t0));
+}
+
+/* Sends rs, or parks the request until the session worker has answered rs->defer. */
+static int respond(gm_server *srv, struct lws *wsi, http_pss *pss, gm_resp *rs, unsigned method,
+                   const char *path, int64_t t0)
+{
+    bool head = method == M_HEAD;
+    if (rs->defer) {
+        pss->job = rs->defer;
+        pss->wsi = wsi;
+        pss->head = head;
+        pss->method = method;
+        pss->t0_us = t0;
+        snprintf(pss->location, sizeof pss->location, "%s", rs->location);
+        snprintf(pss->path, sizeof pss->path, "%s", path);
+        pss->next = srv->pending;
+        pss->prev = NULL;
+        if (srv->pending)
+            srv->pending->prev = pss;
+        srv->pending = pss;
+        pss->linked = true;
+        gm_sessions_submit(srv->sessions, pss->job);
+        /* A worker stuck on the database must not hold the connection forever. */
+        lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, 60);
+        if (gm_session_job_done(pss->job)) { /* refused at once (shutting down) */
+            pss->notified = true;
+            lws_callback_on_writable(wsi);
+        }
+        return 0;
+    }
+    int status = rs->status;
+    size_t len = rs->len;
+    int rc = send_response(srv, wsi, pss, rs, head);
+    log_request(method, path, status, head ? 0 : len, t0);
+    return rc;
+}
+
+void gm_http_poll_pending(gm_server *srv)
+{
+    for (http_pss *p = srv->pending; p; p = p->next)
+        if (!p->notified && p->job && gm_session_job_done(p->job)) {
+            p->notified = true;
+            lws_callback_on_writable(p->wsi);
+        }
+}
+
+/* Loop, writable: sends the worker's answer of a parked request. */
+static int send_deferred(gm_server *srv, struct lws *wsi, http_pss *pss)
+{
+    gm_session_job *j = pss->job;
+    pending_unlink(srv, pss);
+    pss->job = NULL;
+    gm_resp rs = {0};
+    rs.status = j->status;
+    if (j->body) {
+        rs.ctype = "application/json";
+        resp_owned(&rs, j->status, "application/json", j->body, j->len);
+        j->body = NULL;
+    }
+    if (rs.status == 201)
+        snprintf(rs.location, sizeof rs.location, "%s", pss->location);
+    gm_session_job_free(j);
+    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+    /* Copied first: completing the transaction frees pss. */
+    int status = rs.status;
+    bool head = pss->head;
+    size_t len = head ? 0 : rs.len;
+    unsigned method = pss->method;
+    int64_t t0 = pss->t0_us;
+    char path[sizeof pss->path];
+    snprintf(path, sizeof path, "%s", pss->path);
+    int rc = send_response(srv, wsi, pss, &rs, head);
+    log_request(method, path, status, len, t0);
+    return rc;
+}
+
+/* Runs route r for a request whose body (if any) has been read. */
+static int dispatch(gm_server *srv, struct lws *wsi, http_pss *pss, const gm_route *r,
+                    unsigned method, const char *path, const gm_query *q, int64_t t0)
+{
+    gm_resp rs = {0};
+    gm_req rq = {.srv = srv,
+                 .wsi = wsi,
+                 .method = method,
+                 .path = path,
+                 .rest = path + strlen(r->path),
+                 .q = q,
+                 .pub = srv->current,
+                 .body = pss->in,
+                 .body_len = pss->in_len};
+    r->fn(&rq, &rs);
+    if (rs.status == 405 && !rs.allow[0])
+        allow_header(r->methods, rs.allow, sizeof rs.allow);
+    return respond(srv, wsi, pss, &rs, method, path, t0);
 }
 
 static int handle_request(gm_server *srv, struct lws *wsi, http_pss *pss, const char *path)
@@ -724,23 +1216,32 @@ static int handle_request(gm_server *srv, struct lws *wsi, http_pss *pss, const 
     gm_query q;
     gm_error err = {0};
     unsigned method = request_method(wsi);
-    bool head = method == M_HEAD;
     memset(pss, 0, sizeof *pss);
-    pss->close_after = has_request_body(wsi); /* unread body bytes must not become a request */
+    bool has_body = has_request_body(wsi);
+    pss->close_after = has_body; /* unread body bytes must not become a request */
 
     const gm_route *r = route_find(path);
-    const gm_asset *asset = r ? NULL : gm_assets_find(path);
-    unsigned allowed = r ? r->methods : asset ? (M_GET | M_HEAD) : 0;
+    bool webroot = !r && srv->web_root[0];
+    const gm_asset *asset =
+        r || webroot
+            ? NULL
+            : gm_assets_find(path, (method == M_GET || method == M_HEAD) && accepts_gzip(wsi));
+    unsigned allowed = r ? r->methods : (asset || webroot) ? (M_GET | M_HEAD) : 0;
     int uri_len = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS);
     for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
         uri_len += lws_hdr_total_length(wsi, methods[i].token);
+    struct sockaddr_storage peer;
+    socklen_t peer_len = 0;
+    bool have_peer =
+        (method == M_POST || method == M_DELETE) && peer_address(wsi, &peer, &peer_len);
+    long long clen = content_length(wsi);
 
     if (uri_len > GM_HTTP_URI_MAX) {
         resp_error(&rs, 414, "request target longer than %d bytes", GM_HTTP_URI_MAX);
     } else if (!method) {
         resp_error(&rs, 405, "method not supported");
         pss->close_after = true;
-    } else if (!r && !asset) {
+    } else if (!r && !asset && !webroot) {
         resp_error(&rs, 404, "no such endpoint: %s (see / for the list)", path);
     } else if (method == M_OPTIONS) {
         /* Preflight: answered without the token (browsers never send it here). */
@@ -750,38 +1251,117 @@ static int handle_request(gm_server *srv, struct lws *wsi, http_pss *pss, const 
     } else if (!(allowed & method)) {
         resp_error(&rs, 405, "%s is not allowed on %s", method_name(method), path);
         allow_header(allowed, rs.allow, sizeof rs.allow);
-    } else if ((r ? r->needs_token : true) && !gm_server_authorized(srv, wsi, false)) {
+    } else if (r && r->needs_token && !gm_server_authorized(srv, wsi, false)) {
+        /* Only routes need the token: the dashboard's files are code, not data, and a browser
+         * cannot send a header when it opens a page. The page then passes the token it was
+         * given in its URL fragment to every API and WebSocket request. */
         resp_error(&rs, 401, "missing or wrong bearer token (send Authorization: Bearer <token>)");
         rs.www_auth = true;
-    } else if (pss->close_after && (!r || r->max_body == 0)) {
+    } else if ((method == M_POST || method == M_DELETE) &&
+               gm_server_write_access(srv->cfg->token_set,
+                                      have_peer ? (const struct sockaddr *)&peer : NULL,
+                                      peer_len) != 0) {
+        resp_error(&rs, 403,
+                   "%s from another host needs a token: restart gpumon serve with --token (or "
+                   "GPU_MONITOR_TOKEN) and send Authorization: Bearer <token>",
+                   method_name(method));
+    } else if ((method == M_POST || method == M_DELETE) && !srv->cfg->token_set &&
+               !origin_allowed(srv, wsi)) {
+        resp_error(&rs, 403,
+                   "%s from a web page of another origin is refused without a token: set "
+                   "--token, or --cors-origin to that origin",
+                   method_name(method));
+    } else if (has_body && (!r || r->max_body == 0)) {
         resp_error(&rs, 413, "%s takes no request body", path);
+    } else if (has_body && chunked_body(wsi)) {
+        resp_error(&rs, 411, "send the request body with a Content-Length (not chunked)");
+    } else if (has_body && (clen < 0 || (unsigned long long)clen > r->max_body)) {
+        resp_error(&rs, 413, "request body over the limit of %zu bytes", r->max_body);
+    } else if (has_body && strlen(path) >= sizeof pss->path) {
+        resp_error(&rs, 404, "no such endpoint: %.64s...", path); /* no route has such paths */
+    } else if (has_body && !json_content_type(wsi)) {
+        resp_error(&rs, 415, "send the request body as Content-Type: application/json");
     } else if (read_query(wsi, &q, &err) < 0) {
         resp_error(&rs, 400, "bad query string: %s", err.msg);
+    } else if (webroot) {
+        serve_webroot(srv, path, &rs);
     } else if (asset) {
         serve_asset(wsi, asset, &rs);
+    } else if (has_body) {
+        /* The body comes in LWS_CALLBACK_HTTP_BODY; the route runs at its completion. */
+        pss->close_after = false;
+        pss->reading = true;
+        pss->route = r;
+        pss->method = method;
+        pss->t0_us = t0;
+        snprintf(pss->path, sizeof pss->path, "%s", path);
+        /* lws 4.1 does not answer "Expect: 100-continue" itself; without this, curl waits a
+         * second before it sends the body. */
+        char expect[32];
+        if (lws_hdr_copy(wsi, expect, sizeof expect, WSI_TOKEN_HTTP_EXPECT) > 0 &&
+            strcasecmp(expect, "100-continue") == 0) {
+            static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+            unsigned char buf[LWS_PRE + sizeof cont];
+            memcpy(buf + LWS_PRE, cont, sizeof cont - 1);
+            if (lws_write(wsi, buf + LWS_PRE, sizeof cont - 1, LWS_WRITE_HTTP) !=
+                (int)(sizeof cont - 1))
+                return -1;
+        }
+        return 0;
     } else {
-        gm_req rq = {.srv = srv,
-                     .wsi = wsi,
-                     .method = method,
-                     .path = path,
-                     .rest = path + strlen(r->path),
-                     .q = &q,
-                     .pub = srv->current};
-        r->fn(&rq, &rs);
+        return dispatch(srv, wsi, pss, r, method, path, &q, t0);
     }
     if (rs.status == 405 && !rs.allow[0])
         allow_header(allowed, rs.allow, sizeof rs.allow);
+    return respond(srv, wsi, pss, &rs, method, path, t0);
+}
 
-    int status = rs.status;
-    size_t len = rs.len;
-    int rc = send_response(srv, wsi, pss, &rs, head);
-    if (gm_log_enabled(GM_LOG_DEBUG)) {
-        char qp[300];
-        gm_log(GM_LOG_DEBUG, "request", "method=%s path=%s status=%d bytes=%zu us=%lld",
-               method_name(method), gm_log_quote(path, qp, sizeof qp), status, head ? 0 : len,
-               (long long)(lws_now_usecs() - t0));
+/* Loop: one chunk of a request body. Returns -1 (close) after answering 413 when the body
+ * grows past the route's limit whatever its Content-Length said. */
+static int on_body(gm_server *srv, struct lws *wsi, http_pss *pss, const void *in, size_t len)
+{
+    if (!pss || !pss->reading)
+        return 0;
+    size_t max = pss->route->max_body;
+    if (pss->in_len + len > max) {
+        gm_resp rs = {0};
+        resp_error(&rs, 413, "request body over the limit of %zu bytes", max);
+        pss->reading = false;
+        pss->close_after = true;
+        send_response(srv, wsi, pss, &rs, false);
+        return -1;
     }
-    return rc;
+    if (pss->in_len + len + 1 > pss->in_cap) {
+        size_t cap = pss->in_cap ? pss->in_cap : 1024;
+        while (cap < pss->in_len + len + 1)
+            cap *= 2;
+        char *np = realloc(pss->in, cap);
+        if (!np)
+            return -1;
+        pss->in = np;
+        pss->in_cap = cap;
+    }
+    memcpy(pss->in + pss->in_len, in, len);
+    pss->in_len += len;
+    pss->in[pss->in_len] = '\0';
+    return 0;
+}
+
+static int on_body_done(gm_server *srv, struct lws *wsi, http_pss *pss)
+{
+    if (!pss || !pss->reading)
+        return 0;
+    pss->reading = false;
+    gm_query q;
+    gm_error err = {0};
+    char path[sizeof pss->path];
+    snprintf(path, sizeof path, "%s", pss->path);
+    if (read_query(wsi, &q, &err) < 0) {
+        gm_resp rs = {0};
+        resp_error(&rs, 400, "bad query string: %s", err.msg);
+        return respond(srv, wsi, pss, &rs, pss->method, path, pss->t0_us);
+    }
+    return dispatch(srv, wsi, pss, pss->route, pss->method, path, &q, pss->t0_us);
 }
 
 void gm_server_refuse(struct lws *wsi, int status, const char *msg, const char *extra_header)
@@ -824,8 +1404,16 @@ int gm_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
         path[n] = '\0';
         return handle_request(srv, wsi, pss, path);
     }
+    case LWS_CALLBACK_HTTP_BODY:
+        return on_body(srv, wsi, pss, in, len);
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        return on_body_done(srv, wsi, pss);
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        return pss ? send_more(srv, wsi, pss) : 0;
+        if (!pss)
+            return 0;
+        if (pss->job)
+            return gm_session_job_done(pss->job) ? send_deferred(srv, wsi, pss) : 0;
+        return send_more(srv, wsi, pss);
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
         return gm_server_confirm_upgrade(wsi, in);
     case LWS_CALLBACK_RAW_ADOPT:
@@ -834,10 +1422,13 @@ int gm_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
          * open, unanswered, for as long as the client likes. */
         gm_server_refuse(wsi, 405, "CONNECT is not supported", NULL);
         return -1;
-    case LWS_CALLBACK_HTTP_BODY:
-        /* No endpoint takes a body yet; handle_request already answered 413 and closes. */
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        /* The session worker may have answered parked requests. */
+        if (srv)
+            gm_http_poll_pending(srv);
         return 0;
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+    case LWS_CALLBACK_CLOSED_HTTP:
         if (pss)
             pss_release(srv, pss);
         return 0;

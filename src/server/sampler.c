@@ -108,6 +108,7 @@ void gm_published_unref(gm_published *p)
     blob_free(&p->ws_metrics);
     for (unsigned i = 0; i < p->gpu_count; i++)
         blob_free(&p->gpu[i]);
+    free(p->snap);
     free(p);
 }
 
@@ -131,6 +132,15 @@ static gm_published *render(gm_sampler *s, const gm_snapshot *snap)
     snprintf(p->provider, sizeof p->provider, "%s", snap->provider);
     p->gpu_count = snap->gpu_count;
     p->host_valid = snap->host_valid;
+    /* A flat copy without the process table: the per-request readers need GPUs and host only,
+     * and the table (GM_MAX_PROCS entries) would multiply the bundle's size. */
+    p->snap = malloc(sizeof *p->snap);
+    if (!p->snap)
+        goto oom;
+    memcpy(p->snap, snap, sizeof *p->snap);
+    p->snap->procs = NULL;
+    p->snap->proc_count = 0;
+    p->snap->proc_dropped = 0;
     for (unsigned i = 0; i < snap->gpu_count; i++) {
         const gm_gpu *g = &snap->gpus[i];
         p->gpu_index[i] = g->index;
@@ -279,6 +289,8 @@ static void sample_once(gm_sampler *s, bool first)
     gm_published_unref(old);
     if (s->wake)
         s->wake(s->wake_arg);
+    if (s->opt.on_sample)
+        s->opt.on_sample(s->opt.on_sample_arg, s->snap);
 }
 
 static void *sampler_main(void *arg)

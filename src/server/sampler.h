@@ -44,6 +44,9 @@ typedef struct gm_published {
     gm_blob ws_metrics;              /* gm_compat_ws_metrics: /ws/metrics frames */
     unsigned gpu_index[GM_MAX_GPUS]; /* driver index of gpu[i] */
     gm_blob gpu[GM_MAX_GPUS];        /* gm_json_gpu, in snapshot order */
+    /* The snapshot itself without its processes (procs NULL, proc_count 0), for answers that
+     * depend on the request (GET /api/allocation, GPU checks of POST /api/sessions). */
+    gm_snapshot *snap;
 } gm_published;
 
 /* Takes one more reference (p may be NULL); returns p. Any thread. */
@@ -61,6 +64,10 @@ typedef struct gm_sampler_options {
     unsigned history_s;       /* seconds of history (0: none), sized at poll_ms */
     size_t history_max_bytes; /* refuse a history larger than this (0: no limit) */
     bool no_per_core;         /* leave per-core CPU series out of /metrics */
+    /* Optional: called on the sampler thread after each publication with the snapshot just
+     * published (valid only during the call). Must not block: it hands work to other threads. */
+    void (*on_sample)(void *arg, const gm_snapshot *snap);
+    void *on_sample_arg;
 } gm_sampler_options;
 
 /* Sampler counters, a consistent copy. */

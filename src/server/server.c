@@ -3,6 +3,8 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,11 +12,15 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/lease.h"
+#include "server/assets.h"
 #include "server/log.h"
 #include "server/server_int.h"
+#include "store/store.h"
 
 #define HISTORY_MAX_BYTES    (1024u << 20) /* refuse a history that would take more than 1 GiB */
 #define FIRST_SAMPLE_WAIT_MS 30000         /* nvidia-smi alone may take 5 s; NVML init a few */
@@ -78,6 +84,43 @@ bool gm_server_authorized(gm_server *srv, struct lws *wsi, bool allow_query)
     return false;
 }
 
+bool gm_server_peer_is_loopback(const struct sockaddr *sa, socklen_t len)
+{
+    if (!sa)
+        return false;
+    if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+int gm_server_write_access(bool token_set, const struct sockaddr *peer, socklen_t len)
+{
+    /* With a token, the token decided already. Without one, only this host may change state:
+     * the default listen address is loopback, but --listen :9401 opens the port to anybody. */
+    if (token_set || gm_server_peer_is_loopback(peer, len))
+        return 0;
+    return 403;
+}
+
+bool gm_server_origin_allowed(const char *origin, const char *host, const char *cors_origin)
+{
+    if (!origin || !*origin)
+        return true;
+    if (host && *host && strncasecmp(origin, "http://", 7) == 0 &&
+        strcasecmp(origin + 7, host) == 0)
+        return true;
+    return cors_origin && *cors_origin && strcmp(cors_origin, "*") != 0 &&
+           strcasecmp(origin, cors_origin) == 0;
+}
+
 /* ---- signals ------------------------------------------------------------------------------ */
 
 typedef struct sig_ctx {
@@ -109,6 +152,42 @@ static void wake_loop(void *arg)
 {
     gm_server *srv = arg;
     lws_cancel_service(srv->ctx);
+}
+
+/* The sampler's hook: every published sample goes to the session worker. */
+static void feed_sessions(void *arg, const gm_snapshot *snap)
+{
+    gm_server *srv = arg;
+    gm_sessions_feed(srv->sessions, snap);
+}
+
+/* Resolves the session store path, the lease directory and the web root. Returns GM_OK, or
+ * GM_EINVAL with a message (exit 2) when --web-root is not a directory. */
+static int resolve_paths(gm_server *srv, gm_error *err)
+{
+    const gm_serve_config *cfg = srv->cfg;
+    gm_error sub = {0};
+    if (cfg->no_db)
+        srv->db_path[0] = '\0';
+    else if (cfg->db[0])
+        snprintf(srv->db_path, sizeof srv->db_path, "%s", cfg->db);
+    else if (gm_store_default_path(srv->db_path, sizeof srv->db_path, &sub) < 0) {
+        char q[600];
+        gm_log(GM_LOG_WARN, "sessions are kept in memory only", "reason=%s",
+               gm_log_quote(sub.msg, q, sizeof q));
+        srv->db_path[0] = '\0';
+    }
+    if (gm_lease_default_dir(srv->lease_dir, sizeof srv->lease_dir, &sub) < 0)
+        srv->lease_dir[0] = '\0';
+    if (cfg->web_root[0]) {
+        char real[PATH_MAX];
+        struct stat st;
+        if (!realpath(cfg->web_root, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+            return gm_error_set(err, GM_EINVAL, "--web-root %s: not a directory%s%s", cfg->web_root,
+                                errno ? ": " : "", errno ? strerror(errno) : "");
+        snprintf(srv->web_root, sizeof srv->web_root, "%s", real);
+    }
+    return GM_OK;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
@@ -184,6 +263,12 @@ int gm_server_run(const gm_serve_config *cfg)
     atomic_init(&srv->quit, false);
     gm_log_set_level(cfg->log_level);
     gm_log_route_lws();
+    gm_error err = {0};
+    errno = 0;
+    if (resolve_paths(srv, &err) < 0) {
+        fprintf(stderr, "gpumon serve: %s\n", err.msg);
+        return GM_EXIT_USAGE;
+    }
 
     /* Signals are taken by the signal thread alone: block them here before any thread starts,
      * so every thread (sampler, lws) inherits the mask. */
@@ -199,7 +284,6 @@ int gm_server_run(const gm_serve_config *cfg)
     copt.simulate = cfg->simulate;
     copt.seed = cfg->seed;
     copt.no_host = !cfg->system_metrics;
-    gm_error err = {0};
     char q[1100], q2[300];
     if (gm_collector_open(&copt, &srv->collector, &err) < 0) {
         gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",
@@ -239,10 +323,22 @@ int gm_server_run(const gm_serve_config *cfg)
         goto out;
     }
 
+    gm_sessions_options mopt = {.db_path = srv->db_path,
+                                .poll_ms = cfg->poll_interval_ms,
+                                /* The collector keeps its default slow period for energy. */
+                                .energy_fresh = false,
+                                .wake = wake_loop,
+                                .wake_arg = srv};
+    if (gm_sessions_start(&mopt, &srv->sessions, &err) < 0) {
+        fprintf(stderr, "gpumon serve: %s\n", err.msg);
+        goto stop;
+    }
     gm_sampler_options sopt = {.collector = srv->collector,
                                .poll_ms = cfg->poll_interval_ms,
                                .history_s = cfg->history_s,
-                               .history_max_bytes = HISTORY_MAX_BYTES};
+                               .history_max_bytes = HISTORY_MAX_BYTES,
+                               .on_sample = feed_sessions,
+                               .on_sample_arg = srv};
     if (gm_sampler_start(&sopt, wake_loop, srv, &srv->sampler, &err) < 0) {
         fprintf(stderr, "gpumon serve: %s\n", err.msg);
         goto stop;
@@ -279,12 +375,23 @@ int gm_server_run(const gm_serve_config *cfg)
         fprintf(stderr, "\ngpumon: for a first look with simulated GPUs: make demo (or gpumon "
                         "serve --simulate 4)\n");
     }
+    char qdb[PATH_MAX + 8], qweb[PATH_MAX + 8];
     gm_log(GM_LOG_INFO, "listening",
            "addr=%s:%u provider=%s gpus=%u poll_ms=%u history_s=%u "
-           "ws_max_rate_hz=%g token=%s cors=%s",
+           "ws_max_rate_hz=%g token=%s cors=%s db=%s web=%s",
            host, srv->port, srv->provider, srv->current ? srv->current->gpu_count : 0,
            cfg->poll_interval_ms, cfg->history_s, cfg->ws_max_rate_hz,
-           cfg->token_set ? "set" : "unset", cfg->cors_origin[0] ? cfg->cors_origin : "off");
+           cfg->token_set ? "set" : "unset", cfg->cors_origin[0] ? cfg->cors_origin : "off",
+           gm_log_quote(srv->db_path[0] ? srv->db_path : "none", qdb, sizeof qdb),
+           gm_log_quote(srv->web_root[0]       ? srv->web_root
+                        : gm_assets_embedded() ? "embedded"
+                                               : "builtin",
+                        qweb, sizeof qweb));
+    if (!cfg->token_set && !cfg->listen.host[0])
+        gm_log(GM_LOG_WARN, "listening on all interfaces without a token", "detail=%s",
+               gm_log_quote("anybody who reaches the port can read the GPUs; POST and DELETE "
+                            "are refused from other hosts until --token is set",
+                            qweb, sizeof qweb));
 
     while (!atomic_load(&srv->quit))
         if (lws_service(srv->ctx, 0) < 0) {
@@ -295,12 +402,18 @@ int gm_server_run(const gm_serve_config *cfg)
 
 stop:
     atomic_store(&srv->quit, true);
-    /* The sampler goes first: it calls lws_cancel_service on the context destroyed below. */
+    /* The sampler goes first: it calls lws_cancel_service on the context destroyed below and
+     * feeds the session worker, which goes next (it wakes the loop too, and stops the running
+     * sessions with their end written). */
     gm_sampler_stop(srv->sampler);
+    gm_sessions_stop(srv->sessions);
     pthread_join(sc.thread, NULL);
 out:
     if (srv->ctx)
-        lws_context_destroy(srv->ctx); /* closes every client; their callbacks drop refs */
+        lws_context_destroy(srv->ctx); /* closes every client; their callbacks drop refs and
+                                        * hand parked session jobs back */
+    gm_sessions_free(srv->sessions);
+    srv->sessions = NULL;
     gm_published_unref(srv->current);
     srv->current = NULL;
     gm_sampler_free(srv->sampler);

@@ -83,8 +83,11 @@ class Daemon:
                     return int(line.split()[1])
         return 0
 
-    def request(self, path, method="GET", headers=(), body=None, timeout=10):
-        """Returns (status, headers dict with lower-case names, body bytes)."""
+    def request(self, path, method="GET", headers=(), body=None, timeout=10, base=None,
+                path_as_is=False):
+        """Returns (status, headers dict with lower-case names, body bytes). base replaces
+        http://127.0.0.1:PORT (e.g. another address of this host); path_as_is sends the path
+        without curl's dot-segment cleanup (for traversal tests)."""
         c = pycurl.Curl()
         buf = io.BytesIO()
         hdrs = {}
@@ -95,7 +98,9 @@ class Daemon:
                 k, v = line.split(":", 1)
                 hdrs[k.strip().lower()] = v.strip()
 
-        c.setopt(pycurl.URL, self.base + path)
+        c.setopt(pycurl.URL, (base or self.base) + path)
+        if path_as_is:
+            c.setopt(pycurl.PATH_AS_IS, 1)
         c.setopt(pycurl.WRITEDATA, buf)
         c.setopt(pycurl.HEADERFUNCTION, on_header)
         c.setopt(pycurl.TIMEOUT, timeout)
@@ -110,6 +115,24 @@ class Daemon:
         status = c.getinfo(pycurl.RESPONSE_CODE)
         c.close()
         return status, hdrs, buf.getvalue()
+
+    def call(self, path, method="GET", obj=None, raw=None, headers=(),
+             content_type="application/json", **kw):
+        """A JSON API call: obj is sent as JSON (raw: bytes as they are), with content_type
+        (None: no Content-Type header). Returns (status, headers, parsed body or None)."""
+        hdrs = list(headers)
+        body = raw if raw is not None else (json.dumps(obj).encode() if obj is not None else None)
+        if body is not None:
+            # No "Expect: 100-continue" round trip unless a test asks for it.
+            if not any(h.lower().startswith("expect:") for h in hdrs):
+                hdrs.append("Expect:")
+            if content_type is not None:
+                hdrs.append("Content-Type: " + content_type)
+            else:
+                hdrs.append("Content-Type:")
+        status, rh, data = self.request(path, method=method, headers=hdrs, body=body, **kw)
+        parsed = json.loads(data) if data and rh.get("content-type", "").startswith("application/json") else None
+        return status, rh, parsed
 
     def get_json(self, path, expect=200, headers=()):
         status, hdrs, body = self.request(path, headers=headers)

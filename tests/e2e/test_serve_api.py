@@ -174,6 +174,11 @@ class Auth(unittest.TestCase):
             self.assertEqual(status, 200)
             c = d.get_json("/api/config", headers=["Authorization: Bearer s3cret"])
             self.assertNotIn("s3cret", json.dumps(c))
+            # The dashboard's page is code, not data: it loads without the token, then sends
+            # the token (from its URL fragment) with every API and WebSocket request.
+            status, _, body = d.request("/")
+            self.assertEqual(status, 200)
+            self.assertNotIn(b"s3cret", body)
 
     def test_token_from_env(self):
         with Daemon(extra_env={"GPU_MONITOR_TOKEN": "envtok"}) as d:

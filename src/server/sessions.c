@@ -1,0 +1,1178 @@
+/* sessions.c - the session worker: one thread that owns every monitoring session and the
+ * SQLite store, fed samples by the sampler and requests by the HTTP loop through one queue. */
+#include "server/sessions.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "server/log.h"
+#include "server/sampler.h"
+#include "store/store.h"
+
+/* Rows of the store read for one listing: bounds the worker's memory whatever the database
+ * holds (gpumon record and run write there too). */
+#define LIST_SCAN_MAX 10000
+
+enum { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
+/* One queue element: a request (job) or the GPU part of one published sample. */
+typedef struct item {
+    struct item *next;
+    gm_session_job *job; /* NULL: a sample */
+    int64_t mono_ms, time_ms;
+    uint64_t dropped_before; /* samples dropped (queue full) just before this one */
+    unsigned gpu_count;
+    gm_gpu gpus[];
+} item;
+
+/* One session the worker holds in memory: every running one, and stopped ones the store does
+ * not have. */
+typedef struct entry {
+    struct entry *next;
+    gm_session *s;
+    bool running;
+    bool stored;       /* begun in the store */
+    bool store_failed; /* a store write failed: the stored copy is incomplete */
+    unsigned every;    /* take a sample at most every `every` poll intervals */
+    int64_t created_mono_ms;
+    int64_t last_added_mono_ms; /* 0: none yet */
+    uint64_t dropped;
+} entry;
+
+struct gm_sessions {
+    gm_sessions_options opt;
+    char db_path[PATH_MAX];
+    bool has_db;
+    pthread_t thread;
+    bool started, joined;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+
+    /* Under mu. */
+    item *head, *tail;
+    size_t samples_queued;
+    uint64_t dropped_pending;
+    bool stop;
+
+    atomic_uint active;  /* running sessions plus creations queued: samples are wanted */
+    atomic_uint running; /* running sessions */
+
+    /* Worker only. */
+    entry *entries;
+    unsigned n_running;
+    gm_store *st;
+    char store_error[512]; /* the latest failure to open the store, "" when none */
+    gm_snapshot *scratch;  /* GPU part of the sample being added */
+};
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+/* A growable text buffer; `failed` sticks after an allocation failure. */
+typedef struct tbuf {
+    char *p;
+    size_t len, cap;
+    bool failed;
+} tbuf;
+
+static void tb_put(tbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->failed = true;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void tb_str(tbuf *b, const char *s)
+{
+    tb_put(b, s, strlen(s));
+}
+
+/* A number as gm_json_dump writes a real (12 significant digits, ".0" on integral values), so
+ * the timeline reads exactly like gm_session_timeline_json's; null when absent. */
+static void tb_real(tbuf *b, double v)
+{
+    if (!isfinite(v)) {
+        tb_str(b, "null");
+        return;
+    }
+    char num[40];
+    int n = snprintf(num, sizeof num, "%.12g", v);
+    if (n > 0 && !strpbrk(num, ".eE"))
+        snprintf(num + n, sizeof num - (size_t)n, ".0");
+    tb_str(b, num);
+}
+
+static void log_store_error(const char *what, const char *id, const char *msg)
+{
+    char q[600];
+    gm_log(GM_LOG_WARN, what, "session=%s error=%s", id ? id : "-", gm_log_quote(msg, q, sizeof q));
+}
+
+/* Answers j with status and {"error": msg}. */
+static void job_error(gm_session_job *j, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void job_error(gm_session_job *j, int status, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *o = json_pack("{s:s}", "error", msg);
+    free(j->body);
+    j->body = o ? gm_json_dump(o, &j->len) : NULL;
+    json_decref(o);
+    j->status = j->body ? status : 503;
+}
+
+/* Answers j with status and the JSON text of doc (stolen). */
+static void job_json(gm_session_job *j, int status, json_t *doc)
+{
+    char *text = doc ? gm_json_dump(doc, &j->len) : NULL;
+    json_decref(doc);
+    if (!text) {
+        job_error(j, 503, "out of memory");
+        return;
+    }
+    free(j->body);
+    j->body = text;
+    j->status = status;
+}
+
+/* ---- the request body --------------------------------------------------------------------- */
+
+static bool has_gpu(const gm_snapshot *snap, unsigned idx)
+{
+    return snap && gm_snapshot_gpu(snap, idx) != NULL;
+}
+
+static void gpu_list_text(const gm_snapshot *snap, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; snap && i < snap->gpu_count && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%u", i ? ", " : "", snap->gpus[i].index);
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return (x > y) - (x < y);
+}
+
+int gm_session_request_parse(const char *body, size_t len, const gm_snapshot *snap,
+                             unsigned poll_ms, gm_session_request *out, gm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_t *doc = NULL;
+    size_t blank = 0;
+    while (blank < len && strchr(" \t\r\n", body[blank]))
+        blank++;
+    if (blank < len) {
+        json_error_t jerr;
+        doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        if (!doc)
+            return gm_error_set(err, GM_EINVAL,
+                                "request body is not valid JSON: %s (line %d, column %d)",
+                                jerr.text, jerr.line, jerr.column);
+        if (!json_is_object(doc)) {
+            json_decref(doc);
+            return gm_error_set(err, GM_EINVAL,
+                                "request body must be a JSON object such as {\"gpus\": [0], "
+                                "\"interval\": 1, \"label\": \"name\"}");
+        }
+    }
+    int rc = GM_OK;
+    const char *key;
+    json_t *v;
+    json_object_foreach(doc, key, v)
+    {
+        if (strcmp(key, "gpus") != 0 && strcmp(key, "interval") != 0 && strcmp(key, "label") != 0) {
+            rc = gm_error_set(err, GM_EINVAL,
+                              "unknown field \"%.64s\" (accepted: gpus, interval, label)", key);
+            goto done;
+        }
+    }
+
+    char known[256];
+    gpu_list_text(snap, known, sizeof known);
+    json_t *gpus = json_object_get(doc, "gpus");
+    if (gpus && !json_is_null(gpus)) {
+        if (!json_is_array(gpus) || json_array_size(gpus) == 0 ||
+            json_array_size(gpus) > GM_MAX_GPUS) {
+            rc = gm_error_set(err, GM_EINVAL,
+                              "\"gpus\" must be an array of 1 to %d GPU indices, e.g. [0, 1]",
+                              GM_MAX_GPUS);
+            goto done;
+        }
+        size_t i;
+        json_t *g;
+        json_array_foreach(gpus, i, g)
+        {
+            if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+                json_integer_value(g) > INT_MAX) {
+                rc = gm_error_set(err, GM_EINVAL,
+                                  "\"gpus\"[%zu] is not a GPU index (a non-negative integer)", i);
+                goto done;
+            }
+            unsigned idx = (unsigned)json_integer_value(g);
+            if (!has_gpu(snap, idx)) {
+                rc = gm_error_set(err, GM_EINVAL, "no GPU with index %u (GPUs: %s)", idx,
+                                  known[0] ? known : "none");
+                goto done;
+            }
+            out->gpus[out->ngpus++] = idx;
+        }
+        qsort(out->gpus, out->ngpus, sizeof *out->gpus, cmp_uint);
+        size_t w = 0;
+        for (size_t k = 0; k < out->ngpus; k++)
+            if (w == 0 || out->gpus[w - 1] != out->gpus[k])
+                out->gpus[w++] = out->gpus[k];
+        out->ngpus = w;
+    } else {
+        if (!snap || snap->gpu_count == 0) {
+            rc = gm_error_set(err, GM_EINVAL, "no GPU is visible: there is nothing to monitor");
+            goto done;
+        }
+        for (unsigned i = 0; i < snap->gpu_count; i++)
+            out->gpus[out->ngpus++] = snap->gpus[i].index;
+        qsort(out->gpus, out->ngpus, sizeof *out->gpus, cmp_uint);
+    }
+
+    double poll_s = poll_ms / 1000.0;
+    out->every = 1;
+    json_t *iv = json_object_get(doc, "interval");
+    if (iv && !json_is_null(iv)) {
+        double s = json_is_number(iv) ? json_number_value(iv) : NAN;
+        /* A thousandth of slack: 0.1 must pass a 100 ms poll despite binary fractions. */
+        if (!isfinite(s) || s < poll_s * 0.999 || s > GM_SESSION_INTERVAL_MAX) {
+            rc = gm_error_set(err, GM_EINVAL,
+                              "\"interval\" must be a number of seconds from %g (the poll "
+                              "interval: sessions take the daemon's samples) to %g",
+                              poll_s, GM_SESSION_INTERVAL_MAX);
+            goto done;
+        }
+        double k = round(s / poll_s);
+        out->every = k < 1 ? 1 : (unsigned)k;
+    }
+    out->interval_s = out->every * poll_s;
+
+    json_t *label = json_object_get(doc, "label");
+    if (label && !json_is_null(label)) {
+        const char *t = json_string_value(label);
+        size_t tl = t ? json_string_length(label) : 0;
+        bool ok = t && tl <= GM_SESSION_LABEL_MAX && strlen(t) == tl;
+        for (size_t k = 0; ok && k < tl; k++)
+            if ((unsigned char)t[k] < 0x20 || t[k] == 0x7f)
+                ok = false;
+        if (!ok) {
+            rc = gm_error_set(err, GM_EINVAL,
+                              "\"label\" must be a string of at most %d bytes without control "
+                              "characters",
+                              GM_SESSION_LABEL_MAX);
+            goto done;
+        }
+        memcpy(out->label, t, tl);
+        out->label[tl] = '\0';
+        out->has_label = true;
+    }
+done:
+    json_decref(doc);
+    return rc;
+}
+
+/* ---- jobs and the queue ------------------------------------------------------------------- */
+
+gm_session_job *gm_session_job_new(gm_session_op op)
+{
+    gm_session_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->op = op;
+    atomic_init(&j->done, false);
+    return j;
+}
+
+void gm_session_job_free(gm_session_job *j)
+{
+    if (!j)
+        return;
+    gm_session_free(j->session);
+    free(j->body);
+    free(j);
+}
+
+bool gm_session_job_done(const gm_session_job *j)
+{
+    return atomic_load(&j->done);
+}
+
+unsigned gm_sessions_running(gm_sessions *m)
+{
+    return m ? atomic_load(&m->running) : 0;
+}
+
+static void push_locked(gm_sessions *m, item *it)
+{
+    it->next = NULL;
+    if (m->tail)
+        m->tail->next = it;
+    else
+        m->head = it;
+    m->tail = it;
+    pthread_cond_signal(&m->cv);
+}
+
+void gm_sessions_submit(gm_sessions *m, gm_session_job *j)
+{
+    item *it = calloc(1, sizeof *it);
+    pthread_mutex_lock(&m->mu);
+    if (!it || m->stop) {
+        pthread_mutex_unlock(&m->mu);
+        free(it);
+        job_error(j, 503, it ? "the daemon is shutting down" : "out of memory");
+        j->state = JOB_DONE;
+        atomic_store(&j->done, true);
+        return;
+    }
+    if (j->op == GM_SOP_CREATE)
+        atomic_fetch_add(&m->active, 1);
+    it->job = j;
+    j->state = JOB_QUEUED;
+    push_locked(m, it);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void gm_sessions_abandon(gm_sessions *m, gm_session_job *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&m->mu);
+    if (j->state == JOB_RUNNING) {
+        j->abandoned = true; /* the worker frees it when done */
+        pthread_mutex_unlock(&m->mu);
+        return;
+    }
+    if (j->state == JOB_QUEUED) {
+        for (item **pp = &m->head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+            if ((*pp)->job != j)
+                continue;
+            item *it = *pp;
+            *pp = it->next;
+            if (m->tail == it)
+                m->tail = prev;
+            free(it);
+            break;
+        }
+        if (j->op == GM_SOP_CREATE)
+            atomic_fetch_sub(&m->active, 1);
+    }
+    pthread_mutex_unlock(&m->mu);
+    gm_session_job_free(j);
+}
+
+void gm_sessions_feed(gm_sessions *m, const gm_snapshot *snap)
+{
+    if (!m || atomic_load(&m->active) == 0)
+        return;
+    item *it = malloc(sizeof *it + snap->gpu_count * sizeof(gm_gpu));
+    pthread_mutex_lock(&m->mu);
+    if (!it || m->stop || m->samples_queued >= GM_SESSIONS_QUEUE_MAX) {
+        /* Dropped, not waited for: the sampler must keep its period whatever the store does. */
+        if (!m->stop)
+            m->dropped_pending++;
+        pthread_mutex_unlock(&m->mu);
+        free(it);
+        return;
+    }
+    it->job = NULL;
+    it->mono_ms = snap->mono_ms;
+    it->time_ms = snap->time_ms;
+    it->gpu_count = snap->gpu_count;
+    memcpy(it->gpus, snap->gpus, snap->gpu_count * sizeof(gm_gpu));
+    it->dropped_before = m->dropped_pending;
+    m->dropped_pending = 0;
+    m->samples_queued++;
+    push_locked(m, it);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- the store ---------------------------------------------------------------------------- */
+
+/* The open store, opening it when needed. create: a session is about to be written, so the
+ * database may be created; otherwise a missing file means "nothing stored" (GM_ENOENT) and is
+ * not created. NULL with err set when there is no store. */
+static gm_store *store_get(gm_sessions *m, bool create, gm_error *err)
+{
+    if (!m->has_db) {
+        gm_error_set(err, GM_ENOENT, "sessions are kept in memory only (--db none)");
+        return NULL;
+    }
+    if (m->st)
+        return m->st;
+    if (!create && access(m->db_path, F_OK) != 0) {
+        gm_error_set(err, GM_ENOENT, "no session stored yet");
+        return NULL;
+    }
+    gm_error e = {0};
+    if (gm_store_open(m->db_path, &m->st, &e) < 0) {
+        if (strcmp(e.msg, m->store_error) != 0)
+            log_store_error("cannot open the session store", NULL, e.msg);
+        snprintf(m->store_error, sizeof m->store_error, "%s", e.msg);
+        gm_error_set(err, e.code ? e.code : GM_EIO, "%s", e.msg);
+        return NULL;
+    }
+    m->store_error[0] = '\0';
+    gm_log(GM_LOG_INFO, "session store opened", "path=%s", m->db_path);
+    return m->st;
+}
+
+/* Deletes stored entry id. store.h has no delete yet, so this goes to the database directly,
+ * on its own short-lived connection; samples go with their session (ON DELETE CASCADE).
+ * Returns GM_OK, GM_ENOENT (no such row) or GM_EIO. */
+static int store_delete(gm_sessions *m, const char *id, gm_error *err)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = GM_EIO;
+    if (sqlite3_open_v2(m->db_path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_busy_timeout(db, 5000);
+    if (sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "DELETE FROM sessions WHERE id = ?", -1, &q, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(q) != SQLITE_DONE)
+        goto out;
+    rc = sqlite3_changes(db) > 0 ? GM_OK : GM_ENOENT;
+out:
+    if (rc == GM_EIO)
+        gm_error_set(err, GM_EIO, "database %s: deleting %s: %s", m->db_path, id,
+                     db ? sqlite3_errmsg(db) : "out of memory");
+    else if (rc == GM_ENOENT)
+        gm_error_set(err, GM_ENOENT, "no session \"%s\"", id);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* Writes the newest sample of e (beginning the stored session with every sample so far when
+ * it is not stored yet). A failure is logged once per session and leaves it memory-backed. */
+static void persist_sample(gm_sessions *m, entry *e)
+{
+    if (!m->has_db || e->store_failed)
+        return;
+    gm_error err = {0};
+    gm_store *st = store_get(m, true, &err);
+    int rc = st ? GM_OK : GM_EIO;
+    if (st && !e->stored) {
+        rc = gm_store_session_begin(st, e->s, &err);
+        e->stored = rc == GM_OK;
+    } else if (st) {
+        rc = gm_store_session_sample(st, e->s, gm_session_sample_count(e->s) - 1, &err);
+    }
+    if (rc < 0) {
+        e->store_failed = true;
+        log_store_error("session store write failed; the session goes on in memory",
+                        gm_session_id(e->s), err.msg);
+    }
+}
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+static entry *find_entry(gm_sessions *m, const char *id)
+{
+    for (entry *e = m->entries; e; e = e->next)
+        if (strcmp(gm_session_id(e->s), id) == 0)
+            return e;
+    return NULL;
+}
+
+static void remove_entry(gm_sessions *m, entry *e)
+{
+    for (entry **pp = &m->entries; *pp; pp = &(*pp)->next)
+        if (*pp == e) {
+            *pp = e->next;
+            break;
+        }
+    gm_session_free(e->s);
+    free(e);
+}
+
+static bool entry_persisted(const gm_sessions *m, const entry *e)
+{
+    return m->has_db && e->stored && !e->store_failed;
+}
+
+/* The API document of an in-memory session: gm_session_to_json plus status (running/stopped),
+ * persisted and samples_dropped. New reference, NULL when out of memory. */
+static json_t *entry_doc(gm_sessions *m, entry *e)
+{
+    json_t *d = gm_session_to_json(e->s, false);
+    if (!d)
+        return NULL;
+    json_object_set_new(d, "status", json_string(e->running ? "running" : "stopped"));
+    json_object_set_new(d, "persisted", json_boolean(entry_persisted(m, e)));
+    json_object_set_new(d, "samples_dropped", json_integer((json_int_t)e->dropped));
+    return d;
+}
+
+/* Ends running session e: finish, reason, store end. The entry stays (the caller renders it
+ * and then decides whether to keep it). */
+static void end_entry(gm_sessions *m, entry *e, const char *reason, bool write_end)
+{
+    gm_session_finish(e->s);
+    gm_session_attach(e->s, "stop_reason", json_string(reason));
+    gm_session_attach(e->s, "samples_dropped", json_integer((json_int_t)e->dropped));
+    e->running = false;
+    m->n_running--;
+    atomic_fetch_sub(&m->running, 1);
+    atomic_fetch_sub(&m->active, 1);
+    if (write_end && m->has_db && !e->store_failed) {
+        gm_error err = {0};
+        gm_store *st = store_get(m, true, &err);
+        int rc = st ? GM_OK : GM_EIO;
+        if (st && !e->stored) { /* stopped before its first sample: store it anyway */
+            rc = gm_store_session_begin(st, e->s, &err);
+            e->stored = rc == GM_OK;
+        }
+        if (rc == GM_OK)
+            rc = gm_store_session_end(st, e->s, &err);
+        if (rc < 0) {
+            e->store_failed = true;
+            log_store_error("cannot write the end of a session", gm_session_id(e->s), err.msg);
+        }
+    }
+    char q[200];
+    gm_log(GM_LOG_INFO, "session stopped", "session=%s reason=%s samples=%zu persisted=%s",
+           gm_session_id(e->s), gm_log_quote(reason, q, sizeof q), gm_session_sample_count(e->s),
+           entry_persisted(m, e) ? "true" : "false");
+}
+
+/* After a stop: the store has a persisted session, so memory lets it go; otherwise it is kept
+ * (the newest GM_SESSIONS_KEEP_STOPPED of them). */
+static void settle_stopped(gm_sessions *m, entry *e)
+{
+    if (entry_persisted(m, e)) {
+        remove_entry(m, e);
+        return;
+    }
+    size_t kept = 0;
+    entry *oldest = NULL;
+    for (entry *x = m->entries; x; x = x->next)
+        if (!x->running) {
+            kept++;
+            if (!oldest || gm_session_started_ms(x->s) < gm_session_started_ms(oldest->s))
+                oldest = x;
+        }
+    if (kept > GM_SESSIONS_KEEP_STOPPED && oldest)
+        remove_entry(m, oldest);
+}
+
+static void on_sample(gm_sessions *m, const item *it)
+{
+    gm_snapshot *snap = m->scratch;
+    snap->mono_ms = it->mono_ms;
+    snap->time_ms = it->time_ms;
+    snap->gpu_count = it->gpu_count;
+    memcpy(snap->gpus, it->gpus, it->gpu_count * sizeof(gm_gpu));
+    if (!m->opt.energy_fresh)
+        for (unsigned i = 0; i < snap->gpu_count; i++)
+            snap->gpus[i].valid &= ~(UINT64_C(1) << GM_M_ENERGY_MJ);
+    int64_t poll = m->opt.poll_ms;
+    for (entry *e = m->entries, *next; e; e = next) {
+        next = e->next;
+        if (!e->running)
+            continue;
+        e->dropped += it->dropped_before;
+        /* A sample taken before the request arrived is not part of the session. */
+        if (it->mono_ms < e->created_mono_ms)
+            continue;
+        /* Every `every`-th sample, by time with half a period of slack for jitter, so a
+         * failed sampling pass shifts the schedule instead of doubling up. */
+        if (e->last_added_mono_ms &&
+            it->mono_ms - e->last_added_mono_ms < e->every * poll - poll / 2)
+            continue;
+        gm_error err = {0};
+        if (gm_session_add(e->s, snap, &err) < 0) {
+            log_store_error("cannot add a sample to a session", gm_session_id(e->s), err.msg);
+            continue;
+        }
+        e->last_added_mono_ms = it->mono_ms;
+        persist_sample(m, e);
+        /* Memory grows with samples x GPUs (timeline and percentile values): bounded here. */
+        size_t n = gm_session_sample_count(e->s), ng = gm_session_gpu_count(e->s);
+        if (n >= GM_SESSION_MAX_SAMPLES || n * (ng ? ng : 1) >= GM_SESSION_MAX_VALUES) {
+            end_entry(m, e, "sample_limit", true);
+            settle_stopped(m, e);
+        }
+    }
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+static void do_create(gm_sessions *m, gm_session_job *j)
+{
+    if (m->n_running >= GM_SESSIONS_MAX_RUNNING) {
+        atomic_fetch_sub(&m->active, 1);
+        job_error(j, 409, "%d sessions are already running: stop one first",
+                  GM_SESSIONS_MAX_RUNNING);
+        return;
+    }
+    entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        atomic_fetch_sub(&m->active, 1);
+        job_error(j, 503, "out of memory");
+        return;
+    }
+    e->s = j->session;
+    j->session = NULL;
+    e->running = true;
+    e->every = j->create.every;
+    e->created_mono_ms = j->created_mono_ms;
+    e->next = m->entries;
+    m->entries = e;
+    m->n_running++;
+    atomic_fetch_add(&m->running, 1); /* active already counts it */
+    char q[300];
+    gm_log(GM_LOG_INFO, "session started", "session=%s gpus=%zu interval_s=%g label=%s",
+           gm_session_id(e->s), gm_session_gpu_count(e->s), gm_session_interval(e->s),
+           gm_log_quote(gm_session_label(e->s), q, sizeof q));
+    job_json(j, 201, entry_doc(m, e));
+}
+
+/* API status of a stored status. */
+static const char *api_status(const char *stored)
+{
+    return stored && strcmp(stored, "finished") == 0 ? "stopped" : stored ? stored : "stopped";
+}
+
+/* The stored document of id without timeline (status mapped for the API). GM_ENOENT, or the
+ * store's error, with err set. */
+static int load_stored(gm_sessions *m, const char *id, json_t **doc, gm_error *err)
+{
+    *doc = NULL;
+    gm_store *st = store_get(m, false, err);
+    if (!st)
+        return err->code == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id)
+                                      : err->code;
+    int rc = gm_store_load(st, id, false, doc, err);
+    if (rc < 0)
+        return rc == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id) : rc;
+    const char *status = json_string_value(json_object_get(*doc, "status"));
+    json_object_set_new(*doc, "status", json_string(api_status(status)));
+    json_object_set_new(*doc, "persisted", json_true());
+    return GM_OK;
+}
+
+static int store_error_status(int code)
+{
+    return code == GM_ENOENT ? 404 : 503;
+}
+
+static void do_stop(gm_sessions *m, gm_session_job *j)
+{
+    entry *e = find_entry(m, j->id);
+    if (e && !e->running) {
+        job_error(j, 409, "session %s is not running (already stopped)", j->id);
+        return;
+    }
+    if (e) {
+        end_entry(m, e, "request", true);
+        json_t *doc = entry_doc(m, e);
+        settle_stopped(m, e);
+        job_json(j, 200, doc);
+        return;
+    }
+    json_t *doc;
+    gm_error err = {0};
+    int rc = load_stored(m, j->id, &doc, &err);
+    if (rc < 0) {
+        job_error(j, store_error_status(rc), "%s", err.msg);
+        return;
+    }
+    const char *status = json_string_value(json_object_get(doc, "status"));
+    if (status && strcmp(status, "running") == 0)
+        job_error(j, 409, "session %s is being recorded by another gpumon process: stop it there",
+                  j->id);
+    else
+        job_error(j, 409, "session %s is not running (%s)", j->id, status ? status : "stopped");
+    json_decref(doc);
+}
+
+static void do_delete(gm_sessions *m, gm_session_job *j)
+{
+    gm_error err = {0};
+    entry *e = find_entry(m, j->id);
+    if (e) {
+        bool in_store = e->stored;
+        if (e->running)
+            end_entry(m, e, "deleted", false);
+        remove_entry(m, e);
+        if (in_store && m->has_db && store_delete(m, j->id, &err) == GM_EIO)
+            log_store_error("cannot delete a stored session", j->id, err.msg);
+        gm_log(GM_LOG_INFO, "session deleted", "session=%s", j->id);
+        j->status = 204;
+        return;
+    }
+    json_t *doc;
+    int rc = load_stored(m, j->id, &doc, &err);
+    if (rc < 0) {
+        job_error(j, store_error_status(rc), "%s", err.msg);
+        return;
+    }
+    const char *status = json_string_value(json_object_get(doc, "status"));
+    bool elsewhere = status && strcmp(status, "running") == 0;
+    json_decref(doc);
+    if (elsewhere) {
+        job_error(j, 409,
+                  "session %s is being recorded by another gpumon process: stop it there first",
+                  j->id);
+        return;
+    }
+    rc = store_delete(m, j->id, &err);
+    if (rc < 0) {
+        job_error(j, store_error_status(rc), "%s", err.msg);
+        return;
+    }
+    gm_log(GM_LOG_INFO, "session deleted", "session=%s", j->id);
+    j->status = 204;
+}
+
+/* Appends the timeline of an in-memory session, in gm_session_timeline_json's shape. */
+static void timeline_from_session(const gm_session *s, tbuf *b)
+{
+    size_t ng = gm_session_gpu_count(s);
+    char key[32];
+    tb_str(b, "[");
+    for (size_t i = 0; i < gm_session_sample_count(s) && !b->failed; i++) {
+        double t;
+        const double *v;
+        if (gm_session_sample(s, i, &t, &v) < 0)
+            break;
+        tb_str(b, i ? ",{\"t\":" : "{\"t\":");
+        tb_real(b, t);
+        tb_str(b, ",\"gpus\":{");
+        for (size_t k = 0; k < ng; k++) {
+            snprintf(key, sizeof key, "%s\"%u\":{", k ? "," : "", gm_session_gpu_at(s, k)->index);
+            tb_str(b, key);
+            for (int mtr = 0; mtr < GM_SM__COUNT; mtr++) {
+                tb_str(b, mtr ? ",\"" : "\"");
+                tb_str(b, gm_session_metric_name(mtr));
+                tb_str(b, "\":");
+                tb_real(b, v ? v[k * GM_SM__COUNT + mtr] : NAN);
+            }
+            tb_str(b, "}");
+        }
+        tb_str(b, "}}");
+    }
+    tb_str(b, "]");
+}
+
+/* Appends the timeline of a stored session, from the store's CSV export (one row per sample
+ * per GPU, in time order), which costs memory in proportion to the text rather than the
+ * per-value objects a replay into JSON would need. */
+static int timeline_from_store(gm_sessions *m, const char *id, tbuf *b, gm_error *err)
+{
+    char *csv = NULL;
+    size_t csv_len = 0;
+    FILE *f = open_memstream(&csv, &csv_len);
+    if (!f)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    int rc = gm_store_export_csv(m->st, id, f, err);
+    if (fclose(f) != 0 && rc == GM_OK)
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+    if (rc < 0) {
+        free(csv);
+        return rc;
+    }
+    tb_str(b, "[");
+    char last_t[64] = "";
+    bool any = false;
+    char *save = NULL;
+    /* Line 1 is the header. */
+    for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "t,", 2) == 0)
+            continue;
+        char *fields[2 + GM_SM__COUNT];
+        size_t nf = 0;
+        for (char *p = line; nf < 2 + GM_SM__COUNT; nf++) {
+            fields[nf] = p;
+            char *comma = strchr(p, ',');
+            if (!comma) {
+                nf++;
+                break;
+            }
+            *comma = '\0';
+            p = comma + 1;
+        }
+        if (nf != 2 + GM_SM__COUNT)
+            continue;
+        if (strcmp(fields[0], last_t) != 0) {
+            if (any)
+                tb_str(b, "}},");
+            snprintf(last_t, sizeof last_t, "%s", fields[0]);
+            tb_str(b, "{\"t\":");
+            tb_real(b, strtod(fields[0], NULL));
+            tb_str(b, ",\"gpus\":{");
+            any = true;
+        } else {
+            tb_str(b, ",");
+        }
+        tb_str(b, "\"");
+        tb_str(b, fields[1]);
+        tb_str(b, "\":{");
+        for (int mtr = 0; mtr < GM_SM__COUNT; mtr++) {
+            tb_str(b, mtr ? ",\"" : "\"");
+            tb_str(b, gm_session_metric_name(mtr));
+            tb_str(b, "\":");
+            tb_real(b, fields[2 + mtr][0] ? strtod(fields[2 + mtr], NULL) : NAN);
+        }
+        tb_str(b, "}");
+    }
+    if (any)
+        tb_str(b, "}}");
+    tb_str(b, "]");
+    free(csv);
+    return GM_OK;
+}
+
+/* Answers j with doc (stolen) and, when asked, its timeline appended. */
+static void answer_with_timeline(gm_sessions *m, gm_session_job *j, json_t *doc, entry *e)
+{
+    size_t samples = (size_t)json_integer_value(json_object_get(doc, "sample_count"));
+    size_t ngpus = json_array_size(json_object_get(doc, "gpus"));
+    if (!j->timeline) {
+        job_json(j, 200, doc);
+        return;
+    }
+    if (samples * (ngpus ? ngpus : 1) > GM_SESSION_TIMELINE_MAX) {
+        json_decref(doc);
+        job_error(j, 413,
+                  "the timeline of %zu samples x %zu GPU(s) is over the limit of %d values per "
+                  "response: ask ?timeline=0 for the statistics, or export the samples with "
+                  "`gpumon history export %s --format csv`",
+                  samples, ngpus, GM_SESSION_TIMELINE_MAX, j->id);
+        return;
+    }
+    size_t len = 0;
+    char *text = gm_json_dump(doc, &len);
+    json_decref(doc);
+    tbuf b = {0};
+    if (text && len > 1) {
+        tb_put(&b, text, len - 1); /* without the closing brace */
+        tb_str(&b, ",\"timeline\":");
+    } else {
+        b.failed = true;
+    }
+    free(text);
+    gm_error err = {0};
+    if (e) {
+        timeline_from_session(e->s, &b);
+    } else if (!b.failed && timeline_from_store(m, j->id, &b, &err) < 0) {
+        free(b.p);
+        job_error(j, store_error_status(err.code), "%s", err.msg);
+        return;
+    }
+    tb_str(&b, "}");
+    if (b.failed) {
+        free(b.p);
+        job_error(j, 503, "out of memory rendering the timeline");
+        return;
+    }
+    free(j->body);
+    j->body = b.p;
+    j->len = b.len;
+    j->status = 200;
+}
+
+static void do_get(gm_sessions *m, gm_session_job *j)
+{
+    entry *e = find_entry(m, j->id);
+    if (e) {
+        json_t *doc = entry_doc(m, e);
+        if (!doc) {
+            job_error(j, 503, "out of memory");
+            return;
+        }
+        answer_with_timeline(m, j, doc, e);
+        return;
+    }
+    json_t *doc;
+    gm_error err = {0};
+    int rc = load_stored(m, j->id, &doc, &err);
+    if (rc < 0) {
+        job_error(j, store_error_status(rc), "%s", err.msg);
+        return;
+    }
+    answer_with_timeline(m, j, doc, NULL);
+}
+
+/* One row of a listing. */
+typedef struct row {
+    char id[GM_SESSION_ID_LEN];
+    char kind[16];
+    char label[GM_SESSION_LABEL_MAX + 1];
+    const char *status;
+    int64_t started_ms;
+    double duration_s;
+    int64_t samples;
+    bool persisted;
+} row;
+
+static int cmp_row(const void *a, const void *b)
+{
+    const row *x = a, *y = b;
+    if (x->started_ms != y->started_ms)
+        return x->started_ms < y->started_ms ? 1 : -1; /* newest first */
+    return -strcmp(x->id, y->id);
+}
+
+static void row_from_entry(gm_sessions *m, const entry *e, row *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->id, sizeof r->id, "%s", gm_session_id(e->s));
+    snprintf(r->kind, sizeof r->kind, "%s", gm_session_kind(e->s));
+    snprintf(r->label, sizeof r->label, "%s", gm_session_label(e->s) ? gm_session_label(e->s) : "");
+    r->status = e->running ? "running" : "stopped";
+    r->started_ms = gm_session_started_ms(e->s);
+    r->duration_s = gm_session_duration(e->s);
+    r->samples = (int64_t)gm_session_sample_count(e->s);
+    r->persisted = entry_persisted(m, e);
+}
+
+static void do_list(gm_sessions *m, gm_session_job *j)
+{
+    gm_store_entry *stored = NULL;
+    size_t nstored = 0;
+    gm_error err = {0};
+    const char *store_err = NULL;
+    gm_store *st = store_get(m, false, &err);
+    if (st && gm_store_list(st, LIST_SCAN_MAX, &stored, &nstored, &err) < 0) {
+        store_err = err.msg;
+        nstored = 0;
+    } else if (!st && err.code != GM_ENOENT) {
+        store_err = err.msg;
+    }
+    size_t nmem = 0;
+    for (entry *e = m->entries; e; e = e->next)
+        nmem++;
+    row *rows = calloc(nstored + nmem + 1, sizeof *rows);
+    if (!rows) {
+        free(stored);
+        job_error(j, 503, "out of memory");
+        return;
+    }
+    size_t n = 0;
+    for (entry *e = m->entries; e; e = e->next)
+        row_from_entry(m, e, &rows[n++]);
+    for (size_t i = 0; i < nstored; i++) {
+        if (find_entry(m, stored[i].id))
+            continue; /* memory has the live numbers */
+        row *r = &rows[n++];
+        snprintf(r->id, sizeof r->id, "%s", stored[i].id);
+        snprintf(r->kind, sizeof r->kind, "%s", stored[i].kind);
+        snprintf(r->label, sizeof r->label, "%s", stored[i].label);
+        r->status = api_status(stored[i].status);
+        r->started_ms = stored[i].started_ms;
+        r->duration_s = stored[i].duration_s;
+        r->samples = stored[i].samples;
+        r->persisted = true;
+    }
+    qsort(rows, n, sizeof *rows, cmp_row);
+    json_t *arr = json_array();
+    for (size_t i = 0, shown = 0; arr && i < n && shown < j->limit; i++) {
+        const row *r = &rows[i];
+        if (j->kind[0] && strcmp(j->kind, r->kind) != 0)
+            continue;
+        char started[40];
+        gm_json_time(r->started_ms, started, sizeof started);
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:I, s:b}", "id", r->id, "kind", r->kind,
+                           "label", r->label[0] ? json_string(r->label) : json_null(), "status",
+                           r->status, "started_at", started, "monitoring_duration_seconds",
+                           isfinite(r->duration_s) ? json_real(r->duration_s) : json_null(),
+                           "sample_count", (json_int_t)r->samples, "persisted", r->persisted));
+        shown++;
+    }
+    free(rows);
+    free(stored);
+    json_t *doc =
+        arr ? json_pack("{s:o, s:i, s:i, s:b, s:o}", "sessions", arr, "running", (int)m->n_running,
+                        "max_running", GM_SESSIONS_MAX_RUNNING, "stored", m->has_db, "store_error",
+                        store_err ? json_string(store_err) : json_null())
+            : NULL;
+    job_json(j, 200, doc);
+}
+
+static void run_job(gm_sessions *m, gm_session_job *j)
+{
+    switch (j->op) {
+    case GM_SOP_CREATE:
+        do_create(m, j);
+        break;
+    case GM_SOP_STOP:
+        do_stop(m, j);
+        break;
+    case GM_SOP_LIST:
+        do_list(m, j);
+        break;
+    case GM_SOP_GET:
+        do_get(m, j);
+        break;
+    case GM_SOP_DELETE:
+        do_delete(m, j);
+        break;
+    }
+}
+
+/* ---- the thread --------------------------------------------------------------------------- */
+
+/* Hands a finished job back: the loop's, or freed when the loop gave it up meanwhile. */
+static void complete(gm_sessions *m, gm_session_job *j)
+{
+    pthread_mutex_lock(&m->mu);
+    bool abandoned = j->abandoned;
+    if (!abandoned) {
+        j->state = JOB_DONE;
+        atomic_store(&j->done, true);
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (abandoned)
+        gm_session_job_free(j);
+    else if (m->opt.wake)
+        m->opt.wake(m->opt.wake_arg);
+}
+
+static void *worker_main(void *arg)
+{
+    gm_sessions *m = arg;
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        while (!m->head && !m->stop)
+            pthread_cond_wait(&m->cv, &m->mu);
+        item *it = m->head;
+        if (it) {
+            m->head = it->next;
+            if (!m->head)
+                m->tail = NULL;
+            if (it->job)
+                it->job->state = JOB_RUNNING;
+            else
+                m->samples_queued--;
+        }
+        bool stopping = m->stop;
+        pthread_mutex_unlock(&m->mu);
+        if (!it)
+            break; /* stopping and drained */
+        if (it->job) {
+            if (stopping) {
+                if (it->job->op == GM_SOP_CREATE)
+                    atomic_fetch_sub(&m->active, 1);
+                job_error(it->job, 503, "the daemon is shutting down");
+            } else {
+                run_job(m, it->job);
+            }
+            complete(m, it->job);
+        } else if (!stopping) {
+            on_sample(m, it);
+        }
+        free(it);
+    }
+    /* The daemon stops: so do its sessions, with their end written. */
+    for (entry *e = m->entries; e; e = e->next)
+        if (e->running)
+            end_entry(m, e, "daemon_stopped", true);
+    return NULL;
+}
+
+int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_error *err)
+{
+    if (!opt || !out || opt->poll_ms == 0)
+        return gm_error_set(err, GM_EINVAL, "sessions: the poll interval is required");
+    gm_sessions *m = calloc(1, sizeof *m);
+    if (!m)
+        return gm_error_set(err, GM_ENOMEM, "sessions: out of memory");
+    m->opt = *opt;
+    if (opt->db_path && *opt->db_path) {
+        snprintf(m->db_path, sizeof m->db_path, "%s", opt->db_path);
+        m->has_db = true;
+    }
+    m->opt.db_path = m->db_path;
+    atomic_init(&m->active, 0);
+    atomic_init(&m->running, 0);
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    m->scratch = calloc(1, sizeof *m->scratch); /* no process table: sessions never read it */
+    if (!m->scratch) {
+        gm_sessions_free(m);
+        return gm_error_set(err, GM_ENOMEM, "sessions: out of memory");
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&m->thread, NULL, worker_main, m);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        gm_sessions_free(m);
+        return gm_error_set(err, GM_EIO, "sessions: cannot start thread: %s", strerror(rc));
+    }
+    m->started = true;
+    *out = m;
+    return GM_OK;
+}
+
+void gm_sessions_stop(gm_sessions *m)
+{
+    if (!m || !m->started || m->joined)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->stop = true;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->thread, NULL);
+    m->joined = true;
+}
+
+void gm_sessions_free(gm_sessions *m)
+{
+    if (!m)
+        return;
+    gm_sessions_stop(m);
+    /* The worker drains the queue before it exits; this only matters when it never ran. The
+     * jobs themselves belong to the loop. */
+    for (item *it = m->head, *next; it; it = next) {
+        next = it->next;
+        free(it);
+    }
+    while (m->entries)
+        remove_entry(m, m->entries);
+    gm_store_close(m->st);
+    free(m->scratch);
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}

@@ -1,0 +1,565 @@
+/* test_sampler.c - the daemon's sampler thread against the sim provider (published bundles,
+ * their sequence, bodies and reference counts, the per-sample hook, stop and join), plus the
+ * daemon's pure request helpers that have no other home: the POST /api/sessions body, the
+ * loopback rule for state-changing requests, Accept-Encoding and If-None-Match, and the
+ * --web-root file reader. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/assets.h"
+#include "server/sampler.h"
+#include "server/server_int.h"
+#include "server/sessions.h"
+
+/* ---- the sampler ---------------------------------------------------------------------------- */
+
+typedef struct hook_state {
+    atomic_uint calls;
+    atomic_uint last_gpu_count;
+    atomic_uint wakes;
+} hook_state;
+
+static void on_sample(void *arg, const gm_snapshot *snap)
+{
+    hook_state *h = arg;
+    atomic_store(&h->last_gpu_count, snap->gpu_count);
+    atomic_fetch_add(&h->calls, 1);
+}
+
+static void on_wake(void *arg)
+{
+    hook_state *h = arg;
+    atomic_fetch_add(&h->wakes, 1);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits (up to 20 s, generous for sanitizer builds) for a bundle newer than seq. */
+static gm_published *wait_newer(gm_sampler *s, uint64_t seq)
+{
+    for (int i = 0; i < 2000; i++) {
+        gm_published *p = gm_sampler_latest(s);
+        if (p && p->seq > seq)
+            return p;
+        gm_published_unref(p);
+        sleep_ms(10);
+    }
+    return NULL;
+}
+
+/* Every body of a bundle parses as JSON (or is the Prometheus text), non-empty. */
+static void check_bodies(const gm_published *p)
+{
+    const gm_blob *json_blobs[] = {&p->full,  &p->processes,  &p->fleet,
+                                   &p->stats, &p->ws_metrics, &p->system};
+    for (size_t i = 0; i < sizeof json_blobs / sizeof *json_blobs; i++) {
+        const gm_blob *b = json_blobs[i];
+        if (b == &p->system && !p->host_valid)
+            continue;
+        assert_non_null(b->data);
+        assert_true(b->len > 0);
+        assert_int_equal(b->data[b->len], '\0');
+        json_error_t jerr;
+        json_t *j = json_loadb((const char *)b->data, b->len, 0, &jerr);
+        assert_non_null(j);
+        json_decref(j);
+    }
+    for (unsigned i = 0; i < p->gpu_count; i++) {
+        json_t *j = json_loadb((const char *)p->gpu[i].data, p->gpu[i].len, 0, NULL);
+        assert_non_null(j);
+        assert_int_equal(json_integer_value(json_object_get(j, "index")), p->gpu_index[i]);
+        json_decref(j);
+    }
+    assert_true(p->prom.len > 0);
+    assert_non_null(strstr((const char *)p->prom.data, "DCGM_FI_DEV_GPU_UTIL"));
+    /* The snapshot copy: the GPUs, without the process table. */
+    assert_non_null(p->snap);
+    assert_int_equal(p->snap->gpu_count, p->gpu_count);
+    assert_int_equal(p->snap->seq, p->seq);
+    assert_null(p->snap->procs);
+    assert_int_equal(p->snap->proc_count, 0);
+}
+
+static void test_sampler_publishes(void **state)
+{
+    (void)state;
+    gm_collector_options copt = {.simulate = 2, .seed = 7};
+    gm_collector *c = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_collector_open(&copt, &c, &err), GM_OK);
+
+    hook_state hs;
+    atomic_init(&hs.calls, 0);
+    atomic_init(&hs.last_gpu_count, 0);
+    atomic_init(&hs.wakes, 0);
+    gm_sampler_options sopt = {.collector = c,
+                               .poll_ms = 100,
+                               .history_s = 10,
+                               .on_sample = on_sample,
+                               .on_sample_arg = &hs};
+    gm_sampler *s = NULL;
+    assert_int_equal(gm_sampler_start(&sopt, on_wake, &hs, &s, &err), GM_OK);
+    assert_int_equal(gm_sampler_wait_first(s, 20000, &err), GM_OK);
+
+    gm_published *first = gm_sampler_latest(s);
+    assert_non_null(first);
+    assert_int_equal(first->gpu_count, 2);
+    assert_string_equal(first->provider, "sim");
+    check_bodies(first);
+
+    /* Newer bundles come with increasing sequence numbers while `first` stays whole: its
+     * reference keeps its bytes alive after the sampler let it go. */
+    uint64_t seq = first->seq;
+    char *copy = strndup((const char *)first->full.data, first->full.len);
+    assert_non_null(copy);
+    for (int k = 0; k < 4; k++) {
+        gm_published *p = wait_newer(s, seq);
+        assert_non_null(p);
+        assert_true(p->seq > seq);
+        assert_true(p != first);
+        check_bodies(p);
+        seq = p->seq;
+        gm_published_unref(p);
+    }
+    assert_int_equal(first->full.len, strlen(copy));
+    assert_memory_equal(first->full.data, copy, first->full.len);
+    check_bodies(first);
+    free(copy);
+
+    /* A second reference to the latest is the same bundle; dropping one leaves it intact. */
+    gm_published *a = gm_sampler_latest(s), *b = gm_published_ref(a);
+    assert_ptr_equal(a, b);
+    gm_published_unref(b);
+    check_bodies(a);
+    gm_published_unref(a);
+
+    gm_sampler_stats st;
+    gm_sampler_get_stats(s, &st);
+    assert_true(st.samples_total >= 5);
+    assert_int_equal(st.errors_total, 0);
+    assert_true(st.last_ok_mono_ms > 0);
+    gm_history *h = gm_sampler_history(s);
+    assert_non_null(h);
+    assert_int_equal(gm_history_gpu_count(h), 2);
+
+    /* The hook saw every publication, with the snapshot's GPUs; wake ran as often. */
+    assert_true(atomic_load(&hs.calls) >= 5);
+    assert_int_equal(atomic_load(&hs.last_gpu_count), 2);
+    assert_true(atomic_load(&hs.wakes) >= 5);
+
+    gm_sampler_stop(s);
+    unsigned calls = atomic_load(&hs.calls);
+    gm_sampler_stop(s); /* idempotent */
+    sleep_ms(250);
+    assert_int_equal(atomic_load(&hs.calls), calls); /* joined: nothing runs any more */
+    /* The latest bundle outlives the stopped sampler while referenced. */
+    gm_published *last = gm_sampler_latest(s);
+    assert_non_null(last);
+    gm_sampler_free(s);
+    check_bodies(last);
+    gm_published_unref(last);
+    gm_published_unref(first);
+    gm_collector_close(c);
+}
+
+static void test_sampler_refuses_huge_history(void **state)
+{
+    (void)state;
+    gm_collector_options copt = {.simulate = 4};
+    gm_collector *c = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_collector_open(&copt, &c, &err), GM_OK);
+    gm_sampler_options sopt = {
+        .collector = c, .poll_ms = 100, .history_s = 86400, .history_max_bytes = 1 << 20};
+    gm_sampler *s = NULL;
+    assert_int_equal(gm_sampler_start(&sopt, NULL, NULL, &s, &err), GM_OK);
+    assert_int_equal(gm_sampler_wait_first(s, 20000, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--history"));
+    gm_sampler_free(s);
+    gm_collector_close(c);
+}
+
+static void test_sampler_bad_options(void **state)
+{
+    (void)state;
+    gm_sampler *s = NULL;
+    gm_error err = {0};
+    gm_sampler_options sopt = {.collector = NULL, .poll_ms = 100};
+    assert_int_equal(gm_sampler_start(&sopt, NULL, NULL, &s, &err), GM_EINVAL);
+    gm_sampler_free(NULL);
+    gm_published_unref(NULL);
+    assert_null(gm_published_ref(NULL));
+}
+
+/* ---- POST /api/sessions bodies -------------------------------------------------------------- */
+
+static gm_snapshot *two_gpus(void)
+{
+    gm_snapshot *s = calloc(1, sizeof *s);
+    s->gpu_count = 2;
+    s->gpus[0].index = 0;
+    s->gpus[1].index = 3; /* indices need not be dense */
+    return s;
+}
+
+static int parse(const char *body, unsigned poll_ms, gm_session_request *r, gm_error *err)
+{
+    gm_snapshot *s = two_gpus();
+    memset(err, 0, sizeof *err);
+    int rc = gm_session_request_parse(body, strlen(body), s, poll_ms, r, err);
+    free(s);
+    return rc;
+}
+
+static void test_request_defaults(void **state)
+{
+    (void)state;
+    gm_session_request r;
+    gm_error err;
+    const char *empty[] = {"", "  \n", "{}",
+                           "{\"gpus\": null, \"interval\": null, \"label\": null}"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(parse(empty[i], 1000, &r, &err), GM_OK);
+        assert_int_equal(r.ngpus, 2);
+        assert_int_equal(r.gpus[0], 0);
+        assert_int_equal(r.gpus[1], 3);
+        assert_int_equal(r.every, 1);
+        assert_true(r.interval_s == 1.0);
+        assert_false(r.has_label);
+    }
+}
+
+static void test_request_fields(void **state)
+{
+    (void)state;
+    gm_session_request r;
+    gm_error err;
+    assert_int_equal(
+        parse("{\"gpus\": [3, 0, 3], \"interval\": 2, \"label\": \"run é\"}", 1000, &r, &err),
+        GM_OK);
+    assert_int_equal(r.ngpus, 2); /* sorted, duplicates gone */
+    assert_int_equal(r.gpus[0], 0);
+    assert_int_equal(r.gpus[1], 3);
+    assert_int_equal(r.every, 2);
+    assert_true(r.interval_s == 2.0);
+    assert_true(r.has_label);
+    assert_string_equal(r.label, "run é");
+    /* Intervals round to the nearest multiple of the poll interval. */
+    assert_int_equal(parse("{\"interval\": 2.4}", 1000, &r, &err), GM_OK);
+    assert_int_equal(r.every, 2);
+    assert_int_equal(parse("{\"interval\": 2.6}", 1000, &r, &err), GM_OK);
+    assert_int_equal(r.every, 3);
+    assert_true(r.interval_s == 3.0);
+    assert_int_equal(parse("{\"interval\": 0.1}", 100, &r, &err), GM_OK);
+    assert_int_equal(r.every, 1);
+    assert_int_equal(parse("{\"gpus\": [3]}", 1000, &r, &err), GM_OK);
+    assert_int_equal(r.ngpus, 1);
+    assert_int_equal(r.gpus[0], 3);
+}
+
+static void test_request_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        const char *needle;
+    } cases[] = {
+        {"{bad", "not valid JSON"},
+        {"[1, 2]", "JSON object"},
+        {"\"x\"", "JSON object"},
+        {"{\"label\": \"a\", \"label\": \"b\"}", "not valid JSON"},
+        {"{\"gpu\": [0]}", "unknown field \"gpu\""},
+        {"{\"gpus\": \"0\"}", "\"gpus\" must be an array"},
+        {"{\"gpus\": []}", "\"gpus\" must be an array"},
+        {"{\"gpus\": [-1]}", "\"gpus\"[0] is not a GPU index"},
+        {"{\"gpus\": [0.5]}", "\"gpus\"[0] is not a GPU index"},
+        {"{\"gpus\": [0, \"1\"]}", "\"gpus\"[1] is not a GPU index"},
+        {"{\"gpus\": [1]}", "no GPU with index 1 (GPUs: 0, 3)"},
+        {"{\"interval\": \"1\"}", "\"interval\" must be a number"},
+        {"{\"interval\": 0.5}", "from 1 (the poll interval"},
+        {"{\"interval\": 0}", "\"interval\""},
+        {"{\"interval\": -2}", "\"interval\""},
+        {"{\"interval\": 1e9}", "\"interval\""},
+        {"{\"label\": 5}", "\"label\" must be a string"},
+        {"{\"label\": \"a\\u0001b\"}", "without control characters"},
+        {"{\"label\": \"a\\u0000b\"}", "not valid JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gm_session_request r;
+        gm_error err;
+        if (parse(cases[i].body, 1000, &r, &err) != GM_EINVAL || !strstr(err.msg, cases[i].needle))
+            fail_msg("%s: got \"%s\", wanted \"%s\"", cases[i].body, err.msg, cases[i].needle);
+    }
+    /* The label limit is in bytes. */
+    char body[400], label[GM_SESSION_LABEL_MAX + 2];
+    memset(label, 'x', sizeof label - 1);
+    label[GM_SESSION_LABEL_MAX + 1] = '\0';
+    snprintf(body, sizeof body, "{\"label\": \"%s\"}", label);
+    gm_session_request r;
+    gm_error err;
+    assert_int_equal(parse(body, 1000, &r, &err), GM_EINVAL);
+    label[GM_SESSION_LABEL_MAX] = '\0';
+    snprintf(body, sizeof body, "{\"label\": \"%s\"}", label);
+    assert_int_equal(parse(body, 1000, &r, &err), GM_OK);
+    /* No GPU at all: nothing to follow. */
+    gm_snapshot none = {0};
+    assert_int_equal(gm_session_request_parse("{}", 2, &none, 1000, &r, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "no GPU is visible"));
+}
+
+/* ---- who may change state ------------------------------------------------------------------- */
+
+static void test_loopback_rule(void **state)
+{
+    (void)state;
+    struct sockaddr_in v4 = {.sin_family = AF_INET};
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6};
+    const struct sockaddr *sa4 = (const struct sockaddr *)&v4, *sa6 = (const struct sockaddr *)&v6;
+
+    inet_pton(AF_INET, "127.0.0.1", &v4.sin_addr);
+    assert_true(gm_server_peer_is_loopback(sa4, sizeof v4));
+    inet_pton(AF_INET, "127.8.9.10", &v4.sin_addr);
+    assert_true(gm_server_peer_is_loopback(sa4, sizeof v4));
+    assert_false(gm_server_peer_is_loopback(sa4, 4)); /* short */
+    inet_pton(AF_INET, "192.0.2.7", &v4.sin_addr);
+    assert_false(gm_server_peer_is_loopback(sa4, sizeof v4));
+    inet_pton(AF_INET, "128.0.0.1", &v4.sin_addr);
+    assert_false(gm_server_peer_is_loopback(sa4, sizeof v4));
+
+    inet_pton(AF_INET6, "::1", &v6.sin6_addr);
+    assert_true(gm_server_peer_is_loopback(sa6, sizeof v6));
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &v6.sin6_addr);
+    assert_true(gm_server_peer_is_loopback(sa6, sizeof v6));
+    inet_pton(AF_INET6, "::ffff:10.0.0.1", &v6.sin6_addr);
+    assert_false(gm_server_peer_is_loopback(sa6, sizeof v6));
+    inet_pton(AF_INET6, "fd00::2", &v6.sin6_addr);
+    assert_false(gm_server_peer_is_loopback(sa6, sizeof v6));
+    assert_false(gm_server_peer_is_loopback(NULL, 0));
+
+    /* The decision: no token and a remote peer (or an unknown one) is refused. */
+    inet_pton(AF_INET, "192.0.2.7", &v4.sin_addr);
+    assert_int_equal(gm_server_write_access(false, sa4, sizeof v4), 403);
+    assert_int_equal(gm_server_write_access(false, NULL, 0), 403);
+    assert_int_equal(gm_server_write_access(true, sa4, sizeof v4), 0);
+    inet_pton(AF_INET, "127.0.0.1", &v4.sin_addr);
+    assert_int_equal(gm_server_write_access(false, sa4, sizeof v4), 0);
+    inet_pton(AF_INET6, "::1", &v6.sin6_addr);
+    assert_int_equal(gm_server_write_access(false, sa6, sizeof v6), 0);
+}
+
+static void test_origin_rule(void **state)
+{
+    (void)state;
+    /* No Origin: not a browser's cross-site request. */
+    assert_true(gm_server_origin_allowed(NULL, "127.0.0.1:9401", ""));
+    assert_true(gm_server_origin_allowed("", "127.0.0.1:9401", ""));
+    /* The daemon's own pages. */
+    assert_true(gm_server_origin_allowed("http://127.0.0.1:9401", "127.0.0.1:9401", ""));
+    assert_true(gm_server_origin_allowed("HTTP://LOCALHOST:9401", "localhost:9401", ""));
+    assert_false(gm_server_origin_allowed("http://127.0.0.1:9402", "127.0.0.1:9401", ""));
+    assert_false(gm_server_origin_allowed("https://127.0.0.1:9401", "127.0.0.1:9401", ""));
+    assert_false(gm_server_origin_allowed("http://127.0.0.1:9401", NULL, ""));
+    /* Another site, unless it is the configured CORS origin (never through "*"). */
+    assert_false(gm_server_origin_allowed("https://evil.example", "127.0.0.1:9401", ""));
+    assert_false(gm_server_origin_allowed("null", "127.0.0.1:9401", ""));
+    assert_true(gm_server_origin_allowed("http://localhost:5173", "127.0.0.1:9401",
+                                         "http://localhost:5173"));
+    assert_false(gm_server_origin_allowed("https://evil.example", "127.0.0.1:9401", "*"));
+}
+
+/* ---- static files --------------------------------------------------------------------------- */
+
+static void test_accept_encoding(void **state)
+{
+    (void)state;
+    assert_true(gm_accepts_gzip("gzip"));
+    assert_true(gm_accepts_gzip("gzip, deflate, br"));
+    assert_true(gm_accepts_gzip("br;q=1.0, GZIP;q=0.5"));
+    assert_true(gm_accepts_gzip("x-gzip"));
+    assert_true(gm_accepts_gzip("*"));
+    assert_true(gm_accepts_gzip("identity, *;q=0.1"));
+    assert_false(gm_accepts_gzip(NULL));
+    assert_false(gm_accepts_gzip(""));
+    assert_false(gm_accepts_gzip("identity"));
+    assert_false(gm_accepts_gzip("deflate, br"));
+    assert_false(gm_accepts_gzip("gzip;q=0"));
+    assert_false(gm_accepts_gzip("gzip; q=0.000, deflate"));
+    assert_false(gm_accepts_gzip("*, gzip;q=0")); /* named wins over the wildcard */
+    assert_false(gm_accepts_gzip("*;q=0"));
+    assert_false(gm_accepts_gzip("gzip;q=abc"));
+    assert_false(gm_accepts_gzip("gzipper"));
+    assert_true(gm_accepts_gzip("  gzip ;q=0.001"));
+}
+
+static void test_etag_match(void **state)
+{
+    (void)state;
+    const char *tag = "\"00ab\"";
+    assert_true(gm_etag_matches("\"00ab\"", tag));
+    assert_true(gm_etag_matches("W/\"00ab\"", tag));
+    assert_true(gm_etag_matches("\"x\", \"00ab\"", tag));
+    assert_true(gm_etag_matches("*", tag));
+    assert_false(gm_etag_matches("\"00ac\"", tag));
+    assert_false(gm_etag_matches("00ab", tag));
+    assert_false(gm_etag_matches("", tag));
+    assert_false(gm_etag_matches(NULL, tag));
+    assert_false(gm_etag_matches("\"00ab", tag));
+}
+
+static void test_assets_table(void **state)
+{
+    (void)state;
+    /* Whatever this build embeds, "/" is served, raw to clients without gzip. */
+    const gm_asset *raw = gm_assets_find("/", false);
+    assert_non_null(raw);
+    assert_false(raw->gzip);
+    assert_non_null(strstr(raw->content_type, "text/html"));
+    const gm_asset *gz = gm_assets_find("/", true);
+    assert_non_null(gz);
+    assert_true(gz == raw || gz->gzip);
+    assert_int_equal(gm_assets_has_gzip("/"), gz->gzip);
+    const char *t1 = gm_assets_etag(raw);
+    assert_int_equal(strlen(t1), 18);
+    assert_int_equal(t1[0], '"');
+    assert_string_equal(t1, gm_assets_etag(raw)); /* kept */
+    if (gz != raw)
+        assert_string_not_equal(gm_assets_etag(gz), t1);
+    assert_null(gm_assets_find("/nope", true));
+    if (!gm_assets_embedded())
+        assert_non_null(strstr((const char *)raw->data, "/api/health"));
+    /* Every dashboard row has a raw twin after its gzip row. */
+    for (size_t i = 0; i < gm_web_assets_count; i++)
+        if (gm_web_assets[i].gzip) {
+            assert_true(i + 1 < gm_web_assets_count);
+            assert_string_equal(gm_web_assets[i + 1].path, gm_web_assets[i].path);
+            assert_false(gm_web_assets[i + 1].gzip);
+        }
+    assert_null(gm_web_assets[gm_web_assets_count].path);
+
+    assert_string_equal(gm_content_type_for("/a/b.JS"), "text/javascript; charset=utf-8");
+    assert_string_equal(gm_content_type_for("x.css"), "text/css; charset=utf-8");
+    assert_string_equal(gm_content_type_for("/index.html"), "text/html; charset=utf-8");
+    assert_string_equal(gm_content_type_for("/a.b/c"), "application/octet-stream");
+    assert_string_equal(gm_content_type_for("/LICENSE"), "application/octet-stream");
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_webroot(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/gm-webroot-XXXXXX";
+    assert_non_null(mkdtemp(base));
+    char p[PATH_MAX], root[PATH_MAX];
+    snprintf(p, sizeof p, "%s/root", base);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/root/sub", base);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/outside", base);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/root/index.html", base);
+    write_file(p, "<html>hi</html>");
+    snprintf(p, sizeof p, "%s/root/app.js", base);
+    write_file(p, "console.log(1)");
+    snprintf(p, sizeof p, "%s/root/sub/x.css", base);
+    write_file(p, "a{}");
+    snprintf(p, sizeof p, "%s/root/.env", base);
+    write_file(p, "SECRET=1");
+    snprintf(p, sizeof p, "%s/outside/secret.txt", base);
+    write_file(p, "secret");
+    char link[PATH_MAX];
+    snprintf(link, sizeof link, "%s/root/escape.txt", base);
+    assert_int_equal(symlink(p, link), 0);
+    snprintf(link, sizeof link, "%s/root/inside.js", base);
+    assert_int_equal(symlink("app.js", link), 0);
+    snprintf(p, sizeof p, "%s/root/big.bin", base);
+    int fd = open(p, O_CREAT | O_WRONLY, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)GM_WEBROOT_MAX_FILE + 1), 0); /* sparse */
+    close(fd);
+    snprintf(p, sizeof p, "%s/root", base);
+    assert_non_null(realpath(p, root));
+
+    char *data;
+    size_t len;
+    const char *ctype;
+    gm_error err;
+    assert_int_equal(gm_webroot_read(root, "/", &data, &len, &ctype, &err), GM_OK);
+    assert_int_equal(len, 15);
+    assert_memory_equal(data, "<html>hi</html>", 15);
+    assert_string_equal(ctype, "text/html; charset=utf-8");
+    free(data);
+    assert_int_equal(gm_webroot_read(root, "/app.js", &data, &len, &ctype, &err), GM_OK);
+    assert_string_equal(ctype, "text/javascript; charset=utf-8");
+    free(data);
+    assert_int_equal(gm_webroot_read(root, "/sub/x.css", &data, &len, &ctype, &err), GM_OK);
+    assert_int_equal(len, 3);
+    free(data);
+    /* A link that stays inside is followed; one that leaves is refused. */
+    assert_int_equal(gm_webroot_read(root, "/inside.js", &data, &len, &ctype, &err), GM_OK);
+    free(data);
+    assert_int_equal(gm_webroot_read(root, "/escape.txt", &data, &len, &ctype, &err), GM_EPERM);
+    assert_null(data);
+    static const char *const refused[] = {"/../outside/secret.txt",
+                                          "/sub/../../outside/secret.txt",
+                                          "/.env",
+                                          "/sub/..",
+                                          "relative",
+                                          "/a\\b"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        assert_int_equal(gm_webroot_read(root, refused[i], &data, &len, &ctype, &err), GM_EPERM);
+    assert_int_equal(gm_webroot_read(root, "/missing.js", &data, &len, &ctype, &err), GM_ENOENT);
+    assert_int_equal(gm_webroot_read(root, "/sub", &data, &len, &ctype, &err), GM_ENOENT);
+    assert_int_equal(gm_webroot_read(root, "/sub/", &data, &len, &ctype, &err), GM_ENOENT);
+    assert_int_equal(gm_webroot_read(root, "/big.bin", &data, &len, &ctype, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "16 MiB"));
+
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sampler_publishes),
+        cmocka_unit_test(test_sampler_refuses_huge_history),
+        cmocka_unit_test(test_sampler_bad_options),
+        cmocka_unit_test(test_request_defaults),
+        cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_request_errors),
+        cmocka_unit_test(test_loopback_rule),
+        cmocka_unit_test(test_origin_rule),
+        cmocka_unit_test(test_accept_encoding),
+        cmocka_unit_test(test_etag_match),
+        cmocka_unit_test(test_assets_table),
+        cmocka_unit_test(test_webroot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,149 @@
+// One GPU: identity, the current value of every metric (or why it has none) and its two live
+// charts. Only this card re-renders when a sample arrives; its charts update themselves.
+
+import { fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtRatio, fmtTemp, fmtWatts, LOST, NA } from '../lib/format';
+import type { Store } from '../lib/store';
+import type { Gpu } from '../lib/types';
+import { useTopics } from './hooks';
+import { TimeChart } from './TimeChart';
+
+/** A horizontal 0-100 % gauge; absent values draw no bar at all. */
+export function Meter({ pct, label }: { pct: number | null; label: string }) {
+  const w = pct === null ? 0 : Math.max(0, Math.min(100, pct));
+  return (
+    <span class={`meter${pct === null ? ' meter-none' : ''}`} aria-hidden="true" title={label}>
+      <span style={{ transform: `scaleX(${w / 100})` }} />
+    </span>
+  );
+}
+
+interface StatProps {
+  name: string;
+  field: string;
+  value: string;
+  sub?: string | undefined;
+  title?: string | undefined;
+}
+
+function Stat({ name, field, value, sub, title }: StatProps) {
+  const cls = value === NA ? 'v na' : value === LOST ? 'v lost' : 'v';
+  return (
+    <div class="stat" data-field={field} title={title}>
+      <dt>{name}</dt>
+      <dd>
+        <span class={cls}>{value}</span>
+        <span class="sub">{sub ?? ''}</span>
+      </dd>
+    </div>
+  );
+}
+
+/** Throttle reasons worth a warning: "gpu_idle" is the normal state of an idle board. */
+function throttleWarning(g: Gpu): string | null {
+  const active = g.throttle_reasons?.active.filter((r) => r !== 'gpu_idle') ?? [];
+  return active.length ? active.map((r) => r.replace(/_/g, ' ')).join(', ') : null;
+}
+
+export function GpuCard({ store, index }: { store: Store; index: number }) {
+  useTopics(store, 'frame', 'window');
+  const snap = store.snapshot;
+  const g = snap?.gpus.find((x) => x.index === index);
+  if (!snap || !g) return null;
+  const lost = g.lost;
+  const m = g.memory;
+  const throttle = lost ? null : throttleWarning(g);
+  const ident = [g.name, g.uuid ? `UUID ${g.uuid}` : 'UUID n/a', g.pci_bus_id ? `PCI ${g.pci_bus_id}` : null]
+    .filter(Boolean)
+    .join('\n');
+  const clocks = `${fmtMHz(g.clocks.sm_mhz, lost)}`;
+  const clockSub = lost ? undefined : `mem ${fmtMHz(g.clocks.memory_mhz)}`;
+  const pcieMax =
+    g.pcie.gen_max !== null || g.pcie.width_max !== null ? `max ${fmtPcie(g.pcie.gen_max, g.pcie.width_max)}` : undefined;
+
+  return (
+    <article
+      class={`card gpu${lost ? ' is-lost' : ''}`}
+      data-index={g.index}
+      data-uuid={g.uuid ?? ''}
+      data-seq={snap.seq}
+      data-timestamp={snap.timestamp_ms}
+      aria-labelledby={`gpu-${g.index}-title`}
+    >
+      <header class="card-head">
+        <h2 id={`gpu-${g.index}-title`} tabIndex={0} aria-describedby={`gpu-${g.index}-ident`}>
+          <span class="idx">GPU {g.index}</span>
+          <span class="name" data-field="name">
+            {g.name}
+          </span>
+        </h2>
+        <span class="ident" id={`gpu-${g.index}-ident`} role="tooltip" data-field="uuid">
+          {ident}
+        </span>
+        {lost ? (
+          <span class="badge badge-lost">lost</span>
+        ) : (
+          g.pstate && (
+            <span class="badge" title="Performance state (P0 = highest)">
+              {g.pstate}
+            </span>
+          )
+        )}
+      </header>
+      {lost && <p class="note">This GPU stopped answering the driver. Its values are marked lost until it returns.</p>}
+      <dl class="stats">
+        <div class="stat" data-field="util">
+          <dt>Utilization</dt>
+          <dd>
+            <span class="line">
+              <span class={lost ? 'v lost' : g.utilization.gpu === null ? 'v na' : 'v'}>{fmtPercent(g.utilization.gpu, lost)}</span>
+            </span>
+            <Meter pct={lost ? null : g.utilization.gpu} label="GPU utilization, 0 to 100 %" />
+          </dd>
+        </div>
+        <div class="stat stat-wide" data-field="memory">
+          <dt>Memory</dt>
+          <dd>
+            <span class="line">
+              <span class={lost ? 'v lost' : m.used_mib === null ? 'v na' : 'v'}>
+                {fmtRatio(fmtMiB(m.used_mib, lost), fmtMiB(m.total_mib, lost))}
+              </span>
+              <span class="sub" data-field="memory-percent">
+                {fmtPercent(m.used_percent, lost)}
+              </span>
+            </span>
+            <Meter pct={lost ? null : m.used_percent} label="Memory used, 0 to 100 %" />
+          </dd>
+        </div>
+        <Stat name="Temperature" field="temperature" value={fmtTemp(g.temperature_c, lost)} />
+        <Stat
+          name="Power"
+          field="power"
+          value={fmtWatts(g.power.draw_w, lost)}
+          sub={lost ? undefined : `of ${fmtWatts(g.power.limit_w)}`}
+        />
+        <Stat name="Fan" field="fan" value={fmtPercent(g.fan_percent, lost)} title="Boards cooled by the chassis report no fan" />
+        <Stat name="SM clock" field="clocks" value={clocks} sub={clockSub} />
+        <Stat
+          name="PCIe"
+          field="pcie"
+          value={fmtPcie(g.pcie.gen_current, g.pcie.width_current, lost)}
+          sub={lost ? undefined : pcieMax}
+        />
+        <Stat
+          name="Enc / Dec"
+          field="codec"
+          value={fmtRatio(fmtPercent(g.utilization.encoder, lost), fmtPercent(g.utilization.decoder, lost))}
+        />
+      </dl>
+      {throttle && (
+        <p class="warn" data-field="throttle">
+          Throttled: {throttle}
+        </p>
+      )}
+      <div class="charts">
+        <TimeChart store={store} gpu={g.index} kind="load" />
+        <TimeChart store={store} gpu={g.index} kind="thermal" />
+      </div>
+    </article>
+  );
+}

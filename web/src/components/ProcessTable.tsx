@@ -1,0 +1,111 @@
+// GPU processes of every GPU: sortable columns (buttons in the headers, aria-sort for screen
+// readers) and a filter box. Rows are capped so a box with thousands of processes stays smooth.
+
+import { useState } from 'preact/hooks';
+
+import { fmtMiB, NA } from '../lib/format';
+import { allProcesses, filterProcesses, sortProcesses } from '../lib/processes';
+import type { ProcKey, SortDir } from '../lib/processes';
+import type { Store } from '../lib/store';
+import { useTopics } from './hooks';
+
+const COLUMNS: { key: ProcKey; label: string; num: boolean }[] = [
+  { key: 'gpu', label: 'GPU', num: true },
+  { key: 'pid', label: 'PID', num: true },
+  { key: 'user', label: 'User', num: false },
+  { key: 'command', label: 'Command', num: false },
+  { key: 'memory', label: 'GPU memory', num: true },
+];
+
+const MAX_ROWS = 200;
+
+export function ProcessTable({ store }: { store: Store }) {
+  useTopics(store, 'frame');
+  const [sortKey, setSortKey] = useState<ProcKey>('memory');
+  const [dir, setDir] = useState<SortDir>('desc');
+  const [query, setQuery] = useState('');
+
+  const snap = store.snapshot;
+  const all = allProcesses(snap);
+  const rows = sortProcesses(filterProcesses(all, query), sortKey, dir);
+  const shown = rows.slice(0, MAX_ROWS);
+
+  const sortBy = (k: ProcKey): void => {
+    if (k === sortKey) setDir(dir === 'asc' ? 'desc' : 'asc');
+    else {
+      setSortKey(k);
+      // Numbers read best largest first, names alphabetically.
+      setDir(k === 'memory' ? 'desc' : 'asc');
+    }
+  };
+
+  return (
+    <section class="card procs" aria-labelledby="procs-title">
+      <header class="card-head">
+        <h2 id="procs-title">Processes</h2>
+        <span class="count" data-field="process-count">
+          {query ? `${rows.length} of ${all.length}` : all.length}
+        </span>
+        <input
+          type="search"
+          class="filter"
+          placeholder="Filter: PID, user, command"
+          aria-label="Filter processes"
+          value={query}
+          onInput={(e) => setQuery((e.currentTarget as HTMLInputElement).value)}
+        />
+      </header>
+      {snap && snap.processes_dropped > 0 && (
+        <p class="note">{snap.processes_dropped} more processes were not listed by the daemon (limit reached).</p>
+      )}
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              {COLUMNS.map((c) => (
+                <th
+                  key={c.key}
+                  class={c.num ? 'num' : undefined}
+                  aria-sort={sortKey === c.key ? (dir === 'asc' ? 'ascending' : 'descending') : 'none'}
+                  data-key={c.key}
+                >
+                  <button type="button" onClick={() => sortBy(c.key)}>
+                    {c.label}
+                    <span class="arrow" aria-hidden="true">
+                      {sortKey === c.key ? (dir === 'asc' ? '▲' : '▼') : ''}
+                    </span>
+                  </button>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((p) => (
+              <tr key={`${p.gpu}:${p.pid}`} data-pid={p.pid} data-gpu={p.gpu}>
+                <td class="num">{p.gpu}</td>
+                <td class="num">{p.pid}</td>
+                <td class={p.user ? undefined : 'na'}>{p.user ?? NA}</td>
+                <td class={p.command ? 'cmd' : 'cmd na'} title={p.command ?? undefined}>
+                  {p.command ?? NA}
+                </td>
+                <td class={p.used_memory_mib === null ? 'num na' : 'num'}>{fmtMiB(p.used_memory_mib)}</td>
+              </tr>
+            ))}
+            {shown.length === 0 && (
+              <tr class="empty">
+                <td colSpan={COLUMNS.length}>
+                  {all.length === 0 ? 'No process is using a GPU.' : 'No process matches the filter.'}
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+      {rows.length > MAX_ROWS && (
+        <p class="note">
+          Showing {MAX_ROWS} of {rows.length}; narrow the filter to see the rest.
+        </p>
+      )}
+    </section>
+  );
+}

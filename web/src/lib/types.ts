@@ -1,0 +1,118 @@
+// The daemon's JSON shapes (src/core/json.c, src/server/http.c). An absent metric is null,
+// never 0, so every metric is `number | null` and the UI must say "n/a" for it.
+
+export type Num = number | null;
+
+export interface GpuProcess {
+  gpu: number;
+  pid: number;
+  type: string;
+  used_memory_mib: Num;
+  used_memory_bytes: Num;
+  user: string | null;
+  command: string | null;
+}
+
+export interface Gpu {
+  index: number;
+  name: string;
+  uuid: string | null;
+  pci_bus_id: string | null;
+  lost: boolean;
+  utilization: { gpu: Num; memory: Num; encoder: Num; decoder: Num };
+  memory: {
+    total_mib: Num;
+    used_mib: Num;
+    free_mib: Num;
+    reserved_mib: Num;
+    used_percent: Num;
+  };
+  temperature_c: Num;
+  power: { draw_w: Num; limit_w: Num };
+  energy_j?: Num;
+  clocks: {
+    graphics_mhz: Num;
+    sm_mhz: Num;
+    memory_mhz: Num;
+    max_graphics_mhz: Num;
+    max_sm_mhz: Num;
+    max_memory_mhz: Num;
+  };
+  fan_percent: Num;
+  pcie: {
+    gen_current: Num;
+    gen_max: Num;
+    width_current: Num;
+    width_max: Num;
+    tx_kbps: Num;
+    rx_kbps: Num;
+  };
+  pstate: string | null;
+  throttle_reasons: { mask: string; active: string[] } | null;
+  persistence_mode: boolean | null;
+  processes: GpuProcess[];
+}
+
+export interface HostMetrics {
+  hostname: string | null;
+  kernel: string | null;
+  cpu_model: string | null;
+  cpu_count: Num;
+  cpu_percent: Num;
+  cpu_per_core: Num[];
+  memory: { total_bytes: Num; used_bytes: Num; available_bytes: Num; used_percent: Num };
+  swap: { total_bytes: Num; used_bytes: Num };
+  load_average: [Num, Num, Num] | null;
+  uptime_seconds: Num;
+}
+
+export interface Snapshot {
+  timestamp: string;
+  timestamp_ms: number;
+  seq: number;
+  hostname: string | null;
+  provider: string;
+  driver_version: string | null;
+  cuda_version: string | null;
+  nvml_version: string | null;
+  gpu_count: number;
+  gpus: Gpu[];
+  processes_dropped: number;
+  system: HostMetrics | null;
+}
+
+export interface Health {
+  status: string;
+  provider: string;
+  gpu_count: number;
+  poll_interval_ms: number;
+  last_sample_age_seconds: Num;
+  lost_gpus: number[];
+  version: string;
+  last_error: string | null;
+  diagnosis?: string;
+  hint?: string;
+}
+
+export interface ServerConfig {
+  history_seconds: number;
+  poll_interval_ms: number;
+  ws_max_rate_hz: number;
+  version: string;
+}
+
+/** One series of GET /api/history: points are [time in ms, value or null]. */
+export interface HistorySeries {
+  gpu?: number;
+  metric: string;
+  unit: string;
+  clamped: boolean;
+  points: [number, Num][];
+}
+
+export interface HistoryResponse {
+  interval_ms: number;
+  step_ms: number | null;
+  seconds: number;
+  series: HistorySeries[];
+}

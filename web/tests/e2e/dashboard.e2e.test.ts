@@ -1,0 +1,341 @@
+// Browser test of the embedded dashboard: the real `gpumon serve --simulate 4` from the build
+// directory ($GM_BUILD_DIR) on an ephemeral port, Debian's Chromium driven by playwright-core.
+// It checks the page against the API, the charts, the process table, the 0-100 % axis, a
+// daemon restart on the same port and the no-GPU state, and saves a screenshot.
+
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+
+import { chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { fmtMiB, fmtPercent, fmtRatio, fmtTemp, fmtWatts } from '../../src/lib/format';
+import type { Snapshot } from '../../src/lib/types';
+
+const BUILD = resolve(process.env.GM_BUILD_DIR ?? '../build');
+const GPUMON = join(BUILD, 'gpumon');
+const CHROMIUM = process.env.GM_CHROMIUM ?? '/usr/bin/chromium';
+const SCREENSHOT = process.env.GM_WEB_SCREENSHOT ?? join(BUILD, 'web', 'dashboard.png');
+/** In this simulation seed GPU 0 idles (0 %, about 1 % memory) for its first 49 samples. */
+const SEED = '3';
+const IDLE_GPU = 0;
+
+const work = mkdtempSync(join(tmpdir(), 'gpumon-web-e2e-'));
+
+interface Daemon {
+  proc: ChildProcess;
+  port: number;
+  base: string;
+  log: string;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls fn until it returns a truthy value; fails with `what` after timeoutMs. */
+async function waitFor<T>(what: string, fn: () => Promise<T> | T, timeoutMs = 20_000): Promise<NonNullable<T>> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown = null;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(100);
+  }
+}
+
+let daemons = 0;
+/** Starts `gpumon serve` and waits for its --port-file. port 0 picks a free one. */
+async function startDaemon(args: string[], port = 0, env: Record<string, string> = {}): Promise<Daemon> {
+  const n = daemons++;
+  const portFile = join(work, `port-${n}`);
+  const log = join(work, `daemon-${n}.log`);
+  const out = openSync(log, 'w');
+  const proc = spawn(GPUMON, ['serve', '--listen', `127.0.0.1:${port}`, '--port-file', portFile, ...args], {
+    stdio: ['ignore', out, out],
+    env: { ...process.env, ...env },
+  });
+  const got = await waitFor(
+    `the daemon's port file (log: ${log})`,
+    () => {
+      if (proc.exitCode !== null) throw new Error(`gpumon serve exited with ${proc.exitCode}: ${readFileSync(log, 'utf8')}`);
+      return existsSync(portFile) ? Number(readFileSync(portFile, 'utf8').trim()) || 0 : 0;
+    },
+    15_000,
+  );
+  return { proc, port: got, base: `http://127.0.0.1:${got}/`, log };
+}
+
+async function stopDaemon(d: Daemon | null, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!d || d.proc.exitCode !== null || d.proc.signalCode !== null) return;
+  const done = new Promise((r) => d.proc.once('exit', r));
+  d.proc.kill(signal);
+  await Promise.race([done, sleep(10_000)]);
+}
+
+async function api<T>(d: Daemon, path: string): Promise<T> {
+  const r = await fetch(d.base + path);
+  if (!r.ok) throw new Error(`${path}: ${r.status}`);
+  return (await r.json()) as T;
+}
+
+/** What the page shows, read in one go so the values and their seq belong together. */
+interface Shown {
+  seq: number;
+  gpus: { index: number; uuid: string; name: string; util: string; mem: string; memPct: string; temp: string; power: string }[];
+}
+
+function readCards(page: Page): Promise<Shown> {
+  return page.evaluate(() => {
+    const cards = [...document.querySelectorAll<HTMLElement>('article.gpu')];
+    const text = (el: Element, sel: string): string => el.querySelector(sel)?.textContent ?? '';
+    return {
+      seq: Number(cards[0]?.dataset.seq ?? -1),
+      gpus: cards.map((c) => ({
+        index: Number(c.dataset.index),
+        uuid: c.dataset.uuid ?? '',
+        name: text(c, '[data-field=name]'),
+        util: text(c, '[data-field=util] .v'),
+        mem: text(c, '[data-field=memory] .v'),
+        memPct: text(c, '[data-field=memory-percent]'),
+        temp: text(c, '[data-field=temperature] .v'),
+        power: text(c, '[data-field=power] .v'),
+      })),
+    };
+  });
+}
+
+let daemon: Daemon | null = null;
+let ctx: BrowserContext;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(GPUMON)) throw new Error(`no gpumon binary at ${GPUMON}: build it, or set GM_BUILD_DIR`);
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (scripts/install-deps.sh)`);
+  daemon = await startDaemon(['--simulate', '4', '--seed', SEED]);
+  ctx = await chromium.launchPersistentContext(join(work, 'profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+      '--no-first-run',
+    ],
+    viewport: { width: 1600, height: 1000 },
+    colorScheme: 'light',
+  });
+  page = ctx.pages()[0] ?? (await ctx.newPage());
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.goto(daemon.base);
+});
+
+afterAll(async () => {
+  await ctx?.close();
+  await stopDaemon(daemon);
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('dashboard served by gpumon serve --simulate 4', () => {
+  it('is embedded: gzip only for clients that accept it, hashed assets cached for good', async () => {
+    const d = daemon as Daemon;
+    const plain = await fetch(d.base, { headers: { 'Accept-Encoding': 'identity' } });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(plain.headers.get('cache-control')).toBe('no-cache');
+    const html = await plain.text();
+    const js = /src="(?:\.?\/)?(assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(js).toBeTruthy();
+    // Node's fetch asks for gzip itself and decodes it; the header says what came over the wire.
+    const gz = await fetch(d.base + (js as string), { headers: { 'Accept-Encoding': 'gzip' } });
+    expect(gz.status).toBe(200);
+    expect(gz.headers.get('content-encoding')).toBe('gzip');
+    expect(gz.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect((await gz.text()).length).toBeGreaterThan(1000);
+  });
+
+  it('renders one card per GPU with the values of the API', async () => {
+    const d = daemon as Daemon;
+    await page.locator('article.gpu').nth(3).waitFor({ timeout: 20_000 });
+    expect(await page.locator('article.gpu').count()).toBe(4);
+    await expect.poll(() => page.locator('[data-field=provider]').textContent()).toMatch(/simulated/i);
+
+    // Identity: exact. Live values: compared against the API's sample of the same seq.
+    let matched = false;
+    for (let attempt = 0; attempt < 60 && !matched; attempt++) {
+      const shown = await readCards(page);
+      const snap = await api<Snapshot>(d, 'api/gpus');
+      expect(shown.gpus.map((g) => g.uuid)).toEqual(snap.gpus.map((g) => g.uuid));
+      expect(shown.gpus.map((g) => g.name)).toEqual(snap.gpus.map((g) => g.name));
+      if (snap.seq !== shown.seq) {
+        await sleep(100);
+        continue;
+      }
+      matched = true;
+      for (const g of snap.gpus) {
+        const s = shown.gpus.find((x) => x.index === g.index);
+        expect(s, `card of GPU ${g.index}`).toBeTruthy();
+        expect(s?.util).toBe(fmtPercent(g.utilization.gpu));
+        expect(s?.mem).toBe(fmtRatio(fmtMiB(g.memory.used_mib), fmtMiB(g.memory.total_mib)));
+        expect(s?.memPct).toBe(fmtPercent(g.memory.used_percent));
+        expect(s?.temp).toBe(fmtTemp(g.temperature_c));
+        expect(s?.power).toBe(fmtWatts(g.power.draw_w));
+      }
+      const header = await page.locator('header.top').textContent();
+      expect(header).toContain(snap.hostname ?? 'n/a');
+      expect(header).toContain(snap.driver_version ?? 'n/a');
+    }
+    expect(matched, 'the page and the API showed the same sample').toBe(true);
+  });
+
+  it('draws the charts', async () => {
+    await waitFor('five points in every chart', () =>
+      page.evaluate(() => {
+        const figs = [...document.querySelectorAll<HTMLElement>('figure.chart')];
+        return figs.length === 8 && figs.every((f) => Number(f.dataset.points) >= 5);
+      }),
+    );
+    // Pixels of the utilization line's colour on the busiest GPU's canvas: the line is drawn.
+    const coloured = await page.evaluate(() => {
+      const hex = getComputedStyle(document.documentElement).getPropertyValue('--c-util').trim();
+      const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+      let best = 0;
+      for (const canvas of document.querySelectorAll<HTMLCanvasElement>('figure.chart-load canvas')) {
+        const c = canvas.getContext('2d');
+        if (!c) continue;
+        const px = c.getImageData(0, 0, canvas.width, canvas.height).data;
+        let n = 0;
+        for (let i = 0; i < px.length; i += 4) {
+          const dist = Math.abs((px[i] ?? 0) - (want[0] ?? 0)) + Math.abs((px[i + 1] ?? 0) - (want[1] ?? 0)) + Math.abs((px[i + 2] ?? 0) - (want[2] ?? 0));
+          if ((px[i + 3] ?? 0) > 200 && dist < 60) n++;
+        }
+        best = Math.max(best, n);
+      }
+      return best;
+    });
+    expect(coloured).toBeGreaterThan(10);
+  });
+
+  it('keeps percent charts on a fixed 0-100 axis when every value is small', async () => {
+    const idle = page.locator(`article.gpu[data-index="${IDLE_GPU}"] figure.chart-load`);
+    const attrs = await waitFor('the idle GPU chart to have data', async () => {
+      const a = await idle.evaluate((f: HTMLElement) => ({ ...f.dataset }));
+      return Number(a.points) >= 2 ? a : null;
+    });
+    // The seed keeps this GPU idle: its largest value is tiny, yet the axis still reads 0-100.
+    expect(Number(attrs.max)).toBeLessThan(5);
+    expect(attrs.yMin).toBe('0');
+    expect(attrs.yMax).toBe('100');
+    for (const f of await page.locator('figure.chart-load').all()) {
+      expect(await f.getAttribute('data-y-min')).toBe('0');
+      expect(await f.getAttribute('data-y-max')).toBe('100');
+    }
+  });
+
+  it('sorts and filters the process table', async () => {
+    const pids = (): Promise<number[]> =>
+      page.locator('section.procs tbody tr[data-pid]').evaluateAll((rows) => rows.map((r) => Number((r as HTMLElement).dataset.pid)));
+    await waitFor('two processes', async () => (await pids()).length >= 2);
+    const pidHeader = page.locator('section.procs th[data-key=pid]');
+    await pidHeader.locator('button').click();
+    await expect.poll(() => pidHeader.getAttribute('aria-sort')).toBe('ascending');
+    const up = await pids();
+    expect(up).toEqual([...up].sort((a, b) => a - b));
+    await pidHeader.locator('button').press('Enter'); // keyboard works too
+    await expect.poll(() => pidHeader.getAttribute('aria-sort')).toBe('descending');
+    const down = await pids();
+    expect(down).toEqual([...down].sort((a, b) => b - a));
+
+    await page.locator('section.procs input.filter').fill('train');
+    await waitFor('the filter to apply', async () => {
+      const cmds = await page.locator('section.procs tbody td.cmd').allTextContents();
+      return cmds.length > 0 && cmds.every((c) => c.includes('train'));
+    });
+    await page.locator('section.procs input.filter').fill('');
+    await page.locator('section.procs th[data-key=memory] button').click();
+    await expect.poll(() => page.locator('section.procs th[data-key=memory]').getAttribute('aria-sort')).not.toBe('none');
+  });
+
+  it('backfills the charts when the window changes', async () => {
+    const gen = async (): Promise<number> =>
+      Number(await page.locator('figure.chart').first().getAttribute('data-generation'));
+    const before = await gen();
+    await page.locator('fieldset.windows input[value="300"]').click();
+    await waitFor('a new backfill', async () => (await gen()) > before);
+    expect(Number(await page.locator('figure.chart').first().getAttribute('data-points'))).toBeGreaterThanOrEqual(2);
+    await page.locator('fieldset.windows input[value="60"]').click();
+    await waitFor('the 1 min window again', async () => (await gen()) > before + 1);
+  });
+
+  it('saves a screenshot', async () => {
+    // A quarter of the default window filled, so the picture shows lines rather than dots.
+    await waitFor(
+      'fifteen points per chart',
+      () => page.evaluate(() => [...document.querySelectorAll<HTMLElement>('figure.chart')].every((f) => Number(f.dataset.points) >= 15)),
+      40_000,
+    );
+    mkdirSync(dirname(SCREENSHOT), { recursive: true });
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    expect(existsSync(SCREENSHOT)).toBe(true);
+  });
+
+  it('shows reconnecting when the daemon dies and goes live again when it is back', async () => {
+    const d = daemon as Daemon;
+    const link = page.locator('header.top [data-link]');
+    await expect.poll(() => link.getAttribute('data-link')).toBe('live');
+    await stopDaemon(d, 'SIGKILL');
+    await waitFor('"reconnecting"', async () => /reconnecting/.test((await link.textContent()) ?? ''), 15_000);
+    // Same port: the page was loaded from it and must find the daemon there again.
+    daemon = await waitFor('the daemon to restart on its port', async () => {
+      try {
+        return await startDaemon(['--simulate', '4', '--seed', SEED], d.port);
+      } catch {
+        return null;
+      }
+    });
+    await waitFor('"live" again', async () => (await link.getAttribute('data-link')) === 'live', 30_000);
+    // The new daemon's samples reach the cards.
+    const snap = await api<Snapshot>(daemon, 'api/gpus');
+    await waitFor('the new samples on the cards', async () => (await readCards(page)).seq <= snap.seq + 5);
+  });
+
+  it('shows which providers were tried when there is no GPU, with host metrics still live', async () => {
+    const none = await startDaemon([], 0, {
+      PATH: '/nonexistent',
+      GPU_MONITOR_NVML_LIB: join(work, 'no-such-libnvidia-ml.so.1'),
+    });
+    const p2 = await ctx.newPage();
+    p2.on('pageerror', (e) => pageErrors.push(e.message));
+    try {
+      await p2.goto(none.base);
+      const box = p2.locator('[data-state=no-gpu]');
+      await box.waitFor({ timeout: 20_000 });
+      await waitFor('the diagnosis', async () => /nvml/.test((await box.textContent()) ?? ''));
+      const text = (await box.textContent()) ?? '';
+      expect(text).toContain('No GPU found');
+      expect(text).toContain('nvidia-smi');
+      expect(await p2.locator('article.gpu').count()).toBe(0);
+      const cpu = p2.locator('[data-field=cpu] .v');
+      await waitFor('host CPU', async () => /%/.test((await cpu.textContent()) ?? ''));
+    } finally {
+      await p2.close();
+      await stopDaemon(none);
+    }
+  });
+
+  it('raised no page errors', () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
