@@ -98,7 +98,7 @@ static bool parse_format(const char *arg, query_opts *o)
 static void fmt_mib(char *buf, size_t len, const gm_gpu *g, gm_metric m)
 {
     if (gm_gpu_has(g, m))
-        snprintf(buf, len, "%.0f", floor(g->v[m] / 1048576.0));
+        snprintf(buf, len, "%.0f", ceil(g->v[m] / 1048576.0)); /* as nvidia-smi rounds */
     else
         snprintf(buf, len, "N/A");
 }

@@ -242,8 +242,13 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_INT:
         return put(buf, cap, "%lld%s%s", to_i64(v), sep, unit);
     case GM_SMI_K_MIB:
-        /* nvidia-smi divides bytes by 1024*1024 in integers: 1048575 bytes is 0 MiB. */
-        return put(buf, cap, "%llu%s%s", to_u64(v) / 1048576ULL, sep, unit);
+        /* nvidia-smi rounds bytes up to whole MiB: on an H200 (driver 580) NVML's 615.0625 MiB
+         * reserved printed as 616 and 141389.125 MiB free as 141390
+         * (scripts/nvml-memory-rounding.py). */
+        {
+            unsigned long long b = to_u64(v);
+            return put(buf, cap, "%llu%s%s", b / 1048576ULL + (b % 1048576ULL != 0), sep, unit);
+        }
     case GM_SMI_K_WATT:
         return put(buf, cap, "%.2f%s%s", v / 1000.0, sep, unit);
     case GM_SMI_K_PSTATE:

@@ -438,9 +438,11 @@ static void test_format_rounding(void **state)
         int field;
         const char *want;
     } cases[] = {
-        /* MiB: integer division of bytes, like nvidia-smi. */
-        {GM_M_MEM_USED_BYTES, 1048575, GM_SMI_F_MEM_USED, "0 MiB"},
-        {GM_M_MEM_USED_BYTES, 1.5 * MIB, GM_SMI_F_MEM_USED, "1 MiB"},
+        /* MiB: bytes rounded up, like nvidia-smi (615.0625 MiB printed as 616 on an H200). */
+        {GM_M_MEM_USED_BYTES, 1048575, GM_SMI_F_MEM_USED, "1 MiB"},
+        {GM_M_MEM_USED_BYTES, 1.5 * MIB, GM_SMI_F_MEM_USED, "2 MiB"},
+        {GM_M_MEM_RESERVED_BYTES, 615.0625 * MIB, GM_SMI_F_MEM_RESERVED, "616 MiB"},
+        {GM_M_MEM_USED_BYTES, 1048576, GM_SMI_F_MEM_USED, "1 MiB"},
         {GM_M_MEM_USED_BYTES, 0, GM_SMI_F_MEM_USED, "0 MiB"},
         {GM_M_MEM_TOTAL_BYTES, 85520809984.0, GM_SMI_F_MEM_TOTAL, "81559 MiB"},
         /* W: two decimals. */
@@ -463,7 +465,7 @@ static void test_format_rounding(void **state)
         /* Out-of-range doubles are clamped, never cast blindly. */
         {GM_M_THROTTLE_REASONS, 18446744073709551615.0, GM_SMI_F_THROTTLE_REASONS,
          "0xffffffffffffffff"},
-        {GM_M_MEM_USED_BYTES, 1e30, GM_SMI_F_MEM_USED, "17592186044415 MiB"},
+        {GM_M_MEM_USED_BYTES, 1e30, GM_SMI_F_MEM_USED, "17592186044416 MiB"},
         {GM_M_MEM_USED_BYTES, -5, GM_SMI_F_MEM_USED, "0 MiB"},
         {GM_M_UTIL_GPU_PCT, 1e30, GM_SMI_F_UTIL_GPU, "9223372036854775807 %"},
     };
