@@ -55,10 +55,15 @@ struct gm_session {
     gm_values values[GM_MAX_GPUS][GM_SM__COUNT];
     energy_acc energy[GM_MAX_GPUS];
 
-    /* Timeline: t[i] and ngpus * GM_SM__COUNT values per sample. */
+    /* Timeline: t[i] and ngpus * GM_SM__COUNT values per sample, for the first n samples
+     * (all of them unless a limit is set). */
     size_t n, cap;
     double *t;
     double *v;
+    size_t limit;  /* most samples kept in the timeline and for percentiles; 0: no limit */
+    size_t total;  /* samples added: the streaming statistics and the energy cover them all */
+    double last_t; /* the newest sample, kept whatever the limit */
+    double last_v[GM_MAX_GPUS * GM_SM__COUNT];
 };
 
 static int64_t now_ms(clockid_t clk)
@@ -171,37 +176,57 @@ static void add_energy(energy_acc *e, double t, const double *v)
     }
 }
 
+/* Grows the timeline by one slot when full, never past the limit. */
+static int grow_timeline(gm_session *s, size_t width, gm_error *err)
+{
+    if (s->n < s->cap)
+        return GM_OK;
+    size_t cap = s->cap ? s->cap * 2 : 64;
+    if (s->limit && cap > s->limit)
+        cap = s->limit; /* a bounded session allocates exactly its bound, not up to twice it */
+    double *nt = realloc(s->t, cap * sizeof *nt);
+    if (!nt)
+        return gm_error_set(err, GM_ENOMEM, "session: out of memory for the timeline");
+    s->t = nt;
+    if (width) {
+        double *nv = realloc(s->v, cap * width * sizeof *nv);
+        if (!nv)
+            return gm_error_set(err, GM_ENOMEM, "session: out of memory for the timeline");
+        s->v = nv;
+    }
+    s->cap = cap;
+    return GM_OK;
+}
+
 int gm_session_add_values(gm_session *s, double t_s, const double *values, gm_error *err)
 {
     if (s->finished)
         return gm_error_set(err, GM_ESTATE, "session %s is finished", s->id);
     s->gpus_fixed = true;
     size_t width = s->ngpus * GM_SM__COUNT;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        double *nt = realloc(s->t, cap * sizeof *nt);
-        if (!nt)
-            return gm_error_set(err, GM_ENOMEM, "session: out of memory for the timeline");
-        s->t = nt;
-        if (width) {
-            double *nv = realloc(s->v, cap * width * sizeof *nv);
-            if (!nv)
-                return gm_error_set(err, GM_ENOMEM, "session: out of memory for the timeline");
-            s->v = nv;
-        }
-        s->cap = cap;
+    /* Past the limit the sample still feeds the streaming statistics and the energy, but
+     * neither the timeline nor the values kept for percentiles. */
+    bool keep = !s->limit || s->n < s->limit;
+    if (keep) {
+        int rc = grow_timeline(s, width, err);
+        if (rc < 0)
+            return rc;
+        /* Keep the values for percentiles first, so a failed allocation leaves the sample out
+         * of every statistic instead of half of them. */
+        for (size_t k = 0; k < s->ngpus; k++)
+            for (int m = 0; m < GM_SM__COUNT; m++)
+                if (metric_has_stats[m] &&
+                    gm_values_add(&s->values[k][m], values[k * GM_SM__COUNT + m], err) < 0)
+                    return err ? err->code : GM_ENOMEM;
+        s->t[s->n] = t_s;
+        if (width)
+            memcpy(s->v + s->n * width, values, width * sizeof *values);
+        s->n++;
     }
-    /* Keep the values for percentiles first, so a failed allocation leaves the sample out of
-     * every statistic instead of half of them. */
-    for (size_t k = 0; k < s->ngpus; k++)
-        for (int m = 0; m < GM_SM__COUNT; m++)
-            if (metric_has_stats[m] &&
-                gm_values_add(&s->values[k][m], values[k * GM_SM__COUNT + m], err) < 0)
-                return err ? err->code : GM_ENOMEM;
-    s->t[s->n] = t_s;
+    s->total++;
+    s->last_t = t_s;
     if (width)
-        memcpy(s->v + s->n * width, values, width * sizeof *values);
-    s->n++;
+        memcpy(s->last_v, values, width * sizeof *values);
     for (size_t k = 0; k < s->ngpus; k++) {
         const double *gv = values + k * GM_SM__COUNT;
         for (int m = 0; m < GM_SM__COUNT; m++)
@@ -210,6 +235,19 @@ int gm_session_add_values(gm_session *s, double t_s, const double *values, gm_er
         add_energy(&s->energy[k], t_s, gv);
     }
     return GM_OK;
+}
+
+int gm_session_set_sample_limit(gm_session *s, size_t n)
+{
+    if (n && s->n > n)
+        return GM_ESTATE;
+    s->limit = n;
+    return GM_OK;
+}
+
+size_t gm_session_sample_limit(const gm_session *s)
+{
+    return s->limit;
 }
 
 static void gpu_values(const gm_gpu *g, double *v)
@@ -306,7 +344,7 @@ double gm_session_duration(const gm_session *s)
         /* A stored session that never finished lasted at least until its last sample. */
         if (s->ended_ms)
             return (double)(s->ended_ms - s->started_ms) / 1000.0;
-        return s->n ? s->t[s->n - 1] : 0.0;
+        return s->total ? s->last_t : 0.0;
     }
     int64_t end = s->finished ? s->end_mono_ms : now_ms(CLOCK_MONOTONIC);
     return (double)(end - s->start_mono_ms) / 1000.0;
@@ -324,6 +362,11 @@ const gm_session_gpu *gm_session_gpu_at(const gm_session *s, size_t k)
 
 size_t gm_session_sample_count(const gm_session *s)
 {
+    return s->total;
+}
+
+size_t gm_session_timeline_count(const gm_session *s)
+{
     return s->n;
 }
 
@@ -333,6 +376,15 @@ int gm_session_sample(const gm_session *s, size_t i, double *t_s, const double *
         return GM_EINVAL;
     *t_s = s->t[i];
     *values = s->v ? s->v + i * s->ngpus * GM_SM__COUNT : NULL;
+    return GM_OK;
+}
+
+int gm_session_last(const gm_session *s, double *t_s, const double **values)
+{
+    if (!s->total)
+        return GM_EINVAL;
+    *t_s = s->last_t;
+    *values = s->ngpus ? s->last_v : NULL;
     return GM_OK;
 }
 
@@ -377,6 +429,11 @@ void gm_session_set_exit(gm_session *s, int exit_code, int signal)
 const json_t *gm_session_command(const gm_session *s)
 {
     return s->command;
+}
+
+const json_t *gm_session_attached(const gm_session *s)
+{
+    return s->extra;
 }
 
 bool gm_session_exit(const gm_session *s, int *exit_code, int *signal)
@@ -554,16 +611,18 @@ json_t *gm_session_to_json(gm_session *s, bool include_timeline)
     }
 
     json_t *doc = json_pack(
-        "{s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:I, s:o, s:o, s:o}", "id",
-        s->id, "session_id", s->id, "kind", s->kind, "label", str_or_null(s->label), "status",
+        "{s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:I, s:b, s:I, s:o, s:o, "
+        "s:o}",
+        "id", s->id, "session_id", s->id, "kind", s->kind, "label", str_or_null(s->label), "status",
         s->finished ? "finished" : "running", "command",
         s->command ? json_incref(s->command) : json_null(), "exit_code",
         s->has_exit ? json_integer(s->exit_code) : json_null(), "signal",
         s->has_exit && s->signal ? json_integer(s->signal) : json_null(), "started_at",
         time_or_null(s->started_ms), "ended_at", time_or_null(s->finished ? s->ended_ms : 0),
         "interval_seconds", s->interval_s > 0 ? json_real(s->interval_s) : json_null(),
-        "monitoring_duration_seconds", gm_session_duration(s), "sample_count", (json_int_t)s->n,
-        "gpus", gpus ? gpus : json_null(), "gpu_stats", stats ? stats : json_null(), "energy_j",
+        "monitoring_duration_seconds", gm_session_duration(s), "sample_count", (json_int_t)s->total,
+        "timeline_truncated", s->total > s->n, "percentiles_over_samples", (json_int_t)s->n, "gpus",
+        gpus ? gpus : json_null(), "gpu_stats", stats ? stats : json_null(), "energy_j",
         total_known ? json_real(total) : json_null());
     if (!doc)
         return NULL;
@@ -671,6 +730,11 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
     if (json_is_number(energy))
         fprintf(out, ", energy %.1f J", json_number_value(energy));
     fprintf(out, "\n");
+    /* A bounded session: min/max/mean cover every sample, the percentiles only the first. */
+    const json_t *pct_n = json_object_get(doc, "percentiles_over_samples");
+    if (json_is_integer(pct_n) &&
+        json_integer_value(pct_n) < json_integer_value(json_object_get(doc, "sample_count")))
+        fprintf(out, "p50/p95 over the first %lld samples\n", (long long)json_integer_value(pct_n));
 
     const json_t *stats = json_object_get(doc, "gpu_stats");
     if (!json_object_size(stats)) {

@@ -5,6 +5,10 @@
  * Used by `gpumon record` / `gpumon run`, by the store to rebuild a stored session from its
  * samples, and by the daemon's session API. Not thread-safe: one owner adds and renders.
  *
+ * Memory grows with the samples (timeline and the values kept for percentiles) unless a sample
+ * limit is set: past it the session keeps streaming count/min/max/mean and energy over every
+ * sample, while the timeline and the percentiles stay those of the first `limit` samples.
+ *
  * Metrics kept per GPU per sample, in display units (an absent reading is NaN, shown as null):
  *   utilization           utilization.gpu, %
  *   memory_used_mb        memory.used, MiB (1048576 bytes, as nvidia-smi's "MiB")
@@ -82,6 +86,14 @@ int gm_session_add(gm_session *s, const gm_snapshot *snap, gm_error *err);
  * gm_session_set_gpu for names). Returns GM_OK, GM_ESTATE (finished), GM_ENOMEM. */
 int gm_session_add_values(gm_session *s, double t_s, const double *values, gm_error *err);
 
+/* Bounds the memory of s: at most n samples are kept in the timeline and in the values behind
+ * p50/p95 (0: no limit, the default). Later samples still count in sample_count, min, max,
+ * mean, count and energy, and remain readable one at a time through gm_session_last. Set it
+ * before the samples come; GM_OK, or GM_ESTATE when s already keeps more than n samples. */
+int gm_session_set_sample_limit(gm_session *s, size_t n);
+/* The limit set by gm_session_set_sample_limit (0: none). */
+size_t gm_session_sample_limit(const gm_session *s);
+
 /* Marks the session ended now (the duration stops growing). Idempotent. */
 void gm_session_finish(gm_session *s);
 /* True after gm_session_finish. */
@@ -105,11 +117,17 @@ double gm_session_duration(const gm_session *s);
 size_t gm_session_gpu_count(const gm_session *s);
 const gm_session_gpu *gm_session_gpu_at(const gm_session *s, size_t k);
 
-/* Samples added so far, and the i-th one: *t_s its offset in seconds, *values its
- * gm_session_gpu_count() * GM_SM__COUNT values (NaN absent), valid until the next add.
- * Returns GM_OK or GM_EINVAL when i is out of range. */
+/* Samples added so far (all of them, whatever the sample limit). */
 size_t gm_session_sample_count(const gm_session *s);
+/* Samples kept in the timeline: gm_session_sample_count() up to the sample limit. */
+size_t gm_session_timeline_count(const gm_session *s);
+/* The i-th sample of the timeline (i < gm_session_timeline_count): *t_s its offset in seconds,
+ * *values its gm_session_gpu_count() * GM_SM__COUNT values (NaN absent; NULL when no GPU is
+ * followed), valid until the next add. Returns GM_OK or GM_EINVAL when i is out of range. */
 int gm_session_sample(const gm_session *s, size_t i, double *t_s, const double **values);
+/* The newest sample, as gm_session_sample gives one, also past the sample limit (so a caller
+ * can store every sample of a bounded session). GM_OK, or GM_EINVAL before the first sample. */
+int gm_session_last(const gm_session *s, double *t_s, const double **values);
 
 /* Setters for callers that know more than the samples say. Strings are copied. Each returns
  * GM_OK, GM_EINVAL (bad argument) or GM_ENOMEM. */
@@ -126,6 +144,9 @@ int gm_session_attach(gm_session *s, const char *key, json_t *value);
 int gm_session_restore(gm_session *s, const char *id, int64_t started_ms, int64_t ended_ms);
 /* The command as a JSON array of strings (borrowed), NULL when none was set. */
 const json_t *gm_session_command(const gm_session *s);
+/* The fields added with gm_session_attach so far, as one JSON object (borrowed; NULL when
+ * none). The store saves those known at begin, so an interrupted session keeps them. */
+const json_t *gm_session_attached(const gm_session *s);
 /* True when gm_session_set_exit was called; then *exit_code and *signal (may be NULL) are set. */
 bool gm_session_exit(const gm_session *s, int *exit_code, int *signal);
 /* Sets the name and UUID of followed GPU index (ignored when not followed). */
@@ -133,12 +154,15 @@ void gm_session_set_gpu(gm_session *s, unsigned index, const char *name, const c
 
 /* The JSON document: id (and session_id), kind, label, status ("running" / "finished"),
  * command, exit_code, signal, started_at, ended_at, interval_seconds,
- * monitoring_duration_seconds, sample_count, gpus [{index, name, uuid}], gpu_stats keyed by
- * index as a string ("0") with name, uuid, the five metric blocks {min, max, mean, p50, p95,
- * count} (null when the metric was absent in every sample; utilization also carries "samples"
- * as seed 003 does), energy_j and energy_source; a top-level energy_j (sum over GPUs, null when
- * any GPU lacks one); the attached fields; and with include_timeline, "timeline":
- * [{"t": seconds, "gpus": {"0": {metric: value or null}}}]. New reference, NULL when out of
+ * monitoring_duration_seconds, sample_count (every sample added), timeline_truncated (true when
+ * the sample limit stopped the timeline short of sample_count), percentiles_over_samples (the
+ * first samples p50/p95 cover: sample_count, or the limit once passed), gpus [{index, name,
+ * uuid}], gpu_stats keyed by index as a string ("0") with name, uuid, the five metric blocks
+ * {min, max, mean, p50, p95, count} (null when the metric was absent in every sample; count,
+ * min, max and mean cover every sample; utilization also carries "samples" as seed 003 does),
+ * energy_j and energy_source; a top-level energy_j (sum over GPUs, null when any GPU lacks
+ * one); the attached fields; and with include_timeline, "timeline": [{"t": seconds, "gpus":
+ * {"0": {metric: value or null}}}] of the samples kept. New reference, NULL when out of
  * memory. Percentiles sort the stored values, hence the non-const s. */
 json_t *gm_session_to_json(gm_session *s, bool include_timeline);
 

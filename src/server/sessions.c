@@ -7,7 +7,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,37 +449,22 @@ static gm_store *store_get(gm_sessions *m, bool create, gm_error *err)
     return m->st;
 }
 
-/* Deletes stored entry id. store.h has no delete yet, so this goes to the database directly,
- * on its own short-lived connection; samples go with their session (ON DELETE CASCADE).
- * Returns GM_OK, GM_ENOENT (no such row) or GM_EIO. */
+/* Deletes stored entry id with its samples. Returns GM_OK, GM_ENOENT (no such entry, or no
+ * store) or the store's error. */
 static int store_delete(gm_sessions *m, const char *id, gm_error *err)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL;
-    int rc = GM_EIO;
-    if (sqlite3_open_v2(m->db_path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_busy_timeout(db, 5000);
-    if (sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "DELETE FROM sessions WHERE id = ?", -1, &q, NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(q) != SQLITE_DONE)
-        goto out;
-    rc = sqlite3_changes(db) > 0 ? GM_OK : GM_ENOENT;
-out:
-    if (rc == GM_EIO)
-        gm_error_set(err, GM_EIO, "database %s: deleting %s: %s", m->db_path, id,
-                     db ? sqlite3_errmsg(db) : "out of memory");
-    else if (rc == GM_ENOENT)
-        gm_error_set(err, GM_ENOENT, "no session \"%s\"", id);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return rc;
+    gm_store *st = store_get(m, false, err);
+    if (!st)
+        return err->code == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id)
+                                      : err->code;
+    int rc = gm_store_session_delete(st, id, err);
+    return rc == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id) : rc;
 }
 
 /* Writes the newest sample of e (beginning the stored session with every sample so far when
- * it is not stored yet). A failure is logged once per session and leaves it memory-backed. */
+ * it is not stored yet). The sample is written from its values, so a session past its sample
+ * limit (no longer keeping a timeline) still stores every sample. A failure is logged once per
+ * session and leaves it memory-backed. */
 static void persist_sample(gm_sessions *m, entry *e)
 {
     if (!m->has_db || e->store_failed)
@@ -488,11 +472,14 @@ static void persist_sample(gm_sessions *m, entry *e)
     gm_error err = {0};
     gm_store *st = store_get(m, true, &err);
     int rc = st ? GM_OK : GM_EIO;
+    double t;
+    const double *v;
     if (st && !e->stored) {
         rc = gm_store_session_begin(st, e->s, &err);
         e->stored = rc == GM_OK;
-    } else if (st) {
-        rc = gm_store_session_sample(st, e->s, gm_session_sample_count(e->s) - 1, &err);
+    } else if (st && gm_session_last(e->s, &t, &v) == GM_OK) {
+        rc =
+            gm_store_session_sample_values(st, e->s, gm_session_sample_count(e->s) - 1, t, v, &err);
     }
     if (rc < 0) {
         e->store_failed = true;
@@ -528,7 +515,9 @@ static bool entry_persisted(const gm_sessions *m, const entry *e)
 }
 
 /* The API document of an in-memory session: gm_session_to_json plus status (running/stopped),
- * persisted and samples_dropped. New reference, NULL when out of memory. */
+ * persisted and samples_dropped. A persisted session's timeline is served from the store,
+ * which has every sample, so it is not truncated even past the sample limit. New reference,
+ * NULL when out of memory. */
 static json_t *entry_doc(gm_sessions *m, entry *e)
 {
     json_t *d = gm_session_to_json(e->s, false);
@@ -536,6 +525,8 @@ static json_t *entry_doc(gm_sessions *m, entry *e)
         return NULL;
     json_object_set_new(d, "status", json_string(e->running ? "running" : "stopped"));
     json_object_set_new(d, "persisted", json_boolean(entry_persisted(m, e)));
+    if (entry_persisted(m, e))
+        json_object_set_new(d, "timeline_truncated", json_false());
     json_object_set_new(d, "samples_dropped", json_integer((json_int_t)e->dropped));
     return d;
 }
@@ -623,12 +614,6 @@ static void on_sample(gm_sessions *m, const item *it)
         }
         e->last_added_mono_ms = it->mono_ms;
         persist_sample(m, e);
-        /* Memory grows with samples x GPUs (timeline and percentile values): bounded here. */
-        size_t n = gm_session_sample_count(e->s), ng = gm_session_gpu_count(e->s);
-        if (n >= GM_SESSION_MAX_SAMPLES || n * (ng ? ng : 1) >= GM_SESSION_MAX_VALUES) {
-            end_entry(m, e, "sample_limit", true);
-            settle_stopped(m, e);
-        }
     }
 }
 
@@ -650,6 +635,13 @@ static void do_create(gm_sessions *m, gm_session_job *j)
     }
     e->s = j->session;
     j->session = NULL;
+    /* Memory grows with samples x GPUs (timeline and percentile values): bounded here, while
+     * the statistics and the store go on with every sample. */
+    size_t ng = gm_session_gpu_count(e->s);
+    size_t limit = m->opt.timeline_max_values / (ng ? ng : 1);
+    if (limit > GM_SESSION_MAX_SAMPLES)
+        limit = GM_SESSION_MAX_SAMPLES;
+    gm_session_set_sample_limit(e->s, limit ? limit : 1);
     e->running = true;
     e->every = j->create.every;
     e->created_mono_ms = j->created_mono_ms;
@@ -732,7 +724,8 @@ static void do_delete(gm_sessions *m, gm_session_job *j)
         if (e->running)
             end_entry(m, e, "deleted", false);
         remove_entry(m, e);
-        if (in_store && m->has_db && store_delete(m, j->id, &err) == GM_EIO)
+        int rc = in_store && m->has_db ? store_delete(m, j->id, &err) : GM_OK;
+        if (rc < 0 && rc != GM_ENOENT)
             log_store_error("cannot delete a stored session", j->id, err.msg);
         gm_log(GM_LOG_INFO, "session deleted", "session=%s", j->id);
         j->status = 204;
@@ -768,7 +761,7 @@ static void timeline_from_session(const gm_session *s, tbuf *b)
     size_t ng = gm_session_gpu_count(s);
     char key[32];
     tb_str(b, "[");
-    for (size_t i = 0; i < gm_session_sample_count(s) && !b->failed; i++) {
+    for (size_t i = 0; i < gm_session_timeline_count(s) && !b->failed; i++) {
         double t;
         const double *v;
         if (gm_session_sample(s, i, &t, &v) < 0)
@@ -860,10 +853,15 @@ static int timeline_from_store(gm_sessions *m, const char *id, tbuf *b, gm_error
     return GM_OK;
 }
 
-/* Answers j with doc (stolen) and, when asked, its timeline appended. */
+/* Answers j with doc (stolen) and, when asked, its timeline appended: from memory while the
+ * session holds all of it (or the store does not have it), else from the store. */
 static void answer_with_timeline(gm_sessions *m, gm_session_job *j, json_t *doc, entry *e)
 {
-    size_t samples = (size_t)json_integer_value(json_object_get(doc, "sample_count"));
+    if (e && entry_persisted(m, e) &&
+        gm_session_timeline_count(e->s) < gm_session_sample_count(e->s))
+        e = NULL; /* past its sample limit: the store has every sample */
+    size_t samples = e ? gm_session_timeline_count(e->s)
+                       : (size_t)json_integer_value(json_object_get(doc, "sample_count"));
     size_t ngpus = json_array_size(json_object_get(doc, "gpus"));
     if (!j->timeline) {
         job_json(j, 200, doc);
@@ -1122,6 +1120,8 @@ int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_erro
         m->has_db = true;
     }
     m->opt.db_path = m->db_path;
+    if (!m->opt.timeline_max_values)
+        m->opt.timeline_max_values = GM_SESSION_MAX_VALUES;
     atomic_init(&m->active, 0);
     atomic_init(&m->running, 0);
     pthread_mutex_init(&m->mu, NULL);

@@ -19,8 +19,8 @@
 #include "gpumon.h"
 
 #define GM_SESSIONS_MAX_RUNNING  16      /* more POSTs get 409 */
-#define GM_SESSION_MAX_SAMPLES   86400   /* a session that reaches this stops by itself */
-#define GM_SESSION_MAX_VALUES    691200  /* ... or this many samples x GPUs (a day of 8 GPUs) */
+#define GM_SESSION_MAX_SAMPLES   86400   /* samples a session keeps in memory (then streams) */
+#define GM_SESSION_MAX_VALUES    691200  /* ... and samples x GPUs (a day of 8 GPUs) */
 #define GM_SESSIONS_QUEUE_MAX    256     /* samples waiting for the worker; more are dropped */
 #define GM_SESSIONS_KEEP_STOPPED 64      /* stopped sessions kept in memory when not stored */
 #define GM_SESSION_TIMELINE_MAX  200000  /* samples x GPUs in one timeline response */
@@ -39,6 +39,10 @@ typedef struct gm_sessions_options {
      * and integrate power instead: a cached counter would credit a short session with nothing,
      * or with a whole slow period's energy. */
     bool energy_fresh;
+    /* Samples x GPUs a session keeps in memory (timeline and percentile values), at most
+     * GM_SESSION_MAX_SAMPLES samples; past that it goes on with streaming statistics and every
+     * sample written to the store. 0: GM_SESSION_MAX_VALUES. */
+    size_t timeline_max_values;
     /* Called from the worker thread when a job is done; must be thread-safe
      * (lws_cancel_service). */
     void (*wake)(void *arg);

@@ -61,6 +61,9 @@ static const migration migrations[] = {
      " energy_counter_j REAL,"
      " PRIMARY KEY (session_id, seq, gpu)"
      ") WITHOUT ROWID;"},
+    /* Fields a session carries from its start (provider, hostname, driver_version, ...):
+     * written at begin, so a session whose process died is rebuilt with them. */
+    {2, "session metadata known at begin", "ALTER TABLE sessions ADD COLUMN meta TEXT;"},
 };
 
 #define MIGRATION_COUNT (sizeof migrations / sizeof *migrations)
@@ -348,30 +351,36 @@ static int bind_text_or_null(sqlite3_stmt *q, int i, const char *text)
     return text ? sqlite3_bind_text(q, i, text, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(q, i);
 }
 
-static int write_sample(gm_store *st, const gm_session *s, size_t i, gm_error *err)
+/* Writes sample number seq of s (one row per followed GPU, values in gm_session_gpu order)
+ * and counts it, inside the caller's transaction. */
+static int write_values(gm_store *st, const gm_session *s, size_t seq, double t, const double *v,
+                        gm_error *err)
 {
-    double t;
-    const double *v;
-    if (gm_session_sample(s, i, &t, &v) < 0)
-        return gm_error_set(err, GM_EINVAL, "no sample %zu in session %s", i, gm_session_id(s));
     size_t ngpus = gm_session_gpu_count(s);
     for (size_t k = 0; k < ngpus; k++) {
         sqlite3_stmt *q = st->ins_sample;
         sqlite3_reset(q);
         sqlite3_clear_bindings(q);
         sqlite3_bind_text(q, 1, gm_session_id(s), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(q, 2, (sqlite3_int64)i);
+        sqlite3_bind_int64(q, 2, (sqlite3_int64)seq);
         sqlite3_bind_double(q, 3, t);
         sqlite3_bind_int64(q, 4, gm_session_gpu_at(s, k)->index);
         for (int m = 0; m < GM_SM__COUNT; m++) {
-            double x = v[k * GM_SM__COUNT + m];
+            double x = v ? v[k * GM_SM__COUNT + m] : NAN;
             if (isfinite(x))
                 sqlite3_bind_double(q, 5 + m, x);
             else
                 sqlite3_bind_null(q, 5 + m);
         }
         if (sqlite3_step(q) != SQLITE_DONE) {
-            int rc = db_error(st, err, "writing a sample");
+            int x = sqlite3_extended_errcode(st->db);
+            int rc =
+                x == SQLITE_CONSTRAINT_PRIMARYKEY
+                    ? gm_error_set(err, GM_EEXIST, "sample %zu of session %s is already stored",
+                                   seq, gm_session_id(s))
+                : x == SQLITE_CONSTRAINT_FOREIGNKEY
+                    ? gm_error_set(err, GM_ENOENT, "session %s was never stored", gm_session_id(s))
+                    : db_error(st, err, "writing a sample");
             sqlite3_reset(q);
             return rc;
         }
@@ -379,14 +388,28 @@ static int write_sample(gm_store *st, const gm_session *s, size_t i, gm_error *e
     sqlite3_reset(st->ins_sample);
     sqlite3_stmt *u = st->upd_count;
     sqlite3_reset(u);
-    sqlite3_bind_int64(u, 1, (sqlite3_int64)(i + 1));
+    sqlite3_bind_int64(u, 1, (sqlite3_int64)(seq + 1));
     sqlite3_bind_double(u, 2, t);
     sqlite3_bind_text(u, 3, gm_session_id(s), -1, SQLITE_TRANSIENT);
     int step = sqlite3_step(u);
     sqlite3_reset(u);
     if (step != SQLITE_DONE)
         return db_error(st, err, "counting a sample");
+    if (sqlite3_changes(st->db) == 0)
+        return gm_error_set(err, GM_ENOENT, "session %s was never stored", gm_session_id(s));
     return GM_OK;
+}
+
+/* Writes sample i of s: from its timeline, or its newest sample when a sample limit left that
+ * one out of the timeline. */
+static int write_sample(gm_store *st, const gm_session *s, size_t i, gm_error *err)
+{
+    double t;
+    const double *v;
+    if (gm_session_sample(s, i, &t, &v) < 0 &&
+        (i + 1 != gm_session_sample_count(s) || gm_session_last(s, &t, &v) < 0))
+        return gm_error_set(err, GM_EINVAL, "no sample %zu in session %s", i, gm_session_id(s));
+    return write_values(st, s, i, t, v, err);
 }
 
 static char *gpus_text(const gm_session *s)
@@ -411,7 +434,11 @@ int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err)
     char *gpus = gpus_text(s);
     const json_t *argv = gm_session_command(s);
     char *command = argv ? json_dumps(argv, JSON_COMPACT) : NULL;
-    if (!gpus) {
+    const json_t *attached = gm_session_attached(s);
+    char *meta = json_object_size(attached)
+                     ? json_dumps(attached, JSON_COMPACT | JSON_REAL_PRECISION(17))
+                     : NULL;
+    if (!gpus || (argv && !command) || (json_object_size(attached) && !meta)) {
         rc = gm_error_set(err, GM_ENOMEM, "out of memory");
         goto rollback;
     }
@@ -421,8 +448,8 @@ int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err)
         start = 0;
     if (sqlite3_prepare_v2(st->db,
                            "INSERT INTO sessions (id, kind, label, command, host, owner_pid, "
-                           "owner_start, status, started_ms, interval_s, gpus) VALUES "
-                           "(?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                           "owner_start, status, started_ms, interval_s, gpus, meta) VALUES "
+                           "(?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
                            -1, &q, NULL) != SQLITE_OK) {
         rc = db_error(st, err, "preparing a session");
         goto rollback;
@@ -437,6 +464,7 @@ int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err)
     sqlite3_bind_int64(q, 8, gm_session_started_ms(s));
     sqlite3_bind_double(q, 9, gm_session_interval(s));
     sqlite3_bind_text(q, 10, gpus, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(q, 11, meta);
     int step = sqlite3_step(q);
     if (step != SQLITE_DONE) {
         rc = sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_PRIMARYKEY
@@ -444,17 +472,19 @@ int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err)
                  : db_error(st, err, "storing a session");
         goto rollback;
     }
-    for (size_t i = 0; i < gm_session_sample_count(s); i++)
+    for (size_t i = 0; i < gm_session_timeline_count(s); i++)
         if ((rc = write_sample(st, s, i, err)) < 0)
             goto rollback;
     sqlite3_finalize(q);
     free(gpus);
     free(command);
+    free(meta);
     return exec_sql(st, "COMMIT", err);
 rollback:
     sqlite3_finalize(q);
     free(gpus);
     free(command);
+    free(meta);
     sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
@@ -470,6 +500,60 @@ int gm_store_session_sample(gm_store *st, const gm_session *s, size_t i, gm_erro
         return rc;
     }
     return exec_sql(st, "COMMIT", err);
+}
+
+int gm_store_session_sample_values(gm_store *st, const gm_session *s, size_t seq, double t_s,
+                                   const double *values, gm_error *err)
+{
+    if (!values && gm_session_gpu_count(s))
+        return gm_error_set(err, GM_EINVAL, "session %s: no values given", gm_session_id(s));
+    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    if (rc < 0)
+        return rc;
+    if ((rc = write_values(st, s, seq, t_s, values, err)) < 0) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return exec_sql(st, "COMMIT", err);
+}
+
+/* Runs a one-parameter statement (?1 = text) and returns the rows it changed, or a negative
+ * code. */
+static int change_by_id(gm_store *st, const char *sql, const char *id, const char *what,
+                        gm_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, what);
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (step != SQLITE_DONE)
+        return db_error(st, err, what);
+    return sqlite3_changes(st->db);
+}
+
+int gm_store_session_delete(gm_store *st, const char *id, gm_error *err)
+{
+    if (!id || !*id)
+        return gm_error_set(err, GM_EINVAL, "no session id given");
+    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    if (rc < 0)
+        return rc;
+    /* Samples first and explicitly: the result must not depend on foreign_keys being on. */
+    if ((rc = change_by_id(st, "DELETE FROM samples WHERE session_id = ?1", id, "deleting samples",
+                           err)) < 0 ||
+        (rc = change_by_id(st, "DELETE FROM sessions WHERE id = ?1", id, "deleting a session",
+                           err)) < 0)
+        goto rollback;
+    if (rc == 0) {
+        rc = gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+        goto rollback;
+    }
+    return exec_sql(st, "COMMIT", err);
+rollback:
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
 }
 
 int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
@@ -665,7 +749,7 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
 /* Rebuilds session id from its row (metadata) and samples. */
 static int replay(gm_store *st, const char *id, sqlite3_stmt *row, gm_session **out, gm_error *err)
 {
-    /* row columns: 0 kind, 1 label, 2 command, 3 started_ms, 4 interval_s, 5 gpus */
+    /* row columns: 0 kind, 1 label, 2 command, 3 started_ms, 4 interval_s, 5 gpus, 11 meta */
     *out = NULL;
     json_t *gpus = json_loads((const char *)sqlite3_column_text(row, 5), 0, NULL);
     if (!json_is_array(gpus)) {
@@ -709,6 +793,20 @@ static int replay(gm_store *st, const char *id, sqlite3_stmt *row, gm_session **
         gm_session_set_command(s, argv);
     }
     json_decref(cmd);
+    /* What the session knew at its start (schema 2; NULL before, or when it had nothing). */
+    const char *meta_text = (const char *)sqlite3_column_text(row, 11);
+    json_t *meta = meta_text ? json_loads(meta_text, 0, NULL) : NULL;
+    const char *key;
+    json_t *val;
+    json_object_foreach(meta, key, val)
+    {
+        if ((rc = gm_session_attach(s, key, json_incref(val))) < 0) {
+            json_decref(meta);
+            rc = gm_error_set(err, rc, "out of memory");
+            goto done;
+        }
+    }
+    json_decref(meta);
 
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(st->db,
@@ -764,7 +862,7 @@ int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(st->db,
                            "SELECT kind, label, command, started_ms, interval_s, gpus, doc, "
-                           "status, host, owner_pid, owner_start FROM sessions WHERE id = ?",
+                           "status, host, owner_pid, owner_start, meta FROM sessions WHERE id = ?",
                            -1, &q, NULL) != SQLITE_OK)
         return db_error(st, err, "reading a session");
     sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
@@ -808,8 +906,13 @@ int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **
         if (rc < 0)
             goto done;
     }
-    if (has_samples)
+    if (has_samples) {
         json_object_set_new(doc, "status", json_string(row_status(st, q, 7, 8, 9, 10)));
+        /* A session with a sample limit kept only its first samples in memory, but the store
+         * has every one: a timeline read from here is complete. */
+        if (json_object_get(doc, "timeline_truncated"))
+            json_object_set_new(doc, "timeline_truncated", json_false());
+    }
 done:
     sqlite3_finalize(q);
     gm_session_free(s);

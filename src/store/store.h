@@ -1,9 +1,10 @@
 /* store.h - gpumon's SQLite database (WAL): monitoring sessions and runs with their samples,
  * written as they are taken, plus stored documents such as snapshots.
  *
- * Schema (version 1, see the migration table in store.c):
+ * Schema (version 2, see the migration table in store.c):
  *   sessions(id, kind, label, command JSON, host, owner_pid, owner_start, status, started_ms,
- *            ended_ms, interval_s, gpus JSON, sample_count, exit_code, doc JSON)
+ *            ended_ms, interval_s, gpus JSON, sample_count, exit_code, doc JSON,
+ *            meta JSON -- the fields attached to the session before it began (v2))
  *   samples(session_id, seq, t, gpu, utilization, memory_used_mb, memory_usage_percent,
  *           temperature_c, power_draw_w, energy_counter_j)  -- one row per sample per GPU,
  *           NULL where absent, so CSV export is one ordered SELECT.
@@ -26,7 +27,7 @@
 #include "gpumon.h"
 
 /* Schema version this build writes (PRAGMA user_version after gm_store_open). */
-#define GM_STORE_SCHEMA_VERSION 1
+#define GM_STORE_SCHEMA_VERSION 2
 
 typedef struct gm_store gm_store;
 
@@ -48,14 +49,33 @@ int gm_store_schema_version(gm_store *st);
 const char *gm_store_journal_mode(gm_store *st, char *buf, size_t len);
 
 /* Inserts session s as "running", owned by this process (pid, process start time, host), with
- * its kind, label, command, start, interval and GPUs, and any samples it already holds.
- * Returns GM_OK, GM_EIO, GM_EEXIST (id already stored). */
+ * its kind, label, command, start, interval, GPUs and the fields attached to it so far
+ * (gm_session_attached: provider, hostname, driver_version... which a session rebuilt after
+ * its process died then still shows), and the samples its timeline holds.
+ * Returns GM_OK, GM_EIO, GM_EEXIST (id already stored), GM_ENOMEM. */
 int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err);
-/* Writes sample i of s (one row per followed GPU) in its own transaction. GM_OK or GM_EIO. */
+/* Writes sample i of s (one row per followed GPU) in its own transaction: a sample of its
+ * timeline, or its newest one (i = gm_session_sample_count - 1) also past a sample limit.
+ * GM_OK, GM_EINVAL (s has no such sample), GM_EEXIST (already written), GM_ENOENT (s never
+ * begun), GM_EIO. */
 int gm_store_session_sample(gm_store *st, const gm_session *s, size_t i, gm_error *err);
+/* Writes one sample given as values, in its own transaction: sample number seq (0-based, in
+ * the order taken) of begun session s, t_s seconds after its start, values[k * GM_SM__COUNT +
+ * m] for the k-th GPU of s (gm_session_gpu order, NaN where absent; NULL only when s follows
+ * no GPU). The stored sample count becomes seq + 1. This is how a session with a sample limit
+ * stores every sample (gm_session_last gives them). GM_OK, GM_EINVAL, GM_EEXIST (seq already
+ * written), GM_ENOENT (s never begun), GM_EIO. */
+int gm_store_session_sample_values(gm_store *st, const gm_session *s, size_t seq, double t_s,
+                                   const double *values, gm_error *err);
 /* Marks s finished: end time, sample count, exit code and doc (the JSON document without
  * its timeline, which the samples hold). GM_OK, GM_EIO, GM_ENOENT (never begun). */
 int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err);
+
+/* Deletes entry id (a session with all its samples, or a stored document) in one transaction,
+ * whatever its status: a caller that must not delete a session another process is writing
+ * checks gm_store_load's "status" first. GM_OK, GM_EINVAL (empty id), GM_ENOENT (no such
+ * entry), GM_EIO. */
+int gm_store_session_delete(gm_store *st, const char *id, gm_error *err);
 
 /* Stores a finished document of another kind ("snapshot", "bench") with no samples. id and
  * kind are required; label may be NULL. GM_OK, GM_EINVAL, GM_EEXIST, GM_EIO. */
@@ -86,7 +106,8 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
 
 /* The document of entry id, as gpumon record wrote it, with "status" as read now
  * (interrupted when its owner is gone) and, with include_timeline, the timeline rebuilt from
- * the stored samples. A session that never finished is rebuilt entirely from its samples.
+ * the stored samples (every sample, so "timeline_truncated" reads false). A session that
+ * never finished is rebuilt entirely from its samples and the fields stored at its begin.
  * New reference in *out. GM_OK, GM_ENOENT, GM_EIO, GM_EPARSE (a stored document is corrupt),
  * GM_ENOMEM. */
 int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **out, gm_error *err);

@@ -8,8 +8,11 @@ import math
 import os
 import shutil
 import signal
+import csv
+import io
 import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,7 +21,7 @@ import unittest
 from daemon import Daemon
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
-from gmtest import scenario_file  # noqa: E402
+from gmtest import FAKE_NVML, GPUMON, env, scenario_file  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -367,6 +370,87 @@ class Lifecycle(Base):
         self.assertEqual((status, body), (200, b""))
         self.delete(a)
         self.delete(b)
+
+
+class Store(Base):
+    """What the daemon leaves in the store: deletions through the store's own call, bounded
+    sessions' fields and exports, and metadata of an interrupted `gpumon record`."""
+
+    def rows(self, sid):
+        with sqlite3.connect(self.db) as db:
+            return (db.execute("SELECT count(*) FROM sessions WHERE id = ?", (sid,)).fetchone()[0],
+                    db.execute("SELECT count(*) FROM samples WHERE session_id = ?", (sid,)).fetchone()[0])
+
+    def history(self, *args):
+        p = subprocess.run([GPUMON, "history", "--db", self.db] + list(args), capture_output=True,
+                           text=True, timeout=30, env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_delete_stopped_session_removes_its_rows(self):
+        sid = self.create({"gpus": [1]})["id"]
+        self.wait_samples(sid, 3)
+        n = self.d.call("/api/sessions/%s/stop" % sid, "POST")[2]["sample_count"]
+        self.assertEqual(self.rows(sid), (1, n))
+        self.delete(sid)
+        self.assertEqual(self.rows(sid), (0, 0))
+        self.get(sid, expect=404)
+        self.delete(sid, expect=404)
+
+    def test_every_sample_counted_and_exported(self):
+        sid = self.create({"label": "export me"})["id"]
+        self.wait_samples(sid, 5)
+        live = self.get(sid, "?timeline=0")
+        # Under the in-memory bound: percentiles cover every sample, the timeline is whole.
+        self.assertFalse(live["timeline_truncated"])
+        self.assertEqual(live["percentiles_over_samples"], live["sample_count"])
+        self.assertNotIn("stop_reason", live)
+        stats = self.d.call("/api/sessions/%s/stop" % sid, "POST")[2]
+        n = stats["sample_count"]
+        self.assertEqual(stats["percentiles_over_samples"], n)
+        self.assertFalse(stats["timeline_truncated"])
+        # `gpumon history export` has every stored sample, one CSV row per sample per GPU.
+        rows = list(csv.DictReader(io.StringIO(self.history("export", sid, "--format", "csv"))))
+        self.assertEqual(len(rows), 2 * n)
+        self.assertEqual(sorted({r["gpu"] for r in rows}), ["0", "1"])
+        doc = json.loads(self.history("export", sid, "--format", "json"))
+        self.assertEqual(len(doc["timeline"]), n)
+        self.assertEqual(doc["sample_count"], n)
+        self.assertEqual(doc["stop_reason"], "request")
+        self.delete(sid)
+
+    def test_interrupted_record_keeps_provider_hostname_driver(self):
+        # A `gpumon record` killed with SIGKILL never writes its end: what it knew at its start
+        # must still be in the store.
+        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "-n", "0.1", "-q", "-l", "killed",
+                                 "--", "sh", "-c", "echo $$; exec sleep 30"],
+                                env=env(nvml=FAKE_NVML, scenario=self.scenario),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = int(proc.stdout.readline())
+        try:
+            def recorded():
+                rows = [r for r in self.d.call("/api/sessions?kind=record")[2]["sessions"]
+                        if r["label"] == "killed"]
+                return rows[0] if rows and rows[0]["sample_count"] >= 2 else None
+            row = self.d.wait_for(recorded, timeout=30)
+            proc.kill()
+            proc.wait(timeout=10)
+        finally:
+            os.kill(child, signal.SIGKILL)
+            proc.stdout.close()
+            proc.stderr.close()
+        doc = self.get(row["id"], "?timeline=0")
+        self.assertEqual(doc["status"], "interrupted")
+        self.assertEqual(doc["provider"], "nvml")
+        self.assertEqual(doc["driver_version"], "550.54.15")
+        self.assertEqual(doc["hostname"], socket.gethostname())
+        self.assertEqual(doc["command"], ["sh", "-c", "echo $$; exec sleep 30"])
+        self.assertGreaterEqual(doc["sample_count"], 2)
+        # The same through `gpumon history`, which reads the store itself.
+        exported = json.loads(self.history("export", row["id"], "--format", "json"))
+        self.assertEqual((exported["provider"], exported["hostname"]), ("nvml", socket.gethostname()))
+        self.delete(row["id"])
+        self.assertEqual(self.rows(row["id"]), (0, 0))
 
 
 class Persistence(unittest.TestCase):

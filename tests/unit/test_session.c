@@ -294,7 +294,10 @@ static void test_metadata_and_finish(void **state)
     const char *argv[] = {"python", "train.py", "--lr", "1e-3", "it's here", NULL};
     assert_int_equal(gm_session_set_command(s, argv), GM_OK);
     gm_session_set_exit(s, 143, 15);
+    assert_null(gm_session_attached(s));
     assert_int_equal(gm_session_attach(s, "audit", json_pack("{s:b}", "changed", 0)), GM_OK);
+    assert_int_equal(json_object_size(gm_session_attached(s)), 1);
+    assert_non_null(json_object_get(gm_session_attached(s), "audit"));
     char line[128];
     gm_session_command_line(gm_session_command(s), line, sizeof line);
     assert_string_equal(line, "python train.py --lr 1e-3 'it'\\''s here'");
@@ -344,6 +347,112 @@ static void test_replay_matches(void **state)
     gm_session_free(b);
 }
 
+/* Replays the first n samples of src into a new session over GPUs 0 and 1 with sample limit
+ * limit (0: none). */
+static gm_session *replay_first(gm_session *src, size_t n, size_t limit)
+{
+    unsigned idx[] = {0, 1};
+    gm_session *s = NULL;
+    assert_int_equal(gm_session_new("lbl", idx, 2, 1.0, &s, NULL), GM_OK);
+    assert_int_equal(gm_session_set_sample_limit(s, limit), GM_OK);
+    assert_int_equal(gm_session_sample_limit(s), limit);
+    for (size_t i = 0; i < n; i++) {
+        double t;
+        const double *v;
+        assert_int_equal(gm_session_sample(src, i, &t, &v), GM_OK);
+        assert_int_equal(gm_session_add_values(s, t, v, NULL), GM_OK);
+    }
+    return s;
+}
+
+static void test_sample_limit(void **state)
+{
+    gm_session *all = five_samples(NULL, 0);
+    gm_session *bounded = replay_first(all, 5, 3);
+    gm_session *first3 = replay_first(all, 3, 0);
+
+    /* Counts: every sample added; the timeline stops at the limit. */
+    assert_int_equal(gm_session_sample_count(bounded), 5);
+    assert_int_equal(gm_session_timeline_count(bounded), 3);
+    assert_int_equal(gm_session_timeline_count(all), 5);
+    double t, t4;
+    const double *v, *v4;
+    assert_int_equal(gm_session_sample(bounded, 3, &t, &v), GM_EINVAL);
+    /* The newest sample stays readable past the limit (what the daemon stores). */
+    assert_int_equal(gm_session_last(bounded, &t, &v), GM_OK);
+    assert_int_equal(gm_session_sample(all, 4, &t4, &v4), GM_OK);
+    assert_true(t == t4);
+    assert_memory_equal(v, v4, 2 * GM_SM__COUNT * sizeof *v);
+    /* Lowering the limit under what is kept is refused; the same limit is fine. */
+    assert_int_equal(gm_session_set_sample_limit(bounded, 2), GM_ESTATE);
+    assert_int_equal(gm_session_set_sample_limit(bounded, 3), GM_OK);
+
+    json_t *jall = gm_session_to_json(all, true), *jb = gm_session_to_json(bounded, true),
+           *j3 = gm_session_to_json(first3, true);
+    assert_int_equal(num(jb, "sample_count", NULL), 5);
+    assert_int_equal(num(jb, "percentiles_over_samples", NULL), 3);
+    assert_true(json_is_true(json_object_get(jb, "timeline_truncated")));
+    assert_int_equal(num(jall, "percentiles_over_samples", NULL), 5);
+    assert_true(json_is_false(json_object_get(jall, "timeline_truncated")));
+    assert_true(json_equal(json_object_get(jb, "timeline"), json_object_get(j3, "timeline")));
+    static const char *const metrics[] = {"utilization", "memory_used_mb", "memory_usage_percent",
+                                          "temperature_c", "power_draw_w"};
+    for (int g = 0; g < 2; g++) {
+        const char *key = g ? "1" : "0";
+        const json_t *gb = gpu_stats(jb, key), *ga = gpu_stats(jall, key), *g3 = gpu_stats(j3, key);
+        for (size_t m = 0; m < sizeof metrics / sizeof *metrics; m++) {
+            const json_t *b = json_object_get(gb, metrics[m]);
+            if (json_is_null(b)) { /* GPU 1 has no power at all */
+                assert_true(json_is_null(json_object_get(ga, metrics[m])));
+                continue;
+            }
+            /* Streaming statistics: over all five samples. */
+            for (int f = 0; f < 4; f++) {
+                const char *field = (const char *[]){"min", "max", "mean", "count"}[f];
+                assert_true(json_equal(json_object_get(b, field),
+                                       json_object_get(json_object_get(ga, metrics[m]), field)));
+            }
+            /* Percentiles: over the first three. */
+            for (int f = 0; f < 2; f++) {
+                const char *field = f ? "p95" : "p50";
+                assert_true(json_equal(json_object_get(b, field),
+                                       json_object_get(json_object_get(g3, metrics[m]), field)));
+            }
+        }
+        assert_true(json_equal(json_object_get(gb, "energy_j"), json_object_get(ga, "energy_j")));
+    }
+    /* GPU 0 by hand: utilization 10..50 -> mean 30 over five, p50 of {10, 20, 30} = 20; energy
+     * from the counter over all five: 2000 - 1000 J. */
+    assert_float_equal(num(gpu_stats(jb, "0"), "utilization", "mean"), 30, 1e-12);
+    assert_float_equal(num(gpu_stats(jb, "0"), "utilization", "p50"), 20, 1e-12);
+    assert_float_equal(num(gpu_stats(jb, "0"), "energy_j", NULL), 1000, 1e-9);
+
+    /* The summary says what the percentiles cover. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gm_session_print_summary(f, jb);
+    fclose(f);
+    assert_non_null(strstr(buf, "5 samples"));
+    assert_non_null(strstr(buf, "p50/p95 over the first 3 samples"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    gm_session_print_summary(f, jall);
+    fclose(f);
+    assert_null(strstr(buf, "p50/p95 over"));
+    free(buf);
+
+    /* A rebuilt session that never finished lasted until its newest sample, kept or not. */
+    gm_session_restore(bounded, "restored", gm_session_started_ms(bounded), 0);
+    assert_true(gm_session_duration(bounded) == t4);
+    json_decref(jall);
+    json_decref(jb);
+    json_decref(j3);
+    gm_session_free(all);
+    gm_session_free(bounded);
+    gm_session_free(first3);
+}
+
 static void test_summary_prints(void **state)
 {
     gm_session *s = five_samples(NULL, 0);
@@ -374,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_lost_gpu_is_absent),
         cmocka_unit_test(test_metadata_and_finish),
         cmocka_unit_test(test_replay_matches),
+        cmocka_unit_test(test_sample_limit),
         cmocka_unit_test(test_summary_prints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* test_store.c - the SQLite store: migrations, WAL, sessions written and read back, interrupted
- * sessions, id lookup and CSV export, against real database files in a temporary directory. */
+ * sessions, id lookup, deletion and CSV export, against real database files in a temporary
+ * directory; and the daemon's session worker writing bounded sessions to it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "server/sessions.h"
 #include "store/store.h"
 
 static char tmpdir[256];
@@ -348,6 +351,345 @@ static void test_two_writers(void **state)
     gm_store_close(b);
 }
 
+/* Rows of a table for one session id, read by SQLite directly. */
+static int count_rows(const char *path, const char *table, const char *column, const char *id)
+{
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE %s = ?", table, column);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int n = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+static void test_delete(void **state)
+{
+    char path[512], id[GM_SESSION_ID_LEN];
+    db_path(path, sizeof path, "del.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *a = make_session("a"), *b = make_session("b");
+    gm_session_restore(b, "kept-session", gm_session_started_ms(b), 0);
+    assert_int_equal(gm_store_session_begin(st, a, NULL), GM_OK);
+    assert_int_equal(gm_store_session_begin(st, b, NULL), GM_OK);
+    json_t *doc = json_pack("{s:s}", "kind", "gpumon-snapshot");
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-1", NULL, doc, NULL), GM_OK);
+    json_decref(doc);
+    assert_int_equal(count_rows(path, "samples", "session_id", gm_session_id(a)), 6);
+
+    /* The session and all its samples go, in one transaction; the others stay whole. */
+    assert_int_equal(gm_store_session_delete(st, gm_session_id(a), NULL), GM_OK);
+    assert_int_equal(count_rows(path, "sessions", "id", gm_session_id(a)), 0);
+    assert_int_equal(count_rows(path, "samples", "session_id", gm_session_id(a)), 0);
+    assert_int_equal(count_rows(path, "samples", "session_id", "kept-session"), 6);
+    assert_int_equal(gm_store_resolve(st, gm_session_id(a), id, sizeof id, &err), GM_ENOENT);
+    assert_int_equal(gm_store_export_csv(st, gm_session_id(a), stdout, &err), GM_ENOENT);
+
+    /* Unknown ids, an id given twice, an empty id. */
+    assert_int_equal(gm_store_session_delete(st, gm_session_id(a), &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, gm_session_id(a)));
+    assert_int_equal(gm_store_session_delete(st, "nope", &err), GM_ENOENT);
+    assert_int_equal(gm_store_session_delete(st, "", &err), GM_EINVAL);
+    /* Not a prefix match: "kept" names no entry. */
+    assert_int_equal(gm_store_session_delete(st, "kept", &err), GM_ENOENT);
+    assert_int_equal(count_rows(path, "sessions", "id", "kept-session"), 1);
+
+    /* A stored document, and a session still running (the store does not judge status). */
+    assert_int_equal(gm_store_session_delete(st, "snap-1", NULL), GM_OK);
+    assert_int_equal(gm_store_session_delete(st, "kept-session", NULL), GM_OK);
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 0);
+    free(e);
+    assert_int_equal(count_rows(path, "samples", "session_id", "kept-session"), 0);
+    gm_session_free(a);
+    gm_session_free(b);
+    gm_store_close(st);
+}
+
+/* n values for one GPU: utilization 10 * (k + 1), power 100 W. */
+static void one_gpu_values(double *v, int k)
+{
+    for (int m = 0; m < GM_SM__COUNT; m++)
+        v[m] = NAN;
+    v[GM_SM_UTIL] = 10.0 * (k + 1);
+    v[GM_SM_POWER_W] = 100;
+}
+
+static void test_bounded_session_stores_every_sample(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "bounded.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    unsigned idx[] = {3};
+    gm_session *s = NULL;
+    assert_int_equal(gm_session_new("bounded", idx, 1, 1.0, &s, NULL), GM_OK);
+    assert_int_equal(gm_session_set_sample_limit(s, 2), GM_OK);
+
+    /* Not begun yet: a sample has no session to go to. */
+    double v[GM_SM__COUNT];
+    one_gpu_values(v, 0);
+    assert_int_equal(gm_store_session_sample_values(st, s, 0, 0, v, &err), GM_ENOENT);
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    for (int k = 0; k < 5; k++) {
+        one_gpu_values(v, k);
+        assert_int_equal(gm_session_add_values(s, k, v, NULL), GM_OK);
+        double t;
+        const double *last;
+        assert_int_equal(gm_session_last(s, &t, &last), GM_OK);
+        if (k == 4) /* past the limit, the index form reaches the newest sample too */
+            assert_int_equal(gm_store_session_sample(st, s, 4, NULL), GM_OK);
+        else
+            assert_int_equal(gm_store_session_sample_values(st, s, (size_t)k, t, last, NULL),
+                             GM_OK);
+    }
+    assert_int_equal(gm_session_timeline_count(s), 2);
+    assert_int_equal(gm_session_sample_count(s), 5);
+    /* Only the newest sample is reachable by index past the limit; a sample twice is refused. */
+    assert_int_equal(gm_store_session_sample(st, s, 3, &err), GM_EINVAL);
+    assert_int_equal(gm_store_session_sample_values(st, s, 4, 4, v, &err), GM_EEXIST);
+
+    gm_session_finish(s);
+    assert_int_equal(gm_store_session_end(st, s, NULL), GM_OK);
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(e[0].samples, 5);
+    free(e);
+
+    /* Read back: the statistics of the finished session (mean over all five, percentiles over
+     * the first two) and a timeline rebuilt from every stored sample. */
+    json_t *doc = NULL;
+    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &doc, NULL), GM_OK);
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
+    assert_int_equal(json_integer_value(json_object_get(doc, "percentiles_over_samples")), 2);
+    assert_true(json_is_false(json_object_get(doc, "timeline_truncated")));
+    assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 5);
+    const json_t *u =
+        json_object_get(json_object_get(json_object_get(doc, "gpu_stats"), "3"), "utilization");
+    assert_float_equal(json_number_value(json_object_get(u, "mean")), 30, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(u, "max")), 50, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(u, "count")), 5);
+    assert_float_equal(json_number_value(json_object_get(u, "p50")), 15, 1e-12);
+    json_decref(doc);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(gm_store_export_csv(st, gm_session_id(s), f, NULL), GM_OK);
+    fclose(f);
+    assert_string_equal(buf, "t,gpu,utilization,memory_used_mb,memory_usage_percent,"
+                             "temperature_c,power_draw_w,energy_counter_j\n"
+                             "0.000,3,10,,,,100,\n"
+                             "1.000,3,20,,,,100,\n"
+                             "2.000,3,30,,,,100,\n"
+                             "3.000,3,40,,,,100,\n"
+                             "4.000,3,50,,,,100,\n");
+    free(buf);
+    gm_session_free(s);
+    gm_store_close(st);
+}
+
+static void test_interrupted_keeps_begin_metadata(void **state)
+{
+    char path[512], sql[512];
+    db_path(path, sizeof path, "meta.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("meta");
+    /* What gpumon record attaches before it begins the stored session. */
+    gm_session_attach(s, "provider", json_string("nvml"));
+    gm_session_attach(s, "driver_version", json_string("550.54.15"));
+    gm_session_attach(s, "hostname", json_string("node-7"));
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    /* Known only at the end: not there when the process dies first. */
+    gm_session_attach(s, "audit", json_true());
+    snprintf(sql, sizeof sql, "UPDATE sessions SET owner_pid = %d WHERE id = '%s'", (int)dead_pid(),
+             gm_session_id(s));
+    raw_sql(path, sql);
+
+    for (int timeline = 0; timeline < 2; timeline++) {
+        json_t *doc = NULL;
+        assert_int_equal(gm_store_load(st, gm_session_id(s), timeline, &doc, NULL), GM_OK);
+        assert_string_equal(json_string_value(json_object_get(doc, "status")), "interrupted");
+        assert_string_equal(json_string_value(json_object_get(doc, "provider")), "nvml");
+        assert_string_equal(json_string_value(json_object_get(doc, "driver_version")), "550.54.15");
+        assert_string_equal(json_string_value(json_object_get(doc, "hostname")), "node-7");
+        assert_null(json_object_get(doc, "audit"));
+        assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 3);
+        json_decref(doc);
+    }
+    /* A session with nothing attached stores no metadata and reads back without it. */
+    gm_session *bare = make_session(NULL);
+    gm_session_restore(bare, "bare-session", gm_session_started_ms(bare), 0);
+    assert_int_equal(gm_store_session_begin(st, bare, NULL), GM_OK);
+    json_t *doc = NULL;
+    assert_int_equal(gm_store_load(st, "bare-session", false, &doc, NULL), GM_OK);
+    assert_null(json_object_get(doc, "provider"));
+    json_decref(doc);
+    gm_session_free(bare);
+    gm_session_free(s);
+    gm_store_close(st);
+}
+
+static void test_migrates_version_1(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "v1.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("old");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    gm_store_close(st);
+    /* Back to a version 1 file, as an older gpumon left it, with a session in it. */
+    raw_sql(path, "ALTER TABLE sessions DROP COLUMN meta; PRAGMA user_version = 1");
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    assert_int_equal(gm_store_schema_version(st), GM_STORE_SCHEMA_VERSION);
+    json_t *doc = NULL;
+    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &doc, NULL), GM_OK);
+    assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
+    json_decref(doc);
+    gm_session_free(s);
+    gm_store_close(st);
+}
+
+/* ---- the daemon's session worker over the store ------------------------------------------ */
+
+static void wait_done(gm_session_job *j)
+{
+    for (int i = 0; i < 10000 && !gm_session_job_done(j); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(gm_session_job_done(j));
+}
+
+/* Runs one request through the worker; returns the answer's JSON (NULL for 204). */
+static json_t *ask(gm_sessions *m, gm_session_job *j, int want_status)
+{
+    gm_sessions_submit(m, j);
+    wait_done(j);
+    assert_int_equal(j->status, want_status);
+    json_t *doc = j->body ? json_loads(j->body, 0, NULL) : NULL;
+    gm_session_job_free(j);
+    return doc;
+}
+
+static json_t *ask_id(gm_sessions *m, gm_session_op op, const char *id, bool timeline,
+                      int want_status)
+{
+    gm_session_job *j = gm_session_job_new(op);
+    assert_non_null(j);
+    snprintf(j->id, sizeof j->id, "%s", id);
+    j->timeline = timeline;
+    return ask(m, j, want_status);
+}
+
+/* Starts a session on GPUs 0 and 1 every poll, then feeds it n samples 100 ms apart with
+ * GPU 0's utilization 10, 20, ... Returns its id in id. */
+static void run_session(gm_sessions *m, int n, char *id)
+{
+    gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
+    unsigned idx[] = {0, 1};
+    assert_int_equal(gm_session_new("worker", idx, 2, 0.1, &j->session, NULL), GM_OK);
+    snprintf(id, GM_SESSION_ID_LEN, "%s", gm_session_id(j->session));
+    j->create.every = 1;
+    j->created_mono_ms = 1;
+    json_t *doc = ask(m, j, 201);
+    json_decref(doc);
+    gm_snapshot *snap = gm_snapshot_new();
+    for (int k = 0; k < n; k++) {
+        gm_snapshot_reset(snap);
+        snap->mono_ms = 1000 + 100 * k;
+        snap->time_ms = 1000 + 100 * k;
+        snap->gpu_count = 2;
+        for (unsigned g = 0; g < 2; g++) {
+            snap->gpus[g].index = g;
+            snprintf(snap->gpus[g].name, sizeof snap->gpus[g].name, "GPU %u", g);
+            gm_gpu_set(&snap->gpus[g], GM_M_UTIL_GPU_PCT, g == 0 ? 10.0 * (k + 1) : 5);
+            gm_gpu_set(&snap->gpus[g], GM_M_POWER_MW, 100000);
+        }
+        gm_sessions_feed(m, snap);
+    }
+    gm_snapshot_free(snap);
+}
+
+static void test_daemon_session_streams_past_its_limit(void **state)
+{
+    char path[512], id[GM_SESSION_ID_LEN];
+    db_path(path, sizeof path, "daemon.db");
+    /* 6 values for 2 GPUs: 3 samples in memory. */
+    gm_sessions_options opt = {.db_path = path, .poll_ms = 100, .timeline_max_values = 6};
+    gm_sessions *m = NULL;
+    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    run_session(m, 8, id);
+
+    /* Still running past the limit (no "sample_limit" stop), every sample counted. The GET
+     * comes after the samples in the worker's queue, so all 8 are in. */
+    json_t *doc = ask_id(m, GM_SOP_GET, id, true, 200);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "running");
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
+    assert_int_equal(json_integer_value(json_object_get(doc, "percentiles_over_samples")), 3);
+    /* The timeline comes from the store, which has them all. */
+    assert_true(json_is_false(json_object_get(doc, "timeline_truncated")));
+    const json_t *tl = json_object_get(doc, "timeline");
+    assert_int_equal(json_array_size(tl), 8);
+    assert_float_equal(
+        json_number_value(json_object_get(
+            json_object_get(json_object_get(json_array_get(tl, 7), "gpus"), "0"), "utilization")),
+        80, 1e-12);
+    const json_t *u =
+        json_object_get(json_object_get(json_object_get(doc, "gpu_stats"), "0"), "utilization");
+    assert_float_equal(json_number_value(json_object_get(u, "max")), 80, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(u, "mean")), 45, 1e-12);
+    assert_float_equal(json_number_value(json_object_get(u, "p50")), 20, 1e-12);
+    json_decref(doc);
+
+    doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    assert_string_equal(json_string_value(json_object_get(doc, "stop_reason")), "request");
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
+    json_decref(doc);
+    assert_int_equal(count_rows(path, "samples", "session_id", id), 16);
+
+    /* DELETE goes through the store's own call: session and samples gone. */
+    assert_null(ask_id(m, GM_SOP_DELETE, id, false, 204));
+    assert_int_equal(count_rows(path, "sessions", "id", id), 0);
+    assert_int_equal(count_rows(path, "samples", "session_id", id), 0);
+    json_decref(ask_id(m, GM_SOP_DELETE, id, false, 404));
+    gm_sessions_free(m);
+}
+
+static void test_daemon_memory_only_session_is_truncated(void **state)
+{
+    char id[GM_SESSION_ID_LEN];
+    gm_sessions_options opt = {.poll_ms = 100, .timeline_max_values = 6};
+    gm_sessions *m = NULL;
+    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    run_session(m, 5, id);
+    json_t *doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    json_decref(doc);
+    /* Nothing else has the samples past the limit: the timeline says it is cut short. */
+    doc = ask_id(m, GM_SOP_GET, id, true, 200);
+    assert_false(json_is_true(json_object_get(doc, "persisted")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
+    assert_true(json_is_true(json_object_get(doc, "timeline_truncated")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "percentiles_over_samples")), 3);
+    assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
+    json_decref(doc);
+    gm_sessions_free(m);
+}
+
 static void test_default_path(void **state)
 {
     char buf[512];
@@ -369,10 +711,20 @@ static void test_default_path(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_open_migrates_and_wal), cmocka_unit_test(test_newer_schema_refused),
-        cmocka_unit_test(test_unwritable_path),       cmocka_unit_test(test_write_read_back),
-        cmocka_unit_test(test_interrupted),           cmocka_unit_test(test_resolve_and_documents),
-        cmocka_unit_test(test_two_writers),           cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_open_migrates_and_wal),
+        cmocka_unit_test(test_newer_schema_refused),
+        cmocka_unit_test(test_unwritable_path),
+        cmocka_unit_test(test_write_read_back),
+        cmocka_unit_test(test_interrupted),
+        cmocka_unit_test(test_resolve_and_documents),
+        cmocka_unit_test(test_two_writers),
+        cmocka_unit_test(test_default_path),
+        cmocka_unit_test(test_delete),
+        cmocka_unit_test(test_bounded_session_stores_every_sample),
+        cmocka_unit_test(test_interrupted_keeps_begin_metadata),
+        cmocka_unit_test(test_migrates_version_1),
+        cmocka_unit_test(test_daemon_session_streams_past_its_limit),
+        cmocka_unit_test(test_daemon_memory_only_session_is_truncated),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
