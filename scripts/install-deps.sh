@@ -4,7 +4,7 @@ set -eu
 # Build: compiler, CMake, the libraries. Tests: cmocka, Python with pycurl (libcurl) and websockets
 # as independent clients, promtool (prometheus) to validate /metrics, Chromium for the dashboard.
 PKGS="build-essential cmake pkg-config clang-format libjansson-dev libwebsockets-dev libcmocka-dev
-libcurl4-openssl-dev libsqlite3-dev sqlite3 python3 python3-websockets python3-pycurl prometheus
+libcurl4-openssl-dev libsqlite3-dev zlib1g-dev sqlite3 python3 python3-websockets python3-pycurl prometheus
 chromium"
 missing=""
 for p in $PKGS; do

@@ -56,6 +56,7 @@ typedef struct gm_req {
     gm_published *pub; /* newest bundle (loop-owned reference), NULL before the first sample */
     const char *body;  /* the request body (routes with max_body), NULL when none */
     size_t body_len;
+    bool gzip_ok; /* the client accepts a gzip'd answer */
 } gm_req;
 
 /* What a handler answers. The body is either borrowed (static, or a blob of `pin`) or owned
@@ -186,6 +187,16 @@ static void resp_blob(gm_resp *rs, gm_published *pub, const gm_blob *b, const ch
     rs->pin = pub;
 }
 
+/* The gzip'd form of a blob to clients that accept it, else the plain one. */
+static void resp_blob_gz(const gm_req *rq, gm_resp *rs, const gm_blob *plain, const gm_blob *gz,
+                         const char *ctype)
+{
+    bool use_gz = rq->gzip_ok && gz->data;
+    resp_blob(rs, rq->pub, use_gz ? gz : plain, ctype);
+    rs->gzip = use_gz;
+    rs->vary_ae = true;
+}
+
 /* False (and a 503) before the first sample. */
 static bool need_sample(const gm_req *rq, gm_resp *rs)
 {
@@ -273,7 +284,7 @@ static void h_config(const gm_req *rq, gm_resp *rs)
 static void h_gpus(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, &rq->pub->full, "application/json");
+        resp_blob_gz(rq, rs, &rq->pub->full, &rq->pub->full_gz, "application/json");
 }
 
 static void h_gpu(const gm_req *rq, gm_resp *rs)
@@ -339,7 +350,7 @@ static void h_stats(const gm_req *rq, gm_resp *rs)
 static void h_metrics(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, &rq->pub->prom, GM_PROM_CONTENT_TYPE);
+        resp_blob_gz(rq, rs, &rq->pub->prom, &rq->pub->prom_gz, GM_PROM_CONTENT_TYPE);
 }
 
 static void h_ws_plain(const gm_req *rq, gm_resp *rs)
@@ -1202,7 +1213,8 @@ static int dispatch(gm_server *srv, struct lws *wsi, http_pss *pss, const gm_rou
                  .q = q,
                  .pub = srv->current,
                  .body = pss->in,
-                 .body_len = pss->in_len};
+                 .body_len = pss->in_len,
+                 .gzip_ok = accepts_gzip(wsi)};
     r->fn(&rq, &rs);
     if (rs.status == 405 && !rs.allow[0])
         allow_header(r->methods, rs.allow, sizeof rs.allow);

@@ -16,6 +16,8 @@
 #include "server/log.h"
 #include "server/prom.h"
 
+#include <zlib.h>
+
 _Static_assert(GM_BLOB_PRE >= LWS_PRE, "blob headroom must hold a WebSocket frame header");
 
 struct gm_sampler {
@@ -73,6 +75,34 @@ static bool blob_set(gm_blob *b, const char *text, size_t len)
     return true;
 }
 
+/* Compresses src into dst as a gzip stream. The big bodies (/metrics, /api/gpus) are served
+ * far more often than they change, and the text repeats its labels, so compressing once per
+ * sample turns 60 KB of /metrics for 8 GPUs into about 5 KB per scrape. Failure leaves dst
+ * empty: clients then get the plain body. */
+static void blob_gzip(gm_blob *dst, const gm_blob *src)
+{
+    z_stream z = {0};
+    /* windowBits 15 + 16: a gzip header and trailer instead of zlib's. */
+    if (!src->data || deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return;
+    size_t cap = deflateBound(&z, (uLong)src->len) + 32;
+    unsigned char *m = malloc(GM_BLOB_PRE + cap + 1);
+    if (m) {
+        z.next_in = src->data;
+        z.avail_in = (uInt)src->len;
+        z.next_out = m + GM_BLOB_PRE;
+        z.avail_out = (uInt)cap;
+        if (deflate(&z, Z_FINISH) == Z_STREAM_END) {
+            dst->data = m + GM_BLOB_PRE;
+            dst->len = z.total_out;
+            dst->data[dst->len] = '\0';
+            m = NULL;
+        }
+        free(m);
+    }
+    deflateEnd(&z);
+}
+
 /* Serialises j (stolen) into b; false when out of memory. */
 static bool blob_json(gm_blob *b, json_t *j)
 {
@@ -103,6 +133,8 @@ void gm_published_unref(gm_published *p)
     blob_free(&p->processes);
     blob_free(&p->system);
     blob_free(&p->prom);
+    blob_free(&p->prom_gz);
+    blob_free(&p->full_gz);
     blob_free(&p->fleet);
     blob_free(&p->stats);
     blob_free(&p->ws_metrics);
@@ -174,6 +206,8 @@ static gm_published *render(gm_sampler *s, const gm_snapshot *snap)
     free(prom);
     if (!ok)
         goto oom;
+    blob_gzip(&p->prom_gz, &p->prom);
+    blob_gzip(&p->full_gz, &p->full);
     return p;
 oom:
     gm_published_unref(p);

@@ -39,6 +39,9 @@ typedef struct gm_published {
     gm_blob processes;               /* gm_json_processes */
     gm_blob system;                  /* gm_json_host, absent when host metrics are off or unread */
     gm_blob prom;                    /* gm_prom_render */
+    gm_blob prom_gz;                 /* prom gzip'd (Prometheus asks for gzip); NULL data when
+                                      * compression failed */
+    gm_blob full_gz;                 /* full gzip'd, likewise */
     gm_blob fleet;                   /* gm_compat_fleet */
     gm_blob stats;                   /* gm_compat_stats with the topology read at start */
     gm_blob ws_metrics;              /* gm_compat_ws_metrics: /ws/metrics frames */

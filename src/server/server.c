@@ -209,11 +209,22 @@ static int write_port_file(const char *path, unsigned port)
     return 0;
 }
 
+/* How many descriptors the loop may use: GM_FD_LIMIT, or less when the process may not open
+ * that many. The soft limit is often 1024 while the hard one is far higher, so it is raised
+ * first (as redis does for maxclients): 1000 WebSocket clients need more than 1024. */
 static unsigned fd_limit(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < GM_FD_LIMIT)
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return GM_FD_LIMIT;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < GM_FD_LIMIT) {
+        rlim_t want =
+            rl.rlim_max == RLIM_INFINITY || rl.rlim_max > GM_FD_LIMIT ? GM_FD_LIMIT : rl.rlim_max;
+        struct rlimit raised = {want, rl.rlim_max};
+        if (want > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0)
+            rl.rlim_cur = want;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < GM_FD_LIMIT)
         return (unsigned)rl.rlim_cur;
     return GM_FD_LIMIT;
 }

@@ -16,12 +16,12 @@
 #include "server/sampler.h"
 #include "server/sessions.h"
 
-#define GM_WS_MAX_CLIENTS      512         /* more upgrades are answered 503 */
+#define GM_WS_MAX_CLIENTS      2048        /* more upgrades are answered 503 */
 #define GM_WS_STUCK_S          10          /* a client that takes no frame for this long goes */
 #define GM_HTTP_INFLIGHT_LIMIT (64u << 20) /* bytes of response bodies held for slow readers */
 #define GM_HTTP_URI_MAX        4096        /* longer request targets get 414 */
 #define GM_HTTP_HEADER_SPACE   8192        /* lws header space; beyond it lws drops the request */
-#define GM_FD_LIMIT            1024        /* connections, all kinds together */
+#define GM_FD_LIMIT            4096        /* connections, all kinds together */
 
 typedef struct gm_ws_client gm_ws_client;
 struct http_pss;

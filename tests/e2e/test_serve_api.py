@@ -137,6 +137,24 @@ class Endpoints(unittest.TestCase):
             self.assertNotIn("error while", out.replace("error while linting", ""))
             self.assertIn(p.returncode, (0, 3), out)
 
+    def test_gzip_for_clients_that_ask(self):
+        import gzip
+        for path in ("/metrics", "/api/gpus"):
+            with self.subTest(path=path):
+                status, hdrs, body = self.d.request(path, headers=["Accept-Encoding: gzip"])
+                self.assertEqual(status, 200)
+                self.assertEqual(hdrs.get("content-encoding"), "gzip")
+                self.assertIn("Accept-Encoding", hdrs.get("vary", ""))
+                text = gzip.decompress(body).decode()
+                plain_status, plain_hdrs, plain = self.d.request(path)
+                self.assertNotIn("content-encoding", plain_hdrs)
+                self.assertIn("Accept-Encoding", plain_hdrs.get("vary", ""))
+                # Same structure (the sample may have moved on between the two requests).
+                self.assertEqual(text.splitlines()[0][:20], plain.decode().splitlines()[0][:20])
+                self.assertLess(len(body), len(plain))
+                status, hdrs, _ = self.d.request(path, headers=["Accept-Encoding: gzip;q=0"])
+                self.assertNotIn("content-encoding", hdrs)
+
     def test_unknown_and_wrong_method(self):
         status, _, body = self.d.request("/nope")
         self.assertEqual(status, 404)
