@@ -256,6 +256,10 @@ typedef struct gm_collector_options {
     const char *procfs_root; /* NULL: "/proc" */
     bool no_host;            /* skip host metrics */
     bool no_processes;       /* skip GPU process enumeration */
+    /* The first sample normally waits until 100 ms have passed since open, so that it can report
+     * CPU utilisation (a difference of two /proc/stat readings). A daemon, which samples again
+     * soon, sets this to answer at once and report CPU utilisation from its second sample on. */
+    bool no_first_cpu_wait;
     /* Costly counters (NVML energy, PCIe throughput) are read at most this often and their last
      * reading is reported in between: 0 = the default, 10000 ms; < 0 = every sample (exact
      * energy for short recordings). Values fixed by the hardware (max clocks, max PCIe link)

@@ -19,6 +19,7 @@ struct gm_collector {
     gm_host_reader *host;
     char procfs_root[256];
     bool want_procs;
+    bool first_cpu_wait;
     uint64_t seq;
     int64_t host_primed_ms;
     char diagnosis[1024];
@@ -56,6 +57,7 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
     snprintf(c->procfs_root, sizeof c->procfs_root, "%s",
              opt->procfs_root ? opt->procfs_root : "/proc");
     c->want_procs = !opt->no_processes;
+    c->first_cpu_wait = !opt->no_first_cpu_wait;
 
     const char *forced = opt->provider;
     if (opt->simulate > 0)
@@ -144,7 +146,7 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
     snprintf(out->provider, sizeof out->provider, "%s", gm_collector_provider(c));
 
     if (c->host) {
-        if (c->seq == 0) {
+        if (c->seq == 0 && c->first_cpu_wait) {
             int64_t wait = MIN_CPU_WINDOW_MS - (now_ms(CLOCK_MONOTONIC) - c->host_primed_ms);
             if (wait > 0) {
                 struct timespec ts = {0, (long)wait * 1000000L};
