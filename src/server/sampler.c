@@ -251,16 +251,32 @@ static int make_history(gm_sampler *s, const gm_snapshot *snap, char *msg, size_
     return GM_OK;
 }
 
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Records how long a whole pass took (reading, history, rendering, publishing), to the
+ * microsecond: a pass over simulated GPUs takes about a millisecond, which whole milliseconds
+ * showed as 0. /metrics therefore reports the pass before the one it comes from. */
+static void pass_done(gm_sampler *s, int64_t t0_us)
+{
+    double dur = (double)(mono_us() - t0_us) / 1e6;
+    pthread_mutex_lock(&s->mu);
+    s->stats.last_duration_s = dur;
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void sample_once(gm_sampler *s, bool first)
 {
     gm_error err = {0};
-    int64_t t0 = gm_mono_ms();
+    int64_t t0_us = mono_us();
     int rc = gm_collector_sample(s->opt.collector, s->snap, &err);
-    double dur = (double)(gm_mono_ms() - t0) / 1000.0;
 
     pthread_mutex_lock(&s->mu);
     s->stats.samples_total++;
-    s->stats.last_duration_s = dur;
     bool repeat = rc < 0 && strcmp(s->stats.last_error, err.msg) == 0;
     if (rc < 0) {
         s->stats.errors_total++;
@@ -280,6 +296,7 @@ static void sample_once(gm_sampler *s, bool first)
             snprintf(s->first_msg, sizeof s->first_msg, "%s", err.msg);
             pthread_mutex_unlock(&s->mu);
         }
+        pass_done(s, t0_us);
         return;
     }
 
@@ -325,6 +342,7 @@ static void sample_once(gm_sampler *s, bool first)
         s->wake(s->wake_arg);
     if (s->opt.on_sample)
         s->opt.on_sample(s->opt.on_sample_arg, s->snap);
+    pass_done(s, t0_us);
 }
 
 static void *sampler_main(void *arg)

@@ -271,6 +271,9 @@ int gm_server_run(const gm_serve_config *cfg)
     srv->cfg = cfg;
     srv->started_mono_ms = gm_mono_ms();
     srv->ws_min_gap_us = (int64_t)(1e6 / cfg->ws_max_rate_hz);
+    /* Samples cannot come faster than the poll interval: then the cap never has to act. */
+    if ((int64_t)cfg->poll_interval_ms * 1000 >= srv->ws_min_gap_us)
+        srv->ws_min_gap_us = 0;
     atomic_init(&srv->quit, false);
     gm_log_set_level(cfg->log_level);
     gm_log_route_lws();

@@ -20,7 +20,7 @@ struct gm_ws_client {
     bool linked;
     bool sent_any;
     uint64_t sent_seq;
-    int64_t last_sent_us;
+    int64_t tat_us;   /* earliest time the next frame conforms to the rate cap (GCRA) */
     bool timer_set;   /* a rate-limit timer will ask for writable */
     bool stuck_armed; /* the "no frame taken" timeout is running */
 };
@@ -85,10 +85,14 @@ static int on_writeable(gm_server *srv, gm_ws_client *c)
     gm_published *p = srv->current;
     if (!p || (c->sent_any && c->sent_seq == p->seq))
         return 0;
+    /* The cap as a generic cell rate algorithm: a frame may go a quarter gap early, so samples
+     * that arrive with a little jitter at the capped rate go out as they come instead of each
+     * waiting on a timer of its own (1000 clients at 5 Hz cost 24-29 % of a core that way). */
     int64_t now = lws_now_usecs();
-    if (c->sent_any && now - c->last_sent_us < srv->ws_min_gap_us) {
+    int64_t early = c->tat_us - srv->ws_min_gap_us / 4 - now;
+    if (c->sent_any && early > 0) {
         if (!c->timer_set) {
-            lws_set_timer_usecs(c->wsi, srv->ws_min_gap_us - (now - c->last_sent_us));
+            lws_set_timer_usecs(c->wsi, early);
             c->timer_set = true;
         }
         return 0;
@@ -102,7 +106,7 @@ static int on_writeable(gm_server *srv, gm_ws_client *c)
         return -1;
     c->sent_any = true;
     c->sent_seq = p->seq;
-    c->last_sent_us = now;
+    c->tat_us = (c->tat_us > now ? c->tat_us : now) + srv->ws_min_gap_us;
     return 0;
 }
 
