@@ -315,3 +315,13 @@ err:
     json_decref(o);
     return NULL;
 }
+
+char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap)
+{
+    char msg[600];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    json_t *j = json_pack("{s:s}", "error", msg);
+    char *text = j ? gm_json_dump(j, len) : NULL;
+    json_decref(j);
+    return text;
+}

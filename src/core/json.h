@@ -4,6 +4,7 @@
 #define GM_JSON_H
 
 #include <jansson.h>
+#include <stdarg.h>
 
 #include "gpumon.h"
 
@@ -44,5 +45,9 @@ void gm_json_time(int64_t time_ms, char *buf, size_t len);
 /* Compact serialisation with reals at up to 12 significant digits; malloc'd, NUL-terminated,
  * *len (optional) gets its length. NULL when out of memory. Does not steal j. */
 char *gm_json_dump(const json_t *j, size_t *len);
+
+/* The error body every API answer uses, {"error": "<fmt formatted, at most 600 bytes>"}, as
+ * malloc'd text (*len its length); NULL when out of memory. */
+char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap);
 
 #endif

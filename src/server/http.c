@@ -144,15 +144,11 @@ static void resp_error(gm_resp *rs, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void resp_error(gm_resp *rs, int status, const char *fmt, ...)
 {
-    char msg[600];
+    size_t len = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *text = gm_json_error_vtext(&len, fmt, ap);
     va_end(ap);
-    json_t *j = json_pack("{s:s}", "error", msg);
-    size_t len = 0;
-    char *text = j ? gm_json_dump(j, &len) : NULL;
-    json_decref(j);
     free(rs->owned);
     rs->owned = NULL;
     if (!text) { /* out of memory: a static body still says what happened */

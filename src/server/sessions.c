@@ -135,15 +135,11 @@ static void job_error(gm_session_job *j, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void job_error(gm_session_job *j, int status, const char *fmt, ...)
 {
-    char msg[600];
+    free(j->body);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    j->body = gm_json_error_vtext(&j->len, fmt, ap);
     va_end(ap);
-    json_t *o = json_pack("{s:s}", "error", msg);
-    free(j->body);
-    j->body = o ? gm_json_dump(o, &j->len) : NULL;
-    json_decref(o);
     j->status = j->body ? status : 503;
 }
 
