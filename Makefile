@@ -2,7 +2,7 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
-PKGS := jansson libwebsockets cmocka sqlite3 zlib
+PKGS := jansson libmicrohttpd nettle cmocka sqlite3 zlib
 
 .PHONY: all deps configure test test-asan run demo format format-check clean
 

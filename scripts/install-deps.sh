@@ -3,7 +3,7 @@
 set -eu
 # Build: compiler, CMake, the libraries. Tests: cmocka, Python with pycurl (libcurl) and websockets
 # as independent clients, promtool (prometheus) to validate /metrics, Chromium for the dashboard.
-PKGS="build-essential cmake pkg-config clang-format libjansson-dev libwebsockets-dev libcmocka-dev
+PKGS="build-essential cmake pkg-config clang-format libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libcmocka-dev
 libcurl4-openssl-dev libsqlite3-dev zlib1g-dev sqlite3 python3 python3-websockets python3-pycurl prometheus
 chromium"
 missing=""

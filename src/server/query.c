@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server/config.h"
+#include "server/request.h"
 
 void gm_query_init(gm_query *q)
 {
@@ -15,18 +16,10 @@ void gm_query_init(gm_query *q)
     q->used = 0;
 }
 
-int gm_query_add(gm_query *q, const char *frag, size_t len, gm_error *err)
+/* Stores one decoded parameter. */
+static int query_put(gm_query *q, const char *k, size_t klen, const char *v, size_t vlen,
+                     gm_error *err)
 {
-    if (len == 0)
-        return GM_OK;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)frag[i];
-        if (c < 0x20 || c == 0x7f)
-            return gm_error_set(err, GM_EINVAL, "control character in the query string");
-    }
-    const char *eq = memchr(frag, '=', len);
-    size_t klen = eq ? (size_t)(eq - frag) : len;
-    size_t vlen = eq ? len - klen - 1 : 0;
     if (klen == 0)
         return gm_error_set(err, GM_EINVAL, "query parameter without a name");
     if (q->count >= GM_QUERY_MAX_PARAMS)
@@ -34,17 +27,48 @@ int gm_query_add(gm_query *q, const char *frag, size_t len, gm_error *err)
     if (q->used + klen + vlen + 2 > sizeof q->buf)
         return gm_error_set(err, GM_EINVAL, "query string longer than %d bytes",
                             GM_QUERY_MAX_BYTES);
-    char *k = q->buf + q->used;
-    memcpy(k, frag, klen);
-    k[klen] = '\0';
-    char *v = k + klen + 1;
+    char *kd = q->buf + q->used;
+    memcpy(kd, k, klen);
+    kd[klen] = '\0';
+    char *vd = kd + klen + 1;
     if (vlen)
-        memcpy(v, eq + 1, vlen);
-    v[vlen] = '\0';
+        memcpy(vd, v, vlen);
+    vd[vlen] = '\0';
     q->used += klen + vlen + 2;
-    q->p[q->count].key = k;
-    q->p[q->count].value = v;
+    q->p[q->count].key = kd;
+    q->p[q->count].value = vd;
     q->count++;
+    return GM_OK;
+}
+
+int gm_query_parse(gm_query *q, const char *raw, size_t n, gm_error *err)
+{
+    if (n > GM_QUERY_MAX_BYTES)
+        return gm_error_set(err, GM_EINVAL, "query string longer than %d bytes",
+                            GM_QUERY_MAX_BYTES);
+    char key[GM_QUERY_MAX_BYTES + 1], val[GM_QUERY_MAX_BYTES + 1];
+    const char *p = raw, *end = raw + n;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *fe = amp ? amp : end;
+        if (fe > p) { /* "a=1&&b=2": empty pieces are skipped */
+            /* Split before decoding, so an encoded "=" (%3D) stays part of its key or value. */
+            const char *eq = memchr(p, '=', (size_t)(fe - p));
+            const char *ke = eq ? eq : fe;
+            int kl = gm_http_pct_decode(p, (size_t)(ke - p), true, key, sizeof key, err);
+            if (kl < 0)
+                return kl;
+            int vl =
+                eq ? gm_http_pct_decode(eq + 1, (size_t)(fe - eq - 1), true, val, sizeof val, err)
+                   : 0;
+            if (vl < 0)
+                return vl;
+            int rc = query_put(q, key, (size_t)kl, val, (size_t)vl, err);
+            if (rc < 0)
+                return rc;
+        }
+        p = fe + (amp ? 1 : 0);
+    }
     return GM_OK;
 }
 

@@ -27,11 +27,11 @@ typedef struct gm_query {
 
 void gm_query_init(gm_query *q);
 
-/* Adds one already percent-decoded "key=value" or "key" fragment (libwebsockets 4.1 decodes
- * %XX and '+' itself and splits at the raw '&' before the server sees the query, so decoding
- * again here would turn "%2541" into "A"). Empty fragments are skipped. Returns GM_EINVAL with a
- * message for an empty key, a control character, too many parameters or too many bytes. */
-int gm_query_add(gm_query *q, const char *frag, size_t len, gm_error *err);
+/* Parses a raw query string (the part after "?", n bytes): parameters split at "&", each
+ * "key=value" or "key" split at its first "=" and then percent-decoded ("+" is a space).
+ * Empty pieces are skipped. Returns GM_EINVAL with a message for an empty key, malformed or
+ * NUL percent-encoding, a control character, too many parameters or too many bytes. */
+int gm_query_parse(gm_query *q, const char *raw, size_t n, gm_error *err);
 
 /* The first value of key, NULL when absent. */
 const char *gm_query_get(const gm_query *q, const char *key);

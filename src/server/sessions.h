@@ -44,7 +44,7 @@ typedef struct gm_sessions_options {
      * sample written to the store. 0: GM_SESSION_MAX_VALUES. */
     size_t timeline_max_values;
     /* Called from the worker thread when a job is done; must be thread-safe
-     * (lws_cancel_service). */
+     * (gm_server_wake). */
     void (*wake)(void *arg);
     void *wake_arg;
 } gm_sessions_options;

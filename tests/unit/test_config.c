@@ -327,7 +327,7 @@ static void test_config_json_hides_token(void **state)
 static void add(gm_query *q, const char *frag)
 {
     gm_error err = {0};
-    assert_int_equal(gm_query_add(q, frag, strlen(frag), &err), GM_OK);
+    assert_int_equal(gm_query_parse(q, frag, strlen(frag), &err), GM_OK);
 }
 
 static void test_query_params(void **state)
@@ -346,26 +346,33 @@ static void test_query_params(void **state)
     assert_string_equal(gm_query_get(&q, "flag"), "");
     assert_string_equal(gm_query_get(&q, "b"), "=x");
     assert_null(gm_query_get(&q, "c"));
-    /* Already decoded by lws: a literal % stays as it is. */
-    add(&q, "p=%41");
-    assert_string_equal(gm_query_get(&q, "p"), "%41");
+    /* Decoded once, after splitting: an encoded "=" or "&" stays data, "+" is a space. */
+    add(&q, "p=%41&e%3D=x%26y&s=a+b");
+    assert_string_equal(gm_query_get(&q, "p"), "A");
+    assert_string_equal(gm_query_get(&q, "e="), "x&y");
+    assert_string_equal(gm_query_get(&q, "s"), "a b");
 
-    assert_int_equal(gm_query_add(&q, "=v", 2, &err), GM_EINVAL);
-    assert_int_equal(gm_query_add(&q, "a=\x01", 3, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "=v", 2, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=\x01", 3, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "control"));
-    assert_int_equal(gm_query_add(&q, "a\0b=1", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a\0b=1", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=%01", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=%00", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=%zz", 5, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "percent"));
+    assert_int_equal(gm_query_parse(&q, "a=%4", 4, &err), GM_EINVAL);
 
     gm_query_init(&q);
     for (int i = 0; i < GM_QUERY_MAX_PARAMS; i++)
         add(&q, "k=v");
-    assert_int_equal(gm_query_add(&q, "k=v", 3, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "k=v", 3, &err), GM_EINVAL);
 
     gm_query_init(&q);
     char big[GM_QUERY_MAX_BYTES];
     memset(big, 'x', sizeof big);
     big[0] = 'k';
     big[1] = '=';
-    assert_int_equal(gm_query_add(&q, big, sizeof big, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, big, sizeof big, &err), GM_EINVAL);
     assert_int_equal(q.count, 0);
 }
 
@@ -377,7 +384,7 @@ static int parse_history(gm_history_params *out, gm_error *err, unsigned gpus, u
     va_list ap;
     va_start(ap, poll_ms);
     for (const char *f; (f = va_arg(ap, const char *)) != NULL;)
-        assert_int_equal(gm_query_add(&q, f, strlen(f), err), GM_OK);
+        assert_int_equal(gm_query_parse(&q, f, strlen(f), err), GM_OK);
     va_end(ap);
     memset(err, 0, sizeof *err);
     return gm_history_params_parse(&q, gpus, history_s, poll_ms, out, err);
@@ -440,12 +447,10 @@ static void test_history_params(void **state)
         gm_query_init(&q);
         char frag[128];
         snprintf(frag, sizeof frag, "%s", bad[i].frag);
-        /* Each case is "k=v[&k=v]": split by hand like lws does. */
-        for (char *tok = strtok(frag, "&"); tok; tok = strtok(NULL, "&"))
-            assert_int_equal(gm_query_add(&q, tok, strlen(tok), &err), GM_OK);
+        assert_int_equal(gm_query_parse(&q, frag, strlen(frag), &err), GM_OK);
         if (!gm_query_get(&q, "metric") && !strstr(bad[i].says, "required") &&
             !strstr(bad[i].says, "parameter"))
-            assert_int_equal(gm_query_add(&q, "metric=utilization.gpu", 22, &err), GM_OK);
+            assert_int_equal(gm_query_parse(&q, "metric=utilization.gpu", 22, &err), GM_OK);
         memset(&err, 0, sizeof err);
         int rc = gm_history_params_parse(&q, 4, 3600, 1000, &p, &err);
         if (rc != GM_EINVAL || !strstr(err.msg, bad[i].says))
