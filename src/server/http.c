@@ -146,11 +146,61 @@ static void log_request(const gm_http_req *r, int status, size_t len)
            status, len, (long long)(now_us() - r->t0_us));
 }
 
+/* Responses made from the newest bundle's blobs, kept for every request until the next
+ * sample: libmicrohttpd responses are reference-counted and may be queued on any number of
+ * connections, so their headers are built once per sample, not once per request. */
+#define CACHE_SLOTS (16 + GM_MAX_GPUS)
+struct gm_resp_cache {
+    gm_published *pub;
+    unsigned n;
+    const unsigned char *body[CACHE_SLOTS];
+    struct MHD_Response *resp[CACHE_SLOTS];
+};
+
+static void cache_flush(gm_resp_cache *rc)
+{
+    for (unsigned i = 0; i < rc->n; i++)
+        MHD_destroy_response(rc->resp[i]); /* sends in progress hold their own reference */
+    rc->n = 0;
+    gm_published_unref(rc->pub);
+    rc->pub = NULL;
+}
+
+/* A blob of the newest bundle with the plain headers: cacheable. */
+static bool cacheable(const gm_server *srv, const gm_resp *rs)
+{
+    return srv->resp_cache && rs->pin && rs->pin == srv->current && !rs->owned &&
+           rs->status == 200 && !rs->close && !rs->location[0] && !rs->allow[0] && !rs->www_auth &&
+           !rs->retry_after && !rs->etag && !rs->preflight;
+}
+
+static enum MHD_Result queue(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                             const gm_resp *rs, struct MHD_Response *resp)
+{
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)rs->status, resp);
+    r->stage = ST_ANSWERED;
+    r->conn->phase = PH_BUSY;
+    log_request(r, rs->status, r->method == GM_HTTP_HEAD ? 0 : rs->len);
+    return ok;
+}
+
 /* Queues rs (consuming it) on c. MHD_NO closes the connection. */
 static enum MHD_Result send_resp(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
                                  gm_resp *rs)
 {
     struct MHD_Response *resp;
+    bool cache = cacheable(srv, rs);
+    gm_resp_cache *rc = srv->resp_cache;
+    if (cache) {
+        if (rc->pub != rs->pin) {
+            cache_flush(rc);
+            rc->pub = gm_published_ref(rs->pin);
+        }
+        for (unsigned i = 0; i < rc->n; i++)
+            if (rc->body[i] == rs->body)
+                return queue(srv, c, r, rs, rc->resp[i]);
+        cache = rc->n < CACHE_SLOTS;
+    }
     if (rs->owned || rs->pin) {
         held_body *h = calloc(1, sizeof *h);
         if (!h) {
@@ -160,8 +210,9 @@ static enum MHD_Result send_resp(gm_server *srv, struct MHD_Connection *c, gm_ht
         h->srv = srv;
         h->owned = rs->owned;
         h->pin = gm_published_ref(rs->pin);
-        h->accounted = rs->len;
-        srv->inflight_bytes += rs->len;
+        /* Owned bodies are memory held for this client alone; a cached blob is shared. */
+        h->accounted = cache ? 0 : rs->len;
+        srv->inflight_bytes += h->accounted;
         rs->owned = NULL;
         resp = MHD_create_response_from_buffer_with_free_callback_cls(rs->len, (void *)rs->body,
                                                                       free_held, h);
@@ -179,11 +230,13 @@ static enum MHD_Result send_resp(gm_server *srv, struct MHD_Connection *c, gm_ht
         MHD_destroy_response(resp);
         return MHD_NO;
     }
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)rs->status, resp);
-    MHD_destroy_response(resp);
-    r->stage = ST_ANSWERED;
-    r->conn->phase = PH_BUSY;
-    log_request(r, rs->status, r->method == GM_HTTP_HEAD ? 0 : rs->len);
+    enum MHD_Result ok = queue(srv, c, r, rs, resp);
+    if (cache) {
+        rc->body[rc->n] = rs->body;
+        rc->resp[rc->n++] = resp; /* the cache's reference */
+    } else {
+        MHD_destroy_response(resp);
+    }
     return ok;
 }
 
@@ -734,6 +787,7 @@ int gm_http_start(gm_server *srv, gm_error *err)
         if (inet_pton(AF_INET, la->host, &a4->sin_addr) != 1)
             return gm_error_set(err, GM_EINVAL, "bad listen address %s", la->host);
     }
+    srv->resp_cache = calloc(1, sizeof *srv->resp_cache); /* none: every answer built anew */
     srv->conn_limit = conn_limit(srv->cfg->max_connections);
     for (int attempt = 0; attempt < 2 && !srv->mhd; attempt++) {
         srv->mhd = MHD_start_daemon(
@@ -761,9 +815,12 @@ int gm_http_start(gm_server *srv, gm_error *err)
     }
     char addr[96];
     gm_listen_addr_format(la, addr, sizeof addr);
-    if (!srv->mhd)
+    if (!srv->mhd) {
+        free(srv->resp_cache);
+        srv->resp_cache = NULL;
         return gm_error_set(err, GM_EIO, "cannot listen on %s (address in use or not available)",
                             addr);
+    }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = di ? di->port : 0;
     di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
@@ -831,6 +888,11 @@ void gm_http_stop(gm_server *srv)
         r->parked_ms = 0;
     gm_http_poll_pending(srv);
     MHD_run(srv->mhd);
+    if (srv->resp_cache) {
+        cache_flush(srv->resp_cache);
+        free(srv->resp_cache);
+        srv->resp_cache = NULL;
+    }
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
 }

@@ -43,8 +43,10 @@ typedef struct gm_ws_stream {
     int kind;
 } gm_ws_stream;
 
-typedef struct gm_conn gm_conn;         /* one TCP connection libmicrohttpd serves (http.c) */
-typedef struct gm_http_req gm_http_req; /* one request on it (http.c) */
+typedef struct gm_resp_cache gm_resp_cache; /* answers built once per sample (http.c) */
+typedef struct gm_conn gm_conn;             /* one TCP connection libmicrohttpd serves (http.c) */
+typedef struct gm_resp_cache gm_resp_cache; /* answers built once per sample (http.c) */
+typedef struct gm_http_req gm_http_req;     /* one request on it (http.c) */
 typedef struct gm_ws_client gm_ws_client;
 struct MHD_Daemon;
 struct MHD_Connection;
@@ -74,6 +76,7 @@ typedef struct gm_server {
     gm_published *current; /* the loop's reference to the newest bundle */
     size_t inflight_bytes; /* response bodies held by unfinished HTTP responses */
     gm_conn *conns;        /* open HTTP connections, for the per-phase deadlines */
+    gm_resp_cache *resp_cache;
     unsigned conn_count;   /* entries in conns */
     gm_http_req *pending;  /* requests parked until the session worker answers */
     gm_ws_client *ws_head; /* connected WebSocket clients */
