@@ -544,7 +544,7 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
     }
 
     char first_bad[160] = "";
-    const char *first_reason = NULL;
+    char first_reason[96] = "";
     size_t rows = 0, bad = 0;
     bool no_devices = false;
     char *cursor = copy;
@@ -567,9 +567,18 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
             continue;
 
         const char *reason = NULL;
+        char why[96];
         unsigned long long index = rows;
-        if (index_col < n && (index_col >= have || !parse_uint(cols[index_col], 1u << 20, &index)))
+        if (index_col < n &&
+            (index_col >= have || !parse_uint(cols[index_col], ULLONG_MAX, &index)))
             reason = "no GPU index";
+        /* Indexes are the driver's enumeration order, so a real one is below the number of GPUs
+         * gpumon keeps; a larger one would name a GPU nothing else can follow. */
+        if (!reason && index_col < n && index >= GM_MAX_GPUS) {
+            snprintf(why, sizeof why, "GPU index %llu is beyond the %d GPUs gpumon supports", index,
+                     GM_MAX_GPUS);
+            reason = why;
+        }
         for (unsigned k = 0; !reason && k < out->gpu_count; k++)
             if (out->gpus[k].index == index)
                 reason = "repeated GPU index";
@@ -579,7 +588,7 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
             bad++;
             if (!first_bad[0]) {
                 snprintf(first_bad, sizeof first_bad, "%s", raw);
-                first_reason = reason;
+                snprintf(first_reason, sizeof first_reason, "%s", reason);
             }
             warn_add(warn, cap, "skipped row \"%s\": %s", raw, reason);
             continue;

@@ -800,8 +800,48 @@ static void test_parse_too_many_rows(void **state)
     char warn[256];
     assert_int_equal(gm_smi_parse_gpu_csv(text, ids, n, s, warn, sizeof warn, NULL), GM_OK);
     assert_int_equal(s->gpu_count, GM_MAX_GPUS);
+    assert_non_null(strstr(warn, "GPU index 64 is beyond the 64 GPUs gpumon supports"));
+
+    /* Without an index column rows are numbered in order: the same bound, said as a count. */
+    n = fields("utilization.gpu", ids);
+    text[0] = '\0';
+    for (int i = 0; i <= GM_MAX_GPUS; i++)
+        sprintf(text + strlen(text), "%d\n", i % 100);
+    assert_int_equal(gm_smi_parse_gpu_csv(text, ids, n, s, warn, sizeof warn, NULL), GM_OK);
+    assert_int_equal(s->gpu_count, GM_MAX_GPUS);
     assert_non_null(strstr(warn, "more GPUs than gpumon keeps"));
     free(text);
+    gm_snapshot_free(s);
+}
+
+/* An index nvidia-smi could never print for a real GPU (the sample model holds GM_MAX_GPUS) is
+ * refused with the reason, instead of becoming a GPU that history and sessions cannot follow. */
+static void test_parse_index_beyond_limit(void **state)
+{
+    (void)state;
+    int ids[GM_SMI_MAX_FIELDS];
+    size_t n = fields("index,name", ids);
+    gm_snapshot *s = gm_snapshot_new();
+    char warn[512];
+    gm_error e = {0};
+    assert_int_equal(
+        gm_smi_parse_gpu_csv("0, A\n64, B\n1048576, C\n", ids, n, s, warn, sizeof warn, &e), GM_OK);
+    assert_int_equal(s->gpu_count, 1);
+    assert_int_equal(s->gpus[0].index, 0);
+    assert_non_null(strstr(warn, "skipped row \"64, B\": GPU index 64 is beyond the 64 GPUs"));
+    assert_non_null(strstr(warn, "GPU index 1048576 is beyond the 64 GPUs"));
+
+    /* The highest index that fits is kept. */
+    char row[64];
+    snprintf(row, sizeof row, "%d, Last\n", GM_MAX_GPUS - 1);
+    assert_int_equal(gm_smi_parse_gpu_csv(row, ids, n, s, warn, sizeof warn, &e), GM_OK);
+    assert_int_equal(s->gpus[0].index, GM_MAX_GPUS - 1);
+
+    /* Nothing else: an error naming the reason. */
+    assert_int_equal(gm_smi_parse_gpu_csv("1048576, C\n", ids, n, s, warn, sizeof warn, &e),
+                     GM_EPARSE);
+    assert_int_equal(s->gpu_count, 0);
+    assert_non_null(strstr(e.msg, "\"1048576, C\" (GPU index 1048576 is beyond the 64 GPUs"));
     gm_snapshot_free(s);
 }
 
@@ -1263,6 +1303,7 @@ int main(void)
         cmocka_unit_test(test_parse_values),
         cmocka_unit_test(test_parse_without_index_column),
         cmocka_unit_test(test_parse_too_many_rows),
+        cmocka_unit_test(test_parse_index_beyond_limit),
         cmocka_unit_test(test_parse_apps),
         cmocka_unit_test_setup_teardown(test_provider_ok, provider_setup, provider_teardown),
         cmocka_unit_test_setup_teardown(test_provider_cuda_version_from_real_banner, provider_setup,
