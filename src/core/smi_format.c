@@ -749,8 +749,14 @@ int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t
         gm_process p = {.gpu_index = g->index, .pid = (uint32_t)pid, .type = GM_PROC_COMPUTE};
         double mib;
         if (classify(cols[2]) == VAL_NUMBER && parse_number(cols[2], "MiB", &mib)) {
-            p.mem_valid = true;
-            p.used_mem_bytes = (uint64_t)(mib * MIB_BYTES);
+            /* Converting a double past 2^64 is undefined: such a figure is no reading. */
+            if (mib * MIB_BYTES < 18446744073709551615.0) {
+                p.mem_valid = true;
+                p.used_mem_bytes = (uint64_t)(mib * MIB_BYTES);
+            } else {
+                warn_add(warn, cap, "process %llu: used memory \"%s\" is out of range", pid,
+                         cols[2]);
+            }
         }
         gm_snapshot_add_process(out, &p);
     }

@@ -169,8 +169,9 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
 
 /* Parses `nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits`
  * and appends one GM_PROC_COMPUTE process per row through gm_snapshot_add_process, gpu_index found
- * by uuid among out->gpus (so parse the GPUs first). Memory is MiB -> bytes; "[N/A]" leaves
- * mem_valid false. Rows naming an unknown uuid or a bad pid are skipped and described in warn.
+ * by uuid among out->gpus (so parse the GPUs first). Memory is MiB -> bytes; "[N/A]", or a
+ * figure past what 64 bits of bytes hold (described in warn), leaves mem_valid false. Rows
+ * naming an unknown uuid or a bad pid are skipped and described in warn.
  * Returns GM_OK (empty text is no process, not an error). */
 int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t cap,
                           gm_error *err);

@@ -927,6 +927,17 @@ static void test_parse_apps(void **state)
     assert_non_null(strstr(warn, "bad pid"));
     assert_non_null(strstr(warn, "too few fields"));
 
+    /* A memory figure no GPU has (more bytes than 64 bits hold) is withheld, not wrapped. */
+    gm_snapshot_reset(s);
+    assert_int_equal(parse_fixture("provider-two.csv", s, NULL, 0, NULL), GM_OK);
+    assert_int_equal(
+        gm_smi_parse_apps_csv(UUID0 ", 4245, 999999999999999\n", s, warn, sizeof warn, NULL),
+        GM_OK);
+    assert_int_equal(s->proc_count, 1);
+    assert_int_equal(s->procs[0].pid, 4245);
+    assert_false(s->procs[0].mem_valid);
+    assert_non_null(strstr(warn, "process 4245: used memory \"999999999999999\" is out of range"));
+
     gm_snapshot_reset(s);
     assert_int_equal(gm_smi_parse_apps_csv("", s, warn, sizeof warn, NULL), GM_OK);
     assert_int_equal(s->proc_count, 0);
