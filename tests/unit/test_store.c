@@ -625,6 +625,68 @@ static void run_session(gm_sessions *m, int n, char *id)
     gm_snapshot_free(snap);
 }
 
+/* Readers open read-only: nothing created, no WAL switch, no migration, and SQLite itself
+ * refuses a write through that connection. (The tests run as root, whom file permissions do
+ * not stop: tests/cli/test_history_readonly.py reads an unwritable database as nobody.) */
+static void test_reader_opens_read_only(void **state)
+{
+    char path[512], mode[16];
+    db_path(path, sizeof path, "reader/gpumon.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_ENOENT);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "no database at"));
+    assert_non_null(strstr(err.msg, "reader/gpumon.db"));
+    db_path(path, sizeof path, "reader");
+    assert_int_equal(access(path, F_OK), -1); /* not even its directory */
+
+    /* A version 1 file in rollback-journal mode, as an older gpumon could leave it. */
+    db_path(path, sizeof path, "reader.db");
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("old");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    gm_store_close(st);
+    raw_sql(path, "PRAGMA journal_mode=DELETE; ALTER TABLE sessions DROP COLUMN meta; "
+                  "PRAGMA user_version = 1");
+
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_OK);
+    assert_int_equal(gm_store_schema_version(st), 1);                            /* no migration */
+    assert_string_equal(gm_store_journal_mode(st, mode, sizeof mode), "delete"); /* no WAL */
+    gm_store_entry *v = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &v, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    free(v);
+    json_t *doc = NULL;
+    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &doc, &err), GM_OK);
+    assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
+    json_decref(doc);
+    /* A write is refused by SQLite (SQLITE_READONLY), not merely not attempted. */
+    json_t *snap = json_pack("{s:s}", "kind", "gpumon-snapshot");
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-1", NULL, snap, &err), GM_EIO);
+    assert_non_null(strstr(err.msg, "attempt to write a readonly database"));
+    double vals[2 * GM_SM__COUNT];
+    for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+        vals[m] = 1;
+    assert_int_equal(gm_store_session_sample_values(st, s, 3, 1.5, vals, &err), GM_EIO);
+    assert_non_null(strstr(err.msg, "readonly"));
+    json_decref(snap);
+    gm_store_close(st);
+    assert_int_equal(count_rows(path, "sessions", "id", "snap-1"), 0);
+
+    /* What a reader cannot read says why. */
+    raw_sql(path, "PRAGMA user_version = 99");
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_ESTATE);
+    assert_non_null(strstr(err.msg, "schema version 99"));
+    db_path(path, sizeof path, "reader-empty.db");
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_ESTATE);
+    assert_non_null(strstr(err.msg, "holds no gpumon data"));
+    gm_session_free(s);
+}
+
 static void test_daemon_session_streams_past_its_limit(void **state)
 {
     char path[512], id[GM_SESSION_ID_LEN];
@@ -723,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_bounded_session_stores_every_sample),
         cmocka_unit_test(test_interrupted_keeps_begin_metadata),
         cmocka_unit_test(test_migrates_version_1),
+        cmocka_unit_test(test_reader_opens_read_only),
         cmocka_unit_test(test_daemon_session_streams_past_its_limit),
         cmocka_unit_test(test_daemon_memory_only_session_is_truncated),
     };
