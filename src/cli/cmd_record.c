@@ -35,6 +35,11 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 
 static volatile sig_atomic_t child_pid;
 
+/* SIGXFSZ as gpumon was started with, given back to the command. gpumon itself ignores it: a
+ * file-size limit (ulimit -f) reached by a database write is then a failed write, handled like
+ * a full disk, instead of a death that leaves the command unwatched. */
+static struct sigaction xfsz_orig;
+
 typedef struct record_opts {
     const char *name; /* "record" or "run", for messages */
     gm_cli_gpu_filter filter;
@@ -407,6 +412,7 @@ static pid_t start_child(char **command, const sigset_t *orig, int *exec_errno)
         for (size_t i = 0; i < N_FORWARDED; i++)
             signal(forwarded[i], SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
+        sigaction(SIGXFSZ, &xfsz_orig, NULL);
         sigprocmask(SIG_SETMASK, orig, NULL);
         close(fds[0]);
         execvp(command[0], command);
@@ -482,6 +488,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     gm_snapshot *snap = NULL;
     gm_session *s = NULL;
     rec_store rs = {0};
+    bool xfsz_ignored = false;
     json_t *audit_before = NULL;
     gm_error err = {0};
     if (!gm_cli_collector_options(o.name, &o.src, &copt)) {
@@ -563,6 +570,10 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaction(forwarded[i], &fwd, &old[i]);
     sigaction(SIGCHLD, &chld, &old_chld);
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGXFSZ, &ignore, &xfsz_orig);
+    xfsz_ignored = true; /* until the database is closed: closing writes too */
 
     bool warned = false;
     sample_once(&o, c, snap, s, &warned); /* the state as the command starts */
@@ -668,6 +679,8 @@ out:
     json_decref(audit_before);
     gm_session_free(s);
     gm_store_close(rs.st);
+    if (xfsz_ignored)
+        sigaction(SIGXFSZ, &xfsz_orig, NULL);
     gm_snapshot_free(snap);
     gm_collector_close(c);
     return rc;

@@ -374,11 +374,11 @@ class DiskFull(RecordBase):
     ENOSPC gives SQLITE_FULL; raising the limit back is space returning. SIGXFSZ is ignored so
     the write fails instead of killing gpumon."""
 
-    def start_and_fill(self, seconds):
+    def start_and_fill(self, seconds, ignore_sigxfsz=True):
+        pre = (lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN)) if ignore_sigxfsz else None
         p = subprocess.Popen([GPUMON, "record", "--db", self.db, "--simulate", "1", "-n", "0.05", "--",
                               "sleep", str(seconds)], env=self.env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN))
+                             stderr=subprocess.PIPE, text=True, preexec_fn=pre)
         deadline = time.time() + 10
         while time.time() < deadline:
             rows = json.loads(self.history("list", "--format", "json").stdout or "[]")
@@ -419,6 +419,19 @@ class DiskFull(RecordBase):
         self.assertEqual(entry["status"], "interrupted")
         self.assertEqual(entry["samples"], int(m.group(2)))
         self.assertLess(int(m.group(2)), int(m.group(3)))
+
+
+    def test_a_file_size_limit_does_not_kill_record(self):
+        # ulimit -f: the kernel sends SIGXFSZ, whose default action would kill gpumon and leave
+        # the command running unwatched; gpumon ignores it and takes the failed write as one.
+        p = self.start_and_fill(0.6, ignore_sigxfsz=False)
+        _, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("the session is not stored whole", err)
+        # The command gets SIGXFSZ as gpumon got it (not ignored: bit 25 of SigIgn clear).
+        p = self.record(["-q", "--no-db"], ["sh", "-c", "grep SigIgn /proc/$$/status"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(int(p.stdout.split()[1], 16) & (1 << (signal.SIGXFSZ - 1)), p.stdout)
 
 
 class Terminal(RecordBase):
