@@ -46,7 +46,9 @@ int gm_store_open(const char *path, gm_store **out, gm_error *err);
  * history` does: no file or directory is created, the journal mode is left as it is and no
  * migration runs, so a database this user may only read can be read; a write through st
  * fails (GM_EIO, SQLite's "attempt to write a readonly database"). An older schema is read as
- * it is. Returns GM_OK, GM_ENOENT (no file at path: the message says so), GM_ESTATE (schema
+ * it is. For short-lived readers: a WAL database with no writer (no -wal or -shm file) is read
+ * as immutable, without locks, which a connection kept open while a writer comes would not
+ * survive. Returns GM_OK, GM_ENOENT (no file at path: the message says so), GM_ESTATE (schema
  * version 0, not a gpumon database, or newer than this build knows), GM_EIO, GM_ENOMEM. */
 int gm_store_open_readonly(const char *path, gm_store **out, gm_error *err);
 /* Closes st (NULL is a no-op). */
