@@ -120,6 +120,7 @@ static int each_item(const gm_query *q, const char *key, int (*fn)(const char *i
 
 typedef struct parse_ctx {
     unsigned gpu_count;
+    const bool *present;
     bool gpu_on[GM_MAX_GPUS];
     int gpu_metric[GM_M__COUNT];
     size_t n_gpu_metric;
@@ -140,6 +141,8 @@ static int take_gpu(const char *item, void *vctx)
         return gm_error_set(c->err, GM_EINVAL, "gpu=%llu is not recorded (GPU indexes 0 to %u)",
                             idx, c->gpu_count - 1);
     }
+    if (c->present && !c->present[idx])
+        return gm_error_set(c->err, GM_EINVAL, "gpu=%llu is not in the latest sample", idx);
     c->gpu_on[idx] = true;
     return GM_OK;
 }
@@ -173,8 +176,9 @@ static int take_metric(const char *item, void *vctx)
                         item);
 }
 
-int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned history_s,
-                            unsigned poll_ms, gm_history_params *out, gm_error *err)
+int gm_history_params_parse(const gm_query *q, unsigned gpu_count, const bool *present,
+                            unsigned history_s, unsigned poll_ms, gm_history_params *out,
+                            gm_error *err)
 {
     static const char *const known[] = {"gpu", "metric", "seconds", "step", "token"};
     memset(out, 0, sizeof *out);
@@ -190,7 +194,7 @@ int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned hist
     if (history_s == 0)
         return gm_error_set(err, GM_EINVAL, "history is disabled (--history 0)");
 
-    parse_ctx c = {.gpu_count = gpu_count, .err = err};
+    parse_ctx c = {.gpu_count = gpu_count, .present = present, .err = err};
     size_t seen;
     int rc = each_item(q, "metric", take_metric, &c, &seen);
     if (rc < 0)
@@ -204,7 +208,7 @@ int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned hist
         return rc;
     if (seen == 0)
         for (unsigned g = 0; g < gpu_count && g < GM_MAX_GPUS; g++)
-            c.gpu_on[g] = true;
+            c.gpu_on[g] = !present || present[g];
 
     unsigned range_s =
         GM_HISTORY_DEFAULT_SECONDS < history_s ? GM_HISTORY_DEFAULT_SECONDS : history_s;

@@ -57,14 +57,16 @@ typedef struct gm_history_params {
 } gm_history_params;
 
 /* Builds a history request from q: gpu (indexes, comma-separated or repeated; default every
- * recorded GPU), metric (canonical GPU metric names or host.<name>, comma-separated or
+ * GPU of the latest sample: present[i] for i < gpu_count, or every recorded index when present
+ * is NULL, so GPU indexes with gaps never show series for GPUs that do not exist), metric (canonical GPU metric names or host.<name>, comma-separated or
  * repeated; required), seconds (a duration, default 60, at most history_s), step (seconds,
  * decimals allowed). gpu_count GPU indexes are recorded every poll_ms. Returns GM_EINVAL with
  * a message fit for a 400 response: unknown parameter or metric, GPU not recorded, bad number,
  * range over the history, more than GM_HISTORY_MAX_POINTS per series or
  * GM_HISTORY_MAX_TOTAL_POINTS in all. */
-int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned history_s,
-                            unsigned poll_ms, gm_history_params *out, gm_error *err);
+int gm_history_params_parse(const gm_query *q, unsigned gpu_count, const bool *present,
+                            unsigned history_s, unsigned poll_ms, gm_history_params *out,
+                            gm_error *err);
 
 /* Canonical name of a requested series' metric ("utilization.gpu", "host.cpu.utilization"). */
 const char *gm_history_series_name(const gm_history_pick *r, char *buf, size_t len);

@@ -271,8 +271,14 @@ static void h_history(const gm_req *rq, gm_resp *rs)
     }
     gm_history_params req;
     gm_error err = {0};
-    if (gm_history_params_parse(rq->q, h ? gm_history_gpu_count(h) : 0, srv->cfg->history_s,
-                                srv->cfg->poll_interval_ms, &req, &err) < 0) {
+    /* The GPUs of the latest sample: driver indexes may have gaps (nvidia-smi -i, a GPU gone
+     * before start), and the rings are indexed by them. */
+    bool present[GM_MAX_GPUS] = {0};
+    for (unsigned i = 0; rq->pub && i < rq->pub->gpu_count; i++)
+        if (rq->pub->gpu_index[i] < GM_MAX_GPUS)
+            present[rq->pub->gpu_index[i]] = true;
+    if (gm_history_params_parse(rq->q, h ? gm_history_gpu_count(h) : 0, rq->pub ? present : NULL,
+                                srv->cfg->history_s, srv->cfg->poll_interval_ms, &req, &err) < 0) {
         gm_resp_error(rs, 400, "%s", err.msg);
         return;
     }

@@ -306,6 +306,9 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN);
+    /* Under a file-size limit a write fails (the store keeps what it could not write and
+     * retries) instead of the signal killing the daemon. */
+    signal(SIGXFSZ, SIG_IGN);
     sig_ctx sc = {.srv = srv};
     bool sig_started = false;
 

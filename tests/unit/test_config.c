@@ -387,7 +387,7 @@ static int parse_history(gm_history_params *out, gm_error *err, unsigned gpus, u
         assert_int_equal(gm_query_parse(&q, f, strlen(f), err), GM_OK);
     va_end(ap);
     memset(err, 0, sizeof *err);
-    return gm_history_params_parse(&q, gpus, history_s, poll_ms, out, err);
+    return gm_history_params_parse(&q, gpus, NULL, history_s, poll_ms, out, err);
 }
 
 static void test_history_params(void **state)
@@ -404,6 +404,22 @@ static void test_history_params(void **state)
     assert_int_equal(p.step_ms, 0);
     assert_int_equal(p.series[3].gpu, 3);
     assert_int_equal(p.series[0].metric, GM_M_UTIL_GPU_PCT);
+
+    /* GPU indexes with a gap (only 1 and 3 exist): the default lists those two, and asking for
+     * an index that is not in the sample is an error, never a series of nulls. */
+    {
+        gm_query q;
+        gm_query_init(&q);
+        const bool present[4] = {false, true, false, true};
+        assert_int_equal(gm_query_parse(&q, "metric=power.draw", 17, &err), GM_OK);
+        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_OK);
+        assert_int_equal(p.count, 2);
+        assert_int_equal(p.series[0].gpu, 1);
+        assert_int_equal(p.series[1].gpu, 3);
+        assert_int_equal(gm_query_parse(&q, "gpu=0", 5, &err), GM_OK);
+        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_EINVAL);
+        assert_non_null(strstr(err.msg, "not in the latest sample"));
+    }
 
     /* Comma-separated and repeated, GPU and host metrics, duplicates folded. */
     assert_int_equal(parse_history(&p, &err, 4, 3600, 1000, "gpu=1,2", "gpu=2",
@@ -452,7 +468,7 @@ static void test_history_params(void **state)
             !strstr(bad[i].says, "parameter"))
             assert_int_equal(gm_query_parse(&q, "metric=utilization.gpu", 22, &err), GM_OK);
         memset(&err, 0, sizeof err);
-        int rc = gm_history_params_parse(&q, 4, 3600, 1000, &p, &err);
+        int rc = gm_history_params_parse(&q, 4, NULL, 3600, 1000, &p, &err);
         if (rc != GM_EINVAL || !strstr(err.msg, bad[i].says))
             fail_msg("case \"%s\": rc %d \"%s\"", bad[i].frag, rc, err.msg);
     }
