@@ -19,7 +19,7 @@
 
 /* Limits; docs/API.md lists each one. */
 #define GM_FD_RESERVE          64          /* kept for the database, /proc, leases, logs */
-#define GM_HTTP_CONN_MEMORY    16384       /* per connection: request line + headers + buffers */
+#define GM_HTTP_CONN_MEMORY    8192        /* per connection: request line + headers + buffers */
 #define GM_HTTP_HEAD_TIMEOUT_S 10          /* a request head must be complete within this */
 #define GM_HTTP_BODY_TIMEOUT_S 10          /* and its body within this after the head */
 #define GM_HTTP_IDLE_TIMEOUT_S 30          /* a response that makes no progress for this long */
