@@ -233,9 +233,9 @@ static int write_port_file(const char *path, unsigned port)
 static int serve_loop(gm_server *srv)
 {
     struct epoll_event evs[64];
-    int64_t next_sweep = gm_mono_ms() + SWEEP_MS;
+    int64_t next_sweep = gm_clock_mono_ms() + SWEEP_MS;
     while (!atomic_load(&srv->quit)) {
-        int64_t now = gm_mono_ms();
+        int64_t now = gm_clock_mono_ms();
         int timeout = (int)(next_sweep > now ? next_sweep - now : 0);
         int mt = gm_http_timeout_ms(srv);
         if (mt >= 0 && mt < timeout)
@@ -263,7 +263,7 @@ static int serve_loop(gm_server *srv)
             gm_http_poll_pending(srv);
         }
         gm_http_run(srv);
-        now = gm_mono_ms();
+        now = gm_clock_mono_ms();
         if (now >= next_sweep) {
             gm_http_sweep(srv, now);
             gm_ws_sweep(srv, now);
@@ -289,7 +289,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     int rc = GM_EIO;
     gm_server srv_storage = {0}, *srv = &srv_storage;
     srv->cfg = cfg;
-    srv->started_mono_ms = gm_mono_ms();
+    srv->started_mono_ms = gm_clock_mono_ms();
     srv->ws_every = ws_every(cfg);
     srv->epfd = srv->wakefd = -1;
     atomic_init(&srv->quit, false);

@@ -14,10 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "server/log.h"
 #include "server/sampler.h"
 #include "store/store.h"
+#include "base/clock.h"
 
 /* Rows of the store read for one listing: bounds the worker's memory whatever the database
  * holds (gpumon record and run write there too). */
@@ -477,13 +478,6 @@ static int store_delete(gm_sessions *m, const char *id, gm_error *err)
     return rc == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id) : rc;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Whether the store lags behind e: samples or the end not written, or a partial copy of a
  * given-up session still to remove. A session is begun in the store at its first sample (or
  * its stop), so one with no sample yet is not behind. */
@@ -643,7 +637,7 @@ static void try_sync(gm_sessions *m, entry *e)
 {
     gm_error err = {0};
     int rc = sync_entry(m, e, &err);
-    int64_t now = mono_ms();
+    int64_t now = gm_clock_mono_ms();
     if (rc == GM_OK) {
         if (e->failing && !store_behind(m, e))
             gm_log(GM_LOG_INFO, "session store writes resumed", "session=%s samples=%zu",
@@ -789,7 +783,7 @@ static void on_sample(gm_sessions *m, const item *it)
  * A stopped session the store now holds whole leaves memory. */
 static void sync_due(gm_sessions *m)
 {
-    int64_t now = mono_ms();
+    int64_t now = gm_clock_mono_ms();
     for (entry *e = m->entries, *next; e; e = next) {
         next = e->next;
         if (!store_behind(m, e) || (e->failing && now < e->retry_mono_ms))
@@ -803,7 +797,7 @@ static void sync_due(gm_sessions *m)
 /* Milliseconds until sync_due has work (0: now), -1 when none is due. */
 static int64_t sync_wait_ms(const gm_sessions *m)
 {
-    int64_t best = -1, now = mono_ms();
+    int64_t best = -1, now = gm_clock_mono_ms();
     for (const entry *e = m->entries; e; e = e->next) {
         if (!store_behind(m, e))
             continue;
