@@ -58,7 +58,7 @@ struct gm_http_req {
     gm_query q;
     char *body; /* a request body being read (routes with max_body) */
     size_t body_len, body_max;
-    gm_session_job *job; /* parked: the session worker's job */
+    gm_worker_job *job; /* parked: the session worker's job */
     char location[96];
     gm_http_req *prev, *next; /* srv->pending */
     bool linked, resumed, timed_out;
@@ -355,9 +355,9 @@ static enum MHD_Result answer(gm_server *srv, struct MHD_Connection *c, gm_http_
     srv->pending = r;
     r->linked = true;
     MHD_suspend_connection(c);
-    gm_sessions_submit(srv->sessions, r->job);
+    gm_worker_submit(srv->worker, r->job);
     /* A job refused at once (shutting down) is answered on the next turn of the loop. */
-    if (gm_session_job_done(r->job))
+    if (gm_worker_job_done(r->job))
         gm_server_wake(srv);
     return MHD_YES;
 }
@@ -380,11 +380,11 @@ static void pending_unlink(gm_server *srv, gm_http_req *r)
 static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, gm_http_req *r)
 {
     gm_resp rs = {0};
-    gm_session_job *j = r->job;
+    gm_worker_job *j = r->job;
     r->job = NULL;
-    if (r->timed_out || !j || !gm_session_job_done(j)) {
+    if (r->timed_out || !j || !gm_worker_job_done(j)) {
         if (j)
-            gm_sessions_abandon(srv->sessions, j);
+            gm_worker_abandon(srv->worker, j);
         gm_resp_error(&rs, 503, "the session worker did not answer within %d s",
                       GM_HTTP_JOB_TIMEOUT_S);
         rs.retry_after = 5;
@@ -397,7 +397,7 @@ static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, g
     }
     if (rs.status == 201)
         snprintf(rs.location, sizeof rs.location, "%s", r->location);
-    gm_session_job_free(j);
+    gm_worker_job_free(j);
     return send_resp(srv, c, r, &rs);
 }
 
@@ -660,7 +660,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
         return;
     pending_unlink(srv, r);
     if (r->job) /* the client left before the worker answered */
-        gm_sessions_abandon(srv->sessions, r->job);
+        gm_worker_abandon(srv->worker, r->job);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->stage != ST_ANSWERED)
         srv->http_refused++;
     if (r->has_ready)
@@ -847,9 +847,9 @@ void gm_http_poll_pending(gm_server *srv)
     for (gm_http_req *r = srv->pending, *next; r; r = next) {
         next = r->next;
         bool overdue = now - r->parked_ms > GM_HTTP_JOB_TIMEOUT_S * 1000;
-        if (!overdue && !gm_session_job_done(r->job))
+        if (!overdue && !gm_worker_job_done(r->job))
             continue;
-        r->timed_out = overdue && !gm_session_job_done(r->job);
+        r->timed_out = overdue && !gm_worker_job_done(r->job);
         pending_unlink(srv, r);
         r->resumed = true;
         MHD_resume_connection(r->conn->mc);

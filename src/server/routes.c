@@ -169,8 +169,7 @@ static void h_config(const gm_req *rq, gm_resp *rs)
                             json_string(srv->web_root[0]       ? "web_root"
                                         : gm_assets_embedded() ? "embedded"
                                                                : "builtin"));
-        json_object_set_new(j, "sessions_running",
-                            json_integer(gm_sessions_running(srv->sessions)));
+        json_object_set_new(j, "sessions_running", json_integer(gm_worker_running(srv->worker)));
     }
     resp_json(rs, 200, j);
 }
@@ -362,7 +361,7 @@ static int check_params(const gm_query *q, const char *const *known, gm_error *e
 }
 
 /* Hands j to the session worker: the answer is sent when it is done. */
-static void resp_defer(const gm_req *rq, gm_resp *rs, gm_session_job *j)
+static void resp_defer(const gm_req *rq, gm_resp *rs, gm_worker_job *j)
 {
     if (!j) {
         gm_resp_error(rs, 503, "out of memory");
@@ -389,7 +388,7 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, 400, "%s", err.msg);
             return;
         }
-        gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
+        gm_worker_job *j = gm_worker_job_new(GM_JOB_CREATE);
         if (!j) {
             gm_resp_error(rs, 503, "out of memory");
             return;
@@ -398,7 +397,7 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
          * worker is busy with. */
         if (gm_session_new(req.has_label ? req.label : NULL, req.gpus, req.ngpus, req.interval_s,
                            &j->session, &err) < 0) {
-            gm_session_job_free(j);
+            gm_worker_job_free(j);
             gm_resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
             return;
         }
@@ -415,9 +414,9 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
     }
     unsigned long long limit = 100;
     const char *v = gm_query_get(rq->q, "limit");
-    if (v && gm_parse_uint(v, 1, GM_SESSIONS_LIST_MAX, &limit) < 0) {
+    if (v && gm_parse_uint(v, 1, GM_WORKER_LIST_MAX, &limit) < 0) {
         gm_resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
-                      GM_SESSIONS_LIST_MAX);
+                      GM_WORKER_LIST_MAX);
         return;
     }
     const char *kind = gm_query_get(rq->q, "kind");
@@ -426,7 +425,7 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
         gm_resp_error(rs, 400, "kind=\"%.32s\" is not a kind (session, record, run, ...)", kind);
         return;
     }
-    gm_session_job *j = gm_session_job_new(GM_SOP_LIST);
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_LIST);
     if (j) {
         j->limit = (size_t)limit;
         snprintf(j->kind, sizeof j->kind, "%s", kind ? kind : "");
@@ -457,7 +456,7 @@ static void h_session(const gm_req *rq, gm_resp *rs)
         gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
         return;
     }
-    gm_session_job *j;
+    gm_worker_job *j;
     if (stop) {
         if (rq->method != GM_HTTP_POST) {
             gm_resp_error(rs, 405, "%s takes POST", rq->path);
@@ -469,7 +468,7 @@ static void h_session(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, 400, "%s", err.msg);
             return;
         }
-        j = gm_session_job_new(GM_SOP_STOP);
+        j = gm_worker_job_new(GM_JOB_STOP);
     } else if (rq->method == GM_HTTP_POST) {
         gm_resp_error(rs, 405, "POST is not allowed on %s (stop a session with POST %s/stop)",
                       rq->path, rq->path);
@@ -482,7 +481,7 @@ static void h_session(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, 400, "%s", err.msg);
             return;
         }
-        j = gm_session_job_new(GM_SOP_DELETE);
+        j = gm_worker_job_new(GM_JOB_DELETE);
     } else {
         static const char *const known[] = {"timeline", NULL};
         if (check_params(rq->q, known, &err) < 0) {
@@ -495,7 +494,7 @@ static void h_session(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, 400, "timeline=\"%.32s\" is not true or false (1 or 0)", v);
             return;
         }
-        j = gm_session_job_new(GM_SOP_GET);
+        j = gm_worker_job_new(GM_JOB_GET);
         if (j)
             j->timeline = timeline;
     }

@@ -176,7 +176,7 @@ static void wake_loop(void *arg)
 static void feed_sessions(void *arg, const gm_snapshot *snap)
 {
     gm_server *srv = arg;
-    gm_sessions_feed(srv->sessions, snap);
+    gm_worker_feed(srv->worker, snap);
 }
 
 /* Resolves the session store path, the lease directory and the web root. Returns GM_OK, or
@@ -352,13 +352,13 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
         goto stop;
     }
 
-    gm_sessions_options mopt = {.db_path = srv->db_path,
-                                .poll_ms = cfg->poll_interval_ms,
-                                /* The collector keeps its default slow period for energy. */
-                                .energy_fresh = false,
-                                .wake = wake_loop,
-                                .wake_arg = srv};
-    if (gm_sessions_start(&mopt, &srv->sessions, err) < 0)
+    gm_worker_options mopt = {.db_path = srv->db_path,
+                              .poll_ms = cfg->poll_interval_ms,
+                              /* The collector keeps its default slow period for energy. */
+                              .energy_fresh = false,
+                              .wake = wake_loop,
+                              .wake_arg = srv};
+    if (gm_worker_start(&mopt, &srv->worker, err) < 0)
         goto stop;
     gm_sampler_options sopt = {.collector = srv->collector,
                                .poll_ms = cfg->poll_interval_ms,
@@ -435,14 +435,14 @@ stop:
     gm_ws_close_all(srv);
     gm_http_stop(srv);
     gm_sampler_stop(srv->sampler);
-    gm_sessions_stop(srv->sessions);
+    gm_worker_stop(srv->worker);
     if (sig_started)
         pthread_join(sc.thread, NULL);
 out:
     gm_ws_close_all(srv);
     gm_http_stop(srv);
-    gm_sessions_free(srv->sessions);
-    srv->sessions = NULL;
+    gm_worker_free(srv->worker);
+    srv->worker = NULL;
     gm_published_unref(srv->current);
     srv->current = NULL;
     gm_sampler_free(srv->sampler);

@@ -25,7 +25,7 @@
 #include "server/assets.h"
 #include "server/sampler.h"
 #include "server/server_int.h"
-#include "server/sessions.h"
+#include "server/worker.h"
 
 /* ---- the sampler ---------------------------------------------------------------------------- */
 
