@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "core/session.h"
 #include "store/store.h"
+#include "core/timeline.h"
 
 enum hist_format { FMT_DEFAULT, FMT_TABLE, FMT_JSON, FMT_CSV };
 
@@ -214,24 +215,43 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
     }
     int rc = GM_EXIT_OK;
     bool export = strcmp(o->action, "export") == 0;
-    if (export && o->format == FMT_CSV) {
-        if (gm_store_export_csv(st, id, out, &err) < 0) {
-            fprintf(stderr, "gpumon history: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-        }
+    json_t *doc = NULL;
+    if (!(export && o->format == FMT_CSV) && gm_store_load(st, id, &doc, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        rc = GM_EXIT_FAILURE;
+    } else if (!export && o->format != FMT_JSON && json_object_get(doc, "gpu_stats")) {
+        gm_session_print_summary(out, doc);
+    } else if (!export || (o->format != FMT_CSV && !json_object_get(doc, "gpu_stats"))) {
+        /* JSON asked for, or not a session (a stored snapshot): its document is its summary,
+         * and what export gives. */
+        gm_cli_write_json(out, doc, true);
     } else {
-        json_t *doc = NULL;
-        if (gm_store_load(st, id, export, &doc, &err) < 0) {
+        /* export: the document and its timeline (JSON), or the samples alone (CSV), written
+         * as they are read. */
+        gm_buf b;
+        gm_buf_init(&b, 0);
+        gm_timeline *tl = NULL;
+        int trc = o->format == FMT_CSV
+                      ? gm_timeline_open(GM_TIMELINE_CSV, &b, out, &tl)
+                      : gm_timeline_open_doc(GM_TIMELINE_JSON_PRETTY, doc, &b, out, &tl);
+        if (trc < 0) {
+            gm_error_set(&err, trc, "out of memory");
+        } else {
+            trc = gm_store_timeline(st, id, tl, &err);
+            gm_error cerr = {0};
+            int crc = gm_timeline_close(tl, &cerr);
+            if (trc == GM_OK && crc < 0) {
+                trc = crc;
+                err = cerr;
+            }
+        }
+        gm_buf_free(&b);
+        if (trc < 0) {
             fprintf(stderr, "gpumon history: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
-        } else if (!export && o->format != FMT_JSON && json_object_get(doc, "gpu_stats")) {
-            gm_session_print_summary(out, doc);
-        } else {
-            /* JSON asked for, or not a session (a stored snapshot): its document is its summary. */
-            gm_cli_write_json(out, doc, true);
         }
-        json_decref(doc);
     }
+    json_decref(doc);
     if (out != stdout && fclose(out) != 0) {
         perror(o->output);
         rc = GM_EXIT_FAILURE;

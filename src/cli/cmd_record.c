@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/audit.h"
@@ -23,6 +24,7 @@
 #include "core/session.h"
 #include "store/store.h"
 #include "base/clock.h"
+#include "core/timeline.h"
 
 /* The engine, shared with cmd_run.c: argv as `gpumon record` takes it (argv[0] names the
  * command in messages), kind stored with the session, attach (may be NULL; stolen) merged into
@@ -365,7 +367,8 @@ static json_t *take_audit(const record_opts *o, gm_collector *c, const char *whe
     return doc;
 }
 
-static int write_output(const record_opts *o, json_t *doc)
+/* Writes the session's document and its timeline to --output, as indented JSON. */
+static int write_output(const record_opts *o, const json_t *doc, const gm_session *s)
 {
     if (!o->output)
         return 0;
@@ -374,9 +377,22 @@ static int write_output(const record_opts *o, json_t *doc)
         fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, strerror(errno));
         return -1;
     }
-    int rc = gm_cli_write_json(f, doc, true);
-    if (fclose(f) != 0 || rc != 0) {
-        fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, strerror(errno));
+    gm_buf b;
+    gm_buf_init(&b, 0);
+    gm_timeline *tl = NULL;
+    gm_error err = {0};
+    int rc = gm_timeline_open_doc(GM_TIMELINE_JSON_PRETTY, doc, &b, f, &tl);
+    if (rc == GM_OK) {
+        gm_timeline_add_session(tl, s);
+        rc = gm_timeline_close(tl, &err);
+    } else {
+        gm_error_set(&err, rc, "out of memory");
+    }
+    gm_buf_free(&b);
+    if (fclose(f) != 0 && rc == GM_OK)
+        rc = gm_error_set(&err, GM_EIO, "%s", strerror(errno));
+    if (rc < 0) {
+        fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, err.msg);
         return -1;
     }
     return 0;
@@ -642,11 +658,11 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     bool stored = store_sync(&o, &rs, s, gm_clock_mono_s(), true);
     if (rs.st && !stored)
         store_give_up(&o, &rs, s);
-    json_t *doc = gm_session_to_json(s, true);
+    json_t *doc = gm_session_to_json(s);
     if (!doc)
         fprintf(stderr, "gpumon %s: out of memory rendering the session\n", o.name);
     else
-        write_output(&o, doc);
+        write_output(&o, doc, s);
     if (!o.quiet && doc) {
         gm_session_print_summary(stderr, doc);
         if (have_verdict)

@@ -1,4 +1,5 @@
-/* session.c - monitoring sessions: per-GPU exact statistics, energy and timeline of snapshots. */
+/* session.c - monitoring sessions: per-GPU exact statistics, energy and the samples of the
+ * timeline (written by core/timeline.c). */
 #include "core/session.h"
 
 #include <math.h>
@@ -558,32 +559,7 @@ oom:
     return NULL;
 }
 
-json_t *gm_session_timeline_json(const gm_session *s)
-{
-    json_t *tl = json_array();
-    if (!tl)
-        return NULL;
-    for (size_t i = 0; i < s->n; i++) {
-        json_t *gpus = json_object();
-        for (size_t k = 0; gpus && k < s->ngpus; k++) {
-            const double *v = s->v + (i * s->ngpus + k) * GM_SM__COUNT;
-            json_t *g = json_object();
-            for (int m = 0; g && m < GM_SM__COUNT; m++)
-                json_object_set_new(g, metric_names[m], real_or_null(v[m]));
-            char key[16];
-            snprintf(key, sizeof key, "%u", s->gpus[k].index);
-            json_object_set_new(gpus, key, g);
-        }
-        json_t *row = json_pack("{s:f, s:o}", "t", s->t[i], "gpus", gpus ? gpus : json_null());
-        if (!row || json_array_append_new(tl, row) < 0) {
-            json_decref(tl);
-            return NULL;
-        }
-    }
-    return tl;
-}
-
-json_t *gm_session_to_json(gm_session *s, bool include_timeline)
+json_t *gm_session_to_json(gm_session *s)
 {
     json_t *gpus = json_array();
     for (size_t k = 0; gpus && k < s->ngpus; k++)
@@ -622,14 +598,6 @@ json_t *gm_session_to_json(gm_session *s, bool include_timeline)
         return NULL;
     if (s->extra)
         json_object_update(doc, s->extra);
-    if (include_timeline) {
-        json_t *tl = gm_session_timeline_json(s);
-        if (!tl) {
-            json_decref(doc);
-            return NULL;
-        }
-        json_object_set_new(doc, "timeline", tl);
-    }
     return doc;
 }
 

@@ -161,13 +161,10 @@ void gm_session_set_gpu(gm_session *s, unsigned index, const char *name, const c
  * {min, max, mean, p50, p95, count} (null when the metric was absent in every sample; count,
  * min, max and mean cover every sample; utilization also carries "samples" as seed 003 does),
  * energy_j and energy_source; a top-level energy_j (sum over GPUs, null when any GPU lacks
- * one); the attached fields; and with include_timeline, "timeline": [{"t": seconds, "gpus":
- * {"0": {metric: value or null}}}] of the samples kept. New reference, NULL when out of
- * memory. Percentiles sort the stored values, hence the non-const s. */
-json_t *gm_session_to_json(gm_session *s, bool include_timeline);
-
-/* The timeline alone, as in gm_session_to_json. New reference, NULL when out of memory. */
-json_t *gm_session_timeline_json(const gm_session *s);
+ * one); and the attached fields. The timeline is not in it: core/timeline.c writes it (after
+ * the document, with gm_timeline_open_doc). New reference, NULL when out of memory.
+ * Percentiles sort the stored values, hence the non-const s. */
+json_t *gm_session_to_json(gm_session *s);
 
 /* Writes the command array argv (JSON strings) into buf as a shell would read it back, arguments
  * single-quoted where needed, truncated to len - 1 bytes. Returns the length written. */

@@ -14,11 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
+#include "core/timeline.h"
 #include "server/log.h"
 #include "server/sampler.h"
 #include "store/store.h"
-#include "base/clock.h"
 
 /* Rows of the store read for one listing: bounds the worker's memory whatever the database
  * holds (gpumon record and run write there too). */
@@ -96,54 +98,6 @@ struct gm_worker {
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
-
-/* A growable text buffer; `failed` sticks after an allocation failure. */
-typedef struct tbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} tbuf;
-
-static void tb_put(tbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->failed = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void tb_str(tbuf *b, const char *s)
-{
-    tb_put(b, s, strlen(s));
-}
-
-/* A number as gm_json_dump writes a real (12 significant digits, ".0" on integral values), so
- * the timeline reads exactly like gm_session_timeline_json's; null when absent. */
-static void tb_real(tbuf *b, double v)
-{
-    if (!isfinite(v)) {
-        tb_str(b, "null");
-        return;
-    }
-    char num[40];
-    int n = snprintf(num, sizeof num, "%.12g", v);
-    if (n > 0 && !strpbrk(num, ".eE"))
-        snprintf(num + n, sizeof num - (size_t)n, ".0");
-    tb_str(b, num);
-}
 
 static void log_store_error(const char *what, const char *id, const char *msg)
 {
@@ -687,7 +641,7 @@ static void remove_entry(gm_worker *m, entry *e)
  * NULL when out of memory. */
 static json_t *entry_doc(gm_worker *m, entry *e)
 {
-    json_t *d = gm_session_to_json(e->s, false);
+    json_t *d = gm_session_to_json(e->s);
     if (!d)
         return NULL;
     json_object_set_new(d, "status", json_string(e->running ? "running" : "stopped"));
@@ -861,7 +815,7 @@ static int load_stored(gm_worker *m, const char *id, json_t **doc, gm_error *err
     if (!st)
         return err->code == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id)
                                       : err->code;
-    int rc = gm_store_load(st, id, false, doc, err);
+    int rc = gm_store_load(st, id, doc, err);
     if (rc < 0)
         return rc == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id) : rc;
     const char *status = json_string_value(json_object_get(*doc, "status"));
@@ -945,104 +899,6 @@ static void do_delete(gm_worker *m, gm_worker_job *j)
     j->status = 204;
 }
 
-/* Appends the timeline of an in-memory session, in gm_session_timeline_json's shape. */
-static void timeline_from_session(const gm_session *s, tbuf *b)
-{
-    size_t ng = gm_session_gpu_count(s);
-    char key[32];
-    tb_str(b, "[");
-    for (size_t i = 0; i < gm_session_timeline_count(s) && !b->failed; i++) {
-        double t;
-        const double *v;
-        if (gm_session_sample(s, i, &t, &v) < 0)
-            break;
-        tb_str(b, i ? ",{\"t\":" : "{\"t\":");
-        tb_real(b, t);
-        tb_str(b, ",\"gpus\":{");
-        for (size_t k = 0; k < ng; k++) {
-            snprintf(key, sizeof key, "%s\"%u\":{", k ? "," : "", gm_session_gpu_at(s, k)->index);
-            tb_str(b, key);
-            for (int mtr = 0; mtr < GM_SM__COUNT; mtr++) {
-                tb_str(b, mtr ? ",\"" : "\"");
-                tb_str(b, gm_session_metric_name(mtr));
-                tb_str(b, "\":");
-                tb_real(b, v ? v[k * GM_SM__COUNT + mtr] : NAN);
-            }
-            tb_str(b, "}");
-        }
-        tb_str(b, "}}");
-    }
-    tb_str(b, "]");
-}
-
-/* Appends the timeline of a stored session, from the store's CSV export (one row per sample
- * per GPU, in time order), which costs memory in proportion to the text rather than the
- * per-value objects a replay into JSON would need. */
-static int timeline_from_store(gm_worker *m, const char *id, tbuf *b, gm_error *err)
-{
-    char *csv = NULL;
-    size_t csv_len = 0;
-    FILE *f = open_memstream(&csv, &csv_len);
-    if (!f)
-        return gm_error_set(err, GM_ENOMEM, "out of memory");
-    int rc = gm_store_export_csv(m->st, id, f, err);
-    if (fclose(f) != 0 && rc == GM_OK)
-        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-    if (rc < 0) {
-        free(csv);
-        return rc;
-    }
-    tb_str(b, "[");
-    char last_t[64] = "";
-    bool any = false;
-    char *save = NULL;
-    /* Line 1 is the header. */
-    for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, "t,", 2) == 0)
-            continue;
-        char *fields[2 + GM_SM__COUNT];
-        size_t nf = 0;
-        for (char *p = line; nf < 2 + GM_SM__COUNT; nf++) {
-            fields[nf] = p;
-            char *comma = strchr(p, ',');
-            if (!comma) {
-                nf++;
-                break;
-            }
-            *comma = '\0';
-            p = comma + 1;
-        }
-        if (nf != 2 + GM_SM__COUNT)
-            continue;
-        if (strcmp(fields[0], last_t) != 0) {
-            if (any)
-                tb_str(b, "}},");
-            snprintf(last_t, sizeof last_t, "%s", fields[0]);
-            tb_str(b, "{\"t\":");
-            tb_real(b, strtod(fields[0], NULL));
-            tb_str(b, ",\"gpus\":{");
-            any = true;
-        } else {
-            tb_str(b, ",");
-        }
-        tb_str(b, "\"");
-        tb_str(b, fields[1]);
-        tb_str(b, "\":{");
-        for (int mtr = 0; mtr < GM_SM__COUNT; mtr++) {
-            tb_str(b, mtr ? ",\"" : "\"");
-            tb_str(b, gm_session_metric_name(mtr));
-            tb_str(b, "\":");
-            tb_real(b, fields[2 + mtr][0] ? strtod(fields[2 + mtr], NULL) : NAN);
-        }
-        tb_str(b, "}");
-    }
-    if (any)
-        tb_str(b, "}}");
-    tb_str(b, "]");
-    free(csv);
-    return GM_OK;
-}
-
 /* Answers j with doc (stolen) and, when asked, its timeline appended: from memory while the
  * session holds all of it (or the store does not have it), else from the store. */
 static void answer_with_timeline(gm_worker *m, gm_worker_job *j, json_t *doc, entry *e)
@@ -1066,34 +922,32 @@ static void answer_with_timeline(gm_worker *m, gm_worker_job *j, json_t *doc, en
                   samples, ngpus, GM_SESSION_TIMELINE_MAX, j->id);
         return;
     }
-    size_t len = 0;
-    char *text = gm_json_dump(doc, &len);
-    json_decref(doc);
-    tbuf b = {0};
-    if (text && len > 1) {
-        tb_put(&b, text, len - 1); /* without the closing brace */
-        tb_str(&b, ",\"timeline\":");
-    } else {
-        b.failed = true;
-    }
-    free(text);
+    gm_buf b;
+    gm_buf_init(&b, 0);
+    gm_timeline *tl = NULL;
     gm_error err = {0};
-    if (e) {
-        timeline_from_session(e->s, &b);
-    } else if (!b.failed && timeline_from_store(m, j->id, &b, &err) < 0) {
-        free(b.p);
+    int rc = gm_timeline_open_doc(GM_TIMELINE_JSON, doc, &b, NULL, &tl);
+    json_decref(doc);
+    if (rc == GM_OK && e)
+        gm_timeline_add_session(tl, e->s);
+    else if (rc == GM_OK && gm_store_timeline(m->st, j->id, tl, &err) < 0) {
+        gm_timeline_close(tl, NULL);
+        gm_buf_free(&b);
         job_error(j, store_error_status(err.code), "%s", err.msg);
         return;
     }
-    tb_str(&b, "}");
-    if (b.failed) {
-        free(b.p);
+    if (rc == GM_OK)
+        rc = gm_timeline_close(tl, &err);
+    size_t len = 0;
+    char *text = rc == GM_OK ? gm_buf_take(&b, &len) : NULL;
+    gm_buf_free(&b);
+    if (!text) {
         job_error(j, 503, "out of memory rendering the timeline");
         return;
     }
     free(j->body);
-    j->body = b.p;
-    j->len = b.len;
+    j->body = text;
+    j->len = len;
     j->status = 200;
 }
 

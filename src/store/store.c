@@ -1,7 +1,7 @@
 /* store.c - the SQLite database behind gpumon history: versioned schema, sessions written sample
- * by sample, interrupted-session detection, and reads back as JSON or CSV. */
+ * by sample, interrupted-session detection, and reads back (documents, and samples for the
+ * timeline writer). */
 #include "store/store.h"
-#include "base/clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,6 +14,8 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/clock.h"
 
 /* How long a writer waits for another process's transaction before giving up. Samples are
  * small, so contention is brief; five seconds covers a slow disk without hanging forever. */
@@ -666,7 +668,7 @@ rollback:
 
 int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
 {
-    json_t *doc = gm_session_to_json(s, false);
+    json_t *doc = gm_session_to_json(s);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     int exit_code = 0;
     bool has_exit = gm_session_exit(s, &exit_code, NULL);
@@ -853,6 +855,66 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
 }
 
 /* Rebuilds session id from its row (metadata) and samples. */
+/* Calls fn for each stored sample of session id in order (by sequence number, not time: two
+ * samples may share a time), with the values of the ng GPUs of idx (NaN where a GPU has no row
+ * or a value is absent). A non-zero return of fn stops the walk and is returned. */
+static int each_sample(gm_store *st, const char *id, const unsigned *idx, size_t ng,
+                       int (*fn)(void *ctx, double t_s, size_t ng, const unsigned *gpu,
+                                 const double *values),
+                       void *ctx, gm_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT seq, t, gpu, utilization, memory_used_mb, "
+                           "memory_usage_percent, temperature_c, power_draw_w, energy_counter_j "
+                           "FROM samples WHERE session_id = ? ORDER BY seq, gpu",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading samples");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    double v[GM_MAX_GPUS * GM_SM__COUNT];
+    long long cur = -1;
+    double cur_t = 0;
+    int step, rc = GM_OK;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        long long seq = sqlite3_column_int64(q, 0);
+        if (seq != cur) {
+            if (cur >= 0 && (rc = fn(ctx, cur_t, ng, idx, v)) != 0)
+                break;
+            cur = seq;
+            cur_t = sqlite3_column_double(q, 1);
+            for (size_t k = 0; k < ng * GM_SM__COUNT; k++)
+                v[k] = NAN;
+        }
+        unsigned gpu = (unsigned)sqlite3_column_int64(q, 2);
+        for (size_t k = 0; k < ng; k++) {
+            if (idx[k] != gpu)
+                continue;
+            for (int m = 0; m < GM_SM__COUNT; m++)
+                if (sqlite3_column_type(q, 3 + m) != SQLITE_NULL)
+                    v[k * GM_SM__COUNT + m] = sqlite3_column_double(q, 3 + m);
+        }
+    }
+    if (rc == GM_OK && step != SQLITE_DONE && step != SQLITE_ROW)
+        rc = db_error(st, err, "reading samples");
+    if (rc == GM_OK && cur >= 0)
+        rc = fn(ctx, cur_t, ng, idx, v);
+    sqlite3_finalize(q);
+    return rc;
+}
+
+typedef struct replay_ctx {
+    gm_session *s;
+    gm_error *err;
+} replay_ctx;
+
+static int replay_one(void *ctx, double t_s, size_t ng, const unsigned *gpu, const double *values)
+{
+    (void)ng;
+    (void)gpu;
+    replay_ctx *c = ctx;
+    return gm_session_add_values(c->s, t_s, values, c->err);
+}
+
 static int replay(gm_store *st, const char *id, sqlite3_stmt *row, gm_session **out, gm_error *err)
 {
     /* row columns: 0 kind, 1 label, 2 command, 3 started_ms, 4 interval_s, 5 gpus, 11 meta */
@@ -914,44 +976,8 @@ static int replay(gm_store *st, const char *id, sqlite3_stmt *row, gm_session **
     }
     json_decref(meta);
 
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(st->db,
-                           "SELECT seq, t, gpu, utilization, memory_used_mb, "
-                           "memory_usage_percent, temperature_c, power_draw_w, energy_counter_j "
-                           "FROM samples WHERE session_id = ? ORDER BY seq, gpu",
-                           -1, &q, NULL) != SQLITE_OK) {
-        rc = db_error(st, err, "reading samples");
-        goto done;
-    }
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
-    double v[GM_MAX_GPUS * GM_SM__COUNT];
-    long long cur = -1;
-    double cur_t = 0;
-    int step;
-    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-        long long seq = sqlite3_column_int64(q, 0);
-        if (seq != cur) {
-            if (cur >= 0 && (rc = gm_session_add_values(s, cur_t, v, err)) < 0)
-                break;
-            cur = seq;
-            cur_t = sqlite3_column_double(q, 1);
-            for (size_t k = 0; k < ng * GM_SM__COUNT; k++)
-                v[k] = NAN;
-        }
-        unsigned gpu = (unsigned)sqlite3_column_int64(q, 2);
-        for (size_t k = 0; k < ng; k++) {
-            if (gm_session_gpu_at(s, k)->index != gpu)
-                continue;
-            for (int m = 0; m < GM_SM__COUNT; m++)
-                if (sqlite3_column_type(q, 3 + m) != SQLITE_NULL)
-                    v[k * GM_SM__COUNT + m] = sqlite3_column_double(q, 3 + m);
-        }
-    }
-    if (rc == GM_OK && step != SQLITE_DONE)
-        rc = db_error(st, err, "reading samples");
-    if (rc == GM_OK && cur >= 0)
-        rc = gm_session_add_values(s, cur_t, v, err);
-    sqlite3_finalize(q);
+    replay_ctx rc_ctx = {.s = s, .err = err};
+    rc = each_sample(st, id, idx, ng, replay_one, &rc_ctx, err);
 done:
     json_decref(gpus);
     if (rc < 0) {
@@ -962,7 +988,7 @@ done:
     return GM_OK;
 }
 
-int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **out, gm_error *err)
+int gm_store_load(gm_store *st, const char *id, json_t **out, gm_error *err)
 {
     *out = NULL;
     sqlite3_stmt *q;
@@ -999,22 +1025,14 @@ int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **
             goto done;
         }
     }
-    if (has_samples && (!doc || include_timeline)) {
+    if (has_samples && !doc) {
         if ((rc = replay(st, id, q, &s, err)) < 0)
             goto done;
+        doc = gm_session_to_json(s);
         if (!doc) {
-            doc = gm_session_to_json(s, include_timeline);
-        } else {
-            json_t *tl = gm_session_timeline_json(s);
-            if (tl)
-                json_object_set_new(doc, "timeline", tl);
-            else
-                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-        }
-        if (!doc)
             rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-        if (rc < 0)
             goto done;
+        }
     }
     if (has_samples) {
         json_object_set_new(doc, "status", json_string(row_status(st, q, 7, 8, 9, 10)));
@@ -1034,46 +1052,46 @@ done:
     return GM_OK;
 }
 
-static void csv_num(FILE *out, sqlite3_stmt *q, int col)
+static int timeline_one(void *ctx, double t_s, size_t ng, const unsigned *gpu, const double *values)
 {
-    if (sqlite3_column_type(q, col) != SQLITE_NULL)
-        fprintf(out, "%.12g", sqlite3_column_double(q, col));
+    gm_timeline_add(ctx, t_s, ng, gpu, values);
+    return GM_OK;
 }
 
-int gm_store_export_csv(gm_store *st, const char *id, FILE *out, gm_error *err)
+int gm_store_timeline(gm_store *st, const char *id, gm_timeline *tl, gm_error *err)
 {
     sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM sessions WHERE id = ?", -1, &q, NULL) !=
+    if (sqlite3_prepare_v2(st->db, "SELECT gpus FROM sessions WHERE id = ?", -1, &q, NULL) !=
         SQLITE_OK)
         return db_error(st, err, "reading a session");
     sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
     int step = sqlite3_step(q);
-    sqlite3_finalize(q);
-    if (step == SQLITE_DONE)
+    if (step == SQLITE_DONE) {
+        sqlite3_finalize(q);
         return gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
-    if (step != SQLITE_ROW)
-        return db_error(st, err, "reading a session");
-    if (sqlite3_prepare_v2(st->db,
-                           "SELECT t, gpu, utilization, memory_used_mb, memory_usage_percent, "
-                           "temperature_c, power_draw_w, energy_counter_j FROM samples WHERE "
-                           "session_id = ? ORDER BY seq, gpu",
-                           -1, &q, NULL) != SQLITE_OK)
-        return db_error(st, err, "reading samples");
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
-    fprintf(out, "t,gpu");
-    for (int m = 0; m < GM_SM__COUNT; m++)
-        fprintf(out, ",%s", gm_session_metric_name(m));
-    fprintf(out, "\n");
-    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-        fprintf(out, "%.3f,%lld", sqlite3_column_double(q, 0),
-                (long long)sqlite3_column_int64(q, 1));
-        for (int m = 0; m < GM_SM__COUNT; m++) {
-            fputc(',', out);
-            csv_num(out, q, 2 + m);
-        }
-        fputc('\n', out);
     }
-    int rc = step == SQLITE_DONE ? GM_OK : db_error(st, err, "reading samples");
+    if (step != SQLITE_ROW) {
+        sqlite3_finalize(q);
+        return db_error(st, err, "reading a session");
+    }
+    /* A stored document that is not a session (a snapshot) has no GPU list and no samples. */
+    const char *text = (const char *)sqlite3_column_text(q, 0);
+    json_t *gpus = text ? json_loads(text, 0, NULL) : NULL;
     sqlite3_finalize(q);
-    return rc;
+    if (text && !json_is_array(gpus)) {
+        json_decref(gpus);
+        return gm_error_set(err, GM_EPARSE, "session %s: stored GPU list is corrupt", id);
+    }
+    unsigned idx[GM_MAX_GPUS];
+    size_t ng = 0, i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        if (ng < GM_MAX_GPUS)
+            idx[ng++] = (unsigned)json_integer_value(json_object_get(g, "index"));
+    }
+    json_decref(gpus);
+    if (!text)
+        return GM_OK;
+    return each_sample(st, id, idx, ng, timeline_one, tl, err);
 }

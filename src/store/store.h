@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "core/session.h"
+#include "core/timeline.h"
 #include "gpumon.h"
 
 /* Schema version this build writes (PRAGMA user_version after gm_store_open). */
@@ -115,16 +116,17 @@ int gm_store_list(gm_store *st, size_t limit, gm_store_entry **out, size_t *n, g
  * GM_OK; GM_ENOENT (no such entry: message says so); GM_EINVAL (prefix matches several). */
 int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t len, gm_error *err);
 
-/* The document of entry id, as gpumon record wrote it, with "status" as read now
- * (interrupted when its owner is gone) and, with include_timeline, the timeline rebuilt from
- * the stored samples (every sample, so "timeline_truncated" reads false). A session that
- * never finished is rebuilt entirely from its samples and the fields stored at its begin.
+/* The document of entry id, as gpumon record wrote it, without its timeline (gm_store_timeline
+ * writes that), with "status" as read now (interrupted when its owner is gone) and
+ * "timeline_truncated" false (the store has every sample). A session that never finished is
+ * rebuilt entirely from its samples and the fields stored at its begin.
  * New reference in *out. GM_OK, GM_ENOENT, GM_EIO, GM_EPARSE (a stored document is corrupt),
  * GM_ENOMEM. */
-int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **out, gm_error *err);
+int gm_store_load(gm_store *st, const char *id, json_t **out, gm_error *err);
 
-/* Writes the samples of entry id as CSV to out: a header "t,gpu,utilization,...", then one
- * row per sample per GPU in time order, empty fields where absent. GM_OK, GM_ENOENT, GM_EIO. */
-int gm_store_export_csv(gm_store *st, const char *id, FILE *out, gm_error *err);
+/* Feeds every stored sample of session id to tl, in order, each with every GPU of the session
+ * (values absent where a GPU had no row). A stored document that is not a session adds
+ * nothing. GM_OK, GM_ENOENT, GM_EIO, GM_EPARSE (a corrupt GPU list). */
+int gm_store_timeline(gm_store *st, const char *id, gm_timeline *tl, gm_error *err);
 
 #endif

@@ -11,6 +11,28 @@
 #include <time.h>
 
 #include "core/session.h"
+#include "core/timeline.h"
+
+/* The session's document with its timeline, as the API and `record -o` write it (the one
+ * timeline writer, core/timeline.c), parsed back. */
+static json_t *with_timeline(gm_session *s)
+{
+    json_t *doc = gm_session_to_json(s);
+    assert_non_null(doc);
+    gm_buf b;
+    gm_buf_init(&b, 0);
+    gm_timeline *tl = NULL;
+    assert_int_equal(gm_timeline_open_doc(GM_TIMELINE_JSON, doc, &b, NULL, &tl), GM_OK);
+    json_decref(doc);
+    gm_timeline_add_session(tl, s);
+    assert_int_equal(gm_timeline_close(tl, NULL), GM_OK);
+    json_error_t jerr;
+    json_t *out = json_loads(b.p, 0, &jerr);
+    if (!out)
+        fail_msg("timeline JSON does not parse: %s: %.200s", jerr.text, b.p);
+    gm_buf_free(&b);
+    return out;
+}
 
 #define MIB 1048576.0
 
@@ -90,7 +112,7 @@ static void test_exact_stats(void **state)
 {
     gm_session *s = five_samples(NULL, 0);
     gm_session_finish(s);
-    json_t *doc = gm_session_to_json(s, false);
+    json_t *doc = gm_session_to_json(s);
     assert_non_null(doc);
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "finished");
@@ -151,7 +173,7 @@ static void test_exact_stats(void **state)
 static void test_timeline(void **state)
 {
     gm_session *s = five_samples(NULL, 0);
-    json_t *doc = gm_session_to_json(s, true);
+    json_t *doc = with_timeline(s);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "running");
     assert_true(json_is_null(json_object_get(doc, "ended_at")));
     const json_t *tl = json_object_get(doc, "timeline");
@@ -177,7 +199,7 @@ static void test_filter_and_missing_gpu(void **state)
     assert_int_equal(gm_session_gpu_count(s), 2);
     assert_int_equal(gm_session_gpu_at(s, 0)->index, 1);
     assert_int_equal(gm_session_gpu_at(s, 1)->index, 5);
-    json_t *doc = gm_session_to_json(s, false);
+    json_t *doc = gm_session_to_json(s);
     const json_t *stats = json_object_get(doc, "gpu_stats");
     assert_null(json_object_get(stats, "0"));
     assert_non_null(json_object_get(stats, "1"));
@@ -193,7 +215,7 @@ static void test_filter_and_missing_gpu(void **state)
     s = five_samples(none, 0);
     assert_int_equal(gm_session_gpu_count(s), 0);
     assert_int_equal(gm_session_sample_count(s), 5);
-    doc = gm_session_to_json(s, true);
+    doc = with_timeline(s);
     assert_int_equal(json_object_size(json_object_get(doc, "gpu_stats")), 0);
     assert_true(json_is_null(json_object_get(doc, "energy_j")));
     json_decref(doc);
@@ -218,7 +240,7 @@ static void test_energy_from_power(void **state)
     assert_int_equal(gm_session_add_values(s, 2, v, NULL), GM_OK);
     v[GM_SM_POWER_W] = 100;
     assert_int_equal(gm_session_add_values(s, 3, v, NULL), GM_OK);
-    json_t *doc = gm_session_to_json(s, false);
+    json_t *doc = gm_session_to_json(s);
     const json_t *g = gpu_stats(doc, "0");
     assert_float_equal(num(g, "energy_j", NULL), 450, 1e-9);
     assert_string_equal(json_string_value(json_object_get(g, "energy_source")),
@@ -233,7 +255,7 @@ static void test_energy_from_power(void **state)
     assert_int_equal(gm_session_new(NULL, only, 1, 0.5, &s, NULL), GM_OK);
     v[GM_SM_POWER_W] = 100;
     assert_int_equal(gm_session_add_values(s, 0, v, NULL), GM_OK);
-    doc = gm_session_to_json(s, false);
+    doc = gm_session_to_json(s);
     assert_true(json_is_null(json_object_get(gpu_stats(doc, "0"), "energy_j")));
     json_decref(doc);
     gm_session_free(s);
@@ -254,7 +276,7 @@ static void test_energy_counter_reset(void **state)
         v[GM_SM_POWER_W] = 1e6; /* ignored: the counter wins */
         assert_int_equal(gm_session_add_values(s, k, v, NULL), GM_OK);
     }
-    json_t *doc = gm_session_to_json(s, false);
+    json_t *doc = gm_session_to_json(s);
     assert_float_equal(num(gpu_stats(doc, "3"), "energy_j", NULL), 550, 1e-9);
     json_decref(doc);
     gm_session_free(s);
@@ -269,7 +291,7 @@ static void test_lost_gpu_is_absent(void **state)
     assert_int_equal(gm_session_add(s, snap, NULL), GM_OK);
     snap->gpus[0].lost = true; /* values still in v[], but a lost GPU reports nothing */
     assert_int_equal(gm_session_add(s, snap, NULL), GM_OK);
-    json_t *doc = gm_session_to_json(s, true);
+    json_t *doc = with_timeline(s);
     assert_int_equal(num(gpu_stats(doc, "0"), "utilization", "count"), 1);
     const json_t *second = json_array_get(json_object_get(doc, "timeline"), 1);
     assert_true(json_is_null(
@@ -307,7 +329,7 @@ static void test_metadata_and_finish(void **state)
     assert_true(gm_session_duration(s) == d);
     double v[1] = {0};
     assert_int_equal(gm_session_add_values(s, 1, v, &err), GM_ESTATE);
-    json_t *doc = gm_session_to_json(s, false);
+    json_t *doc = gm_session_to_json(s);
     assert_string_equal(json_string_value(json_object_get(doc, "kind")), "record");
     assert_int_equal(json_integer_value(json_object_get(doc, "exit_code")), 143);
     assert_int_equal(json_integer_value(json_object_get(doc, "signal")), 15);
@@ -336,7 +358,7 @@ static void test_replay_matches(void **state)
         assert_int_equal(gm_session_add_values(b, t, v, NULL), GM_OK);
     }
     assert_int_equal(gm_session_sample(a, 99, &(double){0}, &(const double *){NULL}), GM_EINVAL);
-    json_t *ja = gm_session_to_json(a, true), *jb = gm_session_to_json(b, true);
+    json_t *ja = with_timeline(a), *jb = with_timeline(b);
     assert_true(json_equal(json_object_get(ja, "timeline"), json_object_get(jb, "timeline")));
     const json_t *ga = gpu_stats(ja, "0"), *gb = gpu_stats(jb, "0");
     assert_true(json_equal(json_object_get(ga, "utilization"), json_object_get(gb, "utilization")));
@@ -387,8 +409,7 @@ static void test_sample_limit(void **state)
     assert_int_equal(gm_session_set_sample_limit(bounded, 2), GM_ESTATE);
     assert_int_equal(gm_session_set_sample_limit(bounded, 3), GM_OK);
 
-    json_t *jall = gm_session_to_json(all, true), *jb = gm_session_to_json(bounded, true),
-           *j3 = gm_session_to_json(first3, true);
+    json_t *jall = with_timeline(all), *jb = with_timeline(bounded), *j3 = with_timeline(first3);
     assert_int_equal(num(jb, "sample_count", NULL), 5);
     assert_int_equal(num(jb, "percentiles_over_samples", NULL), 3);
     assert_true(json_is_true(json_object_get(jb, "timeline_truncated")));
@@ -457,7 +478,7 @@ static void test_summary_prints(void **state)
 {
     gm_session *s = five_samples(NULL, 0);
     gm_session_finish(s);
-    json_t *doc = gm_session_to_json(s, false);
+    json_t *doc = gm_session_to_json(s);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

@@ -20,6 +20,71 @@
 
 #include "server/worker.h"
 #include "store/store.h"
+#include "core/timeline.h"
+
+/* The session's document with its timeline, written by core/timeline.c, parsed back. */
+static json_t *parse_text(gm_buf *b)
+{
+    json_error_t jerr;
+    json_t *out = json_loads(b->p, 0, &jerr);
+    if (!out)
+        fail_msg("timeline JSON does not parse: %s: %.200s", jerr.text, b->p);
+    gm_buf_free(b);
+    return out;
+}
+
+static json_t *with_timeline(gm_session *s)
+{
+    json_t *doc = gm_session_to_json(s);
+    assert_non_null(doc);
+    gm_buf b;
+    gm_buf_init(&b, 0);
+    gm_timeline *tl = NULL;
+    assert_int_equal(gm_timeline_open_doc(GM_TIMELINE_JSON, doc, &b, NULL, &tl), GM_OK);
+    json_decref(doc);
+    gm_timeline_add_session(tl, s);
+    assert_int_equal(gm_timeline_close(tl, NULL), GM_OK);
+    return parse_text(&b);
+}
+
+/* gm_store_load, and with timeline the stored samples through the timeline writer, as
+ * `gpumon history export` and GET /api/sessions/{id} put them together. */
+static int load_doc(gm_store *st, const char *id, bool timeline, json_t **out, gm_error *err)
+{
+    json_t *doc = NULL;
+    int rc = gm_store_load(st, id, &doc, err);
+    if (rc < 0 || !timeline || !json_object_get(doc, "gpu_stats")) { /* not a session */
+        *out = doc;
+        return rc;
+    }
+    gm_buf b;
+    gm_buf_init(&b, 0);
+    gm_timeline *tl = NULL;
+    assert_int_equal(gm_timeline_open_doc(GM_TIMELINE_JSON, doc, &b, NULL, &tl), GM_OK);
+    json_decref(doc);
+    rc = gm_store_timeline(st, id, tl, err);
+    assert_int_equal(gm_timeline_close(tl, NULL), GM_OK);
+    if (rc < 0) {
+        gm_buf_free(&b);
+        *out = NULL;
+        return rc;
+    }
+    *out = parse_text(&b);
+    return GM_OK;
+}
+
+/* The samples of id as CSV into f, as `gpumon history export --format csv` writes them. */
+static int export_csv(gm_store *st, const char *id, FILE *f, gm_error *err)
+{
+    gm_buf b;
+    gm_buf_init(&b, 0);
+    gm_timeline *tl = NULL;
+    assert_int_equal(gm_timeline_open(GM_TIMELINE_CSV, &b, f, &tl), GM_OK);
+    int rc = gm_store_timeline(st, id, tl, err);
+    assert_int_equal(gm_timeline_close(tl, NULL), GM_OK);
+    gm_buf_free(&b);
+    return rc;
+}
 
 static char tmpdir[256];
 
@@ -171,14 +236,14 @@ static void test_write_read_back(void **state)
     free(e);
 
     /* The document read back is the one the session renders, timeline included. */
-    json_t *want = gm_session_to_json(s, true);
+    json_t *want = with_timeline(s);
     json_t *got = NULL;
-    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &got, NULL), GM_OK);
+    assert_int_equal(load_doc(st, gm_session_id(s), true, &got, NULL), GM_OK);
     assert_true(json_equal(json_object_get(want, "gpu_stats"), json_object_get(got, "gpu_stats")));
     assert_true(json_equal(json_object_get(want, "timeline"), json_object_get(got, "timeline")));
     assert_true(json_equal(want, got));
     json_decref(got);
-    assert_int_equal(gm_store_load(st, gm_session_id(s), false, &got, NULL), GM_OK);
+    assert_int_equal(load_doc(st, gm_session_id(s), false, &got, NULL), GM_OK);
     assert_null(json_object_get(got, "timeline"));
     json_decref(got);
     json_decref(want);
@@ -187,7 +252,7 @@ static void test_write_read_back(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    assert_int_equal(gm_store_export_csv(st, gm_session_id(s), f, NULL), GM_OK);
+    assert_int_equal(export_csv(st, gm_session_id(s), f, NULL), GM_OK);
     fclose(f);
     assert_string_equal(buf, "t,gpu,utilization,memory_used_mb,memory_usage_percent,"
                              "temperature_c,power_draw_w,energy_counter_j\n"
@@ -245,7 +310,7 @@ static void test_interrupted(void **state)
     raw_sql(path, sql);
     assert_string_equal(status_of(st, id), "interrupted");
     json_t *doc = NULL;
-    assert_int_equal(gm_store_load(st, id, true, &doc, NULL), GM_OK);
+    assert_int_equal(load_doc(st, id, true, &doc, NULL), GM_OK);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "interrupted");
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 3);
     assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
@@ -277,6 +342,40 @@ static void test_interrupted(void **state)
     gm_store_close(st);
 }
 
+/* Two samples at the same time (at the millisecond the CSV printed) are two samples: the
+ * daemon once rebuilt a stored timeline from the CSV export, grouped by that time, and merged
+ * them. The timeline is read by sequence number now. */
+static void test_equal_times_stay_apart(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "equal-t.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    unsigned idx[] = {0};
+    gm_session *s = NULL;
+    assert_int_equal(gm_session_new("same-t", idx, 1, 0.001, &s, NULL), GM_OK);
+    double v[GM_SM__COUNT];
+    for (int m = 0; m < GM_SM__COUNT; m++)
+        v[m] = NAN;
+    v[GM_SM_UTIL] = 10;
+    assert_int_equal(gm_session_add_values(s, 0.0001, v, NULL), GM_OK);
+    v[GM_SM_UTIL] = 20;
+    assert_int_equal(gm_session_add_values(s, 0.0002, v, NULL), GM_OK);
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    gm_session_finish(s);
+    assert_int_equal(gm_store_session_end(st, s, NULL), GM_OK);
+    json_t *doc = NULL;
+    assert_int_equal(load_doc(st, gm_session_id(s), true, &doc, NULL), GM_OK);
+    const json_t *tl = json_object_get(doc, "timeline");
+    assert_int_equal(json_array_size(tl), 2);
+    const json_t *second = json_object_get(json_object_get(json_array_get(tl, 1), "gpus"), "0");
+    assert_float_equal(json_real_value(json_object_get(second, "utilization")), 20, 1e-9);
+    json_decref(doc);
+    gm_session_free(s);
+    gm_store_close(st);
+}
+
 static void test_resolve_and_documents(void **state)
 {
     char path[512], id[GM_SESSION_ID_LEN];
@@ -301,11 +400,11 @@ static void test_resolve_and_documents(void **state)
     assert_int_equal(gm_store_resolve(st, "snap_", id, sizeof id, &err), GM_ENOENT);
 
     json_t *got = NULL;
-    assert_int_equal(gm_store_load(st, "snap-alpha", true, &got, NULL), GM_OK);
+    assert_int_equal(load_doc(st, "snap-alpha", true, &got, NULL), GM_OK);
     assert_true(json_equal(got, doc)); /* a plain document comes back untouched */
     json_decref(got);
-    assert_int_equal(gm_store_load(st, "snap", true, &got, &err), GM_ENOENT);
-    assert_int_equal(gm_store_export_csv(st, "nope", stdout, &err), GM_ENOENT);
+    assert_int_equal(load_doc(st, "snap", true, &got, &err), GM_ENOENT);
+    assert_int_equal(export_csv(st, "nope", stdout, &err), GM_ENOENT);
     json_decref(doc);
 
     gm_store_entry *e = NULL;
@@ -392,7 +491,7 @@ static void test_delete(void **state)
     assert_int_equal(count_rows(path, "samples", "session_id", gm_session_id(a)), 0);
     assert_int_equal(count_rows(path, "samples", "session_id", "kept-session"), 6);
     assert_int_equal(gm_store_resolve(st, gm_session_id(a), id, sizeof id, &err), GM_ENOENT);
-    assert_int_equal(gm_store_export_csv(st, gm_session_id(a), stdout, &err), GM_ENOENT);
+    assert_int_equal(export_csv(st, gm_session_id(a), stdout, &err), GM_ENOENT);
 
     /* Unknown ids, an id given twice, an empty id. */
     assert_int_equal(gm_store_session_delete(st, gm_session_id(a), &err), GM_ENOENT);
@@ -473,7 +572,7 @@ static void test_bounded_session_stores_every_sample(void **state)
     /* Read back: the statistics of the finished session (mean over all five, percentiles over
      * the first two) and a timeline rebuilt from every stored sample. */
     json_t *doc = NULL;
-    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &doc, NULL), GM_OK);
+    assert_int_equal(load_doc(st, gm_session_id(s), true, &doc, NULL), GM_OK);
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
     assert_int_equal(json_integer_value(json_object_get(doc, "percentiles_over_samples")), 2);
     assert_true(json_is_false(json_object_get(doc, "timeline_truncated")));
@@ -489,7 +588,7 @@ static void test_bounded_session_stores_every_sample(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    assert_int_equal(gm_store_export_csv(st, gm_session_id(s), f, NULL), GM_OK);
+    assert_int_equal(export_csv(st, gm_session_id(s), f, NULL), GM_OK);
     fclose(f);
     assert_string_equal(buf, "t,gpu,utilization,memory_used_mb,memory_usage_percent,"
                              "temperature_c,power_draw_w,energy_counter_j\n"
@@ -523,7 +622,7 @@ static void test_interrupted_keeps_begin_metadata(void **state)
 
     for (int timeline = 0; timeline < 2; timeline++) {
         json_t *doc = NULL;
-        assert_int_equal(gm_store_load(st, gm_session_id(s), timeline, &doc, NULL), GM_OK);
+        assert_int_equal(load_doc(st, gm_session_id(s), timeline, &doc, NULL), GM_OK);
         assert_string_equal(json_string_value(json_object_get(doc, "status")), "interrupted");
         assert_string_equal(json_string_value(json_object_get(doc, "provider")), "nvml");
         assert_string_equal(json_string_value(json_object_get(doc, "driver_version")), "550.54.15");
@@ -537,7 +636,7 @@ static void test_interrupted_keeps_begin_metadata(void **state)
     gm_session_restore(bare, "bare-session", gm_session_started_ms(bare), 0);
     assert_int_equal(gm_store_session_begin(st, bare, NULL), GM_OK);
     json_t *doc = NULL;
-    assert_int_equal(gm_store_load(st, "bare-session", false, &doc, NULL), GM_OK);
+    assert_int_equal(load_doc(st, "bare-session", false, &doc, NULL), GM_OK);
     assert_null(json_object_get(doc, "provider"));
     json_decref(doc);
     gm_session_free(bare);
@@ -559,7 +658,7 @@ static void test_migrates_version_1(void **state)
     assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
     assert_int_equal(gm_store_schema_version(st), GM_STORE_SCHEMA_VERSION);
     json_t *doc = NULL;
-    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &doc, NULL), GM_OK);
+    assert_int_equal(load_doc(st, gm_session_id(s), true, &doc, NULL), GM_OK);
     assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
     json_decref(doc);
     gm_session_free(s);
@@ -668,7 +767,7 @@ static void test_reader_opens_read_only(void **state)
     assert_int_equal(n, 1);
     free(v);
     json_t *doc = NULL;
-    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &doc, &err), GM_OK);
+    assert_int_equal(load_doc(st, gm_session_id(s), true, &doc, &err), GM_OK);
     assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
     json_decref(doc);
     /* A write is refused by SQLite (SQLITE_READONLY), not merely not attempted. */
@@ -936,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_unwritable_path),
         cmocka_unit_test(test_write_read_back),
         cmocka_unit_test(test_interrupted),
+        cmocka_unit_test(test_equal_times_stay_apart),
         cmocka_unit_test(test_resolve_and_documents),
         cmocka_unit_test(test_two_writers),
         cmocka_unit_test(test_default_path),
