@@ -260,6 +260,9 @@ typedef struct gm_collector_options {
      * CPU utilisation (a difference of two /proc/stat readings). A daemon, which samples again
      * soon, sets this to answer at once and report CPU utilisation from its second sample on. */
     bool no_first_cpu_wait;
+    /* The first sample's CPU window in ms when it waits: 0 = 100. A one-shot reading for a person
+     * takes a shorter one (CPU % is then coarser: /proc/stat counts 10 ms ticks). */
+    int first_cpu_window_ms;
     /* Costly counters (NVML energy, PCIe throughput) are read at most this often and their last
      * reading is reported in between: 0 = the default, 10000 ms; < 0 = every sample (exact
      * energy for short recordings). Values fixed by the hardware (max clocks, max PCIe link)

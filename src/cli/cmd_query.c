@@ -314,6 +314,11 @@ int gm_cli_query(int argc, char **argv)
     if (!gm_cli_collector_options("query", &o.src, &copt))
         return GM_EXIT_USAGE;
     copt.no_processes = o.no_processes || o.format == OUT_CSV;
+    /* Read only what the output needs: the nvidia-smi CSV has no host fields, so no host
+     * metrics and no CPU window at all (110 ms a call before, 25 ms for nvidia-smi on an H200);
+     * a one-shot table or JSON waits a short window for CPU %, loops use the previous reading. */
+    copt.no_host = o.format == OUT_CSV;
+    copt.first_cpu_window_ms = 30;
     gm_collector *c = gm_cli_collector_open("query", &copt, &rc);
     if (!c)
         return rc;

@@ -21,6 +21,7 @@ struct gm_collector {
     char procfs_root[256];
     bool want_procs;
     bool first_cpu_wait;
+    int cpu_window_ms; /* how long the first sample waits for a CPU window */
     uint64_t seq;
     int64_t host_primed_ms;
     char diagnosis[1024];
@@ -52,6 +53,7 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
              opt->procfs_root ? opt->procfs_root : "/proc");
     c->want_procs = !opt->no_processes;
     c->first_cpu_wait = !opt->no_first_cpu_wait;
+    c->cpu_window_ms = opt->first_cpu_window_ms > 0 ? opt->first_cpu_window_ms : MIN_CPU_WINDOW_MS;
 
     const char *forced = opt->provider;
     if (opt->simulate > 0)
@@ -141,7 +143,7 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
 
     if (c->host) {
         if (c->seq == 0 && c->first_cpu_wait) {
-            int64_t wait = MIN_CPU_WINDOW_MS - (gm_clock_mono_ms() - c->host_primed_ms);
+            int64_t wait = c->cpu_window_ms - (gm_clock_mono_ms() - c->host_primed_ms);
             if (wait > 0) {
                 struct timespec ts = {0, (long)wait * 1000000L};
                 nanosleep(&ts, NULL);
