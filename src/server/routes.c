@@ -74,6 +74,11 @@ static void resp_json(gm_resp *rs, int status, json_t *j)
 
 static void resp_blob(gm_resp *rs, gm_published *pub, const gm_blob *b, const char *ctype)
 {
+    if (!b || !b->data) { /* rendered on first use, and that ran out of memory */
+        gm_resp_error(rs, 503, "out of memory rendering the answer");
+        rs->retry_after = 1;
+        return;
+    }
     rs->status = 200;
     rs->ctype = ctype;
     rs->body = b->data;
@@ -81,12 +86,13 @@ static void resp_blob(gm_resp *rs, gm_published *pub, const gm_blob *b, const ch
     rs->pin = pub;
 }
 
-/* The gzip'd form of a blob to clients that accept it, else the plain one. */
-static void resp_blob_gz(const gm_req *rq, gm_resp *rs, const gm_blob *plain, const gm_blob *gz,
+/* The gzip'd form of a body to clients that accept it, else the plain one. */
+static void resp_blob_gz(const gm_req *rq, gm_resp *rs, gm_blob_kind plain, gm_blob_kind gz,
                          const char *ctype)
 {
-    bool use_gz = rq->gzip_ok && gz->data;
-    resp_blob(rs, rq->pub, use_gz ? gz : plain, ctype);
+    const gm_blob *z = rq->gzip_ok ? gm_published_blob(rq->pub, gz) : NULL;
+    bool use_gz = z && z->data;
+    resp_blob(rs, rq->pub, use_gz ? z : gm_published_blob(rq->pub, plain), ctype);
     rs->gzip = use_gz;
     rs->vary_ae = true;
 }
@@ -177,7 +183,7 @@ static void h_config(const gm_req *rq, gm_resp *rs)
 static void h_gpus(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob_gz(rq, rs, &rq->pub->full, &rq->pub->full_gz, "application/json");
+        resp_blob_gz(rq, rs, GM_BLOB_FULL, GM_BLOB_FULL_GZ, "application/json");
 }
 
 static void h_gpu(const gm_req *rq, gm_resp *rs)
@@ -210,7 +216,7 @@ static void h_gpu(const gm_req *rq, gm_resp *rs)
 static void h_processes(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, &rq->pub->processes, "application/json");
+        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_PROCESSES), "application/json");
 }
 
 static void h_system(const gm_req *rq, gm_resp *rs)
@@ -221,29 +227,30 @@ static void h_system(const gm_req *rq, gm_resp *rs)
     }
     if (!need_sample(rq, rs))
         return;
-    if (!rq->pub->system.data) {
+    const gm_blob *sys = gm_published_blob(rq->pub, GM_BLOB_SYSTEM);
+    if (!sys->data) {
         gm_resp_error(rs, 503, "host metrics could not be read in the latest sample");
         return;
     }
-    resp_blob(rs, rq->pub, &rq->pub->system, "application/json");
+    resp_blob(rs, rq->pub, sys, "application/json");
 }
 
 static void h_fleet(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, &rq->pub->fleet, "application/json");
+        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_FLEET), "application/json");
 }
 
 static void h_stats(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, &rq->pub->stats, "application/json");
+        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_STATS), "application/json");
 }
 
 static void h_metrics(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob_gz(rq, rs, &rq->pub->prom, &rq->pub->prom_gz, GM_PROM_CONTENT_TYPE);
+        resp_blob_gz(rq, rs, GM_BLOB_PROM, GM_BLOB_PROM_GZ, GM_PROM_CONTENT_TYPE);
 }
 
 static void h_ws_plain(const gm_req *rq, gm_resp *rs)

@@ -122,31 +122,82 @@ void gm_published_unref(gm_published *p)
 {
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
         return;
-    blob_free(&p->full);
-    blob_free(&p->processes);
-    blob_free(&p->system);
-    blob_free(&p->prom);
-    blob_free(&p->prom_gz);
-    blob_free(&p->full_gz);
-    blob_free(&p->fleet);
-    blob_free(&p->stats);
-    blob_free(&p->ws_metrics);
+    for (int k = 0; k < GM_BLOB__COUNT; k++)
+        blob_free(&p->blob[k]);
     for (unsigned i = 0; i < p->gpu_count; i++)
         blob_free(&p->gpu[i]);
+    if (p->snap)
+        free(p->snap->procs);
     free(p->snap);
     free(p);
 }
 
-const gm_blob *gm_published_gpu(const gm_published *p, unsigned index)
+const gm_blob *gm_published_blob(gm_published *p, gm_blob_kind k)
 {
-    for (unsigned i = 0; p && i < p->gpu_count; i++)
-        if (p->gpu_index[i] == index)
-            return &p->gpu[i];
+    if ((unsigned)k >= GM_BLOB__COUNT)
+        return NULL;
+    gm_blob *b = &p->blob[k];
+    if (p->rendered[k])
+        return b;
+    p->rendered[k] = true; /* one try per sample: out of memory stays absent, not retried */
+    const gm_snapshot *snap = p->snap;
+    switch (k) {
+    case GM_BLOB_FULL:
+        blob_json(b, gm_json_snapshot(snap));
+        break;
+    case GM_BLOB_FULL_GZ:
+        blob_gzip(b, gm_published_blob(p, GM_BLOB_FULL));
+        break;
+    case GM_BLOB_PROCESSES:
+        blob_json(b, gm_json_processes(snap));
+        break;
+    case GM_BLOB_SYSTEM:
+        if (snap->host_valid)
+            blob_json(b, gm_json_host(&snap->host));
+        break;
+    case GM_BLOB_PROM: {
+        size_t len = 0;
+        char *text = gm_prom_render(snap, &p->health, &len);
+        if (text)
+            blob_set(b, text, len);
+        free(text);
+        break;
+    }
+    case GM_BLOB_PROM_GZ:
+        blob_gzip(b, gm_published_blob(p, GM_BLOB_PROM));
+        break;
+    case GM_BLOB_FLEET:
+        blob_json(b, gm_compat_fleet(snap));
+        break;
+    case GM_BLOB_STATS:
+        blob_json(b, gm_compat_stats(snap, p->topo));
+        break;
+    case GM_BLOB_WS_METRICS:
+        blob_json(b, gm_compat_ws_metrics(snap));
+        break;
+    case GM_BLOB__COUNT:
+        break;
+    }
+    return b;
+}
+
+const gm_blob *gm_published_gpu(gm_published *p, unsigned index)
+{
+    for (unsigned i = 0; p && i < p->gpu_count; i++) {
+        if (p->gpu_index[i] != index)
+            continue;
+        if (!p->gpu_rendered[i]) {
+            p->gpu_rendered[i] = true;
+            blob_json(&p->gpu[i], gm_json_gpu(p->snap, &p->snap->gpus[i]));
+        }
+        return &p->gpu[i];
+    }
     return NULL;
 }
 
-/* Renders every body of one snapshot. NULL when out of memory. */
-static gm_published *render(gm_sampler *s, const gm_snapshot *snap)
+/* Publishes one snapshot: a copy of it and what rendering needs later. Nothing is rendered
+ * here (see gm_published_blob). NULL when out of memory. */
+static gm_published *publish(gm_sampler *s, const gm_snapshot *snap)
 {
     gm_published *p = calloc(1, sizeof *p);
     if (!p)
@@ -157,50 +208,33 @@ static gm_published *render(gm_sampler *s, const gm_snapshot *snap)
     snprintf(p->provider, sizeof p->provider, "%s", snap->provider);
     p->gpu_count = snap->gpu_count;
     p->host_valid = snap->host_valid;
-    /* A flat copy without the process table: the per-request readers need GPUs and host only,
-     * and the table (GM_MAX_PROCS entries) would multiply the bundle's size. */
+    p->topo = s->topo;
+    /* A flat copy whose process table holds just the processes there are (the snapshot's
+     * table has room for GM_MAX_PROCS, which would multiply the bundle's size). */
     p->snap = malloc(sizeof *p->snap);
     if (!p->snap)
         goto oom;
     memcpy(p->snap, snap, sizeof *p->snap);
     p->snap->procs = NULL;
-    p->snap->proc_count = 0;
-    p->snap->proc_dropped = 0;
+    if (snap->proc_count) {
+        p->snap->procs = malloc(snap->proc_count * sizeof *snap->procs);
+        if (!p->snap->procs)
+            goto oom;
+        memcpy(p->snap->procs, snap->procs, snap->proc_count * sizeof *snap->procs);
+    }
     for (unsigned i = 0; i < snap->gpu_count; i++) {
         const gm_gpu *g = &snap->gpus[i];
         p->gpu_index[i] = g->index;
         if (g->lost)
             p->lost[p->lost_count++] = g->index;
-        if (!blob_json(&p->gpu[i], gm_json_gpu(snap, g)))
-            goto oom;
     }
-    if (!blob_json(&p->full, gm_json_snapshot(snap)) ||
-        !blob_json(&p->processes, gm_json_processes(snap)) ||
-        !blob_json(&p->fleet, gm_compat_fleet(snap)) ||
-        !blob_json(&p->stats, gm_compat_stats(snap, s->topo)) ||
-        !blob_json(&p->ws_metrics, gm_compat_ws_metrics(snap)))
-        goto oom;
-    if (snap->host_valid && !blob_json(&p->system, gm_json_host(&snap->host)))
-        goto oom;
-
-    gm_prom_health h = {0};
     pthread_mutex_lock(&s->mu);
-    h.samples_total = s->stats.samples_total;
-    h.sample_errors_total = s->stats.errors_total;
-    h.last_sample_duration_s = s->stats.last_duration_s;
-    h.uptime_s = (double)(gm_clock_mono_ms() - s->stats.started_mono_ms) / 1000.0;
+    p->health.samples_total = s->stats.samples_total;
+    p->health.sample_errors_total = s->stats.errors_total;
+    p->health.last_sample_duration_s = s->stats.last_duration_s;
+    p->health.uptime_s = (double)(gm_clock_mono_ms() - s->stats.started_mono_ms) / 1000.0;
     pthread_mutex_unlock(&s->mu);
-    h.no_per_core = s->opt.no_per_core;
-    size_t len = 0;
-    char *prom = gm_prom_render(snap, &h, &len);
-    if (!prom)
-        goto oom;
-    bool ok = blob_set(&p->prom, prom, len);
-    free(prom);
-    if (!ok)
-        goto oom;
-    blob_gzip(&p->prom_gz, &p->prom);
-    blob_gzip(&p->full_gz, &p->full);
+    p->health.no_per_core = s->opt.no_per_core;
     return p;
 oom:
     gm_published_unref(p);
@@ -308,9 +342,9 @@ static void sample_once(gm_sampler *s, bool first)
     if (h)
         gm_ring_append(h, s->snap);
 
-    gm_published *p = render(s, s->snap);
+    gm_published *p = publish(s, s->snap);
     if (!p) {
-        gm_log(GM_LOG_ERROR, "out of memory rendering a sample", "seq=%llu",
+        gm_log(GM_LOG_ERROR, "out of memory publishing a sample", "seq=%llu",
                (unsigned long long)s->snap->seq);
         return;
     }

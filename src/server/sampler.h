@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/clock.h"
+#include "server/prom.h"
 #include "server/ring.h"
 #include "gpumon.h"
 
@@ -25,8 +26,25 @@ typedef struct gm_blob {
     size_t len;
 } gm_blob;
 
-/* Everything clients read about one sample. Immutable once published, except the headroom in
- * front of each blob which the (single) loop thread writes frame headers into. */
+/* The bodies a sample can be read as. */
+typedef enum gm_blob_kind {
+    GM_BLOB_FULL,       /* gm_json_snapshot: /api/gpus and /ws/gpu frames */
+    GM_BLOB_FULL_GZ,    /* FULL gzip'd */
+    GM_BLOB_PROCESSES,  /* gm_json_processes */
+    GM_BLOB_SYSTEM,     /* gm_json_host; absent when host metrics are off or unread */
+    GM_BLOB_PROM,       /* gm_prom_render */
+    GM_BLOB_PROM_GZ,    /* PROM gzip'd (Prometheus asks for gzip) */
+    GM_BLOB_FLEET,      /* gm_compat_fleet */
+    GM_BLOB_STATS,      /* gm_compat_stats with the topology read at start */
+    GM_BLOB_WS_METRICS, /* gm_compat_ws_metrics: /ws/metrics frames */
+    GM_BLOB__COUNT
+} gm_blob_kind;
+
+/* Everything clients read about one sample: the snapshot, and each body rendered the first time
+ * somebody asks for it (then kept), so a sample nobody reads costs only the reading. The
+ * snapshot and the fields below it are immutable once published; the bodies are rendered,
+ * and the headroom in front of them written, only by the one thread that reads bodies (the
+ * daemon's loop). */
 typedef struct gm_published {
     atomic_int refs;
     uint64_t seq;       /* the snapshot's sequence number */
@@ -37,29 +55,31 @@ typedef struct gm_published {
     unsigned lost_count;
     unsigned lost[GM_MAX_GPUS]; /* driver indexes of lost GPUs */
     bool host_valid;
-    gm_blob full;                    /* gm_json_snapshot: /api/gpus and /ws/gpu frames */
-    gm_blob processes;               /* gm_json_processes */
-    gm_blob system;                  /* gm_json_host, absent when host metrics are off or unread */
-    gm_blob prom;                    /* gm_prom_render */
-    gm_blob prom_gz;                 /* prom gzip'd (Prometheus asks for gzip); NULL data when
-                                      * compression failed */
-    gm_blob full_gz;                 /* full gzip'd, likewise */
-    gm_blob fleet;                   /* gm_compat_fleet */
-    gm_blob stats;                   /* gm_compat_stats with the topology read at start */
-    gm_blob ws_metrics;              /* gm_compat_ws_metrics: /ws/metrics frames */
     unsigned gpu_index[GM_MAX_GPUS]; /* driver index of gpu[i] */
-    gm_blob gpu[GM_MAX_GPUS];        /* gm_json_gpu, in snapshot order */
-    /* The snapshot itself without its processes (procs NULL, proc_count 0), for answers that
-     * depend on the request (GET /api/allocation, GPU checks of POST /api/sessions). */
+    /* The snapshot, its process table included (only its proc_count entries are copied). */
     gm_snapshot *snap;
+
+    /* Rendered on first use (gm_published_blob, gm_published_gpu). */
+    gm_blob blob[GM_BLOB__COUNT];
+    bool rendered[GM_BLOB__COUNT];
+    gm_blob gpu[GM_MAX_GPUS]; /* gm_json_gpu, in snapshot order */
+    bool gpu_rendered[GM_MAX_GPUS];
+    /* What rendering needs besides the snapshot, fixed at publication. */
+    const gm_topology *topo; /* the sampler's, read once at start; outlives every bundle */
+    gm_prom_health health;
 } gm_published;
 
 /* Takes one more reference (p may be NULL); returns p. Any thread. */
 gm_published *gm_published_ref(gm_published *p);
 /* Drops a reference; the last one frees the bundle. NULL is a no-op. Any thread. */
 void gm_published_unref(gm_published *p);
-/* The blob of GPU `index` (driver index), or NULL when the snapshot has no such GPU. */
-const gm_blob *gm_published_gpu(const gm_published *p, unsigned index);
+/* Body k of p, rendered now if nobody asked for it before. Its data is NULL when it does not
+ * exist (GM_BLOB_SYSTEM without host metrics) or could not be rendered (out of memory; a gzip'd
+ * body then: clients get the plain one). Only the thread that reads bodies calls this. */
+const gm_blob *gm_published_blob(gm_published *p, gm_blob_kind k);
+/* The body of GPU `index` (driver index), rendered on first use; NULL when the snapshot has no
+ * such GPU. Same thread rule. */
+const gm_blob *gm_published_gpu(gm_published *p, unsigned index);
 
 typedef struct gm_sampler gm_sampler;
 

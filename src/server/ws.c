@@ -82,11 +82,6 @@ static const char *kind_name(int kind)
     return kind == WS_GPU ? "gpu" : "metrics";
 }
 
-static const gm_blob *frame_blob(const gm_published *p, int kind)
-{
-    return kind == WS_GPU ? &p->full : &p->ws_metrics;
-}
-
 /* Bytes of the header of a server frame (unmasked) with len payload bytes. */
 static size_t header_len(size_t len)
 {
@@ -112,6 +107,15 @@ static void frame_in_place(const gm_blob *b)
         for (int i = 0; i < 8; i++)
             p[2 + i] = (uint8_t)((uint64_t)n >> (56 - 8 * i));
     }
+}
+
+/* The frame of a stream: its body rendered (on first use) with the header written in front.
+ * Writing the header again for each client is harmless: the bytes are the same. */
+static const gm_blob *frame_blob(gm_published *p, int kind)
+{
+    const gm_blob *b = gm_published_blob(p, kind == WS_GPU ? GM_BLOB_FULL : GM_BLOB_WS_METRICS);
+    frame_in_place(b);
+    return b;
 }
 
 /* ---- closing ------------------------------------------------------------------------------ */
@@ -542,9 +546,8 @@ void gm_ws_broadcast(gm_server *srv)
     gm_published *p = srv->current;
     if (!p || (srv->ws_due && (p == srv->ws_due || p->seq % srv->ws_every != 0)))
         return;
-    /* Due: frame it once, for every client of each stream. */
-    frame_in_place(&p->full);
-    frame_in_place(&p->ws_metrics);
+    /* Due: clients start on it as they become idle; each stream's frame is rendered and framed
+     * the first time a client of it takes one (never when nobody listens). */
     gm_published_unref(srv->ws_due);
     srv->ws_due = gm_published_ref(p);
     for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {

@@ -67,15 +67,21 @@ static gm_published *wait_newer(gm_sampler *s, uint64_t seq)
     return NULL;
 }
 
-/* Every body of a bundle parses as JSON (or is the Prometheus text), non-empty. */
-static void check_bodies(const gm_published *p)
+/* Every body of a bundle renders on first use and parses as JSON (or is the Prometheus text),
+ * non-empty; a second ask gives the same bytes (rendered once). */
+static void check_bodies(gm_published *p)
 {
-    const gm_blob *json_blobs[] = {&p->full,  &p->processes,  &p->fleet,
-                                   &p->stats, &p->ws_metrics, &p->system};
+    /* Published with nothing rendered: a sample nobody reads costs only the reading. */
+    const gm_blob *json_blobs[] = {
+        gm_published_blob(p, GM_BLOB_FULL),       gm_published_blob(p, GM_BLOB_PROCESSES),
+        gm_published_blob(p, GM_BLOB_FLEET),      gm_published_blob(p, GM_BLOB_STATS),
+        gm_published_blob(p, GM_BLOB_WS_METRICS), gm_published_blob(p, GM_BLOB_SYSTEM)};
     for (size_t i = 0; i < sizeof json_blobs / sizeof *json_blobs; i++) {
         const gm_blob *b = json_blobs[i];
-        if (b == &p->system && !p->host_valid)
+        if (i == 5 && !p->host_valid) {
+            assert_null(b->data);
             continue;
+        }
         assert_non_null(b->data);
         assert_true(b->len > 0);
         assert_int_equal(b->data[b->len], '\0');
@@ -84,20 +90,30 @@ static void check_bodies(const gm_published *p)
         assert_non_null(j);
         json_decref(j);
     }
+    assert_ptr_equal(gm_published_blob(p, GM_BLOB_FULL), json_blobs[0]);
     for (unsigned i = 0; i < p->gpu_count; i++) {
-        json_t *j = json_loadb((const char *)p->gpu[i].data, p->gpu[i].len, 0, NULL);
+        const gm_blob *g = gm_published_gpu(p, p->gpu_index[i]);
+        json_t *j = json_loadb((const char *)g->data, g->len, 0, NULL);
         assert_non_null(j);
         assert_int_equal(json_integer_value(json_object_get(j, "index")), p->gpu_index[i]);
         json_decref(j);
     }
-    assert_true(p->prom.len > 0);
-    assert_non_null(strstr((const char *)p->prom.data, "DCGM_FI_DEV_GPU_UTIL"));
-    /* The snapshot copy: the GPUs, without the process table. */
+    assert_null(gm_published_gpu(p, 63));
+    const gm_blob *prom = gm_published_blob(p, GM_BLOB_PROM);
+    assert_true(prom->len > 0);
+    assert_non_null(strstr((const char *)prom->data, "DCGM_FI_DEV_GPU_UTIL"));
+    /* gzip'd forms decompress to the plain ones' sizes, which the gzip trailer states. */
+    const gm_blob *gz = gm_published_blob(p, GM_BLOB_PROM_GZ);
+    assert_true(gz->len > 18 && gz->data[0] == 0x1f && gz->data[1] == 0x8b);
+    uint32_t isize = (uint32_t)gz->data[gz->len - 4] | (uint32_t)gz->data[gz->len - 3] << 8 |
+                     (uint32_t)gz->data[gz->len - 2] << 16 | (uint32_t)gz->data[gz->len - 1] << 24;
+    assert_int_equal(isize, prom->len);
+    /* The snapshot copy: the GPUs, and the processes it had. */
     assert_non_null(p->snap);
     assert_int_equal(p->snap->gpu_count, p->gpu_count);
     assert_int_equal(p->snap->seq, p->seq);
-    assert_null(p->snap->procs);
-    assert_int_equal(p->snap->proc_count, 0);
+    assert_true(p->snap->proc_count > 0); /* the simulator runs two processes per GPU */
+    assert_non_null(p->snap->procs);
 }
 
 static void test_sampler_publishes(void **state)
@@ -130,7 +146,8 @@ static void test_sampler_publishes(void **state)
     /* Newer bundles come with increasing sequence numbers while `first` stays whole: its
      * reference keeps its bytes alive after the sampler let it go. */
     uint64_t seq = first->seq;
-    char *copy = strndup((const char *)first->full.data, first->full.len);
+    const gm_blob *ffull = gm_published_blob(first, GM_BLOB_FULL);
+    char *copy = strndup((const char *)ffull->data, ffull->len);
     assert_non_null(copy);
     for (int k = 0; k < 4; k++) {
         gm_published *p = wait_newer(s, seq);
@@ -141,8 +158,8 @@ static void test_sampler_publishes(void **state)
         seq = p->seq;
         gm_published_unref(p);
     }
-    assert_int_equal(first->full.len, strlen(copy));
-    assert_memory_equal(first->full.data, copy, first->full.len);
+    assert_int_equal(ffull->len, strlen(copy));
+    assert_memory_equal(ffull->data, copy, ffull->len);
     check_bodies(first);
     free(copy);
 
