@@ -340,14 +340,44 @@ static void test_history_more_cases(void **state)
     assert_non_null(strstr(err.msg, "unknown metric \"\""));
 }
 
+/* An item longer than the parser's buffer is cut before it is looked up; the cut must never
+ * turn it into another valid GPU index or metric name. */
+static void test_history_long_items(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
+    char raw[400];
+    /* gpu=000...03 (leading zeros are fine for a short index: "03" is GPU 3). */
+    assert_int_equal(history_of("metric=power.draw&gpu=03", 4, &p, &err), GM_OK);
+    assert_int_equal(p.count, 1);
+    assert_int_equal(p.series[0].gpu, 3);
+    int n = snprintf(raw, sizeof raw, "metric=power.draw&gpu=");
+    for (int i = 0; i < 120; i++)
+        raw[n++] = '0';
+    raw[n++] = '3';
+    raw[n] = '\0';
+    int rc = history_of(raw, 4, &p, &err);
+    if (rc == GM_OK)
+        fail_msg("a 121-digit GPU index was read as GPU %u", p.series[0].gpu);
+    assert_int_equal(rc, GM_EINVAL);
+    assert_non_null(strstr(err.msg, "is not a GPU index"));
+    /* A metric name followed by a long tail is unknown, and its quote in the message is cut. */
+    n = snprintf(raw, sizeof raw, "metric=power.draw");
+    for (int i = 0; i < 200; i++)
+        raw[n++] = 'x';
+    raw[n] = '\0';
+    assert_int_equal(history_of(raw, 1, &p, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "unknown metric \"power.drawxxx"));
+    assert_true(strlen(err.msg) < 400);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_query_params),
-        cmocka_unit_test(test_query_order_and_limits),
-        cmocka_unit_test(test_history_params),
-        cmocka_unit_test(test_history_more_cases),
-
+        cmocka_unit_test(test_query_params),       cmocka_unit_test(test_query_order_and_limits),
+        cmocka_unit_test(test_history_params),     cmocka_unit_test(test_history_more_cases),
+        cmocka_unit_test(test_history_long_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
