@@ -199,10 +199,12 @@ static void test_identity_and_labels(void **state)
         assert_non_null(strstr(g->name, "(simulated)"));
         assert_int_equal(strncmp(g->uuid, "GPU-", 4), 0);
         assert_int_equal(strlen(g->pci_bus_id), 16); /* 00000000:18:00.0 */
-        /* Each GPU is its own device: no UUID is shared. */
+        /* Each GPU is its own device: no UUID or bus id is shared. */
         for (unsigned k = 0; k < i; k++) {
             if (strcmp(s->gpus[k].uuid, g->uuid) == 0)
                 fail_msg("GPUs %u and %u share UUID %s", k, i, g->uuid);
+            if (strcmp(s->gpus[k].pci_bus_id, g->pci_bus_id) == 0)
+                fail_msg("GPUs %u and %u share bus id %s", k, i, g->pci_bus_id);
         }
     }
     gm_provider_sim.close(st);
