@@ -135,7 +135,9 @@ static int sim_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *
         snprintf(g->name, sizeof g->name, "%s", m->name);
         snprintf(g->uuid, sizeof g->uuid, "GPU-51d0c0de-%04x-4000-8000-%012llx",
                  (unsigned)(st->seed & 0xffff), (unsigned long long)i);
-        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "00000000:%02X:00.0", 0x18 + i * 0x10 % 0xe0);
+        /* Fourteen buses per PCI domain (0x18 to 0xE8), so no two GPUs share a bus id. */
+        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%08X:%02X:00.0", i / 14,
+                 0x18 + i % 14 * 0x10);
 
         double u = s->util;
         double power_w = m->power_idle_w + (m->power_limit_w - m->power_idle_w) * pow(u / 100, 1.3);

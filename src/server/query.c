@@ -103,10 +103,15 @@ static int each_item(const gm_query *q, const char *key, int (*fn)(const char *i
             const char *comma = strchr(p, ',');
             size_t n = comma ? (size_t)(comma - p) : strlen(p);
             char item[96];
-            if (n >= sizeof item)
-                n = sizeof item - 1; /* still unknown after truncation, and reported so */
-            memcpy(item, p, n);
-            item[n] = '\0';
+            if (n >= sizeof item) {
+                /* Cut and marked, so the cut never reads as another index or name: "000...03"
+                 * cut to its zeros would be GPU 0. Refused, with the "..." in the message. */
+                memcpy(item, p, sizeof item - 4);
+                memcpy(item + sizeof item - 4, "...", 4);
+            } else {
+                memcpy(item, p, n);
+                item[n] = '\0';
+            }
             (*seen)++;
             int rc = fn(item, ctx);
             if (rc < 0)

@@ -1,4 +1,8 @@
-"""The daemon under hostile clients, over raw sockets: pipelining, bodies that never come, header
+"""The hostile-input suite of the HTTP transport (src/server/http.c) and the WebSocket streams
+(src/server/ws.c), which have no unit tests of their own: they are socket glue, tested here and
+in test_serve_api.py and test_ws.py end to end.
+
+The daemon under hostile clients, over raw sockets: pipelining, bodies that never come, header
 names that are prefixes of real ones, request smuggling, slowloris, a connection flood at the cap,
 bytes that are not UTF-8, protocol strictness, and WebSocket protocol abuse. After each phase
 /api/health must answer within a second. Each case reproduces a defect of issue #15 that the

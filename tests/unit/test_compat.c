@@ -1,5 +1,5 @@
 /* test_compat.c - the prototypes' JSON shapes: exact documents, nulls for absent values, the
- * PCIe bandwidth table and the P2P matrix. */
+ * P2P matrix (the PCIe bandwidth table they use is tested in test_metrics.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -247,21 +247,6 @@ static void test_stats(void **state)
     gm_snapshot_free(s);
 }
 
-static void test_pcie_bandwidth(void **state)
-{
-    (void)state;
-    assert_true(gm_pcie_gbps(1, 1) == 0.25);
-    assert_true(gm_pcie_gbps(2, 8) == 4.0);
-    assert_true(gm_pcie_gbps(3, 16) == 15.76);
-    assert_true(gm_pcie_gbps(4, 16) == 31.504);
-    assert_true(gm_pcie_gbps(5, 16) == 63.008);
-    assert_true(gm_pcie_gbps(6, 16) == 121.008);
-    assert_true(gm_pcie_gbps(7, 1) == 15.125);
-    assert_true(gm_pcie_gbps(0, 16) < 0);
-    assert_true(gm_pcie_gbps(8, 16) < 0);
-    assert_true(gm_pcie_gbps(4, 0) < 0);
-}
-
 /* A garbled name (not UTF-8) still yields a document, with U+FFFD in place of the bad bytes. */
 static void test_bad_utf8(void **state)
 {
@@ -287,8 +272,9 @@ static void test_bad_utf8(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fleet),    cmocka_unit_test(test_ws_metrics),
-        cmocka_unit_test(test_stats),    cmocka_unit_test(test_pcie_bandwidth),
+        cmocka_unit_test(test_fleet),
+        cmocka_unit_test(test_ws_metrics),
+        cmocka_unit_test(test_stats),
         cmocka_unit_test(test_bad_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

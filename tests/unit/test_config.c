@@ -1,6 +1,6 @@
-/* test_config.c - the daemon's pure parsers: `gpumon serve` flags over GPU_MONITOR_* variables
- * over defaults, each value form with its bad cases, and the bounded query parameters and
- * /api/history requests built from them. */
+/* test_config.c - server/config: `gpumon serve` flags over GPU_MONITOR_* variables over defaults,
+ * each value form with its bad cases, listen addresses, log levels and the /api/config form. The
+ * query parameters and /api/history requests are tested in test_query.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "server/config.h"
-#include "server/query.h"
 
 /* Loads argv (NULL-terminated, after "serve") over envp; returns the status. */
 static int load(gm_serve_config *c, const char *const *env, gm_error *err, ...)
@@ -277,183 +276,6 @@ static void test_config_json_hides_token(void **state)
     json_decref(j);
 }
 
-/* ---- query parameters ----------------------------------------------------------------------- */
-
-static void add(gm_query *q, const char *frag)
-{
-    gm_error err = {0};
-    assert_int_equal(gm_query_parse(q, frag, strlen(frag), &err), GM_OK);
-}
-
-static void test_query_params(void **state)
-{
-    (void)state;
-    gm_query q;
-    gm_error err = {0};
-    gm_query_init(&q);
-    add(&q, "a=1");
-    add(&q, "flag");
-    add(&q, "b==x"); /* the first '=' splits */
-    add(&q, "");     /* "a=1&&b" has an empty fragment: skipped */
-    add(&q, "a=2");
-    assert_int_equal(q.count, 4);
-    assert_string_equal(gm_query_get(&q, "a"), "1");
-    assert_string_equal(gm_query_get(&q, "flag"), "");
-    assert_string_equal(gm_query_get(&q, "b"), "=x");
-    assert_null(gm_query_get(&q, "c"));
-    /* Decoded once, after splitting: an encoded "=" or "&" stays data, "+" is a space. */
-    add(&q, "p=%41&e%3D=x%26y&s=a+b");
-    assert_string_equal(gm_query_get(&q, "p"), "A");
-    assert_string_equal(gm_query_get(&q, "e="), "x&y");
-    assert_string_equal(gm_query_get(&q, "s"), "a b");
-
-    assert_int_equal(gm_query_parse(&q, "=v", 2, &err), GM_EINVAL);
-    assert_int_equal(gm_query_parse(&q, "a=\x01", 3, &err), GM_EINVAL);
-    assert_non_null(strstr(err.msg, "control"));
-    assert_int_equal(gm_query_parse(&q, "a\0b=1", 5, &err), GM_EINVAL);
-    assert_int_equal(gm_query_parse(&q, "a=%01", 5, &err), GM_EINVAL);
-    assert_int_equal(gm_query_parse(&q, "a=%00", 5, &err), GM_EINVAL);
-    assert_int_equal(gm_query_parse(&q, "a=%zz", 5, &err), GM_EINVAL);
-    assert_non_null(strstr(err.msg, "percent"));
-    assert_int_equal(gm_query_parse(&q, "a=%4", 4, &err), GM_EINVAL);
-
-    gm_query_init(&q);
-    for (int i = 0; i < GM_QUERY_MAX_PARAMS; i++)
-        add(&q, "k=v");
-    assert_int_equal(gm_query_parse(&q, "k=v", 3, &err), GM_EINVAL);
-
-    gm_query_init(&q);
-    char big[GM_QUERY_MAX_BYTES];
-    memset(big, 'x', sizeof big);
-    big[0] = 'k';
-    big[1] = '=';
-    assert_int_equal(gm_query_parse(&q, big, sizeof big, &err), GM_EINVAL);
-    assert_int_equal(q.count, 0);
-}
-
-static int parse_history(gm_history_params *out, gm_error *err, unsigned gpus, unsigned history_s,
-                         unsigned poll_ms, ...)
-{
-    gm_query q;
-    gm_query_init(&q);
-    va_list ap;
-    va_start(ap, poll_ms);
-    for (const char *f; (f = va_arg(ap, const char *)) != NULL;)
-        assert_int_equal(gm_query_parse(&q, f, strlen(f), err), GM_OK);
-    va_end(ap);
-    memset(err, 0, sizeof *err);
-    return gm_history_params_parse(&q, gpus, NULL, history_s, poll_ms, out, err);
-}
-
-static void test_history_params(void **state)
-{
-    (void)state;
-    gm_history_params p;
-    gm_error err;
-    char name[64];
-
-    /* No gpu: every recorded GPU; seconds defaults to 60. */
-    assert_int_equal(parse_history(&p, &err, 4, 3600, 1000, "metric=utilization.gpu", NULL), GM_OK);
-    assert_int_equal(p.count, 4);
-    assert_int_equal(p.range_ms, 60000);
-    assert_int_equal(p.step_ms, 0);
-    assert_int_equal(p.series[3].gpu, 3);
-    assert_int_equal(p.series[0].metric, GM_M_UTIL_GPU_PCT);
-
-    /* GPU indexes with a gap (only 1 and 3 exist): the default lists those two, and asking for
-     * an index that is not in the sample is an error, never a series of nulls. */
-    {
-        gm_query q;
-        gm_query_init(&q);
-        const bool present[4] = {false, true, false, true};
-        assert_int_equal(gm_query_parse(&q, "metric=power.draw", 17, &err), GM_OK);
-        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_OK);
-        assert_int_equal(p.count, 2);
-        assert_int_equal(p.series[0].gpu, 1);
-        assert_int_equal(p.series[1].gpu, 3);
-        assert_int_equal(gm_query_parse(&q, "gpu=0", 5, &err), GM_OK);
-        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_EINVAL);
-        assert_non_null(strstr(err.msg, "not in the latest sample"));
-    }
-
-    /* Comma-separated and repeated, GPU and host metrics, duplicates folded. */
-    assert_int_equal(parse_history(&p, &err, 4, 3600, 1000, "gpu=1,2", "gpu=2",
-                                   "metric=power.draw,host.cpu.utilization", "metric=power.draw",
-                                   "seconds=15m", "step=2.5", NULL),
-                     GM_OK);
-    assert_int_equal(p.count, 3);
-    assert_int_equal(p.series[0].source, GM_RING_GPU);
-    assert_int_equal(p.series[0].gpu, 1);
-    assert_int_equal(p.series[1].gpu, 2);
-    assert_int_equal(p.series[2].source, GM_RING_HOST);
-    assert_string_equal(gm_history_series_name(&p.series[2], name, sizeof name),
-                        "host.cpu.utilization");
-    assert_string_equal(gm_history_series_name(&p.series[0], name, sizeof name), "power.draw");
-    assert_int_equal(p.range_ms, 900000);
-    assert_int_equal(p.step_ms, 2500);
-
-    /* A short history shortens the default range. */
-    assert_int_equal(parse_history(&p, &err, 1, 30, 1000, "metric=host.load.1m", NULL), GM_OK);
-    assert_int_equal(p.range_ms, 30000);
-    assert_int_equal(p.count, 1);
-
-    static const struct {
-        const char *frag;
-        const char *says;
-    } bad[] = {
-        {"metric=utilisation.gpu", "unknown metric"},
-        {"metric=host.nope", "unknown metric"},
-        {"metric=utilization.gpu&gpu=4", "not recorded"},
-        {"gpu=x", "metric is required"},
-        {"seconds=abc", "seconds"},
-        {"seconds=0", "seconds"},
-        {"seconds=7200", "history kept"},
-        {"step=0", "step"},
-        {"step=-1", "step"},
-        {"step=61", "step"},
-        {"metrics=power.draw", "unknown parameter"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        gm_query q;
-        gm_query_init(&q);
-        char frag[128];
-        snprintf(frag, sizeof frag, "%s", bad[i].frag);
-        assert_int_equal(gm_query_parse(&q, frag, strlen(frag), &err), GM_OK);
-        if (!gm_query_get(&q, "metric") && !strstr(bad[i].says, "required") &&
-            !strstr(bad[i].says, "parameter"))
-            assert_int_equal(gm_query_parse(&q, "metric=utilization.gpu", 22, &err), GM_OK);
-        memset(&err, 0, sizeof err);
-        int rc = gm_history_params_parse(&q, 4, NULL, 3600, 1000, &p, &err);
-        if (rc != GM_EINVAL || !strstr(err.msg, bad[i].says))
-            fail_msg("case \"%s\": rc %d \"%s\"", bad[i].frag, rc, err.msg);
-    }
-
-    /* Point limits: 1 h at 100 ms is 36001 points per series; a step brings it under. */
-    assert_int_equal(
-        parse_history(&p, &err, 1, 3600, 100, "metric=utilization.gpu", "seconds=3600", NULL),
-        GM_EINVAL);
-    assert_non_null(strstr(err.msg, "step="));
-    assert_int_equal(parse_history(&p, &err, 1, 3600, 100, "metric=utilization.gpu", "seconds=3600",
-                                   "step=1", NULL),
-                     GM_OK);
-    /* Many series of many points: over the per-request total. */
-    assert_int_equal(parse_history(&p, &err, 64, 3600, 1000, "metric=utilization.gpu,memory.used",
-                                   "seconds=3600", NULL),
-                     GM_EINVAL);
-    assert_non_null(strstr(err.msg, "points per request"));
-    /* History off. */
-    assert_int_equal(parse_history(&p, &err, 1, 0, 1000, "metric=utilization.gpu", NULL),
-                     GM_EINVAL);
-    assert_non_null(strstr(err.msg, "disabled"));
-    /* No GPU recorded: host series only. */
-    assert_int_equal(parse_history(&p, &err, 0, 3600, 1000, "metric=host.memory.used", NULL),
-                     GM_OK);
-    assert_int_equal(p.count, 1);
-    assert_int_equal(
-        parse_history(&p, &err, 0, 3600, 1000, "metric=utilization.gpu", "gpu=0", NULL), GM_EINVAL);
-    assert_non_null(strstr(err.msg, "no GPU"));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -468,8 +290,6 @@ int main(void)
 
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_config_json_hides_token),
-        cmocka_unit_test(test_query_params),
-        cmocka_unit_test(test_history_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

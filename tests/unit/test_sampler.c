@@ -1,8 +1,8 @@
 /* test_sampler.c - the daemon's sampler thread against the sim provider (published bundles,
  * their sequence, bodies and reference counts, the per-sample hook, stop and join), plus the
- * daemon's pure request helpers that have no other home: the POST /api/sessions body, the
- * loopback rule for state-changing requests, Accept-Encoding and If-None-Match, and the
- * --web-root file reader. */
+ * daemon's pure request helpers that have no other home: the POST /api/sessions body and the
+ * loopback and origin rules for state-changing requests. Static files and their headers are
+ * tested in test_assets.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,19 +10,15 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "server/assets.h"
 #include "server/sampler.h"
 #include "server/server_int.h"
 #include "server/worker.h"
@@ -404,164 +400,6 @@ static void test_origin_rule(void **state)
     assert_false(gm_server_origin_allowed("https://evil.example", "127.0.0.1:9401", "*"));
 }
 
-/* ---- static files --------------------------------------------------------------------------- */
-
-static void test_accept_encoding(void **state)
-{
-    (void)state;
-    assert_true(gm_accepts_gzip("gzip"));
-    assert_true(gm_accepts_gzip("gzip, deflate, br"));
-    assert_true(gm_accepts_gzip("br;q=1.0, GZIP;q=0.5"));
-    assert_true(gm_accepts_gzip("x-gzip"));
-    assert_true(gm_accepts_gzip("*"));
-    assert_true(gm_accepts_gzip("identity, *;q=0.1"));
-    assert_false(gm_accepts_gzip(NULL));
-    assert_false(gm_accepts_gzip(""));
-    assert_false(gm_accepts_gzip("identity"));
-    assert_false(gm_accepts_gzip("deflate, br"));
-    assert_false(gm_accepts_gzip("gzip;q=0"));
-    assert_false(gm_accepts_gzip("gzip; q=0.000, deflate"));
-    assert_false(gm_accepts_gzip("*, gzip;q=0")); /* named wins over the wildcard */
-    assert_false(gm_accepts_gzip("*;q=0"));
-    assert_false(gm_accepts_gzip("gzip;q=abc"));
-    assert_false(gm_accepts_gzip("gzipper"));
-    assert_true(gm_accepts_gzip("  gzip ;q=0.001"));
-}
-
-static void test_etag_match(void **state)
-{
-    (void)state;
-    const char *tag = "\"00ab\"";
-    assert_true(gm_etag_matches("\"00ab\"", tag));
-    assert_true(gm_etag_matches("W/\"00ab\"", tag));
-    assert_true(gm_etag_matches("\"x\", \"00ab\"", tag));
-    assert_true(gm_etag_matches("*", tag));
-    assert_false(gm_etag_matches("\"00ac\"", tag));
-    assert_false(gm_etag_matches("00ab", tag));
-    assert_false(gm_etag_matches("", tag));
-    assert_false(gm_etag_matches(NULL, tag));
-    assert_false(gm_etag_matches("\"00ab", tag));
-}
-
-static void test_assets_table(void **state)
-{
-    (void)state;
-    /* Whatever this build embeds, "/" is served, raw to clients without gzip. */
-    const gm_asset *raw = gm_assets_find("/", false);
-    assert_non_null(raw);
-    assert_false(raw->gzip);
-    assert_non_null(strstr(raw->content_type, "text/html"));
-    const gm_asset *gz = gm_assets_find("/", true);
-    assert_non_null(gz);
-    assert_true(gz == raw || gz->gzip);
-    assert_int_equal(gm_assets_has_gzip("/"), gz->gzip);
-    const char *t1 = gm_assets_etag(raw);
-    assert_int_equal(strlen(t1), 18);
-    assert_int_equal(t1[0], '"');
-    assert_string_equal(t1, gm_assets_etag(raw)); /* kept */
-    if (gz != raw)
-        assert_string_not_equal(gm_assets_etag(gz), t1);
-    assert_null(gm_assets_find("/nope", true));
-    if (!gm_assets_embedded())
-        assert_non_null(strstr((const char *)raw->data, "/api/health"));
-    /* Every dashboard row has a raw twin after its gzip row. */
-    for (size_t i = 0; i < gm_web_assets_count; i++)
-        if (gm_web_assets[i].gzip) {
-            assert_true(i + 1 < gm_web_assets_count);
-            assert_string_equal(gm_web_assets[i + 1].path, gm_web_assets[i].path);
-            assert_false(gm_web_assets[i + 1].gzip);
-        }
-    assert_null(gm_web_assets[gm_web_assets_count].path);
-
-    assert_string_equal(gm_content_type_for("/a/b.JS"), "text/javascript; charset=utf-8");
-    assert_string_equal(gm_content_type_for("x.css"), "text/css; charset=utf-8");
-    assert_string_equal(gm_content_type_for("/index.html"), "text/html; charset=utf-8");
-    assert_string_equal(gm_content_type_for("/a.b/c"), "application/octet-stream");
-    assert_string_equal(gm_content_type_for("/LICENSE"), "application/octet-stream");
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static void test_webroot(void **state)
-{
-    (void)state;
-    char base[] = "/tmp/gm-webroot-XXXXXX";
-    assert_non_null(mkdtemp(base));
-    char p[PATH_MAX], root[PATH_MAX];
-    snprintf(p, sizeof p, "%s/root", base);
-    assert_int_equal(mkdir(p, 0700), 0);
-    snprintf(p, sizeof p, "%s/root/sub", base);
-    assert_int_equal(mkdir(p, 0700), 0);
-    snprintf(p, sizeof p, "%s/outside", base);
-    assert_int_equal(mkdir(p, 0700), 0);
-    snprintf(p, sizeof p, "%s/root/index.html", base);
-    write_file(p, "<html>hi</html>");
-    snprintf(p, sizeof p, "%s/root/app.js", base);
-    write_file(p, "console.log(1)");
-    snprintf(p, sizeof p, "%s/root/sub/x.css", base);
-    write_file(p, "a{}");
-    snprintf(p, sizeof p, "%s/root/.env", base);
-    write_file(p, "SECRET=1");
-    snprintf(p, sizeof p, "%s/outside/secret.txt", base);
-    write_file(p, "secret");
-    char link[PATH_MAX];
-    snprintf(link, sizeof link, "%s/root/escape.txt", base);
-    assert_int_equal(symlink(p, link), 0);
-    snprintf(link, sizeof link, "%s/root/inside.js", base);
-    assert_int_equal(symlink("app.js", link), 0);
-    snprintf(p, sizeof p, "%s/root/big.bin", base);
-    int fd = open(p, O_CREAT | O_WRONLY, 0600);
-    assert_true(fd >= 0);
-    assert_int_equal(ftruncate(fd, (off_t)GM_WEBROOT_MAX_FILE + 1), 0); /* sparse */
-    close(fd);
-    snprintf(p, sizeof p, "%s/root", base);
-    assert_non_null(realpath(p, root));
-
-    char *data;
-    size_t len;
-    const char *ctype;
-    gm_error err;
-    assert_int_equal(gm_webroot_read(root, "/", &data, &len, &ctype, &err), GM_OK);
-    assert_int_equal(len, 15);
-    assert_memory_equal(data, "<html>hi</html>", 15);
-    assert_string_equal(ctype, "text/html; charset=utf-8");
-    free(data);
-    assert_int_equal(gm_webroot_read(root, "/app.js", &data, &len, &ctype, &err), GM_OK);
-    assert_string_equal(ctype, "text/javascript; charset=utf-8");
-    free(data);
-    assert_int_equal(gm_webroot_read(root, "/sub/x.css", &data, &len, &ctype, &err), GM_OK);
-    assert_int_equal(len, 3);
-    free(data);
-    /* A link that stays inside is followed; one that leaves is refused. */
-    assert_int_equal(gm_webroot_read(root, "/inside.js", &data, &len, &ctype, &err), GM_OK);
-    free(data);
-    assert_int_equal(gm_webroot_read(root, "/escape.txt", &data, &len, &ctype, &err), GM_EPERM);
-    assert_null(data);
-    static const char *const refused[] = {"/../outside/secret.txt",
-                                          "/sub/../../outside/secret.txt",
-                                          "/.env",
-                                          "/sub/..",
-                                          "relative",
-                                          "/a\\b"};
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
-        assert_int_equal(gm_webroot_read(root, refused[i], &data, &len, &ctype, &err), GM_EPERM);
-    assert_int_equal(gm_webroot_read(root, "/missing.js", &data, &len, &ctype, &err), GM_ENOENT);
-    assert_int_equal(gm_webroot_read(root, "/sub", &data, &len, &ctype, &err), GM_ENOENT);
-    assert_int_equal(gm_webroot_read(root, "/sub/", &data, &len, &ctype, &err), GM_ENOENT);
-    assert_int_equal(gm_webroot_read(root, "/big.bin", &data, &len, &ctype, &err), GM_EINVAL);
-    assert_non_null(strstr(err.msg, "16 MiB"));
-
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    assert_int_equal(system(cmd), 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,10 +411,6 @@ int main(void)
         cmocka_unit_test(test_request_errors),
         cmocka_unit_test(test_loopback_rule),
         cmocka_unit_test(test_origin_rule),
-        cmocka_unit_test(test_accept_encoding),
-        cmocka_unit_test(test_etag_match),
-        cmocka_unit_test(test_assets_table),
-        cmocka_unit_test(test_webroot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

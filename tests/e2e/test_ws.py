@@ -1,4 +1,5 @@
-"""`gpumon serve` WebSocket streams and hostile clients: rate cap, slow readers, malformed input."""
+"""`gpumon serve` WebSocket streams (src/server/ws.c) end to end and hostile clients: rate cap, slow
+readers, malformed input."""
 import asyncio
 import json
 import os
