@@ -264,8 +264,8 @@ static void test_gpus_plain_and_gzip(void **state)
     assert_int_equal(c->rs.status, 200);
     assert_string_equal(c->rs.ctype, "application/json");
     /* The published bytes themselves, pinned while sent; never rendered per request. */
-    assert_ptr_equal(c->rs.body, pub->full.data);
-    assert_int_equal(c->rs.len, pub->full.len);
+    assert_ptr_equal(c->rs.body, gm_published_blob(pub, GM_BLOB_FULL)->data);
+    assert_int_equal(c->rs.len, gm_published_blob(pub, GM_BLOB_FULL)->len);
     assert_ptr_equal(c->rs.pin, pub);
     assert_null(c->rs.owned);
     assert_false(c->rs.gzip);
@@ -280,11 +280,11 @@ static void test_gpus_plain_and_gzip(void **state)
     assert_int_equal(c->rs.status, 200);
     assert_true(c->rs.gzip);
     assert_true(c->rs.vary_ae);
-    assert_ptr_equal(c->rs.body, pub->full_gz.data);
+    assert_ptr_equal(c->rs.body, gm_published_blob(pub, GM_BLOB_FULL_GZ)->data);
     size_t len = 0;
     char *plain = gunzip(c->rs.body, c->rs.len, &len);
-    assert_int_equal(len, pub->full.len);
-    assert_memory_equal(plain, pub->full.data, len);
+    assert_int_equal(len, gm_published_blob(pub, GM_BLOB_FULL)->len);
+    assert_memory_equal(plain, gm_published_blob(pub, GM_BLOB_FULL)->data, len);
     free(plain);
     done(c);
 
@@ -293,24 +293,24 @@ static void test_gpus_plain_and_gzip(void **state)
     assert_int_equal(c->rs.status, 200);
     assert_string_equal(c->rs.ctype, GM_PROM_CONTENT_TYPE);
     assert_true(c->rs.gzip);
-    assert_ptr_equal(c->rs.body, pub->prom_gz.data);
+    assert_ptr_equal(c->rs.body, gm_published_blob(pub, GM_BLOB_PROM_GZ)->data);
     done(c);
     c = get("/metrics");
     assert_false(c->rs.gzip);
-    assert_ptr_equal(c->rs.body, pub->prom.data);
+    assert_ptr_equal(c->rs.body, gm_published_blob(pub, GM_BLOB_PROM)->data);
     assert_non_null(strstr((const char *)c->rs.body, "DCGM_FI_DEV_GPU_UTIL"));
     done(c);
 
     /* The other published bodies. */
     static const struct {
         const char *path;
-        size_t offset;
-    } blobs[] = {{"/api/processes", offsetof(gm_published, processes)},
-                 {"/stats", offsetof(gm_published, stats)},
-                 {"/api/v1/monitoring/gpu-metrics", offsetof(gm_published, fleet)},
-                 {"/api/system", offsetof(gm_published, system)}};
+        gm_blob_kind kind;
+    } blobs[] = {{"/api/processes", GM_BLOB_PROCESSES},
+                 {"/stats", GM_BLOB_STATS},
+                 {"/api/v1/monitoring/gpu-metrics", GM_BLOB_FLEET},
+                 {"/api/system", GM_BLOB_SYSTEM}};
     for (size_t i = 0; i < sizeof blobs / sizeof *blobs; i++) {
-        const gm_blob *b = (const gm_blob *)((const char *)pub + blobs[i].offset);
+        const gm_blob *b = gm_published_blob(pub, blobs[i].kind);
         c = get(blobs[i].path);
         assert_int_equal(c->rs.status, 200);
         assert_ptr_equal(c->rs.body, b->data);
@@ -386,7 +386,7 @@ static void test_system_off_and_on(void **state)
     cfg.system_metrics = true;
     call *c = get("/api/system");
     assert_int_equal(c->rs.status, 200);
-    assert_ptr_equal(c->rs.body, pub->system.data);
+    assert_ptr_equal(c->rs.body, gm_published_blob(pub, GM_BLOB_SYSTEM)->data);
     json_t *j = body_json(c);
     /* The host of the fixture /proc. */
     assert_string_equal(json_string_value(json_object_get(j, "hostname")), "gpu-node-07");
