@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "core/recorder.h"
 #include "core/timeline.h"
 #include "server/log.h"
 #include "server/sampler.h"
@@ -29,8 +30,6 @@
 /* While the store fails (a full disk), a session's unwritten samples are retried with a backoff
  * from the poll interval (at least this) doubling up to a minute, at samples, stops and on a
  * timer, so a session stopped meanwhile is still written once the store works again. */
-#define RETRY_MIN_MS 100
-#define RETRY_MAX_MS 60000
 /* Samples one catch-up writes before the worker looks at its queue again. */
 #define SYNC_CHUNK 1000
 
@@ -50,21 +49,9 @@ typedef struct item {
  * not have. */
 typedef struct entry {
     struct entry *next;
-    gm_session *s;
+    gm_recorder *rec; /* the session and its store copy */
+    gm_session *s;    /* rec's session */
     bool running;
-    bool stored;         /* its row is in the store */
-    bool store_failed;   /* given up (samples past the pending bound): memory only; a partial
-                          * row still stored is removed */
-    size_t stored_count; /* samples the store holds: 0 .. stored_count - 1 */
-    bool end_stored;     /* its end is written (once stopped) */
-    /* Samples past the timeline the store has not taken yet: seq pend_first .. pend_first +
-     * pend_n - 1, each (1 + gpus * GM_SM__COUNT) doubles: t, then the values. The timeline
-     * holds the earlier ones. */
-    double *pend;
-    size_t pend_first, pend_n, pend_cap;
-    bool failing;          /* the latest store write failed */
-    int64_t retry_mono_ms; /* when failing: the next try (CLOCK_MONOTONIC) */
-    int64_t backoff_ms;
     unsigned every; /* take a sample at most every `every` poll intervals */
     int64_t created_mono_ms;
     int64_t last_added_mono_ms; /* 0: none yet */
@@ -95,6 +82,7 @@ struct gm_worker {
     gm_store *st;
     char store_error[512]; /* the latest failure to open the store, "" when none */
     gm_snapshot *scratch;  /* GPU part of the sample being added */
+    gm_record_sink sink;   /* the store, as the sessions' recorders write to it */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -432,185 +420,61 @@ static int store_delete(gm_worker *m, const char *id, gm_error *err)
     return rc == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id) : rc;
 }
 
-/* Whether the store lags behind e: samples or the end not written, or a partial copy of a
- * given-up session still to remove. A session is begun in the store at its first sample (or
- * its stop), so one with no sample yet is not behind. */
-static bool store_behind(const gm_worker *m, const entry *e)
+static bool store_behind(const entry *e)
 {
-    if (!m->has_db)
-        return false;
-    if (e->store_failed)
-        return e->stored;
-    return e->stored_count < gm_session_sample_count(e->s) || (!e->running && !e->end_stored);
+    return gm_recorder_behind(e->rec);
 }
 
-static bool entry_persisted(const gm_worker *m, const entry *e)
+static bool entry_persisted(const entry *e)
 {
-    return m->has_db && e->stored && !e->store_failed && !store_behind(m, e);
+    return gm_recorder_persisted(e->rec);
 }
 
-static size_t pend_stride(const entry *e)
+/* The worker's store as the record engine sees it: opened on first use. */
+static int sink_begin(void *ctx, const gm_session *s, gm_error *err)
 {
-    return 1 + gm_session_gpu_count(e->s) * GM_SM__COUNT;
+    gm_store *st = store_get(ctx, true, err);
+    return st ? gm_store_session_begin(st, s, err) : (err->code ? err->code : GM_EIO);
 }
 
-/* Sample seq of e as the store takes it, from the timeline, the pending samples or the newest
- * one. False when e no longer holds it. */
-static bool sample_at(const entry *e, size_t seq, double *t, const double **v)
+static int sink_sample(void *ctx, const gm_session *s, size_t seq, double t_s, const double *values,
+                       gm_error *err)
 {
-    if (seq < gm_session_timeline_count(e->s))
-        return gm_session_sample(e->s, seq, t, v) == GM_OK;
-    if (seq >= e->pend_first && seq - e->pend_first < e->pend_n) {
-        const double *p = e->pend + (seq - e->pend_first) * pend_stride(e);
-        *t = p[0];
-        *v = gm_session_gpu_count(e->s) ? p + 1 : NULL;
-        return true;
-    }
-    return seq + 1 == gm_session_sample_count(e->s) && gm_session_last(e->s, t, v) == GM_OK;
+    gm_store *st = store_get(ctx, true, err);
+    return st ? gm_store_session_sample_values(st, s, seq, t_s, values, err)
+              : (err->code ? err->code : GM_EIO);
 }
 
-/* Keeps the newest sample of e until the store has it, when the timeline does not (past the
- * sample limit). False when that would pass the pending bound. */
-static bool pend_push(gm_worker *m, entry *e)
+static int sink_end(void *ctx, gm_session *s, gm_error *err)
 {
-    size_t seq = gm_session_sample_count(e->s) - 1;
-    if (seq < gm_session_timeline_count(e->s))
-        return true;
-    size_t ng = gm_session_gpu_count(e->s), stride = pend_stride(e);
-    size_t max = m->opt.pending_max_values / (ng ? ng : 1);
-    if (e->pend_n >= max)
-        return false;
-    if (e->pend_n == e->pend_cap) {
-        size_t cap = e->pend_cap ? e->pend_cap * 2 : 16;
-        if (cap > max)
-            cap = max;
-        double *np = realloc(e->pend, cap * stride * sizeof *np);
-        if (!np)
-            return false;
-        e->pend = np;
-        e->pend_cap = cap;
-    }
-    double t;
-    const double *v;
-    if (gm_session_last(e->s, &t, &v) < 0)
-        return false;
-    if (e->pend_n == 0)
-        e->pend_first = seq;
-    double *p = e->pend + e->pend_n * stride;
-    p[0] = t;
-    if (ng)
-        memcpy(p + 1, v, (stride - 1) * sizeof *p);
-    e->pend_n++;
-    return true;
+    gm_store *st = store_get(ctx, true, err);
+    return st ? gm_store_session_end(st, s, err) : (err->code ? err->code : GM_EIO);
 }
 
-/* Forgets the pending samples the store now holds. */
-static void pend_drop_stored(entry *e)
+static int sink_remove(void *ctx, const char *id, gm_error *err)
 {
-    if (!e->pend_n || e->stored_count <= e->pend_first)
-        return;
-    size_t done = e->stored_count - e->pend_first;
-    if (done > e->pend_n)
-        done = e->pend_n;
-    size_t stride = pend_stride(e);
-    memmove(e->pend, e->pend + done * stride, (e->pend_n - done) * stride * sizeof *e->pend);
-    e->pend_n -= done;
-    e->pend_first += done;
+    gm_store *st = store_get(ctx, true, err);
+    return st ? gm_store_session_delete(st, id, err) : (err->code ? err->code : GM_EIO);
 }
 
-/* Stops storing e: it goes on in memory; a partial row in the store is removed when the store
- * lets it (so the store never shows a session cut short as if it had been interrupted). */
-static void give_up_store(gm_worker *m, entry *e, const char *why)
+static void on_record_event(void *arg, const gm_session *s, gm_record_event ev, const char *detail)
 {
-    e->store_failed = true;
-    free(e->pend);
-    e->pend = NULL;
-    e->pend_n = e->pend_cap = 0;
-    e->failing = false;
-    e->backoff_ms = 0;
-    log_store_error("session no longer stored; it goes on in memory", gm_session_id(e->s), why);
+    (void)arg;
+    if (ev == GM_RECORD_STORE_FAILING)
+        log_store_error("session store write failed; its samples are kept and written when the "
+                        "store works again",
+                        gm_session_id(s), detail);
+    else if (ev == GM_RECORD_STORE_RESUMED)
+        gm_log(GM_LOG_INFO, "session store writes resumed", "session=%s samples=%zu",
+               gm_session_id(s), gm_session_sample_count(s));
+    else
+        log_store_error("session no longer stored; it goes on in memory", gm_session_id(s), detail);
 }
 
-/* Brings the store up to date with e, at most SYNC_CHUNK samples at a time: begins it (with the
- * samples of its timeline), writes the samples it lacks, then the end of a stopped session; for
- * a given-up session, removes its partial row. GM_OK (maybe with more to write) or the store's
- * error, with err set. */
-static int sync_entry(gm_worker *m, entry *e, gm_error *err)
+/* One try at bringing the store up to date with e (at most SYNC_CHUNK samples). */
+static void try_sync(entry *e, bool force)
 {
-    gm_store *st = store_get(m, true, err);
-    if (!st)
-        return err->code ? err->code : GM_EIO;
-    const char *id = gm_session_id(e->s);
-    if (e->store_failed) {
-        int rc = gm_store_session_delete(st, id, err);
-        if (rc < 0 && rc != GM_ENOENT)
-            return rc;
-        e->stored = false;
-        return GM_OK;
-    }
-    size_t total = gm_session_sample_count(e->s);
-    if (!e->stored) {
-        int rc = gm_store_session_begin(st, e->s, err);
-        if (rc < 0 && rc != GM_EEXIST)
-            return rc;
-        e->stored = true;
-        /* EEXIST: an earlier begin did land; its samples are then found stored one by one. */
-        e->stored_count = rc == GM_OK ? gm_session_timeline_count(e->s) : 0;
-    }
-    for (size_t n = 0; e->stored_count < total && n < SYNC_CHUNK; n++) {
-        double t;
-        const double *v;
-        if (!sample_at(e, e->stored_count, &t, &v)) {
-            give_up_store(m, e, "a sample the store lacks is no longer held");
-            return GM_OK;
-        }
-        int rc = gm_store_session_sample_values(st, e->s, e->stored_count, t, v, err);
-        if (rc == GM_ENOENT) { /* its row was removed behind our back */
-            e->stored = false;
-            give_up_store(m, e, err->msg);
-            return GM_OK;
-        }
-        if (rc < 0 && rc != GM_EEXIST) {
-            pend_drop_stored(e);
-            return rc;
-        }
-        e->stored_count++;
-    }
-    pend_drop_stored(e);
-    if (e->stored_count == total && !e->running && !e->end_stored) {
-        int rc = gm_store_session_end(st, e->s, err);
-        if (rc < 0)
-            return rc;
-        e->end_stored = true;
-    }
-    return GM_OK;
-}
-
-/* One try at sync_entry, with the backoff and the log lines around it. */
-static void try_sync(gm_worker *m, entry *e)
-{
-    gm_error err = {0};
-    int rc = sync_entry(m, e, &err);
-    int64_t now = gm_clock_mono_ms();
-    if (rc == GM_OK) {
-        if (e->failing && !store_behind(m, e))
-            gm_log(GM_LOG_INFO, "session store writes resumed", "session=%s samples=%zu",
-                   gm_session_id(e->s), e->stored_count);
-        e->failing = false;
-        e->backoff_ms = 0;
-        return;
-    }
-    if (!e->failing)
-        log_store_error(e->store_failed ? "cannot remove a partial session from the store"
-                                        : "session store write failed; its samples are kept and "
-                                          "written when the store works again",
-                        gm_session_id(e->s), err.msg);
-    int64_t first = m->opt.poll_ms > RETRY_MIN_MS ? m->opt.poll_ms : RETRY_MIN_MS;
-    e->backoff_ms = !e->failing                        ? first
-                    : e->backoff_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS
-                                                       : e->backoff_ms * 2;
-    e->failing = true;
-    e->retry_mono_ms = now + e->backoff_ms;
+    gm_recorder_sync(e->rec, gm_clock_mono_ms(), force, NULL);
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
@@ -630,8 +494,7 @@ static void remove_entry(gm_worker *m, entry *e)
             *pp = e->next;
             break;
         }
-    gm_session_free(e->s);
-    free(e->pend);
+    gm_recorder_free(e->rec);
     free(e);
 }
 
@@ -645,8 +508,8 @@ static json_t *entry_doc(gm_worker *m, entry *e)
     if (!d)
         return NULL;
     json_object_set_new(d, "status", json_string(e->running ? "running" : "stopped"));
-    json_object_set_new(d, "persisted", json_boolean(entry_persisted(m, e)));
-    if (entry_persisted(m, e))
+    json_object_set_new(d, "persisted", json_boolean(entry_persisted(e)));
+    if (entry_persisted(e))
         json_object_set_new(d, "timeline_truncated", json_false());
     json_object_set_new(d, "samples_dropped", json_integer((json_int_t)e->dropped));
     return d;
@@ -665,19 +528,20 @@ static void end_entry(gm_worker *m, entry *e, const char *reason, bool write_end
     atomic_fetch_sub(&m->active, 1);
     /* A stop is worth a try even while the store backs off (stopped before its first sample:
      * stored anyway). */
-    if (write_end && store_behind(m, e))
-        try_sync(m, e);
+    gm_recorder_ended(e->rec);
+    if (write_end && store_behind(e))
+        try_sync(e, true);
     char q[200];
     gm_log(GM_LOG_INFO, "session stopped", "session=%s reason=%s samples=%zu persisted=%s",
            gm_session_id(e->s), gm_log_quote(reason, q, sizeof q), gm_session_sample_count(e->s),
-           entry_persisted(m, e) ? "true" : "false");
+           entry_persisted(e) ? "true" : "false");
 }
 
 /* After a stop: the store has a persisted session, so memory lets it go; otherwise it is kept
  * (the newest GM_WORKER_KEEP_STOPPED of them). */
 static void settle_stopped(gm_worker *m, entry *e)
 {
-    if (entry_persisted(m, e)) {
+    if (entry_persisted(e)) {
         remove_entry(m, e);
         return;
     }
@@ -690,7 +554,7 @@ static void settle_stopped(gm_worker *m, entry *e)
                 oldest = x;
         }
     if (kept > GM_WORKER_KEEP_STOPPED && oldest) {
-        if (store_behind(m, oldest))
+        if (store_behind(oldest))
             log_store_error("session dropped from memory before the store took it",
                             gm_session_id(oldest->s), "too many stopped sessions in memory");
         remove_entry(m, oldest);
@@ -722,13 +586,11 @@ static void on_sample(gm_worker *m, const item *it)
             it->mono_ms - e->last_added_mono_ms < e->every * poll - poll / 2)
             continue;
         gm_error err = {0};
-        if (gm_session_add(e->s, snap, &err) < 0) {
+        if (gm_recorder_add(e->rec, snap, &err) < 0) {
             log_store_error("cannot add a sample to a session", gm_session_id(e->s), err.msg);
             continue;
         }
         e->last_added_mono_ms = it->mono_ms;
-        if (m->has_db && !e->store_failed && !pend_push(m, e))
-            give_up_store(m, e, "the samples waiting for the store passed their memory bound");
     }
 }
 
@@ -740,10 +602,10 @@ static void sync_due(gm_worker *m)
     int64_t now = gm_clock_mono_ms();
     for (entry *e = m->entries, *next; e; e = next) {
         next = e->next;
-        if (!store_behind(m, e) || (e->failing && now < e->retry_mono_ms))
+        if (gm_recorder_due_ms(e->rec, now) != 0)
             continue;
-        try_sync(m, e);
-        if (!e->running && entry_persisted(m, e))
+        try_sync(e, false);
+        if (!e->running && entry_persisted(e))
             remove_entry(m, e);
     }
 }
@@ -753,10 +615,8 @@ static int64_t sync_wait_ms(const gm_worker *m)
 {
     int64_t best = -1, now = gm_clock_mono_ms();
     for (const entry *e = m->entries; e; e = e->next) {
-        if (!store_behind(m, e))
-            continue;
-        int64_t wait = e->failing && e->retry_mono_ms > now ? e->retry_mono_ms - now : 0;
-        if (best < 0 || wait < best)
+        int64_t wait = gm_recorder_due_ms(e->rec, now);
+        if (wait >= 0 && (best < 0 || wait < best))
             best = wait;
     }
     return best;
@@ -773,6 +633,22 @@ static void do_create(gm_worker *m, gm_worker_job *j)
     }
     entry *e = calloc(1, sizeof *e);
     if (!e) {
+        atomic_fetch_sub(&m->active, 1);
+        job_error(j, 503, "out of memory");
+        return;
+    }
+    static const gm_record_sink sink_fns = {NULL, sink_begin, sink_sample, sink_end, sink_remove};
+    gm_record_sink *sink = &m->sink;
+    *sink = sink_fns;
+    sink->ctx = m;
+    gm_recorder_options ro = {.sink = m->has_db ? sink : NULL,
+                              .pending_max_values = m->opt.pending_max_values,
+                              .retry_first_ms = m->opt.poll_ms,
+                              .chunk = SYNC_CHUNK,
+                              .event = on_record_event};
+    gm_error rerr = {0};
+    if (gm_recorder_new(j->session, &ro, &e->rec, &rerr) < 0) {
+        free(e);
         atomic_fetch_sub(&m->active, 1);
         job_error(j, 503, "out of memory");
         return;
@@ -864,7 +740,7 @@ static void do_delete(gm_worker *m, gm_worker_job *j)
     gm_error err = {0};
     entry *e = find_entry(m, j->id);
     if (e) {
-        bool in_store = e->stored;
+        bool in_store = gm_recorder_begun(e->rec);
         if (e->running)
             end_entry(m, e, "deleted", false);
         remove_entry(m, e);
@@ -903,8 +779,7 @@ static void do_delete(gm_worker *m, gm_worker_job *j)
  * session holds all of it (or the store does not have it), else from the store. */
 static void answer_with_timeline(gm_worker *m, gm_worker_job *j, json_t *doc, entry *e)
 {
-    if (e && entry_persisted(m, e) &&
-        gm_session_timeline_count(e->s) < gm_session_sample_count(e->s))
+    if (e && entry_persisted(e) && gm_session_timeline_count(e->s) < gm_session_sample_count(e->s))
         e = NULL; /* past its sample limit: the store has every sample */
     size_t samples = e ? gm_session_timeline_count(e->s)
                        : (size_t)json_integer_value(json_object_get(doc, "sample_count"));
@@ -1003,7 +878,7 @@ static void row_from_entry(gm_worker *m, const entry *e, row *r)
     r->started_ms = gm_session_started_ms(e->s);
     r->duration_s = gm_session_duration(e->s);
     r->samples = (int64_t)gm_session_sample_count(e->s);
-    r->persisted = entry_persisted(m, e);
+    r->persisted = entry_persisted(e);
 }
 
 static void do_list(gm_worker *m, gm_worker_job *j)
@@ -1168,13 +1043,13 @@ static void *worker_main(void *arg)
     for (entry *e = m->entries; e; e = e->next) {
         if (e->running)
             end_entry(m, e, "daemon_stopped", true);
-        for (int chunk = 0; store_behind(m, e) && chunk < 1000; chunk++) {
+        for (int chunk = 0; store_behind(e) && chunk < 1000; chunk++) {
             gm_error err = {0};
-            if (sync_entry(m, e, &err) < 0) {
+            if (gm_recorder_sync(e->rec, gm_clock_mono_ms(), true, &err) < 0) {
                 char q[600];
                 gm_log(GM_LOG_WARN, "session not stored whole at exit",
                        "session=%s stored_samples=%zu samples=%zu error=%s", gm_session_id(e->s),
-                       e->stored_count, gm_session_sample_count(e->s),
+                       gm_recorder_stored(e->rec), gm_session_sample_count(e->s),
                        gm_log_quote(err.msg, q, sizeof q));
                 break;
             }

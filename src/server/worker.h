@@ -29,9 +29,6 @@
 #define GM_SESSION_INTERVAL_MAX 86400.0 /* seconds */
 #define GM_WORKER_LIST_MAX      1000    /* entries in one GET /api/sessions */
 
-/* Samples x GPUs, past its timeline, a session keeps for a store that fails (a full disk). */
-#define GM_SESSION_PENDING_MAX_VALUES 86400
-
 typedef struct gm_worker gm_worker;
 
 typedef struct gm_worker_options {
