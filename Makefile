@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PKGS := jansson libwebsockets cmocka sqlite3 zlib
 
-.PHONY: all deps configure test test-asan run demo format format-check clean
+.PHONY: all deps configure test test-asan run demo web web-check format format-check clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -22,9 +22,9 @@ configure: deps
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The C code under the sanitizers; the dashboard (JavaScript) is tested by `make test` only.
+# The C code under the sanitizers; the dashboard's JavaScript is tested by `make test` only.
 test-asan: deps
-	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WEB=OFF
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WEB_TESTS=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -35,6 +35,14 @@ run: all
 # The same with four simulated GPUs (badged "sim"), for a first look without a GPU.
 demo: all
 	./$(BUILD)/gpumon serve --simulate 4
+
+# The dashboard bundle (web/bundle, committed) from web/ sources: needs Node.js >= 18.19 and npm.
+web:
+	./scripts/web.sh build
+
+# Fails unless web/bundle equals a fresh build of web/ (also a ctest: web/bundle).
+web-check:
+	./scripts/web.sh check
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:
