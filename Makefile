@@ -1,8 +1,11 @@
-# Thin wrapper over CMake: `make`, `make test`, `make run`, `make test-asan`, `make format-check`.
+# Thin wrapper over CMake: `make`, `make run`, `make test`, `make test-asan`, `make web`...
+# Each target installs (as root) the Debian packages it needs and no others: see
+# scripts/install-deps.sh. Building needs no Node.js: the dashboard is committed in web/bundle.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
-PKGS := jansson libwebsockets cmocka sqlite3 zlib
+# Which package set `deps` installs; targets below that need more set their own.
+DEPS = build
 
 .PHONY: all deps configure test test-asan run demo web web-check format format-check clean
 
@@ -10,19 +13,23 @@ all: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # As root, installs whatever Debian packages are missing (a quick dpkg check when none are);
-# otherwise only checks that the build libraries are there.
+# otherwise only checks, and says what to install.
 deps:
-	@if [ "$$(id -u)" = 0 ]; then ./scripts/install-deps.sh; \
-	elif ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v cmake >/dev/null; then \
-	  echo "missing build dependencies: run sudo ./scripts/install-deps.sh" >&2; exit 1; fi
+	@if [ "$$(id -u)" = 0 ]; then ./scripts/install-deps.sh $(DEPS); \
+	else ./scripts/install-deps.sh --check $(DEPS); fi
 
+# Configures once; later runs only refresh (well under a second), so that libraries installed
+# since (cmocka for `make test` after `make run`) are found.
 configure: deps
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	@if [ -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) >/dev/null; \
+	else cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo; fi
 
+test: DEPS = test
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The C code under the sanitizers; the dashboard's JavaScript is tested by `make test` only.
+test-asan: DEPS = test
 test-asan: deps
 	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WEB_TESTS=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
