@@ -1,13 +1,16 @@
-# Thin wrapper over CMake: `make`, `make run`, `make test`, `make test-asan`, `make web`...
+# Thin wrapper over CMake: `make`, `make run`, `make test`, `make install`, `make web`...
 # Each target installs (as root) the Debian packages it needs and no others: see
 # scripts/install-deps.sh. Building needs no Node.js: the dashboard is committed in web/bundle.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+DESTDIR ?=
 # Which package set `deps` installs; targets below that need more set their own.
 DEPS = build
 
-.PHONY: all deps configure test test-asan run demo web web-check format format-check clean
+.PHONY: all deps configure test test-asan run demo install man web web-check format \
+	format-check clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -42,6 +45,16 @@ run: all
 # The same with four simulated GPUs (badged "sim"), for a first look without a GPU.
 demo: all
 	./$(BUILD)/gpumon serve --simulate 4
+
+# bin/gpumon, the systemd unit (disabled), gpumon(1) and the bash completion under
+# $(DESTDIR)$(PREFIX). The unit names the installed binary, so PREFIX is configured in.
+install: all
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+# docs/gpumon.1 from the help texts (tests/cli/test_manpage.py fails when it is stale).
+man: all
+	./scripts/gen-man.py $(BUILD)/gpumon docs/gpumon.1
 
 # The dashboard bundle (web/bundle, committed) from web/ sources: needs Node.js >= 18.19 and npm.
 web:
