@@ -1,4 +1,4 @@
-# Thin wrapper over CMake: `make`, `make run`, `make test`, `make install`, `make web`...
+# Thin wrapper over CMake: `make`, `make run`, `make test`, `make install`, `make deb`...
 # Each target installs (as root) the Debian packages it needs and no others: see
 # scripts/install-deps.sh. Building needs no Node.js: the dashboard is committed in web/bundle.
 BUILD ?= build
@@ -9,7 +9,7 @@ DESTDIR ?=
 # Which package set `deps` installs; targets below that need more set their own.
 DEPS = build
 
-.PHONY: all deps configure test test-asan run demo install man web web-check format \
+.PHONY: all deps configure test test-asan run demo install man web web-check deb format \
 	format-check clean
 
 all: configure
@@ -63,6 +63,11 @@ web:
 # Fails unless web/bundle equals a fresh build of web/ (also a ctest: web/bundle).
 web-check:
 	./scripts/web.sh check
+
+# dist/gpumon_VERSION-1_ARCH.deb, built by dpkg-buildpackage in a copy of the tree.
+deb: DEPS = deb
+deb: deps
+	./scripts/build-deb.sh
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:
