@@ -9,8 +9,8 @@ DESTDIR ?=
 # Which package set `deps` installs; targets below that need more set their own.
 DEPS = build
 
-.PHONY: all deps configure test test-asan run demo install man web web-check deb format \
-	format-check clean
+.PHONY: all deps configure test test-asan run demo install man web web-check deb container \
+	format format-check clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -68,6 +68,11 @@ web-check:
 deb: DEPS = deb
 deb: deps
 	./scripts/build-deb.sh
+
+# The container image localhost/gpumon:VERSION from dist/'s package (`make deb` first).
+container: DEPS = container
+container: deps
+	./scripts/container-build.sh
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:
