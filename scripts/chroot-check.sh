@@ -146,10 +146,10 @@ check_serving() {
         return 1
     }
     js=$(grep -o 'src="[^"]*\.js"' <<<"$page" | head -1 | sed 's/^src="\.\{0,1\}\/\{0,1\}//; s/"$//')
-    [ -n "$js" ] && curl -fsS --max-time 10 -o /dev/null "$url/$js" || {
+    if [ -z "$js" ] || ! curl -fsS --max-time 10 -o /dev/null "$url/$js"; then
         echo "the dashboard's script ($js) is not served"
         return 1
-    }
+    fi
     curl -fsS --max-time 10 "$url/api/health" || return 1
     echo
 }
@@ -213,7 +213,7 @@ begin
 port=$(free_port)
 # Its own session, so that stopping it stops make and gpumon together.
 # shellcheck disable=SC2046
-setsid chroot "$root" /usr/bin/env -i $(chenv "$root") GPU_MONITOR_LISTEN=127.0.0.1:$port \
+setsid chroot "$root" /usr/bin/env -i $(chenv "$root") GPU_MONITOR_LISTEN="127.0.0.1:$port" \
     /bin/sh -c 'cd /root/gpumon && exec make run' >"$logs/3-make-run.log" 2>&1 &
 bg_pid=$!
 if url=$(wait_for_url "$logs/3-make-run.log" 900 "$bg_pid") &&
@@ -234,6 +234,7 @@ bg_pid=""
 
 # ---- 4. make test --------------------------------------------------------------------------
 begin
+# shellcheck disable=SC2046
 if timeout 3600 chroot "$root" /usr/bin/env -i $(chenv "$root") \
     /bin/sh -c 'cd /root/gpumon && make test' >"$logs/4-make-test.log" 2>&1; then
     result="make test: $(grep -o '[0-9]*% tests passed.*' "$logs/4-make-test.log" | tail -1)"

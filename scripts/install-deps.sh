@@ -51,10 +51,13 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     [ "$check" = 1 ] && exit 0
     exit 1
 fi
+# Word splitting of the lists is intended (package names have no spaces).
+# shellcheck disable=SC2086
 want=$(printf '%s\n' $want | sort -u)
 # One dpkg-query for all of them; a package dpkg does not know is missing too.
 # shellcheck disable=SC2086
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' $want 2>/dev/null | awk '$2 == "installed" { print $1 }')
+# shellcheck disable=SC2086
 missing=$(printf '%s\n' $want | grep -vxF "$installed" | tr '\n' ' ' || true)
 missing=${missing% }
 if [ -z "$missing" ]; then

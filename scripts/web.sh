@@ -35,8 +35,8 @@ deps() {
     exec 9>.npm-ci.lock
     flock 9
     # npm writes node_modules/.package-lock.json on every install.
-    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] ||
-        [ package.json -nt node_modules/.package-lock.json ]; then
+    if [ ! -f node_modules/.package-lock.json ] ||
+        [ -n "$(find package-lock.json package.json -newer node_modules/.package-lock.json)" ]; then
         echo "web.sh: npm ci" >&2
         npm ci --no-audit --no-fund --loglevel=error
         touch node_modules/.package-lock.json
