@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -135,7 +134,7 @@ static void fmt_duration(double s, char *buf, size_t len)
         snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-static int do_list(gm_store *st, const history_opts *o)
+static int do_list(gm_store *st, const history_opts *o, const char *path)
 {
     gm_store_entry *v = NULL;
     size_t n = 0;
@@ -165,7 +164,10 @@ static int do_list(gm_store *st, const history_opts *o)
         return GM_EXIT_OK;
     }
     if (n == 0) {
-        printf("no sessions stored yet\n");
+        if (st)
+            printf("no sessions stored yet\n");
+        else
+            printf("no sessions stored yet (no database at %s)\n", path);
         free(v);
         return GM_EXIT_OK;
     }
@@ -190,12 +192,15 @@ static int do_list(gm_store *st, const history_opts *o)
     return GM_EXIT_OK;
 }
 
-static int do_one(gm_store *st, const history_opts *o)
+static int do_one(gm_store *st, const history_opts *o, const char *path)
 {
     gm_error err = {0};
     char id[GM_SESSION_ID_LEN];
     if (!st) {
-        fprintf(stderr, "gpumon history: no session \"%s\" (nothing stored yet)\n", o->id);
+        fprintf(stderr,
+                "gpumon history: no session \"%s\": no database at %s (nothing recorded "
+                "there yet)\n",
+                o->id, path);
         return GM_EXIT_USAGE;
     }
     if (gm_store_resolve(st, o->id, id, sizeof id, &err) < 0) {
@@ -248,13 +253,14 @@ int gm_cli_history(int argc, char **argv)
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         return GM_EXIT_FAILURE;
     }
-    /* Reading never creates a database: a missing one simply holds nothing yet. */
+    /* Reading only: nothing is created, converted or upgraded, so a database this user may
+     * only read can be read. A missing one simply holds nothing yet. */
     gm_store *st = NULL;
-    if (access(path, F_OK) == 0 && gm_store_open(path, &st, &err) < 0) {
+    if (gm_store_open_readonly(path, &st, &err) < 0 && err.code != GM_ENOENT) {
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         return GM_EXIT_FAILURE;
     }
-    rc = strcmp(o.action, "list") == 0 ? do_list(st, &o) : do_one(st, &o);
+    rc = strcmp(o.action, "list") == 0 ? do_list(st, &o, path) : do_one(st, &o, path);
     gm_store_close(st);
     return rc;
 }

@@ -35,6 +35,11 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 
 static volatile sig_atomic_t child_pid;
 
+/* SIGXFSZ as gpumon was started with, given back to the command. gpumon itself ignores it: a
+ * file-size limit (ulimit -f) reached by a database write is then a failed write, handled like
+ * a full disk, instead of a death that leaves the command unwatched. */
+static struct sigaction xfsz_orig;
+
 typedef struct record_opts {
     const char *name; /* "record" or "run", for messages */
     gm_cli_gpu_filter filter;
@@ -80,8 +85,10 @@ static void usage(FILE *out)
         "      --seed N           seed of the simulated GPUs' dynamics\n"
         "  -h, --help             show this help\n\n"
         "Samples are stored as they are taken: if gpumon is killed, `gpumon history` shows the\n"
-        "session as interrupted with what it had. A database that cannot be written is warned\n"
-        "about and the command still runs.\n\n"
+        "session as interrupted with what it had. A database that cannot be opened is warned\n"
+        "about and the command still runs. One that fails during the run (a full disk) gets\n"
+        "the samples when it works again; at the end the session is stored whole, or removed,\n"
+        "or gpumon says how many samples the database kept.\n\n"
         "Exit status: COMMAND's; 2 usage error; 3 no GPU found (with --gpus); 127 COMMAND cannot\n"
         "be run.\n",
         GM_AUDIT_DEFAULT_POWER_WINDOW_MS);
@@ -189,13 +196,83 @@ static void on_child(int sig)
     (void)sig; /* only here so that ppoll() wakes up */
 }
 
-/* Storage is best effort: the first failure is reported, then the database is dropped so the
- * command and the output file are unaffected. */
-static void store_failed(const record_opts *o, gm_store **st, const gm_error *err)
+/* The session's copy in the database. Storage is best effort and never stops the command:
+ * while the database fails (a full disk) the samples stay in memory, as the whole session
+ * does, and are written when it works again; at the end the copy is whole, or removed, or
+ * said to be partial. */
+typedef struct rec_store {
+    gm_store *st;        /* NULL: not stored (no database, or it could not be opened) */
+    bool begun;          /* the session's row is written */
+    size_t stored;       /* samples written: 0 .. stored - 1 */
+    bool failing;        /* the latest write failed */
+    double retry_at;     /* when failing: next try (monotonic seconds) */
+    double backoff;      /* seconds */
+    gm_error last_error; /* why the latest write failed */
+} rec_store;
+
+#define STORE_RETRY_MAX_S 60.0
+
+/* Writes what the database lacks of s: its row (with the samples so far) on the first call,
+ * then the samples since, and with final its end. Tries again only when due, unless final.
+ * Returns true when the database is caught up. */
+static bool store_sync(const record_opts *o, rec_store *rs, gm_session *s, double now, bool final)
 {
-    fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name, err->msg);
-    gm_store_close(*st);
-    *st = NULL;
+    if (!rs->st)
+        return false;
+    if (rs->failing && !final && now < rs->retry_at)
+        return false;
+    gm_error err = {0};
+    int rc = GM_OK;
+    size_t total = gm_session_sample_count(s);
+    if (!rs->begun) {
+        rc = gm_store_session_begin(rs->st, s, &err);
+        if (rc == GM_OK || rc == GM_EEXIST) {
+            rs->begun = true;
+            /* No sample limit here: the timeline holds every sample. EEXIST: a begin reported
+             * failed did land, so its samples are found stored one by one below. */
+            rs->stored = rc == GM_OK ? total : 0;
+            rc = GM_OK;
+        }
+    }
+    while (rc == GM_OK && rs->stored < total) {
+        rc = gm_store_session_sample(rs->st, s, rs->stored, &err);
+        if (rc == GM_EEXIST) /* a commit reported failed that did land */
+            rc = GM_OK;
+        if (rc == GM_OK)
+            rs->stored++;
+    }
+    if (rc == GM_OK && final)
+        rc = gm_store_session_end(rs->st, s, &err);
+    if (rc == GM_OK) {
+        rs->failing = false;
+        return true;
+    }
+    if (!rs->failing && !final)
+        fprintf(stderr,
+                "gpumon %s: warning: %s; samples are kept and written when the database can "
+                "take them\n",
+                o->name, err.msg);
+    rs->backoff = rs->failing ? fmin(rs->backoff * 2, STORE_RETRY_MAX_S) : fmax(o->interval_s, 1);
+    rs->retry_at = now + rs->backoff;
+    rs->failing = true;
+    rs->last_error = err;
+    return false;
+}
+
+/* After a final store_sync that failed: removes the partial copy, so that the database does
+ * not keep a run cut short that would read as interrupted, and says what it holds. */
+static void store_give_up(const record_opts *o, rec_store *rs, const gm_session *s)
+{
+    gm_error err = {0};
+    if (!rs->begun || gm_store_session_delete(rs->st, gm_session_id(s), &err) == GM_OK) {
+        fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name,
+                rs->last_error.msg);
+        return;
+    }
+    fprintf(stderr,
+            "gpumon %s: warning: %s; the session is not stored whole: the database keeps %s "
+            "with %zu of %zu samples, which gpumon history shows as interrupted\n",
+            o->name, rs->last_error.msg, gm_session_id(s), rs->stored, gm_session_sample_count(s));
 }
 
 static gm_store *open_store(const record_opts *o)
@@ -335,6 +412,7 @@ static pid_t start_child(char **command, const sigset_t *orig, int *exec_errno)
         for (size_t i = 0; i < N_FORWARDED; i++)
             signal(forwarded[i], SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
+        sigaction(SIGXFSZ, &xfsz_orig, NULL);
         sigprocmask(SIG_SETMASK, orig, NULL);
         close(fds[0]);
         execvp(command[0], command);
@@ -375,9 +453,9 @@ static int exit_status(int status, int *sig)
     return GM_EXIT_FAILURE;
 }
 
-/* Samples once into the session (and the store); a failed sample is skipped with one warning. */
+/* Samples once into the session; a failed sample is skipped with one warning. */
 static void sample_once(const record_opts *o, gm_collector *c, gm_snapshot *snap, gm_session *s,
-                        gm_store **st, bool *warned)
+                        bool *warned)
 {
     gm_error err = {0};
     if (!c)
@@ -392,10 +470,7 @@ static void sample_once(const record_opts *o, gm_collector *c, gm_snapshot *snap
         if (!*warned)
             fprintf(stderr, "gpumon %s: warning: %s\n", o->name, err.msg);
         *warned = true;
-        return;
     }
-    if (*st && gm_store_session_sample(*st, s, gm_session_sample_count(s) - 1, &err) < 0)
-        store_failed(o, st, &err);
 }
 
 int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
@@ -412,7 +487,8 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     gm_collector *c = NULL;
     gm_snapshot *snap = NULL;
     gm_session *s = NULL;
-    gm_store *st = NULL;
+    rec_store rs = {0};
+    bool xfsz_ignored = false;
     json_t *audit_before = NULL;
     gm_error err = {0};
     if (!gm_cli_collector_options(o.name, &o.src, &copt)) {
@@ -452,7 +528,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         goto out;
     }
 
-    st = open_store(&o);
+    rs.st = open_store(&o);
     if (o.snapshot && c)
         audit_before = take_audit(&o, c, "before");
 
@@ -494,10 +570,13 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaction(forwarded[i], &fwd, &old[i]);
     sigaction(SIGCHLD, &chld, &old_chld);
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGXFSZ, &ignore, &xfsz_orig);
+    xfsz_ignored = true; /* until the database is closed: closing writes too */
 
     bool warned = false;
-    gm_store *not_yet = NULL; /* sample 0 reaches the store with the session's first row */
-    sample_once(&o, c, snap, s, &not_yet, &warned); /* the state as the command starts */
+    sample_once(&o, c, snap, s, &warned); /* the state as the command starts */
     int exec_errno;
     pid_t pid = start_child(o.command, &orig, &exec_errno);
     if (pid < 0) {
@@ -516,8 +595,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     sigprocmask(SIG_SETMASK, NULL, &waitmask);
     sigdelset(&waitmask, SIGCHLD);
 
-    if (st && gm_store_session_begin(st, s, &err) < 0)
-        store_failed(&o, &st, &err);
+    store_sync(&o, &rs, s, mono_now(), false); /* the row, with sample 0, once it runs */
     bool tty = !o.quiet && isatty(STDERR_FILENO);
     if (tty)
         progress(s);
@@ -530,7 +608,8 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
             break;
         double now = mono_now();
         if (now >= next) {
-            sample_once(&o, c, snap, s, &st, &warned);
+            sample_once(&o, c, snap, s, &warned);
+            store_sync(&o, &rs, s, mono_now(), false);
             if (tty)
                 progress(s);
             next += o.interval_s;
@@ -544,7 +623,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         ppoll(NULL, 0, &ts, &waitmask);
     }
     child_pid = 0;
-    sample_once(&o, c, snap, s, &st, &warned); /* the state as the command ended */
+    sample_once(&o, c, snap, s, &warned); /* the state as the command ended */
     gm_session_finish(s);
     int sig;
     rc = exit_status(status, &sig);
@@ -567,8 +646,9 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         json_decref(after);
     }
 
-    if (st && gm_store_session_end(st, s, &err) < 0)
-        store_failed(&o, &st, &err);
+    bool stored = store_sync(&o, &rs, s, mono_now(), true);
+    if (rs.st && !stored)
+        store_give_up(&o, &rs, s);
     json_t *doc = gm_session_to_json(s, true);
     if (!doc)
         fprintf(stderr, "gpumon %s: out of memory rendering the session\n", o.name);
@@ -580,7 +660,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
             fprintf(stderr, "system snapshot: %s (%u changed, %u warnings, %u notes)\n",
                     verdict.changed ? "CHANGED" : "UNCHANGED", verdict.changes, verdict.warnings,
                     verdict.notes);
-        if (st)
+        if (stored)
             fprintf(stderr, "stored as %s (gpumon history show %s)\n", gm_session_id(s),
                     gm_session_id(s));
         if (o.output)
@@ -598,7 +678,9 @@ out:
     json_decref(attach);
     json_decref(audit_before);
     gm_session_free(s);
-    gm_store_close(st);
+    gm_store_close(rs.st);
+    if (xfsz_ignored)
+        sigaction(SIGXFSZ, &xfsz_orig, NULL);
     gm_snapshot_free(snap);
     gm_collector_close(c);
     return rc;

@@ -20,5 +20,9 @@ int gm_cli_serve(int argc, char **argv)
         fputs(gm_serve_usage(), stdout);
         return GM_EXIT_OK;
     }
-    return gm_server_run(&cfg);
+    int rc = gm_server_run(&cfg, &err);
+    if (rc == GM_OK)
+        return GM_EXIT_OK;
+    fprintf(stderr, "gpumon serve: %s\n", err.msg[0] ? err.msg : gm_strerror(rc));
+    return rc == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
 }

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/utf8.h"
+
 static const char *const throttle_names[] = {
     /* NVML clocks event reason bits, in bit order (nvml.h nvmlClocksEventReason*). */
     "gpu_idle",
@@ -237,18 +239,9 @@ json_t *gm_json_text(const char *s, size_t max)
     json_t *j = json_stringn(s, n);
     if (j)
         return j;
-    /* jansson refused it as malformed UTF-8. */
+    /* jansson refused it as malformed UTF-8 (a garbled host or model name). */
     char clean[3 * GM_HOSTNAME_LEN + 1];
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 3 < sizeof clean; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80)
-            clean[o++] = (char)c;
-        else {
-            memcpy(clean + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-        }
-    }
+    size_t o = gm_utf8_repair(clean, sizeof clean, s, n);
     return json_stringn(clean, o);
 }
 
@@ -318,9 +311,12 @@ err:
 
 char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap)
 {
-    char msg[600];
+    char msg[600], clean[3 * sizeof msg];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    json_t *j = json_pack("{s:s}", "error", msg);
+    /* Messages quote what clients sent (a path, a parameter): bytes that are not UTF-8, or a
+     * character cut at the length limit, must not make jansson refuse the whole answer. */
+    gm_utf8_repair(clean, sizeof clean, msg, strlen(msg));
+    json_t *j = json_pack("{s:s}", "error", clean);
     char *text = j ? gm_json_dump(j, len) : NULL;
     json_decref(j);
     return text;

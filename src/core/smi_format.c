@@ -519,6 +519,42 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     }
 }
 
+/* nvidia-smi's line for a GPU it cannot reach, printed where that GPU's row would be:
+ * "Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.  Reboot the system
+ * to recover this GPU" (older drivers put a space before the bus id; the reason varies, e.g.
+ * "Unknown Error"). Writes the bus id as pci.bus_id spells it (8-digit domain) into bus and
+ * points *reason at the text after it. False when line is not such a line. */
+static bool parse_unreachable(const char *line, char *bus, size_t cap, const char **reason)
+{
+    static const char prefix[] = "Unable to determine the device handle for GPU";
+    if (strncmp(line, prefix, sizeof prefix - 1) != 0)
+        return false;
+    const char *p = line + sizeof prefix - 1;
+    while (*p == ' ')
+        p++;
+    size_t len = 0;
+    while (isxdigit((unsigned char)p[len]) || p[len] == ':' || p[len] == '.')
+        len++;
+    const char *rest = p + len;
+    while (len && p[len - 1] == ':') /* the colon before the reason */
+        len--;
+    const char *colon = memchr(p, ':', len);
+    size_t domain = colon ? (size_t)(colon - p) : 0;
+    if (!colon || domain == 0 || domain > 8 || len - domain < 8 || len - domain >= cap)
+        return false;
+    snprintf(bus, cap, "%.*s%.*s", (int)(8 - domain), "00000000", (int)len, p);
+    while (*rest == ':' || *rest == ' ')
+        rest++;
+    *reason = rest;
+    return true;
+}
+
+static int cmp_gpu_index(const void *a, const void *b)
+{
+    unsigned x = ((const gm_gpu *)a)->index, y = ((const gm_gpu *)b)->index;
+    return (x > y) - (x < y);
+}
+
 int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot *out, char *warn,
                          size_t cap, gm_error *err)
 {
@@ -544,9 +580,15 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
     }
 
     char first_bad[160] = "";
-    const char *first_reason = NULL;
+    char first_reason[96] = "";
     size_t rows = 0, bad = 0;
     bool no_devices = false;
+    /* nvidia-smi prints one line per GPU in index order, a row or an "Unable to determine"
+     * line, so an unreachable GPU's index is its line's position among them, as long as every
+     * row sits at the position of its own index. */
+    const char *unreachable[GM_MAX_GPUS];
+    size_t unreachable_pos[GM_MAX_GPUS], n_unreachable = 0, pos = 0;
+    bool positional = index_col < n;
     char *cursor = copy;
     for (char *line; (line = next_line(&cursor));) {
         line = trim(line);
@@ -558,6 +600,18 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
         }
         char raw[160];
         quote_line(line, raw, sizeof raw);
+        char bus[GM_BUSID_LEN];
+        const char *why_not;
+        if (parse_unreachable(line, bus, sizeof bus, &why_not)) {
+            if (n_unreachable < GM_MAX_GPUS) {
+                unreachable[n_unreachable] = line; /* copy lives until the end */
+                unreachable_pos[n_unreachable++] = pos;
+            } else {
+                positional = false;
+            }
+            pos++;
+            continue;
+        }
         size_t ncols = split_columns(line, cols, n);
         size_t have = ncols < n ? ncols : n;
         /* A header line (format without noheader) names the first field instead of a value. */
@@ -567,9 +621,20 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
             continue;
 
         const char *reason = NULL;
+        char why[96];
         unsigned long long index = rows;
-        if (index_col < n && (index_col >= have || !parse_uint(cols[index_col], 1u << 20, &index)))
+        bool has_index = index_col < have && parse_uint(cols[index_col], ULLONG_MAX, &index);
+        if (index_col < n && !has_index)
             reason = "no GPU index";
+        if (has_index && index != pos++)
+            positional = false;
+        /* Indexes are the driver's enumeration order, so a real one is below the number of GPUs
+         * gpumon keeps; a larger one would name a GPU nothing else can follow. */
+        if (!reason && index_col < n && index >= GM_MAX_GPUS) {
+            snprintf(why, sizeof why, "GPU index %llu is beyond the %d GPUs gpumon supports", index,
+                     GM_MAX_GPUS);
+            reason = why;
+        }
         for (unsigned k = 0; !reason && k < out->gpu_count; k++)
             if (out->gpus[k].index == index)
                 reason = "repeated GPU index";
@@ -579,7 +644,7 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
             bad++;
             if (!first_bad[0]) {
                 snprintf(first_bad, sizeof first_bad, "%s", raw);
-                first_reason = reason;
+                snprintf(first_reason, sizeof first_reason, "%s", reason);
             }
             warn_add(warn, cap, "skipped row \"%s\": %s", raw, reason);
             continue;
@@ -605,10 +670,40 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
         out->gpu_count++;
         rows++;
     }
+
+    /* Unreachable GPUs: reported lost, identified by their bus id, when their index is known. */
+    bool placed = false;
+    for (size_t u = 0; u < n_unreachable; u++) {
+        char bus[GM_BUSID_LEN], raw[160];
+        const char *why_not = "";
+        parse_unreachable(unreachable[u], bus, sizeof bus, &why_not);
+        quote_line(unreachable[u], raw, sizeof raw);
+        unsigned index = (unsigned)unreachable_pos[u];
+        if (!positional || index >= GM_MAX_GPUS || gm_snapshot_gpu(out, index) ||
+            out->gpu_count >= GM_MAX_GPUS) {
+            bad++;
+            if (!first_bad[0]) {
+                snprintf(first_bad, sizeof first_bad, "%s", raw);
+                snprintf(first_reason, sizeof first_reason, "cannot tell its GPU index");
+            }
+            warn_add(warn, cap, "skipped row \"%s\": cannot tell its GPU index", raw);
+            continue;
+        }
+        gm_gpu *g = &out->gpus[out->gpu_count++];
+        memset(g, 0, sizeof *g);
+        g->index = index;
+        g->lost = true;
+        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", bus);
+        quote_line(why_not, raw, sizeof raw);
+        warn_add(warn, cap, "GPU %u (%s) does not answer: %s", index, bus, raw);
+        placed = true;
+    }
+    if (placed)
+        qsort(out->gpus, out->gpu_count, sizeof *out->gpus, cmp_gpu_index);
     free(copy);
     free(cols);
 
-    if (rows > 0)
+    if (out->gpu_count > 0)
         return GM_OK;
     if (bad > 0)
         return gm_error_set(err, GM_EPARSE,
@@ -654,8 +749,14 @@ int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t
         gm_process p = {.gpu_index = g->index, .pid = (uint32_t)pid, .type = GM_PROC_COMPUTE};
         double mib;
         if (classify(cols[2]) == VAL_NUMBER && parse_number(cols[2], "MiB", &mib)) {
-            p.mem_valid = true;
-            p.used_mem_bytes = (uint64_t)(mib * MIB_BYTES);
+            /* Converting a double past 2^64 is undefined: such a figure is no reading. */
+            if (mib * MIB_BYTES < 18446744073709551615.0) {
+                p.mem_valid = true;
+                p.used_mem_bytes = (uint64_t)(mib * MIB_BYTES);
+            } else {
+                warn_add(warn, cap, "process %llu: used memory \"%s\" is out of range", pid,
+                         cols[2]);
+            }
         }
         gm_snapshot_add_process(out, &p);
     }

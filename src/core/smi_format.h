@@ -157,9 +157,10 @@ int gm_smi_format_csv(FILE *out, const gm_snapshot *s, const int *ids, size_t n,
  * Tolerates CRLF, odd spacing, values with or without units, a header line, missing trailing
  * fields (absent) and extra ones (ignored). "[N/A]", "[Not Supported]", "[Unknown Error]" and
  * any other bracketed or "N/A" value leave the metric absent; "[GPU is lost]" or "[GPU requires
- * reset]" mark the GPU lost (identity kept, no metric valid). A row whose index does not parse, a
- * repeated index or a row past GM_MAX_GPUS is skipped and described in warn (cap bytes, may be
- * NULL), as is a single value that does not parse (that metric stays absent).
+ * reset]" mark the GPU lost (identity kept, no metric valid). A row whose index does not parse or
+ * is GM_MAX_GPUS or more, a repeated index or a row past GM_MAX_GPUS is skipped and described in
+ * warn (cap bytes, may be NULL), as is a single value that does not parse (that metric stays
+ * absent).
  * Returns GM_OK when at least one row parsed; GM_ENODEV when text holds no row at all (or says
  * "No devices were found"); GM_EPARSE, quoting the first bad line (truncated), when no row parsed.
  */
@@ -168,8 +169,9 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
 
 /* Parses `nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits`
  * and appends one GM_PROC_COMPUTE process per row through gm_snapshot_add_process, gpu_index found
- * by uuid among out->gpus (so parse the GPUs first). Memory is MiB -> bytes; "[N/A]" leaves
- * mem_valid false. Rows naming an unknown uuid or a bad pid are skipped and described in warn.
+ * by uuid among out->gpus (so parse the GPUs first). Memory is MiB -> bytes; "[N/A]", or a
+ * figure past what 64 bits of bytes hold (described in warn), leaves mem_valid false. Rows
+ * naming an unknown uuid or a bad pid are skipped and described in warn.
  * Returns GM_OK (empty text is no process, not an error). */
 int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t cap,
                           gm_error *err);

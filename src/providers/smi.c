@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SMI_DEFAULT_TIMEOUT_MS 5000
 /* Each rejected field costs one more nvidia-smi run at open; old drivers reject a handful. */
@@ -165,6 +166,12 @@ static void report_warning(smi_state *st, const char *warn)
         fprintf(stderr, "gpumon: nvidia-smi: %s\n", warn);
 }
 
+static void append_note(char *warn, size_t cap, const char *note)
+{
+    size_t used = strlen(warn);
+    snprintf(warn + used, cap - used, "%s%s", used ? "; " : "", note);
+}
+
 static int smi_open(const gm_collector_options *opt, void **state, gm_error *err)
 {
     *state = NULL;
@@ -209,16 +216,42 @@ static int smi_open(const gm_collector_options *opt, void **state, gm_error *err
             break;
         gm_spawn_result_free(&res);
     }
-    if (rc < 0) {
+    /* One GPU failing makes nvidia-smi exit non-zero after printing the others' rows and a line
+     * for the failed one: open with the GPUs that answer, as sampling does. */
+    bool partial = rc == GM_EIO && res.out && res.out[0] && rejected_field(&res) == -2 &&
+                   !says_no_devices(&res);
+    if (rc < 0 && !partial) {
         if (rc == GM_EIO && says_no_devices(&res))
             rc = gm_error_set(err, GM_ENODEV, "nvidia-smi: No devices were found");
         goto fail;
     }
 
     char warn[SMI_WARN_LEN];
-    rc = gm_smi_parse_gpu_csv(res.out, st->ids, st->n, scratch, warn, sizeof warn, err);
-    if (rc < 0)
+    gm_error perr = {0};
+    int prc = gm_smi_parse_gpu_csv(res.out, st->ids, st->n, scratch, warn, sizeof warn, &perr);
+    unsigned readable = 0;
+    for (unsigned i = 0; prc == GM_OK && i < scratch->gpu_count; i++)
+        readable += !scratch->gpus[i].lost;
+    if (partial && readable == 0)
+        goto fail; /* rc and err: the exit status and nvidia-smi's own words */
+    if (prc < 0) {
+        rc = gm_error_set(err, prc, "%s", perr.msg);
         goto fail;
+    }
+    if (readable == 0) {
+        rc = gm_error_set(err, GM_ELOST, "nvidia-smi: every GPU is lost%s%s", warn[0] ? ": " : "",
+                          warn);
+        goto fail;
+    }
+    if (partial) {
+        char note[SMI_WARN_LEN];
+        if (res.exited)
+            snprintf(note, sizeof note, "nvidia-smi exited with status %d", res.exit_code);
+        else
+            snprintf(note, sizeof note, "%s", err ? err->msg : "nvidia-smi failed");
+        append_note(warn, sizeof warn, note);
+    }
+    rc = GM_OK;
     report_warning(st, warn);
     for (unsigned i = 0; i < scratch->gpu_count; i++) {
         const gm_gpu *g = &scratch->gpus[i];
@@ -253,13 +286,36 @@ static int cmp_gpu_index(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A GPU seen at open but absent now failed alone (nvidia-smi prints "Unable to determine the
- * device handle" for it): keep its identity and report it lost. */
-static void add_missing_as_lost(const smi_state *st, gm_snapshot *out)
+/* Fills the empty ones of uuid, name and bus from the src_ strings. */
+static void fill_identity(char *uuid, char *name, char *bus, const char *src_uuid,
+                          const char *src_name, const char *src_bus)
+{
+    if (!uuid[0])
+        snprintf(uuid, GM_UUID_LEN, "%s", src_uuid);
+    if (!name[0])
+        snprintf(name, GM_NAME_LEN, "%s", src_name);
+    if (!bus[0])
+        snprintf(bus, GM_BUSID_LEN, "%s", src_bus);
+}
+
+/* Joins this sample with the GPUs seen before: a known GPU now unreachable keeps the identity
+ * it had (nvidia-smi's line for it names only its bus id); one absent altogether failed alone
+ * and is reported lost; one known only as unreachable learns its identity once it answers. */
+static void add_missing_as_lost(smi_state *st, gm_snapshot *out)
 {
     for (unsigned k = 0; k < st->known_count; k++) {
-        const smi_known *kn = &st->known[k];
-        if (gm_snapshot_gpu(out, kn->index) || out->gpu_count >= GM_MAX_GPUS)
+        smi_known *kn = &st->known[k];
+        gm_gpu *now = (gm_gpu *)gm_snapshot_gpu(out, kn->index);
+        /* The same GPU only when the bus ids agree: positions could mislead. */
+        bool same = !now || !now->pci_bus_id[0] || !kn->pci_bus_id[0] ||
+                    strcasecmp(now->pci_bus_id, kn->pci_bus_id) == 0;
+        if (now && now->lost && same)
+            fill_identity(now->uuid, now->name, now->pci_bus_id, kn->uuid, kn->name,
+                          kn->pci_bus_id);
+        else if (now && same)
+            fill_identity(kn->uuid, kn->name, kn->pci_bus_id, now->uuid, now->name,
+                          now->pci_bus_id);
+        if (now || out->gpu_count >= GM_MAX_GPUS)
             continue;
         gm_gpu *g = &out->gpus[out->gpu_count++];
         memset(g, 0, sizeof *g);
@@ -270,12 +326,6 @@ static void add_missing_as_lost(const smi_state *st, gm_snapshot *out)
         memcpy(g->pci_bus_id, kn->pci_bus_id, sizeof g->pci_bus_id);
     }
     qsort(out->gpus, out->gpu_count, sizeof *out->gpus, cmp_gpu_index);
-}
-
-static void append_note(char *warn, size_t cap, const char *note)
-{
-    size_t used = strlen(warn);
-    snprintf(warn + used, cap - used, "%s%s", used ? "; " : "", note);
 }
 
 static int smi_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *err)

@@ -32,6 +32,7 @@ void gm_serve_config_defaults(gm_serve_config *c)
     c->history_s = GM_SERVE_HISTORY_DEFAULT_S;
     c->poll_interval_ms = GM_SERVE_POLL_DEFAULT_MS;
     c->ws_max_rate_hz = GM_SERVE_WS_RATE_DEFAULT;
+    c->max_connections = GM_SERVE_CONN_DEFAULT;
     c->log_level = GM_LOG_INFO;
     c->system_metrics = true;
 }
@@ -202,6 +203,16 @@ bad:
                         s);
 }
 
+bool gm_listen_addr_is_loopback(const gm_listen_addr *a)
+{
+    if (a->ipv6) {
+        struct in6_addr in6;
+        return inet_pton(AF_INET6, a->host, &in6) == 1 && IN6_IS_ADDR_LOOPBACK(&in6);
+    }
+    struct in_addr in4;
+    return a->host[0] && inet_pton(AF_INET, a->host, &in4) == 1 && (ntohl(in4.s_addr) >> 24) == 127;
+}
+
 void gm_listen_addr_format(const gm_listen_addr *a, char *buf, size_t len)
 {
     if (a->ipv6)
@@ -330,6 +341,13 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
             return gm_error_set(err, GM_EINVAL, "%s: a directory path of 1 to %zu bytes", who,
                                 sizeof c->web_root - 1);
         snprintf(c->web_root, sizeof c->web_root, "%s", v);
+        return GM_OK;
+    case GM_SET_MAX_CONN:
+        if (gm_config_parse_ulong(v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX, &n) < 0)
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%s\" is not a whole number of connections from %d to %d",
+                                who, v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX);
+        c->max_connections = (unsigned)n;
         return GM_OK;
     case GM_SET__COUNT:
         break;
@@ -490,6 +508,7 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
                                          : json_null());
     rc |=
         json_object_set_new(j, "web_root", c->web_root[0] ? json_string(c->web_root) : json_null());
+    rc |= json_object_set_new(j, "max_connections", json_integer(c->max_connections));
     rc |= json_object_set_new(j, "sources", sources);
     sources = NULL;
     if (rc)
@@ -531,6 +550,9 @@ const char *gm_serve_usage(void)
            "                         (default $XDG_STATE_HOME/gpumon/gpumon.db)         [DB]\n"
            "  --web-root DIR         serve the dashboard from DIR instead of the embedded\n"
            "                         copy (development)                          [WEB_ROOT]\n"
+           "  --max-connections N    HTTP and WebSocket connections at once, 16 to 65536\n"
+           "                         (default 4096, or what the open-file limit allows)\n"
+           "                                                             [MAX_CONNECTIONS]\n"
            "  -h, --help             show this help\n"
            "\n"
            "Variables are named GPU_MONITOR_<NAME>, e.g. GPU_MONITOR_POLL_INTERVAL_MS=500.\n"

@@ -22,6 +22,9 @@
 #define GM_SERVE_TOKEN_MAX         256
 #define GM_SERVE_ORIGIN_MAX        256
 #define GM_SERVE_PATH_MAX          1024
+#define GM_SERVE_CONN_DEFAULT      4096 /* lowered to what RLIMIT_NOFILE allows at start */
+#define GM_SERVE_CONN_MIN          16
+#define GM_SERVE_CONN_MAX          65536
 
 typedef enum gm_log_level {
     GM_LOG_DEBUG = 0,
@@ -46,7 +49,8 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
     X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")                       \
     X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics") \
     X(DB, "db", "DB", "db")                                                   \
-    X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")
+    X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                           \
+    X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")
 
 typedef enum gm_serve_setting {
 #define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
@@ -82,6 +86,7 @@ typedef struct gm_serve_config {
     char db[GM_SERVE_PATH_MAX];
     bool no_db;
     char web_root[GM_SERVE_PATH_MAX]; /* "" serves the embedded dashboard */
+    unsigned max_connections;         /* HTTP and WebSocket connections together */
     bool help;                        /* --help was given: print usage, run nothing */
     gm_cfg_source source[GM_SET__COUNT];
 } gm_serve_config;
@@ -119,6 +124,9 @@ int gm_config_parse_double(const char *s, double min, double max, double *out);
 
 /* Lower-case name of a level ("info"). */
 const char *gm_log_level_name(gm_log_level l);
+
+/* True when a only reaches this host: 127.0.0.0/8 or ::1 (not "", 0.0.0.0, ::). */
+bool gm_listen_addr_is_loopback(const gm_listen_addr *a);
 
 /* "127.0.0.1:9401", "[::1]:0" or ":9401" into buf. */
 void gm_listen_addr_format(const gm_listen_addr *a, char *buf, size_t len);

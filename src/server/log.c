@@ -2,7 +2,6 @@
  * warnings and errors into the same format. */
 #include "server/log.h"
 
-#include <libwebsockets.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -92,37 +91,4 @@ void gm_log(gm_log_level level, const char *msg, const char *fmt, ...)
     va_start(ap, fmt);
     vlog(level, msg, fmt, ap);
     va_end(ap);
-}
-
-/* lws messages a client can trigger at will: logged at debug so a misbehaving client cannot
- * flood the log (the request is refused either way). */
-static const char *const client_caused[] = {
-    "User code denied connection",  /* we refused a WebSocket upgrade (and logged why) */
-    "Ran out of header data space", /* request headers over GM_HTTP_HEADER_SPACE */
-};
-
-static void lws_emit(int level, const char *line)
-{
-    gm_log_level l = level & LLL_ERR ? GM_LOG_ERROR : GM_LOG_WARN;
-    for (size_t i = 0; i < sizeof client_caused / sizeof *client_caused; i++)
-        if (strstr(line, client_caused[i]))
-            l = GM_LOG_DEBUG;
-    if (!gm_log_enabled(l))
-        return;
-    /* lws lines look like "[2026/11/26 00:49:31:0771] W: text\n": keep the text. */
-    const char *p = strstr(line, "] ");
-    p = p ? p + 2 : line;
-    if (p[0] && p[1] == ':' && p[2] == ' ')
-        p += 3;
-    char text[512], q[600];
-    snprintf(text, sizeof text, "%s", p);
-    size_t n = strlen(text);
-    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
-        text[--n] = '\0';
-    gm_log(l, "libwebsockets", "detail=%s", gm_log_quote(text, q, sizeof q));
-}
-
-void gm_log_route_lws(void)
-{
-    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
 }

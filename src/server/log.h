@@ -22,7 +22,4 @@ void gm_log(gm_log_level level, const char *msg, const char *fmt, ...)
  * escaped, truncated to fit); returns buf. */
 const char *gm_log_quote(const char *s, char *buf, size_t len);
 
-/* Routes libwebsockets' own log lines (errors and warnings only) into this log. */
-void gm_log_route_lws(void);
-
 #endif

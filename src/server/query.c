@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server/config.h"
+#include "server/request.h"
 
 void gm_query_init(gm_query *q)
 {
@@ -15,18 +16,10 @@ void gm_query_init(gm_query *q)
     q->used = 0;
 }
 
-int gm_query_add(gm_query *q, const char *frag, size_t len, gm_error *err)
+/* Stores one decoded parameter. */
+static int query_put(gm_query *q, const char *k, size_t klen, const char *v, size_t vlen,
+                     gm_error *err)
 {
-    if (len == 0)
-        return GM_OK;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)frag[i];
-        if (c < 0x20 || c == 0x7f)
-            return gm_error_set(err, GM_EINVAL, "control character in the query string");
-    }
-    const char *eq = memchr(frag, '=', len);
-    size_t klen = eq ? (size_t)(eq - frag) : len;
-    size_t vlen = eq ? len - klen - 1 : 0;
     if (klen == 0)
         return gm_error_set(err, GM_EINVAL, "query parameter without a name");
     if (q->count >= GM_QUERY_MAX_PARAMS)
@@ -34,17 +27,48 @@ int gm_query_add(gm_query *q, const char *frag, size_t len, gm_error *err)
     if (q->used + klen + vlen + 2 > sizeof q->buf)
         return gm_error_set(err, GM_EINVAL, "query string longer than %d bytes",
                             GM_QUERY_MAX_BYTES);
-    char *k = q->buf + q->used;
-    memcpy(k, frag, klen);
-    k[klen] = '\0';
-    char *v = k + klen + 1;
+    char *kd = q->buf + q->used;
+    memcpy(kd, k, klen);
+    kd[klen] = '\0';
+    char *vd = kd + klen + 1;
     if (vlen)
-        memcpy(v, eq + 1, vlen);
-    v[vlen] = '\0';
+        memcpy(vd, v, vlen);
+    vd[vlen] = '\0';
     q->used += klen + vlen + 2;
-    q->p[q->count].key = k;
-    q->p[q->count].value = v;
+    q->p[q->count].key = kd;
+    q->p[q->count].value = vd;
     q->count++;
+    return GM_OK;
+}
+
+int gm_query_parse(gm_query *q, const char *raw, size_t n, gm_error *err)
+{
+    if (n > GM_QUERY_MAX_BYTES)
+        return gm_error_set(err, GM_EINVAL, "query string longer than %d bytes",
+                            GM_QUERY_MAX_BYTES);
+    char key[GM_QUERY_MAX_BYTES + 1], val[GM_QUERY_MAX_BYTES + 1];
+    const char *p = raw, *end = raw + n;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *fe = amp ? amp : end;
+        if (fe > p) { /* "a=1&&b=2": empty pieces are skipped */
+            /* Split before decoding, so an encoded "=" (%3D) stays part of its key or value. */
+            const char *eq = memchr(p, '=', (size_t)(fe - p));
+            const char *ke = eq ? eq : fe;
+            int kl = gm_http_pct_decode(p, (size_t)(ke - p), true, key, sizeof key, err);
+            if (kl < 0)
+                return kl;
+            int vl =
+                eq ? gm_http_pct_decode(eq + 1, (size_t)(fe - eq - 1), true, val, sizeof val, err)
+                   : 0;
+            if (vl < 0)
+                return vl;
+            int rc = query_put(q, key, (size_t)kl, val, (size_t)vl, err);
+            if (rc < 0)
+                return rc;
+        }
+        p = fe + (amp ? 1 : 0);
+    }
     return GM_OK;
 }
 
@@ -96,6 +120,7 @@ static int each_item(const gm_query *q, const char *key, int (*fn)(const char *i
 
 typedef struct parse_ctx {
     unsigned gpu_count;
+    const bool *present;
     bool gpu_on[GM_MAX_GPUS];
     int gpu_metric[GM_M__COUNT];
     size_t n_gpu_metric;
@@ -116,6 +141,8 @@ static int take_gpu(const char *item, void *vctx)
         return gm_error_set(c->err, GM_EINVAL, "gpu=%llu is not recorded (GPU indexes 0 to %u)",
                             idx, c->gpu_count - 1);
     }
+    if (c->present && !c->present[idx])
+        return gm_error_set(c->err, GM_EINVAL, "gpu=%llu is not in the latest sample", idx);
     c->gpu_on[idx] = true;
     return GM_OK;
 }
@@ -149,8 +176,9 @@ static int take_metric(const char *item, void *vctx)
                         item);
 }
 
-int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned history_s,
-                            unsigned poll_ms, gm_history_params *out, gm_error *err)
+int gm_history_params_parse(const gm_query *q, unsigned gpu_count, const bool *present,
+                            unsigned history_s, unsigned poll_ms, gm_history_params *out,
+                            gm_error *err)
 {
     static const char *const known[] = {"gpu", "metric", "seconds", "step", "token"};
     memset(out, 0, sizeof *out);
@@ -166,7 +194,7 @@ int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned hist
     if (history_s == 0)
         return gm_error_set(err, GM_EINVAL, "history is disabled (--history 0)");
 
-    parse_ctx c = {.gpu_count = gpu_count, .err = err};
+    parse_ctx c = {.gpu_count = gpu_count, .present = present, .err = err};
     size_t seen;
     int rc = each_item(q, "metric", take_metric, &c, &seen);
     if (rc < 0)
@@ -180,7 +208,7 @@ int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned hist
         return rc;
     if (seen == 0)
         for (unsigned g = 0; g < gpu_count && g < GM_MAX_GPUS; g++)
-            c.gpu_on[g] = true;
+            c.gpu_on[g] = !present || present[g];
 
     unsigned range_s =
         GM_HISTORY_DEFAULT_SECONDS < history_s ? GM_HISTORY_DEFAULT_SECONDS : history_s;

@@ -27,11 +27,11 @@ typedef struct gm_query {
 
 void gm_query_init(gm_query *q);
 
-/* Adds one already percent-decoded "key=value" or "key" fragment (libwebsockets 4.1 decodes
- * %XX and '+' itself and splits at the raw '&' before the server sees the query, so decoding
- * again here would turn "%2541" into "A"). Empty fragments are skipped. Returns GM_EINVAL with a
- * message for an empty key, a control character, too many parameters or too many bytes. */
-int gm_query_add(gm_query *q, const char *frag, size_t len, gm_error *err);
+/* Parses a raw query string (the part after "?", n bytes): parameters split at "&", each
+ * "key=value" or "key" split at its first "=" and then percent-decoded ("+" is a space).
+ * Empty pieces are skipped. Returns GM_EINVAL with a message for an empty key, malformed or
+ * NUL percent-encoding, a control character, too many parameters or too many bytes. */
+int gm_query_parse(gm_query *q, const char *raw, size_t n, gm_error *err);
 
 /* The first value of key, NULL when absent. */
 const char *gm_query_get(const gm_query *q, const char *key);
@@ -57,14 +57,16 @@ typedef struct gm_history_params {
 } gm_history_params;
 
 /* Builds a history request from q: gpu (indexes, comma-separated or repeated; default every
- * recorded GPU), metric (canonical GPU metric names or host.<name>, comma-separated or
+ * GPU of the latest sample: present[i] for i < gpu_count, or every recorded index when present
+ * is NULL, so GPU indexes with gaps never show series for GPUs that do not exist), metric (canonical GPU metric names or host.<name>, comma-separated or
  * repeated; required), seconds (a duration, default 60, at most history_s), step (seconds,
  * decimals allowed). gpu_count GPU indexes are recorded every poll_ms. Returns GM_EINVAL with
  * a message fit for a 400 response: unknown parameter or metric, GPU not recorded, bad number,
  * range over the history, more than GM_HISTORY_MAX_POINTS per series or
  * GM_HISTORY_MAX_TOTAL_POINTS in all. */
-int gm_history_params_parse(const gm_query *q, unsigned gpu_count, unsigned history_s,
-                            unsigned poll_ms, gm_history_params *out, gm_error *err);
+int gm_history_params_parse(const gm_query *q, unsigned gpu_count, const bool *present,
+                            unsigned history_s, unsigned poll_ms, gm_history_params *out,
+                            gm_error *err);
 
 /* Canonical name of a requested series' metric ("utilization.gpu", "host.cpu.utilization"). */
 const char *gm_history_series_name(const gm_history_pick *r, char *buf, size_t len);

@@ -3,7 +3,6 @@
 #include "server/sampler.h"
 
 #include <errno.h>
-#include <libwebsockets.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +17,7 @@
 
 #include <zlib.h>
 
-_Static_assert(GM_BLOB_PRE >= LWS_PRE, "blob headroom must hold a WebSocket frame header");
+_Static_assert(GM_BLOB_PRE >= 10, "blob headroom must hold a WebSocket frame header");
 
 struct gm_sampler {
     gm_sampler_options opt;

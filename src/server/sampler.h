@@ -12,8 +12,9 @@
 #include "core/history.h"
 #include "gpumon.h"
 
-/* Bytes of writable headroom before every blob's data, at least libwebsockets' LWS_PRE, so a
- * WebSocket frame header can be written in front of the shared bytes without a copy. */
+/* Bytes of writable headroom before every blob's data, at least the 10 bytes of the longest
+ * WebSocket frame header, so a frame is the shared bytes with its header written in front once
+ * per sample (a server's frames are not masked: every client gets the same bytes). */
 #define GM_BLOB_PRE 32
 
 /* One pre-rendered body. data points GM_BLOB_PRE bytes into its allocation and is
@@ -24,7 +25,7 @@ typedef struct gm_blob {
 } gm_blob;
 
 /* Everything clients read about one sample. Immutable once published, except the headroom in
- * front of each blob which the (single) libwebsockets thread may scribble frame headers into. */
+ * front of each blob which the (single) loop thread writes frame headers into. */
 typedef struct gm_published {
     atomic_int refs;
     uint64_t seq;       /* the snapshot's sequence number */
@@ -85,7 +86,7 @@ typedef struct gm_sampler_stats {
 
 /* Starts the thread (with every signal blocked in it): it reads the topology once, then samples
  * every poll_ms until stopped. wake(arg) is called after each publication, from the sampler
- * thread; it must be thread-safe (lws_cancel_service). Returns GM_OK, GM_EINVAL, GM_ENOMEM or
+ * thread; it must be thread-safe (gm_server_wake). Returns GM_OK, GM_EINVAL, GM_ENOMEM or
  * GM_EIO when the thread cannot start. */
 int gm_sampler_start(const gm_sampler_options *opt, void (*wake)(void *arg), void *arg,
                      gm_sampler **out, gm_error *err);

@@ -1,5 +1,6 @@
-/* server.c - the daemon's lifecycle: collector, sampler thread, libwebsockets context, a signal
- * thread, the service loop, and an orderly shutdown that frees everything. */
+/* server.c - the daemon's lifecycle and its one event loop: collector, sampler thread, session
+ * worker, a signal thread, and an epoll loop that drives libmicrohttpd (HTTP) and the WebSocket
+ * clients; then an orderly shutdown that frees everything. */
 #include "server/server.h"
 
 #include <errno.h>
@@ -11,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
+#include <arpa/inet.h>
+
 #include "core/lease.h"
 #include "server/assets.h"
 #include "server/log.h"
@@ -24,6 +27,7 @@
 
 #define HISTORY_MAX_BYTES    (1024u << 20) /* refuse a history that would take more than 1 GiB */
 #define FIRST_SAMPLE_WAIT_MS 30000         /* nvidia-smi alone may take 5 s; NVML init a few */
+#define SWEEP_MS             1000          /* deadlines and pings are checked this often */
 
 bool gm_server_refresh(gm_server *srv)
 {
@@ -49,16 +53,14 @@ static bool ct_equal(const char *given, size_t glen, const char *want, size_t wl
     return (d | (glen != wlen)) == 0;
 }
 
-bool gm_server_authorized(gm_server *srv, struct lws *wsi, bool allow_query)
+bool gm_server_authorized(const gm_server *srv, const char *authorization, const char *query_token)
 {
     const gm_serve_config *cfg = srv->cfg;
     if (!cfg->token_set)
         return true;
     size_t wlen = strlen(cfg->token);
-    char buf[GM_SERVE_TOKEN_MAX + 64];
-    int n = lws_hdr_copy(wsi, buf, sizeof buf, WSI_TOKEN_HTTP_AUTHORIZATION);
-    if (n > 0) {
-        char *p = buf;
+    if (authorization) {
+        const char *p = authorization;
         while (*p == ' ')
             p++;
         if (strncasecmp(p, "Bearer ", 7) == 0) {
@@ -72,16 +74,7 @@ bool gm_server_authorized(gm_server *srv, struct lws *wsi, bool allow_query)
                 return true;
         }
     }
-    if (!allow_query)
-        return false;
-    for (int i = 0; i < 64; i++) {
-        n = lws_hdr_copy_fragment(wsi, buf, sizeof buf, WSI_TOKEN_HTTP_URI_ARGS, i);
-        if (n < 0)
-            break;
-        if (strncmp(buf, "token=", 6) == 0 && ct_equal(buf + 6, (size_t)n - 6, cfg->token, wlen))
-            return true;
-    }
-    return false;
+    return query_token && ct_equal(query_token, strlen(query_token), cfg->token, wlen);
 }
 
 bool gm_server_peer_is_loopback(const struct sockaddr *sa, socklen_t len)
@@ -121,6 +114,32 @@ bool gm_server_origin_allowed(const char *origin, const char *host, const char *
            strcasecmp(origin, cors_origin) == 0;
 }
 
+/* ---- the loop's plumbing ----------------------------------------------------------------- */
+
+void gm_server_wake(gm_server *srv)
+{
+    uint64_t one = 1;
+    /* A full counter already means "wake up": nothing to do on EAGAIN. */
+    (void)!write(srv->wakefd, &one, sizeof one);
+}
+
+int gm_server_watch(gm_server *srv, int fd, gm_poll *tag, unsigned events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = tag};
+    return epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int gm_server_rewatch(gm_server *srv, int fd, gm_poll *tag, unsigned events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = tag};
+    return epoll_ctl(srv->epfd, EPOLL_CTL_MOD, fd, &ev);
+}
+
+void gm_server_unwatch(gm_server *srv, int fd)
+{
+    epoll_ctl(srv->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
 /* ---- signals ------------------------------------------------------------------------------ */
 
 typedef struct sig_ctx {
@@ -142,7 +161,7 @@ static void *signal_main(void *arg)
             continue; /* timeout or EINTR: look at quit again */
         gm_log(GM_LOG_INFO, "shutting down", "signal=%s", sig == SIGINT ? "SIGINT" : "SIGTERM");
         atomic_store(&sc->srv->quit, true);
-        lws_cancel_service(sc->srv->ctx); /* the one lws call that is safe from another thread */
+        gm_server_wake(sc->srv);
         break;
     }
     return NULL;
@@ -150,8 +169,7 @@ static void *signal_main(void *arg)
 
 static void wake_loop(void *arg)
 {
-    gm_server *srv = arg;
-    lws_cancel_service(srv->ctx);
+    gm_server_wake(arg);
 }
 
 /* The sampler's hook: every published sample goes to the session worker. */
@@ -209,89 +227,99 @@ static int write_port_file(const char *path, unsigned port)
     return 0;
 }
 
-/* How many descriptors the loop may use: GM_FD_LIMIT, or less when the process may not open
- * that many. The soft limit is often 1024 while the hard one is far higher, so it is raised
- * first (as redis does for maxclients): 1000 WebSocket clients need more than 1024. */
-static unsigned fd_limit(void)
+/* The loop: one thread serves HTTP (libmicrohttpd runs when its epoll descriptor is ready or
+ * its timeout is due), the WebSocket clients, and the wake-ups from the other threads (a new
+ * sample, a session job done, a signal); deadlines are swept once a second. */
+static int serve_loop(gm_server *srv)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return GM_FD_LIMIT;
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < GM_FD_LIMIT) {
-        rlim_t want =
-            rl.rlim_max == RLIM_INFINITY || rl.rlim_max > GM_FD_LIMIT ? GM_FD_LIMIT : rl.rlim_max;
-        struct rlimit raised = {want, rl.rlim_max};
-        if (want > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0)
-            rl.rlim_cur = want;
+    struct epoll_event evs[64];
+    int64_t next_sweep = gm_mono_ms() + SWEEP_MS;
+    while (!atomic_load(&srv->quit)) {
+        int64_t now = gm_mono_ms();
+        int timeout = (int)(next_sweep > now ? next_sweep - now : 0);
+        int mt = gm_http_timeout_ms(srv);
+        if (mt >= 0 && mt < timeout)
+            timeout = mt;
+        int n = epoll_wait(srv->epfd, evs, (int)(sizeof evs / sizeof *evs), timeout);
+        if (n < 0 && errno != EINTR) {
+            gm_log(GM_LOG_ERROR, "event loop failed", "error=\"%s\"", strerror(errno));
+            return -1;
+        }
+        bool woke = false;
+        for (int i = 0; i < n; i++) {
+            gm_poll *tag = evs[i].data.ptr;
+            if (tag->kind == GM_POLL_WAKE) {
+                uint64_t v;
+                (void)!read(srv->wakefd, &v, sizeof v);
+                woke = true;
+            } else if (tag->kind == GM_POLL_WS) {
+                gm_ws_event(srv, tag, evs[i].events);
+            }
+            /* GM_POLL_MHD: libmicrohttpd runs below, every turn. */
+        }
+        if (woke) {
+            if (gm_server_refresh(srv))
+                gm_ws_broadcast(srv);
+            gm_http_poll_pending(srv);
+        }
+        gm_http_run(srv);
+        now = gm_mono_ms();
+        if (now >= next_sweep) {
+            gm_http_sweep(srv, now);
+            gm_ws_sweep(srv, now);
+            next_sweep = now + SWEEP_MS;
+        }
     }
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < GM_FD_LIMIT)
-        return (unsigned)rl.rlim_cur;
-    return GM_FD_LIMIT;
+    return 0;
 }
 
-/* The lws context: one vhost listening on cfg->listen, plain HTTP on protocols[0] and the
- * WebSocket streams as the vhost's default protocol. NULL when it cannot listen. */
-static struct lws_context *create_context(gm_server *srv)
+/* Samples every poll_ms; the WebSocket cap lets every ws_every-th through, decided once per
+ * sample for all clients. */
+static unsigned ws_every(const gm_serve_config *cfg)
 {
-    const gm_serve_config *cfg = srv->cfg;
-    srv->protocols[0] =
-        (struct lws_protocols){"http", gm_http_callback, gm_http_pss_size(), 0, 0, NULL, 0};
-    /* Browsers send no WebSocket subprotocol, so this must be the vhost default (pvo below). */
-    srv->protocols[1] =
-        (struct lws_protocols){"gpumon", gm_ws_callback, gm_ws_pss_size(), 4096, 0, NULL, 65536};
-    memset(&srv->protocols[2], 0, sizeof srv->protocols[2]);
-    static const struct lws_protocol_vhost_options pvo_default = {NULL, NULL, "default", "1"};
-    static const struct lws_protocol_vhost_options pvo = {NULL, &pvo_default, "gpumon", ""};
-    /* Ping idle WebSocket clients, and hang up on those that stopped answering. */
-    static const lws_retry_bo_t retry = {.secs_since_valid_ping = 30,
-                                         .secs_since_valid_hangup = 60};
-    struct lws_context_creation_info info;
-    memset(&info, 0, sizeof info);
-    info.port = (int)cfg->listen.port;
-    info.iface = cfg->listen.host[0] ? cfg->listen.host : NULL;
-    info.protocols = srv->protocols;
-    info.pvo = &pvo;
-    info.user = srv;
-    info.vhost_name = "default";
-    info.server_string = "gpumon/" GM_VERSION;
-    info.max_http_header_data = GM_HTTP_HEADER_SPACE;
-    info.max_http_header_pool = 256; /* requests being parsed at once: slow senders wait */
-    info.fd_limit_per_thread = fd_limit();
-    info.timeout_secs = 10;
-    info.retry_and_idle_policy = &retry;
-    if (cfg->listen.host[0] && !cfg->listen.ipv6)
-        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
-    return lws_create_context(&info);
+    double gap_ms = 1000.0 / cfg->ws_max_rate_hz;
+    unsigned every = 1;
+    while ((double)every * cfg->poll_interval_ms < gap_ms - 1e-6)
+        every++;
+    return every;
 }
 
-int gm_server_run(const gm_serve_config *cfg)
+int gm_server_run(const gm_serve_config *cfg, gm_error *err)
 {
-    int status = GM_EXIT_FAILURE;
+    int rc = GM_EIO;
     gm_server srv_storage = {0}, *srv = &srv_storage;
     srv->cfg = cfg;
     srv->started_mono_ms = gm_mono_ms();
-    srv->ws_min_gap_us = (int64_t)(1e6 / cfg->ws_max_rate_hz);
-    /* Samples cannot come faster than the poll interval: then the cap never has to act. */
-    if ((int64_t)cfg->poll_interval_ms * 1000 >= srv->ws_min_gap_us)
-        srv->ws_min_gap_us = 0;
+    srv->ws_every = ws_every(cfg);
+    srv->epfd = srv->wakefd = -1;
     atomic_init(&srv->quit, false);
     gm_log_set_level(cfg->log_level);
-    gm_log_route_lws();
-    gm_error err = {0};
     errno = 0;
-    if (resolve_paths(srv, &err) < 0) {
-        fprintf(stderr, "gpumon serve: %s\n", err.msg);
-        return GM_EXIT_USAGE;
-    }
+    if (resolve_paths(srv, err) < 0)
+        return GM_EINVAL;
 
     /* Signals are taken by the signal thread alone: block them here before any thread starts,
-     * so every thread (sampler, lws) inherits the mask. */
+     * so every thread (sampler, session worker) inherits the mask. */
     sigset_t set, old;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN);
+    /* Under a file-size limit a write fails (the store keeps what it could not write and
+     * retries) instead of the signal killing the daemon. */
+    signal(SIGXFSZ, SIG_IGN);
+    sig_ctx sc = {.srv = srv};
+    bool sig_started = false;
+
+    srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+    srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    srv->wake_tag.kind = GM_POLL_WAKE;
+    if (srv->epfd < 0 || srv->wakefd < 0 ||
+        gm_server_watch(srv, srv->wakefd, &srv->wake_tag, EPOLLIN) < 0) {
+        gm_error_set(err, GM_EIO, "cannot set up the event loop: %s", strerror(errno));
+        goto out;
+    }
 
     gm_collector_options copt = {0};
     copt.provider = strcmp(cfg->provider, "auto") == 0 ? NULL : cfg->provider;
@@ -300,10 +328,10 @@ int gm_server_run(const gm_serve_config *cfg)
     copt.no_host = !cfg->system_metrics;
     copt.no_first_cpu_wait = true; /* serve the first sample at once; CPU % from the second */
     char q[1100], q2[300];
-    if (gm_collector_open(&copt, &srv->collector, &err) < 0) {
+    if (gm_collector_open(&copt, &srv->collector, err) < 0) {
         gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",
-               cfg->provider, gm_log_quote(err.msg, q, sizeof q));
-        fprintf(stderr, "gpumon serve: %s\n", err.msg);
+               cfg->provider, gm_log_quote(err->msg, q, sizeof q));
+        rc = err->code < 0 ? err->code : GM_EIO;
         goto out;
     }
     snprintf(srv->provider, sizeof srv->provider, "%s", gm_collector_provider(srv->collector));
@@ -313,29 +341,15 @@ int gm_server_run(const gm_serve_config *cfg)
                gm_log_quote(srv->diagnosis, q, sizeof q),
                gm_log_quote("try `make demo` or `gpumon serve --simulate 4`", q2, sizeof q2));
 
-    char addr[96];
-    gm_listen_addr_format(&cfg->listen, addr, sizeof addr);
-    srv->ctx = create_context(srv);
-    if (!srv->ctx) {
-        gm_log(GM_LOG_ERROR, "cannot listen", "listen=%s", addr);
-        fprintf(stderr, "gpumon serve: cannot listen on %s (address in use or not available)\n",
-                addr);
+    if (gm_http_start(srv, err) < 0) {
+        gm_log(GM_LOG_ERROR, "cannot listen", "error=%s", gm_log_quote(err->msg, q, sizeof q));
         goto out;
     }
-    struct lws_vhost *vh = lws_get_vhost_by_name(srv->ctx, "default");
-    int port = vh ? lws_get_vhost_listen_port(vh) : -1;
-    if (port <= 0) {
-        gm_log(GM_LOG_ERROR, "cannot listen", "listen=%s", addr);
-        fprintf(stderr, "gpumon serve: cannot listen on %s\n", addr);
-        goto out;
-    }
-    srv->port = (unsigned)port;
 
-    sig_ctx sc = {.srv = srv};
-    bool sig_started = pthread_create(&sc.thread, NULL, signal_main, &sc) == 0;
+    sig_started = pthread_create(&sc.thread, NULL, signal_main, &sc) == 0;
     if (!sig_started) {
-        fprintf(stderr, "gpumon serve: cannot start the signal thread\n");
-        goto out;
+        gm_error_set(err, GM_EIO, "cannot start the signal thread");
+        goto stop;
     }
 
     gm_sessions_options mopt = {.db_path = srv->db_path,
@@ -344,30 +358,28 @@ int gm_server_run(const gm_serve_config *cfg)
                                 .energy_fresh = false,
                                 .wake = wake_loop,
                                 .wake_arg = srv};
-    if (gm_sessions_start(&mopt, &srv->sessions, &err) < 0) {
-        fprintf(stderr, "gpumon serve: %s\n", err.msg);
+    if (gm_sessions_start(&mopt, &srv->sessions, err) < 0)
         goto stop;
-    }
     gm_sampler_options sopt = {.collector = srv->collector,
                                .poll_ms = cfg->poll_interval_ms,
                                .history_s = cfg->history_s,
                                .history_max_bytes = HISTORY_MAX_BYTES,
                                .on_sample = feed_sessions,
                                .on_sample_arg = srv};
-    if (gm_sampler_start(&sopt, wake_loop, srv, &srv->sampler, &err) < 0) {
-        fprintf(stderr, "gpumon serve: %s\n", err.msg);
+    if (gm_sampler_start(&sopt, wake_loop, srv, &srv->sampler, err) < 0)
+        goto stop;
+    gm_error first = {0};
+    int frc = gm_sampler_wait_first(srv->sampler, FIRST_SAMPLE_WAIT_MS, &first);
+    if (frc == GM_EINVAL) {
+        *err = first;
+        rc = GM_EINVAL;
         goto stop;
     }
-    int rc = gm_sampler_wait_first(srv->sampler, FIRST_SAMPLE_WAIT_MS, &err);
-    if (rc == GM_EINVAL) {
-        fprintf(stderr, "gpumon serve: %s\n", err.msg);
-        status = GM_EXIT_USAGE;
-        goto stop;
-    }
-    if (rc < 0)
+    if (frc < 0)
         gm_log(GM_LOG_WARN, "first sample not ready; serving 503 until it is", "error=%s",
-               gm_log_quote(err.msg, q, sizeof q));
-    gm_server_refresh(srv);
+               gm_log_quote(first.msg, q, sizeof q));
+    if (gm_server_refresh(srv))
+        gm_ws_broadcast(srv);
 
     char host[80];
     if (!cfg->listen.host[0])
@@ -377,8 +389,8 @@ int gm_server_run(const gm_serve_config *cfg)
     else
         snprintf(host, sizeof host, "%s", cfg->listen.host);
     if (cfg->port_file[0] && write_port_file(cfg->port_file, srv->port) < 0) {
-        fprintf(stderr, "gpumon serve: cannot write --port-file %s: %s\n", cfg->port_file,
-                strerror(errno));
+        gm_error_set(err, GM_EIO, "cannot write --port-file %s: %s", cfg->port_file,
+                     strerror(errno));
         goto stop;
     }
     fprintf(stderr, "gpumon: listening on http://%s:%u%s\n", host, srv->port,
@@ -402,41 +414,47 @@ int gm_server_run(const gm_serve_config *cfg)
                         : gm_assets_embedded() ? "embedded"
                                                : "builtin",
                         qweb, sizeof qweb));
-    if (!cfg->token_set && !cfg->listen.host[0])
-        gm_log(GM_LOG_WARN, "listening on all interfaces without a token", "detail=%s",
+    if (!cfg->token_set && !gm_listen_addr_is_loopback(&cfg->listen))
+        gm_log(GM_LOG_WARN, "listening beyond this host without a token", "addr=%s detail=%s", host,
                gm_log_quote("anybody who reaches the port can read the GPUs; POST and DELETE "
                             "are refused from other hosts until --token is set",
                             qweb, sizeof qweb));
+    srv->listening = true;
 
-    while (!atomic_load(&srv->quit))
-        if (lws_service(srv->ctx, 0) < 0) {
-            gm_log(GM_LOG_ERROR, "service loop failed", "%s", "");
-            goto stop;
-        }
-    status = GM_EXIT_OK;
+    if (serve_loop(srv) < 0) {
+        gm_error_set(err, GM_EIO, "the event loop failed: %s", strerror(errno));
+        goto stop;
+    }
+    rc = GM_OK;
 
 stop:
     atomic_store(&srv->quit, true);
-    /* The sampler goes first: it calls lws_cancel_service on the context destroyed below and
-     * feeds the session worker, which goes next (it wakes the loop too, and stops the running
-     * sessions with their end written). */
+    /* Clients first (they hold bundle references and parked session jobs), then the sampler
+     * and the session worker, which stops the running sessions with their end written. Both
+     * wake the loop through wakefd, which stays open until they are joined. */
+    gm_ws_close_all(srv);
+    gm_http_stop(srv);
     gm_sampler_stop(srv->sampler);
     gm_sessions_stop(srv->sessions);
-    pthread_join(sc.thread, NULL);
+    if (sig_started)
+        pthread_join(sc.thread, NULL);
 out:
-    if (srv->ctx)
-        lws_context_destroy(srv->ctx); /* closes every client; their callbacks drop refs and
-                                        * hand parked session jobs back */
+    gm_ws_close_all(srv);
+    gm_http_stop(srv);
     gm_sessions_free(srv->sessions);
     srv->sessions = NULL;
     gm_published_unref(srv->current);
     srv->current = NULL;
     gm_sampler_free(srv->sampler);
     gm_collector_close(srv->collector);
-    if (cfg->port_file[0] && status == GM_EXIT_OK)
+    if (srv->wakefd >= 0)
+        close(srv->wakefd);
+    if (srv->epfd >= 0)
+        close(srv->epfd);
+    if (cfg->port_file[0] && rc == GM_OK)
         unlink(cfg->port_file);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (status == GM_EXIT_OK)
+    if (rc == GM_OK)
         gm_log(GM_LOG_INFO, "stopped", "%s", "");
-    return status;
+    return rc;
 }

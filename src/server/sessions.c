@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/json.h"
@@ -21,6 +22,14 @@
 /* Rows of the store read for one listing: bounds the worker's memory whatever the database
  * holds (gpumon record and run write there too). */
 #define LIST_SCAN_MAX 10000
+
+/* While the store fails (a full disk), a session's unwritten samples are retried with a backoff
+ * from the poll interval (at least this) doubling up to a minute, at samples, stops and on a
+ * timer, so a session stopped meanwhile is still written once the store works again. */
+#define RETRY_MIN_MS 100
+#define RETRY_MAX_MS 60000
+/* Samples one catch-up writes before the worker looks at its queue again. */
+#define SYNC_CHUNK 1000
 
 enum { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
@@ -40,9 +49,20 @@ typedef struct entry {
     struct entry *next;
     gm_session *s;
     bool running;
-    bool stored;       /* begun in the store */
-    bool store_failed; /* a store write failed: the stored copy is incomplete */
-    unsigned every;    /* take a sample at most every `every` poll intervals */
+    bool stored;         /* its row is in the store */
+    bool store_failed;   /* given up (samples past the pending bound): memory only; a partial
+                          * row still stored is removed */
+    size_t stored_count; /* samples the store holds: 0 .. stored_count - 1 */
+    bool end_stored;     /* its end is written (once stopped) */
+    /* Samples past the timeline the store has not taken yet: seq pend_first .. pend_first +
+     * pend_n - 1, each (1 + gpus * GM_SM__COUNT) doubles: t, then the values. The timeline
+     * holds the earlier ones. */
+    double *pend;
+    size_t pend_first, pend_n, pend_cap;
+    bool failing;          /* the latest store write failed */
+    int64_t retry_mono_ms; /* when failing: the next try (CLOCK_MONOTONIC) */
+    int64_t backoff_ms;
+    unsigned every; /* take a sample at most every `every` poll intervals */
     int64_t created_mono_ms;
     int64_t last_added_mono_ms; /* 0: none yet */
     uint64_t dropped;
@@ -457,31 +477,192 @@ static int store_delete(gm_sessions *m, const char *id, gm_error *err)
     return rc == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id) : rc;
 }
 
-/* Writes the newest sample of e (beginning the stored session with every sample so far when
- * it is not stored yet). The sample is written from its values, so a session past its sample
- * limit (no longer keeping a timeline) still stores every sample. A failure is logged once per
- * session and leaves it memory-backed. */
-static void persist_sample(gm_sessions *m, entry *e)
+static int64_t mono_ms(void)
 {
-    if (!m->has_db || e->store_failed)
-        return;
-    gm_error err = {0};
-    gm_store *st = store_get(m, true, &err);
-    int rc = st ? GM_OK : GM_EIO;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the store lags behind e: samples or the end not written, or a partial copy of a
+ * given-up session still to remove. A session is begun in the store at its first sample (or
+ * its stop), so one with no sample yet is not behind. */
+static bool store_behind(const gm_sessions *m, const entry *e)
+{
+    if (!m->has_db)
+        return false;
+    if (e->store_failed)
+        return e->stored;
+    return e->stored_count < gm_session_sample_count(e->s) || (!e->running && !e->end_stored);
+}
+
+static bool entry_persisted(const gm_sessions *m, const entry *e)
+{
+    return m->has_db && e->stored && !e->store_failed && !store_behind(m, e);
+}
+
+static size_t pend_stride(const entry *e)
+{
+    return 1 + gm_session_gpu_count(e->s) * GM_SM__COUNT;
+}
+
+/* Sample seq of e as the store takes it, from the timeline, the pending samples or the newest
+ * one. False when e no longer holds it. */
+static bool sample_at(const entry *e, size_t seq, double *t, const double **v)
+{
+    if (seq < gm_session_timeline_count(e->s))
+        return gm_session_sample(e->s, seq, t, v) == GM_OK;
+    if (seq >= e->pend_first && seq - e->pend_first < e->pend_n) {
+        const double *p = e->pend + (seq - e->pend_first) * pend_stride(e);
+        *t = p[0];
+        *v = gm_session_gpu_count(e->s) ? p + 1 : NULL;
+        return true;
+    }
+    return seq + 1 == gm_session_sample_count(e->s) && gm_session_last(e->s, t, v) == GM_OK;
+}
+
+/* Keeps the newest sample of e until the store has it, when the timeline does not (past the
+ * sample limit). False when that would pass the pending bound. */
+static bool pend_push(gm_sessions *m, entry *e)
+{
+    size_t seq = gm_session_sample_count(e->s) - 1;
+    if (seq < gm_session_timeline_count(e->s))
+        return true;
+    size_t ng = gm_session_gpu_count(e->s), stride = pend_stride(e);
+    size_t max = m->opt.pending_max_values / (ng ? ng : 1);
+    if (e->pend_n >= max)
+        return false;
+    if (e->pend_n == e->pend_cap) {
+        size_t cap = e->pend_cap ? e->pend_cap * 2 : 16;
+        if (cap > max)
+            cap = max;
+        double *np = realloc(e->pend, cap * stride * sizeof *np);
+        if (!np)
+            return false;
+        e->pend = np;
+        e->pend_cap = cap;
+    }
     double t;
     const double *v;
-    if (st && !e->stored) {
-        rc = gm_store_session_begin(st, e->s, &err);
-        e->stored = rc == GM_OK;
-    } else if (st && gm_session_last(e->s, &t, &v) == GM_OK) {
-        rc =
-            gm_store_session_sample_values(st, e->s, gm_session_sample_count(e->s) - 1, t, v, &err);
+    if (gm_session_last(e->s, &t, &v) < 0)
+        return false;
+    if (e->pend_n == 0)
+        e->pend_first = seq;
+    double *p = e->pend + e->pend_n * stride;
+    p[0] = t;
+    if (ng)
+        memcpy(p + 1, v, (stride - 1) * sizeof *p);
+    e->pend_n++;
+    return true;
+}
+
+/* Forgets the pending samples the store now holds. */
+static void pend_drop_stored(entry *e)
+{
+    if (!e->pend_n || e->stored_count <= e->pend_first)
+        return;
+    size_t done = e->stored_count - e->pend_first;
+    if (done > e->pend_n)
+        done = e->pend_n;
+    size_t stride = pend_stride(e);
+    memmove(e->pend, e->pend + done * stride, (e->pend_n - done) * stride * sizeof *e->pend);
+    e->pend_n -= done;
+    e->pend_first += done;
+}
+
+/* Stops storing e: it goes on in memory; a partial row in the store is removed when the store
+ * lets it (so the store never shows a session cut short as if it had been interrupted). */
+static void give_up_store(gm_sessions *m, entry *e, const char *why)
+{
+    e->store_failed = true;
+    free(e->pend);
+    e->pend = NULL;
+    e->pend_n = e->pend_cap = 0;
+    e->failing = false;
+    e->backoff_ms = 0;
+    log_store_error("session no longer stored; it goes on in memory", gm_session_id(e->s), why);
+}
+
+/* Brings the store up to date with e, at most SYNC_CHUNK samples at a time: begins it (with the
+ * samples of its timeline), writes the samples it lacks, then the end of a stopped session; for
+ * a given-up session, removes its partial row. GM_OK (maybe with more to write) or the store's
+ * error, with err set. */
+static int sync_entry(gm_sessions *m, entry *e, gm_error *err)
+{
+    gm_store *st = store_get(m, true, err);
+    if (!st)
+        return err->code ? err->code : GM_EIO;
+    const char *id = gm_session_id(e->s);
+    if (e->store_failed) {
+        int rc = gm_store_session_delete(st, id, err);
+        if (rc < 0 && rc != GM_ENOENT)
+            return rc;
+        e->stored = false;
+        return GM_OK;
     }
-    if (rc < 0) {
-        e->store_failed = true;
-        log_store_error("session store write failed; the session goes on in memory",
+    size_t total = gm_session_sample_count(e->s);
+    if (!e->stored) {
+        int rc = gm_store_session_begin(st, e->s, err);
+        if (rc < 0 && rc != GM_EEXIST)
+            return rc;
+        e->stored = true;
+        /* EEXIST: an earlier begin did land; its samples are then found stored one by one. */
+        e->stored_count = rc == GM_OK ? gm_session_timeline_count(e->s) : 0;
+    }
+    for (size_t n = 0; e->stored_count < total && n < SYNC_CHUNK; n++) {
+        double t;
+        const double *v;
+        if (!sample_at(e, e->stored_count, &t, &v)) {
+            give_up_store(m, e, "a sample the store lacks is no longer held");
+            return GM_OK;
+        }
+        int rc = gm_store_session_sample_values(st, e->s, e->stored_count, t, v, err);
+        if (rc == GM_ENOENT) { /* its row was removed behind our back */
+            e->stored = false;
+            give_up_store(m, e, err->msg);
+            return GM_OK;
+        }
+        if (rc < 0 && rc != GM_EEXIST) {
+            pend_drop_stored(e);
+            return rc;
+        }
+        e->stored_count++;
+    }
+    pend_drop_stored(e);
+    if (e->stored_count == total && !e->running && !e->end_stored) {
+        int rc = gm_store_session_end(st, e->s, err);
+        if (rc < 0)
+            return rc;
+        e->end_stored = true;
+    }
+    return GM_OK;
+}
+
+/* One try at sync_entry, with the backoff and the log lines around it. */
+static void try_sync(gm_sessions *m, entry *e)
+{
+    gm_error err = {0};
+    int rc = sync_entry(m, e, &err);
+    int64_t now = mono_ms();
+    if (rc == GM_OK) {
+        if (e->failing && !store_behind(m, e))
+            gm_log(GM_LOG_INFO, "session store writes resumed", "session=%s samples=%zu",
+                   gm_session_id(e->s), e->stored_count);
+        e->failing = false;
+        e->backoff_ms = 0;
+        return;
+    }
+    if (!e->failing)
+        log_store_error(e->store_failed ? "cannot remove a partial session from the store"
+                                        : "session store write failed; its samples are kept and "
+                                          "written when the store works again",
                         gm_session_id(e->s), err.msg);
-    }
+    int64_t first = m->opt.poll_ms > RETRY_MIN_MS ? m->opt.poll_ms : RETRY_MIN_MS;
+    e->backoff_ms = !e->failing                        ? first
+                    : e->backoff_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS
+                                                       : e->backoff_ms * 2;
+    e->failing = true;
+    e->retry_mono_ms = now + e->backoff_ms;
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
@@ -502,12 +683,8 @@ static void remove_entry(gm_sessions *m, entry *e)
             break;
         }
     gm_session_free(e->s);
+    free(e->pend);
     free(e);
-}
-
-static bool entry_persisted(const gm_sessions *m, const entry *e)
-{
-    return m->has_db && e->stored && !e->store_failed;
 }
 
 /* The API document of an in-memory session: gm_session_to_json plus status (running/stopped),
@@ -538,21 +715,10 @@ static void end_entry(gm_sessions *m, entry *e, const char *reason, bool write_e
     m->n_running--;
     atomic_fetch_sub(&m->running, 1);
     atomic_fetch_sub(&m->active, 1);
-    if (write_end && m->has_db && !e->store_failed) {
-        gm_error err = {0};
-        gm_store *st = store_get(m, true, &err);
-        int rc = st ? GM_OK : GM_EIO;
-        if (st && !e->stored) { /* stopped before its first sample: store it anyway */
-            rc = gm_store_session_begin(st, e->s, &err);
-            e->stored = rc == GM_OK;
-        }
-        if (rc == GM_OK)
-            rc = gm_store_session_end(st, e->s, &err);
-        if (rc < 0) {
-            e->store_failed = true;
-            log_store_error("cannot write the end of a session", gm_session_id(e->s), err.msg);
-        }
-    }
+    /* A stop is worth a try even while the store backs off (stopped before its first sample:
+     * stored anyway). */
+    if (write_end && store_behind(m, e))
+        try_sync(m, e);
     char q[200];
     gm_log(GM_LOG_INFO, "session stopped", "session=%s reason=%s samples=%zu persisted=%s",
            gm_session_id(e->s), gm_log_quote(reason, q, sizeof q), gm_session_sample_count(e->s),
@@ -575,8 +741,12 @@ static void settle_stopped(gm_sessions *m, entry *e)
             if (!oldest || gm_session_started_ms(x->s) < gm_session_started_ms(oldest->s))
                 oldest = x;
         }
-    if (kept > GM_SESSIONS_KEEP_STOPPED && oldest)
+    if (kept > GM_SESSIONS_KEEP_STOPPED && oldest) {
+        if (store_behind(m, oldest))
+            log_store_error("session dropped from memory before the store took it",
+                            gm_session_id(oldest->s), "too many stopped sessions in memory");
         remove_entry(m, oldest);
+    }
 }
 
 static void on_sample(gm_sessions *m, const item *it)
@@ -609,8 +779,39 @@ static void on_sample(gm_sessions *m, const item *it)
             continue;
         }
         e->last_added_mono_ms = it->mono_ms;
-        persist_sample(m, e);
+        if (m->has_db && !e->store_failed && !pend_push(m, e))
+            give_up_store(m, e, "the samples waiting for the store passed their memory bound");
     }
+}
+
+/* Writes what the store lacks of every session whose turn it is: after each sample (one
+ * transaction per sample while the store works), and on the backoff's schedule while it fails.
+ * A stopped session the store now holds whole leaves memory. */
+static void sync_due(gm_sessions *m)
+{
+    int64_t now = mono_ms();
+    for (entry *e = m->entries, *next; e; e = next) {
+        next = e->next;
+        if (!store_behind(m, e) || (e->failing && now < e->retry_mono_ms))
+            continue;
+        try_sync(m, e);
+        if (!e->running && entry_persisted(m, e))
+            remove_entry(m, e);
+    }
+}
+
+/* Milliseconds until sync_due has work (0: now), -1 when none is due. */
+static int64_t sync_wait_ms(const gm_sessions *m)
+{
+    int64_t best = -1, now = mono_ms();
+    for (const entry *e = m->entries; e; e = e->next) {
+        if (!store_behind(m, e))
+            continue;
+        int64_t wait = e->failing && e->retry_mono_ms > now ? e->retry_mono_ms - now : 0;
+        if (best < 0 || wait < best)
+            best = wait;
+    }
+    return best;
 }
 
 /* ---- requests ----------------------------------------------------------------------------- */
@@ -1065,9 +1266,22 @@ static void *worker_main(void *arg)
 {
     gm_sessions *m = arg;
     for (;;) {
+        int64_t wait_ms = sync_wait_ms(m);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t)(wait_ms / 1000);
+        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
         pthread_mutex_lock(&m->mu);
-        while (!m->head && !m->stop)
-            pthread_cond_wait(&m->cv, &m->mu);
+        /* Asleep until an item comes, or a session's store retry is due. */
+        while (!m->head && !m->stop && wait_ms != 0)
+            if (wait_ms < 0)
+                pthread_cond_wait(&m->cv, &m->mu);
+            else if (pthread_cond_timedwait(&m->cv, &m->mu, &until) == ETIMEDOUT)
+                break;
         item *it = m->head;
         if (it) {
             m->head = it->next;
@@ -1080,8 +1294,12 @@ static void *worker_main(void *arg)
         }
         bool stopping = m->stop;
         pthread_mutex_unlock(&m->mu);
-        if (!it)
+        if (!it && stopping)
             break; /* stopping and drained */
+        if (!it) {
+            sync_due(m); /* a retry is due */
+            continue;
+        }
         if (it->job) {
             if (stopping) {
                 if (it->job->op == GM_SOP_CREATE)
@@ -1095,11 +1313,26 @@ static void *worker_main(void *arg)
             on_sample(m, it);
         }
         free(it);
+        if (!stopping)
+            sync_due(m);
     }
-    /* The daemon stops: so do its sessions, with their end written. */
-    for (entry *e = m->entries; e; e = e->next)
+    /* The daemon stops: so do its sessions, with their end written; a last try for those the
+     * store still lacks, whatever their backoff. */
+    for (entry *e = m->entries; e; e = e->next) {
         if (e->running)
             end_entry(m, e, "daemon_stopped", true);
+        for (int chunk = 0; store_behind(m, e) && chunk < 1000; chunk++) {
+            gm_error err = {0};
+            if (sync_entry(m, e, &err) < 0) {
+                char q[600];
+                gm_log(GM_LOG_WARN, "session not stored whole at exit",
+                       "session=%s stored_samples=%zu samples=%zu error=%s", gm_session_id(e->s),
+                       e->stored_count, gm_session_sample_count(e->s),
+                       gm_log_quote(err.msg, q, sizeof q));
+                break;
+            }
+        }
+    }
     return NULL;
 }
 
@@ -1118,10 +1351,17 @@ int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_erro
     m->opt.db_path = m->db_path;
     if (!m->opt.timeline_max_values)
         m->opt.timeline_max_values = GM_SESSION_MAX_VALUES;
+    if (!m->opt.pending_max_values)
+        m->opt.pending_max_values = GM_SESSION_PENDING_MAX_VALUES;
     atomic_init(&m->active, 0);
     atomic_init(&m->running, 0);
     pthread_mutex_init(&m->mu, NULL);
-    pthread_cond_init(&m->cv, NULL);
+    /* Store retries wait on the monotonic clock: a wall-clock step must not stall them. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->cv, &ca);
+    pthread_condattr_destroy(&ca);
     m->scratch = calloc(1, sizeof *m->scratch); /* no process table: sessions never read it */
     if (!m->scratch) {
         gm_sessions_free(m);

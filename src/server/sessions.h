@@ -29,6 +29,9 @@
 #define GM_SESSION_INTERVAL_MAX  86400.0 /* seconds */
 #define GM_SESSIONS_LIST_MAX     1000    /* entries in one GET /api/sessions */
 
+/* Samples x GPUs, past its timeline, a session keeps for a store that fails (a full disk). */
+#define GM_SESSION_PENDING_MAX_VALUES 86400
+
 typedef struct gm_sessions gm_sessions;
 
 typedef struct gm_sessions_options {
@@ -43,8 +46,12 @@ typedef struct gm_sessions_options {
      * GM_SESSION_MAX_SAMPLES samples; past that it goes on with streaming statistics and every
      * sample written to the store. 0: GM_SESSION_MAX_VALUES. */
     size_t timeline_max_values;
+    /* Samples x GPUs a session keeps, past its timeline, while the store cannot take them (a
+     * full disk), to write them once it can; past that the session stops being stored (its
+     * partial copy is removed) and goes on in memory. 0: GM_SESSION_PENDING_MAX_VALUES. */
+    size_t pending_max_values;
     /* Called from the worker thread when a job is done; must be thread-safe
-     * (lws_cancel_service). */
+     * (gm_server_wake). */
     void (*wake)(void *arg);
     void *wake_arg;
 } gm_sessions_options;
@@ -55,7 +62,8 @@ typedef struct gm_sessions_options {
 int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_error *err);
 
 /* Stops the worker and joins it: queued requests are answered 503, running sessions are
- * stopped (stop_reason "daemon_stopped") and their end written to the store. Idempotent. */
+ * stopped (stop_reason "daemon_stopped") and their end written to the store (with what a
+ * failing store still lacked, when it now works; else that is logged). Idempotent. */
 void gm_sessions_stop(gm_sessions *m);
 
 /* Stops if needed and frees the worker's state. Every job must have been handed back first

@@ -1,206 +1,605 @@
-/* ws.c - the WebSocket stream: /ws/gpu sends full samples, /ws/metrics the compact frame. Each
- * client gets the newest pre-rendered frame when it can take one, at most ws_max_rate_hz times a
- * second; frames a slow client missed are skipped, never queued, and a client that takes none
- * for GM_WS_STUCK_S seconds is dropped, so memory does not grow with slow readers. */
+/* ws.c - the WebSocket streams: /ws/gpu sends full samples, /ws/metrics the compact frame.
+ *
+ * The handshake is an HTTP answer (libmicrohttpd's upgrade hands over the socket); from then on
+ * the loop owns the socket. Frames out: a server's frames are not masked, so each sample's frame
+ * is the pre-rendered bytes with a header written in front once, and every client gets the same
+ * bytes with one send(). A client busy with an older frame gets the newest due one when it has
+ * finished, never a queue, so memory does not grow with slow readers; one that takes no bytes
+ * for GM_WS_STUCK_S is dropped. Frames in (RFC 6455, parsed by wslay): they must be masked,
+ * control frames short and whole, text valid UTF-8, messages at most GM_WS_MAX_MESSAGE bytes;
+ * otherwise the client gets a close frame with the matching code. What clients send is
+ * otherwise ignored: the streams are one-way. */
 #include "server/server_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <nettle/base64.h>
+#include <nettle/sha1.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <wslay/wslay.h>
 
+#include "core/utf8.h"
 #include "server/log.h"
 
-enum { WS_NONE = 0, WS_GPU = 1, WS_METRICS = 2 };
+enum { WS_GPU = 1, WS_METRICS = 2 };
 
-/* Per-connection state; lws allocates and zeroes it. */
-struct gm_ws_client {
-    struct lws *wsi;
-    gm_ws_client *prev, *next;
-    int kind;
-    bool linked;
-    bool sent_any;
-    uint64_t sent_seq;
-    int64_t tat_us;   /* earliest time the next frame conforms to the rate cap (GCRA) */
-    bool timer_set;   /* a rate-limit timer will ask for writable */
-    bool stuck_armed; /* the "no frame taken" timeout is running */
+/* RFC 6455 close codes used here. */
+enum {
+    CLOSE_NORMAL = 1000,
+    CLOSE_GOING_AWAY = 1001,
+    CLOSE_PROTOCOL = 1002,
+    CLOSE_BAD_DATA = 1007,
+    CLOSE_TOO_BIG = 1009,
 };
 
-size_t gm_ws_pss_size(void)
+#define CTL_MAX 125
+#define OUT_CTL (2 * (2 + CTL_MAX)) /* room for a pong and a close */
+
+struct gm_ws_client {
+    gm_poll tag; /* first: what the epoll event points at */
+    gm_server *srv;
+    gm_ws_client *prev, *next;
+    int fd;
+    struct MHD_UpgradeResponseHandle *urh;
+    int kind;
+    wslay_frame_context_ptr rx;
+
+    /* in */
+    char *extra; /* bytes libmicrohttpd read past the handshake, read first */
+    size_t extra_len, extra_off;
+    bool eof, io_error;
+    bool in_frame;        /* between a frame's header and its last payload byte */
+    uint64_t frame_left;  /* payload bytes of the current frame still to come */
+    uint8_t frame_opcode; /* of the current frame */
+    bool frame_fin;
+    uint8_t msg_opcode; /* 1 text, 2 binary: a (fragmented) message in progress; 0 none */
+    uint64_t msg_len;
+    gm_utf8_stream utf8;
+    uint8_t ctl[CTL_MAX]; /* a control frame's payload */
+    size_t ctl_len;
+
+    /* out */
+    gm_published *pin; /* the bundle of the data frame being sent */
+    const uint8_t *out;
+    size_t out_len, out_off;
+    uint8_t ctlq[OUT_CTL]; /* control frames waiting (sent between data frames) */
+    size_t ctlq_len, ctlq_off;
+    bool closing;      /* a close frame is queued: close once it has gone */
+    unsigned watching; /* the epoll events asked for */
+    bool sent_any;
+    uint64_t sent_seq;
+
+    int64_t last_rx_ms, last_progress_ms, ping_ms;
+};
+
+static const char *kind_name(int kind)
 {
-    return sizeof(gm_ws_client);
+    return kind == WS_GPU ? "gpu" : "metrics";
 }
 
-static int path_kind(const char *path)
+static const gm_blob *frame_blob(const gm_published *p, int kind)
 {
-    if (strcmp(path, "/ws/gpu") == 0)
-        return WS_GPU;
-    if (strcmp(path, "/ws/metrics") == 0)
-        return WS_METRICS;
-    return WS_NONE;
+    return kind == WS_GPU ? &p->full : &p->ws_metrics;
 }
 
-static void unlink_client(gm_server *srv, gm_ws_client *c)
+/* Bytes of the header of a server frame (unmasked) with len payload bytes. */
+static size_t header_len(size_t len)
 {
-    if (!c->linked)
+    return len < 126 ? 2 : len < 65536 ? 4 : 10;
+}
+
+/* Writes a text frame's header into the headroom in front of b's bytes. */
+static void frame_in_place(const gm_blob *b)
+{
+    if (!b->data)
         return;
+    size_t n = b->len, h = header_len(n);
+    uint8_t *p = b->data - h;
+    p[0] = 0x80 | WSLAY_TEXT_FRAME;
+    if (h == 2) {
+        p[1] = (uint8_t)n;
+    } else if (h == 4) {
+        p[1] = 126;
+        p[2] = (uint8_t)(n >> 8);
+        p[3] = (uint8_t)n;
+    } else {
+        p[1] = 127;
+        for (int i = 0; i < 8; i++)
+            p[2 + i] = (uint8_t)((uint64_t)n >> (56 - 8 * i));
+    }
+}
+
+/* ---- closing ------------------------------------------------------------------------------ */
+
+static void client_free(gm_server *srv, gm_ws_client *c, const char *why)
+{
     if (c->prev)
         c->prev->next = c->next;
     else
         srv->ws_head = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-    c->linked = false;
     srv->ws_count--;
+    gm_server_unwatch(srv, c->fd);
+    gm_published_unref(c->pin);
+    if (c->rx)
+        wslay_frame_context_free(c->rx);
+    free(c->extra);
+    /* Hands the socket back to libmicrohttpd, which closes it. */
+    MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
+    gm_log(GM_LOG_DEBUG, "websocket closed", "stream=%s reason=%s clients=%u", kind_name(c->kind),
+           why, srv->ws_count);
+    free(c);
 }
 
-static const gm_blob *frame_of(const gm_published *p, int kind)
+/* Queues a control frame; a close frame makes the client close once it has been sent, and
+ * nothing is queued after it. */
+static void queue_ctl(gm_ws_client *c, uint8_t opcode, const uint8_t *payload, size_t n)
 {
-    return kind == WS_GPU ? &p->full : &p->ws_metrics;
-}
-
-/* Asks for a writable callback for every client behind the newest bundle. */
-static void broadcast(gm_server *srv)
-{
-    if (!srv->current)
+    if (c->closing || n > CTL_MAX)
         return;
-    for (gm_ws_client *c = srv->ws_head; c; c = c->next) {
-        if (c->sent_any && c->sent_seq == srv->current->seq)
-            continue;
-        if (!c->stuck_armed) {
-            lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, GM_WS_STUCK_S);
-            c->stuck_armed = true;
-        }
-        lws_callback_on_writable(c->wsi);
+    if (opcode == WSLAY_PONG && c->ctlq_len > c->ctlq_off && c->ctlq_off == 0)
+        c->ctlq_len = 0; /* an unsent pong is replaced: only the latest ping needs an answer */
+    if (c->ctlq_len + 2 + n > sizeof c->ctlq) {
+        if (opcode != WSLAY_CONNECTION_CLOSE)
+            return;
+        c->ctlq_len = c->ctlq_off; /* drop what has not started; the close must go */
+        if (c->ctlq_len + 2 + n > sizeof c->ctlq)
+            return;
     }
+    uint8_t *p = c->ctlq + c->ctlq_len;
+    p[0] = 0x80 | opcode;
+    p[1] = (uint8_t)n;
+    if (n)
+        memcpy(p + 2, payload, n);
+    c->ctlq_len += 2 + n;
+    if (opcode == WSLAY_CONNECTION_CLOSE)
+        c->closing = true;
 }
 
-static int on_writeable(gm_server *srv, gm_ws_client *c)
+static void queue_close(gm_ws_client *c, unsigned code, const char *reason)
 {
-    /* Writable again: whatever was stuck has drained. */
-    if (c->stuck_armed) {
-        lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
-        c->stuck_armed = false;
-    }
-    gm_published *p = srv->current;
-    if (!p || (c->sent_any && c->sent_seq == p->seq))
-        return 0;
-    /* The cap as a generic cell rate algorithm: a frame may go a quarter gap early, so samples
-     * that arrive with a little jitter at the capped rate go out as they come instead of each
-     * waiting on a timer of its own (1000 clients at 5 Hz cost 24-29 % of a core that way). */
-    int64_t now = lws_now_usecs();
-    int64_t early = c->tat_us - srv->ws_min_gap_us / 4 - now;
-    if (c->sent_any && early > 0) {
-        if (!c->timer_set) {
-            lws_set_timer_usecs(c->wsi, early);
-            c->timer_set = true;
-        }
-        return 0;
-    }
-    const gm_blob *b = frame_of(p, c->kind);
+    uint8_t p[CTL_MAX];
+    size_t rl = strlen(reason);
+    if (rl > CTL_MAX - 2)
+        rl = CTL_MAX - 2;
+    p[0] = (uint8_t)(code >> 8);
+    p[1] = (uint8_t)code;
+    memcpy(p + 2, reason, rl);
+    queue_ctl(c, WSLAY_CONNECTION_CLOSE, p, 2 + rl);
+}
+
+/* ---- sending ------------------------------------------------------------------------------ */
+
+/* Reading stops once a close frame is queued (what follows it is not read: level-triggered
+ * epoll would otherwise spin on it); writing is watched only while the socket is full. */
+static void watch(gm_server *srv, gm_ws_client *c, bool blocked)
+{
+    unsigned want = (c->closing ? 0u : (unsigned)EPOLLIN) | (blocked ? (unsigned)EPOLLOUT : 0u);
+    if (want != c->watching && gm_server_rewatch(srv, c->fd, &c->tag, want) == 0)
+        c->watching = want;
+}
+
+static void start_frame(gm_ws_client *c, gm_published *p)
+{
+    const gm_blob *b = frame_blob(p, c->kind);
     if (!b->data)
-        return 0;
-    /* The frame header goes into the blob's headroom; the payload is shared by every client and
-     * lws copies only what the socket did not take. A short write means the peer is gone. */
-    if (lws_write(c->wsi, b->data, b->len, LWS_WRITE_TEXT) < (int)b->len)
-        return -1;
+        return;
+    size_t h = header_len(b->len);
+    c->pin = gm_published_ref(p);
+    c->out = b->data - h;
+    c->out_len = b->len + h;
+    c->out_off = 0;
     c->sent_any = true;
     c->sent_seq = p->seq;
-    c->tat_us = (c->tat_us > now ? c->tat_us : now) + srv->ws_min_gap_us;
-    return 0;
+    c->last_progress_ms = gm_mono_ms();
 }
 
-int gm_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                   size_t len)
+/* Sends what the socket takes: a control frame in progress, else the data frame in progress,
+ * else waiting control frames, else the newest due frame. Returns false when the client is
+ * gone (freed). */
+static bool flush(gm_server *srv, gm_ws_client *c)
 {
-    gm_server *srv = lws_context_user(lws_get_context(wsi));
-    gm_ws_client *c = user;
-    char path[128];
+    for (;;) {
+        const uint8_t *p;
+        size_t *off, len;
+        bool ctl = c->ctlq_off > 0 || (c->ctlq_len > 0 && (!c->out || c->out_off == 0));
+        if (ctl) {
+            p = c->ctlq;
+            off = &c->ctlq_off;
+            len = c->ctlq_len;
+        } else if (c->out) {
+            p = c->out;
+            off = &c->out_off;
+            len = c->out_len;
+        } else if (!c->closing && srv->ws_due &&
+                   (!c->sent_any || c->sent_seq != srv->ws_due->seq)) {
+            start_frame(c, srv->ws_due);
+            if (!c->out)
+                break;
+            continue;
+        } else {
+            break;
+        }
+        ssize_t n = send(c->fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            watch(srv, c, true);
+            return true;
+        }
+        if (n <= 0) {
+            client_free(srv, c, "send failed");
+            return false;
+        }
+        *off += (size_t)n;
+        c->last_progress_ms = gm_mono_ms();
+        if (*off < len)
+            continue;
+        if (ctl) {
+            c->ctlq_len = c->ctlq_off = 0;
+            if (c->closing) {
+                client_free(srv, c, "closed");
+                return false;
+            }
+        } else {
+            gm_published_unref(c->pin);
+            c->pin = NULL;
+            c->out = NULL;
+        }
+    }
+    watch(srv, c, false);
+    return true;
+}
 
-    switch (reason) {
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
-        if (lws_hdr_copy(wsi, path, sizeof path, WSI_TOKEN_GET_URI) < 0)
-            path[0] = '\0';
-        int kind = path_kind(path);
-        char q[160];
-        if (!kind) {
-            gm_log(GM_LOG_DEBUG, "websocket refused", "path=%s status=404",
-                   gm_log_quote(path, q, sizeof q));
-            gm_server_refuse(wsi, 404, "no WebSocket endpoint here (use /ws/gpu or /ws/metrics)",
-                             NULL);
-            return 1;
-        }
-        if (!gm_server_authorized(srv, wsi, true)) {
-            gm_log(GM_LOG_DEBUG, "websocket refused", "path=%s status=401",
-                   gm_log_quote(path, q, sizeof q));
-            gm_server_refuse(
-                wsi, 401,
-                "missing or wrong token (Authorization: Bearer <token> or ?token=<token>)",
-                "www-authenticate: Bearer realm=\"gpumon\"\r\n");
-            return 1;
-        }
-        if (srv->ws_count >= GM_WS_MAX_CLIENTS) {
-            gm_log(GM_LOG_WARN, "websocket refused: too many clients", "clients=%u", srv->ws_count);
-            gm_server_refuse(wsi, 503, "too many WebSocket clients", "retry-after: 5\r\n");
-            return 1;
-        }
-        if (c)
-            c->kind = kind;
-        return 0;
+/* ---- receiving ---------------------------------------------------------------------------- */
+
+static ssize_t on_recv(uint8_t *buf, size_t len, int flags, void *user)
+{
+    (void)flags;
+    gm_ws_client *c = user;
+    if (c->extra_off < c->extra_len) {
+        size_t n = c->extra_len - c->extra_off;
+        if (n > len)
+            n = len;
+        memcpy(buf, c->extra + c->extra_off, n);
+        c->extra_off += n;
+        return (ssize_t)n;
     }
-    case LWS_CALLBACK_ESTABLISHED: {
-        if (!c)
-            return -1;
-        if (!c->kind) {
-            if (lws_hdr_copy(wsi, path, sizeof path, WSI_TOKEN_GET_URI) < 0)
-                return -1;
-            c->kind = path_kind(path);
-            if (!c->kind)
-                return -1;
-        }
-        c->wsi = wsi;
-        c->next = srv->ws_head;
-        if (srv->ws_head)
-            srv->ws_head->prev = c;
-        srv->ws_head = c;
-        c->linked = true;
-        srv->ws_count++;
-        /* A small send buffer: without it loopback sockets soak up megabytes per client before
-         * frames start being skipped. */
-        int fd = lws_get_socket_fd(wsi), sndbuf = 65536;
-        if (fd >= 0)
-            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-        gm_log(GM_LOG_DEBUG, "websocket connected", "stream=%s clients=%u",
-               c->kind == WS_GPU ? "gpu" : "metrics", srv->ws_count);
-        lws_callback_on_writable(wsi);
-        return 0;
+    ssize_t n = recv(c->fd, buf, len, MSG_DONTWAIT);
+    if (n == 0)
+        c->eof = true;
+    else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        c->io_error = true;
+    if (n > 0)
+        c->last_rx_ms = gm_mono_ms();
+    return n > 0 ? n : -1; /* anything else reads as "want more" to wslay */
+}
+
+static ssize_t on_send_unused(const uint8_t *data, size_t len, int flags, void *user)
+{
+    (void)data;
+    (void)len;
+    (void)flags;
+    (void)user;
+    return -1; /* frames out are written by flush(), never through wslay */
+}
+
+/* A protocol violation: say why with a close frame, then go. */
+static void fail(gm_ws_client *c, unsigned code, const char *why)
+{
+    queue_close(c, code, why);
+    c->in_frame = false;
+}
+
+static bool valid_close_code(unsigned code)
+{
+    if (code >= 3000 && code <= 4999)
+        return true;
+    return code >= 1000 && code <= 1014 && code != 1004 && code != 1005 && code != 1006;
+}
+
+/* A complete control frame. */
+static void on_control(gm_ws_client *c)
+{
+    if (c->frame_opcode == WSLAY_PING) {
+        queue_ctl(c, WSLAY_PONG, c->ctl, c->ctl_len);
+    } else if (c->frame_opcode == WSLAY_CONNECTION_CLOSE) {
+        if (c->ctl_len == 1)
+            return fail(c, CLOSE_PROTOCOL, "close frame with a 1-byte payload");
+        unsigned code = c->ctl_len >= 2 ? (unsigned)(c->ctl[0] << 8 | c->ctl[1]) : 0;
+        if (c->ctl_len >= 2 && !valid_close_code(code))
+            return fail(c, CLOSE_PROTOCOL, "invalid close code");
+        if (c->ctl_len > 2 && !gm_utf8_valid((const char *)c->ctl + 2, c->ctl_len - 2))
+            return fail(c, CLOSE_BAD_DATA, "close reason is not UTF-8");
+        queue_close(c, c->ctl_len >= 2 ? code : CLOSE_NORMAL, "");
     }
-    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
-        return gm_server_confirm_upgrade(wsi, in);
-    case LWS_CALLBACK_SERVER_WRITEABLE:
-        return c ? on_writeable(srv, c) : 0;
-    case LWS_CALLBACK_TIMER:
-        if (c) {
-            c->timer_set = false;
-            lws_callback_on_writable(wsi);
-        }
-        return 0;
-    case LWS_CALLBACK_RECEIVE:
-        return 0; /* the streams are one-way; what clients send is ignored */
-    case LWS_CALLBACK_CLOSED:
-        if (c) {
-            unlink_client(srv, c);
-            gm_log(GM_LOG_DEBUG, "websocket closed", "clients=%u", srv->ws_count);
-        }
-        return 0;
-    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-        /* The sampler published (or a signal asked to quit): take the newest bundle once, here,
-         * for every client and every HTTP request that follows. */
-        if (srv && gm_server_refresh(srv))
-            broadcast(srv);
-        return 0;
-    default:
+    /* A pong needs nothing: receiving it already counted as life (last_rx_ms). */
+}
+
+/* The first bytes of a frame: is it allowed here? */
+static void on_frame_start(gm_ws_client *c, const struct wslay_frame_iocb *f)
+{
+    c->in_frame = true;
+    c->frame_left = f->payload_length;
+    c->frame_opcode = f->opcode;
+    c->frame_fin = f->fin;
+    c->ctl_len = 0;
+    if (!f->mask)
+        return fail(c, CLOSE_PROTOCOL, "client frames must be masked");
+    if (f->rsv)
+        return fail(c, CLOSE_PROTOCOL, "reserved bits set without an extension");
+    switch (f->opcode) {
+    case WSLAY_PING:
+    case WSLAY_PONG:
+    case WSLAY_CONNECTION_CLOSE:
+        return; /* wslay checked they are whole and at most 125 bytes */
+    case WSLAY_TEXT_FRAME:
+    case WSLAY_BINARY_FRAME:
+        if (c->msg_opcode)
+            return fail(c, CLOSE_PROTOCOL, "new message before the last one ended");
+        c->msg_opcode = f->opcode;
+        c->msg_len = 0;
+        memset(&c->utf8, 0, sizeof c->utf8);
         break;
+    case WSLAY_CONTINUATION_FRAME:
+        if (!c->msg_opcode)
+            return fail(c, CLOSE_PROTOCOL, "continuation frame without a message");
+        break;
+    default:
+        return fail(c, CLOSE_PROTOCOL, "unknown opcode");
     }
-    return 0;
+    if (f->payload_length > GM_WS_MAX_MESSAGE - c->msg_len)
+        return fail(c, CLOSE_TOO_BIG, "message too big");
+}
+
+/* Payload bytes of the current frame. */
+static void on_payload(gm_ws_client *c, const uint8_t *p, size_t n)
+{
+    c->frame_left -= n;
+    if (c->frame_opcode >= 0x8) {
+        memcpy(c->ctl + c->ctl_len, p, n); /* at most 125 in all: wslay checked */
+        c->ctl_len += n;
+    } else {
+        c->msg_len += n;
+        if (c->msg_opcode == WSLAY_TEXT_FRAME && !gm_utf8_feed(&c->utf8, p, n))
+            return fail(c, CLOSE_BAD_DATA, "text message is not UTF-8");
+    }
+    if (c->frame_left)
+        return;
+    c->in_frame = false;
+    if (c->frame_opcode >= 0x8)
+        return on_control(c);
+    if (!c->frame_fin)
+        return;
+    if (c->msg_opcode == WSLAY_TEXT_FRAME && !gm_utf8_complete(&c->utf8))
+        return fail(c, CLOSE_BAD_DATA, "text message is not UTF-8");
+    c->msg_opcode = 0; /* a whole message, ignored */
+}
+
+/* Reads and checks what the client sent; false when it is gone. A chatty client gets a
+ * bounded amount of work per wake-up (epoll is level-triggered and comes back). */
+static bool receive(gm_server *srv, gm_ws_client *c)
+{
+    for (int i = 0; i < 64 && !c->closing; i++) {
+        struct wslay_frame_iocb f;
+        ssize_t n = wslay_frame_recv(c->rx, &f);
+        if (n == WSLAY_ERR_WANT_READ)
+            break;
+        if (n == WSLAY_ERR_PROTO) {
+            fail(c, CLOSE_PROTOCOL, "malformed frame");
+            break;
+        }
+        if (n < 0) {
+            client_free(srv, c, "receive failed");
+            return false;
+        }
+        if (!c->in_frame)
+            on_frame_start(c, &f);
+        if (c->closing)
+            break;
+        on_payload(c, f.data, f.data_length);
+    }
+    if (c->io_error || c->eof) { /* gone: no one to say goodbye to */
+        client_free(srv, c, c->eof ? "peer closed" : "receive failed");
+        return false;
+    }
+    return true;
+}
+
+/* ---- the loop's entry points -------------------------------------------------------------- */
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra,
+                       size_t extra_len, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+    (void)conn;
+    (void)req_cls;
+    const gm_ws_stream *st = cls;
+    gm_server *srv = st->srv;
+    static const struct wslay_frame_callbacks cb = {on_send_unused, on_recv, NULL};
+    gm_ws_client *c = calloc(1, sizeof *c);
+    if (!c || wslay_frame_context_init(&c->rx, &cb, c) != 0 ||
+        (extra_len && !(c->extra = malloc(extra_len)))) {
+        if (c && c->rx)
+            wslay_frame_context_free(c->rx);
+        free(c);
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        return;
+    }
+    c->tag.kind = GM_POLL_WS;
+    c->srv = srv;
+    c->fd = sock;
+    c->urh = urh;
+    c->kind = st->kind;
+    if (extra_len)
+        memcpy(c->extra, extra, extra_len);
+    c->extra_len = extra_len;
+    c->last_rx_ms = c->last_progress_ms = gm_mono_ms();
+    int fl = fcntl(sock, F_GETFL);
+    if (fl >= 0)
+        fcntl(sock, F_SETFL, fl | O_NONBLOCK);
+    /* A small send buffer: without it loopback sockets soak up megabytes per client before
+     * frames start being skipped. */
+    int sndbuf = 65536;
+    setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    c->watching = EPOLLIN;
+    if (gm_server_watch(srv, sock, &c->tag, EPOLLIN) < 0) {
+        wslay_frame_context_free(c->rx);
+        free(c->extra);
+        free(c);
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        return;
+    }
+    c->next = srv->ws_head;
+    if (srv->ws_head)
+        srv->ws_head->prev = c;
+    srv->ws_head = c;
+    srv->ws_count++;
+    gm_log(GM_LOG_DEBUG, "websocket connected", "stream=%s clients=%u", kind_name(c->kind),
+           srv->ws_count);
+    if (c->extra_len && !receive(srv, c))
+        return;
+    flush(srv, c);
+}
+
+bool gm_ws_handshake(gm_server *srv, struct MHD_Connection *mc, const gm_route *r,
+                     const gm_query *q, gm_resp *rs)
+{
+    const char *upgrade = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Upgrade");
+    const char *connection = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Connection");
+    const char *version = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+    const char *key = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+    const char *auth = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Authorization");
+    if (!upgrade || !gm_http_list_has(upgrade, "websocket")) {
+        gm_resp_error(rs, 400, "only an upgrade to WebSocket is supported (not %.32s)",
+                      upgrade ? upgrade : "");
+        return false;
+    }
+    if (!connection || !gm_http_list_has(connection, "upgrade")) {
+        gm_resp_error(rs, 400, "a WebSocket upgrade needs \"Connection: Upgrade\"");
+        return false;
+    }
+    if (!version || strcmp(version, "13") != 0) {
+        gm_resp_error(rs, 426, "WebSocket version 13 is the one supported");
+        rs->ws_version = true;
+        return false;
+    }
+    if (!gm_ws_key_ok(key)) {
+        gm_resp_error(rs, 400, "Sec-WebSocket-Key is missing or not 16 bytes of base64");
+        return false;
+    }
+    if (r->needs_token && !gm_server_authorized(srv, auth, gm_query_get(q, "token"))) {
+        gm_resp_error(rs, 401,
+                      "missing or wrong token (Authorization: Bearer <token> or ?token=<token>)");
+        rs->www_auth = true;
+        return false;
+    }
+    /* A quarter of the connections stay for plain requests, so streams cannot starve
+     * /api/health or /metrics. */
+    unsigned cap = srv->conn_limit - srv->conn_limit / 4;
+    if (cap > GM_WS_MAX_CLIENTS)
+        cap = GM_WS_MAX_CLIENTS;
+    if (srv->ws_count >= cap) {
+        gm_log(GM_LOG_WARN, "websocket refused: too many clients", "clients=%u", srv->ws_count);
+        gm_resp_error(rs, 503, "too many WebSocket clients");
+        rs->retry_after = 5;
+        return false;
+    }
+
+    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    struct sha1_ctx sha;
+    uint8_t digest[SHA1_DIGEST_SIZE];
+    char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
+    sha1_init(&sha);
+    sha1_update(&sha, strlen(key), (const uint8_t *)key);
+    sha1_update(&sha, sizeof guid - 1, (const uint8_t *)guid);
+    sha1_digest(&sha, sizeof digest, digest);
+    base64_encode_raw(accept, sizeof digest, digest);
+    accept[sizeof accept - 1] = '\0';
+
+    int kind = strcmp(r->path, "/ws/gpu") == 0 ? WS_GPU : WS_METRICS;
+    gm_ws_stream *st = &srv->ws_streams[kind - 1];
+    *st = (gm_ws_stream){srv, kind};
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, st);
+    if (!resp || MHD_add_response_header(resp, "Upgrade", "websocket") != MHD_YES ||
+        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept) != MHD_YES ||
+        MHD_add_response_header(resp, "Server", "gpumon/" GM_VERSION) != MHD_YES ||
+        MHD_queue_response(mc, MHD_HTTP_SWITCHING_PROTOCOLS, resp) != MHD_YES) {
+        if (resp)
+            MHD_destroy_response(resp);
+        gm_resp_error(rs, 503, "cannot start the WebSocket stream");
+        return false;
+    }
+    MHD_destroy_response(resp);
+    return true;
+}
+
+void gm_ws_broadcast(gm_server *srv)
+{
+    gm_published *p = srv->current;
+    if (!p || (srv->ws_due && (p == srv->ws_due || p->seq % srv->ws_every != 0)))
+        return;
+    /* Due: frame it once, for every client of each stream. */
+    frame_in_place(&p->full);
+    frame_in_place(&p->ws_metrics);
+    gm_published_unref(srv->ws_due);
+    srv->ws_due = gm_published_ref(p);
+    for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
+        next = c->next;
+        if (!c->out)
+            flush(srv, c);
+    }
+}
+
+void gm_ws_event(gm_server *srv, gm_poll *tag, unsigned events)
+{
+    gm_ws_client *c = (gm_ws_client *)tag;
+    if ((events & (EPOLLHUP | EPOLLERR)) && c->closing) {
+        client_free(srv, c, "peer closed");
+        return;
+    }
+    if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing && !receive(srv, c))
+        return;
+    flush(srv, c);
+}
+
+void gm_ws_sweep(gm_server *srv, int64_t now)
+{
+    for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
+        next = c->next;
+        bool owing = c->out || c->ctlq_len;
+        if (owing && now - c->last_progress_ms > GM_WS_STUCK_S * 1000) {
+            client_free(srv, c, "stuck: took no frame bytes");
+            continue;
+        }
+        if (now - c->last_rx_ms > GM_WS_DEAD_S * 1000) {
+            client_free(srv, c, "no answer to pings");
+            continue;
+        }
+        if (now - c->last_rx_ms > GM_WS_PING_S * 1000 && c->ping_ms < c->last_rx_ms) {
+            c->ping_ms = now;
+            queue_ctl(c, WSLAY_PING, NULL, 0);
+            flush(srv, c);
+        }
+    }
+}
+
+void gm_ws_close_all(gm_server *srv)
+{
+    for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
+        next = c->next;
+        /* A goodbye if the socket takes it at once; no waiting at shutdown. */
+        if (!c->out || c->out_off == 0) {
+            uint8_t bye[4] = {0x80 | WSLAY_CONNECTION_CLOSE, 2, CLOSE_GOING_AWAY >> 8,
+                              CLOSE_GOING_AWAY & 0xff};
+            if (c->ctlq_off == 0)
+                (void)!send(c->fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        client_free(srv, c, "shutting down");
+    }
+    gm_published_unref(srv->ws_due);
+    srv->ws_due = NULL;
 }

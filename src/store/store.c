@@ -72,6 +72,7 @@ struct gm_store {
     sqlite3 *db;
     char path[PATH_MAX];
     char host[GM_HOSTNAME_LEN];
+    int schema; /* PRAGMA user_version: what the queries may use */
     sqlite3_stmt *ins_sample;
     sqlite3_stmt *upd_count;
 };
@@ -206,18 +207,40 @@ static int set_wal(gm_store *st, gm_error *err)
     }
 }
 
+/* A store for path with nothing open yet. */
+static gm_store *store_new(const char *path)
+{
+    gm_store *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    snprintf(st->path, sizeof st->path, "%s", path);
+    if (gethostname(st->host, sizeof st->host) < 0)
+        st->host[0] = '\0';
+    st->host[sizeof st->host - 1] = '\0';
+    return st;
+}
+
+static int prepare_statements(gm_store *st, gm_error *err)
+{
+    if (sqlite3_prepare_v2(st->db,
+                           "INSERT INTO samples (session_id, seq, t, gpu, utilization, "
+                           "memory_used_mb, memory_usage_percent, temperature_c, power_draw_w, "
+                           "energy_counter_j) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           -1, &st->ins_sample, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->db, "UPDATE sessions SET sample_count = ?, last_t = ? WHERE id = ?",
+                           -1, &st->upd_count, NULL) != SQLITE_OK)
+        return db_error(st, err, "preparing statements");
+    return GM_OK;
+}
+
 int gm_store_open(const char *path, gm_store **out, gm_error *err)
 {
     *out = NULL;
     if (!path || !*path)
         return gm_error_set(err, GM_EINVAL, "database path is empty");
-    gm_store *st = calloc(1, sizeof *st);
+    gm_store *st = store_new(path);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
-    snprintf(st->path, sizeof st->path, "%s", path);
-    if (gethostname(st->host, sizeof st->host) < 0)
-        st->host[0] = '\0';
-    st->host[sizeof st->host - 1] = '\0';
     int rc = make_parents(path, err);
     if (rc < 0)
         goto fail;
@@ -234,18 +257,102 @@ int gm_store_open(const char *path, gm_store **out, gm_error *err)
     if ((rc = set_wal(st, err)) < 0 || (rc = exec_sql(st, "PRAGMA synchronous=NORMAL", err)) < 0 ||
         (rc = exec_sql(st, "PRAGMA foreign_keys=ON", err)) < 0)
         goto fail;
-    if ((rc = migrate(st, err)) < 0)
+    if ((rc = migrate(st, err)) < 0 || (rc = prepare_statements(st, err)) < 0)
         goto fail;
-    if (sqlite3_prepare_v2(st->db,
-                           "INSERT INTO samples (session_id, seq, t, gpu, utilization, "
-                           "memory_used_mb, memory_usage_percent, temperature_c, power_draw_w, "
-                           "energy_counter_j) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           -1, &st->ins_sample, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(st->db, "UPDATE sessions SET sample_count = ?, last_t = ? WHERE id = ?",
-                           -1, &st->upd_count, NULL) != SQLITE_OK) {
-        rc = db_error(st, err, "preparing statements");
+    st->schema = user_version(st);
+    *out = st;
+    return GM_OK;
+fail:
+    gm_store_close(st);
+    return rc;
+}
+
+/* Whether path+suffix exists next to the database (its -wal or -shm file). */
+static bool sibling_exists(const char *path, const char *suffix)
+{
+    char p[PATH_MAX + 8];
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return access(p, F_OK) == 0;
+}
+
+/* Whether the file's header says WAL (read and write versions 2, bytes 18 and 19). */
+static bool header_says_wal(const char *path)
+{
+    unsigned char h[20];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(h, 1, sizeof h, f) : 0;
+    if (f)
+        fclose(f);
+    return n == sizeof h && memcmp(h, "SQLite format 3", 16) == 0 && h[18] == 2 && h[19] == 2;
+}
+
+/* "file:" URI of path with immutable=1; characters a URI gives meaning to are %-escaped. */
+static void immutable_uri(const char *path, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p && o + 4 < len; p++)
+        o += (size_t)(*p == '%' || *p == '?' || *p == '#' || *p <= ' ' || *p >= 0x7f
+                          ? snprintf(buf + o, len - o, "%%%02X", *p)
+                          : snprintf(buf + o, len - o, "%c", *p));
+    snprintf(buf + o, len - o, "?immutable=1");
+}
+
+int gm_store_open_readonly(const char *path, gm_store **out, gm_error *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return gm_error_set(err, GM_EINVAL, "database path is empty");
+    struct stat sb;
+    if (stat(path, &sb) < 0)
+        return errno == ENOENT
+                   ? gm_error_set(err, GM_ENOENT, "no database at %s (nothing recorded there yet)",
+                                  path)
+                   : gm_error_set(err, GM_EIO, "cannot read database %s: %s", path,
+                                  strerror(errno));
+    gm_store *st = store_new(path);
+    if (!st)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    /* A WAL database is read through its -shm file, which a reader would have to create (and
+     * then leave behind, since only a writer removes it) and cannot create in a directory it
+     * may not write. With neither -wal nor -shm there, no writer has the database open and
+     * every commit is in the main file, so it is read as immutable, without them. A writer
+     * that starts meanwhile could only race this one short read. */
+    char uri[3 * PATH_MAX + 32];
+    bool immutable =
+        header_says_wal(path) && !sibling_exists(path, "-wal") && !sibling_exists(path, "-shm");
+    if (immutable)
+        immutable_uri(path, uri, sizeof uri);
+    int rc;
+    if (sqlite3_open_v2(immutable ? uri : path, &st->db,
+                        SQLITE_OPEN_READONLY | (immutable ? SQLITE_OPEN_URI : 0),
+                        NULL) != SQLITE_OK) {
+        rc = st->db ? db_error(st, err, "cannot open")
+                    : gm_error_set(err, GM_ENOMEM, "out of memory opening %s", path);
         goto fail;
     }
+    sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+    int v = user_version(st);
+    if (v < 0) {
+        rc = db_error(st, err, "reading the schema version");
+        goto fail;
+    }
+    int known = migrations[MIGRATION_COUNT - 1].version;
+    if (v == 0) {
+        rc = gm_error_set(err, GM_ESTATE, "%s holds no gpumon data (schema version 0)", path);
+        goto fail;
+    }
+    if (v > known) {
+        rc = gm_error_set(err, GM_ESTATE,
+                          "database %s has schema version %d; this gpumon knows up to %d "
+                          "(use a newer gpumon)",
+                          path, v, known);
+        goto fail;
+    }
+    /* An older schema is read as it is (the queries leave out what it lacks): upgrading it is
+     * a writer's job. Writes through this connection fail with SQLITE_READONLY. */
+    st->schema = v;
+    if ((rc = prepare_statements(st, err)) < 0)
+        goto fail;
     *out = st;
     return GM_OK;
 fail:
@@ -861,8 +968,12 @@ int gm_store_load(gm_store *st, const char *id, bool include_timeline, json_t **
     *out = NULL;
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(st->db,
-                           "SELECT kind, label, command, started_ms, interval_s, gpus, doc, "
-                           "status, host, owner_pid, owner_start, meta FROM sessions WHERE id = ?",
+                           st->schema >= 2 ? "SELECT kind, label, command, started_ms, "
+                                             "interval_s, gpus, doc, status, host, owner_pid, "
+                                             "owner_start, meta FROM sessions WHERE id = ?"
+                                           : "SELECT kind, label, command, started_ms, "
+                                             "interval_s, gpus, doc, status, host, owner_pid, "
+                                             "owner_start, NULL FROM sessions WHERE id = ?",
                            -1, &q, NULL) != SQLITE_OK)
         return db_error(st, err, "reading a session");
     sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);

@@ -13,7 +13,8 @@
  * zombie, or reused by another process) reads back as "interrupted".
  *
  * Concurrency: many gpumon processes may use one database; a busy_timeout makes them wait for
- * each other's short write transactions instead of failing. One gm_store per thread. */
+ * each other's short write transactions instead of failing. Readers that never write open it
+ * with gm_store_open_readonly. One gm_store per thread. */
 #ifndef GM_STORE_H
 #define GM_STORE_H
 
@@ -41,9 +42,19 @@ int gm_store_default_path(char *buf, size_t len, gm_error *err);
  * open or write: message names the path and SQLite's reason), GM_ESTATE (the file's schema is
  * newer than this build knows) or GM_ENOMEM. */
 int gm_store_open(const char *path, gm_store **out, gm_error *err);
+/* Opens the existing database at path for reading only (SQLITE_OPEN_READONLY), as `gpumon
+ * history` does: no file or directory is created, the journal mode is left as it is and no
+ * migration runs, so a database this user may only read can be read; a write through st
+ * fails (GM_EIO, SQLite's "attempt to write a readonly database"). An older schema is read as
+ * it is. For short-lived readers: a WAL database with no writer (no -wal or -shm file) is read
+ * as immutable, without locks, which a connection kept open while a writer comes would not
+ * survive. Returns GM_OK, GM_ENOENT (no file at path: the message says so), GM_ESTATE (schema
+ * version 0, not a gpumon database, or newer than this build knows), GM_EIO, GM_ENOMEM. */
+int gm_store_open_readonly(const char *path, gm_store **out, gm_error *err);
 /* Closes st (NULL is a no-op). */
 void gm_store_close(gm_store *st);
-/* The schema version of the open database. */
+/* The schema version of the open database (older than GM_STORE_SCHEMA_VERSION only when
+ * opened read-only). */
 int gm_store_schema_version(gm_store *st);
 /* SQLite's journal mode of the open database ("wal" once opened). */
 const char *gm_store_journal_mode(gm_store *st, char *buf, size_t len);

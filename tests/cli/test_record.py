@@ -5,6 +5,8 @@ import io
 import json
 import os
 import pty
+import re
+import resource
 import select
 import shutil
 import signal
@@ -364,6 +366,72 @@ class Storage(RecordBase):
         p = run(["record", "-q", "-n", "0.05", "--", "true"], env=e)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "state", "gpumon", "gpumon.db")))
+
+
+class DiskFull(RecordBase):
+    """The database fails mid-run, for real: RLIMIT_FSIZE 0 on the running gpumon makes every
+    write(2) to a file fail (EFBIG), which SQLite reports as an I/O error where a full disk's
+    ENOSPC gives SQLITE_FULL; raising the limit back is space returning. SIGXFSZ is ignored so
+    the write fails instead of killing gpumon."""
+
+    def start_and_fill(self, seconds, ignore_sigxfsz=True):
+        pre = (lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN)) if ignore_sigxfsz else None
+        p = subprocess.Popen([GPUMON, "record", "--db", self.db, "--simulate", "1", "-n", "0.05", "--",
+                              "sleep", str(seconds)], env=self.env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=pre)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            rows = json.loads(self.history("list", "--format", "json").stdout or "[]")
+            if rows and rows[0]["samples"] >= 3:
+                break
+            time.sleep(0.02)
+        self.limits = resource.prlimit(p.pid, resource.RLIMIT_FSIZE)
+        resource.prlimit(p.pid, resource.RLIMIT_FSIZE, (0, self.limits[1]))
+        return p
+
+    def test_space_returns_during_the_run_stores_it_whole(self):
+        p = self.start_and_fill(1.5)
+        time.sleep(0.4)
+        resource.prlimit(p.pid, resource.RLIMIT_FSIZE, self.limits)
+        _, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("samples are kept and written when the database can take them", err)
+        self.assertIn("stored as ", err)
+        entry = self.listing()[0]
+        self.assertEqual(entry["status"], "finished")
+        doc = json.loads(self.history("export", entry["id"], "--format", "json").stdout)
+        self.assertEqual(entry["samples"], doc["sample_count"])
+        self.assertEqual(len(doc["timeline"]), doc["sample_count"])
+        self.assertGreater(doc["sample_count"], 20)
+
+    def test_still_full_at_the_end_says_what_the_database_keeps(self):
+        p = self.start_and_fill(0.6)
+        _, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("stored as ", err)
+        # The deletion of the partial entry cannot be written either: gpumon says so, and what
+        # it says is what the database holds.
+        m = re.search(r"the session is not stored whole: the database keeps (\S+) with (\d+) of "
+                      r"(\d+) samples, which gpumon history shows as interrupted", err)
+        self.assertIsNotNone(m, err)
+        entry = self.listing()[0]
+        self.assertEqual(entry["id"], m.group(1))
+        self.assertEqual(entry["status"], "interrupted")
+        self.assertEqual(entry["samples"], int(m.group(2)))
+        self.assertLess(int(m.group(2)), int(m.group(3)))
+
+
+    def test_a_file_size_limit_does_not_kill_record(self):
+        # ulimit -f: the kernel sends SIGXFSZ, whose default action would kill gpumon and leave
+        # the command running unwatched; gpumon ignores it and takes the failed write as one.
+        p = self.start_and_fill(0.6, ignore_sigxfsz=False)
+        _, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("the session is not stored whole", err)
+        # The command gets SIGXFSZ as gpumon got it (not ignored: bit 25 of SigIgn clear).
+        p = self.record(["-q", "--no-db"], ["sh", "-c", "grep SigIgn /proc/$$/status"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(int(p.stdout.split()[1], 16) & (1 << (signal.SIGXFSZ - 1)), p.stdout)
 
 
 class Terminal(RecordBase):

@@ -262,6 +262,23 @@ class LostGpu(unittest.TestCase):
             status, _, body = d.request("/metrics")
             self.assertIn('gpumon_gpu_lost{gpu="1"', body.decode().replace("{gpu=\"1\"", "{gpu=\"1\""))
 
+    def test_nvidia_smi_gpu_lost_before_start(self):
+        # nvidia-smi exits 15 with GPU 0's row and a line for the lost GPU 1: the daemon serves
+        # GPU 0 and reports GPU 1 lost, instead of "no GPU".
+        with Daemon(["--poll-interval", "200", "--provider", "nvidia-smi"], nvml=None, smi=True,
+                    extra_env={"GM_FAKE_SMI_MODE": "lost"}) as d:
+            h = d.wait_for(lambda: (lambda h: h if h["gpu_count"] else None)(d.get_json("/api/health")))
+            self.assertEqual(h["provider"], "nvidia-smi")
+            self.assertEqual(h["gpu_count"], 2)
+            self.assertEqual(h["status"], "degraded")
+            self.assertEqual(h["lost_gpus"], [1])
+            a = d.get_json("/api/gpus")
+            self.assertFalse(a["gpus"][0]["lost"])
+            self.assertEqual(a["gpus"][0]["utilization"]["gpu"], 45)
+            self.assertTrue(a["gpus"][1]["lost"])
+            self.assertEqual(a["gpus"][1]["pci_bus_id"], "00000000:3B:00.0")
+            self.assertIsNone(a["gpus"][1]["utilization"]["gpu"])
+
 
 class Shutdown(unittest.TestCase):
     def test_sigint_and_sigterm_exit_zero(self):

@@ -327,7 +327,7 @@ static void test_config_json_hides_token(void **state)
 static void add(gm_query *q, const char *frag)
 {
     gm_error err = {0};
-    assert_int_equal(gm_query_add(q, frag, strlen(frag), &err), GM_OK);
+    assert_int_equal(gm_query_parse(q, frag, strlen(frag), &err), GM_OK);
 }
 
 static void test_query_params(void **state)
@@ -346,26 +346,33 @@ static void test_query_params(void **state)
     assert_string_equal(gm_query_get(&q, "flag"), "");
     assert_string_equal(gm_query_get(&q, "b"), "=x");
     assert_null(gm_query_get(&q, "c"));
-    /* Already decoded by lws: a literal % stays as it is. */
-    add(&q, "p=%41");
-    assert_string_equal(gm_query_get(&q, "p"), "%41");
+    /* Decoded once, after splitting: an encoded "=" or "&" stays data, "+" is a space. */
+    add(&q, "p=%41&e%3D=x%26y&s=a+b");
+    assert_string_equal(gm_query_get(&q, "p"), "A");
+    assert_string_equal(gm_query_get(&q, "e="), "x&y");
+    assert_string_equal(gm_query_get(&q, "s"), "a b");
 
-    assert_int_equal(gm_query_add(&q, "=v", 2, &err), GM_EINVAL);
-    assert_int_equal(gm_query_add(&q, "a=\x01", 3, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "=v", 2, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=\x01", 3, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "control"));
-    assert_int_equal(gm_query_add(&q, "a\0b=1", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a\0b=1", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=%01", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=%00", 5, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "a=%zz", 5, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "percent"));
+    assert_int_equal(gm_query_parse(&q, "a=%4", 4, &err), GM_EINVAL);
 
     gm_query_init(&q);
     for (int i = 0; i < GM_QUERY_MAX_PARAMS; i++)
         add(&q, "k=v");
-    assert_int_equal(gm_query_add(&q, "k=v", 3, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, "k=v", 3, &err), GM_EINVAL);
 
     gm_query_init(&q);
     char big[GM_QUERY_MAX_BYTES];
     memset(big, 'x', sizeof big);
     big[0] = 'k';
     big[1] = '=';
-    assert_int_equal(gm_query_add(&q, big, sizeof big, &err), GM_EINVAL);
+    assert_int_equal(gm_query_parse(&q, big, sizeof big, &err), GM_EINVAL);
     assert_int_equal(q.count, 0);
 }
 
@@ -377,10 +384,10 @@ static int parse_history(gm_history_params *out, gm_error *err, unsigned gpus, u
     va_list ap;
     va_start(ap, poll_ms);
     for (const char *f; (f = va_arg(ap, const char *)) != NULL;)
-        assert_int_equal(gm_query_add(&q, f, strlen(f), err), GM_OK);
+        assert_int_equal(gm_query_parse(&q, f, strlen(f), err), GM_OK);
     va_end(ap);
     memset(err, 0, sizeof *err);
-    return gm_history_params_parse(&q, gpus, history_s, poll_ms, out, err);
+    return gm_history_params_parse(&q, gpus, NULL, history_s, poll_ms, out, err);
 }
 
 static void test_history_params(void **state)
@@ -397,6 +404,22 @@ static void test_history_params(void **state)
     assert_int_equal(p.step_ms, 0);
     assert_int_equal(p.series[3].gpu, 3);
     assert_int_equal(p.series[0].metric, GM_M_UTIL_GPU_PCT);
+
+    /* GPU indexes with a gap (only 1 and 3 exist): the default lists those two, and asking for
+     * an index that is not in the sample is an error, never a series of nulls. */
+    {
+        gm_query q;
+        gm_query_init(&q);
+        const bool present[4] = {false, true, false, true};
+        assert_int_equal(gm_query_parse(&q, "metric=power.draw", 17, &err), GM_OK);
+        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_OK);
+        assert_int_equal(p.count, 2);
+        assert_int_equal(p.series[0].gpu, 1);
+        assert_int_equal(p.series[1].gpu, 3);
+        assert_int_equal(gm_query_parse(&q, "gpu=0", 5, &err), GM_OK);
+        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_EINVAL);
+        assert_non_null(strstr(err.msg, "not in the latest sample"));
+    }
 
     /* Comma-separated and repeated, GPU and host metrics, duplicates folded. */
     assert_int_equal(parse_history(&p, &err, 4, 3600, 1000, "gpu=1,2", "gpu=2",
@@ -440,14 +463,12 @@ static void test_history_params(void **state)
         gm_query_init(&q);
         char frag[128];
         snprintf(frag, sizeof frag, "%s", bad[i].frag);
-        /* Each case is "k=v[&k=v]": split by hand like lws does. */
-        for (char *tok = strtok(frag, "&"); tok; tok = strtok(NULL, "&"))
-            assert_int_equal(gm_query_add(&q, tok, strlen(tok), &err), GM_OK);
+        assert_int_equal(gm_query_parse(&q, frag, strlen(frag), &err), GM_OK);
         if (!gm_query_get(&q, "metric") && !strstr(bad[i].says, "required") &&
             !strstr(bad[i].says, "parameter"))
-            assert_int_equal(gm_query_add(&q, "metric=utilization.gpu", 22, &err), GM_OK);
+            assert_int_equal(gm_query_parse(&q, "metric=utilization.gpu", 22, &err), GM_OK);
         memset(&err, 0, sizeof err);
-        int rc = gm_history_params_parse(&q, 4, 3600, 1000, &p, &err);
+        int rc = gm_history_params_parse(&q, 4, NULL, 3600, 1000, &p, &err);
         if (rc != GM_EINVAL || !strstr(err.msg, bad[i].says))
             fail_msg("case \"%s\": rc %d \"%s\"", bad[i].frag, rc, err.msg);
     }

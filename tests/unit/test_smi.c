@@ -800,8 +800,106 @@ static void test_parse_too_many_rows(void **state)
     char warn[256];
     assert_int_equal(gm_smi_parse_gpu_csv(text, ids, n, s, warn, sizeof warn, NULL), GM_OK);
     assert_int_equal(s->gpu_count, GM_MAX_GPUS);
+    assert_non_null(strstr(warn, "GPU index 64 is beyond the 64 GPUs gpumon supports"));
+
+    /* Without an index column rows are numbered in order: the same bound, said as a count. */
+    n = fields("utilization.gpu", ids);
+    text[0] = '\0';
+    for (int i = 0; i <= GM_MAX_GPUS; i++)
+        sprintf(text + strlen(text), "%d\n", i % 100);
+    assert_int_equal(gm_smi_parse_gpu_csv(text, ids, n, s, warn, sizeof warn, NULL), GM_OK);
+    assert_int_equal(s->gpu_count, GM_MAX_GPUS);
     assert_non_null(strstr(warn, "more GPUs than gpumon keeps"));
     free(text);
+    gm_snapshot_free(s);
+}
+
+/* An index nvidia-smi could never print for a real GPU (the sample model holds GM_MAX_GPUS) is
+ * refused with the reason, instead of becoming a GPU that history and sessions cannot follow. */
+static void test_parse_index_beyond_limit(void **state)
+{
+    (void)state;
+    int ids[GM_SMI_MAX_FIELDS];
+    size_t n = fields("index,name", ids);
+    gm_snapshot *s = gm_snapshot_new();
+    char warn[512];
+    gm_error e = {0};
+    assert_int_equal(
+        gm_smi_parse_gpu_csv("0, A\n64, B\n1048576, C\n", ids, n, s, warn, sizeof warn, &e), GM_OK);
+    assert_int_equal(s->gpu_count, 1);
+    assert_int_equal(s->gpus[0].index, 0);
+    assert_non_null(strstr(warn, "skipped row \"64, B\": GPU index 64 is beyond the 64 GPUs"));
+    assert_non_null(strstr(warn, "GPU index 1048576 is beyond the 64 GPUs"));
+
+    /* The highest index that fits is kept. */
+    char row[64];
+    snprintf(row, sizeof row, "%d, Last\n", GM_MAX_GPUS - 1);
+    assert_int_equal(gm_smi_parse_gpu_csv(row, ids, n, s, warn, sizeof warn, &e), GM_OK);
+    assert_int_equal(s->gpus[0].index, GM_MAX_GPUS - 1);
+
+    /* Nothing else: an error naming the reason. */
+    assert_int_equal(gm_smi_parse_gpu_csv("1048576, C\n", ids, n, s, warn, sizeof warn, &e),
+                     GM_EPARSE);
+    assert_int_equal(s->gpu_count, 0);
+    assert_non_null(strstr(e.msg, "\"1048576, C\" (GPU index 1048576 is beyond the 64 GPUs"));
+    gm_snapshot_free(s);
+}
+
+/* nvidia-smi prints one line per GPU in index order; a GPU it cannot reach gets "Unable to
+ * determine the device handle for GPU<bus id>: <reason>" in its place. */
+static void test_parse_unreachable_gpu(void **state)
+{
+    (void)state;
+    int ids[GM_SMI_MAX_FIELDS];
+    size_t n = fields("index,uuid,name,pci.bus_id,utilization.gpu", ids);
+    gm_snapshot *s = gm_snapshot_new();
+    char warn[512];
+    gm_error e = {0};
+    const char *text = "0, GPU-a, A, 00000000:18:00.0, 45\n"
+                       "Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.  "
+                       "Reboot the system to recover this GPU\n"
+                       "2, GPU-c, C, 00000000:5E:00.0, 7\n";
+    assert_int_equal(gm_smi_parse_gpu_csv(text, ids, n, s, warn, sizeof warn, &e), GM_OK);
+    assert_int_equal(s->gpu_count, 3);
+    const gm_gpu *g = gpu(s, 1);
+    assert_int_equal(s->gpus[1].index, 1); /* in index order */
+    assert_true(g->lost);
+    assert_int_equal(g->valid, 0);
+    assert_string_equal(g->pci_bus_id, "00000000:3B:00.0"); /* as pci.bus_id spells it */
+    assert_string_equal(g->uuid, "");
+    assert_string_equal(g->name, "");
+    assert_false(gpu(s, 0)->lost);
+    assert_metric(gpu(s, 2), GM_M_UTIL_GPU_PCT, 7);
+    assert_non_null(strstr(warn, "GPU 1 (00000000:3B:00.0) does not answer: GPU is lost."));
+
+    /* Older drivers put a space before the bus id; any reason counts. */
+    assert_int_equal(
+        gm_smi_parse_gpu_csv("Unable to determine the device handle for GPU 0000:0B:00.0: "
+                             "Unknown Error\n1, GPU-b, B, 00000000:0C:00.0, 3\n",
+                             ids, n, s, warn, sizeof warn, &e),
+        GM_OK);
+    assert_int_equal(s->gpu_count, 2);
+    assert_true(gpu(s, 0)->lost);
+    assert_string_equal(gpu(s, 0)->pci_bus_id, "00000000:0B:00.0");
+    assert_non_null(strstr(warn, "GPU 0 (00000000:0B:00.0) does not answer: Unknown Error"));
+
+    /* Every GPU unreachable: they are all there, lost (the provider decides what that means). */
+    assert_int_equal(gm_smi_parse_gpu_csv("Unable to determine the device handle for "
+                                          "GPU0000:3B:00.0: Unknown Error\n",
+                                          ids, n, s, warn, sizeof warn, &e),
+                     GM_OK);
+    assert_int_equal(s->gpu_count, 1);
+    assert_true(s->gpus[0].lost);
+
+    /* Rows out of index order: the position says nothing, so the line is only reported. */
+    assert_int_equal(gm_smi_parse_gpu_csv("1, GPU-b, B, 00000000:0C:00.0, 3\n"
+                                          "Unable to determine the device handle for "
+                                          "GPU0000:3B:00.0: Unknown Error\n",
+                                          ids, n, s, warn, sizeof warn, &e),
+                     GM_OK);
+    assert_int_equal(s->gpu_count, 1);
+    assert_non_null(strstr(warn, "skipped row \"Unable to determine the device handle for "
+                                 "GPU0000:3B:00.0: Unknown Error\": cannot tell its GPU index"));
     gm_snapshot_free(s);
 }
 
@@ -828,6 +926,17 @@ static void test_parse_apps(void **state)
     assert_non_null(strstr(warn, "unknown GPU uuid"));
     assert_non_null(strstr(warn, "bad pid"));
     assert_non_null(strstr(warn, "too few fields"));
+
+    /* A memory figure no GPU has (more bytes than 64 bits hold) is withheld, not wrapped. */
+    gm_snapshot_reset(s);
+    assert_int_equal(parse_fixture("provider-two.csv", s, NULL, 0, NULL), GM_OK);
+    assert_int_equal(
+        gm_smi_parse_apps_csv(UUID0 ", 4245, 999999999999999\n", s, warn, sizeof warn, NULL),
+        GM_OK);
+    assert_int_equal(s->proc_count, 1);
+    assert_int_equal(s->procs[0].pid, 4245);
+    assert_false(s->procs[0].mem_valid);
+    assert_non_null(strstr(warn, "process 4245: used memory \"999999999999999\" is out of range"));
 
     gm_snapshot_reset(s);
     assert_int_equal(gm_smi_parse_apps_csv("", s, warn, sizeof warn, NULL), GM_OK);
@@ -1148,6 +1257,78 @@ static void test_provider_gpu_lost(void **state)
     gm_snapshot_free(s);
 }
 
+/* A GPU already lost when gpumon starts: the others are served, the lost one is reported lost
+ * by the bus id nvidia-smi names, as the NVML provider reports a GPU it cannot open. */
+static void test_provider_gpu_lost_at_open(void **state)
+{
+    (void)state;
+    setenv("GM_FAKE_SMI_MODE", "lost", 1);
+    gm_collector_options opt = {0};
+    void *st = NULL;
+    gm_error e = {0};
+    assert_int_equal(open_smi(&opt, &st, &e), GM_OK);
+    gm_snapshot *s = gm_snapshot_new();
+    for (int pass = 0; pass < 2; pass++) {
+        gm_snapshot_reset(s);
+        assert_int_equal(gm_provider_smi.sample(st, s, true, &e), GM_OK);
+        assert_int_equal(s->gpu_count, 2);
+        assert_false(gpu(s, 0)->lost);
+        assert_metric(gpu(s, 0), GM_M_UTIL_GPU_PCT, 45);
+        assert_int_equal(s->gpus[1].index, 1);
+        assert_true(s->gpus[1].lost);
+        assert_int_equal(s->gpus[1].valid, 0);
+        assert_string_equal(s->gpus[1].pci_bus_id, "00000000:3B:00.0");
+        assert_string_equal(s->gpus[1].uuid, ""); /* never read: unknown, not invented */
+    }
+
+    /* It comes back: read in full, and remembered with its identity from then on. */
+    unsetenv("GM_FAKE_SMI_MODE");
+    gm_snapshot_reset(s);
+    assert_int_equal(gm_provider_smi.sample(st, s, false, &e), GM_OK);
+    assert_false(gpu(s, 1)->lost);
+    assert_string_equal(gpu(s, 1)->uuid, "GPU-0b9a8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d");
+    setenv("GM_FAKE_SMI_MODE", "lost", 1);
+    gm_snapshot_reset(s);
+    assert_int_equal(gm_provider_smi.sample(st, s, false, &e), GM_OK);
+    assert_true(gpu(s, 1)->lost);
+    assert_string_equal(gpu(s, 1)->uuid, "GPU-0b9a8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d");
+    assert_string_equal(gpu(s, 1)->name, "NVIDIA RTX A6000");
+    gm_provider_smi.close(st);
+    gm_snapshot_free(s);
+}
+
+/* No GPU answers at all: nothing can be read, so opening fails with nvidia-smi's words. */
+static void test_provider_every_gpu_lost_at_open(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/gm-lost-smi-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.  "
+                        "Reboot the system to recover this GPU\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    setenv("GM_FAKE_SMI_FILE", path, 1);
+    setenv("GM_FAKE_SMI_EXIT", "15", 1);
+    gm_collector_options opt = {0};
+    void *st = NULL;
+    gm_error e = {0};
+    assert_int_equal(open_smi(&opt, &st, &e), GM_EIO);
+    assert_null(st);
+    assert_non_null(strstr(e.msg, "exited with status 15"));
+    assert_non_null(strstr(e.msg, "GPU0000:3B:00.0: GPU is lost"));
+
+    /* Rows that say every GPU is lost (exit 0): nothing can be read either. */
+    FILE *f = fopen(path, "w");
+    fputs("0, [GPU is lost], [GPU is lost], 00000000:3B:00.0\n", f);
+    fclose(f);
+    unsetenv("GM_FAKE_SMI_EXIT");
+    assert_int_equal(open_smi(&opt, &st, &e), GM_ELOST);
+    assert_null(st);
+    assert_string_equal(e.msg, "nvidia-smi: every GPU is lost");
+    unlink(path);
+}
+
 static void test_provider_fixture_file(void **state)
 {
     (void)state;
@@ -1263,6 +1444,8 @@ int main(void)
         cmocka_unit_test(test_parse_values),
         cmocka_unit_test(test_parse_without_index_column),
         cmocka_unit_test(test_parse_too_many_rows),
+        cmocka_unit_test(test_parse_index_beyond_limit),
+        cmocka_unit_test(test_parse_unreachable_gpu),
         cmocka_unit_test(test_parse_apps),
         cmocka_unit_test_setup_teardown(test_provider_ok, provider_setup, provider_teardown),
         cmocka_unit_test_setup_teardown(test_provider_cuda_version_from_real_banner, provider_setup,
@@ -1281,6 +1464,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_provider_not_supported, provider_setup,
                                         provider_teardown),
         cmocka_unit_test_setup_teardown(test_provider_gpu_lost, provider_setup, provider_teardown),
+        cmocka_unit_test_setup_teardown(test_provider_gpu_lost_at_open, provider_setup,
+                                        provider_teardown),
+        cmocka_unit_test_setup_teardown(test_provider_every_gpu_lost_at_open, provider_setup,
+                                        provider_teardown),
         cmocka_unit_test_setup_teardown(test_provider_fixture_file, provider_setup,
                                         provider_teardown),
         cmocka_unit_test_setup_teardown(test_provider_no_gpu, provider_setup, provider_teardown),

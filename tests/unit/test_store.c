@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -596,20 +598,12 @@ static json_t *ask_id(gm_sessions *m, gm_session_op op, const char *id, bool tim
     return ask(m, j, want_status);
 }
 
-/* Starts a session on GPUs 0 and 1 every poll, then feeds it n samples 100 ms apart with
- * GPU 0's utilization 10, 20, ... Returns its id in id. */
-static void run_session(gm_sessions *m, int n, char *id)
+/* Feeds samples from..to-1 of a session on GPUs 0 and 1, 100 ms apart, GPU 0's utilization
+ * 10 * (k + 1). */
+static void feed_samples(gm_sessions *m, int from, int to)
 {
-    gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
-    unsigned idx[] = {0, 1};
-    assert_int_equal(gm_session_new("worker", idx, 2, 0.1, &j->session, NULL), GM_OK);
-    snprintf(id, GM_SESSION_ID_LEN, "%s", gm_session_id(j->session));
-    j->create.every = 1;
-    j->created_mono_ms = 1;
-    json_t *doc = ask(m, j, 201);
-    json_decref(doc);
     gm_snapshot *snap = gm_snapshot_new();
-    for (int k = 0; k < n; k++) {
+    for (int k = from; k < to; k++) {
         gm_snapshot_reset(snap);
         snap->mono_ms = 1000 + 100 * k;
         snap->time_ms = 1000 + 100 * k;
@@ -623,6 +617,231 @@ static void run_session(gm_sessions *m, int n, char *id)
         gm_sessions_feed(m, snap);
     }
     gm_snapshot_free(snap);
+}
+
+/* Starts a session on GPUs 0 and 1 every poll, then feeds it n samples 100 ms apart with
+ * GPU 0's utilization 10, 20, ... Returns its id in id. */
+static void run_session(gm_sessions *m, int n, char *id)
+{
+    gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
+    unsigned idx[] = {0, 1};
+    assert_int_equal(gm_session_new("worker", idx, 2, 0.1, &j->session, NULL), GM_OK);
+    snprintf(id, GM_SESSION_ID_LEN, "%s", gm_session_id(j->session));
+    j->create.every = 1;
+    j->created_mono_ms = 1;
+    json_t *doc = ask(m, j, 201);
+    json_decref(doc);
+    feed_samples(m, 0, n);
+}
+
+/* Readers open read-only: nothing created, no WAL switch, no migration, and SQLite itself
+ * refuses a write through that connection. (The tests run as root, whom file permissions do
+ * not stop: tests/cli/test_history_readonly.py reads an unwritable database as nobody.) */
+static void test_reader_opens_read_only(void **state)
+{
+    char path[512], mode[16];
+    db_path(path, sizeof path, "reader/gpumon.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_ENOENT);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "no database at"));
+    assert_non_null(strstr(err.msg, "reader/gpumon.db"));
+    db_path(path, sizeof path, "reader");
+    assert_int_equal(access(path, F_OK), -1); /* not even its directory */
+
+    /* A version 1 file in rollback-journal mode, as an older gpumon could leave it. */
+    db_path(path, sizeof path, "reader.db");
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("old");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    gm_store_close(st);
+    raw_sql(path, "PRAGMA journal_mode=DELETE; ALTER TABLE sessions DROP COLUMN meta; "
+                  "PRAGMA user_version = 1");
+
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_OK);
+    assert_int_equal(gm_store_schema_version(st), 1);                            /* no migration */
+    assert_string_equal(gm_store_journal_mode(st, mode, sizeof mode), "delete"); /* no WAL */
+    gm_store_entry *v = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &v, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    free(v);
+    json_t *doc = NULL;
+    assert_int_equal(gm_store_load(st, gm_session_id(s), true, &doc, &err), GM_OK);
+    assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
+    json_decref(doc);
+    /* A write is refused by SQLite (SQLITE_READONLY), not merely not attempted. */
+    json_t *snap = json_pack("{s:s}", "kind", "gpumon-snapshot");
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-1", NULL, snap, &err), GM_EIO);
+    assert_non_null(strstr(err.msg, "attempt to write a readonly database"));
+    double vals[2 * GM_SM__COUNT];
+    for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+        vals[m] = 1;
+    assert_int_equal(gm_store_session_sample_values(st, s, 3, 1.5, vals, &err), GM_EIO);
+    assert_non_null(strstr(err.msg, "readonly"));
+    json_decref(snap);
+    gm_store_close(st);
+    assert_int_equal(count_rows(path, "sessions", "id", "snap-1"), 0);
+
+    /* What a reader cannot read says why. */
+    raw_sql(path, "PRAGMA user_version = 99");
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_ESTATE);
+    assert_non_null(strstr(err.msg, "schema version 99"));
+    db_path(path, sizeof path, "reader-empty.db");
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_ESTATE);
+    assert_non_null(strstr(err.msg, "holds no gpumon data"));
+    gm_session_free(s);
+}
+
+/* A full disk, for real: with RLIMIT_FSIZE at 0 every write(2) to a file fails (EFBIG), which
+ * SQLite reports as an I/O error at the write, the path ENOSPC (SQLITE_FULL) takes as well.
+ * SIGXFSZ is ignored in main(), so the write fails instead of killing the process. */
+static struct rlimit fsize_before;
+
+static void disk_full(void)
+{
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &fsize_before), 0);
+    struct rlimit full = {0, fsize_before.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &full), 0);
+}
+
+static void disk_space_back(void)
+{
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &fsize_before), 0);
+}
+
+/* A write that failed on a full disk leaves the connection usable once space returns. */
+static void test_write_after_disk_full(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "full-store.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("full");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    double v[2 * GM_SM__COUNT];
+    for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+        v[m] = 3;
+    disk_full();
+    int rc = gm_store_session_sample_values(st, s, 3, 1.5, v, &err);
+    disk_space_back();
+    assert_int_equal(rc, GM_EIO);
+    assert_int_equal(gm_store_session_sample_values(st, s, 3, 1.5, v, &err), GM_OK);
+    assert_int_equal(gm_store_session_end(st, s, &err), GM_OK);
+    gm_store_close(st);
+    assert_int_equal(count_rows(path, "samples", "session_id", gm_session_id(s)), 8);
+    gm_session_free(s);
+}
+
+/* GETs session id until its "persisted" is want (10 s at most); returns the document. */
+static json_t *wait_persisted(gm_sessions *m, const char *id, bool want)
+{
+    for (int i = 0; i < 1000; i++) {
+        json_t *doc = ask_id(m, GM_SOP_GET, id, true, 200);
+        if (json_is_true(json_object_get(doc, "persisted")) == want)
+            return doc;
+        json_decref(doc);
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("session %s: persisted never became %s", id, want ? "true" : "false");
+    return NULL;
+}
+
+/* The disk fills mid-session and the session is stopped while it is full: the worker keeps
+ * every sample (past its in-memory timeline too) and stores the whole session once space
+ * returns, instead of leaving one "interrupted" with the samples written before. */
+static void test_daemon_store_retried_after_disk_full(void **state)
+{
+    char path[512], id[GM_SESSION_ID_LEN];
+    db_path(path, sizeof path, "daemon-full.db");
+    /* 6 values for 2 GPUs: 3 samples in the timeline, later ones streamed. */
+    gm_sessions_options opt = {.db_path = path, .poll_ms = 100, .timeline_max_values = 6};
+    gm_sessions *m = NULL;
+    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    run_session(m, 2, id);
+    json_t *doc = wait_persisted(m, id, true);
+    json_decref(doc);
+    assert_int_equal(count_rows(path, "samples", "session_id", id), 4);
+
+    disk_full();
+    feed_samples(m, 2, 8);
+    doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    assert_false(json_is_true(json_object_get(doc, "persisted")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
+    json_decref(doc);
+    doc = ask_id(m, GM_SOP_GET, id, false, 200); /* still in memory, still behind */
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "stopped");
+    assert_false(json_is_true(json_object_get(doc, "persisted")));
+    json_decref(doc);
+    assert_int_equal(count_rows(path, "samples", "session_id", id), 4);
+
+    /* Space returns: written without any new sample or request to trigger it. */
+    disk_space_back();
+    doc = wait_persisted(m, id, true);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "stopped");
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
+    assert_true(json_is_false(json_object_get(doc, "timeline_truncated")));
+    const json_t *tl = json_object_get(doc, "timeline");
+    assert_int_equal(json_array_size(tl), 8);
+    for (size_t k = 0; k < 8; k++)
+        assert_float_equal(json_number_value(json_object_get(
+                               json_object_get(json_object_get(json_array_get(tl, k), "gpus"), "0"),
+                               "utilization")),
+                           10.0 * (double)(k + 1), 1e-12);
+    json_decref(doc);
+    assert_int_equal(count_rows(path, "samples", "session_id", id), 16);
+    gm_sessions_free(m);
+
+    /* And a daemon reading it later sees it whole and stopped, not interrupted. */
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open_readonly(path, &st, NULL), GM_OK);
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].status, "finished");
+    assert_int_equal(e[0].samples, 8);
+    free(e);
+    gm_store_close(st);
+}
+
+/* Memory for samples the store has not taken yet is bounded: past the bound the worker stops
+ * trying, keeps the session in memory, and removes the partial copy once it can. */
+static void test_daemon_gives_up_past_the_pending_bound(void **state)
+{
+    char path[512], id[GM_SESSION_ID_LEN];
+    db_path(path, sizeof path, "daemon-full-bound.db");
+    /* 3 samples in the timeline, 2 more (4 values) waiting for the store. */
+    gm_sessions_options opt = {
+        .db_path = path, .poll_ms = 100, .timeline_max_values = 6, .pending_max_values = 4};
+    gm_sessions *m = NULL;
+    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    run_session(m, 2, id);
+    json_decref(wait_persisted(m, id, true));
+
+    disk_full();
+    feed_samples(m, 2, 8); /* samples 3..7 do not fit: 10 values */
+    json_t *doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    json_decref(doc);
+    disk_space_back();
+    for (int i = 0; i < 1000 && count_rows(path, "sessions", "id", id) != 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(count_rows(path, "sessions", "id", id), 0);
+    assert_int_equal(count_rows(path, "samples", "session_id", id), 0);
+    /* Memory still has it, complete in its statistics, truncated in its timeline. */
+    doc = ask_id(m, GM_SOP_GET, id, true, 200);
+    assert_false(json_is_true(json_object_get(doc, "persisted")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
+    assert_true(json_is_true(json_object_get(doc, "timeline_truncated")));
+    json_decref(doc);
+    gm_sessions_free(m);
 }
 
 static void test_daemon_session_streams_past_its_limit(void **state)
@@ -710,6 +929,7 @@ static void test_default_path(void **state)
 
 int main(void)
 {
+    signal(SIGXFSZ, SIG_IGN); /* see disk_full() */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_migrates_and_wal),
         cmocka_unit_test(test_newer_schema_refused),
@@ -723,8 +943,12 @@ int main(void)
         cmocka_unit_test(test_bounded_session_stores_every_sample),
         cmocka_unit_test(test_interrupted_keeps_begin_metadata),
         cmocka_unit_test(test_migrates_version_1),
+        cmocka_unit_test(test_reader_opens_read_only),
+        cmocka_unit_test(test_write_after_disk_full),
         cmocka_unit_test(test_daemon_session_streams_past_its_limit),
         cmocka_unit_test(test_daemon_memory_only_session_is_truncated),
+        cmocka_unit_test(test_daemon_store_retried_after_disk_full),
+        cmocka_unit_test(test_daemon_gives_up_past_the_pending_bound),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

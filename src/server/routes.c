@@ -1,0 +1,670 @@
+/* routes.c - what each endpoint answers: a route table (path, methods, token, body limit,
+ * handler) and handlers that serve the pre-rendered bytes of the latest sample, build the
+ * history per request, or hand session work to the session worker. Nothing here knows about
+ * sockets or libmicrohttpd: http.c reads the request and sends what these fill in. */
+#include "server/server_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/buf.h"
+#include "core/json.h"
+#include "core/lease.h"
+#include "core/select.h"
+#include "server/assets.h"
+#include "server/prom.h"
+#include "server/query.h"
+
+/* ---- responses ---------------------------------------------------------------------------- */
+
+void gm_resp_owned(gm_resp *rs, int status, const char *ctype, char *text, size_t len)
+{
+    free(rs->owned);
+    rs->status = status;
+    rs->ctype = ctype;
+    rs->owned = text;
+    rs->body = (const unsigned char *)text;
+    rs->len = len;
+}
+
+void gm_resp_release(gm_resp *rs)
+{
+    free(rs->owned);
+    rs->owned = NULL;
+    rs->body = NULL;
+    rs->len = 0;
+}
+
+void gm_resp_error(gm_resp *rs, int status, const char *fmt, ...)
+{
+    size_t len = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = gm_json_error_vtext(&len, fmt, ap);
+    va_end(ap);
+    gm_resp_release(rs);
+    rs->pin = NULL;
+    if (!text) { /* out of memory: a static body still says what happened */
+        static const char oom[] = "{\"error\":\"out of memory\"}";
+        rs->status = 503;
+        rs->ctype = "application/json";
+        rs->body = (const unsigned char *)oom;
+        rs->len = sizeof oom - 1;
+        return;
+    }
+    gm_resp_owned(rs, status, "application/json", text, len);
+}
+
+static void resp_json(gm_resp *rs, int status, json_t *j)
+{
+    size_t len = 0;
+    char *text = j ? gm_json_dump(j, &len) : NULL;
+    json_decref(j);
+    if (!text) {
+        gm_resp_error(rs, 503, "out of memory");
+        return;
+    }
+    gm_resp_owned(rs, status, "application/json", text, len);
+}
+
+static void resp_blob(gm_resp *rs, gm_published *pub, const gm_blob *b, const char *ctype)
+{
+    rs->status = 200;
+    rs->ctype = ctype;
+    rs->body = b->data;
+    rs->len = b->len;
+    rs->pin = pub;
+}
+
+/* The gzip'd form of a blob to clients that accept it, else the plain one. */
+static void resp_blob_gz(const gm_req *rq, gm_resp *rs, const gm_blob *plain, const gm_blob *gz,
+                         const char *ctype)
+{
+    bool use_gz = rq->gzip_ok && gz->data;
+    resp_blob(rs, rq->pub, use_gz ? gz : plain, ctype);
+    rs->gzip = use_gz;
+    rs->vary_ae = true;
+}
+
+/* False (and a 503) before the first sample. */
+static bool need_sample(const gm_req *rq, gm_resp *rs)
+{
+    if (rq->pub)
+        return true;
+    gm_resp_error(rs, 503, "no sample yet: the first sampling pass has not finished");
+    rs->retry_after = 1;
+    return false;
+}
+
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+static void h_health(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    gm_sampler_stats st;
+    gm_sampler_get_stats(srv->sampler, &st);
+    int64_t now = gm_mono_ms();
+    int64_t stall_ms = 3 * (int64_t)srv->cfg->poll_interval_ms + 2000;
+    const char *status;
+    int code = 200;
+    /* The freshest state: the sampler's own clock, not the loop's copy of the bundle. */
+    int64_t last = st.last_ok_mono_ms;
+    if (!last) {
+        status = now - st.started_mono_ms > stall_ms ? "stalled" : "starting";
+        code = 503;
+    } else if (now - last > stall_ms) {
+        status = "stalled";
+        code = 503;
+    } else if (strcmp(srv->provider, "none") == 0) {
+        status = "no_gpu";
+    } else if (rq->pub && rq->pub->lost_count) {
+        status = "degraded";
+    } else {
+        status = "ok";
+    }
+    json_t *lost = json_array();
+    for (unsigned i = 0; rq->pub && lost && i < rq->pub->lost_count; i++)
+        json_array_append_new(lost, json_integer(rq->pub->lost[i]));
+    json_t *j = json_pack(
+        "{s:s, s:s, s:I, s:f, s:o, s:o, s:s, s:I, s:I, s:I, s:o}", "status", status, "provider",
+        srv->provider, "gpu_count", (json_int_t)(rq->pub ? rq->pub->gpu_count : 0),
+        "uptime_seconds", (double)(now - srv->started_mono_ms) / 1000.0, "last_sample_age_seconds",
+        last ? json_real((double)(now - last) / 1000.0) : json_null(), "lost_gpus",
+        lost ? lost : json_array(), "version", GM_VERSION, "poll_interval_ms",
+        (json_int_t)srv->cfg->poll_interval_ms, "samples_total", (json_int_t)st.samples_total,
+        "sample_errors_total", (json_int_t)st.errors_total, "last_error",
+        st.last_error[0] ? json_string(st.last_error) : json_null());
+    if (j && strcmp(srv->provider, "none") == 0) {
+        json_object_set_new(j, "diagnosis", json_string(srv->diagnosis));
+        json_object_set_new(j, "hint",
+                            json_string("no GPU could be read: for a demo run `make "
+                                        "demo` or `gpumon serve --simulate 4`"));
+    }
+    resp_json(rs, code, j);
+}
+
+static void h_config(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    json_t *j = gm_serve_config_json(srv->cfg);
+    if (j) {
+        gm_history *h = gm_sampler_history(srv->sampler);
+        json_object_set_new(j, "provider_in_use", json_string(srv->provider));
+        json_object_set_new(j, "port", json_integer(srv->port));
+        json_object_set_new(j, "history_slots",
+                            h ? json_integer((json_int_t)gm_history_slots(h)) : json_null());
+        json_object_set_new(j, "history_bytes",
+                            h ? json_integer((json_int_t)gm_history_memory_bytes(h)) : json_null());
+        json_object_set_new(j, "version", json_string(GM_VERSION));
+        json_object_set_new(j, "db_path",
+                            srv->db_path[0] ? json_string(srv->db_path) : json_null());
+        json_object_set_new(j, "lease_dir",
+                            srv->lease_dir[0] ? json_string(srv->lease_dir) : json_null());
+        json_object_set_new(j, "dashboard",
+                            json_string(srv->web_root[0]       ? "web_root"
+                                        : gm_assets_embedded() ? "embedded"
+                                                               : "builtin"));
+        json_object_set_new(j, "sessions_running",
+                            json_integer(gm_sessions_running(srv->sessions)));
+    }
+    resp_json(rs, 200, j);
+}
+
+static void h_gpus(const gm_req *rq, gm_resp *rs)
+{
+    if (need_sample(rq, rs))
+        resp_blob_gz(rq, rs, &rq->pub->full, &rq->pub->full_gz, "application/json");
+}
+
+static void h_gpu(const gm_req *rq, gm_resp *rs)
+{
+    const char *s = rq->rest;
+    size_t n = strlen(s);
+    if (n == 0 || strchr(s, '/')) {
+        gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
+        return;
+    }
+    if (n > 6 || strspn(s, "0123456789") != n) {
+        gm_resp_error(rs, 400, "GPU index must be a non-negative integer, got \"%.32s\"", s);
+        return;
+    }
+    if (!need_sample(rq, rs))
+        return;
+    unsigned idx = (unsigned)strtoul(s, NULL, 10);
+    const gm_blob *b = gm_published_gpu(rq->pub, idx);
+    if (!b) {
+        if (rq->pub->gpu_count == 0)
+            gm_resp_error(rs, 404, "no GPU with index %u: no GPU is visible", idx);
+        else
+            gm_resp_error(rs, 404, "no GPU with index %u (%u GPU(s) visible)", idx,
+                          rq->pub->gpu_count);
+        return;
+    }
+    resp_blob(rs, rq->pub, b, "application/json");
+}
+
+static void h_processes(const gm_req *rq, gm_resp *rs)
+{
+    if (need_sample(rq, rs))
+        resp_blob(rs, rq->pub, &rq->pub->processes, "application/json");
+}
+
+static void h_system(const gm_req *rq, gm_resp *rs)
+{
+    if (!rq->srv->cfg->system_metrics) {
+        gm_resp_error(rs, 404, "host metrics are disabled (--no-system-metrics)");
+        return;
+    }
+    if (!need_sample(rq, rs))
+        return;
+    if (!rq->pub->system.data) {
+        gm_resp_error(rs, 503, "host metrics could not be read in the latest sample");
+        return;
+    }
+    resp_blob(rs, rq->pub, &rq->pub->system, "application/json");
+}
+
+static void h_fleet(const gm_req *rq, gm_resp *rs)
+{
+    if (need_sample(rq, rs))
+        resp_blob(rs, rq->pub, &rq->pub->fleet, "application/json");
+}
+
+static void h_stats(const gm_req *rq, gm_resp *rs)
+{
+    if (need_sample(rq, rs))
+        resp_blob(rs, rq->pub, &rq->pub->stats, "application/json");
+}
+
+static void h_metrics(const gm_req *rq, gm_resp *rs)
+{
+    if (need_sample(rq, rs))
+        resp_blob_gz(rq, rs, &rq->pub->prom, &rq->pub->prom_gz, GM_PROM_CONTENT_TYPE);
+}
+
+static void h_ws_plain(const gm_req *rq, gm_resp *rs)
+{
+    gm_resp_error(rs, 426, "%s is a WebSocket endpoint: connect with a WebSocket client", rq->path);
+}
+
+/* A value as JSON: integers without a fraction, others at float precision. */
+static void json_number(gm_buf *b, double v)
+{
+    if (v == floor(v) && fabs(v) < 1e15)
+        gm_buf_printf(b, "%.0f", v);
+    else
+        gm_buf_printf(b, "%.7g", v);
+}
+
+static void h_history(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    gm_history *h = gm_sampler_history(srv->sampler);
+    if (srv->cfg->history_s && !h) {
+        gm_resp_error(rs, 503, "no sample yet: history starts with the first sample");
+        rs->retry_after = 1;
+        return;
+    }
+    gm_history_params req;
+    gm_error err = {0};
+    /* The GPUs of the latest sample: driver indexes may have gaps (nvidia-smi -i, a GPU gone
+     * before start), and the rings are indexed by them. */
+    bool present[GM_MAX_GPUS] = {0};
+    for (unsigned i = 0; rq->pub && i < rq->pub->gpu_count; i++)
+        if (rq->pub->gpu_index[i] < GM_MAX_GPUS)
+            present[rq->pub->gpu_index[i]] = true;
+    if (gm_history_params_parse(rq->q, h ? gm_history_gpu_count(h) : 0, rq->pub ? present : NULL,
+                                srv->cfg->history_s, srv->cfg->poll_interval_ms, &req, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    if (srv->inflight_bytes > GM_HTTP_INFLIGHT_LIMIT) {
+        gm_resp_error(rs, 503, "server busy: too many unfinished responses");
+        rs->retry_after = 1;
+        return;
+    }
+    gm_buf b;
+    gm_buf_init(&b, 64u << 20);
+    gm_buf_printf(&b, "{\"interval_ms\":%u,\"step_ms\":", srv->cfg->poll_interval_ms);
+    if (req.step_ms)
+        gm_buf_printf(&b, "%lld", (long long)req.step_ms);
+    else
+        gm_buf_printf(&b, "null");
+    gm_buf_printf(&b, ",\"seconds\":%lld,\"series\":[", (long long)(req.range_ms / 1000));
+    for (size_t i = 0; i < req.count; i++) {
+        const gm_history_pick *sr = &req.series[i];
+        gm_history_request hq = {.source = sr->source,
+                                 .gpu = sr->gpu,
+                                 .metric = sr->metric,
+                                 .last_ms = req.range_ms,
+                                 .step_ms = req.step_ms,
+                                 .max_points = GM_HISTORY_MAX_POINTS};
+        gm_series se = {0};
+        if (gm_history_query(h, &hq, &se, &err) < 0) {
+            gm_buf_free(&b);
+            gm_resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
+            return;
+        }
+        char name[64];
+        gm_history_series_name(sr, name, sizeof name);
+        gm_buf_printf(&b, "%s{", i ? "," : "");
+        if (sr->source == GM_HISTORY_GPU)
+            gm_buf_printf(&b, "\"gpu\":%u,", sr->gpu);
+        gm_buf_printf(&b, "\"metric\":\"%s\",\"unit\":\"%s\",\"clamped\":%s,\"points\":[", name,
+                      se.unit ? se.unit : "", se.clamped ? "true" : "false");
+        for (size_t k = 0; k < se.count; k++) {
+            gm_buf_printf(&b, "%s[%lld,", k ? "," : "", (long long)se.points[k].t_ms);
+            if (se.points[k].present && isfinite(se.points[k].value))
+                json_number(&b, se.points[k].value);
+            else
+                gm_buf_printf(&b, "null");
+            gm_buf_printf(&b, "]");
+        }
+        gm_buf_printf(&b, "]}");
+        gm_series_free(&se);
+    }
+    gm_buf_printf(&b, "]}");
+    size_t len = 0;
+    char *text = gm_buf_take(&b, &len);
+    if (!text) {
+        gm_resp_error(rs, 503, "out of memory building the history response");
+        return;
+    }
+    gm_resp_owned(rs, 200, "application/json", text, len);
+}
+
+/* ---- sessions and allocation -------------------------------------------------------------- */
+
+/* GM_EINVAL with a message when q has a parameter outside `known` (NULL-terminated; "token" is
+ * always accepted, as WebSocket clients may send it everywhere). */
+static int check_params(const gm_query *q, const char *const *known, gm_error *err)
+{
+    for (size_t i = 0; i < q->count; i++) {
+        bool ok = strcmp(q->p[i].key, "token") == 0;
+        for (size_t k = 0; !ok && known[k]; k++)
+            ok = strcmp(q->p[i].key, known[k]) == 0;
+        if (!ok) {
+            char list[128];
+            size_t o = 0;
+            list[0] = '\0';
+            for (size_t k = 0; known[k] && o < sizeof list; k++)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", known[k]);
+            return gm_error_set(err, GM_EINVAL, "unknown parameter \"%.64s\" (accepted: %s)",
+                                q->p[i].key, known[0] ? list : "none");
+        }
+    }
+    return GM_OK;
+}
+
+/* Hands j to the session worker: the answer is sent when it is done. */
+static void resp_defer(const gm_req *rq, gm_resp *rs, gm_session_job *j)
+{
+    if (!j) {
+        gm_resp_error(rs, 503, "out of memory");
+        return;
+    }
+    rs->defer = j;
+}
+
+static void h_sessions(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    gm_error err = {0};
+    if (rq->method == GM_HTTP_POST) {
+        static const char *const none[] = {NULL};
+        if (check_params(rq->q, none, &err) < 0) {
+            gm_resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        if (!need_sample(rq, rs))
+            return;
+        gm_session_request req;
+        if (gm_session_request_parse(rq->body ? rq->body : "", rq->body_len, rq->pub->snap,
+                                     srv->cfg->poll_interval_ms, &req, &err) < 0) {
+            gm_resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
+        if (!j) {
+            gm_resp_error(rs, 503, "out of memory");
+            return;
+        }
+        /* Made here, so the session's clock starts when the request arrived whatever the
+         * worker is busy with. */
+        if (gm_session_new(req.has_label ? req.label : NULL, req.gpus, req.ngpus, req.interval_s,
+                           &j->session, &err) < 0) {
+            gm_session_job_free(j);
+            gm_resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
+            return;
+        }
+        j->create = req;
+        j->created_mono_ms = gm_mono_ms();
+        snprintf(rs->location, sizeof rs->location, "/api/sessions/%s", gm_session_id(j->session));
+        resp_defer(rq, rs, j);
+        return;
+    }
+    static const char *const known[] = {"limit", "kind", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    unsigned long long limit = 100;
+    const char *v = gm_query_get(rq->q, "limit");
+    if (v && gm_config_parse_ulong(v, 1, GM_SESSIONS_LIST_MAX, &limit) < 0) {
+        gm_resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
+                      GM_SESSIONS_LIST_MAX);
+        return;
+    }
+    const char *kind = gm_query_get(rq->q, "kind");
+    if (kind &&
+        (strlen(kind) >= 16 || strspn(kind, "abcdefghijklmnopqrstuvwxyz_-") != strlen(kind))) {
+        gm_resp_error(rs, 400, "kind=\"%.32s\" is not a kind (session, record, run, ...)", kind);
+        return;
+    }
+    gm_session_job *j = gm_session_job_new(GM_SOP_LIST);
+    if (j) {
+        j->limit = (size_t)limit;
+        snprintf(j->kind, sizeof j->kind, "%s", kind ? kind : "");
+    }
+    resp_defer(rq, rs, j);
+}
+
+/* Session ids are generated ("20261126-010516-a1b2c3"); anything else is not one of ours. */
+static bool id_ok(const char *s, size_t n)
+{
+    if (n == 0 || n >= GM_SESSION_ID_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '-' || s[i] == '_' || s[i] == '.'))
+            return false;
+    return true;
+}
+
+static void h_session(const gm_req *rq, gm_resp *rs)
+{
+    const char *rest = rq->rest;
+    const char *slash = strchr(rest, '/');
+    size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
+    bool stop = slash && strcmp(slash, "/stop") == 0;
+    gm_error err = {0};
+    if (!id_ok(rest, idlen) || (slash && !stop)) {
+        gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
+        return;
+    }
+    gm_session_job *j;
+    if (stop) {
+        if (rq->method != GM_HTTP_POST) {
+            gm_resp_error(rs, 405, "%s takes POST", rq->path);
+            gm_http_allow_list(GM_HTTP_POST, rs->allow, sizeof rs->allow);
+            return;
+        }
+        static const char *const none[] = {NULL};
+        if (check_params(rq->q, none, &err) < 0) {
+            gm_resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        j = gm_session_job_new(GM_SOP_STOP);
+    } else if (rq->method == GM_HTTP_POST) {
+        gm_resp_error(rs, 405, "POST is not allowed on %s (stop a session with POST %s/stop)",
+                      rq->path, rq->path);
+        gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_DELETE, rs->allow,
+                           sizeof rs->allow);
+        return;
+    } else if (rq->method == GM_HTTP_DELETE) {
+        static const char *const none[] = {NULL};
+        if (check_params(rq->q, none, &err) < 0) {
+            gm_resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        j = gm_session_job_new(GM_SOP_DELETE);
+    } else {
+        static const char *const known[] = {"timeline", NULL};
+        if (check_params(rq->q, known, &err) < 0) {
+            gm_resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        bool timeline = true;
+        const char *v = gm_query_get(rq->q, "timeline");
+        if (v && gm_config_parse_bool(v, &timeline) < 0) {
+            gm_resp_error(rs, 400, "timeline=\"%.32s\" is not true or false (1 or 0)", v);
+            return;
+        }
+        j = gm_session_job_new(GM_SOP_GET);
+        if (j)
+            j->timeline = timeline;
+    }
+    if (j) {
+        memcpy(j->id, rest, idlen);
+        j->id[idlen] = '\0';
+    }
+    resp_defer(rq, rs, j);
+}
+
+/* GET /api/allocation: gm_select over the latest sample. Lease files are probed here, on the
+ * loop: one open, flock(LOCK_NB) and short read per GPU, never a wait, so the cost is bounded
+ * by the GPU count. */
+static void h_allocation(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    gm_error err = {0};
+    static const char *const known[] = {"count", "min_free_mb", "max_util", "ignore_leases", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    gm_select_request req = {.count = 1};
+    unsigned long long count = 1;
+    const char *v = gm_query_get(rq->q, "count");
+    if (v && gm_config_parse_ulong(v, 1, GM_MAX_GPUS, &count) < 0) {
+        gm_resp_error(rs, 400, "count=\"%.32s\" is not a whole number of GPUs from 1 to %d", v,
+                      GM_MAX_GPUS);
+        return;
+    }
+    req.count = (unsigned)count;
+    v = gm_query_get(rq->q, "min_free_mb");
+    if (v && gm_config_parse_double(v, 0, 1e12, &req.min_free_mib) < 0) {
+        gm_resp_error(rs, 400, "min_free_mb=\"%.32s\" is not a non-negative number of MiB", v);
+        return;
+    }
+    v = gm_query_get(rq->q, "max_util");
+    if (v) {
+        if (gm_config_parse_double(v, 0, 100, &req.max_util_pct) < 0) {
+            gm_resp_error(rs, 400,
+                          "max_util=\"%.32s\" is not a utilization in percent from 0 to 100", v);
+            return;
+        }
+        req.has_max_util = true;
+    }
+    v = gm_query_get(rq->q, "ignore_leases");
+    if (v && gm_config_parse_bool(v, &req.ignore_leases) < 0) {
+        gm_resp_error(rs, 400, "ignore_leases=\"%.32s\" is not true or false", v);
+        return;
+    }
+    if (!need_sample(rq, rs))
+        return;
+    const gm_snapshot *snap = rq->pub->snap;
+    gm_lease_holder *holders = NULL;
+    gm_select_result *res = malloc(sizeof *res);
+    if (srv->lease_dir[0] && snap->gpu_count) {
+        holders = calloc(snap->gpu_count, sizeof *holders);
+        if (holders && gm_lease_list(srv->lease_dir, snap, holders, &err) < 0) {
+            free(holders); /* leases unknown: none excluded, as `gpumon select` does then */
+            holders = NULL;
+        }
+    }
+    if (!res) {
+        free(holders);
+        gm_resp_error(rs, 503, "out of memory");
+        return;
+    }
+    if (gm_select(snap, &req, holders, res, &err) < 0) {
+        free(holders);
+        free(res);
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    json_t *j = gm_select_result_json(res);
+    if (j)
+        json_object_set_new(j, "lease_dir",
+                            srv->lease_dir[0] ? json_string(srv->lease_dir) : json_null());
+    free(holders);
+    free(res);
+    resp_json(rs, 200, j);
+}
+
+static const gm_route routes[] = {
+    {"/api/health", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_health, false},
+    {"/api/config", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_config, false},
+    {"/api/gpus", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_gpus, false},
+    {"/api/gpus/", true, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_gpu, false},
+    {"/api/processes", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_processes, false},
+    {"/api/system", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_system, false},
+    {"/api/history", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_history, false},
+    {"/api/sessions", false, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST, true, GM_SESSION_BODY_MAX,
+     h_sessions, false},
+    {"/api/sessions/", true, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST | GM_HTTP_DELETE, true,
+     GM_SESSION_BODY_MAX, h_session, false},
+    {"/api/allocation", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_allocation, false},
+    {"/api/v1/monitoring/gpu-metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_fleet, false},
+    {"/stats", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_stats, false},
+    {"/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_metrics, false},
+    {"/ws/gpu", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true},
+    {"/ws/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true},
+};
+
+const gm_route *gm_route_find(const char *path)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        const gm_route *r = &routes[i];
+        if (r->prefix ? strncmp(path, r->path, strlen(r->path)) == 0 : strcmp(path, r->path) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+void gm_route_run(const gm_route *r, const gm_req *rq, gm_resp *rs)
+{
+    r->fn(rq, rs);
+    if (rs->status == 405 && !rs->allow[0])
+        gm_http_allow_list(r->methods, rs->allow, sizeof rs->allow);
+}
+
+/* ---- the dashboard's files ---------------------------------------------------------------- */
+
+static void serve_asset(const gm_asset *a, const gm_req *rq, gm_resp *rs)
+{
+    rs->status = 200;
+    rs->ctype = a->content_type;
+    rs->body = a->data;
+    rs->len = a->len;
+    rs->gzip = a->gzip;
+    rs->vary_ae = gm_assets_has_gzip(a->path);
+    rs->cache = a->cache_control ? a->cache_control : "no-cache";
+    rs->etag = gm_assets_etag(a);
+    if (rq->if_none_match && gm_etag_matches(rq->if_none_match, rs->etag)) {
+        /* The client's copy is current: headers only (RFC 9110 15.4.5). */
+        rs->status = 304;
+        rs->ctype = NULL;
+        rs->body = NULL;
+        rs->len = 0;
+        rs->gzip = false;
+    }
+}
+
+/* --web-root: the file from disk, never cached (it changes while the dashboard is developed). */
+static void serve_webroot(gm_server *srv, const char *path, gm_resp *rs)
+{
+    char *data;
+    size_t len;
+    const char *ctype;
+    gm_error err = {0};
+    int rc = gm_webroot_read(srv->web_root, path, &data, &len, &ctype, &err);
+    if (rc == GM_ENOENT)
+        gm_resp_error(rs, 404, "no such file: %s", path);
+    else if (rc == GM_EPERM)
+        gm_resp_error(rs, 403, "%s is outside the web root or not served", path);
+    else if (rc == GM_EINVAL)
+        gm_resp_error(rs, 500, "%s: %s", path, err.msg);
+    else if (rc < 0)
+        gm_resp_error(rs, rc == GM_ENOMEM ? 503 : 500, "%s: %s", path, err.msg);
+    else
+        gm_resp_owned(rs, 200, ctype, data, len);
+}
+
+bool gm_route_static(gm_server *srv, const char *path, const gm_req *rq, gm_resp *rs)
+{
+    if (srv->web_root[0]) {
+        serve_webroot(srv, path, rs);
+        return true;
+    }
+    const gm_asset *a = gm_assets_find(path, rq->gzip_ok);
+    if (!a)
+        return false;
+    serve_asset(a, rq, rs);
+    return true;
+}

@@ -1,0 +1,422 @@
+"""The daemon under hostile clients, over raw sockets: pipelining, bodies that never come, header
+names that are prefixes of real ones, request smuggling, slowloris, a connection flood at the cap,
+bytes that are not UTF-8, protocol strictness, and WebSocket protocol abuse. After each phase
+/api/health must answer within a second. Each case reproduces a defect of issue #15 that the
+daemon had on libwebsockets 4.1."""
+import base64
+import json
+import os
+import socket
+import struct
+import time
+import unittest
+
+from daemon import Daemon
+
+HEALTH = b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+
+def exchange(port, data, timeout=3.0, until_close=True):
+    """Sends data on a fresh connection; returns (bytes received, seconds taken, closed by the
+    server). Reads until the server closes or timeout."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    t0 = time.time()
+    s.sendall(data)
+    out, closed = b"", False
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                closed = True
+                break
+            out += b
+            if not until_close and b"\r\n\r\n" in out:
+                break
+    except socket.timeout:
+        pass
+    except ConnectionResetError:
+        closed = True
+    s.close()
+    return out, time.time() - t0, closed
+
+
+def responses(raw):
+    """Splits raw HTTP/1.1 responses (each with a Content-Length) into (status, headers, body)."""
+    res = []
+    while raw.startswith(b"HTTP/1.1 "):
+        head, sep, rest = raw.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        lines = head.decode("latin1").split("\r\n")
+        status = int(lines[0].split()[1])
+        hdrs = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        n = 0 if status in (100, 101, 204, 304) else int(hdrs.get("content-length", "0"))
+        res.append((status, hdrs, rest[:n]))
+        raw = rest[n:]
+    return res
+
+
+class Hostile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # A small ASan quarantine (under the sanitizers), so RSS means what it says.
+        asan = {"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=1"}
+        cls.d = Daemon(["--poll-interval", "100", "--db", "none"], extra_env=asan).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.stop()
+        assert rc == 0, "exit %s: %s" % (rc, cls.d.log())
+
+    def assertHealthy(self):
+        out, took, _ = exchange(self.d.port, HEALTH, timeout=2)
+        r = responses(out)
+        self.assertTrue(r and r[0][0] == 200, "no health answer: %r" % out[:200])
+        self.assertLess(took, 1.0)
+
+    def session_count(self):
+        return len(self.d.get_json("/api/sessions?kind=session")["sessions"])
+
+    # ---- defect 1: a pipelined request with a body ------------------------------------------
+
+    def test_pipelined_request_with_body(self):
+        data = (b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+                b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 2\r\n\r\n{}"
+                b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        out, took, closed = exchange(self.d.port, data)
+        self.assertEqual([r[0] for r in responses(out)], [200, 404, 200])
+        self.assertTrue(closed)
+        self.assertHealthy()
+
+    def test_pipelined_headers_then_body_later(self):
+        s = socket.create_connection(("127.0.0.1", self.d.port), timeout=3)
+        s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 2\r\nConnection: close\r\n\r\n")
+        time.sleep(0.3)
+        s.sendall(b"{}")
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+        s.close()
+        self.assertEqual([r[0] for r in responses(out)], [200, 404])
+        self.assertHealthy()
+
+    # ---- defect 2: POST without Content-Length ----------------------------------------------
+
+    def test_bodiless_posts_are_answered(self):
+        # A POST without Content-Length has no body (RFC 9112 6.3): answered at once.
+        out, took, closed = exchange(
+            self.d.port, b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertEqual(responses(out)[0][0], 404)
+        self.assertTrue(closed)
+        self.assertLess(took, 1.0)
+        socks = []
+        for _ in range(300):
+            s = socket.create_connection(("127.0.0.1", self.d.port), timeout=3)
+            s.sendall(b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\n\r\n")
+            socks.append(s)
+        self.assertHealthy()
+        for s in socks:
+            self.assertIn(b" 404 ", s.recv(4096))
+            s.close()
+
+    # ---- defect 4: header names that are prefixes of known ones, and smuggling ----------------
+
+    def test_prefix_header_names(self):
+        for name in (b"Acc", b"Hos", b"Conn", b"Us", b"Content-Len"):
+            with self.subTest(name=name):
+                out, took, _ = exchange(self.d.port, b"GET /api/health HTTP/1.1\r\nHost: x\r\n" + name +
+                                        b": 5\r\nConnection: close\r\n\r\n")
+                self.assertEqual(responses(out)[0][0], 200)
+                self.assertLess(took, 1.0)
+
+    def test_no_smuggled_request(self):
+        status, _, created = self.d.call("/api/sessions", "POST", {"label": "keep"})
+        self.assertEqual(status, 201)
+        sid = created["id"]
+        smuggled = ("DELETE /api/sessions/%s HTTP/1.1\r\nHost: x\r\n\r\n" % sid).encode()
+        attacks = [
+            # A prefix name, then the real length: the body is the body, never a request.
+            b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\nContent-Len: 5\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(smuggled) + smuggled,
+            # Whitespace before the colon: a malformed name, refused and the connection closed.
+            b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\nContent-Length : 0\r\n\r\n" + smuggled,
+            # Two lengths, or a length and chunked: refused and closed.
+            b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 0\r\nContent-Length: %d\r\n\r\n" % len(smuggled) + smuggled,
+            b"POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled,
+        ]
+        for data in attacks:
+            with self.subTest(data=data[:90]):
+                out, _, closed = exchange(self.d.port, data)
+                statuses = [r[0] for r in responses(out)]
+                self.assertNotIn(204, statuses)
+                self.assertEqual(len(statuses), 1, out[:400])
+                self.assertTrue(closed)
+        status, _, _ = self.d.call("/api/sessions/%s" % sid)
+        self.assertEqual(status, 200, "the smuggled DELETE ran")
+        self.d.call("/api/sessions/%s/stop" % sid, "POST")
+
+    # ---- defect 3 and the connection cap: slowloris -----------------------------------------
+
+    def test_slowloris(self):
+        socks = []
+        for i in range(300):
+            s = socket.create_connection(("127.0.0.1", self.d.port), timeout=3)
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
+            socks.append(s)
+        closed_at = {}
+        t0 = time.time()
+        worst = 0.0
+        # A header line every 2 s; the head deadline (10 s) must end them while health answers.
+        while time.time() - t0 < 13:
+            for i, s in enumerate(socks):
+                if i in closed_at:
+                    continue
+                try:
+                    s.sendall(b"X-Slow-%d: 1\r\n" % i)
+                except OSError:
+                    closed_at[i] = time.time() - t0
+            start = time.time()
+            self.assertHealthy()
+            worst = max(worst, time.time() - start)
+            time.sleep(2)
+        for s in socks:
+            s.settimeout(0.2)
+            try:
+                if s.recv(100) == b"":
+                    closed_at.setdefault(id(s), 0)
+            except (socket.timeout, OSError):
+                pass
+            s.close()
+        self.assertLess(worst, 1.0)
+        self.assertGreaterEqual(len(closed_at), 290, "slow heads were not cut at the deadline")
+
+    # ---- defect 5: bytes that are not UTF-8 in what an error quotes --------------------------
+
+    def test_non_utf8_in_errors(self):
+        cases = [(b"/api/history?metric=%ff", 400), (b"/api/gpus/%ff", 400), (b"/nope%e9", 404),
+                 (b"/api/history?metric=" + b"%c3%a9" * 299 + b"%c3", 400)]
+        for target, want in cases:
+            with self.subTest(target=target[:40]):
+                out, _, _ = exchange(self.d.port, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n"
+                                     b"Connection: close\r\n\r\n")
+                status, hdrs, body = responses(out)[0]
+                self.assertEqual(status, want)
+                self.assertIn("error", json.loads(body.decode("utf-8")))
+
+    # ---- defect 11: strictness ---------------------------------------------------------------
+
+    def test_strict_request_line_and_lengths(self):
+        cases = [
+            (b"PROPFIND /api/health HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+            (b"get /api/health HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+            (b"GET /api/health HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+            (b"GET /api/health HTTP/9.9\r\nHost: x\r\n\r\n", 505),
+            (b"GET /api/health HTTPS/1.1\r\nHost: x\r\n\r\n", 400),
+            (b"GET /api/health%00 HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Ctl: a\x01b\r\n\r\n", 400),
+            (b"CONNECT x:80 HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+            (b"POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 5 \r\n\r\nhello", 400),
+            (b"POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\nhello", 400),
+            (b"POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\nhello", 400),
+            (b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", 431),
+        ]
+        for data, want in cases:
+            with self.subTest(data=data[:50]):
+                out, took, closed = exchange(self.d.port, data)
+                self.assertTrue(out.startswith(b"HTTP/1.1 %d " % want), out[:200])
+                self.assertTrue(closed)
+                self.assertLess(took, 1.0)
+                if want in (501, 405):  # ours: JSON, not a library's HTML page
+                    body = responses(out)[0][2]
+                    self.assertIn("error", json.loads(body))
+        # A NUL byte in the path is answered (libmicrohttpd ends the path there), never dropped.
+        out, _, _ = exchange(self.d.port, b"GET /nope\x00x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 404 "), out[:100])
+        self.assertHealthy()
+
+    def test_client_errors_do_not_flood_the_log(self):
+        before = len(self.d.log().splitlines())
+        for _ in range(100):
+            exchange(self.d.port, b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", timeout=1)
+            exchange(self.d.port, b"BREW /x HTTP/1.1\r\nHost: x\r\n\r\n", timeout=1)
+            exchange(self.d.port, b"GET / HTTPS/1.1\r\n\r\n", timeout=1)
+        self.assertLessEqual(len(self.d.log().splitlines()) - before, 2, self.d.log()[-2000:])
+
+    # ---- WebSocket protocol abuse -----------------------------------------------------------
+
+    def ws_open(self, path=b"/ws/metrics"):
+        s = socket.create_connection(("127.0.0.1", self.d.port), timeout=3)
+        key = base64.b64encode(os.urandom(16))
+        s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key + b"\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 101 "), head)
+        return s
+
+    @staticmethod
+    def frame(opcode, payload, fin=True, mask=True, length=None):
+        n = len(payload) if length is None else length
+        b1 = (0x80 if fin else 0) | opcode
+        if n < 126:
+            hdr = struct.pack("!BB", b1, (0x80 if mask else 0) | n)
+        elif n < 65536:
+            hdr = struct.pack("!BBH", b1, (0x80 if mask else 0) | 126, n)
+        else:
+            hdr = struct.pack("!BBQ", b1, (0x80 if mask else 0) | 127, n)
+        if not mask:
+            return hdr + payload
+        key = os.urandom(4)
+        return hdr + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+
+    def close_code(self, s, timeout=3):
+        """Reads frames until a close frame; returns its code (None when the socket just ends)."""
+        s.settimeout(timeout)
+        buf = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                return None
+            if not b:
+                return None
+            buf += b
+            while len(buf) >= 2:
+                op, n = buf[0] & 0x0F, buf[1] & 0x7F
+                off = 2
+                if n == 126:
+                    if len(buf) < 4:
+                        break
+                    n, off = struct.unpack("!H", buf[2:4])[0], 4
+                elif n == 127:
+                    if len(buf) < 10:
+                        break
+                    n, off = struct.unpack("!Q", buf[2:10])[0], 10
+                if len(buf) < off + n:
+                    break
+                if op == 0x8:
+                    return struct.unpack("!H", buf[off:off + 2])[0] if n >= 2 else 1005
+                buf = buf[off + n:]
+
+    def test_websocket_protocol_abuse(self):
+        cases = [
+            ("unmasked", self.frame(0x1, b"hi", mask=False), 1002),
+            ("invalid utf-8 text", self.frame(0x1, b"\xff\xfe"), 1007),
+            ("utf-8 cut across fragments then ended", self.frame(0x1, b"\xc3", fin=False) +
+             self.frame(0x0, b""), 1007),
+            ("2^63-byte frame", struct.pack("!BBQ", 0x81, 0xFF, 1 << 63) + os.urandom(4) + b"x", 1002),
+            ("2^62-byte frame", struct.pack("!BBQ", 0x81, 0xFF, 1 << 62) + os.urandom(4) + b"x", 1009),
+            ("oversized message", self.frame(0x2, b"x" * 5000), 1009),
+            ("fragmented ping", self.frame(0x9, b"p", fin=False), 1002),
+            ("long ping", self.frame(0x9, b"p" * 126), 1002),
+            ("reserved bits", bytes([0xC1]) + self.frame(0x1, b"a")[1:], 1002),
+            ("continuation first", self.frame(0x0, b"a"), 1002),
+            ("unknown opcode", self.frame(0x3, b"a"), 1002),
+            ("bad close code", self.frame(0x8, struct.pack("!H", 999)), 1002),
+            ("close", self.frame(0x8, struct.pack("!H", 1000) + b"bye"), 1000),
+        ]
+        for name, data, want in cases:
+            with self.subTest(case=name):
+                s = self.ws_open()
+                s.sendall(data)
+                self.assertEqual(self.close_code(s), want)
+                s.close()
+        # A ping is answered with a pong carrying its payload.
+        s = self.ws_open()
+        s.sendall(self.frame(0x9, b"hello"))
+        s.settimeout(3)
+        buf = b""
+        deadline = time.time() + 3
+        while b"\x8a\x05hello" not in buf and time.time() < deadline:
+            buf += s.recv(65536)
+        self.assertIn(b"\x8a\x05hello", buf)
+        s.close()
+        self.assertHealthy()
+
+    def test_websocket_handshake_refusals(self):
+        def hs(extra):
+            out, _, _ = exchange(self.d.port, b"GET /ws/gpu HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
+            return int(out.split()[1]) if out else None
+        key = b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        self.assertEqual(hs(b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\n" + key), 426)
+        self.assertEqual(hs(b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                            b"Sec-WebSocket-Key: short\r\n"), 400)
+        self.assertEqual(hs(b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" + key), 400)
+
+    def test_websocket_churn_keeps_memory_flat(self):
+        def churn(n):
+            for _ in range(n):
+                s = self.ws_open(b"/ws/gpu")
+                s.close()
+        churn(50)
+        time.sleep(0.5)
+        base = self.d.rss_kib()
+        churn(300)
+        time.sleep(0.5)
+        self.assertLess(self.d.rss_kib() - base, 4096)
+        self.assertHealthy()
+
+
+class Limits(unittest.TestCase):
+    def test_flood_at_the_connection_cap(self):
+        with Daemon(["--max-connections", "32", "--db", "none"]) as d:
+            base = _sockets(d.proc.pid)
+            socks = []
+            for _ in range(48):  # past the cap: the rest wait in the kernel's backlog
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", d.port), timeout=3))
+                except OSError:
+                    pass
+            time.sleep(0.5)
+            self.assertLessEqual(_sockets(d.proc.pid) - base, 32)
+            # Idle connections are cut at the head deadline; the daemon answers again.
+            time.sleep(11)
+            out, took, _ = exchange(d.port, HEALTH, timeout=2)
+            self.assertTrue(out.startswith(b"HTTP/1.1 200 "), out[:100])
+            self.assertLess(took, 1.0)
+            for s in socks:
+                s.close()
+
+    def test_listening_beyond_loopback_warns(self):
+        for listen in ("0.0.0.0:0", "[::]:0"):
+            with self.subTest(listen=listen):
+                d = Daemon(["--db", "none"])
+                d.args[d.args.index("127.0.0.1:0")] = listen
+                try:
+                    d.start()
+                except AssertionError as e:
+                    if "[::]" in listen and "cannot listen" in str(e):
+                        self.skipTest("no IPv6 on this host")
+                    raise
+                d.stop()
+                self.assertIn("without a token", d.log())
+        with Daemon(["--db", "none"]) as d:
+            pass
+        self.assertNotIn("without a token", d.log())
+
+
+def _sockets(pid):
+    """Sockets the process holds."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
+if __name__ == "__main__":
+    unittest.main()
