@@ -274,6 +274,13 @@ typedef struct gm_collector gm_collector;
  * each failed. A forced provider that fails returns its error. */
 int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_error *err);
 void gm_collector_close(gm_collector *c);
+/* The canonical name of a provider as a person wrote it ("NVML" gives "nvml"), "auto" for
+ * auto, NULL when it names no provider. The registry is the one list of names: flags, the
+ * environment and the daemon's configuration all ask it. */
+const char *gm_provider_canonical(const char *name);
+/* The accepted names for messages: "nvml, nvidia-smi, sim, auto". */
+const char *gm_provider_names(void);
+
 /* Name of the provider in use: "nvml", "nvidia-smi", "sim" or "none". */
 const char *gm_collector_provider(const gm_collector *c);
 /* One line per provider tried and why it was not used; "" when the first one worked. */

@@ -42,10 +42,7 @@ static void usage(FILE *out)
 
 static bool parse_tolerance(const char *flag, const char *arg, double *out)
 {
-    if (gm_cli_read_double(arg, 0, 1e9, out))
-        return true;
-    fprintf(stderr, "gpumon diff: %s expects a number >= 0, got \"%s\"\n", flag, arg);
-    return false;
+    return gm_cli_parse_double("diff", flag, "a number", arg, 0, 1e9, out);
 }
 
 static int parse_args(int argc, char **argv, diff_opts *o)

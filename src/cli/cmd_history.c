@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/json.h"
+#include "base/json.h"
 #include "core/session.h"
 #include "store/store.h"
 

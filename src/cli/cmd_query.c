@@ -11,8 +11,9 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/json.h"
-#include "core/smi_format.h"
+#include "base/json.h"
+#include "base/smi_format.h"
+#include "base/clock.h"
 
 enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV };
 
@@ -227,20 +228,6 @@ static void list_fields(void)
     }
 }
 
-static bool sleep_until(double deadline_mono)
-{
-    while (!stop_requested) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double left = deadline_mono - (now.tv_sec + now.tv_nsec / 1e9);
-        if (left <= 0)
-            return true;
-        struct timespec ts = {(time_t)left, (long)((left - floor(left)) * 1e9)};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 static int parse_args(int argc, char **argv, query_opts *o)
 {
     enum { OPT_FORMAT = 256, OPT_QUERY_GPU, OPT_NOPROC, OPT_LIST };
@@ -266,7 +253,7 @@ static int parse_args(int argc, char **argv, query_opts *o)
                 return GM_EXIT_USAGE;
             break;
         case 'l':
-            if (!gm_cli_parse_double("query", "--loop", "seconds", optarg, 0.1, 86400, &o->loop_s))
+            if (!gm_cli_parse_duration("query", "--loop", optarg, 0.1, 86400, &o->loop_s))
                 return GM_EXIT_USAGE;
             break;
         case OPT_FORMAT:
@@ -347,9 +334,7 @@ int gm_cli_query(int argc, char **argv)
 
     rc = GM_EXIT_OK;
     bool header_done = false;
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    double next = start.tv_sec + start.tv_nsec / 1e9;
+    double next = gm_clock_mono_s();
     do {
         if (gm_collector_sample(c, s, &err) < 0) {
             fprintf(stderr, "gpumon query: %s\n", err.msg);
@@ -383,7 +368,7 @@ int gm_cli_query(int argc, char **argv)
         next += o.loop_s;
         if (o.format == OUT_TABLE && o.loop_s > 0)
             printf("\n");
-    } while (o.loop_s > 0 && sleep_until(next));
+    } while (o.loop_s > 0 && gm_clock_sleep_until(next, &stop_requested));
 
     gm_snapshot_free(s);
     gm_collector_close(c);

@@ -18,10 +18,11 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/audit.h"
-#include "core/json.h"
+#include "base/json.h"
 #include "core/select.h"
 #include "core/session.h"
 #include "store/store.h"
+#include "base/clock.h"
 
 /* The engine, shared with cmd_run.c: argv as `gpumon record` takes it (argv[0] names the
  * command in messages), kind stored with the session, attach (may be NULL; stolen) merged into
@@ -126,8 +127,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
             o->have_filter = true;
             break;
         case 'n':
-            if (!gm_cli_parse_double(cmd, "--interval", "seconds", optarg, 0.01, 3600,
-                                     &o->interval_s))
+            if (!gm_cli_parse_duration(cmd, "--interval", optarg, 0.01, 3600, &o->interval_s))
                 return GM_EXIT_USAGE;
             break;
         case 'o':
@@ -169,13 +169,6 @@ static int parse_args(int argc, char **argv, record_opts *o)
     }
     o->command = argv + optind;
     return -1;
-}
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void on_forward(int sig, siginfo_t *si, void *ctx)
@@ -595,27 +588,27 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
     sigprocmask(SIG_SETMASK, NULL, &waitmask);
     sigdelset(&waitmask, SIGCHLD);
 
-    store_sync(&o, &rs, s, mono_now(), false); /* the row, with sample 0, once it runs */
+    store_sync(&o, &rs, s, gm_clock_mono_s(), false); /* the row, with sample 0, once it runs */
     bool tty = !o.quiet && isatty(STDERR_FILENO);
     if (tty)
         progress(s);
 
     int status = 0;
-    double next = mono_now() + o.interval_s;
+    double next = gm_clock_mono_s() + o.interval_s;
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid || (r < 0 && errno == ECHILD))
             break;
-        double now = mono_now();
+        double now = gm_clock_mono_s();
         if (now >= next) {
             sample_once(&o, c, snap, s, &warned);
-            store_sync(&o, &rs, s, mono_now(), false);
+            store_sync(&o, &rs, s, gm_clock_mono_s(), false);
             if (tty)
                 progress(s);
             next += o.interval_s;
             /* Sampling slower than the interval: skip the missed ticks rather than burst. */
-            if (next <= mono_now())
-                next = mono_now() + o.interval_s;
+            if (next <= gm_clock_mono_s())
+                next = gm_clock_mono_s() + o.interval_s;
             continue;
         }
         double left = next - now;
@@ -646,7 +639,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         json_decref(after);
     }
 
-    bool stored = store_sync(&o, &rs, s, mono_now(), true);
+    bool stored = store_sync(&o, &rs, s, gm_clock_mono_s(), true);
     if (rs.st && !stored)
         store_give_up(&o, &rs, s);
     json_t *doc = gm_session_to_json(s, true);

@@ -152,11 +152,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->has_max_util = true;
             break;
         case 'w':
-            if (!parse_number("--wait", optarg, 0, 7 * 86400.0, &o->wait_s))
+            if (!gm_cli_parse_duration("run", "--wait", optarg, 0, 7 * 86400.0, &o->wait_s))
                 return GM_EXIT_USAGE;
             break;
         case OPT_CHECK:
-            if (!parse_number("--check-interval", optarg, 0.05, 3600, &o->check_s))
+            if (!gm_cli_parse_duration("run", "--check-interval", optarg, 0.05, 3600, &o->check_s))
                 return GM_EXIT_USAGE;
             break;
         case 'n':

@@ -10,7 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/json.h"
+#include "base/json.h"
 #include "core/lease.h"
 #include "core/select.h"
 
@@ -152,11 +152,11 @@ static int parse_args(int argc, char **argv, select_opts *o)
             o->filter_given = true;
             break;
         case 't':
-            if (!parse_number(o, "--timeout", optarg, 0, 31536000, &o->timeout_s))
+            if (!gm_cli_parse_duration(o->cmd, "--timeout", optarg, 0, 31536000, &o->timeout_s))
                 return GM_EXIT_USAGE;
             break;
         case OPT_INTERVAL:
-            if (!parse_number(o, "--interval", optarg, 0.001, 86400, &o->interval_s))
+            if (!gm_cli_parse_duration(o->cmd, "--interval", optarg, 0.001, 86400, &o->interval_s))
                 return GM_EXIT_USAGE;
             break;
         case OPT_FORMAT:

@@ -45,28 +45,14 @@ static void usage(FILE *out)
         GM_MAX_GPUS);
 }
 
-/* "2", "0.5", "2s", "500ms" as milliseconds in [min_ms, max_ms]. */
+/* A duration in [min_ms, max_ms] as milliseconds (the one duration grammar). */
 static bool parse_duration(const char *flag, const char *arg, double min_ms, double max_ms,
                            unsigned *out)
 {
-    char *end = NULL;
-    double v = strtod(arg, &end);
-    double scale = 1000.0;
-    if (end && strcmp(end, "ms") == 0)
-        scale = 1.0;
-    else if (end && (strcmp(end, "s") == 0 || *end == '\0'))
-        scale = 1000.0;
-    else
-        end = NULL;
-    double ms = v * scale;
-    if (end == arg || !end || !isfinite(ms) || ms < min_ms || ms > max_ms) {
-        fprintf(stderr,
-                "gpumon snapshot: %s expects a duration from %gms to %gs (e.g. 2s, 500ms), got "
-                "\"%s\"\n",
-                flag, min_ms, max_ms / 1000.0, arg);
+    double secs;
+    if (!gm_cli_parse_duration("snapshot", flag, arg, min_ms / 1000.0, max_ms / 1000.0, &secs))
         return false;
-    }
-    *out = (unsigned)llround(ms);
+    *out = (unsigned)llround(secs * 1000.0);
     return true;
 }
 

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "cli/commands.h"
+#include "base/parse.h"
 
 bool gm_cli_default_option(const char *cmd, int c, char **argv, gm_cli_source *src)
 {
@@ -57,67 +58,59 @@ bool gm_cli_no_operands(const char *cmd, int argc, char **argv)
 bool gm_cli_parse_uint(const char *cmd, const char *flag, const char *value, unsigned long long min,
                        unsigned long long max, unsigned long long *out)
 {
-    char *end = NULL;
-    errno = 0;
-    if (!value || !*value || *value == '-')
-        goto bad;
-    unsigned long long v = strtoull(value, &end, 10);
-    if (errno || *end || v < min || v > max)
-        goto bad;
-    *out = v;
-    return true;
-bad:
+    if (gm_parse_uint(value, min, max, out) == GM_OK)
+        return true;
     fprintf(stderr, "gpumon %s: %s expects a whole number from %llu to %llu, got \"%s\"\n", cmd,
             flag, min, max, value ? value : "");
     return false;
 }
 
-bool gm_cli_read_double(const char *arg, double min, double max, double *out)
-{
-    char *end;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || !isfinite(v) || v < min || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
 bool gm_cli_parse_double(const char *cmd, const char *flag, const char *what, const char *arg,
                          double min, double max, double *out)
 {
-    if (gm_cli_read_double(arg, min, max, out))
+    if (gm_parse_number(arg, min, max, out) == GM_OK)
         return true;
-    fprintf(stderr, "gpumon %s: %s expects %s from %g to %g, got \"%s\"\n", cmd, flag, what, min,
-            max, arg);
+    fprintf(stderr, "gpumon %s: %s expects %s from %.15g to %.15g, got \"%s\"\n", cmd, flag, what,
+            min, max, arg ? arg : "");
+    return false;
+}
+
+bool gm_cli_parse_duration(const char *cmd, const char *flag, const char *arg, double min_s,
+                           double max_s, double *out_s)
+{
+    int64_t ms;
+    if (gm_parse_duration_ms(arg, (int64_t)ceil(min_s * 1000), (int64_t)floor(max_s * 1000), &ms) ==
+        GM_OK) {
+        *out_s = (double)ms / 1000.0;
+        return true;
+    }
+    fprintf(stderr,
+            "gpumon %s: %s expects a duration from %.15gs to %.15gs (such as 90, 0.5, "
+            "500ms, 15m, 1h30m), got \"%s\"\n",
+            cmd, flag, min_s, max_s, arg ? arg : "");
     return false;
 }
 
 bool gm_cli_collector_options(const char *cmd, const gm_cli_source *src, gm_collector_options *opt)
 {
     memset(opt, 0, sizeof *opt);
-    opt->provider = src->provider;
-    if (!opt->provider) {
+    const char *given = src->provider, *from = "--provider";
+    if (!given) {
         const char *env = getenv("GPU_MONITOR_TELEMETRY_PROVIDER");
         if (env && *env) {
-            if (strcasecmp(env, "nvml") && strcasecmp(env, "nvidia-smi") &&
-                strcasecmp(env, "sim") && strcasecmp(env, "auto")) {
-                fprintf(stderr,
-                        "gpumon %s: GPU_MONITOR_TELEMETRY_PROVIDER=\"%s\" is not one of nvml, "
-                        "nvidia-smi, sim, auto\n",
-                        cmd, env);
-                return false;
-            }
-            opt->provider = env;
+            given = env;
+            from = "GPU_MONITOR_TELEMETRY_PROVIDER";
         }
     }
-    if (opt->provider && strcasecmp(opt->provider, "auto") == 0)
-        opt->provider = NULL;
-    if (opt->provider && strcasecmp(opt->provider, "nvml") == 0)
-        opt->provider = "nvml";
-    else if (opt->provider && strcasecmp(opt->provider, "sim") == 0)
-        opt->provider = "sim";
-    else if (opt->provider && strcasecmp(opt->provider, "nvidia-smi") == 0)
-        opt->provider = "nvidia-smi";
+    if (given) {
+        const char *name = gm_provider_canonical(given);
+        if (!name) {
+            fprintf(stderr, "gpumon %s: %s \"%s\" is not one of %s\n", cmd, from, given,
+                    gm_provider_names());
+            return false;
+        }
+        opt->provider = strcmp(name, "auto") == 0 ? NULL : name;
+    }
     opt->simulate = src->simulate;
     opt->seed = src->seed;
     return true;

@@ -48,13 +48,16 @@ bool gm_cli_no_operands(const char *cmd, int argc, char **argv);
 bool gm_cli_parse_uint(const char *cmd, const char *flag, const char *value, unsigned long long min,
                        unsigned long long max, unsigned long long *out);
 
-/* Reads arg as a finite decimal number in [min, max] into *out; false, silently, otherwise. */
-bool gm_cli_read_double(const char *arg, double min, double max, double *out);
-
-/* gm_cli_read_double, printing "gpumon <cmd>: <flag> expects <what> from <min> to <max>, got
- * ..." when arg is not such a number; what is e.g. "a number" or "seconds". */
+/* A decimal number in [min, max] (gm_parse_number: no hex, exponent or sign games), printing
+ * "gpumon <cmd>: <flag> expects <what> from <min> to <max>, got ..." when arg is not one; what
+ * is e.g. "a number" or "a utilization in %". */
 bool gm_cli_parse_double(const char *cmd, const char *flag, const char *what, const char *arg,
                          double min, double max, double *out);
+
+/* A duration (gm_parse_duration_ms: "90", "0.5", "500ms", "15m", "1h30m") in [min_s, max_s]
+ * seconds into *out_s; false with a message naming flag otherwise. */
+bool gm_cli_parse_duration(const char *cmd, const char *flag, const char *arg, double min_s,
+                           double max_s, double *out_s);
 
 /* Fills opt from src and the environment. Returns false (message printed) on an invalid
  * environment value. */

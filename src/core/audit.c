@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "core/stats.h"
 
 #define MAX_SNAPSHOT_BYTES (64u << 20) /* far above any real snapshot; stops reading /dev/zero */

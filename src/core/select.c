@@ -10,7 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/json.h"
+#include "base/json.h"
+#include "base/clock.h"
 
 #define MIB 1048576.0
 
@@ -420,30 +421,6 @@ json_t *gm_select_result_json(const gm_select_result *r)
 
 /* ---- waiting ----------------------------------------------------------------------------- */
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Sleeps until the monotonic time `until`, in slices short enough that a cancel request set by
- * a signal handler on another thread is still seen promptly. False when cancelled. */
-static bool sleep_until(double until, const volatile sig_atomic_t *cancel)
-{
-    for (;;) {
-        if (cancel && *cancel)
-            return false;
-        double left = until - mono_s();
-        if (left <= 0)
-            return true;
-        if (left > 0.05)
-            left = 0.05;
-        struct timespec ts = {0, (long)(left * 1e9)};
-        nanosleep(&ts, NULL);
-    }
-}
-
 /* Makes the leased GPUs the selected ones (the lease may have skipped a GPU someone took after
  * our check) and re-ranks. */
 static void adopt_lease(gm_select_result *r, const gm_lease *l)
@@ -489,7 +466,7 @@ int gm_wait_for(gm_collector *c, const gm_select_request *req, const gm_wait_opt
     if (lease_out)
         *lease_out = NULL;
 
-    double start = mono_s(), deadline = start + opt->timeout_s;
+    double start = gm_clock_mono_s(), deadline = start + opt->timeout_s;
     char sample_err[sizeof err->msg] = "", lease_err[sizeof err->msg] = "";
     gm_lease_holder holders[GM_MAX_GPUS];
     for (unsigned check = 1;; check++) {
@@ -524,13 +501,13 @@ int gm_wait_for(gm_collector *c, const gm_select_request *req, const gm_wait_opt
             opt->progress(out, check, opt->progress_ud);
         if (out->satisfied)
             return GM_OK;
-        double now = mono_s();
+        double now = gm_clock_mono_s();
         if (now >= deadline)
             break;
         double next = start + check * opt->interval_s;
         if (next > deadline)
             next = deadline;
-        if (!sleep_until(next, opt->cancel))
+        if (!gm_clock_sleep_until(next, opt->cancel))
             return gm_error_set(err, GM_ECANCELED, "cancelled");
     }
     char why[sizeof err->msg];

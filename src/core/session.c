@@ -7,8 +7,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "core/stats.h"
+#include "base/clock.h"
 
 static const char *const metric_names[GM_SM__COUNT] = {
 #define GM__SESSION_METRIC_NAME(id, name, stats) name,
@@ -66,13 +67,6 @@ struct gm_session {
     double last_v[GM_MAX_GPUS * GM_SM__COUNT];
 };
 
-static int64_t now_ms(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 const char *gm_session_metric_name(int m)
 {
     return m >= 0 && m < GM_SM__COUNT ? metric_names[m] : NULL;
@@ -119,8 +113,8 @@ int gm_session_new(const char *label, const unsigned *gpus, size_t ngpus, double
     }
     snprintf(s->kind, sizeof s->kind, "session");
     s->interval_s = interval_s;
-    s->started_ms = now_ms(CLOCK_REALTIME);
-    s->start_mono_ms = now_ms(CLOCK_MONOTONIC);
+    s->started_ms = gm_clock_wall_ms();
+    s->start_mono_ms = gm_clock_mono_ms();
     make_id(s->id, sizeof s->id, s->started_ms);
     for (size_t k = 0; k < GM_MAX_GPUS; k++)
         for (int m = 0; m < GM_SM__COUNT; m++)
@@ -299,8 +293,8 @@ void gm_session_finish(gm_session *s)
     if (s->finished)
         return;
     s->finished = true;
-    s->ended_ms = now_ms(CLOCK_REALTIME);
-    s->end_mono_ms = now_ms(CLOCK_MONOTONIC);
+    s->ended_ms = gm_clock_wall_ms();
+    s->end_mono_ms = gm_clock_mono_ms();
 }
 
 bool gm_session_finished(const gm_session *s)
@@ -346,7 +340,7 @@ double gm_session_duration(const gm_session *s)
             return (double)(s->ended_ms - s->started_ms) / 1000.0;
         return s->total ? s->last_t : 0.0;
     }
-    int64_t end = s->finished ? s->end_mono_ms : now_ms(CLOCK_MONOTONIC);
+    int64_t end = s->finished ? s->end_mono_ms : gm_clock_mono_ms();
     return (double)(end - s->start_mono_ms) / 1000.0;
 }
 

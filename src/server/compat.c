@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/json.h"
+#include "base/json.h"
 
 /* ---- values ---------------------------------------------------------------------------- */
 

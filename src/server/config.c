@@ -1,6 +1,7 @@
 /* config.c - parses `gpumon serve` flags and GPU_MONITOR_* variables into one validated
  * configuration; pure functions (no getenv, no printing) so every rule is unit-tested. */
 #include "server/config.h"
+#include "base/parse.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -42,54 +43,6 @@ const char *gm_log_level_name(gm_log_level l)
     return (unsigned)l < sizeof level_names / sizeof *level_names ? level_names[l] : "info";
 }
 
-int gm_config_parse_ulong(const char *s, unsigned long long min, unsigned long long max,
-                          unsigned long long *out)
-{
-    if (!s || !isdigit((unsigned char)*s))
-        return GM_EINVAL;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return GM_EINVAL;
-    *out = v;
-    return GM_OK;
-}
-
-int gm_config_parse_double(const char *s, double min, double max, double *out)
-{
-    /* Digits and one dot only: strtod would also take hex, "inf", "nan" and exponents. */
-    if (!s || !*s || strspn(s, "0123456789.") != strlen(s) || strchr(s, '.') != strrchr(s, '.') ||
-        !isdigit((unsigned char)s[0]) || !isdigit((unsigned char)s[strlen(s) - 1]))
-        return GM_EINVAL;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v) || v < min || v > max)
-        return GM_EINVAL;
-    *out = v;
-    return GM_OK;
-}
-
-int gm_config_parse_bool(const char *s, bool *out)
-{
-    static const char *const yes[] = {"true", "1", "yes", "on"};
-    static const char *const no[] = {"false", "0", "no", "off"};
-    if (!s)
-        return GM_EINVAL;
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *out = true;
-            return GM_OK;
-        }
-        if (strcasecmp(s, no[i]) == 0) {
-            *out = false;
-            return GM_OK;
-        }
-    }
-    return GM_EINVAL;
-}
-
 int gm_config_parse_log_level(const char *s, gm_log_level *out)
 {
     static const struct {
@@ -105,54 +58,6 @@ int gm_config_parse_log_level(const char *s, gm_log_level *out)
             return GM_OK;
         }
     return GM_EINVAL;
-}
-
-int gm_config_parse_duration(const char *s, unsigned max_s, unsigned *out_s, gm_error *err)
-{
-    static const struct {
-        char unit;
-        unsigned long long seconds;
-    } units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
-    if (!s || !*s)
-        return gm_error_set(err, GM_EINVAL, "empty duration");
-    unsigned long long total = 0;
-    size_t next_unit = 0; /* units must come in order, each once */
-    const char *p = s;
-    while (*p) {
-        if (!isdigit((unsigned char)*p))
-            goto bad;
-        unsigned long long n = 0;
-        size_t digits = 0;
-        while (isdigit((unsigned char)*p)) {
-            if (++digits > 9) /* keeps n * 86400 far from overflow */
-                goto too_long;
-            n = n * 10 + (unsigned)(*p++ - '0');
-        }
-        if (!*p && p - s == (ptrdiff_t)digits) { /* plain seconds */
-            total = n;
-            break;
-        }
-        size_t u = next_unit;
-        while (u < 4 && units[u].unit != tolower((unsigned char)*p))
-            u++;
-        if (u == 4)
-            goto bad;
-        total += n * units[u].seconds;
-        next_unit = u + 1;
-        p++;
-        if (total > max_s)
-            goto too_long;
-    }
-    if (total > max_s)
-        goto too_long;
-    *out_s = (unsigned)total;
-    return GM_OK;
-bad:
-    return gm_error_set(err, GM_EINVAL,
-                        "\"%s\" is not a duration (use seconds, or e.g. 90s, 15m, 1h, 2h30m, 1d)",
-                        s);
-too_long:
-    return gm_error_set(err, GM_EINVAL, "\"%s\" is longer than the limit of %u seconds", s, max_s);
 }
 
 int gm_config_parse_listen(const char *s, gm_listen_addr *out, gm_error *err)
@@ -191,7 +96,7 @@ int gm_config_parse_listen(const char *s, gm_listen_addr *out, gm_error *err)
         }
     }
     unsigned long long port;
-    if (gm_config_parse_ulong(port_str, 0, 65535, &port) < 0)
+    if (gm_parse_uint(port_str, 0, 65535, &port) < 0)
         goto bad;
     a.port = (unsigned)port;
     *out = a;
@@ -259,13 +164,11 @@ static bool origin_ok(const char *s)
 
 static int parse_provider(const char *v, gm_serve_config *c)
 {
-    static const char *const names[] = {"auto", "nvml", "nvidia-smi", "sim"};
-    for (size_t i = 0; i < 4; i++)
-        if (strcasecmp(v, names[i]) == 0) {
-            snprintf(c->provider, sizeof c->provider, "%s", names[i]);
-            return GM_OK;
-        }
-    return GM_EINVAL;
+    const char *name = gm_provider_canonical(v);
+    if (!name)
+        return GM_EINVAL;
+    snprintf(c->provider, sizeof c->provider, "%s", name);
+    return GM_OK;
 }
 
 /* Applies one setting's text to c. `who` names its origin for messages ("--poll-interval",
@@ -282,8 +185,8 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
         return GM_OK;
     case GM_SET_PROVIDER:
         if (parse_provider(v, c) < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%s\" is not one of nvml, nvidia-smi, sim, auto", who, v);
+            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not one of %s", who, v,
+                                gm_provider_names());
         return GM_OK;
     case GM_SET_TOKEN:
         if (!token_ok(v))
@@ -293,20 +196,23 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
         snprintf(c->token, sizeof c->token, "%s", v);
         c->token_set = true;
         return GM_OK;
-    case GM_SET_HISTORY:
-        if (gm_config_parse_duration(v, GM_SERVE_HISTORY_MAX_S, &c->history_s, &sub) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
+    case GM_SET_HISTORY: {
+        int64_t ms;
+        if (gm_parse_duration_ms(v, 0, (int64_t)GM_SERVE_HISTORY_MAX_S * 1000, &ms) < 0)
+            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not %s, at most %ud", who, v,
+                                gm_parse_duration_help(), GM_SERVE_HISTORY_MAX_S / 86400);
+        c->history_s = (unsigned)((ms + 999) / 1000); /* whole seconds, never rounded to 0 */
         return GM_OK;
+    }
     case GM_SET_POLL:
-        if (gm_config_parse_ulong(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &n) < 0)
+        if (gm_parse_uint(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &n) < 0)
             return gm_error_set(err, GM_EINVAL,
                                 "%s: \"%s\" is not a whole number of milliseconds from %d to %d",
                                 who, v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS);
         c->poll_interval_ms = (unsigned)n;
         return GM_OK;
     case GM_SET_WS_RATE:
-        if (gm_config_parse_double(v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX,
-                                   &c->ws_max_rate_hz) < 0)
+        if (gm_parse_number(v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX, &c->ws_max_rate_hz) < 0)
             return gm_error_set(err, GM_EINVAL,
                                 "%s: \"%s\" is not a rate in Hz from %g to %g (e.g. 5 or 0.5)", who,
                                 v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX);
@@ -325,7 +231,7 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
                                 who, v);
         return GM_OK;
     case GM_SET_SYSTEM:
-        if (gm_config_parse_bool(v, &c->system_metrics) < 0)
+        if (gm_parse_bool(v, &c->system_metrics) < 0)
             return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not true or false", who, v);
         return GM_OK;
     case GM_SET_DB:
@@ -343,7 +249,7 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
         snprintf(c->web_root, sizeof c->web_root, "%s", v);
         return GM_OK;
     case GM_SET_MAX_CONN:
-        if (gm_config_parse_ulong(v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX, &n) < 0)
+        if (gm_parse_uint(v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX, &n) < 0)
             return gm_error_set(err, GM_EINVAL,
                                 "%s: \"%s\" is not a whole number of connections from %d to %d",
                                 who, v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX);
@@ -430,7 +336,7 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
             snprintf(c->port_file, sizeof c->port_file, "%s", v);
             break;
         case EXTRA_SIMULATE:
-            if (gm_config_parse_ulong(v, 1, GM_MAX_GPUS, &n) < 0)
+            if (gm_parse_uint(v, 1, GM_MAX_GPUS, &n) < 0)
                 return gm_error_set(err, GM_EINVAL,
                                     "%s: \"%s\" is not a number of GPUs from 1 to %d", who, v,
                                     GM_MAX_GPUS);
@@ -438,7 +344,7 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
             simulate_flag = true;
             break;
         case EXTRA_SEED:
-            if (gm_config_parse_ulong(v, 0, UINT64_MAX, &n) < 0)
+            if (gm_parse_uint(v, 0, UINT64_MAX, &n) < 0)
                 return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not a whole number", who, v);
             c->seed = n;
             break;

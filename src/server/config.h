@@ -105,22 +105,8 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
  * a numeric address or "localhost"; port 0..65535. GM_EINVAL when malformed. */
 int gm_config_parse_listen(const char *s, gm_listen_addr *out, gm_error *err);
 
-/* Parses a duration: plain seconds ("3600") or components in the order d, h, m, s, each at most
- * once ("3600s", "60m", "1h", "2h30m", "1d12h"). GM_EINVAL when malformed or over max_s. */
-int gm_config_parse_duration(const char *s, unsigned max_s, unsigned *out_s, gm_error *err);
-
-/* Parses true/false/1/0/yes/no/on/off (case-insensitive). GM_EINVAL otherwise. */
-int gm_config_parse_bool(const char *s, bool *out);
-
 /* Parses debug/info/warn/warning/error/critical (case-insensitive). GM_EINVAL otherwise. */
 int gm_config_parse_log_level(const char *s, gm_log_level *out);
-
-/* Parses a decimal integer in [min, max] with nothing around it. GM_EINVAL otherwise. */
-int gm_config_parse_ulong(const char *s, unsigned long long min, unsigned long long max,
-                          unsigned long long *out);
-
-/* Parses a finite decimal number in [min, max]. GM_EINVAL otherwise. */
-int gm_config_parse_double(const char *s, double min, double max, double *out);
 
 /* Lower-case name of a level ("info"). */
 const char *gm_log_level_name(gm_log_level l);

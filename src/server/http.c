@@ -23,6 +23,8 @@
 
 #include "server/assets.h"
 #include "server/log.h"
+#include "base/clock.h"
+#include "base/parse.h"
 
 /* Where a connection is; deadlines apply to the phases where the client owes us bytes. */
 enum { PH_HEAD, PH_BODY, PH_BUSY, PH_PARKED, PH_UPGRADED };
@@ -56,7 +58,7 @@ struct gm_http_req {
     gm_query q;
     char *body; /* a request body being read (routes with max_body) */
     size_t body_len, body_max;
-    gm_session_job *job; /* parked: the session worker's job */
+    gm_worker_job *job; /* parked: the session worker's job */
     char location[96];
     gm_http_req *prev, *next; /* srv->pending */
     bool linked, resumed, timed_out;
@@ -70,13 +72,6 @@ typedef struct held_body {
     gm_published *pin;
     size_t accounted;
 } held_body;
-
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- responses ---------------------------------------------------------------------------- */
 
@@ -143,7 +138,7 @@ static void log_request(const gm_http_req *r, int status, size_t len)
     char qp[300];
     gm_log(GM_LOG_DEBUG, "request", "method=%s path=%s status=%d bytes=%zu us=%lld",
            gm_http_method_name(r->method), gm_log_quote(r->path[0] ? r->path : "-", qp, sizeof qp),
-           status, len, (long long)(now_us() - r->t0_us));
+           status, len, (long long)(gm_clock_mono_us() - r->t0_us));
 }
 
 /* Responses made from the newest bundle's blobs, kept for every request until the next
@@ -351,7 +346,7 @@ static enum MHD_Result answer(gm_server *srv, struct MHD_Connection *c, gm_http_
     r->job = rs->defer;
     snprintf(r->location, sizeof r->location, "%s", rs->location);
     r->stage = ST_PARKED;
-    r->parked_ms = gm_mono_ms();
+    r->parked_ms = gm_clock_mono_ms();
     r->conn->phase = PH_PARKED;
     r->next = srv->pending;
     r->prev = NULL;
@@ -360,9 +355,9 @@ static enum MHD_Result answer(gm_server *srv, struct MHD_Connection *c, gm_http_
     srv->pending = r;
     r->linked = true;
     MHD_suspend_connection(c);
-    gm_sessions_submit(srv->sessions, r->job);
+    gm_worker_submit(srv->worker, r->job);
     /* A job refused at once (shutting down) is answered on the next turn of the loop. */
-    if (gm_session_job_done(r->job))
+    if (gm_worker_job_done(r->job))
         gm_server_wake(srv);
     return MHD_YES;
 }
@@ -385,11 +380,11 @@ static void pending_unlink(gm_server *srv, gm_http_req *r)
 static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, gm_http_req *r)
 {
     gm_resp rs = {0};
-    gm_session_job *j = r->job;
+    gm_worker_job *j = r->job;
     r->job = NULL;
-    if (r->timed_out || !j || !gm_session_job_done(j)) {
+    if (r->timed_out || !j || !gm_worker_job_done(j)) {
         if (j)
-            gm_sessions_abandon(srv->sessions, j);
+            gm_worker_abandon(srv->worker, j);
         gm_resp_error(&rs, 503, "the session worker did not answer within %d s",
                       GM_HTTP_JOB_TIMEOUT_S);
         rs.retry_after = 5;
@@ -402,7 +397,7 @@ static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, g
     }
     if (rs.status == 201)
         snprintf(rs.location, sizeof rs.location, "%s", r->location);
-    gm_session_job_free(j);
+    gm_worker_job_free(j);
     return send_resp(srv, c, r, &rs);
 }
 
@@ -423,7 +418,7 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
     gm_error err = {0};
     r->conn->phase = PH_BUSY;
     r->conn->deadline_ms = 0;
-    r->t0_us = now_us();
+    r->t0_us = gm_clock_mono_us();
 
     /* The wire format, strictly: nothing below may be read two ways. */
     if (!gm_http_token_ok(method_name, strlen(method_name)))
@@ -453,7 +448,7 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
 
     const char *cl = header(c, "Content-Length");
     unsigned long long clen = 0;
-    if (cl && gm_config_parse_ulong(cl, 0, 1ull << 40, &clen) < 0)
+    if (cl && gm_parse_uint(cl, 0, 1ull << 40, &clen) < 0)
         return refuse(srv, c, r, 400, "malformed Content-Length");
     bool has_body = clen > 0;
     const char *ae = header(c, "Accept-Encoding");
@@ -547,7 +542,7 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
         r->body[0] = '\0';
         r->stage = ST_BODY;
         r->conn->phase = PH_BODY;
-        r->conn->deadline_ms = gm_mono_ms() + GM_HTTP_BODY_TIMEOUT_S * 1000;
+        r->conn->deadline_ms = gm_clock_mono_ms() + GM_HTTP_BODY_TIMEOUT_S * 1000;
         return MHD_YES;
     } else {
         r->stage = ST_READY;
@@ -659,13 +654,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     if (conn && conn->phase != PH_UPGRADED) {
         /* The next request's head is due within the head timeout (idle keep-alive included). */
         conn->phase = PH_HEAD;
-        conn->deadline_ms = gm_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
+        conn->deadline_ms = gm_clock_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
     }
     if (!r)
         return;
     pending_unlink(srv, r);
     if (r->job) /* the client left before the worker answered */
-        gm_sessions_abandon(srv->sessions, r->job);
+        gm_worker_abandon(srv->worker, r->job);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->stage != ST_ANSWERED)
         srv->http_refused++;
     if (r->has_ready)
@@ -689,7 +684,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         k->fd = ci ? ci->connect_fd : -1;
         k->mc = c;
         k->phase = PH_HEAD;
-        k->deadline_ms = gm_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
+        k->deadline_ms = gm_clock_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
         k->next = srv->conns;
         if (srv->conns)
             srv->conns->prev = k;
@@ -848,13 +843,13 @@ int gm_http_timeout_ms(gm_server *srv)
 
 void gm_http_poll_pending(gm_server *srv)
 {
-    int64_t now = gm_mono_ms();
+    int64_t now = gm_clock_mono_ms();
     for (gm_http_req *r = srv->pending, *next; r; r = next) {
         next = r->next;
         bool overdue = now - r->parked_ms > GM_HTTP_JOB_TIMEOUT_S * 1000;
-        if (!overdue && !gm_session_job_done(r->job))
+        if (!overdue && !gm_worker_job_done(r->job))
             continue;
-        r->timed_out = overdue && !gm_session_job_done(r->job);
+        r->timed_out = overdue && !gm_worker_job_done(r->job);
         pending_unlink(srv, r);
         r->resumed = true;
         MHD_resume_connection(r->conn->mc);

@@ -9,6 +9,7 @@
 
 #include "server/config.h"
 #include "server/request.h"
+#include "base/parse.h"
 
 void gm_query_init(gm_query *q)
 {
@@ -82,7 +83,7 @@ const char *gm_query_get(const gm_query *q, const char *key)
 
 const char *gm_history_series_name(const gm_history_pick *r, char *buf, size_t len)
 {
-    if (r->source == GM_HISTORY_HOST)
+    if (r->source == GM_RING_HOST)
         snprintf(buf, len, "host.%s", gm_host_metric_name((gm_host_metric)r->metric));
     else
         snprintf(buf, len, "%s", gm_metric_get((gm_metric)r->metric)->name);
@@ -133,7 +134,7 @@ static int take_gpu(const char *item, void *vctx)
 {
     parse_ctx *c = vctx;
     unsigned long long idx;
-    if (gm_config_parse_ulong(item, 0, 1000000, &idx) < 0)
+    if (gm_parse_uint(item, 0, 1000000, &idx) < 0)
         return gm_error_set(c->err, GM_EINVAL, "gpu=\"%s\" is not a GPU index", item);
     if (idx >= c->gpu_count) {
         if (c->gpu_count == 0)
@@ -212,28 +213,24 @@ int gm_history_params_parse(const gm_query *q, unsigned gpu_count, const bool *p
 
     unsigned range_s =
         GM_HISTORY_DEFAULT_SECONDS < history_s ? GM_HISTORY_DEFAULT_SECONDS : history_s;
+    out->range_ms = (int64_t)range_s * 1000;
     const char *v = gm_query_get(q, "seconds");
     if (v) {
-        gm_error sub = {0};
-        if (gm_config_parse_duration(v, UINT32_MAX / 2, &range_s, &sub) < 0 || range_s == 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "seconds=\"%s\" is not a positive duration (e.g. 60, 15m, 1h)", v);
-        if (range_s > history_s)
+        if (gm_parse_duration_ms(v, 1, (int64_t)UINT32_MAX * 1000, &out->range_ms) < 0)
+            return gm_error_set(err, GM_EINVAL, "seconds=\"%s\" is not a positive duration (%s)", v,
+                                gm_parse_duration_help());
+        if (out->range_ms > (int64_t)history_s * 1000)
             return gm_error_set(err, GM_EINVAL,
                                 "seconds=%s is more than the %u s of history kept (--history)", v,
                                 history_s);
+        range_s = (unsigned)((out->range_ms + 999) / 1000);
     }
-    out->range_ms = (int64_t)range_s * 1000;
 
     v = gm_query_get(q, "step");
-    if (v) {
-        double step;
-        if (gm_config_parse_double(v, 0.001, (double)range_s, &step) < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "step=\"%s\" is not a number of seconds from 0.001 to %u", v,
-                                range_s);
-        out->step_ms = (int64_t)llround(step * 1000.0);
-    }
+    if (v && gm_parse_duration_ms(v, 1, out->range_ms, &out->step_ms) < 0)
+        return gm_error_set(err, GM_EINVAL,
+                            "step=\"%s\" is not a duration from 1ms to the range (%s)", v,
+                            gm_parse_duration_help());
 
     int64_t resolution = out->step_ms > (int64_t)poll_ms ? out->step_ms : (int64_t)poll_ms;
     int64_t per_series = out->range_ms / resolution + 1;
@@ -254,13 +251,13 @@ int gm_history_params_parse(const gm_query *q, unsigned gpu_count, const bool *p
             if (out->count >= GM_HISTORY_MAX_SERIES)
                 return gm_error_set(err, GM_EINVAL, "more than %d series in one request",
                                     GM_HISTORY_MAX_SERIES);
-            out->series[out->count++] = (gm_history_pick){GM_HISTORY_GPU, g, c.gpu_metric[m]};
+            out->series[out->count++] = (gm_history_pick){GM_RING_GPU, g, c.gpu_metric[m]};
         }
     for (size_t m = 0; m < c.n_host_metric; m++) {
         if (out->count >= GM_HISTORY_MAX_SERIES)
             return gm_error_set(err, GM_EINVAL, "more than %d series in one request",
                                 GM_HISTORY_MAX_SERIES);
-        out->series[out->count++] = (gm_history_pick){GM_HISTORY_HOST, 0, c.host_metric[m]};
+        out->series[out->count++] = (gm_history_pick){GM_RING_HOST, 0, c.host_metric[m]};
     }
     if ((int64_t)out->count * per_series > GM_HISTORY_MAX_TOTAL_POINTS)
         return gm_error_set(err, GM_EINVAL,

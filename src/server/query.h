@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/history.h"
+#include "server/ring.h"
 #include "gpumon.h"
 
 #define GM_QUERY_MAX_PARAMS 32
@@ -43,8 +43,8 @@ const char *gm_query_get(const gm_query *q, const char *key);
 
 /* One series asked for. */
 typedef struct gm_history_pick {
-    gm_history_source source;
-    unsigned gpu; /* GM_HISTORY_GPU only */
+    gm_ring_source source;
+    unsigned gpu; /* GM_RING_GPU only */
     int metric;   /* gm_metric or gm_host_metric */
 } gm_history_pick;
 
@@ -58,12 +58,12 @@ typedef struct gm_history_params {
 
 /* Builds a history request from q: gpu (indexes, comma-separated or repeated; default every
  * GPU of the latest sample: present[i] for i < gpu_count, or every recorded index when present
- * is NULL, so GPU indexes with gaps never show series for GPUs that do not exist), metric (canonical GPU metric names or host.<name>, comma-separated or
- * repeated; required), seconds (a duration, default 60, at most history_s), step (seconds,
- * decimals allowed). gpu_count GPU indexes are recorded every poll_ms. Returns GM_EINVAL with
- * a message fit for a 400 response: unknown parameter or metric, GPU not recorded, bad number,
- * range over the history, more than GM_HISTORY_MAX_POINTS per series or
- * GM_HISTORY_MAX_TOTAL_POINTS in all. */
+ * is NULL, so GPU indexes with gaps never show series for GPUs that do not exist), metric
+ * (canonical GPU metric names or host.<name>, comma-separated or repeated; required), seconds (a
+ * duration, default 60, at most history_s), step (seconds, decimals allowed). gpu_count GPU indexes
+ * are recorded every poll_ms. Returns GM_EINVAL with a message fit for a 400 response: unknown
+ * parameter or metric, GPU not recorded, bad number, range over the history, more than
+ * GM_HISTORY_MAX_POINTS per series or GM_HISTORY_MAX_TOTAL_POINTS in all. */
 int gm_history_params_parse(const gm_query *q, unsigned gpu_count, const bool *present,
                             unsigned history_s, unsigned poll_ms, gm_history_params *out,
                             gm_error *err);

@@ -11,13 +11,14 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/buf.h"
-#include "core/json.h"
+#include "base/buf.h"
+#include "base/json.h"
 #include "core/lease.h"
 #include "core/select.h"
 #include "server/assets.h"
 #include "server/prom.h"
 #include "server/query.h"
+#include "base/parse.h"
 
 /* ---- responses ---------------------------------------------------------------------------- */
 
@@ -107,7 +108,7 @@ static void h_health(const gm_req *rq, gm_resp *rs)
     gm_server *srv = rq->srv;
     gm_sampler_stats st;
     gm_sampler_get_stats(srv->sampler, &st);
-    int64_t now = gm_mono_ms();
+    int64_t now = gm_clock_mono_ms();
     int64_t stall_ms = 3 * (int64_t)srv->cfg->poll_interval_ms + 2000;
     const char *status;
     int code = 200;
@@ -152,13 +153,13 @@ static void h_config(const gm_req *rq, gm_resp *rs)
     gm_server *srv = rq->srv;
     json_t *j = gm_serve_config_json(srv->cfg);
     if (j) {
-        gm_history *h = gm_sampler_history(srv->sampler);
+        gm_ring *h = gm_sampler_history(srv->sampler);
         json_object_set_new(j, "provider_in_use", json_string(srv->provider));
         json_object_set_new(j, "port", json_integer(srv->port));
         json_object_set_new(j, "history_slots",
-                            h ? json_integer((json_int_t)gm_history_slots(h)) : json_null());
+                            h ? json_integer((json_int_t)gm_ring_slots(h)) : json_null());
         json_object_set_new(j, "history_bytes",
-                            h ? json_integer((json_int_t)gm_history_memory_bytes(h)) : json_null());
+                            h ? json_integer((json_int_t)gm_ring_memory_bytes(h)) : json_null());
         json_object_set_new(j, "version", json_string(GM_VERSION));
         json_object_set_new(j, "db_path",
                             srv->db_path[0] ? json_string(srv->db_path) : json_null());
@@ -168,8 +169,7 @@ static void h_config(const gm_req *rq, gm_resp *rs)
                             json_string(srv->web_root[0]       ? "web_root"
                                         : gm_assets_embedded() ? "embedded"
                                                                : "builtin"));
-        json_object_set_new(j, "sessions_running",
-                            json_integer(gm_sessions_running(srv->sessions)));
+        json_object_set_new(j, "sessions_running", json_integer(gm_worker_running(srv->worker)));
     }
     resp_json(rs, 200, j);
 }
@@ -263,7 +263,7 @@ static void json_number(gm_buf *b, double v)
 static void h_history(const gm_req *rq, gm_resp *rs)
 {
     gm_server *srv = rq->srv;
-    gm_history *h = gm_sampler_history(srv->sampler);
+    gm_ring *h = gm_sampler_history(srv->sampler);
     if (srv->cfg->history_s && !h) {
         gm_resp_error(rs, 503, "no sample yet: history starts with the first sample");
         rs->retry_after = 1;
@@ -277,7 +277,7 @@ static void h_history(const gm_req *rq, gm_resp *rs)
     for (unsigned i = 0; rq->pub && i < rq->pub->gpu_count; i++)
         if (rq->pub->gpu_index[i] < GM_MAX_GPUS)
             present[rq->pub->gpu_index[i]] = true;
-    if (gm_history_params_parse(rq->q, h ? gm_history_gpu_count(h) : 0, rq->pub ? present : NULL,
+    if (gm_history_params_parse(rq->q, h ? gm_ring_gpu_count(h) : 0, rq->pub ? present : NULL,
                                 srv->cfg->history_s, srv->cfg->poll_interval_ms, &req, &err) < 0) {
         gm_resp_error(rs, 400, "%s", err.msg);
         return;
@@ -297,14 +297,14 @@ static void h_history(const gm_req *rq, gm_resp *rs)
     gm_buf_printf(&b, ",\"seconds\":%lld,\"series\":[", (long long)(req.range_ms / 1000));
     for (size_t i = 0; i < req.count; i++) {
         const gm_history_pick *sr = &req.series[i];
-        gm_history_request hq = {.source = sr->source,
-                                 .gpu = sr->gpu,
-                                 .metric = sr->metric,
-                                 .last_ms = req.range_ms,
-                                 .step_ms = req.step_ms,
-                                 .max_points = GM_HISTORY_MAX_POINTS};
+        gm_ring_request hq = {.source = sr->source,
+                              .gpu = sr->gpu,
+                              .metric = sr->metric,
+                              .last_ms = req.range_ms,
+                              .step_ms = req.step_ms,
+                              .max_points = GM_HISTORY_MAX_POINTS};
         gm_series se = {0};
-        if (gm_history_query(h, &hq, &se, &err) < 0) {
+        if (gm_ring_query(h, &hq, &se, &err) < 0) {
             gm_buf_free(&b);
             gm_resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
             return;
@@ -312,7 +312,7 @@ static void h_history(const gm_req *rq, gm_resp *rs)
         char name[64];
         gm_history_series_name(sr, name, sizeof name);
         gm_buf_printf(&b, "%s{", i ? "," : "");
-        if (sr->source == GM_HISTORY_GPU)
+        if (sr->source == GM_RING_GPU)
             gm_buf_printf(&b, "\"gpu\":%u,", sr->gpu);
         gm_buf_printf(&b, "\"metric\":\"%s\",\"unit\":\"%s\",\"clamped\":%s,\"points\":[", name,
                       se.unit ? se.unit : "", se.clamped ? "true" : "false");
@@ -361,7 +361,7 @@ static int check_params(const gm_query *q, const char *const *known, gm_error *e
 }
 
 /* Hands j to the session worker: the answer is sent when it is done. */
-static void resp_defer(const gm_req *rq, gm_resp *rs, gm_session_job *j)
+static void resp_defer(const gm_req *rq, gm_resp *rs, gm_worker_job *j)
 {
     if (!j) {
         gm_resp_error(rs, 503, "out of memory");
@@ -388,7 +388,7 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, 400, "%s", err.msg);
             return;
         }
-        gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
+        gm_worker_job *j = gm_worker_job_new(GM_JOB_CREATE);
         if (!j) {
             gm_resp_error(rs, 503, "out of memory");
             return;
@@ -397,12 +397,12 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
          * worker is busy with. */
         if (gm_session_new(req.has_label ? req.label : NULL, req.gpus, req.ngpus, req.interval_s,
                            &j->session, &err) < 0) {
-            gm_session_job_free(j);
+            gm_worker_job_free(j);
             gm_resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
             return;
         }
         j->create = req;
-        j->created_mono_ms = gm_mono_ms();
+        j->created_mono_ms = gm_clock_mono_ms();
         snprintf(rs->location, sizeof rs->location, "/api/sessions/%s", gm_session_id(j->session));
         resp_defer(rq, rs, j);
         return;
@@ -414,9 +414,9 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
     }
     unsigned long long limit = 100;
     const char *v = gm_query_get(rq->q, "limit");
-    if (v && gm_config_parse_ulong(v, 1, GM_SESSIONS_LIST_MAX, &limit) < 0) {
+    if (v && gm_parse_uint(v, 1, GM_WORKER_LIST_MAX, &limit) < 0) {
         gm_resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
-                      GM_SESSIONS_LIST_MAX);
+                      GM_WORKER_LIST_MAX);
         return;
     }
     const char *kind = gm_query_get(rq->q, "kind");
@@ -425,7 +425,7 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
         gm_resp_error(rs, 400, "kind=\"%.32s\" is not a kind (session, record, run, ...)", kind);
         return;
     }
-    gm_session_job *j = gm_session_job_new(GM_SOP_LIST);
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_LIST);
     if (j) {
         j->limit = (size_t)limit;
         snprintf(j->kind, sizeof j->kind, "%s", kind ? kind : "");
@@ -456,7 +456,7 @@ static void h_session(const gm_req *rq, gm_resp *rs)
         gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
         return;
     }
-    gm_session_job *j;
+    gm_worker_job *j;
     if (stop) {
         if (rq->method != GM_HTTP_POST) {
             gm_resp_error(rs, 405, "%s takes POST", rq->path);
@@ -468,7 +468,7 @@ static void h_session(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, 400, "%s", err.msg);
             return;
         }
-        j = gm_session_job_new(GM_SOP_STOP);
+        j = gm_worker_job_new(GM_JOB_STOP);
     } else if (rq->method == GM_HTTP_POST) {
         gm_resp_error(rs, 405, "POST is not allowed on %s (stop a session with POST %s/stop)",
                       rq->path, rq->path);
@@ -481,7 +481,7 @@ static void h_session(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, 400, "%s", err.msg);
             return;
         }
-        j = gm_session_job_new(GM_SOP_DELETE);
+        j = gm_worker_job_new(GM_JOB_DELETE);
     } else {
         static const char *const known[] = {"timeline", NULL};
         if (check_params(rq->q, known, &err) < 0) {
@@ -490,11 +490,11 @@ static void h_session(const gm_req *rq, gm_resp *rs)
         }
         bool timeline = true;
         const char *v = gm_query_get(rq->q, "timeline");
-        if (v && gm_config_parse_bool(v, &timeline) < 0) {
+        if (v && gm_parse_bool(v, &timeline) < 0) {
             gm_resp_error(rs, 400, "timeline=\"%.32s\" is not true or false (1 or 0)", v);
             return;
         }
-        j = gm_session_job_new(GM_SOP_GET);
+        j = gm_worker_job_new(GM_JOB_GET);
         if (j)
             j->timeline = timeline;
     }
@@ -520,20 +520,20 @@ static void h_allocation(const gm_req *rq, gm_resp *rs)
     gm_select_request req = {.count = 1};
     unsigned long long count = 1;
     const char *v = gm_query_get(rq->q, "count");
-    if (v && gm_config_parse_ulong(v, 1, GM_MAX_GPUS, &count) < 0) {
+    if (v && gm_parse_uint(v, 1, GM_MAX_GPUS, &count) < 0) {
         gm_resp_error(rs, 400, "count=\"%.32s\" is not a whole number of GPUs from 1 to %d", v,
                       GM_MAX_GPUS);
         return;
     }
     req.count = (unsigned)count;
     v = gm_query_get(rq->q, "min_free_mb");
-    if (v && gm_config_parse_double(v, 0, 1e12, &req.min_free_mib) < 0) {
+    if (v && gm_parse_number(v, 0, 1e12, &req.min_free_mib) < 0) {
         gm_resp_error(rs, 400, "min_free_mb=\"%.32s\" is not a non-negative number of MiB", v);
         return;
     }
     v = gm_query_get(rq->q, "max_util");
     if (v) {
-        if (gm_config_parse_double(v, 0, 100, &req.max_util_pct) < 0) {
+        if (gm_parse_number(v, 0, 100, &req.max_util_pct) < 0) {
             gm_resp_error(rs, 400,
                           "max_util=\"%.32s\" is not a utilization in percent from 0 to 100", v);
             return;
@@ -541,7 +541,7 @@ static void h_allocation(const gm_req *rq, gm_resp *rs)
         req.has_max_util = true;
     }
     v = gm_query_get(rq->q, "ignore_leases");
-    if (v && gm_config_parse_bool(v, &req.ignore_leases) < 0) {
+    if (v && gm_parse_bool(v, &req.ignore_leases) < 0) {
         gm_resp_error(rs, 400, "ignore_leases=\"%.32s\" is not true or false", v);
         return;
     }

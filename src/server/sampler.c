@@ -10,10 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "server/compat.h"
 #include "server/log.h"
 #include "server/prom.h"
+#include "base/clock.h"
 
 #include <zlib.h>
 
@@ -35,7 +36,7 @@ struct gm_sampler {
     int first_rc;
     char first_msg[512];
     gm_published *latest;
-    gm_history *history;
+    gm_ring *history;
     gm_sampler_stats stats;
 
     /* Sampler thread only. */
@@ -43,13 +44,6 @@ struct gm_sampler {
     gm_snapshot *snap;
     gm_topology *topo;
 };
-
-int64_t gm_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- bundles ------------------------------------------------------------------------------ */
 
@@ -194,7 +188,7 @@ static gm_published *render(gm_sampler *s, const gm_snapshot *snap)
     h.samples_total = s->stats.samples_total;
     h.sample_errors_total = s->stats.errors_total;
     h.last_sample_duration_s = s->stats.last_duration_s;
-    h.uptime_s = (double)(gm_mono_ms() - s->stats.started_mono_ms) / 1000.0;
+    h.uptime_s = (double)(gm_clock_mono_ms() - s->stats.started_mono_ms) / 1000.0;
     pthread_mutex_unlock(&s->mu);
     h.no_per_core = s->opt.no_per_core;
     size_t len = 0;
@@ -236,9 +230,9 @@ static int make_history(gm_sampler *s, const gm_snapshot *snap, char *msg, size_
                  s->opt.history_max_bytes >> 20);
         return GM_EINVAL;
     }
-    gm_history *h = NULL;
+    gm_ring *h = NULL;
     gm_error err = {0};
-    if (gm_history_new(gpus, slots, &h, &err) < 0) {
+    if (gm_ring_new(gpus, slots, &h, &err) < 0) {
         snprintf(msg, msg_len, "history: %.480s", err.msg);
         return err.code ? err.code : GM_ENOMEM;
     }
@@ -246,15 +240,8 @@ static int make_history(gm_sampler *s, const gm_snapshot *snap, char *msg, size_
     s->history = h;
     pthread_mutex_unlock(&s->mu);
     gm_log(GM_LOG_INFO, "history allocated", "slots=%zu gpus=%u bytes=%zu", slots, gpus,
-           gm_history_memory_bytes(h));
+           gm_ring_memory_bytes(h));
     return GM_OK;
-}
-
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Records how long a whole pass took (reading, history, rendering, publishing), to the
@@ -262,7 +249,7 @@ static int64_t mono_us(void)
  * showed as 0. /metrics therefore reports the pass before the one it comes from. */
 static void pass_done(gm_sampler *s, int64_t t0_us)
 {
-    double dur = (double)(mono_us() - t0_us) / 1e6;
+    double dur = (double)(gm_clock_mono_us() - t0_us) / 1e6;
     pthread_mutex_lock(&s->mu);
     s->stats.last_duration_s = dur;
     pthread_mutex_unlock(&s->mu);
@@ -271,7 +258,7 @@ static void pass_done(gm_sampler *s, int64_t t0_us)
 static void sample_once(gm_sampler *s, bool first)
 {
     gm_error err = {0};
-    int64_t t0_us = mono_us();
+    int64_t t0_us = gm_clock_mono_us();
     int rc = gm_collector_sample(s->opt.collector, s->snap, &err);
 
     pthread_mutex_lock(&s->mu);
@@ -317,9 +304,9 @@ static void sample_once(gm_sampler *s, bool first)
             gm_log(GM_LOG_ERROR, "history disabled", "error=%s", gm_log_quote(msg, q, sizeof q));
         }
     }
-    gm_history *h = gm_sampler_history(s);
+    gm_ring *h = gm_sampler_history(s);
     if (h)
-        gm_history_append(h, s->snap);
+        gm_ring_append(h, s->snap);
 
     gm_published *p = render(s, s->snap);
     if (!p) {
@@ -327,7 +314,7 @@ static void sample_once(gm_sampler *s, bool first)
                (unsigned long long)s->snap->seq);
         return;
     }
-    p->mono_ms = gm_mono_ms();
+    p->mono_ms = gm_clock_mono_ms();
     pthread_mutex_lock(&s->mu);
     gm_published *old = s->latest;
     s->latest = p;
@@ -415,7 +402,7 @@ int gm_sampler_start(const gm_sampler_options *opt, void (*wake)(void *arg), voi
         gm_sampler_free(s);
         return gm_error_set(err, GM_ENOMEM, "sampler: out of memory");
     }
-    s->stats.started_mono_ms = gm_mono_ms();
+    s->stats.started_mono_ms = gm_clock_mono_ms();
 
     /* The thread inherits this mask: signals are for the signal thread alone. */
     sigset_t all, old;
@@ -463,10 +450,10 @@ gm_published *gm_sampler_latest(gm_sampler *s)
     return p;
 }
 
-gm_history *gm_sampler_history(gm_sampler *s)
+gm_ring *gm_sampler_history(gm_sampler *s)
 {
     pthread_mutex_lock(&s->mu);
-    gm_history *h = s->history;
+    gm_ring *h = s->history;
     pthread_mutex_unlock(&s->mu);
     return h;
 }
@@ -496,7 +483,7 @@ void gm_sampler_free(gm_sampler *s)
         return;
     gm_sampler_stop(s);
     gm_published_unref(s->latest);
-    gm_history_free(s->history);
+    gm_ring_free(s->history);
     gm_snapshot_free(s->snap);
     free(s->topo);
     pthread_cond_destroy(&s->cv);

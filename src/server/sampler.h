@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/history.h"
+#include "base/clock.h"
+#include "server/ring.h"
 #include "gpumon.h"
 
 /* Bytes of writable headroom before every blob's data, at least the 10 bytes of the longest
@@ -101,7 +102,7 @@ gm_published *gm_sampler_latest(gm_sampler *s);
 
 /* The history (NULL when disabled or before the first sample). Valid until gm_sampler_free;
  * its own lock makes it safe to query from any thread. */
-gm_history *gm_sampler_history(gm_sampler *s);
+gm_ring *gm_sampler_history(gm_sampler *s);
 
 /* Copies the counters. Any thread. */
 void gm_sampler_get_stats(gm_sampler *s, gm_sampler_stats *out);
@@ -112,8 +113,5 @@ void gm_sampler_stop(gm_sampler *s);
 /* Stops if needed, then frees the sampler, its history and its reference to the latest bundle
  * (bundles other holders still reference live on). NULL is a no-op. */
 void gm_sampler_free(gm_sampler *s);
-
-/* CLOCK_MONOTONIC in milliseconds. */
-int64_t gm_mono_ms(void);
 
 #endif

@@ -176,7 +176,7 @@ static void wake_loop(void *arg)
 static void feed_sessions(void *arg, const gm_snapshot *snap)
 {
     gm_server *srv = arg;
-    gm_sessions_feed(srv->sessions, snap);
+    gm_worker_feed(srv->worker, snap);
 }
 
 /* Resolves the session store path, the lease directory and the web root. Returns GM_OK, or
@@ -233,9 +233,9 @@ static int write_port_file(const char *path, unsigned port)
 static int serve_loop(gm_server *srv)
 {
     struct epoll_event evs[64];
-    int64_t next_sweep = gm_mono_ms() + SWEEP_MS;
+    int64_t next_sweep = gm_clock_mono_ms() + SWEEP_MS;
     while (!atomic_load(&srv->quit)) {
-        int64_t now = gm_mono_ms();
+        int64_t now = gm_clock_mono_ms();
         int timeout = (int)(next_sweep > now ? next_sweep - now : 0);
         int mt = gm_http_timeout_ms(srv);
         if (mt >= 0 && mt < timeout)
@@ -263,7 +263,7 @@ static int serve_loop(gm_server *srv)
             gm_http_poll_pending(srv);
         }
         gm_http_run(srv);
-        now = gm_mono_ms();
+        now = gm_clock_mono_ms();
         if (now >= next_sweep) {
             gm_http_sweep(srv, now);
             gm_ws_sweep(srv, now);
@@ -289,7 +289,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     int rc = GM_EIO;
     gm_server srv_storage = {0}, *srv = &srv_storage;
     srv->cfg = cfg;
-    srv->started_mono_ms = gm_mono_ms();
+    srv->started_mono_ms = gm_clock_mono_ms();
     srv->ws_every = ws_every(cfg);
     srv->epfd = srv->wakefd = -1;
     atomic_init(&srv->quit, false);
@@ -352,13 +352,13 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
         goto stop;
     }
 
-    gm_sessions_options mopt = {.db_path = srv->db_path,
-                                .poll_ms = cfg->poll_interval_ms,
-                                /* The collector keeps its default slow period for energy. */
-                                .energy_fresh = false,
-                                .wake = wake_loop,
-                                .wake_arg = srv};
-    if (gm_sessions_start(&mopt, &srv->sessions, err) < 0)
+    gm_worker_options mopt = {.db_path = srv->db_path,
+                              .poll_ms = cfg->poll_interval_ms,
+                              /* The collector keeps its default slow period for energy. */
+                              .energy_fresh = false,
+                              .wake = wake_loop,
+                              .wake_arg = srv};
+    if (gm_worker_start(&mopt, &srv->worker, err) < 0)
         goto stop;
     gm_sampler_options sopt = {.collector = srv->collector,
                                .poll_ms = cfg->poll_interval_ms,
@@ -435,14 +435,14 @@ stop:
     gm_ws_close_all(srv);
     gm_http_stop(srv);
     gm_sampler_stop(srv->sampler);
-    gm_sessions_stop(srv->sessions);
+    gm_worker_stop(srv->worker);
     if (sig_started)
         pthread_join(sc.thread, NULL);
 out:
     gm_ws_close_all(srv);
     gm_http_stop(srv);
-    gm_sessions_free(srv->sessions);
-    srv->sessions = NULL;
+    gm_worker_free(srv->worker);
+    srv->worker = NULL;
     gm_published_unref(srv->current);
     srv->current = NULL;
     gm_sampler_free(srv->sampler);

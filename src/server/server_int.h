@@ -15,7 +15,7 @@
 #include "server/query.h"
 #include "server/request.h"
 #include "server/sampler.h"
-#include "server/sessions.h"
+#include "server/worker.h"
 
 /* Limits; docs/API.md lists each one. */
 #define GM_FD_RESERVE          64          /* kept for the database, /proc, leases, logs */
@@ -55,7 +55,7 @@ typedef struct gm_server {
     const gm_serve_config *cfg;
     gm_collector *collector;
     gm_sampler *sampler;
-    gm_sessions *sessions;  /* the session worker (POST/GET/DELETE /api/sessions) */
+    gm_worker *worker;      /* the session worker (POST/GET/DELETE /api/sessions) */
     struct MHD_Daemon *mhd; /* HTTP, driven by the loop (no thread of its own) */
     int epfd;               /* the loop's epoll set */
     int wakefd;             /* eventfd: the sampler, session worker and signal thread wake the
@@ -119,11 +119,11 @@ typedef struct gm_resp {
     bool close;      /* close the connection after this answer */
     bool ws_version; /* Sec-WebSocket-Version: 13 (a 426 to another WebSocket version) */
     int retry_after;
-    const char *cache;     /* NULL: no-store */
-    const char *etag;      /* ETag header, NULL: none */
-    bool vary_ae;          /* Vary: Accept-Encoding (the path has a gzip'd form) */
-    char location[96];     /* Location header, "" none */
-    gm_session_job *defer; /* answered later by the session worker (status etc. unset) */
+    const char *cache;    /* NULL: no-store */
+    const char *etag;     /* ETag header, NULL: none */
+    bool vary_ae;         /* Vary: Accept-Encoding (the path has a gzip'd form) */
+    char location[96];    /* Location header, "" none */
+    gm_worker_job *defer; /* answered later by the session worker (status etc. unset) */
 } gm_resp;
 
 typedef void (*gm_handler)(const gm_req *rq, gm_resp *rs);

@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <wslay/wslay.h>
 
-#include "core/utf8.h"
+#include "base/utf8.h"
 #include "server/log.h"
 
 enum { WS_GPU = 1, WS_METRICS = 2 };
@@ -197,7 +197,7 @@ static void start_frame(gm_ws_client *c, gm_published *p)
     c->out_off = 0;
     c->sent_any = true;
     c->sent_seq = p->seq;
-    c->last_progress_ms = gm_mono_ms();
+    c->last_progress_ms = gm_clock_mono_ms();
 }
 
 /* Sends what the socket takes: a control frame in progress, else the data frame in progress,
@@ -236,7 +236,7 @@ static bool flush(gm_server *srv, gm_ws_client *c)
             return false;
         }
         *off += (size_t)n;
-        c->last_progress_ms = gm_mono_ms();
+        c->last_progress_ms = gm_clock_mono_ms();
         if (*off < len)
             continue;
         if (ctl) {
@@ -275,7 +275,7 @@ static ssize_t on_recv(uint8_t *buf, size_t len, int flags, void *user)
     else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
         c->io_error = true;
     if (n > 0)
-        c->last_rx_ms = gm_mono_ms();
+        c->last_rx_ms = gm_clock_mono_ms();
     return n > 0 ? n : -1; /* anything else reads as "want more" to wslay */
 }
 
@@ -437,7 +437,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, co
     if (extra_len)
         memcpy(c->extra, extra, extra_len);
     c->extra_len = extra_len;
-    c->last_rx_ms = c->last_progress_ms = gm_mono_ms();
+    c->last_rx_ms = c->last_progress_ms = gm_clock_mono_ms();
     int fl = fcntl(sock, F_GETFL);
     if (fl >= 0)
         fcntl(sock, F_SETFL, fl | O_NONBLOCK);

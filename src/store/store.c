@@ -1,6 +1,7 @@
 /* store.c - the SQLite database behind gpumon history: versioned schema, sessions written sample
  * by sample, interrupted-session detection, and reads back as JSON or CSV. */
 #include "store/store.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -713,9 +714,7 @@ int gm_store_put_document(gm_store *st, const char *kind, const char *id, const 
     char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
     if (!text)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now = gm_clock_wall_ms();
     sqlite3_stmt *q = NULL;
     int rc = GM_OK;
     if (sqlite3_prepare_v2(st->db,

@@ -96,20 +96,25 @@ class SourceOptions(Base):
 
 class NumberOptions(Base):
     def test_seconds_and_numbers(self):
+        # One grammar everywhere: durations take 90, 0.5, 500ms, 15m, 1h30m; numbers are plain
+        # decimals (no hex, exponent, nan or inf, as strtod would take).
+        dur = "(such as 90, 0.5, 500ms, 15m, 1h30m)"
         self.usage_error(["query", "--loop", "0.05"],
-                         'gpumon query: --loop expects seconds from 0.1 to 86400, got "0.05"')
+                         'gpumon query: --loop expects a duration from 0.1s to 86400s %s, got "0.05"' % dur)
         self.usage_error(["query", "--loop", ""],
-                         'gpumon query: --loop expects seconds from 0.1 to 86400, got ""')
+                         'gpumon query: --loop expects a duration from 0.1s to 86400s %s, got ""' % dur)
         self.usage_error(["record", "-n", "1e-400", "--", "true"],
-                         'gpumon record: --interval expects seconds from 0.01 to 3600, got "1e-400"')
+                         'gpumon record: --interval expects a duration from 0.01s to 3600s %s, got "1e-400"' % dur)
         self.usage_error(["run", "--wait", "nan", "--", "true"],
-                         'gpumon run: --wait expects a number from 0 to 604800, got "nan"')
+                         'gpumon run: --wait expects a duration from 0s to 604800s %s, got "nan"' % dur)
         self.usage_error(["select", "-u", "101"],
                          'gpumon select: --max-util expects a number from 0 to 100, got "101"')
+        self.usage_error(["select", "-u", "0x64"],
+                         'gpumon select: --max-util expects a number from 0 to 100, got "0x64"')
         self.usage_error(["wait", "--interval", "0"],
-                         'gpumon wait: --interval expects a number from 0.001 to 86400, got "0"')
+                         'gpumon wait: --interval expects a duration from 0.001s to 86400s %s, got "0"' % dur)
         self.usage_error(["diff", "--mem-tolerance-mb", "-1", "a", "b"],
-                         'gpumon diff: --mem-tolerance-mb expects a number >= 0, got "-1"')
+                         'gpumon diff: --mem-tolerance-mb expects a number from 0 to 1000000000, got "-1"')
 
 
 class NoGpu(Base):

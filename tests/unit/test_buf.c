@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/buf.h"
+#include "base/buf.h"
 
 static void test_grow_and_take(void **state)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "server/compat.h"
 
 /* GPU 0 complete, GPU 1 partial, GPU 2 lost (with a stale bit that must not show), a host. */

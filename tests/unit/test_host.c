@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/host.h"
+#include "collect/host.h"
 
 #define MIB (1024.0 * 1024.0)
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json.h"
+#include "base/json.h"
 
 /* Compact text of j (consumed), for exact comparisons. */
 static char *dump(json_t *j)

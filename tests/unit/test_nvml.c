@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "gpumon.h"
-#include "providers/provider.h"
+#include "collect/provider.h"
 
 /* Test-only hooks the fake exports. */
 typedef unsigned long (*calls_fn)(const char *);

@@ -25,7 +25,7 @@
 #include "server/assets.h"
 #include "server/sampler.h"
 #include "server/server_int.h"
-#include "server/sessions.h"
+#include "server/worker.h"
 
 /* ---- the sampler ---------------------------------------------------------------------------- */
 
@@ -158,9 +158,9 @@ static void test_sampler_publishes(void **state)
     assert_true(st.samples_total >= 5);
     assert_int_equal(st.errors_total, 0);
     assert_true(st.last_ok_mono_ms > 0);
-    gm_history *h = gm_sampler_history(s);
+    gm_ring *h = gm_sampler_history(s);
     assert_non_null(h);
-    assert_int_equal(gm_history_gpu_count(h), 2);
+    assert_int_equal(gm_ring_gpu_count(h), 2);
 
     /* The hook saw every publication, with the snapshot's GPUs; wake ran as often. */
     assert_true(atomic_load(&hs.calls) >= 5);

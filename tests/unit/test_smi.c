@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/smi_format.h"
-#include "providers/provider.h"
+#include "base/smi_format.h"
+#include "collect/provider.h"
 
 #define MIB 1048576.0
 

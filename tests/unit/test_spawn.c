@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/spawn.h"
+#include "base/spawn.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/sessions.h"
+#include "server/worker.h"
 #include "store/store.h"
 
 static char tmpdir[256];
@@ -568,30 +568,30 @@ static void test_migrates_version_1(void **state)
 
 /* ---- the daemon's session worker over the store ------------------------------------------ */
 
-static void wait_done(gm_session_job *j)
+static void wait_done(gm_worker_job *j)
 {
-    for (int i = 0; i < 10000 && !gm_session_job_done(j); i++) {
+    for (int i = 0; i < 10000 && !gm_worker_job_done(j); i++) {
         struct timespec ts = {0, 1000000L};
         nanosleep(&ts, NULL);
     }
-    assert_true(gm_session_job_done(j));
+    assert_true(gm_worker_job_done(j));
 }
 
 /* Runs one request through the worker; returns the answer's JSON (NULL for 204). */
-static json_t *ask(gm_sessions *m, gm_session_job *j, int want_status)
+static json_t *ask(gm_worker *m, gm_worker_job *j, int want_status)
 {
-    gm_sessions_submit(m, j);
+    gm_worker_submit(m, j);
     wait_done(j);
     assert_int_equal(j->status, want_status);
     json_t *doc = j->body ? json_loads(j->body, 0, NULL) : NULL;
-    gm_session_job_free(j);
+    gm_worker_job_free(j);
     return doc;
 }
 
-static json_t *ask_id(gm_sessions *m, gm_session_op op, const char *id, bool timeline,
+static json_t *ask_id(gm_worker *m, gm_session_op op, const char *id, bool timeline,
                       int want_status)
 {
-    gm_session_job *j = gm_session_job_new(op);
+    gm_worker_job *j = gm_worker_job_new(op);
     assert_non_null(j);
     snprintf(j->id, sizeof j->id, "%s", id);
     j->timeline = timeline;
@@ -600,7 +600,7 @@ static json_t *ask_id(gm_sessions *m, gm_session_op op, const char *id, bool tim
 
 /* Feeds samples from..to-1 of a session on GPUs 0 and 1, 100 ms apart, GPU 0's utilization
  * 10 * (k + 1). */
-static void feed_samples(gm_sessions *m, int from, int to)
+static void feed_samples(gm_worker *m, int from, int to)
 {
     gm_snapshot *snap = gm_snapshot_new();
     for (int k = from; k < to; k++) {
@@ -614,16 +614,16 @@ static void feed_samples(gm_sessions *m, int from, int to)
             gm_gpu_set(&snap->gpus[g], GM_M_UTIL_GPU_PCT, g == 0 ? 10.0 * (k + 1) : 5);
             gm_gpu_set(&snap->gpus[g], GM_M_POWER_MW, 100000);
         }
-        gm_sessions_feed(m, snap);
+        gm_worker_feed(m, snap);
     }
     gm_snapshot_free(snap);
 }
 
 /* Starts a session on GPUs 0 and 1 every poll, then feeds it n samples 100 ms apart with
  * GPU 0's utilization 10, 20, ... Returns its id in id. */
-static void run_session(gm_sessions *m, int n, char *id)
+static void run_session(gm_worker *m, int n, char *id)
 {
-    gm_session_job *j = gm_session_job_new(GM_SOP_CREATE);
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_CREATE);
     unsigned idx[] = {0, 1};
     assert_int_equal(gm_session_new("worker", idx, 2, 0.1, &j->session, NULL), GM_OK);
     snprintf(id, GM_SESSION_ID_LEN, "%s", gm_session_id(j->session));
@@ -738,10 +738,10 @@ static void test_write_after_disk_full(void **state)
 }
 
 /* GETs session id until its "persisted" is want (10 s at most); returns the document. */
-static json_t *wait_persisted(gm_sessions *m, const char *id, bool want)
+static json_t *wait_persisted(gm_worker *m, const char *id, bool want)
 {
     for (int i = 0; i < 1000; i++) {
-        json_t *doc = ask_id(m, GM_SOP_GET, id, true, 200);
+        json_t *doc = ask_id(m, GM_JOB_GET, id, true, 200);
         if (json_is_true(json_object_get(doc, "persisted")) == want)
             return doc;
         json_decref(doc);
@@ -760,9 +760,9 @@ static void test_daemon_store_retried_after_disk_full(void **state)
     char path[512], id[GM_SESSION_ID_LEN];
     db_path(path, sizeof path, "daemon-full.db");
     /* 6 values for 2 GPUs: 3 samples in the timeline, later ones streamed. */
-    gm_sessions_options opt = {.db_path = path, .poll_ms = 100, .timeline_max_values = 6};
-    gm_sessions *m = NULL;
-    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    gm_worker_options opt = {.db_path = path, .poll_ms = 100, .timeline_max_values = 6};
+    gm_worker *m = NULL;
+    assert_int_equal(gm_worker_start(&opt, &m, NULL), GM_OK);
     run_session(m, 2, id);
     json_t *doc = wait_persisted(m, id, true);
     json_decref(doc);
@@ -770,11 +770,11 @@ static void test_daemon_store_retried_after_disk_full(void **state)
 
     disk_full();
     feed_samples(m, 2, 8);
-    doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    doc = ask_id(m, GM_JOB_STOP, id, false, 200);
     assert_false(json_is_true(json_object_get(doc, "persisted")));
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
     json_decref(doc);
-    doc = ask_id(m, GM_SOP_GET, id, false, 200); /* still in memory, still behind */
+    doc = ask_id(m, GM_JOB_GET, id, false, 200); /* still in memory, still behind */
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "stopped");
     assert_false(json_is_true(json_object_get(doc, "persisted")));
     json_decref(doc);
@@ -795,7 +795,7 @@ static void test_daemon_store_retried_after_disk_full(void **state)
                            10.0 * (double)(k + 1), 1e-12);
     json_decref(doc);
     assert_int_equal(count_rows(path, "samples", "session_id", id), 16);
-    gm_sessions_free(m);
+    gm_worker_free(m);
 
     /* And a daemon reading it later sees it whole and stopped, not interrupted. */
     gm_store *st = NULL;
@@ -817,16 +817,16 @@ static void test_daemon_gives_up_past_the_pending_bound(void **state)
     char path[512], id[GM_SESSION_ID_LEN];
     db_path(path, sizeof path, "daemon-full-bound.db");
     /* 3 samples in the timeline, 2 more (4 values) waiting for the store. */
-    gm_sessions_options opt = {
+    gm_worker_options opt = {
         .db_path = path, .poll_ms = 100, .timeline_max_values = 6, .pending_max_values = 4};
-    gm_sessions *m = NULL;
-    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    gm_worker *m = NULL;
+    assert_int_equal(gm_worker_start(&opt, &m, NULL), GM_OK);
     run_session(m, 2, id);
     json_decref(wait_persisted(m, id, true));
 
     disk_full();
     feed_samples(m, 2, 8); /* samples 3..7 do not fit: 10 values */
-    json_t *doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    json_t *doc = ask_id(m, GM_JOB_STOP, id, false, 200);
     json_decref(doc);
     disk_space_back();
     for (int i = 0; i < 1000 && count_rows(path, "sessions", "id", id) != 0; i++) {
@@ -836,12 +836,12 @@ static void test_daemon_gives_up_past_the_pending_bound(void **state)
     assert_int_equal(count_rows(path, "sessions", "id", id), 0);
     assert_int_equal(count_rows(path, "samples", "session_id", id), 0);
     /* Memory still has it, complete in its statistics, truncated in its timeline. */
-    doc = ask_id(m, GM_SOP_GET, id, true, 200);
+    doc = ask_id(m, GM_JOB_GET, id, true, 200);
     assert_false(json_is_true(json_object_get(doc, "persisted")));
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
     assert_true(json_is_true(json_object_get(doc, "timeline_truncated")));
     json_decref(doc);
-    gm_sessions_free(m);
+    gm_worker_free(m);
 }
 
 static void test_daemon_session_streams_past_its_limit(void **state)
@@ -849,14 +849,14 @@ static void test_daemon_session_streams_past_its_limit(void **state)
     char path[512], id[GM_SESSION_ID_LEN];
     db_path(path, sizeof path, "daemon.db");
     /* 6 values for 2 GPUs: 3 samples in memory. */
-    gm_sessions_options opt = {.db_path = path, .poll_ms = 100, .timeline_max_values = 6};
-    gm_sessions *m = NULL;
-    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    gm_worker_options opt = {.db_path = path, .poll_ms = 100, .timeline_max_values = 6};
+    gm_worker *m = NULL;
+    assert_int_equal(gm_worker_start(&opt, &m, NULL), GM_OK);
     run_session(m, 8, id);
 
     /* Still running past the limit (no "sample_limit" stop), every sample counted. The GET
      * comes after the samples in the worker's queue, so all 8 are in. */
-    json_t *doc = ask_id(m, GM_SOP_GET, id, true, 200);
+    json_t *doc = ask_id(m, GM_JOB_GET, id, true, 200);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "running");
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
     assert_int_equal(json_integer_value(json_object_get(doc, "percentiles_over_samples")), 3);
@@ -875,38 +875,38 @@ static void test_daemon_session_streams_past_its_limit(void **state)
     assert_float_equal(json_number_value(json_object_get(u, "p50")), 20, 1e-12);
     json_decref(doc);
 
-    doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    doc = ask_id(m, GM_JOB_STOP, id, false, 200);
     assert_string_equal(json_string_value(json_object_get(doc, "stop_reason")), "request");
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 8);
     json_decref(doc);
     assert_int_equal(count_rows(path, "samples", "session_id", id), 16);
 
     /* DELETE goes through the store's own call: session and samples gone. */
-    assert_null(ask_id(m, GM_SOP_DELETE, id, false, 204));
+    assert_null(ask_id(m, GM_JOB_DELETE, id, false, 204));
     assert_int_equal(count_rows(path, "sessions", "id", id), 0);
     assert_int_equal(count_rows(path, "samples", "session_id", id), 0);
-    json_decref(ask_id(m, GM_SOP_DELETE, id, false, 404));
-    gm_sessions_free(m);
+    json_decref(ask_id(m, GM_JOB_DELETE, id, false, 404));
+    gm_worker_free(m);
 }
 
 static void test_daemon_memory_only_session_is_truncated(void **state)
 {
     char id[GM_SESSION_ID_LEN];
-    gm_sessions_options opt = {.poll_ms = 100, .timeline_max_values = 6};
-    gm_sessions *m = NULL;
-    assert_int_equal(gm_sessions_start(&opt, &m, NULL), GM_OK);
+    gm_worker_options opt = {.poll_ms = 100, .timeline_max_values = 6};
+    gm_worker *m = NULL;
+    assert_int_equal(gm_worker_start(&opt, &m, NULL), GM_OK);
     run_session(m, 5, id);
-    json_t *doc = ask_id(m, GM_SOP_STOP, id, false, 200);
+    json_t *doc = ask_id(m, GM_JOB_STOP, id, false, 200);
     json_decref(doc);
     /* Nothing else has the samples past the limit: the timeline says it is cut short. */
-    doc = ask_id(m, GM_SOP_GET, id, true, 200);
+    doc = ask_id(m, GM_JOB_GET, id, true, 200);
     assert_false(json_is_true(json_object_get(doc, "persisted")));
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
     assert_true(json_is_true(json_object_get(doc, "timeline_truncated")));
     assert_int_equal(json_integer_value(json_object_get(doc, "percentiles_over_samples")), 3);
     assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
     json_decref(doc);
-    gm_sessions_free(m);
+    gm_worker_free(m);
 }
 
 static void test_default_path(void **state)

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "core/utf8.h"
+#include "base/utf8.h"
 
 static bool valid(const char *s)
 {

@@ -1,5 +1,5 @@
 /* buf.c - the growable byte buffer: doubling growth, one sticky failure flag. */
-#include "core/buf.h"
+#include "base/buf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

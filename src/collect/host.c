@@ -1,5 +1,5 @@
 /* host.c - host metrics (CPU, memory, load, uptime, identity) and process details from procfs. */
-#include "host/host.h"
+#include "collect/host.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* utf8.c - UTF-8 validation as the ranges of RFC 3629, table 3-7 of the Unicode standard. */
-#include "core/utf8.h"
+#include "base/utf8.h"
 
 #include <string.h>
 

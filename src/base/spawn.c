@@ -1,5 +1,6 @@
 /* spawn.c - runs a helper program (nvidia-smi) under a deadline so a hung driver never hangs us. */
-#include "core/spawn.h"
+#include "base/spawn.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,19 +35,6 @@ typedef struct spawn_buf {
     char *p;
     size_t len, cap, max;
 } spawn_buf;
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static void reap_orphans(void)
 {
@@ -152,9 +140,9 @@ static int wait_until(pid_t pid, int64_t deadline, int *status)
             *status = -1;
             return 1;
         }
-        if (deadline >= 0 && mono_ms() >= deadline)
+        if (deadline >= 0 && gm_clock_mono_ms() >= deadline)
             return 0;
-        sleep_ms(nap);
+        gm_clock_sleep_ms(nap);
         if (nap < 20)
             nap *= 2;
     }
@@ -166,7 +154,7 @@ static void kill_and_reap(pid_t pid, gm_spawn_result *out)
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
     int status = 0;
-    if (wait_until(pid, mono_ms() + REAP_GRACE_MS, &status)) {
+    if (wait_until(pid, gm_clock_mono_ms() + REAP_GRACE_MS, &status)) {
         if (status != -1)
             record_status(out, status);
     } else {
@@ -301,7 +289,7 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
         goto done;
     }
 
-    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : -1;
+    int64_t deadline = timeout_ms > 0 ? gm_clock_mono_ms() + timeout_ms : -1;
     int fds[2] = {po[0], pe[0]};
     bool timed_out = false, overflow = false, nomem = false;
     char *chunk = malloc(READ_CHUNK);
@@ -317,7 +305,7 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
             }
         int wait = -1;
         if (deadline >= 0) {
-            int64_t left = deadline - mono_ms();
+            int64_t left = deadline - gm_clock_mono_ms();
             if (left <= 0) {
                 timed_out = true;
                 break;

@@ -1,12 +1,12 @@
 /* json.c - the JSON form of the sample model; absent metrics become null, never 0. */
-#include "core/json.h"
+#include "base/json.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "core/utf8.h"
+#include "base/utf8.h"
 
 static const char *const throttle_names[] = {
     /* NVML clocks event reason bits, in bit order (nvml.h nvmlClocksEventReason*). */

@@ -1,6 +1,6 @@
-/* sessions.c - the session worker: one thread that owns every monitoring session and the
+/* worker.c - the session worker: one thread that owns every monitoring session and the
  * SQLite store, fed samples by the sampler and requests by the HTTP loop through one queue. */
-#include "server/sessions.h"
+#include "server/worker.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,10 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "server/log.h"
 #include "server/sampler.h"
 #include "store/store.h"
+#include "base/clock.h"
 
 /* Rows of the store read for one listing: bounds the worker's memory whatever the database
  * holds (gpumon record and run write there too). */
@@ -36,7 +37,7 @@ enum { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 /* One queue element: a request (job) or the GPU part of one published sample. */
 typedef struct item {
     struct item *next;
-    gm_session_job *job; /* NULL: a sample */
+    gm_worker_job *job; /* NULL: a sample */
     int64_t mono_ms, time_ms;
     uint64_t dropped_before; /* samples dropped (queue full) just before this one */
     unsigned gpu_count;
@@ -68,8 +69,8 @@ typedef struct entry {
     uint64_t dropped;
 } entry;
 
-struct gm_sessions {
-    gm_sessions_options opt;
+struct gm_worker {
+    gm_worker_options opt;
     char db_path[PATH_MAX];
     bool has_db;
     pthread_t thread;
@@ -151,9 +152,9 @@ static void log_store_error(const char *what, const char *id, const char *msg)
 }
 
 /* Answers j with status and {"error": msg}. */
-static void job_error(gm_session_job *j, int status, const char *fmt, ...)
+static void job_error(gm_worker_job *j, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void job_error(gm_session_job *j, int status, const char *fmt, ...)
+static void job_error(gm_worker_job *j, int status, const char *fmt, ...)
 {
     free(j->body);
     va_list ap;
@@ -164,7 +165,7 @@ static void job_error(gm_session_job *j, int status, const char *fmt, ...)
 }
 
 /* Answers j with status and the JSON text of doc (stolen). */
-static void job_json(gm_session_job *j, int status, json_t *doc)
+static void job_json(gm_worker_job *j, int status, json_t *doc)
 {
     char *text = doc ? gm_json_dump(doc, &j->len) : NULL;
     json_decref(doc);
@@ -321,9 +322,9 @@ done:
 
 /* ---- jobs and the queue ------------------------------------------------------------------- */
 
-gm_session_job *gm_session_job_new(gm_session_op op)
+gm_worker_job *gm_worker_job_new(gm_session_op op)
 {
-    gm_session_job *j = calloc(1, sizeof *j);
+    gm_worker_job *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
     j->op = op;
@@ -331,7 +332,7 @@ gm_session_job *gm_session_job_new(gm_session_op op)
     return j;
 }
 
-void gm_session_job_free(gm_session_job *j)
+void gm_worker_job_free(gm_worker_job *j)
 {
     if (!j)
         return;
@@ -340,17 +341,17 @@ void gm_session_job_free(gm_session_job *j)
     free(j);
 }
 
-bool gm_session_job_done(const gm_session_job *j)
+bool gm_worker_job_done(const gm_worker_job *j)
 {
     return atomic_load(&j->done);
 }
 
-unsigned gm_sessions_running(gm_sessions *m)
+unsigned gm_worker_running(gm_worker *m)
 {
     return m ? atomic_load(&m->running) : 0;
 }
 
-static void push_locked(gm_sessions *m, item *it)
+static void push_locked(gm_worker *m, item *it)
 {
     it->next = NULL;
     if (m->tail)
@@ -361,7 +362,7 @@ static void push_locked(gm_sessions *m, item *it)
     pthread_cond_signal(&m->cv);
 }
 
-void gm_sessions_submit(gm_sessions *m, gm_session_job *j)
+void gm_worker_submit(gm_worker *m, gm_worker_job *j)
 {
     item *it = calloc(1, sizeof *it);
     pthread_mutex_lock(&m->mu);
@@ -373,7 +374,7 @@ void gm_sessions_submit(gm_sessions *m, gm_session_job *j)
         atomic_store(&j->done, true);
         return;
     }
-    if (j->op == GM_SOP_CREATE)
+    if (j->op == GM_JOB_CREATE)
         atomic_fetch_add(&m->active, 1);
     it->job = j;
     j->state = JOB_QUEUED;
@@ -381,7 +382,7 @@ void gm_sessions_submit(gm_sessions *m, gm_session_job *j)
     pthread_mutex_unlock(&m->mu);
 }
 
-void gm_sessions_abandon(gm_sessions *m, gm_session_job *j)
+void gm_worker_abandon(gm_worker *m, gm_worker_job *j)
 {
     if (!j)
         return;
@@ -402,20 +403,20 @@ void gm_sessions_abandon(gm_sessions *m, gm_session_job *j)
             free(it);
             break;
         }
-        if (j->op == GM_SOP_CREATE)
+        if (j->op == GM_JOB_CREATE)
             atomic_fetch_sub(&m->active, 1);
     }
     pthread_mutex_unlock(&m->mu);
-    gm_session_job_free(j);
+    gm_worker_job_free(j);
 }
 
-void gm_sessions_feed(gm_sessions *m, const gm_snapshot *snap)
+void gm_worker_feed(gm_worker *m, const gm_snapshot *snap)
 {
     if (!m || atomic_load(&m->active) == 0)
         return;
     item *it = malloc(sizeof *it + snap->gpu_count * sizeof(gm_gpu));
     pthread_mutex_lock(&m->mu);
-    if (!it || m->stop || m->samples_queued >= GM_SESSIONS_QUEUE_MAX) {
+    if (!it || m->stop || m->samples_queued >= GM_WORKER_QUEUE_MAX) {
         /* Dropped, not waited for: the sampler must keep its period whatever the store does. */
         if (!m->stop)
             m->dropped_pending++;
@@ -440,7 +441,7 @@ void gm_sessions_feed(gm_sessions *m, const gm_snapshot *snap)
 /* The open store, opening it when needed. create: a session is about to be written, so the
  * database may be created; otherwise a missing file means "nothing stored" (GM_ENOENT) and is
  * not created. NULL with err set when there is no store. */
-static gm_store *store_get(gm_sessions *m, bool create, gm_error *err)
+static gm_store *store_get(gm_worker *m, bool create, gm_error *err)
 {
     if (!m->has_db) {
         gm_error_set(err, GM_ENOENT, "sessions are kept in memory only (--db none)");
@@ -467,7 +468,7 @@ static gm_store *store_get(gm_sessions *m, bool create, gm_error *err)
 
 /* Deletes stored entry id with its samples. Returns GM_OK, GM_ENOENT (no such entry, or no
  * store) or the store's error. */
-static int store_delete(gm_sessions *m, const char *id, gm_error *err)
+static int store_delete(gm_worker *m, const char *id, gm_error *err)
 {
     gm_store *st = store_get(m, false, err);
     if (!st)
@@ -477,17 +478,10 @@ static int store_delete(gm_sessions *m, const char *id, gm_error *err)
     return rc == GM_ENOENT ? gm_error_set(err, GM_ENOENT, "no session \"%s\"", id) : rc;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Whether the store lags behind e: samples or the end not written, or a partial copy of a
  * given-up session still to remove. A session is begun in the store at its first sample (or
  * its stop), so one with no sample yet is not behind. */
-static bool store_behind(const gm_sessions *m, const entry *e)
+static bool store_behind(const gm_worker *m, const entry *e)
 {
     if (!m->has_db)
         return false;
@@ -496,7 +490,7 @@ static bool store_behind(const gm_sessions *m, const entry *e)
     return e->stored_count < gm_session_sample_count(e->s) || (!e->running && !e->end_stored);
 }
 
-static bool entry_persisted(const gm_sessions *m, const entry *e)
+static bool entry_persisted(const gm_worker *m, const entry *e)
 {
     return m->has_db && e->stored && !e->store_failed && !store_behind(m, e);
 }
@@ -523,7 +517,7 @@ static bool sample_at(const entry *e, size_t seq, double *t, const double **v)
 
 /* Keeps the newest sample of e until the store has it, when the timeline does not (past the
  * sample limit). False when that would pass the pending bound. */
-static bool pend_push(gm_sessions *m, entry *e)
+static bool pend_push(gm_worker *m, entry *e)
 {
     size_t seq = gm_session_sample_count(e->s) - 1;
     if (seq < gm_session_timeline_count(e->s))
@@ -572,7 +566,7 @@ static void pend_drop_stored(entry *e)
 
 /* Stops storing e: it goes on in memory; a partial row in the store is removed when the store
  * lets it (so the store never shows a session cut short as if it had been interrupted). */
-static void give_up_store(gm_sessions *m, entry *e, const char *why)
+static void give_up_store(gm_worker *m, entry *e, const char *why)
 {
     e->store_failed = true;
     free(e->pend);
@@ -587,7 +581,7 @@ static void give_up_store(gm_sessions *m, entry *e, const char *why)
  * samples of its timeline), writes the samples it lacks, then the end of a stopped session; for
  * a given-up session, removes its partial row. GM_OK (maybe with more to write) or the store's
  * error, with err set. */
-static int sync_entry(gm_sessions *m, entry *e, gm_error *err)
+static int sync_entry(gm_worker *m, entry *e, gm_error *err)
 {
     gm_store *st = store_get(m, true, err);
     if (!st)
@@ -639,11 +633,11 @@ static int sync_entry(gm_sessions *m, entry *e, gm_error *err)
 }
 
 /* One try at sync_entry, with the backoff and the log lines around it. */
-static void try_sync(gm_sessions *m, entry *e)
+static void try_sync(gm_worker *m, entry *e)
 {
     gm_error err = {0};
     int rc = sync_entry(m, e, &err);
-    int64_t now = mono_ms();
+    int64_t now = gm_clock_mono_ms();
     if (rc == GM_OK) {
         if (e->failing && !store_behind(m, e))
             gm_log(GM_LOG_INFO, "session store writes resumed", "session=%s samples=%zu",
@@ -667,7 +661,7 @@ static void try_sync(gm_sessions *m, entry *e)
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
-static entry *find_entry(gm_sessions *m, const char *id)
+static entry *find_entry(gm_worker *m, const char *id)
 {
     for (entry *e = m->entries; e; e = e->next)
         if (strcmp(gm_session_id(e->s), id) == 0)
@@ -675,7 +669,7 @@ static entry *find_entry(gm_sessions *m, const char *id)
     return NULL;
 }
 
-static void remove_entry(gm_sessions *m, entry *e)
+static void remove_entry(gm_worker *m, entry *e)
 {
     for (entry **pp = &m->entries; *pp; pp = &(*pp)->next)
         if (*pp == e) {
@@ -691,7 +685,7 @@ static void remove_entry(gm_sessions *m, entry *e)
  * persisted and samples_dropped. A persisted session's timeline is served from the store,
  * which has every sample, so it is not truncated even past the sample limit. New reference,
  * NULL when out of memory. */
-static json_t *entry_doc(gm_sessions *m, entry *e)
+static json_t *entry_doc(gm_worker *m, entry *e)
 {
     json_t *d = gm_session_to_json(e->s, false);
     if (!d)
@@ -706,7 +700,7 @@ static json_t *entry_doc(gm_sessions *m, entry *e)
 
 /* Ends running session e: finish, reason, store end. The entry stays (the caller renders it
  * and then decides whether to keep it). */
-static void end_entry(gm_sessions *m, entry *e, const char *reason, bool write_end)
+static void end_entry(gm_worker *m, entry *e, const char *reason, bool write_end)
 {
     gm_session_finish(e->s);
     gm_session_attach(e->s, "stop_reason", json_string(reason));
@@ -726,8 +720,8 @@ static void end_entry(gm_sessions *m, entry *e, const char *reason, bool write_e
 }
 
 /* After a stop: the store has a persisted session, so memory lets it go; otherwise it is kept
- * (the newest GM_SESSIONS_KEEP_STOPPED of them). */
-static void settle_stopped(gm_sessions *m, entry *e)
+ * (the newest GM_WORKER_KEEP_STOPPED of them). */
+static void settle_stopped(gm_worker *m, entry *e)
 {
     if (entry_persisted(m, e)) {
         remove_entry(m, e);
@@ -741,7 +735,7 @@ static void settle_stopped(gm_sessions *m, entry *e)
             if (!oldest || gm_session_started_ms(x->s) < gm_session_started_ms(oldest->s))
                 oldest = x;
         }
-    if (kept > GM_SESSIONS_KEEP_STOPPED && oldest) {
+    if (kept > GM_WORKER_KEEP_STOPPED && oldest) {
         if (store_behind(m, oldest))
             log_store_error("session dropped from memory before the store took it",
                             gm_session_id(oldest->s), "too many stopped sessions in memory");
@@ -749,7 +743,7 @@ static void settle_stopped(gm_sessions *m, entry *e)
     }
 }
 
-static void on_sample(gm_sessions *m, const item *it)
+static void on_sample(gm_worker *m, const item *it)
 {
     gm_snapshot *snap = m->scratch;
     snap->mono_ms = it->mono_ms;
@@ -787,9 +781,9 @@ static void on_sample(gm_sessions *m, const item *it)
 /* Writes what the store lacks of every session whose turn it is: after each sample (one
  * transaction per sample while the store works), and on the backoff's schedule while it fails.
  * A stopped session the store now holds whole leaves memory. */
-static void sync_due(gm_sessions *m)
+static void sync_due(gm_worker *m)
 {
-    int64_t now = mono_ms();
+    int64_t now = gm_clock_mono_ms();
     for (entry *e = m->entries, *next; e; e = next) {
         next = e->next;
         if (!store_behind(m, e) || (e->failing && now < e->retry_mono_ms))
@@ -801,9 +795,9 @@ static void sync_due(gm_sessions *m)
 }
 
 /* Milliseconds until sync_due has work (0: now), -1 when none is due. */
-static int64_t sync_wait_ms(const gm_sessions *m)
+static int64_t sync_wait_ms(const gm_worker *m)
 {
-    int64_t best = -1, now = mono_ms();
+    int64_t best = -1, now = gm_clock_mono_ms();
     for (const entry *e = m->entries; e; e = e->next) {
         if (!store_behind(m, e))
             continue;
@@ -816,12 +810,11 @@ static int64_t sync_wait_ms(const gm_sessions *m)
 
 /* ---- requests ----------------------------------------------------------------------------- */
 
-static void do_create(gm_sessions *m, gm_session_job *j)
+static void do_create(gm_worker *m, gm_worker_job *j)
 {
-    if (m->n_running >= GM_SESSIONS_MAX_RUNNING) {
+    if (m->n_running >= GM_WORKER_MAX_RUNNING) {
         atomic_fetch_sub(&m->active, 1);
-        job_error(j, 409, "%d sessions are already running: stop one first",
-                  GM_SESSIONS_MAX_RUNNING);
+        job_error(j, 409, "%d sessions are already running: stop one first", GM_WORKER_MAX_RUNNING);
         return;
     }
     entry *e = calloc(1, sizeof *e);
@@ -861,7 +854,7 @@ static const char *api_status(const char *stored)
 
 /* The stored document of id without timeline (status mapped for the API). GM_ENOENT, or the
  * store's error, with err set. */
-static int load_stored(gm_sessions *m, const char *id, json_t **doc, gm_error *err)
+static int load_stored(gm_worker *m, const char *id, json_t **doc, gm_error *err)
 {
     *doc = NULL;
     gm_store *st = store_get(m, false, err);
@@ -882,7 +875,7 @@ static int store_error_status(int code)
     return code == GM_ENOENT ? 404 : 503;
 }
 
-static void do_stop(gm_sessions *m, gm_session_job *j)
+static void do_stop(gm_worker *m, gm_worker_job *j)
 {
     entry *e = find_entry(m, j->id);
     if (e && !e->running) {
@@ -912,7 +905,7 @@ static void do_stop(gm_sessions *m, gm_session_job *j)
     json_decref(doc);
 }
 
-static void do_delete(gm_sessions *m, gm_session_job *j)
+static void do_delete(gm_worker *m, gm_worker_job *j)
 {
     gm_error err = {0};
     entry *e = find_entry(m, j->id);
@@ -985,7 +978,7 @@ static void timeline_from_session(const gm_session *s, tbuf *b)
 /* Appends the timeline of a stored session, from the store's CSV export (one row per sample
  * per GPU, in time order), which costs memory in proportion to the text rather than the
  * per-value objects a replay into JSON would need. */
-static int timeline_from_store(gm_sessions *m, const char *id, tbuf *b, gm_error *err)
+static int timeline_from_store(gm_worker *m, const char *id, tbuf *b, gm_error *err)
 {
     char *csv = NULL;
     size_t csv_len = 0;
@@ -1052,7 +1045,7 @@ static int timeline_from_store(gm_sessions *m, const char *id, tbuf *b, gm_error
 
 /* Answers j with doc (stolen) and, when asked, its timeline appended: from memory while the
  * session holds all of it (or the store does not have it), else from the store. */
-static void answer_with_timeline(gm_sessions *m, gm_session_job *j, json_t *doc, entry *e)
+static void answer_with_timeline(gm_worker *m, gm_worker_job *j, json_t *doc, entry *e)
 {
     if (e && entry_persisted(m, e) &&
         gm_session_timeline_count(e->s) < gm_session_sample_count(e->s))
@@ -1104,7 +1097,7 @@ static void answer_with_timeline(gm_sessions *m, gm_session_job *j, json_t *doc,
     j->status = 200;
 }
 
-static void do_get(gm_sessions *m, gm_session_job *j)
+static void do_get(gm_worker *m, gm_worker_job *j)
 {
     entry *e = find_entry(m, j->id);
     if (e) {
@@ -1146,7 +1139,7 @@ static int cmp_row(const void *a, const void *b)
     return -strcmp(x->id, y->id);
 }
 
-static void row_from_entry(gm_sessions *m, const entry *e, row *r)
+static void row_from_entry(gm_worker *m, const entry *e, row *r)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->id, sizeof r->id, "%s", gm_session_id(e->s));
@@ -1159,7 +1152,7 @@ static void row_from_entry(gm_sessions *m, const entry *e, row *r)
     r->persisted = entry_persisted(m, e);
 }
 
-static void do_list(gm_sessions *m, gm_session_job *j)
+static void do_list(gm_worker *m, gm_worker_job *j)
 {
     gm_store_entry *stored = NULL;
     size_t nstored = 0;
@@ -1217,28 +1210,28 @@ static void do_list(gm_sessions *m, gm_session_job *j)
     free(stored);
     json_t *doc =
         arr ? json_pack("{s:o, s:i, s:i, s:b, s:o}", "sessions", arr, "running", (int)m->n_running,
-                        "max_running", GM_SESSIONS_MAX_RUNNING, "stored", m->has_db, "store_error",
+                        "max_running", GM_WORKER_MAX_RUNNING, "stored", m->has_db, "store_error",
                         store_err ? json_string(store_err) : json_null())
             : NULL;
     job_json(j, 200, doc);
 }
 
-static void run_job(gm_sessions *m, gm_session_job *j)
+static void run_job(gm_worker *m, gm_worker_job *j)
 {
     switch (j->op) {
-    case GM_SOP_CREATE:
+    case GM_JOB_CREATE:
         do_create(m, j);
         break;
-    case GM_SOP_STOP:
+    case GM_JOB_STOP:
         do_stop(m, j);
         break;
-    case GM_SOP_LIST:
+    case GM_JOB_LIST:
         do_list(m, j);
         break;
-    case GM_SOP_GET:
+    case GM_JOB_GET:
         do_get(m, j);
         break;
-    case GM_SOP_DELETE:
+    case GM_JOB_DELETE:
         do_delete(m, j);
         break;
     }
@@ -1247,7 +1240,7 @@ static void run_job(gm_sessions *m, gm_session_job *j)
 /* ---- the thread --------------------------------------------------------------------------- */
 
 /* Hands a finished job back: the loop's, or freed when the loop gave it up meanwhile. */
-static void complete(gm_sessions *m, gm_session_job *j)
+static void complete(gm_worker *m, gm_worker_job *j)
 {
     pthread_mutex_lock(&m->mu);
     bool abandoned = j->abandoned;
@@ -1257,14 +1250,14 @@ static void complete(gm_sessions *m, gm_session_job *j)
     }
     pthread_mutex_unlock(&m->mu);
     if (abandoned)
-        gm_session_job_free(j);
+        gm_worker_job_free(j);
     else if (m->opt.wake)
         m->opt.wake(m->opt.wake_arg);
 }
 
 static void *worker_main(void *arg)
 {
-    gm_sessions *m = arg;
+    gm_worker *m = arg;
     for (;;) {
         int64_t wait_ms = sync_wait_ms(m);
         struct timespec until;
@@ -1302,7 +1295,7 @@ static void *worker_main(void *arg)
         }
         if (it->job) {
             if (stopping) {
-                if (it->job->op == GM_SOP_CREATE)
+                if (it->job->op == GM_JOB_CREATE)
                     atomic_fetch_sub(&m->active, 1);
                 job_error(it->job, 503, "the daemon is shutting down");
             } else {
@@ -1336,11 +1329,11 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_error *err)
+int gm_worker_start(const gm_worker_options *opt, gm_worker **out, gm_error *err)
 {
     if (!opt || !out || opt->poll_ms == 0)
         return gm_error_set(err, GM_EINVAL, "sessions: the poll interval is required");
-    gm_sessions *m = calloc(1, sizeof *m);
+    gm_worker *m = calloc(1, sizeof *m);
     if (!m)
         return gm_error_set(err, GM_ENOMEM, "sessions: out of memory");
     m->opt = *opt;
@@ -1364,7 +1357,7 @@ int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_erro
     pthread_condattr_destroy(&ca);
     m->scratch = calloc(1, sizeof *m->scratch); /* no process table: sessions never read it */
     if (!m->scratch) {
-        gm_sessions_free(m);
+        gm_worker_free(m);
         return gm_error_set(err, GM_ENOMEM, "sessions: out of memory");
     }
     sigset_t all, old;
@@ -1373,7 +1366,7 @@ int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_erro
     int rc = pthread_create(&m->thread, NULL, worker_main, m);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        gm_sessions_free(m);
+        gm_worker_free(m);
         return gm_error_set(err, GM_EIO, "sessions: cannot start thread: %s", strerror(rc));
     }
     m->started = true;
@@ -1381,7 +1374,7 @@ int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_erro
     return GM_OK;
 }
 
-void gm_sessions_stop(gm_sessions *m)
+void gm_worker_stop(gm_worker *m)
 {
     if (!m || !m->started || m->joined)
         return;
@@ -1393,11 +1386,11 @@ void gm_sessions_stop(gm_sessions *m)
     m->joined = true;
 }
 
-void gm_sessions_free(gm_sessions *m)
+void gm_worker_free(gm_worker *m)
 {
     if (!m)
         return;
-    gm_sessions_stop(m);
+    gm_worker_stop(m);
     /* The worker drains the queue before it exits; this only matters when it never ran. The
      * jobs themselves belong to the loop. */
     for (item *it = m->head, *next; it; it = next) {

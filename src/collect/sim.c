@@ -1,6 +1,7 @@
 /* sim.c - simulated GPUs with plausible, seed-deterministic dynamics, for demos and load tests.
  * Everything it reports is labelled provider "sim"; it never stands in for a real GPU. */
-#include "providers/provider.h"
+#include "collect/provider.h"
+#include "base/clock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -62,13 +63,6 @@ static double uniform(uint64_t *s)
     return (double)(next_u64(s) >> 11) / 9007199254740992.0;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double clamp(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
@@ -84,7 +78,7 @@ static int sim_open(const gm_collector_options *opt, void **state, gm_error *err
         return gm_error_set(err, GM_ENOMEM, "sim: out of memory");
     st->count = n;
     st->seed = opt->seed;
-    st->last_mono_s = mono_s();
+    st->last_mono_s = gm_clock_mono_s();
     for (unsigned i = 0; i < n; i++) {
         sim_gpu *g = &st->gpus[i];
         /* Mostly one model per box, as in real fleets, with a mixed box every few seeds. */
@@ -123,7 +117,7 @@ static void step(sim_gpu *g)
 static int sim_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *err)
 {
     sim_state *st = state;
-    double now = mono_s();
+    double now = gm_clock_mono_s();
     double dt = now - st->last_mono_s;
     st->last_mono_s = now;
     st->tick++;

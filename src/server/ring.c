@@ -1,5 +1,5 @@
-/* history.c - fixed-memory ring buffers of every GPU and host metric, one writer, many readers. */
-#include "core/history.h"
+/* ring.c - fixed-memory ring buffers of every GPU and host metric, one writer, many readers. */
+#include "server/ring.h"
 
 #include <float.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 /* Values live series-major (one contiguous ring per series) so a query reads one run of memory;
  * series g * GM_M__COUNT + m is GPU g's metric m, series gpu_count * GM_M__COUNT + h is host
  * metric h. */
-struct gm_history {
+struct gm_ring {
     pthread_rwlock_t lock;
     unsigned gpu_count;
     size_t slots;
@@ -41,7 +41,7 @@ static const char *const host_units[GM_H__COUNT] = {
 /* Largest number of value rings: the per-sample column is built on the stack. */
 #define COLUMN_MAX (GM_MAX_GPUS * GM_M__COUNT + GM_H__COUNT)
 
-int gm_history_new(unsigned gpu_count, size_t slots, gm_history **out, gm_error *err)
+int gm_ring_new(unsigned gpu_count, size_t slots, gm_ring **out, gm_error *err)
 {
     if (!out)
         return gm_error_set(err, GM_EINVAL, "history: no output pointer");
@@ -58,11 +58,11 @@ int gm_history_new(unsigned gpu_count, size_t slots, gm_history **out, gm_error 
         __builtin_mul_overflow(nvalues, sizeof(float), &vbytes) ||
         __builtin_mul_overflow(slots, sizeof(int64_t), &tbytes) ||
         __builtin_add_overflow(vbytes, tbytes, &total) ||
-        __builtin_add_overflow(total, sizeof(gm_history), &total))
+        __builtin_add_overflow(total, sizeof(gm_ring), &total))
         return gm_error_set(err, GM_EINVAL, "history: %zu slots for %u GPUs is too large", slots,
                             gpu_count);
 
-    gm_history *h = calloc(1, sizeof *h);
+    gm_ring *h = calloc(1, sizeof *h);
     if (!h)
         goto nomem;
     h->t = malloc(tbytes);
@@ -97,7 +97,7 @@ nomem:
                         slots);
 }
 
-void gm_history_free(gm_history *h)
+void gm_ring_free(gm_ring *h)
 {
     if (!h)
         return;
@@ -117,12 +117,12 @@ static float to_float(double x)
 }
 
 /* Physical slot of logical position i (0 = oldest held). Caller holds the lock. */
-static size_t phys(const gm_history *h, size_t i)
+static size_t phys(const gm_ring *h, size_t i)
 {
     return (h->head + h->slots - h->len + i) % h->slots;
 }
 
-void gm_history_append(gm_history *h, const gm_snapshot *s)
+void gm_ring_append(gm_ring *h, const gm_snapshot *s)
 {
     if (!h || !s)
         return;
@@ -164,7 +164,7 @@ void gm_history_append(gm_history *h, const gm_snapshot *s)
 }
 
 /* First logical index whose time is >= t (len when none). Caller holds the lock. */
-static size_t lower_bound(const gm_history *h, int64_t t)
+static size_t lower_bound(const gm_ring *h, int64_t t)
 {
     size_t lo = 0, hi = h->len;
     while (lo < hi) {
@@ -178,7 +178,7 @@ static size_t lower_bound(const gm_history *h, int64_t t)
 }
 
 /* First logical index whose time is > t (len when none). Caller holds the lock. */
-static size_t upper_bound(const gm_history *h, int64_t t)
+static size_t upper_bound(const gm_ring *h, int64_t t)
 {
     size_t lo = 0, hi = h->len;
     while (lo < hi) {
@@ -201,13 +201,13 @@ static int64_t bucket_of(int64_t t, int64_t step)
 }
 
 /* Validates q and fills the series' name, unit and scale. Returns the ring index or < 0. */
-static int resolve(const gm_history *h, const gm_history_request *q, gm_series *out, size_t *ring,
+static int resolve(const gm_ring *h, const gm_ring_request *q, gm_series *out, size_t *ring,
                    gm_error *err)
 {
     if (q->since_ms < 0 || q->until_ms < 0 || q->last_ms < 0 || q->step_ms < 0)
         return gm_error_set(err, GM_EINVAL,
                             "history: since, until, last and step must not be negative");
-    if (q->source == GM_HISTORY_GPU) {
+    if (q->source == GM_RING_GPU) {
         if (q->gpu >= h->gpu_count) {
             if (h->gpu_count == 0)
                 return gm_error_set(err, GM_EINVAL, "history: GPU %u is not recorded (no GPUs)",
@@ -224,7 +224,7 @@ static int resolve(const gm_history *h, const gm_history_request *q, gm_series *
         *ring = (size_t)q->gpu * GM_M__COUNT + (size_t)q->metric;
         return GM_OK;
     }
-    if (q->source == GM_HISTORY_HOST) {
+    if (q->source == GM_RING_HOST) {
         const char *name = gm_host_metric_name((gm_host_metric)q->metric);
         if (!name)
             return gm_error_set(err, GM_EINVAL, "history: unknown host metric id %d", q->metric);
@@ -237,7 +237,7 @@ static int resolve(const gm_history *h, const gm_history_request *q, gm_series *
     return gm_error_set(err, GM_EINVAL, "history: unknown source %d", (int)q->source);
 }
 
-int gm_history_query(gm_history *h, const gm_history_request *q, gm_series *out, gm_error *err)
+int gm_ring_query(gm_ring *h, const gm_ring_request *q, gm_series *out, gm_error *err)
 {
     if (!h || !q || !out)
         return gm_error_set(err, GM_EINVAL, "history: missing history, query or output");
@@ -344,7 +344,7 @@ void gm_series_free(gm_series *out)
     memset(out, 0, sizeof *out);
 }
 
-size_t gm_history_len(gm_history *h)
+size_t gm_ring_len(gm_ring *h)
 {
     pthread_rwlock_rdlock(&h->lock);
     size_t n = h->len;
@@ -352,17 +352,17 @@ size_t gm_history_len(gm_history *h)
     return n;
 }
 
-size_t gm_history_slots(const gm_history *h)
+size_t gm_ring_slots(const gm_ring *h)
 {
     return h->slots;
 }
 
-unsigned gm_history_gpu_count(const gm_history *h)
+unsigned gm_ring_gpu_count(const gm_ring *h)
 {
     return h->gpu_count;
 }
 
-int64_t gm_history_newest_ms(gm_history *h)
+int64_t gm_ring_newest_ms(gm_ring *h)
 {
     pthread_rwlock_rdlock(&h->lock);
     int64_t t = h->len ? h->t[phys(h, h->len - 1)] : 0;
@@ -370,7 +370,7 @@ int64_t gm_history_newest_ms(gm_history *h)
     return t;
 }
 
-int64_t gm_history_oldest_ms(gm_history *h)
+int64_t gm_ring_oldest_ms(gm_ring *h)
 {
     pthread_rwlock_rdlock(&h->lock);
     int64_t t = h->len ? h->t[phys(h, 0)] : 0;
@@ -378,7 +378,7 @@ int64_t gm_history_oldest_ms(gm_history *h)
     return t;
 }
 
-size_t gm_history_memory_bytes(const gm_history *h)
+size_t gm_ring_memory_bytes(const gm_ring *h)
 {
     return h->bytes;
 }

@@ -1,7 +1,8 @@
 /* registry.c - the one place that lists every provider and the automatic order. */
-#include "providers/provider.h"
+#include "collect/provider.h"
 
 #include <string.h>
+#include <strings.h>
 
 /* Auto order: the richest source first. sim is never picked automatically. */
 const gm_provider *const gm_provider_auto_order[] = {&gm_provider_nvml, &gm_provider_smi, NULL};
@@ -15,4 +16,21 @@ const gm_provider *gm_provider_find(const char *name)
         if (strcmp(all_providers[i]->name, name) == 0)
             return all_providers[i];
     return NULL;
+}
+
+const char *gm_provider_canonical(const char *name)
+{
+    if (!name)
+        return NULL;
+    if (strcasecmp(name, "auto") == 0)
+        return "auto";
+    for (size_t i = 0; i < sizeof all_providers / sizeof *all_providers; i++)
+        if (strcasecmp(all_providers[i]->name, name) == 0)
+            return all_providers[i]->name;
+    return NULL;
+}
+
+const char *gm_provider_names(void)
+{
+    return "nvml, nvidia-smi, sim, auto";
 }

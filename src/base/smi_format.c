@@ -1,5 +1,5 @@
 /* smi_format.c - reads and writes nvidia-smi's --query-gpu CSV with one table of fields. */
-#include "core/smi_format.h"
+#include "base/smi_format.h"
 
 #include <ctype.h>
 #include <errno.h>

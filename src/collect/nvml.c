@@ -2,6 +2,7 @@
  * resolved newest first, every metric read into the sample model with absent meaning unsupported.
  */
 #include "provider.h"
+#include "base/clock.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -250,13 +251,6 @@ typedef struct nv_pass {
 } nv_pass;
 
 /* ---- helpers --------------------------------------------------------------------------------- */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Copies a NUL-terminated string, truncating to fit. */
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -553,7 +547,7 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
      * one bad board does not hide the others. */
     int first_rc = NV_SUCCESS;
     unsigned usable = 0;
-    int64_t now = mono_ms();
+    int64_t now = gm_clock_mono_ms();
     for (unsigned i = 0; i < st->gpu_count; i++) {
         nv_gpu *g = &st->gpus[i];
         nrc = st->handle(i, &g->dev);
@@ -823,7 +817,7 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
     copy_str(out->cuda_version, sizeof out->cuda_version, st->cuda_version);
     out->gpu_count = st->gpu_count;
 
-    int64_t now = mono_ms();
+    int64_t now = gm_clock_mono_ms();
     unsigned n_ok = 0, n_lost = 0, n_failed = 0;
     int first_rc = NV_SUCCESS;
     const char *first_fn = NULL;

@@ -1,8 +1,8 @@
 /* smi.c - the nvidia-smi provider: GPU readings from `nvidia-smi --query-gpu` CSV, for hosts where
  * gpumon cannot load libnvidia-ml itself (or is told not to). */
-#include "core/smi_format.h"
-#include "core/spawn.h"
-#include "providers/provider.h"
+#include "base/smi_format.h"
+#include "base/spawn.h"
+#include "collect/provider.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,8 +1,9 @@
 /* collector.c - picks a provider, then joins its GPU readings with host metrics and process
  * details into one snapshot per call. */
 #include "gpumon.h"
-#include "host/host.h"
-#include "providers/provider.h"
+#include "collect/host.h"
+#include "collect/provider.h"
+#include "base/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +25,6 @@ struct gm_collector {
     int64_t host_primed_ms;
     char diagnosis[1024];
 };
-
-static int64_t now_ms(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void diag_append(gm_collector *c, const char *name, const char *msg)
 {
@@ -102,7 +96,7 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
         /* Prime the CPU counters so the first sample can already report utilisation. */
         gm_host scratch;
         gm_host_reader_read(c->host, &scratch, NULL);
-        c->host_primed_ms = now_ms(CLOCK_MONOTONIC);
+        c->host_primed_ms = gm_clock_mono_ms();
     }
     *out = c;
     return GM_OK;
@@ -147,7 +141,7 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
 
     if (c->host) {
         if (c->seq == 0 && c->first_cpu_wait) {
-            int64_t wait = MIN_CPU_WINDOW_MS - (now_ms(CLOCK_MONOTONIC) - c->host_primed_ms);
+            int64_t wait = MIN_CPU_WINDOW_MS - (gm_clock_mono_ms() - c->host_primed_ms);
             if (wait > 0) {
                 struct timespec ts = {0, (long)wait * 1000000L};
                 nanosleep(&ts, NULL);
@@ -166,8 +160,8 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
                                      sizeof p->command);
     }
     out->seq = ++c->seq;
-    out->time_ms = now_ms(CLOCK_REALTIME);
-    out->mono_ms = now_ms(CLOCK_MONOTONIC);
+    out->time_ms = gm_clock_wall_ms();
+    out->mono_ms = gm_clock_mono_ms();
     return rc;
 }
 

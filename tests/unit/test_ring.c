@@ -1,4 +1,4 @@
-/* test_history.c - the history rings: wrap-around, absent values, downsampling, ranges, errors,
+/* test_ring.c - the in-memory rings: wrap-around, absent values, downsampling, ranges, errors,
  * fixed memory, and a concurrent writer with readers. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "core/history.h"
+#include "server/ring.h"
 
 /* A snapshot at time t_ms with `gpus` GPUs (indexes 0..gpus-1), each with utilization.gpu =
  * util and memory.used = mem_bytes, and host cpu.utilization = cpu. */
@@ -29,21 +29,21 @@ static void fill(gm_snapshot *s, int64_t t_ms, unsigned gpus, double util, doubl
     gm_host_set(&s->host, GM_H_CPU_UTIL_PCT, cpu);
 }
 
-static gm_history *make(unsigned gpus, size_t slots)
+static gm_ring *make(unsigned gpus, size_t slots)
 {
-    gm_history *h = NULL;
+    gm_ring *h = NULL;
     gm_error err = {0};
-    assert_int_equal(gm_history_new(gpus, slots, &h, &err), GM_OK);
+    assert_int_equal(gm_ring_new(gpus, slots, &h, &err), GM_OK);
     assert_non_null(h);
     return h;
 }
 
 /* Query helper: GPU source unless host. */
-static gm_series run_query(gm_history *h, const gm_history_request *q)
+static gm_series run_query(gm_ring *h, const gm_ring_request *q)
 {
     gm_series out;
     gm_error err = {0};
-    int rc = gm_history_query(h, q, &out, &err);
+    int rc = gm_ring_query(h, q, &out, &err);
     if (rc != GM_OK)
         fail_msg("query failed: %s", err.msg);
     return out;
@@ -51,20 +51,20 @@ static gm_series run_query(gm_history *h, const gm_history_request *q)
 
 static void test_new_rejects_bad_sizes(void **state)
 {
-    gm_history *h = (gm_history *)1;
+    gm_ring *h = (gm_ring *)1;
     gm_error err = {0};
-    assert_int_equal(gm_history_new(1, 0, &h, &err), GM_EINVAL);
+    assert_int_equal(gm_ring_new(1, 0, &h, &err), GM_EINVAL);
     assert_null(h);
     assert_int_equal(err.code, GM_EINVAL);
-    assert_int_equal(gm_history_new(GM_MAX_GPUS + 1, 10, &h, &err), GM_EINVAL);
-    assert_int_equal(gm_history_new(GM_MAX_GPUS, SIZE_MAX / 2, &h, &err), GM_EINVAL);
+    assert_int_equal(gm_ring_new(GM_MAX_GPUS + 1, 10, &h, &err), GM_EINVAL);
+    assert_int_equal(gm_ring_new(GM_MAX_GPUS, SIZE_MAX / 2, &h, &err), GM_EINVAL);
     assert_null(h);
 }
 
 static void test_memory_is_fixed_and_small(void **state)
 {
-    gm_history *h = make(8, GM_HISTORY_DEFAULT_SLOTS);
-    size_t bytes = gm_history_memory_bytes(h);
+    gm_ring *h = make(8, GM_RING_DEFAULT_SLOTS);
+    size_t bytes = gm_ring_memory_bytes(h);
     size_t rings = 3600 * (sizeof(int64_t) + sizeof(float) * (8 * GM_M__COUNT + GM_H__COUNT));
     assert_true(bytes >= rings);
     assert_true(bytes < 16u * 1024 * 1024);
@@ -73,29 +73,29 @@ static void test_memory_is_fixed_and_small(void **state)
     gm_snapshot *s = gm_snapshot_new();
     for (int i = 0; i < 5000; i++) {
         fill(s, 1000 * (int64_t)i, 8, i % 100, 1e9, 10);
-        gm_history_append(h, s);
+        gm_ring_append(h, s);
     }
-    assert_int_equal(gm_history_memory_bytes(h), bytes);
-    assert_int_equal(gm_history_len(h), 3600);
+    assert_int_equal(gm_ring_memory_bytes(h), bytes);
+    assert_int_equal(gm_ring_len(h), 3600);
     gm_snapshot_free(s);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_wraparound_keeps_newest_in_order(void **state)
 {
-    gm_history *h = make(1, 5);
+    gm_ring *h = make(1, 5);
     gm_snapshot *s = gm_snapshot_new();
-    assert_int_equal(gm_history_len(h), 0);
-    assert_int_equal(gm_history_newest_ms(h), 0);
+    assert_int_equal(gm_ring_len(h), 0);
+    assert_int_equal(gm_ring_newest_ms(h), 0);
     for (int i = 0; i < 12; i++) {
         fill(s, 1000 * (int64_t)i, 1, i, 0, 0);
-        gm_history_append(h, s);
+        gm_ring_append(h, s);
     }
-    assert_int_equal(gm_history_len(h), 5);
-    assert_int_equal(gm_history_oldest_ms(h), 7000);
-    assert_int_equal(gm_history_newest_ms(h), 11000);
+    assert_int_equal(gm_ring_len(h), 5);
+    assert_int_equal(gm_ring_oldest_ms(h), 7000);
+    assert_int_equal(gm_ring_newest_ms(h), 11000);
 
-    gm_history_request q = {.metric = GM_M_UTIL_GPU_PCT};
+    gm_ring_request q = {.metric = GM_M_UTIL_GPU_PCT};
     gm_series out = run_query(h, &q);
     assert_int_equal(out.count, 5);
     assert_false(out.clamped);
@@ -110,12 +110,12 @@ static void test_wraparound_keeps_newest_in_order(void **state)
     gm_series_free(&out);
     assert_null(out.points);
     gm_snapshot_free(s);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_absent_values_stay_absent(void **state)
 {
-    gm_history *h = make(3, 8);
+    gm_ring *h = make(3, 8);
     gm_snapshot *s = gm_snapshot_new();
 
     /* t=1000: GPU 0 util 0 (present zero), GPU 1 has no util, GPU 2 is lost, GPU 7 is beyond
@@ -132,7 +132,7 @@ static void test_absent_values_stay_absent(void **state)
     gm_gpu_set(&s->gpus[2], GM_M_UTIL_GPU_PCT, 55); /* must be ignored: the GPU is lost */
     s->gpus[3].index = 7;
     gm_gpu_set(&s->gpus[3], GM_M_UTIL_GPU_PCT, 99);
-    gm_history_append(h, s);
+    gm_ring_append(h, s);
 
     /* t=2000: only GPU 1 in the snapshot (0 and 2 vanished), host valid. */
     gm_snapshot_reset(s);
@@ -142,9 +142,9 @@ static void test_absent_values_stay_absent(void **state)
     gm_gpu_set(&s->gpus[0], GM_M_UTIL_GPU_PCT, 30);
     s->host_valid = true;
     gm_host_set(&s->host, GM_H_CPU_UTIL_PCT, 12.5);
-    gm_history_append(h, s);
+    gm_ring_append(h, s);
 
-    gm_history_request q = {.metric = GM_M_UTIL_GPU_PCT};
+    gm_ring_request q = {.metric = GM_M_UTIL_GPU_PCT};
     q.gpu = 0;
     gm_series out = run_query(h, &q);
     assert_int_equal(out.count, 2);
@@ -176,7 +176,7 @@ static void test_absent_values_stay_absent(void **state)
     assert_false(out.points[1].present);
     gm_series_free(&out);
 
-    gm_history_request hq = {.source = GM_HISTORY_HOST, .metric = GM_H_CPU_UTIL_PCT};
+    gm_ring_request hq = {.source = GM_RING_HOST, .metric = GM_H_CPU_UTIL_PCT};
     out = run_query(h, &hq);
     assert_int_equal(out.count, 2);
     assert_false(out.points[0].present);
@@ -187,20 +187,20 @@ static void test_absent_values_stay_absent(void **state)
     gm_series_free(&out);
 
     gm_snapshot_free(s);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_values_in_display_units(void **state)
 {
-    gm_history *h = make(1, 4);
+    gm_ring *h = make(1, 4);
     gm_snapshot *s = gm_snapshot_new();
     fill(s, 5000, 1, 50, 1073741824.0, 1); /* 1 GiB */
     gm_gpu_set(&s->gpus[0], GM_M_POWER_MW, 250000);
     gm_gpu_set(&s->gpus[0], GM_M_MEM_TOTAL_BYTES, 85899345920.0); /* 80 GiB */
     gm_host_set(&s->host, GM_H_MEM_USED_BYTES, 2147483648.0);
-    gm_history_append(h, s);
+    gm_ring_append(h, s);
 
-    gm_history_request q = {.metric = GM_M_MEM_USED_BYTES};
+    gm_ring_request q = {.metric = GM_M_MEM_USED_BYTES};
     gm_series out = run_query(h, &q);
     assert_string_equal(out.name, "memory.used");
     assert_string_equal(out.unit, "MiB");
@@ -218,7 +218,7 @@ static void test_values_in_display_units(void **state)
     assert_float_equal(out.points[0].value, 250.0, 1e-9);
     gm_series_free(&out);
 
-    gm_history_request hq = {.source = GM_HISTORY_HOST, .metric = GM_H_MEM_USED_BYTES};
+    gm_ring_request hq = {.source = GM_RING_HOST, .metric = GM_H_MEM_USED_BYTES};
     out = run_query(h, &hq);
     assert_string_equal(out.name, "memory.used");
     assert_string_equal(out.unit, "B");
@@ -226,12 +226,12 @@ static void test_values_in_display_units(void **state)
     gm_series_free(&out);
 
     gm_snapshot_free(s);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_downsampling_bucket_means(void **state)
 {
-    gm_history *h = make(1, 32);
+    gm_ring *h = make(1, 32);
     gm_snapshot *s = gm_snapshot_new();
     /* t (ms) and utilization; NAN marks an absent sample. */
     static const struct {
@@ -255,10 +255,10 @@ static void test_downsampling_bucket_means(void **state)
             s->gpus[0].valid = 0;
         else
             gm_gpu_set(&s->gpus[0], GM_M_UTIL_GPU_PCT, in[i].v);
-        gm_history_append(h, s);
+        gm_ring_append(h, s);
     }
 
-    gm_history_request q = {.metric = GM_M_UTIL_GPU_PCT, .step_ms = 1000};
+    gm_ring_request q = {.metric = GM_M_UTIL_GPU_PCT, .step_ms = 1000};
     gm_series out = run_query(h, &q);
     assert_int_equal(out.count, 4);
     assert_int_equal(out.points[0].t_ms, 10000);
@@ -290,7 +290,7 @@ static void test_downsampling_bucket_means(void **state)
     gm_series_free(&out);
 
     /* A cap keeps the newest buckets. */
-    q = (gm_history_request){.metric = GM_M_UTIL_GPU_PCT, .step_ms = 1000, .max_points = 2};
+    q = (gm_ring_request){.metric = GM_M_UTIL_GPU_PCT, .step_ms = 1000, .max_points = 2};
     out = run_query(h, &q);
     assert_int_equal(out.count, 2);
     assert_true(out.truncated);
@@ -306,20 +306,20 @@ static void test_downsampling_bucket_means(void **state)
     gm_series_free(&out);
 
     gm_snapshot_free(s);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_range_clamping(void **state)
 {
-    gm_history *h = make(1, 10);
+    gm_ring *h = make(1, 10);
     gm_snapshot *s = gm_snapshot_new();
     for (int i = 1; i <= 10; i++) {
         fill(s, 1000 * (int64_t)i, 1, i, 0, 0);
-        gm_history_append(h, s);
+        gm_ring_append(h, s);
     }
 
     /* Asking from before the oldest sample held: clamped to what is held, and said so. */
-    gm_history_request q = {.metric = GM_M_UTIL_GPU_PCT, .since_ms = 500};
+    gm_ring_request q = {.metric = GM_M_UTIL_GPU_PCT, .since_ms = 500};
     gm_series out = run_query(h, &q);
     assert_int_equal(out.count, 10);
     assert_true(out.clamped);
@@ -327,7 +327,7 @@ static void test_range_clamping(void **state)
     gm_series_free(&out);
 
     /* Last 3 s relative to the newest sample (10000): 7000..10000 inclusive. */
-    q = (gm_history_request){.metric = GM_M_UTIL_GPU_PCT, .last_ms = 3000};
+    q = (gm_ring_request){.metric = GM_M_UTIL_GPU_PCT, .last_ms = 3000};
     out = run_query(h, &q);
     assert_int_equal(out.count, 4);
     assert_false(out.clamped);
@@ -342,13 +342,13 @@ static void test_range_clamping(void **state)
     gm_series_free(&out);
 
     /* since and last together: the later start wins. */
-    q = (gm_history_request){.metric = GM_M_UTIL_GPU_PCT, .since_ms = 8500, .last_ms = 5000};
+    q = (gm_ring_request){.metric = GM_M_UTIL_GPU_PCT, .since_ms = 8500, .last_ms = 5000};
     out = run_query(h, &q);
     assert_int_equal(out.count, 2);
     assert_int_equal(out.points[0].t_ms, 9000);
     gm_series_free(&out);
 
-    q = (gm_history_request){.metric = GM_M_UTIL_GPU_PCT, .since_ms = 2000, .until_ms = 4000};
+    q = (gm_ring_request){.metric = GM_M_UTIL_GPU_PCT, .since_ms = 2000, .until_ms = 4000};
     out = run_query(h, &q);
     assert_int_equal(out.count, 3);
     assert_int_equal(out.points[0].t_ms, 2000);
@@ -357,14 +357,14 @@ static void test_range_clamping(void **state)
     gm_series_free(&out);
 
     /* After the newest sample: empty, not an error. */
-    q = (gm_history_request){.metric = GM_M_UTIL_GPU_PCT, .since_ms = 20000};
+    q = (gm_ring_request){.metric = GM_M_UTIL_GPU_PCT, .since_ms = 20000};
     out = run_query(h, &q);
     assert_int_equal(out.count, 0);
     assert_int_equal(out.held_to_ms, 10000);
     gm_series_free(&out);
 
     /* A point cap keeps the newest points. */
-    q = (gm_history_request){.metric = GM_M_UTIL_GPU_PCT, .max_points = 3};
+    q = (gm_ring_request){.metric = GM_M_UTIL_GPU_PCT, .max_points = 3};
     out = run_query(h, &q);
     assert_int_equal(out.count, 3);
     assert_true(out.truncated);
@@ -373,33 +373,33 @@ static void test_range_clamping(void **state)
     gm_series_free(&out);
 
     gm_snapshot_free(s);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_empty_history_query(void **state)
 {
-    gm_history *h = make(1, 10);
-    gm_history_request q = {.metric = GM_M_TEMP_C, .last_ms = 60000, .step_ms = 1000};
+    gm_ring *h = make(1, 10);
+    gm_ring_request q = {.metric = GM_M_TEMP_C, .last_ms = 60000, .step_ms = 1000};
     gm_series out = run_query(h, &q);
     assert_int_equal(out.count, 0);
     assert_int_equal(out.held_from_ms, 0);
     assert_false(out.clamped);
     gm_series_free(&out);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_clock_step_back_keeps_order(void **state)
 {
-    gm_history *h = make(1, 10);
+    gm_ring *h = make(1, 10);
     gm_snapshot *s = gm_snapshot_new();
     const int64_t times[] = {1000, 2000, 3000, 2500, 2500};
     for (int i = 0; i < 5; i++) {
         fill(s, times[i], 1, i, 0, 0);
-        gm_history_append(h, s);
+        gm_ring_append(h, s);
     }
     /* 3000 is in the future of 2500 and goes; equal times are kept. */
-    assert_int_equal(gm_history_len(h), 4);
-    gm_history_request q = {.metric = GM_M_UTIL_GPU_PCT};
+    assert_int_equal(gm_ring_len(h), 4);
+    gm_ring_request q = {.metric = GM_M_UTIL_GPU_PCT};
     gm_series out = run_query(h, &q);
     assert_int_equal(out.count, 4);
     const int64_t want_t[] = {1000, 2000, 2500, 2500};
@@ -410,46 +410,46 @@ static void test_clock_step_back_keeps_order(void **state)
     }
     gm_series_free(&out);
     gm_snapshot_free(s);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 static void test_unknown_gpu_and_metric(void **state)
 {
-    gm_history *h = make(2, 10);
+    gm_ring *h = make(2, 10);
     gm_series out = {0};
     gm_error err = {0};
 
-    gm_history_request q = {.gpu = 2, .metric = GM_M_UTIL_GPU_PCT};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_EINVAL);
+    gm_ring_request q = {.gpu = 2, .metric = GM_M_UTIL_GPU_PCT};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "GPU 2"));
     assert_null(out.points);
 
-    q = (gm_history_request){.metric = GM_M__COUNT};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_EINVAL);
+    q = (gm_ring_request){.metric = GM_M__COUNT};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "metric"));
 
-    q = (gm_history_request){.metric = -1};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_EINVAL);
+    q = (gm_ring_request){.metric = -1};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
 
-    q = (gm_history_request){.source = GM_HISTORY_HOST, .metric = GM_H__COUNT};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_EINVAL);
+    q = (gm_ring_request){.source = GM_RING_HOST, .metric = GM_H__COUNT};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "host metric"));
 
-    q = (gm_history_request){.source = (gm_history_source)7};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_EINVAL);
+    q = (gm_ring_request){.source = (gm_ring_source)7};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
 
-    q = (gm_history_request){.metric = GM_M_UTIL_GPU_PCT, .step_ms = -1};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_EINVAL);
-    gm_history_free(h);
+    q = (gm_ring_request){.metric = GM_M_UTIL_GPU_PCT, .step_ms = -1};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
+    gm_ring_free(h);
 
     /* Host only: any GPU is unknown, host series work. */
     h = make(0, 10);
-    q = (gm_history_request){.gpu = 0};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_EINVAL);
-    q = (gm_history_request){.source = GM_HISTORY_HOST, .metric = GM_H_LOAD1};
-    assert_int_equal(gm_history_query(h, &q, &out, &err), GM_OK);
+    q = (gm_ring_request){.gpu = 0};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
+    q = (gm_ring_request){.source = GM_RING_HOST, .metric = GM_H_LOAD1};
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_OK);
     gm_series_free(&out);
-    gm_history_free(h);
+    gm_ring_free(h);
 }
 
 /* ---- one writer, several readers ---------------------------------------------------------- */
@@ -458,7 +458,7 @@ static void test_unknown_gpu_and_metric(void **state)
 #define CONC_READERS 3
 
 struct conc {
-    gm_history *h;
+    gm_ring *h;
     volatile int done;
     int bad; /* points whose value does not match their time: a torn read */
 };
@@ -476,7 +476,7 @@ static void *writer_main(void *arg)
     for (int i = 1; i <= CONC_SAMPLES; i++) {
         int64_t t = 1000 * (int64_t)i;
         fill(s, t, 2, util_of(t), (double)(t / 1000) * 1048576.0, util_of(t));
-        gm_history_append(c->h, s);
+        gm_ring_append(c->h, s);
     }
     gm_snapshot_free(s);
     __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
@@ -490,9 +490,9 @@ static void *reader_main(void *arg)
     size_t seen = 0;
     /* Keep reading until the writer is done and at least one non-empty read was checked. */
     while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) || seen == 0) {
-        gm_history_request q = {.gpu = 1, .metric = GM_M_UTIL_GPU_PCT};
+        gm_ring_request q = {.gpu = 1, .metric = GM_M_UTIL_GPU_PCT};
         gm_series out;
-        if (gm_history_query(c->h, &q, &out, NULL) != GM_OK) {
+        if (gm_ring_query(c->h, &q, &out, NULL) != GM_OK) {
             bad++;
             break;
         }
@@ -505,11 +505,11 @@ static void *reader_main(void *arg)
         }
         gm_series_free(&out);
 
-        q = (gm_history_request){.metric = GM_M_MEM_USED_BYTES, .last_ms = 30000, .step_ms = 10000};
-        if (gm_history_query(c->h, &q, &out, NULL) != GM_OK)
+        q = (gm_ring_request){.metric = GM_M_MEM_USED_BYTES, .last_ms = 30000, .step_ms = 10000};
+        if (gm_ring_query(c->h, &q, &out, NULL) != GM_OK)
             bad++;
         gm_series_free(&out);
-        (void)gm_history_newest_ms(c->h);
+        (void)gm_ring_newest_ms(c->h);
     }
     __atomic_add_fetch(&c->bad, bad, __ATOMIC_RELAXED);
     return NULL;
@@ -526,9 +526,9 @@ static void test_concurrent_writer_and_readers(void **state)
     for (int i = 0; i < CONC_READERS; i++)
         pthread_join(r[i], NULL);
     assert_int_equal(c.bad, 0);
-    assert_int_equal(gm_history_len(c.h), 64);
-    assert_int_equal(gm_history_newest_ms(c.h), 1000 * (int64_t)CONC_SAMPLES);
-    gm_history_free(c.h);
+    assert_int_equal(gm_ring_len(c.h), 64);
+    assert_int_equal(gm_ring_newest_ms(c.h), 1000 * (int64_t)CONC_SAMPLES);
+    gm_ring_free(c.h);
 }
 
 int main(void)

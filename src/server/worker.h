@@ -1,14 +1,14 @@
-/* sessions.h - the daemon's monitoring sessions (/api/sessions). One worker thread owns every
+/* worker.h - the session worker of the daemon (/api/sessions): one thread owns every
  * session and the SQLite store. The sampler hands it each published sample and the HTTP loop
  * hands it each session request, through one FIFO queue, so neither ever waits for SQLite and
  * a session holds exactly the samples published between its start and its stop request.
  *
- * Flow of a request: the loop builds a gm_session_job, submits it and answers nothing yet; the
+ * Flow of a request: the loop builds a gm_worker_job, submits it and answers nothing yet; the
  * worker runs it, leaves the answer (status and JSON body) in the job and calls wake(); the
- * loop then finds the job done (gm_session_job_done) and sends the answer. A job whose client
- * went away is handed back with gm_sessions_abandon, whatever its state. */
-#ifndef GM_SERVER_SESSIONS_H
-#define GM_SERVER_SESSIONS_H
+ * loop then finds the job done (gm_worker_job_done) and sends the answer. A job whose client
+ * went away is handed back with gm_worker_abandon, whatever its state. */
+#ifndef GM_SERVER_WORKER_H
+#define GM_SERVER_WORKER_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -18,23 +18,23 @@
 #include "core/session.h"
 #include "gpumon.h"
 
-#define GM_SESSIONS_MAX_RUNNING  16      /* more POSTs get 409 */
-#define GM_SESSION_MAX_SAMPLES   86400   /* samples a session keeps in memory (then streams) */
-#define GM_SESSION_MAX_VALUES    691200  /* ... and samples x GPUs (a day of 8 GPUs) */
-#define GM_SESSIONS_QUEUE_MAX    256     /* samples waiting for the worker; more are dropped */
-#define GM_SESSIONS_KEEP_STOPPED 64      /* stopped sessions kept in memory when not stored */
-#define GM_SESSION_TIMELINE_MAX  200000  /* samples x GPUs in one timeline response */
-#define GM_SESSION_LABEL_MAX     128     /* bytes */
-#define GM_SESSION_BODY_MAX      65536   /* bytes of a POST /api/sessions body */
-#define GM_SESSION_INTERVAL_MAX  86400.0 /* seconds */
-#define GM_SESSIONS_LIST_MAX     1000    /* entries in one GET /api/sessions */
+#define GM_WORKER_MAX_RUNNING   16      /* more POSTs get 409 */
+#define GM_SESSION_MAX_SAMPLES  86400   /* samples a session keeps in memory (then streams) */
+#define GM_SESSION_MAX_VALUES   691200  /* ... and samples x GPUs (a day of 8 GPUs) */
+#define GM_WORKER_QUEUE_MAX     256     /* samples waiting for the worker; more are dropped */
+#define GM_WORKER_KEEP_STOPPED  64      /* stopped sessions kept in memory when not stored */
+#define GM_SESSION_TIMELINE_MAX 200000  /* samples x GPUs in one timeline response */
+#define GM_SESSION_LABEL_MAX    128     /* bytes */
+#define GM_SESSION_BODY_MAX     65536   /* bytes of a POST /api/sessions body */
+#define GM_SESSION_INTERVAL_MAX 86400.0 /* seconds */
+#define GM_WORKER_LIST_MAX      1000    /* entries in one GET /api/sessions */
 
 /* Samples x GPUs, past its timeline, a session keeps for a store that fails (a full disk). */
 #define GM_SESSION_PENDING_MAX_VALUES 86400
 
-typedef struct gm_sessions gm_sessions;
+typedef struct gm_worker gm_worker;
 
-typedef struct gm_sessions_options {
+typedef struct gm_worker_options {
     const char *db_path; /* the store; NULL or "" keeps sessions in memory only */
     unsigned poll_ms;    /* the sampler's period */
     /* The energy counter is read every sample. When false (the daemon's collector reads it
@@ -54,27 +54,27 @@ typedef struct gm_sessions_options {
      * (gm_server_wake). */
     void (*wake)(void *arg);
     void *wake_arg;
-} gm_sessions_options;
+} gm_worker_options;
 
 /* Starts the worker. The store is opened when first needed (and never created just to be
  * read), so a daemon whose sessions API is not used writes no database. Returns GM_OK,
  * GM_EINVAL, GM_ENOMEM or GM_EIO (thread). */
-int gm_sessions_start(const gm_sessions_options *opt, gm_sessions **out, gm_error *err);
+int gm_worker_start(const gm_worker_options *opt, gm_worker **out, gm_error *err);
 
 /* Stops the worker and joins it: queued requests are answered 503, running sessions are
  * stopped (stop_reason "daemon_stopped") and their end written to the store (with what a
  * failing store still lacked, when it now works; else that is logged). Idempotent. */
-void gm_sessions_stop(gm_sessions *m);
+void gm_worker_stop(gm_worker *m);
 
 /* Stops if needed and frees the worker's state. Every job must have been handed back first
- * (gm_sessions_abandon, or freed after done). NULL is a no-op. */
-void gm_sessions_free(gm_sessions *m);
+ * (gm_worker_abandon, or freed after done). NULL is a no-op. */
+void gm_worker_free(gm_worker *m);
 
 /* Sampler thread: offers the sample just published. Copies the GPU part when a session runs or
  * is being started (else returns at once); never blocks on the worker. When the worker is
- * GM_SESSIONS_QUEUE_MAX samples behind, the sample is dropped and counted (each running
+ * GM_WORKER_QUEUE_MAX samples behind, the sample is dropped and counted (each running
  * session reports "samples_dropped"). */
-void gm_sessions_feed(gm_sessions *m, const gm_snapshot *snap);
+void gm_worker_feed(gm_worker *m, const gm_snapshot *snap);
 
 /* A validated POST /api/sessions body. */
 typedef struct gm_session_request {
@@ -96,16 +96,16 @@ int gm_session_request_parse(const char *body, size_t len, const gm_snapshot *sn
                              unsigned poll_ms, gm_session_request *out, gm_error *err);
 
 typedef enum gm_session_op {
-    GM_SOP_CREATE, /* POST /api/sessions -> 201, 409 (too many running) */
-    GM_SOP_STOP,   /* POST /api/sessions/{id}/stop -> 200, 404, 409 (not running) */
-    GM_SOP_LIST,   /* GET /api/sessions -> 200 */
-    GM_SOP_GET,    /* GET /api/sessions/{id} -> 200, 404, 413 (timeline too large) */
-    GM_SOP_DELETE, /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
+    GM_JOB_CREATE, /* POST /api/sessions -> 201, 409 (too many running) */
+    GM_JOB_STOP,   /* POST /api/sessions/{id}/stop -> 200, 404, 409 (not running) */
+    GM_JOB_LIST,   /* GET /api/sessions -> 200 */
+    GM_JOB_GET,    /* GET /api/sessions/{id} -> 200, 404, 413 (timeline too large) */
+    GM_JOB_DELETE, /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
 } gm_session_op;
 
 /* A request to the worker, and its answer. The loop fills the request fields; the worker fills
  * status/body; the rest is the queue's. */
-typedef struct gm_session_job {
+typedef struct gm_worker_job {
     gm_session_op op;
     char id[GM_SESSION_ID_LEN]; /* STOP, GET, DELETE */
     gm_session_request create;  /* CREATE */
@@ -113,35 +113,35 @@ typedef struct gm_session_job {
                                  * the worker takes it */
     int64_t created_mono_ms;    /* CREATE: when the request arrived (CLOCK_MONOTONIC) */
     bool timeline;              /* GET */
-    size_t limit;               /* LIST: most entries (1..GM_SESSIONS_LIST_MAX) */
+    size_t limit;               /* LIST: most entries (1..GM_WORKER_LIST_MAX) */
     char kind[16];              /* LIST: only this kind ("" = all) */
     int status;                 /* the answer: HTTP status */
     char *body;                 /* JSON, malloc'd; NULL for 204 */
     size_t len;
-    void *user;                  /* the loop's (its connection) */
-    struct gm_session_job *next; /* the queue's */
-    int state;                   /* the queue's */
-    bool abandoned;              /* the queue's */
-    atomic_bool done;            /* set by the worker once status/body are final */
-} gm_session_job;
+    void *user;                 /* the loop's (its connection) */
+    struct gm_worker_job *next; /* the queue's */
+    int state;                  /* the queue's */
+    bool abandoned;             /* the queue's */
+    atomic_bool done;           /* set by the worker once status/body are final */
+} gm_worker_job;
 
 /* A zeroed job for op, NULL when out of memory. */
-gm_session_job *gm_session_job_new(gm_session_op op);
+gm_worker_job *gm_worker_job_new(gm_session_op op);
 /* Frees a job that was never submitted, or one the loop got back done. */
-void gm_session_job_free(gm_session_job *j);
+void gm_worker_job_free(gm_worker_job *j);
 
-/* Queues j (FIFO with the samples). For GM_SOP_CREATE counts a session starting, so samples
+/* Queues j (FIFO with the samples). For GM_JOB_CREATE counts a session starting, so samples
  * are kept from now on. Ownership stays with the caller until done; never blocks long. */
-void gm_sessions_submit(gm_sessions *m, gm_session_job *j);
+void gm_worker_submit(gm_worker *m, gm_worker_job *j);
 
 /* True once the worker has answered j (any thread; no lock). */
-bool gm_session_job_done(const gm_session_job *j);
+bool gm_worker_job_done(const gm_worker_job *j);
 
 /* The loop no longer wants j: frees it now when the worker is not running it, else the worker
  * frees it when done. */
-void gm_sessions_abandon(gm_sessions *m, gm_session_job *j);
+void gm_worker_abandon(gm_worker *m, gm_worker_job *j);
 
 /* Running sessions right now (any thread, approximate). */
-unsigned gm_sessions_running(gm_sessions *m);
+unsigned gm_worker_running(gm_worker *m);
 
 #endif

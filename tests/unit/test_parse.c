@@ -1,0 +1,99 @@
+/* test_parse.c - base/parse: the one grammar of numbers, durations and booleans. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/parse.h"
+
+static void test_uint(void **state)
+{
+    (void)state;
+    unsigned long long u;
+    assert_int_equal(gm_parse_uint("100", 100, 200, &u), GM_OK);
+    assert_int_equal(u, 100);
+    assert_int_equal(gm_parse_uint("18446744073709551615", 0, UINT64_MAX, &u), GM_OK);
+    static const char *const bad[] = {
+        "", " 100", "100 ", "+1", "-1", "0x10", "1e3", "1.0", "18446744073709551616"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (gm_parse_uint(bad[i], 0, UINT64_MAX, &u) != GM_EINVAL)
+            fail_msg("\"%s\" was accepted", bad[i]);
+    assert_int_equal(gm_parse_uint("99", 100, 200, &u), GM_EINVAL);
+    assert_int_equal(gm_parse_uint("201", 100, 200, &u), GM_EINVAL);
+    assert_int_equal(gm_parse_uint(NULL, 0, 1, &u), GM_EINVAL);
+}
+
+static void test_number(void **state)
+{
+    (void)state;
+    double d;
+    assert_int_equal(gm_parse_number("0.5", 0.1, 100, &d), GM_OK);
+    assert_true(d == 0.5);
+    assert_int_equal(gm_parse_number("100", 0, 100, &d), GM_OK);
+    assert_int_equal(gm_parse_number("-3.25", -10, 0, &d), GM_OK);
+    assert_true(d == -3.25);
+    /* What strtod would take and a person did not mean: refused everywhere alike. */
+    static const char *const bad[] = {".5",   "5.", "1.2.3", "0x64", "nan", "inf", "1e1",
+                                      "0.05", "",   " 1",    "1 ",   "+1",  "--1", "100.01"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (gm_parse_number(bad[i], 0.1, 100, &d) != GM_EINVAL)
+            fail_msg("\"%s\" was accepted", bad[i]);
+}
+
+static void test_bool(void **state)
+{
+    (void)state;
+    bool b = false;
+    assert_int_equal(gm_parse_bool("TRUE", &b), GM_OK);
+    assert_true(b);
+    assert_int_equal(gm_parse_bool("0", &b), GM_OK);
+    assert_false(b);
+    assert_int_equal(gm_parse_bool("Off", &b), GM_OK);
+    assert_false(b);
+    assert_int_equal(gm_parse_bool("yes", &b), GM_OK);
+    assert_true(b);
+    assert_int_equal(gm_parse_bool("2", &b), GM_EINVAL);
+    assert_int_equal(gm_parse_bool("", &b), GM_EINVAL);
+    assert_int_equal(gm_parse_bool("truex", &b), GM_EINVAL);
+}
+
+static void test_duration(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int64_t ms;
+    } ok[] = {{"3600", 3600000},  {"3600s", 3600000},   {"60m", 3600000},      {"1h", 3600000},
+              {"2h30m", 9000000}, {"1d", 86400000},     {"1h1m1s", 3661000},   {"0", 0},
+              {"90S", 90000},     {"1d12h", 129600000}, {"0.5", 500},          {"500ms", 500},
+              {"1.5h", 5400000},  {"2.5s", 2500},       {"1m30s500ms", 90500}, {"1MS", 1},
+              {"0.0005", 1}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        int64_t ms = -1;
+        if (gm_parse_duration_ms(ok[i].in, 0, 7 * 86400000LL, &ms) != GM_OK || ms != ok[i].ms)
+            fail_msg("\"%s\": %lld ms", ok[i].in, (long long)ms);
+    }
+    static const char *const bad[] = {"",     "h",       "1x",   "1h1h",   "30m1h",
+                                      "-1",   "1 h",     "1h ",  "8d",     "604801",
+                                      "1hm",  "1.5h30m", "1h30", "ms",     "1e3",
+                                      "0x10", ".5s",     "5.s",  "1s1ms1", "9999999999999999999d"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int64_t ms;
+        if (gm_parse_duration_ms(bad[i], 0, 7 * 86400000LL, &ms) != GM_EINVAL)
+            fail_msg("\"%s\" was accepted", bad[i]);
+    }
+    int64_t ms;
+    assert_int_equal(gm_parse_duration_ms("50ms", 100, 1000, &ms), GM_EINVAL); /* below min */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uint),
+        cmocka_unit_test(test_number),
+        cmocka_unit_test(test_bool),
+        cmocka_unit_test(test_duration),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
