@@ -1,30 +1,40 @@
-# Thin wrapper over CMake: `make`, `make test`, `make run`, `make test-asan`, `make format-check`.
+# Thin wrapper over CMake: `make`, `make run`, `make test`, `make install`, `make deb`...
+# Each target installs (as root) the Debian packages it needs and no others: see
+# scripts/install-deps.sh. Building needs no Node.js: the dashboard is committed in web/bundle.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
-PKGS := jansson libmicrohttpd nettle cmocka sqlite3 zlib
+PREFIX ?= /usr/local
+DESTDIR ?=
+# Which package set `deps` installs; targets below that need more set their own.
+DEPS = build
 
-.PHONY: all deps configure test test-asan run demo format format-check clean
+.PHONY: all deps configure test test-asan run demo install man web web-check deb container \
+	format format-check clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # As root, installs whatever Debian packages are missing (a quick dpkg check when none are);
-# otherwise only checks that the build libraries are there.
+# otherwise only checks, and says what to install.
 deps:
-	@if [ "$$(id -u)" = 0 ]; then ./scripts/install-deps.sh; \
-	elif ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v cmake >/dev/null; then \
-	  echo "missing build dependencies: run sudo ./scripts/install-deps.sh" >&2; exit 1; fi
+	@if [ "$$(id -u)" = 0 ]; then ./scripts/install-deps.sh $(DEPS); \
+	else ./scripts/install-deps.sh --check $(DEPS); fi
 
+# Configures once; later runs only refresh (well under a second), so that libraries installed
+# since (cmocka for `make test` after `make run`) are found.
 configure: deps
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	@if [ -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) >/dev/null; \
+	else cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo; fi
 
+test: DEPS = test
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The C code under the sanitizers; the dashboard (JavaScript) is tested by `make test` only.
+# The C code under the sanitizers; the dashboard's JavaScript is tested by `make test` only.
+test-asan: DEPS = test
 test-asan: deps
-	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WEB=OFF
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WEB_TESTS=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -35,6 +45,34 @@ run: all
 # The same with four simulated GPUs (badged "sim"), for a first look without a GPU.
 demo: all
 	./$(BUILD)/gpumon serve --simulate 4
+
+# bin/gpumon, the systemd unit (disabled), gpumon(1) and the bash completion under
+# $(DESTDIR)$(PREFIX). The unit names the installed binary, so PREFIX is configured in.
+install: all
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+# docs/gpumon.1 from the help texts (tests/cli/test_manpage.py fails when it is stale).
+man: all
+	./scripts/gen-man.py $(BUILD)/gpumon docs/gpumon.1
+
+# The dashboard bundle (web/bundle, committed) from web/ sources: needs Node.js >= 18.19 and npm.
+web:
+	./scripts/web.sh build
+
+# Fails unless web/bundle equals a fresh build of web/ (also a ctest: web/bundle).
+web-check:
+	./scripts/web.sh check
+
+# dist/gpumon_VERSION-1_ARCH.deb, built by dpkg-buildpackage in a copy of the tree.
+deb: DEPS = deb
+deb: deps
+	./scripts/build-deb.sh
+
+# The container image localhost/gpumon:VERSION from dist/'s package (`make deb` first).
+container: DEPS = container
+container: deps
+	./scripts/container-build.sh
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
 format:

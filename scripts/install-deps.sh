@@ -1,23 +1,78 @@
 #!/bin/sh
-# Installs the Debian 12 packages that building and testing gpumon need. Idempotent.
+# install-deps.sh - installs the Debian 12 packages a make target needs, and nothing more.
+# Idempotent: one dpkg query, and apt only when something is missing.
+#
+#   scripts/install-deps.sh [--check] TARGET...
+#     build      compile gpumon (make, make run, make install): compiler, CMake, python3, -dev libs
+#     test       build + what `make test` runs: cmocka, Python clients, promtool, Chromium,
+#                clang-format, groff, and Debian's nodejs + npm unless a Node.js is on PATH
+#     deb        build + the Debian packaging tools (make deb)
+#     container  podman and what scripts/container-build.sh uses (make container)
+#   --check      install nothing: list what is missing and fail if anything is
 set -eu
-# Build: compiler, CMake, the libraries. Tests: cmocka, Python with pycurl (libcurl) and websockets
-# as independent clients, promtool (prometheus) to validate /metrics, Chromium for the dashboard.
-PKGS="build-essential cmake pkg-config clang-format libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libcmocka-dev
-libcurl4-openssl-dev libsqlite3-dev zlib1g-dev sqlite3 python3 python3-websockets python3-pycurl prometheus
-chromium"
-missing=""
-for p in $PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+# The libraries gpumon links: the one list (debian/control's Build-Depends repeats it and
+# scripts/build-deb.sh checks that it does; the .deb's run-time Depends come from dpkg-shlibdeps).
+LIBS="libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libsqlite3-dev zlib1g-dev"
+BUILD="build-essential cmake pkg-config python3 $LIBS"
+# cmocka: C unit tests; pycurl (libcurl) and websockets: independent HTTP/WebSocket clients;
+# prometheus: promtool checks /metrics; chromium: the dashboard's browser test; groff: the man page.
+TEST="libcmocka-dev python3-pycurl python3-websockets sqlite3 prometheus chromium clang-format
+groff-base"
+DEB="debhelper dpkg-dev lintian fakeroot"
+CONTAINER="podman runc debootstrap curl ca-certificates"
+
+check=0
+if [ "${1:-}" = --check ]; then
+    check=1
+    shift
+fi
+[ $# -gt 0 ] || set -- build
+want=""
+for t in "$@"; do
+    case $t in
+    build) want="$want $BUILD" ;;
+    test)
+        want="$want $BUILD $TEST"
+        # The dashboard's tools: a Node.js already on PATH (>= 18.19) is used, else Debian's.
+        command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || want="$want nodejs npm"
+        ;;
+    deb) want="$want $BUILD $DEB" ;;
+    container) want="$want $CONTAINER" ;;
+    *)
+        sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
+        exit 2
+        ;;
+    esac
 done
-# Node.js builds the dashboard; a newer one already on PATH is fine, else Debian's.
-command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "install-deps: not a Debian system: install the equivalents of:$want" >&2
+    [ "$check" = 1 ] && exit 0
+    exit 1
+fi
+# Word splitting of the lists is intended (package names have no spaces).
+# shellcheck disable=SC2086
+want=$(printf '%s\n' $want | sort -u)
+# One dpkg-query for all of them; a package dpkg does not know is missing too.
+# shellcheck disable=SC2086
+installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' $want 2>/dev/null | awk '$2 == "installed" { print $1 }')
+# shellcheck disable=SC2086
+missing=$(printf '%s\n' $want | grep -vxF "$installed" | tr '\n' ' ' || true)
+missing=${missing% }
 if [ -z "$missing" ]; then
-    echo "install-deps: all packages present"
+    echo "install-deps: all packages for $* present"
     exit 0
+fi
+if [ "$check" = 1 ]; then
+    echo "install-deps: missing for $*: $missing" >&2
+    echo "install-deps: run: sudo scripts/install-deps.sh $*" >&2
+    exit 1
 fi
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
-echo "install-deps: installing$missing"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+echo "install-deps: installing $missing"
+# Another apt (an engineer, unattended-upgrades) may hold the lock: wait for it a while.
+APT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -q"
+$APT update -qq
+# shellcheck disable=SC2086
+$APT install -y -qq --no-install-recommends $missing

@@ -1,5 +1,6 @@
-// Vite build of the dashboard. The output goes to $GM_WEB_OUT (the CMake build dir sets it) or
-// dist/; `npm run dev` proxies the API to a running daemon at $GM_DEV_API.
+// Vite build of the dashboard. The output goes to bundle/, which is committed and embedded by the
+// C build (so building gpumon needs no Node.js), or to $GM_WEB_OUT (scripts/web.sh check builds
+// into a temporary folder to compare); `npm run dev` proxies the API to a daemon at $GM_DEV_API.
 import { defineConfig } from 'vitest/config';
 
 const api = process.env.GM_DEV_API ?? 'http://127.0.0.1:9401';
@@ -10,7 +11,7 @@ export default defineConfig({
   // Preact's automatic JSX runtime through esbuild: no Babel preset needed.
   esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
   build: {
-    outDir: process.env.GM_WEB_OUT ?? 'dist',
+    outDir: process.env.GM_WEB_OUT ?? 'bundle',
     emptyOutDir: true,
     target: 'es2020',
     assetsDir: 'assets',

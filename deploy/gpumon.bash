@@ -1,0 +1,107 @@
+# bash completion for gpumon. Installed as share/bash-completion/completions/gpumon.
+# Written by hand from `gpumon CMD --help`; tests/cli/test_manpage.py checks that every option
+# the help texts list is here.
+
+_gpumon_opts_query='-i --id -l --loop --format --query-gpu --list-fields --no-processes
+    --provider --simulate --seed -h --help'
+_gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
+    --poll-interval --ws-max-rate --max-connections --cors-origin --log-level --no-system-metrics
+    --db --web-root -h --help'
+_gpumon_opts_record='-i --gpus -n --interval -o --output -l --label --snapshot
+    --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed -h --help'
+_gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --ignore-leases
+    --lease-dir --all-devices -v --verbose --provider --simulate --seed -h --help'
+_gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id -t --timeout --interval
+    --format --ignore-leases --lease-dir --all-devices -v --verbose --provider --simulate --seed
+    -h --help'
+_gpumon_opts_estimate='-f --task --format -h --help'
+_gpumon_opts_run='--task -c --count -m --min-free-mb -u --max-util -w --wait --check-interval
+    -n --interval -o --output -l --label --snapshot --snapshot-window-ms --db --no-db
+    --lease-dir --all-devices -q --quiet --provider --simulate --seed -h --help'
+_gpumon_opts_snapshot='-o --output --power-window --power-interval --no-processes --provider
+    --simulate --seed -h --help'
+_gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format -h --help'
+_gpumon_opts_history='--db --format -n --limit -o --output -h --help'
+
+_gpumon() {
+    local cur prev words cword
+    local split
+    _init_completion -s || return
+
+    local commands='query serve record select wait estimate run snapshot diff history'
+    if [[ $cword -eq 1 ]]; then
+        COMPREPLY=($(compgen -W "$commands help --help --version" -- "$cur"))
+        return
+    fi
+    local cmd=${words[1]} i
+    if [[ $cmd == help ]]; then
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+        return
+    fi
+
+    # After `--`, record and run take a command line of their own.
+    if [[ $cmd == record || $cmd == run ]]; then
+        for ((i = 2; i < cword; i++)); do
+            if [[ ${words[i]} == -- ]]; then
+                _command_offset $((i + 1))
+                return
+            fi
+        done
+    fi
+
+    # Values of the options that take one (--opt VALUE, or --opt=VALUE split by -s).
+    case $prev in
+    --format)
+        case $cmd in
+        query) COMPREPLY=($(compgen -W 'table json csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
+        select | wait) COMPREPLY=($(compgen -W 'list uuid json' -- "$cur")) ;;
+        history) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W 'text json' -- "$cur")) ;;
+        esac
+        return
+        ;;
+    --provider)
+        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        return
+        ;;
+    --log-level)
+        COMPREPLY=($(compgen -W 'debug info warn error' -- "$cur"))
+        return
+        ;;
+    -o | --output | --port-file | --db | -f | --task)
+        _filedir
+        return
+        ;;
+    --lease-dir | --web-root)
+        _filedir -d
+        return
+        ;;
+    --query-gpu)
+        # The field list is the program's own (--list-fields prints one per line, first column).
+        local fields
+        fields=$("${words[0]}" query --list-fields 2>/dev/null | awk 'NR > 1 && $1 ~ /^[a-z]/ { print $1 }')
+        local prefix=""
+        [[ $cur == *,* ]] && prefix=${cur%,*},
+        COMPREPLY=($(compgen -P "$prefix" -W "$fields" -- "${cur##*,}"))
+        compopt -o nospace
+        return
+        ;;
+    -i | --id | --gpus | -l | --loop | --simulate | --seed | --listen | --token | --history | \
+        --poll-interval | --ws-max-rate | --max-connections | --cors-origin | -n | --interval | --label | \
+        --snapshot-window-ms | -m | --min-free-mb | -u | --max-util | -t | --timeout | -c | \
+        --count | -w | --wait | --check-interval | --power-window | --power-interval | \
+        --mem-tolerance-mb | --power-tolerance-w | --limit)
+        return
+        ;;
+    esac
+
+    local opts_var="_gpumon_opts_$cmd"
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
+    elif [[ $cmd == history ]]; then
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export' -- "$cur"))
+    elif [[ $cmd == diff ]]; then
+        _filedir json
+    fi
+}
+complete -F _gpumon gpumon

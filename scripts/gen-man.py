@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Writes gpumon(1) from the program's own help texts, so the manual says what --help says.
+
+Usage: gen-man.py GPUMON [OUT]     (OUT defaults to standard output; `make man` writes
+                                    docs/gpumon.1, and tests/cli/test_manpage.py compares)
+
+Reads `GPUMON --help`, `GPUMON --version` and `GPUMON CMD --help` for each command the main help
+lists, and turns their layout into roff: "usage:" lines into a synopsis, unindented lines into
+filled paragraphs, indented two-column blocks (options, commands, variables) into tagged
+paragraphs. Output depends only on the help texts (no date), so a regeneration is byte-identical.
+"""
+
+import re
+import subprocess
+import sys
+
+SPLIT = re.compile(r"^(\s*)(\S.*?)(?:\s{2,}(\S.*))?$")
+
+
+def run(binary, *args):
+    p = subprocess.run([binary, *args], capture_output=True, text=True, check=False,
+                       env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+    if p.returncode != 0:
+        sys.exit(f"gen-man.py: {binary} {' '.join(args)} exited with {p.returncode}: {p.stderr}")
+    return p.stdout
+
+
+def esc(text):
+    """roff-escapes running text: backslashes, minus signs (so options copy and paste as typed)
+    and a control character at the start of a line."""
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    if text.startswith((".", "'")):
+        text = "\\&" + text
+    return text
+
+
+def blocks(text):
+    """Paragraphs: runs of non-blank lines."""
+    out, cur = [], []
+    for line in text.rstrip("\n").split("\n"):
+        if line.strip():
+            cur.append(line.rstrip())
+        elif cur:
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    return out
+
+
+def indent(line):
+    return len(line) - len(line.lstrip(" "))
+
+
+def definition_list(lines):
+    """Indented "TERM   text" entries with deeper continuation lines -> [(term, text)]."""
+    # The column the descriptions start at: where most entries' text begins.
+    cols = {}
+    for line in lines:
+        m = SPLIT.match(line)
+        if m and m.group(3):
+            c = line.index(m.group(3), len(m.group(1)) + len(m.group(2)))
+            cols[c] = cols.get(c, 0) + 1
+    col = max(cols, key=cols.get) if cols else None
+    base = min(indent(line) for line in lines)
+    entries = []
+    for line in lines:
+        ind = indent(line)
+        is_entry = ind == base or (line.lstrip().startswith("-") and (col is None or ind < col))
+        if not is_entry and entries:
+            entries[-1][1].append(line.strip())
+            continue
+        # The term ends at the description column when the text starts exactly there, even
+        # after a single space ("--db PATH, --no-db where ..."); otherwise at 2+ spaces.
+        if col and len(line) > col and line[col - 1] == " " and line[col] != " ":
+            term, text = line[:col].strip(), line[col:].strip()
+        else:
+            m = SPLIT.match(line)
+            term, text = m.group(2), m.group(3) or ""
+        entries.append((term, [text] if text else []))
+    return [(t, " ".join(x)) for t, x in entries]
+
+
+def render_block(lines, out):
+    """One help paragraph: text, then (if indented lines follow) a definition list."""
+    head = []
+    i = 0
+    while i < len(lines) and indent(lines[i]) == 0:
+        head.append(lines[i])
+        i += 1
+    rest = lines[i:]
+    if head:
+        out.append(".PP")
+        out.extend(esc(h) for h in head)
+    if rest:
+        if head:
+            out.append(".RS 4")
+        for term, text in definition_list(rest):
+            out.append(".TP")
+            out.append("\\fB" + esc(term) + "\\fR")
+            if text:
+                out.append(esc(re.sub(r"\s+", " ", text)))
+        if head:
+            out.append(".RE")
+
+
+def usage_and_rest(text):
+    """Splits off the leading "usage:" lines (and their continuations)."""
+    bl = blocks(text)
+    usage = []
+    if bl and bl[0][0].startswith("usage: "):
+        usage = [bl[0][0][len("usage: "):]] + [line.strip() for line in bl[0][1:]]
+        bl = bl[1:]
+    return usage, bl
+
+
+def synopsis(usage, out):
+    out.append(".nf")
+    out.extend(esc(u) for u in usage)
+    out.append(".fi")
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        sys.exit(__doc__.split("\n\n")[1])
+    binary = argv[1]
+    version = run(binary, "--version").strip()
+    usage, bl = usage_and_rest(run(binary, "--help"))
+    description = " ".join(bl[0])
+    commands, environment, trailer = [], [], []
+    for b in bl[1:]:
+        if b[0] == "Commands:":
+            commands = definition_list(b[1:])
+        elif b[0] == "Environment:":
+            environment = definition_list(b[1:])
+        else:
+            trailer.append(b)
+    if not commands:
+        sys.exit("gen-man.py: no Commands: list in gpumon --help")
+
+    out = [
+        '.\\" gpumon.1 - generated by scripts/gen-man.py from gpumon --help; do not edit.',
+        f'.TH GPUMON 1 "" "{version}" "User Commands"',
+        # Left-aligned, unhyphenated: identifiers like GPU_MONITOR_DB must not break.
+        ".ad l",
+        ".nh",
+        ".SH NAME",
+        "gpumon \\- " + esc(description.rstrip(".")),
+        ".SH SYNOPSIS",
+    ]
+    synopsis(usage, out)
+    out += [".SH DESCRIPTION", esc(description)]
+    out.append(".PP")
+    out.append("Each command is described below under its name, with the options it takes.")
+    out.append(".SH COMMANDS")
+    for name, text in commands:
+        out += [".TP", f"\\fB{esc(name)}\\fR", esc(text)]
+    if environment:
+        out.append(".SH ENVIRONMENT")
+        for name, text in environment:
+            out += [".TP", f"\\fB{esc(name)}\\fR", esc(text)]
+    for b in trailer:
+        if b[0].startswith("Exit status:"):
+            out.append(".SH EXIT STATUS")
+            out.extend(esc(x) for x in [b[0][len("Exit status:"):].strip()] + b[1:])
+        else:
+            render_block(b, out)
+    for name, _ in commands:
+        cusage, cbl = usage_and_rest(run(binary, name, "--help"))
+        out.append(f".SH GPUMON {name.upper()}")
+        synopsis(cusage, out)
+        for b in cbl:
+            render_block(b, out)
+    out += [".SH SEE ALSO", "\\fBnvidia\\-smi\\fR(1)", ""]
+    text = "\n".join(out)
+    if len(argv) == 3:
+        with open(argv[2], "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
