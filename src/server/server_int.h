@@ -27,6 +27,7 @@
 #define GM_HTTP_INFLIGHT_LIMIT (64u << 20) /* response bytes held for unfinished responses */
 #define GM_WS_MAX_CLIENTS      2048        /* more upgrades are answered 503 */
 #define GM_WS_STUCK_S          10          /* a client that takes no frame bytes for this long */
+#define GM_WS_DRAIN_S          2           /* a closed client may send its last bytes this long */
 #define GM_WS_PING_S           30          /* an idle client is pinged after this long */
 #define GM_WS_DEAD_S           60          /* and dropped when it has sent nothing for this long */
 #define GM_WS_MAX_MESSAGE      4096        /* bytes of a message a client may send (ignored) */

@@ -580,9 +580,11 @@ static void on_sample(gm_worker *m, const item *it)
         /* A sample taken before the request arrived is not part of the session. */
         if (it->mono_ms < e->created_mono_ms)
             continue;
-        /* Every `every`-th sample, by time with half a period of slack for jitter, so a
-         * failed sampling pass shifts the schedule instead of doubling up. */
-        if (e->last_added_mono_ms &&
+        /* Every sample at the daemon's own interval (a pass late under load, then one early
+         * to catch up, are both taken); else every `every`-th, by time with half a period of
+         * slack for jitter, so a failed sampling pass shifts the schedule instead of doubling
+         * up. */
+        if (e->every > 1 && e->last_added_mono_ms &&
             it->mono_ms - e->last_added_mono_ms < e->every * poll - poll / 2)
             continue;
         gm_error err = {0};

@@ -70,6 +70,7 @@ struct gm_ws_client {
     uint8_t ctlq[OUT_CTL]; /* control frames waiting (sent between data frames) */
     size_t ctlq_len, ctlq_off;
     bool closing;      /* a close frame is queued: close once it has gone */
+    bool draining;     /* our close frame has gone: reading what is left until the peer closes */
     unsigned watching; /* the epoll events asked for */
     bool sent_any;
     uint64_t sent_seq;
@@ -209,6 +210,8 @@ static void start_frame(gm_ws_client *c, gm_published *p)
  * gone (freed). */
 static bool flush(gm_server *srv, gm_ws_client *c)
 {
+    if (c->draining)
+        return true;
     for (;;) {
         const uint8_t *p;
         size_t *off, len;
@@ -246,8 +249,15 @@ static bool flush(gm_server *srv, gm_ws_client *c)
         if (ctl) {
             c->ctlq_len = c->ctlq_off = 0;
             if (c->closing) {
-                client_free(srv, c, "closed");
-                return false;
+                /* A lingering close: closing a socket with unread input sends a reset, which can
+                 * destroy the close frame before the peer reads it. So shut our side, then read
+                 * and discard until the peer closes (or GM_WS_DRAIN_S passes). */
+                shutdown(c->fd, SHUT_WR);
+                c->draining = true;
+                c->last_progress_ms = gm_clock_mono_ms();
+                gm_server_rewatch(srv, c->fd, &c->tag, EPOLLIN);
+                c->watching = EPOLLIN;
+                return true;
             }
         } else {
             gm_published_unref(c->pin);
@@ -557,9 +567,28 @@ void gm_ws_broadcast(gm_server *srv)
     }
 }
 
+/* Reads and drops what a closed client still sends; frees it at its end. */
+static void drain(gm_server *srv, gm_ws_client *c)
+{
+    char buf[4096];
+    for (int i = 0; i < 16; i++) {
+        ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        client_free(srv, c, "closed");
+        return;
+    }
+}
+
 void gm_ws_event(gm_server *srv, gm_poll *tag, unsigned events)
 {
     gm_ws_client *c = (gm_ws_client *)tag;
+    if (c->draining) {
+        drain(srv, c);
+        return;
+    }
     if ((events & (EPOLLHUP | EPOLLERR)) && c->closing) {
         client_free(srv, c, "peer closed");
         return;
@@ -573,6 +602,11 @@ void gm_ws_sweep(gm_server *srv, int64_t now)
 {
     for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
         next = c->next;
+        if (c->draining) {
+            if (now - c->last_progress_ms > GM_WS_DRAIN_S * 1000)
+                client_free(srv, c, "closed");
+            continue;
+        }
         bool owing = c->out || c->ctlq_len;
         if (owing && now - c->last_progress_ms > GM_WS_STUCK_S * 1000) {
             client_free(srv, c, "stuck: took no frame bytes");
