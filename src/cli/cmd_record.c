@@ -1,63 +1,31 @@
-/* cmd_record.c - `gpumon record`: run a command while sampling GPUs, forward signals to it, exit
- * with its status, and keep the session (statistics, energy, timeline) in the database and an
- * optional JSON file. Also the engine behind `gpumon run`. */
+/* cmd_record.c - `gpumon record`: run a command while sampling GPUs (the loop is core/record.c),
+ * exit with its status, and keep the session (statistics, energy, timeline) in the database and
+ * an optional JSON file. Its engine is also `gpumon run`'s (cli/record.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/record.h"
 #include "core/audit.h"
-#include "base/json.h"
+#include "core/record.h"
+#include "core/recorder.h"
 #include "core/select.h"
 #include "core/session.h"
-#include "store/store.h"
-#include "base/clock.h"
 #include "core/timeline.h"
+#include "store/store.h"
 
-/* The engine, shared with cmd_run.c: argv as `gpumon record` takes it (argv[0] names the
- * command in messages), kind stored with the session, attach (may be NULL; stolen) merged into
- * the session document. Returns the exit status. */
-
-/* Signals passed on to the command: the ones a person or a job scheduler sends to stop,
- * reload or poke a job. SIGKILL and SIGSTOP cannot be caught; SIGTSTP from a terminal reaches
- * the whole foreground process group anyway. */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-#define N_FORWARDED (sizeof forwarded / sizeof *forwarded)
-
-static volatile sig_atomic_t child_pid;
-
-/* SIGXFSZ as gpumon was started with, given back to the command. gpumon itself ignores it: a
- * file-size limit (ulimit -f) reached by a database write is then a failed write, handled like
- * a full disk, instead of a death that leaves the command unwatched. */
-static struct sigaction xfsz_orig;
-
-typedef struct record_opts {
-    const char *name; /* "record" or "run", for messages */
-    gm_cli_gpu_filter filter;
-    bool have_filter;
-    double interval_s;
-    const char *output;
-    const char *label;
-    const char *db;
-    bool no_db;
-    bool quiet;
-    bool snapshot;
-    unsigned snapshot_window_ms;
-    gm_cli_source src;
-    char **command;
-} record_opts;
+typedef gm_cli_record_opts record_opts;
 
 static void usage(FILE *out)
 {
@@ -148,6 +116,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
             if (!gm_cli_parse_uint(cmd, "--snapshot-window-ms", optarg, 0, 60000, &v))
                 return GM_EXIT_USAGE;
             o->snapshot_window_ms = (unsigned)v;
+            o->snapshot_window_set = true;
             break;
         case OPT_DB:
             o->db = optarg;
@@ -171,103 +140,6 @@ static int parse_args(int argc, char **argv, record_opts *o)
     }
     o->command = argv + optind;
     return -1;
-}
-
-static void on_forward(int sig, siginfo_t *si, void *ctx)
-{
-    (void)ctx;
-    int saved = errno;
-    pid_t pid = (pid_t)child_pid;
-    /* A signal the terminal generated (Ctrl-C, Ctrl-\, hangup) reached the command too, since it
-     * shares our process group: the kernel marks those SI_KERNEL. Passing them on would
-     * deliver them twice. */
-    if (pid > 0 && !(si && si->si_code == SI_KERNEL))
-        kill(pid, sig);
-    errno = saved;
-}
-
-static void on_child(int sig)
-{
-    (void)sig; /* only here so that ppoll() wakes up */
-}
-
-/* The session's copy in the database. Storage is best effort and never stops the command:
- * while the database fails (a full disk) the samples stay in memory, as the whole session
- * does, and are written when it works again; at the end the copy is whole, or removed, or
- * said to be partial. */
-typedef struct rec_store {
-    gm_store *st;        /* NULL: not stored (no database, or it could not be opened) */
-    bool begun;          /* the session's row is written */
-    size_t stored;       /* samples written: 0 .. stored - 1 */
-    bool failing;        /* the latest write failed */
-    double retry_at;     /* when failing: next try (monotonic seconds) */
-    double backoff;      /* seconds */
-    gm_error last_error; /* why the latest write failed */
-} rec_store;
-
-#define STORE_RETRY_MAX_S 60.0
-
-/* Writes what the database lacks of s: its row (with the samples so far) on the first call,
- * then the samples since, and with final its end. Tries again only when due, unless final.
- * Returns true when the database is caught up. */
-static bool store_sync(const record_opts *o, rec_store *rs, gm_session *s, double now, bool final)
-{
-    if (!rs->st)
-        return false;
-    if (rs->failing && !final && now < rs->retry_at)
-        return false;
-    gm_error err = {0};
-    int rc = GM_OK;
-    size_t total = gm_session_sample_count(s);
-    if (!rs->begun) {
-        rc = gm_store_session_begin(rs->st, s, &err);
-        if (rc == GM_OK || rc == GM_EEXIST) {
-            rs->begun = true;
-            /* No sample limit here: the timeline holds every sample. EEXIST: a begin reported
-             * failed did land, so its samples are found stored one by one below. */
-            rs->stored = rc == GM_OK ? total : 0;
-            rc = GM_OK;
-        }
-    }
-    while (rc == GM_OK && rs->stored < total) {
-        rc = gm_store_session_sample(rs->st, s, rs->stored, &err);
-        if (rc == GM_EEXIST) /* a commit reported failed that did land */
-            rc = GM_OK;
-        if (rc == GM_OK)
-            rs->stored++;
-    }
-    if (rc == GM_OK && final)
-        rc = gm_store_session_end(rs->st, s, &err);
-    if (rc == GM_OK) {
-        rs->failing = false;
-        return true;
-    }
-    if (!rs->failing && !final)
-        fprintf(stderr,
-                "gpumon %s: warning: %s; samples are kept and written when the database can "
-                "take them\n",
-                o->name, err.msg);
-    rs->backoff = rs->failing ? fmin(rs->backoff * 2, STORE_RETRY_MAX_S) : fmax(o->interval_s, 1);
-    rs->retry_at = now + rs->backoff;
-    rs->failing = true;
-    rs->last_error = err;
-    return false;
-}
-
-/* After a final store_sync that failed: removes the partial copy, so that the database does
- * not keep a run cut short that would read as interrupted, and says what it holds. */
-static void store_give_up(const record_opts *o, rec_store *rs, const gm_session *s)
-{
-    gm_error err = {0};
-    if (!rs->begun || gm_store_session_delete(rs->st, gm_session_id(s), &err) == GM_OK) {
-        fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name,
-                rs->last_error.msg);
-        return;
-    }
-    fprintf(stderr,
-            "gpumon %s: warning: %s; the session is not stored whole: the database keeps %s "
-            "with %zu of %zu samples, which gpumon history shows as interrupted\n",
-            o->name, rs->last_error.msg, gm_session_id(s), rs->stored, gm_session_sample_count(s));
 }
 
 static gm_store *open_store(const record_opts *o)
@@ -398,108 +270,88 @@ static int write_output(const record_opts *o, const json_t *doc, const gm_sessio
     return 0;
 }
 
-/* Forks and execs the command with default signal handling. Returns the child's pid, or -1 when
- * it could not be started (*exec_errno says why). Signals in `block` stay blocked here. */
-static pid_t start_child(char **command, const sigset_t *orig, int *exec_errno)
+/* What the recorder says about the database, said as warnings. */
+typedef struct say_ctx {
+    const record_opts *o;
+    bool tty;
+} say_ctx;
+
+static void on_record_event(void *arg, const gm_session *s, gm_record_event ev, const char *detail)
 {
-    int fds[2];
-    *exec_errno = 0;
-    if (pipe2(fds, O_CLOEXEC) < 0) {
-        *exec_errno = errno;
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        *exec_errno = errno;
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        /* Default dispositions before unblocking, so that a signal arriving before exec acts on
-         * the child itself instead of our forwarding handler. */
-        for (size_t i = 0; i < N_FORWARDED; i++)
-            signal(forwarded[i], SIG_DFL);
-        signal(SIGCHLD, SIG_DFL);
-        sigaction(SIGXFSZ, &xfsz_orig, NULL);
-        sigprocmask(SIG_SETMASK, orig, NULL);
-        close(fds[0]);
-        execvp(command[0], command);
-        int e = errno;
-        ssize_t wr = write(fds[1], &e, sizeof e);
-        (void)wr;
-        _exit(127);
-    }
-    child_pid = pid;
-    close(fds[1]);
-    /* The pipe closes on a successful exec (O_CLOEXEC) with nothing written. */
-    int e = 0;
-    ssize_t r;
-    do
-        r = read(fds[0], &e, sizeof e);
-    while (r < 0 && errno == EINTR);
-    close(fds[0]);
-    if (r == (ssize_t)sizeof e) {
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        child_pid = 0;
-        *exec_errno = e;
-        return -1;
-    }
-    return pid;
+    const say_ctx *sc = arg;
+    (void)s;
+    if (ev == GM_RECORD_STORE_FAILING)
+        fprintf(stderr,
+                "%sgpumon %s: warning: %s; samples are kept and written when the database can "
+                "take them\n",
+                sc->tty ? "\r\033[K" : "", sc->o->name, detail);
 }
 
-static int exit_status(int status, int *sig)
+static void on_warn(void *arg, const char *msg)
 {
-    *sig = 0;
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) {
-        *sig = WTERMSIG(status);
-        return 128 + *sig;
-    }
-    return GM_EXIT_FAILURE;
+    const say_ctx *sc = arg;
+    fprintf(stderr, "%sgpumon %s: warning: %s\n", sc->tty ? "\r\033[K" : "", sc->o->name, msg);
 }
 
-/* Samples once into the session; a failed sample is skipped with one warning. */
-static void sample_once(const record_opts *o, gm_collector *c, gm_snapshot *snap, gm_session *s,
-                        bool *warned)
+static void on_tick(void *arg, const gm_session *s)
+{
+    const say_ctx *sc = arg;
+    if (sc->tty)
+        progress(s);
+}
+
+/* At the end: the store gets the whole session, or (when it still fails) the partial copy is
+ * removed so it never reads as interrupted; says which. True when stored whole. */
+static bool store_finish(const record_opts *o, gm_recorder *rec)
 {
     gm_error err = {0};
-    if (!c)
-        return;
-    if (gm_collector_sample(c, snap, &err) < 0) {
-        if (!*warned)
-            fprintf(stderr, "gpumon %s: warning: sampling failed: %s\n", o->name, err.msg);
-        *warned = true;
-        return;
+    int rc = GM_OK;
+    /* Force through the backoff; a large backlog takes a few rounds. */
+    for (int i = 0; i < 1000 && gm_recorder_behind(rec); i++)
+        if ((rc = gm_recorder_sync(rec, gm_clock_mono_ms(), true, &err)) < 0)
+            break;
+    if (!gm_recorder_behind(rec))
+        return gm_recorder_persisted(rec);
+    gm_session *s = gm_recorder_session(rec);
+    gm_error why = err;
+    gm_recorder_give_up(rec, why.msg);
+    gm_recorder_sync(rec, gm_clock_mono_ms(), true, NULL); /* removes the partial copy */
+    if (!gm_recorder_begun(rec)) {
+        fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name, why.msg);
+        return false;
     }
-    if (gm_session_add(s, snap, &err) < 0) {
-        if (!*warned)
-            fprintf(stderr, "gpumon %s: warning: %s\n", o->name, err.msg);
-        *warned = true;
-    }
+    fprintf(stderr,
+            "gpumon %s: warning: %s; the session is not stored whole: the database keeps %s "
+            "with %zu of %zu samples, which gpumon history shows as interrupted\n",
+            o->name, why.msg, gm_session_id(s), gm_recorder_stored(rec),
+            gm_session_sample_count(s));
+    return false;
 }
 
-int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
+int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
 {
-    record_opts o = {
-        .name = argv[0], .interval_s = 1.0, .snapshot_window_ms = GM_AUDIT_DEFAULT_POWER_WINDOW_MS};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0) {
-        json_decref(attach);
-        return rc;
-    }
-
+    record_opts o = *ro;
+    if (o.interval_s <= 0)
+        o.interval_s = 1.0;
+    if (!o.snapshot_window_set)
+        o.snapshot_window_ms = GM_AUDIT_DEFAULT_POWER_WINDOW_MS;
+    int rc = GM_EXIT_OK;
     gm_collector_options copt;
     gm_collector *c = NULL;
     gm_snapshot *snap = NULL;
     gm_session *s = NULL;
-    rec_store rs = {0};
-    bool xfsz_ignored = false;
+    gm_recorder *rec = NULL;
+    gm_store *st = NULL;
+    gm_record_sink sink;
     json_t *audit_before = NULL;
     gm_error err = {0};
+    /* SIGXFSZ as gpumon was started with, given back to the command. gpumon itself ignores it
+     * until the database is closed: a file-size limit (ulimit -f) reached by a database write
+     * is then a failed write, handled like a full disk, instead of a death that leaves the
+     * command unwatched. */
+    struct sigaction xfsz_orig, ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore.sa_mask);
+    bool xfsz_ignored = false;
     if (!gm_cli_collector_options(o.name, &o.src, &copt)) {
         rc = GM_EXIT_USAGE;
         goto out;
@@ -537,7 +389,9 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         goto out;
     }
 
-    rs.st = open_store(&o);
+    sigaction(SIGXFSZ, &ignore, &xfsz_orig);
+    xfsz_ignored = true;
+    st = open_store(&o);
     if (o.snapshot && c)
         audit_before = take_audit(&o, c, "before");
 
@@ -563,82 +417,39 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         json_object_foreach(attach, key, val) gm_session_attach(s, key, json_incref(val));
     }
 
-    /* Forwarding handlers go in before the fork with the signals blocked, so one that arrives
-     * while the child starts is delivered (and forwarded) as soon as its pid is known. */
-    sigset_t block, orig, waitmask;
-    sigemptyset(&block);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaddset(&block, forwarded[i]);
-    sigaddset(&block, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &block, &orig);
-    struct sigaction fwd = {.sa_sigaction = on_forward, .sa_flags = SA_SIGINFO};
-    struct sigaction chld = {.sa_handler = on_child, .sa_flags = SA_NOCLDSTOP};
-    struct sigaction old[N_FORWARDED], old_chld;
-    sigemptyset(&fwd.sa_mask);
-    sigemptyset(&chld.sa_mask);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded[i], &fwd, &old[i]);
-    sigaction(SIGCHLD, &chld, &old_chld);
-    struct sigaction ignore = {.sa_handler = SIG_IGN};
-    sigemptyset(&ignore.sa_mask);
-    sigaction(SIGXFSZ, &ignore, &xfsz_orig);
-    xfsz_ignored = true; /* until the database is closed: closing writes too */
-
-    bool warned = false;
-    sample_once(&o, c, snap, s, &warned); /* the state as the command starts */
-    int exec_errno;
-    pid_t pid = start_child(o.command, &orig, &exec_errno);
-    if (pid < 0) {
-        fprintf(stderr, "gpumon %s: cannot run \"%s\": %s\n", o.name, o.command[0],
-                strerror(exec_errno));
-        rc = 127;
-        goto restore;
+    say_ctx sc = {.o = &o, .tty = !o.quiet && isatty(STDERR_FILENO)};
+    if (st)
+        gm_store_record_sink(st, &sink);
+    /* The first retry after the database fails: a sample interval, at least a second. */
+    gm_recorder_options ropt = {.sink = st ? &sink : NULL,
+                                .retry_first_ms = (int64_t)(fmax(o.interval_s, 1.0) * 1000),
+                                .event = on_record_event,
+                                .event_arg = &sc};
+    if (gm_recorder_new(s, &ropt, &rec, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o.name, err.msg);
+        rc = GM_EXIT_FAILURE;
+        goto out;
     }
-    /* Unblock the forwarded signals; SIGCHLD stays blocked outside ppoll so that an exit
-     * between the waitpid check and the sleep still wakes the sleep. */
-    sigset_t fwd_only;
-    sigemptyset(&fwd_only);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaddset(&fwd_only, forwarded[i]);
-    sigprocmask(SIG_UNBLOCK, &fwd_only, NULL);
-    sigprocmask(SIG_SETMASK, NULL, &waitmask);
-    sigdelset(&waitmask, SIGCHLD);
-
-    store_sync(&o, &rs, s, gm_clock_mono_s(), false); /* the row, with sample 0, once it runs */
-    bool tty = !o.quiet && isatty(STDERR_FILENO);
-    if (tty)
-        progress(s);
-
-    int status = 0;
-    double next = gm_clock_mono_s() + o.interval_s;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid || (r < 0 && errno == ECHILD))
-            break;
-        double now = gm_clock_mono_s();
-        if (now >= next) {
-            sample_once(&o, c, snap, s, &warned);
-            store_sync(&o, &rs, s, gm_clock_mono_s(), false);
-            if (tty)
-                progress(s);
-            next += o.interval_s;
-            /* Sampling slower than the interval: skip the missed ticks rather than burst. */
-            if (next <= gm_clock_mono_s())
-                next = gm_clock_mono_s() + o.interval_s;
-            continue;
-        }
-        double left = next - now;
-        struct timespec ts = {(time_t)left, (long)((left - floor(left)) * 1e9)};
-        ppoll(NULL, 0, &ts, &waitmask);
+    s = NULL; /* the recorder's now */
+    gm_record_run_options run = {.command = o.command,
+                                 .collector = c,
+                                 .snap = snap,
+                                 .rec = rec,
+                                 .interval_s = o.interval_s,
+                                 .child_sigxfsz = &xfsz_orig,
+                                 .tick = on_tick,
+                                 .warn = on_warn,
+                                 .arg = &sc};
+    gm_record_outcome outcome;
+    if (gm_record_command(&run, &outcome, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o.name, err.msg);
+        rc = outcome.exit_code;
+        goto out;
     }
-    child_pid = 0;
-    sample_once(&o, c, snap, s, &warned); /* the state as the command ended */
-    gm_session_finish(s);
-    int sig;
-    rc = exit_status(status, &sig);
-    gm_session_set_exit(s, rc, sig);
-    if (tty)
+    rc = outcome.exit_code;
+    if (sc.tty)
         fprintf(stderr, "\r\033[K");
+    gm_session *rs = gm_recorder_session(rec);
 
     gm_audit_verdict verdict = {0};
     bool have_verdict = false;
@@ -646,7 +457,7 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         json_t *after = take_audit(&o, c, "after");
         if (after && gm_audit_diff(audit_before, after, NULL, &verdict, &err) == GM_OK) {
             have_verdict = true;
-            gm_session_attach(s, "audit",
+            gm_session_attach(rs, "audit",
                               json_pack("{s:O, s:O, s:O}", "before", audit_before, "after", after,
                                         "diff", verdict.report));
         } else if (after) {
@@ -655,14 +466,13 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
         json_decref(after);
     }
 
-    bool stored = store_sync(&o, &rs, s, gm_clock_mono_s(), true);
-    if (rs.st && !stored)
-        store_give_up(&o, &rs, s);
-    json_t *doc = gm_session_to_json(s);
+    gm_recorder_ended(rec);
+    bool stored = st && store_finish(&o, rec);
+    json_t *doc = gm_session_to_json(rs);
     if (!doc)
         fprintf(stderr, "gpumon %s: out of memory rendering the session\n", o.name);
     else
-        write_output(&o, doc, s);
+        write_output(&o, doc, rs);
     if (!o.quiet && doc) {
         gm_session_print_summary(stderr, doc);
         if (have_verdict)
@@ -670,24 +480,20 @@ int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach)
                     verdict.changed ? "CHANGED" : "UNCHANGED", verdict.changes, verdict.warnings,
                     verdict.notes);
         if (stored)
-            fprintf(stderr, "stored as %s (gpumon history show %s)\n", gm_session_id(s),
-                    gm_session_id(s));
+            fprintf(stderr, "stored as %s (gpumon history show %s)\n", gm_session_id(rs),
+                    gm_session_id(rs));
         if (o.output)
             fprintf(stderr, "written to %s\n", o.output);
     }
     json_decref(doc);
     gm_audit_verdict_free(&verdict);
 
-restore:
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded[i], &old[i], NULL);
-    sigaction(SIGCHLD, &old_chld, NULL);
-    sigprocmask(SIG_SETMASK, &orig, NULL);
 out:
     json_decref(attach);
     json_decref(audit_before);
     gm_session_free(s);
-    gm_store_close(rs.st);
+    gm_recorder_free(rec);
+    gm_store_close(st);
     if (xfsz_ignored)
         sigaction(SIGXFSZ, &xfsz_orig, NULL);
     gm_snapshot_free(snap);
@@ -697,5 +503,9 @@ out:
 
 int gm_cli_record(int argc, char **argv)
 {
-    return gm_cli_record_main(argc, argv, "record", NULL);
+    record_opts o = {.name = argv[0]};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    return gm_cli_record_exec(&o, "record", NULL);
 }

@@ -8,11 +8,10 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/record.h"
 #include "core/estimate.h"
 #include "core/lease.h"
 #include "core/select.h"
-
-/* Defined in cmd_record.c: the record engine (see there). */
 
 typedef struct run_opts {
     const char *task;
@@ -24,14 +23,15 @@ typedef struct run_opts {
     double max_util;
     double wait_s;
     double check_s;
-    const char *interval; /* passed to record as given (record validates it) */
+    double interval_s; /* the sampling interval (0: record's default) */
     const char *output;
     const char *label;
     const char *db;
     bool no_db;
     bool quiet;
     bool snapshot;
-    const char *snapshot_window;
+    unsigned snapshot_window_ms;
+    bool snapshot_window_set;
     const char *lease_dir;
     bool all_devices;
     gm_cli_source src;
@@ -160,7 +160,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
                 return GM_EXIT_USAGE;
             break;
         case 'n':
-            o->interval = optarg;
+            if (!gm_cli_parse_duration("run", "--interval", optarg, 0.01, 3600, &o->interval_s))
+                return GM_EXIT_USAGE;
             break;
         case 'o':
             o->output = optarg;
@@ -172,7 +173,10 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->snapshot = true;
             break;
         case OPT_WINDOW:
-            o->snapshot_window = optarg;
+            if (!gm_cli_parse_uint("run", "--snapshot-window-ms", optarg, 0, 60000, &v))
+                return GM_EXIT_USAGE;
+            o->snapshot_window_ms = (unsigned)v;
+            o->snapshot_window_set = true;
             break;
         case OPT_DB:
             o->db = optarg;
@@ -221,48 +225,24 @@ static void on_progress(const gm_select_result *r, unsigned check, void *ud)
     fprintf(stderr, "gpumon run: waiting up to %gs: %s\n", o->wait_s, why);
 }
 
-/* Builds `record` arguments from the run options plus the leased GPU list. */
-static char **record_argv(const run_opts *o, const char *gpus, int *argc)
+/* The record options for the run options and the leased GPUs (list: "0,3"). False (message
+ * printed) when the list cannot be read back, which would be a bug. */
+static bool record_opts_of(const run_opts *o, const char *list, gm_cli_record_opts *r)
 {
-    size_t cap = 32 + (size_t)o->ncommand;
-    char **a = calloc(cap, sizeof *a);
-    if (!a)
-        return NULL;
-    int n = 0;
-    a[n++] = "run";
-    a[n++] = "--gpus";
-    a[n++] = (char *)gpus;
-    const struct {
-        const char *flag;
-        const char *value;
-    } pairs[] = {
-        {"--interval", o->interval},
-        {"--output", o->output},
-        {"--label", o->label},
-        {"--db", o->db},
-        {"--snapshot-window-ms", o->snapshot_window},
-        {"--provider", o->src.provider},
-        {"--simulate", o->src.simulate_arg},
-        {"--seed", o->src.seed_arg},
-    };
-    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
-        if (!pairs[i].value)
-            continue;
-        a[n++] = (char *)pairs[i].flag;
-        a[n++] = (char *)pairs[i].value;
-    }
-    if (o->no_db)
-        a[n++] = "--no-db";
-    if (o->quiet)
-        a[n++] = "--quiet";
-    if (o->snapshot)
-        a[n++] = "--snapshot";
-    a[n++] = "--";
-    for (int i = 0; i < o->ncommand; i++)
-        a[n++] = o->command[i];
-    a[n] = NULL;
-    *argc = n;
-    return a;
+    *r = (gm_cli_record_opts){.name = "run",
+                              .interval_s = o->interval_s,
+                              .output = o->output,
+                              .label = o->label,
+                              .db = o->db,
+                              .no_db = o->no_db,
+                              .quiet = o->quiet,
+                              .snapshot = o->snapshot,
+                              .snapshot_window_ms = o->snapshot_window_ms,
+                              .snapshot_window_set = o->snapshot_window_set,
+                              .src = o->src,
+                              .command = o->command};
+    r->have_filter = gm_cli_parse_gpu_filter("run", list, &r->filter);
+    return r->have_filter;
 }
 
 int gm_cli_run(int argc, char **argv)
@@ -375,15 +355,13 @@ int gm_cli_run(int argc, char **argv)
                         json_pack("{s:s, s:s, s:o}", "dir", lease_dir, "cuda_visible_devices", list,
                                   "uuids", uuids));
 
-    int rargc;
-    char **rargv = record_argv(&o, list, &rargc);
-    if (!rargv) {
+    gm_cli_record_opts ro;
+    if (!record_opts_of(&o, list, &ro)) {
         rc = GM_EXIT_FAILURE;
         goto out;
     }
-    rc = gm_cli_record_main(rargc, rargv, "run", attach);
+    rc = gm_cli_record_exec(&ro, "run", attach);
     attach = NULL; /* stolen */
-    free(rargv);
 out:
     gm_lease_release(lease);
     json_decref(attach);

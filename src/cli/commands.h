@@ -27,10 +27,6 @@ int gm_cli_estimate(int argc, char **argv);
 int gm_cli_snapshot(int argc, char **argv);
 int gm_cli_diff(int argc, char **argv);
 
-/* The engine behind `record` and `run`: kind is "record" or "run"; attach (owned, may be NULL)
- * holds fields merged into the stored document (run's estimate, selection and lease). */
-int gm_cli_record_main(int argc, char **argv, const char *kind, json_t *attach);
-
 /* The engine behind `select` and `wait` (cmd is "select" or "wait"). */
 int gm_cli_select_run(const char *cmd, int argc, char **argv);
 

@@ -1095,3 +1095,29 @@ int gm_store_timeline(gm_store *st, const char *id, gm_timeline *tl, gm_error *e
         return GM_OK;
     return each_sample(st, id, idx, ng, timeline_one, tl, err);
 }
+
+static int sink_begin(void *ctx, const gm_session *s, gm_error *err)
+{
+    return gm_store_session_begin(ctx, s, err);
+}
+
+static int sink_sample(void *ctx, const gm_session *s, size_t seq, double t_s, const double *values,
+                       gm_error *err)
+{
+    return gm_store_session_sample_values(ctx, s, seq, t_s, values, err);
+}
+
+static int sink_end(void *ctx, gm_session *s, gm_error *err)
+{
+    return gm_store_session_end(ctx, s, err);
+}
+
+static int sink_remove(void *ctx, const char *id, gm_error *err)
+{
+    return gm_store_session_delete(ctx, id, err);
+}
+
+void gm_store_record_sink(gm_store *st, gm_record_sink *out)
+{
+    *out = (gm_record_sink){st, sink_begin, sink_sample, sink_end, sink_remove};
+}

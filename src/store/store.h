@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/recorder.h"
 #include "core/session.h"
 #include "core/timeline.h"
 #include "gpumon.h"
@@ -123,6 +124,10 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
  * New reference in *out. GM_OK, GM_ENOENT, GM_EIO, GM_EPARSE (a stored document is corrupt),
  * GM_ENOMEM. */
 int gm_store_load(gm_store *st, const char *id, json_t **out, gm_error *err);
+
+/* The store as the record engine writes to it (core/recorder.h): begin, sample (values), end
+ * and remove are gm_store_session_begin, _sample_values, _end and _delete on st. */
+void gm_store_record_sink(gm_store *st, gm_record_sink *out);
 
 /* Feeds every stored sample of session id to tl, in order, each with every GPU of the session
  * (values absent where a GPU had no row). A stored document that is not a session adds
