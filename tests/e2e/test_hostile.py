@@ -205,6 +205,31 @@ class Hostile(unittest.TestCase):
         self.assertLess(worst, 1.0)
         self.assertGreaterEqual(len(closed_at), 290, "slow heads were not cut at the deadline")
 
+    def test_half_open_connections(self):
+        base = self.d.rss_kib()
+        silent, halfway = [], []
+        for _ in range(50):  # connect and say nothing
+            silent.append(socket.create_connection(("127.0.0.1", self.d.port), timeout=3))
+        for _ in range(50):  # half a request, then our side shut: the rest never comes
+            s = socket.create_connection(("127.0.0.1", self.d.port), timeout=3)
+            s.sendall(b"POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100\r\n\r\n{")
+            s.shutdown(socket.SHUT_WR)
+            halfway.append(s)
+        self.assertHealthy()
+        # Past the head and body deadlines every one has been closed by the daemon.
+        time.sleep(12)
+        for s in silent + halfway:
+            s.settimeout(2)
+            try:
+                while s.recv(4096):
+                    pass
+            except (socket.timeout, OSError) as e:
+                self.fail("connection still open after the deadlines: %r" % e)
+            s.close()
+        self.assertHealthy()
+        self.assertLess(self.d.rss_kib() - base, 4096)
+
     # ---- defect 5: bytes that are not UTF-8 in what an error quotes --------------------------
 
     def test_non_utf8_in_errors(self):
