@@ -5,7 +5,8 @@
 _gpumon_opts_query='-i --id -l --loop --format --query-gpu --list-fields --no-processes
     --provider --simulate --seed -h --help'
 _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
-    --poll-interval --ws-max-rate --max-connections --cors-origin --log-level --no-system-metrics
+    --poll-interval --ws-max-rate --max-connections --hostname --cors-origin --log-level
+    --no-system-metrics
     --db --web-root -h --help'
 _gpumon_opts_record='-i --gpus -n --interval -o --output -l --label --snapshot
     --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed -h --help'
@@ -87,7 +88,8 @@ _gpumon() {
         return
         ;;
     -i | --id | --gpus | -l | --loop | --simulate | --seed | --listen | --token | --history | \
-        --poll-interval | --ws-max-rate | --max-connections | --cors-origin | -n | --interval | --label | \
+        --poll-interval | --ws-max-rate | --max-connections | --hostname | --cors-origin | -n | \
+        --interval | --label | \
         --snapshot-window-ms | -m | --min-free-mb | -u | --max-util | -t | --timeout | -c | \
         --count | -w | --wait | --check-interval | --power-window | --power-interval | \
         --mem-tolerance-mb | --power-tolerance-w | --limit)

@@ -263,6 +263,8 @@ typedef struct gm_collector_options {
     /* The first sample's CPU window in ms when it waits: 0 = 100. A one-shot reading for a person
      * takes a shorter one (CPU % is then coarser: /proc/stat counts 10 ms ticks). */
     int first_cpu_window_ms;
+    /* The name the snapshot gives this host (host.hostname) instead of its own; NULL: its own. */
+    const char *hostname;
     /* Costly counters (NVML energy, PCIe throughput) are read at most this often and their last
      * reading is reported in between: 0 = the default, 10000 ms; < 0 = every sample (exact
      * energy for short recordings). Values fixed by the hardware (max clocks, max PCIe link)

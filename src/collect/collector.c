@@ -15,7 +15,8 @@
 #define MIN_CPU_WINDOW_MS 100
 
 struct gm_collector {
-    const gm_provider *prov; /* NULL: no GPU source ("none") */
+    char hostname[GM_HOSTNAME_LEN + 1]; /* a name given in place of the host's own */
+    const gm_provider *prov;            /* NULL: no GPU source ("none") */
     void *pstate;
     gm_host_reader *host;
     char procfs_root[256];
@@ -52,6 +53,8 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
     snprintf(c->procfs_root, sizeof c->procfs_root, "%s",
              opt->procfs_root ? opt->procfs_root : "/proc");
     c->want_procs = !opt->no_processes;
+    if (opt->hostname)
+        snprintf(c->hostname, sizeof c->hostname, "%s", opt->hostname);
     c->first_cpu_wait = !opt->no_first_cpu_wait;
     c->cpu_window_ms = opt->first_cpu_window_ms > 0 ? opt->first_cpu_window_ms : MIN_CPU_WINDOW_MS;
 
@@ -151,7 +154,9 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
         }
         out->host_valid = gm_host_reader_read(c->host, &out->host, NULL) == GM_OK;
     }
-    if (!out->host.hostname[0])
+    if (c->hostname[0])
+        snprintf(out->host.hostname, sizeof out->host.hostname, "%s", c->hostname);
+    else if (!out->host.hostname[0])
         gethostname(out->host.hostname, sizeof out->host.hostname - 1);
 
     /* The provider knows PIDs; who runs them and what they are comes from /proc. */

@@ -162,6 +162,18 @@ static bool origin_ok(const char *s)
     return true;
 }
 
+/* A node name as Kubernetes and DNS write them; nothing that would need escaping in a label. */
+static bool hostname_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= GM_HOSTNAME_LEN)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr(".-_", *p))
+            return false;
+    return true;
+}
+
 static int parse_provider(const char *v, gm_serve_config *c)
 {
     const char *name = gm_provider_canonical(v);
@@ -254,6 +266,14 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
                                 "%s: \"%s\" is not a whole number of connections from %d to %d",
                                 who, v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX);
         c->max_connections = (unsigned)n;
+        return GM_OK;
+    case GM_SET_HOSTNAME:
+        if (!hostname_ok(v))
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%.64s\" is not a host name (1 to %d letters, digits, '.', "
+                                "'-' or '_')",
+                                who, v, GM_HOSTNAME_LEN - 1);
+        snprintf(c->hostname, sizeof c->hostname, "%s", v);
         return GM_OK;
     case GM_SET__COUNT:
         break;
@@ -369,6 +389,16 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
         c->source[id] = GM_CFG_ENV;
     }
 
+    /* Under Kubernetes the node's name comes as NODE_NAME (the DaemonSet's downward API). */
+    const char *node =
+        c->source[GM_SET_HOSTNAME] == GM_CFG_DEFAULT ? env_get(envp, "NODE_NAME") : NULL;
+    if (node) {
+        int rc = apply(c, GM_SET_HOSTNAME, "NODE_NAME", node, err);
+        if (rc < 0)
+            return rc;
+        c->source[GM_SET_HOSTNAME] = GM_CFG_ENV;
+    }
+
     if (simulate_flag) {
         if (c->source[GM_SET_PROVIDER] == GM_CFG_FLAG && strcmp(c->provider, "sim") != 0 &&
             strcmp(c->provider, "auto") != 0)
@@ -415,6 +445,8 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
     rc |=
         json_object_set_new(j, "web_root", c->web_root[0] ? json_string(c->web_root) : json_null());
     rc |= json_object_set_new(j, "max_connections", json_integer(c->max_connections));
+    rc |=
+        json_object_set_new(j, "hostname", c->hostname[0] ? json_string(c->hostname) : json_null());
     rc |= json_object_set_new(j, "sources", sources);
     sources = NULL;
     if (rc)
@@ -456,6 +488,9 @@ const char *gm_serve_usage(void)
            "                         (default $XDG_STATE_HOME/gpumon/gpumon.db)         [DB]\n"
            "  --web-root DIR         serve the dashboard from DIR instead of the embedded\n"
            "                         copy (development)                          [WEB_ROOT]\n"
+           "  --hostname NAME        the node's name in the Hostname label, JSON and the\n"
+           "                         dashboard (default: $NODE_NAME, else this host's)\n"
+           "                                                                    [HOSTNAME]\n"
            "  --max-connections N    HTTP and WebSocket connections at once, 16 to 65536\n"
            "                         (default 4096, or what the open-file limit allows)\n"
            "                                                             [MAX_CONNECTIONS]\n"

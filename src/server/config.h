@@ -50,7 +50,8 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
     X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics") \
     X(DB, "db", "DB", "db")                                                   \
     X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                           \
-    X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")
+    X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")      \
+    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")
 
 typedef enum gm_serve_setting {
 #define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
@@ -87,7 +88,10 @@ typedef struct gm_serve_config {
     bool no_db;
     char web_root[GM_SERVE_PATH_MAX]; /* "" serves the embedded dashboard */
     unsigned max_connections;         /* HTTP and WebSocket connections together */
-    bool help;                        /* --help was given: print usage, run nothing */
+    /* The node's name in the Hostname label, JSON and the dashboard: --hostname, else
+     * GPU_MONITOR_HOSTNAME, else NODE_NAME (Kubernetes), else "" (the host's own name). */
+    char hostname[GM_HOSTNAME_LEN + 1];
+    bool help; /* --help was given: print usage, run nothing */
     gm_cfg_source source[GM_SET__COUNT];
 } gm_serve_config;
 

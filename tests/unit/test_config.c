@@ -244,6 +244,32 @@ static void test_listen_forms(void **state)
     assert_string_equal(buf, "[::1]:5");
 }
 
+static void test_hostname(void **state)
+{
+    (void)state;
+    gm_serve_config c;
+    gm_error err = {0};
+    char *argv[] = {"serve", "--hostname", "node-a", NULL};
+    const char *env_node[] = {"NODE_NAME=k8s-7", NULL};
+    const char *env_both[] = {"NODE_NAME=k8s-7", "GPU_MONITOR_HOSTNAME=gm-9", NULL};
+    /* The flag, then GPU_MONITOR_HOSTNAME, then Kubernetes' NODE_NAME, then none. */
+    assert_int_equal(gm_serve_config_load(&c, 3, argv, env_both, &err), GM_OK);
+    assert_string_equal(c.hostname, "node-a");
+    assert_int_equal(gm_serve_config_load(&c, 1, argv, env_both, &err), GM_OK);
+    assert_string_equal(c.hostname, "gm-9");
+    assert_int_equal(gm_serve_config_load(&c, 1, argv, env_node, &err), GM_OK);
+    assert_string_equal(c.hostname, "k8s-7");
+    assert_int_equal(c.source[GM_SET_HOSTNAME], GM_CFG_ENV);
+    assert_int_equal(gm_serve_config_load(&c, 1, argv, NULL, &err), GM_OK);
+    assert_string_equal(c.hostname, "");
+    char *bad[] = {"serve", "--hostname", "a b\"c", NULL};
+    assert_int_equal(gm_serve_config_load(&c, 3, bad, NULL, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--hostname"));
+    const char *env_bad[] = {"NODE_NAME=x{y}", NULL};
+    assert_int_equal(gm_serve_config_load(&c, 1, argv, env_bad, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "NODE_NAME"));
+}
+
 static void test_log_levels(void **state)
 {
     (void)state;
@@ -289,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_listen_forms),
 
         cmocka_unit_test(test_log_levels),
+        cmocka_unit_test(test_hostname),
         cmocka_unit_test(test_config_json_hides_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
