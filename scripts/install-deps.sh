@@ -16,9 +16,10 @@ LIBS="libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libsqlite3-dev zl
 BUILD="build-essential cmake pkg-config python3 $LIBS"
 # cmocka: C unit tests; pycurl (libcurl) and websockets: independent HTTP/WebSocket clients;
 # prometheus: promtool checks /metrics and the alert rules; python3-yaml reads the deploy
-# manifests; chromium: the dashboard's browser test; groff: the man page.
+# manifests; chromium: the dashboard's browser test; nginx-light: the reverse proxy config under
+# test; groff: the man page.
 TEST="libcmocka-dev python3-pycurl python3-websockets python3-yaml sqlite3 prometheus chromium
-clang-format groff-base"
+nginx-light clang-format groff-base"
 DEB="debhelper dpkg-dev lintian fakeroot"
 CONTAINER="podman runc debootstrap curl ca-certificates"
 

@@ -107,8 +107,12 @@ bool gm_server_origin_allowed(const char *origin, const char *host, const char *
 {
     if (!origin || !*origin)
         return true;
-    if (host && *host && strncasecmp(origin, "http://", 7) == 0 &&
-        strcasecmp(origin + 7, host) == 0)
+    /* The daemon's own pages, directly or through a proxy that terminates TLS and passes the
+     * browser's Host on (deploy/nginx): the same host under either scheme. */
+    size_t skip = strncasecmp(origin, "http://", 7) == 0    ? 7
+                  : strncasecmp(origin, "https://", 8) == 0 ? 8
+                                                            : 0;
+    if (host && *host && skip && strcasecmp(origin + skip, host) == 0)
         return true;
     return cors_origin && *cors_origin && strcmp(cors_origin, "*") != 0 &&
            strcasecmp(origin, cors_origin) == 0;

@@ -178,7 +178,8 @@ int gm_server_write_access(bool token_set, const struct sockaddr *peer, socklen_
 /* Whether a browser may make a state-changing request without a token: origin is the request's
  * Origin header (NULL or "" when it has none: not a browser's cross-site request, e.g. curl),
  * host its Host header, cors_origin the configured --cors-origin ("" when off). True without
- * an Origin, for the daemon's own pages (origin "http://" + host) and for the configured
+ * an Origin, for the daemon's own pages (origin "http://" or "https://" + host, the latter
+ * behind a proxy that terminates TLS) and for the configured
  * origin unless that is "*"; false otherwise, so another web site open in a browser on this
  * host cannot start, stop or delete sessions through it (a form or no-cors fetch needs no
  * preflight). */

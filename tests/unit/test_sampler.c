@@ -390,7 +390,10 @@ static void test_origin_rule(void **state)
     assert_true(gm_server_origin_allowed("http://127.0.0.1:9401", "127.0.0.1:9401", ""));
     assert_true(gm_server_origin_allowed("HTTP://LOCALHOST:9401", "localhost:9401", ""));
     assert_false(gm_server_origin_allowed("http://127.0.0.1:9402", "127.0.0.1:9401", ""));
-    assert_false(gm_server_origin_allowed("https://127.0.0.1:9401", "127.0.0.1:9401", ""));
+    /* The same host under https: a proxy that terminates TLS and passes the Host on. */
+    assert_true(gm_server_origin_allowed("https://gpu.example", "gpu.example", ""));
+    assert_false(gm_server_origin_allowed("https://gpu.example.evil", "gpu.example", ""));
+    assert_false(gm_server_origin_allowed("ftp://127.0.0.1:9401", "127.0.0.1:9401", ""));
     assert_false(gm_server_origin_allowed("http://127.0.0.1:9401", NULL, ""));
     /* Another site, unless it is the configured CORS origin (never through "*"). */
     assert_false(gm_server_origin_allowed("https://evil.example", "127.0.0.1:9401", ""));
