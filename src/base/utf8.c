@@ -64,16 +64,16 @@ bool gm_utf8_valid(const char *s, size_t n)
     return gm_utf8_feed(&st, (const uint8_t *)s, n) && gm_utf8_complete(&st);
 }
 
-/* Length of the valid sequence at s[0..n), 0 when the byte at s cannot begin one there. */
-static size_t seq_len(const uint8_t *s, size_t n)
+int gm_utf8_seq_len(const uint8_t *s, size_t n)
 {
     gm_utf8_stream st = {0};
     if (!lead(&st, s[0]))
         return 0;
     size_t len = 1 + (size_t)st.need;
-    if (len > n)
+    size_t have = len > n ? n : len;
+    if (!gm_utf8_feed(&st, s + 1, have - 1))
         return 0;
-    return gm_utf8_feed(&st, s + 1, len - 1) ? len : 0;
+    return have < len ? -1 : (int)len;
 }
 
 size_t gm_utf8_repair(char *dst, size_t cap, const char *s, size_t n)
@@ -82,7 +82,8 @@ size_t gm_utf8_repair(char *dst, size_t cap, const char *s, size_t n)
     const uint8_t *u = (const uint8_t *)s;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t len = seq_len(u + i, n - i);
+        int sl = gm_utf8_seq_len(u + i, n - i);
+        size_t len = sl > 0 ? (size_t)sl : 0;
         const char *src = len ? s + i : fffd;
         size_t w = len ? len : 3;
         if (o + w + 1 > cap)

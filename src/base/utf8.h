@@ -25,6 +25,10 @@ bool gm_utf8_complete(const gm_utf8_stream *st);
 /* True when s[0..n) is complete, valid UTF-8 (NUL bytes count as valid characters). */
 bool gm_utf8_valid(const char *s, size_t n);
 
+/* Length of the valid sequence at s[0..n) (1 to 4); 0 when the byte at s cannot begin one
+ * there; -1 when it is a valid beginning cut short by the end (n bytes). n >= 1. */
+int gm_utf8_seq_len(const uint8_t *s, size_t n);
+
 /* Copies s[0..n) into dst (cap >= 1 bytes, always NUL-terminated), replacing every byte that is
  * not part of a valid sequence, and a sequence cut short by the end of s, with U+FFFD. Stops
  * before a character that would not fit whole. Returns the bytes written, without the NUL. */

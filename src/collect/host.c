@@ -1,5 +1,6 @@
 /* host.c - host metrics (CPU, memory, load, uptime, identity) and process details from procfs. */
 #include "collect/host.h"
+#include "base/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,43 +132,6 @@ static bool key_is(const char *key, size_t key_len, const char *want)
     return key_len == strlen(want) && memcmp(key, want, key_len) == 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes left): 0 when invalid, -1 when it is a
- * valid prefix cut off by the end of input. Rejects overlongs, surrogates and > U+10FFFF, as
- * jansson does, so every string we produce can go into JSON. */
-static int utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    int len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return 0;
-    }
-    for (int i = 1; i < len; i++) {
-        unsigned char lo_i = i == 1 ? lo : 0x80, hi_i = i == 1 ? hi : 0xBF;
-        if ((size_t)i >= n)
-            return -1;
-        if (s[i] < lo_i || s[i] > hi_i)
-            return 0;
-    }
-    return len;
-}
-
 /* Copies n bytes of src into dst (len bytes, always NUL-terminated) as printable UTF-8: NULs
  * become spaces, other control bytes and invalid UTF-8 become '?' (as ps shows them), a
  * multi-byte character is never split by truncation, and trailing spaces are trimmed. */
@@ -178,7 +142,7 @@ static void copy_text(char *dst, size_t len, const char *src, size_t n)
     if (len == 0)
         return;
     while (i < n) {
-        int sl = utf8_seq_len(s + i, n - i);
+        int sl = gm_utf8_seq_len(s + i, n - i);
         if (sl < 0)
             break; /* a character cut off by the end of the data read */
         if (sl == 0 || sl == 1) {

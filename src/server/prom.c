@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 /* The output under construction. Appends after an allocation failure are dropped and the
  * render returns NULL, so callers check once at the end instead of after every write. */
 typedef struct buf {
@@ -63,40 +65,6 @@ static void buf_printf(buf *b, const char *fmt, ...)
         b->len += (size_t)n < b->cap - b->len ? (size_t)n : b->cap - b->len - 1;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 when it is malformed:
- * overlong forms, surrogates and code points above U+10FFFF are rejected (RFC 3629 table 3.7),
- * as Go's utf8.Valid does in the Prometheus parser. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if (len > n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return len;
-}
-
 /* Appends the first n bytes of s as a label value: backslash, double quote and line feed
  * escaped as the exposition format requires; malformed UTF-8 becomes U+FFFD because the
  * Prometheus parser rejects the whole scrape otherwise. */
@@ -114,7 +82,8 @@ static void put_label_value(buf *b, const char *s, size_t n)
             i++;
             continue;
         }
-        size_t len = utf8_seq(u + i, n - i);
+        int sl = gm_utf8_seq_len(u + i, n - i);
+        size_t len = sl > 0 ? (size_t)sl : 0;
         if (len == 0) {
             memcpy(o, "\xEF\xBF\xBD", 3);
             o += 3;

@@ -855,6 +855,27 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
 }
 
 /* Rebuilds session id from its row (metadata) and samples. */
+/* The driver indices of a stored GPU list ([{"index": 0, ...}, ...]) into idx (GM_MAX_GPUS);
+ * GM_EPARSE naming session id when it is not a list. */
+static int gpu_indices(const char *text, const char *id, unsigned *idx, size_t *ng, gm_error *err)
+{
+    json_t *gpus = text ? json_loads(text, 0, NULL) : NULL;
+    if (!json_is_array(gpus)) {
+        json_decref(gpus);
+        return gm_error_set(err, GM_EPARSE, "session %s: stored GPU list is corrupt", id);
+    }
+    size_t i;
+    json_t *g;
+    *ng = 0;
+    json_array_foreach(gpus, i, g)
+    {
+        if (*ng < GM_MAX_GPUS)
+            idx[(*ng)++] = (unsigned)json_integer_value(json_object_get(g, "index"));
+    }
+    json_decref(gpus);
+    return GM_OK;
+}
+
 /* Calls fn for each stored sample of session id in order (by sequence number, not time: two
  * samples may share a time), with the values of the ng GPUs of idx (NaN where a GPU has no row
  * or a value is absent). A non-zero return of fn stops the walk and is returned. */
@@ -1075,24 +1096,14 @@ int gm_store_timeline(gm_store *st, const char *id, gm_timeline *tl, gm_error *e
         return db_error(st, err, "reading a session");
     }
     /* A stored document that is not a session (a snapshot) has no GPU list and no samples. */
-    const char *text = (const char *)sqlite3_column_text(q, 0);
-    json_t *gpus = text ? json_loads(text, 0, NULL) : NULL;
-    sqlite3_finalize(q);
-    if (text && !json_is_array(gpus)) {
-        json_decref(gpus);
-        return gm_error_set(err, GM_EPARSE, "session %s: stored GPU list is corrupt", id);
-    }
     unsigned idx[GM_MAX_GPUS];
-    size_t ng = 0, i;
-    json_t *g;
-    json_array_foreach(gpus, i, g)
-    {
-        if (ng < GM_MAX_GPUS)
-            idx[ng++] = (unsigned)json_integer_value(json_object_get(g, "index"));
-    }
-    json_decref(gpus);
-    if (!text)
-        return GM_OK;
+    size_t ng = 0;
+    bool session = sqlite3_column_type(q, 0) != SQLITE_NULL;
+    int rc =
+        session ? gpu_indices((const char *)sqlite3_column_text(q, 0), id, idx, &ng, err) : GM_OK;
+    sqlite3_finalize(q);
+    if (rc < 0 || !session)
+        return rc;
     return each_sample(st, id, idx, ng, timeline_one, tl, err);
 }
 

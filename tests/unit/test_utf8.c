@@ -77,12 +77,26 @@ static void test_repair(void **state)
     assert_true(gm_utf8_valid(out, strlen(out)));
 }
 
+static void test_seq_len(void **state)
+{
+    (void)state;
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"a", 1), 1);
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\xc3\xa9", 2), 2);
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\xf0\x9f\x98\x80", 4), 4);
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\xe2\x82", 2), -1); /* cut short */
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\xe2\x28\xa1", 3), 0);
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\xff", 1), 0);
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\x80", 1), 0);
+    assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\xed\xa0\x80", 3), 0); /* surrogate */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_repair),
+        cmocka_unit_test(test_seq_len),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
