@@ -665,7 +665,7 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
         if (lost) {
             /* No reading of a GPU that fell off the bus is trustworthy. */
             g->lost = true;
-            g->valid = 0;
+            gm_gpu_clear(g);
         }
         out->gpu_count++;
         rows++;

@@ -199,8 +199,7 @@ typedef struct nv_gpu {
     /* Last readings of the NV_STATIC and NV_SLOW getters, served between their reads. */
     bool cache_primed;
     int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
-    uint64_t cache_valid;       /* bit (1 << gm_metric) */
-    double cache[GM_M__COUNT];
+    gm_gpu cache;               /* the readings served between reads (only valid and v used) */
 } nv_gpu;
 
 typedef struct nv_state {
@@ -614,19 +613,18 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
 static void cache_put(nv_gpu *g, gm_gpu *out, gm_metric m, bool ok, double v)
 {
     if (ok) {
-        g->cache[m] = v;
-        g->cache_valid |= UINT64_C(1) << m;
+        gm_gpu_set(&g->cache, m, v);
         gm_gpu_set(out, m, v);
     } else {
-        g->cache_valid &= ~(UINT64_C(1) << m);
+        gm_gpu_unset(&g->cache, m);
     }
 }
 
 /* Reports the last reading of a cached getter that is not due this sample. */
 static void cache_get(const nv_gpu *g, gm_gpu *out, gm_metric m)
 {
-    if ((g->cache_valid >> m) & 1u)
-        gm_gpu_set(out, m, g->cache[m]);
+    if (gm_gpu_has(&g->cache, m))
+        gm_gpu_set(out, m, g->cache.v[m]);
 }
 
 /* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. Getters of the
@@ -848,7 +846,7 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
             ng->lost = true;
             ng->lost_ms = now;
             g->lost = true;
-            g->valid = 0;
+            gm_gpu_clear(g);
             out->proc_count = proc_start; /* what was listed belongs to a GPU now gone */
             n_lost++;
             continue;

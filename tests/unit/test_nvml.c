@@ -456,7 +456,7 @@ static void test_gpu_lost_others_keep_updating(void **state)
             assert_int_equal(snap->procs[0].gpu_index, 1);
         } else {
             assert_true(g1->lost);
-            assert_int_equal(g1->valid, 0);
+            assert_int_equal(g1->valid[0] | g1->valid[GM_M_WORDS - 1], 0);
             assert_int_equal(g1->index, 1);
             assert_string_equal(g1->uuid, "GPU-10570000-0000-0000-0000-000000000001");
             assert_string_equal(g1->pci_bus_id, "00000000:02:00.0");
@@ -481,7 +481,7 @@ static void test_only_gpu_lost_is_not_an_error(void **state)
         sample_ok(st, false); /* GM_OK, not an error */
         assert_int_equal(snap->gpu_count, 1);
         assert_true(snap->gpus[0].lost);
-        assert_int_equal(snap->gpus[0].valid, 0);
+        assert_int_equal(snap->gpus[0].valid[0] | snap->gpus[0].valid[GM_M_WORDS - 1], 0);
         assert_string_equal(snap->gpus[0].uuid, "GPU-7e570000-0000-0000-0000-000000000000");
     }
     close_st(st);
@@ -494,7 +494,7 @@ static void test_gpu_failing_alone_and_all_failing(void **state)
     assert_false(snap->gpus[0].lost);
     check_metric(&snap->gpus[0], GM_M_TEMP_C, 48);
     assert_true(snap->gpus[1].lost); /* every call failed: reported lost for this sample */
-    assert_int_equal(snap->gpus[1].valid, 0);
+    assert_int_equal(snap->gpus[1].valid[0] | snap->gpus[1].valid[GM_M_WORDS - 1], 0);
     assert_string_equal(snap->gpus[1].pci_bus_id, "00000000:18:00.0");
     close_st(st);
 

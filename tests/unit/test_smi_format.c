@@ -482,7 +482,7 @@ static void test_format_lost_gpu(void **state)
     (void)state;
     gm_snapshot *s = two_gpu_snapshot();
     s->gpus[1].lost = true;
-    s->gpus[1].valid = 0;
+    gm_gpu_clear(&s->gpus[1]);
     int ids[GM_SMI_MAX_FIELDS];
     size_t n = fields("index,uuid,utilization.gpu,memory.total", ids);
     char *out = format(s, ids, n, GM_SMI_NOHEADER, NULL, 0, NULL);
@@ -536,7 +536,7 @@ static void test_parse_clean_rows(void **state)
     assert_string_equal(warn, "");
     assert_int_equal(u->gpu_count, 2);
     for (unsigned i = 0; i < 2; i++) {
-        assert_int_equal(u->gpus[i].valid, s->gpus[i].valid);
+        assert_memory_equal(u->gpus[i].valid, s->gpus[i].valid, sizeof s->gpus[i].valid);
         assert_memory_equal(u->gpus[i].v, s->gpus[i].v, sizeof u->gpus[i].v);
     }
     gm_snapshot_free(u);
@@ -578,7 +578,8 @@ static void test_parse_placeholders_and_lost(void **state)
 
     g = gpu(s, 1);
     assert_true(g->lost);
-    assert_int_equal(g->valid, 0); /* nothing read from a lost GPU is kept */
+    assert_int_equal(g->valid[0] | g->valid[GM_M_WORDS - 1],
+                     0); /* nothing read from a lost GPU is kept */
     assert_string_equal(g->uuid, UUID1);
     assert_string_equal(g->name, "NVIDIA RTX A6000");
     assert_string_equal(g->pci_bus_id, "00000000:3B:00.0");
@@ -779,7 +780,7 @@ static void test_parse_unreachable_gpu(void **state)
     const gm_gpu *g = gpu(s, 1);
     assert_int_equal(s->gpus[1].index, 1); /* in index order */
     assert_true(g->lost);
-    assert_int_equal(g->valid, 0);
+    assert_int_equal(g->valid[0] | g->valid[GM_M_WORDS - 1], 0);
     assert_string_equal(g->pci_bus_id, "00000000:3B:00.0"); /* as pci.bus_id spells it */
     assert_string_equal(g->uuid, "");
     assert_string_equal(g->name, "");
