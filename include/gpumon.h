@@ -376,6 +376,10 @@ typedef struct gm_collector_options {
      * energy for short recordings). Values fixed by the hardware (max clocks, max PCIe link)
      * are read once a minute whatever this says. */
     int slow_period_ms;
+    /* Watch for XID errors (NVML only): a thread of the collector waits on an NVML event set and
+     * the samples carry xid.last / xid.count / xid.last_time. For long-lived collectors (the
+     * daemon); closing takes up to a quarter of a second more. */
+    bool watch_xid;
 } gm_collector_options;
 
 typedef struct gm_collector gm_collector;
@@ -424,6 +428,13 @@ typedef enum gm_p2p_status {
  * cannot tell (nvidia-smi, none). */
 int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
                      gm_error *err);
+/* Retired memory pages of the GPU with driver index `index` for one cause (0: multiple
+ * single-bit ECC errors, 1: a double-bit error): up to cap page addresses into addr and their
+ * retirement times (Unix seconds; 0 when the driver does not tell) into when, *n the number the
+ * GPU has (may exceed cap). GM_ENOTSUP when the provider or the GPU cannot tell. */
+int gm_collector_retired_pages(gm_collector *c, unsigned index, int cause, uint64_t *addr,
+                               uint64_t *when, size_t cap, size_t *n, gm_error *err);
+
 /* Short code as `nvidia-smi topo -p2p` prints it: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U". */
 const char *gm_p2p_status_code(gm_p2p_status s);
 

@@ -327,6 +327,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     copt.seed = cfg->seed;
     copt.no_host = !cfg->system_metrics;
     copt.no_first_cpu_wait = true; /* serve the first sample at once; CPU % from the second */
+    copt.watch_xid = true;         /* XID errors from NVML events, on a thread of the collector */
     char q[1100], q2[300];
     if (gm_collector_open(&copt, &srv->collector, err) < 0) {
         gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",
