@@ -285,6 +285,15 @@ static inline void gm_gpu_clear(gm_gpu *g)
         g->valid[w] = 0;
 }
 
+/* An XID this recent (ms) makes its GPU degraded. */
+#define GM_XID_FRESH_MS (10 * 60 * 1000)
+
+/* True when GPU g needs attention at wall time now_ms (Unix ms): an XID error within
+ * GM_XID_FRESH_MS, uncorrected ECC errors since the driver loaded, a failed row remapping. The
+ * reasons, "; "-joined, go to why (cap bytes, may be NULL). A lost GPU is not "degraded" here:
+ * lost is its own state. The daemon's /api/health, the JSON and the dashboard share this rule. */
+bool gm_gpu_degraded(const gm_gpu *g, int64_t now_ms, char *why, size_t cap);
+
 enum gm_proc_type { GM_PROC_COMPUTE = 1, GM_PROC_GRAPHICS = 2 };
 
 /* A process using a GPU. */
