@@ -411,7 +411,7 @@ static void test_format_rounding(void **state)
         /* W: two decimals. */
         {GM_M_POWER_MW, 69480, GM_SMI_F_POWER_DRAW, "69.48 W"},
         {GM_M_POWER_LIMIT_MW, 700000, GM_SMI_F_ENFORCED_POWER_LIMIT, "700.00 W"},
-        {GM_M_POWER_LIMIT_MW, 700000, GM_SMI_F_POWER_LIMIT, "700.00 W"},
+        {GM_M_POWER_REQ_LIMIT_MW, 700000, GM_SMI_F_POWER_LIMIT, "700.00 W"},
         {GM_M_POWER_MW, 71604, GM_SMI_F_POWER_DRAW, "71.60 W"},
         {GM_M_POWER_MW, 0, GM_SMI_F_POWER_DRAW, "0.00 W"},
         /* % and MHz: integers, rounded half away from zero. */
@@ -424,10 +424,10 @@ static void test_format_rounding(void **state)
         {GM_M_PCIE_WIDTH_CUR, 16, GM_SMI_F_PCIE_WIDTH_CUR, "16"},
         {GM_M_PSTATE, 12, GM_SMI_F_PSTATE, "P12"},
         {GM_M_THROTTLE_REASONS, 0, GM_SMI_F_THROTTLE_REASONS, "0x0000000000000000"},
-        {GM_M_THROTTLE_REASONS, 0x100 | 0xa, GM_SMI_F_THROTTLE_REASONS, "0x000000000000010a"},
+        {GM_M_THROTTLE_REASONS, 0x100 | 0xa, GM_SMI_F_THROTTLE_REASONS, "0x000000000000010A"},
         /* Out-of-range doubles are clamped, never cast blindly. */
         {GM_M_THROTTLE_REASONS, 18446744073709551615.0, GM_SMI_F_THROTTLE_REASONS,
-         "0xffffffffffffffff"},
+         "0xFFFFFFFFFFFFFFFF"},
         {GM_M_MEM_USED_BYTES, 1e30, GM_SMI_F_MEM_USED, "17592186044416 MiB"},
         {GM_M_MEM_USED_BYTES, -5, GM_SMI_F_MEM_USED, "0 MiB"},
         {GM_M_UTIL_GPU_PCT, 1e30, GM_SMI_F_UTIL_GPU, "9223372036854775807 %"},
