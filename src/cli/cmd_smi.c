@@ -108,16 +108,24 @@ typedef struct qfield {
     const char *help;
 } qfield;
 
-#define QF_IDENTITY                                                                                \
-    {"timestamp", NULL, "timestamp", Q_GPU, GM_SMI_F_TIMESTAMP,                                    \
-     "The timestamp of when the query was made in format \"YYYY/MM/DD HH:MM:SS.msec\"."},          \
-        {"gpu_name", NULL, "gpu_name", Q_GPU, GM_SMI_F_NAME, "The product name of the GPU."},      \
-        {"gpu_bus_id", NULL, "gpu_bus_id", Q_GPU, GM_SMI_F_PCI_BUS_ID,                             \
-         "PCI bus id as \"domain:bus:device.function\", in hex."},                                 \
-        {"gpu_serial", NULL, "gpu_serial", Q_GPU, GM_SMI_F_SERIAL,                                 \
-         "The serial number printed on the board."},                                              \
-        {"gpu_uuid", NULL, "gpu_uuid", Q_GPU, GM_SMI_F_UUID,                                       \
-         "The globally unique identifier of the GPU."}
+#define QF_IDENTITY                                                                           \
+    {"timestamp",                                                                             \
+     NULL,                                                                                    \
+     "timestamp",                                                                             \
+     Q_GPU,                                                                                   \
+     GM_SMI_F_TIMESTAMP,                                                                      \
+     "The timestamp of when the query was made in format \"YYYY/MM/DD HH:MM:SS.msec\"."},     \
+        {"gpu_name", NULL, "gpu_name", Q_GPU, GM_SMI_F_NAME, "The product name of the GPU."}, \
+        {"gpu_bus_id",        NULL,                                                           \
+         "gpu_bus_id",        Q_GPU,                                                          \
+         GM_SMI_F_PCI_BUS_ID, "PCI bus id as \"domain:bus:device.function\", in hex."},       \
+        {"gpu_serial",    NULL,                                                               \
+         "gpu_serial",    Q_GPU,                                                              \
+         GM_SMI_F_SERIAL, "The serial number printed on the board."},                         \
+    {                                                                                         \
+        "gpu_uuid", NULL, "gpu_uuid", Q_GPU, GM_SMI_F_UUID,                                   \
+            "The globally unique identifier of the GPU."                                      \
+    }
 
 static const qfield apps_fields[] = {
     QF_IDENTITY,
@@ -379,9 +387,10 @@ static bool parse_display(const char *v, unsigned *out)
                 found = true;
             }
         if (!found) {
-            fprintf(stderr, "%s is not a valid display type.\n"
-                            "Invalid combination of input arguments. Please run 'nvidia-smi -h' "
-                            "for help.\n\n",
+            fprintf(stderr,
+                    "%s is not a valid display type.\n"
+                    "Invalid combination of input arguments. Please run 'nvidia-smi -h' "
+                    "for help.\n\n",
                     t);
             return false;
         }
@@ -476,11 +485,10 @@ static int parse_args(int argc, char **argv, smi_opts *o)
             }
             query_given = true;
             o->query = v;
-            o->action = strncmp(a, "--query-gpu", 11) == 0            ? ACT_CSV_GPU
-                        : strncmp(a, "--query-compute-apps", 20) == 0 ? ACT_CSV_APPS
-                        : strncmp(a, "--query-retired-pages", 21) == 0
-                            ? ACT_CSV_RETIRED
-                            : ACT_CSV_REMAPPED;
+            o->action = strncmp(a, "--query-gpu", 11) == 0             ? ACT_CSV_GPU
+                        : strncmp(a, "--query-compute-apps", 20) == 0  ? ACT_CSV_APPS
+                        : strncmp(a, "--query-retired-pages", 21) == 0 ? ACT_CSV_RETIRED
+                                                                       : ACT_CSV_REMAPPED;
         } else if ((n = is_opt(a, NULL, "--provider"))) {
             if (!(v = take_value(argc, argv, &i, a, n)))
                 return missing_value(a);
@@ -549,9 +557,15 @@ static void qvalue(const gm_snapshot *s, const gm_gpu *g, int field, char *buf, 
 }
 
 static const char *reason_names[] = {
-    "gpu_idle",           "applications_clocks_setting", "sw_power_cap",
-    "hw_slowdown",        "sync_boost",                  "sw_thermal_slowdown",
-    "hw_thermal_slowdown", "hw_power_brake_slowdown",    "display_clock_setting",
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting",
 };
 
 /* ---- -q and -q -x: one walk, two renderings ------------------------------------------------- */
@@ -884,8 +898,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "average_power_draw", "Average Power Draw", GM_M_POWER_AVG_MW, 0.001, "%.2f W");
     mleaf(e, g, "instant_power_draw", "Instantaneous Power Draw", GM_M_POWER_INSTANT_MW, 0.001,
           "%.2f W");
-    mleaf(e, g, "current_power_limit", "Current Power Limit", GM_M_POWER_LIMIT_MW, 0.001,
-          "%.2f W");
+    mleaf(e, g, "current_power_limit", "Current Power Limit", GM_M_POWER_LIMIT_MW, 0.001, "%.2f W");
     mleaf(e, g, "requested_power_limit", "Requested Power Limit", GM_M_POWER_REQ_LIMIT_MW, 0.001,
           "%.2f W");
     mleaf(e, g, "default_power_limit", "Default Power Limit", GM_M_POWER_DEFAULT_LIMIT_MW, 0.001,
@@ -1016,8 +1029,8 @@ static void fmt_or_na(char *buf, size_t cap, const gm_gpu *g, gm_metric m, doubl
 
 static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel)
 {
-    static const char rule[] =
-        "+-----------------------------------------+------------------------+----------------------+\n";
+    static const char rule[] = "+-----------------------------------------+------------------------"
+                               "+----------------------+\n";
     char ts[64];
     format_log_time(s->time_ms, ts, sizeof ts);
     gm_buf_printf(b, "%s       \n", ts);
@@ -1042,8 +1055,8 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
         const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
         if (!g)
             continue;
-        char persist[8], ecc[16], fan[16], temp[16], perf[8], pwr[16], cap[16], used[24],
-            total[24], util[16], cm[24], mig[16];
+        char persist[8], ecc[16], fan[16], temp[16], perf[8], pwr[16], cap[16], used[24], total[24],
+            util[16], cm[24], mig[16];
         snprintf(persist, sizeof persist, "%s",
                  !g->lost && gm_gpu_has(g, GM_M_PERSISTENCE_MODE)
                      ? (g->v[GM_M_PERSISTENCE_MODE] != 0 ? "On" : "Off")
@@ -1327,10 +1340,10 @@ int gm_cli_smi(int argc, char **argv)
     gm_collector_options copt;
     if (!gm_cli_collector_options("smi", &o.src, &copt))
         return GM_EXIT_USAGE;
-    copt.no_host = true;       /* nvidia-smi shows no host metrics (the host name is kept) */
-    copt.slow_period_ms = -1;  /* every reading fresh: each line is a request */
-    copt.no_processes = !(o.action == ACT_QUERY || o.action == ACT_SUMMARY ||
-                          o.action == ACT_CSV_APPS);
+    copt.no_host = true;      /* nvidia-smi shows no host metrics (the host name is kept) */
+    copt.slow_period_ms = -1; /* every reading fresh: each line is a request */
+    copt.no_processes =
+        !(o.action == ACT_QUERY || o.action == ACT_SUMMARY || o.action == ACT_CSV_APPS);
     gm_collector *c = gm_cli_collector_open("smi", &copt, &rc);
     if (!c)
         return rc;
