@@ -23,13 +23,17 @@ _gpumon_opts_snapshot='-o --output --power-window --power-interval --no-processe
     --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format -h --help'
 _gpumon_opts_history='--db --format -n --limit -o --output -h --help'
+_gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display
+    -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps
+    --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps
+    --help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed'
 
 _gpumon() {
     local cur prev words cword
     local split
     _init_completion -s || return
 
-    local commands='query serve record select wait estimate run snapshot diff history'
+    local commands='query serve record select wait estimate run snapshot diff history smi'
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands help --help --version" -- "$cur"))
         return
@@ -55,6 +59,7 @@ _gpumon() {
     --format)
         case $cmd in
         query) COMPREPLY=($(compgen -W 'table json csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
+        smi) COMPREPLY=($(compgen -W 'csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
         select | wait) COMPREPLY=($(compgen -W 'list uuid json' -- "$cur")) ;;
         history) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
         *) COMPREPLY=($(compgen -W 'text json' -- "$cur")) ;;
@@ -69,7 +74,12 @@ _gpumon() {
         COMPREPLY=($(compgen -W 'debug info warn error' -- "$cur"))
         return
         ;;
-    -o | --output | --port-file | --db | -f | --task)
+    -d | --display)
+        [[ $cmd == smi ]] && COMPREPLY=($(compgen -W 'MEMORY UTILIZATION ECC TEMPERATURE POWER
+            CLOCK COMPUTE PIDS PERFORMANCE PAGE_RETIREMENT ENCODER_STATS ROW_REMAPPER' -- "$cur"))
+        return
+        ;;
+    -o | --output | --port-file | --db | -f | --task | --filename)
         _filedir
         return
         ;;
@@ -85,6 +95,9 @@ _gpumon() {
         [[ $cur == *,* ]] && prefix=${cur%,*},
         COMPREPLY=($(compgen -P "$prefix" -W "$fields" -- "${cur##*,}"))
         compopt -o nospace
+        return
+        ;;
+    --query-compute-apps | --query-retired-pages | --query-remapped-rows | -lms | --loop-ms)
         return
         ;;
     -i | --id | --gpus | -l | --loop | --simulate | --seed | --listen | --token | --history | \

@@ -99,7 +99,98 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(PCIE_RX_KBPS, "pcie.rx")                            \
     X(PSTATE, "pstate")                                   \
     X(THROTTLE_REASONS, "clocks_throttle_reasons.active") \
-    X(PERSISTENCE_MODE, "persistence_mode")
+    X(PERSISTENCE_MODE, "persistence_mode")               \
+    GM_HEALTH_METRIC_MAP(X)
+
+/* The health and configuration metrics (issue #12): configuration read once a minute, counters
+ * at the slow period, XID from NVML's event set, profiling ratios from GPM (Hopper and newer).
+ * The rings keep these only when their table row says numeric_series (ring.c). */
+#define GM_HEALTH_METRIC_MAP(X)                                                        \
+    X(POWER_REQ_LIMIT_MW, "power.limit")                                               \
+    X(POWER_DEFAULT_LIMIT_MW, "power.default_limit")                                   \
+    X(POWER_MIN_LIMIT_MW, "power.min_limit")                                           \
+    X(POWER_MAX_LIMIT_MW, "power.max_limit")                                           \
+    X(POWER_AVG_MW, "power.draw.average")                                              \
+    X(POWER_INSTANT_MW, "power.draw.instant")                                          \
+    X(TEMP_MEM_C, "temperature.memory")                                                \
+    X(CLOCK_VIDEO_MHZ, "clocks.video")                                                 \
+    X(UTIL_JPEG_PCT, "utilization.jpeg")                                               \
+    X(UTIL_OFA_PCT, "utilization.ofa")                                                 \
+    X(PCIE_GEN_GPU_MAX, "pcie.link.gen.gpumax")                                        \
+    X(PCI_DEVICE_ID, "pci.device_id")                                                  \
+    X(PCI_SUBSYS_ID, "pci.sub_device_id")                                              \
+    X(THROTTLE_SUPPORTED, "clocks_throttle_reasons.supported")                         \
+    X(COMPUTE_MODE, "compute_mode")                                                    \
+    X(COMPUTE_CAP, "compute_cap")                                                      \
+    X(MIG_MODE_CUR, "mig.mode.current")                                                \
+    X(MIG_MODE_PENDING, "mig.mode.pending")                                            \
+    X(ECC_MODE_CUR, "ecc.mode.current")                                                \
+    X(ECC_MODE_PENDING, "ecc.mode.pending")                                            \
+    X(ENC_SESSIONS, "encoder.stats.sessionCount")                                      \
+    X(ENC_FPS, "encoder.stats.averageFps")                                             \
+    X(ENC_LATENCY_US, "encoder.stats.averageLatency")                                  \
+    X(ECC_CORR_VOL, "ecc.errors.corrected.volatile.total")                             \
+    X(ECC_CORR_AGG, "ecc.errors.corrected.aggregate.total")                            \
+    X(ECC_UNCORR_VOL, "ecc.errors.uncorrected.volatile.total")                         \
+    X(ECC_UNCORR_AGG, "ecc.errors.uncorrected.aggregate.total")                        \
+    GM_ECC_LOCATION_MAP(GM__ECC_LOC_METRICS, X)                                        \
+    X(RETIRED_SBE, "retired_pages.single_bit_ecc.count")                               \
+    X(RETIRED_DBE, "retired_pages.double_bit.count")                                   \
+    X(RETIRED_PENDING, "retired_pages.pending")                                        \
+    X(REMAP_CORR, "remapped_rows.correctable")                                         \
+    X(REMAP_UNCORR, "remapped_rows.uncorrectable")                                     \
+    X(REMAP_PENDING, "remapped_rows.pending")                                          \
+    X(REMAP_FAILURE, "remapped_rows.failure")                                          \
+    X(REMAP_HIST_MAX, "remapped_rows.histogram.max")                                   \
+    X(REMAP_HIST_HIGH, "remapped_rows.histogram.high")                                 \
+    X(REMAP_HIST_PARTIAL, "remapped_rows.histogram.partial")                           \
+    X(REMAP_HIST_LOW, "remapped_rows.histogram.low")                                   \
+    X(REMAP_HIST_NONE, "remapped_rows.histogram.none")                                 \
+    X(PCIE_REPLAY, "pcie.replay_counter")                                              \
+    X(VIOL_POWER_NS, "clocks_event_reasons_counters.sw_power_cap")                     \
+    X(VIOL_THERMAL_NS, "violation.thermal")                                            \
+    X(VIOL_SYNC_BOOST_NS, "clocks_event_reasons_counters.sync_boost")                  \
+    X(VIOL_SW_THERMAL_NS, "clocks_event_reasons_counters.sw_thermal_slowdown")         \
+    X(VIOL_HW_THERMAL_NS, "clocks_event_reasons_counters.hw_thermal_slowdown")         \
+    X(VIOL_HW_POWER_BRAKE_NS, "clocks_event_reasons_counters.hw_power_brake_slowdown") \
+    X(XID_LAST, "xid.last")                                                            \
+    X(XID_COUNT, "xid.count")                                                          \
+    X(XID_TIME_MS, "xid.last_time")                                                    \
+    X(NVLINK_ACTIVE, "nvlink.links_active")                                            \
+    X(NVLINK_TX_KIB, "nvlink.tx")                                                      \
+    X(NVLINK_RX_KIB, "nvlink.rx")                                                      \
+    X(NVLINK_CRC_FLIT, "nvlink.errors.crc_flit")                                       \
+    X(NVLINK_CRC_DATA, "nvlink.errors.crc_data")                                       \
+    X(NVLINK_REPLAY, "nvlink.errors.replay")                                           \
+    X(NVLINK_RECOVERY, "nvlink.errors.recovery")                                       \
+    X(PROF_GR_ACTIVE_PCT, "prof.gr_engine_active")                                     \
+    X(PROF_SM_ACTIVE_PCT, "prof.sm_active")                                            \
+    X(PROF_SM_OCCUPANCY_PCT, "prof.sm_occupancy")                                      \
+    X(PROF_TENSOR_PCT, "prof.pipe_tensor_active")                                      \
+    X(PROF_DRAM_PCT, "prof.dram_active")                                               \
+    X(PROF_FP64_PCT, "prof.pipe_fp64_active")                                          \
+    X(PROF_FP32_PCT, "prof.pipe_fp32_active")                                          \
+    X(PROF_FP16_PCT, "prof.pipe_fp16_active")                                          \
+    X(PROF_PCIE_TX_BPS, "prof.pcie_tx_bytes")                                          \
+    X(PROF_PCIE_RX_BPS, "prof.pcie_rx_bytes")                                          \
+    X(PROF_NVLINK_TX_BPS, "prof.nvlink_tx_bytes")                                      \
+    X(PROF_NVLINK_RX_BPS, "prof.nvlink_rx_bytes")
+
+/* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
+ * location). device_memory and dram are the same counter (location 2), one metric. */
+#define GM_ECC_LOCATION_MAP(L, X)             \
+    L(X, DRAM, "dram", 2)                     \
+    L(X, REGISTER_FILE, "register_file", 3)   \
+    L(X, L1_CACHE, "l1_cache", 0)             \
+    L(X, L2_CACHE, "l2_cache", 1)             \
+    L(X, TEXTURE_MEMORY, "texture_memory", 4) \
+    L(X, CBU, "cbu", 6)                       \
+    L(X, SRAM, "sram", 7)
+#define GM__ECC_LOC_METRICS(X, id, name, loc)                       \
+    X(ECC_CORR_VOL_##id, "ecc.errors.corrected.volatile." name)     \
+    X(ECC_CORR_AGG_##id, "ecc.errors.corrected.aggregate." name)    \
+    X(ECC_UNCORR_VOL_##id, "ecc.errors.uncorrected.volatile." name) \
+    X(ECC_UNCORR_AGG_##id, "ecc.errors.uncorrected.aggregate." name)
 
 typedef enum gm_metric {
 #define GM__METRIC_ENUM(id, name) GM_M_##id,
@@ -156,26 +247,52 @@ const char *gm_host_metric_name(gm_host_metric id);
 
 /* One GPU at one instant. A metric is present only when its bit in `valid` is set; values of
  * absent metrics are meaningless and must never be shown as zero. */
+#define GM_M_WORDS    ((GM_M__COUNT + 63) / 64) /* words of gm_gpu.valid */
+#define GM_SERIAL_LEN 32
+
 typedef struct gm_gpu {
     unsigned index; /* the driver's enumeration index, as nvidia-smi -i uses it */
     char name[GM_NAME_LEN];
     char uuid[GM_UUID_LEN];
     char pci_bus_id[GM_BUSID_LEN];
-    bool lost;      /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
-    uint64_t valid; /* bit (1 << gm_metric) */
+    char serial[GM_SERIAL_LEN]; /* board serial number, empty when unknown */
+    char vbios[GM_SERIAL_LEN];  /* VBIOS version, empty when unknown */
+    bool lost;                  /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
+    uint64_t valid[GM_M_WORDS]; /* bit m % 64 of word m / 64 per gm_metric m */
     double v[GM_M__COUNT];
 } gm_gpu;
 
 static inline bool gm_gpu_has(const gm_gpu *g, gm_metric m)
 {
-    return (g->valid >> m) & 1u;
+    return (g->valid[m / 64] >> (m % 64)) & 1u;
 }
 
 static inline void gm_gpu_set(gm_gpu *g, gm_metric m, double value)
 {
     g->v[m] = value;
-    g->valid |= UINT64_C(1) << m;
+    g->valid[m / 64] |= UINT64_C(1) << (m % 64);
 }
+
+static inline void gm_gpu_unset(gm_gpu *g, gm_metric m)
+{
+    g->valid[m / 64] &= ~(UINT64_C(1) << (m % 64));
+}
+
+/* Marks every metric of g absent. */
+static inline void gm_gpu_clear(gm_gpu *g)
+{
+    for (int w = 0; w < GM_M_WORDS; w++)
+        g->valid[w] = 0;
+}
+
+/* An XID this recent (ms) makes its GPU degraded. */
+#define GM_XID_FRESH_MS (10 * 60 * 1000)
+
+/* True when GPU g needs attention at wall time now_ms (Unix ms): an XID error within
+ * GM_XID_FRESH_MS, uncorrected ECC errors since the driver loaded, a failed row remapping. The
+ * reasons, "; "-joined, go to why (cap bytes, may be NULL). A lost GPU is not "degraded" here:
+ * lost is its own state. The daemon's /api/health, the JSON and the dashboard share this rule. */
+bool gm_gpu_degraded(const gm_gpu *g, int64_t now_ms, char *why, size_t cap);
 
 enum gm_proc_type { GM_PROC_COMPUTE = 1, GM_PROC_GRAPHICS = 2 };
 
@@ -270,6 +387,10 @@ typedef struct gm_collector_options {
      * energy for short recordings). Values fixed by the hardware (max clocks, max PCIe link)
      * are read once a minute whatever this says. */
     int slow_period_ms;
+    /* Watch for XID errors (NVML only): a thread of the collector waits on an NVML event set and
+     * the samples carry xid.last / xid.count / xid.last_time. For long-lived collectors (the
+     * daemon); closing takes up to a quarter of a second more. */
+    bool watch_xid;
 } gm_collector_options;
 
 typedef struct gm_collector gm_collector;
@@ -318,6 +439,13 @@ typedef enum gm_p2p_status {
  * cannot tell (nvidia-smi, none). */
 int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
                      gm_error *err);
+/* Retired memory pages of the GPU with driver index `index` for one cause (0: multiple
+ * single-bit ECC errors, 1: a double-bit error): up to cap page addresses into addr and their
+ * retirement times (Unix seconds; 0 when the driver does not tell) into when, *n the number the
+ * GPU has (may exceed cap). GM_ENOTSUP when the provider or the GPU cannot tell. */
+int gm_collector_retired_pages(gm_collector *c, unsigned index, int cause, uint64_t *addr,
+                               uint64_t *when, size_t cap, size_t *n, gm_error *err);
+
 /* Short code as `nvidia-smi topo -p2p` prints it: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U". */
 const char *gm_p2p_status_code(gm_p2p_status s);
 

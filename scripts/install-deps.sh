@@ -23,6 +23,23 @@ nginx-light clang-format groff-base"
 DEB="debhelper dpkg-dev lintian fakeroot"
 CONTAINER="podman runc debootstrap curl ca-certificates"
 
+# netdata's python.d nvidia_smi collector, which tests/cli/test_smi.py runs against gpumon's
+# nvidia-smi: Debian's netdata-plugins-python is unpacked (apt-get download, dpkg-deb -x) into
+# this folder rather than installed, because installing it pulls in and starts the netdata daemon.
+NETDATA_DIR=/var/cache/gpumon-test/netdata-plugins-python
+netdata_missing() {
+    [ ! -f /usr/lib/netdata/python.d/nvidia_smi.chart.py ] &&
+        [ ! -f "$NETDATA_DIR/usr/lib/netdata/python.d/nvidia_smi.chart.py" ]
+}
+netdata_unpack() {
+    tmp=$(mktemp -d)
+    (cd "$tmp" && $APT download netdata-plugins-python >/dev/null) &&
+        $SUDO mkdir -p "$NETDATA_DIR" && $SUDO dpkg-deb -x "$tmp"/netdata-plugins-python_*.deb "$NETDATA_DIR"
+    rc=$?
+    rm -rf "$tmp"
+    return $rc
+}
+
 check=0
 if [ "${1:-}" = --check ]; then
     check=1
@@ -61,20 +78,29 @@ installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' $want 2>/dev/nul
 # shellcheck disable=SC2086
 missing=$(printf '%s\n' $want | grep -vxF "$installed" | tr '\n' ' ' || true)
 missing=${missing% }
-if [ -z "$missing" ]; then
+want_netdata=0
+case " $* " in *" test "*) netdata_missing && want_netdata=1 ;; esac
+if [ -z "$missing" ] && [ "$want_netdata" = 0 ]; then
     echo "install-deps: all packages for $* present"
     exit 0
 fi
 if [ "$check" = 1 ]; then
-    echo "install-deps: missing for $*: $missing" >&2
+    [ -z "$missing" ] || echo "install-deps: missing for $*: $missing" >&2
+    [ "$want_netdata" = 0 ] || echo "install-deps: missing for $*: netdata-plugins-python (unpacked in $NETDATA_DIR)" >&2
     echo "install-deps: run: sudo scripts/install-deps.sh $*" >&2
     exit 1
 fi
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
-echo "install-deps: installing $missing"
 # Another apt (an engineer, unattended-upgrades) may hold the lock: wait for it a while.
 APT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -q"
 $APT update -qq
-# shellcheck disable=SC2086
-$APT install -y -qq --no-install-recommends $missing
+if [ -n "$missing" ]; then
+    echo "install-deps: installing $missing"
+    # shellcheck disable=SC2086
+    $APT install -y -qq --no-install-recommends $missing
+fi
+if [ "$want_netdata" = 1 ]; then
+    echo "install-deps: unpacking netdata-plugins-python into $NETDATA_DIR"
+    netdata_unpack
+fi

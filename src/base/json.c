@@ -96,7 +96,204 @@ static json_t *throttle_json(const gm_gpu *g)
     for (size_t i = 0; i < sizeof throttle_names / sizeof *throttle_names; i++)
         if (mask & (UINT64_C(1) << i))
             json_array_append_new(active, json_string(throttle_names[i]));
-    return json_pack("{s:s, s:o}", "mask", hex, "active", active);
+    /* Each reason the GPU reports, as a boolean (all nine when it does not say which). */
+    json_t *reasons = json_object();
+    uint64_t sup = gm_gpu_has(g, GM_M_THROTTLE_SUPPORTED) ? (uint64_t)g->v[GM_M_THROTTLE_SUPPORTED]
+                                                          : UINT64_MAX;
+    for (size_t i = 0; i < sizeof throttle_names / sizeof *throttle_names; i++)
+        if (sup >> i & 1)
+            json_object_set_new(reasons, throttle_names[i], json_boolean(mask >> i & 1));
+    json_t *supported = json_null();
+    if (gm_gpu_has(g, GM_M_THROTTLE_SUPPORTED)) {
+        char shex[24];
+        snprintf(shex, sizeof shex, "0x%016llx", (unsigned long long)sup);
+        supported = json_string(shex);
+    }
+    return json_pack("{s:s, s:o, s:o, s:o}", "mask", hex, "active", active, "reasons", reasons,
+                     "supported_mask", supported);
+}
+
+static json_t *flag(const gm_gpu *g, gm_metric m)
+{
+    return gm_gpu_has(g, m) ? json_boolean(g->v[m] != 0) : json_null();
+}
+
+/* Adds key: value to o, taking the reference (jansson's _new convention). */
+static void put(json_t *o, const char *key, json_t *v)
+{
+    json_object_set_new(o, key, v ? v : json_null());
+}
+
+static const char *const compute_modes[] = {"Default", "Exclusive_Thread", "Prohibited",
+                                            "Exclusive_Process"};
+
+/* The health block: XID, ECC, retired pages, remapped rows, violations, NVLink, and the verdict
+ * of gm_gpu_degraded at the sample's time. */
+static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
+{
+    json_t *h = json_object();
+    json_t *xid = json_null();
+    if (gm_gpu_has(g, GM_M_XID_LAST)) {
+        xid = json_object();
+        put(xid, "last", raw_integer(g, GM_M_XID_LAST));
+        put(xid, "count", raw_integer(g, GM_M_XID_COUNT));
+        json_t *when = json_null();
+        if (gm_gpu_has(g, GM_M_XID_TIME_MS)) {
+            char ts[40];
+            gm_json_time((int64_t)g->v[GM_M_XID_TIME_MS], ts, sizeof ts);
+            when = json_string(ts);
+        }
+        put(xid, "last_time", when);
+    }
+    put(h, "xid", xid);
+
+    json_t *ecc = json_object();
+    json_t *mode = json_object();
+    put(mode, "current", flag(g, GM_M_ECC_MODE_CUR));
+    put(mode, "pending", flag(g, GM_M_ECC_MODE_PENDING));
+    put(ecc, "mode", mode);
+    put(ecc, "corrected_volatile", raw_integer(g, GM_M_ECC_CORR_VOL));
+    put(ecc, "corrected_aggregate", raw_integer(g, GM_M_ECC_CORR_AGG));
+    put(ecc, "uncorrected_volatile", raw_integer(g, GM_M_ECC_UNCORR_VOL));
+    put(ecc, "uncorrected_aggregate", raw_integer(g, GM_M_ECC_UNCORR_AGG));
+    json_t *locs = json_object();
+#define JSON_ECC_LOC(X, id, name, loc)                                                        \
+    if (gm_gpu_has(g, GM_M_ECC_CORR_VOL_##id) || gm_gpu_has(g, GM_M_ECC_CORR_AGG_##id) ||     \
+        gm_gpu_has(g, GM_M_ECC_UNCORR_VOL_##id) || gm_gpu_has(g, GM_M_ECC_UNCORR_AGG_##id)) { \
+        json_t *l = json_object();                                                            \
+        put(l, "corrected_volatile", raw_integer(g, GM_M_ECC_CORR_VOL_##id));                 \
+        put(l, "corrected_aggregate", raw_integer(g, GM_M_ECC_CORR_AGG_##id));                \
+        put(l, "uncorrected_volatile", raw_integer(g, GM_M_ECC_UNCORR_VOL_##id));             \
+        put(l, "uncorrected_aggregate", raw_integer(g, GM_M_ECC_UNCORR_AGG_##id));            \
+        put(locs, name, l);                                                                   \
+    }
+    GM_ECC_LOCATION_MAP(JSON_ECC_LOC, _)
+#undef JSON_ECC_LOC
+    put(ecc, "locations", locs);
+    put(h, "ecc", ecc);
+
+    json_t *rp = json_object();
+    put(rp, "single_bit", raw_integer(g, GM_M_RETIRED_SBE));
+    put(rp, "double_bit", raw_integer(g, GM_M_RETIRED_DBE));
+    put(rp, "pending", flag(g, GM_M_RETIRED_PENDING));
+    put(h, "retired_pages", rp);
+
+    json_t *rr = json_object();
+    put(rr, "correctable", raw_integer(g, GM_M_REMAP_CORR));
+    put(rr, "uncorrectable", raw_integer(g, GM_M_REMAP_UNCORR));
+    put(rr, "pending", flag(g, GM_M_REMAP_PENDING));
+    put(rr, "failure", flag(g, GM_M_REMAP_FAILURE));
+    json_t *hist = json_null();
+    if (gm_gpu_has(g, GM_M_REMAP_HIST_MAX)) {
+        hist = json_object();
+        put(hist, "max", raw_integer(g, GM_M_REMAP_HIST_MAX));
+        put(hist, "high", raw_integer(g, GM_M_REMAP_HIST_HIGH));
+        put(hist, "partial", raw_integer(g, GM_M_REMAP_HIST_PARTIAL));
+        put(hist, "low", raw_integer(g, GM_M_REMAP_HIST_LOW));
+        put(hist, "none", raw_integer(g, GM_M_REMAP_HIST_NONE));
+    }
+    put(rr, "histogram", hist);
+    put(h, "remapped_rows", rr);
+
+    put(h, "pcie_replay_counter", raw_integer(g, GM_M_PCIE_REPLAY));
+
+    json_t *viol = json_object();
+    put(viol, "power", metric(g, GM_M_VIOL_POWER_NS));
+    put(viol, "thermal", metric(g, GM_M_VIOL_THERMAL_NS));
+    put(viol, "sync_boost", metric(g, GM_M_VIOL_SYNC_BOOST_NS));
+    put(viol, "sw_thermal_slowdown", metric(g, GM_M_VIOL_SW_THERMAL_NS));
+    put(viol, "hw_thermal_slowdown", metric(g, GM_M_VIOL_HW_THERMAL_NS));
+    put(viol, "hw_power_brake_slowdown", metric(g, GM_M_VIOL_HW_POWER_BRAKE_NS));
+    put(h, "violations_us", viol);
+
+    json_t *nvl = json_object();
+    put(nvl, "links_active", raw_integer(g, GM_M_NVLINK_ACTIVE));
+    put(nvl, "tx_bytes",
+        gm_gpu_has(g, GM_M_NVLINK_TX_KIB) ? gm_json_number(g->v[GM_M_NVLINK_TX_KIB] * 1024.0)
+                                          : json_null());
+    put(nvl, "rx_bytes",
+        gm_gpu_has(g, GM_M_NVLINK_RX_KIB) ? gm_json_number(g->v[GM_M_NVLINK_RX_KIB] * 1024.0)
+                                          : json_null());
+    put(nvl, "crc_flit_errors", raw_integer(g, GM_M_NVLINK_CRC_FLIT));
+    put(nvl, "crc_data_errors", raw_integer(g, GM_M_NVLINK_CRC_DATA));
+    put(nvl, "replay_errors", raw_integer(g, GM_M_NVLINK_REPLAY));
+    put(nvl, "recovery_errors", raw_integer(g, GM_M_NVLINK_RECOVERY));
+    put(h, "nvlink", nvl);
+
+    char why[256];
+    bool bad = gm_gpu_degraded(g, s->time_ms, why, sizeof why);
+    put(h, "degraded", json_boolean(bad));
+    put(h, "reasons", bad ? json_string(why) : json_null());
+    return h;
+}
+
+static json_t *profiling_json(const gm_gpu *g)
+{
+    json_t *p = json_object();
+    put(p, "gr_engine_active_percent", metric(g, GM_M_PROF_GR_ACTIVE_PCT));
+    put(p, "sm_active_percent", metric(g, GM_M_PROF_SM_ACTIVE_PCT));
+    put(p, "sm_occupancy_percent", metric(g, GM_M_PROF_SM_OCCUPANCY_PCT));
+    put(p, "tensor_active_percent", metric(g, GM_M_PROF_TENSOR_PCT));
+    put(p, "dram_active_percent", metric(g, GM_M_PROF_DRAM_PCT));
+    put(p, "fp64_active_percent", metric(g, GM_M_PROF_FP64_PCT));
+    put(p, "fp32_active_percent", metric(g, GM_M_PROF_FP32_PCT));
+    put(p, "fp16_active_percent", metric(g, GM_M_PROF_FP16_PCT));
+    put(p, "pcie_tx_bytes_per_second", metric(g, GM_M_PROF_PCIE_TX_BPS));
+    put(p, "pcie_rx_bytes_per_second", metric(g, GM_M_PROF_PCIE_RX_BPS));
+    put(p, "nvlink_tx_bytes_per_second", metric(g, GM_M_PROF_NVLINK_TX_BPS));
+    put(p, "nvlink_rx_bytes_per_second", metric(g, GM_M_PROF_NVLINK_RX_BPS));
+    return p;
+}
+
+/* The fields of issue #12 that are not health: power limits and readings, identity, modes. */
+static void add_details(json_t *j, const gm_gpu *g)
+{
+    put(j, "serial", string_or_null(g->serial));
+    put(j, "vbios_version", string_or_null(g->vbios));
+    json_t *cc = json_null();
+    if (gm_gpu_has(g, GM_M_COMPUTE_CAP)) {
+        char v[16];
+        int c = (int)g->v[GM_M_COMPUTE_CAP];
+        snprintf(v, sizeof v, "%d.%d", c / 10, c % 10);
+        cc = json_string(v);
+    }
+    put(j, "compute_capability", cc);
+    json_t *cm = json_null();
+    if (gm_gpu_has(g, GM_M_COMPUTE_MODE) && g->v[GM_M_COMPUTE_MODE] >= 0 &&
+        g->v[GM_M_COMPUTE_MODE] <= 3)
+        cm = json_string(compute_modes[(int)g->v[GM_M_COMPUTE_MODE]]);
+    put(j, "compute_mode", cm);
+    json_t *mig = json_object();
+    put(mig, "current", flag(g, GM_M_MIG_MODE_CUR));
+    put(mig, "pending", flag(g, GM_M_MIG_MODE_PENDING));
+    put(j, "mig_mode", mig);
+    put(j, "temperature_memory_c", metric(g, GM_M_TEMP_MEM_C));
+
+    json_t *power = json_object_get(j, "power");
+    if (power) {
+        put(power, "draw_average_w", metric(g, GM_M_POWER_AVG_MW));
+        put(power, "draw_instant_w", metric(g, GM_M_POWER_INSTANT_MW));
+        put(power, "requested_limit_w", metric(g, GM_M_POWER_REQ_LIMIT_MW));
+        put(power, "default_limit_w", metric(g, GM_M_POWER_DEFAULT_LIMIT_MW));
+        put(power, "min_limit_w", metric(g, GM_M_POWER_MIN_LIMIT_MW));
+        put(power, "max_limit_w", metric(g, GM_M_POWER_MAX_LIMIT_MW));
+    }
+    json_t *util = json_object_get(j, "utilization");
+    if (util) {
+        put(util, "jpeg", metric(g, GM_M_UTIL_JPEG_PCT));
+        put(util, "ofa", metric(g, GM_M_UTIL_OFA_PCT));
+    }
+    json_t *clocks = json_object_get(j, "clocks");
+    if (clocks)
+        put(clocks, "video_mhz", metric(g, GM_M_CLOCK_VIDEO_MHZ));
+    json_t *pcie = json_object_get(j, "pcie");
+    if (pcie)
+        put(pcie, "gen_gpu_max", metric(g, GM_M_PCIE_GEN_GPU_MAX));
+    json_t *enc = json_object();
+    put(enc, "sessions", raw_integer(g, GM_M_ENC_SESSIONS));
+    put(enc, "average_fps", raw_integer(g, GM_M_ENC_FPS));
+    put(enc, "average_latency_us", raw_integer(g, GM_M_ENC_LATENCY_US));
+    put(j, "encoder_stats", enc);
 }
 
 json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
@@ -160,6 +357,11 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
         /* state */
         "pstate", pstate, "throttle_reasons", throttle_json(g), "persistence_mode", persist,
         "processes", procs);
+    if (j) {
+        add_details(j, g);
+        put(j, "health", health_json(s, g));
+        put(j, "profiling", profiling_json(g));
+    }
     return j;
 }
 

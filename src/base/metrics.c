@@ -44,6 +44,150 @@ static const gm_metric_info metric_table[GM_M__COUNT] = {
     {GM_M_THROTTLE_REASONS, "clocks_throttle_reasons.active", "", 1, false,
      "Bit mask of active clock throttle reasons"},
     {GM_M_PERSISTENCE_MODE, "persistence_mode", "", 1, false, "1 when persistence mode is on"},
+    /* ---- health and configuration (issue #12) ---- */
+    {GM_M_POWER_REQ_LIMIT_MW, "power.limit", "W", 0.001, false,
+     "Power limit requested by software (power management limit)"},
+    {GM_M_POWER_DEFAULT_LIMIT_MW, "power.default_limit", "W", 0.001, false,
+     "Power limit after a reset"},
+    {GM_M_POWER_MIN_LIMIT_MW, "power.min_limit", "W", 0.001, false,
+     "Lowest power limit that can be set"},
+    {GM_M_POWER_MAX_LIMIT_MW, "power.max_limit", "W", 0.001, false,
+     "Highest power limit that can be set"},
+    {GM_M_POWER_AVG_MW, "power.draw.average", "W", 0.001, true,
+     "Board power draw averaged over one second"},
+    {GM_M_POWER_INSTANT_MW, "power.draw.instant", "W", 0.001, false, "Instantaneous board power"},
+    {GM_M_TEMP_MEM_C, "temperature.memory", "C", 1, true, "HBM memory temperature"},
+    {GM_M_CLOCK_VIDEO_MHZ, "clocks.video", "MHz", 1, false, "Video encoder/decoder clock"},
+    {GM_M_UTIL_JPEG_PCT, "utilization.jpeg", "%", 1, false, "JPEG decoder utilisation"},
+    {GM_M_UTIL_OFA_PCT, "utilization.ofa", "%", 1, false, "Optical flow accelerator utilisation"},
+    {GM_M_PCIE_GEN_GPU_MAX, "pcie.link.gen.gpumax", "", 1, false,
+     "Highest PCIe generation the GPU supports"},
+    {GM_M_PCI_DEVICE_ID, "pci.device_id", "", 1, false, "PCI vendor and device id"},
+    {GM_M_PCI_SUBSYS_ID, "pci.sub_device_id", "", 1, false, "PCI sub system id"},
+    {GM_M_THROTTLE_SUPPORTED, "clocks_throttle_reasons.supported", "", 1, false,
+     "Bit mask of the clock event reasons the GPU can report"},
+    {GM_M_COMPUTE_MODE, "compute_mode", "", 1, false,
+     "Compute mode: 0 Default, 1 Exclusive_Thread, 2 Prohibited, 3 Exclusive_Process"},
+    {GM_M_COMPUTE_CAP, "compute_cap", "", 1, false,
+     "CUDA compute capability as major * 10 + minor (90 is 9.0)"},
+    {GM_M_MIG_MODE_CUR, "mig.mode.current", "", 1, false, "1 when MIG mode is enabled"},
+    {GM_M_MIG_MODE_PENDING, "mig.mode.pending", "", 1, false, "MIG mode after the next reset"},
+    {GM_M_ECC_MODE_CUR, "ecc.mode.current", "", 1, false, "1 when ECC is enabled"},
+    {GM_M_ECC_MODE_PENDING, "ecc.mode.pending", "", 1, false, "ECC mode after the next reboot"},
+    {GM_M_ENC_SESSIONS, "encoder.stats.sessionCount", "", 1, false, "Active encoder sessions"},
+    {GM_M_ENC_FPS, "encoder.stats.averageFps", "", 1, false, "Average encoder frames per second"},
+    {GM_M_ENC_LATENCY_US, "encoder.stats.averageLatency", "us", 1, false,
+     "Average encoder latency"},
+    {GM_M_ECC_CORR_VOL, "ecc.errors.corrected.volatile.total", "", 1, false,
+     "Corrected (single bit) ECC errors since the driver loaded"},
+    {GM_M_ECC_CORR_AGG, "ecc.errors.corrected.aggregate.total", "", 1, false,
+     "Corrected (single bit) ECC errors over the GPU's life"},
+    {GM_M_ECC_UNCORR_VOL, "ecc.errors.uncorrected.volatile.total", "", 1, false,
+     "Uncorrected (double bit) ECC errors since the driver loaded"},
+    {GM_M_ECC_UNCORR_AGG, "ecc.errors.uncorrected.aggregate.total", "", 1, false,
+     "Uncorrected (double bit) ECC errors over the GPU's life"},
+#define GM__ECC_LOC_ROWS(X, id, name, loc)                              \
+    {GM_M_ECC_CORR_VOL_##id,                                            \
+     "ecc.errors.corrected.volatile." name,                             \
+     "",                                                                \
+     1,                                                                 \
+     false,                                                             \
+     "Corrected ECC errors in " name " since the driver loaded"},       \
+        {GM_M_ECC_CORR_AGG_##id,                                        \
+         "ecc.errors.corrected.aggregate." name,                        \
+         "",                                                            \
+         1,                                                             \
+         false,                                                         \
+         "Corrected ECC errors in " name " over the GPU's life"},       \
+        {GM_M_ECC_UNCORR_VOL_##id,                                      \
+         "ecc.errors.uncorrected.volatile." name,                       \
+         "",                                                            \
+         1,                                                             \
+         false,                                                         \
+         "Uncorrected ECC errors in " name " since the driver loaded"}, \
+        {GM_M_ECC_UNCORR_AGG_##id,                                      \
+         "ecc.errors.uncorrected.aggregate." name,                      \
+         "",                                                            \
+         1,                                                             \
+         false,                                                         \
+         "Uncorrected ECC errors in " name " over the GPU's life"},
+    GM_ECC_LOCATION_MAP(GM__ECC_LOC_ROWS, _)
+#undef GM__ECC_LOC_ROWS
+        {GM_M_RETIRED_SBE, "retired_pages.single_bit_ecc.count", "", 1, false,
+         "Pages retired for multiple single bit ECC errors"},
+    {GM_M_RETIRED_DBE, "retired_pages.double_bit.count", "", 1, false,
+     "Pages retired for a double bit ECC error"},
+    {GM_M_RETIRED_PENDING, "retired_pages.pending", "", 1, false,
+     "1 when pages wait for a reboot to be retired"},
+    {GM_M_REMAP_CORR, "remapped_rows.correctable", "", 1, false,
+     "Memory rows remapped for correctable errors"},
+    {GM_M_REMAP_UNCORR, "remapped_rows.uncorrectable", "", 1, false,
+     "Memory rows remapped for uncorrectable errors"},
+    {GM_M_REMAP_PENDING, "remapped_rows.pending", "", 1, false,
+     "1 when a row remapping waits for a GPU reset"},
+    {GM_M_REMAP_FAILURE, "remapped_rows.failure", "", 1, false,
+     "1 when a row remapping failed (the GPU needs service)"},
+    {GM_M_REMAP_HIST_MAX, "remapped_rows.histogram.max", "", 1, false,
+     "Memory banks with all remapping rows available"},
+    {GM_M_REMAP_HIST_HIGH, "remapped_rows.histogram.high", "", 1, false,
+     "Memory banks with most remapping rows available"},
+    {GM_M_REMAP_HIST_PARTIAL, "remapped_rows.histogram.partial", "", 1, false,
+     "Memory banks with some remapping rows available"},
+    {GM_M_REMAP_HIST_LOW, "remapped_rows.histogram.low", "", 1, false,
+     "Memory banks with few remapping rows available"},
+    {GM_M_REMAP_HIST_NONE, "remapped_rows.histogram.none", "", 1, false,
+     "Memory banks with no remapping row left"},
+    {GM_M_PCIE_REPLAY, "pcie.replay_counter", "", 1, false, "PCIe replays since the GPU reset"},
+    {GM_M_VIOL_POWER_NS, "clocks_event_reasons_counters.sw_power_cap", "us", 0.001, false,
+     "Time clocks were held down by the power limit (counter)"},
+    {GM_M_VIOL_THERMAL_NS, "violation.thermal", "us", 0.001, false,
+     "Time clocks were held down by thermal limits (counter)"},
+    {GM_M_VIOL_SYNC_BOOST_NS, "clocks_event_reasons_counters.sync_boost", "us", 0.001, false,
+     "Time clocks were held down by sync boost (counter)"},
+    {GM_M_VIOL_SW_THERMAL_NS, "clocks_event_reasons_counters.sw_thermal_slowdown", "us", 0.001,
+     false, "Time clocks were held down by software thermal slowdown (counter)"},
+    {GM_M_VIOL_HW_THERMAL_NS, "clocks_event_reasons_counters.hw_thermal_slowdown", "us", 0.001,
+     false, "Time clocks were held down by hardware thermal slowdown (counter)"},
+    {GM_M_VIOL_HW_POWER_BRAKE_NS, "clocks_event_reasons_counters.hw_power_brake_slowdown", "us",
+     0.001, false, "Time clocks were held down by the external power brake (counter)"},
+    {GM_M_XID_LAST, "xid.last", "", 1, false, "The last XID error the driver reported"},
+    {GM_M_XID_COUNT, "xid.count", "", 1, false, "XID errors seen since gpumon started watching"},
+    {GM_M_XID_TIME_MS, "xid.last_time", "ms", 1, false,
+     "When the last XID error arrived (Unix milliseconds)"},
+    {GM_M_NVLINK_ACTIVE, "nvlink.links_active", "", 1, false, "NVLink links up"},
+    {GM_M_NVLINK_TX_KIB, "nvlink.tx", "KiB", 1, false, "NVLink data sent (counter)"},
+    {GM_M_NVLINK_RX_KIB, "nvlink.rx", "KiB", 1, false, "NVLink data received (counter)"},
+    {GM_M_NVLINK_CRC_FLIT, "nvlink.errors.crc_flit", "", 1, false,
+     "NVLink flow control CRC errors, all links (counter)"},
+    {GM_M_NVLINK_CRC_DATA, "nvlink.errors.crc_data", "", 1, false,
+     "NVLink data CRC errors, all links (counter)"},
+    {GM_M_NVLINK_REPLAY, "nvlink.errors.replay", "", 1, false,
+     "NVLink replay errors, all links (counter)"},
+    {GM_M_NVLINK_RECOVERY, "nvlink.errors.recovery", "", 1, false,
+     "NVLink recovery errors, all links (counter)"},
+    {GM_M_PROF_GR_ACTIVE_PCT, "prof.gr_engine_active", "%", 1, true,
+     "Time the graphics or compute engine was active (GPM)"},
+    {GM_M_PROF_SM_ACTIVE_PCT, "prof.sm_active", "%", 1, true, "Share of SMs busy (GPM)"},
+    {GM_M_PROF_SM_OCCUPANCY_PCT, "prof.sm_occupancy", "%", 1, false,
+     "Warps resident against the maximum (GPM)"},
+    {GM_M_PROF_TENSOR_PCT, "prof.pipe_tensor_active", "%", 1, true,
+     "Time tensor pipes were active (GPM)"},
+    {GM_M_PROF_DRAM_PCT, "prof.dram_active", "%", 1, true,
+     "DRAM bandwidth used against the maximum (GPM)"},
+    {GM_M_PROF_FP64_PCT, "prof.pipe_fp64_active", "%", 1, false,
+     "Time FP64 pipes were active (GPM)"},
+    {GM_M_PROF_FP32_PCT, "prof.pipe_fp32_active", "%", 1, false,
+     "Time FP32 pipes were active (GPM)"},
+    {GM_M_PROF_FP16_PCT, "prof.pipe_fp16_active", "%", 1, false,
+     "Time FP16 pipes were active (GPM)"},
+    {GM_M_PROF_PCIE_TX_BPS, "prof.pcie_tx_bytes", "B/s", 1, false,
+     "PCIe bytes sent per second (GPM)"},
+    {GM_M_PROF_PCIE_RX_BPS, "prof.pcie_rx_bytes", "B/s", 1, false,
+     "PCIe bytes received per second (GPM)"},
+    {GM_M_PROF_NVLINK_TX_BPS, "prof.nvlink_tx_bytes", "B/s", 1, false,
+     "NVLink bytes sent per second (GPM)"},
+    {GM_M_PROF_NVLINK_RX_BPS, "prof.nvlink_rx_bytes", "B/s", 1, false,
+     "NVLink bytes received per second (GPM)"},
 };
 
 static const char *const host_metric_names[GM_H__COUNT] = {

@@ -22,17 +22,18 @@ typedef struct smi_field_info {
     gm_smi_kind kind;
     int metric;
     const char *unit;
+    int arg;
 } smi_field_info;
 
 static const smi_field_info field_table[GM_SMI_F__COUNT] = {
-#define GM__SMI_FIELD_ROW(id, nm, al, hd, kd, mt, un) \
-    [GM_SMI_F_##id] = {nm, al, hd, kd, (int)(mt), un},
+#define GM__SMI_FIELD_ROW(id, nm, al, hd, kd, mt, un, ag) \
+    [GM_SMI_F_##id] = {nm, al, hd, kd, (int)(mt), un, ag},
     GM_SMI_FIELD_MAP(GM__SMI_FIELD_ROW)
 #undef GM__SMI_FIELD_ROW
 };
 
 /* Headers with their unit, built once: "memory.used [MiB]". */
-static char header_text[GM_SMI_F__COUNT][64];
+static char header_text[GM_SMI_F__COUNT][96];
 
 static void build_headers(void)
 {
@@ -65,6 +66,11 @@ int gm_smi_field_find(const char *name)
 const char *gm_smi_field_name(int id)
 {
     return valid_id(id) ? field_table[id].name : NULL;
+}
+
+const char *gm_smi_field_alias(int id)
+{
+    return valid_id(id) ? field_table[id].alias : NULL;
 }
 
 const char *gm_smi_field_header(int id)
@@ -226,12 +232,34 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put_str(buf, cap, g->uuid);
     case GM_SMI_K_BUSID:
         return put_str(buf, cap, g->pci_bus_id);
+    case GM_SMI_K_HOSTNAME:
+        return put_str(buf, cap, s->host.hostname);
+    case GM_SMI_K_NA:
+        return put(buf, cap, "[N/A]");
     default:
         break;
     }
 
     if (g->lost)
         return put(buf, cap, "[GPU is lost]");
+    switch (f->kind) {
+    case GM_SMI_K_SERIAL:
+        return put_str(buf, cap, g->serial);
+    case GM_SMI_K_VBIOS:
+        return put_str(buf, cap, g->vbios);
+    case GM_SMI_K_PCI_DOMAIN:
+    case GM_SMI_K_PCI_BUS:
+    case GM_SMI_K_PCI_DEVICE: {
+        unsigned dom, bus, dev, fn;
+        if (sscanf(g->pci_bus_id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4)
+            return put(buf, cap, "[N/A]");
+        if (f->kind == GM_SMI_K_PCI_DOMAIN)
+            return put(buf, cap, "0x%04X", dom & 0xffffu);
+        return put(buf, cap, "0x%02X", (f->kind == GM_SMI_K_PCI_BUS ? bus : dev) & 0xffu);
+    }
+    default:
+        break;
+    }
     if (!gm_gpu_has(g, (gm_metric)f->metric) || !isfinite(g->v[f->metric]))
         return put(buf, cap, "[N/A]");
     double v = g->v[f->metric];
@@ -253,10 +281,28 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put(buf, cap, "%.2f%s%s", v / 1000.0, sep, unit);
     case GM_SMI_K_PSTATE:
         return put(buf, cap, "P%lld", to_i64(v));
-    case GM_SMI_K_PERSIST:
+    case GM_SMI_K_US:
+        return put(buf, cap, "%llu%s%s", to_u64(v) / 1000ULL, sep, unit);
+    case GM_SMI_K_ENABLED:
         return put(buf, cap, "%s", v != 0 ? "Enabled" : "Disabled");
+    case GM_SMI_K_YESNO:
+        return put(buf, cap, "%s", v != 0 ? "Yes" : "No");
+    case GM_SMI_K_ACTIVE_BIT:
+        return put(buf, cap, "%s", (to_u64(v) >> (f->arg & 63)) & 1 ? "Active" : "Not Active");
     case GM_SMI_K_HEX64:
-        return put(buf, cap, "0x%016llx", to_u64(v));
+        return put(buf, cap, "0x%016llX", to_u64(v));
+    case GM_SMI_K_HEX32:
+        return put(buf, cap, "0x%08llX", to_u64(v) & 0xffffffffULL);
+    case GM_SMI_K_COMPUTE_MODE: {
+        static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
+                                            "Exclusive_Process"};
+        long long m = to_i64(v);
+        return m >= 0 && m <= 3 ? put(buf, cap, "%s", modes[m]) : put(buf, cap, "[N/A]");
+    }
+    case GM_SMI_K_COMPUTE_CAP: {
+        long long c = to_i64(v);
+        return put(buf, cap, "%lld.%lld", c / 10, c % 10);
+    }
     default:
         return put(buf, cap, "[N/A]");
     }
@@ -456,8 +502,19 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
         if (!s->driver_version[0])
             copy_text(s->driver_version, sizeof s->driver_version, text);
         return 0;
+    case GM_SMI_K_SERIAL:
+        copy_text(g->serial, sizeof g->serial, text);
+        return classify(text) == VAL_LOST;
+    case GM_SMI_K_VBIOS:
+        copy_text(g->vbios, sizeof g->vbios, text);
+        return classify(text) == VAL_LOST;
     case GM_SMI_K_TIMESTAMP:
     case GM_SMI_K_COUNT:
+    case GM_SMI_K_HOSTNAME:
+    case GM_SMI_K_PCI_DOMAIN:
+    case GM_SMI_K_PCI_BUS:
+    case GM_SMI_K_PCI_DEVICE:
+    case GM_SMI_K_NA:
     case GM_SMI_K_INDEX: /* read by the row parser */
         return 0;
     default:
@@ -494,7 +551,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
         gm_gpu_set(g, m, (double)p);
         return 0;
     }
-    case GM_SMI_K_PERSIST:
+    case GM_SMI_K_ENABLED:
         if (strcmp(text, "Enabled") == 0)
             gm_gpu_set(g, m, 1);
         else if (strcmp(text, "Disabled") == 0)
@@ -502,6 +559,40 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
         else
             return -1;
         return 0;
+    case GM_SMI_K_US:
+        if (!parse_number(text, f->unit, &v))
+            return -1;
+        gm_gpu_set(g, m, v * 1000.0);
+        return 0;
+    case GM_SMI_K_YESNO:
+        if (strcmp(text, "Yes") == 0)
+            gm_gpu_set(g, m, 1);
+        else if (strcmp(text, "No") == 0)
+            gm_gpu_set(g, m, 0);
+        else
+            return -1;
+        return 0;
+    case GM_SMI_K_ACTIVE_BIT: /* the mask itself comes from clocks_event_reasons.active */
+        return strcmp(text, "Active") == 0 || strcmp(text, "Not Active") == 0 ? 0 : -1;
+    case GM_SMI_K_COMPUTE_MODE: {
+        static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
+                                            "Exclusive_Process"};
+        for (int k = 0; k < 4; k++)
+            if (strcmp(text, modes[k]) == 0) {
+                gm_gpu_set(g, m, k);
+                return 0;
+            }
+        return -1;
+    }
+    case GM_SMI_K_COMPUTE_CAP: {
+        unsigned major, minor;
+        char extra;
+        if (sscanf(text, "%u.%u%c", &major, &minor, &extra) != 2 || minor > 9 || major > 1000)
+            return -1;
+        gm_gpu_set(g, m, major * 10.0 + minor);
+        return 0;
+    }
+    case GM_SMI_K_HEX32:
     case GM_SMI_K_HEX64: {
         if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X') ||
             !isxdigit((unsigned char)text[2]))
@@ -665,7 +756,7 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
         if (lost) {
             /* No reading of a GPU that fell off the bus is trustworthy. */
             g->lost = true;
-            g->valid = 0;
+            gm_gpu_clear(g);
         }
         out->gpu_count++;
         rows++;

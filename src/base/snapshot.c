@@ -1,6 +1,7 @@
 /* snapshot.c - allocation and copying of gm_snapshot, the unit every consumer reads. */
 #include "gpumon.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,4 +59,40 @@ const gm_gpu *gm_snapshot_gpu(const gm_snapshot *s, unsigned index)
         if (s->gpus[i].index == index)
             return &s->gpus[i];
     return NULL;
+}
+
+bool gm_gpu_degraded(const gm_gpu *g, int64_t now_ms, char *why, size_t cap)
+{
+    size_t used = 0;
+    bool bad = false;
+    if (why && cap)
+        why[0] = '\0';
+#define GM__REASON(...)                                                        \
+    do {                                                                       \
+        bad = true;                                                            \
+        if (why && used + 3 < cap) {                                           \
+            if (used)                                                          \
+                used += (size_t)snprintf(why + used, cap - used, "; ");        \
+            if (used < cap)                                                    \
+                used += (size_t)snprintf(why + used, cap - used, __VA_ARGS__); \
+            if (used > cap)                                                    \
+                used = cap;                                                    \
+        }                                                                      \
+    } while (0)
+    if (g->lost)
+        return false;
+    if (gm_gpu_has(g, GM_M_XID_TIME_MS) && gm_gpu_has(g, GM_M_XID_LAST) &&
+        g->v[GM_M_XID_LAST] != 0) {
+        int64_t age_ms = now_ms - (int64_t)g->v[GM_M_XID_TIME_MS];
+        if (age_ms < GM_XID_FRESH_MS)
+            GM__REASON("XID %.0f %lld s ago", g->v[GM_M_XID_LAST],
+                       (long long)(age_ms > 0 ? age_ms / 1000 : 0));
+    }
+    if (gm_gpu_has(g, GM_M_ECC_UNCORR_VOL) && g->v[GM_M_ECC_UNCORR_VOL] > 0)
+        GM__REASON("%.0f uncorrected ECC errors since the driver loaded",
+                   g->v[GM_M_ECC_UNCORR_VOL]);
+    if (gm_gpu_has(g, GM_M_REMAP_FAILURE) && g->v[GM_M_REMAP_FAILURE] != 0)
+        GM__REASON("a memory row remapping failed");
+#undef GM__REASON
+    return bad;
 }

@@ -25,6 +25,7 @@ static const command commands[] = {
     {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)"},
     {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed"},
     {"history", gm_cli_history, "list, show and export stored sessions, runs and snapshots"},
+    {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
 };
 
 static void usage(FILE *out)
@@ -50,6 +51,11 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* Run through a link named nvidia-smi, gpumon is nvidia-smi. */
+    const char *self = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+    self = self ? self + 1 : (argc > 0 && argv[0] ? argv[0] : "");
+    if (strcmp(self, "nvidia-smi") == 0)
+        return gm_cli_smi(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return GM_EXIT_USAGE;

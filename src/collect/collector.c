@@ -183,6 +183,18 @@ int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm
     return c->prov->p2p(c->pstate, a, b, cap, out, err);
 }
 
+int gm_collector_retired_pages(gm_collector *c, unsigned index, int cause, uint64_t *addr,
+                               uint64_t *when, size_t cap, size_t *n, gm_error *err)
+{
+    *n = 0;
+    if (!c->prov || !c->prov->retired_pages)
+        return gm_error_set(err, GM_ENOTSUP, "provider %s cannot list retired pages",
+                            gm_collector_provider(c));
+    if (cause < 0 || cause > 1)
+        return gm_error_set(err, GM_EINVAL, "unknown page retirement cause %d", cause);
+    return c->prov->retired_pages(c->pstate, index, cause, addr, when, cap, n, err);
+}
+
 int gm_collector_topology(gm_collector *c, gm_topology *out, gm_error *err)
 {
     memset(out, 0, sizeof *out);

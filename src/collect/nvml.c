@@ -5,6 +5,11 @@
 #include "base/clock.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +102,82 @@ typedef int (*nv_u64_fn)(nvmlDevice_t, unsigned long long *);
 typedef int (*nv_procs_fn)(nvmlDevice_t, unsigned *, void *);
 typedef int (*nv_p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
 
+/* Health getters (issue #12). */
+typedef int (*nv_pair_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef int (*nv_triple_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *);
+typedef int (*nv_quad_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *);
+typedef int (*nv_ecc_total_fn)(nvmlDevice_t, int, int, unsigned long long *);
+typedef int (*nv_ecc_loc_fn)(nvmlDevice_t, int, int, int, unsigned long long *);
+typedef int (*nv_retired_v1_fn)(nvmlDevice_t, int, unsigned *, unsigned long long *);
+typedef int (*nv_retired_v2_fn)(nvmlDevice_t, int, unsigned *, unsigned long long *,
+                                unsigned long long *);
+typedef int (*nv_link_state_fn)(nvmlDevice_t, unsigned, unsigned *);
+
+/* nvmlRowRemapperHistogramValues_t: banks by how many spare rows they have left. */
+typedef struct {
+    unsigned max, high, partial, low, none;
+} nv_remap_histogram;
+typedef int (*nv_histogram_fn)(nvmlDevice_t, nv_remap_histogram *);
+
+/* nvmlFieldValue_t (40 bytes): set fieldId and scopeId, read nvmlReturn, then the value in the
+ * member valueType names. */
+typedef struct {
+    unsigned fieldId, scopeId;
+    long long timestamp, latencyUsec;
+    int valueType; /* NVML_VALUE_TYPE_DOUBLE = 0, UNSIGNED_INT, UNSIGNED_LONG, UNSIGNED_LONG_LONG,
+                    * SIGNED_LONG_LONG, SIGNED_INT, UNSIGNED_SHORT = 6 */
+    int nvmlReturn;
+    union {
+        double d;
+        unsigned ui;
+        unsigned long ul;
+        unsigned long long ull;
+        long long sll;
+        int si;
+        unsigned short us;
+    } value;
+} nv_field_value;
+typedef int (*nv_fields_fn)(nvmlDevice_t, int, nv_field_value *);
+
+/* Events (nvmlEventSet*): nvmlEventData_t, v2 layout (v1 lacks the instance ids and is a
+ * prefix of it). */
+typedef struct nv_event_set *nvmlEventSet_t;
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType, eventData;
+    unsigned gpuInstanceId, computeInstanceId;
+} nv_event_data;
+#define NV_EVENT_XID 0x8ULL /* nvmlEventTypeXidCriticalError */
+typedef int (*nv_evset_create_fn)(nvmlEventSet_t *);
+typedef int (*nv_ev_register_fn)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
+typedef int (*nv_evset_wait_fn)(nvmlEventSet_t, nv_event_data *, unsigned);
+typedef int (*nv_evset_free_fn)(nvmlEventSet_t);
+
+/* GPM (Hopper and newer): two samples and the metrics between them. */
+typedef struct nv_gpm_sample *nvmlGpmSample_t;
+typedef struct {
+    unsigned version, isSupportedDevice;
+} nv_gpm_support;
+typedef struct {
+    unsigned metricId;
+    int nvmlReturn;
+    double value;
+    struct {
+        char *shortName, *longName, *unit;
+    } metricInfo;
+} nv_gpm_metric;
+#define NV_GPM_METRIC_MAX 333 /* NVML_GPM_METRIC_MAX of API 13; older headers had fewer */
+typedef struct {
+    unsigned version, numMetrics;
+    nvmlGpmSample_t sample1, sample2;
+    nv_gpm_metric metrics[NV_GPM_METRIC_MAX];
+} nv_gpm_metrics_get;
+typedef int (*nv_gpm_alloc_fn)(nvmlGpmSample_t *);
+typedef int (*nv_gpm_free_fn)(nvmlGpmSample_t);
+typedef int (*nv_gpm_get_fn)(nvmlDevice_t, nvmlGpmSample_t);
+typedef int (*nv_gpm_support_fn)(nvmlDevice_t, nv_gpm_support *);
+typedef int (*nv_gpm_metrics_fn)(nv_gpm_metrics_get *);
+
 /* ---- metric tables: one row per simple getter, so reading is one loop per signature ---------- */
 
 /* How often a getter is called. Measured on an H200 with driver 580 (scripts/nvml-call-cost.py):
@@ -128,6 +209,13 @@ static const struct {
     {"nvmlDeviceGetMaxPcieLinkWidth", GM_M_PCIE_WIDTH_MAX, 0, NV_STATIC},
     {"nvmlDeviceGetPerformanceState", GM_M_PSTATE, NV_PSTATE_MAX, NV_EVERY},
     {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1, NV_EVERY},
+    /* Configuration an administrator may change: once a minute; the replay counter is a counter
+     * of link trouble, read at the slow period. Costs of these are not yet measured on a GPU. */
+    {"nvmlDeviceGetPowerManagementLimit", GM_M_POWER_REQ_LIMIT_MW, 0, NV_STATIC},
+    {"nvmlDeviceGetPowerManagementDefaultLimit", GM_M_POWER_DEFAULT_LIMIT_MW, 0, NV_STATIC},
+    {"nvmlDeviceGetComputeMode", GM_M_COMPUTE_MODE, 3, NV_STATIC},
+    {"nvmlDeviceGetGpuMaxPcieLinkGeneration", GM_M_PCIE_GEN_GPU_MAX, 0, NV_STATIC},
+    {"nvmlDeviceGetPcieReplayCounter", GM_M_PCIE_REPLAY, 0, NV_SLOW},
 };
 #define NV_N_U32 (sizeof u32_metrics / sizeof *u32_metrics)
 
@@ -142,6 +230,7 @@ static const struct {
     {"nvmlDeviceGetClockInfo", 0, GM_M_CLOCK_GR_MHZ, NV_EVERY},
     {"nvmlDeviceGetClockInfo", 1, GM_M_CLOCK_SM_MHZ, NV_EVERY},
     {"nvmlDeviceGetClockInfo", 2, GM_M_CLOCK_MEM_MHZ, NV_EVERY},
+    {"nvmlDeviceGetClockInfo", 3, GM_M_CLOCK_VIDEO_MHZ, NV_EVERY},
     {"nvmlDeviceGetMaxClockInfo", 0, GM_M_CLOCK_MAX_GR_MHZ, NV_STATIC},
     {"nvmlDeviceGetMaxClockInfo", 1, GM_M_CLOCK_MAX_SM_MHZ, NV_STATIC},
     {"nvmlDeviceGetMaxClockInfo", 2, GM_M_CLOCK_MAX_MEM_MHZ, NV_STATIC},
@@ -161,8 +250,105 @@ static const struct {
     {{"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"},
      GM_M_THROTTLE_REASONS,
      NV_EVERY},
+    {{"nvmlDeviceGetSupportedClocksEventReasons", "nvmlDeviceGetSupportedClocksThrottleReasons"},
+     GM_M_THROTTLE_SUPPORTED,
+     NV_STATIC},
 };
 #define NV_N_U64 (sizeof u64_metrics / sizeof *u64_metrics)
+
+/* Getters of two unsigneds (enable states come as 0/1; max bounds both, 0 = none). */
+static const struct {
+    const char *sym;
+    gm_metric a, b;
+    unsigned max;
+    enum nv_cadence cadence;
+} pair_metrics[] = {
+    {"nvmlDeviceGetEccMode", GM_M_ECC_MODE_CUR, GM_M_ECC_MODE_PENDING, 1, NV_STATIC},
+    {"nvmlDeviceGetMigMode", GM_M_MIG_MODE_CUR, GM_M_MIG_MODE_PENDING, 1, NV_STATIC},
+    {"nvmlDeviceGetPowerManagementLimitConstraints", GM_M_POWER_MIN_LIMIT_MW,
+     GM_M_POWER_MAX_LIMIT_MW, 0, NV_STATIC},
+};
+#define NV_N_PAIR (sizeof pair_metrics / sizeof *pair_metrics)
+
+/* Codec-like utilisations (value and sampling period). */
+static const struct {
+    const char *sym;
+    gm_metric m;
+} codec_metrics[] = {
+    {"nvmlDeviceGetJpgUtilization", GM_M_UTIL_JPEG_PCT},
+    {"nvmlDeviceGetOfaUtilization", GM_M_UTIL_OFA_PCT},
+};
+#define NV_N_CODEC (sizeof codec_metrics / sizeof *codec_metrics)
+
+/* ECC counters: nvmlMemoryErrorType_t (0 corrected, 1 uncorrected), nvmlEccCounterType_t
+ * (0 volatile, 1 aggregate), nvmlMemoryLocation_t (-1: the total, nvmlDeviceGetTotalEccErrors).
+ * Counters: the slow period. */
+static const struct {
+    int type, counter, location;
+    gm_metric m;
+} ecc_metrics[] = {{0, 0, -1, GM_M_ECC_CORR_VOL},
+                   {0, 1, -1, GM_M_ECC_CORR_AGG},
+                   {1, 0, -1, GM_M_ECC_UNCORR_VOL},
+                   {1, 1, -1, GM_M_ECC_UNCORR_AGG},
+#define NV_ECC_LOC_ROWS(X, id, name, loc)                                     \
+    {0, 0, loc, GM_M_ECC_CORR_VOL_##id}, {0, 1, loc, GM_M_ECC_CORR_AGG_##id}, \
+        {1, 0, loc, GM_M_ECC_UNCORR_VOL_##id}, {1, 1, loc, GM_M_ECC_UNCORR_AGG_##id},
+                   GM_ECC_LOCATION_MAP(NV_ECC_LOC_ROWS, _)
+#undef NV_ECC_LOC_ROWS
+};
+#define NV_N_ECC (sizeof ecc_metrics / sizeof *ecc_metrics)
+
+/* Field values (nvmlDeviceGetFieldValues), one batch per cadence. Ids from nvml.h NVML_FI_DEV_*;
+ * scope UINT_MAX sums NVLink throughput over all links. */
+static const struct {
+    unsigned id, scope;
+    gm_metric m;
+    enum nv_cadence cadence;
+} field_metrics[] = {
+    {82, 0, GM_M_TEMP_MEM_C, NV_EVERY},        /* MEMORY_TEMP */
+    {185, 0, GM_M_POWER_AVG_MW, NV_EVERY},     /* POWER_AVERAGE, mW over 1 s */
+    {186, 0, GM_M_POWER_INSTANT_MW, NV_EVERY}, /* POWER_INSTANT, mW */
+    /* Time below application clocks, ns: PERF_POLICY_POWER, _THERMAL, _SYNC_BOOST, and the
+     * CLOCKS_EVENT_REASON_* counters nvidia-smi prints (drivers 550+). */
+    {74, 0, GM_M_VIOL_POWER_NS, NV_SLOW},
+    {75, 0, GM_M_VIOL_THERMAL_NS, NV_SLOW},
+    {76, 0, GM_M_VIOL_SYNC_BOOST_NS, NV_SLOW},
+    {269, 0, GM_M_VIOL_SW_THERMAL_NS, NV_SLOW},
+    {270, 0, GM_M_VIOL_HW_THERMAL_NS, NV_SLOW},
+    {271, 0, GM_M_VIOL_HW_POWER_BRAKE_NS, NV_SLOW},
+    /* NVLink: data throughput counters (KiB) and error totals over all lanes. */
+    {138, UINT_MAX, GM_M_NVLINK_TX_KIB, NV_SLOW},
+    {139, UINT_MAX, GM_M_NVLINK_RX_KIB, NV_SLOW},
+    {38, 0, GM_M_NVLINK_CRC_FLIT, NV_SLOW},
+    {45, 0, GM_M_NVLINK_CRC_DATA, NV_SLOW},
+    {52, 0, GM_M_NVLINK_REPLAY, NV_SLOW},
+    {59, 0, GM_M_NVLINK_RECOVERY, NV_SLOW},
+};
+#define NV_N_FIELDS (sizeof field_metrics / sizeof *field_metrics)
+
+/* GPM metrics (NVML_GPM_METRIC_*) and the factor to the metric's raw unit. */
+static const struct {
+    unsigned id;
+    gm_metric m;
+    double scale;
+} gpm_metrics[] = {
+    {1, GM_M_PROF_GR_ACTIVE_PCT, 1},
+    {2, GM_M_PROF_SM_ACTIVE_PCT, 1},
+    {3, GM_M_PROF_SM_OCCUPANCY_PCT, 1},
+    {5, GM_M_PROF_TENSOR_PCT, 1},
+    {10, GM_M_PROF_DRAM_PCT, 1},
+    {11, GM_M_PROF_FP64_PCT, 1},
+    {12, GM_M_PROF_FP32_PCT, 1},
+    {13, GM_M_PROF_FP16_PCT, 1},
+    {20, GM_M_PROF_PCIE_TX_BPS, 1048576.0}, /* MiB/s */
+    {21, GM_M_PROF_PCIE_RX_BPS, 1048576.0},
+    {61, GM_M_PROF_NVLINK_TX_BPS, 1048576.0},
+    {60, GM_M_PROF_NVLINK_RX_BPS, 1048576.0},
+};
+#define NV_N_GPM (sizeof gpm_metrics / sizeof *gpm_metrics)
+
+#define NV_NVLINK_MAX    36  /* NVML_NVLINK_MAX_LINKS */
+#define NV_EVENT_WAIT_MS 250 /* the XID watcher's wait: how long closing may take */
 
 static const char *const sym_init[] = {"nvmlInit_v2", "nvmlInit", NULL};
 static const char *const sym_count[] = {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL};
@@ -199,8 +385,20 @@ typedef struct nv_gpu {
     /* Last readings of the NV_STATIC and NV_SLOW getters, served between their reads. */
     bool cache_primed;
     int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
-    uint64_t cache_valid;       /* bit (1 << gm_metric) */
-    double cache[GM_M__COUNT];
+    gm_gpu cache;               /* the readings served between reads (only valid and v used) */
+    gm_gpu nosup;               /* health metrics the GPU answered NOT_SUPPORTED: not asked again */
+    char serial[GM_SERIAL_LEN];
+    char vbios[GM_SERIAL_LEN];
+    unsigned pci_device_id, pci_subsys_id; /* 0 when unknown */
+    /* GPM: 0 not asked yet, 1 supported (two samples allocated), -1 not supported. */
+    int gpm_state;
+    nvmlGpmSample_t gpm[2];
+    int gpm_cur;   /* the sample the next pass fills */
+    bool gpm_prev; /* the other one holds the previous pass's sample */
+    /* XID, written by the event thread under nv_state.xid_mu. */
+    bool xid_watched;
+    unsigned long long xid_last, xid_count;
+    int64_t xid_time_ms;
 } nv_gpu;
 
 typedef struct nv_state {
@@ -228,6 +426,37 @@ typedef struct nv_state {
     size_t proc_stride[2];
     nv_p2p_fn p2p;
     int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
+
+    /* Health getters; each NULL when the library lacks it. */
+    nv_devstr_fn serial, vbios;
+    nv_pair_fn pair[NV_N_PAIR];
+    nv_codec_fn codec[NV_N_CODEC];
+    nv_pair_fn compute_cap; /* (int *major, int *minor) */
+    nv_triple_fn enc_stats;
+    nv_ecc_total_fn ecc_total;
+    nv_ecc_loc_fn ecc_loc;
+    nv_retired_v2_fn retired_v2;
+    nv_retired_v1_fn retired_v1;
+    nv_u32_fn retired_pending;
+    nv_quad_fn remapped;
+    nv_histogram_fn histogram;
+    nv_fields_fn fields;
+    nv_link_state_fn link_state;
+    nv_gpm_alloc_fn gpm_alloc;
+    nv_gpm_free_fn gpm_free;
+    nv_gpm_get_fn gpm_get;
+    nv_gpm_support_fn gpm_support;
+    nv_gpm_metrics_fn gpm_metrics;
+    nv_gpm_metrics_get *gpm_buf; /* one request buffer (13 KB), reused */
+
+    /* The XID watcher: a thread waiting on an event set (only with watch_xid). */
+    nv_evset_free_fn evset_free;
+    nv_evset_wait_fn evset_wait;
+    nvmlEventSet_t evset;
+    pthread_t ev_thread;
+    bool ev_running;
+    atomic_bool ev_stop;
+    pthread_mutex_t xid_mu;
 
     char driver_version[GM_VERSION_LEN];
     char nvml_version[GM_VERSION_LEN];
@@ -402,17 +631,38 @@ static int read_identity(nv_state *st, nv_gpu *g)
             pci.busId[sizeof pci.busId - 1] = '\0';
             copy_str(g->bus_id, sizeof g->bus_id, pci.busId);
         }
+        g->pci_device_id = pci.pciDeviceId;
+        g->pci_subsys_id = pci.pciSubSystemId;
+    }
+    /* Board serial and VBIOS: fixed for the board's life, read with the identity. */
+    char text[GM_SERIAL_LEN * 2];
+    if (st->serial && st->serial(g->dev, text, sizeof text) == NV_SUCCESS) {
+        text[sizeof text - 1] = '\0';
+        copy_str(g->serial, sizeof g->serial, text);
+    }
+    if (st->vbios && st->vbios(g->dev, text, sizeof text) == NV_SUCCESS) {
+        text[sizeof text - 1] = '\0';
+        copy_str(g->vbios, sizeof g->vbios, text);
     }
     return rc;
 }
 
 /* ---- open / close ---------------------------------------------------------------------------- */
 
+static void events_stop(nv_state *st);
+
 static void nvml_close(void *state)
 {
     nv_state *st = state;
     if (!st)
         return;
+    events_stop(st);
+    for (unsigned i = 0; i < st->gpu_count; i++)
+        for (int k = 0; k < 2; k++)
+            if (st->gpus[i].gpm[k] && st->gpm_free)
+                st->gpm_free(st->gpus[i].gpm[k]);
+    free(st->gpm_buf);
+    pthread_mutex_destroy(&st->xid_mu);
     if (st->shutdown)
         st->shutdown();
     if (st->lib)
@@ -450,6 +700,115 @@ static void resolve_optional(nv_state *st)
                                  : NV_PROC_V2_SIZE;
     }
     st->p2p = (nv_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
+
+    st->serial = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetSerial");
+    st->vbios = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetVbiosVersion");
+    for (size_t i = 0; i < NV_N_PAIR; i++)
+        st->pair[i] = (nv_pair_fn)dlsym(lib, pair_metrics[i].sym);
+    for (size_t i = 0; i < NV_N_CODEC; i++)
+        st->codec[i] = (nv_codec_fn)dlsym(lib, codec_metrics[i].sym);
+    st->compute_cap = (nv_pair_fn)dlsym(lib, "nvmlDeviceGetCudaComputeCapability");
+    st->enc_stats = (nv_triple_fn)dlsym(lib, "nvmlDeviceGetEncoderStats");
+    st->ecc_total = (nv_ecc_total_fn)dlsym(lib, "nvmlDeviceGetTotalEccErrors");
+    st->ecc_loc = (nv_ecc_loc_fn)dlsym(lib, "nvmlDeviceGetMemoryErrorCounter");
+    st->retired_v2 = (nv_retired_v2_fn)dlsym(lib, "nvmlDeviceGetRetiredPages_v2");
+    st->retired_v1 = (nv_retired_v1_fn)dlsym(lib, "nvmlDeviceGetRetiredPages");
+    st->retired_pending = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
+    st->remapped = (nv_quad_fn)dlsym(lib, "nvmlDeviceGetRemappedRows");
+    st->histogram = (nv_histogram_fn)dlsym(lib, "nvmlDeviceGetRowRemapperHistogram");
+    st->fields = (nv_fields_fn)dlsym(lib, "nvmlDeviceGetFieldValues");
+    st->link_state = (nv_link_state_fn)dlsym(lib, "nvmlDeviceGetNvLinkState");
+    st->gpm_alloc = (nv_gpm_alloc_fn)dlsym(lib, "nvmlGpmSampleAlloc");
+    st->gpm_free = (nv_gpm_free_fn)dlsym(lib, "nvmlGpmSampleFree");
+    st->gpm_get = (nv_gpm_get_fn)dlsym(lib, "nvmlGpmSampleGet");
+    st->gpm_support = (nv_gpm_support_fn)dlsym(lib, "nvmlGpmQueryDeviceSupport");
+    st->gpm_metrics = (nv_gpm_metrics_fn)dlsym(lib, "nvmlGpmMetricsGet");
+    if (!st->gpm_alloc || !st->gpm_free || !st->gpm_get || !st->gpm_support || !st->gpm_metrics)
+        st->gpm_alloc = NULL; /* GPM needs all five */
+}
+
+/* ---- XID events ------------------------------------------------------------------------------ */
+
+/* The watcher: waits on the event set with a timeout, so that closing (which sets ev_stop)
+ * never waits longer than NV_EVENT_WAIT_MS, and records each XID against its GPU. It calls
+ * only nvmlEventSetWait, which NVML allows from another thread while the sampler reads. */
+static void *events_main(void *arg)
+{
+    nv_state *st = arg;
+    while (!atomic_load(&st->ev_stop)) {
+        nv_event_data d;
+        memset(&d, 0, sizeof d);
+        int rc = st->evset_wait(st->evset, &d, NV_EVENT_WAIT_MS);
+        if (rc == NV_ERROR_TIMEOUT)
+            continue;
+        if (rc != NV_SUCCESS) {
+            /* A lost GPU or a driver in trouble: do not spin. */
+            struct timespec ts = {0, NV_EVENT_WAIT_MS * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (!(d.eventType & NV_EVENT_XID))
+            continue;
+        pthread_mutex_lock(&st->xid_mu);
+        for (unsigned i = 0; i < st->gpu_count; i++) {
+            nv_gpu *g = &st->gpus[i];
+            if (g->dev == d.device && g->xid_watched) {
+                g->xid_last = d.eventData;
+                g->xid_count++;
+                g->xid_time_ms = gm_clock_wall_ms();
+                break;
+            }
+        }
+        pthread_mutex_unlock(&st->xid_mu);
+    }
+    return NULL;
+}
+
+/* Registers every GPU for XID events and starts the watcher; quietly does nothing when the
+ * library lacks the event API or no GPU takes the registration (then XID stays absent). */
+static void events_start(nv_state *st)
+{
+    nv_evset_create_fn create = (nv_evset_create_fn)dlsym(st->lib, "nvmlEventSetCreate");
+    nv_ev_register_fn reg = (nv_ev_register_fn)dlsym(st->lib, "nvmlDeviceRegisterEvents");
+    static const char *const wait_syms[] = {"nvmlEventSetWait_v2", "nvmlEventSetWait", NULL};
+    st->evset_wait = (nv_evset_wait_fn)resolve(st->lib, wait_syms, NULL);
+    st->evset_free = (nv_evset_free_fn)dlsym(st->lib, "nvmlEventSetFree");
+    if (!create || !reg || !st->evset_wait || !st->evset_free)
+        return;
+    if (create(&st->evset) != NV_SUCCESS) {
+        st->evset = NULL;
+        return;
+    }
+    unsigned watched = 0;
+    for (unsigned i = 0; i < st->gpu_count; i++) {
+        nv_gpu *g = &st->gpus[i];
+        if (g->dev && !g->lost && reg(g->dev, NV_EVENT_XID, st->evset) == NV_SUCCESS) {
+            g->xid_watched = true;
+            watched++;
+        }
+    }
+    atomic_store(&st->ev_stop, false);
+    if (watched == 0 || pthread_create(&st->ev_thread, NULL, events_main, st) != 0) {
+        for (unsigned i = 0; i < st->gpu_count; i++)
+            st->gpus[i].xid_watched = false;
+        st->evset_free(st->evset);
+        st->evset = NULL;
+        return;
+    }
+    st->ev_running = true;
+}
+
+static void events_stop(nv_state *st)
+{
+    if (st->ev_running) {
+        atomic_store(&st->ev_stop, true);
+        pthread_join(st->ev_thread, NULL);
+        st->ev_running = false;
+    }
+    if (st->evset) {
+        st->evset_free(st->evset);
+        st->evset = NULL;
+    }
 }
 
 /* Driver, NVML and CUDA versions do not change while the library is loaded: read them once. */
@@ -491,6 +850,7 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     nv_state *st = calloc(1, sizeof *st);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
+    pthread_mutex_init(&st->xid_mu, NULL);
     copy_str(st->path, sizeof st->path, path);
     st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
                          : opt->slow_period_ms < 0        ? 0
@@ -569,6 +929,8 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
         goto fail;
     }
     read_versions(st);
+    if (opt && opt->watch_xid)
+        events_start(st);
     *state = st;
     return GM_OK;
 
@@ -614,19 +976,271 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
 static void cache_put(nv_gpu *g, gm_gpu *out, gm_metric m, bool ok, double v)
 {
     if (ok) {
-        g->cache[m] = v;
-        g->cache_valid |= UINT64_C(1) << m;
+        gm_gpu_set(&g->cache, m, v);
         gm_gpu_set(out, m, v);
     } else {
-        g->cache_valid &= ~(UINT64_C(1) << m);
+        gm_gpu_unset(&g->cache, m);
     }
 }
 
 /* Reports the last reading of a cached getter that is not due this sample. */
 static void cache_get(const nv_gpu *g, gm_gpu *out, gm_metric m)
 {
-    if ((g->cache_valid >> m) & 1u)
-        gm_gpu_set(out, m, g->cache[m]);
+    if (gm_gpu_has(&g->cache, m))
+        gm_gpu_set(out, m, g->cache.v[m]);
+}
+
+/* True when the health metrics m..m+n-1 of one call (consecutive in the table, or n = 1) are
+ * to be read now. A call the GPU said it does not support is never made again; one not due this
+ * sample reports the cached readings. */
+static bool health_due_n(nv_gpu *ng, gm_gpu *out, gm_metric m, int n, enum nv_cadence c,
+                         const bool *due)
+{
+    if (gm_gpu_has(&ng->nosup, m))
+        return false;
+    if (c != NV_EVERY && !due[c]) {
+        for (int k = 0; k < n; k++)
+            cache_get(ng, out, (gm_metric)(m + k));
+        return false;
+    }
+    return true;
+}
+
+static bool health_due(nv_gpu *ng, gm_gpu *out, gm_metric m, enum nv_cadence c, const bool *due)
+{
+    return health_due_n(ng, out, m, 1, c, due);
+}
+
+/* Books the outcome of one health reading: reported when rc is success (and cached unless read
+ * every sample), remembered as unsupported when the GPU says so. */
+static void health_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv_cadence c, int rc,
+                       const char *fn, double v)
+{
+    bool ok = pass_ok(p, rc, fn);
+    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
+        gm_gpu_set(&ng->nosup, m, 1);
+    if (c == NV_EVERY) {
+        if (ok)
+            gm_gpu_set(out, m, v);
+    } else {
+        cache_put(ng, out, m, ok, v);
+    }
+}
+
+static double field_double(const nv_field_value *f)
+{
+    switch (f->valueType) {
+    case 0:
+        return f->value.d;
+    case 1:
+        return f->value.ui;
+    case 2:
+        return (double)f->value.ul;
+    case 3:
+        return (double)f->value.ull;
+    case 4:
+        return (double)f->value.sll;
+    case 5:
+        return f->value.si;
+    case 6:
+        return f->value.us;
+    default:
+        return NAN;
+    }
+}
+
+/* One nvmlDeviceGetFieldValues call for the field metrics of one cadence that are due. */
+static void read_fields(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due,
+                        bool slow_class)
+{
+    nv_field_value fv[NV_N_FIELDS];
+    gm_metric which[NV_N_FIELDS];
+    int n = 0;
+    for (size_t i = 0; i < NV_N_FIELDS; i++) {
+        enum nv_cadence c = field_metrics[i].cadence;
+        if ((c != NV_EVERY) != slow_class || !health_due(ng, out, field_metrics[i].m, c, due))
+            continue;
+        memset(&fv[n], 0, sizeof fv[n]);
+        fv[n].fieldId = field_metrics[i].id;
+        fv[n].scopeId = field_metrics[i].scope;
+        which[n++] = field_metrics[i].m;
+    }
+    if (n == 0)
+        return;
+    int rc = st->fields(ng->dev, n, fv);
+    enum nv_cadence c = slow_class ? NV_SLOW : NV_EVERY;
+    for (int k = 0; k < n && !p->lost; k++) {
+        int frc = rc != NV_SUCCESS ? rc : fv[k].nvmlReturn;
+        double v = field_double(&fv[k]);
+        if (frc == NV_SUCCESS && !isfinite(v))
+            frc = NV_ERROR_NOT_SUPPORTED;
+        health_put(ng, out, p, which[k], c, frc, "nvmlDeviceGetFieldValues", v);
+    }
+}
+
+/* GPM ratios over the interval since the previous pass: a sample now, the metrics between it
+ * and the last one. Absent on the first pass and on GPUs without GPM. */
+static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
+{
+    if (!st->gpm_alloc || ng->gpm_state < 0)
+        return;
+    if (ng->gpm_state == 0) {
+        nv_gpm_support sup = {.version = 1};
+        ng->gpm_state = -1;
+        if (st->gpm_support(ng->dev, &sup) != NV_SUCCESS || !sup.isSupportedDevice)
+            return;
+        if (!st->gpm_buf && !(st->gpm_buf = malloc(sizeof *st->gpm_buf)))
+            return;
+        if (st->gpm_alloc(&ng->gpm[0]) != NV_SUCCESS || st->gpm_alloc(&ng->gpm[1]) != NV_SUCCESS)
+            return; /* whatever was allocated is freed at close */
+        ng->gpm_state = 1;
+    }
+    int cur = ng->gpm_cur;
+    if (!pass_ok(p, st->gpm_get(ng->dev, ng->gpm[cur]), "nvmlGpmSampleGet")) {
+        ng->gpm_prev = false;
+        return;
+    }
+    if (ng->gpm_prev) {
+        nv_gpm_metrics_get *q = st->gpm_buf;
+        memset(q, 0, offsetof(nv_gpm_metrics_get, metrics) + NV_N_GPM * sizeof q->metrics[0]);
+        q->version = 1; /* NVML_GPM_METRICS_GET_VERSION */
+        q->numMetrics = NV_N_GPM;
+        q->sample1 = ng->gpm[1 - cur];
+        q->sample2 = ng->gpm[cur];
+        for (size_t i = 0; i < NV_N_GPM; i++)
+            q->metrics[i].metricId = gpm_metrics[i].id;
+        if (pass_ok(p, st->gpm_metrics(q), "nvmlGpmMetricsGet"))
+            for (size_t i = 0; i < NV_N_GPM; i++)
+                if (q->metrics[i].nvmlReturn == NV_SUCCESS && isfinite(q->metrics[i].value))
+                    gm_gpu_set(out, gpm_metrics[i].m, q->metrics[i].value * gpm_metrics[i].scale);
+    }
+    ng->gpm_prev = true;
+    ng->gpm_cur = 1 - cur;
+}
+
+/* Page counts of one retirement cause: the size query (count 0) answers how many. */
+static int retired_count(nv_state *st, nvmlDevice_t dev, int cause, unsigned *n)
+{
+    *n = 0;
+    int rc = st->retired_v2 ? st->retired_v2(dev, cause, n, NULL, NULL)
+                            : st->retired_v1(dev, cause, n, NULL);
+    return rc == NV_ERROR_INSUFFICIENT_SIZE ? NV_SUCCESS : rc;
+}
+
+/* The health and configuration metrics of issue #12 (see the tables above for cadences). */
+static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i < NV_N_CODEC && !p->lost; i++)
+        if (st->codec[i] && health_due(ng, out, codec_metrics[i].m, NV_EVERY, due)) {
+            int rc = st->codec[i](dev, &a, &b);
+            health_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, a);
+        }
+    for (size_t i = 0; i < NV_N_PAIR && !p->lost; i++) {
+        enum nv_cadence cad = pair_metrics[i].cadence;
+        if (!st->pair[i])
+            continue;
+        if (!health_due(ng, out, pair_metrics[i].a, cad, due)) {
+            if (!gm_gpu_has(&ng->nosup, pair_metrics[i].a) && cad != NV_EVERY && !due[cad])
+                cache_get(ng, out, pair_metrics[i].b);
+            continue;
+        }
+        int rc = st->pair[i](dev, &a, &b);
+        unsigned max = pair_metrics[i].max;
+        if (rc == NV_SUCCESS && max && (a > max || b > max))
+            rc = NV_ERROR_NOT_SUPPORTED; /* an enable state NVML does not define */
+        health_put(ng, out, p, pair_metrics[i].a, cad, rc, pair_metrics[i].sym, a);
+        health_put(ng, out, p, pair_metrics[i].b, cad, rc, pair_metrics[i].sym, b);
+    }
+    if (!p->lost && st->compute_cap && health_due(ng, out, GM_M_COMPUTE_CAP, NV_STATIC, due)) {
+        int major = 0, minor = 0;
+        int rc = st->compute_cap(dev, (unsigned *)&major, (unsigned *)&minor);
+        if (rc == NV_SUCCESS && (major < 0 || minor < 0 || minor > 9))
+            rc = NV_ERROR_NOT_SUPPORTED;
+        health_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc,
+                   "nvmlDeviceGetCudaComputeCapability", major * 10 + minor);
+    }
+    if (!p->lost && st->enc_stats && health_due_n(ng, out, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
+        int rc = st->enc_stats(dev, &a, &b, &c);
+        health_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", a);
+        health_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", b);
+        health_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", c);
+    }
+    /* ECC counters mean nothing with ECC off (nvidia-smi prints [N/A] then): not asked. */
+    bool ecc_off = gm_gpu_has(out, GM_M_ECC_MODE_CUR) && out->v[GM_M_ECC_MODE_CUR] == 0;
+    for (size_t i = 0; i < NV_N_ECC && !p->lost && !ecc_off; i++) {
+        gm_metric m = ecc_metrics[i].m;
+        bool total = ecc_metrics[i].location < 0;
+        if ((total ? !st->ecc_total : !st->ecc_loc) || !health_due(ng, out, m, NV_SLOW, due))
+            continue;
+        unsigned long long n = 0;
+        int rc = total ? st->ecc_total(dev, ecc_metrics[i].type, ecc_metrics[i].counter, &n)
+                       : st->ecc_loc(dev, ecc_metrics[i].type, ecc_metrics[i].counter,
+                                     ecc_metrics[i].location, &n);
+        health_put(ng, out, p, m, NV_SLOW, rc,
+                   total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
+                   (double)n);
+    }
+    if (!p->lost && (st->retired_v2 || st->retired_v1)) {
+        static const gm_metric by_cause[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
+        for (int cause = 0; cause < 2 && !p->lost; cause++)
+            if (health_due(ng, out, by_cause[cause], NV_SLOW, due)) {
+                int rc = retired_count(st, dev, cause, &a);
+                health_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages",
+                           a);
+            }
+    }
+    if (!p->lost && st->retired_pending &&
+        health_due(ng, out, GM_M_RETIRED_PENDING, NV_SLOW, due)) {
+        int rc = st->retired_pending(dev, &a);
+        health_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
+                   "nvmlDeviceGetRetiredPagesPendingStatus", a != 0);
+    }
+    if (!p->lost && st->remapped && health_due_n(ng, out, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
+        int rc = st->remapped(dev, &a, &b, &c, &d);
+        const char *fn = "nvmlDeviceGetRemappedRows";
+        health_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, a);
+        health_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, b);
+        health_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, c != 0);
+        health_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, d != 0);
+    }
+    if (!p->lost && st->histogram && health_due_n(ng, out, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
+        nv_remap_histogram h;
+        memset(&h, 0, sizeof h);
+        int rc = st->histogram(dev, &h);
+        const char *fn = "nvmlDeviceGetRowRemapperHistogram";
+        health_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
+        health_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
+        health_put(ng, out, p, GM_M_REMAP_HIST_PARTIAL, NV_SLOW, rc, fn, h.partial);
+        health_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
+        health_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
+    }
+    if (!p->lost && st->fields) {
+        read_fields(st, ng, out, p, due, false);
+        if (!p->lost)
+            read_fields(st, ng, out, p, due, true);
+    }
+    if (!p->lost && st->link_state && health_due(ng, out, GM_M_NVLINK_ACTIVE, NV_SLOW, due)) {
+        /* Links answer until the index passes the GPU's last one. */
+        unsigned links = 0, active = 0;
+        int rc = NV_ERROR_NOT_SUPPORTED;
+        for (unsigned l = 0; l < NV_NVLINK_MAX; l++) {
+            unsigned on = 0;
+            int lrc = st->link_state(dev, l, &on);
+            if (lrc == NV_ERROR_GPU_IS_LOST)
+                rc = lrc;
+            if (lrc != NV_SUCCESS)
+                break;
+            links++;
+            active += on == 1;
+        }
+        if (links > 0)
+            rc = NV_SUCCESS;
+        health_put(ng, out, p, GM_M_NVLINK_ACTIVE, NV_SLOW, rc, "nvmlDeviceGetNvLinkState", active);
+    }
+    if (!p->lost)
+        read_gpm(st, ng, out, p);
 }
 
 /* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. Getters of the
@@ -703,6 +1317,8 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             cache_put(ng, out, m, ok, (double)x);
         }
     }
+    if (!p->lost)
+        read_health(st, ng, out, p, due);
     if (p->lost) {
         ng->cache_primed = false;
         return;
@@ -794,6 +1410,26 @@ static void put_identity(gm_gpu *g, const nv_gpu *ng)
     copy_str(g->name, sizeof g->name, ng->name);
     copy_str(g->uuid, sizeof g->uuid, ng->uuid);
     copy_str(g->pci_bus_id, sizeof g->pci_bus_id, ng->bus_id);
+    copy_str(g->serial, sizeof g->serial, ng->serial);
+    copy_str(g->vbios, sizeof g->vbios, ng->vbios);
+}
+
+/* What the driver told at open and the XID watcher since: reported with the readings. */
+static void put_static(nv_state *st, gm_gpu *g, nv_gpu *ng)
+{
+    if (ng->pci_device_id)
+        gm_gpu_set(g, GM_M_PCI_DEVICE_ID, ng->pci_device_id);
+    if (ng->pci_subsys_id)
+        gm_gpu_set(g, GM_M_PCI_SUBSYS_ID, ng->pci_subsys_id);
+    if (!ng->xid_watched)
+        return;
+    pthread_mutex_lock(&st->xid_mu);
+    /* Watching and nothing seen is a reading: no XID since gpumon started (0, as DCGM). */
+    gm_gpu_set(g, GM_M_XID_LAST, (double)ng->xid_last);
+    gm_gpu_set(g, GM_M_XID_COUNT, (double)ng->xid_count);
+    if (ng->xid_time_ms)
+        gm_gpu_set(g, GM_M_XID_TIME_MS, (double)ng->xid_time_ms);
+    pthread_mutex_unlock(&st->xid_mu);
 }
 
 /* Asks a lost GPU again: a fresh handle, then identity. True when it answers. */
@@ -848,12 +1484,14 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
             ng->lost = true;
             ng->lost_ms = now;
             g->lost = true;
-            g->valid = 0;
+            gm_gpu_clear(g);
             out->proc_count = proc_start; /* what was listed belongs to a GPU now gone */
             n_lost++;
             continue;
         }
         ng->lost = false;
+        if (p.any_ok)
+            put_static(st, g, ng);
         if (!p.any_ok && p.hard_rc != NV_SUCCESS) {
             /* Failed alone: reported lost for this sample, tried again next time. */
             g->lost = true;
@@ -893,6 +1531,46 @@ static int nvml_p2p(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_
     return GM_OK;
 }
 
+static int nvml_retired_pages(void *state, unsigned gpu, int cause, uint64_t *addr, uint64_t *when,
+                              size_t cap, size_t *n, gm_error *err)
+{
+    nv_state *st = state;
+    if (!st->retired_v2 && !st->retired_v1)
+        return gm_error_set(err, GM_ENOTSUP, "%s does not export nvmlDeviceGetRetiredPages",
+                            st->path);
+    if (gpu >= st->gpu_count || !st->gpus[gpu].dev || st->gpus[gpu].lost)
+        return gm_error_set(err, GM_ELOST, "GPU %u is lost", gpu);
+    nvmlDevice_t dev = st->gpus[gpu].dev;
+    unsigned count = 0;
+    int rc = retired_count(st, dev, cause, &count);
+    if (rc != NV_SUCCESS)
+        return nv_fail(st, err, rc, "nvmlDeviceGetRetiredPages");
+    *n = count;
+    if (count == 0 || cap == 0)
+        return GM_OK;
+    /* The list may grow between the calls: ask for a little more than counted. */
+    unsigned want = count + 8;
+    unsigned long long *a = calloc(want, sizeof *a), *t = calloc(want, sizeof *t);
+    if (!a || !t) {
+        free(a);
+        free(t);
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+    unsigned got = want;
+    rc = st->retired_v2 ? st->retired_v2(dev, cause, &got, a, t)
+                        : st->retired_v1(dev, cause, &got, a);
+    if (rc == NV_SUCCESS) {
+        *n = got;
+        for (unsigned k = 0; k < got && k < cap; k++) {
+            addr[k] = a[k];
+            when[k] = st->retired_v2 ? t[k] : 0;
+        }
+    }
+    free(a);
+    free(t);
+    return rc == NV_SUCCESS ? GM_OK : nv_fail(st, err, rc, "nvmlDeviceGetRetiredPages");
+}
+
 /* The NVML provider (see provider.h for the contract of each entry). */
 const gm_provider gm_provider_nvml = {
     .name = "nvml",
@@ -900,4 +1578,5 @@ const gm_provider gm_provider_nvml = {
     .close = nvml_close,
     .sample = nvml_sample,
     .p2p = nvml_p2p,
+    .retired_pages = nvml_retired_pages,
 };

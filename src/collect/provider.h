@@ -20,6 +20,9 @@ typedef struct gm_provider {
     /* Optional (NULL when the source cannot tell). */
     int (*p2p)(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
                gm_error *err);
+    /* Optional: gm_collector_retired_pages for the GPU at snapshot position gpu. */
+    int (*retired_pages)(void *state, unsigned gpu, int cause, uint64_t *addr, uint64_t *when,
+                         size_t cap, size_t *n, gm_error *err);
 } gm_provider;
 
 extern const gm_provider gm_provider_nvml;

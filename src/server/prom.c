@@ -166,8 +166,12 @@ static void sample(buf *b, family *f, double v)
 
 enum conv {
     CONV_NONE,
-    CONV_MIB,  /* bytes -> whole MiB, rounded down as NVML-based tools and DCGM report them */
-    CONV_WATT, /* mW -> W */
+    CONV_MIB,   /* bytes -> whole MiB, rounded down as NVML-based tools and DCGM report them */
+    CONV_WATT,  /* mW -> W */
+    CONV_US,    /* ns -> us, as dcgm-exporter reports violation times */
+    CONV_RATIO, /* % -> 0..1, as DCGM_FI_PROF_* */
+    CONV_KIB,   /* KiB -> bytes */
+    CONV_MS_S,  /* Unix ms -> Unix s */
 };
 
 typedef struct gpu_family {
@@ -233,6 +237,114 @@ static const gpu_family gpu_families[] = {
      CONV_NONE},
     {"DCGM_FI_DEV_PERSISTENCE_MODE", "gauge", "Persistence mode, 1 on, 0 off.",
      GM_M_PERSISTENCE_MODE, CONV_NONE},
+    /* Health (issue #12), dcgm-exporter's names where DCGM has the field. */
+    {"DCGM_FI_DEV_XID_ERRORS", "gauge",
+     "Last XID error the driver reported (0: none since gpumon started watching).", GM_M_XID_LAST,
+     CONV_NONE},
+    {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
+     "Corrected (single bit) ECC errors since the driver loaded.", GM_M_ECC_CORR_VOL, CONV_NONE},
+    {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
+     "Uncorrected (double bit) ECC errors since the driver loaded.", GM_M_ECC_UNCORR_VOL,
+     CONV_NONE},
+    {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter",
+     "Corrected (single bit) ECC errors over the GPU's life.", GM_M_ECC_CORR_AGG, CONV_NONE},
+    {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter",
+     "Uncorrected (double bit) ECC errors over the GPU's life.", GM_M_ECC_UNCORR_AGG, CONV_NONE},
+    {"DCGM_FI_DEV_ECC_CURRENT", "gauge", "ECC mode, 1 enabled, 0 disabled.", GM_M_ECC_MODE_CUR,
+     CONV_NONE},
+    {"DCGM_FI_DEV_ECC_PENDING", "gauge", "ECC mode after the next reboot, 1 enabled.",
+     GM_M_ECC_MODE_PENDING, CONV_NONE},
+    {"DCGM_FI_DEV_RETIRED_SBE", "counter", "Pages retired for multiple single bit ECC errors.",
+     GM_M_RETIRED_SBE, CONV_NONE},
+    {"DCGM_FI_DEV_RETIRED_DBE", "counter", "Pages retired for a double bit ECC error.",
+     GM_M_RETIRED_DBE, CONV_NONE},
+    {"DCGM_FI_DEV_RETIRED_PENDING", "gauge", "1 when pages wait for a reboot to be retired.",
+     GM_M_RETIRED_PENDING, CONV_NONE},
+    {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+     "Memory rows remapped for correctable errors.", GM_M_REMAP_CORR, CONV_NONE},
+    {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+     "Memory rows remapped for uncorrectable errors.", GM_M_REMAP_UNCORR, CONV_NONE},
+    {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "1 when a row remapping failed.", GM_M_REMAP_FAILURE,
+     CONV_NONE},
+    {"DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "1 when a row remapping waits for a GPU reset.",
+     GM_M_REMAP_PENDING, CONV_NONE},
+    {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "PCIe replays since the GPU reset.",
+     GM_M_PCIE_REPLAY, CONV_NONE},
+    {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", GM_M_TEMP_MEM_C, CONV_NONE},
+    {"DCGM_FI_DEV_POWER_VIOLATION", "counter",
+     "Time clocks were held down by the power limit (in us).", GM_M_VIOL_POWER_NS, CONV_US},
+    {"DCGM_FI_DEV_THERMAL_VIOLATION", "counter",
+     "Time clocks were held down by thermal limits (in us).", GM_M_VIOL_THERMAL_NS, CONV_US},
+    {"DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "counter",
+     "Time clocks were held down by sync boost (in us).", GM_M_VIOL_SYNC_BOOST_NS, CONV_US},
+    {"DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power limit requested by software (in W).",
+     GM_M_POWER_REQ_LIMIT_MW, CONV_WATT},
+    {"DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", "gauge", "Power limit after a reset (in W).",
+     GM_M_POWER_DEFAULT_LIMIT_MW, CONV_WATT},
+    {"DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", "gauge", "Lowest power limit that can be set (in W).",
+     GM_M_POWER_MIN_LIMIT_MW, CONV_WATT},
+    {"DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX", "gauge", "Highest power limit that can be set (in W).",
+     GM_M_POWER_MAX_LIMIT_MW, CONV_WATT},
+    {"DCGM_FI_DEV_COMPUTE_MODE", "gauge",
+     "Compute mode: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process.",
+     GM_M_COMPUTE_MODE, CONV_NONE},
+    {"DCGM_FI_DEV_MIG_MODE", "gauge", "MIG mode, 1 enabled, 0 disabled.", GM_M_MIG_MODE_CUR,
+     CONV_NONE},
+    {"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+     "NVLink flow control CRC errors, all links.", GM_M_NVLINK_CRC_FLIT, CONV_NONE},
+    {"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter",
+     "NVLink data CRC errors, all links.", GM_M_NVLINK_CRC_DATA, CONV_NONE},
+    {"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "NVLink replay errors, all links.",
+     GM_M_NVLINK_REPLAY, CONV_NONE},
+    {"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
+     "NVLink recovery errors, all links.", GM_M_NVLINK_RECOVERY, CONV_NONE},
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+     "Ratio of time the graphics or compute engine was active (GPM).", GM_M_PROF_GR_ACTIVE_PCT,
+     CONV_RATIO},
+    {"DCGM_FI_PROF_SM_ACTIVE", "gauge", "Ratio of SMs busy (GPM).", GM_M_PROF_SM_ACTIVE_PCT,
+     CONV_RATIO},
+    {"DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "Ratio of warps resident to the maximum (GPM).",
+     GM_M_PROF_SM_OCCUPANCY_PCT, CONV_RATIO},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of time tensor pipes were active (GPM).",
+     GM_M_PROF_TENSOR_PCT, CONV_RATIO},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of DRAM bandwidth used to the maximum (GPM).",
+     GM_M_PROF_DRAM_PCT, CONV_RATIO},
+    {"DCGM_FI_PROF_PIPE_FP64_ACTIVE", "gauge", "Ratio of time FP64 pipes were active (GPM).",
+     GM_M_PROF_FP64_PCT, CONV_RATIO},
+    {"DCGM_FI_PROF_PIPE_FP32_ACTIVE", "gauge", "Ratio of time FP32 pipes were active (GPM).",
+     GM_M_PROF_FP32_PCT, CONV_RATIO},
+    {"DCGM_FI_PROF_PIPE_FP16_ACTIVE", "gauge", "Ratio of time FP16 pipes were active (GPM).",
+     GM_M_PROF_FP16_PCT, CONV_RATIO},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe bytes sent per second (GPM).",
+     GM_M_PROF_PCIE_TX_BPS, CONV_NONE},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe bytes received per second (GPM).",
+     GM_M_PROF_PCIE_RX_BPS, CONV_NONE},
+    {"DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "NVLink bytes sent per second (GPM).",
+     GM_M_PROF_NVLINK_TX_BPS, CONV_NONE},
+    {"DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "NVLink bytes received per second (GPM).",
+     GM_M_PROF_NVLINK_RX_BPS, CONV_NONE},
+    {"gpumon_gpu_xid_errors_total", "counter", "XID errors seen since gpumon started watching.",
+     GM_M_XID_COUNT, CONV_NONE},
+    {"gpumon_gpu_xid_last_timestamp_seconds", "gauge",
+     "When the last XID error arrived (Unix seconds).", GM_M_XID_TIME_MS, CONV_MS_S},
+    {"gpumon_gpu_power_average_watts", "gauge", "Board power draw averaged over 1 s (in W).",
+     GM_M_POWER_AVG_MW, CONV_WATT},
+    {"gpumon_gpu_power_instant_watts", "gauge", "Instantaneous board power draw (in W).",
+     GM_M_POWER_INSTANT_MW, CONV_WATT},
+    {"gpumon_gpu_sw_thermal_slowdown_microseconds_total", "counter",
+     "Time clocks were held down by software thermal slowdown (in us).", GM_M_VIOL_SW_THERMAL_NS,
+     CONV_US},
+    {"gpumon_gpu_hw_thermal_slowdown_microseconds_total", "counter",
+     "Time clocks were held down by hardware thermal slowdown (in us).", GM_M_VIOL_HW_THERMAL_NS,
+     CONV_US},
+    {"gpumon_gpu_hw_power_brake_microseconds_total", "counter",
+     "Time clocks were held down by the external power brake (in us).", GM_M_VIOL_HW_POWER_BRAKE_NS,
+     CONV_US},
+    {"gpumon_gpu_nvlink_links_active", "gauge", "NVLink links up.", GM_M_NVLINK_ACTIVE, CONV_NONE},
+    {"gpumon_gpu_nvlink_tx_bytes_total", "counter", "NVLink data sent (in bytes).",
+     GM_M_NVLINK_TX_KIB, CONV_KIB},
+    {"gpumon_gpu_nvlink_rx_bytes_total", "counter", "NVLink data received (in bytes).",
+     GM_M_NVLINK_RX_KIB, CONV_KIB},
     {"gpumon_gpu_graphics_clock_mhz", "gauge", "Current graphics clock (in MHz).",
      GM_M_CLOCK_GR_MHZ, CONV_NONE},
     {"gpumon_gpu_max_graphics_clock_mhz", "gauge",
@@ -247,6 +359,14 @@ static double convert(enum conv c, double v)
     case CONV_MIB:
         return floor(v / 1048576.0);
     case CONV_WATT:
+        return v / 1000.0;
+    case CONV_US:
+        return floor(v / 1000.0);
+    case CONV_RATIO:
+        return v / 100.0;
+    case CONV_KIB:
+        return v * 1024.0;
+    case CONV_MS_S:
         return v / 1000.0;
     case CONV_NONE:
         break;
@@ -278,6 +398,13 @@ static void put_gpu_labels(buf *b, const gm_gpu *g, const char *hostname, const 
     buf_put(b, "}", 1);
 }
 
+/* Takes back the "}" put_gpu_labels closed the set with, so more labels can follow. */
+static void reopen_labels(buf *b)
+{
+    if (!b->oom && b->len > 0 && b->p[b->len - 1] == '}')
+        b->len--;
+}
+
 static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
 {
     unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
@@ -296,6 +423,112 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
             put_gpu_labels(b, g, hostname, driver);
             put_value(b, convert(gf->conv, g->v[gf->metric]));
         }
+    }
+
+    /* Families with a label of their own: one series per clock event reason the GPU reports,
+     * per ECC location and counter, per remapping availability bucket. */
+    static const char *const reasons[] = {
+        /* NVML clocksEventReason bits, in bit order. */
+        "gpu_idle",
+        "applications_clocks_setting",
+        "sw_power_cap",
+        "hw_slowdown",
+        "sync_boost",
+        "sw_thermal_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+        "display_clock_setting",
+    };
+    family ev = {"gpumon_gpu_clock_event_reason_active", "gauge",
+                 "1 while the clock event (throttle) reason holds the clocks down, 0 otherwise; "
+                 "only the reasons the GPU reports.",
+                 false};
+    for (unsigned i = 0; i < n; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        if (g->lost || !gm_gpu_has(g, GM_M_THROTTLE_REASONS))
+            continue;
+        uint64_t mask = (uint64_t)g->v[GM_M_THROTTLE_REASONS];
+        uint64_t sup = gm_gpu_has(g, GM_M_THROTTLE_SUPPORTED)
+                           ? (uint64_t)g->v[GM_M_THROTTLE_SUPPORTED]
+                           : UINT64_MAX;
+        for (size_t r = 0; r < sizeof reasons / sizeof *reasons; r++) {
+            if (!(sup >> r & 1))
+                continue;
+            begin_sample(b, &ev);
+            put_gpu_labels(b, g, hostname, driver);
+            reopen_labels(b); /* the reason joins the GPU's labels */
+            buf_printf(b, ",reason=\"%s\"}", reasons[r]);
+            put_value(b, (double)(mask >> r & 1));
+        }
+    }
+
+    static const struct {
+        const char *location, *error, *counter;
+        gm_metric m;
+    } ecc_series[] = {
+#define PROM_ECC_ROWS(X, id, name, loc)                              \
+    {name, "corrected", "volatile", GM_M_ECC_CORR_VOL_##id},         \
+        {name, "corrected", "aggregate", GM_M_ECC_CORR_AGG_##id},    \
+        {name, "uncorrected", "volatile", GM_M_ECC_UNCORR_VOL_##id}, \
+        {name, "uncorrected", "aggregate", GM_M_ECC_UNCORR_AGG_##id},
+        GM_ECC_LOCATION_MAP(PROM_ECC_ROWS, _)
+#undef PROM_ECC_ROWS
+    };
+    family ecc = {"gpumon_gpu_ecc_errors", "counter",
+                  "ECC errors by memory location, error kind (corrected, uncorrected) and "
+                  "counter (volatile: since the driver loaded; aggregate: the GPU's life).",
+                  false};
+    for (size_t k = 0; k < sizeof ecc_series / sizeof *ecc_series; k++)
+        for (unsigned i = 0; i < n; i++) {
+            const gm_gpu *g = &s->gpus[i];
+            if (g->lost || !gm_gpu_has(g, ecc_series[k].m))
+                continue;
+            begin_sample(b, &ecc);
+            put_gpu_labels(b, g, hostname, driver);
+            reopen_labels(b);
+            buf_printf(b, ",location=\"%s\",error=\"%s\",counter=\"%s\"}", ecc_series[k].location,
+                       ecc_series[k].error, ecc_series[k].counter);
+            put_value(b, g->v[ecc_series[k].m]);
+        }
+
+    static const char *const buckets[] = {"max", "high", "partial", "low", "none"};
+    family hist = {"gpumon_gpu_remapped_rows_banks", "gauge",
+                   "Memory banks by how many spare rows for remapping they have left.", false};
+    for (unsigned i = 0; i < n; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        for (int k = 0; k < 5; k++) {
+            gm_metric m = (gm_metric)(GM_M_REMAP_HIST_MAX + k);
+            if (g->lost || !gm_gpu_has(g, m))
+                continue;
+            begin_sample(b, &hist);
+            put_gpu_labels(b, g, hostname, driver);
+            reopen_labels(b);
+            buf_printf(b, ",availability=\"%s\"}", buckets[k]);
+            put_value(b, g->v[m]);
+        }
+    }
+
+    family info = {"gpumon_gpu_info", "gauge",
+                   "Always 1; the labels tell the board serial, VBIOS and CUDA compute "
+                   "capability (unknown ones are left out).",
+                   false};
+    for (unsigned i = 0; i < n; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        if (g->lost || (!g->serial[0] && !g->vbios[0] && !gm_gpu_has(g, GM_M_COMPUTE_CAP)))
+            continue;
+        begin_sample(b, &info);
+        put_gpu_labels(b, g, hostname, driver);
+        reopen_labels(b);
+        bool first = false;
+        if (g->serial[0])
+            put_label(b, &first, "serial", g->serial, strnlen(g->serial, sizeof g->serial));
+        if (g->vbios[0])
+            put_label(b, &first, "vbios_version", g->vbios, strnlen(g->vbios, sizeof g->vbios));
+        if (gm_gpu_has(g, GM_M_COMPUTE_CAP)) {
+            int cc = (int)g->v[GM_M_COMPUTE_CAP];
+            buf_printf(b, ",compute_cap=\"%d.%d\"", cc / 10, cc % 10);
+        }
+        buf_puts(b, "} 1\n");
     }
 
     family lost = {"gpumon_gpu_lost", "gauge",

@@ -8,8 +8,8 @@
 #include <string.h>
 
 /* Values live series-major (one contiguous ring per series) so a query reads one run of memory;
- * series g * GM_M__COUNT + m is GPU g's metric m, series gpu_count * GM_M__COUNT + h is host
- * metric h. */
+ * series g * kept + column(m) is GPU g's metric m, series gpu_count * kept + h is host metric h,
+ * kept being the number of GPU metrics the rings keep (see kept_column). */
 struct gm_ring {
     pthread_rwlock_t lock;
     unsigned gpu_count;
@@ -41,6 +41,34 @@ static const char *const host_units[GM_H__COUNT] = {
 /* Largest number of value rings: the per-sample column is built on the stack. */
 #define COLUMN_MAX (GM_MAX_GPUS * GM_M__COUNT + GM_H__COUNT)
 
+/* Which GPU metrics have rings: every metric up to persistence_mode (the dashboard reads
+ * memory.total for memory %, and a float per slot is cheap), and of the health metrics after it
+ * (counters, modes, identifiers that a person reads from the latest sample) only those whose
+ * table row says numeric_series. column[m] is m's position among the kept ones, -1 if none. */
+static int column[GM_M__COUNT];
+static size_t kept;
+static pthread_once_t columns_once = PTHREAD_ONCE_INIT;
+
+static void build_columns(void)
+{
+    for (int m = 0; m < GM_M__COUNT; m++)
+        column[m] = m <= GM_M_PERSISTENCE_MODE || gm_metric_get((gm_metric)m)->numeric_series
+                        ? (int)kept++
+                        : -1;
+}
+
+size_t gm_ring_gpu_columns(void)
+{
+    pthread_once(&columns_once, build_columns);
+    return kept;
+}
+
+bool gm_ring_keeps(int metric)
+{
+    pthread_once(&columns_once, build_columns);
+    return metric >= 0 && metric < GM_M__COUNT && column[metric] >= 0;
+}
+
 int gm_ring_new(unsigned gpu_count, size_t slots, gm_ring **out, gm_error *err)
 {
     if (!out)
@@ -52,7 +80,7 @@ int gm_ring_new(unsigned gpu_count, size_t slots, gm_ring **out, gm_error *err)
         return gm_error_set(err, GM_EINVAL, "history: %u GPUs requested, at most %d are supported",
                             gpu_count, GM_MAX_GPUS);
 
-    size_t series = (size_t)gpu_count * GM_M__COUNT + GM_H__COUNT;
+    size_t series = (size_t)gpu_count * gm_ring_gpu_columns() + GM_H__COUNT;
     size_t nvalues, vbytes, tbytes, total;
     if (__builtin_mul_overflow(series, slots, &nvalues) ||
         __builtin_mul_overflow(nvalues, sizeof(float), &vbytes) ||
@@ -129,7 +157,7 @@ void gm_ring_append(gm_ring *h, const gm_snapshot *s)
 
     /* Build the sample's column before locking so the critical section is only the stores. */
     float col[COLUMN_MAX];
-    size_t ngpu = (size_t)h->gpu_count * GM_M__COUNT;
+    size_t ngpu = (size_t)h->gpu_count * kept;
     for (size_t k = 0; k < h->series; k++)
         col[k] = NAN;
     unsigned gcount = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
@@ -137,10 +165,10 @@ void gm_ring_append(gm_ring *h, const gm_snapshot *s)
         const gm_gpu *g = &s->gpus[i];
         if (g->index >= h->gpu_count || g->lost)
             continue;
-        float *dst = &col[(size_t)g->index * GM_M__COUNT];
+        float *dst = &col[(size_t)g->index * kept];
         for (int m = 0; m < GM_M__COUNT; m++)
-            if (gm_gpu_has(g, (gm_metric)m))
-                dst[m] = to_float(g->v[m]);
+            if (column[m] >= 0 && gm_gpu_has(g, (gm_metric)m))
+                dst[column[m]] = to_float(g->v[m]);
     }
     if (s->host_valid)
         for (int m = 0; m < GM_H__COUNT; m++)
@@ -218,10 +246,15 @@ static int resolve(const gm_ring *h, const gm_ring_request *q, gm_series *out, s
         const gm_metric_info *mi = gm_metric_get((gm_metric)q->metric);
         if (!mi)
             return gm_error_set(err, GM_EINVAL, "history: unknown GPU metric id %d", q->metric);
+        if (!gm_ring_keeps(q->metric))
+            return gm_error_set(err, GM_EINVAL,
+                                "history: %s is not kept in history (read it from the latest "
+                                "sample)",
+                                mi->name);
         out->name = mi->name;
         out->unit = mi->unit;
         out->scale = mi->scale;
-        *ring = (size_t)q->gpu * GM_M__COUNT + (size_t)q->metric;
+        *ring = (size_t)q->gpu * kept + (size_t)column[q->metric];
         return GM_OK;
     }
     if (q->source == GM_RING_HOST) {
@@ -231,7 +264,7 @@ static int resolve(const gm_ring *h, const gm_ring_request *q, gm_series *out, s
         out->name = name;
         out->unit = host_units[q->metric] ? host_units[q->metric] : "";
         out->scale = 1;
-        *ring = (size_t)h->gpu_count * GM_M__COUNT + (size_t)q->metric;
+        *ring = (size_t)h->gpu_count * kept + (size_t)q->metric;
         return GM_OK;
     }
     return gm_error_set(err, GM_EINVAL, "history: unknown source %d", (int)q->source);

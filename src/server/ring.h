@@ -1,16 +1,19 @@
 /* ring.h - the daemon's in-memory rings: fixed-memory time series of every GPU and host metric,
  * written by the sampler and read by the HTTP thread.
  *
- * What is kept: for each GPU index 0..gpu_count-1, one float ring per gm_metric id (ALL ids, not
- * only those with numeric_series: the dashboard needs memory.total for memory %, and a float per
- * slot is cheap), one float ring per gm_host_metric id, and one int64 ring of sample times
+ * What is kept: for each GPU index 0..gpu_count-1, one float ring per gm_metric id up to
+ * persistence_mode (not only those with numeric_series: the dashboard needs memory.total for
+ * memory %, and a float per slot is cheap) and per health metric with numeric_series (memory
+ * temperature, average power, the GPM ratios; counters and modes are read from the latest
+ * sample), one float ring per gm_host_metric id, and one int64 ring of sample times
  * (snapshot time_ms, wall clock ms) shared by all. Raw values are stored (the unit in the enum
  * name); an absent value (valid bit clear, lost GPU, GPU missing from the snapshot, host not read)
  * is stored as NaN and always comes back as absent, never as 0. Floats keep about 7 significant
  * digits, which is ample for telemetry (80 GB of memory is exact to ~5 KB).
  *
  * Memory is allocated once by gm_ring_new and never grows: slots * (8 + 4 * (gpu_count *
- * GM_M__COUNT + GM_H__COUNT)) bytes plus a small header (8 GPUs x 3600 slots is about 3.4 MiB).
+ * gm_ring_gpu_columns() + GM_H__COUNT)) bytes plus a small header (8 GPUs x 3600 slots is about 3.4
+ * MiB).
  *
  * Times: the ring is kept sorted by time. A snapshot older than the newest one held (the wall
  * clock stepped back) first evicts the held samples that are now in its future, so queries by
@@ -109,5 +112,10 @@ int64_t gm_ring_newest_ms(gm_ring *h);
 int64_t gm_ring_oldest_ms(gm_ring *h);
 /* Bytes allocated by h (fixed from creation): header, time ring and all value rings. */
 size_t gm_ring_memory_bytes(const gm_ring *h);
+
+/* How many GPU metrics have rings (per GPU), and whether gm_metric id metric is one of them;
+ * a query for another GPU metric is refused with GM_EINVAL. */
+size_t gm_ring_gpu_columns(void);
+bool gm_ring_keeps(int metric);
 
 #endif

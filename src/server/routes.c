@@ -128,11 +128,25 @@ static void h_health(const gm_req *rq, gm_resp *rs)
         code = 503;
     } else if (strcmp(srv->provider, "none") == 0) {
         status = "no_gpu";
-    } else if (rq->pub && rq->pub->lost_count) {
-        status = "degraded";
     } else {
         status = "ok";
     }
+    /* A GPU lost, or one with a fresh XID, uncorrected ECC errors or a failed row remapping
+     * (gm_gpu_degraded, the rule the JSON and the dashboard show), makes the daemon degraded;
+     * it still answers 200: the daemon works, a GPU needs a person. */
+    json_t *unhealthy = json_array();
+    int64_t wall = gm_clock_wall_ms();
+    for (unsigned i = 0; rq->pub && rq->pub->snap && unhealthy && i < rq->pub->snap->gpu_count;
+         i++) {
+        const gm_gpu *g = &rq->pub->snap->gpus[i];
+        char why[256];
+        if (gm_gpu_degraded(g, wall, why, sizeof why))
+            json_array_append_new(
+                unhealthy, json_pack("{s:I, s:s}", "gpu", (json_int_t)g->index, "reasons", why));
+    }
+    if (code == 200 && strcmp(status, "ok") == 0 && rq->pub &&
+        (rq->pub->lost_count || json_array_size(unhealthy)))
+        status = "degraded";
     json_t *lost = json_array();
     for (unsigned i = 0; rq->pub && lost && i < rq->pub->lost_count; i++)
         json_array_append_new(lost, json_integer(rq->pub->lost[i]));
@@ -145,6 +159,10 @@ static void h_health(const gm_req *rq, gm_resp *rs)
         (json_int_t)srv->cfg->poll_interval_ms, "samples_total", (json_int_t)st.samples_total,
         "sample_errors_total", (json_int_t)st.errors_total, "last_error",
         st.last_error[0] ? json_string(st.last_error) : json_null());
+    if (j)
+        json_object_set_new(j, "degraded_gpus", unhealthy ? unhealthy : json_array());
+    else
+        json_decref(unhealthy);
     if (j && strcmp(srv->provider, "none") == 0) {
         json_object_set_new(j, "diagnosis", json_string(srv->diagnosis));
         json_object_set_new(j, "hint",

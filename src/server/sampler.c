@@ -255,7 +255,8 @@ static int make_history(gm_sampler *s, const gm_snapshot *snap, char *msg, size_
             gpus = snap->gpus[i].index + 1;
     size_t slots = ((size_t)s->opt.history_s * 1000 + s->opt.poll_ms - 1) / s->opt.poll_ms;
     /* The size formula of history.h: a time ring plus one float ring per series. */
-    double bytes = (double)slots * (8.0 + 4.0 * ((double)gpus * GM_M__COUNT + GM_H__COUNT));
+    double bytes =
+        (double)slots * (8.0 + 4.0 * ((double)gpus * (double)gm_ring_gpu_columns() + GM_H__COUNT));
     if (s->opt.history_max_bytes && bytes > (double)s->opt.history_max_bytes) {
         snprintf(msg, msg_len,
                  "history of %u s at %u ms for %u GPU(s) needs %.0f MiB, over the %zu MiB "

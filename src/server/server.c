@@ -332,6 +332,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     copt.no_host = !cfg->system_metrics;
     copt.no_first_cpu_wait = true; /* serve the first sample at once; CPU % from the second */
     copt.hostname = cfg->hostname[0] ? cfg->hostname : NULL;
+    copt.watch_xid = true; /* XID errors from NVML events, on a thread of the collector */
     char q[1100], q2[300];
     if (gm_collector_open(&copt, &srv->collector, err) < 0) {
         gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",

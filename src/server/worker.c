@@ -570,7 +570,7 @@ static void on_sample(gm_worker *m, const item *it)
     memcpy(snap->gpus, it->gpus, it->gpu_count * sizeof(gm_gpu));
     if (!m->opt.energy_fresh)
         for (unsigned i = 0; i < snap->gpu_count; i++)
-            snap->gpus[i].valid &= ~(UINT64_C(1) << GM_M_ENERGY_MJ);
+            gm_gpu_unset(&snap->gpus[i], GM_M_ENERGY_MJ);
     int64_t poll = m->opt.poll_ms;
     for (entry *e = m->entries, *next; e; e = next) {
         next = e->next;

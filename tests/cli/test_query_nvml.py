@@ -33,7 +33,8 @@ class FullModel(unittest.TestCase):
         self.assertEqual(g["uuid"], "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c50")
         self.assertEqual(g["pci_bus_id"], "00000000:1B:00.0")
         self.assertFalse(g["lost"])
-        self.assertEqual(g["utilization"], {"gpu": 87, "memory": 42, "encoder": 3, "decoder": 7})
+        self.assertEqual(g["utilization"], {"gpu": 87, "memory": 42, "encoder": 3, "decoder": 7,
+                                            "jpeg": None, "ofa": None})
         m = g["memory"]
         self.assertEqual(m["total_mib"], 81559)
         self.assertEqual(m["used_mib"], 40960)
@@ -44,16 +45,28 @@ class FullModel(unittest.TestCase):
         self.assertEqual(m["reserved_bytes"], 560971776)
         self.assertAlmostEqual(m["used_percent"], 50.22, places=2)
         self.assertEqual(g["temperature_c"], 64)
-        self.assertEqual(g["power"], {"draw_w": 512.345, "limit_w": 700})
+        self.assertEqual(g["power"], {"draw_w": 512.345, "limit_w": 700, "draw_average_w": None,
+                                      "draw_instant_w": None, "requested_limit_w": None,
+                                      "default_limit_w": None, "min_limit_w": None,
+                                      "max_limit_w": None})
         self.assertEqual(g["energy_j"], 123456789.012)
         self.assertEqual(g["clocks"], {"graphics_mhz": 1755, "sm_mhz": 1755, "memory_mhz": 2619,
                                        "max_graphics_mhz": 1980, "max_sm_mhz": 1980,
-                                       "max_memory_mhz": 2619})
+                                       "max_memory_mhz": 2619, "video_mhz": None})
         self.assertEqual(g["fan_percent"], 35)
         self.assertEqual(g["pcie"], {"gen_current": 5, "gen_max": 5, "width_current": 16,
-                                     "width_max": 16, "tx_kbps": 123456, "rx_kbps": 654321})
+                                     "width_max": 16, "tx_kbps": 123456, "rx_kbps": 654321,
+                                     "gen_gpu_max": None})
         self.assertEqual(g["pstate"], "P0")
-        self.assertEqual(g["throttle_reasons"], {"mask": "0x0000000000000004", "active": ["sw_power_cap"]})
+        self.assertEqual(g["throttle_reasons"]["mask"], "0x0000000000000004")
+        self.assertEqual(g["throttle_reasons"]["active"], ["sw_power_cap"])
+        self.assertIs(g["throttle_reasons"]["reasons"]["sw_power_cap"], True)
+        self.assertIs(g["throttle_reasons"]["reasons"]["gpu_idle"], False)
+        self.assertIsNone(g["throttle_reasons"]["supported_mask"])
+        # Health the two_gpus scenario does not give is null, never 0.
+        self.assertIsNone(g["health"]["xid"])
+        self.assertIsNone(g["health"]["ecc"]["uncorrected_volatile"])
+        self.assertIs(g["health"]["degraded"], False)
         self.assertIs(g["persistence_mode"], True)
         procs = {p["pid"]: p for p in g["processes"]}
         self.assertEqual(set(procs), {4242, 5151})

@@ -2,11 +2,14 @@
  * provider is tested through the same dlopen path as the real driver (format:
  * tests/fakes/README.md). */
 #include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Built twice: FAKE_NVML_OLD_DRIVER=1 leaves out every symbol a newer driver added, so the
  * provider's fallbacks are exercised against a library that truly lacks them. */
@@ -71,6 +74,8 @@ typedef struct fake_gpu {
     bool lost;
     bool grown; /* processes_grow already applied */
     unsigned grown_count;
+    size_t xid_delivered; /* entries of "xid" already given to nvmlEventSetWait */
+    bool xid_registered;  /* nvmlDeviceRegisterEvents asked for XID */
 } fake_gpu;
 
 typedef fake_gpu *nvmlDevice_t;
@@ -86,9 +91,22 @@ static struct {
 static struct {
     const char *fn;
     unsigned long n;
-} counters[96];
+} counters[192];
+
+/* The XID event thread of the provider calls in while the sampler does: the counters, the
+ * read numbers and the event bookkeeping are kept under this lock. */
+static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_call_locked(const char *fn);
 
 static void count_call(const char *fn)
+{
+    pthread_mutex_lock(&fake_mu);
+    count_call_locked(fn);
+    pthread_mutex_unlock(&fake_mu);
+}
+
+static void count_call_locked(const char *fn)
 {
     for (size_t i = 0; i < sizeof counters / sizeof *counters; i++) {
         if (!counters[i].fn)
@@ -103,10 +121,13 @@ static void count_call(const char *fn)
 /* Test hook: how many times NVML function fn was called since the library was loaded. */
 unsigned long fake_nvml_calls(const char *fn)
 {
+    unsigned long n = 0;
+    pthread_mutex_lock(&fake_mu);
     for (size_t i = 0; i < sizeof counters / sizeof *counters && counters[i].fn; i++)
         if (strcmp(counters[i].fn, fn) == 0)
-            return counters[i].n;
-    return 0;
+            n = counters[i].n;
+    pthread_mutex_unlock(&fake_mu);
+    return n;
 }
 
 /* Test hook: nvmlDeviceGetUtilizationRates calls for GPU index since the last nvmlInit. */
@@ -558,10 +579,12 @@ int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, fake_utilization *u)
     count_call(__func__);
     if (!valid_device(d) || !u)
         return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    pthread_mutex_lock(&fake_mu);
     d->util_calls++;
     json_t *la = json_object_get(d->j, "lost_after");
     if (json_is_integer(la) && d->util_calls > (unsigned long)json_integer_value(la))
         d->lost = true;
+    pthread_mutex_unlock(&fake_mu);
     int rc = call_status(d, "util", "util");
     if (rc != RC_SUCCESS)
         return rc;
@@ -896,3 +919,501 @@ int nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2, int cap, int *statu
     *status = st;
     return RC_SUCCESS;
 }
+
+/* ---- health (issue #12): all of it missing from the old driver --------------------------------
+ */
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetSerial(nvmlDevice_t d, char *serial, unsigned length)
+{
+    char def[32];
+    snprintf(def, sizeof def, "132052000%04u", valid_device(d) ? d->index : 0);
+    return identity(__func__, d, "serial", def, serial, length);
+}
+
+int nvmlDeviceGetVbiosVersion(nvmlDevice_t d, char *version, unsigned length)
+{
+    return identity(__func__, d, "vbios", "96.00.99.00.01", version, length);
+}
+
+int nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned *mw)
+{
+    return u32_metric(__func__, d, "power_req_limit_mw", "power_limits", mw);
+}
+
+int nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned *mw)
+{
+    return u32_metric(__func__, d, "power_default_limit_mw", "power_limits", mw);
+}
+
+int nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned *min, unsigned *max)
+{
+    int rc = u32_metric(__func__, d, "power_min_limit_mw", "power_limits", min);
+    return rc != RC_SUCCESS ? rc
+                            : u32_metric(__func__, d, "power_max_limit_mw", "power_limits", max);
+}
+
+int nvmlDeviceGetComputeMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "compute_mode", "compute_mode", (unsigned *)mode);
+}
+
+int nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
+{
+    int rc = u32_metric(__func__, d, "cc_major", "compute_cap", (unsigned *)major);
+    return rc != RC_SUCCESS ? rc
+                            : u32_metric(__func__, d, "cc_minor", "compute_cap", (unsigned *)minor);
+}
+
+int nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t d, unsigned *gen)
+{
+    return u32_metric(__func__, d, "pcie_gen_gpu_max", "pcie_gen_max", gen);
+}
+
+int nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned *n)
+{
+    return u32_metric(__func__, d, "pcie_replay", "pcie_replay", n);
+}
+
+int nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t d, unsigned long long *mask)
+{
+    return u64_metric(__func__, d, "throttle_supported", "throttle", mask);
+}
+
+int nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t d, unsigned long long *mask)
+{
+    return u64_metric(__func__, d, "throttle_supported", "throttle", mask);
+}
+
+int nvmlDeviceGetEccMode(nvmlDevice_t d, int *current, int *pending)
+{
+    int rc = u32_metric(__func__, d, "ecc_mode", "ecc", (unsigned *)current);
+    return rc != RC_SUCCESS
+               ? rc
+               : u32_metric(__func__, d, "ecc_mode_pending", "ecc", (unsigned *)pending);
+}
+
+int nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned *current, unsigned *pending)
+{
+    int rc = u32_metric(__func__, d, "mig_mode", "mig", current);
+    return rc != RC_SUCCESS ? rc : u32_metric(__func__, d, "mig_mode_pending", "mig", pending);
+}
+
+int nvmlDeviceGetEncoderStats(nvmlDevice_t d, unsigned *sessions, unsigned *fps, unsigned *latency)
+{
+    int rc = u32_metric(__func__, d, "enc_sessions", "enc_stats", sessions);
+    if (rc == RC_SUCCESS)
+        rc = u32_metric(__func__, d, "enc_fps", "enc_stats", fps);
+    return rc != RC_SUCCESS ? rc : u32_metric(__func__, d, "enc_latency", "enc_stats", latency);
+}
+
+int nvmlDeviceGetJpgUtilization(nvmlDevice_t d, unsigned *util, unsigned *period)
+{
+    return codec(__func__, d, "jpeg", util, period);
+}
+
+int nvmlDeviceGetOfaUtilization(nvmlDevice_t d, unsigned *util, unsigned *period)
+{
+    return codec(__func__, d, "ofa", util, period);
+}
+
+/* ECC counters live in the GPU's "ecc" object under "<corrected|uncorrected>.<volatile|
+ * aggregate>.<location|total>"; the object's absence means ECC is not supported. */
+static int ecc_counter(const char *fn, nvmlDevice_t d, int type, int counter, const char *where,
+                       unsigned long long *out)
+{
+    count_call(fn);
+    if (!valid_device(d) || !out || type < 0 || type > 1 || counter < 0 || counter > 1)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "ecc", "ecc");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *ecc = json_object_get(d->j, "ecc");
+    if (!json_is_object(ecc))
+        return RC_NOT_SUPPORTED;
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s.%s", type ? "uncorrected" : "corrected",
+             counter ? "aggregate" : "volatile", where);
+    json_t *v = current(d, json_object_get(ecc, key));
+    if (!json_is_integer(v))
+        return RC_NOT_SUPPORTED;
+    *out = (unsigned long long)json_integer_value(v);
+    return RC_SUCCESS;
+}
+
+int nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter, unsigned long long *n)
+{
+    return ecc_counter(__func__, d, type, counter, "total", n);
+}
+
+int nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t d, int type, int counter, int location,
+                                    unsigned long long *n)
+{
+    static const char *const names[] = {"l1_cache",       "l2_cache",    "dram", "register_file",
+                                        "texture_memory", "texture_shm", "cbu",  "sram"};
+    if (location < 0 || location > 7) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    return ecc_counter(__func__, d, type, counter, names[location], n);
+}
+
+/* "retired_pages": {"sbe": [[address, unix_seconds], ...], "dbe": [...]}; absent: unsupported. */
+static int retired(const char *fn, nvmlDevice_t d, int cause, unsigned *count,
+                   unsigned long long *addr, unsigned long long *ts)
+{
+    count_call(fn);
+    if (!valid_device(d) || !count || cause < 0 || cause > 1)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "retired_pages", "retired_pages");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *rp = json_object_get(d->j, "retired_pages");
+    if (!json_is_object(rp))
+        return RC_NOT_SUPPORTED;
+    json_t *list = json_object_get(rp, cause ? "dbe" : "sbe");
+    unsigned n = (unsigned)json_array_size(list);
+    if (*count < n || (n && !addr)) {
+        *count = n;
+        return n ? RC_INSUFFICIENT_SIZE : RC_SUCCESS;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        json_t *e = json_array_get(list, i);
+        addr[i] = (unsigned long long)json_integer_value(json_array_get(e, 0));
+        if (ts)
+            ts[i] = (unsigned long long)json_integer_value(json_array_get(e, 1));
+    }
+    *count = n;
+    return RC_SUCCESS;
+}
+
+int nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned *count, unsigned long long *addr)
+{
+    return retired(__func__, d, cause, count, addr, NULL);
+}
+
+int nvmlDeviceGetRetiredPages_v2(nvmlDevice_t d, int cause, unsigned *count,
+                                 unsigned long long *addr, unsigned long long *ts)
+{
+    return retired(__func__, d, cause, count, addr, ts);
+}
+
+int nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending)
+{
+    return u32_metric(__func__, d, "retired_pending", "retired_pages", (unsigned *)pending);
+}
+
+int nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned *corr, unsigned *unc, unsigned *pending,
+                              unsigned *failure)
+{
+    int rc = u32_metric(__func__, d, "remap_corr", "remapped_rows", corr);
+    if (rc == RC_SUCCESS)
+        rc = u32_metric(__func__, d, "remap_unc", "remapped_rows", unc);
+    if (rc == RC_SUCCESS)
+        rc = u32_metric(__func__, d, "remap_pending", "remapped_rows", pending);
+    return rc != RC_SUCCESS ? rc
+                            : u32_metric(__func__, d, "remap_failure", "remapped_rows", failure);
+}
+
+int nvmlDeviceGetRowRemapperHistogram(nvmlDevice_t d, unsigned *values /* 5 */)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !values)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "remap_histogram", "remapped_rows");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *h = json_object_get(d->j, "remap_histogram");
+    if (json_array_size(h) != 5)
+        return RC_NOT_SUPPORTED;
+    for (size_t i = 0; i < 5; i++)
+        values[i] = (unsigned)json_integer_value(json_array_get(h, i));
+    return RC_SUCCESS;
+}
+
+/* nvmlFieldValue_t */
+typedef struct {
+    unsigned fieldId, scopeId;
+    long long timestamp, latencyUsec;
+    int valueType, nvmlReturn;
+    union {
+        double d;
+        unsigned ui;
+        unsigned long long ull;
+    } value;
+} fake_field_value;
+
+/* The field ids gpumon asks for and the scenario key of each. */
+static const struct {
+    unsigned id;
+    const char *key;
+} field_keys[] = {
+    {82, "temp_mem"},
+    {185, "power_avg_mw"},
+    {186, "power_instant_mw"},
+    {74, "violation_power_ns"},
+    {75, "violation_thermal_ns"},
+    {76, "violation_sync_boost_ns"},
+    {269, "violation_sw_thermal_ns"},
+    {270, "violation_hw_thermal_ns"},
+    {271, "violation_hw_power_brake_ns"},
+    {138, "nvlink_tx_kib"},
+    {139, "nvlink_rx_kib"},
+    {38, "nvlink_crc_flit"},
+    {45, "nvlink_crc_data"},
+    {52, "nvlink_replay"},
+    {59, "nvlink_recovery"},
+};
+
+int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
+{
+    count_call(__func__);
+    if (!valid_device(d) || n <= 0 || !values)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (d->lost)
+        return RC_GPU_IS_LOST;
+    for (int i = 0; i < n; i++) {
+        fake_field_value *f = &values[i];
+        const char *key = NULL;
+        for (size_t k = 0; k < sizeof field_keys / sizeof *field_keys && !key; k++)
+            if (field_keys[k].id == f->fieldId)
+                key = field_keys[k].key;
+        unsigned long long v = 0;
+        f->nvmlReturn = key ? call_status(d, key, "fields") : RC_NOT_SUPPORTED;
+        if (f->nvmlReturn == RC_SUCCESS)
+            f->nvmlReturn = num(d, key, &v);
+        if (f->nvmlReturn != RC_SUCCESS)
+            continue;
+        /* Temperature and power come as unsigned int, counters as unsigned long long, as the
+         * driver gives them. */
+        if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186) {
+            f->valueType = 1;
+            f->value.ui = (unsigned)v;
+        } else {
+            f->valueType = 3;
+            f->value.ull = v;
+        }
+    }
+    return RC_SUCCESS;
+}
+
+/* "nvlink": [1, 1, 0, ...], the state of each link (its length is the number of links). */
+int nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int *active)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !active)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "nvlink", "nvlink");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *links = json_object_get(d->j, "nvlink");
+    if (!json_is_array(links))
+        return RC_NOT_SUPPORTED;
+    if (link >= json_array_size(links))
+        return RC_INVALID_ARGUMENT;
+    *active = (int)json_integer_value(json_array_get(links, link));
+    return RC_SUCCESS;
+}
+
+/* ---- events: "xid": [{"at": N, "xid": 79}, ...] fires once the GPU's read N has been made -- */
+
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType, eventData;
+    unsigned gpuInstanceId, computeInstanceId;
+} fake_event_data;
+
+typedef struct fake_event_set {
+    int magic;
+} fake_event_set;
+
+int nvmlEventSetCreate(fake_event_set **set)
+{
+    count_call(__func__);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    if (!set)
+        return RC_INVALID_ARGUMENT;
+    *set = calloc(1, sizeof **set);
+    if (!*set)
+        return RC_UNKNOWN;
+    (*set)->magic = 0x5e7;
+    return RC_SUCCESS;
+}
+
+int nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, fake_event_set *set)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !set)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "events", "events");
+    if (rc != RC_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&fake_mu);
+    if (types & 0x8ULL)
+        d->xid_registered = true;
+    pthread_mutex_unlock(&fake_mu);
+    return RC_SUCCESS;
+}
+
+/* Delivers the first due XID of a registered GPU, else waits in 5 ms steps up to timeout. */
+static int event_wait(const char *fn, fake_event_set *set, fake_event_data *data, unsigned ms)
+{
+    count_call(fn);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    if (!set || set->magic != 0x5e7 || !data)
+        return RC_INVALID_ARGUMENT;
+    for (unsigned waited = 0;; waited += 5) {
+        pthread_mutex_lock(&fake_mu);
+        for (unsigned i = 0; i < F.n; i++) {
+            fake_gpu *g = &F.gpus[i];
+            json_t *list = json_object_get(g->j, "xid");
+            json_t *e = json_array_get(list, g->xid_delivered);
+            if (!g->xid_registered || !e || g->lost)
+                continue;
+            json_t *at = json_object_get(e, "at");
+            if (json_is_integer(at) && g->util_calls < (unsigned long)json_integer_value(at))
+                continue;
+            g->xid_delivered++;
+            memset(data, 0, sizeof *data);
+            data->device = g;
+            data->eventType = 0x8ULL;
+            data->eventData = (unsigned long long)json_integer_value(json_object_get(e, "xid"));
+            data->gpuInstanceId = data->computeInstanceId = 0xFFFFFFFFu;
+            pthread_mutex_unlock(&fake_mu);
+            return RC_SUCCESS;
+        }
+        pthread_mutex_unlock(&fake_mu);
+        if (waited >= ms)
+            return 10; /* TIMEOUT */
+        struct timespec ts = {0, 5000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int nvmlEventSetWait_v2(fake_event_set *set, fake_event_data *data, unsigned ms)
+{
+    return event_wait(__func__, set, data, ms);
+}
+
+int nvmlEventSetWait(fake_event_set *set, fake_event_data *data, unsigned ms)
+{
+    return event_wait(__func__, set, data, ms);
+}
+
+int nvmlEventSetFree(fake_event_set *set)
+{
+    count_call(__func__);
+    if (!set || set->magic != 0x5e7)
+        return RC_INVALID_ARGUMENT;
+    set->magic = 0;
+    free(set);
+    return RC_SUCCESS;
+}
+
+/* Test hook: XIDs delivered for GPU index since nvmlInit. */
+unsigned long fake_nvml_xid_delivered(unsigned index)
+{
+    pthread_mutex_lock(&fake_mu);
+    unsigned long n = index < F.n ? F.gpus[index].xid_delivered : 0;
+    pthread_mutex_unlock(&fake_mu);
+    return n;
+}
+
+/* ---- GPM: "gpm": {"gr": 45.5, "sm": ..., ...} on a GPU that has it --------------------------- */
+
+typedef struct fake_gpm_sample {
+    fake_gpu *g;
+    unsigned long read; /* the GPU's utilisation read when taken */
+} fake_gpm_sample;
+
+typedef struct {
+    unsigned metricId;
+    int nvmlReturn;
+    double value;
+    struct {
+        char *shortName, *longName, *unit;
+    } metricInfo;
+} fake_gpm_metric;
+
+typedef struct {
+    unsigned version, numMetrics;
+    fake_gpm_sample *sample1, *sample2;
+    fake_gpm_metric metrics[333];
+} fake_gpm_metrics_get;
+
+int nvmlGpmQueryDeviceSupport(nvmlDevice_t d, unsigned *support /* {version, supported} */)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !support)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (support[0] != 1)
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    support[1] = json_is_object(json_object_get(d->j, "gpm"));
+    return RC_SUCCESS;
+}
+
+int nvmlGpmSampleAlloc(fake_gpm_sample **s)
+{
+    count_call(__func__);
+    if (!s)
+        return RC_INVALID_ARGUMENT;
+    *s = calloc(1, sizeof **s);
+    return *s ? RC_SUCCESS : RC_UNKNOWN;
+}
+
+int nvmlGpmSampleFree(fake_gpm_sample *s)
+{
+    count_call(__func__);
+    free(s);
+    return RC_SUCCESS;
+}
+
+int nvmlGpmSampleGet(nvmlDevice_t d, fake_gpm_sample *s)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !s)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "gpm", "gpm");
+    if (rc != RC_SUCCESS)
+        return rc;
+    s->g = d;
+    s->read = d->util_calls;
+    return RC_SUCCESS;
+}
+
+int nvmlGpmMetricsGet(fake_gpm_metrics_get *q)
+{
+    static const struct {
+        unsigned id;
+        const char *key;
+    } keys[] = {{1, "gr"},       {2, "sm"},       {3, "sm_occupancy"}, {5, "tensor"},
+                {10, "dram"},    {11, "fp64"},    {12, "fp32"},        {13, "fp16"},
+                {20, "pcie_tx"}, {21, "pcie_rx"}, {60, "nvlink_rx"},   {61, "nvlink_tx"}};
+    count_call(__func__);
+    if (!q)
+        return RC_INVALID_ARGUMENT;
+    if (q->version != 1)
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    if (!q->sample1 || !q->sample2 || !q->sample1->g || q->sample1->g != q->sample2->g ||
+        q->numMetrics > 333)
+        return RC_INVALID_ARGUMENT;
+    fake_gpu *g = q->sample2->g;
+    json_t *gpm = json_object_get(g->j, "gpm");
+    for (unsigned i = 0; i < q->numMetrics; i++) {
+        fake_gpm_metric *m = &q->metrics[i];
+        m->nvmlReturn = RC_NOT_SUPPORTED;
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            if (keys[k].id != m->metricId)
+                continue;
+            json_t *v = current(g, json_object_get(gpm, keys[k].key));
+            if (json_is_number(v)) {
+                m->value = json_number_value(v);
+                m->nvmlReturn = RC_SUCCESS;
+            }
+        }
+    }
+    return RC_SUCCESS;
+}
+#endif

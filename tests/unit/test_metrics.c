@@ -43,8 +43,8 @@ static void test_table_complete_and_in_order(void **state)
 {
     (void)state;
     assert_int_equal(sizeof gpu_map / sizeof *gpu_map, GM_M__COUNT);
-    /* Validity is one bit per metric in a uint64_t. */
-    assert_true(GM_M__COUNT <= 64);
+    /* Validity is one bit per metric in GM_M_WORDS words. */
+    assert_true(GM_M__COUNT <= 64 * GM_M_WORDS);
     for (int i = 0; i < GM_M__COUNT; i++) {
         const gm_metric_info *m = gm_metric_get((gm_metric)i);
         if (!m)
@@ -76,7 +76,10 @@ static void test_units_and_scales_match_the_raw_units(void **state)
         {"_PCT", "%", 1},     {"_BYTES", "MiB", 1.0 / 1048576.0},
         {"_MW", "W", 0.001},  {"_MJ", "J", 0.001},
         {"_MHZ", "MHz", 1},   {"_TEMP_C", "C", 1},
-        {"_KBPS", "KB/s", 1},
+        {"_KBPS", "KB/s", 1}, {"_C", "C", 1},
+        {"_NS", "us", 0.001}, {"_US", "us", 1},
+        {"_MS", "ms", 1},     {"_KIB", "KiB", 1},
+        {"_BPS", "B/s", 1},
     };
     for (int i = 0; i < GM_M__COUNT; i++) {
         const gm_metric_info *m = gm_metric_get((gm_metric)i);
@@ -114,9 +117,11 @@ static void test_names_unique_and_find_round_trips(void **state)
         for (int k = 0; k < i; k++)
             if (strcmp(gm_metric_get((gm_metric)k)->name, name) == 0)
                 fail_msg("metrics %d and %d are both \"%s\"", k, i, name);
-        /* Names are nvidia-smi's: lower case, no spaces. */
+        /* Names are nvidia-smi's: no spaces; lower case but for its few camelCase ones
+         * (encoder.stats.sessionCount). */
         for (const char *p = name; *p; p++)
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_'))
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || *p == '.' || *p == '_'))
                 fail_msg("\"%s\" has '%c'", name, *p);
     }
     assert_int_equal(gm_metric_find(NULL), -1);

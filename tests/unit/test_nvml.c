@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpumon.h"
 #include "collect/provider.h"
@@ -456,7 +457,7 @@ static void test_gpu_lost_others_keep_updating(void **state)
             assert_int_equal(snap->procs[0].gpu_index, 1);
         } else {
             assert_true(g1->lost);
-            assert_int_equal(g1->valid, 0);
+            assert_int_equal(g1->valid[0] | g1->valid[GM_M_WORDS - 1], 0);
             assert_int_equal(g1->index, 1);
             assert_string_equal(g1->uuid, "GPU-10570000-0000-0000-0000-000000000001");
             assert_string_equal(g1->pci_bus_id, "00000000:02:00.0");
@@ -481,7 +482,7 @@ static void test_only_gpu_lost_is_not_an_error(void **state)
         sample_ok(st, false); /* GM_OK, not an error */
         assert_int_equal(snap->gpu_count, 1);
         assert_true(snap->gpus[0].lost);
-        assert_int_equal(snap->gpus[0].valid, 0);
+        assert_int_equal(snap->gpus[0].valid[0] | snap->gpus[0].valid[GM_M_WORDS - 1], 0);
         assert_string_equal(snap->gpus[0].uuid, "GPU-7e570000-0000-0000-0000-000000000000");
     }
     close_st(st);
@@ -494,7 +495,7 @@ static void test_gpu_failing_alone_and_all_failing(void **state)
     assert_false(snap->gpus[0].lost);
     check_metric(&snap->gpus[0], GM_M_TEMP_C, 48);
     assert_true(snap->gpus[1].lost); /* every call failed: reported lost for this sample */
-    assert_int_equal(snap->gpus[1].valid, 0);
+    assert_int_equal(snap->gpus[1].valid[0] | snap->gpus[1].valid[GM_M_WORDS - 1], 0);
     assert_string_equal(snap->gpus[1].pci_bus_id, "00000000:18:00.0");
     close_st(st);
 
@@ -598,6 +599,209 @@ static void test_p2p(void **state)
     close_st(st);
 }
 
+/* ---- health (issue #12) ------------------------------------------------------------------- */
+
+typedef unsigned long (*xid_delivered_fn)(unsigned);
+
+static void test_health_current_driver(void **state)
+{
+    void *st = open_ok(&fake_current, "health.json");
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    assert_string_equal(g->serial, "1652923012345");
+    assert_string_equal(g->vbios, "96.00.A5.00.01");
+    check_metric(g, GM_M_PCI_DEVICE_ID, 0x233010DE);
+    check_metric(g, GM_M_PCI_SUBSYS_ID, 0x16C110DE);
+    check_metric(g, GM_M_TEMP_MEM_C, 71);
+    check_metric(g, GM_M_POWER_AVG_MW, 511870);
+    check_metric(g, GM_M_POWER_INSTANT_MW, 515620);
+    check_metric(g, GM_M_POWER_REQ_LIMIT_MW, 700000);
+    check_metric(g, GM_M_POWER_DEFAULT_LIMIT_MW, 700000);
+    check_metric(g, GM_M_POWER_MIN_LIMIT_MW, 200000);
+    check_metric(g, GM_M_POWER_MAX_LIMIT_MW, 700000);
+    check_metric(g, GM_M_CLOCK_VIDEO_MHZ, 1545);
+    check_metric(g, GM_M_UTIL_JPEG_PCT, 0);
+    check_metric(g, GM_M_PCIE_GEN_GPU_MAX, 5);
+    check_metric(g, GM_M_PCIE_REPLAY, 9);
+    check_metric(g, GM_M_THROTTLE_SUPPORTED, 511);
+    check_metric(g, GM_M_COMPUTE_MODE, 0);
+    check_metric(g, GM_M_COMPUTE_CAP, 90);
+    check_metric(g, GM_M_MIG_MODE_CUR, 0);
+    check_metric(g, GM_M_ECC_MODE_CUR, 1);
+    check_metric(g, GM_M_ECC_MODE_PENDING, 1);
+    check_metric(g, GM_M_ENC_SESSIONS, 0);
+    check_metric(g, GM_M_ECC_CORR_VOL, 12);
+    check_metric(g, GM_M_ECC_CORR_AGG, 40);
+    check_metric(g, GM_M_ECC_UNCORR_VOL, 2);
+    check_metric(g, GM_M_ECC_UNCORR_AGG, 3);
+    check_metric(g, GM_M_ECC_CORR_VOL_DRAM, 10);
+    check_metric(g, GM_M_ECC_UNCORR_AGG_DRAM, 3);
+    check_metric(g, GM_M_ECC_CORR_AGG_SRAM, 10);
+    check_absent(g, GM_M_ECC_CORR_VOL_L1_CACHE); /* a location the driver does not count */
+    check_metric(g, GM_M_RETIRED_SBE, 0);
+    check_metric(g, GM_M_RETIRED_DBE, 2);
+    check_metric(g, GM_M_RETIRED_PENDING, 0);
+    check_metric(g, GM_M_REMAP_CORR, 1);
+    check_metric(g, GM_M_REMAP_UNCORR, 2);
+    check_metric(g, GM_M_REMAP_PENDING, 0);
+    check_metric(g, GM_M_REMAP_FAILURE, 0);
+    check_metric(g, GM_M_REMAP_HIST_MAX, 2558);
+    check_metric(g, GM_M_REMAP_HIST_HIGH, 2);
+    check_metric(g, GM_M_VIOL_POWER_NS, 1500000000);
+    check_metric(g, GM_M_VIOL_THERMAL_NS, 250000);
+    check_metric(g, GM_M_VIOL_HW_THERMAL_NS, 7000);
+    check_metric(g, GM_M_NVLINK_ACTIVE, 17);
+    check_metric(g, GM_M_NVLINK_TX_KIB, 1048576);
+    check_metric(g, GM_M_NVLINK_RX_KIB, 2097152);
+    check_metric(g, GM_M_NVLINK_CRC_FLIT, 1);
+    check_metric(g, GM_M_NVLINK_REPLAY, 3);
+    /* GPM needs two samples; XID is watched only when asked. */
+    check_absent(g, GM_M_PROF_SM_ACTIVE_PCT);
+    check_absent(g, GM_M_XID_LAST);
+    sample_ok(st, false);
+    g = &snap->gpus[0];
+    check_metric(g, GM_M_PROF_GR_ACTIVE_PCT, 91.5);
+    check_metric(g, GM_M_PROF_SM_ACTIVE_PCT, 80.25);
+    check_metric(g, GM_M_PROF_TENSOR_PCT, 55.5);
+    check_metric(g, GM_M_PROF_DRAM_PCT, 33);
+    check_metric(g, GM_M_PROF_PCIE_TX_BPS, 100 * 1048576.0);
+    check_metric(g, GM_M_PROF_NVLINK_RX_BPS, 2000 * 1048576.0);
+    /* Counters served from the cache between their reads keep their values. */
+    check_metric(g, GM_M_ECC_UNCORR_VOL, 2);
+    check_metric(g, GM_M_COMPUTE_CAP, 90);
+
+    /* GPU 1: ECC off (no counter asked), MIG on, exclusive process, no GPM, no serial. */
+    const gm_gpu *g1 = &snap->gpus[1];
+    assert_string_equal(g1->serial, "");
+    check_metric(g1, GM_M_ECC_MODE_CUR, 0);
+    check_metric(g1, GM_M_ECC_MODE_PENDING, 1);
+    check_absent(g1, GM_M_ECC_CORR_VOL);
+    check_metric(g1, GM_M_MIG_MODE_CUR, 1);
+    check_metric(g1, GM_M_COMPUTE_MODE, 3);
+    check_metric(g1, GM_M_COMPUTE_CAP, 80);
+    check_absent(g1, GM_M_PROF_SM_ACTIVE_PCT);
+    check_absent(g1, GM_M_TEMP_MEM_C);
+    check_absent(g1, GM_M_REMAP_CORR);
+    check_absent(g1, GM_M_NVLINK_ACTIVE);
+
+    /* Retired pages with their addresses and times. */
+    uint64_t addr[4], when[4];
+    size_t n = 0;
+    gm_error err = {0};
+    assert_int_equal(gm_provider_nvml.retired_pages(st, 0, 1, addr, when, 4, &n, &err), GM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(addr[1], 8192);
+    assert_int_equal(when[0], 1764117772);
+    assert_int_equal(gm_provider_nvml.retired_pages(st, 0, 0, addr, when, 4, &n, &err), GM_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(gm_provider_nvml.retired_pages(st, 1, 0, addr, when, 4, &n, &err), GM_ENOTSUP);
+    close_st(st);
+}
+
+/* Unsupported health getters are asked once, then no more. */
+static void test_health_unsupported_not_asked_again(void **state)
+{
+    void *st = open_ok(&fake_current, "health.json");
+    gm_collector_options opt = {0};
+    (void)opt;
+    unsigned long ecc0 = fake_current.calls("nvmlDeviceGetMemoryErrorCounter");
+    sample_ok(st, false);
+    unsigned long first = fake_current.calls("nvmlDeviceGetMemoryErrorCounter") - ecc0;
+    /* GPU 0 only (ECC is off on GPU 1): 7 locations x 4 counters. */
+    assert_int_equal(first, 28);
+    close_st(st);
+
+    /* With every sample due (slow period < 0), the unsupported locations are skipped. */
+    use_scenario("health.json");
+    gm_collector_options fast = {.nvml_lib = fake_current.path, .slow_period_ms = -1};
+    void *st2 = NULL;
+    assert_int_equal(gm_provider_nvml.open(&fast, &st2, NULL), GM_OK);
+    track(st2);
+    sample_ok(st2, false);
+    ecc0 = fake_current.calls("nvmlDeviceGetMemoryErrorCounter");
+    sample_ok(st2, false);
+    /* dram and sram: 2 locations x 4 counters answered; the 5 others said NOT_SUPPORTED. */
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMemoryErrorCounter") - ecc0, 8);
+    close_st(st2);
+}
+
+static void test_health_old_driver_absent(void **state)
+{
+    void *st = open_ok(&fake_old, "health.json");
+    sample_ok(st, false);
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_UTIL_GPU_PCT, 87); /* the core set still works */
+    assert_string_equal(g->serial, "");
+    assert_string_equal(g->vbios, "");
+    static const gm_metric health[] = {
+        GM_M_TEMP_MEM_C,         GM_M_POWER_AVG_MW,  GM_M_POWER_REQ_LIMIT_MW, GM_M_ECC_MODE_CUR,
+        GM_M_ECC_UNCORR_VOL,     GM_M_RETIRED_DBE,   GM_M_REMAP_CORR,         GM_M_PCIE_REPLAY,
+        GM_M_VIOL_POWER_NS,      GM_M_NVLINK_ACTIVE, GM_M_PROF_SM_ACTIVE_PCT, GM_M_COMPUTE_CAP,
+        GM_M_THROTTLE_SUPPORTED, GM_M_XID_LAST,
+    };
+    for (size_t i = 0; i < sizeof health / sizeof *health; i++)
+        check_absent(g, health[i]);
+    uint64_t addr[1], when[1];
+    size_t n;
+    gm_error err = {0};
+    assert_int_equal(gm_provider_nvml.retired_pages(st, 0, 1, addr, when, 1, &n, &err), GM_ENOTSUP);
+    close_st(st);
+}
+
+/* XID errors arrive on the watcher thread; a GPU that cannot be registered has none. */
+static void test_xid_events(void **state)
+{
+    xid_delivered_fn delivered =
+        (xid_delivered_fn)dlsym(fake_current.lib, "fake_nvml_xid_delivered");
+    assert_non_null(delivered);
+    use_scenario("health.json");
+    gm_collector_options opt = {.nvml_lib = fake_current.path, .watch_xid = true};
+    gm_error err = {0};
+    void *st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
+    track(st);
+    sample_ok(st, false); /* read 1: nothing yet */
+    check_metric(&snap->gpus[0], GM_M_XID_LAST, 0);
+    check_metric(&snap->gpus[0], GM_M_XID_COUNT, 0);
+    check_absent(&snap->gpus[0], GM_M_XID_TIME_MS);
+    check_absent(&snap->gpus[1], GM_M_XID_LAST); /* registration refused: not watched */
+    sample_ok(st, false);                        /* read 2: XID 79 becomes due */
+    for (int i = 0; i < 400 && delivered(0) < 1; i++) {
+        struct timespec ts = {0, 5000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(delivered(0), 1);
+    sample_ok(st, false); /* read 3: XID 48 becomes due */
+    for (int i = 0; i < 400 && delivered(0) < 2; i++) {
+        struct timespec ts = {0, 5000000L};
+        nanosleep(&ts, NULL);
+    }
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_XID_LAST, 48);
+    check_metric(g, GM_M_XID_COUNT, 2);
+    assert_true(gm_gpu_has(g, GM_M_XID_TIME_MS));
+    assert_true(g->v[GM_M_XID_TIME_MS] > 1.7e12);
+    /* Closing stops the watcher within its wait timeout. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    close_st(st);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(secs < 1.0);
+    assert_true(fake_current.calls("nvmlEventSetFree") >= 1);
+
+    /* The old driver has no event API: XID stays absent, nothing fails. */
+    use_scenario("health.json");
+    opt.nvml_lib = fake_old.path;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
+    track(st);
+    sample_ok(st, false);
+    check_absent(&snap->gpus[0], GM_M_XID_LAST);
+    close_st(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -616,6 +820,10 @@ int main(void)
         cmocka_unit_test_teardown(test_gpu_failing_alone_and_all_failing, test_teardown),
         cmocka_unit_test_teardown(test_processes_grow_retry_and_dedupe, test_teardown),
         cmocka_unit_test_teardown(test_p2p, test_teardown),
+        cmocka_unit_test_teardown(test_health_current_driver, test_teardown),
+        cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
+        cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
+        cmocka_unit_test_teardown(test_xid_events, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

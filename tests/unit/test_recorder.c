@@ -110,7 +110,8 @@ static void add(gm_recorder *r, int k)
     gm_gpu *g = &snap->gpus[0];
     g->index = 0;
     g->v[GM_M_UTIL_GPU_PCT] = k;
-    g->valid = UINT64_C(1) << GM_M_UTIL_GPU_PCT;
+    gm_gpu_clear(g);
+    gm_gpu_set(g, GM_M_UTIL_GPU_PCT, g->v[GM_M_UTIL_GPU_PCT]);
     assert_int_equal(gm_recorder_add(r, snap, NULL), GM_OK);
     gm_snapshot_free(snap);
 }

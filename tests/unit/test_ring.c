@@ -65,7 +65,8 @@ static void test_memory_is_fixed_and_small(void **state)
 {
     gm_ring *h = make(8, GM_RING_DEFAULT_SLOTS);
     size_t bytes = gm_ring_memory_bytes(h);
-    size_t rings = 3600 * (sizeof(int64_t) + sizeof(float) * (8 * GM_M__COUNT + GM_H__COUNT));
+    size_t rings =
+        3600 * (sizeof(int64_t) + sizeof(float) * (8 * gm_ring_gpu_columns() + GM_H__COUNT));
     assert_true(bytes >= rings);
     assert_true(bytes < 16u * 1024 * 1024);
 
@@ -218,6 +219,26 @@ static void test_values_in_display_units(void **state)
     assert_float_equal(out.points[0].value, 250.0, 1e-9);
     gm_series_free(&out);
 
+    /* Of the health metrics, the moving readings have rings (memory temperature)... */
+    gm_gpu_set(&s->gpus[0], GM_M_TEMP_MEM_C, 51);
+    gm_gpu_set(&s->gpus[0], GM_M_XID_LAST, 79);
+    s->time_ms += 1000;
+    gm_ring_append(h, s);
+    q.metric = GM_M_TEMP_MEM_C;
+    out = run_query(h, &q);
+    assert_int_equal(out.count, 2);
+    assert_false(out.points[0].present);
+    assert_true(out.points[1].value == 51.0);
+    gm_series_free(&out);
+    /* ...counters and states are read from the latest sample, not kept. */
+    assert_true(gm_ring_keeps(GM_M_MEM_TOTAL_BYTES));
+    assert_false(gm_ring_keeps(GM_M_XID_LAST));
+    assert_false(gm_ring_keeps(GM_M_ECC_UNCORR_VOL));
+    gm_error err = {0};
+    q.metric = GM_M_XID_LAST;
+    assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "xid.last is not kept"));
+
     gm_ring_request hq = {.source = GM_RING_HOST, .metric = GM_H_MEM_USED_BYTES};
     out = run_query(h, &hq);
     assert_string_equal(out.name, "memory.used");
@@ -252,7 +273,7 @@ static void test_downsampling_bucket_means(void **state)
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
         fill(s, in[i].t, 1, 0, 0, 0);
         if (isnan(in[i].v))
-            s->gpus[0].valid = 0;
+            gm_gpu_clear(&s->gpus[0]);
         else
             gm_gpu_set(&s->gpus[0], GM_M_UTIL_GPU_PCT, in[i].v);
         gm_ring_append(h, s);

@@ -82,7 +82,7 @@ static void assert_same_sample(const gm_snapshot *a, const gm_snapshot *b, int k
         assert_string_equal(x->name, y->name);
         assert_string_equal(x->uuid, y->uuid);
         assert_string_equal(x->pci_bus_id, y->pci_bus_id);
-        assert_int_equal(x->valid, y->valid);
+        assert_memory_equal(x->valid, y->valid, sizeof x->valid);
         for (int m = 0; m < GM_M__COUNT; m++)
             if (m != GM_M_ENERGY_MJ && gm_gpu_has(x, (gm_metric)m) && x->v[m] != y->v[m])
                 fail_msg("sample %d GPU %u %s: %g vs %g", k, i, gm_metric_get((gm_metric)m)->name,

@@ -323,7 +323,7 @@ static void test_provider_gpu_lost(void **state)
     const gm_gpu *g = gpu(s, 1);
     assert_int_equal(s->gpus[1].index, 1); /* in index order */
     assert_true(g->lost);
-    assert_int_equal(g->valid, 0);
+    assert_int_equal(g->valid[0] | g->valid[GM_M_WORDS - 1], 0);
     assert_string_equal(g->name, "NVIDIA RTX A6000");
     assert_string_equal(g->pci_bus_id, "00000000:3B:00.0");
     assert_string_equal(g->uuid, "GPU-0b9a8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d");
@@ -350,7 +350,7 @@ static void test_provider_gpu_lost_at_open(void **state)
         assert_metric(gpu(s, 0), GM_M_UTIL_GPU_PCT, 45);
         assert_int_equal(s->gpus[1].index, 1);
         assert_true(s->gpus[1].lost);
-        assert_int_equal(s->gpus[1].valid, 0);
+        assert_int_equal(s->gpus[1].valid[0] | s->gpus[1].valid[GM_M_WORDS - 1], 0);
         assert_string_equal(s->gpus[1].pci_bus_id, "00000000:3B:00.0");
         assert_string_equal(s->gpus[1].uuid, ""); /* never read: unknown, not invented */
     }

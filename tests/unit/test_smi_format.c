@@ -411,7 +411,7 @@ static void test_format_rounding(void **state)
         /* W: two decimals. */
         {GM_M_POWER_MW, 69480, GM_SMI_F_POWER_DRAW, "69.48 W"},
         {GM_M_POWER_LIMIT_MW, 700000, GM_SMI_F_ENFORCED_POWER_LIMIT, "700.00 W"},
-        {GM_M_POWER_LIMIT_MW, 700000, GM_SMI_F_POWER_LIMIT, "700.00 W"},
+        {GM_M_POWER_REQ_LIMIT_MW, 700000, GM_SMI_F_POWER_LIMIT, "700.00 W"},
         {GM_M_POWER_MW, 71604, GM_SMI_F_POWER_DRAW, "71.60 W"},
         {GM_M_POWER_MW, 0, GM_SMI_F_POWER_DRAW, "0.00 W"},
         /* % and MHz: integers, rounded half away from zero. */
@@ -424,10 +424,10 @@ static void test_format_rounding(void **state)
         {GM_M_PCIE_WIDTH_CUR, 16, GM_SMI_F_PCIE_WIDTH_CUR, "16"},
         {GM_M_PSTATE, 12, GM_SMI_F_PSTATE, "P12"},
         {GM_M_THROTTLE_REASONS, 0, GM_SMI_F_THROTTLE_REASONS, "0x0000000000000000"},
-        {GM_M_THROTTLE_REASONS, 0x100 | 0xa, GM_SMI_F_THROTTLE_REASONS, "0x000000000000010a"},
+        {GM_M_THROTTLE_REASONS, 0x100 | 0xa, GM_SMI_F_THROTTLE_REASONS, "0x000000000000010A"},
         /* Out-of-range doubles are clamped, never cast blindly. */
         {GM_M_THROTTLE_REASONS, 18446744073709551615.0, GM_SMI_F_THROTTLE_REASONS,
-         "0xffffffffffffffff"},
+         "0xFFFFFFFFFFFFFFFF"},
         {GM_M_MEM_USED_BYTES, 1e30, GM_SMI_F_MEM_USED, "17592186044416 MiB"},
         {GM_M_MEM_USED_BYTES, -5, GM_SMI_F_MEM_USED, "0 MiB"},
         {GM_M_UTIL_GPU_PCT, 1e30, GM_SMI_F_UTIL_GPU, "9223372036854775807 %"},
@@ -482,7 +482,7 @@ static void test_format_lost_gpu(void **state)
     (void)state;
     gm_snapshot *s = two_gpu_snapshot();
     s->gpus[1].lost = true;
-    s->gpus[1].valid = 0;
+    gm_gpu_clear(&s->gpus[1]);
     int ids[GM_SMI_MAX_FIELDS];
     size_t n = fields("index,uuid,utilization.gpu,memory.total", ids);
     char *out = format(s, ids, n, GM_SMI_NOHEADER, NULL, 0, NULL);
@@ -536,7 +536,7 @@ static void test_parse_clean_rows(void **state)
     assert_string_equal(warn, "");
     assert_int_equal(u->gpu_count, 2);
     for (unsigned i = 0; i < 2; i++) {
-        assert_int_equal(u->gpus[i].valid, s->gpus[i].valid);
+        assert_memory_equal(u->gpus[i].valid, s->gpus[i].valid, sizeof s->gpus[i].valid);
         assert_memory_equal(u->gpus[i].v, s->gpus[i].v, sizeof u->gpus[i].v);
     }
     gm_snapshot_free(u);
@@ -578,7 +578,8 @@ static void test_parse_placeholders_and_lost(void **state)
 
     g = gpu(s, 1);
     assert_true(g->lost);
-    assert_int_equal(g->valid, 0); /* nothing read from a lost GPU is kept */
+    assert_int_equal(g->valid[0] | g->valid[GM_M_WORDS - 1],
+                     0); /* nothing read from a lost GPU is kept */
     assert_string_equal(g->uuid, UUID1);
     assert_string_equal(g->name, "NVIDIA RTX A6000");
     assert_string_equal(g->pci_bus_id, "00000000:3B:00.0");
@@ -779,7 +780,7 @@ static void test_parse_unreachable_gpu(void **state)
     const gm_gpu *g = gpu(s, 1);
     assert_int_equal(s->gpus[1].index, 1); /* in index order */
     assert_true(g->lost);
-    assert_int_equal(g->valid, 0);
+    assert_int_equal(g->valid[0] | g->valid[GM_M_WORDS - 1], 0);
     assert_string_equal(g->pci_bus_id, "00000000:3B:00.0"); /* as pci.bus_id spells it */
     assert_string_equal(g->uuid, "");
     assert_string_equal(g->name, "");

@@ -27,7 +27,8 @@ static void test_new_is_empty(void **state)
     assert_int_equal(s->host.valid, 0);
     assert_string_equal(s->provider, "");
     for (unsigned i = 0; i < GM_MAX_GPUS; i++)
-        assert_int_equal(s->gpus[i].valid, 0);
+        for (int w = 0; w < GM_M_WORDS; w++)
+            assert_int_equal(s->gpus[i].valid[w], 0);
     /* The whole process table is there and zeroed. */
     for (size_t i = 0; i < GM_MAX_PROCS; i++)
         assert_int_equal(s->procs[i].pid, 0);
@@ -54,7 +55,18 @@ static void test_validity_bits(void **state)
         for (int k = 0; k < GM_M__COUNT; k++)
             assert_int_equal(gm_gpu_has(&g, (gm_metric)k), k <= m);
     }
-    assert_int_equal(g.valid, GM_M__COUNT == 64 ? UINT64_MAX : (UINT64_C(1) << GM_M__COUNT) - 1);
+    for (int w = 0; w < GM_M_WORDS; w++) {
+        int bits = GM_M__COUNT - 64 * w >= 64 ? 64 : GM_M__COUNT - 64 * w;
+        assert_int_equal(g.valid[w], bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1);
+    }
+    /* Unset and clear take the bits away again. */
+    gm_gpu g2 = g;
+    gm_gpu_unset(&g2, (gm_metric)(GM_M__COUNT - 1));
+    assert_false(gm_gpu_has(&g2, (gm_metric)(GM_M__COUNT - 1)));
+    assert_true(gm_gpu_has(&g2, (gm_metric)(GM_M__COUNT - 2)));
+    gm_gpu_clear(&g2);
+    for (int m = 0; m < GM_M__COUNT; m++)
+        assert_false(gm_gpu_has(&g2, (gm_metric)m));
     for (int m = 0; m < GM_M__COUNT; m++)
         assert_true(g.v[m] == m + 0.5);
     /* Setting again replaces the value, the bit stays. */
@@ -185,7 +197,7 @@ static void test_reset_keeps_the_allocation(void **state)
     assert_false(s->host_valid);
     assert_int_equal(s->host.valid, 0);
     assert_string_equal(s->provider, "");
-    assert_int_equal(s->gpus[1].valid, 0);
+    assert_int_equal(s->gpus[1].valid[0], 0);
     assert_false(s->gpus[1].lost);
     /* The used entries are cleared: no stale process shows through a later, shorter list. */
     for (size_t i = 0; i < 5; i++) {

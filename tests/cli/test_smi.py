@@ -1,0 +1,329 @@
+"""gpumon as nvidia-smi (issue #12): `gpumon smi` and a link named nvidia-smi against the fake
+NVML. The --query-gpu header over nvidia-smi 590's 212 fields equals a real 590 capture's;
+nvidia_gpu_exporter's two field lists (discovered through --help-query-gpu, and its built-in
+one) are accepted; -q -x is read by netdata's python.d nvidia_smi collector itself."""
+import contextlib
+import importlib.util
+import io
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import xml.etree.ElementTree as ET
+
+from gmtest import FAKE_NVML, FAKE_NVML_OLD, FIXTURES, GPUMON, env
+
+SMI_FIXTURES = os.path.join(FIXTURES, "smi")
+
+
+def smi(args, nvml=FAKE_NVML, scenario="health.json", argv0=None, timeout=30):
+    if argv0:
+        return subprocess.run([argv0] + list(args), capture_output=True, text=True,
+                              timeout=timeout, env=env(nvml=nvml, scenario=scenario))
+    return subprocess.run([GPUMON, "smi"] + list(args), capture_output=True, text=True,
+                          timeout=timeout, env=env(nvml=nvml, scenario=scenario))
+
+
+def capture_fields():
+    """The 212 field names of nvidia-smi 590, as nvidia_gpu_exporter extracts them."""
+    with open(os.path.join(SMI_FIXTURES, "real-h100-590-help-query-gpu.txt")) as f:
+        return exporter_extract(f.read())
+
+
+def exporter_extract(text):
+    # nvidia_gpu_exporter's fieldRegex: a field is a quoted name at a line start after a blank line.
+    return re.findall(r'(?m)\n\s*\n^"([^"]+)"', text)
+
+
+class QueryGpu(unittest.TestCase):
+    def test_header_of_all_212_fields_equals_nvidia_smi_590(self):
+        fields = capture_fields()
+        self.assertEqual(len(fields), 212)
+        with open(os.path.join(SMI_FIXTURES, "real-h100-590-query-gpu-all.csv")) as f:
+            want_header = f.readline().rstrip("\n")
+        p = smi(["--query-gpu=" + ",".join(fields), "--format=csv"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[0], want_header)
+        self.assertEqual(len(lines), 3)  # header and two GPUs
+        self.assertEqual(len(lines[1].split(", ")), 212)
+
+    def test_help_lists_the_same_fields_in_the_same_order(self):
+        p = smi(["--help-query-gpu"])
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(exporter_extract(p.stdout), capture_fields())
+        self.assertIn('"clocks.current.graphics" or "clocks.gr"', p.stdout)
+        self.assertIn('"clocks_event_reasons.active" or "clocks_throttle_reasons.active"', p.stdout)
+
+    def test_values_formatted_as_nvidia_smi(self):
+        fields = ["index", "serial", "vbios_version", "pci.domain", "pci.bus", "pci.device",
+                  "pci.device_id", "pci.sub_device_id", "clocks_event_reasons.supported",
+                  "clocks_event_reasons.active", "clocks_event_reasons.sw_power_cap",
+                  "clocks_event_reasons.gpu_idle", "clocks_event_reasons_counters.sw_power_cap",
+                  "compute_mode", "compute_cap", "ecc.mode.current",
+                  "ecc.errors.corrected.volatile.device_memory",
+                  "ecc.errors.uncorrected.aggregate.total", "ecc.errors.corrected.volatile.l1_cache",
+                  "retired_pages.double_bit.count", "retired_pages.pending",
+                  "remapped_rows.uncorrectable", "remapped_rows.failure",
+                  "remapped_rows.histogram.max", "temperature.memory", "power.draw.average",
+                  "power.draw.instant", "power.limit", "power.min_limit", "clocks.video",
+                  "mig.mode.current", "pcie.link.gen.gpumax", "inforom.img"]
+        p = smi(["--query-gpu=" + ",".join(fields), "--format=csv,noheader"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        row0, row1 = [l.split(", ") for l in p.stdout.splitlines()]
+        want0 = ["0", "1652923012345", "96.00.A5.00.01", "0x0000", "0x1B", "0x00", "0x233010DE",
+                 "0x16C110DE", "0x00000000000001FF", "0x0000000000000004", "Active", "Not Active",
+                 "1500000 us", "Default", "9.0", "Enabled", "10", "3", "[N/A]", "2", "No", "2",
+                 "No", "2558", "71", "511.87 W", "515.62 W", "700.00 W", "200.00 W", "1545 MHz",
+                 "Disabled", "5", "[N/A]"]
+        self.assertEqual(dict(zip(fields, row0)), dict(zip(fields, want0)))
+        # GPU 1: ECC off, MIG on, exclusive process, no remapper: absent is [N/A], never 0.
+        d1 = dict(zip(fields, row1))
+        self.assertEqual(d1["ecc.mode.current"], "Disabled")
+        self.assertEqual(d1["ecc.errors.uncorrected.aggregate.total"], "[N/A]")
+        self.assertEqual(d1["compute_mode"], "Exclusive_Process")
+        self.assertEqual(d1["mig.mode.current"], "Enabled")
+        self.assertEqual(d1["remapped_rows.failure"], "[N/A]")
+        self.assertEqual(d1["serial"], "[N/A]")
+        p = smi(["--query-gpu=power.draw.average,clocks_event_reasons_counters.sw_power_cap",
+                 "--format=csv,nounits", "-i", "0"])
+        self.assertEqual(p.stdout, "power.draw.average [W], clocks_event_reasons_counters.sw_power_cap [us]\n"
+                                   "511.87, 1500000\n")
+
+    def test_old_driver_prints_na(self):
+        p = smi(["--query-gpu=index,serial,temperature.memory,ecc.mode.current,utilization.gpu",
+                 "--format=csv,noheader"], nvml=FAKE_NVML_OLD)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines()[0], "0, [N/A], [N/A], [N/A], 87 %")
+
+    def test_nvidia_gpu_exporter_field_lists(self):
+        # Its default: the fields --help-query-gpu lists, all in one query.
+        auto = exporter_extract(smi(["--help-query-gpu"]).stdout)
+        p = smi(["--query-gpu=" + ",".join(auto), "--format=csv"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        header, *rows = p.stdout.splitlines()
+        self.assertEqual(len(header.split(", ")), len(auto))
+        for r in rows:
+            self.assertEqual(len(r.split(", ")), len(auto))
+        # Its built-in list, with the pre-535 clocks_throttle_reasons.* spellings.
+        with open(os.path.join(SMI_FIXTURES, "nvidia_gpu_exporter-fallback-fields.txt")) as f:
+            builtin = f.read().split()
+        self.assertEqual(len(builtin), 116)
+        p = smi(["--query-gpu=" + ",".join(builtin), "--format=csv"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        header = p.stdout.splitlines()[0].split(", ")
+        self.assertEqual(len(header), 116)
+        # nvidia-smi prints the current name whichever spelling was asked for.
+        self.assertIn("clocks_event_reasons.gpu_idle", header)
+
+    def test_unknown_field_and_option(self):
+        p = smi(["--query-gpu=index,foo", "--format=csv"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('Field "foo" is not a valid field to query.', p.stderr)
+        p = smi(["-pm", "1"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('"-pm"', p.stderr)
+        self.assertIn("Invalid combination of input arguments", p.stderr)
+        p = smi(["--query-gpu=index"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--format", p.stderr)
+
+
+class OtherQueries(unittest.TestCase):
+    def test_list_version_id_and_file(self):
+        p = smi(["-L"])
+        self.assertEqual(p.stdout.splitlines()[0],
+                         "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c50)")
+        p = smi(["--version"])
+        self.assertIn("DRIVER version      : 590.48.01", p.stdout)
+        self.assertIn("CUDA Version        : 13.1", p.stdout)
+        for sel in ("1", "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c51", "00000000:2A:00.0"):
+            p = smi(["--query-gpu=index", "--format=csv,noheader", "--id=" + sel])
+            self.assertEqual(p.stdout, "1\n", sel)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "out.csv")
+            p = smi(["--query-gpu=index,name", "--format=csv", "-f", path])
+            self.assertEqual(p.stdout, "")
+            with open(path) as f:
+                self.assertEqual(f.read().splitlines()[1], "0, NVIDIA H100 80GB HBM3")
+
+    def test_compute_apps_retired_pages_remapped_rows(self):
+        p = smi(["--query-compute-apps=gpu_uuid,pid,used_gpu_memory", "--format=csv"])
+        self.assertEqual(p.stdout.splitlines(),
+                         ["gpu_uuid, pid, used_gpu_memory [MiB]",
+                          "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c50, 4242, 38912 MiB"])
+        p = smi(["--query-retired-pages=gpu_bus_id,retired_pages.address,retired_pages.cause",
+                 "--format=csv,noheader"])
+        self.assertEqual(p.stdout.splitlines(),
+                         ["00000000:1B:00.0, 0x0000000000001000, Double Bit ECC",
+                          "00000000:1B:00.0, 0x0000000000002000, Double Bit ECC",
+                          "00000000:2A:00.0, [N/A], Single Bit ECC",
+                          "00000000:2A:00.0, [N/A], Double Bit ECC"])
+        p = smi(["--query-remapped-rows=gpu_uuid,remapped_rows.correctable,remapped_rows.pending",
+                 "--format=csv", "-i", "0"])
+        self.assertEqual(p.stdout.splitlines()[1], "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c50, 1, No")
+
+    def test_q_text_and_display_sections(self):
+        p = smi(["-q"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("==============NVSMI LOG==============", p.stdout)
+        self.assertRegex(p.stdout, r"\n    Product Name {39}: NVIDIA H100 80GB HBM3\n")
+        self.assertRegex(p.stdout, r"\n        Uncorrectable Error {28}: 2\n")
+        p = smi(["-q", "-d", "MEMORY", "-i", "0"])
+        self.assertIn("FB Memory Usage", p.stdout)
+        self.assertNotIn("Product Name", p.stdout)
+        self.assertNotIn("Temperature", p.stdout)
+
+    def test_summary(self):
+        p = smi([])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("NVIDIA-SMI 590.48.01", lines[2])
+        for l in lines[1:]:
+            if l.startswith(("|", "+")):
+                self.assertEqual(len(l), 91, l)
+
+    def test_link_named_nvidia_smi_and_loop(self):
+        with tempfile.TemporaryDirectory() as d:
+            link = os.path.join(d, "nvidia-smi")
+            os.symlink(os.path.abspath(GPUMON), link)
+            p = smi(["-L"], argv0=link)
+            self.assertTrue(p.stdout.startswith("GPU 0: "), p.stderr)
+            proc = subprocess.Popen([link, "--query-gpu=index", "--format=csv", "-lms", "100"],
+                                    stdout=subprocess.PIPE, text=True,
+                                    env=env(nvml=FAKE_NVML, scenario="health.json"))
+            lines = [proc.stdout.readline() for _ in range(7)]
+            proc.terminate()
+            proc.wait(timeout=10)
+            self.assertEqual(lines, ["index\n"] + ["0\n", "1\n"] * 3)
+
+
+class Xml(unittest.TestCase):
+    def test_xml_elements_netdata_and_others_read(self):
+        p = smi(["-q", "-x"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        root = ET.fromstring(p.stdout)
+        self.assertEqual(root.tag, "nvidia_smi_log")
+        self.assertEqual(root.findtext("driver_version"), "590.48.01")
+        self.assertEqual(root.findtext("attached_gpus"), "2")
+        g = root.findall("gpu")[0]
+        self.assertEqual(g.get("id"), "00000000:1B:00.0")
+        want = {"product_name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c50",
+                "fan_speed": "35 %", "performance_state": "P0", "utilization/gpu_util": "87 %",
+                "utilization/memory_util": "42 %", "utilization/encoder_util": "3 %",
+                "fb_memory_usage/used": "40960 MiB", "fb_memory_usage/total": "81559 MiB",
+                "temperature/gpu_temp": "64 C", "temperature/memory_temp": "71 C",
+                "clocks/graphics_clock": "1755 MHz", "clocks/video_clock": "1545 MHz",
+                "pci/tx_util": "123456 KB/s", "pci/replay_counter": "9",
+                "gpu_power_readings/power_draw": "512.35 W",
+                "gpu_power_readings/average_power_draw": "511.87 W",
+                "ecc_mode/current_ecc": "Enabled",
+                "ecc_errors/volatile/dram_uncorrectable": "2",
+                "remapped_rows/remapped_row_unc": "2", "remapped_rows/remapped_row_failure": "No",
+                "clocks_event_reasons/clocks_event_reason_sw_power_cap": "Active",
+                "processes/process_info/pid": "4242",
+                "processes/process_info/used_memory": "38912 MiB"}
+        for path, value in want.items():
+            self.assertEqual(g.findtext(path), value, path)
+        self.assertEqual(root.findall("gpu")[1].findtext("ecc_errors/volatile/dram_uncorrectable"), "N/A")
+
+    def test_xml_escapes_names(self):
+        import json
+        with open(os.path.join(FIXTURES, "nvml", "health.json")) as f:
+            sc = json.load(f)
+        sc["gpus"][0]["name"] = "GPU <&> \"x\""
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(sc, f)
+        try:
+            root = ET.fromstring(smi(["-q", "-x"], scenario=f.name).stdout)
+            self.assertEqual(root.find("gpu").findtext("product_name"), "GPU <&> \"x\"")
+        finally:
+            os.unlink(f.name)
+
+
+def netdata_python_d():
+    """Where Debian's netdata-plugins-python keeps python.d (installed, or unpacked by
+    scripts/install-deps.sh into its cache)."""
+    for d in (os.environ.get("GM_NETDATA_PYTHON_D"), "/usr/lib/netdata/python.d",
+              "/var/cache/gpumon-test/netdata-plugins-python/usr/lib/netdata/python.d"):
+        if d and os.path.exists(os.path.join(d, "nvidia_smi.chart.py")):
+            return d
+    return None
+
+
+class Netdata(unittest.TestCase):
+    """netdata's python.d nvidia_smi collector, unmodified, runs `nvidia-smi -x -q` (and, in
+    its loop mode, `nvidia-smi -x -q -l N`) from PATH: here a link to gpumon."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pyd = netdata_python_d()
+        if not cls.pyd:
+            raise AssertionError("netdata's python.d nvidia_smi collector is missing: run "
+                                 "scripts/install-deps.sh test (it unpacks Debian's "
+                                 "netdata-plugins-python)")
+        # python.d reads PATH once, when its bases.collection is first imported: the link's
+        # folder must be on PATH by then, and stay for the whole class.
+        cls.tmp = tempfile.TemporaryDirectory()
+        os.symlink(os.path.abspath(GPUMON), os.path.join(cls.tmp.name, "nvidia-smi"))
+        cls.saved = dict(os.environ)
+        os.environ.update(env(nvml=FAKE_NVML, scenario="health.json"))
+        os.environ["PATH"] = cls.tmp.name + ":" + os.environ["PATH"]
+        sys.path.insert(0, os.path.join(cls.pyd, "python_modules"))
+        spec = importlib.util.spec_from_file_location("nvidia_smi", os.path.join(cls.pyd, "nvidia_smi.chart.py"))
+        cls.mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.mod)
+
+    @classmethod
+    def tearDownClass(cls):
+        os.environ.clear()
+        os.environ.update(cls.saved)
+        sys.path.remove(os.path.join(cls.pyd, "python_modules"))
+        cls.tmp.cleanup()
+
+    def service(self, loop):
+        conf = {"loop_mode": loop, "poll_seconds": 1, "update_every": 1, "job_name": "",
+                "override_name": None, "priority": 70000, "chart_cleanup": 10, "penalty": True}
+        s = self.mod.Service(configuration=conf, name="nvidia_smi")
+        self.assertTrue(s.check())
+        with contextlib.redirect_stdout(io.StringIO()):  # the chart definitions netdata reads
+            s.create()
+        return s
+
+    def test_collector_reads_gpumon(self):
+        s = self.service(loop=False)
+        self.assertIn("gpu0_gpu_utilization", s.charts)
+        self.assertIn("gpu1_temperature", s.charts)
+        data = s.get_data()
+        want = {"gpu0_gpu_util": "87", "gpu0_memory_util": "42", "gpu0_encoder_util": "3",
+                "gpu0_decoder_util": "7", "gpu0_fb_memory_used": "40960", "gpu0_fb_memory_free": "40065",
+                "gpu0_gpu_temp": "64", "gpu0_graphics_clock": "1755", "gpu0_sm_clock": "1755",
+                "gpu0_mem_clock": "2619", "gpu0_video_clock": "1545", "gpu0_rx_util": "654321",
+                "gpu0_tx_util": "123456", "gpu0_fan_speed": "35",
+                "gpu0_process_mem_4242": 38912, "gpu1_gpu_util": "3"}
+        for k, v in want.items():
+            self.assertEqual(data.get(k), v, k)
+        # As with nvidia-smi 535 and later, power sits under gpu_power_readings, which this
+        # collector (written for older drivers) does not read: no power value or state, no error.
+        self.assertNotIn("gpu0_power_draw", data)
+        self.assertEqual(data.get("gpu0_power_state_p0"), 0)
+
+    def test_loop_mode(self):
+        s = self.service(loop=True)
+        try:
+            data = None
+            deadline = time.time() + 10
+            while time.time() < deadline and not data:
+                data = s.get_data()
+                time.sleep(0.1)
+            self.assertEqual(data and data.get("gpu0_gpu_util"), "87")
+        finally:
+            s.poller.shutdown()
+            s.poller.smi.kill()
+
+
+if __name__ == "__main__":
+    unittest.main()
