@@ -1,7 +1,7 @@
 // One GPU: identity, the current value of every metric (or why it has none) and its two live
 // charts. Only this card re-renders when a sample arrives; its charts update themselves.
 
-import { fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtRatio, fmtTemp, fmtWatts, LOST, NA } from '../lib/format';
+import { fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtRatio, fmtTemp, fmtWatts, healthLine, LOST, NA } from '../lib/format';
 import type { Store } from '../lib/store';
 import type { Gpu } from '../lib/types';
 import { useTopics } from './hooks';
@@ -52,6 +52,7 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
   const lost = g.lost;
   const m = g.memory;
   const throttle = lost ? null : throttleWarning(g);
+  const health = lost ? null : healthLine(g.health, snap.timestamp_ms);
   const ident = [g.name, g.uuid ? `UUID ${g.uuid}` : 'UUID n/a', g.pci_bus_id ? `PCI ${g.pci_bus_id}` : null]
     .filter(Boolean)
     .join('\n');
@@ -138,6 +139,11 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
       {throttle && (
         <p class="warn" data-field="throttle">
           Throttled: {throttle}
+        </p>
+      )}
+      {health && (
+        <p class={`health health-${health.level}`} data-field="health" data-level={health.level}>
+          {health.text}
         </p>
       )}
       <div class="charts">

@@ -1,7 +1,7 @@
 // Unit formatting for every value the dashboard shows. A null value is "n/a" (the GPU or driver
 // does not report it) and a value of a lost GPU is "lost"; neither is ever shown as 0.
 
-import type { Num } from './types';
+import type { GpuHealth, Num } from './types';
 
 export const NA = 'n/a';
 export const LOST = 'lost';
@@ -138,4 +138,53 @@ export function fmtLoad(load: [Num, Num, Num] | null | undefined): string {
 /** A window length for labels: "1 min", "15 min", "1 h". */
 export function fmtWindow(seconds: number): string {
   return seconds >= 3600 ? `${seconds / 3600}${SP}h` : `${seconds / 60}${SP}min`;
+}
+
+/** How long ago a time was, coarsely: "12 s", "3 min", "2 h", "4 d". */
+export function fmtAgo(iso: string, nowMs: number): string {
+  const t = Date.parse(iso);
+  if (!Number.isFinite(t)) return NA;
+  const s = Math.max(0, Math.round((nowMs - t) / 1000));
+  if (s < 120) return `${s}${SP}s`;
+  if (s < 7200) return `${Math.round(s / 60)}${SP}min`;
+  if (s < 172800) return `${Math.round(s / 3600)}${SP}h`;
+  return `${Math.round(s / 86400)}${SP}d`;
+}
+
+export interface HealthLine {
+  /** ok: every signal the GPU reports is clean; warn: worth a look; bad: the daemon calls the
+   * GPU degraded; na: the GPU or driver reports none of them. */
+  level: 'ok' | 'warn' | 'bad' | 'na';
+  text: string;
+}
+
+/**
+ * One line for a GPU card from its health block: the daemon's verdict (degraded, with its
+ * reasons) first, then what else is worth a look (corrected ECC errors, remapped or pending
+ * rows, retired pages, PCIe replays, an old XID). Signals the GPU does not report are left
+ * out, never shown as 0.
+ */
+export function healthLine(h: GpuHealth | undefined, nowMs: number): HealthLine {
+  if (!h) return { level: 'na', text: `Health${SP}${NA}` };
+  const notes: string[] = [];
+  const pos = (v: Num | undefined): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
+  if (h.xid && pos(h.xid.last))
+    notes.push(`XID${SP}${h.xid.last}` + (h.xid.last_time ? ` ${fmtAgo(h.xid.last_time, nowMs)} ago` : ''));
+  if (pos(h.ecc.uncorrected_volatile)) notes.push(`${h.ecc.uncorrected_volatile} uncorrected ECC`);
+  if (pos(h.ecc.corrected_volatile)) notes.push(`${h.ecc.corrected_volatile} corrected ECC`);
+  if (h.remapped_rows.failure) notes.push('row remapping failed');
+  if (h.remapped_rows.pending) notes.push('row remap pending (reset the GPU)');
+  if (pos(h.remapped_rows.uncorrectable)) notes.push(`${h.remapped_rows.uncorrectable} rows remapped`);
+  if (h.retired_pages.pending) notes.push('page retirement pending');
+  if (pos(h.retired_pages.double_bit)) notes.push(`${h.retired_pages.double_bit} pages retired`);
+  if (pos(h.pcie_replay_counter)) notes.push(`${h.pcie_replay_counter} PCIe replays`);
+  const known =
+    h.xid !== null ||
+    h.ecc.uncorrected_volatile !== null ||
+    h.remapped_rows.failure !== null ||
+    h.retired_pages.pending !== null ||
+    h.pcie_replay_counter !== null;
+  if (h.degraded) return { level: 'bad', text: `Degraded: ${h.reasons ?? notes.join(' · ')}` };
+  if (notes.length) return { level: 'warn', text: `Health: ${notes.join(' · ')}` };
+  return known ? { level: 'ok', text: 'Health ok' } : { level: 'na', text: `Health${SP}${NA}` };
 }

@@ -13,6 +13,21 @@ export interface GpuProcess {
   command: string | null;
 }
 
+/** The health block of a GPU (absent metrics null: an older driver, or a GPU without ECC). */
+export interface GpuHealth {
+  xid: { last: Num; count: Num; last_time: string | null } | null;
+  ecc: {
+    mode: { current: boolean | null; pending: boolean | null };
+    corrected_volatile: Num;
+    uncorrected_volatile: Num;
+  };
+  retired_pages: { single_bit: Num; double_bit: Num; pending: boolean | null };
+  remapped_rows: { correctable: Num; uncorrectable: Num; pending: boolean | null; failure: boolean | null };
+  pcie_replay_counter: Num;
+  degraded: boolean;
+  reasons: string | null;
+}
+
 export interface Gpu {
   index: number;
   name: string;
@@ -51,6 +66,7 @@ export interface Gpu {
   throttle_reasons: { mask: string; active: string[] } | null;
   persistence_mode: boolean | null;
   processes: GpuProcess[];
+  health?: GpuHealth;
 }
 
 export interface HostMetrics {

@@ -335,6 +335,30 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
     }
   });
 
+  it('says on each card what the GPU reports of its health', async () => {
+    // The fake NVML's health scenario: GPU 0 with a fresh XID and uncorrected ECC errors
+    // (degraded), GPU 1 an older board that reports none of the signals.
+    const fake = join(BUILD, 'tests', 'fakes', 'nvml-current', 'libnvidia-ml.so.1');
+    const src = resolve(process.env.GM_SOURCE_DIR ?? '..');
+    const sick = await startDaemon(['--poll-interval', '200', '--db', 'none'], 0, {
+      GPU_MONITOR_NVML_LIB: fake,
+      GM_FAKE_NVML_SCENARIO: join(src, 'tests', 'fixtures', 'nvml', 'health.json'),
+    });
+    const p3 = await ctx.newPage();
+    p3.on('pageerror', (e) => pageErrors.push(e.message));
+    try {
+      await p3.goto(sick.base);
+      const h0 = p3.locator('article.gpu[data-index="0"] [data-field=health]');
+      await waitFor('GPU 0 degraded', async () => (await h0.getAttribute('data-level')) === 'bad');
+      expect(await h0.textContent()).toMatch(/^Degraded: XID 48 .*uncorrected ECC/);
+      const h1 = p3.locator('article.gpu[data-index="1"] [data-field=health]');
+      expect(await h1.getAttribute('data-level')).toBe('na');
+    } finally {
+      await p3.close();
+      await stopDaemon(sick);
+    }
+  });
+
   it('raised no page errors', () => {
     expect(pageErrors).toEqual([]);
   });

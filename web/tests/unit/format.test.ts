@@ -16,7 +16,9 @@ import {
   fmtTemp,
   fmtWatts,
   fmtWindow,
+  healthLine,
 } from '../../src/lib/format';
+import type { GpuHealth } from '../../src/lib/types';
 
 const S = '\u00a0';
 
@@ -84,5 +86,58 @@ describe('units', () => {
     expect(fmtLoad(null)).toBe(NA);
     expect(fmtWindow(60)).toBe(`1${S}min`);
     expect(fmtWindow(3600)).toBe(`1${S}h`);
+  });
+});
+
+describe('healthLine', () => {
+  const now = Date.parse('2026-11-26T08:00:00Z');
+  const clean: GpuHealth = {
+    xid: null,
+    ecc: { mode: { current: true, pending: true }, corrected_volatile: 0, uncorrected_volatile: 0 },
+    retired_pages: { single_bit: 0, double_bit: 0, pending: false },
+    remapped_rows: { correctable: 0, uncorrectable: 0, pending: false, failure: false },
+    pcie_replay_counter: 0,
+    degraded: false,
+    reasons: null,
+  };
+
+  it('says ok when every signal the GPU reports is clean', () => {
+    expect(healthLine(clean, now)).toEqual({ level: 'ok', text: 'Health ok' });
+  });
+
+  it('is n/a when the GPU reports none of them, never ok', () => {
+    const none: GpuHealth = {
+      xid: null,
+      ecc: { mode: { current: null, pending: null }, corrected_volatile: null, uncorrected_volatile: null },
+      retired_pages: { single_bit: null, double_bit: null, pending: null },
+      remapped_rows: { correctable: null, uncorrectable: null, pending: null, failure: null },
+      pcie_replay_counter: null,
+      degraded: false,
+      reasons: null,
+    };
+    expect(healthLine(none, now).level).toBe('na');
+    expect(healthLine(undefined, now).level).toBe('na');
+  });
+
+  it('shows the daemon verdict first when degraded', () => {
+    const h = { ...clean, degraded: true, reasons: 'XID 48 2 s ago; 2 uncorrected ECC errors since the driver loaded' };
+    expect(healthLine(h, now)).toEqual({
+      level: 'bad',
+      text: 'Degraded: XID 48 2 s ago; 2 uncorrected ECC errors since the driver loaded',
+    });
+  });
+
+  it('lists what is worth a look, with how long ago an old XID was', () => {
+    const h: GpuHealth = {
+      ...clean,
+      xid: { last: 79, count: 1, last_time: '2026-11-26T06:00:00Z' },
+      ecc: { ...clean.ecc, corrected_volatile: 12 },
+      remapped_rows: { ...clean.remapped_rows, pending: true },
+      pcie_replay_counter: 9,
+    };
+    expect(healthLine(h, now)).toEqual({
+      level: 'warn',
+      text: 'Health: XID\u00a079 2\u00a0h ago · 12 corrected ECC · row remap pending (reset the GPU) · 9 PCIe replays',
+    });
   });
 });
