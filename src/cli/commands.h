@@ -26,6 +26,7 @@ int gm_cli_wait(int argc, char **argv);
 int gm_cli_estimate(int argc, char **argv);
 int gm_cli_snapshot(int argc, char **argv);
 int gm_cli_diff(int argc, char **argv);
+int gm_cli_bench(int argc, char **argv);
 
 /* The engine behind `select` and `wait` (cmd is "select" or "wait"). */
 int gm_cli_select_run(const char *cmd, int argc, char **argv);
