@@ -876,6 +876,14 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
     return GM_OK;
 }
 
+int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error *err)
+{
+    int found = id_query(st, "SELECT kind FROM sessions WHERE id = ?1", id, buf, len, err);
+    if (found < 0)
+        return found;
+    return found ? GM_OK : gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+}
+
 /* Rebuilds session id from its row (metadata) and samples. */
 /* Calls fn for each stored sample of session id in order (by sequence number, not time: two
  * samples may share a time), with the values of the ng GPUs of idx (NaN where a GPU has no row

@@ -120,6 +120,9 @@ int gm_store_list(gm_store *st, size_t limit, gm_store_entry **out, size_t *n, g
  * GM_OK; GM_ENOENT (no such entry: message says so); GM_EINVAL (prefix matches several). */
 int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t len, gm_error *err);
 
+/* The kind of entry id ("record", "bench", "snapshot"...) into buf. GM_OK, GM_ENOENT, GM_EIO. */
+int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error *err);
+
 /* The document of entry id, as gpumon record wrote it, without its timeline (gm_store_timeline
  * writes that), with "status" as read now (interrupted when its owner is gone) and
  * "timeline_truncated" false (the store has every sample). A session that never finished is
