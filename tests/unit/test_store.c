@@ -1119,6 +1119,51 @@ static void test_daemon_session_streams_past_its_limit(void **state)
     gm_worker_free(m);
 }
 
+/* The daemon reads what gpumon bench stored: GET /api/benchmarks and /api/benchmarks/{id}. */
+static void test_daemon_reads_benchmarks(void **state)
+{
+    char path[512], sid[GM_SESSION_ID_LEN];
+    db_path(path, sizeof path, "daemon-bench.db");
+    gm_worker_options opt = {.db_path = path, .poll_ms = 100};
+    gm_worker *m = NULL;
+    assert_int_equal(gm_worker_start(&opt, &m, NULL), GM_OK);
+    /* No database yet: an empty list, no error. */
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_LIST);
+    j->limit = 10;
+    json_t *doc = ask(m, j, 200);
+    assert_int_equal(json_array_size(json_object_get(doc, "benchmarks")), 0);
+    assert_true(json_is_null(json_object_get(doc, "store_error")));
+    json_decref(doc);
+    json_decref(ask_id(m, GM_JOB_BENCH_GET, "b1", false, 404));
+    /* A session of the daemon's own, then a benchmark from another process. */
+    run_session(m, 2, sid);
+    json_decref(wait_persisted(m, sid, true));
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    json_t *b = bench_doc("20261126-000000-bbbbbb");
+    assert_int_equal(gm_store_put_bench(st, b, NULL, 5000, 6000, 0, NULL), GM_OK);
+    gm_store_close(st);
+    j = gm_worker_job_new(GM_JOB_BENCH_LIST);
+    j->limit = 10;
+    doc = ask(m, j, 200);
+    json_t *list = json_object_get(doc, "benchmarks");
+    assert_int_equal(json_array_size(list), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "id")),
+                        "20261126-000000-bbbbbb");
+    json_decref(doc);
+    doc = ask_id(m, GM_JOB_BENCH_GET, "20261126-000000-bbbbbb", false, 200);
+    assert_true(json_equal(doc, b));
+    json_decref(doc);
+    /* A session is not a benchmark. */
+    doc = ask_id(m, GM_JOB_BENCH_GET, sid, false, 404);
+    assert_non_null(strstr(json_string_value(json_object_get(doc, "error")), "not a benchmark"));
+    json_decref(doc);
+    json_decref(ask_id(m, GM_JOB_BENCH_GET, "nope", false, 404));
+    json_decref(b);
+    gm_worker_stop(m);
+    gm_worker_free(m);
+}
+
 static void test_daemon_memory_only_session_is_truncated(void **state)
 {
     char id[GM_SESSION_ID_LEN];
@@ -1180,6 +1225,7 @@ int main(void)
         cmocka_unit_test(test_write_after_disk_full),
         cmocka_unit_test(test_daemon_session_streams_past_its_limit),
         cmocka_unit_test(test_daemon_memory_only_session_is_truncated),
+        cmocka_unit_test(test_daemon_reads_benchmarks),
         cmocka_unit_test(test_daemon_store_retried_after_disk_full),
         cmocka_unit_test(test_daemon_gives_up_past_the_pending_bound),
     };
