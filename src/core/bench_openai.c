@@ -2,6 +2,8 @@
 #include "core/bench_openai.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +297,433 @@ static const char *error_message(const json_t *e)
     return json_is_string(m) ? json_string_value(m) : NULL;
 }
 
+/* ---- streamed chunks: a JSON scanner ------------------------------------------------------
+ *
+ * A chunk is parsed once per streamed token, so this is the client's hot path: a scanner that
+ * checks the whole JSON grammar (RFC 8259: strings with their escapes and UTF-8, numbers,
+ * literals, nesting) without building a tree or allocating, and picks out only what a benchmark
+ * needs. It reads a chunk the way jansson does (which tests/unit/test_bench_openai.c checks on
+ * generated inputs): what jansson refuses is GM_CHUNK_MALFORMED here too. */
+
+#define SCAN_DEPTH_MAX 64
+
+typedef struct scan {
+    const char *p, *end;
+    const char *why; /* set on the first error */
+} scan;
+
+static bool scan_fail(scan *s, const char *why)
+{
+    if (!s->why)
+        s->why = why;
+    return false;
+}
+
+static void scan_ws(scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* A string at s->p (the opening quote). Its decoded UTF-8 length into *dlen; with buf, the
+ * decoded text too (truncated to cap - 1 bytes, NUL-terminated). */
+static bool scan_string(scan *s, size_t *dlen, char *buf, size_t cap)
+{
+    size_t n = 0, w = 0;
+    if (s->p >= s->end || *s->p != '"')
+        return scan_fail(s, "expected a string");
+    s->p++;
+    gm_utf8_stream u = {0};
+    for (;;) {
+        const char *q = s->p;
+        /* The plain run up to a quote, a backslash or a control character. */
+        while (q < s->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+            q++;
+        if (q > s->p) {
+            if (!gm_utf8_feed(&u, (const uint8_t *)s->p, (size_t)(q - s->p)))
+                return scan_fail(s, "invalid UTF-8 in a string");
+            size_t k = (size_t)(q - s->p);
+            if (buf && w + 1 < cap) {
+                size_t room = cap - 1 - w, c = k < room ? k : room;
+                memcpy(buf + w, s->p, c);
+                w += c;
+            }
+            n += k;
+            s->p = q;
+        }
+        if (s->p >= s->end)
+            return scan_fail(s, "a string is not closed");
+        char c = *s->p;
+        if (c == '"') {
+            if (!gm_utf8_complete(&u))
+                return scan_fail(s, "invalid UTF-8 in a string");
+            s->p++;
+            break;
+        }
+        if ((unsigned char)c < 0x20)
+            return scan_fail(s, "a control character in a string");
+        /* An escape. */
+        if (!gm_utf8_complete(&u))
+            return scan_fail(s, "invalid UTF-8 in a string");
+        if (s->end - s->p < 2)
+            return scan_fail(s, "a string is not closed");
+        char e = s->p[1];
+        char one = e == '"'    ? '"'
+                   : e == '\\' ? '\\'
+                   : e == '/'  ? '/'
+                   : e == 'b'  ? '\b'
+                   : e == 'f'  ? '\f'
+                   : e == 'n'  ? '\n'
+                   : e == 'r'  ? '\r'
+                   : e == 't'  ? '\t'
+                               : 0;
+        if (one) {
+            if (buf && w + 1 < cap)
+                buf[w++] = one;
+            n++;
+            s->p += 2;
+            continue;
+        }
+        if (e != 'u' || s->end - s->p < 6)
+            return scan_fail(s, "an invalid escape in a string");
+        int cp = hex4(s->p + 2);
+        if (cp < 0)
+            return scan_fail(s, "an invalid \\u escape");
+        s->p += 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+            return scan_fail(s, "a lone low surrogate");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            int lo = s->end - s->p >= 6 && s->p[0] == '\\' && s->p[1] == 'u' ? hex4(s->p + 2) : -1;
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                return scan_fail(s, "a lone high surrogate");
+            s->p += 6;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        if (cp == 0)
+            return scan_fail(s, "\\u0000 in a string");
+        char enc[4];
+        size_t k;
+        if (cp < 0x80) {
+            enc[0] = (char)cp;
+            k = 1;
+        } else if (cp < 0x800) {
+            enc[0] = (char)(0xC0 | (cp >> 6));
+            enc[1] = (char)(0x80 | (cp & 0x3F));
+            k = 2;
+        } else if (cp < 0x10000) {
+            enc[0] = (char)(0xE0 | (cp >> 12));
+            enc[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            enc[2] = (char)(0x80 | (cp & 0x3F));
+            k = 3;
+        } else {
+            enc[0] = (char)(0xF0 | (cp >> 18));
+            enc[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+            enc[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            enc[3] = (char)(0x80 | (cp & 0x3F));
+            k = 4;
+        }
+        if (buf && w + k < cap) {
+            memcpy(buf + w, enc, k);
+            w += k;
+        }
+        n += k;
+    }
+    if (buf && cap)
+        buf[w < cap ? w : cap - 1] = '\0';
+    if (dlen)
+        *dlen = n;
+    return true;
+}
+
+/* A number; *integer set when it is a whole number that fits a long long (no fraction or
+ * exponent), its value in *v. */
+static bool scan_number(scan *s, bool *integer, long long *v)
+{
+    const char *p = s->p, *e = s->end;
+    bool neg = p < e && *p == '-';
+    if (neg)
+        p++;
+    if (p >= e || *p < '0' || *p > '9')
+        return scan_fail(s, "an invalid number");
+    unsigned long long acc = 0;
+    bool overflow = false;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < e && *p >= '0' && *p <= '9') {
+            unsigned d = (unsigned)(*p++ - '0');
+            if (acc > (ULLONG_MAX - d) / 10)
+                overflow = true;
+            else
+                acc = acc * 10 + d;
+        }
+    }
+    bool whole = true;
+    if (p < e && *p == '.') {
+        whole = false;
+        p++;
+        if (p >= e || *p < '0' || *p > '9')
+            return scan_fail(s, "an invalid number");
+        while (p < e && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        whole = false;
+        p++;
+        if (p < e && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= e || *p < '0' || *p > '9')
+            return scan_fail(s, "an invalid number");
+        while (p < e && *p >= '0' && *p <= '9')
+            p++;
+    }
+    /* jansson refuses a whole number that does not fit its integer type, and a real one that
+     * does not fit a double. */
+    if (whole && (overflow || acc > (unsigned long long)LLONG_MAX + neg))
+        return scan_fail(s, "too big an integer");
+    if (!whole) {
+        size_t n = (size_t)(p - s->p);
+        char small[128], *t = n < sizeof small ? small : malloc(n + 1);
+        if (!t)
+            return scan_fail(s, "out of memory");
+        memcpy(t, s->p, n);
+        t[n] = '\0';
+        double d = strtod(t, NULL);
+        if (t != small)
+            free(t);
+        if (!isfinite(d))
+            return scan_fail(s, "real number overflow");
+    }
+    s->p = p;
+    if (integer)
+        *integer = whole;
+    if (v)
+        *v = whole ? (neg ? (long long)(0 - acc) : (long long)acc) : 0;
+    return true;
+}
+
+static bool scan_literal(scan *s, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return scan_fail(s, "an invalid literal");
+    s->p += n;
+    return true;
+}
+
+static bool scan_value(scan *s, int depth);
+
+/* An object or array's members, each handed to fn (NULL: just checked). For an object, fn
+ * gets the key (decoded, truncated) and must consume the value. */
+typedef bool (*member_fn)(scan *s, void *arg, const char *key, int depth);
+
+static bool scan_object(scan *s, int depth, member_fn fn, void *arg)
+{
+    if (depth > SCAN_DEPTH_MAX)
+        return scan_fail(s, "nested too deeply");
+    s->p++; /* { */
+    scan_ws(s);
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return true;
+    }
+    for (;;) {
+        char key[32];
+        scan_ws(s);
+        if (!scan_string(s, NULL, key, sizeof key))
+            return false;
+        scan_ws(s);
+        if (s->p >= s->end || *s->p != ':')
+            return scan_fail(s, "expected ':' in an object");
+        s->p++;
+        scan_ws(s);
+        if (!(fn ? fn(s, arg, key, depth) : scan_value(s, depth + 1)))
+            return false;
+        scan_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == '}') {
+            s->p++;
+            return true;
+        }
+        return scan_fail(s, "expected ',' or '}' in an object");
+    }
+}
+
+static bool scan_array(scan *s, int depth, member_fn fn, void *arg)
+{
+    if (depth > SCAN_DEPTH_MAX)
+        return scan_fail(s, "nested too deeply");
+    s->p++; /* [ */
+    scan_ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+        return true;
+    }
+    for (;;) {
+        scan_ws(s);
+        if (!(fn ? fn(s, arg, NULL, depth) : scan_value(s, depth + 1)))
+            return false;
+        scan_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == ']') {
+            s->p++;
+            return true;
+        }
+        return scan_fail(s, "expected ',' or ']' in an array");
+    }
+}
+
+static bool scan_value(scan *s, int depth)
+{
+    if (s->p >= s->end)
+        return scan_fail(s, "unexpected end of the text");
+    switch (*s->p) {
+    case '{':
+        return scan_object(s, depth, NULL, NULL);
+    case '[':
+        return scan_array(s, depth, NULL, NULL);
+    case '"':
+        return scan_string(s, NULL, NULL, 0);
+    case 't':
+        return scan_literal(s, "true");
+    case 'f':
+        return scan_literal(s, "false");
+    case 'n':
+        return scan_literal(s, "null");
+    default:
+        return scan_number(s, NULL, NULL);
+    }
+}
+
+/* What the picked members say while the chunk is read. */
+typedef struct pick {
+    gm_bench_chunk *out;
+    bool want_id;
+    bool error;     /* a non-null "error" */
+    bool error_msg; /* its message was found */
+} pick;
+
+static bool is_null(scan *s)
+{
+    return (size_t)(s->end - s->p) >= 4 && memcmp(s->p, "null", 4) == 0;
+}
+
+/* A string member counted as content when it is a string (null and others skipped). */
+static bool content_string(scan *s, pick *k)
+{
+    if (s->p < s->end && *s->p == '"') {
+        size_t n;
+        if (!scan_string(s, &n, NULL, 0))
+            return false;
+        k->out->content_bytes += n;
+        return true;
+    }
+    return scan_value(s, 2);
+}
+
+static bool delta_member(scan *s, void *arg, const char *key, int depth)
+{
+    if (strcmp(key, "content") == 0 || strcmp(key, "reasoning_content") == 0)
+        return content_string(s, arg);
+    return scan_value(s, depth + 1);
+}
+
+static bool choice_member(scan *s, void *arg, const char *key, int depth)
+{
+    pick *k = arg;
+    if (strcmp(key, "text") == 0)
+        return content_string(s, k);
+    if (strcmp(key, "delta") == 0 && s->p < s->end && *s->p == '{')
+        return scan_object(s, depth + 1, delta_member, k);
+    if (strcmp(key, "finish_reason") == 0 && !is_null(s))
+        k->out->finished = true;
+    return scan_value(s, depth + 1);
+}
+
+static bool choice(scan *s, void *arg, const char *key, int depth)
+{
+    (void)key;
+    if (s->p < s->end && *s->p == '{')
+        return scan_object(s, depth + 1, choice_member, arg);
+    return scan_value(s, depth + 1);
+}
+
+static bool usage_member(scan *s, void *arg, const char *key, int depth)
+{
+    pick *k = arg;
+    bool pt = strcmp(key, "prompt_tokens") == 0, ct = strcmp(key, "completion_tokens") == 0;
+    if ((pt || ct) && s->p < s->end && (*s->p == '-' || (*s->p >= '0' && *s->p <= '9'))) {
+        bool integer;
+        long long v;
+        if (!scan_number(s, &integer, &v))
+            return false;
+        if (integer && v >= 0)
+            *(pt ? &k->out->prompt_tokens : &k->out->completion_tokens) = v;
+        return true;
+    }
+    return scan_value(s, depth + 1);
+}
+
+static bool error_member(scan *s, void *arg, const char *key, int depth)
+{
+    pick *k = arg;
+    if ((strcmp(key, "message") == 0 || (!k->error_msg && strcmp(key, "detail") == 0)) &&
+        s->p < s->end && *s->p == '"') {
+        char msg[sizeof k->out->error];
+        if (!scan_string(s, NULL, msg, sizeof msg))
+            return false;
+        /* "message" wins over "detail", whichever comes first. */
+        if (strcmp(key, "message") == 0 || !k->error_msg) {
+            memcpy(k->out->error, msg, sizeof msg);
+            k->error_msg = strcmp(key, "message") == 0 ? true : k->error_msg;
+        }
+        return true;
+    }
+    return scan_value(s, depth + 1);
+}
+
+static bool top_member(scan *s, void *arg, const char *key, int depth)
+{
+    pick *k = arg;
+    gm_bench_chunk *out = k->out;
+    if (strcmp(key, "id") == 0 && k->want_id && s->p < s->end && *s->p == '"')
+        return scan_string(s, NULL, out->id, sizeof out->id);
+    if (strcmp(key, "choices") == 0 && s->p < s->end && *s->p == '[')
+        return scan_array(s, depth + 1, choice, k);
+    if (strcmp(key, "usage") == 0 && s->p < s->end && *s->p == '{')
+        return scan_object(s, depth + 1, usage_member, k);
+    if (strcmp(key, "error") == 0 && !is_null(s)) {
+        k->error = true;
+        if (s->p < s->end && *s->p == '"')
+            return scan_string(s, NULL, out->error, sizeof out->error) && (k->error_msg = true);
+        if (s->p < s->end && *s->p == '{')
+            return scan_object(s, depth + 1, error_member, k);
+    }
+    return scan_value(s, depth + 1);
+}
+
 void gm_bench_chunk_parse(const char *data, size_t len, bool want_id, gm_bench_chunk *out)
 {
     memset(out, 0, sizeof *out);
@@ -303,63 +732,48 @@ void gm_bench_chunk_parse(const char *data, size_t len, bool want_id, gm_bench_c
         out->kind = GM_CHUNK_DONE;
         return;
     }
-    json_error_t jerr;
-    json_t *o = json_loadb(data, len, 0, &jerr);
-    if (!json_is_object(o)) {
-        out->kind = GM_CHUNK_MALFORMED;
-        snprintf(out->error, sizeof out->error, "%s", o ? "not a JSON object" : jerr.text);
-        json_decref(o);
+    scan s = {.p = data, .end = data + len};
+    pick k = {.out = out, .want_id = want_id};
+    scan_ws(&s);
+    bool ok;
+    if (s.p < s.end && *s.p == '{') {
+        ok = scan_object(&s, 1, top_member, &k);
+    } else {
+        ok = scan_value(&s, 1) && scan_fail(&s, "not a JSON object");
+    }
+    if (ok) {
+        scan_ws(&s);
+        if (s.p != s.end)
+            ok = scan_fail(&s, "end of file expected");
+    }
+    if (!ok) {
+        gm_bench_chunk m = {
+            .kind = GM_CHUNK_MALFORMED, .prompt_tokens = -1, .completion_tokens = -1};
+        snprintf(m.error, sizeof m.error, "%s", s.why ? s.why : "malformed");
+        *out = m;
         return;
     }
-    const json_t *e = json_object_get(o, "error");
-    if (e && !json_is_null(e)) {
-        out->kind = GM_CHUNK_ERROR;
-        const char *m = error_message(e);
-        if (m)
-            set_text(out->error, sizeof out->error, m, strlen(m));
+    if (k.error) {
+        bool had = k.error_msg || out->error[0];
+        char msg[sizeof out->error];
+        memcpy(msg, out->error, sizeof msg);
+        gm_bench_chunk e = {.kind = GM_CHUNK_ERROR, .prompt_tokens = -1, .completion_tokens = -1};
+        if (had && msg[0])
+            set_text(e.error, sizeof e.error, msg, strlen(msg));
+        else if (had)
+            e.error[0] = '\0';
         else
-            snprintf(out->error, sizeof out->error, "an error without a message");
-        json_decref(o);
+            snprintf(e.error, sizeof e.error, "an error without a message");
+        *out = e;
         return;
     }
     out->kind = GM_CHUNK_DATA;
-    if (want_id) {
-        const json_t *id = json_object_get(o, "id");
-        if (json_is_string(id))
-            set_text(out->id, sizeof out->id, json_string_value(id), json_string_length(id));
+    out->has_usage = out->completion_tokens >= 0;
+    if (out->id[0]) {
+        char raw[sizeof out->id];
+        memcpy(raw, out->id, sizeof raw);
+        set_text(out->id, sizeof out->id, raw, strlen(raw));
     }
-    const json_t *choices = json_object_get(o, "choices");
-    size_t i;
-    const json_t *c;
-    json_array_foreach(choices, i, c)
-    {
-        const json_t *t = json_object_get(c, "text");
-        if (json_is_string(t))
-            out->content_bytes += json_string_length(t);
-        const json_t *d = json_object_get(c, "delta");
-        if (json_is_object(d)) {
-            t = json_object_get(d, "content");
-            if (json_is_string(t))
-                out->content_bytes += json_string_length(t);
-            t = json_object_get(d, "reasoning_content");
-            if (json_is_string(t))
-                out->content_bytes += json_string_length(t);
-        }
-        const json_t *fr = json_object_get(c, "finish_reason");
-        if (fr && !json_is_null(fr))
-            out->finished = true;
-    }
-    const json_t *u = json_object_get(o, "usage");
-    if (json_is_object(u)) {
-        const json_t *pt = json_object_get(u, "prompt_tokens");
-        const json_t *ct = json_object_get(u, "completion_tokens");
-        if (json_is_integer(pt) && json_integer_value(pt) >= 0)
-            out->prompt_tokens = json_integer_value(pt);
-        if (json_is_integer(ct) && json_integer_value(ct) >= 0)
-            out->completion_tokens = json_integer_value(ct);
-        out->has_usage = out->completion_tokens >= 0;
-    }
-    json_decref(o);
 }
 
 void gm_bench_error_text(const char *body, size_t len, char *buf, size_t cap)

@@ -19,6 +19,158 @@ static void chunk(const char *data, gm_bench_chunk *c)
     gm_bench_chunk_parse(data, strlen(data), true, c);
 }
 
+/* ---- the scanner against jansson ------------------------------------------------------- */
+
+/* What a chunk says, read with jansson: the reference the scanner must agree with. */
+static void reference_parse(const char *data, size_t len, gm_bench_chunk *out)
+{
+    memset(out, 0, sizeof *out);
+    out->prompt_tokens = out->completion_tokens = -1;
+    json_t *o = json_loadb(data, len, 0, NULL);
+    if (!json_is_object(o)) {
+        out->kind = GM_CHUNK_MALFORMED;
+        json_decref(o);
+        return;
+    }
+    const json_t *e = json_object_get(o, "error");
+    if (e && !json_is_null(e)) {
+        out->kind = GM_CHUNK_ERROR;
+        const json_t *m = json_is_string(e) ? e : json_object_get(e, "message");
+        if (!json_is_string(m))
+            m = json_object_get(e, "detail");
+        snprintf(out->error, sizeof out->error, "%s",
+                 json_is_string(m) ? json_string_value(m) : "an error without a message");
+        json_decref(o);
+        return;
+    }
+    out->kind = GM_CHUNK_DATA;
+    const json_t *id = json_object_get(o, "id");
+    if (json_is_string(id))
+        snprintf(out->id, sizeof out->id, "%s", json_string_value(id));
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(o, "choices"), i, c)
+    {
+        const json_t *t = json_object_get(c, "text");
+        if (json_is_string(t))
+            out->content_bytes += json_string_length(t);
+        const json_t *d = json_object_get(c, "delta");
+        if (json_is_object(d)) {
+            t = json_object_get(d, "content");
+            if (json_is_string(t))
+                out->content_bytes += json_string_length(t);
+            t = json_object_get(d, "reasoning_content");
+            if (json_is_string(t))
+                out->content_bytes += json_string_length(t);
+        }
+        const json_t *fr = json_object_get(c, "finish_reason");
+        if (fr && !json_is_null(fr))
+            out->finished = true;
+    }
+    const json_t *u = json_object_get(o, "usage");
+    if (json_is_object(u)) {
+        const json_t *pt = json_object_get(u, "prompt_tokens");
+        const json_t *ct = json_object_get(u, "completion_tokens");
+        if (json_is_integer(pt) && json_integer_value(pt) >= 0)
+            out->prompt_tokens = json_integer_value(pt);
+        if (json_is_integer(ct) && json_integer_value(ct) >= 0)
+            out->completion_tokens = json_integer_value(ct);
+        out->has_usage = out->completion_tokens >= 0;
+    }
+    json_decref(o);
+}
+
+static void agree(const char *data, size_t len)
+{
+    gm_bench_chunk a, b;
+    gm_bench_chunk_parse(data, len, true, &a);
+    /* A NUL byte outside a string is not JSON; jansson 2.14 reads past it. */
+    if (memchr(data, '\0', len)) {
+        assert_int_equal(a.kind, GM_CHUNK_MALFORMED);
+        return;
+    }
+    reference_parse(data, len, &b);
+    if (a.kind != b.kind)
+        fail_msg("kind %d, jansson %d: %.*s", a.kind, b.kind, (int)len, data);
+    if (a.kind == GM_CHUNK_MALFORMED)
+        return;
+    if (a.kind == GM_CHUNK_ERROR) {
+        /* Printable text: the scanner replaces control characters with spaces. */
+        for (char *c = b.error; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = ' ';
+        if (strncmp(a.error, b.error, 64) != 0)
+            fail_msg("error \"%s\", jansson \"%s\": %.*s", a.error, b.error, (int)len, data);
+        return;
+    }
+    if (a.content_bytes != b.content_bytes || a.has_usage != b.has_usage ||
+        a.prompt_tokens != b.prompt_tokens || a.completion_tokens != b.completion_tokens ||
+        a.finished != b.finished)
+        fail_msg("content %zu/%zu usage %d/%d %lld/%lld %lld/%lld finished %d/%d: %.*s",
+                 a.content_bytes, b.content_bytes, a.has_usage, b.has_usage, a.prompt_tokens,
+                 b.prompt_tokens, a.completion_tokens, b.completion_tokens, a.finished, b.finished,
+                 (int)len, data);
+    if (strchr(b.id, '\\') == NULL &&
+        strspn(b.id, " !#$%&()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMN"
+                     "OPQRSTUVWXYZ[]^_`abcdefghijklmnopqrstuvwxyz{|}~") == strlen(b.id) &&
+        strcmp(a.id, b.id) != 0)
+        fail_msg("id \"%s\", jansson \"%s\"", a.id, b.id);
+}
+
+static unsigned rnd(unsigned *seed)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return (*seed >> 16) & 0x7fff;
+}
+
+static void test_scanner_agrees_with_jansson(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {
+        "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\","
+        "\"choices\":[{\"index\":0,\"text\":\" hi\",\"logprobs\":null,\"finish_reason\":null}]}",
+        "{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+        "\"content\":\"caf\\u00e9 \\ud83d\\ude00\\n\\\"x\\\"\"},\"finish_reason\":\"length\"}],"
+        "\"usage\":null}",
+        "{\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":34,"
+        "\"total_tokens\":46,\"details\":{\"cached\":[1,2.5e3,-0.5,true,false,null]}}}",
+        "{\"choices\":[{\"delta\":{\"reasoning_content\":\"\\u4e2d\\t\",\"content\":null}},"
+        "{\"text\":\"two\"}]}",
+        "{\"error\":{\"message\":\"out of \\u00e9 memory\",\"type\":\"E\",\"code\":500}}",
+        "{\"error\":{\"detail\":\"d\",\"message\":\"m\"}}",
+        "{\"error\":\"plain\"}",
+        "{\"error\":[1]}",
+        "{\"error\":null,\"choices\":[{\"text\":\"\"}]}",
+        "{\"usage\":{\"completion_tokens\":9223372036854775807,\"prompt_tokens\":-1}}",
+        "  {\"choices\" : [ { \"text\" : \"a\" } ] }  \n",
+        "{\"choices\":{\"text\":\"not an array\"},\"usage\":[1]}",
+        "{}",
+        "[]",
+        "\"str\"",
+        "{\"a\":[[[[[[[[[[{\"b\":[]}]]]]]]]]]]}",
+    };
+    unsigned seed = 2026;
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        size_t n = strlen(seeds[i]);
+        agree(seeds[i], n);
+        /* Every prefix (a chunk cut short), and random single-byte changes. */
+        for (size_t k = 0; k < n; k++)
+            agree(seeds[i], k);
+        char buf[512];
+        for (int round = 0; round < 3000; round++) {
+            memcpy(buf, seeds[i], n);
+            int flips = 1 + rnd(&seed) % 3;
+            for (int f = 0; f < flips; f++) {
+                static const char pool[] =
+                    "{}[]\":,\\0123456789-+.eEtrufalsn \t\nu\x01\x7f\xc3\xa9\xff";
+                size_t at = rnd(&seed) % n;
+                buf[at] = rnd(&seed) % 4 ? pool[rnd(&seed) % (sizeof pool - 1)] : (char)rnd(&seed);
+            }
+            agree(buf, n);
+        }
+    }
+}
+
 static void test_api_names(void **state)
 {
     (void)state;
@@ -343,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_token_estimate),
         cmocka_unit_test(test_error_text),
         cmocka_unit_test(test_models),
+        cmocka_unit_test(test_scanner_agrees_with_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
