@@ -117,6 +117,7 @@ typedef struct stream {
     bool usage; /* send the usage chunk */
     int fail;   /* 0, 'e' error mid-stream, 'd' drop mid-stream */
     int64_t recv_ns, recv_rt_ns, first_ns, first_rt_ns, last_ns, last_rt_ns, end_ns;
+    int64_t arrived_ns; /* the kernel's receipt of the request's last bytes (SO_TIMESTAMPNS) */
     int64_t next_due;
 } stream;
 
@@ -127,11 +128,14 @@ typedef struct conn {
     bool want_out;
     bool streaming;
     stream st;
-    int heap_i; /* position in the timer heap, -1 when not waiting */
+    int heap_i;    /* position in the timer heap, -1 when not waiting */
+    int64_t rx_ns; /* kernel receive time of the latest bytes read, CLOCK_MONOTONIC; 0: none */
     bool close_after;
 } conn;
 
 static int ep, tfd;
+/* When the loop last woke up: a request read in that round arrived by then. */
+static int64_t wake_ns, wake_rt_ns;
 static FILE *logf_;
 static unsigned long requests; /* completion requests so far */
 
@@ -306,14 +310,16 @@ static void log_stream(const stream *s, int status, const char *outcome)
     if (!logf_)
         return;
     fprintf(logf_,
-            "{\"n\":%lu,\"id\":\"%s-%lu\",\"recv_ns\":%lld,\"recv_rt_ns\":%lld,\"first_ns\":%lld,"
+            "{\"n\":%lu,\"id\":\"%s-%lu\",\"arrived_ns\":%lld,\"recv_ns\":%lld,"
+            "\"recv_rt_ns\":%lld,\"first_ns\":%lld,"
             "\"first_rt_ns\":%lld,\"last_ns\":%lld,\"last_rt_ns\":%lld,\"end_ns\":%lld,"
             "\"tokens\":%u,\"chunks\":%u,\"prompt_tokens\":%u,\"usage\":%s,\"status\":%d,"
             "\"outcome\":\"%s\"}\n",
-            s->n, s->chat ? "chatcmpl" : "cmpl", s->n, (long long)s->recv_ns,
-            (long long)s->recv_rt_ns, (long long)s->first_ns, (long long)s->first_rt_ns,
-            (long long)s->last_ns, (long long)s->last_rt_ns, (long long)s->end_ns, s->sent,
-            s->chunks, s->prompt_tokens, s->usage ? "true" : "false", status, outcome);
+            s->n, s->chat ? "chatcmpl" : "cmpl", s->n, (long long)s->arrived_ns,
+            (long long)s->recv_ns, (long long)s->recv_rt_ns, (long long)s->first_ns,
+            (long long)s->first_rt_ns, (long long)s->last_ns, (long long)s->last_rt_ns,
+            (long long)s->end_ns, s->sent, s->chunks, s->prompt_tokens, s->usage ? "true" : "false",
+            status, outcome);
 }
 
 /* The content chunk carrying tokens [from, from + k) of s (the last one has finish_reason). */
@@ -447,7 +453,7 @@ static unsigned count_words(const char *s)
 }
 
 static void start_stream(conn *c, bool chat, const char *body, size_t len, int64_t recv_ns,
-                         int64_t recv_rt)
+                         int64_t recv_rt, int64_t arrived_ns)
 {
     unsigned long n = ++requests;
     json_error_t jerr;
@@ -465,6 +471,7 @@ static void start_stream(conn *c, bool chat, const char *body, size_t len, int64
     s->chat = chat;
     s->recv_ns = recv_ns;
     s->recv_rt_ns = recv_rt;
+    s->arrived_ns = arrived_ns && arrived_ns <= recv_ns ? arrived_ns : recv_ns;
     json_t *mt = json_object_get(j, "max_tokens");
     s->tokens = json_is_integer(mt) && json_integer_value(mt) > 0 ? (unsigned)json_integer_value(mt)
                                                                   : O.default_tokens;
@@ -563,7 +570,9 @@ static bool handle_input(conn *c)
             return false;
         if (c->in.len < hl + blen)
             return true;
-        int64_t recv_ns = mono_ns(), recv_rt = real_ns();
+        /* Stamped with the wake-up that found it, not with when this loop got to it: the
+         * server's own work on other connections is then in its latency, as it should be. */
+        int64_t recv_ns = wake_ns ? wake_ns : mono_ns(), recv_rt = wake_ns ? wake_rt_ns : real_ns();
         char method[8] = "", path[256] = "";
         sscanf(c->in.p, "%7s %255s", method, path);
         if (strcasecmp(connh, "close") == 0)
@@ -574,7 +583,7 @@ static bool handle_input(conn *c)
                           "<html><body>this is not an inference server</body></html>");
         } else if (strcmp(method, "POST") == 0 && (strcmp(path, "/v1/completions") == 0 ||
                                                    strcmp(path, "/v1/chat/completions") == 0)) {
-            start_stream(c, strstr(path, "chat") != NULL, body, blen, recv_ns, recv_rt);
+            start_stream(c, strstr(path, "chat") != NULL, body, blen, recv_ns, recv_rt, c->rx_ns);
         } else if (strcmp(method, "GET") == 0 && strcmp(path, "/v1/models") == 0) {
             char m[512];
             snprintf(m, sizeof m,
@@ -598,8 +607,22 @@ static void on_readable(conn *c)
 {
     char tmp[65536];
     for (;;) {
-        ssize_t n = recv(c->fd, tmp, sizeof tmp, 0);
+        /* recvmsg for the kernel's receive timestamp of the data (SO_TIMESTAMPNS, wall clock),
+         * turned into CLOCK_MONOTONIC: when the request arrived, whatever this loop was doing. */
+        char ctl[CMSG_SPACE(sizeof(struct timespec))];
+        struct iovec iov = {.iov_base = tmp, .iov_len = sizeof tmp};
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+        ssize_t n = recvmsg(c->fd, &mh, 0);
         if (n > 0) {
+            for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                    struct timespec ts;
+                    memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+                    int64_t rt = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+                    c->rx_ns = rt - (real_ns() - mono_ns());
+                }
+            }
             buf_put(&c->in, tmp, (size_t)n);
             if (c->in.len > READ_MAX + 65536) {
                 conn_close(c);
@@ -718,11 +741,13 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    struct epoll_event evs[512];
+    struct epoll_event evs[16];
     for (;;) {
-        int n = epoll_wait(ep, evs, 512, -1);
+        int n = epoll_wait(ep, evs, 16, -1);
         if (n < 0 && errno == EINTR)
             continue;
+        wake_ns = mono_ns();
+        wake_rt_ns = real_ns();
         for (int i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
             if (p == &sfd) {
@@ -736,6 +761,7 @@ int main(int argc, char **argv)
                     if (fd < 0)
                         break;
                     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
                     conn *c = calloc(1, sizeof *c);
                     c->fd = fd;
                     c->heap_i = -1;
@@ -749,8 +775,10 @@ int main(int argc, char **argv)
                 if (read(tfd, &t, sizeof t) < 0) {
                     /* spurious */
                 }
+                /* A few streams per round, then back to epoll: a burst of 256 streams due at
+                 * once must not keep new requests waiting (and stamped late) behind it. */
                 int64_t now = mono_ns();
-                while (heap_n && heap[0]->st.next_due <= now) {
+                for (int k = 0; k < 16 && heap_n && heap[0]->st.next_due <= now; k++) {
                     conn *c = heap[0];
                     heap_remove(c);
                     stream_step(c, NULL);
