@@ -951,7 +951,8 @@ int gm_cli_bench(int argc, char **argv)
         }
     }
     bool stored = false;
-    if (st) {
+    /* Stopped before any point: nothing measured, nothing to keep in the history. */
+    if (st && json_array_size(json_object_get(doc, "points")) > 0) {
         json_t *cmd = stored_command(argc, argv);
         if (gm_store_put_bench(st, doc, cmd, started_ms, ended_ms, gpu_samples, &err) < 0)
             fprintf(stderr, "gpumon bench: warning: %s; the benchmark is not stored\n", err.msg);
