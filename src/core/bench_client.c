@@ -57,6 +57,7 @@ struct slot {
     gm_sse sse;
     gm_bench_result r;
     bool warmup;
+    bool busy; /* a request of it is with curl */
     bool status_checked;
     bool failed;       /* the outcome is decided (an error event, a malformed chunk) */
     int64_t t_recv;    /* the receive time of the piece being parsed */
@@ -552,6 +553,7 @@ static bool send_one(gm_bench_client *c, int64_t sched_ns, bool count_lag, gm_er
         return false;
     }
     c->in_flight++;
+    s->busy = true;
     if (c->point && !s->warmup) {
         if (!c->point->start_ns)
             c->point->start_ns = s->r.sent_ns;
@@ -592,6 +594,7 @@ static void finish(gm_bench_client *c, slot *s, CURLcode cc)
     s->r.done_ns = now;
     curl_multi_remove_handle(c->multi, s->easy);
     c->in_flight--;
+    s->busy = false;
     if (!s->status_checked) {
         long status = 0;
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -679,11 +682,9 @@ static void cancel_all(gm_bench_client *c)
 {
     for (size_t i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        bool in_use = true;
-        for (slot *f = c->free_list; f && in_use; f = f->next)
-            in_use = f != s;
-        if (!in_use)
+        if (!s->busy)
             continue;
+        s->busy = false;
         curl_multi_remove_handle(c->multi, s->easy);
         s->next = c->free_list;
         c->free_list = s;
