@@ -451,8 +451,8 @@ static void on_progress(void *arg, const gm_bench_point *p, size_t done, size_t 
     double eta = total ? (rate > 0 ? (double)(total - (done < total ? done : total)) / rate : NAN)
                        : pc->duration_s - elapsed;
     char line[256];
-    int used = snprintf(line, sizeof line, "gpumon bench: %s (%zu/%zu): %zu", pc->load,
-                        pc->point + 1, pc->npoints, done);
+    int used = snprintf(line, sizeof line, "bench %s (%zu/%zu): %zu", pc->load, pc->point + 1,
+                        pc->npoints, done);
     if (total)
         used += snprintf(line + used, sizeof line - (size_t)used, "/%zu", total);
     used += snprintf(line + used, sizeof line - (size_t)used, " done, %.1f req/s", rate);
