@@ -109,19 +109,21 @@ class Bench(unittest.TestCase):
             n = r["output_tokens"]
             if n > 1:
                 tpot_err.append(abs((r["last_ns"] - r["first_ns"]) - (s["last_ns"] - s["first_ns"])) / 1e6 / (n - 1))
-        # Within a few milliseconds: nearly all to a couple, every one to a loaded machine's
-        # scheduling hiccup. A wrong definition (a wrong start, a role chunk taken for the
-        # first token) is off by the whole delay (tens of ms) for every request.
+        # Within a few milliseconds: the typical request to a millisecond, nearly all to a few,
+        # every one to a loaded machine's scheduling hiccup (CI runs this beside other tests, and
+        # under AddressSanitizer). A wrong definition (a wrong start, a role chunk taken for the
+        # first token, chunks for tokens) is off by a whole delay, tens of ms, for every request.
         for name, errs in (("TTFT", ttft_err), ("E2E", e2e_err), ("TPOT", tpot_err)):
             errs.sort()
-            p90 = errs[int(0.9 * (len(errs) - 1))]
-            self.assertLess(p90, 2.0, "%s error p90 %.3f ms: %s" % (name, p90, errs[-5:]))
-            self.assertLess(errs[-1], 15.0, "%s error max %.3f ms" % (name, errs[-1]))
+            p50, p90 = statistics.median(errs), errs[int(0.9 * (len(errs) - 1))]
+            self.assertLess(p50, 1.5, "%s error p50 %.3f ms" % (name, p50))
+            self.assertLess(p90, 5.0, "%s error p90 %.3f ms: %s" % (name, p90, errs[-5:]))
+            self.assertLess(errs[-1], 50.0, "%s error max %.3f ms" % (name, errs[-1]))
         return statistics.median(ttft_err)
 
     def test_closed_loop_completions_agree_with_the_server_log(self):
         s = self.server("--ttft-ms", "50", "--itl-ms", "10")
-        p, doc, lines = self.bench(s.url, "--concurrency", "16", "--requests", "48",
+        p, doc, lines = self.bench(s.url, "--concurrency", "8", "--requests", "48",
                                    "--output-tokens", "8")
         self.assertEqual(p.returncode, 0, p.stderr)
         log = s.stop()
@@ -138,7 +140,7 @@ class Bench(unittest.TestCase):
         self.assertAlmostEqual(pt["itl_ms"]["p50"], 10, delta=1)
         self.assertAlmostEqual(pt["e2e_ms"]["p50"], 120, delta=5)
         self.assertEqual(pt["itl_ms"]["count"], 48 * 7)
-        self.assertLessEqual(pt["peak_concurrency"], 16)
+        self.assertEqual(pt["peak_concurrency"], 8)
         self.assertEqual(len(log), 48 + 1)  # and the one check request
 
     def test_chat_without_usage_and_a_role_chunk(self):
