@@ -97,18 +97,16 @@ static void test_url_base(void **state)
     (void)state;
     char b[GM_BENCH_URL_MAX];
     gm_error err = {0};
-    const char *in[][2] = {{"http://h:8000", "http://h:8000"},
-                           {"http://h:8000/", "http://h:8000"},
-                           {"http://h:8000/v1", "http://h:8000"},
-                           {"https://h/v1/", "https://h"},
-                           {"HTTP://h/prefix/v1", "HTTP://h/prefix"},
-                           {"http://[::1]:8000", "http://[::1]:8000"}};
+    const char *in[][2] = {
+        {"http://h:8000", "http://h:8000"},        {"http://h:8000/", "http://h:8000"},
+        {"http://h:8000/v1", "http://h:8000"},     {"https://h/v1/", "https://h"},
+        {"HTTP://h/prefix/v1", "HTTP://h/prefix"}, {"http://[::1]:8000", "http://[::1]:8000"}};
     for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
         assert_int_equal(gm_bench_url_base(in[i][0], b, sizeof b, &err), GM_OK);
         assert_string_equal(b, in[i][1]);
     }
-    const char *bad[] = {"", "h:8000", "ftp://h", "http://", "http:///x", "http://h x",
-                         "http://h/?q=1", "http://h/#f"};
+    const char *bad[] = {"",          "h:8000",     "ftp://h",       "http://",
+                         "http:///x", "http://h x", "http://h/?q=1", "http://h/#f"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         assert_int_equal(gm_bench_url_base(bad[i], b, sizeof b, &err), GM_EINVAL);
 }
@@ -374,8 +372,8 @@ static void test_stop_keeps_what_was_measured(void **state)
     gm_bench_point p;
     gm_bench_point_init(&p);
     stop_now = 0;
-    gm_bench_run r = {.concurrency = 4, .requests = 8, .stop = &stop_now,
-                      .progress = stop_on_progress};
+    gm_bench_run r = {
+        .concurrency = 4, .requests = 8, .stop = &stop_now, .progress = stop_on_progress};
     gm_error err = {0};
     int64_t t0 = gm_clock_mono_ns();
     assert_int_equal(gm_bench_client_run(c, &r, &p, &err), GM_OK);
