@@ -27,7 +27,8 @@ struct gm_bench_client {
     char base[GM_BENCH_URL_MAX];
     char url[GM_BENCH_URL_MAX + 32]; /* base + the API path */
     gm_bench_api api;
-    struct curl_slist *headers;
+    struct curl_slist *headers;     /* the POSTs' */
+    struct curl_slist *get_headers; /* GET /v1/models' */
     double timeout_s;
     bool https;
     size_t max_in_flight;
@@ -155,6 +156,15 @@ static int timer_cb(CURLM *m, long timeout_ms, void *userp)
     return 0;
 }
 
+static bool add_header(struct curl_slist **list, const char *text)
+{
+    struct curl_slist *h = curl_slist_append(*list, text);
+    if (!h)
+        return false;
+    *list = h;
+    return true;
+}
+
 int gm_bench_client_new(const gm_bench_client_options *o, gm_bench_client **out, gm_error *err)
 {
     *out = NULL;
@@ -178,34 +188,29 @@ int gm_bench_client_new(const gm_bench_client_options *o, gm_bench_client **out,
     c->max_in_flight = o->max_in_flight && o->max_in_flight < GM_BENCH_IN_FLIGHT_MAX
                            ? o->max_in_flight
                            : GM_BENCH_IN_FLIGHT_MAX;
-    /* "Expect:" turns off curl's 100-continue wait before a large body (a long prompt), which
-     * would add up to a second to the TTFT of a server that does not answer 100. */
+    /* Two header lists: the POSTs' (JSON in, an event stream out; "Expect:" turns off curl's
+     * 100-continue wait before a large body, a long prompt, which would add up to a second to
+     * the TTFT of a server that does not answer 100), and the GET of the model list's (only
+     * the user's headers and the key). */
     const char *fixed[] = {"Content-Type: application/json", "Accept: text/event-stream",
                            "Expect:"};
-    for (size_t i = 0; i < 3; i++) {
-        struct curl_slist *h = curl_slist_append(c->headers, fixed[i]);
-        if (!h)
+    for (size_t i = 0; i < 3; i++)
+        if (!add_header(&c->headers, fixed[i]))
             goto oom;
-        c->headers = h;
-    }
-    for (size_t i = 0; i < o->nheaders; i++) {
-        struct curl_slist *h = curl_slist_append(c->headers, o->headers[i]);
-        if (!h)
+    for (size_t i = 0; i < o->nheaders; i++)
+        if (!add_header(&c->headers, o->headers[i]) || !add_header(&c->get_headers, o->headers[i]))
             goto oom;
-        c->headers = h;
-    }
     if (o->api_key && *o->api_key) {
         gm_buf b;
         gm_buf_init(&b, 0);
         gm_buf_printf(&b, "Authorization: Bearer %s", o->api_key);
-        struct curl_slist *h = b.failed ? NULL : curl_slist_append(c->headers, b.p);
-        /* The key is not kept anywhere else; wipe the copy before freeing it. */
+        bool ok = !b.failed && add_header(&c->headers, b.p) && add_header(&c->get_headers, b.p);
+        /* The key is kept nowhere else: wipe this copy before freeing it. */
         if (b.p)
             memset(b.p, 0, b.len);
         gm_buf_free(&b);
-        if (!h)
+        if (!ok)
             goto oom;
-        c->headers = h;
     }
     if (!(c->multi = curl_multi_init()))
         goto oom;
@@ -269,6 +274,7 @@ void gm_bench_client_free(gm_bench_client *c)
     if (c->multi)
         curl_multi_cleanup(c->multi);
     curl_slist_free_all(c->headers);
+    curl_slist_free_all(c->get_headers);
     if (c->ep >= 0)
         close(c->ep);
     if (c->tfd >= 0)
@@ -323,7 +329,7 @@ int gm_bench_client_first_model(gm_bench_client *c, char *buf, size_t cap, gm_er
     gm_buf_init(&b, 4u << 20);
     char cerr[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->get_headers);
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
