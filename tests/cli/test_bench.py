@@ -388,7 +388,11 @@ class Bench(unittest.TestCase):
 
     def test_the_api_key_is_never_printed_or_stored(self):
         secret = "sk-GMTEST-5ecret-not-to-be-seen"
-        s = self.server()
+        s = self.server("--api-key", secret)
+        # Sent where it is needed: without it the server refuses the model list.
+        p, _, _ = self.bench(s.url, "--requests", "3")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("answered HTTP 401: a valid API key is required", p.stderr)
         p, doc, lines = self.bench(s.url, "--api-key-env", "GM_TEST_KEY", "--requests", "3",
                                    "--header", "X-Tenant: hunter2-secret", "-l", "keyed",
                                    extra_env={"GM_TEST_KEY": secret}, db=True)

@@ -43,6 +43,7 @@ typedef struct opts {
     unsigned short_every, short_tokens;
     bool garbage;
     unsigned default_tokens;
+    const char *api_key; /* required as "Authorization: Bearer KEY" when set */
 } opts;
 
 static opts O = {
@@ -562,9 +563,10 @@ static bool handle_input(conn *c)
         if (!hend)
             return c->in.len < 65536;
         size_t hl = (size_t)(hend - c->in.p) + 4;
-        char cl[32] = "0", connh[32] = "";
+        char cl[32] = "0", connh[32] = "", auth[512] = "";
         header_value(c->in.p, hl, "Content-Length", cl, sizeof cl);
         header_value(c->in.p, hl, "Connection", connh, sizeof connh);
+        header_value(c->in.p, hl, "Authorization", auth, sizeof auth);
         size_t blen = strtoul(cl, NULL, 10);
         if (blen > READ_MAX)
             return false;
@@ -578,7 +580,11 @@ static bool handle_input(conn *c)
         if (strcasecmp(connh, "close") == 0)
             c->close_after = true;
         const char *body = c->in.p + hl;
-        if (O.garbage) {
+        if (O.api_key && (strncmp(auth, "Bearer ", 7) != 0 || strcmp(auth + 7, O.api_key) != 0)) {
+            simple_answer(c, 401, "Unauthorized", "application/json",
+                          "{\"error\":{\"message\":\"a valid API key is required\","
+                          "\"type\":\"AuthenticationError\",\"code\":401}}");
+        } else if (O.garbage) {
             simple_answer(c, 200, "OK", "text/html",
                           "<html><body>this is not an inference server</body></html>");
         } else if (strcmp(method, "POST") == 0 && (strcmp(path, "/v1/completions") == 0 ||
@@ -651,7 +657,7 @@ static void usage(void)
             "       [--ttft-ms MS] [--itl-ms MS] [--tokens-per-chunk K] [--no-usage]\n"
             "       [--role-chunk] [--fail-every N [--fail-status CODE]] [--error-every N]\n"
             "       [--drop-every N] [--short-every N --short-tokens M] [--garbage]\n"
-            "       [--default-tokens N]\n");
+            "       [--default-tokens N] [--api-key KEY]\n");
     exit(2);
 }
 
@@ -695,6 +701,8 @@ int main(int argc, char **argv)
             O.default_tokens = (unsigned)atoi(v);
         else if (strcmp(a, "--garbage") == 0)
             O.garbage = true;
+        else if (ARG("--api-key"))
+            O.api_key = v;
         else
             usage();
 #undef ARG
