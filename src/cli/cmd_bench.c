@@ -573,7 +573,7 @@ static json_t *config_json(const bench_opts *o, const gm_bench_prompts *ps)
  * connection. Returns how many requests may be in flight. */
 static size_t raise_nofile(void)
 {
-    struct rlimit rl;
+    struct rlimit rl = {1024, 1024};
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
         if (want > rl.rlim_cur) {
@@ -710,9 +710,10 @@ int gm_cli_bench(int argc, char **argv)
         rc = GM_EXIT_FAILURE;
         goto out;
     }
+    /* A provider asked for by name that cannot be opened is an error, as for record; auto
+     * with nothing to read opens as provider "none" and the run goes on without GPUs. */
     int orc = GM_EXIT_OK;
-    col = gm_cli_collector_open("bench", &colopt, &orc);
-    if (!col && orc == GM_EXIT_USAGE) {
+    if (!(col = gm_cli_collector_open("bench", &colopt, &orc))) {
         rc = orc;
         goto out;
     }

@@ -371,6 +371,11 @@ class Bench(unittest.TestCase):
         p, _, _ = self.bench(s.url, "--requests", "3", "--gpus", "0")
         self.assertEqual(p.returncode, 3)
         self.assertIn("no GPU found", p.stderr)
+        # A provider asked for by name must work.
+        p, _, _ = self.bench(s.url, "--requests", "3", "--provider", "nvml")
+        self.assertEqual(p.returncode, 3)
+        p, _, _ = self.bench(s.url, "--requests", "3", "--provider", "cuda")
+        self.assertEqual(p.returncode, 2)
 
     def test_a_saturated_client_is_flagged(self):
         # Every request due at once, thousands in flight on one thread: the client itself is
