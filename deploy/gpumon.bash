@@ -22,6 +22,10 @@ _gpumon_opts_run='--task -c --count -m --min-free-mb -u --max-util -w --wait --c
 _gpumon_opts_snapshot='-o --output --power-window --power-interval --no-processes --provider
     --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format -h --help'
+_gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests
+    --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env
+    --timeout -i --gpus --interval --idle-seconds -o --output -l --label --trace --db --no-db
+    -q --quiet --provider --simulate --seed -h --help'
 _gpumon_opts_history='--db --format -n --limit -o --output -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display
     -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps
@@ -33,7 +37,7 @@ _gpumon() {
     local split
     _init_completion -s || return
 
-    local commands='query serve record select wait estimate run snapshot diff history smi'
+    local commands='query serve record select wait estimate run snapshot diff bench history smi'
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands help --help --version" -- "$cur"))
         return
@@ -68,6 +72,18 @@ _gpumon() {
         ;;
     --provider)
         COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        return
+        ;;
+    --api)
+        COMPREPLY=($(compgen -W 'completions chat' -- "$cur"))
+        return
+        ;;
+    --api-key-env)
+        COMPREPLY=($(compgen -v -- "$cur"))
+        return
+        ;;
+    --prompts | --trace)
+        _filedir
         return
         ;;
     --log-level)
@@ -105,7 +121,9 @@ _gpumon() {
         --interval | --label | \
         --snapshot-window-ms | -m | --min-free-mb | -u | --max-util | -t | --timeout | -c | \
         --count | -w | --wait | --check-interval | --power-window | --power-interval | \
-        --mem-tolerance-mb | --power-tolerance-w | --limit)
+        --mem-tolerance-mb | --power-tolerance-w | --limit | --url | --model | --concurrency | \
+        --request-rate | --burstiness | --requests | --duration | --warmup | --input-tokens | \
+        --output-tokens | --slo | --header | --timeout | --idle-seconds)
         return
         ;;
     esac
@@ -114,7 +132,7 @@ _gpumon() {
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
     elif [[ $cmd == history ]]; then
-        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export' -- "$cur"))
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare' -- "$cur"))
     elif [[ $cmd == diff ]]; then
         _filedir json
     fi

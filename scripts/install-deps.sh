@@ -12,7 +12,7 @@
 set -eu
 # The libraries gpumon links: the one list (debian/control's Build-Depends repeats it and
 # scripts/build-deb.sh checks that it does; the .deb's run-time Depends come from dpkg-shlibdeps).
-LIBS="libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libsqlite3-dev zlib1g-dev"
+LIBS="libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev"
 BUILD="build-essential cmake pkg-config python3 $LIBS"
 # cmocka: C unit tests; pycurl (libcurl) and websockets: independent HTTP/WebSocket clients;
 # prometheus: promtool checks /metrics and the alert rules; python3-yaml reads the deploy

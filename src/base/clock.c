@@ -22,6 +22,12 @@ int64_t gm_clock_mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t gm_clock_mono_ns(void)
+{
+    struct timespec ts = now(CLOCK_MONOTONIC);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 double gm_clock_mono_s(void)
 {
     struct timespec ts = now(CLOCK_MONOTONIC);

@@ -8,9 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* CLOCK_MONOTONIC in milliseconds, microseconds, seconds. */
+/* CLOCK_MONOTONIC in milliseconds, microseconds, nanoseconds, seconds. */
 int64_t gm_clock_mono_ms(void);
 int64_t gm_clock_mono_us(void);
+int64_t gm_clock_mono_ns(void);
 double gm_clock_mono_s(void);
 
 /* CLOCK_REALTIME in milliseconds since the epoch. */

@@ -1,5 +1,5 @@
-/* cmd_history.c - `gpumon history`: list, show and export the sessions, runs and snapshots kept
- * in the database. */
+/* cmd_history.c - `gpumon history`: list, show and export the sessions, runs, snapshots and
+ * benchmarks kept in the database, and compare benchmarks. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "base/json.h"
+#include "core/bench_report.h"
 #include "core/session.h"
 #include "store/store.h"
 #include "core/timeline.h"
@@ -23,6 +24,8 @@ typedef struct history_opts {
     unsigned long long limit;
     const char *action;
     const char *id;
+    const char *ids[16]; /* compare */
+    size_t nids;
 } history_opts;
 
 static void usage(FILE *out)
@@ -30,14 +33,19 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpumon history [list] [--format table|json] [--limit N]\n"
             "       gpumon history show ID [--format table|json]\n"
-            "       gpumon history export ID --format csv|json [--output FILE]\n\n"
-            "Sessions recorded by gpumon record / gpumon run (and stored snapshots). ID may be\n"
-            "any unambiguous prefix of a session id.\n\n"
+            "       gpumon history export ID --format csv|json [--output FILE]\n"
+            "       gpumon history compare ID ID... [--format table|json]\n\n"
+            "Sessions recorded by gpumon record / gpumon run, benchmarks of gpumon bench (kind\n"
+            "bench) and stored snapshots. ID may be any unambiguous prefix of an id.\n\n"
             "  list     id, kind, label, start, duration, status, samples and command, newest\n"
             "           first; a session whose gpumon died shows as \"interrupted\"\n"
-            "  show     the statistics summary of one session (json: the document, no timeline)\n"
+            "  show     the statistics summary of one session, or a benchmark's results (json:\n"
+            "           the document, no timeline)\n"
             "  export   csv: the timeline, one row per sample per GPU (t, gpu, metrics; empty\n"
-            "           where absent); json: the document gpumon record writes, with timeline\n\n"
+            "           where absent), or a benchmark's points, one row each; json: the document\n"
+            "           gpumon record or gpumon bench writes\n"
+            "  compare  benchmarks side by side, point by point (matched by load), each figure\n"
+            "           with its change from the first benchmark's (2 to 16 IDs)\n\n"
             "Options:\n"
             "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
             "                         $XDG_STATE_HOME/gpumon/gpumon.db or\n"
@@ -94,10 +102,20 @@ static int parse_args(int argc, char **argv, history_opts *o)
     }
     o->action = optind < argc ? argv[optind++] : "list";
     bool needs_id = strcmp(o->action, "show") == 0 || strcmp(o->action, "export") == 0;
-    if (!needs_id && strcmp(o->action, "list") != 0) {
-        fprintf(stderr, "gpumon history: unknown action \"%s\" (list, show or export)\n",
+    bool compare = strcmp(o->action, "compare") == 0;
+    if (!needs_id && !compare && strcmp(o->action, "list") != 0) {
+        fprintf(stderr, "gpumon history: unknown action \"%s\" (list, show, export or compare)\n",
                 o->action);
         return GM_EXIT_USAGE;
+    }
+    if (compare) {
+        while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
+            o->ids[o->nids++] = argv[optind++];
+        if (o->nids < 2 || optind < argc) {
+            fprintf(stderr, "gpumon history: compare takes 2 to %zu benchmark IDs\n",
+                    sizeof o->ids / sizeof *o->ids);
+            return GM_EXIT_USAGE;
+        }
     }
     if (needs_id) {
         if (optind >= argc) {
@@ -121,6 +139,12 @@ static int parse_args(int argc, char **argv, history_opts *o)
         return GM_EXIT_USAGE;
     }
     return -1;
+}
+
+static bool is_bench(const json_t *doc)
+{
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    return kind && strcmp(kind, "bench") == 0 && json_object_get(doc, "points");
 }
 
 static void fmt_duration(double s, char *buf, size_t len)
@@ -216,11 +240,22 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
     int rc = GM_EXIT_OK;
     bool export = strcmp(o->action, "export") == 0;
     json_t *doc = NULL;
-    if (!(export && o->format == FMT_CSV) && gm_store_load(st, id, &doc, &err) < 0) {
+    char kind[16] = "";
+    gm_store_kind(st, id, kind, sizeof kind, NULL);
+    bool bench = strcmp(kind, "bench") == 0;
+    if (export && o->format == FMT_CSV && bench) {
+        /* A benchmark's points, one row each, from its points table. */
+        if (gm_store_bench_csv(st, id, out, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        }
+    } else if (!(export && o->format == FMT_CSV) && gm_store_load(st, id, &doc, &err) < 0) {
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         rc = GM_EXIT_FAILURE;
     } else if (!export && o->format != FMT_JSON && json_object_get(doc, "gpu_stats")) {
         gm_session_print_summary(out, doc);
+    } else if (!export && o->format != FMT_JSON && is_bench(doc)) {
+        gm_bench_print_report(out, doc);
     } else if (!export || (o->format != FMT_CSV && !json_object_get(doc, "gpu_stats"))) {
         /* JSON asked for, or not a session (a stored snapshot): its document is its summary,
          * and what export gives. */
@@ -259,6 +294,49 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
     return rc;
 }
 
+static int do_compare(gm_store *st, const history_opts *o, const char *path)
+{
+    if (!st) {
+        fprintf(stderr, "gpumon history: no benchmark \"%s\": no database at %s\n", o->ids[0],
+                path);
+        return GM_EXIT_USAGE;
+    }
+    json_t *docs[16] = {0};
+    gm_error err = {0};
+    int rc = GM_EXIT_OK;
+    for (size_t i = 0; i < o->nids && rc == GM_EXIT_OK; i++) {
+        char id[GM_SESSION_ID_LEN];
+        if (gm_store_resolve(st, o->ids[i], id, sizeof id, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        } else if (gm_store_load(st, id, &docs[i], &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        } else if (!is_bench(docs[i])) {
+            fprintf(stderr, "gpumon history: %s is not a benchmark (kind %s)\n", id,
+                    json_string_value(json_object_get(docs[i], "kind")) ?: "?");
+            rc = GM_EXIT_USAGE;
+        }
+    }
+    if (rc == GM_EXIT_OK && o->format == FMT_JSON) {
+        json_t *j = gm_bench_compare_json((const json_t *const *)docs, o->nids, &err);
+        if (j)
+            gm_cli_write_json(stdout, j, true);
+        else {
+            fprintf(stderr, "gpumon history: %s\n", err.msg[0] ? err.msg : "out of memory");
+            rc = GM_EXIT_FAILURE;
+        }
+        json_decref(j);
+    } else if (rc == GM_EXIT_OK &&
+               gm_bench_print_compare(stdout, (const json_t *const *)docs, o->nids, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        rc = GM_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < o->nids; i++)
+        json_decref(docs[i]);
+    return rc;
+}
+
 int gm_cli_history(int argc, char **argv)
 {
     history_opts o = {0};
@@ -280,7 +358,9 @@ int gm_cli_history(int argc, char **argv)
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         return GM_EXIT_FAILURE;
     }
-    rc = strcmp(o.action, "list") == 0 ? do_list(st, &o, path) : do_one(st, &o, path);
+    rc = strcmp(o.action, "list") == 0      ? do_list(st, &o, path)
+         : strcmp(o.action, "compare") == 0 ? do_compare(st, &o, path)
+                                            : do_one(st, &o, path);
     gm_store_close(st);
     return rc;
 }

@@ -24,7 +24,10 @@ static const command commands[] = {
     {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command"},
     {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)"},
     {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed"},
-    {"history", gm_cli_history, "list, show and export stored sessions, runs and snapshots"},
+    {"bench", gm_cli_bench,
+     "load an inference server; latency, throughput and energy per token of its GPUs"},
+    {"history", gm_cli_history,
+     "list, show, export and compare stored sessions, runs, snapshots and benchmarks"},
     {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
 };
 

@@ -753,7 +753,8 @@ static void uid_to_user(uid_t uid, char *user, size_t user_len)
 }
 
 /* Finds the real UID (first field of "Uid:") in the text of /proc/<pid>/status. */
-static bool status_uid(const char *text, size_t len, uid_t *uid)
+/* The first number of field key ("Uid", "PPid") of a /proc/<pid>/status text. */
+static bool status_u64(const char *text, size_t len, const char *want, uint64_t *out)
 {
     const char *p = text, *end = text + len;
     while (p < end) {
@@ -761,16 +762,39 @@ static bool status_uid(const char *text, size_t len, uid_t *uid)
         const char *le = nl ? nl : end;
         const char *key, *val;
         size_t key_len;
-        if (split_key(p, le, &key, &key_len, &val) && key_is(key, key_len, "Uid")) {
-            uint64_t v;
-            if (!parse_u64(&val, le, &v) || v > (uid_t)-1)
-                return false;
-            *uid = (uid_t)v;
-            return true;
-        }
+        if (split_key(p, le, &key, &key_len, &val) && key_is(key, key_len, want))
+            return parse_u64(&val, le, out);
         p = le + 1;
     }
     return false;
+}
+
+static bool status_uid(const char *text, size_t len, uid_t *uid)
+{
+    uint64_t v;
+    if (!status_u64(text, len, "Uid", &v) || v > (uid_t)-1)
+        return false;
+    *uid = (uid_t)v;
+    return true;
+}
+
+int gm_host_parent_pid(const char *root, uint32_t pid, uint32_t *ppid)
+{
+    char path[PATH_MAX];
+    char buf[HOST_STATUS_MAX];
+    if (!root || !root[0])
+        root = HOST_DEFAULT_ROOT;
+    int plen = snprintf(path, sizeof path, "%s/%u/status", root, (unsigned)pid);
+    if (plen < 0 || (size_t)plen >= sizeof path)
+        return GM_EINVAL;
+    ssize_t n = read_small(path, buf, HOST_STATUS_MAX);
+    uint64_t v;
+    if (n <= 0)
+        return GM_ENOENT;
+    if (!status_u64(buf, (size_t)n, "PPid", &v) || v > UINT32_MAX)
+        return GM_EPARSE;
+    *ppid = (uint32_t)v;
+    return GM_OK;
 }
 
 int gm_host_describe_process(const char *root, uint32_t pid, char *user, size_t user_len,

@@ -23,4 +23,8 @@ int gm_host_reader_read(gm_host_reader *r, gm_host *out, gm_error *err);
 int gm_host_describe_process(const char *root, uint32_t pid, char *user, size_t user_len,
                              char *command, size_t command_len);
 
+/* The parent of process pid (PPid in <root>/<pid>/status) into *ppid. GM_OK, GM_ENOENT (the
+ * process is gone or hidden), GM_EPARSE (no PPid line). */
+int gm_host_parent_pid(const char *root, uint32_t pid, uint32_t *ppid);
+
 #endif

@@ -73,7 +73,7 @@ const char *gm_session_metric_name(int m)
     return m >= 0 && m < GM_SM__COUNT ? metric_names[m] : NULL;
 }
 
-static void make_id(char *buf, size_t len, int64_t started_ms)
+void gm_session_make_id(char *buf, size_t len, int64_t started_ms)
 {
     time_t sec = (time_t)(started_ms / 1000);
     struct tm tm;
@@ -116,7 +116,7 @@ int gm_session_new(const char *label, const unsigned *gpus, size_t ngpus, double
     s->interval_s = interval_s;
     s->started_ms = gm_clock_wall_ms();
     s->start_mono_ms = gm_clock_mono_ms();
-    make_id(s->id, sizeof s->id, s->started_ms);
+    gm_session_make_id(s->id, sizeof s->id, s->started_ms);
     for (size_t k = 0; k < GM_MAX_GPUS; k++)
         for (int m = 0; m < GM_SM__COUNT; m++)
             gm_stats_init(&s->stats[k][m]);

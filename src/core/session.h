@@ -73,6 +73,9 @@ int gm_session_new(const char *label, const unsigned *gpus, size_t ngpus, double
                    gm_session **out, gm_error *err);
 /* Releases s (NULL is a no-op). */
 void gm_session_free(gm_session *s);
+/* Writes a new id of the form above for something stored next to sessions (a benchmark) that
+ * started at started_ms (epoch ms); len >= GM_SESSION_ID_LEN. */
+void gm_session_make_id(char *buf, size_t len, int64_t started_ms);
 
 /* Adds one snapshot: its time (mono_ms, relative to the session's start) and, for each followed
  * GPU, the metrics above; a followed GPU missing from the snapshot or lost is absent for this

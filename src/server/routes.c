@@ -530,6 +530,48 @@ static void h_session(const gm_req *rq, gm_resp *rs)
     resp_defer(rq, rs, j);
 }
 
+/* GET /api/benchmarks and /api/benchmarks/{id}: read from the store by the session worker,
+ * like /api/sessions, so the loop never waits on SQLite. */
+static void h_benchmarks(const gm_req *rq, gm_resp *rs)
+{
+    gm_error err = {0};
+    static const char *const known[] = {"limit", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    unsigned long long limit = 100;
+    const char *v = gm_query_get(rq->q, "limit");
+    if (v && gm_parse_uint(v, 1, GM_WORKER_LIST_MAX, &limit) < 0) {
+        gm_resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
+                      GM_WORKER_LIST_MAX);
+        return;
+    }
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_LIST);
+    if (j)
+        j->limit = (size_t)limit;
+    resp_defer(rq, rs, j);
+}
+
+static void h_benchmark(const gm_req *rq, gm_resp *rs)
+{
+    gm_error err = {0};
+    size_t idlen = strlen(rq->rest);
+    if (!id_ok(rq->rest, idlen)) {
+        gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
+        return;
+    }
+    static const char *const none[] = {NULL};
+    if (check_params(rq->q, none, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_GET);
+    if (j)
+        snprintf(j->id, sizeof j->id, "%s", rq->rest);
+    resp_defer(rq, rs, j);
+}
+
 /* GET /api/allocation: gm_select over the latest sample. Lease files are probed here, on the
  * loop: one open, flock(LOCK_NB) and short read per GPU, never a wait, so the cost is bounded
  * by the GPU count. */
@@ -614,6 +656,8 @@ static const gm_route routes[] = {
      h_sessions, false},
     {"/api/sessions/", true, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST | GM_HTTP_DELETE, true,
      GM_SESSION_BODY_MAX, h_session, false},
+    {"/api/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_benchmarks, false},
+    {"/api/benchmarks/", true, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_benchmark, false},
     {"/api/allocation", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_allocation, false},
     {"/api/v1/monitoring/gpu-metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_fleet, false},
     {"/stats", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_stats, false},

@@ -947,6 +947,47 @@ static void do_list(gm_worker *m, gm_worker_job *j)
     job_json(j, 200, doc);
 }
 
+/* GET /api/benchmarks: what `gpumon bench` stored, newest first. Benchmarks are written by
+ * other processes; the worker only reads them, from the store it already owns. */
+static void do_bench_list(gm_worker *m, gm_worker_job *j)
+{
+    gm_error err = {0};
+    json_t *list = NULL;
+    const char *store_err = NULL;
+    gm_store *st = store_get(m, false, &err);
+    if (st && gm_store_bench_list(st, j->limit, &list, &err) < 0)
+        store_err = err.msg;
+    else if (!st && err.code != GM_ENOENT)
+        store_err = err.msg;
+    json_t *doc =
+        json_pack("{s:o, s:b, s:o}", "benchmarks", list ? list : json_array(), "stored", m->has_db,
+                  "store_error", store_err ? json_string(store_err) : json_null());
+    job_json(j, 200, doc);
+}
+
+/* GET /api/benchmarks/{id}: the document, as gpumon bench -o writes it. */
+static void do_bench_get(gm_worker *m, gm_worker_job *j)
+{
+    gm_error err = {0};
+    json_t *doc = NULL;
+    gm_store *st = store_get(m, false, &err);
+    int rc = st ? gm_store_load(st, j->id, &doc, &err) : err.code;
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if (rc == GM_OK && (!kind || strcmp(kind, "bench") != 0)) {
+        json_decref(doc);
+        job_error(j, 404, "%s is not a benchmark (see /api/sessions/%s)", j->id, j->id);
+        return;
+    }
+    if (rc < 0) {
+        if (rc == GM_ENOENT || !st)
+            job_error(j, 404, "no benchmark \"%s\"", j->id);
+        else
+            job_error(j, store_error_status(rc), "%s", err.msg);
+        return;
+    }
+    job_json(j, 200, doc);
+}
+
 static void run_job(gm_worker *m, gm_worker_job *j)
 {
     switch (j->op) {
@@ -964,6 +1005,12 @@ static void run_job(gm_worker *m, gm_worker_job *j)
         break;
     case GM_JOB_DELETE:
         do_delete(m, j);
+        break;
+    case GM_JOB_BENCH_LIST:
+        do_bench_list(m, j);
+        break;
+    case GM_JOB_BENCH_GET:
+        do_bench_get(m, j);
         break;
     }
 }

@@ -93,24 +93,26 @@ int gm_session_request_parse(const char *body, size_t len, const gm_snapshot *sn
                              unsigned poll_ms, gm_session_request *out, gm_error *err);
 
 typedef enum gm_session_op {
-    GM_JOB_CREATE, /* POST /api/sessions -> 201, 409 (too many running) */
-    GM_JOB_STOP,   /* POST /api/sessions/{id}/stop -> 200, 404, 409 (not running) */
-    GM_JOB_LIST,   /* GET /api/sessions -> 200 */
-    GM_JOB_GET,    /* GET /api/sessions/{id} -> 200, 404, 413 (timeline too large) */
-    GM_JOB_DELETE, /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
+    GM_JOB_CREATE,     /* POST /api/sessions -> 201, 409 (too many running) */
+    GM_JOB_STOP,       /* POST /api/sessions/{id}/stop -> 200, 404, 409 (not running) */
+    GM_JOB_LIST,       /* GET /api/sessions -> 200 */
+    GM_JOB_GET,        /* GET /api/sessions/{id} -> 200, 404, 413 (timeline too large) */
+    GM_JOB_DELETE,     /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
+    GM_JOB_BENCH_LIST, /* GET /api/benchmarks -> 200 (the benchmarks `gpumon bench` stored) */
+    GM_JOB_BENCH_GET,  /* GET /api/benchmarks/{id} -> 200, 404 */
 } gm_session_op;
 
 /* A request to the worker, and its answer. The loop fills the request fields; the worker fills
  * status/body; the rest is the queue's. */
 typedef struct gm_worker_job {
     gm_session_op op;
-    char id[GM_SESSION_ID_LEN]; /* STOP, GET, DELETE */
+    char id[GM_SESSION_ID_LEN]; /* STOP, GET, DELETE, BENCH_GET */
     gm_session_request create;  /* CREATE */
     gm_session *session;        /* CREATE: made at request time (its clock starts then);
                                  * the worker takes it */
     int64_t created_mono_ms;    /* CREATE: when the request arrived (CLOCK_MONOTONIC) */
     bool timeline;              /* GET */
-    size_t limit;               /* LIST: most entries (1..GM_WORKER_LIST_MAX) */
+    size_t limit;               /* LIST, BENCH_LIST: most entries (1..GM_WORKER_LIST_MAX) */
     char kind[16];              /* LIST: only this kind ("" = all) */
     int status;                 /* the answer: HTTP status */
     char *body;                 /* JSON, malloc'd; NULL for 204 */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 
 /* How long a writer waits for another process's transaction before giving up. Samples are
  * small, so contention is brief; five seconds covers a slow disk without hanging forever. */
@@ -67,6 +68,25 @@ static const migration migrations[] = {
     /* Fields a session carries from its start (provider, hostname, driver_version, ...):
      * written at begin, so a session whose process died is rebuilt with them. */
     {2, "session metadata known at begin", "ALTER TABLE sessions ADD COLUMN meta TEXT;"},
+    /* gpumon bench: the benchmark is a sessions row of kind "bench" (its document in doc, its
+     * url/model/api in meta), and each point's headline figures a row here, for listing,
+     * CSV export and SQL. */
+    {3, "benchmark points",
+     "CREATE TABLE bench_points ("
+     " bench_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+     " seq INTEGER NOT NULL,"
+     " load TEXT NOT NULL," /* "concurrency 64", "rate 10/s", "rate inf" */
+     " concurrency INTEGER,"
+     " request_rate REAL," /* NULL for a closed loop, and for inf */
+     " requests INTEGER, completed INTEGER, failed INTEGER,"
+     " duration_s REAL, requests_per_s REAL, output_tokens_per_s REAL, total_tokens_per_s REAL,"
+     " output_tokens INTEGER, input_tokens INTEGER,"
+     " ttft_p50_ms REAL, ttft_p99_ms REAL, tpot_p50_ms REAL, tpot_p99_ms REAL,"
+     " itl_p50_ms REAL, itl_p99_ms REAL, e2e_p50_ms REAL, e2e_p99_ms REAL,"
+     " goodput_requests_per_s REAL, energy_j REAL, output_tokens_per_joule REAL,"
+     " joules_per_request REAL, valid INTEGER,"
+     " PRIMARY KEY (bench_id, seq)"
+     ") WITHOUT ROWID;"},
 };
 
 #define MIGRATION_COUNT (sizeof migrations / sizeof *migrations)
@@ -653,6 +673,8 @@ int gm_store_session_delete(gm_store *st, const char *id, gm_error *err)
     /* Samples first and explicitly: the result must not depend on foreign_keys being on. */
     if ((rc = change_by_id(st, "DELETE FROM samples WHERE session_id = ?1", id, "deleting samples",
                            err)) < 0 ||
+        (st->schema >= 3 && (rc = change_by_id(st, "DELETE FROM bench_points WHERE bench_id = ?1",
+                                               id, "deleting benchmark points", err)) < 0) ||
         (rc = change_by_id(st, "DELETE FROM sessions WHERE id = ?1", id, "deleting a session",
                            err)) < 0)
         goto rollback;
@@ -852,6 +874,14 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
         return gm_error_set(err, GM_EINVAL, "\"%s\" matches several sessions; give more of the id",
                             id_or_prefix);
     return GM_OK;
+}
+
+int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error *err)
+{
+    int found = id_query(st, "SELECT kind FROM sessions WHERE id = ?1", id, buf, len, err);
+    if (found < 0)
+        return found;
+    return found ? GM_OK : gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
 }
 
 /* Rebuilds session id from its row (metadata) and samples. */
@@ -1131,4 +1161,306 @@ static int sink_remove(void *ctx, const char *id, gm_error *err)
 void gm_store_record_sink(gm_store *st, gm_record_sink *out)
 {
     *out = (gm_record_sink){st, sink_begin, sink_sample, sink_end, sink_remove};
+}
+
+/* ---- benchmarks ------------------------------------------------------------------------- */
+
+/* The columns of bench_points after bench_id, seq and load, and where each comes from in a
+ * point of the document. */
+static const struct {
+    const char *col, *key, *sub;
+    bool integer;
+} bench_cols[] = {
+    {"concurrency", "concurrency", NULL, true},
+    {"request_rate", "request_rate", NULL, false},
+    {"requests", "requests", NULL, true},
+    {"completed", "completed", NULL, true},
+    {"failed", "failed", NULL, true},
+    {"duration_s", "duration_s", NULL, false},
+    {"requests_per_s", "requests_per_s", NULL, false},
+    {"output_tokens_per_s", "output_tokens_per_s", NULL, false},
+    {"total_tokens_per_s", "total_tokens_per_s", NULL, false},
+    {"output_tokens", "output_tokens", NULL, true},
+    {"input_tokens", "input_tokens", NULL, true},
+    {"ttft_p50_ms", "ttft_ms", "p50", false},
+    {"ttft_p99_ms", "ttft_ms", "p99", false},
+    {"tpot_p50_ms", "tpot_ms", "p50", false},
+    {"tpot_p99_ms", "tpot_ms", "p99", false},
+    {"itl_p50_ms", "itl_ms", "p50", false},
+    {"itl_p99_ms", "itl_ms", "p99", false},
+    {"e2e_p50_ms", "e2e_ms", "p50", false},
+    {"e2e_p99_ms", "e2e_ms", "p99", false},
+    {"goodput_requests_per_s", "goodput_requests_per_s", NULL, false},
+    {"energy_j", "energy_j", NULL, false},
+    {"output_tokens_per_joule", "output_tokens_per_joule", NULL, false},
+    {"joules_per_request", "joules_per_request", NULL, false},
+    {"valid", "valid", NULL, true},
+};
+#define BENCH_NCOLS (sizeof bench_cols / sizeof *bench_cols)
+
+static void bench_load(const json_t *p, char *buf, size_t len)
+{
+    const json_t *c = json_object_get(p, "concurrency");
+    const json_t *r = json_object_get(p, "request_rate");
+    if (json_is_integer(c))
+        snprintf(buf, len, "concurrency %lld", (long long)json_integer_value(c));
+    else if (json_is_string(r))
+        snprintf(buf, len, "rate %s", json_string_value(r));
+    else if (json_is_number(r))
+        snprintf(buf, len, "rate %g/s", json_number_value(r));
+    else
+        snprintf(buf, len, "?");
+}
+
+static void bind_json_number(sqlite3_stmt *q, int i, const json_t *v, bool integer)
+{
+    if (json_is_boolean(v))
+        sqlite3_bind_int(q, i, json_is_true(v));
+    else if (json_is_integer(v))
+        sqlite3_bind_int64(q, i, json_integer_value(v));
+    else if (json_is_real(v) && isfinite(json_real_value(v)))
+        integer ? sqlite3_bind_int64(q, i, (sqlite3_int64)json_real_value(v))
+                : sqlite3_bind_double(q, i, json_real_value(v));
+    else
+        sqlite3_bind_null(q, i);
+}
+
+int gm_store_put_bench(gm_store *st, const json_t *doc, const json_t *command, int64_t started_ms,
+                       int64_t ended_ms, int64_t gpu_samples, gm_error *err)
+{
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    const json_t *points = json_object_get(doc, "points");
+    if (!id || !*id || strlen(id) >= GM_SESSION_ID_LEN || !json_is_array(points))
+        return gm_error_set(err, GM_EINVAL, "a benchmark document needs an id and points");
+    if (st->schema < 3)
+        return gm_error_set(err, GM_ESTATE, "database %s predates benchmarks", st->path);
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *cmd = command ? json_dumps(command, JSON_COMPACT) : NULL;
+    json_t *m = json_pack("{s:O?, s:O?, s:O?}", "url", json_object_get(doc, "url"), "model",
+                          json_object_get(doc, "model"), "api", json_object_get(doc, "api"));
+    char *meta = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    sqlite3_stmt *q = NULL;
+    int rc = GM_OK;
+    if (!text || !meta || (command && !cmd)) {
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = exec_sql(st, "BEGIN IMMEDIATE", err)) < 0)
+        goto done;
+    if (sqlite3_prepare_v2(st->db,
+                           "INSERT INTO sessions (id, kind, label, command, host, status, "
+                           "started_ms, ended_ms, duration_s, sample_count, doc, meta) VALUES "
+                           "(?, 'bench', ?, ?, ?, 'finished', ?, ?, ?, ?, ?, ?)",
+                           -1, &q, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "preparing a benchmark");
+        goto rollback;
+    }
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(q, 2, json_string_value(json_object_get(doc, "label")));
+    bind_text_or_null(q, 3, cmd);
+    sqlite3_bind_text(q, 4, st->host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 5, started_ms);
+    sqlite3_bind_int64(q, 6, ended_ms);
+    sqlite3_bind_double(q, 7, (double)(ended_ms - started_ms) / 1000.0);
+    sqlite3_bind_int64(q, 8, gpu_samples);
+    sqlite3_bind_text(q, 9, text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 10, meta, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(q) != SQLITE_DONE) {
+        rc = sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_PRIMARYKEY
+                 ? gm_error_set(err, GM_EEXIST, "%s is already stored", id)
+                 : db_error(st, err, "storing a benchmark");
+        goto rollback;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    char sql[1024];
+    size_t o = (size_t)snprintf(sql, sizeof sql, "INSERT INTO bench_points (bench_id, seq, load");
+    for (size_t c = 0; c < BENCH_NCOLS; c++)
+        o += (size_t)snprintf(sql + o, sizeof sql - o, ", %s", bench_cols[c].col);
+    o += (size_t)snprintf(sql + o, sizeof sql - o, ") VALUES (?, ?, ?");
+    for (size_t c = 0; c < BENCH_NCOLS; c++)
+        o += (size_t)snprintf(sql + o, sizeof sql - o, ", ?");
+    snprintf(sql + o, sizeof sql - o, ")");
+    if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "preparing benchmark points");
+        goto rollback;
+    }
+    size_t i;
+    const json_t *p;
+    json_array_foreach(points, i, p)
+    {
+        sqlite3_reset(q);
+        sqlite3_clear_bindings(q);
+        char load[64];
+        bench_load(p, load, sizeof load);
+        sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 2, (sqlite3_int64)i);
+        sqlite3_bind_text(q, 3, load, -1, SQLITE_TRANSIENT);
+        for (size_t c = 0; c < BENCH_NCOLS; c++) {
+            const json_t *v = json_object_get(p, bench_cols[c].key);
+            if (bench_cols[c].sub)
+                v = json_object_get(v, bench_cols[c].sub);
+            bind_json_number(q, 4 + (int)c, v, bench_cols[c].integer);
+        }
+        if (sqlite3_step(q) != SQLITE_DONE) {
+            rc = db_error(st, err, "storing a benchmark point");
+            goto rollback;
+        }
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    rc = exec_sql(st, "COMMIT", err);
+    goto done;
+rollback:
+    sqlite3_finalize(q);
+    q = NULL;
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+done:
+    free(text);
+    free(cmd);
+    free(meta);
+    return rc;
+}
+
+int gm_store_bench_csv(gm_store *st, const char *id, FILE *out, gm_error *err)
+{
+    if (st->schema < 3)
+        return gm_error_set(err, GM_ENOENT, "no benchmark \"%s\" in %s", id, st->path);
+    char sql[1024];
+    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT seq, load");
+    for (size_t c = 0; c < BENCH_NCOLS; c++)
+        o += (size_t)snprintf(sql + o, sizeof sql - o, ", %s", bench_cols[c].col);
+    snprintf(sql + o, sizeof sql - o, " FROM bench_points WHERE bench_id = ? ORDER BY seq");
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading benchmark points");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    fprintf(out, "point,load");
+    for (size_t c = 0; c < BENCH_NCOLS; c++)
+        fprintf(out, ",%s", bench_cols[c].col);
+    fputc('\n', out);
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        fprintf(out, "%lld,%s", (long long)sqlite3_column_int64(q, 0),
+                (const char *)sqlite3_column_text(q, 1));
+        for (size_t c = 0; c < BENCH_NCOLS; c++) {
+            int col = 2 + (int)c;
+            int type = sqlite3_column_type(q, col);
+            if (type == SQLITE_NULL)
+                fputc(',', out);
+            else if (type == SQLITE_INTEGER)
+                fprintf(out, ",%lld", (long long)sqlite3_column_int64(q, col));
+            else
+                fprintf(out, ",%.10g", sqlite3_column_double(q, col));
+        }
+        fputc('\n', out);
+    }
+    int rc = step == SQLITE_DONE ? GM_OK : db_error(st, err, "reading benchmark points");
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int gm_store_bench_list(gm_store *st, size_t limit, json_t **out, gm_error *err)
+{
+    *out = NULL;
+    json_t *arr = json_array();
+    if (!arr)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    if (st->schema < 3) {
+        *out = arr;
+        return GM_OK;
+    }
+    sqlite3_stmt *q = NULL, *pq = NULL;
+    int rc = GM_OK;
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT id, label, started_ms, duration_s, meta FROM sessions WHERE "
+                           "kind = 'bench' ORDER BY started_ms DESC, id DESC LIMIT ?",
+                           -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(st->db,
+                           "SELECT load, concurrency, request_rate, requests_per_s, "
+                           "output_tokens_per_s, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, "
+                           "e2e_p50_ms, goodput_requests_per_s, energy_j, "
+                           "output_tokens_per_joule, joules_per_request, valid, failed FROM "
+                           "bench_points WHERE bench_id = ? ORDER BY seq",
+                           -1, &pq, NULL) != SQLITE_OK) {
+        rc = db_error(st, err, "listing benchmarks");
+        goto done;
+    }
+    sqlite3_bind_int64(q, 1, limit ? (sqlite3_int64)limit : -1);
+    static const char *const pcols[] = {"load",
+                                        "concurrency",
+                                        "request_rate",
+                                        "requests_per_s",
+                                        "output_tokens_per_s",
+                                        "ttft_p50_ms",
+                                        "ttft_p99_ms",
+                                        "tpot_p50_ms",
+                                        "e2e_p50_ms",
+                                        "goodput_requests_per_s",
+                                        "energy_j",
+                                        "output_tokens_per_joule",
+                                        "joules_per_request",
+                                        "valid",
+                                        "failed"};
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *bid = (const char *)sqlite3_column_text(q, 0);
+        char started[40];
+        gm_json_time(sqlite3_column_int64(q, 2), started, sizeof started);
+        const char *meta_text = (const char *)sqlite3_column_text(q, 4);
+        json_t *meta = meta_text ? json_loads(meta_text, 0, NULL) : NULL;
+        json_t *points = json_array();
+        sqlite3_reset(pq);
+        sqlite3_bind_text(pq, 1, bid, -1, SQLITE_TRANSIENT);
+        int ps;
+        while (points && (ps = sqlite3_step(pq)) == SQLITE_ROW) {
+            json_t *p = json_object();
+            for (int c = 0; p && c < (int)(sizeof pcols / sizeof *pcols); c++) {
+                json_t *v;
+                switch (sqlite3_column_type(pq, c)) {
+                case SQLITE_INTEGER:
+                    v = strcmp(pcols[c], "valid") == 0 ? json_boolean(sqlite3_column_int(pq, c))
+                                                       : json_integer(sqlite3_column_int64(pq, c));
+                    break;
+                case SQLITE_FLOAT:
+                    v = json_real(sqlite3_column_double(pq, c));
+                    break;
+                case SQLITE_TEXT:
+                    v = json_string((const char *)sqlite3_column_text(pq, c));
+                    break;
+                default:
+                    v = json_null();
+                }
+                json_object_set_new(p, pcols[c], v);
+            }
+            json_array_append_new(points, p);
+        }
+        json_t *b = json_pack(
+            "{s:s, s:o, s:s, s:o, s:O?, s:O?, s:O?, s:o}", "id", bid, "label",
+            sqlite3_column_type(q, 1) == SQLITE_NULL
+                ? json_null()
+                : json_string((const char *)sqlite3_column_text(q, 1)),
+            "started_at", started, "duration_seconds",
+            sqlite3_column_type(q, 3) == SQLITE_NULL ? json_null()
+                                                     : json_real(sqlite3_column_double(q, 3)),
+            "url", json_object_get(meta, "url"), "model", json_object_get(meta, "model"), "api",
+            json_object_get(meta, "api"), "points", points ? points : json_array());
+        json_decref(meta);
+        if (!b || json_array_append_new(arr, b) < 0) {
+            rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+            goto done;
+        }
+    }
+    if (step != SQLITE_DONE)
+        rc = db_error(st, err, "listing benchmarks");
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(pq);
+    if (rc < 0) {
+        json_decref(arr);
+        return rc;
+    }
+    *out = arr;
+    return GM_OK;
 }

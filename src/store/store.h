@@ -1,13 +1,16 @@
 /* store.h - gpumon's SQLite database (WAL): monitoring sessions and runs with their samples,
  * written as they are taken, plus stored documents such as snapshots.
  *
- * Schema (version 2, see the migration table in store.c):
+ * Schema (version 3, see the migration table in store.c):
  *   sessions(id, kind, label, command JSON, host, owner_pid, owner_start, status, started_ms,
  *            ended_ms, interval_s, gpus JSON, sample_count, exit_code, doc JSON,
  *            meta JSON -- the fields attached to the session before it began (v2))
  *   samples(session_id, seq, t, gpu, utilization, memory_used_mb, memory_usage_percent,
  *           temperature_c, power_draw_w, energy_counter_j)  -- one row per sample per GPU,
  *           NULL where absent, so CSV export is one ordered SELECT.
+ *   bench_points(bench_id, seq, load, concurrency, request_rate, requests, completed, failed,
+ *           duration_s, requests_per_s, ..., valid)  -- each point of a `gpumon bench`, whose
+ *           document is a sessions row of kind "bench" (v3).
  * Each sample is committed on its own, so a gpumon killed even by SIGKILL loses at most the
  * sample being written. A session left "running" by a process that is gone (owner pid dead, a
  * zombie, or reused by another process) reads back as "interrupted".
@@ -30,7 +33,7 @@
 #include "gpumon.h"
 
 /* Schema version this build writes (PRAGMA user_version after gm_store_open). */
-#define GM_STORE_SCHEMA_VERSION 2
+#define GM_STORE_SCHEMA_VERSION 3
 
 typedef struct gm_store gm_store;
 
@@ -117,6 +120,9 @@ int gm_store_list(gm_store *st, size_t limit, gm_store_entry **out, size_t *n, g
  * GM_OK; GM_ENOENT (no such entry: message says so); GM_EINVAL (prefix matches several). */
 int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t len, gm_error *err);
 
+/* The kind of entry id ("record", "bench", "snapshot"...) into buf. GM_OK, GM_ENOENT, GM_EIO. */
+int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error *err);
+
 /* The document of entry id, as gpumon record wrote it, without its timeline (gm_store_timeline
  * writes that), with "status" as read now (interrupted when its owner is gone) and
  * "timeline_truncated" false (the store has every sample). A session that never finished is
@@ -124,6 +130,24 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
  * New reference in *out. GM_OK, GM_ENOENT, GM_EIO, GM_EPARSE (a stored document is corrupt),
  * GM_ENOMEM. */
 int gm_store_load(gm_store *st, const char *id, json_t **out, gm_error *err);
+
+/* Stores benchmark document doc (`gpumon bench`: "id", "label", "points"...) in one
+ * transaction: a finished sessions row of kind "bench" (command: the argv as a JSON array, may
+ * be NULL; started and ended in epoch ms; gpu_samples as its sample count; url, model and api in
+ * its meta) and a bench_points row per point. GM_OK, GM_EINVAL (not a benchmark document),
+ * GM_EEXIST, GM_ESTATE (a read-only store of an older schema), GM_EIO, GM_ENOMEM. */
+int gm_store_put_bench(gm_store *st, const json_t *doc, const json_t *command, int64_t started_ms,
+                       int64_t ended_ms, int64_t gpu_samples, gm_error *err);
+/* Writes the points of benchmark id as CSV to out: a header, then one line per point (point,
+ * load, then bench_points' columns; empty where NULL). GM_OK (a header only when id has no
+ * points), GM_EIO. */
+int gm_store_bench_csv(gm_store *st, const char *id, FILE *out, gm_error *err);
+/* The benchmarks, newest first (at most limit when > 0), as a JSON array of {id, label,
+ * started_at, duration_seconds, url, model, api, points: [{load, concurrency, request_rate,
+ * requests_per_s, output_tokens_per_s, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, e2e_p50_ms,
+ * goodput_requests_per_s, energy_j, output_tokens_per_joule, joules_per_request, valid,
+ * failed}]} (empty for a store older than benchmarks). GM_OK, GM_EIO, GM_ENOMEM. */
+int gm_store_bench_list(gm_store *st, size_t limit, json_t **out, gm_error *err);
 
 /* The store as the record engine writes to it (core/recorder.h): begin, sample (values), end
  * and remove are gm_store_session_begin, _sample_values, _end and _delete on st. */

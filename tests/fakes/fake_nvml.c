@@ -779,6 +779,15 @@ static unsigned grow_count(const fake_gpu *g)
     return json_is_integer(v) && json_integer_value(v) > 0 ? (unsigned)json_integer_value(v) : 0;
 }
 
+/* Whether process entry p is on the GPU at this read: "from_read": N makes it appear at the
+ * GPU's Nth read (the read numbering of per-read arrays). */
+static bool present(const fake_gpu *g, const json_t *p)
+{
+    const json_t *from = json_object_get(p, "from_read");
+    unsigned long n = g->util_calls ? g->util_calls - 1 : 0;
+    return !json_is_integer(from) || (json_int_t)n >= json_integer_value(from);
+}
+
 /* Fills the list of one type. The grown processes are compute processes with PIDs from
  * "grow_pid" (default 90000) up, 1 MiB each. */
 static int processes(const char *fn, nvmlDevice_t d, unsigned *count, void *infos, size_t stride,
@@ -799,7 +808,7 @@ static int processes(const char *fn, nvmlDevice_t d, unsigned *count, void *info
     json_array_foreach(list, i, p)
     {
         const char *t = json_string_value(json_object_get(p, "type"));
-        if (strcmp(t ? t : "compute", type) == 0)
+        if (strcmp(t ? t : "compute", type) == 0 && present(d, p))
             n++;
     }
     unsigned extra = compute ? d->grown_count : 0;
@@ -814,7 +823,7 @@ static int processes(const char *fn, nvmlDevice_t d, unsigned *count, void *info
         json_array_foreach(list, i, p)
         {
             const char *t = json_string_value(json_object_get(p, "type"));
-            if (strcmp(t ? t : "compute", type) != 0)
+            if (strcmp(t ? t : "compute", type) != 0 || !present(d, p))
                 continue;
             fake_process_v2 e = {0};
             json_t *mem = json_object_get(p, "used_mem");

@@ -42,8 +42,10 @@ static void test_units_agree(void **state)
         int64_t ms = gm_clock_mono_ms();
         double s = gm_clock_mono_s();
         int64_t us2 = gm_clock_mono_us();
+        int64_t ns = gm_clock_mono_ns();
         assert_true(us1 / 1000 <= ms);
         assert_true(ms <= us2 / 1000);
+        assert_true(us2 <= ns / 1000);
         assert_true((double)ms / 1000.0 <= s + 1e-9);
         assert_true(s <= (double)us2 / 1e6 + 1e-6);
     }

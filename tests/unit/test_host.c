@@ -439,6 +439,25 @@ static void test_describe_process(void **state)
     assert_string_equal(cmd, "");
 }
 
+static void test_parent_pid(void **state)
+{
+    const char *root = *state;
+    uint32_t ppid = 0;
+    assert_int_equal(gm_host_parent_pid(fixture("x86"), 4242, &ppid), GM_OK);
+    assert_int_equal(ppid, 1);
+    assert_int_equal(gm_host_parent_pid(fixture("x86"), 999, &ppid), GM_ENOENT);
+    write_text(root, "20/status", "Name:\tworker\nPPid:\t19\nUid:\t0\t0\t0\t0\n");
+    assert_int_equal(gm_host_parent_pid(root, 20, &ppid), GM_OK);
+    assert_int_equal(ppid, 19);
+    write_text(root, "21/status", "Name:\tx\nPPid:\tnope\n");
+    assert_int_equal(gm_host_parent_pid(root, 21, &ppid), GM_EPARSE);
+    write_text(root, "22/status", "Name:\tx\n");
+    assert_int_equal(gm_host_parent_pid(root, 22, &ppid), GM_EPARSE);
+    /* The live /proc: this process's parent. */
+    assert_int_equal(gm_host_parent_pid(NULL, (uint32_t)getpid(), &ppid), GM_OK);
+    assert_int_equal(ppid, (uint32_t)getppid());
+}
+
 static void test_describe_truncation(void **state)
 {
     char user[3], cmd[8];
@@ -530,6 +549,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_strings_are_clean_utf8, tmp_setup, tmp_teardown),
         cmocka_unit_test(test_describe_process),
         cmocka_unit_test_setup_teardown(test_describe_truncation, tmp_setup, tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_parent_pid, tmp_setup, tmp_teardown),
         cmocka_unit_test(test_real_proc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -477,6 +477,30 @@ static void test_allocation(void **state)
         assert_error(get(bad[i].target), 400, bad[i].says);
 }
 
+/* ---- benchmarks: read by the worker ---------------------------------------------------------- */
+
+static void test_benchmarks(void **state)
+{
+    (void)state;
+    call *c = get("/api/benchmarks");
+    assert_non_null(c->rs.defer);
+    assert_int_equal(c->rs.defer->op, GM_JOB_BENCH_LIST);
+    assert_int_equal(c->rs.defer->limit, 100);
+    done(c);
+    c = get("/api/benchmarks?limit=3");
+    assert_int_equal(c->rs.defer->limit, 3);
+    done(c);
+    assert_error(get("/api/benchmarks?limit=0"), 400, "limit=\"0\"");
+    assert_error(get("/api/benchmarks?kind=bench"), 400, "unknown parameter \"kind\"");
+    c = get("/api/benchmarks/20261126-010516-a1b2c3");
+    assert_int_equal(c->rs.defer->op, GM_JOB_BENCH_GET);
+    assert_string_equal(c->rs.defer->id, "20261126-010516-a1b2c3");
+    done(c);
+    assert_error(get("/api/benchmarks/"), 404, "no such endpoint");
+    assert_error(get("/api/benchmarks/a/b"), 404, "no such endpoint");
+    assert_error(get("/api/benchmarks/abc?timeline=0"), 400, "unknown parameter \"timeline\"");
+}
+
 /* ---- sessions: requests handed to the worker ------------------------------------------------ */
 
 static void test_sessions(void **state)
@@ -700,6 +724,7 @@ int main(void)
         cmocka_unit_test_setup(test_history, setup),
         cmocka_unit_test_setup(test_allocation, setup),
         cmocka_unit_test_setup(test_sessions, setup),
+        cmocka_unit_test_setup(test_benchmarks, setup),
         cmocka_unit_test_setup(test_405_with_allow, setup),
         cmocka_unit_test_setup(test_websocket_paths_over_plain_http, setup),
         cmocka_unit_test_setup(test_config, setup),

@@ -654,7 +654,8 @@ static void test_migrates_version_1(void **state)
     assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
     gm_store_close(st);
     /* Back to a version 1 file, as an older gpumon left it, with a session in it. */
-    raw_sql(path, "ALTER TABLE sessions DROP COLUMN meta; PRAGMA user_version = 1");
+    raw_sql(path, "DROP TABLE bench_points; ALTER TABLE sessions DROP COLUMN meta; "
+                  "PRAGMA user_version = 1");
     assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
     assert_int_equal(gm_store_schema_version(st), GM_STORE_SCHEMA_VERSION);
     json_t *doc = NULL;
@@ -662,6 +663,136 @@ static void test_migrates_version_1(void **state)
     assert_int_equal(json_array_size(json_object_get(doc, "timeline")), 3);
     json_decref(doc);
     gm_session_free(s);
+    gm_store_close(st);
+}
+
+/* ---- benchmarks ----------------------------------------------------------------------- */
+
+static json_t *bench_doc(const char *id)
+{
+    return json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:i, s:i, s:i, s:f, s:{s:f, s:f}, s:f, s:b, s:n},"
+        " {s:f, s:i, s:i, s:f, s:{s:f, s:f}, s:n, s:b, s:n}]}",
+        "id", id, "kind", "bench", "label", "vllm", "url", "http://h:8000", "model", "m", "api",
+        "chat", "points", "concurrency", 8, "requests", 100, "completed", 99, "requests_per_s", 9.5,
+        "ttft_ms", "p50", 40.0, "p99", 80.5, "energy_j", 1234.5, "valid", 1,
+        "goodput_requests_per_s", "request_rate", 2.5, "requests", 10, "completed", 10,
+        "requests_per_s", 2.4, "ttft_ms", "p50", 30.0, "p99", 31.0, "energy_j", "valid", 0,
+        "joules_per_request");
+}
+
+static void test_benchmarks(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "bench.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    json_t *doc = bench_doc("20261126-010203-abcdef");
+    json_t *cmd = json_pack("[s, s, s]", "gpumon", "bench", "--url=http://h:8000");
+    assert_int_equal(gm_store_put_bench(st, doc, cmd, 1000, 61000, 42, &err), GM_OK);
+    assert_int_equal(gm_store_put_bench(st, doc, cmd, 1000, 61000, 42, &err), GM_EEXIST);
+    json_t *bad = json_pack("{s:s}", "id", "x");
+    assert_int_equal(gm_store_put_bench(st, bad, NULL, 0, 0, 0, &err), GM_EINVAL);
+    json_decref(bad);
+    json_t *snap = json_pack("{s:s}", "kind", "gpumon-snapshot");
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-1", NULL, snap, NULL), GM_OK);
+    json_decref(snap);
+
+    /* The list of history shows it, with its command and its GPU samples. */
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 2);
+    gm_store_entry *b = strcmp(e[0].kind, "bench") == 0 ? &e[0] : &e[1];
+    assert_string_equal(b->kind, "bench");
+    assert_string_equal(b->label, "vllm");
+    assert_string_equal(b->status, "finished");
+    assert_string_equal(b->command, "gpumon bench --url=http://h:8000");
+    assert_float_equal(b->duration_s, 60, 1e-9);
+    assert_int_equal(b->samples, 42);
+    free(e);
+
+    /* The document comes back as it went in. */
+    json_t *got = NULL;
+    assert_int_equal(gm_store_load(st, "20261126-010203-abcdef", &got, NULL), GM_OK);
+    assert_true(json_equal(got, doc));
+    json_decref(got);
+
+    /* The benchmarks only, with their points' headline figures. */
+    json_t *list = NULL;
+    assert_int_equal(gm_store_bench_list(st, 10, &list, &err), GM_OK);
+    assert_int_equal(json_array_size(list), 1);
+    json_t *l0 = json_array_get(list, 0);
+    assert_string_equal(json_string_value(json_object_get(l0, "id")), "20261126-010203-abcdef");
+    assert_string_equal(json_string_value(json_object_get(l0, "model")), "m");
+    assert_string_equal(json_string_value(json_object_get(l0, "api")), "chat");
+    json_t *pts = json_object_get(l0, "points");
+    assert_int_equal(json_array_size(pts), 2);
+    json_t *p0 = json_array_get(pts, 0), *p1 = json_array_get(pts, 1);
+    assert_string_equal(json_string_value(json_object_get(p0, "load")), "concurrency 8");
+    assert_int_equal(json_integer_value(json_object_get(p0, "concurrency")), 8);
+    assert_float_equal(json_real_value(json_object_get(p0, "ttft_p99_ms")), 80.5, 1e-12);
+    assert_true(json_is_true(json_object_get(p0, "valid")));
+    assert_true(json_is_null(json_object_get(p0, "goodput_requests_per_s")));
+    assert_string_equal(json_string_value(json_object_get(p1, "load")), "rate 2.5/s");
+    assert_true(json_is_null(json_object_get(p1, "concurrency")));
+    assert_true(json_is_false(json_object_get(p1, "valid")));
+    json_decref(list);
+
+    /* CSV: a header and a line per point, empty where absent. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(gm_store_bench_csv(st, "20261126-010203-abcdef", f, &err), GM_OK);
+    fclose(f);
+    assert_true(strncmp(text, "point,load,concurrency,request_rate,requests,completed,", 55) == 0);
+    assert_non_null(strstr(text, "\n0,concurrency 8,8,,100,99,,,9.5,"));
+    assert_non_null(strstr(text, "\n1,rate 2.5/s,,2.5,10,10,,,2.4,"));
+    assert_non_null(strstr(text, ",1234.5,,,1\n"));
+    free(text);
+
+    /* Deleting it takes its points. */
+    assert_int_equal(gm_store_session_delete(st, "20261126-010203-abcdef", NULL), GM_OK);
+    assert_int_equal(gm_store_bench_list(st, 0, &list, &err), GM_OK);
+    assert_int_equal(json_array_size(list), 0);
+    json_decref(list);
+    gm_store_close(st);
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM bench_points", -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    json_decref(doc);
+    json_decref(cmd);
+}
+
+static void test_benchmarks_in_an_older_database(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "old-bench.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_store_close(st);
+    raw_sql(path, "DROP TABLE bench_points; PRAGMA user_version = 2");
+    /* A reader of a version 2 file: no benchmarks, no failure. */
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_OK);
+    json_t *list = NULL;
+    assert_int_equal(gm_store_bench_list(st, 0, &list, &err), GM_OK);
+    assert_int_equal(json_array_size(list), 0);
+    json_decref(list);
+    json_t *doc = bench_doc("b1");
+    assert_int_equal(gm_store_put_bench(st, doc, NULL, 0, 0, 0, &err), GM_ESTATE);
+    gm_store_close(st);
+    /* A writer upgrades it. */
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    assert_int_equal(gm_store_put_bench(st, doc, NULL, 0, 0, 0, &err), GM_OK);
+    json_decref(doc);
     gm_store_close(st);
 }
 
@@ -988,6 +1119,51 @@ static void test_daemon_session_streams_past_its_limit(void **state)
     gm_worker_free(m);
 }
 
+/* The daemon reads what gpumon bench stored: GET /api/benchmarks and /api/benchmarks/{id}. */
+static void test_daemon_reads_benchmarks(void **state)
+{
+    char path[512], sid[GM_SESSION_ID_LEN];
+    db_path(path, sizeof path, "daemon-bench.db");
+    gm_worker_options opt = {.db_path = path, .poll_ms = 100};
+    gm_worker *m = NULL;
+    assert_int_equal(gm_worker_start(&opt, &m, NULL), GM_OK);
+    /* No database yet: an empty list, no error. */
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_LIST);
+    j->limit = 10;
+    json_t *doc = ask(m, j, 200);
+    assert_int_equal(json_array_size(json_object_get(doc, "benchmarks")), 0);
+    assert_true(json_is_null(json_object_get(doc, "store_error")));
+    json_decref(doc);
+    json_decref(ask_id(m, GM_JOB_BENCH_GET, "b1", false, 404));
+    /* A session of the daemon's own, then a benchmark from another process. */
+    run_session(m, 2, sid);
+    json_decref(wait_persisted(m, sid, true));
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    json_t *b = bench_doc("20261126-000000-bbbbbb");
+    assert_int_equal(gm_store_put_bench(st, b, NULL, 5000, 6000, 0, NULL), GM_OK);
+    gm_store_close(st);
+    j = gm_worker_job_new(GM_JOB_BENCH_LIST);
+    j->limit = 10;
+    doc = ask(m, j, 200);
+    json_t *list = json_object_get(doc, "benchmarks");
+    assert_int_equal(json_array_size(list), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "id")),
+                        "20261126-000000-bbbbbb");
+    json_decref(doc);
+    doc = ask_id(m, GM_JOB_BENCH_GET, "20261126-000000-bbbbbb", false, 200);
+    assert_true(json_equal(doc, b));
+    json_decref(doc);
+    /* A session is not a benchmark. */
+    doc = ask_id(m, GM_JOB_BENCH_GET, sid, false, 404);
+    assert_non_null(strstr(json_string_value(json_object_get(doc, "error")), "not a benchmark"));
+    json_decref(doc);
+    json_decref(ask_id(m, GM_JOB_BENCH_GET, "nope", false, 404));
+    json_decref(b);
+    gm_worker_stop(m);
+    gm_worker_free(m);
+}
+
 static void test_daemon_memory_only_session_is_truncated(void **state)
 {
     char id[GM_SESSION_ID_LEN];
@@ -1043,10 +1219,13 @@ int main(void)
         cmocka_unit_test(test_bounded_session_stores_every_sample),
         cmocka_unit_test(test_interrupted_keeps_begin_metadata),
         cmocka_unit_test(test_migrates_version_1),
+        cmocka_unit_test(test_benchmarks),
+        cmocka_unit_test(test_benchmarks_in_an_older_database),
         cmocka_unit_test(test_reader_opens_read_only),
         cmocka_unit_test(test_write_after_disk_full),
         cmocka_unit_test(test_daemon_session_streams_past_its_limit),
         cmocka_unit_test(test_daemon_memory_only_session_is_truncated),
+        cmocka_unit_test(test_daemon_reads_benchmarks),
         cmocka_unit_test(test_daemon_store_retried_after_disk_full),
         cmocka_unit_test(test_daemon_gives_up_past_the_pending_bound),
     };

@@ -349,7 +349,10 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
     try {
       await p3.goto(sick.base);
       const h0 = p3.locator('article.gpu[data-index="0"] [data-field=health]');
+      // The scenario fires XID 79 after the second read and XID 48 after the third: the line
+      // turns bad on the first and must then name the latest.
       await waitFor('GPU 0 degraded', async () => (await h0.getAttribute('data-level')) === 'bad');
+      await waitFor('GPU 0 latest XID', async () => /^Degraded: XID 48 /.test((await h0.textContent()) ?? ''));
       expect(await h0.textContent()).toMatch(/^Degraded: XID 48 .*uncorrected ECC/);
       const h1 = p3.locator('article.gpu[data-index="1"] [data-field=health]');
       expect(await h1.getAttribute('data-level')).toBe('na');

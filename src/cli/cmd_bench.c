@@ -1,0 +1,996 @@
+/* cmd_bench.c - `gpumon bench`: load an OpenAI-compatible inference server (core/bench_client)
+ * while sampling its GPUs (core/bench_gpu), point by point; report the serving metrics, the
+ * energy per token and whether each point can be trusted; keep the result in the database and
+ * an optional JSON file. docs/BENCH.md describes the command and its output. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/parse.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/bench_client.h"
+#include "core/bench_gpu.h"
+#include "core/bench_openai.h"
+#include "core/bench_report.h"
+#include "core/bench_stats.h"
+#include "core/bench_validity.h"
+#include "core/session.h"
+#include "store/store.h"
+
+#define MAX_POINTS  64
+#define MAX_HEADERS 64
+/* Distinct synthetic prompts made; requests take them in turn. */
+#define SYNTHETIC_PROMPTS 1024
+
+typedef struct bench_opts {
+    const char *url;
+    const char *model;
+    gm_bench_api api;
+    bool open_loop, have_conc, have_rate;
+    size_t npoints;
+    unsigned conc[MAX_POINTS];
+    double rate[MAX_POINTS];
+    double burstiness;
+    bool have_burstiness;
+    unsigned long long requests;
+    double duration_s;
+    unsigned long long warmup;
+    unsigned long long input_tokens, output_tokens;
+    bool have_input_tokens;
+    const char *prompts;
+    gm_bench_slo slo;
+    const char *headers[MAX_HEADERS];
+    size_t nheaders;
+    const char *api_key_env;
+    double timeout_s;
+    gm_cli_gpu_filter filter;
+    bool have_filter;
+    double interval_s;
+    double idle_s;
+    const char *output;
+    const char *label;
+    const char *trace;
+    const char *db;
+    bool no_db;
+    bool quiet;
+    gm_cli_source src;
+} bench_opts;
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: gpumon bench --url URL [--model NAME] [--api completions|chat]\n"
+        "                    [--concurrency N[,N...] | --request-rate R[,R...] [--burstiness B]]\n"
+        "                    [--requests N | --duration SECONDS] [--warmup N]\n"
+        "                    [--input-tokens N] [--output-tokens N] [--prompts FILE.jsonl]\n"
+        "                    [--slo ttft=MS,tpot=MS,e2e=MS] [--header 'K: V'] [--api-key-env VAR]\n"
+        "                    [--gpus LIST] [--interval SECONDS] [-o FILE] [-l LABEL]\n"
+        "                    [--db PATH | --no-db] [-q]\n\n"
+        "Loads an OpenAI-compatible inference server (vLLM, SGLang, TensorRT-LLM, NIM...) with\n"
+        "streaming requests from one thread (libcurl, keep-alive connections) while sampling its\n"
+        "GPUs, and reports TTFT, TPOT, ITL and end-to-end latency, requests/s, tokens/s, goodput,\n"
+        "the GPUs' statistics and energy, output tokens per joule and joules per request. Each\n"
+        "value of --concurrency or --request-rate is a point, run in order. A point is marked\n"
+        "invalid when a foreign process appeared on the GPUs, their clocks were throttled, or the\n"
+        "client itself was saturated. One request checks the server first (not measured).\n\n"
+        "Options:\n"
+        "      --url URL          the server's base URL (http://host:8000; /v1 may end it)\n"
+        "      --model NAME       model to ask for (default: the first of GET /v1/models)\n"
+        "      --api API          completions (POST /v1/completions, the default) or chat\n"
+        "      --concurrency LIST closed loop: N requests in flight, the next sent when one\n"
+        "                         ends; several values make a sweep (default 1)\n"
+        "      --request-rate LIST  open loop: R requests per second on a seeded schedule,\n"
+        "                         inf for all at once; latencies are also given from each\n"
+        "                         request's scheduled time\n"
+        "      --burstiness B     open loop: gamma gaps of shape B (default 1: Poisson)\n"
+        "      --requests N       measured requests per point (default 1000, at most 1000000)\n"
+        "      --duration SECONDS or: send for this long per point (90, 30s, 5m)\n"
+        "      --warmup N         requests before each point, not measured (default 0)\n"
+        "      --input-tokens N   synthetic prompts of about N tokens (default 128): N common\n"
+        "                         words that are one token each in the usual tokenizers\n"
+        "      --output-tokens N  tokens asked for, exactly: max_tokens, ignore_eos and\n"
+        "                         min_tokens (default 128)\n"
+        "      --prompts FILE     JSONL prompts instead: {\"prompt\": ...} or {\"messages\":\n"
+        "                         [...]} per line, optional \"max_tokens\"\n"
+        "      --slo LIST         objectives for goodput: ttft=MS,tpot=MS,e2e=MS (any of them)\n"
+        "      --header 'K: V'    an extra request header (repeatable; values never stored)\n"
+        "      --api-key-env VAR  send the key in environment variable VAR as a bearer token;\n"
+        "                         it is never printed, stored or logged\n"
+        "      --timeout SECONDS  most time one request may take (default 600)\n"
+        "  -i, --gpus LIST        GPUs to sample: indices, UUIDs or PCI bus ids (default: all)\n"
+        "      --interval SECONDS between GPU samples (0.01-3600, default 0.1)\n"
+        "      --idle-seconds S   idle power measured before the first point (0-600, default 2)\n"
+        "  -o, --output FILE      also write the result as JSON\n"
+        "  -l, --label TEXT       a name to find the benchmark by in gpumon history\n"
+        "      --trace FILE       one JSON line per measured request, with its CLOCK_MONOTONIC\n"
+        "                         times in ns (sent, first and last chunk)\n"
+        "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
+        "                         $XDG_STATE_HOME/gpumon/gpumon.db or\n"
+        "                         ~/.local/state/gpumon/gpumon.db)\n"
+        "      --no-db            do not store the benchmark\n"
+        "  -q, --quiet            no progress or results on stderr\n"
+        "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto)\n"
+        "      --simulate N       use N simulated GPUs\n"
+        "      --seed N           seed of the arrival schedule, the synthetic prompts and the\n"
+        "                         simulated GPUs (default 0)\n"
+        "  -h, --help             show this help\n\n"
+        "Ctrl-C stops the benchmark and keeps what was measured. Without a GPU the serving\n"
+        "metrics are still measured.\n\n"
+        "Exit status: 0 ok; 1 failure (the server cannot be reached or answers wrongly, a point\n"
+        "completed no request); 2 usage error or malformed prompts; 3 no GPU found (with\n"
+        "--gpus); 130 stopped by Ctrl-C (the result is kept).\n");
+}
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+static bool parse_list(const char *flag, const char *arg, bool rate, bench_opts *o)
+{
+    o->npoints = 0;
+    const char *p = arg;
+    while (p && *p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char item[32];
+        if (n == 0 || n >= sizeof item || o->npoints == MAX_POINTS) {
+            fprintf(stderr,
+                    "gpumon bench: %s expects up to %d comma-separated values, got \"%s\"\n", flag,
+                    MAX_POINTS, arg);
+            return false;
+        }
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (rate) {
+            double v;
+            if (strcmp(item, "inf") == 0) {
+                v = INFINITY;
+            } else if (gm_parse_number(item, 0, 1e6, &v) < 0 || v <= 0) {
+                fprintf(stderr,
+                        "gpumon bench: %s expects requests per second above 0 (or inf), got "
+                        "\"%s\"\n",
+                        flag, item);
+                return false;
+            }
+            o->rate[o->npoints++] = v;
+        } else {
+            unsigned long long v;
+            if (gm_parse_uint(item, 1, GM_BENCH_IN_FLIGHT_MAX, &v) < 0) {
+                fprintf(stderr, "gpumon bench: %s expects whole numbers from 1 to %d, got \"%s\"\n",
+                        flag, GM_BENCH_IN_FLIGHT_MAX, item);
+                return false;
+            }
+            o->conc[o->npoints++] = (unsigned)v;
+        }
+        p = comma ? comma + 1 : NULL;
+        if (comma && !*p) {
+            fprintf(stderr, "gpumon bench: %s \"%s\" ends with a comma\n", flag, arg);
+            return false;
+        }
+    }
+    if (o->npoints == 0) {
+        fprintf(stderr, "gpumon bench: %s needs a value\n", flag);
+        return false;
+    }
+    return true;
+}
+
+static bool header_ok(const char *h)
+{
+    const char *colon = strchr(h, ':');
+    if (!colon || colon == h)
+        return false;
+    for (const char *p = h; p < colon; p++)
+        if (!strchr("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                    *p))
+            return false;
+    for (const char *p = colon + 1; *p; p++)
+        if ((unsigned char)*p < 0x20 && *p != '\t')
+            return false;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    enum {
+        OPT_URL = 256,
+        OPT_MODEL,
+        OPT_API,
+        OPT_CONC,
+        OPT_RATE,
+        OPT_BURST,
+        OPT_REQUESTS,
+        OPT_DURATION,
+        OPT_WARMUP,
+        OPT_IN,
+        OPT_OUT,
+        OPT_PROMPTS,
+        OPT_SLO,
+        OPT_HEADER,
+        OPT_KEYENV,
+        OPT_TIMEOUT,
+        OPT_INTERVAL,
+        OPT_IDLE,
+        OPT_TRACE,
+        OPT_DB,
+        OPT_NODB,
+    };
+    static const struct option longopts[] = {
+        {"url", required_argument, NULL, OPT_URL},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"api", required_argument, NULL, OPT_API},
+        {"concurrency", required_argument, NULL, OPT_CONC},
+        {"request-rate", required_argument, NULL, OPT_RATE},
+        {"burstiness", required_argument, NULL, OPT_BURST},
+        {"requests", required_argument, NULL, OPT_REQUESTS},
+        {"duration", required_argument, NULL, OPT_DURATION},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"input-tokens", required_argument, NULL, OPT_IN},
+        {"output-tokens", required_argument, NULL, OPT_OUT},
+        {"prompts", required_argument, NULL, OPT_PROMPTS},
+        {"slo", required_argument, NULL, OPT_SLO},
+        {"header", required_argument, NULL, OPT_HEADER},
+        {"api-key-env", required_argument, NULL, OPT_KEYENV},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"gpus", required_argument, NULL, 'i'},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
+        {"idle-seconds", required_argument, NULL, OPT_IDLE},
+        {"output", required_argument, NULL, 'o'},
+        {"label", required_argument, NULL, 'l'},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"db", required_argument, NULL, OPT_DB},
+        {"no-db", no_argument, NULL, OPT_NODB},
+        {"quiet", no_argument, NULL, 'q'},
+        GM_CLI_SOURCE_LONGOPTS,
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *cmd = "bench";
+    int c;
+    gm_error err = {0};
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":i:o:l:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_URL:
+            o->url = optarg;
+            break;
+        case OPT_MODEL:
+            if (!*optarg) {
+                fprintf(stderr, "gpumon bench: --model is empty\n");
+                return GM_EXIT_USAGE;
+            }
+            o->model = optarg;
+            break;
+        case OPT_API:
+            if (gm_bench_api_parse(optarg, &o->api) < 0) {
+                fprintf(stderr, "gpumon bench: --api \"%s\" is not completions or chat\n", optarg);
+                return GM_EXIT_USAGE;
+            }
+            break;
+        case OPT_CONC:
+            if (!parse_list("--concurrency", optarg, false, o))
+                return GM_EXIT_USAGE;
+            o->have_conc = true;
+            o->open_loop = false;
+            break;
+        case OPT_RATE:
+            if (!parse_list("--request-rate", optarg, true, o))
+                return GM_EXIT_USAGE;
+            o->have_rate = true;
+            o->open_loop = true;
+            break;
+        case OPT_BURST:
+            if (!gm_cli_parse_double(cmd, "--burstiness", "a number", optarg, 0.01, 100,
+                                     &o->burstiness))
+                return GM_EXIT_USAGE;
+            o->have_burstiness = true;
+            break;
+        case OPT_REQUESTS:
+            if (!gm_cli_parse_uint(cmd, "--requests", optarg, 1, GM_BENCH_REQUESTS_MAX,
+                                   &o->requests))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_DURATION:
+            if (!gm_cli_parse_duration(cmd, "--duration", optarg, 0.1, 7 * 86400, &o->duration_s))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_WARMUP:
+            if (!gm_cli_parse_uint(cmd, "--warmup", optarg, 0, 100000, &o->warmup))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_IN:
+            if (!gm_cli_parse_uint(cmd, "--input-tokens", optarg, 1, GM_BENCH_TOKENS_MAX,
+                                   &o->input_tokens))
+                return GM_EXIT_USAGE;
+            o->have_input_tokens = true;
+            break;
+        case OPT_OUT:
+            if (!gm_cli_parse_uint(cmd, "--output-tokens", optarg, 1, GM_BENCH_TOKENS_MAX,
+                                   &o->output_tokens))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_PROMPTS:
+            o->prompts = optarg;
+            break;
+        case OPT_SLO:
+            if (gm_bench_slo_parse(optarg, &o->slo, &err) < 0) {
+                fprintf(stderr, "gpumon bench: --slo %s\n", err.msg);
+                return GM_EXIT_USAGE;
+            }
+            break;
+        case OPT_HEADER:
+            if (!header_ok(optarg)) {
+                fprintf(stderr,
+                        "gpumon bench: --header expects 'Name: value' (a token name, no control "
+                        "characters)\n");
+                return GM_EXIT_USAGE;
+            }
+            if (o->nheaders == MAX_HEADERS) {
+                fprintf(stderr, "gpumon bench: at most %d --header\n", MAX_HEADERS);
+                return GM_EXIT_USAGE;
+            }
+            o->headers[o->nheaders++] = optarg;
+            break;
+        case OPT_KEYENV:
+            o->api_key_env = optarg;
+            break;
+        case OPT_TIMEOUT:
+            if (!gm_cli_parse_duration(cmd, "--timeout", optarg, 0.1, 86400, &o->timeout_s))
+                return GM_EXIT_USAGE;
+            break;
+        case 'i':
+            if (!gm_cli_parse_gpu_filter(cmd, optarg, &o->filter))
+                return GM_EXIT_USAGE;
+            o->have_filter = true;
+            break;
+        case OPT_INTERVAL:
+            if (!gm_cli_parse_duration(cmd, "--interval", optarg, 0.01, 3600, &o->interval_s))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_IDLE:
+            if (!gm_cli_parse_duration(cmd, "--idle-seconds", optarg, 0, 600, &o->idle_s))
+                return GM_EXIT_USAGE;
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'l':
+            if (strlen(optarg) > 127) {
+                fprintf(stderr, "gpumon bench: --label is longer than 127 bytes\n");
+                return GM_EXIT_USAGE;
+            }
+            o->label = optarg;
+            break;
+        case OPT_TRACE:
+            o->trace = optarg;
+            break;
+        case OPT_DB:
+            o->db = optarg;
+            break;
+        case OPT_NODB:
+            o->no_db = true;
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return GM_EXIT_OK;
+        default:
+            if (!gm_cli_default_option(cmd, c, argv, &o->src))
+                return GM_EXIT_USAGE;
+            break;
+        }
+    }
+    if (!gm_cli_no_operands(cmd, argc, argv))
+        return GM_EXIT_USAGE;
+    const char *conflict =
+        !o->url                               ? "--url is required"
+        : o->have_conc && o->have_rate        ? "give --concurrency or --request-rate, not both"
+        : o->have_burstiness && !o->have_rate ? "--burstiness is for --request-rate"
+        : o->requests && o->duration_s > 0    ? "give --requests or --duration, not both"
+        : o->prompts && o->have_input_tokens
+            ? "--input-tokens is for synthetic prompts, not --prompts"
+        : o->db && o->no_db ? "give --db or --no-db, not both"
+                            : NULL;
+    if (conflict) {
+        fprintf(stderr, "gpumon bench: %s (see gpumon bench --help)\n", conflict);
+        return GM_EXIT_USAGE;
+    }
+    if (!o->have_conc && !o->have_rate) {
+        o->conc[0] = 1;
+        o->npoints = 1;
+    }
+    if (!o->requests && !(o->duration_s > 0))
+        o->requests = 1000;
+    return -1;
+}
+
+/* ---- progress --------------------------------------------------------------------------- */
+
+typedef struct progress_ctx {
+    bool tty;
+    const char *load;
+    size_t point, npoints;
+    double duration_s;
+} progress_ctx;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void on_progress(void *arg, const gm_bench_point *p, size_t done, size_t total,
+                        double elapsed)
+{
+    const progress_ctx *pc = arg;
+    if (!pc->tty || !p)
+        return;
+    /* TTFT p50 of the latest 256 completed requests: live, and cheap to sort. */
+    double v[256];
+    size_t n = 0;
+    for (size_t i = p->n; i > 0 && n < 256; i--) {
+        double t = gm_bench_result_ttft_ms(&p->res[i - 1]);
+        if (isfinite(t))
+            v[n++] = t;
+    }
+    qsort(v, n, sizeof *v, cmp_double);
+    double rate = elapsed > 0 ? (double)done / elapsed : 0;
+    double eta = total ? (rate > 0 ? (double)(total - (done < total ? done : total)) / rate : NAN)
+                       : pc->duration_s - elapsed;
+    char line[256];
+    int used = snprintf(line, sizeof line, "bench %s (%zu/%zu): %zu", pc->load, pc->point + 1,
+                        pc->npoints, done);
+    if (total)
+        used += snprintf(line + used, sizeof line - (size_t)used, "/%zu", total);
+    used += snprintf(line + used, sizeof line - (size_t)used, " done, %.1f req/s", rate);
+    if (isfinite(eta) && eta >= 0)
+        used += snprintf(line + used, sizeof line - (size_t)used, ", ETA %.0f s", eta);
+    if (n)
+        snprintf(line + used, sizeof line - (size_t)used, ", TTFT p50 %.1f ms", v[n / 2]);
+    struct winsize ws;
+    int width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20 ? ws.ws_col : 80;
+    fprintf(stderr, "\r\033[K%.*s", width - 1, line);
+    fflush(stderr);
+}
+
+/* ---- signals ---------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+    stop_flag = 1;
+    stop_signal = sig;
+    /* A second one ends the process the default way. */
+    signal(sig, SIG_DFL);
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+static gm_store *open_store(const bench_opts *o)
+{
+    if (o->no_db)
+        return NULL;
+    char path[4096];
+    gm_error err = {0};
+    gm_store *st = NULL;
+    if (o->db)
+        snprintf(path, sizeof path, "%s", o->db);
+    else if (gm_store_default_path(path, sizeof path, &err) < 0) {
+        fprintf(stderr, "gpumon bench: warning: %s; the benchmark is not stored\n", err.msg);
+        return NULL;
+    }
+    if (gm_store_open(path, &st, &err) < 0) {
+        fprintf(stderr, "gpumon bench: warning: %s; the benchmark is not stored\n", err.msg);
+        return NULL;
+    }
+    return st;
+}
+
+/* The command line as stored: header values replaced, so no secret reaches the database. */
+static json_t *stored_command(int argc, char **argv)
+{
+    json_t *a = json_array();
+    if (!a || json_array_append_new(a, json_string("gpumon")) < 0)
+        return a;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        char red[256];
+        bool is_header = i > 0 && strcmp(argv[i - 1], "--header") == 0;
+        if (is_header || strncmp(arg, "--header=", 9) == 0) {
+            const char *h = is_header ? arg : arg + 9;
+            const char *colon = strchr(h, ':');
+            int n = colon ? (int)(colon - h) : (int)strlen(h);
+            snprintf(red, sizeof red, "%s%.*s: <redacted>", is_header ? "" : "--header=", n, h);
+            arg = red;
+        }
+        json_t *s = json_string(arg);
+        json_array_append_new(a, s ? s : json_string("?"));
+    }
+    return a;
+}
+
+static json_t *config_json(const bench_opts *o, const gm_bench_prompts *ps)
+{
+    json_t *loads = json_array();
+    for (size_t i = 0; loads && i < o->npoints; i++)
+        json_array_append_new(
+            loads, o->open_loop ? (isinf(o->rate[i]) ? json_string("inf") : json_real(o->rate[i]))
+                                : json_integer(o->conc[i]));
+    json_t *headers = json_array();
+    for (size_t i = 0; headers && i < o->nheaders; i++) {
+        const char *colon = strchr(o->headers[i], ':');
+        json_array_append_new(headers,
+                              json_stringn(o->headers[i], (size_t)(colon - o->headers[i])));
+    }
+    json_t *c = json_object();
+    if (!c) {
+        json_decref(loads);
+        json_decref(headers);
+        return NULL;
+    }
+    json_object_set_new(c, "load", json_string(o->open_loop ? "request_rate" : "concurrency"));
+    json_object_set_new(c, o->open_loop ? "request_rates" : "concurrencies",
+                        loads ? loads : json_array());
+    json_object_set_new(c, "requests",
+                        o->requests ? json_integer((json_int_t)o->requests) : json_null());
+    json_object_set_new(c, "duration_s",
+                        o->duration_s > 0 ? json_real(o->duration_s) : json_null());
+    json_object_set_new(c, "warmup", json_integer((json_int_t)o->warmup));
+    json_object_set_new(c, "input_tokens",
+                        o->prompts ? json_null() : json_integer((json_int_t)o->input_tokens));
+    json_object_set_new(c, "output_tokens", json_integer((json_int_t)o->output_tokens));
+    json_object_set_new(c, "prompts", o->prompts ? json_string(o->prompts) : json_null());
+    json_object_set_new(c, "prompt_count", json_integer((json_int_t)ps->n));
+    json_object_set_new(c, "slo", gm_bench_slo_json(&o->slo));
+    json_object_set_new(c, "headers", headers ? headers : json_array());
+    json_object_set_new(c, "api_key_env",
+                        o->api_key_env ? json_string(o->api_key_env) : json_null());
+    json_object_set_new(c, "timeout_s", json_real(o->timeout_s));
+    json_object_set_new(c, "interval_s", json_real(o->interval_s));
+    json_object_set_new(c, "idle_seconds", json_real(o->idle_s));
+    json_object_set_new(c, "seed", json_integer((json_int_t)o->src.seed));
+    if (c && o->open_loop)
+        json_object_set_new(c, "burstiness", json_real(o->burstiness));
+    return c;
+}
+
+/* Raises the soft open-file limit to the hard one: each request in flight over HTTP/1.1 needs a
+ * connection. Returns how many requests may be in flight. */
+static size_t raise_nofile(void)
+{
+    struct rlimit rl = {1024, 1024};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+        if (want > rl.rlim_cur) {
+            rl.rlim_cur = want;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    size_t n = rl.rlim_cur > 128 ? (size_t)rl.rlim_cur - 64 : 64;
+    return n < GM_BENCH_IN_FLIGHT_MAX ? n : GM_BENCH_IN_FLIGHT_MAX;
+}
+
+static double session_idle_power(gm_session *s, json_t *gpus)
+{
+    json_t *doc = gm_session_to_json(s);
+    double total = 0;
+    bool known = json_array_size(gpus) > 0;
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        char key[16];
+        snprintf(key, sizeof key, "%lld",
+                 (long long)json_integer_value(json_object_get(g, "index")));
+        const json_t *mean =
+            json_object_get(json_object_get(json_object_get(json_object_get(doc, "gpu_stats"), key),
+                                            "power_draw_w"),
+                            "mean");
+        if (json_is_number(mean)) {
+            json_object_set_new(g, "idle_power_w", json_real(json_number_value(mean)));
+            total += json_number_value(mean);
+        } else {
+            json_object_set_new(g, "idle_power_w", json_null());
+            known = false;
+        }
+    }
+    json_decref(doc);
+    return known ? total : NAN;
+}
+
+int gm_cli_bench(int argc, char **argv)
+{
+    bench_opts o = {.api = GM_BENCH_API_COMPLETIONS,
+                    .burstiness = 1,
+                    .input_tokens = 128,
+                    .output_tokens = 128,
+                    .timeout_s = 600,
+                    .interval_s = 0.1,
+                    .idle_s = 2};
+    gm_bench_slo_none(&o.slo);
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+
+    gm_error err = {0};
+    gm_bench_client *client = NULL;
+    gm_collector *col = NULL;
+    gm_snapshot *snap = NULL;
+    gm_bench_gpu *gpu = NULL;
+    gm_store *st = NULL;
+    FILE *trace = NULL;
+    json_t *doc = NULL, *points = NULL, *gpus_json = NULL;
+    gm_bench_prompts prompts = {0};
+    char model[512] = "";
+    struct sigaction old_int, old_term;
+    bool signals_set = false;
+    rc = GM_EXIT_OK;
+
+    /* The key, from the environment only: never from argv, which ps shows. */
+    const char *key = NULL;
+    if (o.api_key_env) {
+        key = getenv(o.api_key_env);
+        if (!key || !*key) {
+            fprintf(stderr, "gpumon bench: --api-key-env: environment variable %s is %s\n",
+                    o.api_key_env, key ? "empty" : "not set");
+            return GM_EXIT_USAGE;
+        }
+    }
+    char base[GM_BENCH_URL_MAX];
+    if (gm_bench_url_base(o.url, base, sizeof base, &err) < 0) {
+        fprintf(stderr, "gpumon bench: --url: %s\n", err.msg);
+        return GM_EXIT_USAGE;
+    }
+    /* Prompts: a bad file is bad input (2). */
+    if (o.prompts) {
+        if (gm_bench_prompts_load(o.prompts, o.api, &prompts, &err) < 0) {
+            fprintf(stderr, "gpumon bench: --prompts %s\n", err.msg);
+            return GM_EXIT_USAGE;
+        }
+    } else {
+        size_t total = o.requests ? (size_t)o.requests * o.npoints : SYNTHETIC_PROMPTS;
+        size_t count = total < SYNTHETIC_PROMPTS ? total : SYNTHETIC_PROMPTS;
+        if (gm_bench_prompts_synthetic((unsigned)o.input_tokens, count, o.src.seed, &prompts,
+                                       &err) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            return GM_EXIT_FAILURE;
+        }
+    }
+
+    gm_bench_client_options copt = {.url = o.url,
+                                    .api = o.api,
+                                    .headers = o.headers,
+                                    .nheaders = o.nheaders,
+                                    .api_key = key,
+                                    .timeout_s = o.timeout_s,
+                                    .max_in_flight = raise_nofile()};
+    if (gm_bench_client_new(&copt, &client, &err) < 0) {
+        fprintf(stderr, "gpumon bench: %s\n", err.msg);
+        rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        goto out;
+    }
+    if (o.model) {
+        snprintf(model, sizeof model, "%s", o.model);
+    } else if (gm_bench_client_first_model(client, model, sizeof model, &err) < 0) {
+        fprintf(stderr, "gpumon bench: cannot learn the model (give --model): %s\n", err.msg);
+        rc = GM_EXIT_FAILURE;
+        goto out;
+    }
+    if (gm_bench_client_prepare(client, model, &prompts, (unsigned)o.output_tokens, &err) < 0) {
+        fprintf(stderr, "gpumon bench: %s\n", err.msg);
+        rc = GM_EXIT_FAILURE;
+        goto out;
+    }
+
+    /* GPUs: read through the collector like every command; none is a warning unless --gpus. */
+    gm_collector_options colopt;
+    if (!gm_cli_collector_options("bench", &o.src, &colopt)) {
+        rc = GM_EXIT_USAGE;
+        goto out;
+    }
+    colopt.no_host = true;
+    colopt.slow_period_ms = -1; /* the energy counter at every sample: exact per point */
+    if (!(snap = gm_snapshot_new())) {
+        rc = GM_EXIT_FAILURE;
+        goto out;
+    }
+    /* A provider asked for by name that cannot be opened is an error, as for record; auto
+     * with nothing to read opens as provider "none" and the run goes on without GPUs. */
+    int orc = GM_EXIT_OK;
+    if (!(col = gm_cli_collector_open("bench", &colopt, &orc))) {
+        rc = orc;
+        goto out;
+    }
+    bool have_gpus = col && strcmp(gm_collector_provider(col), "none") != 0 &&
+                     gm_collector_sample(col, snap, &err) == GM_OK && snap->gpu_count > 0;
+    unsigned idx[GM_MAX_GPUS];
+    size_t nidx = 0;
+    if (!have_gpus) {
+        if (o.have_filter) {
+            fprintf(stderr, "gpumon bench: no GPU found: %s\n",
+                    err.msg[0] ? err.msg
+                    : col      ? gm_collector_diagnosis(col)
+                               : "no provider");
+            rc = GM_EXIT_NO_GPU;
+            goto out;
+        }
+        if (!o.quiet)
+            fprintf(stderr,
+                    "gpumon bench: warning: no GPU found; measuring the server without its GPUs\n");
+        gm_collector_close(col);
+        col = NULL;
+    } else if (o.have_filter && !gm_cli_gpu_filter_resolve("bench", &o.filter, snap, idx, &nidx)) {
+        rc = GM_EXIT_USAGE;
+        goto out;
+    }
+
+    if (o.trace && !(trace = fopen(o.trace, "w"))) {
+        fprintf(stderr, "gpumon bench: cannot write %s: %s\n", o.trace, strerror(errno));
+        rc = GM_EXIT_FAILURE;
+        goto out;
+    }
+    st = open_store(&o);
+
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    stop_flag = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    signals_set = true;
+
+    int64_t started_ms = gm_clock_wall_ms();
+    char id[GM_SESSION_ID_LEN], started[40];
+    gm_session_make_id(id, sizeof id, started_ms);
+    gm_json_time(started_ms, started, sizeof started);
+    gpus_json = json_array();
+    double idle_w = NAN;
+    int64_t gpu_samples = 0;
+    if (have_gpus) {
+        gm_bench_gpu_options gopt = {.collector = col,
+                                     .gpus = o.have_filter ? idx : NULL,
+                                     .ngpus = o.have_filter ? nidx : 0,
+                                     .interval_s = o.interval_s};
+        if (gm_bench_gpu_start(&gopt, &gpu, &err) < 0) {
+            fprintf(stderr, "gpumon bench: cannot sample the GPUs: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        nidx = gm_bench_gpu_indices(gpu, idx);
+        for (size_t k = 0; k < nidx; k++) {
+            const gm_gpu *g = gm_snapshot_gpu(gm_bench_gpu_first(gpu), idx[k]);
+            json_array_append_new(
+                gpus_json,
+                json_pack("{s:I, s:o, s:o, s:n}", "index", (json_int_t)idx[k], "name",
+                          g ? gm_json_text(g->name, sizeof g->name) : json_null(), "uuid",
+                          g ? gm_json_text(g->uuid, sizeof g->uuid) : json_null(), "idle_power_w"));
+        }
+        if (o.idle_s > 0) {
+            if (!o.quiet && isatty(STDERR_FILENO))
+                fprintf(stderr, "gpumon bench: measuring idle power for %g s", o.idle_s);
+            gm_bench_gpu_point ip;
+            if (gm_bench_gpu_begin(gpu, "idle", &err) == GM_OK) {
+                gm_clock_sleep_until(gm_clock_mono_s() + o.idle_s, &stop_flag);
+                if (gm_bench_gpu_end(gpu, &ip, &err) == GM_OK) {
+                    idle_w = session_idle_power(ip.session, gpus_json);
+                    gpu_samples += (int64_t)gm_session_sample_count(ip.session);
+                    gm_bench_gpu_point_free(&ip);
+                }
+            }
+            if (!o.quiet && isatty(STDERR_FILENO))
+                fprintf(stderr, "\r\033[K");
+        }
+    }
+
+    /* One request first: a server that is down or answers garbage fails here, clearly. */
+    if (!stop_flag) {
+        gm_bench_point check;
+        gm_bench_point_init(&check);
+        gm_bench_run cr = {.concurrency = 1, .requests = 1, .stop = &stop_flag};
+        int crc = gm_bench_client_run(client, &cr, &check, &err);
+        const gm_bench_result *r = check.n ? &check.res[0] : NULL;
+        if (crc < 0 || (!stop_flag && (!r || r->outcome != GM_BENCH_OK))) {
+            const char *k;
+            json_t *v;
+            const char *why = crc < 0 ? err.msg : "no answer";
+            json_object_foreach(check.error_examples, k, v) why = json_string_value(v);
+            char key_name[32] = "";
+            if (r)
+                gm_bench_outcome_key((gm_bench_outcome)r->outcome, r->http_status, key_name,
+                                     sizeof key_name);
+            fprintf(stderr, "gpumon bench: the server at %s%s failed the first request (%s): %s\n",
+                    base, gm_bench_api_path(o.api), key_name[0] ? key_name : "error", why);
+            gm_bench_point_free(&check);
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        gm_bench_point_free(&check);
+    }
+
+    points = json_array();
+    bool any_empty = false;
+    for (size_t i = 0; i < o.npoints && !stop_flag; i++) {
+        char load[64];
+        if (o.open_loop)
+            snprintf(load, sizeof load, isinf(o.rate[i]) ? "rate inf" : "rate %g/s", o.rate[i]);
+        else
+            snprintf(load, sizeof load, "concurrency %u", o.conc[i]);
+        progress_ctx pc = {.tty = !o.quiet && isatty(STDERR_FILENO),
+                           .load = load,
+                           .point = i,
+                           .npoints = o.npoints,
+                           .duration_s = o.duration_s};
+        gm_bench_run run = {.open_loop = o.open_loop,
+                            .concurrency = o.open_loop ? 0 : o.conc[i],
+                            .rate = o.open_loop ? o.rate[i] : 0,
+                            .burstiness = o.burstiness,
+                            .seed = o.src.seed + i,
+                            .stop = &stop_flag,
+                            .progress = on_progress,
+                            .arg = &pc};
+        if (o.warmup) {
+            run.warmup = true;
+            run.requests = (size_t)o.warmup;
+            if (gm_bench_client_run(client, &run, NULL, &err) < 0) {
+                fprintf(stderr, "%sgpumon bench: %s\n", pc.tty ? "\r\033[K" : "", err.msg);
+                rc = GM_EXIT_FAILURE;
+                goto out;
+            }
+            if (stop_flag)
+                break;
+        }
+        run.warmup = false;
+        run.requests = (size_t)o.requests;
+        run.duration_s = o.duration_s;
+        run.trace = trace;
+        run.trace_point = (unsigned)i;
+        gm_bench_point pt;
+        gm_bench_point_init(&pt);
+        if (gpu && gm_bench_gpu_begin(gpu, load, &err) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            gm_bench_point_free(&pt);
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        int runrc = gm_bench_client_run(client, &run, &pt, &err);
+        gm_bench_gpu_point gp = {0};
+        if (gpu)
+            gm_bench_gpu_end(gpu, &gp, &err);
+        if (pc.tty)
+            fprintf(stderr, "\r\033[K");
+        if (runrc < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            gm_bench_gpu_point_free(&gp);
+            gm_bench_point_free(&pt);
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        json_t *pj = gm_bench_point_json(&pt, &o.slo);
+        if (!pj) {
+            gm_bench_gpu_point_free(&gp);
+            gm_bench_point_free(&pt);
+            fprintf(stderr, "gpumon bench: out of memory\n");
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        gm_bench_point_add_gpu(pj, gp.session, idle_w, gp.sample_errors);
+        if (gp.session)
+            gpu_samples += (int64_t)gm_session_sample_count(gp.session);
+        /* Validity: the GPUs' observations, and the client's own load. */
+        gm_bench_check chk = gp.check;
+        if (!gpu) {
+            memset(&chk, 0, sizeof chk);
+        }
+        chk.foreign = gp.foreign;
+        double dur = gm_bench_point_duration(&pt);
+        chk.client_cpu_pct = dur > 0 ? pt.cpu_s / dur * 100 : NAN;
+        /* Schedule lag judges an open loop, whose arrivals are due at set times (all at once
+         * with rate inf: no schedule to keep). In a closed loop a burst of completions is
+         * refilled one request after another, tens of microseconds each, so the last of 256
+         * goes a few ms after its slot freed without the client being saturated; TTFT counts
+         * from each request's own send, and the CPU rule judges the client there. */
+        chk.lag_p99_ms = o.open_loop && !isinf(o.rate[i]) ? gm_bench_dist_pct(&pt.lag_ms, 99) : NAN;
+        gm_bench_point_set_validity(pj, gm_bench_check_reasons(&chk));
+        if (json_integer_value(json_object_get(pj, "completed")) == 0 && !pt.interrupted)
+            any_empty = true;
+        gm_bench_gpu_point_free(&gp);
+        gm_bench_point_free(&pt);
+        json_array_append_new(points, pj);
+        if (!o.quiet)
+            gm_bench_print_point(stderr, pj);
+    }
+    if (trace && fflush(trace) != 0)
+        fprintf(stderr, "gpumon bench: warning: writing %s: %s\n", o.trace, strerror(errno));
+
+    int64_t ended_ms = gm_clock_wall_ms();
+    char ended[40];
+    gm_json_time(ended_ms, ended, sizeof ended);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    json_t *clientj = json_pack("{s:s, s:s, s:s}", "gpumon", GM_VERSION, "libcurl",
+                                gm_bench_client_curl_version(), "hostname", host);
+    doc =
+        json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:f, s:o, s:o, s:s, s:o, s:o, s:o, "
+                  "s:b}",
+                  "id", id, "kind", "bench", "label", o.label ? json_string(o.label) : json_null(),
+                  "url", base, "model", model, "api", gm_bench_api_name(o.api), "started", started,
+                  "ended", ended, "duration_s", (double)(ended_ms - started_ms) / 1000.0, "config",
+                  config_json(&o, &prompts), "client", clientj ? clientj : json_null(), "provider",
+                  col ? gm_collector_provider(col) : "none", "gpus", gpus_json, "idle_power_w",
+                  isfinite(idle_w) ? json_real(idle_w) : json_null(), "points", points,
+                  "interrupted", stop_flag != 0);
+    gpus_json = points = NULL;
+    if (!doc) {
+        fprintf(stderr, "gpumon bench: out of memory\n");
+        rc = GM_EXIT_FAILURE;
+        goto out;
+    }
+    if (have_gpus && snap->driver_version[0])
+        json_object_set_new(doc, "driver_version", json_string(snap->driver_version));
+    if (o.output) {
+        FILE *f = fopen(o.output, "w");
+        if (!f || gm_cli_write_json(f, doc, true) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "gpumon bench: cannot write %s: %s\n", o.output, strerror(errno));
+            rc = GM_EXIT_FAILURE;
+            if (f)
+                fclose(f);
+        }
+    }
+    bool stored = false;
+    /* Stopped before any point: nothing measured, nothing to keep in the history. */
+    if (st && json_array_size(json_object_get(doc, "points")) > 0) {
+        json_t *cmd = stored_command(argc, argv);
+        if (gm_store_put_bench(st, doc, cmd, started_ms, ended_ms, gpu_samples, &err) < 0)
+            fprintf(stderr, "gpumon bench: warning: %s; the benchmark is not stored\n", err.msg);
+        else
+            stored = true;
+        json_decref(cmd);
+    }
+    if (!o.quiet) {
+        if (json_array_size(json_object_get(doc, "points")) > 1)
+            gm_bench_print_table(stderr, doc);
+        if (stored)
+            fprintf(stderr, "stored as %s (gpumon history show %s)\n", id, id);
+        if (o.output && rc == GM_EXIT_OK)
+            fprintf(stderr, "written to %s\n", o.output);
+    }
+    if (rc == GM_EXIT_OK && any_empty) {
+        fprintf(stderr, "gpumon bench: a point completed no request (see its errors)\n");
+        rc = GM_EXIT_FAILURE;
+    }
+    if (rc == GM_EXIT_OK && stop_flag)
+        rc = 128 + (stop_signal ? stop_signal : SIGINT);
+
+out:
+    if (signals_set) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
+    json_decref(doc);
+    json_decref(points);
+    json_decref(gpus_json);
+    gm_bench_gpu_free(gpu);
+    gm_snapshot_free(snap);
+    gm_collector_close(col);
+    gm_bench_client_free(client);
+    gm_bench_prompts_free(&prompts);
+    gm_store_close(st);
+    if (trace)
+        fclose(trace);
+    return rc;
+}

@@ -1,0 +1,455 @@
+/* bench_report.c - the benchmark document's GPU part, and its text forms (see bench_report.h). */
+#include "core/bench_report.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- the GPU part ----------------------------------------------------------------------- */
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
+                           unsigned sample_errors)
+{
+    const char *keys[] = {"gpu_monitoring",      "energy_j",
+                          "energy_source",       "idle_power_w",
+                          "energy_above_idle_j", "output_tokens_per_joule",
+                          "joules_per_request"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        json_object_set_new(point, keys[i], json_null());
+    if (!s)
+        return GM_OK;
+    json_t *doc = gm_session_to_json(s);
+    if (!doc)
+        return GM_ENOMEM;
+    json_t *mon = json_pack("{s:O, s:O, s:O, s:O}", "monitoring_duration_seconds",
+                            json_object_get(doc, "monitoring_duration_seconds"), "sample_count",
+                            json_object_get(doc, "sample_count"), "interval_seconds",
+                            json_object_get(doc, "interval_seconds"), "gpu_stats",
+                            json_object_get(doc, "gpu_stats"));
+    if (!mon) {
+        json_decref(doc);
+        return GM_ENOMEM;
+    }
+    if (sample_errors)
+        json_object_set_new(mon, "sample_errors", json_integer(sample_errors));
+    json_object_set_new(point, "gpu_monitoring", mon);
+    /* Energy: the session's total (null unless every GPU has one), and where it came from. */
+    const json_t *total = json_object_get(doc, "energy_j");
+    const char *source = NULL;
+    const char *key;
+    const json_t *g;
+    json_object_foreach(json_object_get(doc, "gpu_stats"), key, g)
+    {
+        const char *src = json_string_value(json_object_get(g, "energy_source"));
+        if (!src)
+            continue;
+        source = !source || strcmp(source, src) == 0 ? src : "mixed";
+    }
+    double joules = json_is_number(total) ? json_number_value(total) : NAN;
+    json_object_set_new(point, "energy_j", num_or_null(joules));
+    json_object_set_new(point, "energy_source",
+                        isfinite(joules) && source ? json_string(source) : json_null());
+    double dur = json_number_value(json_object_get(doc, "monitoring_duration_seconds"));
+    json_object_set_new(point, "idle_power_w", num_or_null(idle_power_w));
+    json_object_set_new(point, "energy_above_idle_j",
+                        num_or_null(isfinite(idle_power_w) ? joules - idle_power_w * dur : NAN));
+    double out = json_number_value(json_object_get(point, "output_tokens"));
+    double done = json_number_value(json_object_get(point, "completed"));
+    json_object_set_new(point, "output_tokens_per_joule",
+                        num_or_null(joules > 0 ? out / joules : NAN));
+    json_object_set_new(point, "joules_per_request", num_or_null(done > 0 ? joules / done : NAN));
+    json_decref(doc);
+    return GM_OK;
+}
+
+void gm_bench_point_set_validity(json_t *point, json_t *reasons)
+{
+    if (!reasons)
+        reasons = json_array();
+    json_object_set_new(point, "valid", json_boolean(json_array_size(reasons) == 0));
+    json_object_set_new(point, "invalid_reasons", reasons ? reasons : json_array());
+}
+
+void gm_bench_point_load(const json_t *point, char *buf, size_t len)
+{
+    const json_t *c = json_object_get(point, "concurrency");
+    const json_t *r = json_object_get(point, "request_rate");
+    if (json_is_integer(c))
+        snprintf(buf, len, "concurrency %lld", (long long)json_integer_value(c));
+    else if (json_is_string(r))
+        snprintf(buf, len, "rate %s", json_string_value(r));
+    else if (json_is_number(r))
+        snprintf(buf, len, "rate %g/s", json_number_value(r));
+    else
+        snprintf(buf, len, "?");
+}
+
+/* ---- reading a point -------------------------------------------------------------------- */
+
+static double num(const json_t *o, const char *key, const char *sub)
+{
+    const json_t *v = json_object_get(o, key);
+    if (sub)
+        v = json_object_get(v, sub);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void row(FILE *out, const char *label, double v, int prec)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s:", label);
+    if (isfinite(v))
+        fprintf(out, "%-40s %.*f\n", name, prec, v);
+    else
+        fprintf(out, "%-40s -\n", name);
+}
+
+static void title(FILE *out, const char *text, char fill)
+{
+    int n = (int)strlen(text);
+    int left = n >= 50 ? 0 : (50 - n) / 2, right = n >= 50 ? 0 : 50 - n - left;
+    for (int i = 0; i < left; i++)
+        fputc(fill, out);
+    fputs(text, out);
+    for (int i = 0; i < right; i++)
+        fputc(fill, out);
+    fputc('\n', out);
+}
+
+static void latency_block(FILE *out, const json_t *p, const char *key, const char *head,
+                          const char *name)
+{
+    const json_t *d = json_object_get(p, key);
+    if (!json_is_object(d))
+        return;
+    title(out, head, '-');
+    char l[64];
+    snprintf(l, sizeof l, "Mean %s (ms)", name);
+    row(out, l, num(p, key, "mean"), 2);
+    snprintf(l, sizeof l, "Median %s (ms)", name);
+    row(out, l, num(p, key, "p50"), 2);
+    snprintf(l, sizeof l, "P90 %s (ms)", name);
+    row(out, l, num(p, key, "p90"), 2);
+    snprintf(l, sizeof l, "P99 %s (ms)", name);
+    row(out, l, num(p, key, "p99"), 2);
+}
+
+void gm_bench_print_point(FILE *out, const json_t *p)
+{
+    char load[64], head[96];
+    gm_bench_point_load(p, load, sizeof load);
+    snprintf(head, sizeof head, " Serving Benchmark Result (%s) ", load);
+    title(out, head, '=');
+    row(out, "Successful requests", num(p, "completed", NULL), 0);
+    double failed = num(p, "failed", NULL);
+    if (failed > 0) {
+        row(out, "Failed requests", failed, 0);
+        const char *k;
+        const json_t *v;
+        json_object_foreach(json_object_get(p, "errors"), k, v)
+        {
+            char l[64];
+            snprintf(l, sizeof l, "  %s", k);
+            row(out, l, json_number_value(v), 0);
+        }
+    }
+    row(out, "Benchmark duration (s)", num(p, "duration_s", NULL), 2);
+    row(out, "Total input tokens", num(p, "input_tokens", NULL), 0);
+    row(out, "Total generated tokens", num(p, "output_tokens", NULL), 0);
+    const char *src = json_string_value(json_object_get(p, "output_tokens_source"));
+    if (src && strcmp(src, "usage") != 0)
+        fprintf(out, "%-40s %s\n", "Generated tokens counted from:",
+                strcmp(src, "chunks") == 0 ? "content chunks (no usage from the server)"
+                                           : "usage and content chunks (mixed)");
+    double shorts = num(p, "short_outputs", NULL);
+    if (shorts > 0)
+        row(out, "Outputs shorter than asked", shorts, 0);
+    row(out, "Request throughput (req/s)", num(p, "requests_per_s", NULL), 2);
+    if (json_object_get(p, "goodput_requests_per_s"))
+        row(out, "Request goodput (req/s)", num(p, "goodput_requests_per_s", NULL), 2);
+    row(out, "Output token throughput (tok/s)", num(p, "output_tokens_per_s", NULL), 2);
+    row(out, "Total Token throughput (tok/s)", num(p, "total_tokens_per_s", NULL), 2);
+    row(out, "Peak concurrent requests", num(p, "peak_concurrency", NULL), 0);
+    latency_block(out, p, "ttft_ms", "Time to First Token", "TTFT");
+    latency_block(out, p, "tpot_ms", "Time per Output Token (excl. 1st token)", "TPOT");
+    latency_block(out, p, "itl_ms", "Inter-token Latency", "ITL");
+    latency_block(out, p, "e2e_ms", "End-to-end Latency", "E2EL");
+    if (json_object_get(p, "ttft_from_schedule_ms")) {
+        title(out, "From the Scheduled Send Time", '-');
+        row(out, "Median TTFT (ms)", num(p, "ttft_from_schedule_ms", "p50"), 2);
+        row(out, "P99 TTFT (ms)", num(p, "ttft_from_schedule_ms", "p99"), 2);
+        row(out, "Median E2EL (ms)", num(p, "e2e_from_schedule_ms", "p50"), 2);
+        row(out, "P99 E2EL (ms)", num(p, "e2e_from_schedule_ms", "p99"), 2);
+    }
+    if (json_object_get(p, "gpu_monitoring") &&
+        !json_is_null(json_object_get(p, "gpu_monitoring"))) {
+        title(out, "GPU Energy", '-');
+        row(out, "GPU energy (J)", num(p, "energy_j", NULL), 1);
+        const char *es = json_string_value(json_object_get(p, "energy_source"));
+        fprintf(out, "%-40s %s\n", "Energy from:",
+                !es                                    ? "-"
+                : strcmp(es, "counter") == 0           ? "the energy counter"
+                : strcmp(es, "power_integration") == 0 ? "power x time (no energy counter)"
+                                                       : "counter and power x time (mixed)");
+        row(out, "Output tokens per joule", num(p, "output_tokens_per_joule", NULL), 3);
+        row(out, "Joules per request", num(p, "joules_per_request", NULL), 2);
+        row(out, "Idle power (W)", num(p, "idle_power_w", NULL), 1);
+        row(out, "Energy above idle (J)", num(p, "energy_above_idle_j", NULL), 1);
+        const json_t *stats = json_object_get(json_object_get(p, "gpu_monitoring"), "gpu_stats");
+        const char *k;
+        const json_t *g;
+        json_object_foreach((json_t *)stats, k, g)
+        {
+            char l[64];
+            snprintf(l, sizeof l, "GPU %s util %% / power W (mean):", k);
+            double u = num(g, "utilization", "mean"), w = num(g, "power_draw_w", "mean");
+            fprintf(out, "%-40s ", l);
+            if (isfinite(u))
+                fprintf(out, "%.1f", u);
+            else
+                fprintf(out, "-");
+            if (isfinite(w))
+                fprintf(out, " / %.1f\n", w);
+            else
+                fprintf(out, " / -\n");
+        }
+    }
+    title(out, "Client", '-');
+    row(out, "Client CPU (% of a core)", num(json_object_get(p, "client"), "cpu_percent", NULL), 1);
+    const json_t *c = json_object_get(p, "client");
+    row(out, "Schedule lag P99 (ms)", num(c, "schedule_lag_ms", "p99"), 3);
+    row(out, "Receive-to-parse P99 (us)", num(c, "receive_to_parse_us", "p99"), 1);
+    row(out, "Wake-to-receive P99 (us)", num(c, "wake_to_receive_us", "p99"), 1);
+    const json_t *reasons = json_object_get(p, "invalid_reasons");
+    if (json_is_false(json_object_get(p, "valid"))) {
+        fprintf(out, "%-40s %s\n", "Valid:", "NO");
+        size_t i;
+        const json_t *r;
+        json_array_foreach(reasons, i, r) fprintf(out, "  %s\n", json_string_value(r));
+    } else if (json_is_true(json_object_get(p, "valid"))) {
+        fprintf(out, "%-40s %s\n", "Valid:", "yes");
+    }
+    if (json_is_true(json_object_get(p, "interrupted")))
+        fprintf(out, "(interrupted: the point was stopped by a signal)\n");
+    for (int i = 0; i < 50; i++)
+        fputc('=', out);
+    fputc('\n', out);
+}
+
+static void cell(FILE *out, double v, int width, int prec)
+{
+    if (isfinite(v))
+        fprintf(out, " %*.*f", width, prec, v);
+    else
+        fprintf(out, " %*s", width, "-");
+}
+
+void gm_bench_print_table(FILE *out, const json_t *doc)
+{
+    fprintf(out, "%-16s %8s %9s %8s %8s %8s %8s %8s %8s %8s %8s %5s\n", "LOAD", "REQ/S",
+            "OUT TOK/S", "TTFT p50", "TTFT p99", "TPOT p50", "ITL p50", "E2E p50", "GOODPUT",
+            "J/REQ", "TOK/J", "VALID");
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(doc, "points"), i, p)
+    {
+        char load[64];
+        gm_bench_point_load(p, load, sizeof load);
+        fprintf(out, "%-16.16s", load);
+        cell(out, num(p, "requests_per_s", NULL), 8, 2);
+        cell(out, num(p, "output_tokens_per_s", NULL), 9, 1);
+        cell(out, num(p, "ttft_ms", "p50"), 8, 2);
+        cell(out, num(p, "ttft_ms", "p99"), 8, 2);
+        cell(out, num(p, "tpot_ms", "p50"), 8, 2);
+        cell(out, num(p, "itl_ms", "p50"), 8, 2);
+        cell(out, num(p, "e2e_ms", "p50"), 8, 1);
+        cell(out, num(p, "goodput_requests_per_s", NULL), 8, 2);
+        cell(out, num(p, "joules_per_request", NULL), 8, 2);
+        cell(out, num(p, "output_tokens_per_joule", NULL), 8, 3);
+        const json_t *v = json_object_get(p, "valid");
+        fprintf(out, " %5s\n", json_is_true(v) ? "yes" : json_is_false(v) ? "NO" : "-");
+    }
+}
+
+void gm_bench_print_report(FILE *out, const json_t *doc)
+{
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    const char *label = json_string_value(json_object_get(doc, "label"));
+    fprintf(out, "bench %s", id ? id : "?");
+    if (label)
+        fprintf(out, " \"%s\"", label);
+    fprintf(out, ": %s %s, model %s, api %s\n",
+            json_string_value(json_object_get(doc, "started")) ?: "",
+            json_string_value(json_object_get(doc, "url")) ?: "?",
+            json_string_value(json_object_get(doc, "model")) ?: "?",
+            json_string_value(json_object_get(doc, "api")) ?: "?");
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(doc, "points"), i, p) gm_bench_print_point(out, p);
+    if (json_array_size(json_object_get(doc, "points")) > 1)
+        gm_bench_print_table(out, doc);
+}
+
+/* ---- comparing -------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name, *key, *sub;
+    int prec;
+} metrics[] = {
+    {"requests/s", "requests_per_s", NULL, 2},
+    {"output tok/s", "output_tokens_per_s", NULL, 1},
+    {"total tok/s", "total_tokens_per_s", NULL, 1},
+    {"goodput req/s", "goodput_requests_per_s", NULL, 2},
+    {"TTFT p50 ms", "ttft_ms", "p50", 2},
+    {"TTFT p99 ms", "ttft_ms", "p99", 2},
+    {"TPOT p50 ms", "tpot_ms", "p50", 2},
+    {"TPOT p99 ms", "tpot_ms", "p99", 2},
+    {"ITL p50 ms", "itl_ms", "p50", 2},
+    {"ITL p99 ms", "itl_ms", "p99", 2},
+    {"E2E p50 ms", "e2e_ms", "p50", 1},
+    {"E2E p99 ms", "e2e_ms", "p99", 1},
+    {"failed", "failed", NULL, 0},
+    {"energy J", "energy_j", NULL, 1},
+    {"output tok/J", "output_tokens_per_joule", NULL, 3},
+    {"J/request", "joules_per_request", NULL, 2},
+};
+#define NMETRICS (sizeof metrics / sizeof *metrics)
+
+static bool is_bench(const json_t *doc)
+{
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    return json_is_array(json_object_get(doc, "points")) && kind && strcmp(kind, "bench") == 0;
+}
+
+/* The point of doc matching the load of ref (same load label), else the one at index i. */
+static const json_t *match_point(const json_t *doc, const json_t *ref, size_t i)
+{
+    char want[64], have[64];
+    gm_bench_point_load(ref, want, sizeof want);
+    size_t k;
+    const json_t *p;
+    json_array_foreach(json_object_get(doc, "points"), k, p)
+    {
+        gm_bench_point_load(p, have, sizeof have);
+        if (strcmp(want, have) == 0)
+            return p;
+    }
+    return json_array_get(json_object_get(doc, "points"), i);
+}
+
+static int check_docs(const json_t *const *docs, size_t n, gm_error *err)
+{
+    if (n < 2)
+        return gm_error_set(err, GM_EINVAL, "compare needs two benchmarks or more");
+    for (size_t i = 0; i < n; i++)
+        if (!is_bench(docs[i]))
+            return gm_error_set(err, GM_EINVAL, "%s is not a benchmark (kind %s)",
+                                json_string_value(json_object_get(docs[i], "id")) ?: "?",
+                                json_string_value(json_object_get(docs[i], "kind")) ?: "?");
+    return GM_OK;
+}
+
+int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_error *err)
+{
+    int rc = check_docs(docs, n, err);
+    if (rc < 0)
+        return rc;
+    for (size_t d = 0; d < n; d++) {
+        const char *label = json_string_value(json_object_get(docs[d], "label"));
+        fprintf(out, "%c: %s%s%s%s %s, model %s, api %s\n", (int)('A' + (d < 26 ? d : 25)),
+                json_string_value(json_object_get(docs[d], "id")) ?: "?", label ? " \"" : "",
+                label ? label : "", label ? "\"" : "",
+                json_string_value(json_object_get(docs[d], "url")) ?: "?",
+                json_string_value(json_object_get(docs[d], "model")) ?: "?",
+                json_string_value(json_object_get(docs[d], "api")) ?: "?");
+    }
+    size_t i;
+    const json_t *ref;
+    json_array_foreach(json_object_get(docs[0], "points"), i, ref)
+    {
+        char load[64];
+        gm_bench_point_load(ref, load, sizeof load);
+        fprintf(out, "\n%s\n%-16s", load, "");
+        for (size_t d = 0; d < n; d++)
+            fprintf(out, d ? " %20c" : " %10c", (int)('A' + (d < 26 ? d : 25)));
+        fputc('\n', out);
+        for (size_t m = 0; m < NMETRICS; m++) {
+            double a = num(ref, metrics[m].key, metrics[m].sub);
+            fprintf(out, "%-16s", metrics[m].name);
+            cell(out, a, 10, metrics[m].prec);
+            for (size_t d = 1; d < n; d++) {
+                const json_t *p = match_point(docs[d], ref, i);
+                double b = p ? num(p, metrics[m].key, metrics[m].sub) : NAN;
+                cell(out, b, 10, metrics[m].prec);
+                if (isfinite(a) && isfinite(b) && a != 0)
+                    fprintf(out, " (%+7.1f%%)", (b - a) / fabs(a) * 100);
+                else
+                    fprintf(out, " %10s", "");
+            }
+            fputc('\n', out);
+        }
+        fprintf(out, "%-16s", "valid");
+        for (size_t d = 0; d < n; d++) {
+            const json_t *p = d ? match_point(docs[d], ref, i) : ref;
+            const json_t *v = json_object_get(p, "valid");
+            fprintf(out, d ? " %10s %9s" : " %10s",
+                    json_is_true(v)    ? "yes"
+                    : json_is_false(v) ? "NO"
+                                       : "-",
+                    "");
+        }
+        fputc('\n', out);
+    }
+    return GM_OK;
+}
+
+json_t *gm_bench_compare_json(const json_t *const *docs, size_t n, gm_error *err)
+{
+    if (check_docs(docs, n, err) < 0)
+        return NULL;
+    json_t *benches = json_array(), *points = json_array();
+    for (size_t d = 0; benches && d < n; d++)
+        json_array_append_new(benches, json_pack("{s:O?, s:O?, s:O?, s:O?}", "id",
+                                                 json_object_get(docs[d], "id"), "label",
+                                                 json_object_get(docs[d], "label"), "url",
+                                                 json_object_get(docs[d], "url"), "model",
+                                                 json_object_get(docs[d], "model")));
+    size_t i;
+    const json_t *ref;
+    json_array_foreach(json_object_get(docs[0], "points"), i, ref)
+    {
+        char load[64];
+        gm_bench_point_load(ref, load, sizeof load);
+        json_t *values = json_object(), *change = json_object();
+        for (size_t m = 0; values && change && m < NMETRICS; m++) {
+            json_t *va = json_array(), *ca = json_array();
+            double a = num(ref, metrics[m].key, metrics[m].sub);
+            for (size_t d = 0; va && ca && d < n; d++) {
+                const json_t *p = d ? match_point(docs[d], ref, i) : ref;
+                double b = p ? num(p, metrics[m].key, metrics[m].sub) : NAN;
+                json_array_append_new(va, num_or_null(b));
+                json_array_append_new(ca, num_or_null(isfinite(a) && a != 0 && isfinite(b)
+                                                          ? (b - a) / fabs(a) * 100
+                                                          : NAN));
+            }
+            char name[64];
+            snprintf(name, sizeof name, "%s%s%s", metrics[m].key, metrics[m].sub ? "." : "",
+                     metrics[m].sub ? metrics[m].sub : "");
+            json_object_set_new(values, name, va);
+            json_object_set_new(change, name, ca);
+        }
+        json_array_append_new(points, json_pack("{s:s, s:o, s:o}", "load", load, "values",
+                                                values ? values : json_null(), "change_percent",
+                                                change ? change : json_null()));
+    }
+    if (!benches || !points) {
+        json_decref(benches);
+        json_decref(points);
+        return NULL;
+    }
+    return json_pack("{s:o, s:o}", "benchmarks", benches, "points", points);
+}

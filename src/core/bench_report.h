@@ -1,0 +1,53 @@
+/* bench_report.h - a benchmark's document (the JSON of `gpumon bench -o FILE`, the store and the
+ * REST API; its keys are in docs/BENCH.md) and what people read of it: a result block per point
+ * in the layout of `vllm bench serve` plus the energy and the client's own figures, a table of
+ * a sweep's points, and a comparison of several benchmarks side by side.
+ *
+ * The GPU side of a point comes from its monitoring session (core/session): "gpu_monitoring"
+ * is the session's statistics in seed 003's shape, and the energy is the session's: the energy
+ * counter's increase over the point, else power integrated over the samples
+ * ("energy_source" says which). */
+#ifndef GM_BENCH_REPORT_H
+#define GM_BENCH_REPORT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/session.h"
+#include "gpumon.h"
+
+/* Adds the GPU side of a point to its JSON (from gm_bench_point_json): "gpu_monitoring" (s's
+ * duration, samples, interval and per-GPU statistics), "energy_j" (null unless every GPU has
+ * one), "energy_source" ("counter", "power_integration", "mixed"), "idle_power_w" and
+ * "energy_above_idle_j" (when idle_power_w is finite: the benchmarked GPUs' idle power, summed),
+ * "output_tokens_per_joule" and "joules_per_request". s NULL (no GPU): these keys are null.
+ * sample_errors: samples that failed (kept in gpu_monitoring when not 0). GM_OK or GM_ENOMEM. */
+int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
+                           unsigned sample_errors);
+
+/* Sets "valid" (reasons empty) and "invalid_reasons" (stolen) on a point. */
+void gm_bench_point_set_validity(json_t *point, json_t *reasons);
+
+/* "concurrency 64", "rate 10/s", "rate inf" (into buf). */
+void gm_bench_point_load(const json_t *point, char *buf, size_t len);
+
+/* The result block of one point. */
+void gm_bench_print_point(FILE *out, const json_t *point);
+/* A line per point: load, throughput, latency percentiles, energy, validity. */
+void gm_bench_print_table(FILE *out, const json_t *doc);
+/* The whole benchmark: its header, every point's block, and the table when there are several. */
+void gm_bench_print_report(FILE *out, const json_t *doc);
+
+/* Prints the points of n benchmark documents side by side (points matched by their load, else
+ * by position), each figure with its change from the first benchmark's. GM_OK or GM_EINVAL
+ * (fewer than two documents, or one is not a benchmark). */
+int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_error *err);
+
+/* The comparison as JSON: {"benchmarks": [{id, label, url, model}], "points": [{"load",
+ * "values": {metric: [one per benchmark, null where absent]}, "change_percent": {metric: [...]}}]}.
+ * NULL when out of memory or not comparable (see gm_bench_print_compare). */
+json_t *gm_bench_compare_json(const json_t *const *docs, size_t n, gm_error *err);
+
+#endif
