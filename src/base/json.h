@@ -48,6 +48,7 @@ char *gm_json_dump(const json_t *j, size_t *len);
 
 /* The error body every API answer uses, {"error": "<fmt formatted, at most 600 bytes>"}, as
  * malloc'd text (*len its length); NULL when out of memory. */
-char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap);
+char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 #endif

@@ -718,7 +718,7 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
 
 /* libmicrohttpd's messages: what a client causes (malformed requests, resets) at debug, so a
  * client cannot flood the log; before listening they explain a failure to start. */
-static void on_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_log(void *cls, const char *fmt, va_list ap)
 {
     gm_server *srv = cls;
     gm_log_level level = srv->listening ? GM_LOG_DEBUG : GM_LOG_ERROR;
