@@ -5,7 +5,7 @@ set -eu
 # as independent clients, promtool (prometheus) to validate /metrics, Chromium for the dashboard.
 PKGS="build-essential cmake pkg-config clang-format libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libcmocka-dev
 libcurl4-openssl-dev libsqlite3-dev zlib1g-dev sqlite3 python3 python3-websockets python3-pycurl prometheus
-chromium"
+chromium clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
