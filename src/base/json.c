@@ -309,6 +309,31 @@ err:
     return NULL;
 }
 
+json_t *gm_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err)
+{
+    const char *nul = len ? memchr(text, '\0', len) : NULL;
+    if (!nul)
+        return json_loadb(text, len, flags, err);
+    if (err) {
+        memset(err, 0, sizeof *err);
+        err->line = 1;
+        for (const char *p = text; p < nul; p++) {
+            if (*p == '\n') {
+                err->line++;
+                err->column = 0;
+            } else if ((*p & 0xC0) != 0x80) { /* columns count characters, as jansson's do */
+                err->column++;
+            }
+        }
+        err->column++;
+        err->position = (int)(nul - text);
+        snprintf(err->source, sizeof err->source, "<buffer>");
+        snprintf(err->text, sizeof err->text, "a NUL byte is not allowed in JSON text");
+        err->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_invalid_syntax;
+    }
+    return NULL;
+}
+
 char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap)
 {
     char msg[600], clean[3 * sizeof msg];

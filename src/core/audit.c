@@ -515,7 +515,7 @@ int gm_audit_parse(const char *text_in, size_t len, const char *name, json_t **o
 {
     *out = NULL;
     json_error_t jerr;
-    json_t *doc = json_loadb(text_in, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *doc = gm_json_loadb(text_in, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!doc) {
         if (json_error_code(&jerr) == json_error_out_of_memory)
             return gm_error_set(err, GM_ENOMEM, "%s: out of memory", name);

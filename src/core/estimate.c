@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
+
 #define SPELLINGS     5
 #define MAX_VALUES    1024
 #define MAX_TASK_SIZE ((size_t)16 << 20)
@@ -312,7 +314,7 @@ int gm_estimate_task_text(const char *text, size_t len, const char *origin, gm_e
         origin = "task";
     json_error_t je;
     /* Duplicate keys are rejected: "tp" twice in one object is as ambiguous as two aliases. */
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = gm_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return gm_error_set(err, GM_EPARSE, "%s: not valid JSON: line %d, column %d: %s", origin,
                             je.line, je.column, je.text);

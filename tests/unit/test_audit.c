@@ -277,6 +277,19 @@ static void test_host_changed(void **state)
     json_decref(a);
 }
 
+/* Found by fuzz_audit: jansson 2.14 drops a NUL byte right after a number. */
+static void test_nul_byte(void **state)
+{
+    static const char text[] = "{\"kind\": \"gpumon-snapshot\", \"schema\": 1\0, \"gpus\": [],"
+                               " \"p2p_known\": false}";
+    json_t *doc = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_audit_parse(text, sizeof text - 1, "nul.json", &doc, &err), GM_EPARSE);
+    assert_null(doc);
+    assert_non_null(strstr(err.msg, "nul.json: not JSON: a NUL byte is not allowed"));
+    assert_non_null(strstr(err.msg, "line 1, column 40"));
+}
+
 static void test_gpu_removed_and_added(void **state)
 {
     json_t *b = base(), *a = base();
@@ -698,6 +711,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unchanged),
+        cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_memory_tolerance),
         cmocka_unit_test(test_memory_mib_only),
         cmocka_unit_test(test_power_tolerance),

@@ -179,6 +179,14 @@ static void test_memory_classes(void **state)
     assert_int_equal(est.memory_mib, 20000);
 }
 
+/* Found by fuzz_estimate: jansson 2.14 drops a NUL byte right after a number. */
+static void test_nul_byte(void **state)
+{
+    static const char nul[] = "{\"parameters\": {\"tp\": 2\0}}";
+    assert_int_equal(gm_estimate_task_text(nul, sizeof nul - 1, "t.json", &est, &err), GM_EPARSE);
+    assert_non_null(strstr(err.msg, "NUL byte"));
+}
+
 static void test_files_and_json(void **state)
 {
     const char *fx = getenv("GM_FIXTURES");
@@ -219,7 +227,7 @@ int main(void)
         cmocka_unit_test(test_seed_example),   cmocka_unit_test(test_every_spelling),
         cmocka_unit_test(test_world_size),     cmocka_unit_test(test_aliases_agreeing_or_not),
         cmocka_unit_test(test_malformed),      cmocka_unit_test(test_memory_classes),
-        cmocka_unit_test(test_files_and_json),
+        cmocka_unit_test(test_files_and_json), cmocka_unit_test(test_nul_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,12 +140,31 @@ static void test_p2p(void **state)
     gm_snapshot_free(s);
 }
 
+/* jansson 2.14 loads "[1\0]" as [1] (akheron/jansson#331); gm_json_loadb refuses any NUL. */
+static void test_loadb(void **state)
+{
+    (void)state;
+    json_error_t e;
+    json_t *j = gm_json_loadb("[1, 2]", 6, 0, &e);
+    assert_non_null(j);
+    json_decref(j);
+    static const char nul[] = "[\n 1\0]";
+    assert_null(gm_json_loadb(nul, sizeof nul - 1, 0, &e));
+    assert_string_equal(e.text, "a NUL byte is not allowed in JSON text");
+    assert_int_equal(e.line, 2);
+    assert_int_equal(e.column, 3);
+    assert_int_equal(e.position, 4);
+    assert_int_equal(json_error_code(&e), json_error_invalid_syntax);
+    assert_null(gm_json_loadb(nul, sizeof nul - 1, 0, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_number),        cmocka_unit_test(test_text),
         cmocka_unit_test(test_host_number),   cmocka_unit_test(test_pcie_gbps),
         cmocka_unit_test(test_p2p_cap_names), cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_loadb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
