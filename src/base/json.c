@@ -44,9 +44,12 @@ static json_t *raw_integer(const gm_gpu *g, gm_metric m)
     return json_integer((json_int_t)g->v[m]);
 }
 
+/* Text read from a driver, nvidia-smi or /proc, null when empty. Bytes that are not UTF-8 (a
+ * Latin-1 command line, a garbled name) are repaired: json_string would refuse them and take
+ * the whole GPU, process or snapshot with it. */
 static json_t *string_or_null(const char *s)
 {
-    return s && *s ? json_string(s) : json_null();
+    return s && *s ? gm_json_text(s, strlen(s)) : json_null();
 }
 
 static json_t *host_metric(const gm_host *h, gm_host_metric m)
@@ -123,7 +126,7 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
             json_array_append_new(procs, process_json(&s->procs[i]));
 
     json_t *j = json_pack(
-        "{s:I, s:s, s:o, s:o, s:b,"
+        "{s:I, s:o, s:o, s:o, s:b,"
         " s:{s:o, s:o, s:o, s:o},"
         " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
         " s:o, s:{s:o, s:o}, s:o,"
@@ -131,7 +134,8 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
         " s:o,"
         " s:{s:o, s:o, s:o, s:o, s:o, s:o},"
         " s:o, s:o, s:o, s:o}",
-        "index", (json_int_t)g->index, "name", g->name, "uuid", string_or_null(g->uuid),
+        "index", (json_int_t)g->index, "name",
+        g->name[0] ? string_or_null(g->name) : json_string(""), "uuid", string_or_null(g->uuid),
         "pci_bus_id", string_or_null(g->pci_bus_id), "lost", g->lost,
         /* utilization */
         "utilization", "gpu", metric(g, GM_M_UTIL_GPU_PCT), "memory", metric(g, GM_M_UTIL_MEM_PCT),
