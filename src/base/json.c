@@ -39,7 +39,9 @@ static json_t *metric(const gm_gpu *g, gm_metric m)
 
 static json_t *raw_integer(const gm_gpu *g, gm_metric m)
 {
-    if (!gm_gpu_has(g, m))
+    /* Converting a double outside int64_t is undefined: no real reading is that large (nvidia-smi
+     * can print 1e14 MiB, 2^66 bytes), so it is null, as for a value not reported. */
+    if (!gm_gpu_has(g, m) || !(fabs(g->v[m]) < 9.2e18))
         return json_null();
     return json_integer((json_int_t)g->v[m]);
 }
@@ -79,7 +81,11 @@ static json_t *process_json(const gm_process *p)
     const char *type = p->type == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS) ? "compute+graphics"
                        : p->type == GM_PROC_GRAPHICS                   ? "graphics"
                                                                        : "compute";
-    json_t *mem_b = p->mem_valid ? json_integer((json_int_t)p->used_mem_bytes) : json_null();
+    /* A JSON integer here is an int64_t: a figure past it (nvidia-smi can print one) would turn
+     * negative, so it is null, as unknown. */
+    json_t *mem_b = p->mem_valid && p->used_mem_bytes <= INT64_MAX
+                        ? json_integer((json_int_t)p->used_mem_bytes)
+                        : json_null();
     json_t *mem_mib =
         p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
     return json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o}", "gpu", (json_int_t)p->gpu_index, "pid",
@@ -92,7 +98,10 @@ static json_t *throttle_json(const gm_gpu *g)
 {
     if (!gm_gpu_has(g, GM_M_THROTTLE_REASONS))
         return json_null();
-    uint64_t mask = (uint64_t)g->v[GM_M_THROTTLE_REASONS];
+    /* nvidia-smi may print any 64-bit mask; as a double all ones is 2^64, which a cast would
+     * not survive (undefined). */
+    double v = g->v[GM_M_THROTTLE_REASONS];
+    uint64_t mask = v >= 18446744073709551615.0 ? UINT64_MAX : v > 0 ? (uint64_t)v : 0;
     char hex[24];
     snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)mask);
     json_t *active = json_array();
