@@ -83,7 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(fuzz_terminated(g->name, sizeof g->name));
         FUZZ_CHECK(fuzz_terminated(g->uuid, sizeof g->uuid));
         FUZZ_CHECK(fuzz_terminated(g->pci_bus_id, sizeof g->pci_bus_id));
-        FUZZ_CHECK(!g->lost || g->valid == 0);
+        for (int m = 0; g->lost && m < GM_M__COUNT; m++)
+            FUZZ_CHECK(!gm_gpu_has(g, (gm_metric)m)); /* a lost GPU reports nothing */
     }
     for (unsigned i = 0; i < snap->gpu_count; i++)
         for (unsigned k = 0; k < i; k++)
