@@ -8,6 +8,7 @@
 #                clang-format, groff, and Debian's nodejs + npm unless a Node.js is on PATH
 #     deb        build + the Debian packaging tools (make deb)
 #     container  podman and what scripts/container-build.sh uses (make container)
+#     fuzz       build + clang and its sanitizer runtime (scripts/fuzz.sh)
 #   --check      install nothing: list what is missing and fail if anything is
 set -eu
 # The libraries gpumon links: the one list (debian/control's Build-Depends repeats it and
@@ -22,6 +23,8 @@ TEST="libcmocka-dev python3-pycurl python3-websockets python3-yaml sqlite3 prome
 nginx-light clang-format groff-base"
 DEB="debhelper dpkg-dev lintian fakeroot"
 CONTAINER="podman runc debootstrap curl ca-certificates"
+# libFuzzer comes with clang; Debian's clang only recommends the runtime that holds it.
+FUZZ="clang libclang-rt-14-dev"
 
 # netdata's python.d nvidia_smi collector, which tests/cli/test_smi.py runs against gpumon's
 # nvidia-smi: Debian's netdata-plugins-python is unpacked (apt-get download, dpkg-deb -x) into
@@ -57,8 +60,9 @@ for t in "$@"; do
         ;;
     deb) want="$want $BUILD $DEB" ;;
     container) want="$want $CONTAINER" ;;
+    fuzz) want="$want $BUILD $FUZZ" ;;
     *)
-        sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
+        sed -n '2,13s/^# \{0,1\}//p' "$0" >&2
         exit 2
         ;;
     esac

@@ -39,14 +39,19 @@ static json_t *metric(const gm_gpu *g, gm_metric m)
 
 static json_t *raw_integer(const gm_gpu *g, gm_metric m)
 {
-    if (!gm_gpu_has(g, m))
+    /* Converting a double outside int64_t is undefined: no real reading is that large (nvidia-smi
+     * can print 1e14 MiB, 2^66 bytes), so it is null, as for a value not reported. */
+    if (!gm_gpu_has(g, m) || !(fabs(g->v[m]) < 9.2e18))
         return json_null();
     return json_integer((json_int_t)g->v[m]);
 }
 
+/* Text read from a driver, nvidia-smi or /proc, null when empty. Bytes that are not UTF-8 (a
+ * Latin-1 command line, a garbled name) are repaired: json_string would refuse them and take
+ * the whole GPU, process or snapshot with it. */
 static json_t *string_or_null(const char *s)
 {
-    return s && *s ? json_string(s) : json_null();
+    return s && *s ? gm_json_text(s, strlen(s)) : json_null();
 }
 
 static json_t *host_metric(const gm_host *h, gm_host_metric m)
@@ -76,7 +81,11 @@ static json_t *process_json(const gm_process *p)
     const char *type = p->type == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS) ? "compute+graphics"
                        : p->type == GM_PROC_GRAPHICS                   ? "graphics"
                                                                        : "compute";
-    json_t *mem_b = p->mem_valid ? json_integer((json_int_t)p->used_mem_bytes) : json_null();
+    /* A JSON integer here is an int64_t: a figure past it (nvidia-smi can print one) would turn
+     * negative, so it is null, as unknown. */
+    json_t *mem_b = p->mem_valid && p->used_mem_bytes <= INT64_MAX
+                        ? json_integer((json_int_t)p->used_mem_bytes)
+                        : json_null();
     json_t *mem_mib =
         p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
     return json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o}", "gpu", (json_int_t)p->gpu_index, "pid",
@@ -89,7 +98,10 @@ static json_t *throttle_json(const gm_gpu *g)
 {
     if (!gm_gpu_has(g, GM_M_THROTTLE_REASONS))
         return json_null();
-    uint64_t mask = (uint64_t)g->v[GM_M_THROTTLE_REASONS];
+    /* nvidia-smi may print any 64-bit mask; as a double all ones is 2^64, which a cast would
+     * not survive (undefined). */
+    double v = g->v[GM_M_THROTTLE_REASONS];
+    uint64_t mask = v >= 18446744073709551615.0 ? UINT64_MAX : v > 0 ? (uint64_t)v : 0;
     char hex[24];
     snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)mask);
     json_t *active = json_array();
@@ -320,7 +332,7 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
             json_array_append_new(procs, process_json(&s->procs[i]));
 
     json_t *j = json_pack(
-        "{s:I, s:s, s:o, s:o, s:b,"
+        "{s:I, s:o, s:o, s:o, s:b,"
         " s:{s:o, s:o, s:o, s:o},"
         " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
         " s:o, s:{s:o, s:o}, s:o,"
@@ -328,7 +340,8 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
         " s:o,"
         " s:{s:o, s:o, s:o, s:o, s:o, s:o},"
         " s:o, s:o, s:o, s:o}",
-        "index", (json_int_t)g->index, "name", g->name, "uuid", string_or_null(g->uuid),
+        "index", (json_int_t)g->index, "name",
+        g->name[0] ? string_or_null(g->name) : json_string(""), "uuid", string_or_null(g->uuid),
         "pci_bus_id", string_or_null(g->pci_bus_id), "lost", g->lost,
         /* utilization */
         "utilization", "gpu", metric(g, GM_M_UTIL_GPU_PCT), "memory", metric(g, GM_M_UTIL_MEM_PCT),
@@ -508,6 +521,31 @@ json_t *gm_json_p2p(const gm_snapshot *s, const gm_topology *t)
     return o;
 err:
     json_decref(o);
+    return NULL;
+}
+
+json_t *gm_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err)
+{
+    const char *nul = len ? memchr(text, '\0', len) : NULL;
+    if (!nul)
+        return json_loadb(text, len, flags, err);
+    if (err) {
+        memset(err, 0, sizeof *err);
+        err->line = 1;
+        for (const char *p = text; p < nul; p++) {
+            if (*p == '\n') {
+                err->line++;
+                err->column = 0;
+            } else if ((*p & 0xC0) != 0x80) { /* columns count characters, as jansson's do */
+                err->column++;
+            }
+        }
+        err->column++;
+        err->position = (int)(nul - text);
+        snprintf(err->source, sizeof err->source, "<buffer>");
+        snprintf(err->text, sizeof err->text, "a NUL byte is not allowed in JSON text");
+        err->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_invalid_syntax;
+    }
     return NULL;
 }
 

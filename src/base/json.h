@@ -46,8 +46,15 @@ void gm_json_time(int64_t time_ms, char *buf, size_t len);
  * *len (optional) gets its length. NULL when out of memory. Does not steal j. */
 char *gm_json_dump(const json_t *j, size_t *len);
 
+/* json_loadb for text from outside (a request body, a file a person names). jansson 2.14 lets a
+ * NUL byte right after a number through ("[1\0]" loads as [1]; akheron/jansson#331), and JSON
+ * text never holds one, so text with a NUL byte anywhere is refused first: NULL, with err (may
+ * be NULL) filled as jansson fills it for a syntax error. */
+json_t *gm_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err);
+
 /* The error body every API answer uses, {"error": "<fmt formatted, at most 600 bytes>"}, as
  * malloc'd text (*len its length); NULL when out of memory. */
-char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap);
+char *gm_json_error_vtext(size_t *len, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 #endif

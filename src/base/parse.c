@@ -136,7 +136,9 @@ int gm_parse_duration_ms(const char *s, int64_t min_ms, int64_t max_ms, int64_t 
         if (fraction)
             return GM_EINVAL; /* only the last component may have a fraction */
     }
-    if (!isfinite(total))
+    /* The same bound for a plain number as for components: 1e15 ms (31 700 years) also keeps
+     * llround within int64_t, where an out-of-range result is unspecified. */
+    if (!isfinite(total) || total > 1e15)
         return GM_EINVAL;
     int64_t ms = (int64_t)llround(total);
     if (ms < min_ms || ms > max_ms)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "core/stats.h"
 
 #define MAX_SNAPSHOT_BYTES (64u << 20) /* far above any real snapshot; stops reading /dev/zero */
@@ -515,7 +516,7 @@ int gm_audit_parse(const char *text_in, size_t len, const char *name, json_t **o
 {
     *out = NULL;
     json_error_t jerr;
-    json_t *doc = json_loadb(text_in, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *doc = gm_json_loadb(text_in, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!doc) {
         if (json_error_code(&jerr) == json_error_out_of_memory)
             return gm_error_set(err, GM_ENOMEM, "%s: out of memory", name);
@@ -755,16 +756,19 @@ __attribute__((format(printf, 7, 8))) static void add(differ *d, enum severity s
                                                       const json_t *before, const json_t *after,
                                                       const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[1024], clean[3 * sizeof msg];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* The message quotes values cut to fit (a long host name): a character cut in two is not
+     * UTF-8, and jansson would refuse the item, which then read as out of memory. */
+    gm_utf8_repair(clean, sizeof clean, msg, strlen(msg));
     json_t *item =
         json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s}", "severity", severity_names[sev], "field",
                   field, "gpu", gpu ? copy_or_null(json_object_get(gpu, "index")) : json_null(),
                   "uuid", gpu ? copy_or_null(json_object_get(gpu, "uuid")) : json_null(), "before",
-                  copy_or_null(before), "after", copy_or_null(after), "message", msg);
+                  copy_or_null(before), "after", copy_or_null(after), "message", clean);
     if (json_array_append_new(d->items, item) != 0) {
         d->rc = GM_ENOMEM;
         return;

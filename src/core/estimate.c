@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
+#include "base/utf8.h"
+
 #define SPELLINGS     5
 #define MAX_VALUES    1024
 #define MAX_TASK_SIZE ((size_t)16 << 20)
@@ -207,6 +210,8 @@ static double params_billions(const char *model)
             v *= w;
             end = end2;
         }
+        if (!isfinite(v)) /* "1e200x1e200b": no model has infinitely many parameters */
+            v = 0;
         if ((*end == 'b' || *end == 'B') && !isalnum((unsigned char)end[1]) && v > best)
             best = v;
         i = (size_t)(end - model);
@@ -264,7 +269,9 @@ static int read_model(const json_t *task, gm_estimate *out, gm_error *err)
                             type_name(m));
     }
     if (name)
-        snprintf(out->model, sizeof out->model, "%s", name);
+        /* Cut a long id before a character that would not fit whole: half a character is not
+         * UTF-8, and the JSON report could not hold it. */
+        gm_utf8_repair(out->model, sizeof out->model, name, strlen(name));
     return GM_OK;
 }
 
@@ -312,7 +319,7 @@ int gm_estimate_task_text(const char *text, size_t len, const char *origin, gm_e
         origin = "task";
     json_error_t je;
     /* Duplicate keys are rejected: "tp" twice in one object is as ambiguous as two aliases. */
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = gm_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return gm_error_set(err, GM_EPARSE, "%s: not valid JSON: line %d, column %d: %s", origin,
                             je.line, je.column, je.text);

@@ -35,6 +35,7 @@ struct gm_conn {
     int fd;
     int phase;
     int64_t deadline_ms; /* PH_HEAD and PH_BODY: when the connection is closed; 0 none */
+    gm_http_req *req;    /* the request on_uri made, until on_completed frees it */
 };
 
 /* libmicrohttpd closes the connection after an answer queued at the first call (the head), as
@@ -630,7 +631,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
-    (void)c;
     gm_http_req *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
@@ -641,7 +641,21 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         memcpy(r->uri, uri, n + 1);
         r->uri_len = n;
     }
+    gm_conn *k = conn_of(c);
+    if (k)
+        k->req = r;
     return r;
+}
+
+static void req_free(gm_server *srv, gm_http_req *r)
+{
+    pending_unlink(srv, r);
+    if (r->job) /* the client left before the worker answered */
+        gm_worker_abandon(srv->worker, r->job);
+    if (r->has_ready)
+        gm_resp_release(&r->ready);
+    free(r->body);
+    free(r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -658,15 +672,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     }
     if (!r)
         return;
-    pending_unlink(srv, r);
-    if (r->job) /* the client left before the worker answered */
-        gm_worker_abandon(srv->worker, r->job);
+    if (conn && conn->req == r)
+        conn->req = NULL;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->stage != ST_ANSWERED)
         srv->http_refused++;
-    if (r->has_ready)
-        gm_resp_release(&r->ready);
-    free(r->body);
-    free(r);
+    req_free(srv, r);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -696,6 +706,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     gm_conn *k = *socket_context;
     if (!k)
         return;
+    /* libmicrohttpd 0.9.75 may close a connection without reporting its request completed:
+     * after a request line whose query parameters fill the connection's memory (a 431 it never
+     * sends), the connection is closed and on_completed never called. The request on_uri made
+     * is freed here then, else each such request leaks 8 KiB. */
+    if (k->req) {
+        srv->http_refused++;
+        req_free(srv, k->req);
+    }
     if (k->prev)
         k->prev->next = k->next;
     else
@@ -718,7 +736,7 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
 
 /* libmicrohttpd's messages: what a client causes (malformed requests, resets) at debug, so a
  * client cannot flood the log; before listening they explain a failure to start. */
-static void on_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_log(void *cls, const char *fmt, va_list ap)
 {
     gm_server *srv = cls;
     gm_log_level level = srv->listening ? GM_LOG_DEBUG : GM_LOG_ERROR;

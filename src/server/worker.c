@@ -147,11 +147,12 @@ int gm_session_request_parse(const char *body, size_t len, const gm_snapshot *sn
     memset(out, 0, sizeof *out);
     json_t *doc = NULL;
     size_t blank = 0;
-    while (blank < len && strchr(" \t\r\n", body[blank]))
+    /* body[blank] first: strchr finds a NUL too, and a body of NULs is not blank. */
+    while (blank < len && body[blank] && strchr(" \t\r\n", body[blank]))
         blank++;
     if (blank < len) {
         json_error_t jerr;
-        doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        doc = gm_json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!doc)
             return gm_error_set(err, GM_EINVAL,
                                 "request body is not valid JSON: %s (line %d, column %d)",

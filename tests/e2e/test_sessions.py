@@ -294,8 +294,10 @@ class Lifecycle(Base):
         tl = self.get(sid)["timeline"]
         reads = [int(r["gpus"]["0"]["utilization"]) for r in tl]
         steps = [(b - a) % N for a, b in zip(reads, reads[1:])]
-        # Every second pass; a late pass may push one step to three, never below two.
-        self.assertTrue(all(s in (2, 3) for s in steps), steps)
+        # Every second pass, by time (half a period of slack): a pass late by that much (a
+        # loaded machine under ASan) is taken one read after the last and the next one read
+        # later, so steps of one and three occur; the spacing in time below never shrinks.
+        self.assertTrue(all(s in (1, 2, 3) for s in steps), steps)
         self.assertGreaterEqual(steps.count(2), len(steps) // 2, steps)
         self.assertTrue(all(b - a >= 0.15 for a, b in zip([r["t"] for r in tl], [r["t"] for r in tl][1:])))
         self.assertEqual(list(tl[0]["gpus"]), ["0"])

@@ -277,6 +277,40 @@ static void test_host_changed(void **state)
     json_decref(a);
 }
 
+/* Caught by fuzz_audit's check that a diff of valid snapshots succeeds: a message quotes a value
+ * cut to 159 bytes; cut inside a character it was no UTF-8, jansson refused the item, and the
+ * whole diff failed as "out of memory". */
+static void test_value_cut_inside_a_character(void **state)
+{
+    json_t *b = base(), *a = base();
+    char name[200];
+    memset(name, 'h', 158);
+    snprintf(name + 158, sizeof name - 158, "\xc3\xa9\xe2\x82\xac"); /* é€ across the cut */
+    json_object_set_new(json_object_get(b, "system"), "hostname", json_string(name));
+    gm_audit_verdict v;
+    diff(b, a, NULL, &v);
+    assert_int_equal(v.changes, 1);
+    const char *msg = json_string_value(
+        json_object_get(json_array_get(json_object_get(v.report, "differences"), 0), "message"));
+    assert_non_null(strstr(msg, "hhh\xef\xbf\xbd -> node1")); /* the half character: U+FFFD */
+    gm_audit_verdict_free(&v);
+    json_decref(b);
+    json_decref(a);
+}
+
+/* Found by fuzz_audit: jansson 2.14 drops a NUL byte right after a number. */
+static void test_nul_byte(void **state)
+{
+    static const char text[] = "{\"kind\": \"gpumon-snapshot\", \"schema\": 1\0, \"gpus\": [],"
+                               " \"p2p_known\": false}";
+    json_t *doc = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_audit_parse(text, sizeof text - 1, "nul.json", &doc, &err), GM_EPARSE);
+    assert_null(doc);
+    assert_non_null(strstr(err.msg, "nul.json: not JSON: a NUL byte is not allowed"));
+    assert_non_null(strstr(err.msg, "line 1, column 40"));
+}
+
 static void test_gpu_removed_and_added(void **state)
 {
     json_t *b = base(), *a = base();
@@ -698,6 +732,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unchanged),
+        cmocka_unit_test(test_value_cut_inside_a_character),
+        cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_memory_tolerance),
         cmocka_unit_test(test_memory_mib_only),
         cmocka_unit_test(test_power_tolerance),

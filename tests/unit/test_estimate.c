@@ -179,6 +179,37 @@ static void test_memory_classes(void **state)
     assert_int_equal(est.memory_mib, 20000);
 }
 
+/* Caught by fuzz_estimate's check: gm_estimate_json failed (the CLI said "out of memory") for a
+ * model id cut inside a character to fit gm_estimate.model, and for a size token that overflows
+ * ("1e200x1e200b", infinitely many parameters). */
+static void test_model_ids_the_report_must_hold(void **state)
+{
+    char text[400], id[300];
+    memset(id, 'a', 254);
+    snprintf(id + 254, sizeof id - 254, "\xc3\xa9-70b"); /* é straddles byte 255 */
+    snprintf(text, sizeof text, "{\"model\": \"%s\"}", id);
+    assert_int_equal(estimate(text), GM_OK);
+    assert_int_equal(strlen(est.model), 254); /* cut before the character, not inside it */
+    json_t *j = gm_estimate_json(&est);
+    assert_non_null(j);
+    json_decref(j);
+
+    assert_int_equal(estimate("{\"model\": \"m-1e200x1e200b\"}"), GM_OK);
+    assert_true(est.model_params_b == 0);
+    assert_int_equal(est.memory_mib, GM_ESTIMATE_MEM_BASE_MIB);
+    j = gm_estimate_json(&est);
+    assert_non_null(j);
+    json_decref(j);
+}
+
+/* Found by fuzz_estimate: jansson 2.14 drops a NUL byte right after a number. */
+static void test_nul_byte(void **state)
+{
+    static const char nul[] = "{\"parameters\": {\"tp\": 2\0}}";
+    assert_int_equal(gm_estimate_task_text(nul, sizeof nul - 1, "t.json", &est, &err), GM_EPARSE);
+    assert_non_null(strstr(err.msg, "NUL byte"));
+}
+
 static void test_files_and_json(void **state)
 {
     const char *fx = getenv("GM_FIXTURES");
@@ -216,10 +247,15 @@ static void test_files_and_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_seed_example),   cmocka_unit_test(test_every_spelling),
-        cmocka_unit_test(test_world_size),     cmocka_unit_test(test_aliases_agreeing_or_not),
-        cmocka_unit_test(test_malformed),      cmocka_unit_test(test_memory_classes),
+        cmocka_unit_test(test_seed_example),
+        cmocka_unit_test(test_every_spelling),
+        cmocka_unit_test(test_world_size),
+        cmocka_unit_test(test_aliases_agreeing_or_not),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_memory_classes),
         cmocka_unit_test(test_files_and_json),
+        cmocka_unit_test(test_nul_byte),
+        cmocka_unit_test(test_model_ids_the_report_must_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

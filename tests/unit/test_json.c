@@ -140,12 +140,112 @@ static void test_p2p(void **state)
     gm_snapshot_free(s);
 }
 
+/* Found by fuzz_smi_csv: text from nvidia-smi (or /proc) that is not UTF-8 made json_string
+ * refuse it, and with it the whole GPU, process or snapshot: /api/gpus went empty. */
+static void test_snapshot_text_not_utf8(void **state)
+{
+    (void)state;
+    gm_snapshot *s = gm_snapshot_new();
+    assert_non_null(s);
+    snprintf(s->provider, sizeof s->provider, "nvidia-smi");
+    snprintf(s->driver_version, sizeof s->driver_version, "580.\xff");
+    snprintf(s->host.hostname, sizeof s->host.hostname, "n\xe9ud");
+    s->host_valid = true;
+    s->gpu_count = 1;
+    gm_gpu *g = &s->gpus[0];
+    snprintf(g->name, sizeof g->name, "NVIDIA \xc3");
+    snprintf(g->uuid, sizeof g->uuid, "GPU-\x80");
+    gm_process p = {.gpu_index = 0, .pid = 42, .type = GM_PROC_COMPUTE};
+    snprintf(p.user, sizeof p.user, "\xe9");
+    snprintf(p.command, sizeof p.command, "python caf\xe9.py");
+    assert_true(gm_snapshot_add_process(s, &p));
+
+    json_t *j = gm_json_snapshot(s);
+    assert_non_null(j);
+    const json_t *gj = json_array_get(json_object_get(j, "gpus"), 0);
+    assert_non_null(gj);
+    assert_string_equal(json_string_value(json_object_get(gj, "name")), "NVIDIA \xef\xbf\xbd");
+    assert_string_equal(json_string_value(json_object_get(gj, "uuid")), "GPU-\xef\xbf\xbd");
+    assert_string_equal(json_string_value(json_object_get(j, "driver_version")),
+                        "580.\xef\xbf\xbd");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "system"), "hostname")),
+        "n\xef\xbf\xbdud");
+    const json_t *pj = json_array_get(json_object_get(gj, "processes"), 0);
+    assert_non_null(pj);
+    assert_string_equal(json_string_value(json_object_get(pj, "command")),
+                        "python caf\xef\xbf\xbd.py");
+    assert_string_equal(json_string_value(json_object_get(pj, "user")), "\xef\xbf\xbd");
+    json_decref(j);
+    /* An empty name stays "", as before. */
+    g->name[0] = '\0';
+    j = gm_json_gpu(s, g);
+    assert_string_equal(json_string_value(json_object_get(j, "name")), "");
+    json_decref(j);
+    gm_snapshot_free(s);
+}
+
+/* Found by fuzz_smi_csv: nvidia-smi may print any figure; memory past int64_t bytes and an
+ * all-ones throttle mask went through undefined double-to-integer conversions (UBSan), and a
+ * process's memory past INT64_MAX bytes came out negative. */
+static void test_snapshot_numbers_out_of_range(void **state)
+{
+    (void)state;
+    gm_snapshot *s = gm_snapshot_new();
+    assert_non_null(s);
+    s->gpu_count = 1;
+    gm_gpu *g = &s->gpus[0];
+    gm_gpu_set(g, GM_M_MEM_TOTAL_BYTES, 999999999999999.0 * 1048576.0);
+    gm_gpu_set(g, GM_M_MEM_USED_BYTES, 1048576.0);
+    gm_gpu_set(g, GM_M_THROTTLE_REASONS, 18446744073709551615.0);
+    gm_process p = {.gpu_index = 0, .pid = 42, .mem_valid = true, .used_mem_bytes = UINT64_MAX - 1};
+    assert_true(gm_snapshot_add_process(s, &p));
+    json_t *gj = gm_json_gpu(s, g);
+    assert_non_null(gj);
+    const json_t *mem = json_object_get(gj, "memory");
+    assert_true(json_is_null(json_object_get(mem, "total_bytes")));
+    assert_int_equal(json_integer_value(json_object_get(mem, "used_bytes")), 1048576);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(gj, "throttle_reasons"), "mask")),
+        "0xffffffffffffffff");
+    const json_t *pj = json_array_get(json_object_get(gj, "processes"), 0);
+    assert_true(json_is_null(json_object_get(pj, "used_memory_bytes")));
+    assert_int_equal(json_integer_value(json_object_get(pj, "used_memory_mib")),
+                     (UINT64_MAX - 1) / 1048576);
+    json_decref(gj);
+    gm_snapshot_free(s);
+}
+
+/* jansson 2.14 loads "[1\0]" as [1] (akheron/jansson#331); gm_json_loadb refuses any NUL. */
+static void test_loadb(void **state)
+{
+    (void)state;
+    json_error_t e;
+    json_t *j = gm_json_loadb("[1, 2]", 6, 0, &e);
+    assert_non_null(j);
+    json_decref(j);
+    static const char nul[] = "[\n 1\0]";
+    assert_null(gm_json_loadb(nul, sizeof nul - 1, 0, &e));
+    assert_string_equal(e.text, "a NUL byte is not allowed in JSON text");
+    assert_int_equal(e.line, 2);
+    assert_int_equal(e.column, 3);
+    assert_int_equal(e.position, 4);
+    assert_int_equal(json_error_code(&e), json_error_invalid_syntax);
+    assert_null(gm_json_loadb(nul, sizeof nul - 1, 0, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_number),        cmocka_unit_test(test_text),
-        cmocka_unit_test(test_host_number),   cmocka_unit_test(test_pcie_gbps),
-        cmocka_unit_test(test_p2p_cap_names), cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_number),
+        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_host_number),
+        cmocka_unit_test(test_pcie_gbps),
+        cmocka_unit_test(test_p2p_cap_names),
+        cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_loadb),
+        cmocka_unit_test(test_snapshot_text_not_utf8),
+        cmocka_unit_test(test_snapshot_numbers_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

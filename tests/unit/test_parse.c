@@ -85,6 +85,14 @@ static void test_duration(void **state)
     }
     int64_t ms;
     assert_int_equal(gm_parse_duration_ms("50ms", 100, 1000, &ms), GM_EINVAL); /* below min */
+    /* Found by fuzz_parse: a plain number of seconds escaped the 1e15 ms bound that components
+     * have, so "2000000000000" was accepted where "2000000000000s" was not, and one past
+     * INT64_MAX ms went to llround (unspecified). */
+    assert_int_equal(gm_parse_duration_ms("1000000000000", 0, INT64_MAX, &ms), GM_OK);
+    assert_int_equal(ms, 1000000000000000LL);
+    assert_int_equal(gm_parse_duration_ms("2000000000000s", 0, INT64_MAX, &ms), GM_EINVAL);
+    assert_int_equal(gm_parse_duration_ms("2000000000000", 0, INT64_MAX, &ms), GM_EINVAL);
+    assert_int_equal(gm_parse_duration_ms("9300000000000000", 0, INT64_MAX, &ms), GM_EINVAL);
 }
 
 int main(void)

@@ -338,6 +338,19 @@ static void test_request_errors(void **state)
     gm_snapshot none = {0};
     assert_int_equal(gm_session_request_parse("{}", 2, &none, 1000, &r, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "no GPU is visible"));
+    /* Found by fuzz_session_body: a body of NUL bytes passed for a blank one (strchr finds the
+     * NUL too), and jansson 2.14 drops a NUL right after a number ("27\0," loaded as 27,).
+     * JSON text holds no NUL byte. */
+    gm_snapshot *two = two_gpus();
+    static const char nuls[3] = {0, 0, 0};
+    static const char after_number[] = "{\"interval\": 2\0, \"label\": \"x\"}";
+    assert_int_equal(gm_session_request_parse(nuls, sizeof nuls, two, 1000, &r, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "not valid JSON"));
+    assert_int_equal(
+        gm_session_request_parse(after_number, sizeof after_number - 1, two, 1000, &r, &err),
+        GM_EINVAL);
+    assert_non_null(strstr(err.msg, "NUL byte"));
+    free(two);
 }
 
 /* ---- who may change state ------------------------------------------------------------------- */
