@@ -233,7 +233,7 @@ class Bench(unittest.TestCase):
 
     def test_usage_errors(self):
         cases = [
-            ([], "--url is required"),
+            ([], "--url or --image is required"),
             (["--url", "ftp://x"], "must start with http"),
             (["--url", "http://x", "--concurrency", "2", "--request-rate", "3"], "not both"),
             (["--url", "http://x", "--burstiness", "2"], "--burstiness is for --request-rate"),
