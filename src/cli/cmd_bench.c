@@ -1061,16 +1061,13 @@ int gm_cli_bench(int argc, char **argv)
             /* A container that ended before it was ready, or never became ready: the record
              * of it (its output, the loading) is kept. */
             gm_cli_ctr_finish(ir.ctr);
-            json_t *cj = ir.ctr ? gm_cli_ctr_json(ir.ctr) : NULL;
-            const char *failure = json_string_value(json_object_get(cj, "failure"));
-            bool keep =
-                failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0);
-            json_decref(cj);
-            if (keep) {
+            const char *failure = ir.ctr ? gm_cli_ctr_failure(ir.ctr) : NULL;
+            if (failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0)) {
                 result r = {.id = id,
                             .started_ms = started_ms,
                             .ended_ms = gm_clock_wall_ms(),
-                            .provider = gm_collector_provider(col),
+                            .base = gm_cli_ctr_url(ir.ctr),
+                            .provider = col ? gm_collector_provider(col) : "none",
                             .driver_version = gpu ? gm_bench_gpu_first(gpu)->driver_version : NULL,
                             .gpus = gpus_json,
                             .idle_w = idle_w,

@@ -561,6 +561,11 @@ const char *gm_cli_ctr_url(const gm_cli_ctr *c)
     return c->url;
 }
 
+const char *gm_cli_ctr_failure(const gm_cli_ctr *c)
+{
+    return c->failure;
+}
+
 void gm_cli_ctr_finish(gm_cli_ctr *c)
 {
     if (!c || c->finished)

@@ -103,6 +103,9 @@ int gm_cli_ctr_wait_ready(gm_cli_ctr *c, const volatile sig_atomic_t *stop);
 const char *gm_cli_ctr_name(const gm_cli_ctr *c);
 pid_t gm_cli_ctr_pid(const gm_cli_ctr *c);
 const char *gm_cli_ctr_url(const gm_cli_ctr *c);
+/* Why the server never got ready: "exited", "timeout", "interrupted", "error"; NULL while
+ * nothing went wrong. */
+const char *gm_cli_ctr_failure(const gm_cli_ctr *c);
 
 /* Ends the container's life: a container that ended on its own has its last lines of output
  * printed and kept; a running one is stopped (SIGTERM, SIGKILL after GM_CLI_CTR_STOP_S);
