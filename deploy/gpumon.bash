@@ -15,17 +15,22 @@ _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format 
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id -t --timeout --interval
     --format --ignore-leases --lease-dir --all-devices -v --verbose --provider --simulate --seed
     -h --help'
-_gpumon_opts_estimate='-f --task --format -h --help'
+_gpumon_opts_estimate='-f --task --method --dtype --kv-dtype --context --batch --overhead-mib
+    --format -h --help'
 _gpumon_opts_run='--task -c --count -m --min-free-mb -u --max-util -w --wait --check-interval
     -n --interval -o --output -l --label --snapshot --snapshot-window-ms --db --no-db
-    --lease-dir --all-devices -q --quiet --provider --simulate --seed -h --help'
+    --lease-dir --all-devices -q --quiet --provider --simulate --seed --image --container-port
+    --env --volume --shm-size --keep-container --pull -h --help'
 _gpumon_opts_snapshot='-o --output --power-window --power-interval --no-processes --provider
     --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format -h --help'
 _gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests
     --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env
     --timeout -i --gpus --interval --idle-seconds -o --output -l --label --trace --db --no-db
-    -q --quiet --provider --simulate --seed -h --help'
+    -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size
+    --ready-path --ready-timeout --keep-container --pull --task --count --min-free-mb --max-util
+    --wait --check-interval --lease-dir --all-devices -h --help'
+_gpumon_opts_containers='--format --all --dry-run --stop-timeout -h --help'
 _gpumon_opts_history='--db --format -n --limit -o --output -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display
     -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps
@@ -37,7 +42,8 @@ _gpumon() {
     local split
     _init_completion -s || return
 
-    local commands='query serve record select wait estimate run snapshot diff bench history smi'
+    local commands='query serve record select wait estimate run snapshot diff bench containers
+        history smi'
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands help --help --version" -- "$cur"))
         return
@@ -48,8 +54,9 @@ _gpumon() {
         return
     fi
 
-    # After `--`, record and run take a command line of their own.
-    if [[ $cmd == record || $cmd == run ]]; then
+    # After `--`, record and run take a command line of their own (not with --image, where
+    # the words go to the container).
+    if [[ $cmd == record || ($cmd == run && " ${words[*]} " != *" --image "*) ]]; then
         for ((i = 2; i < cword; i++)); do
             if [[ ${words[i]} == -- ]]; then
                 _command_offset $((i + 1))
@@ -66,6 +73,7 @@ _gpumon() {
         smi) COMPREPLY=($(compgen -W 'csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
         select | wait) COMPREPLY=($(compgen -W 'list uuid json' -- "$cur")) ;;
         history) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+        containers) COMPREPLY=($(compgen -W 'table json' -- "$cur")) ;;
         *) COMPREPLY=($(compgen -W 'text json' -- "$cur")) ;;
         esac
         return
@@ -76,6 +84,23 @@ _gpumon() {
         ;;
     --api)
         COMPREPLY=($(compgen -W 'completions chat' -- "$cur"))
+        return
+        ;;
+    --method)
+        COMPREPLY=($(compgen -W 'model seed' -- "$cur"))
+        return
+        ;;
+    --dtype | --kv-dtype)
+        COMPREPLY=($(compgen -W 'fp32 fp16 bf16 fp8 int8 int4 awq gptq' -- "$cur"))
+        return
+        ;;
+    --env)
+        # NAME alone passes gpumon's own value: offer the variables set here.
+        COMPREPLY=($(compgen -v -- "$cur"))
+        return
+        ;;
+    --volume)
+        _filedir -d
         return
         ;;
     --api-key-env)
@@ -123,7 +148,9 @@ _gpumon() {
         --count | -w | --wait | --check-interval | --power-window | --power-interval | \
         --mem-tolerance-mb | --power-tolerance-w | --limit | --url | --model | --concurrency | \
         --request-rate | --burstiness | --requests | --duration | --warmup | --input-tokens | \
-        --output-tokens | --slo | --header | --timeout | --idle-seconds)
+        --output-tokens | --slo | --header | --timeout | --idle-seconds | --image | \
+        --container-port | --shm-size | --ready-path | --ready-timeout | --context | --batch | \
+        --overhead-mib | --stop-timeout)
         return
         ;;
     esac
@@ -133,6 +160,8 @@ _gpumon() {
         COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
     elif [[ $cmd == history ]]; then
         [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare' -- "$cur"))
+    elif [[ $cmd == containers ]]; then
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list cleanup follow' -- "$cur"))
     elif [[ $cmd == diff ]]; then
         _filedir json
     fi

@@ -2,6 +2,7 @@
  * than strtod/strtoul, which accept hex, exponents, "inf", leading spaces and signs. */
 #include "base/parse.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 #include <strings.h>
@@ -144,6 +145,49 @@ int gm_parse_duration_ms(const char *s, int64_t min_ms, int64_t max_ms, int64_t 
     if (ms < min_ms || ms > max_ms)
         return GM_EINVAL;
     *out_ms = ms;
+    return GM_OK;
+}
+
+int gm_parse_size_bytes(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s)
+        return GM_EINVAL;
+    const char *p = s;
+    double v;
+    if (!scan_decimal(&p, &v))
+        return GM_EINVAL;
+    static const struct {
+        char letter;
+        double scale;
+    } units[] = {{'b', 1},
+                 {'k', 1024.0},
+                 {'m', 1024.0 * 1024},
+                 {'g', 1024.0 * 1024 * 1024},
+                 {'t', 1024.0 * 1024 * 1024 * 1024}};
+    double scale = 1;
+    if (*p) {
+        char u = (char)tolower((unsigned char)*p);
+        size_t k = 0;
+        while (k < sizeof units / sizeof *units && units[k].letter != u)
+            k++;
+        if (k == sizeof units / sizeof *units)
+            return GM_EINVAL;
+        scale = units[k].scale;
+        p++;
+        /* kb, kib (b alone takes no suffix) */
+        if (u != 'b' && (*p == 'i' || *p == 'I'))
+            p++;
+        if (u != 'b' && (*p == 'b' || *p == 'B'))
+            p++;
+        else if (p[-1] == 'i' || p[-1] == 'I')
+            return GM_EINVAL; /* "ki" */
+        if (*p)
+            return GM_EINVAL;
+    }
+    double bytes = floor(v * scale);
+    if (!isfinite(bytes) || bytes > 9.0e18 || bytes < (double)min || bytes > (double)max)
+        return GM_EINVAL;
+    *out = (int64_t)bytes;
     return GM_OK;
 }
 

@@ -26,6 +26,11 @@ int gm_parse_bool(const char *s, bool *out);
  * fraction ("1h30m", "2.5s", "500ms", "1d12h"). Units in any case. */
 int gm_parse_duration_ms(const char *s, int64_t min_ms, int64_t max_ms, int64_t *out_ms);
 
+/* A size in bytes, in [min, max]: a number with an optional unit, powers of 1024 as Docker
+ * reads --shm-size ("16GB", "16g", "512MiB", "1.5G", "65536"): b, k/kb/kib, m/mb/mib,
+ * g/gb/gib, t/tb/tib, any case. A fraction is rounded down to whole bytes. */
+int gm_parse_size_bytes(const char *s, int64_t min, int64_t max, int64_t *out);
+
 /* What gm_parse_duration_ms accepts, for messages: "a duration such as 90, 0.5, 500ms, 15m,
  * 1h30m or 1d". */
 const char *gm_parse_duration_help(void);

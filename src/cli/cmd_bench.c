@@ -18,6 +18,8 @@
 #include "base/parse.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/container.h"
+#include "cli/lease.h"
 #include "core/bench_client.h"
 #include "core/bench_gpu.h"
 #include "core/bench_openai.h"
@@ -64,13 +66,19 @@ typedef struct bench_opts {
     bool no_db;
     bool quiet;
     gm_cli_source src;
+    /* --image: the server in a container on leased GPUs; args after -- go to it */
+    gm_cli_ctr_opts ctr;
+    gm_cli_lease_opts lease;
+    char **ctr_args;
+    size_t nctr_args;
 } bench_opts;
 
 static void usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: gpumon bench --url URL [--model NAME] [--api completions|chat]\n"
+        "usage: gpumon bench --url URL | --image IMAGE [container options] [-- ARGS...]\n"
+        "                    [--model NAME] [--api completions|chat]\n"
         "                    [--concurrency N[,N...] | --request-rate R[,R...] [--burstiness B]]\n"
         "                    [--requests N | --duration SECONDS] [--warmup N]\n"
         "                    [--input-tokens N] [--output-tokens N] [--prompts FILE.jsonl]\n"
@@ -125,11 +133,41 @@ static void usage(FILE *out)
         "      --seed N           seed of the arrival schedule, the synthetic prompts and the\n"
         "                         simulated GPUs (default 0)\n"
         "  -h, --help             show this help\n\n"
+        "The server in a container (instead of --url), through the Docker Engine API\n"
+        "($DOCKER_HOST=unix://PATH, else /var/run/docker.sock; podman system service works):\n"
+        "      --image IMAGE      run the server from IMAGE on GPUs leased as gpumon run does,\n"
+        "                         given to it as HostConfig.DeviceRequests by UUID (never\n"
+        "                         CUDA_VISIBLE_DEVICES); ARGS after -- follow its entrypoint\n"
+        "      --container-port P the server's port inside (default 8000), published on a\n"
+        "                         free port of 127.0.0.1\n"
+        "      --env K=V, --env NAME  set a variable in the container (repeatable); NAME alone\n"
+        "                         passes gpumon's own value (NGC_API_KEY), never printed\n"
+        "      --volume HOST:CONTAINER[:ro]  mount (repeatable)\n"
+        "      --shm-size SIZE    /dev/shm of the container (16GB, 512m)\n"
+        "      --ready-path PATH  readiness: GET PATH answers 2xx (default: /v1/health/ready,\n"
+        "                         then /health, then /v1/models, whichever exists)\n"
+        "      --ready-timeout S  most time to wait for it (default 1800: a first NIM start\n"
+        "                         downloads the model)\n"
+        "      --keep-container   leave it running afterwards (default: stopped and removed on\n"
+        "                         every way out, Ctrl-C and errors included)\n"
+        "      --pull             pull IMAGE when it is not here (progress on stderr)\n"
+        "      --count N | --task FILE  GPUs to lease (default 1, or as many as --gpus lists;\n"
+        "                         --task: its estimate, see gpumon estimate)\n"
+        "      --min-free-mb MIB, --max-util PCT, --wait S, --check-interval S,\n"
+        "      --lease-dir DIR, --all-devices   as for gpumon run; --gpus LIST limits the\n"
+        "                         GPUs that may be leased\n"
+        "The container is named gpumon-<id> and labelled gpumon.owner (host:pid) and gpumon.run\n"
+        "(the id); its time to ready, GPU memory after loading, energy while loading, image id\n"
+        "and exit state are stored with the benchmark, and when it ends on its own its last 50\n"
+        "lines of output are printed and stored. gpumon containers list|cleanup finds those a\n"
+        "killed gpumon left.\n\n"
         "Ctrl-C stops the benchmark and keeps what was measured. Without a GPU the serving\n"
         "metrics are still measured.\n\n"
         "Exit status: 0 ok; 1 failure (the server cannot be reached or answers wrongly, a point\n"
-        "completed no request); 2 usage error or malformed prompts; 3 no GPU found (with\n"
-        "--gpus); 130 stopped by Ctrl-C (the result is kept).\n");
+        "completed no request, the container ended or could not start); 2 usage error or\n"
+        "malformed prompts; 3 no GPU found (with --gpus or --image); 4 not enough GPUs (--task);\n"
+        "5 timed out (GPUs not free, or the container not ready); 130 stopped by Ctrl-C (the\n"
+        "result is kept).\n");
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
@@ -252,6 +290,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"no-db", no_argument, NULL, OPT_NODB},
         {"quiet", no_argument, NULL, 'q'},
         GM_CLI_SOURCE_LONGOPTS,
+        GM_CLI_CTR_LONGOPTS,
+        GM_CLI_LEASE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -387,16 +427,30 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        default:
-            if (!gm_cli_default_option(cmd, c, argv, &o->src))
+        default: {
+            int taken = gm_cli_ctr_option(cmd, c, optarg, &o->ctr);
+            if (taken == 0)
+                taken = gm_cli_lease_option(cmd, c, optarg, &o->lease);
+            if (taken < 0)
+                return GM_EXIT_USAGE;
+            if (taken == 0 && !gm_cli_default_option(cmd, c, argv, &o->src))
                 return GM_EXIT_USAGE;
             break;
         }
+        }
     }
-    if (!gm_cli_no_operands(cmd, argc, argv))
+    /* Operands are the container's arguments (after --), so only with --image. */
+    if (!o->ctr.image && !gm_cli_no_operands(cmd, argc, argv))
+        return GM_EXIT_USAGE;
+    o->ctr_args = argv + optind;
+    o->nctr_args = (size_t)(argc - optind);
+    if (!gm_cli_ctr_validate(cmd, &o->ctr, true))
         return GM_EXIT_USAGE;
     const char *conflict =
-        !o->url                               ? "--url is required"
+        !o->url && !o->ctr.image              ? "--url or --image is required"
+        : o->url && o->ctr.image              ? "give --url or --image, not both"
+        : o->lease.given && !o->ctr.image     ? "--count, --task and the other lease options are "
+                                                "for --image"
         : o->have_conc && o->have_rate        ? "give --concurrency or --request-rate, not both"
         : o->have_burstiness && !o->have_rate ? "--burstiness is for --request-rate"
         : o->requests && o->duration_s > 0    ? "give --requests or --duration, not both"
@@ -501,7 +555,8 @@ static gm_store *open_store(const bench_opts *o)
     return st;
 }
 
-/* The command line as stored: header values replaced, so no secret reaches the database. */
+/* The command line as stored: header values and --env values replaced, so no secret reaches
+ * the database. */
 static json_t *stored_command(int argc, char **argv)
 {
     json_t *a = json_array();
@@ -511,11 +566,18 @@ static json_t *stored_command(int argc, char **argv)
         const char *arg = argv[i];
         char red[256];
         bool is_header = i > 0 && strcmp(argv[i - 1], "--header") == 0;
+        bool is_env = i > 0 && strcmp(argv[i - 1], "--env") == 0;
         if (is_header || strncmp(arg, "--header=", 9) == 0) {
             const char *h = is_header ? arg : arg + 9;
             const char *colon = strchr(h, ':');
             int n = colon ? (int)(colon - h) : (int)strlen(h);
             snprintf(red, sizeof red, "%s%.*s: <redacted>", is_header ? "" : "--header=", n, h);
+            arg = red;
+        } else if ((is_env || strncmp(arg, "--env=", 6) == 0) &&
+                   strchr(is_env ? arg : arg + 6, '=')) {
+            const char *e = is_env ? arg : arg + 6;
+            int n = (int)(strchr(e, '=') - e);
+            snprintf(red, sizeof red, "%s%.*s=<redacted>", is_env ? "" : "--env=", n, e);
             arg = red;
         }
         json_t *s = json_string(arg);
@@ -614,6 +676,306 @@ static double session_idle_power(gm_session *s, json_t *gpus)
     return known ? total : NAN;
 }
 
+/* ---- the GPUs ----------------------------------------------------------------------------- */
+
+/* The followed GPUs as the document lists them (idle power filled in later), from the
+ * sampler's first sample; their indices into idx. */
+static json_t *gpus_doc(gm_bench_gpu *gpu, unsigned *idx, size_t *nidx)
+{
+    json_t *a = json_array();
+    *nidx = gm_bench_gpu_indices(gpu, idx);
+    for (size_t k = 0; a && k < *nidx; k++) {
+        const gm_gpu *g = gm_snapshot_gpu(gm_bench_gpu_first(gpu), idx[k]);
+        json_array_append_new(
+            a, json_pack("{s:I, s:o, s:o, s:n}", "index", (json_int_t)idx[k], "name",
+                         g ? gm_json_text(g->name, sizeof g->name) : json_null(), "uuid",
+                         g ? gm_json_text(g->uuid, sizeof g->uuid) : json_null(), "idle_power_w"));
+    }
+    return a;
+}
+
+/* Idle power over --idle-seconds (NAN when not measured or not known). */
+static double measure_idle(const bench_opts *o, gm_bench_gpu *gpu, json_t *gpus_json,
+                           int64_t *gpu_samples)
+{
+    double idle_w = NAN;
+    if (!(o->idle_s > 0))
+        return idle_w;
+    gm_error err = {0};
+    if (!o->quiet && isatty(STDERR_FILENO))
+        fprintf(stderr, "gpumon bench: measuring idle power for %g s", o->idle_s);
+    gm_bench_gpu_point ip;
+    if (gm_bench_gpu_begin(gpu, "idle", &err) == GM_OK) {
+        gm_clock_sleep_until(gm_clock_mono_s() + o->idle_s, &stop_flag);
+        if (gm_bench_gpu_end(gpu, &ip, &err) == GM_OK) {
+            idle_w = session_idle_power(ip.session, gpus_json);
+            *gpu_samples += (int64_t)gm_session_sample_count(ip.session);
+            gm_bench_gpu_point_free(&ip);
+        }
+    }
+    if (!o->quiet && isatty(STDERR_FILENO))
+        fprintf(stderr, "\r\033[K");
+    return idle_w;
+}
+
+/* ---- signals, installed once ---------------------------------------------------------------- */
+
+static struct sigaction old_int, old_term;
+static bool signals_set;
+
+static void signals_install(void)
+{
+    if (signals_set)
+        return;
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    stop_flag = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    signals_set = true;
+}
+
+static void signals_restore(void)
+{
+    if (!signals_set)
+        return;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    signals_set = false;
+}
+
+/* ---- the server in a container (--image) ------------------------------------------------- */
+
+typedef struct image_run {
+    gm_cli_ctr *ctr;
+    gm_lease *lease;
+    json_t *attach;  /* estimate, selection, lease: as gpumon run stores them */
+    json_t *loading; /* what the GPUs did from the container's start until it was ready */
+} image_run;
+
+/* The loading point's figures: how long, the energy, and each GPU's memory in use once the
+ * server was ready (its last sample). */
+static json_t *loading_json(gm_session *s)
+{
+    json_t *doc = gm_session_to_json(s);
+    json_t *gpus = json_array();
+    double t;
+    const double *vals = NULL;
+    bool last = gm_session_last(s, &t, &vals) == GM_OK && vals;
+    double mem_total = 0;
+    bool mem_known = gm_session_gpu_count(s) > 0;
+    for (size_t k = 0; gpus && k < gm_session_gpu_count(s); k++) {
+        const gm_session_gpu *g = gm_session_gpu_at(s, k);
+        char key[16];
+        snprintf(key, sizeof key, "%u", g->index);
+        const json_t *st = json_object_get(json_object_get(doc, "gpu_stats"), key);
+        double mem = last ? vals[k * GM_SM__COUNT + GM_SM_MEM_USED_MB] : NAN;
+        if (isfinite(mem))
+            mem_total += mem;
+        else
+            mem_known = false;
+        json_array_append_new(
+            gpus, json_pack("{s:I, s:o, s:o, s:O?, s:O?}", "index", (json_int_t)g->index, "uuid",
+                            gm_json_text(g->uuid, sizeof g->uuid), "memory_used_mib_after",
+                            gm_json_number(mem), "energy_j", json_object_get(st, "energy_j"),
+                            "energy_source", json_object_get(st, "energy_source")));
+    }
+    json_t *j = json_pack("{s:f, s:I, s:O?, s:o, s:o}", "duration_s", gm_session_duration(s),
+                          "samples", (json_int_t)gm_session_sample_count(s), "energy_j",
+                          json_object_get(doc, "energy_j"), "memory_used_mib_after",
+                          mem_known ? json_real(mem_total) : json_null(), "gpus",
+                          gpus ? gpus : json_array());
+    json_decref(doc);
+    return j;
+}
+
+/* Leases the GPUs, starts sampling them, measures them idle, starts the server's container
+ * on them and waits until it answers, sampling its loading; then o->url is the server's.
+ * Returns an exit status, or -1 when stopped by a signal. */
+static int image_start(bench_opts *o, const char *id, image_run *ir, gm_collector **colp,
+                       gm_snapshot *snap, gm_bench_gpu **gpup, json_t **gpus_json, double *idle_w,
+                       int64_t *gpu_samples)
+{
+    const char *cmd = "bench";
+    gm_error err = {0};
+    int rc;
+    /* The engine and the image first: a missing image fails before any wait for GPUs. */
+    if (!(ir->ctr = gm_cli_ctr_open(cmd, &o->ctr, o->quiet, &rc)))
+        return rc;
+    if ((rc = gm_cli_ctr_image(ir->ctr, &stop_flag)) != GM_EXIT_OK)
+        return rc;
+    if (stop_flag)
+        return -1;
+    gm_collector_options colopt;
+    if (!gm_cli_collector_options(cmd, &o->src, &colopt))
+        return GM_EXIT_USAGE;
+    colopt.no_host = true;
+    colopt.slow_period_ms = -1;
+    int orc = GM_EXIT_OK;
+    if (!(*colp = gm_cli_collector_open(cmd, &colopt, &orc)))
+        return orc;
+    if (!gm_cli_require_gpu(cmd, *colp, true))
+        return GM_EXIT_NO_GPU;
+    unsigned only[GM_MAX_GPUS];
+    size_t nonly = 0;
+    if (o->have_filter) {
+        if (gm_collector_sample(*colp, snap, &err) < 0) {
+            fprintf(stderr, "gpumon bench: no GPU found: %s\n", err.msg);
+            return GM_EXIT_NO_GPU;
+        }
+        if (!gm_cli_gpu_filter_resolve(cmd, &o->filter, snap, only, &nonly))
+            return GM_EXIT_USAGE;
+    }
+    gm_select_result res;
+    if (!(ir->attach = json_object()))
+        return GM_EXIT_FAILURE;
+    rc = gm_cli_lease_gpus(cmd, &o->lease, *colp, o->have_filter ? only : NULL, nonly, &stop_flag,
+                           o->quiet, &res, &ir->lease, ir->attach);
+    if (rc != GM_EXIT_OK)
+        return rc;
+    /* The engine gets the leased GPUs by UUID, which every driver tool and CDI spec accepts
+     * and no renumbering can change; an index only where the provider gave no UUID. */
+    unsigned idx[GM_MAX_GPUS];
+    size_t n = gm_lease_indices(ir->lease, idx, GM_MAX_GPUS);
+    char ids[GM_MAX_GPUS][GM_UUID_LEN];
+    const char *idp[GM_MAX_GPUS];
+    for (size_t i = 0; i < n; i++) {
+        const char *u = gm_lease_uuid(ir->lease, i);
+        if (u && *u)
+            snprintf(ids[i], sizeof ids[i], "%s", u);
+        else
+            snprintf(ids[i], sizeof ids[i], "%u", idx[i]);
+        idp[i] = ids[i];
+    }
+    gm_bench_gpu_options gopt = {.collector = *colp,
+                                 .gpus = idx,
+                                 .ngpus = n,
+                                 .interval_s = o->interval_s,
+                                 .server_later = true};
+    if (gm_bench_gpu_start(&gopt, gpup, &err) < 0) {
+        fprintf(stderr, "gpumon bench: cannot sample the GPUs: %s\n", err.msg);
+        return GM_EXIT_FAILURE;
+    }
+    unsigned fidx[GM_MAX_GPUS];
+    size_t nf;
+    *gpus_json = gpus_doc(*gpup, fidx, &nf);
+    *idle_w = measure_idle(o, *gpup, *gpus_json, gpu_samples);
+    if (stop_flag)
+        return -1;
+    /* Loading: sampled from just before the start until the server answers. */
+    bool sampling = gm_bench_gpu_begin(*gpup, "loading", &err) == GM_OK;
+    rc = gm_cli_ctr_start(ir->ctr, id, o->ctr_args, o->nctr_args, idp, n, true);
+    if (rc == GM_EXIT_OK && gm_cli_ctr_pid(ir->ctr) > 0)
+        gm_bench_gpu_add_server(*gpup, (uint32_t)gm_cli_ctr_pid(ir->ctr), NULL);
+    if (rc == GM_EXIT_OK)
+        rc = gm_cli_ctr_wait_ready(ir->ctr, &stop_flag);
+    gm_bench_gpu_point lp;
+    if (sampling && gm_bench_gpu_end(*gpup, &lp, &err) == GM_OK) {
+        ir->loading = loading_json(lp.session);
+        *gpu_samples += (int64_t)gm_session_sample_count(lp.session);
+        gm_bench_gpu_point_free(&lp);
+    }
+    if (rc != GM_EXIT_OK)
+        return rc;
+    o->url = gm_cli_ctr_url(ir->ctr);
+    return GM_EXIT_OK;
+}
+
+/* The container's record for the document: its life plus the loading figures. */
+static json_t *image_json(const image_run *ir)
+{
+    json_t *j = gm_cli_ctr_json(ir->ctr);
+    if (j)
+        json_object_set_new(j, "loading", ir->loading ? json_incref(ir->loading) : json_null());
+    return j;
+}
+
+/* ---- the result --------------------------------------------------------------------------- */
+
+typedef struct result {
+    const char *id;
+    int64_t started_ms, ended_ms;
+    const char *base, *model, *provider;
+    const char *driver_version;
+    json_t *gpus; /* stolen */
+    double idle_w;
+    json_t *points; /* stolen */
+    const image_run *ir;
+} result;
+
+static json_t *make_doc(const bench_opts *o, const gm_bench_prompts *prompts, result *r)
+{
+    char started[40], ended[40];
+    gm_json_time(r->started_ms, started, sizeof started);
+    gm_json_time(r->ended_ms, ended, sizeof ended);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    json_t *clientj = json_pack("{s:s, s:s, s:s}", "gpumon", GM_VERSION, "libcurl",
+                                gm_bench_client_curl_version(), "hostname", host);
+    json_t *doc = json_pack(
+        "{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:f, s:o, s:o, s:s, s:o, s:o, s:o, s:b}", "id",
+        r->id, "kind", "bench", "label", o->label ? json_string(o->label) : json_null(), "url",
+        r->base && *r->base ? json_string(r->base) : json_null(), "model",
+        r->model && *r->model ? json_string(r->model) : json_null(), "api",
+        gm_bench_api_name(o->api), "started", started, "ended", ended, "duration_s",
+        (double)(r->ended_ms - r->started_ms) / 1000.0, "config", config_json(o, prompts), "client",
+        clientj ? clientj : json_null(), "provider", r->provider, "gpus",
+        r->gpus ? r->gpus : json_array(), "idle_power_w",
+        isfinite(r->idle_w) ? json_real(r->idle_w) : json_null(), "points",
+        r->points ? r->points : json_array(), "interrupted", stop_flag != 0);
+    r->gpus = r->points = NULL;
+    if (!doc)
+        return NULL;
+    if (r->driver_version && *r->driver_version)
+        json_object_set_new(doc, "driver_version", json_string(r->driver_version));
+    if (r->ir && r->ir->ctr) {
+        const char *key;
+        json_t *val;
+        json_object_foreach(r->ir->attach, key, val) json_object_set(doc, key, val);
+        json_object_set_new(doc, "container", image_json(r->ir));
+    }
+    return doc;
+}
+
+/* Writes -o, stores the document (a benchmark with no point only when keep_empty: a container
+ * that never became ready), prints the summary. Returns rc, or a failure when -o fails. */
+static int keep_result(const bench_opts *o, int argc, char **argv, gm_store *st, json_t *doc,
+                       int64_t started_ms, int64_t ended_ms, int64_t gpu_samples, bool keep_empty,
+                       int rc)
+{
+    gm_error err = {0};
+    if (o->output) {
+        FILE *f = fopen(o->output, "w");
+        if (!f || gm_cli_write_json(f, doc, true) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "gpumon bench: cannot write %s: %s\n", o->output, strerror(errno));
+            rc = GM_EXIT_FAILURE;
+            if (f)
+                fclose(f);
+        }
+    }
+    bool stored = false;
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    size_t npoints = json_array_size(json_object_get(doc, "points"));
+    /* Stopped before any point: nothing measured, nothing to keep in the history. */
+    if (st && (npoints > 0 || keep_empty)) {
+        json_t *cmd = stored_command(argc, argv);
+        if (gm_store_put_bench(st, doc, cmd, started_ms, ended_ms, gpu_samples, &err) < 0)
+            fprintf(stderr, "gpumon bench: warning: %s; the benchmark is not stored\n", err.msg);
+        else
+            stored = true;
+        json_decref(cmd);
+    }
+    if (!o->quiet) {
+        if (npoints > 1)
+            gm_bench_print_table(stderr, doc);
+        if (stored)
+            fprintf(stderr, "stored as %s (gpumon history show %s)\n", id, id);
+        if (o->output && rc != GM_EXIT_FAILURE)
+            fprintf(stderr, "written to %s\n", o->output);
+    }
+    return rc;
+}
+
 int gm_cli_bench(int argc, char **argv)
 {
     bench_opts o = {.api = GM_BENCH_API_COMPLETIONS,
@@ -624,6 +986,8 @@ int gm_cli_bench(int argc, char **argv)
                     .interval_s = 0.1,
                     .idle_s = 2};
     gm_bench_slo_none(&o.slo);
+    gm_cli_ctr_defaults(&o.ctr);
+    gm_cli_lease_defaults(&o.lease);
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -637,9 +1001,8 @@ int gm_cli_bench(int argc, char **argv)
     FILE *trace = NULL;
     json_t *doc = NULL, *points = NULL, *gpus_json = NULL;
     gm_bench_prompts prompts = {0};
+    image_run ir = {0};
     char model[512] = "";
-    struct sigaction old_int, old_term;
-    bool signals_set = false;
     rc = GM_EXIT_OK;
 
     /* The key, from the environment only: never from argv, which ps shows. */
@@ -652,8 +1015,8 @@ int gm_cli_bench(int argc, char **argv)
             return GM_EXIT_USAGE;
         }
     }
-    char base[GM_BENCH_URL_MAX];
-    if (gm_bench_url_base(o.url, base, sizeof base, &err) < 0) {
+    char base[GM_BENCH_URL_MAX] = "";
+    if (o.url && gm_bench_url_base(o.url, base, sizeof base, &err) < 0) {
         fprintf(stderr, "gpumon bench: --url: %s\n", err.msg);
         return GM_EXIT_USAGE;
     }
@@ -670,6 +1033,58 @@ int gm_cli_bench(int argc, char **argv)
                                        &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
             return GM_EXIT_FAILURE;
+        }
+    }
+
+    char id[GM_SESSION_ID_LEN];
+    int64_t started_ms = 0;
+    double idle_w = NAN;
+    int64_t gpu_samples = 0;
+    bool have_gpus = false;
+    unsigned idx[GM_MAX_GPUS];
+    size_t nidx = 0;
+    if (o.ctr.image) {
+        /* The server is ours to start: the benchmark begins with the GPUs, then the
+         * container, which is named after the benchmark's id. */
+        signals_install();
+        started_ms = gm_clock_wall_ms();
+        gm_session_make_id(id, sizeof id, started_ms);
+        if (!(snap = gm_snapshot_new())) {
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        st = open_store(&o);
+        rc = image_start(&o, id, &ir, &col, snap, &gpu, &gpus_json, &idle_w, &gpu_samples);
+        if (rc != GM_EXIT_OK) {
+            if (rc < 0 || stop_flag)
+                rc = 128 + (stop_signal ? stop_signal : SIGINT);
+            /* A container that ended before it was ready, or never became ready: the record
+             * of it (its output, the loading) is kept. */
+            gm_cli_ctr_finish(ir.ctr);
+            const char *failure = ir.ctr ? gm_cli_ctr_failure(ir.ctr) : NULL;
+            if (failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0)) {
+                result r = {.id = id,
+                            .started_ms = started_ms,
+                            .ended_ms = gm_clock_wall_ms(),
+                            .base = gm_cli_ctr_url(ir.ctr),
+                            .provider = col ? gm_collector_provider(col) : "none",
+                            .driver_version = gpu ? gm_bench_gpu_first(gpu)->driver_version : NULL,
+                            .gpus = gpus_json,
+                            .idle_w = idle_w,
+                            .ir = &ir};
+                gpus_json = NULL;
+                if ((doc = make_doc(&o, &prompts, &r)))
+                    rc = keep_result(&o, argc, argv, st, doc, r.started_ms, r.ended_ms, gpu_samples,
+                                     true, rc);
+            }
+            goto out;
+        }
+        have_gpus = true;
+        nidx = gm_bench_gpu_indices(gpu, idx);
+        if (gm_bench_url_base(o.url, base, sizeof base, &err) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+            goto out;
         }
     }
 
@@ -698,46 +1113,48 @@ int gm_cli_bench(int argc, char **argv)
         goto out;
     }
 
-    /* GPUs: read through the collector like every command; none is a warning unless --gpus. */
-    gm_collector_options colopt;
-    if (!gm_cli_collector_options("bench", &o.src, &colopt)) {
-        rc = GM_EXIT_USAGE;
-        goto out;
-    }
-    colopt.no_host = true;
-    colopt.slow_period_ms = -1; /* the energy counter at every sample: exact per point */
-    if (!(snap = gm_snapshot_new())) {
-        rc = GM_EXIT_FAILURE;
-        goto out;
-    }
-    /* A provider asked for by name that cannot be opened is an error, as for record; auto
-     * with nothing to read opens as provider "none" and the run goes on without GPUs. */
-    int orc = GM_EXIT_OK;
-    if (!(col = gm_cli_collector_open("bench", &colopt, &orc))) {
-        rc = orc;
-        goto out;
-    }
-    bool have_gpus = col && strcmp(gm_collector_provider(col), "none") != 0 &&
-                     gm_collector_sample(col, snap, &err) == GM_OK && snap->gpu_count > 0;
-    unsigned idx[GM_MAX_GPUS];
-    size_t nidx = 0;
-    if (!have_gpus) {
-        if (o.have_filter) {
-            fprintf(stderr, "gpumon bench: no GPU found: %s\n",
-                    err.msg[0] ? err.msg
-                    : col      ? gm_collector_diagnosis(col)
-                               : "no provider");
-            rc = GM_EXIT_NO_GPU;
+    if (!o.ctr.image) {
+        /* GPUs: read through the collector like every command; none is a warning unless
+         * --gpus. */
+        gm_collector_options colopt;
+        if (!gm_cli_collector_options("bench", &o.src, &colopt)) {
+            rc = GM_EXIT_USAGE;
             goto out;
         }
-        if (!o.quiet)
-            fprintf(stderr,
-                    "gpumon bench: warning: no GPU found; measuring the server without its GPUs\n");
-        gm_collector_close(col);
-        col = NULL;
-    } else if (o.have_filter && !gm_cli_gpu_filter_resolve("bench", &o.filter, snap, idx, &nidx)) {
-        rc = GM_EXIT_USAGE;
-        goto out;
+        colopt.no_host = true;
+        colopt.slow_period_ms = -1; /* the energy counter at every sample: exact per point */
+        if (!(snap = gm_snapshot_new())) {
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        /* A provider asked for by name that cannot be opened is an error, as for record; auto
+         * with nothing to read opens as provider "none" and the run goes on without GPUs. */
+        int orc = GM_EXIT_OK;
+        if (!(col = gm_cli_collector_open("bench", &colopt, &orc))) {
+            rc = orc;
+            goto out;
+        }
+        have_gpus = col && strcmp(gm_collector_provider(col), "none") != 0 &&
+                    gm_collector_sample(col, snap, &err) == GM_OK && snap->gpu_count > 0;
+        if (!have_gpus) {
+            if (o.have_filter) {
+                fprintf(stderr, "gpumon bench: no GPU found: %s\n",
+                        err.msg[0] ? err.msg
+                        : col      ? gm_collector_diagnosis(col)
+                                   : "no provider");
+                rc = GM_EXIT_NO_GPU;
+                goto out;
+            }
+            if (!o.quiet)
+                fprintf(stderr, "gpumon bench: warning: no GPU found; measuring the server "
+                                "without its GPUs\n");
+            gm_collector_close(col);
+            col = NULL;
+        } else if (o.have_filter &&
+                   !gm_cli_gpu_filter_resolve("bench", &o.filter, snap, idx, &nidx)) {
+            rc = GM_EXIT_USAGE;
+            goto out;
+        }
     }
 
     if (o.trace && !(trace = fopen(o.trace, "w"))) {
@@ -745,55 +1162,25 @@ int gm_cli_bench(int argc, char **argv)
         rc = GM_EXIT_FAILURE;
         goto out;
     }
-    st = open_store(&o);
-
-    struct sigaction sa = {.sa_handler = on_stop};
-    sigemptyset(&sa.sa_mask);
-    stop_flag = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    signals_set = true;
-
-    int64_t started_ms = gm_clock_wall_ms();
-    char id[GM_SESSION_ID_LEN], started[40];
-    gm_session_make_id(id, sizeof id, started_ms);
-    gm_json_time(started_ms, started, sizeof started);
-    gpus_json = json_array();
-    double idle_w = NAN;
-    int64_t gpu_samples = 0;
-    if (have_gpus) {
-        gm_bench_gpu_options gopt = {.collector = col,
-                                     .gpus = o.have_filter ? idx : NULL,
-                                     .ngpus = o.have_filter ? nidx : 0,
-                                     .interval_s = o.interval_s};
-        if (gm_bench_gpu_start(&gopt, &gpu, &err) < 0) {
-            fprintf(stderr, "gpumon bench: cannot sample the GPUs: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-            goto out;
-        }
-        nidx = gm_bench_gpu_indices(gpu, idx);
-        for (size_t k = 0; k < nidx; k++) {
-            const gm_gpu *g = gm_snapshot_gpu(gm_bench_gpu_first(gpu), idx[k]);
-            json_array_append_new(
-                gpus_json,
-                json_pack("{s:I, s:o, s:o, s:n}", "index", (json_int_t)idx[k], "name",
-                          g ? gm_json_text(g->name, sizeof g->name) : json_null(), "uuid",
-                          g ? gm_json_text(g->uuid, sizeof g->uuid) : json_null(), "idle_power_w"));
-        }
-        if (o.idle_s > 0) {
-            if (!o.quiet && isatty(STDERR_FILENO))
-                fprintf(stderr, "gpumon bench: measuring idle power for %g s", o.idle_s);
-            gm_bench_gpu_point ip;
-            if (gm_bench_gpu_begin(gpu, "idle", &err) == GM_OK) {
-                gm_clock_sleep_until(gm_clock_mono_s() + o.idle_s, &stop_flag);
-                if (gm_bench_gpu_end(gpu, &ip, &err) == GM_OK) {
-                    idle_w = session_idle_power(ip.session, gpus_json);
-                    gpu_samples += (int64_t)gm_session_sample_count(ip.session);
-                    gm_bench_gpu_point_free(&ip);
-                }
+    if (!o.ctr.image) {
+        st = open_store(&o);
+        signals_install();
+        started_ms = gm_clock_wall_ms();
+        gm_session_make_id(id, sizeof id, started_ms);
+        if (have_gpus) {
+            gm_bench_gpu_options gopt = {.collector = col,
+                                         .gpus = o.have_filter ? idx : NULL,
+                                         .ngpus = o.have_filter ? nidx : 0,
+                                         .interval_s = o.interval_s};
+            if (gm_bench_gpu_start(&gopt, &gpu, &err) < 0) {
+                fprintf(stderr, "gpumon bench: cannot sample the GPUs: %s\n", err.msg);
+                rc = GM_EXIT_FAILURE;
+                goto out;
             }
-            if (!o.quiet && isatty(STDERR_FILENO))
-                fprintf(stderr, "\r\033[K");
+            gpus_json = gpus_doc(gpu, idx, &nidx);
+            idle_w = measure_idle(&o, gpu, gpus_json, &gpu_samples);
+        } else {
+            gpus_json = json_array();
         }
     }
 
@@ -897,8 +1284,7 @@ int gm_cli_bench(int argc, char **argv)
             memset(&chk, 0, sizeof chk);
         }
         chk.foreign = gp.foreign;
-        double dur = gm_bench_point_duration(&pt);
-        chk.client_cpu_pct = dur > 0 ? pt.cpu_s / dur * 100 : NAN;
+        chk.client_cpu_pct = gm_bench_point_cpu_pct(&pt);
         /* Schedule lag judges an open loop, whose arrivals are due at set times (all at once
          * with rate inf: no schedule to keep). In a closed loop a burst of completions is
          * refilled one request after another, tens of microseconds each, so the last of 256
@@ -917,58 +1303,29 @@ int gm_cli_bench(int argc, char **argv)
     if (trace && fflush(trace) != 0)
         fprintf(stderr, "gpumon bench: warning: writing %s: %s\n", o.trace, strerror(errno));
 
-    int64_t ended_ms = gm_clock_wall_ms();
-    char ended[40];
-    gm_json_time(ended_ms, ended, sizeof ended);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    json_t *clientj = json_pack("{s:s, s:s, s:s}", "gpumon", GM_VERSION, "libcurl",
-                                gm_bench_client_curl_version(), "hostname", host);
-    doc =
-        json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:f, s:o, s:o, s:s, s:o, s:o, s:o, "
-                  "s:b}",
-                  "id", id, "kind", "bench", "label", o.label ? json_string(o.label) : json_null(),
-                  "url", base, "model", model, "api", gm_bench_api_name(o.api), "started", started,
-                  "ended", ended, "duration_s", (double)(ended_ms - started_ms) / 1000.0, "config",
-                  config_json(&o, &prompts), "client", clientj ? clientj : json_null(), "provider",
-                  col ? gm_collector_provider(col) : "none", "gpus", gpus_json, "idle_power_w",
-                  isfinite(idle_w) ? json_real(idle_w) : json_null(), "points", points,
-                  "interrupted", stop_flag != 0);
+    /* The container's exit state belongs in the document: it is stopped first. */
+    if (ir.ctr)
+        gm_cli_ctr_finish(ir.ctr);
+    result r = {.id = id,
+                .started_ms = started_ms,
+                .ended_ms = gm_clock_wall_ms(),
+                .base = base,
+                .model = model,
+                .provider = col ? gm_collector_provider(col) : "none",
+                .driver_version = have_gpus && gpu ? gm_bench_gpu_first(gpu)->driver_version
+                                  : have_gpus      ? snap->driver_version
+                                                   : NULL,
+                .gpus = gpus_json,
+                .idle_w = idle_w,
+                .points = points,
+                .ir = &ir};
     gpus_json = points = NULL;
-    if (!doc) {
+    if (!(doc = make_doc(&o, &prompts, &r))) {
         fprintf(stderr, "gpumon bench: out of memory\n");
         rc = GM_EXIT_FAILURE;
         goto out;
     }
-    if (have_gpus && snap->driver_version[0])
-        json_object_set_new(doc, "driver_version", json_string(snap->driver_version));
-    if (o.output) {
-        FILE *f = fopen(o.output, "w");
-        if (!f || gm_cli_write_json(f, doc, true) < 0 || fclose(f) != 0) {
-            fprintf(stderr, "gpumon bench: cannot write %s: %s\n", o.output, strerror(errno));
-            rc = GM_EXIT_FAILURE;
-            if (f)
-                fclose(f);
-        }
-    }
-    bool stored = false;
-    /* Stopped before any point: nothing measured, nothing to keep in the history. */
-    if (st && json_array_size(json_object_get(doc, "points")) > 0) {
-        json_t *cmd = stored_command(argc, argv);
-        if (gm_store_put_bench(st, doc, cmd, started_ms, ended_ms, gpu_samples, &err) < 0)
-            fprintf(stderr, "gpumon bench: warning: %s; the benchmark is not stored\n", err.msg);
-        else
-            stored = true;
-        json_decref(cmd);
-    }
-    if (!o.quiet) {
-        if (json_array_size(json_object_get(doc, "points")) > 1)
-            gm_bench_print_table(stderr, doc);
-        if (stored)
-            fprintf(stderr, "stored as %s (gpumon history show %s)\n", id, id);
-        if (o.output && rc == GM_EXIT_OK)
-            fprintf(stderr, "written to %s\n", o.output);
-    }
+    rc = keep_result(&o, argc, argv, st, doc, r.started_ms, r.ended_ms, gpu_samples, false, rc);
     if (rc == GM_EXIT_OK && any_empty) {
         fprintf(stderr, "gpumon bench: a point completed no request (see its errors)\n");
         rc = GM_EXIT_FAILURE;
@@ -977,10 +1334,12 @@ int gm_cli_bench(int argc, char **argv)
         rc = 128 + (stop_signal ? stop_signal : SIGINT);
 
 out:
-    if (signals_set) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-    }
+    /* The container goes before the lease: its GPUs are not free until it is gone. */
+    gm_cli_ctr_close(ir.ctr);
+    gm_lease_release(ir.lease);
+    json_decref(ir.attach);
+    json_decref(ir.loading);
+    signals_restore();
     json_decref(doc);
     json_decref(points);
     json_decref(gpus_json);

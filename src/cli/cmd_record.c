@@ -397,8 +397,9 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
 
     if (gm_session_new(o.label, all ? NULL : idx, all ? 0 : (size_t)n, o.interval_s, &s, &err) <
             0 ||
-        gm_session_set_kind(s, kind) < 0 ||
-        gm_session_set_command(s, (const char *const *)o.command) < 0) {
+        gm_session_set_kind(s, kind) < 0 || (o.id && gm_session_set_id(s, o.id) < 0) ||
+        gm_session_set_command(
+            s, (const char *const *)(o.shown_command ? o.shown_command : o.command)) < 0) {
         fprintf(stderr, "gpumon %s: %s\n", o.name, err.msg[0] ? err.msg : "out of memory");
         rc = GM_EXIT_FAILURE;
         goto out;

@@ -5,13 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "base/clock.h"
 #include "cli/common.h"
+#include "cli/container.h"
 #include "cli/record.h"
 #include "core/estimate.h"
 #include "core/lease.h"
 #include "core/select.h"
+#include "core/session.h"
 
 typedef struct run_opts {
     const char *task;
@@ -37,6 +41,7 @@ typedef struct run_opts {
     gm_cli_source src;
     char **command;
     int ncommand;
+    gm_cli_ctr_opts ctr; /* --image: COMMAND runs in a container of this image */
 } run_opts;
 
 static volatile sig_atomic_t cancelled;
@@ -50,7 +55,8 @@ static void usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: gpumon run [--task TASK.json | --count N] [options] -- COMMAND [ARGS...]\n\n"
+        "usage: gpumon run [--task TASK.json | --count N] [options] -- COMMAND [ARGS...]\n"
+        "       gpumon run [--task TASK.json | --count N] [options] --image IMAGE [-- ARGS...]\n\n"
         "Finds GPUs for COMMAND, waits until they are free, leases them so that no other\n"
         "`gpumon run` takes them, and runs COMMAND on them as `gpumon record` does (signals\n"
         "forwarded, exit status passed through, the session stored as a \"run\"). The lease\n"
@@ -76,6 +82,20 @@ static void usage(FILE *out)
         "  -q, --quiet            no progress or summary on stderr\n"
         "      --provider NAME, --simulate N, --seed N   as for gpumon query\n"
         "  -h, --help             show this help\n\n"
+        "In a container, through the Docker Engine API ($DOCKER_HOST=unix://PATH, else\n"
+        "/var/run/docker.sock):\n"
+        "      --image IMAGE      run IMAGE on the leased GPUs, given to it as\n"
+        "                         HostConfig.DeviceRequests by UUID (no CUDA_VISIBLE_DEVICES);\n"
+        "                         COMMAND, if any, follows its entrypoint. Its output is shown,\n"
+        "                         its exit status passed through, and it is removed at the end\n"
+        "      --env K=V, --env NAME  set a variable in it (repeatable; NAME alone passes\n"
+        "                         gpumon's own value, never printed)\n"
+        "      --volume HOST:CONTAINER[:ro], --shm-size SIZE   as docker run -v, --shm-size\n"
+        "      --container-port P publish port P on a free port of 127.0.0.1\n"
+        "      --keep-container   leave it (stopped) instead of removing it\n"
+        "      --pull             pull IMAGE when it is not here\n"
+        "The container is named gpumon-<session id>, labelled gpumon.owner and gpumon.run\n"
+        "(gpumon containers list|cleanup).\n\n"
         "COMMAND gets CUDA_VISIBLE_DEVICES set to the chosen driver indices (\"0,3\", as\n"
         "nvidia-smi numbers GPUs) and CUDA_DEVICE_ORDER=PCI_BUS_ID. The second is needed\n"
         "because CUDA numbers devices fastest-first by default, which differs from the\n"
@@ -123,6 +143,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         {"all-devices", no_argument, NULL, OPT_ALL},
         {"quiet", no_argument, NULL, 'q'},
         GM_CLI_SOURCE_LONGOPTS,
+        GM_CLI_CTR_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -196,17 +217,21 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        default:
-            if (!gm_cli_default_option("run", c, argv, &o->src))
+        default: {
+            int taken = gm_cli_ctr_option("run", c, optarg, &o->ctr);
+            if (taken < 0 || (taken == 0 && !gm_cli_default_option("run", c, argv, &o->src)))
                 return GM_EXIT_USAGE;
             break;
         }
+        }
     }
+    if (!gm_cli_ctr_validate("run", &o->ctr, false))
+        return GM_EXIT_USAGE;
     if (o->task && o->count_given) {
         fprintf(stderr, "gpumon run: --task and --count both say how many GPUs; give one\n");
         return GM_EXIT_USAGE;
     }
-    if (optind >= argc) {
+    if (optind >= argc && !o->ctr.image) {
         fprintf(stderr, "gpumon run: no command to run (usage: gpumon run [options] -- COMMAND)\n");
         return GM_EXIT_USAGE;
     }
@@ -245,9 +270,109 @@ static bool record_opts_of(const run_opts *o, const char *list, gm_cli_record_op
     return r->have_filter;
 }
 
+/* ---- --image ---------------------------------------------------------------------------- */
+
+/* The engine and the image, before any wait for GPUs (a missing image fails at once). NULL
+ * with *rc set when they are not there. */
+static gm_cli_ctr *image_prepare(run_opts *o, int *rc)
+{
+    gm_cli_ctr *ctr = gm_cli_ctr_open("run", &o->ctr, o->quiet, rc);
+    if (!ctr)
+        return NULL;
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    *rc = gm_cli_ctr_image(ctr, &cancelled);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (*rc != GM_EXIT_OK || cancelled) {
+        if (*rc < 0 || cancelled)
+            *rc = 128 + (int)(cancelled ? cancelled : SIGINT);
+        gm_cli_ctr_close(ctr);
+        return NULL;
+    }
+    /* Its end is the experiment's end, not an early exit to report. */
+    gm_cli_ctr_expect_exit(ctr);
+    return ctr;
+}
+
+/* Starts the container on the leased GPUs and records it as `gpumon record` records a
+ * command: the command recorded is `gpumon containers follow NAME`, which shows the
+ * container's output, turns SIGINT and SIGTERM into its stop and exits with its status. */
+static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const char *list,
+                     json_t *attach)
+{
+    char id[GM_SESSION_ID_LEN];
+    gm_session_make_id(id, sizeof id, gm_clock_wall_ms());
+    size_t n = gm_lease_count(lease);
+    char ids[GM_MAX_GPUS][GM_UUID_LEN];
+    const char *idp[GM_MAX_GPUS];
+    unsigned idx[GM_MAX_GPUS];
+    gm_lease_indices(lease, idx, GM_MAX_GPUS);
+    for (size_t i = 0; i < n && i < GM_MAX_GPUS; i++) {
+        const char *u = gm_lease_uuid(lease, i);
+        if (u && *u)
+            snprintf(ids[i], sizeof ids[i], "%s", u);
+        else
+            snprintf(ids[i], sizeof ids[i], "%u", idx[i]);
+        idp[i] = ids[i];
+    }
+    /* A signal while the container is made is held until it exists, then removes it. */
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int rc = gm_cli_ctr_start(ctr, id, o->command, (size_t)o->ncommand, idp, n, o->ctr.port_given);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (rc != GM_EXIT_OK) {
+        json_decref(attach);
+        return rc;
+    }
+    if (cancelled) {
+        json_decref(attach);
+        return 128 + (int)cancelled;
+    }
+    json_object_set_new(attach, "container", gm_cli_ctr_json(ctr));
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        fprintf(stderr, "gpumon run: cannot find gpumon's own program (/proc/self/exe)\n");
+        json_decref(attach);
+        return GM_EXIT_FAILURE;
+    }
+    self[len] = '\0';
+    char cmd_containers[] = "containers", cmd_follow[] = "follow",
+         *name = (char *)gm_cli_ctr_name(ctr);
+    char *follow[] = {self, cmd_containers, cmd_follow, name, NULL};
+    /* The session names the image and its arguments as its command. */
+    char **shown = calloc((size_t)o->ncommand + 2, sizeof *shown);
+    if (!shown) {
+        json_decref(attach);
+        return GM_EXIT_FAILURE;
+    }
+    shown[0] = (char *)o->ctr.image;
+    for (int i = 0; i < o->ncommand; i++)
+        shown[i + 1] = o->command[i];
+    gm_cli_record_opts ro;
+    if (!record_opts_of(o, list, &ro)) {
+        free(shown);
+        json_decref(attach);
+        return GM_EXIT_FAILURE;
+    }
+    ro.command = follow;
+    ro.shown_command = shown;
+    ro.id = id;
+    rc = gm_cli_record_exec(&ro, "run", attach);
+    free(shown);
+    return rc;
+}
+
 int gm_cli_run(int argc, char **argv)
 {
     run_opts o = {.count = 1, .wait_s = 300, .check_s = 30};
+    gm_cli_ctr_defaults(&o.ctr);
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -284,6 +409,11 @@ int gm_cli_run(int argc, char **argv)
         return GM_EXIT_FAILURE;
     }
 
+    gm_cli_ctr *ctr = NULL;
+    if (o.ctr.image && !(ctr = image_prepare(&o, &rc))) {
+        json_decref(attach);
+        return rc;
+    }
     gm_collector *c = gm_cli_open_collector("run", &o.src);
     gm_snapshot *snap = gm_snapshot_new();
     gm_lease *lease = NULL;
@@ -339,6 +469,19 @@ int gm_cli_run(int argc, char **argv)
 
     char list[512];
     gm_select_format_list(&res, list, sizeof list);
+    if (ctr) {
+        if (!o.quiet)
+            fprintf(stderr, "gpumon run: leased GPU%s %s\n", res.n_selected > 1 ? "s" : "", list);
+        json_t *uuids = json_array();
+        for (size_t i = 0; i < gm_lease_count(lease); i++)
+            json_array_append_new(uuids, json_string(gm_lease_uuid(lease, i)));
+        json_object_set_new(attach, "selection", gm_select_result_json(&res));
+        json_object_set_new(attach, "lease",
+                            json_pack("{s:s, s:o}", "dir", lease_dir, "uuids", uuids));
+        rc = run_image(&o, ctr, lease, list, attach);
+        attach = NULL; /* stolen */
+        goto out;
+    }
     /* Indices as the driver (and nvidia-smi) number GPUs; PCI_BUS_ID makes CUDA number them
      * the same way (its default is fastest-first). */
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
@@ -363,6 +506,8 @@ int gm_cli_run(int argc, char **argv)
     rc = gm_cli_record_exec(&ro, "run", attach);
     attach = NULL; /* stolen */
 out:
+    /* The container goes before the lease: its GPUs are not free until it is gone. */
+    gm_cli_ctr_close(ctr);
     gm_lease_release(lease);
     json_decref(attach);
     gm_snapshot_free(snap);

@@ -26,6 +26,8 @@ static const command commands[] = {
     {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed"},
     {"bench", gm_cli_bench,
      "load an inference server; latency, throughput and energy per token of its GPUs"},
+    {"containers", gm_cli_containers,
+     "list the containers gpumon started; remove those a killed gpumon left"},
     {"history", gm_cli_history,
      "list, show, export and compare stored sessions, runs, snapshots and benchmarks"},
     {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
@@ -39,7 +41,7 @@ static void usage(FILE *out)
                  "GPU telemetry for the machines that run AI work.\n\n"
                  "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\nEnvironment:\n"
             "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml | nvidia-smi | sim | auto (default auto:\n"

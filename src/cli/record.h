@@ -23,6 +23,11 @@ typedef struct gm_cli_record_opts {
     bool snapshot_window_set;
     gm_cli_source src;
     char **command; /* NULL-terminated argv */
+    /* What the stored session names as its command when that is not `command` itself
+     * (`run --image`: the image and its arguments, while gpumon follows the container); NULL:
+     * command. */
+    char **shown_command;
+    const char *id; /* the session's id, chosen by the caller; NULL: a new one */
 } gm_cli_record_opts;
 
 /* Records o->command: samples its GPUs (core/record.c), stores the session as kind, merges

@@ -739,7 +739,7 @@ int gm_bench_client_run(gm_bench_client *c, const gm_bench_run *r, gm_bench_poin
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     gm_bench_schedule sched;
     gm_bench_schedule_init(&sched, r->rate, r->burstiness, r->seed);
-    int64_t cpu0 = thread_cpu_ns();
+    int64_t cpu0 = thread_cpu_ns(), wall0 = gm_clock_mono_ns();
     int64_t start = gm_clock_mono_ns();
     int64_t end_send = r->requests ? 0 : start + (int64_t)(r->duration_s * 1e9);
     size_t limit = r->requests ? r->requests : GM_BENCH_REQUESTS_MAX;
@@ -867,8 +867,10 @@ int gm_bench_client_run(gm_bench_client *c, const gm_bench_run *r, gm_bench_poin
     arm(c, 0);
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
-    if (p && !r->warmup)
+    if (p && !r->warmup) {
         p->cpu_s = (double)(thread_cpu_ns() - cpu0) / 1e9;
+        p->cpu_wall_s = (double)(gm_clock_mono_ns() - wall0) / 1e9;
+    }
     if (r->progress && rc == GM_OK)
         r->progress(r->arg, p, sent, r->requests, (double)(gm_clock_mono_ns() - start) / 1e9);
     c->run = NULL;

@@ -194,7 +194,7 @@ int gm_bench_gpu_start(const gm_bench_gpu_options *o, gm_bench_gpu **out, gm_err
         for (unsigned i = 0; i < g->first->gpu_count; i++)
             g->idx[g->ngpus++] = g->first->gpus[i].index;
     }
-    for (size_t i = 0; i < g->first->proc_count; i++)
+    for (size_t i = 0; i < g->first->proc_count && !o->server_later; i++)
         if (followed(g, g->first->procs[i].gpu_index))
             gm_bench_pidset_add(&g->base, g->first->procs[i].pid);
     pthread_condattr_t ca;
@@ -234,6 +234,17 @@ void gm_bench_gpu_free(gm_bench_gpu *g)
     gm_snapshot_free(g->first);
     gm_snapshot_free(g->snap);
     free(g);
+}
+
+int gm_bench_gpu_add_server(gm_bench_gpu *g, uint32_t pid, gm_error *err)
+{
+    if (pid == 0)
+        return gm_error_set(err, GM_EINVAL, "bench: no server process to name");
+    pthread_mutex_lock(&g->mu);
+    gm_bench_pidset_add(&g->base, pid);
+    g->foreign_seen.n = 0;
+    pthread_mutex_unlock(&g->mu);
+    return GM_OK;
 }
 
 const gm_snapshot *gm_bench_gpu_first(const gm_bench_gpu *g)

@@ -35,6 +35,10 @@ typedef struct gm_bench_gpu_options {
     size_t ngpus;
     double interval_s;       /* > 0 */
     const char *procfs_root; /* where the parents of GPU processes are read; NULL: /proc */
+    /* The server is started after sampling begins (`bench --image` measures its loading):
+     * the processes on the GPUs at the first sample are not the server's, and the server is
+     * named later with gm_bench_gpu_add_server. */
+    bool server_later;
 } gm_bench_gpu_options;
 
 /* What the thread saw during one point (or the idle measurement). */
@@ -52,6 +56,11 @@ typedef struct gm_bench_gpu_point {
 int gm_bench_gpu_start(const gm_bench_gpu_options *o, gm_bench_gpu **out, gm_error *err);
 /* Stops the thread and frees g (not the collector). NULL is a no-op. */
 void gm_bench_gpu_free(gm_bench_gpu *g);
+
+/* Names process pid (a container's first process, as the host numbers it) and what it starts
+ * as the server's: not foreign from now on. Answers remembered as foreign before are
+ * forgotten. GM_OK, GM_EINVAL for pid 0. */
+int gm_bench_gpu_add_server(gm_bench_gpu *g, uint32_t pid, gm_error *err);
 
 /* The first sample (GPU names, UUIDs, the server's processes). */
 const gm_snapshot *gm_bench_gpu_first(const gm_bench_gpu *g);

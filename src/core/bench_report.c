@@ -284,14 +284,59 @@ void gm_bench_print_report(FILE *out, const json_t *doc)
         fprintf(out, " \"%s\"", label);
     fprintf(out, ": %s %s, model %s, api %s\n",
             json_string_value(json_object_get(doc, "started")) ?: "",
-            json_string_value(json_object_get(doc, "url")) ?: "?",
+            json_string_value(json_object_get(doc, "url")) ?: "(no server)",
             json_string_value(json_object_get(doc, "model")) ?: "?",
             json_string_value(json_object_get(doc, "api")) ?: "?");
+    gm_bench_print_container(out, doc);
     size_t i;
     const json_t *p;
     json_array_foreach(json_object_get(doc, "points"), i, p) gm_bench_print_point(out, p);
     if (json_array_size(json_object_get(doc, "points")) > 1)
         gm_bench_print_table(out, doc);
+}
+
+void gm_bench_print_container(FILE *out, const json_t *doc)
+{
+    const json_t *c = json_object_get(doc, "container");
+    if (!json_is_object(c))
+        return;
+    const char *s;
+    fprintf(out, "container %s: image %s",
+            json_string_value(json_object_get(c, "name")) ?: "(not created)",
+            json_string_value(json_object_get(c, "image")) ?: "?");
+    if ((s = json_string_value(json_object_get(c, "image_id"))))
+        fprintf(out, " (%.19s)", s);
+    const json_t *ready = json_object_get(c, "time_to_ready_s");
+    if (json_is_number(ready))
+        fprintf(out, ", ready after %.1f s (GET %s)", json_number_value(ready),
+                json_string_value(json_object_get(c, "ready_path")) ?: "?");
+    else if ((s = json_string_value(json_object_get(c, "failure"))))
+        fprintf(out, ", never ready (%s)",
+                strcmp(s, "exited") == 0    ? "it exited first"
+                : strcmp(s, "timeout") == 0 ? "timed out"
+                                            : s);
+    const json_t *load = json_object_get(c, "loading");
+    const json_t *e = json_object_get(load, "energy_j"),
+                 *m = json_object_get(load, "memory_used_mib_after");
+    if (json_is_number(e))
+        fprintf(out, ", loading %.1f J", json_number_value(e));
+    if (json_is_number(m))
+        fprintf(out, ", GPU memory after loading %.0f MiB", json_number_value(m));
+    const json_t *x = json_object_get(c, "exit");
+    if (json_is_object(x))
+        fprintf(out, "; %s with status %lld%s%s",
+                json_string_value(json_object_get(x, "status")) ?: "?",
+                (long long)json_integer_value(json_object_get(x, "exit_code")),
+                json_is_true(json_object_get(x, "oom_killed")) ? " (out of memory)" : "",
+                json_is_true(json_object_get(x, "stopped_by_gpumon")) ? ", stopped by gpumon" : "");
+    fprintf(out, "%s\n",
+            json_is_true(json_object_get(c, "removed")) ? ", removed"
+            : json_is_true(json_object_get(c, "kept"))  ? ", kept"
+                                                        : "");
+    size_t i;
+    const json_t *l;
+    json_array_foreach(json_object_get(c, "logs"), i, l)
+        fprintf(out, "  | %s\n", json_string_value(l) ?: "");
 }
 
 /* ---- comparing -------------------------------------------------------------------------- */

@@ -39,6 +39,10 @@ void gm_bench_print_point(FILE *out, const json_t *point);
 void gm_bench_print_table(FILE *out, const json_t *doc);
 /* The whole benchmark: its header, every point's block, and the table when there are several. */
 void gm_bench_print_report(FILE *out, const json_t *doc);
+/* The "container" part of a benchmark document (`bench --image`), when it has one: a line with
+ * its image, time to ready, loading energy and memory and exit state, then the output it left
+ * when it ended on its own. */
+void gm_bench_print_container(FILE *out, const json_t *doc);
 
 /* Prints the points of n benchmark documents side by side (points matched by their load, else
  * by position), each figure with its change from the first benchmark's. GM_OK or GM_EINVAL

@@ -241,6 +241,11 @@ double gm_bench_point_duration(const gm_bench_point *p)
     return p->start_ns && p->end_ns > p->start_ns ? (double)(p->end_ns - p->start_ns) / 1e9 : 0;
 }
 
+double gm_bench_point_cpu_pct(const gm_bench_point *p)
+{
+    return p->cpu_wall_s > 0 ? p->cpu_s / p->cpu_wall_s * 100 : NAN;
+}
+
 static const char *source_name(size_t from_usage, size_t total, const char *yes, const char *no)
 {
     if (total == 0)
@@ -341,7 +346,7 @@ json_t *gm_bench_point_json(gm_bench_point *p, const gm_bench_slo *slo)
     if (json_object_size(p->error_examples))
         json_object_set_new(o, "error_examples", json_deep_copy(p->error_examples));
     json_t *client = json_pack(
-        "{s:o, s:f, s:o, s:o, s:o, s:I}", "cpu_percent", num(dur > 0 ? p->cpu_s / dur * 100 : NAN),
+        "{s:o, s:f, s:o, s:o, s:o, s:I}", "cpu_percent", num(gm_bench_point_cpu_pct(p)),
         "cpu_seconds", p->cpu_s, "schedule_lag_ms", gm_bench_dist_json(&p->lag_ms),
         "receive_to_parse_us", gm_bench_dist_json(&p->recv_parse_us), "wake_to_receive_us",
         gm_bench_dist_json(&p->wake_recv_us), "bytes_received", (json_int_t)p->bytes_received);

@@ -123,7 +123,9 @@ typedef struct gm_bench_point {
     gm_bench_dist lag_ms;        /* sent - due: how late the client sent */
     gm_bench_dist recv_parse_us; /* a piece received -> its events parsed */
     gm_bench_dist wake_recv_us;  /* the loop woke -> a piece handed to us (work before it) */
-    double cpu_s;                /* CPU time of the client's thread over the point */
+    double cpu_s;                /* CPU time of the client's thread over the point's loop */
+    double cpu_wall_s;           /* wall time of that same loop (a point's own duration, first
+                                  * send to last answer, leaves out its start and end) */
     size_t peak_in_flight;       /* most requests in flight at once */
     uint64_t bytes_received;
     json_t *error_examples; /* the first message of each error key ({"http_500": "..."}) */
@@ -137,6 +139,9 @@ int gm_bench_point_add(gm_bench_point *p, const gm_bench_result *r);
 void gm_bench_point_error_example(gm_bench_point *p, const gm_bench_result *r, const char *msg);
 /* Seconds of the measured window (0 before any request). */
 double gm_bench_point_duration(const gm_bench_point *p);
+/* The client's thread CPU over the wall time of the same span, percent of a core; NAN when not
+ * measured. */
+double gm_bench_point_cpu_pct(const gm_bench_point *p);
 
 /* The request-side part of the point's JSON (see docs/BENCH.md): "concurrency" or
  * "request_rate" (and "burstiness"), requests, completed, failed, errors, duration_s,

@@ -1,13 +1,17 @@
 /* estimate.c - GPU count and per-GPU memory of an inference task config (parallelism
- * parameters under their alias spellings, model-size memory classes). */
+ * parameters under their alias spellings; memory from the model's parameters, dtype, KV cache
+ * and overhead, or from seed 003's model-size classes). */
 #include "core/estimate.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "base/json.h"
 #include "base/utf8.h"
@@ -210,7 +214,10 @@ static double params_billions(const char *model)
             v *= w;
             end = end2;
         }
-        if (!isfinite(v)) /* "1e200x1e200b": no model has infinitely many parameters */
+        /* "1e200x1e200b", "1e300b": no size of a model. The largest models are a few thousand
+         * billion; past a million billion the figures after it (x 1e9, cube roots) stop
+         * meaning anything. */
+        if (!isfinite(v) || v > GM_ESTIMATE_MAX_PARAMS_B)
             v = 0;
         if ((*end == 'b' || *end == 'B') && !isalnum((unsigned char)end[1]) && v > best)
             best = v;
@@ -275,10 +282,354 @@ static int read_model(const json_t *task, gm_estimate *out, gm_error *err)
     return GM_OK;
 }
 
+/* ---- the model method ------------------------------------------------------------------- */
+
+void gm_estimate_options_init(gm_estimate_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->method = GM_ESTIMATE_MODEL;
+    o->overhead_mib = -1;
+}
+
+double gm_estimate_dtype_bytes(const char *dtype, char *name)
+{
+    static const struct {
+        const char *alias, *name;
+        double bytes;
+    } t[] = {
+        {"fp32", "fp32", 4},          {"float32", "fp32", 4},        {"float", "fp32", 4},
+        {"fp16", "fp16", 2},          {"float16", "fp16", 2},        {"half", "fp16", 2},
+        {"bf16", "bf16", 2},          {"bfloat16", "bf16", 2},       {"fp8", "fp8", 1},
+        {"float8", "fp8", 1},         {"fp8_e4m3", "fp8", 1},        {"fp8_e5m2", "fp8", 1},
+        {"int8", "int8", 1},          {"w8a8", "int8", 1},           {"int4", "int4", 0.5},
+        {"awq", "int4", 0.5},         {"gptq", "int4", 0.5},         {"awq_marlin", "int4", 0.5},
+        {"gptq_marlin", "int4", 0.5}, {"nf4", "int4", 0.5},          {"fp4", "int4", 0.5},
+        {"mxfp4", "int4", 0.5},       {"bitsandbytes", "int4", 0.5},
+    };
+    for (size_t i = 0; dtype && i < sizeof t / sizeof *t; i++)
+        if (strcasecmp(dtype, t[i].alias) == 0) {
+            if (name)
+                snprintf(name, 8, "%s", t[i].name);
+            return t[i].bytes;
+        }
+    return 0;
+}
+
+static const char *const context_keys[] = {"max-model-len", "max_model_len", "context-length",
+                                           "context_length", NULL};
+static const char *const batch_keys[] = {"batch-size", "batch_size", NULL};
+static const char *const dtype_keys[] = {"dtype", NULL};
+static const char *const quant_keys[] = {"quantization", "quantize", NULL};
+static const char *const kv_keys[] = {"kv-cache-dtype", "kv_cache_dtype", NULL};
+
+/* The largest whole number of the first of keys present (a number or a list); 0 when none. */
+static int param_uint(const json_t *params, const char *const *keys, unsigned *out, gm_error *err)
+{
+    *out = 0;
+    for (size_t k = 0; keys[k]; k++) {
+        const json_t *v = json_object_get(params, keys[k]);
+        if (!v || json_is_null(v))
+            continue;
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *x = json_is_array(v) ? json_array_get(v, i) : v;
+            double d = json_is_integer(x) ? (double)json_integer_value(x)
+                       : json_is_real(x)  ? json_real_value(x)
+                                          : NAN;
+            if (!(d >= 1 && d <= 1e8 && d == floor(d)))
+                return gm_error_set(err, GM_EPARSE,
+                                    "parameters.%s must be a whole number of tokens or "
+                                    "sequences from 1 (or a list of them)",
+                                    keys[k]);
+            if ((unsigned)d > *out)
+                *out = (unsigned)d;
+        }
+        return GM_OK;
+    }
+    return GM_OK;
+}
+
+/* The widest dtype named by the first of keys present (a name or a list; "auto" says
+ * nothing); *bytes 0 when none. */
+static int param_dtype(const json_t *params, const char *const *keys, double *bytes, char *name,
+                       gm_error *err)
+{
+    *bytes = 0;
+    for (size_t k = 0; keys[k]; k++) {
+        const json_t *v = json_object_get(params, keys[k]);
+        if (!v || json_is_null(v))
+            continue;
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *x = json_is_array(v) ? json_array_get(v, i) : v;
+            const char *str = json_string_value(x);
+            if (!str)
+                return gm_error_set(err, GM_EPARSE, "parameters.%s must be a string, got %s",
+                                    keys[k], type_name(x));
+            if (strcasecmp(str, "auto") == 0)
+                continue;
+            char nm[8];
+            double b = gm_estimate_dtype_bytes(str, nm);
+            if (b == 0)
+                return gm_error_set(err, GM_EPARSE,
+                                    "parameters.%s \"%s\" is not a dtype gpumon knows (fp32, "
+                                    "fp16, bf16, fp8, int8, int4, awq, gptq...); give --dtype",
+                                    keys[k], str);
+            if (b > *bytes) {
+                *bytes = b;
+                snprintf(name, 8, "%s", nm);
+            }
+        }
+        return GM_OK;
+    }
+    return GM_OK;
+}
+
+/* The model's size and shape. */
+typedef struct shape {
+    double params;
+    unsigned layers, kv_heads, head_dim;
+    double torch_bytes; /* config.json's torch_dtype, 0 when absent */
+    char torch_name[8];
+} shape;
+
+/* A positive number of the first of keys in c; 0 when none. */
+static double cfg_num(const json_t *c, const char *const *keys)
+{
+    for (size_t k = 0; keys[k]; k++) {
+        const json_t *v = json_object_get(c, keys[k]);
+        if (json_is_number(v) && json_number_value(v) > 0)
+            return json_number_value(v);
+    }
+    return 0;
+}
+
+/* Parameters and shape from a Hugging Face config.json: embeddings (and an untied output
+ * layer), then per layer attention (q and o of heads x head_dim, k and v of kv_heads x
+ * head_dim), the MLP (3 matrices of the intermediate size when the config names one, as
+ * gated Llama-style models do; else 2 of 4 x hidden), experts (each an MLP, plus a router)
+ * and two norms. */
+static int read_config(const char *path, shape *sh, gm_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) < 0 || sb.st_size > (16 << 20))
+        return gm_error_set(err, GM_EPARSE, "%s: cannot be read or is too large", path);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root || !json_is_object(root)) {
+        json_decref(root);
+        return gm_error_set(err, GM_EPARSE, "%s: not valid JSON: line %d: %s", path, je.line,
+                            je.text);
+    }
+    const json_t *c = root;
+    static const char *const hidden_k[] = {"hidden_size", "n_embd", "d_model", "dim", NULL};
+    if (cfg_num(c, hidden_k) == 0 && json_is_object(json_object_get(root, "text_config")))
+        c = json_object_get(root, "text_config"); /* multimodal: the language model's */
+    static const char *const layers_k[] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers",
+                                           NULL};
+    static const char *const vocab_k[] = {"vocab_size", "padded_vocab_size", NULL};
+    static const char *const heads_k[] = {"num_attention_heads", "n_head", "n_heads", NULL};
+    static const char *const kv_k[] = {"num_key_value_heads", "num_kv_heads", "n_kv_heads",
+                                       "multi_query_group_num", NULL};
+    static const char *const hd_k[] = {"head_dim", NULL};
+    static const char *const inter_k[] = {"intermediate_size", NULL};
+    static const char *const inter2_k[] = {"ffn_dim", "n_inner", "ffn_hidden_size", NULL};
+    static const char *const experts_k[] = {"num_local_experts", "n_routed_experts", "num_experts",
+                                            NULL};
+    static const char *const moe_inter_k[] = {"moe_intermediate_size", NULL};
+    static const char *const shared_k[] = {"n_shared_experts", NULL};
+    static const char *const shared_inter_k[] = {"shared_expert_intermediate_size", NULL};
+    double h = cfg_num(c, hidden_k), L = cfg_num(c, layers_k), V = cfg_num(c, vocab_k),
+           H = cfg_num(c, heads_k);
+    const char *missing = h == 0   ? "hidden_size"
+                          : L == 0 ? "num_hidden_layers"
+                          : V == 0 ? "vocab_size"
+                          : H == 0 ? "num_attention_heads"
+                                   : NULL;
+    if (missing) {
+        json_decref(root);
+        return gm_error_set(err, GM_EPARSE,
+                            "%s has no %s: gpumon cannot size the model from it (give "
+                            "--method seed)",
+                            path, missing);
+    }
+    double KV = cfg_num(c, kv_k), d = cfg_num(c, hd_k);
+    if (KV == 0)
+        KV = H;
+    if (d == 0)
+        d = floor(h / H);
+    double I = cfg_num(c, inter_k), mlp;
+    if (I > 0)
+        mlp = 3 * h * I;
+    else {
+        I = cfg_num(c, inter2_k);
+        mlp = 2 * h * (I > 0 ? I : 4 * h);
+    }
+    double E = cfg_num(c, experts_k);
+    if (E > 1) {
+        double Ie = cfg_num(c, moe_inter_k);
+        if (Ie == 0)
+            Ie = I > 0 ? I : 4 * h;
+        double S = cfg_num(c, shared_k), Is = cfg_num(c, shared_inter_k);
+        mlp = (E + S) * 3 * h * Ie + h * E + (Is > 0 ? 3 * h * Is : 0);
+    }
+    double attn = h * H * d + 2 * h * KV * d + H * d * h;
+    bool tied = json_is_true(json_object_get(c, "tie_word_embeddings")) ||
+                json_is_true(json_object_get(root, "tie_word_embeddings"));
+    sh->params = V * h * (tied ? 1 : 2) + L * (attn + mlp + 2 * h) + h;
+    /* Figures no model has (a typo, a hostile file) would overflow the casts below. */
+    const char *huge = L > 1e6                                           ? "num_hidden_layers"
+                       : KV > 1e6                                        ? "num_key_value_heads"
+                       : d > 1e6                                         ? "head_dim"
+                       : !(sh->params <= GM_ESTIMATE_MAX_PARAMS_B * 1e9) ? "the parameter count"
+                                                                         : NULL;
+    if (huge) {
+        json_decref(root);
+        return gm_error_set(err, GM_EPARSE, "%s: %s is larger than any model gpumon can size", path,
+                            huge);
+    }
+    sh->layers = (unsigned)L;
+    sh->kv_heads = (unsigned)KV;
+    sh->head_dim = (unsigned)d;
+    const char *td = json_string_value(json_object_get(root, "torch_dtype"));
+    if (!td)
+        td = json_string_value(json_object_get(c, "torch_dtype"));
+    sh->torch_bytes = td ? gm_estimate_dtype_bytes(td, sh->torch_name) : 0;
+    json_decref(root);
+    return GM_OK;
+}
+
+/* The directory of a local model (holding config.json): model as given, else under base_dir. */
+static bool model_dir(const char *model, const char *base_dir, char *cfg, size_t len)
+{
+    if (!model || !*model)
+        return false;
+    char cand[2][4096];
+    int n = 0;
+    snprintf(cand[n++], sizeof cand[0], "%s", model);
+    if (model[0] != '/' && base_dir && *base_dir)
+        snprintf(cand[n++], sizeof cand[0], "%s/%s", base_dir, model);
+    for (int i = 0; i < n; i++) {
+        char path[4200];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/config.json", cand[i]);
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            snprintf(cfg, len, "%s", path);
+            return true;
+        }
+    }
+    return false;
+}
+
+static int model_memory(const json_t *params, const gm_estimate_options *o, gm_estimate *e,
+                        gm_error *err)
+{
+    gm_estimate_memory *m = &e->mem;
+    shape sh = {0};
+    if (model_dir(e->model, o->base_dir, m->config, sizeof m->config)) {
+        int rc = read_config(m->config, &sh, err);
+        if (rc < 0)
+            return rc;
+        m->source = "config.json";
+    } else if (e->model_params_b > 0) {
+        /* A dense transformer about 128 wide per layer: P ~ 12 L (128 L)^2. */
+        sh.params = e->model_params_b * 1e9;
+        sh.layers = (unsigned)lround(cbrt(sh.params / (12.0 * 128 * 128)));
+        if (sh.layers == 0)
+            sh.layers = 1;
+        sh.kv_heads = 8;
+        sh.head_dim = 128;
+        m->shape_assumed = true;
+        m->source = "name";
+        m->config[0] = '\0';
+    } else {
+        return GM_OK; /* unknown size: the seed classes stand */
+    }
+    /* Weights: an option, else the task's quantization, then dtype, then config.json. */
+    char qname[8] = "", dname[8] = "";
+    double qbytes = 0, dbytes = 0;
+    int rc = param_dtype(params, quant_keys, &qbytes, qname, err);
+    if (rc == GM_OK)
+        rc = param_dtype(params, dtype_keys, &dbytes, dname, err);
+    if (rc < 0)
+        return rc;
+    double act = dbytes ? dbytes : sh.torch_bytes ? sh.torch_bytes : 2;
+    const char *act_name = dbytes ? dname : sh.torch_bytes ? sh.torch_name : "fp16";
+    if (o->dtype) {
+        m->weight_bytes = gm_estimate_dtype_bytes(o->dtype, m->dtype);
+        if (m->weight_bytes == 0)
+            return gm_error_set(err, GM_EINVAL, "dtype \"%s\" is not one gpumon knows", o->dtype);
+    } else if (qbytes) {
+        m->weight_bytes = qbytes;
+        snprintf(m->dtype, sizeof m->dtype, "%s", qname);
+    } else {
+        m->weight_bytes = act;
+        snprintf(m->dtype, sizeof m->dtype, "%s", act_name);
+    }
+    /* The KV cache: an option, else the task's, else the activations' dtype (16 bits at
+     * least). */
+    char kname[8] = "";
+    double kbytes = 0;
+    if ((rc = param_dtype(params, kv_keys, &kbytes, kname, err)) < 0)
+        return rc;
+    if (o->kv_dtype) {
+        m->kv_bytes = gm_estimate_dtype_bytes(o->kv_dtype, m->kv_dtype);
+        if (m->kv_bytes == 0)
+            return gm_error_set(err, GM_EINVAL, "KV cache dtype \"%s\" is not one gpumon knows",
+                                o->kv_dtype);
+    } else if (kbytes) {
+        m->kv_bytes = kbytes;
+        snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", kname);
+    } else if (o->dtype && m->weight_bytes >= 2) {
+        m->kv_bytes = m->weight_bytes;
+        snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", m->dtype);
+    } else {
+        m->kv_bytes = act >= 2 ? act : 2;
+        snprintf(m->kv_dtype, sizeof m->kv_dtype, "%s", act >= 2 ? act_name : "fp16");
+    }
+    unsigned v;
+    if ((rc = param_uint(params, context_keys, &v, err)) < 0)
+        return rc;
+    m->context = o->context ? o->context : v ? v : GM_ESTIMATE_CONTEXT;
+    if ((rc = param_uint(params, batch_keys, &v, err)) < 0)
+        return rc;
+    m->batch = o->batch ? o->batch : v ? v : GM_ESTIMATE_BATCH;
+    m->overhead_mib = o->overhead_mib >= 0 ? o->overhead_mib : GM_ESTIMATE_OVERHEAD_MIB;
+    m->params = sh.params;
+    e->model_params_b = sh.params / 1e9;
+    m->layers = sh.layers;
+    m->kv_heads = sh.kv_heads;
+    m->head_dim = sh.head_dim;
+    unsigned tp = e->size[GM_PAR_TP], pp = e->size[GM_PAR_PP];
+    /* Layers split over the pipeline; KV heads over tensor parallelism, at least one per GPU
+     * (fewer heads than GPUs are replicated). */
+    double layers_gpu = ceil((double)sh.layers / pp);
+    double heads_gpu = ceil((double)sh.kv_heads / tp);
+    m->kv_bytes_per_token = 2 * layers_gpu * heads_gpu * sh.head_dim * m->kv_bytes;
+    m->weights_mib = sh.params * m->weight_bytes / ((double)tp * pp) / 1048576.0;
+    m->kv_mib = (double)m->context * m->batch * m->kv_bytes_per_token / 1048576.0;
+    double total = ceil(m->weights_mib + m->kv_mib + m->overhead_mib);
+    e->memory_mib = total > 4e9 ? 4000000000u : (unsigned)total;
+    e->method = GM_ESTIMATE_MODEL;
+    e->memory_rule = "model";
+    return GM_OK;
+}
+
 int gm_estimate_task(const json_t *task, gm_estimate *out, gm_error *err)
+{
+    return gm_estimate_task_opt(task, NULL, out, err);
+}
+
+int gm_estimate_task_opt(const json_t *task, const gm_estimate_options *opt, gm_estimate *out,
+                         gm_error *err)
 {
     if (!task || !out)
         return gm_error_set(err, GM_EINVAL, "gm_estimate_task: NULL argument");
+    gm_estimate_options defaults;
+    if (!opt) {
+        gm_estimate_options_init(&defaults);
+        opt = &defaults;
+    }
     memset(out, 0, sizeof *out);
     for (int p = 0; p < GM_PAR__COUNT; p++)
         out->size[p] = 1;
@@ -307,11 +658,20 @@ int gm_estimate_task(const json_t *task, gm_estimate *out, gm_error *err)
     /* Each factor is at most 2^16, so the product fits 48 bits. */
     out->gpus = (uint64_t)out->size[GM_PAR_TP] * out->size[GM_PAR_PP] * wide;
     out->memory_mib = gm_estimate_memory_mib(out->model, &out->model_params_b, &out->memory_rule);
+    out->method = GM_ESTIMATE_SEED;
+    if (opt->method == GM_ESTIMATE_MODEL)
+        return model_memory(json_is_object(params) ? params : NULL, opt, out, err);
     return GM_OK;
 }
 
 int gm_estimate_task_text(const char *text, size_t len, const char *origin, gm_estimate *out,
                           gm_error *err)
+{
+    return gm_estimate_task_text_opt(text, len, origin, NULL, out, err);
+}
+
+int gm_estimate_task_text_opt(const char *text, size_t len, const char *origin,
+                              const gm_estimate_options *opt, gm_estimate *out, gm_error *err)
 {
     if (!text || !out)
         return gm_error_set(err, GM_EINVAL, "gm_estimate_task_text: NULL argument");
@@ -324,7 +684,7 @@ int gm_estimate_task_text(const char *text, size_t len, const char *origin, gm_e
         return gm_error_set(err, GM_EPARSE, "%s: not valid JSON: line %d, column %d: %s", origin,
                             je.line, je.column, je.text);
     gm_error inner = {0};
-    int rc = gm_estimate_task(root, out, &inner);
+    int rc = gm_estimate_task_opt(root, opt, out, &inner);
     json_decref(root);
     if (rc < 0)
         return gm_error_set(err, rc, "%s: %s", origin, inner.msg);
@@ -333,8 +693,43 @@ int gm_estimate_task_text(const char *text, size_t len, const char *origin, gm_e
 
 int gm_estimate_task_file(const char *path, gm_estimate *out, gm_error *err)
 {
+    return gm_estimate_task_file_opt(path, NULL, out, err);
+}
+
+int gm_estimate_task_file_opt(const char *path, const gm_estimate_options *opt, gm_estimate *out,
+                              gm_error *err)
+{
     if (!path || !out)
         return gm_error_set(err, GM_EINVAL, "gm_estimate_task_file: NULL argument");
+    gm_estimate_options o;
+    if (opt)
+        o = *opt;
+    else
+        gm_estimate_options_init(&o);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        /* A model directory: the task of serving it as it is. */
+        char cfg[4200];
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        if (stat(cfg, &sb) < 0)
+            return gm_error_set(err, GM_ENOENT,
+                                "%s is a directory without a config.json: neither a task config "
+                                "nor a model",
+                                path);
+        json_t *task = json_pack("{s:s}", "model", path);
+        if (!task)
+            return gm_error_set(err, GM_ENOMEM, "out of memory");
+        gm_error inner = {0};
+        int rc = gm_estimate_task_opt(task, &o, out, &inner);
+        json_decref(task);
+        return rc < 0 ? gm_error_set(err, rc, "%s", inner.msg) : GM_OK;
+    }
+    /* A model path in the task may be relative to the task file. */
+    char dir[4096];
+    if (!o.base_dir) {
+        snprintf(dir, sizeof dir, "%s", path);
+        o.base_dir = dirname(dir);
+    }
     FILE *f = fopen(path, "rb");
     if (!f)
         return gm_error_set(err,
@@ -370,7 +765,7 @@ int gm_estimate_task_file(const char *path, gm_estimate *out, gm_error *err)
             if (ferror(f))
                 rc = gm_error_set(err, GM_EIO, "cannot read %s: %s", path, strerror(errno));
             else
-                rc = gm_estimate_task_text(buf, len, path, out, err);
+                rc = gm_estimate_task_text_opt(buf, len, path, &o, out, err);
             break;
         }
     }
@@ -379,6 +774,11 @@ int gm_estimate_task_file(const char *path, gm_estimate *out, gm_error *err)
     return rc;
 }
 
+/* The formula, as `estimate --help` and the JSON say it. */
+#define FORMULA                                                                     \
+    "params x dtype bytes / (tp x pp) + context x batch x 2 x ceil(layers / pp) x " \
+    "ceil(kv_heads / tp) x head_dim x kv bytes + overhead"
+
 json_t *gm_estimate_json(const gm_estimate *e)
 {
     json_t *par = json_object();
@@ -386,10 +786,29 @@ json_t *gm_estimate_json(const gm_estimate *e)
         json_object_set_new(par, dims[p].name,
                             json_pack("{s:I, s:o}", "size", (json_int_t)e->size[p], "parameter",
                                       e->key[p][0] ? json_string(e->key[p]) : json_null()));
-    return json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:s}", "gpus", (json_int_t)e->gpus,
+    json_t *mem = json_null();
+    const gm_estimate_memory *m = &e->mem;
+    if (e->method == GM_ESTIMATE_MODEL) {
+        mem =
+            json_pack("{s:s, s:f, s:s, s:o, s:s, s:f, s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:b, "
+                      "s:f, s:f, s:f, s:f}",
+                      "formula", FORMULA, "params", m->params, "source", m->source, "config",
+                      m->config[0] ? json_string(m->config) : json_null(), "dtype", m->dtype,
+                      "weight_bytes", m->weight_bytes, "kv_dtype", m->kv_dtype, "kv_bytes",
+                      m->kv_bytes, "context", (json_int_t)m->context, "batch", (json_int_t)m->batch,
+                      "layers", (json_int_t)m->layers, "kv_heads", (json_int_t)m->kv_heads,
+                      "head_dim", (json_int_t)m->head_dim, "shape_assumed", m->shape_assumed,
+                      "kv_bytes_per_token", m->kv_bytes_per_token, "weights_mib", m->weights_mib,
+                      "kv_cache_mib", m->kv_mib, "overhead_mib", m->overhead_mib);
+    }
+    return json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:o}", "gpus", (json_int_t)e->gpus,
                      "memory_per_gpu_mib", (json_int_t)e->memory_mib, "world_size",
                      "tp x pp x max(dp, cp, dcp)", "parallel", par, "model",
                      e->model[0] ? json_string(e->model) : json_null(), "model_params_b",
-                     e->model_params_b > 0 ? json_real(e->model_params_b) : json_null(),
-                     "memory_rule", e->memory_rule ? e->memory_rule : "");
+                     e->method == GM_ESTIMATE_MODEL && m->params > 0 ? json_real(m->params / 1e9)
+                     : e->model_params_b > 0                         ? json_real(e->model_params_b)
+                                                                     : json_null(),
+                     "memory_rule", e->memory_rule ? e->memory_rule : "", "method",
+                     e->method == GM_ESTIMATE_MODEL ? "model" : "seed", "memory",
+                     mem ? mem : json_null());
 }

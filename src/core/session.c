@@ -453,6 +453,14 @@ int gm_session_attach(gm_session *s, const char *key, json_t *value)
     return json_object_set_new(s->extra, key, value) == 0 ? GM_OK : GM_ENOMEM;
 }
 
+int gm_session_set_id(gm_session *s, const char *id)
+{
+    if (!id || !*id || strlen(id) >= sizeof s->id)
+        return GM_EINVAL;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    return GM_OK;
+}
+
 int gm_session_restore(gm_session *s, const char *id, int64_t started_ms, int64_t ended_ms)
 {
     if (!id || strlen(id) >= sizeof s->id)

@@ -143,6 +143,10 @@ void gm_session_set_exit(gm_session *s, int exit_code, int signal);
 /* Adds a top-level field key to the JSON document (e.g. "audit", "selection"); steals value.
  * A later call with the same key replaces it. */
 int gm_session_attach(gm_session *s, const char *key, json_t *value);
+/* Replaces the generated id with id (a caller that named things after the session before it
+ * began: `gpumon run --image` names its container gpumon-<id>). GM_EINVAL when id is empty or
+ * not shorter than GM_SESSION_ID_LEN. */
+int gm_session_set_id(gm_session *s, const char *id);
 /* For rebuilding a stored session: replaces the generated id and start time. */
 int gm_session_restore(gm_session *s, const char *id, int64_t started_ms, int64_t ended_ms);
 /* The command as a JSON array of strings (borrowed), NULL when none was set. */

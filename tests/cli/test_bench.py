@@ -233,7 +233,7 @@ class Bench(unittest.TestCase):
 
     def test_usage_errors(self):
         cases = [
-            ([], "--url is required"),
+            ([], "--url or --image is required"),
             (["--url", "ftp://x"], "must start with http"),
             (["--url", "http://x", "--concurrency", "2", "--request-rate", "3"], "not both"),
             (["--url", "http://x", "--burstiness", "2"], "--burstiness is for --request-rate"),
@@ -311,7 +311,9 @@ class Bench(unittest.TestCase):
              "energy_mj": energy, "throttle": [4, 4, 4, 4, 4, 4, 4, 32],
              "processes": [{"pid": 5000001, "used_mem": 1048576},
                            {"pid": 5000002, "used_mem": 1048576, "from_read": 6}]}]})
-        s = self.server()
+        # A server that answers with some latency, as real ones do: against one answering at
+        # once the client is rightly judged saturated (busy all the time), a third reason.
+        s = self.server("--ttft-ms", "5", "--itl-ms", "2")
         p, doc, _ = self.bench(s.url, "--concurrency", "1,2", "--requests", "10",
                                "--output-tokens", "30", "--interval", "3600",
                                "--idle-seconds", "0.2", nvml=FAKE_NVML, scenario=sc)

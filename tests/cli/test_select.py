@@ -306,15 +306,51 @@ class Estimate(unittest.TestCase):
         return run(["estimate"] + list(args), env=env())
 
     def test_seed_example(self):
-        p = self.estimate("--task", os.path.join(TASKS, "seed_example.json"))
+        p = self.estimate("--task", os.path.join(TASKS, "seed_example.json"), "--method", "seed")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout,
                          "GPUs needed:     4  (tp 4 x pp 1 x max(dp 1, cp 1, dcp 1))\n"
                          "Memory per GPU:  20000 MiB  (llama-3-70b: 65B+ model)\n"
                          "Wait for them:   gpumon wait --count 4 --min-free-mb 20000\n")
 
+    def test_model_method(self):
+        # llama-3-70b at tp 4 in fp16: 70e9 x 2 / 4 bytes of weights, about 35 GB per GPU.
+        p = self.estimate("--task", os.path.join(TASKS, "seed_example.json"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Memory per GPU:  35711 MiB  (llama-3-70b: 70.0B parameters from the name, "
+                      "fp16)\n", p.stdout)
+        self.assertIn("  weights:       33379 MiB  70.0B parameters x 2 bytes / (tp 4 x pp 1)\n",
+                      p.stdout)
+        self.assertIn("  KV cache:        284 MiB  4096 tokens x batch 1 x 72704 bytes", p.stdout)
+        self.assertIn("Wait for them:   gpumon wait --count 4 --min-free-mb 35711\n", p.stdout)
+        doc = json.loads(self.estimate("--task", os.path.join(TASKS, "seed_example.json"),
+                                       "--format", "json", "--dtype", "fp8", "--context", "8192",
+                                       "--batch", "2", "--overhead-mib", "1000").stdout)
+        m = doc["memory"]
+        self.assertEqual((doc["method"], m["dtype"], m["kv_dtype"], m["context"], m["batch"]),
+                         ("model", "fp8", "fp16", 8192, 2))
+        self.assertAlmostEqual(m["weights_mib"], 70e9 / 4 / 2**20)
+        self.assertEqual(m["overhead_mib"], 1000)
+        self.assertEqual(doc["memory_per_gpu_mib"],
+                         int(-(-(m["weights_mib"] + m["kv_cache_mib"] + 1000) // 1)))
+        # A model directory: its config.json.
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump({"hidden_size": 4096, "intermediate_size": 14336,
+                           "num_attention_heads": 32, "num_hidden_layers": 32,
+                           "num_key_value_heads": 8, "vocab_size": 128256,
+                           "torch_dtype": "bfloat16"}, f)
+            doc = json.loads(self.estimate("--task", d, "--format", "json").stdout)
+            self.assertEqual(doc["memory"]["params"], 8030261248)
+            self.assertEqual(doc["memory"]["config"], os.path.join(d, "config.json"))
+        for bad in (["--method", "guess"], ["--dtype", "fp7"], ["--context", "0"]):
+            p = self.estimate("--task", os.path.join(TASKS, "seed_example.json"), *bad)
+            self.assertEqual(p.returncode, 2, bad)
+            self.assertIn(bad[0], p.stderr)
+
     def test_json(self):
-        p = self.estimate("--task", os.path.join(TASKS, "aliases.json"), "--format", "json")
+        p = self.estimate("--task", os.path.join(TASKS, "aliases.json"), "--format", "json",
+                          "--method", "seed")
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = json.loads(p.stdout)
         self.assertEqual(doc["gpus"], 12)  # 2 x 2 x max(1, 2, 3)
@@ -367,6 +403,9 @@ class Estimate(unittest.TestCase):
         p = self.estimate("--help")
         self.assertEqual(p.returncode, 0)
         self.assertIn("tensor_parallel_size", p.stdout)
+        # The formula is stated.
+        self.assertIn("P x dtype bytes / (tp x pp)", p.stdout)
+        self.assertIn("ceil(kv_heads/tp)", p.stdout)
 
 
 if __name__ == "__main__":

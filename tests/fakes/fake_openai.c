@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -43,11 +44,19 @@ typedef struct opts {
     unsigned short_every, short_tokens;
     bool garbage;
     unsigned default_tokens;
-    const char *api_key; /* required as "Authorization: Bearer KEY" when set */
+    const char *api_key;   /* required as "Authorization: Bearer KEY" when set */
+    const char *listen;    /* IPv4 address to listen on (default 127.0.0.1) */
+    double ready_after_ms; /* GET /v1/health/ready: 503 until then, 200 after (< 0: 404) */
+    bool never_ready;      /* every readiness path answers 503 */
+    const char *say;       /* printed on stdout once listening (a line for logs) */
 } opts;
 
-static opts O = {
-    .model = "fake-model", .tokens_per_chunk = 1, .fail_status = 500, .default_tokens = 16};
+static opts O = {.model = "fake-model",
+                 .tokens_per_chunk = 1,
+                 .fail_status = 500,
+                 .default_tokens = 16,
+                 .ready_after_ms = -1};
+static int64_t started_ns;
 
 typedef struct buf {
     char *p;
@@ -584,6 +593,17 @@ static bool handle_input(conn *c)
             simple_answer(c, 401, "Unauthorized", "application/json",
                           "{\"error\":{\"message\":\"a valid API key is required\","
                           "\"type\":\"AuthenticationError\",\"code\":401}}");
+        } else if (strcmp(method, "GET") == 0 &&
+                   (O.never_ready ||
+                    (O.ready_after_ms >= 0 && strcmp(path, "/v1/health/ready") == 0 &&
+                     mono_ns() - started_ns < (int64_t)(O.ready_after_ms * 1e6))) &&
+                   (strcmp(path, "/v1/health/ready") == 0 || strcmp(path, "/health") == 0 ||
+                    strcmp(path, "/v1/models") == 0)) {
+            simple_answer(c, 503, "Service Unavailable", "application/json",
+                          "{\"error\":{\"message\":\"the model is loading\",\"code\":503}}");
+        } else if (strcmp(method, "GET") == 0 && O.ready_after_ms >= 0 &&
+                   strcmp(path, "/v1/health/ready") == 0) {
+            simple_answer(c, 200, "OK", "application/json", "{\"status\":\"ready\"}");
         } else if (O.garbage) {
             simple_answer(c, 200, "OK", "text/html",
                           "<html><body>this is not an inference server</body></html>");
@@ -657,7 +677,8 @@ static void usage(void)
             "       [--ttft-ms MS] [--itl-ms MS] [--tokens-per-chunk K] [--no-usage]\n"
             "       [--role-chunk] [--fail-every N [--fail-status CODE]] [--error-every N]\n"
             "       [--drop-every N] [--short-every N --short-tokens M] [--garbage]\n"
-            "       [--default-tokens N] [--api-key KEY]\n");
+            "       [--default-tokens N] [--api-key KEY] [--listen ADDR]\n"
+            "       [--ready-after-ms MS] [--never-ready] [--say TEXT]\n");
     exit(2);
 }
 
@@ -703,6 +724,14 @@ int main(int argc, char **argv)
             O.garbage = true;
         else if (ARG("--api-key"))
             O.api_key = v;
+        else if (ARG("--listen"))
+            O.listen = v;
+        else if (ARG("--ready-after-ms"))
+            O.ready_after_ms = atof(v);
+        else if (strcmp(a, "--never-ready") == 0)
+            O.never_ready = true;
+        else if (ARG("--say"))
+            O.say = v;
         else
             usage();
 #undef ARG
@@ -719,6 +748,11 @@ int main(int argc, char **argv)
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_port = htons((uint16_t)O.port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (O.listen && inet_pton(AF_INET, O.listen, &sa.sin_addr) != 1) {
+        fprintf(stderr, "fake_openai: --listen %s is not an IPv4 address\n", O.listen);
+        return 2;
+    }
+    started_ns = mono_ns();
     if (bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 4096) < 0) {
         perror("fake_openai: bind/listen");
         return 1;
@@ -748,6 +782,10 @@ int main(int argc, char **argv)
             perror(O.port_file);
             return 1;
         }
+    }
+    if (O.say) {
+        printf("%s\n", O.say);
+        fflush(stdout);
     }
     struct epoll_event evs[16];
     for (;;) {

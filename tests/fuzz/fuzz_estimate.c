@@ -1,19 +1,25 @@
 /* fuzz_estimate.c - task configs as `gpumon estimate` and `gpumon run --task` read them
- * (core/estimate.c): JSON text to GPU count and per-GPU memory, then the JSON report
- * (--format json). Checks what the estimate promises: sizes from 1 to GM_ESTIMATE_MAX_SIZE,
- * gpus = tp x pp x max(dp, cp, dcp), a memory class, and a report whenever there is an
- * estimate. The input's text also goes to the model-size scanner on its own. */
+ * (core/estimate.c): JSON text to GPU count and per-GPU memory, by both methods, then the JSON
+ * report (--format json). Checks what the estimate promises: sizes from 1 to
+ * GM_ESTIMATE_MAX_SIZE, gpus = tp x pp x max(dp, cp, dcp), a memory class for the seed method
+ * (and for the model method when the model's size is unknown), else the sum of weights, KV
+ * cache and overhead rounded up; a report whenever there is an estimate. The input's text also
+ * goes to the model-size scanner on its own. A model path in the input may name a config.json
+ * on this machine: the figures are checked for consistency, not for given values. */
 #include <jansson.h>
 #include <math.h>
 
 #include "core/estimate.h"
 #include "fuzz.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check(const uint8_t *data, size_t size, gm_estimate_method method)
 {
+    gm_estimate_options o;
+    gm_estimate_options_init(&o);
+    o.method = method;
     gm_estimate e;
     gm_error err = {0};
-    int rc = gm_estimate_task_text((const char *)data, size, "fuzz.json", &e, &err);
+    int rc = gm_estimate_task_text_opt((const char *)data, size, "fuzz.json", &o, &e, &err);
     if (memchr(data, '\0', size))
         FUZZ_CHECK(rc < 0); /* JSON text holds no NUL byte */
     if (rc == GM_OK) {
@@ -26,9 +32,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 wide = e.size[p];
         }
         FUZZ_CHECK(e.gpus == (uint64_t)e.size[GM_PAR_TP] * e.size[GM_PAR_PP] * wide);
-        FUZZ_CHECK(e.memory_mib == GM_ESTIMATE_MEM_LARGE_MIB ||
-                   e.memory_mib == GM_ESTIMATE_MEM_MID_MIB ||
-                   e.memory_mib == GM_ESTIMATE_MEM_BASE_MIB);
+        if (e.method == GM_ESTIMATE_SEED) {
+            FUZZ_CHECK(method == GM_ESTIMATE_SEED || e.mem.params == 0);
+            FUZZ_CHECK(e.memory_mib == GM_ESTIMATE_MEM_LARGE_MIB ||
+                       e.memory_mib == GM_ESTIMATE_MEM_MID_MIB ||
+                       e.memory_mib == GM_ESTIMATE_MEM_BASE_MIB);
+        } else {
+            const gm_estimate_memory *m = &e.mem;
+            FUZZ_CHECK(method == GM_ESTIMATE_MODEL && m->params > 0 && isfinite(m->params));
+            FUZZ_CHECK(m->weight_bytes > 0 && m->kv_bytes > 0 && m->context && m->batch);
+            FUZZ_CHECK(m->weights_mib >= 0 && m->kv_mib >= 0 && m->overhead_mib >= 0);
+            double total = ceil(m->weights_mib + m->kv_mib + m->overhead_mib);
+            FUZZ_CHECK(e.memory_mib == (total > 4e9 ? 4000000000u : (unsigned)total));
+            FUZZ_CHECK(fuzz_terminated(m->dtype, sizeof m->dtype) &&
+                       fuzz_terminated(m->kv_dtype, sizeof m->kv_dtype) &&
+                       fuzz_terminated(m->config, sizeof m->config));
+        }
         FUZZ_CHECK(e.memory_rule && fuzz_terminated(e.model, sizeof e.model));
         FUZZ_CHECK(!(e.model_params_b < 0));
         json_t *j = gm_estimate_json(&e);
@@ -38,8 +57,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(text);
         json_decref(j);
     } else {
-        FUZZ_CHECK(rc == GM_EPARSE && err.msg[0] && fuzz_terminated(err.msg, sizeof err.msg));
+        FUZZ_CHECK((rc == GM_EPARSE || rc == GM_EINVAL) && err.msg[0] &&
+                   fuzz_terminated(err.msg, sizeof err.msg));
     }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    check(data, size, GM_ESTIMATE_SEED);
+    check(data, size, GM_ESTIMATE_MODEL);
 
     char *model = fuzz_cstr(data, size);
     double b = -1;

@@ -188,6 +188,36 @@ static void test_samples_every_interval(void **state)
     unlink(scenario);
 }
 
+/* bench --image: the server starts after sampling begins, so the processes already on the GPUs
+ * are not its; the container's first process, named later, and what it starts are. */
+static void test_server_started_later(void **state)
+{
+    (void)state;
+    gm_collector *c = open_fake(two_points);
+    gm_bench_gpu *g = NULL;
+    gm_error err = {0};
+    gm_bench_gpu_options o = {
+        .collector = c, .interval_s = 3600, .procfs_root = "/nonexistent", .server_later = true};
+    assert_int_equal(gm_bench_gpu_start(&o, &g, &err), GM_OK);
+    assert_int_equal(gm_bench_gpu_add_server(g, 0, &err), GM_EINVAL);
+    gm_bench_gpu_point p1, p2;
+    assert_int_equal(gm_bench_gpu_begin(g, "loading", &err), GM_OK);
+    assert_int_equal(gm_bench_gpu_end(g, &p1, &err), GM_OK);
+    assert_int_equal(p1.check.nforeign, 1);
+    assert_int_equal(p1.check.foreign[0].pid, 5000001);
+    /* 5000002 appears at read 3, in the second point, and is the server's. */
+    assert_int_equal(gm_bench_gpu_add_server(g, 5000002, &err), GM_OK);
+    assert_int_equal(gm_bench_gpu_begin(g, "point", &err), GM_OK);
+    assert_int_equal(gm_bench_gpu_end(g, &p2, &err), GM_OK);
+    assert_int_equal(p2.check.nforeign, 1);
+    assert_int_equal(p2.check.foreign[0].pid, 5000001);
+    gm_bench_gpu_point_free(&p1);
+    gm_bench_gpu_point_free(&p2);
+    gm_bench_gpu_free(g);
+    gm_collector_close(c);
+    unlink(scenario);
+}
+
 static void test_no_session_means_null_energy(void **state)
 {
     (void)state;
@@ -205,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_energy_and_validity_per_point),
         cmocka_unit_test(test_only_the_gpus_asked_for),
         cmocka_unit_test(test_samples_every_interval),
+        cmocka_unit_test(test_server_started_later),
         cmocka_unit_test(test_no_session_means_null_energy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

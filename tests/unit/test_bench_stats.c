@@ -167,6 +167,7 @@ static void test_closed_loop_point(void **state)
     gm_bench_dist_add(&p.itl_ms, 100);
     gm_bench_dist_add(&p.itl_ms, 100);
     p.cpu_s = 0.5;
+    p.cpu_wall_s = 2;
     p.peak_in_flight = 2;
     gm_bench_slo slo;
     gm_error err = {0};

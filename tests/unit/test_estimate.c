@@ -1,24 +1,40 @@
-/* test_estimate.c - task config estimates: world size over every alias spelling, memory classes
- * from model ids, and the error named for each malformed field. */
+/* test_estimate.c - task config estimates: world size over every alias spelling, the model
+ * method's memory (weights, KV cache, overhead; from the name and from a config.json written
+ * here, checked against the parameter counts the models publish), the seed method's classes,
+ * and the error named for each malformed field. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/estimate.h"
 
 static gm_estimate est;
 static gm_error err;
 
+/* The seed method: these tests predate the model method and check the classes. */
 static int estimate(const char *text)
 {
     memset(&err, 0, sizeof err);
-    return gm_estimate_task_text(text, strlen(text), "t.json", &est, &err);
+    gm_estimate_options o;
+    gm_estimate_options_init(&o);
+    o.method = GM_ESTIMATE_SEED;
+    return gm_estimate_task_text_opt(text, strlen(text), "t.json", &o, &est, &err);
+}
+
+/* The model method (the default), with options o (NULL: none). */
+static int estimate_model(const char *text, const gm_estimate_options *o)
+{
+    memset(&err, 0, sizeof err);
+    return gm_estimate_task_text_opt(text, strlen(text), "t.json", o, &est, &err);
 }
 
 static void expect_error(const char *text, const char *msg)
@@ -221,7 +237,13 @@ static void test_files_and_json(void **state)
     json_t *j = gm_estimate_json(&est);
     assert_non_null(j);
     assert_int_equal(json_integer_value(json_object_get(j, "gpus")), 4);
-    assert_int_equal(json_integer_value(json_object_get(j, "memory_per_gpu_mib")), 20000);
+    assert_int_equal(json_integer_value(json_object_get(j, "memory_per_gpu_mib")), 35711);
+    assert_string_equal(json_string_value(json_object_get(j, "method")), "model");
+    json_t *mem = json_object_get(j, "memory");
+    assert_int_equal(json_integer_value(json_object_get(mem, "layers")), 71);
+    assert_float_equal(json_real_value(json_object_get(mem, "kv_cache_mib")), 284, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(mem, "source")), "name");
+    assert_true(json_is_null(json_object_get(mem, "config")));
     assert_string_equal(json_string_value(json_object_get(j, "model")), "llama-3-70b");
     assert_float_equal(json_number_value(json_object_get(j, "model_params_b")), 70, 0);
     json_t *tp = json_object_get(json_object_get(j, "parallel"), "tp");
@@ -241,12 +263,199 @@ static void test_files_and_json(void **state)
     snprintf(path, sizeof path, "%s/tasks/does-not-exist.json", fx);
     assert_int_equal(gm_estimate_task_file(path, &est, &err), GM_ENOENT);
     assert_non_null(strstr(err.msg, "No such file"));
-    assert_int_equal(gm_estimate_task_file(fx, &est, &err), GM_EIO); /* a directory */
+    /* A directory is a model directory only with a config.json. */
+    assert_int_equal(gm_estimate_task_file(fx, &est, &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, "without a config.json"));
+    /* The seed method's JSON has no memory breakdown. */
+    snprintf(path, sizeof path, "%s/tasks/seed_example.json", fx);
+    gm_estimate_options o;
+    gm_estimate_options_init(&o);
+    o.method = GM_ESTIMATE_SEED;
+    assert_int_equal(gm_estimate_task_file_opt(path, &o, &est, &err), GM_OK);
+    j = gm_estimate_json(&est);
+    assert_int_equal(json_integer_value(json_object_get(j, "memory_per_gpu_mib")), 20000);
+    assert_string_equal(json_string_value(json_object_get(j, "method")), "seed");
+    assert_true(json_is_null(json_object_get(j, "memory")));
+    json_decref(j);
+}
+
+/* llama-3-70b at tp 4 from its name: 70e9 x 2 bytes / 4 = 33378.6 MiB of weights (the issue's
+ * "about 35 GB per GPU"), 71 layers assumed (12 x 71 x (128 x 71)^2 = 70.4e9), 8 KV heads over
+ * 4 GPUs: 2 each. */
+static void test_model_from_the_name(void **state)
+{
+    (void)state;
+    const char *task = "{\"model\": {\"id_or_path\": \"llama-3-70b\"}, \"parameters\": "
+                       "{\"tp-size\": [1, 2, 4]}}";
+    assert_int_equal(estimate_model(task, NULL), GM_OK);
+    assert_int_equal(est.method, GM_ESTIMATE_MODEL);
+    assert_string_equal(est.mem.source, "name");
+    assert_true(est.mem.shape_assumed);
+    assert_float_equal(est.mem.weights_mib, 70e9 * 2 / 4 / 1048576, 1e-6);
+    assert_int_equal(est.mem.layers, 71);
+    assert_int_equal(est.mem.kv_heads, 8);
+    assert_float_equal(est.mem.kv_bytes_per_token, 2 * 71 * 2 * 128 * 2, 0);
+    assert_float_equal(est.mem.kv_mib, 284, 1e-9);
+    assert_float_equal(est.mem.overhead_mib, 2048, 0);
+    assert_int_equal(est.memory_mib, 35711);
+    assert_int_equal(est.gpus, 4);
+    /* pp splits the layers: tp 2 x pp 2 holds ceil(71 / 2) layers and 4 heads per GPU. */
+    assert_int_equal(estimate_model("{\"model\": \"llama-3-70b\", \"parameters\": {\"tp\": 2, "
+                                    "\"pp\": 2}}",
+                                    NULL),
+                     GM_OK);
+    assert_float_equal(est.mem.kv_bytes_per_token, 2 * 36 * 4 * 128 * 2, 0);
+    /* Options: int4 weights, an fp8 KV cache, 32k context, 8 sequences, no overhead. */
+    gm_estimate_options o;
+    gm_estimate_options_init(&o);
+    o.dtype = "awq";
+    o.kv_dtype = "fp8";
+    o.context = 32768;
+    o.batch = 8;
+    o.overhead_mib = 0;
+    assert_int_equal(estimate_model(task, &o), GM_OK);
+    assert_string_equal(est.mem.dtype, "int4");
+    assert_float_equal(est.mem.weights_mib, 70e9 * 0.5 / 4 / 1048576, 1e-6);
+    assert_string_equal(est.mem.kv_dtype, "fp8");
+    assert_float_equal(est.mem.kv_mib, 32768.0 * 8 * (2 * 71 * 2 * 128 * 1) / 1048576, 1e-9);
+    assert_int_equal(est.memory_mib,
+                     (unsigned)ceil(70e9 * 0.5 / 4 / 1048576 + 32768.0 * 8 * 36352 / 1048576));
+    /* No size anywhere: the seed classes stand, and say so. */
+    assert_int_equal(estimate_model("{\"model\": \"bert-base\"}", NULL), GM_OK);
+    assert_int_equal(est.method, GM_ESTIMATE_SEED);
+    assert_int_equal(est.memory_mib, 8000);
+}
+
+/* The task's own parameters: quantization over dtype for the weights, kv-cache-dtype, the
+ * largest max-model-len and batch-size. */
+static void test_model_task_parameters(void **state)
+{
+    (void)state;
+    assert_int_equal(estimate_model("{\"model\": \"x-8b\", \"parameters\": {\"quantization\": "
+                                    "\"awq\", \"dtype\": \"bfloat16\", \"kv-cache-dtype\": "
+                                    "\"fp8_e5m2\", \"max-model-len\": [2048, 8192], "
+                                    "\"batch_size\": 16}}",
+                                    NULL),
+                     GM_OK);
+    assert_string_equal(est.mem.dtype, "int4");
+    assert_string_equal(est.mem.kv_dtype, "fp8");
+    assert_int_equal(est.mem.context, 8192);
+    assert_int_equal(est.mem.batch, 16);
+    /* dtype alone, and "auto" saying nothing. */
+    assert_int_equal(estimate_model("{\"model\": \"x-8b\", \"parameters\": {\"dtype\": "
+                                    "[\"auto\", \"float32\"]}}",
+                                    NULL),
+                     GM_OK);
+    assert_string_equal(est.mem.dtype, "fp32");
+    assert_string_equal(est.mem.kv_dtype, "fp32");
+    assert_int_equal(estimate_model("{\"model\": \"x-8b\", \"parameters\": {\"dtype\": "
+                                    "\"auto\"}}",
+                                    NULL),
+                     GM_OK);
+    assert_string_equal(est.mem.dtype, "fp16");
+    assert_int_equal(estimate_model("{\"model\": \"x-8b\", \"parameters\": {\"dtype\": "
+                                    "\"float13\"}}",
+                                    NULL),
+                     GM_EPARSE);
+    assert_string_equal(err.msg, "t.json: parameters.dtype \"float13\" is not a dtype gpumon "
+                                 "knows (fp32, fp16, bf16, fp8, int8, int4, awq, gptq...); give "
+                                 "--dtype");
+    assert_int_equal(estimate_model("{\"model\": \"x-8b\", \"parameters\": {\"max-model-len\": "
+                                    "0}}",
+                                    NULL),
+                     GM_EPARSE);
+    assert_non_null(strstr(err.msg, "parameters.max-model-len must be a whole number"));
+    assert_float_equal(gm_estimate_dtype_bytes("BF16", NULL), 2, 0);
+    assert_float_equal(gm_estimate_dtype_bytes("auto", NULL), 0, 0);
+    assert_float_equal(gm_estimate_dtype_bytes(NULL, NULL), 0, 0);
+}
+
+static char model_root[256];
+
+static void write_model(const char *name, const char *config)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/%s", model_root, name);
+    mkdir(model_root, 0755);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(config, f);
+    fclose(f);
+}
+
+/* Parameter counts from config.json against what the models publish: Llama 3 8B has
+ * 8,030,261,248 parameters, Mixtral 8x7B 46.7B. */
+static void test_model_from_config_json(void **state)
+{
+    (void)state;
+    snprintf(model_root, sizeof model_root, "/tmp/gm-test-estimate-%d", (int)getpid());
+    write_model("llama3-8b",
+                "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
+                "\"intermediate_size\": 14336, \"num_attention_heads\": 32, "
+                "\"num_hidden_layers\": 32, \"num_key_value_heads\": 8, \"tie_word_embeddings\": "
+                "false, \"torch_dtype\": \"bfloat16\", \"vocab_size\": 128256}");
+    write_model("mixtral",
+                "{\"hidden_size\": 4096, \"intermediate_size\": 14336, \"num_attention_heads\": 32,"
+                " \"num_hidden_layers\": 32, \"num_key_value_heads\": 8, \"num_local_experts\": 8,"
+                " \"vocab_size\": 32000, \"torch_dtype\": \"bfloat16\"}");
+    write_model("broken", "{\"hidden_size\": 4096}");
+    char task[1024];
+    snprintf(task, sizeof task, "{\"model\": \"%s/llama3-8b\", \"parameters\": {\"tp\": 2}}",
+             model_root);
+    assert_int_equal(estimate_model(task, NULL), GM_OK);
+    assert_string_equal(est.mem.source, "config.json");
+    assert_false(est.mem.shape_assumed);
+    assert_float_equal(est.mem.params, 8030261248.0, 0);
+    assert_string_equal(est.mem.dtype, "bf16"); /* torch_dtype */
+    assert_int_equal(est.mem.layers, 32);
+    /* 8 KV heads of 128 over tp 2: 4 per GPU. */
+    assert_float_equal(est.mem.kv_bytes_per_token, 2 * 32 * 4 * 128 * 2, 0);
+    assert_float_equal(est.mem.weights_mib, 8030261248.0 * 2 / 2 / 1048576, 1e-6);
+    char path[512];
+    snprintf(path, sizeof path, "%s/mixtral", model_root);
+    /* --task naming the model directory itself. */
+    assert_int_equal(gm_estimate_task_file(path, &est, &err), GM_OK);
+    assert_float_equal(est.mem.params, 46702792704.0, 0);
+    assert_int_equal(est.gpus, 1);
+    /* A relative path is found next to the task file. */
+    snprintf(path, sizeof path, "%s/task.json", model_root);
+    FILE *f = fopen(path, "w");
+    fputs("{\"model\": {\"id_or_path\": \"llama3-8b\"}}", f);
+    fclose(f);
+    assert_int_equal(gm_estimate_task_file(path, &est, &err), GM_OK);
+    assert_string_equal(est.mem.source, "config.json");
+    /* A local model whose config says too little is an error, not a guess. */
+    snprintf(task, sizeof task, "{\"model\": \"%s/broken\"}", model_root);
+    assert_int_equal(estimate_model(task, NULL), GM_EPARSE);
+    assert_non_null(strstr(err.msg, "config.json has no num_hidden_layers"));
+    /* Nor one whose figures no model has (they would overflow the shape's integers). */
+    write_model("huge", "{\"hidden_size\": 4096, \"num_attention_heads\": 32, "
+                        "\"num_hidden_layers\": 1e30, \"vocab_size\": 32000}");
+    snprintf(task, sizeof task, "{\"model\": \"%s/huge\"}", model_root);
+    assert_int_equal(estimate_model(task, NULL), GM_EPARSE);
+    assert_non_null(strstr(err.msg, "num_hidden_layers is larger than any model"));
+    write_model("wide", "{\"hidden_size\": 1e12, \"num_attention_heads\": 1e6, "
+                        "\"num_hidden_layers\": 100, \"vocab_size\": 32000}");
+    snprintf(task, sizeof task, "{\"model\": \"%s/wide\"}", model_root);
+    assert_int_equal(estimate_model(task, NULL), GM_EPARSE);
+    assert_non_null(strstr(err.msg, "the parameter count is larger than any model"));
+    /* A size token past a million billion is no size: the seed classes apply. */
+    assert_int_equal(estimate_model("{\"model\": \"x-1e300b\"}", NULL), GM_OK);
+    assert_int_equal(est.method, GM_ESTIMATE_SEED);
+    assert_float_equal(est.model_params_b, 0, 0);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", model_root);
+    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_from_the_name),
+        cmocka_unit_test(test_model_task_parameters),
+        cmocka_unit_test(test_model_from_config_json),
         cmocka_unit_test(test_seed_example),
         cmocka_unit_test(test_every_spelling),
         cmocka_unit_test(test_world_size),

@@ -95,13 +95,45 @@ static void test_duration(void **state)
     assert_int_equal(gm_parse_duration_ms("9300000000000000", 0, INT64_MAX, &ms), GM_EINVAL);
 }
 
+static void test_size(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int64_t bytes;
+    } ok[] = {{"65536", 65536},
+              {"1b", 1},
+              {"1k", 1024},
+              {"1KB", 1024},
+              {"1KiB", 1024},
+              {"512m", 512LL << 20},
+              {"512MiB", 512LL << 20},
+              {"16GB", 16LL << 30},
+              {"16g", 16LL << 30},
+              {"1.5G", 3LL << 29},
+              {"2t", 2LL << 40},
+              {"0", 0}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        int64_t b = -1;
+        if (gm_parse_size_bytes(ok[i].in, 0, INT64_MAX, &b) != GM_OK || b != ok[i].bytes)
+            fail_msg("\"%s\": %lld bytes", ok[i].in, (long long)b);
+    }
+    static const char *const bad[] = {"",    "g",   "1x",   "1 g", "-1g", "1gb ",        "1ki",
+                                      "1bb", "1e3", "0x10", ".5g", "1gg", "99999999999t"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int64_t b;
+        if (gm_parse_size_bytes(bad[i], 0, INT64_MAX, &b) != GM_EINVAL)
+            fail_msg("\"%s\" was accepted", bad[i]);
+    }
+    int64_t b;
+    assert_int_equal(gm_parse_size_bytes("1k", 2048, 4096, &b), GM_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uint),
-        cmocka_unit_test(test_number),
-        cmocka_unit_test(test_bool),
-        cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_uint),     cmocka_unit_test(test_number), cmocka_unit_test(test_bool),
+        cmocka_unit_test(test_duration), cmocka_unit_test(test_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

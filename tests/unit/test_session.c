@@ -493,6 +493,24 @@ static void test_summary_prints(void **state)
     gm_session_free(s);
 }
 
+/* A caller that named things after the session before it began (run --image) sets its id. */
+static void test_set_id(void **state)
+{
+    (void)state;
+    gm_session *s = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_session_new(NULL, NULL, 0, 1, &s, &err), GM_OK);
+    assert_int_equal(gm_session_set_id(s, "20260101-000000-abcdef"), GM_OK);
+    assert_string_equal(gm_session_id(s), "20260101-000000-abcdef");
+    assert_int_equal(gm_session_set_id(s, ""), GM_EINVAL);
+    assert_int_equal(gm_session_set_id(s, "0123456789012345678901234567890123456789"), GM_EINVAL);
+    assert_string_equal(gm_session_id(s), "20260101-000000-abcdef");
+    json_t *doc = gm_session_to_json(s);
+    assert_string_equal(json_string_value(json_object_get(doc, "id")), "20260101-000000-abcdef");
+    json_decref(doc);
+    gm_session_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_replay_matches),
         cmocka_unit_test(test_sample_limit),
         cmocka_unit_test(test_summary_prints),
+        cmocka_unit_test(test_set_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,125 @@
+/* container.h - the container side of `gpumon bench --image` and `gpumon run --image`: their
+ * shared options, and one container's life through the engine (core/docker): the image made
+ * present (pulled with --pull), the container created on the leased GPUs (DeviceRequests by
+ * UUID, never CUDA_VISIBLE_DEVICES), its port published on 127.0.0.1, owner labels, started,
+ * waited for until its server answers, and stopped and removed on every way out unless
+ * --keep-container. Messages go to stderr as "gpumon <cmd>: ..."; functions that can fail
+ * return an exit status (GM_EXIT_*). */
+#ifndef GM_CLI_CONTAINER_H
+#define GM_CLI_CONTAINER_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GM_CLI_CTR_ENV_MAX     128
+#define GM_CLI_CTR_VOLUMES_MAX 64
+/* Lines of a container's output printed and kept when it ends on its own. */
+#define GM_CLI_CTR_LOG_LINES 50
+/* Seconds a container gets to exit after SIGTERM when gpumon stops it. */
+#define GM_CLI_CTR_STOP_S 10
+
+typedef struct gm_cli_ctr_opts {
+    const char *image;
+    unsigned port; /* --container-port (default 8000) */
+    bool port_given;
+    const char *env[GM_CLI_CTR_ENV_MAX]; /* as given: "K=V", or "NAME" passed through */
+    size_t nenv;
+    const char *volumes[GM_CLI_CTR_VOLUMES_MAX]; /* "HOST:CONTAINER[:OPTIONS]" */
+    size_t nvolumes;
+    int64_t shm_bytes;      /* 0: the engine's default */
+    const char *ready_path; /* NULL: /v1/health/ready, then /health, then /v1/models */
+    double ready_timeout_s; /* default 1800 */
+    bool keep, pull;
+    bool ready_given;  /* --ready-path or --ready-timeout */
+    const char *given; /* the first container option given (for "needs --image") */
+} gm_cli_ctr_opts;
+
+/* getopt_long codes of the container options, above the provider options (1000 up). */
+enum {
+    GM_CLI_OPT_IMAGE = 1100,
+    GM_CLI_OPT_CPORT,
+    GM_CLI_OPT_ENV,
+    GM_CLI_OPT_VOLUME,
+    GM_CLI_OPT_SHM,
+    GM_CLI_OPT_READY_PATH,
+    GM_CLI_OPT_READY_TIMEOUT,
+    GM_CLI_OPT_KEEP,
+    GM_CLI_OPT_PULL,
+};
+
+/* clang-format off */
+#define GM_CLI_CTR_LONGOPTS                                                                        \
+    {"image", required_argument, NULL, GM_CLI_OPT_IMAGE},                                          \
+    {"container-port", required_argument, NULL, GM_CLI_OPT_CPORT},                                 \
+    {"env", required_argument, NULL, GM_CLI_OPT_ENV},                                              \
+    {"volume", required_argument, NULL, GM_CLI_OPT_VOLUME},                                        \
+    {"shm-size", required_argument, NULL, GM_CLI_OPT_SHM},                                         \
+    {"ready-path", required_argument, NULL, GM_CLI_OPT_READY_PATH},                                \
+    {"ready-timeout", required_argument, NULL, GM_CLI_OPT_READY_TIMEOUT},                          \
+    {"keep-container", no_argument, NULL, GM_CLI_OPT_KEEP},                                        \
+    {"pull", no_argument, NULL, GM_CLI_OPT_PULL}
+/* clang-format on */
+
+/* Defaults: port 8000, ready timeout 1800 s. */
+void gm_cli_ctr_defaults(gm_cli_ctr_opts *o);
+/* Takes getopt code c with arg when it is a container option: 1 taken, 0 not one, -1 invalid
+ * (message printed). */
+int gm_cli_ctr_option(const char *cmd, int c, const char *arg, gm_cli_ctr_opts *o);
+/* After parsing: container options without --image, or (server false: `run`) readiness
+ * options, are usage errors (message printed, false). */
+bool gm_cli_ctr_validate(const char *cmd, const gm_cli_ctr_opts *o, bool server);
+
+typedef struct gm_cli_ctr gm_cli_ctr;
+
+/* Connects to the engine ($DOCKER_HOST, else /var/run/docker.sock) and resolves the --env
+ * values. NULL with *rc set (message printed) when it cannot. */
+gm_cli_ctr *gm_cli_ctr_open(const char *cmd, const gm_cli_ctr_opts *o, bool quiet, int *rc);
+
+/* Makes the image present: looked up, pulled with --pull when absent (progress on stderr);
+ * without --pull an absent image fails naming it. stop (a signal flag) ends a pull. */
+int gm_cli_ctr_image(gm_cli_ctr *c, const volatile sig_atomic_t *stop);
+
+/* The container is expected to exit (`run`): its end is not reported as an early one, nor its
+ * output printed again. */
+void gm_cli_ctr_expect_exit(gm_cli_ctr *c);
+
+/* Creates and starts container gpumon-<run_id> with args after the image's entrypoint (may be
+ * NULL), on GPUs gpu_ids (UUIDs), publishing the container port on 127.0.0.1 when publish. */
+int gm_cli_ctr_start(gm_cli_ctr *c, const char *run_id, char *const *args, size_t nargs,
+                     const char *const *gpu_ids, size_t ngpus, bool publish);
+
+/* Waits until the server answers a readiness path, the container ends, the ready timeout
+ * passes or *stop is set. 0 ready; GM_EXIT_TIMEOUT; GM_EXIT_FAILURE (ended, logs printed);
+ * 130-style statuses are the caller's to choose when *stop was set (returns -1 then). */
+int gm_cli_ctr_wait_ready(gm_cli_ctr *c, const volatile sig_atomic_t *stop);
+
+/* The container's name, its first process as the host numbers it (0 unknown), the server's
+ * base URL ("http://127.0.0.1:PORT", "" without a published port). */
+const char *gm_cli_ctr_name(const gm_cli_ctr *c);
+pid_t gm_cli_ctr_pid(const gm_cli_ctr *c);
+const char *gm_cli_ctr_url(const gm_cli_ctr *c);
+/* Why the server never got ready: "exited", "timeout", "interrupted", "error"; NULL while
+ * nothing went wrong. */
+const char *gm_cli_ctr_failure(const gm_cli_ctr *c);
+
+/* Ends the container's life: a container that ended on its own has its last lines of output
+ * printed and kept; a running one is stopped (SIGTERM, SIGKILL after GM_CLI_CTR_STOP_S);
+ * its exit state is read; then it is removed, all unless --keep-container. Idempotent. */
+void gm_cli_ctr_finish(gm_cli_ctr *c);
+
+/* What happened, for the stored run: {"engine", "image", "image_id", "pulled", "name", "id",
+ * "command", "env" (names only), "volumes", "shm_size_bytes", "gpus", "container_port",
+ * "host_port", "url", "ready", "ready_path", "time_to_ready_s", "failure", "exit": {"status",
+ * "exit_code", "oom_killed", "error", "finished_at", "stopped_by_gpumon"}, "logs", "kept",
+ * "removed"}. New reference. */
+json_t *gm_cli_ctr_json(const gm_cli_ctr *c);
+
+/* gm_cli_ctr_finish, then frees c. NULL is a no-op. */
+void gm_cli_ctr_close(gm_cli_ctr *c);
+
+#endif

@@ -1,0 +1,165 @@
+/* lease.c - estimate, wait and lease for work gpumon starts itself (lease.h). */
+#include "cli/lease.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/estimate.h"
+
+void gm_cli_lease_defaults(gm_cli_lease_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->wait_s = 300;
+    o->check_s = 30;
+}
+
+int gm_cli_lease_option(const char *cmd, int c, const char *arg, gm_cli_lease_opts *o)
+{
+    unsigned long long v;
+    switch (c) {
+    case GM_CLI_OPT_TASK:
+        o->task = arg;
+        break;
+    case GM_CLI_OPT_COUNT:
+        if (!gm_cli_parse_uint(cmd, "--count", arg, 1, GM_MAX_GPUS, &v))
+            return -1;
+        o->count = (unsigned)v;
+        break;
+    case GM_CLI_OPT_MIN_FREE:
+        if (!gm_cli_parse_double(cmd, "--min-free-mb", "a number", arg, 0, 1e9, &o->min_free_mib))
+            return -1;
+        o->min_free_given = true;
+        break;
+    case GM_CLI_OPT_MAX_UTIL:
+        if (!gm_cli_parse_double(cmd, "--max-util", "a utilization in %", arg, 0, 100,
+                                 &o->max_util))
+            return -1;
+        o->has_max_util = true;
+        break;
+    case GM_CLI_OPT_WAIT:
+        if (!gm_cli_parse_duration(cmd, "--wait", arg, 0, 7 * 86400.0, &o->wait_s))
+            return -1;
+        break;
+    case GM_CLI_OPT_CHECK:
+        if (!gm_cli_parse_duration(cmd, "--check-interval", arg, 0.05, 3600, &o->check_s))
+            return -1;
+        break;
+    case GM_CLI_OPT_LEASE_DIR:
+        o->lease_dir = arg;
+        break;
+    case GM_CLI_OPT_ALL_DEVICES:
+        o->all_devices = true;
+        break;
+    default:
+        return 0;
+    }
+    o->given = true;
+    return 1;
+}
+
+typedef struct progress_ctx {
+    const char *cmd;
+    double wait_s;
+    bool quiet;
+} progress_ctx;
+
+static void on_progress(const gm_select_result *r, unsigned check, void *ud)
+{
+    const progress_ctx *p = ud;
+    if (p->quiet || r->satisfied || check != 1 || p->wait_s == 0)
+        return;
+    char why[512];
+    gm_select_explain(r, why, sizeof why);
+    fprintf(stderr, "gpumon %s: waiting up to %gs: %s\n", p->cmd, p->wait_s, why);
+}
+
+int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector *c,
+                      const unsigned *only, size_t n_only, const volatile sig_atomic_t *stop,
+                      bool quiet, gm_select_result *res, gm_lease **lease, json_t *attach)
+{
+    gm_error err = {0};
+    *lease = NULL;
+    if (o->task && o->count) {
+        fprintf(stderr, "gpumon %s: --task and --count both say how many GPUs; give one\n", cmd);
+        return GM_EXIT_USAGE;
+    }
+    unsigned count = o->count ? o->count : n_only ? (unsigned)n_only : 1;
+    double min_free = o->min_free_mib;
+    if (o->task) {
+        gm_estimate est;
+        if (gm_estimate_task_file(o->task, &est, &err) < 0) {
+            fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
+            return GM_EXIT_USAGE;
+        }
+        if (est.gpus > GM_MAX_GPUS) {
+            fprintf(stderr, "gpumon %s: %s needs %llu GPUs; at most %d can be chosen\n", cmd,
+                    o->task, (unsigned long long)est.gpus, GM_MAX_GPUS);
+            return GM_EXIT_NOT_ENOUGH;
+        }
+        count = (unsigned)est.gpus;
+        if (!o->min_free_given)
+            min_free = est.memory_mib;
+        if (attach)
+            json_object_set_new(attach, "estimate", gm_estimate_json(&est));
+    }
+    char dir[4096];
+    if (o->lease_dir)
+        snprintf(dir, sizeof dir, "%s", o->lease_dir);
+    else if (gm_lease_default_dir(dir, sizeof dir, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
+        return GM_EXIT_FAILURE;
+    }
+    gm_snapshot *snap = gm_snapshot_new();
+    if (!snap) {
+        fprintf(stderr, "gpumon %s: out of memory\n", cmd);
+        return GM_EXIT_FAILURE;
+    }
+    gm_select_request req = {
+        .count = count,
+        .min_free_mib = min_free,
+        .has_max_util = o->has_max_util,
+        .max_util_pct = o->max_util,
+        .only = only,
+        .n_only = n_only,
+        .visible = o->all_devices ? NULL : getenv("CUDA_VISIBLE_DEVICES"),
+    };
+    progress_ctx pc = {.cmd = cmd, .wait_s = o->wait_s, .quiet = quiet};
+    gm_wait_options wo = {
+        .timeout_s = o->wait_s,
+        .interval_s = o->check_s,
+        .cancel = stop,
+        .lease_dir = dir,
+        .take_lease = true,
+        .progress = on_progress,
+        .progress_ud = &pc,
+    };
+    int wrc = gm_wait_for(c, &req, &wo, snap, res, lease, &err);
+    gm_snapshot_free(snap);
+    if (wrc < 0) {
+        if (wrc == GM_ECANCELED && stop && *stop) {
+            fprintf(stderr, "gpumon %s: interrupted while waiting for GPUs\n", cmd);
+            return -1;
+        }
+        fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
+        return wrc == GM_ETIMEDOUT ? GM_EXIT_TIMEOUT
+               : wrc == GM_EINVAL  ? GM_EXIT_USAGE
+                                   : GM_EXIT_FAILURE;
+    }
+    char list[512];
+    gm_select_format_list(res, list, sizeof list);
+    if (attach) {
+        json_t *uuids = json_array();
+        for (size_t i = 0; i < gm_lease_count(*lease); i++)
+            json_array_append_new(uuids, json_string(gm_lease_uuid(*lease, i)));
+        json_object_set_new(attach, "selection", gm_select_result_json(res));
+        json_object_set_new(
+            attach, "lease",
+            json_pack("{s:s, s:s, s:o}", "dir", dir, "indices", list, "uuids", uuids));
+    }
+    if (!quiet)
+        fprintf(stderr, "gpumon %s: leased GPU%s %s\n", cmd, res->n_selected > 1 ? "s" : "", list);
+    return GM_EXIT_OK;
+}

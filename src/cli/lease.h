@@ -1,0 +1,69 @@
+/* lease.h - choosing and leasing GPUs for work gpumon starts itself (`bench --image`): the
+ * task's estimate (or a count), the wait until that many qualify, and the lease that keeps
+ * every other gpumon off them, as `gpumon run` does it. */
+#ifndef GM_CLI_LEASE_H
+#define GM_CLI_LEASE_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/lease.h"
+#include "core/select.h"
+#include "gpumon.h"
+
+typedef struct gm_cli_lease_opts {
+    const char *task; /* --task FILE: GPUs and memory per GPU from its estimate */
+    unsigned count;   /* --count N (0: not given) */
+    double min_free_mib;
+    bool min_free_given;
+    bool has_max_util;
+    double max_util;
+    double wait_s;  /* default 300 */
+    double check_s; /* default 30 */
+    const char *lease_dir;
+    bool all_devices; /* ignore the caller's CUDA_VISIBLE_DEVICES */
+    bool given;       /* any of these was given (they need --image) */
+} gm_cli_lease_opts;
+
+/* getopt_long codes, above the container options (1100 up). */
+enum {
+    GM_CLI_OPT_TASK = 1200,
+    GM_CLI_OPT_COUNT,
+    GM_CLI_OPT_MIN_FREE,
+    GM_CLI_OPT_MAX_UTIL,
+    GM_CLI_OPT_WAIT,
+    GM_CLI_OPT_CHECK,
+    GM_CLI_OPT_LEASE_DIR,
+    GM_CLI_OPT_ALL_DEVICES,
+};
+
+/* clang-format off */
+#define GM_CLI_LEASE_LONGOPTS                                                                      \
+    {"task", required_argument, NULL, GM_CLI_OPT_TASK},                                            \
+    {"count", required_argument, NULL, GM_CLI_OPT_COUNT},                                          \
+    {"min-free-mb", required_argument, NULL, GM_CLI_OPT_MIN_FREE},                                 \
+    {"max-util", required_argument, NULL, GM_CLI_OPT_MAX_UTIL},                                    \
+    {"wait", required_argument, NULL, GM_CLI_OPT_WAIT},                                            \
+    {"check-interval", required_argument, NULL, GM_CLI_OPT_CHECK},                                 \
+    {"lease-dir", required_argument, NULL, GM_CLI_OPT_LEASE_DIR},                                  \
+    {"all-devices", no_argument, NULL, GM_CLI_OPT_ALL_DEVICES}
+/* clang-format on */
+
+void gm_cli_lease_defaults(gm_cli_lease_opts *o);
+/* Takes getopt code c with arg when it is one of these options: 1 taken, 0 not one, -1 invalid
+ * (message printed). */
+int gm_cli_lease_option(const char *cmd, int c, const char *arg, gm_cli_lease_opts *o);
+
+/* Estimates (with --task), waits until the GPUs qualify, and leases them: only (n_only driver
+ * indices, may be NULL) limits the candidates. The count is --count, else the task's estimate,
+ * else n_only when given, else 1. On success res and *lease hold the choice, and attach (may be
+ * NULL) gets "estimate", "selection" and "lease" as `gpumon run` stores them. Returns an exit
+ * status: 0, GM_EXIT_USAGE, GM_EXIT_NOT_ENOUGH, GM_EXIT_TIMEOUT, GM_EXIT_FAILURE; -1 when *stop
+ * was set while waiting (the caller knows which signal). */
+int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector *c,
+                      const unsigned *only, size_t n_only, const volatile sig_atomic_t *stop,
+                      bool quiet, gm_select_result *res, gm_lease **lease, json_t *attach);
+
+#endif
