@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stand-in for Prometheus's instant-query API holding a synthetic fleet, for bench/fleet.sh:
-answers the four queries of src/core/fleet.c (up, timestamp(up), the names of nodes, the per-GPU
-series) for NODES nodes of GPUS GPUs each (one node in ten down), with answers built once at
+answers the queries of src/core/fleet.c (up, timestamp(up), the names of nodes, the GPUs with
+their utilization, their other readings) for NODES nodes of GPUS GPUs each (one node in ten down), with answers built once at
 start so the server's own cost stays out of the measurement.
 
 Usage: fake_prometheus.py --nodes 1000 --gpus 8 --port-file FILE
@@ -19,7 +19,7 @@ NAMES = ["GPU_UTIL", "FB_USED", "FB_FREE", "POWER_USAGE", "GPU_TEMP", "XID_ERROR
 
 def build(nodes, gpus, now):
     rnd = random.Random(1)
-    up, ts, names, series = [], [], [], []
+    up, ts, names, ids, series = [], [], [], [], []
     for n in range(nodes):
         inst = "10.%d.%d.%d:9400" % (n >> 16, (n >> 8) & 255, n & 255)
         host = "gpu-node-%05d" % n
@@ -35,17 +35,19 @@ def build(nodes, gpus, now):
             v = {"GPU_UTIL": rnd.choice([0, 5, 60, 99]), "FB_USED": used, "FB_FREE": 81000 - used,
                  "POWER_USAGE": 70 + rnd.random() * 600, "GPU_TEMP": 30 + rnd.randrange(50),
                  "XID_ERRORS": 0, "ECC_DBE_VOL_TOTAL": 0, "ROW_REMAP_FAILURE": 0}
-            for name in NAMES:
+            ids.append({"metric": {"instance": inst, "gpu": str(g), "UUID": "GPU-%08x-%04d" % (n, g),
+                                   "modelName": "NVIDIA H100 80GB HBM3", "Hostname": host},
+                        "value": [now, repr(float(v["GPU_UTIL"]))]})
+            for name in NAMES[1:]:
                 series.append({"metric": {"__name__": "DCGM_FI_DEV_" + name, "instance": inst,
-                                          "job": "gpumon", "gpu": str(g),
-                                          "UUID": "GPU-%08x-%04d" % (n, g),
-                                          "modelName": "NVIDIA H100 80GB HBM3", "Hostname": host},
+                                          "gpu": str(g), "Hostname": host},
                                "value": [now, repr(float(v[name]))]})
 
     def doc(result):
         return json.dumps({"status": "success",
                            "data": {"resultType": "vector", "result": result}}).encode()
-    return {"up{": doc(up), "timestamp(": doc(ts), "count by": doc(names), "{__name__": doc(series)}
+    return {"up{": doc(up), "timestamp(": doc(ts), "count by": doc(names),
+            "max by (instance": doc(ids), "max by (__name__": doc(series)}
 
 
 def main():

@@ -2,7 +2,7 @@
 # fleet.sh - the cost of the fleet view on a large synthetic fleet (bench/fake_prometheus.py:
 # NODES nodes of GPUS GPUs, one node in ten down, answers prepared in advance): the wall time of
 # `gpumon cluster status --format json` and `cluster select` (median of RUNS) and the size of
-# the answers; then a daemon with --prometheus: the first GET /api/fleet (four queries and the
+# the answers; then a daemon with --prometheus: the first GET /api/fleet (the queries and the
 # model) and cached answers under wrk (CONNS connections, DURATION), with the daemon's CPU.
 # Usage: bench/fleet.sh   (env: NODES=1000 GPUS=8 RUNS=5 CONNS=4 DURATION=10s)
 set -u
@@ -21,8 +21,9 @@ for _ in $(seq 1 600); do [ -s "$WORK/prom" ] && break; sleep 0.05; done
 PROM="http://127.0.0.1:$(cat "$WORK/prom")"
 
 echo "# fleet: $(machine) nodes=$NODES gpus_per_node=$GPUS"
-series=$(curl -s "$PROM/api/v1/query?query=%7B__name__" | wc -c)
-echo "prometheus_gpu_answer_bytes=$series"
+ids=$(curl -s "$PROM/api/v1/query?query=max%20by%20%28instance" | wc -c)
+readings=$(curl -s "$PROM/api/v1/query?query=max%20by%20%28__name__" | wc -c)
+echo "prometheus_answer_bytes gpus=$ids readings=$readings"
 
 t() { # wall seconds of one run of the command
     local s e

@@ -12,7 +12,8 @@
 
 #include "base/json.h"
 
-/* The per-GPU series of GM_FLEET_Q_GPUS, by the suffix of their DCGM_FI_DEV_ name. */
+/* The per-GPU series read, by the suffix of their DCGM_FI_DEV_ name: utilization through
+ * GM_FLEET_Q_GPUS, the others through GM_FLEET_Q_READINGS. */
 enum { M_UTIL, M_FB_USED, M_FB_FREE, M_POWER, M_TEMP, M_XID, M_ECC_DBE, M_REMAP_FAIL, M__COUNT };
 static const char *const metric_names[M__COUNT] = {
     "GPU_UTIL", "FB_USED",    "FB_FREE",           "POWER_USAGE",
@@ -81,13 +82,25 @@ int gm_fleet_query_expr(gm_fleet_query q, const char *job, char *buf, size_t cap
                      "GPU_UTIL{job=\"%s\"}[" GM_FLEET_NAME_WINDOW "]))",
                      job);
         break;
-    case GM_FLEET_Q_GPUS: {
-        /* One query for every per-GPU series: fewer round trips than one per metric. */
+    case GM_FLEET_Q_GPUS:
+        /* Aggregated to the labels that are read: series that differ only in other labels
+         * (pod attribution, a driver upgrade) count once, and the answer is half as large. */
+        n = snprintf(buf, cap,
+                     "max by (instance, Hostname, gpu, UUID, modelName) (" METRIC_PREFIX
+                     "GPU_UTIL{job=\"%s\"})",
+                     job);
+        break;
+    case GM_FLEET_Q_READINGS: {
+        /* One query for the other per-GPU series: fewer round trips than one per metric. */
         char alt[256];
         size_t o = 0;
-        for (int m = 0; m < M__COUNT; m++)
-            o += (size_t)snprintf(alt + o, sizeof alt - o, "%s%s", m ? "|" : "", metric_names[m]);
-        n = snprintf(buf, cap, "{__name__=~\"" METRIC_PREFIX "(%s)\",job=\"%s\"}", alt, job);
+        for (int m = M_UTIL + 1; m < M__COUNT; m++)
+            o += (size_t)snprintf(alt + o, sizeof alt - o, "%s%s", m > M_UTIL + 1 ? "|" : "",
+                                  metric_names[m]);
+        n = snprintf(buf, cap,
+                     "max by (__name__, instance, Hostname, gpu) ({__name__=~\"" METRIC_PREFIX
+                     "(%s)\",job=\"%s\"})",
+                     alt, job);
         break;
     }
     case GM_FLEET_Q__COUNT:
@@ -155,10 +168,13 @@ static bool grow(void **p, size_t *cap, size_t n, size_t sz)
     return true;
 }
 
+/* Fills dst from the label when dst is still empty: a GPU's labels come from whichever of its
+ * series has them (its readings carry no UUID or model). */
 static void copy_label(char *dst, size_t cap, const json_t *metric, const char *name)
 {
     const char *v = gm_prometheus_label(metric, name);
-    snprintf(dst, cap, "%s", v ? v : "");
+    if (!dst[0] && v)
+        snprintf(dst, cap, "%s", v);
 }
 
 /* The target of instance, created when new; NULL when out of memory. */
@@ -193,14 +209,19 @@ static int oom(add_ctx *c)
 static int add_gpu_sample(add_ctx *c, const gm_prometheus_sample *s)
 {
     gm_fleet *f = c->f;
+    /* The aggregation of GM_FLEET_Q_GPUS drops the name: those samples are utilization. */
     const char *name = gm_prometheus_label(s->metric, "__name__");
-    if (!name || strncmp(name, METRIC_PREFIX, sizeof METRIC_PREFIX - 1) != 0)
-        return GM_OK;
     int m = 0;
-    while (m < M__COUNT && strcmp(name + sizeof METRIC_PREFIX - 1, metric_names[m]) != 0)
-        m++;
-    if (m == M__COUNT)
-        return GM_OK;
+    if (!name && c->q == GM_FLEET_Q_GPUS) {
+        m = M_UTIL;
+    } else {
+        if (!name || strncmp(name, METRIC_PREFIX, sizeof METRIC_PREFIX - 1) != 0)
+            return GM_OK;
+        while (m < M__COUNT && strcmp(name + sizeof METRIC_PREFIX - 1, metric_names[m]) != 0)
+            m++;
+        if (m == M__COUNT)
+            return GM_OK;
+    }
     const char *instance = gm_prometheus_label(s->metric, "instance");
     const char *gpu = gm_prometheus_label(s->metric, "gpu");
     const char *uuid = gm_prometheus_label(s->metric, "UUID");
@@ -221,14 +242,14 @@ static int add_gpu_sample(add_ctx *c, const gm_prometheus_sample *s)
         gm_fleet_gpu *g = &r->g;
         g->util_pct = g->fb_used_mib = g->fb_free_mib = g->power_w = g->temp_c = NAN;
         g->xid_last = g->ecc_dbe_volatile = g->row_remap_failure = NAN;
-        copy_label(g->gpu, sizeof g->gpu, s->metric, "gpu");
-        copy_label(g->uuid, sizeof g->uuid, s->metric, "UUID");
-        copy_label(g->model, sizeof g->model, s->metric, "modelName");
-        copy_label(g->instance, sizeof g->instance, s->metric, "instance");
-        copy_label(r->host, sizeof r->host, s->metric, "Hostname");
     }
-    double v = isnan(s->value) ? NAN : s->value; /* NaN means "no reading": absent */
     gm_fleet_gpu *g = &r->g;
+    copy_label(g->gpu, sizeof g->gpu, s->metric, "gpu");
+    copy_label(g->uuid, sizeof g->uuid, s->metric, "UUID");
+    copy_label(g->model, sizeof g->model, s->metric, "modelName");
+    copy_label(g->instance, sizeof g->instance, s->metric, "instance");
+    copy_label(r->host, sizeof r->host, s->metric, "Hostname");
+    double v = isnan(s->value) ? NAN : s->value; /* NaN means "no reading": absent */
     double *slot[M__COUNT] = {&g->util_pct,         &g->fb_used_mib,      &g->fb_free_mib,
                               &g->power_w,          &g->temp_c,           &g->xid_last,
                               &g->ecc_dbe_volatile, &g->row_remap_failure};
@@ -272,6 +293,7 @@ static int add_sample(void *arg, const gm_prometheus_sample *s)
         return json_object_set_new(f->names, instance, json_string(host)) ? oom(c) : GM_OK;
     }
     case GM_FLEET_Q_GPUS:
+    case GM_FLEET_Q_READINGS:
         return add_gpu_sample(c, s);
     case GM_FLEET_Q__COUNT:
         break;

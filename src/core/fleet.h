@@ -34,7 +34,8 @@ typedef enum gm_fleet_query {
     GM_FLEET_Q_UP,          /* up{job=J}: each target's scrape state */
     GM_FLEET_Q_SCRAPE_TIME, /* timestamp(up{job=J}): when each target was last scraped */
     GM_FLEET_Q_NAMES,       /* instance -> Hostname over the last GM_FLEET_NAME_WINDOW */
-    GM_FLEET_Q_GPUS,        /* the per-GPU series the rows are made of */
+    GM_FLEET_Q_GPUS,        /* each GPU: its identity labels and utilization */
+    GM_FLEET_Q_READINGS,    /* each GPU's other readings (memory, power, temperature, health) */
     GM_FLEET_Q__COUNT
 } gm_fleet_query;
 

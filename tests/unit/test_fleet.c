@@ -44,16 +44,28 @@ static void add(gm_fleet *f, gm_fleet_query q, const char *const *rows)
     json_decref(d);
 }
 
-/* Labels of a GPU series. */
-#define GPU(name, inst, host, gpu)                                                         \
-    "{\"__name__\":\"DCGM_FI_DEV_" name "\",\"instance\":\"" inst "\",\"job\":\"gpumon\"," \
-    "\"gpu\":\"" gpu "\",\"UUID\":\"GPU-" inst "-" gpu "\",\"modelName\":\"NVIDIA H100\"" host "}"
+/* Labels as the two GPU queries answer them: GM_FLEET_Q_GPUS aggregates utilization to the
+ * identity labels (no name), GM_FLEET_Q_READINGS the other series to name, instance, Hostname
+ * and gpu. */
 #define HOST(h) ",\"Hostname\":\"" h "\""
-/* One GPU's core readings: utilization %, framebuffer used and free MiB, power W, temp C. */
-#define READINGS(inst, host, gpu, util, used, free_, power, temp)                           \
-    GPU("GPU_UTIL", inst, host, gpu), util, GPU("FB_USED", inst, host, gpu), used,          \
-        GPU("FB_FREE", inst, host, gpu), free_, GPU("POWER_USAGE", inst, host, gpu), power, \
-        GPU("GPU_TEMP", inst, host, gpu), temp
+#define ID(inst, host, gpu)                                                       \
+    "{\"instance\":\"" inst "\",\"gpu\":\"" gpu "\",\"UUID\":\"GPU-" inst "-" gpu \
+    "\",\"modelName\":\"NVIDIA H100\"" host "}"
+#define GPU(name, inst, host, gpu) \
+    "{\"__name__\":\"DCGM_FI_DEV_" name "\",\"instance\":\"" inst "\",\"gpu\":\"" gpu "\"" host "}"
+/* A GPU's utilization (%), for GM_FLEET_Q_GPUS. */
+#define UTIL(inst, host, gpu, util) ID(inst, host, gpu), util
+/* Its framebuffer used and free (MiB), power (W) and temperature (C), for ..._READINGS. */
+#define READ(inst, host, gpu, used, free_, power, temp)                            \
+    GPU("FB_USED", inst, host, gpu), used, GPU("FB_FREE", inst, host, gpu), free_, \
+        GPU("POWER_USAGE", inst, host, gpu), power, GPU("GPU_TEMP", inst, host, gpu), temp
+
+/* Adds the answers of both GPU queries. */
+static void add_gpus(gm_fleet *f, const char *const *ids, const char *const *readings)
+{
+    add(f, GM_FLEET_Q_GPUS, ids);
+    add(f, GM_FLEET_Q_READINGS, readings);
+}
 
 static gm_fleet *fleet(void)
 {
@@ -91,38 +103,47 @@ static gm_fleet *fleet(void)
                            "1",
                            NULL};
     add(f, GM_FLEET_Q_NAMES, names);
-    const char *gpus[] = {
+    const char *ids[] = {
         /* node-a: GPU 0 busy (87 %, half its memory: not below 50 %), GPU 1 idle. */
-        READINGS("a:9400", HOST("node-a"), "0", "87", "40000", "40000", "500", "64"),
-        READINGS("a:9400", HOST("node-a"), "1", "3", "1", "79999", "70", "31"),
+        UTIL("a:9400", HOST("node-a"), "0", "87"), UTIL("a:9400", HOST("node-a"), "1", "3"),
+        /* node-b: two idle GPUs, mean 15 %. */
+        UTIL("b:9400", HOST("node-b"), "0", "10"), UTIL("b:9400", HOST("node-b"), "1", "20"),
+        /* d:9400 has no Hostname label: a node named by its instance. */
+        UTIL("d:9400", "", "0", "0"),
+        /* node-e: three GPUs, the gpu labels out of order; GPU 2's utilization is NaN. */
+        UTIL("e:9400", HOST("node-e"), "10", "95"), UTIL("e:9400", HOST("node-e"), "2", "NaN"),
+        UTIL("e:9400", HOST("node-e"), "1", "0"),
+        /* node-f: ties node-b (two idle, mean 15 %): node-b comes first by name. */
+        UTIL("f:9400", HOST("node-f"), "0", "5"), UTIL("f:9400", HOST("node-f"), "1", "25"),
+        /* node-g: four idle GPUs through g1, but its other target g2 is down. */
+        UTIL("g1:9400", HOST("node-g"), "0", "0"), UTIL("g1:9400", HOST("node-g"), "1", "0"),
+        UTIL("g1:9400", HOST("node-g"), "2", "0"), UTIL("g1:9400", HOST("node-g"), "3", "0"), NULL};
+    const char *readings[] = {
+        READ("a:9400", HOST("node-a"), "0", "40000", "40000", "500", "64"),
+        READ("a:9400", HOST("node-a"), "1", "1", "79999", "70", "31"),
         GPU("XID_ERRORS", "a:9400", HOST("node-a"), "0"), "0",
         GPU("XID_ERRORS", "a:9400", HOST("node-a"), "1"), "0",
-        /* node-b: two idle GPUs, mean 15 %. */
-        READINGS("b:9400", HOST("node-b"), "0", "10", "100", "79900", "90", "40"),
-        READINGS("b:9400", HOST("node-b"), "1", "20", "100", "79900", "95", "41"),
-        /* d:9400 has no Hostname label: a node named by its instance; one idle GPU whose
-         * power is not reported. */
-        GPU("GPU_UTIL", "d:9400", "", "0"), "0", GPU("FB_USED", "d:9400", "", "0"), "0",
-        GPU("FB_FREE", "d:9400", "", "0"), "1000",
-        /* node-e: three GPUs, all with health problems, the gpu labels out of order. */
-        READINGS("e:9400", HOST("node-e"), "10", "95", "70000", "10000", "600", "70"),
-        READINGS("e:9400", HOST("node-e"), "2", "NaN", "100", "79900", "80", "72"),
-        READINGS("e:9400", HOST("node-e"), "1", "0", "100", "79900", "80", "35"),
+        READ("b:9400", HOST("node-b"), "0", "100", "79900", "90", "40"),
+        READ("b:9400", HOST("node-b"), "1", "100", "79900", "95", "41"),
+        /* d's power is not reported, nor its temperature. */
+        GPU("FB_USED", "d:9400", "", "0"), "0", GPU("FB_FREE", "d:9400", "", "0"), "1000",
+        /* node-e: all three with a health problem. */
+        READ("e:9400", HOST("node-e"), "10", "70000", "10000", "600", "70"),
+        READ("e:9400", HOST("node-e"), "2", "100", "79900", "80", "72"),
+        READ("e:9400", HOST("node-e"), "1", "100", "79900", "80", "35"),
         GPU("XID_ERRORS", "e:9400", HOST("node-e"), "1"), "79",
         GPU("ECC_DBE_VOL_TOTAL", "e:9400", HOST("node-e"), "2"), "2",
         GPU("ROW_REMAP_FAILURE", "e:9400", HOST("node-e"), "10"), "1",
-        /* node-f: ties node-b (two idle, mean 15 %): node-b comes first by name. */
-        READINGS("f:9400", HOST("node-f"), "0", "5", "100", "79900", "90", "40"),
-        READINGS("f:9400", HOST("node-f"), "1", "25", "100", "79900", "95", "41"),
-        /* node-g: four idle GPUs through g1, but its other target g2 is down. */
-        READINGS("g1:9400", HOST("node-g"), "0", "0", "1", "79999", "60", "30"),
-        READINGS("g1:9400", HOST("node-g"), "1", "0", "1", "79999", "60", "30"),
-        READINGS("g1:9400", HOST("node-g"), "2", "0", "1", "79999", "60", "30"),
-        READINGS("g1:9400", HOST("node-g"), "3", "0", "1", "79999", "60", "30"),
+        READ("f:9400", HOST("node-f"), "0", "100", "79900", "90", "40"),
+        READ("f:9400", HOST("node-f"), "1", "100", "79900", "95", "41"),
+        READ("g1:9400", HOST("node-g"), "0", "1", "79999", "60", "30"),
+        READ("g1:9400", HOST("node-g"), "1", "1", "79999", "60", "30"),
+        READ("g1:9400", HOST("node-g"), "2", "1", "79999", "60", "30"),
+        READ("g1:9400", HOST("node-g"), "3", "1", "79999", "60", "30"),
         /* Not a per-GPU series of ours: ignored. */
         "{\"__name__\":\"DCGM_FI_DEV_SM_CLOCK\",\"instance\":\"a:9400\",\"gpu\":\"0\"}", "1755",
         NULL};
-    add(f, GM_FLEET_Q_GPUS, gpus);
+    add_gpus(f, ids, readings);
     gm_fleet_evaluate(f, &seed003);
     return f;
 }
@@ -150,9 +171,12 @@ static void test_queries(void **state)
     assert_string_equal(q, "count by (instance, Hostname) (last_over_time("
                            "DCGM_FI_DEV_GPU_UTIL{job=\"dcgm-exporter\"}[10m]))");
     assert_int_equal(gm_fleet_query_expr(GM_FLEET_Q_GPUS, "gpumon", q, sizeof q), GM_OK);
-    assert_string_equal(q, "{__name__=~\"DCGM_FI_DEV_(GPU_UTIL|FB_USED|FB_FREE|POWER_USAGE|"
-                           "GPU_TEMP|XID_ERRORS|ECC_DBE_VOL_TOTAL|ROW_REMAP_FAILURE)\","
-                           "job=\"gpumon\"}");
+    assert_string_equal(q, "max by (instance, Hostname, gpu, UUID, modelName) "
+                           "(DCGM_FI_DEV_GPU_UTIL{job=\"gpumon\"})");
+    assert_int_equal(gm_fleet_query_expr(GM_FLEET_Q_READINGS, "gpumon", q, sizeof q), GM_OK);
+    assert_string_equal(q, "max by (__name__, instance, Hostname, gpu) ({__name__=~\"DCGM_FI_DEV_"
+                           "(FB_USED|FB_FREE|POWER_USAGE|GPU_TEMP|XID_ERRORS|ECC_DBE_VOL_TOTAL|"
+                           "ROW_REMAP_FAILURE)\",job=\"gpumon\"})");
     /* A job name that would break out of the PromQL string is refused. */
     assert_int_equal(gm_fleet_query_expr(GM_FLEET_Q_UP, "a\"} or vector(1", q, sizeof q),
                      GM_EINVAL);
@@ -284,9 +308,11 @@ static void test_select(void **state)
     assert_int_equal(gm_fleet_new(&g, &err), GM_OK);
     add(g, GM_FLEET_Q_UP,
         (const char *[]){"{\"instance\":\"b:1\"}", "1", "{\"instance\":\"f:1\"}", "1", NULL});
-    add(g, GM_FLEET_Q_GPUS,
-        (const char *[]){READINGS("b:1", HOST("node-b"), "0", "20", "1", "99", "1", "1"),
-                         READINGS("f:1", HOST("node-f"), "0", "10", "1", "99", "1", "1"), NULL});
+    add_gpus(g,
+             (const char *[]){UTIL("b:1", HOST("node-b"), "0", "20"),
+                              UTIL("f:1", HOST("node-f"), "0", "10"), NULL},
+             (const char *[]){READ("b:1", HOST("node-b"), "0", "1", "99", "1", "1"),
+                              READ("f:1", HOST("node-f"), "0", "1", "99", "1", "1"), NULL});
     gm_fleet_evaluate(g, &seed003);
     i = gm_fleet_select(g, 1);
     assert_string_equal(gm_fleet_node_at(g, (size_t)i)->name, "node-f");
@@ -317,13 +343,26 @@ static void test_names(void **state)
                          "{\"instance\":\"y:1\",\"Hostname\":\"zz\"}", "1",
                          "{\"instance\":\"y:1\",\"Hostname\":\"yy\"}", "1", NULL});
     /* x:1 is up and its series now say new-x: that wins over the window's old name. */
-    add(f, GM_FLEET_Q_GPUS,
-        (const char *[]){READINGS("x:1", HOST("new-x"), "0", "1", "1", "99", "1", "1"), NULL});
+    add_gpus(f, (const char *[]){UTIL("x:1", HOST("new-x"), "0", "1"), NULL},
+             (const char *[]){READ("x:1", HOST("new-x"), "0", "1", "99", "1", "1"), NULL});
     gm_fleet_evaluate(f, &seed003);
     assert_int_equal(gm_fleet_node_count(f), 2);
     assert_string_equal(gm_fleet_node_at(f, 0)->name, "new-x");
     assert_int_equal(gm_fleet_node_at(f, 0)->ngpus, 1);
     assert_string_equal(gm_fleet_node_at(f, 1)->name, "yy");
+    gm_fleet_free(f);
+
+    /* The readings before the identities: a GPU gets its UUID and model all the same. */
+    assert_int_equal(gm_fleet_new(&f, &err), GM_OK);
+    add(f, GM_FLEET_Q_READINGS,
+        (const char *[]){READ("x:1", HOST("x"), "0", "1", "99", "1", "1"), NULL});
+    add(f, GM_FLEET_Q_GPUS, (const char *[]){UTIL("x:1", HOST("x"), "0", "7"), NULL});
+    gm_fleet_evaluate(f, &seed003);
+    gm_fleet_node *x = gm_fleet_node_at(f, 0);
+    assert_int_equal(x->ngpus, 1);
+    assert_string_equal(x->gpus[0].uuid, "GPU-x:1-0");
+    assert_string_equal(x->gpus[0].model, "NVIDIA H100");
+    assert_true(x->gpus[0].util_pct == 7 && x->gpus[0].fb_free_mib == 99);
     gm_fleet_free(f);
 }
 

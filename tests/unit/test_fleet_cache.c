@@ -1,5 +1,5 @@
 /* test_fleet_cache.c - the daemon's fleet thread against a small Prometheus in a thread of the
- * test (it answers the four queries by their text and counts them): a request answered from one
+ * test (it answers the fleet's queries by their text and counts them): a request answered from one
  * refresh, the answer kept for the cache time (no new query) and refreshed after it, other
  * thresholds and a choice rendered from the same answers, a failing Prometheus answered 502 and
  * kept too, a timeout 504, requests given up while queued, and a stop that answers what waits. */
@@ -21,7 +21,7 @@
 #include "base/clock.h"
 #include "server/fleet_cache.h"
 
-/* ---- a small Prometheus ------------------------------------------------------------------- */
+/* ---- a small Prometheus: its answers by the text of the query ------------------------------- */
 
 static const char up_doc[] =
     "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
@@ -36,13 +36,16 @@ static const char names_doc[] =
     "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_" name "\",\"instance\":\"" inst "\",\"gpu\":\"" gpu \
     "\",\"Hostname\":\"" host "\"},\"value\":[100,\"" v "\"]}"
 /* clang-format off */
-static const char gpus_doc[] =
+/* node-a: one GPU at 20 %; node-b: one at 5 %. Both idle below 30 %. */
+static const char ids_doc[] =
     "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
-    /* node-a: one GPU at 20 %; node-b: one at 5 %. Both idle below 30 %. */
-    S("GPU_UTIL", "a:1", "node-a", "0", "20") "," S("FB_USED", "a:1", "node-a", "0", "1") ","
-    S("FB_FREE", "a:1", "node-a", "0", "99") ","
-    S("GPU_UTIL", "b:1", "node-b", "0", "5") "," S("FB_USED", "b:1", "node-b", "0", "1") ","
-    S("FB_FREE", "b:1", "node-b", "0", "99")
+    "{\"metric\":{\"instance\":\"a:1\",\"gpu\":\"0\",\"Hostname\":\"node-a\"},\"value\":[100,\"20\"]},"
+    "{\"metric\":{\"instance\":\"b:1\",\"gpu\":\"0\",\"Hostname\":\"node-b\"},\"value\":[100,\"5\"]}"
+    "]}}";
+static const char readings_doc[] =
+    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+    S("FB_USED", "a:1", "node-a", "0", "1") "," S("FB_FREE", "a:1", "node-a", "0", "99") ","
+    S("FB_USED", "b:1", "node-b", "0", "1") "," S("FB_FREE", "b:1", "node-b", "0", "99")
     "]}}";
 /* clang-format on */
 
@@ -96,10 +99,11 @@ static void *prom_main(void *arg)
         } else {
             const char *line_end = strstr(req, "\r\n");
             size_t ll = line_end ? (size_t)(line_end - req) : n;
-            const char *body = memmem(req, ll, "timestamp", 9)  ? ts_doc
-                               : memmem(req, ll, "count", 5)    ? names_doc
-                               : memmem(req, ll, "__name__", 8) ? gpus_doc
-                                                                : up_doc;
+            const char *body = memmem(req, ll, "timestamp", 9)   ? ts_doc
+                               : memmem(req, ll, "count", 5)     ? names_doc
+                               : memmem(req, ll, "__name__", 8)  ? readings_doc
+                               : memmem(req, ll, "modelName", 9) ? ids_doc
+                                                                 : up_doc;
             reply(c, 200, body);
         }
         close(c);
@@ -194,7 +198,7 @@ static void test_answers_and_cache(void **state)
     json_t *d = ask(c, 30, 0, &status);
     assert_int_equal(status, 200);
     assert_true(atomic_load(&wakes) > w0);
-    assert_int_equal(atomic_load(&p.queries), 4);
+    assert_int_equal(atomic_load(&p.queries), GM_FLEET_Q__COUNT);
     assert_string_equal(json_string_value(json_object_get(d, "job")), "gpumon");
     assert_non_null(json_object_get(d, "fetched_at"));
     assert_null(json_object_get(d, "chosen"));
@@ -217,13 +221,13 @@ static void test_answers_and_cache(void **state)
     d = ask(c, 30, 1, &status); /* both idle: node-b, the lower utilization */
     assert_string_equal(json_string_value(json_object_get(d, "chosen")), "node-b");
     json_decref(d);
-    assert_int_equal(atomic_load(&p.queries), 4);
+    assert_int_equal(atomic_load(&p.queries), GM_FLEET_Q__COUNT);
 
     /* After it: asked again. */
     gm_clock_sleep_ms(600);
     d = ask(c, 30, 0, &status);
     assert_int_equal(status, 200);
-    assert_int_equal(atomic_load(&p.queries), 8);
+    assert_int_equal(atomic_load(&p.queries), 2 * GM_FLEET_Q__COUNT);
     json_decref(d);
     gm_fleet_cache_free(c);
     prom_stop(&p);

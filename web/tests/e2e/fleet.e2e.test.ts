@@ -1,6 +1,6 @@
 // Browser test of the Fleet page: the real `gpumon serve --simulate 2 --prometheus URL` from the
-// build directory, URL being a small Prometheus in this test that answers the daemon's four
-// instant queries for four nodes (one of them this daemon, one down, one with an XID). Checks
+// build directory, URL being a small Prometheus in this test that answers the daemon's instant
+// queries for four nodes (one of them this daemon, one down, one with an XID). Checks
 // the link to the page appears only with --prometheus, the rows in select's order with their
 // values and links, the choice for N GPUs, a failing Prometheus shown and recovered from, and
 // the way back to the node's own GPUs. The real Prometheus is tested in tests/e2e/test_cluster.py.
@@ -52,19 +52,21 @@ let selfInstance = '127.0.0.1:0'; // node-a is the daemon under test: its link m
 let failing = false;
 const NOW_S = Date.now() / 1000;
 
-function gpuSeries(inst: string, host: string, gpu: string, v: Record<string, number>): Sample[] {
-  return Object.entries(v).map(([name, value]) => ({
-    metric: {
-      __name__: `DCGM_FI_DEV_${name}`,
-      instance: inst,
-      job: 'gpumon',
-      gpu,
-      UUID: `GPU-${host}-${gpu}`,
-      modelName: 'NVIDIA H100 80GB HBM3',
-      Hostname: host,
-    },
-    value: String(value),
-  }));
+/** One GPU's series as the daemon's two GPU queries get them: utilization aggregated to the
+ * identity labels (no name), the other readings to name, instance, Hostname and gpu. */
+function gpuSeries(inst: string, host: string, gpu: string, v: Record<string, number>): { ids: Sample[]; readings: Sample[] } {
+  const ids: Sample[] = [];
+  const readings: Sample[] = [];
+  for (const [name, value] of Object.entries(v)) {
+    if (name === 'GPU_UTIL')
+      ids.push({
+        metric: { instance: inst, gpu, UUID: `GPU-${host}-${gpu}`, modelName: 'NVIDIA H100 80GB HBM3', Hostname: host },
+        value: String(value),
+      });
+    else
+      readings.push({ metric: { __name__: `DCGM_FI_DEV_${name}`, instance: inst, Hostname: host, gpu }, value: String(value) });
+  }
+  return { ids, readings };
 }
 
 function busy(util: number): Record<string, number> {
@@ -87,15 +89,16 @@ function answer(query: string): Sample[] | null {
     return targets.map(([instance]) => ({ metric: { instance, job: 'gpumon' }, value: String(NOW_S - 2) }));
   if (query.startsWith('count by (instance, Hostname)'))
     return [{ metric: { instance: '10.0.0.3:9400', Hostname: 'node-c' }, value: '2' }];
-  if (query.startsWith('{__name__=~'))
-    return [
-      ...gpuSeries(selfInstance, 'node-a', '0', busy(87)),
-      ...gpuSeries(selfInstance, 'node-a', '1', idle(3)),
-      ...gpuSeries('127.0.0.1:9', 'node-b', '0', idle(3)),
-      ...gpuSeries('127.0.0.1:9', 'node-b', '1', idle(3)),
-      ...gpuSeries('127.0.0.1:7', 'node-e', '0', busy(95)),
-      ...gpuSeries('127.0.0.1:7', 'node-e', '1', { ...idle(10), XID_ERRORS: 79 }),
-    ];
+  const gpus = [
+    gpuSeries(selfInstance, 'node-a', '0', busy(87)),
+    gpuSeries(selfInstance, 'node-a', '1', idle(3)),
+    gpuSeries('127.0.0.1:9', 'node-b', '0', idle(3)),
+    gpuSeries('127.0.0.1:9', 'node-b', '1', idle(3)),
+    gpuSeries('127.0.0.1:7', 'node-e', '0', busy(95)),
+    gpuSeries('127.0.0.1:7', 'node-e', '1', { ...idle(10), XID_ERRORS: 79 }),
+  ];
+  if (query.startsWith('max by (instance, Hostname, gpu, UUID, modelName)')) return gpus.flatMap((g) => g.ids);
+  if (query.startsWith('max by (__name__,')) return gpus.flatMap((g) => g.readings);
   return null;
 }
 
