@@ -187,7 +187,7 @@ static void excerpt(const char *s, size_t n, char *out, size_t cap)
         out[--len] = '\0';
 }
 
-/* Prometheus's {"status":"error"} (any HTTP status), else NULL. */
+/* Prometheus's own {"status":"error"} answer (with any HTTP status) as an error. */
 static int api_error(const gm_prometheus *p, const json_t *doc, long status, gm_error *err)
 {
     const char *type = json_string_value(json_object_get(doc, "errorType"));
