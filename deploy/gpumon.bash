@@ -7,7 +7,7 @@ _gpumon_opts_query='-i --id -l --loop --format --query-gpu --list-fields --no-pr
 _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
     --poll-interval --ws-max-rate --max-connections --hostname --cors-origin --log-level
     --no-system-metrics
-    --db --web-root -h --help'
+    --db --web-root --prometheus --prometheus-job -h --help'
 _gpumon_opts_record='-i --gpus -n --interval -o --output -l --label --snapshot
     --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed -h --help'
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --ignore-leases
@@ -36,6 +36,8 @@ _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format 
     -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps
     --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps
     --help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed'
+_gpumon_opts_cluster='--prometheus --job -n --gpus -u --max-util --max-mem-percent --format
+    --timeout -h --help'
 
 _gpumon() {
     local cur prev words cword
@@ -43,7 +45,7 @@ _gpumon() {
     _init_completion -s || return
 
     local commands='query serve record select wait estimate run snapshot diff bench containers
-        history smi'
+        history smi cluster'
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands help --help --version" -- "$cur"))
         return
@@ -74,6 +76,13 @@ _gpumon() {
         select | wait) COMPREPLY=($(compgen -W 'list uuid json' -- "$cur")) ;;
         history) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
         containers) COMPREPLY=($(compgen -W 'table json' -- "$cur")) ;;
+        cluster)
+            if [[ ${words[2]} == status ]]; then
+                COMPREPLY=($(compgen -W 'table json' -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W 'text json' -- "$cur"))
+            fi
+            ;;
         *) COMPREPLY=($(compgen -W 'text json' -- "$cur")) ;;
         esac
         return
@@ -150,7 +159,8 @@ _gpumon() {
         --request-rate | --burstiness | --requests | --duration | --warmup | --input-tokens | \
         --output-tokens | --slo | --header | --timeout | --idle-seconds | --image | \
         --container-port | --shm-size | --ready-path | --ready-timeout | --context | --batch | \
-        --overhead-mib | --stop-timeout)
+        --overhead-mib | --stop-timeout | --prometheus | --prometheus-job | --job | \
+        --max-mem-percent)
         return
         ;;
     esac
@@ -162,6 +172,8 @@ _gpumon() {
         [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare' -- "$cur"))
     elif [[ $cmd == containers ]]; then
         [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list cleanup follow' -- "$cur"))
+    elif [[ $cmd == cluster ]]; then
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'status select' -- "$cur"))
     elif [[ $cmd == diff ]]; then
         _filedir json
     fi

@@ -31,6 +31,8 @@ static const command commands[] = {
     {"history", gm_cli_history,
      "list, show, export and compare stored sessions, runs, snapshots and benchmarks"},
     {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
+    {"cluster", gm_cli_cluster,
+     "the fleet from Prometheus: nodes, idle GPUs, health; the node for N GPUs"},
 };
 
 static void usage(FILE *out)

@@ -36,6 +36,7 @@ void gm_serve_config_defaults(gm_serve_config *c)
     c->max_connections = GM_SERVE_CONN_DEFAULT;
     c->log_level = GM_LOG_INFO;
     c->system_metrics = true;
+    snprintf(c->prometheus_job, sizeof c->prometheus_job, "%s", GM_FLEET_JOB_DEFAULT);
 }
 
 const char *gm_log_level_name(gm_log_level l)
@@ -275,6 +276,20 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
                                 who, v, GM_HOSTNAME_LEN - 1);
         snprintf(c->hostname, sizeof c->hostname, "%s", v);
         return GM_OK;
+    case GM_SET_PROMETHEUS:
+        if (gm_prometheus_url_check(v, c->prometheus_display, sizeof c->prometheus_display, &sub) <
+            0)
+            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
+        snprintf(c->prometheus, sizeof c->prometheus, "%s", v);
+        return GM_OK;
+    case GM_SET_PROMETHEUS_JOB:
+        if (!gm_fleet_job_ok(v))
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%.64s\" is not a job name (1 to %d letters, digits, '_', "
+                                "'-', '.', ':', '/')",
+                                who, v, GM_FLEET_JOB_MAX - 1);
+        snprintf(c->prometheus_job, sizeof c->prometheus_job, "%s", v);
+        return GM_OK;
     case GM_SET__COUNT:
         break;
     }
@@ -447,6 +462,9 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
     rc |= json_object_set_new(j, "max_connections", json_integer(c->max_connections));
     rc |=
         json_object_set_new(j, "hostname", c->hostname[0] ? json_string(c->hostname) : json_null());
+    rc |= json_object_set_new(j, "prometheus",
+                              c->prometheus[0] ? json_string(c->prometheus_display) : json_null());
+    rc |= json_object_set_new(j, "prometheus_job", json_string(c->prometheus_job));
     rc |= json_object_set_new(j, "sources", sources);
     sources = NULL;
     if (rc)
@@ -494,11 +512,15 @@ const char *gm_serve_usage(void)
            "  --max-connections N    HTTP and WebSocket connections at once, 16 to 65536\n"
            "                         (default 4096, or what the open-file limit allows)\n"
            "                                                             [MAX_CONNECTIONS]\n"
+           "  --prometheus URL       the Prometheus that scrapes the fleet's daemons: serves\n"
+           "                         GET /api/fleet and the dashboard's Fleet page (default\n"
+           "                         off)                                 [PROMETHEUS_URL]\n"
+           "  --prometheus-job NAME  the daemons' scrape job (default gpumon) [PROMETHEUS_JOB]\n"
            "  -h, --help             show this help\n"
            "\n"
            "Variables are named GPU_MONITOR_<NAME>, e.g. GPU_MONITOR_POLL_INTERVAL_MS=500.\n"
            "Endpoints: /api/health /api/config /api/gpus[/N] /api/processes /api/system\n"
-           "/api/history /api/sessions /api/allocation /metrics /stats\n"
+           "/api/history /api/sessions /api/allocation /api/fleet /metrics /stats\n"
            "/api/v1/monitoring/gpu-metrics, WebSocket /ws/gpu and /ws/metrics. See docs/API.md.\n"
            "\n"
            "Exit status: 0 after SIGINT/SIGTERM, 1 runtime failure, 2 bad configuration.\n";

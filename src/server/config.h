@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/fleet.h"
+#include "core/prometheus.h"
 #include "gpumon.h"
 
 #define GM_SERVE_DEFAULT_HOST      "127.0.0.1"
@@ -51,7 +53,9 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
     X(DB, "db", "DB", "db")                                                   \
     X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                           \
     X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")      \
-    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")
+    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")                           \
+    X(PROMETHEUS, "prometheus", "PROMETHEUS_URL", "prometheus")               \
+    X(PROMETHEUS_JOB, "prometheus-job", "PROMETHEUS_JOB", "prometheus_job")
 
 typedef enum gm_serve_setting {
 #define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
@@ -91,6 +95,12 @@ typedef struct gm_serve_config {
     /* The node's name in the Hostname label, JSON and the dashboard: --hostname, else
      * GPU_MONITOR_HOSTNAME, else NODE_NAME (Kubernetes), else "" (the host's own name). */
     char hostname[GM_HOSTNAME_LEN + 1];
+    /* The fleet view (GET /api/fleet, the dashboard's Fleet page): Prometheus's base URL, ""
+     * when off, and the job that scrapes the daemons (default "gpumon"). prometheus_display is
+     * the URL without user:password, for /api/config, the log and the API. */
+    char prometheus[GM_PROMETHEUS_URL_MAX];
+    char prometheus_display[GM_PROMETHEUS_URL_MAX];
+    char prometheus_job[GM_FLEET_JOB_MAX];
     bool help; /* --help was given: print usage, run nothing */
     gm_cfg_source source[GM_SET__COUNT];
 } gm_serve_config;

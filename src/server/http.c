@@ -339,6 +339,24 @@ static void fill_req(gm_server *srv, struct MHD_Connection *c, gm_http_req *r, g
                    .if_none_match = header(c, "If-None-Match")};
 }
 
+/* A parked request's job goes to the thread that answers its kind: the fleet thread for
+ * /api/fleet (Prometheus may be slow), the session worker for the rest. */
+static void job_submit(gm_server *srv, gm_worker_job *j)
+{
+    if (j->op == GM_JOB_FLEET)
+        gm_fleet_cache_submit(srv->fleet, j);
+    else
+        gm_worker_submit(srv->worker, j);
+}
+
+static void job_abandon(gm_server *srv, gm_worker_job *j)
+{
+    if (j && j->op == GM_JOB_FLEET)
+        gm_fleet_cache_abandon(srv->fleet, j);
+    else
+        gm_worker_abandon(srv->worker, j);
+}
+
 /* Answers rs, or parks the request until the session worker has answered rs->defer. */
 static enum MHD_Result answer(gm_server *srv, struct MHD_Connection *c, gm_http_req *r, gm_resp *rs)
 {
@@ -356,7 +374,7 @@ static enum MHD_Result answer(gm_server *srv, struct MHD_Connection *c, gm_http_
     srv->pending = r;
     r->linked = true;
     MHD_suspend_connection(c);
-    gm_worker_submit(srv->worker, r->job);
+    job_submit(srv, r->job);
     /* A job refused at once (shutting down) is answered on the next turn of the loop. */
     if (gm_worker_job_done(r->job))
         gm_server_wake(srv);
@@ -384,10 +402,11 @@ static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, g
     gm_worker_job *j = r->job;
     r->job = NULL;
     if (r->timed_out || !j || !gm_worker_job_done(j)) {
+        bool fleet = j && j->op == GM_JOB_FLEET;
         if (j)
-            gm_worker_abandon(srv->worker, j);
-        gm_resp_error(&rs, 503, "the session worker did not answer within %d s",
-                      GM_HTTP_JOB_TIMEOUT_S);
+            job_abandon(srv, j);
+        gm_resp_error(&rs, 503, "the %s did not answer within %d s",
+                      fleet ? "fleet thread" : "session worker", GM_HTTP_JOB_TIMEOUT_S);
         rs.retry_after = 5;
         return send_resp(srv, c, r, &rs);
     }
@@ -651,7 +670,7 @@ static void req_free(gm_server *srv, gm_http_req *r)
 {
     pending_unlink(srv, r);
     if (r->job) /* the client left before the worker answered */
-        gm_worker_abandon(srv->worker, r->job);
+        job_abandon(srv, r->job);
     if (r->has_ready)
         gm_resp_release(&r->ready);
     free(r->body);

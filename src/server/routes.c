@@ -644,6 +644,55 @@ static void h_allocation(const gm_req *rq, gm_resp *rs)
     resp_json(rs, 200, j);
 }
 
+/* GET /api/fleet: the fleet from Prometheus (--prometheus), answered by the fleet thread so the
+ * loop never waits for Prometheus. ?max_util= and ?max_mem_percent= set what counts as an idle
+ * GPU (seed 003's 30 and 50 by default); ?gpus=N adds the node `gpumon cluster select` would
+ * choose, and why each node was or was not. */
+static void h_fleet_nodes(const gm_req *rq, gm_resp *rs)
+{
+    gm_server *srv = rq->srv;
+    gm_error err = {0};
+    if (!srv->fleet) {
+        gm_resp_error(rs, 404,
+                      "the fleet view is off: start the daemon with --prometheus URL (or "
+                      "GPU_MONITOR_PROMETHEUS_URL) naming the Prometheus that scrapes the "
+                      "daemons");
+        return;
+    }
+    static const char *const known[] = {"max_util", "max_mem_percent", "gpus", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    gm_fleet_thresholds t = {GM_FLEET_MAX_UTIL_DEFAULT, GM_FLEET_MAX_MEM_DEFAULT};
+    const char *v = gm_query_get(rq->q, "max_util");
+    if (v && gm_parse_number(v, 0, 100, &t.max_util_pct) < 0) {
+        gm_resp_error(rs, 400, "max_util=\"%.32s\" is not a utilization in percent from 0 to 100",
+                      v);
+        return;
+    }
+    v = gm_query_get(rq->q, "max_mem_percent");
+    if (v && gm_parse_number(v, 0, 100, &t.max_mem_pct) < 0) {
+        gm_resp_error(rs, 400,
+                      "max_mem_percent=\"%.32s\" is not a share of memory in percent from 0 to "
+                      "100",
+                      v);
+        return;
+    }
+    unsigned long long gpus = 0;
+    v = gm_query_get(rq->q, "gpus");
+    if (v && gm_parse_uint(v, 1, 4096, &gpus) < 0) {
+        gm_resp_error(rs, 400, "gpus=\"%.32s\" is not a whole number of GPUs from 1 to 4096", v);
+        return;
+    }
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_FLEET);
+    if (j) {
+        j->fleet = t;
+        j->fleet_gpus = (unsigned)gpus;
+    }
+    resp_defer(rq, rs, j);
+}
+
 static const gm_route routes[] = {
     {"/api/health", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_health, false},
     {"/api/config", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_config, false},
@@ -659,6 +708,7 @@ static const gm_route routes[] = {
     {"/api/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_benchmarks, false},
     {"/api/benchmarks/", true, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_benchmark, false},
     {"/api/allocation", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_allocation, false},
+    {"/api/fleet", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_fleet_nodes, false},
     {"/api/v1/monitoring/gpu-metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_fleet, false},
     {"/stats", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_stats, false},
     {"/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_metrics, false},

@@ -366,6 +366,12 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                               .wake_arg = srv};
     if (gm_worker_start(&mopt, &srv->worker, err) < 0)
         goto stop;
+    if (cfg->prometheus[0]) {
+        gm_fleet_cache_options fopt = {
+            .url = cfg->prometheus, .job = cfg->prometheus_job, .wake = wake_loop, .wake_arg = srv};
+        if (gm_fleet_cache_start(&fopt, &srv->fleet, err) < 0)
+            goto stop;
+    }
     gm_sampler_options sopt = {.collector = srv->collector,
                                .poll_ms = cfg->poll_interval_ms,
                                .history_s = cfg->history_s,
@@ -408,10 +414,10 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
         fprintf(stderr, "\ngpumon: for a first look with simulated GPUs: make demo (or gpumon "
                         "serve --simulate 4)\n");
     }
-    char qdb[PATH_MAX + 8], qweb[PATH_MAX + 8];
+    char qdb[PATH_MAX + 8], qweb[PATH_MAX + 8], qprom[GM_PROMETHEUS_URL_MAX + 8];
     gm_log(GM_LOG_INFO, "listening",
            "addr=%s:%u provider=%s gpus=%u poll_ms=%u history_s=%u "
-           "ws_max_rate_hz=%g token=%s cors=%s db=%s web=%s",
+           "ws_max_rate_hz=%g token=%s cors=%s db=%s web=%s prometheus=%s",
            host, srv->port, srv->provider, srv->current ? srv->current->gpu_count : 0,
            cfg->poll_interval_ms, cfg->history_s, cfg->ws_max_rate_hz,
            cfg->token_set ? "set" : "unset", cfg->cors_origin[0] ? cfg->cors_origin : "off",
@@ -419,7 +425,8 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
            gm_log_quote(srv->web_root[0]       ? srv->web_root
                         : gm_assets_embedded() ? "embedded"
                                                : "builtin",
-                        qweb, sizeof qweb));
+                        qweb, sizeof qweb),
+           gm_log_quote(cfg->prometheus[0] ? cfg->prometheus_display : "off", qprom, sizeof qprom));
     if (!cfg->token_set && !gm_listen_addr_is_loopback(&cfg->listen))
         gm_log(GM_LOG_WARN, "listening beyond this host without a token", "addr=%s detail=%s", host,
                gm_log_quote("anybody who reaches the port can read the GPUs; POST and DELETE "
@@ -442,6 +449,7 @@ stop:
     gm_http_stop(srv);
     gm_sampler_stop(srv->sampler);
     gm_worker_stop(srv->worker);
+    gm_fleet_cache_stop(srv->fleet);
     if (sig_started)
         pthread_join(sc.thread, NULL);
 out:
@@ -449,6 +457,8 @@ out:
     gm_http_stop(srv);
     gm_worker_free(srv->worker);
     srv->worker = NULL;
+    gm_fleet_cache_free(srv->fleet);
+    srv->fleet = NULL;
     gm_published_unref(srv->current);
     srv->current = NULL;
     gm_sampler_free(srv->sampler);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "server/config.h"
+#include "server/fleet_cache.h"
 #include "server/query.h"
 #include "server/request.h"
 #include "server/sampler.h"
@@ -57,6 +58,7 @@ typedef struct gm_server {
     gm_collector *collector;
     gm_sampler *sampler;
     gm_worker *worker;      /* the session worker (POST/GET/DELETE /api/sessions) */
+    gm_fleet_cache *fleet;  /* GET /api/fleet's thread; NULL without --prometheus */
     struct MHD_Daemon *mhd; /* HTTP, driven by the loop (no thread of its own) */
     int epfd;               /* the loop's epoll set */
     int wakefd;             /* eventfd: the sampler, session worker and signal thread wake the

@@ -1013,6 +1013,9 @@ static void run_job(gm_worker *m, gm_worker_job *j)
     case GM_JOB_BENCH_GET:
         do_bench_get(m, j);
         break;
+    case GM_JOB_FLEET: /* the fleet thread's, never queued here */
+        job_error(j, 500, "the fleet query reached the session worker");
+        break;
     }
 }
 

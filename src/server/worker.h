@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/fleet.h"
 #include "core/session.h"
 #include "gpumon.h"
 
@@ -100,6 +101,8 @@ typedef enum gm_session_op {
     GM_JOB_DELETE,     /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
     GM_JOB_BENCH_LIST, /* GET /api/benchmarks -> 200 (the benchmarks `gpumon bench` stored) */
     GM_JOB_BENCH_GET,  /* GET /api/benchmarks/{id} -> 200, 404 */
+    GM_JOB_FLEET,      /* GET /api/fleet: answered by the fleet thread (fleet_cache.h), never
+                        * by this worker, so a slow Prometheus never delays a session */
 } gm_session_op;
 
 /* A request to the worker, and its answer. The loop fills the request fields; the worker fills
@@ -114,6 +117,8 @@ typedef struct gm_worker_job {
     bool timeline;              /* GET */
     size_t limit;               /* LIST, BENCH_LIST: most entries (1..GM_WORKER_LIST_MAX) */
     char kind[16];              /* LIST: only this kind ("" = all) */
+    gm_fleet_thresholds fleet;  /* FLEET: what counts as an idle GPU */
+    unsigned fleet_gpus;        /* FLEET: GPUs a job needs (0: no choice asked) */
     int status;                 /* the answer: HTTP status */
     char *body;                 /* JSON, malloc'd; NULL for 204 */
     size_t len;

@@ -270,6 +270,48 @@ static void test_hostname(void **state)
     assert_non_null(strstr(err.msg, "NODE_NAME"));
 }
 
+static void test_prometheus(void **state)
+{
+    (void)state;
+    gm_serve_config c;
+    gm_error err;
+    /* Off by default; the job defaults to gpumon. */
+    assert_int_equal(load(&c, NULL, &err, NULL), GM_OK);
+    assert_string_equal(c.prometheus, "");
+    assert_string_equal(c.prometheus_job, "gpumon");
+    const char *env[] = {"GPU_MONITOR_PROMETHEUS_URL=http://u:pw@prom:9090/",
+                         "GPU_MONITOR_PROMETHEUS_JOB=dcgm", NULL};
+    assert_int_equal(load(&c, env, &err, NULL), GM_OK);
+    assert_string_equal(c.prometheus, "http://u:pw@prom:9090/");
+    assert_string_equal(c.prometheus_display, "http://prom:9090");
+    assert_string_equal(c.prometheus_job, "dcgm");
+    assert_int_equal(c.source[GM_SET_PROMETHEUS], GM_CFG_ENV);
+    /* /api/config shows where it points, never the password. */
+    json_t *j = gm_serve_config_json(&c);
+    char *text = json_dumps(j, 0);
+    assert_null(strstr(text, "pw"));
+    assert_string_equal(json_string_value(json_object_get(j, "prometheus")), "http://prom:9090");
+    assert_string_equal(json_string_value(json_object_get(j, "prometheus_job")), "dcgm");
+    free(text);
+    json_decref(j);
+    assert_int_equal(load(&c, env, &err, "--prometheus", "https://mon.example/prometheus", NULL),
+                     GM_OK);
+    assert_string_equal(c.prometheus_display, "https://mon.example/prometheus");
+    assert_int_equal(c.source[GM_SET_PROMETHEUS], GM_CFG_FLAG);
+
+    assert_int_equal(load(&c, NULL, &err, "--prometheus", "prom:9090", NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--prometheus"));
+    assert_non_null(strstr(err.msg, "http://"));
+    const char *bad_env[] = {"GPU_MONITOR_PROMETHEUS_URL=http://prom:9090/?q=1", NULL};
+    assert_int_equal(load(&c, bad_env, &err, NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "GPU_MONITOR_PROMETHEUS_URL"));
+    assert_int_equal(load(&c, NULL, &err, "--prometheus-job", "a\"b", NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--prometheus-job"));
+    j = gm_serve_config_json(&(gm_serve_config){0});
+    assert_true(json_is_null(json_object_get(j, "prometheus")));
+    json_decref(j);
+}
+
 static void test_log_levels(void **state)
 {
     (void)state;
@@ -316,6 +358,7 @@ int main(void)
 
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_hostname),
+        cmocka_unit_test(test_prometheus),
         cmocka_unit_test(test_config_json_hides_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

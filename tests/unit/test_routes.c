@@ -501,6 +501,36 @@ static void test_benchmarks(void **state)
     assert_error(get("/api/benchmarks/abc?timeline=0"), 400, "unknown parameter \"timeline\"");
 }
 
+/* ---- the fleet: requests handed to the fleet thread ---------------------------------------- */
+
+static void test_fleet(void **state)
+{
+    (void)state;
+    /* Without --prometheus: off, and the answer says how to turn it on. */
+    assert_error(get("/api/fleet"), 404, "start the daemon with --prometheus URL");
+    gm_fleet_cache_options o = {.url = "http://127.0.0.1:1", .job = "gpumon"};
+    gm_error err = {0};
+    assert_int_equal(gm_fleet_cache_start(&o, &srv.fleet, &err), GM_OK);
+    call *c = get("/api/fleet");
+    assert_non_null(c->rs.defer); /* answered later by the fleet thread */
+    assert_int_equal(c->rs.defer->op, GM_JOB_FLEET);
+    assert_true(c->rs.defer->fleet.max_util_pct == 30);
+    assert_true(c->rs.defer->fleet.max_mem_pct == 50);
+    assert_int_equal(c->rs.defer->fleet_gpus, 0);
+    done(c);
+    c = get("/api/fleet?max_util=10&max_mem_percent=25.5&gpus=4");
+    assert_true(c->rs.defer->fleet.max_util_pct == 10);
+    assert_true(c->rs.defer->fleet.max_mem_pct == 25.5);
+    assert_int_equal(c->rs.defer->fleet_gpus, 4);
+    done(c);
+    assert_error(get("/api/fleet?max_util=101"), 400, "max_util=\"101\"");
+    assert_error(get("/api/fleet?max_mem_percent=0x10"), 400, "max_mem_percent=\"0x10\"");
+    assert_error(get("/api/fleet?gpus=0"), 400, "gpus=\"0\"");
+    assert_error(get("/api/fleet?node=a"), 400, "unknown parameter \"node\"");
+    gm_fleet_cache_free(srv.fleet);
+    srv.fleet = NULL;
+}
+
 /* ---- sessions: requests handed to the worker ------------------------------------------------ */
 
 static void test_sessions(void **state)
@@ -725,6 +755,7 @@ int main(void)
         cmocka_unit_test_setup(test_allocation, setup),
         cmocka_unit_test_setup(test_sessions, setup),
         cmocka_unit_test_setup(test_benchmarks, setup),
+        cmocka_unit_test_setup(test_fleet, setup),
         cmocka_unit_test_setup(test_405_with_allow, setup),
         cmocka_unit_test_setup(test_websocket_paths_over_plain_http, setup),
         cmocka_unit_test_setup(test_config, setup),

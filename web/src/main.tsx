@@ -4,6 +4,7 @@
 import { render } from 'preact';
 
 import { App } from './components/App';
+import { browserFleetStore } from './fleet';
 import { Backoff, DEFAULT_BACKOFF } from './lib/backoff';
 import { Connection } from './lib/connection';
 import { HttpError, getJson, makeEndpoint, tokenFromHash } from './lib/endpoint';
@@ -40,6 +41,7 @@ function start(): void {
   const ep = makeEndpoint(location.href, readToken());
   const get = <T,>(path: string): Promise<T> => getJson<T>(ep, path);
   const store = new Store({ getJson: get, schedule: (fn) => requestAnimationFrame(fn), now: () => Date.now() });
+  const fleet = browserFleetStore(get);
   let fatal: string | null = null;
 
   const conn = new Connection(
@@ -62,7 +64,8 @@ function start(): void {
     },
   );
 
-  const draw = (): void => render(<App store={store} fatal={fatal} onRetry={() => conn.retryNow()} />, root);
+  const draw = (): void =>
+    render(<App store={store} fatal={fatal} onRetry={() => conn.retryNow()} fleet={fleet} />, root);
 
   const reportFatal = (e: unknown): void => {
     if (e instanceof HttpError && e.status === 401) {

@@ -1,6 +1,8 @@
 // The page: header, then either the GPU grid or the no-GPU state, then processes and host.
 // App itself re-renders only when the set of GPUs changes, never per sample.
 
+import { FleetNav, FleetPage, useFleetRoute } from '../fleet';
+import type { FleetStore } from '../fleet';
 import type { Store } from '../lib/store';
 import { GpuCard } from './GpuCard';
 import { Header } from './Header';
@@ -14,15 +16,27 @@ export interface AppProps {
   onRetry: () => void;
   /** A problem that stops the page from working at all (e.g. a missing token), or null. */
   fatal: string | null;
+  /** The Fleet page (#/fleet), offered when the daemon runs with --prometheus. */
+  fleet: FleetStore;
 }
 
-export function App({ store, onRetry, fatal }: AppProps) {
+export function App({ store, onRetry, fatal, fleet }: AppProps) {
   useTopics(store, 'layout', 'series');
+  const onFleet = useFleetRoute();
   const s = store.snapshot;
   const n = s?.gpus.length ?? 0;
+  if (onFleet)
+    return (
+      <>
+        <Header store={store} onRetry={onRetry} />
+        <FleetNav fleet={fleet} onFleet />
+        <FleetPage fleet={fleet} />
+      </>
+    );
   return (
     <>
       <Header store={store} onRetry={onRetry} />
+      <FleetNav fleet={fleet} onFleet={false} />
       <main data-gpu-count={n} data-ready={s ? 'yes' : 'no'}>
         {fatal && (
           <p class="banner" role="alert">

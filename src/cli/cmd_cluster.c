@@ -1,0 +1,395 @@
+/* cmd_cluster.c - `gpumon cluster status|select`: the fleet as Prometheus sees it (one gpumon
+ * daemon per node, scraped as one job), one row per node, and the node for a job of N GPUs. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/fleet.h"
+#include "core/prometheus.h"
+
+#define PROMETHEUS_ENV  "GPU_MONITOR_PROMETHEUS_URL"
+#define TIMEOUT_MAX_S   600.0
+#define GPUS_NEEDED_MAX 4096
+
+typedef struct cluster_opts {
+    const char *sub; /* "status" or "select" */
+    const char *cmd; /* "cluster status", for messages */
+    const char *url;
+    const char *url_from; /* "--prometheus" or the variable */
+    const char *job;
+    unsigned gpus;
+    bool gpus_given;
+    gm_fleet_thresholds thr;
+    double timeout_s;
+    bool json;
+} cluster_opts;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpumon cluster status --prometheus URL [--format table|json] [options]\n"
+            "       gpumon cluster select --prometheus URL --gpus N [--format text|json] "
+            "[options]\n\n"
+            "The fleet as Prometheus sees it: one gpumon daemon per node (or dcgm-exporter),\n"
+            "scraped as one job (deploy/prometheus). A node is a Hostname label (gpumon serve\n"
+            "--hostname).\n\n"
+            "  status   one row per node: its state (up, last scrape), GPUs, idle GPUs, mean\n"
+            "           utilization, memory, power, hottest GPU and health (XID, uncorrectable\n"
+            "           ECC errors, failed row remapping, when exported)\n"
+            "  select   prints the node with the most idle GPUs among those that have N\n"
+            "           (ties: the lowest mean utilization, then the name); a node whose\n"
+            "           target is down is never chosen: ssh \"$(gpumon cluster select -n 4)\"\n\n"
+            "A GPU is idle when its utilization is below --max-util and its memory used below\n"
+            "--max-mem-percent of used + free (seed 003's rule, as the recording rule\n"
+            "Hostname:gpumon_gpus_idle:count counts them).\n\n"
+            "Options:\n"
+            "      --prometheus URL       Prometheus's base URL, e.g. http://prometheus:9090\n"
+            "                             (default $%s;\n"
+            "                             user:password@ is sent as basic authentication)\n"
+            "      --job NAME             the daemons' scrape job (default %s)\n"
+            "  -n, --gpus N               (select) idle GPUs needed, 1 to %d\n"
+            "  -u, --max-util PCT         idle: utilization below PCT %% (default %g)\n"
+            "      --max-mem-percent PCT  idle: memory used below PCT %% (default %g)\n"
+            "      --format FMT           status: table (default) or json; select: text (the\n"
+            "                             node's name, default) or json (every node, and why\n"
+            "                             it was or was not chosen)\n"
+            "      --timeout SECONDS      per query to Prometheus (default %g)\n"
+            "  -h, --help                 show this help\n\n"
+            "Exit status: 0 ok, 1 Prometheus unreachable, answering an error or without a\n"
+            "target of the job, 2 usage error, 4 no node that is up has N idle GPUs (select).\n",
+            PROMETHEUS_ENV, GM_FLEET_JOB_DEFAULT, GPUS_NEEDED_MAX, GM_FLEET_MAX_UTIL_DEFAULT,
+            GM_FLEET_MAX_MEM_DEFAULT, GM_PROMETHEUS_TIMEOUT_DEFAULT_S);
+}
+
+static int parse_args(int argc, char **argv, cluster_opts *o)
+{
+    enum { OPT_PROMETHEUS = 256, OPT_JOB, OPT_MAX_MEM, OPT_FORMAT, OPT_TIMEOUT };
+    static const struct option longopts[] = {
+        {"prometheus", required_argument, NULL, OPT_PROMETHEUS},
+        {"job", required_argument, NULL, OPT_JOB},
+        {"gpus", required_argument, NULL, 'n'},
+        {"max-util", required_argument, NULL, 'u'},
+        {"max-mem-percent", required_argument, NULL, OPT_MAX_MEM},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool select = strcmp(o->sub, "select") == 0;
+    const char *format = NULL;
+    unsigned long long n;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":n:u:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_PROMETHEUS:
+            o->url = optarg;
+            o->url_from = "--prometheus";
+            break;
+        case OPT_JOB:
+            if (!gm_fleet_job_ok(optarg)) {
+                fprintf(stderr,
+                        "gpumon %s: --job expects a job name (1 to %d letters, digits, '_', '-', "
+                        "'.', ':', '/'), got \"%s\"\n",
+                        o->cmd, GM_FLEET_JOB_MAX - 1, optarg);
+                return GM_EXIT_USAGE;
+            }
+            o->job = optarg;
+            break;
+        case 'n':
+            if (!gm_cli_parse_uint(o->cmd, "--gpus", optarg, 1, GPUS_NEEDED_MAX, &n))
+                return GM_EXIT_USAGE;
+            o->gpus = (unsigned)n;
+            o->gpus_given = true;
+            break;
+        case 'u':
+            if (!gm_cli_parse_double(o->cmd, "--max-util", "a utilization in %", optarg, 0, 100,
+                                     &o->thr.max_util_pct))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_MAX_MEM:
+            if (!gm_cli_parse_double(o->cmd, "--max-mem-percent", "a share of memory in %", optarg,
+                                     0, 100, &o->thr.max_mem_pct))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_FORMAT:
+            format = optarg;
+            break;
+        case OPT_TIMEOUT:
+            if (!gm_cli_parse_duration(o->cmd, "--timeout", optarg, 0.001, TIMEOUT_MAX_S,
+                                       &o->timeout_s))
+                return GM_EXIT_USAGE;
+            break;
+        case 'h':
+            usage(stdout);
+            return GM_EXIT_OK;
+        default:
+            return gm_cli_getopt_error(o->cmd, c, argv);
+        }
+    }
+    if (!gm_cli_no_operands(o->cmd, argc, argv))
+        return GM_EXIT_USAGE;
+    if (format) {
+        const char *plain = select ? "text" : "table";
+        if (strcmp(format, "json") == 0) {
+            o->json = true;
+        } else if (strcmp(format, plain) != 0) {
+            fprintf(stderr, "gpumon %s: --format expects %s or json, got \"%s\"\n", o->cmd, plain,
+                    format);
+            return GM_EXIT_USAGE;
+        }
+    }
+    if (select && !o->gpus_given) {
+        fprintf(stderr, "gpumon %s: --gpus N is required (the idle GPUs the job needs)\n", o->cmd);
+        return GM_EXIT_USAGE;
+    }
+    if (!select && o->gpus_given) {
+        fprintf(stderr, "gpumon %s: --gpus is for gpumon cluster select\n", o->cmd);
+        return GM_EXIT_USAGE;
+    }
+    if (!o->url) {
+        const char *env = getenv(PROMETHEUS_ENV);
+        if (env && *env) {
+            o->url = env;
+            o->url_from = PROMETHEUS_ENV;
+        }
+    }
+    if (!o->url) {
+        fprintf(stderr,
+                "gpumon %s: which Prometheus? Give --prometheus URL or set %s (e.g. "
+                "http://prometheus:9090)\n",
+                o->cmd, PROMETHEUS_ENV);
+        return GM_EXIT_USAGE;
+    }
+    gm_error err = {0};
+    if (gm_prometheus_url_check(o->url, NULL, 0, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s: %s\n", o->cmd, o->url_from, err.msg);
+        return GM_EXIT_USAGE;
+    }
+    return -1; /* go on */
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static void fmt_num(char *buf, size_t cap, double v, const char *unit)
+{
+    if (isnan(v))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.0f%s", v, unit);
+}
+
+static void fmt_age(char *buf, size_t cap, double s)
+{
+    if (!isfinite(s))
+        snprintf(buf, cap, "-");
+    else if (s < 120)
+        snprintf(buf, cap, "%.0f s ago", s);
+    else if (s < 7200)
+        snprintf(buf, cap, "%.0f min ago", s / 60);
+    else if (s < 172800)
+        snprintf(buf, cap, "%.0f h ago", s / 3600);
+    else
+        snprintf(buf, cap, "%.0f d ago", s / 86400);
+}
+
+enum { C_NODE, C_STATE, C_GPUS, C_IDLE, C_UTIL, C_MEM, C_POWER, C_HOT, C_HEALTH, C_SCRAPE, C__N };
+static const char *const headers[C__N] = {"NODE",   "STATE", "GPUS",    "IDLE",   "UTIL",
+                                          "MEMORY", "POWER", "HOTTEST", "HEALTH", "SCRAPED"};
+
+static void node_cells(gm_fleet *f, const gm_fleet_node *n, char cells[C__N][GM_HOSTNAME_LEN])
+{
+    snprintf(cells[C_NODE], GM_HOSTNAME_LEN, "%s", n->name);
+    snprintf(cells[C_STATE], GM_HOSTNAME_LEN, "%s", n->up ? "up" : "DOWN");
+    bool known = n->up || n->ngpus;
+    if (known) {
+        snprintf(cells[C_GPUS], GM_HOSTNAME_LEN, "%zu", n->ngpus);
+        snprintf(cells[C_IDLE], GM_HOSTNAME_LEN, "%u", n->idle);
+    } else {
+        snprintf(cells[C_GPUS], GM_HOSTNAME_LEN, "-");
+        snprintf(cells[C_IDLE], GM_HOSTNAME_LEN, "-");
+    }
+    fmt_num(cells[C_UTIL], GM_HOSTNAME_LEN, n->util_mean_pct, " %");
+    if (isnan(n->mem_used_pct))
+        snprintf(cells[C_MEM], GM_HOSTNAME_LEN, "-");
+    else
+        snprintf(cells[C_MEM], GM_HOSTNAME_LEN, "%.0f %% of %.0f GiB", n->mem_used_pct,
+                 n->mem_total_mib / 1024.0);
+    fmt_num(cells[C_POWER], GM_HOSTNAME_LEN, n->power_w, " W");
+    if (n->hottest_gpu)
+        snprintf(cells[C_HOT], GM_HOSTNAME_LEN, "%.0f C (GPU %s)", n->hottest_c, n->hottest_gpu);
+    else
+        snprintf(cells[C_HOT], GM_HOSTNAME_LEN, "-");
+    snprintf(cells[C_HEALTH], GM_HOSTNAME_LEN, "%s",
+             n->health == GM_FLEET_HEALTH_OK         ? "ok"
+             : n->health == GM_FLEET_HEALTH_DEGRADED ? "DEGRADED"
+                                                     : "-");
+    double now = gm_fleet_time(f);
+    fmt_age(cells[C_SCRAPE], GM_HOSTNAME_LEN,
+            isfinite(now) && isfinite(n->last_scrape_s) ? fmax(0, now - n->last_scrape_s) : NAN);
+}
+
+static void print_table(gm_fleet *f, const cluster_opts *o)
+{
+    size_t nn = gm_fleet_node_count(f);
+    int width[C__N];
+    for (int c = 0; c < C__N; c++)
+        width[c] = (int)strlen(headers[c]);
+    char(*cells)[C__N][GM_HOSTNAME_LEN] = calloc(nn ? nn : 1, sizeof *cells);
+    if (!cells) {
+        fprintf(stderr, "gpumon %s: out of memory\n", o->cmd);
+        return;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        node_cells(f, gm_fleet_node_at(f, i), cells[i]);
+        for (int c = 0; c < C__N; c++) {
+            int w = (int)strlen(cells[i][c]);
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    for (int c = 0; c + 1 < C__N; c++)
+        printf("%-*s  ", width[c], headers[c]);
+    printf("%s\n", headers[C__N - 1]);
+    for (size_t i = 0; i < nn; i++)
+        for (int c = 0; c < C__N; c++) {
+            /* numbers right-aligned, words left */
+            bool right = c == C_GPUS || c == C_IDLE || c == C_UTIL || c == C_POWER;
+            if (c + 1 == C__N)
+                printf("%s\n", cells[i][c]);
+            else
+                printf(right ? "%*s  " : "%-*s  ", width[c], cells[i][c]);
+        }
+    free(cells);
+    unsigned up = 0, gpus = 0, idle = 0;
+    for (size_t i = 0; i < nn; i++) {
+        const gm_fleet_node *n = gm_fleet_node_at(f, i);
+        up += n->up;
+        gpus += (unsigned)n->ngpus;
+        idle += n->idle;
+    }
+    printf("\n%zu node%s (%u up), %u GPU%s, %u idle (utilization < %g %%, memory < %g %%)\n", nn,
+           nn == 1 ? "" : "s", up, gpus, gpus == 1 ? "" : "s", idle, o->thr.max_util_pct,
+           o->thr.max_mem_pct);
+    for (size_t i = 0; i < nn; i++) {
+        const gm_fleet_node *n = gm_fleet_node_at(f, i);
+        for (size_t k = 0; k < n->ntargets; k++)
+            if (!n->targets[k].up)
+                printf("%s: target %s is down\n", n->name, n->targets[k].instance);
+        if (n->problems[0])
+            printf("%s: %s\n", n->name, n->problems);
+    }
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
+static json_t *document(gm_fleet *f, const cluster_opts *o, const gm_prometheus *p, bool sel)
+{
+    json_t *j = gm_fleet_json(f, &o->thr, sel);
+    if (!j)
+        return NULL;
+    json_object_set_new(j, "prometheus", json_string(gm_prometheus_url(p)));
+    json_object_set_new(j, "job", json_string(o->job));
+    return j;
+}
+
+static int run(cluster_opts *o)
+{
+    gm_error err = {0};
+    gm_prometheus *p = NULL;
+    gm_prometheus_options po = {.url = o->url, .timeout_s = o->timeout_s};
+    if (gm_prometheus_new(&po, &p, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->cmd, err.msg);
+        return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+    }
+    gm_fleet *f = NULL;
+    int rc = GM_EXIT_FAILURE;
+    if (gm_fleet_fetch(p, o->job, &f, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->cmd, err.msg);
+        goto out;
+    }
+    gm_fleet_evaluate(f, &o->thr);
+    size_t nn = gm_fleet_node_count(f);
+    if (nn == 0) {
+        fprintf(stderr,
+                "gpumon %s: Prometheus at %s has no target in job \"%s\" (is that the job "
+                "scraping the daemons? see --job)\n",
+                o->cmd, gm_prometheus_url(p), o->job);
+        goto out;
+    }
+    bool select = strcmp(o->sub, "select") == 0;
+    long chosen = select ? gm_fleet_select(f, o->gpus) : -1;
+    if (o->json) {
+        json_t *j = document(f, o, p, select);
+        if (j && select) {
+            json_object_set_new(j, "gpus_needed", json_integer(o->gpus));
+            json_object_set_new(j, "chosen",
+                                chosen >= 0 ? json_string(gm_fleet_node_at(f, chosen)->name)
+                                            : json_null());
+        }
+        if (!j || gm_cli_write_json(stdout, j, true) < 0) {
+            json_decref(j);
+            fprintf(stderr, "gpumon %s: out of memory\n", o->cmd);
+            goto out;
+        }
+        json_decref(j);
+    } else if (!select) {
+        print_table(f, o);
+    } else if (chosen >= 0) {
+        printf("%s\n", gm_fleet_node_at(f, chosen)->name);
+    }
+    if (select && chosen < 0) {
+        fprintf(stderr,
+                "gpumon %s: no node that is up has %u idle GPU%s (utilization < %g %%, memory < "
+                "%g %%):\n",
+                o->cmd, o->gpus, o->gpus == 1 ? "" : "s", o->thr.max_util_pct, o->thr.max_mem_pct);
+        for (size_t i = 0; i < nn; i++) {
+            const gm_fleet_node *n = gm_fleet_node_at(f, i);
+            fprintf(stderr, "  %s: %s\n", n->name, n->reason);
+        }
+        rc = GM_EXIT_NOT_ENOUGH;
+        goto out;
+    }
+    rc = fflush(stdout) == 0 ? GM_EXIT_OK : GM_EXIT_FAILURE;
+out:
+    gm_fleet_free(f);
+    gm_prometheus_free(p);
+    return rc;
+}
+
+int gm_cli_cluster(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return GM_EXIT_USAGE;
+    }
+    const char *sub = argv[1];
+    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+        usage(stdout);
+        return GM_EXIT_OK;
+    }
+    cluster_opts o = {.sub = sub,
+                      .job = GM_FLEET_JOB_DEFAULT,
+                      .thr = {GM_FLEET_MAX_UTIL_DEFAULT, GM_FLEET_MAX_MEM_DEFAULT},
+                      .timeout_s = GM_PROMETHEUS_TIMEOUT_DEFAULT_S};
+    if (strcmp(sub, "status") == 0) {
+        o.cmd = "cluster status";
+    } else if (strcmp(sub, "select") == 0) {
+        o.cmd = "cluster select";
+    } else {
+        fprintf(stderr,
+                "gpumon cluster: unknown subcommand \"%s\" (status or select; see gpumon "
+                "cluster --help)\n",
+                sub);
+        return GM_EXIT_USAGE;
+    }
+    int rc = parse_args(argc - 1, argv + 1, &o);
+    if (rc >= 0)
+        return rc;
+    return run(&o);
+}
