@@ -234,6 +234,7 @@ static int parse_args(int argc, char **argv, query_opts *o)
     static const struct option longopts[] = {
         {"id", required_argument, NULL, 'i'},
         {"loop", required_argument, NULL, 'l'},
+        {"interval", required_argument, NULL, 'l'},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"query-gpu", required_argument, NULL, OPT_QUERY_GPU},
         {"list-fields", no_argument, NULL, OPT_LIST},
@@ -274,7 +275,7 @@ static int parse_args(int argc, char **argv, query_opts *o)
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            if (!gm_cli_default_option("query", c, argv, &o->src))
+            if (!gm_cli_default_option("query", c, argv, longopts, &o->src))
                 return GM_EXIT_USAGE;
             break;
         }

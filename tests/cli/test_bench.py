@@ -398,7 +398,7 @@ class Bench(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("answered HTTP 401: a valid API key is required", p.stderr)
         p, doc, lines = self.bench(s.url, "--api-key-env", "GM_TEST_KEY", "--requests", "3",
-                                   "--header", "X-Tenant: hunter2-secret", "-l", "keyed",
+                                   "--header", "X-Tenant: hunter2-secret", "--label", "keyed",
                                    extra_env={"GM_TEST_KEY": secret}, db=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         blobs = [p.stdout, p.stderr, json.dumps(doc), json.dumps(lines)]
@@ -446,7 +446,7 @@ class Bench(unittest.TestCase):
         ids = []
         for label in ("first", "second"):
             p, doc, _ = self.bench(s.url, "--concurrency", "1,2", "--requests", "6",
-                                   "--output-tokens", "3", "-l", label, db=True)
+                                   "--output-tokens", "3", "--label", label, db=True)
             self.assertEqual(p.returncode, 0, p.stderr)
             ids.append(doc["id"])
         lst = run(["history", "list", "--db", self.db, "--format", "json"], env=env())

@@ -422,7 +422,7 @@ class Store(Base):
     def test_interrupted_record_keeps_provider_hostname_driver(self):
         # A `gpumon record` killed with SIGKILL never writes its end: what it knew at its start
         # must still be in the store.
-        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "-n", "0.1", "-q", "-l", "killed",
+        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "--interval", "0.1", "-q", "--label", "killed",
                                  "--", "sh", "-c", "echo $$; exec sleep 30"],
                                 env=env(nvml=FAKE_NVML, scenario=self.scenario),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
