@@ -584,7 +584,7 @@ json_t *gm_session_to_json(gm_session *s)
         "{s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:I, s:b, s:I, s:o, s:o, "
         "s:o}",
         "id", s->id, "session_id", s->id, "kind", s->kind, "label", str_or_null(s->label), "status",
-        s->finished ? "finished" : "running", "command",
+        s->finished ? "stopped" : "running", "command",
         s->command ? json_incref(s->command) : json_null(), "exit_code",
         s->has_exit ? json_integer(s->exit_code) : json_null(), "signal",
         s->has_exit && s->signal ? json_integer(s->signal) : json_null(), "started_at",
@@ -675,6 +675,9 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
     else if (json_is_integer(code))
         fprintf(out, ", command exited %d", (int)json_integer_value(code));
     fprintf(out, "\n");
+    const char *prov = json_string_value(json_object_get(doc, "provider"));
+    if (prov && strcmp(prov, "sim") == 0)
+        fprintf(out, "simulated GPUs (provider sim): not a measurement of real hardware\n");
 
     const json_t *cmd = json_object_get(doc, "command");
     if (json_array_size(cmd)) {

@@ -155,8 +155,8 @@ bool gm_session_exit(const gm_session *s, int *exit_code, int *signal);
 /* Sets the name and UUID of followed GPU index (ignored when not followed). */
 void gm_session_set_gpu(gm_session *s, unsigned index, const char *name, const char *uuid);
 
-/* The JSON document: id (and session_id), kind, label, status ("running" / "finished"),
- * command, exit_code, signal, started_at, ended_at, interval_seconds,
+/* The JSON document: id (and session_id), kind, label, status ("running" / "stopped", the
+ * API's words), command, exit_code, signal, started_at, ended_at, interval_seconds,
  * monitoring_duration_seconds, sample_count (every sample added), timeline_truncated (true when
  * the sample limit stopped the timeline short of sample_count), percentiles_over_samples (the
  * first samples p50/p95 cover: sample_count, or the limit once passed), gpus [{index, name,

@@ -25,6 +25,8 @@
 #define GM_SERVE_CONN_DEFAULT      4096 /* lowered to what RLIMIT_NOFILE allows at start */
 #define GM_SERVE_CONN_MIN          16
 #define GM_SERVE_CONN_MAX          65536
+#define GM_SERVE_RETENTION_MIN_S   1
+#define GM_SERVE_RETENTION_MAX_S   (100u * 366u * 86400u)
 
 typedef enum gm_log_level {
     GM_LOG_DEBUG = 0,
@@ -51,7 +53,8 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
     X(DB, "db", "DB", "db")                                                   \
     X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                           \
     X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")      \
-    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")
+    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")                           \
+    X(RETENTION, "retention", "RETENTION", "retention_seconds")
 
 typedef enum gm_serve_setting {
 #define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
@@ -91,6 +94,9 @@ typedef struct gm_serve_config {
     /* The node's name in the Hostname label, JSON and the dashboard: --hostname, else
      * GPU_MONITOR_HOSTNAME, else NODE_NAME (Kubernetes), else "" (the host's own name). */
     char hostname[GM_HOSTNAME_LEN + 1];
+    /* Stored sessions, runs and benchmarks older than this are deleted, at start and then
+     * periodically by the session worker; 0 keeps everything. */
+    unsigned retention_s;
     bool help; /* --help was given: print usage, run nothing */
     gm_cfg_source source[GM_SET__COUNT];
 } gm_serve_config;

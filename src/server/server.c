@@ -362,6 +362,8 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                               .poll_ms = cfg->poll_interval_ms,
                               /* The collector keeps its default slow period for energy. */
                               .energy_fresh = false,
+                              .retention_s = cfg->retention_s,
+                              .provider = srv->provider,
                               .wake = wake_loop,
                               .wake_arg = srv};
     if (gm_worker_start(&mopt, &srv->worker, err) < 0)

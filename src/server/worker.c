@@ -30,6 +30,9 @@
 /* While the store fails (a full disk), a session's unwritten samples are retried with a backoff
  * from the poll interval (at least this) doubling up to a minute, at samples, stops and on a
  * timer, so a session stopped meanwhile is still written once the store works again. */
+/* Entries one retention pass deletes before the worker looks at its queue again; the next
+ * pass follows a second later while older entries remain. */
+#define PRUNE_BATCH 100
 /* Samples one catch-up writes before the worker looks at its queue again. */
 #define SYNC_CHUNK 1000
 
@@ -80,9 +83,10 @@ struct gm_worker {
     entry *entries;
     unsigned n_running;
     gm_store *st;
-    char store_error[512]; /* the latest failure to open the store, "" when none */
-    gm_snapshot *scratch;  /* GPU part of the sample being added */
-    gm_record_sink sink;   /* the store, as the sessions' recorders write to it */
+    char store_error[512];      /* the latest failure to open the store, "" when none */
+    gm_snapshot *scratch;       /* GPU part of the sample being added */
+    gm_record_sink sink;        /* the store, as the sessions' recorders write to it */
+    int64_t next_prune_mono_ms; /* when retention next runs (0: at start) */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -624,6 +628,38 @@ static int64_t sync_wait_ms(const gm_worker *m)
     return best;
 }
 
+/* ---- retention ---------------------------------------------------------------------------- */
+
+/* Milliseconds until prune_due has work (0: now), -1 without retention. */
+static int64_t prune_wait_ms(const gm_worker *m)
+{
+    if (!m->opt.retention_s || !m->has_db)
+        return -1;
+    int64_t wait = m->next_prune_mono_ms - gm_clock_mono_ms();
+    return wait > 0 ? wait : 0;
+}
+
+/* Deletes what is past retention, a batch at a time, here on the worker thread that owns the
+ * store: the event loop never waits on it, and the sampler only if the queue fills. */
+static void prune_due(gm_worker *m)
+{
+    if (prune_wait_ms(m) != 0)
+        return;
+    int64_t period = (int64_t)m->opt.retention_s * 1000 / 24;
+    period = period < 1000 ? 1000 : period > 3600000 ? 3600000 : period;
+    gm_error err = {0};
+    size_t deleted = 0;
+    bool more = false;
+    gm_store *st = store_get(m, false, &err);
+    int64_t cutoff = gm_clock_wall_ms() - (int64_t)m->opt.retention_s * 1000;
+    if (st && gm_store_prune(st, cutoff, PRUNE_BATCH, &deleted, &more, &err) < 0)
+        log_store_error("cannot delete sessions past retention", NULL, err.msg);
+    if (deleted)
+        gm_log(GM_LOG_INFO, "sessions past retention deleted", "count=%zu retention_s=%u%s",
+               deleted, m->opt.retention_s, more ? " more=true" : "");
+    m->next_prune_mono_ms = gm_clock_mono_ms() + (more ? 1000 : period);
+}
+
 /* ---- requests ----------------------------------------------------------------------------- */
 
 static void do_create(gm_worker *m, gm_worker_job *j)
@@ -649,6 +685,11 @@ static void do_create(gm_worker *m, gm_worker_job *j)
                               .chunk = SYNC_CHUNK,
                               .event = on_record_event};
     gm_error rerr = {0};
+    if (m->opt.provider) {
+        gm_session_attach(j->session, "provider", json_string(m->opt.provider));
+        gm_session_attach(j->session, "simulated",
+                          json_boolean(strcmp(m->opt.provider, "sim") == 0));
+    }
     if (gm_recorder_new(j->session, &ro, &e->rec, &rerr) < 0) {
         free(e);
         atomic_fetch_sub(&m->active, 1);
@@ -860,6 +901,7 @@ typedef struct row {
     double duration_s;
     int64_t samples;
     bool persisted;
+    bool simulated;
 } row;
 
 static int cmp_row(const void *a, const void *b)
@@ -881,6 +923,8 @@ static void row_from_entry(gm_worker *m, const entry *e, row *r)
     r->duration_s = gm_session_duration(e->s);
     r->samples = (int64_t)gm_session_sample_count(e->s);
     r->persisted = entry_persisted(e);
+    const char *prov = json_string_value(json_object_get(gm_session_attached(e->s), "provider"));
+    r->simulated = prov && strcmp(prov, "sim") == 0;
 }
 
 static void do_list(gm_worker *m, gm_worker_job *j)
@@ -920,6 +964,7 @@ static void do_list(gm_worker *m, gm_worker_job *j)
         r->duration_s = stored[i].duration_s;
         r->samples = stored[i].samples;
         r->persisted = true;
+        r->simulated = stored[i].simulated;
     }
     qsort(rows, n, sizeof *rows, cmp_row);
     json_t *arr = json_array();
@@ -930,11 +975,13 @@ static void do_list(gm_worker *m, gm_worker_job *j)
         char started[40];
         gm_json_time(r->started_ms, started, sizeof started);
         json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:I, s:b}", "id", r->id, "kind", r->kind,
-                           "label", r->label[0] ? json_string(r->label) : json_null(), "status",
-                           r->status, "started_at", started, "monitoring_duration_seconds",
-                           isfinite(r->duration_s) ? json_real(r->duration_s) : json_null(),
-                           "sample_count", (json_int_t)r->samples, "persisted", r->persisted));
+            arr,
+            json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:I, s:b, s:b}", "id", r->id, "kind", r->kind,
+                      "label", r->label[0] ? json_string(r->label) : json_null(), "status",
+                      r->status, "started_at", started, "monitoring_duration_seconds",
+                      isfinite(r->duration_s) ? json_real(r->duration_s) : json_null(),
+                      "sample_count", (json_int_t)r->samples, "persisted", r->persisted,
+                      "simulated", r->simulated));
         shown++;
     }
     free(rows);
@@ -1037,7 +1084,9 @@ static void *worker_main(void *arg)
 {
     gm_worker *m = arg;
     for (;;) {
-        int64_t wait_ms = sync_wait_ms(m);
+        int64_t wait_ms = sync_wait_ms(m), prune_ms = prune_wait_ms(m);
+        if (prune_ms >= 0 && (wait_ms < 0 || prune_ms < wait_ms))
+            wait_ms = prune_ms;
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += (time_t)(wait_ms / 1000);
@@ -1047,7 +1096,7 @@ static void *worker_main(void *arg)
             until.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&m->mu);
-        /* Asleep until an item comes, or a session's store retry is due. */
+        /* Asleep until an item comes, a session's store retry or retention is due. */
         while (!m->head && !m->stop && wait_ms != 0)
             if (wait_ms < 0)
                 pthread_cond_wait(&m->cv, &m->mu);
@@ -1068,7 +1117,8 @@ static void *worker_main(void *arg)
         if (!it && stopping)
             break; /* stopping and drained */
         if (!it) {
-            sync_due(m); /* a retry is due */
+            sync_due(m); /* a retry or retention is due */
+            prune_due(m);
             continue;
         }
         if (it->job) {
@@ -1084,8 +1134,10 @@ static void *worker_main(void *arg)
             on_sample(m, it);
         }
         free(it);
-        if (!stopping)
+        if (!stopping) {
             sync_due(m);
+            prune_due(m);
+        }
     }
     /* The daemon stops: so do its sessions, with their end written; a last try for those the
      * store still lacks, whatever their backoff. */

@@ -47,6 +47,12 @@ typedef struct gm_worker_options {
      * full disk), to write them once it can; past that the session stops being stored (its
      * partial copy is removed) and goes on in memory. 0: GM_SESSION_PENDING_MAX_VALUES. */
     size_t pending_max_values;
+    /* Retention (serve --retention): stored entries that ended longer ago than this are
+     * deleted by the worker, at start and then every retention/24 (1 s to 1 h); 0 keeps all. */
+    unsigned retention_s;
+    /* The collector's provider ("nvml", "sim"...), attached to each session so that a stored
+     * one says whether its GPUs were simulated; NULL attaches nothing. */
+    const char *provider;
     /* Called from the worker thread when a job is done; must be thread-safe
      * (gm_server_wake). */
     void (*wake)(void *arg);

@@ -115,7 +115,7 @@ static void test_exact_stats(void **state)
     json_t *doc = gm_session_to_json(s);
     assert_non_null(doc);
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "finished");
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "stopped");
     assert_string_equal(json_string_value(json_object_get(doc, "label")), "lbl");
     assert_string_equal(json_string_value(json_object_get(doc, "id")), gm_session_id(s));
 
@@ -484,10 +484,18 @@ static void test_summary_prints(void **state)
     FILE *f = open_memstream(&buf, &len);
     gm_session_print_summary(f, doc);
     fclose(f);
-    assert_non_null(strstr(buf, "finished"));
+    assert_non_null(strstr(buf, ": stopped"));
     assert_non_null(strstr(buf, "5 samples"));
     assert_non_null(strstr(buf, "GPU model 0"));
     assert_non_null(strstr(buf, "1000.0")); /* energy of GPU 0 */
+    assert_null(strstr(buf, "simulated"));
+    free(buf);
+    /* Simulated GPUs are said to be so. */
+    json_object_set_new(doc, "provider", json_string("sim"));
+    f = open_memstream(&buf, &len);
+    gm_session_print_summary(f, doc);
+    fclose(f);
+    assert_non_null(strstr(buf, "\nsimulated GPUs (provider sim)"));
     free(buf);
     json_decref(doc);
     gm_session_free(s);
