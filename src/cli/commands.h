@@ -27,6 +27,7 @@ int gm_cli_estimate(int argc, char **argv);
 int gm_cli_snapshot(int argc, char **argv);
 int gm_cli_diff(int argc, char **argv);
 int gm_cli_bench(int argc, char **argv);
+int gm_cli_top(int argc, char **argv);
 /* nvidia-smi's reading options; argv[0] is "smi" or the program's own name ("nvidia-smi"). */
 int gm_cli_smi(int argc, char **argv);
 

@@ -30,6 +30,7 @@ static const command commands[] = {
     {"history", gm_cli_history,
      "list, show, export and compare stored sessions, runs, snapshots and benchmarks"},
     {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
+    {"top", gm_cli_top, "live terminal view: GPU bars, history graphs, processes (kill, sort)"},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof *commands)

@@ -89,6 +89,7 @@ class Help(Base):
 
     def test_every_command_has_help(self):
         cmds = self.commands()
+        self.assertIn("top", cmds)
         for cmd in cmds:
             with self.subTest(cmd=cmd):
                 long_help = self.gpumon(cmd, "--help")
@@ -101,7 +102,7 @@ class Help(Base):
 
     def test_typos_get_the_likely_command(self):
         for typo, want in (("qeury", "query"), ("recrod", "record"), ("hist", "history"),
-                           ("sever", "serve"), ("wiat", "wait")):
+                           ("sever", "serve"), ("tpo", "top"), ("wiat", "wait")):
             with self.subTest(typo=typo):
                 self.usage_error([typo], f'gpumon: unknown command "{typo}"; did you mean "{want}"?')
         self.usage_error(["frobnicate"], 'gpumon: unknown command "frobnicate" (see gpumon --help)')
@@ -126,7 +127,7 @@ class Help(Base):
         self.usage_error(["query", "-i"], "gpumon query: -i needs a value")
 
     def test_unknown_short_option_everywhere(self):
-        for cmd in ALL_COMMANDS + ["bench"]:
+        for cmd in ALL_COMMANDS + ["bench", "top"]:
             with self.subTest(cmd=cmd):
                 self.usage_error([cmd, "-Z"], f'gpumon {cmd}: unknown option "-Z" (see gpumon {cmd} --help)')
 
