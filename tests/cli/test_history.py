@@ -39,6 +39,18 @@ class History(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(self.history("list", "--format", "json").stdout)[0]["id"]
 
+    def listing_while_recording(self, label, samples):
+        """The list once the running record `label` has written samples (the database may not
+        even be created when the first look comes)."""
+        for _ in range(300):
+            p = self.gpumon("history", "--db", self.db, "list", "--format", "json")
+            listed = json.loads(p.stdout) if p.returncode == 0 else []
+            mine = [e for e in listed if e["label"] == label]
+            if mine and mine[0]["samples"] >= samples:
+                return listed
+            subprocess.run(["sleep", "0.05"])
+        self.fail("the record never showed in the list")
+
     def age(self, sid, days):
         """Moves entry sid's start and end days into the past, as if it ran then."""
         with sqlite3.connect(self.db) as db:
@@ -91,13 +103,8 @@ class History(unittest.TestCase):
                                  "--label", "killed", "--", "sleep", "30"], env=self.env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            for _ in range(200):
-                listed = json.loads(self.history("list", "--format", "json").stdout)
-                mine = [e for e in listed if e["label"] == "killed"]
-                if mine and mine[0]["samples"] >= 2:
-                    break
-                subprocess.run(["sleep", "0.05"])
-            self.assertEqual(mine[0]["status"], "running")
+            listed = self.listing_while_recording("killed", 2)
+            self.assertEqual([e["status"] for e in listed if e["label"] == "killed"], ["running"])
         finally:
             proc.kill()
             proc.wait()
@@ -127,11 +134,7 @@ class History(unittest.TestCase):
                                  "--label", "live", "--", "sleep", "30"], env=self.env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            for _ in range(200):
-                listed = json.loads(self.history("list", "--format", "json").stdout)
-                if listed and listed[0]["samples"] >= 1:
-                    break
-                subprocess.run(["sleep", "0.05"])
+            listed = self.listing_while_recording("live", 1)
             self.age(listed[0]["id"], 60)
             self.assertTrue(self.history("prune", "--older-than", "1d").stdout.startswith("deleted 0 "))
             self.assertEqual(len(json.loads(self.history("list", "--format", "json").stdout)), 1)
