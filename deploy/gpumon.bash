@@ -132,7 +132,7 @@ _gpumon() {
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
     elif [[ $cmd == history ]]; then
-        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare' -- "$cur"))
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare delete' -- "$cur"))
     elif [[ $cmd == diff ]]; then
         _filedir json
     fi

@@ -884,6 +884,25 @@ int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error 
     return found ? GM_OK : gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
 }
 
+int gm_store_status(gm_store *st, const char *id, char *buf, size_t len, gm_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(
+            st->db, "SELECT status, host, owner_pid, owner_start FROM sessions WHERE id = ?1", -1,
+            &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading a status");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q), rc = GM_OK;
+    if (step == SQLITE_ROW)
+        snprintf(buf, len, "%s", row_status(st, q, 0, 1, 2, 3));
+    else if (step == SQLITE_DONE)
+        rc = gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+    else
+        rc = db_error(st, err, "reading a status");
+    sqlite3_finalize(q);
+    return rc;
+}
+
 /* Rebuilds session id from its row (metadata) and samples. */
 /* The driver indices of a stored GPU list ([{"index": 0, ...}, ...]) into idx (GM_MAX_GPUS);
  * GM_EPARSE naming session id when it is not a list. */

@@ -502,6 +502,28 @@ static void test_delete(void **state)
     assert_int_equal(gm_store_session_delete(st, "kept", &err), GM_ENOENT);
     assert_int_equal(count_rows(path, "sessions", "id", "kept-session"), 1);
 
+    /* Status as read now: what deleting or pruning checks first. */
+    char status[16];
+    assert_int_equal(gm_store_status(st, "kept-session", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "running"); /* its owner is this process */
+    assert_int_equal(gm_store_status(st, "snap-1", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "finished");
+    assert_int_equal(gm_store_status(st, "nope", status, sizeof status, &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, "nope"));
+    {
+        /* An owner that is gone (no process has this pid): interrupted. */
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "UPDATE sessions SET owner_pid = 2147483646 WHERE id = "
+                                      "'kept-session'",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+    }
+    assert_int_equal(gm_store_status(st, "kept-session", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "interrupted");
+
     /* A stored document, and a session still running (the store does not judge status). */
     assert_int_equal(gm_store_session_delete(st, "snap-1", NULL), GM_OK);
     assert_int_equal(gm_store_session_delete(st, "kept-session", NULL), GM_OK);
