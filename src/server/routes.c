@@ -426,6 +426,8 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
             return;
         }
+        /* As gpumon record does: a reader can tell a simulated session from a real one. */
+        gm_session_attach(j->session, "provider", json_string(rq->pub->snap->provider));
         j->create = req;
         j->created_mono_ms = gm_clock_mono_ms();
         snprintf(rs->location, sizeof rs->location, "/api/sessions/%s", gm_session_id(j->session));
@@ -476,8 +478,9 @@ static void h_session(const gm_req *rq, gm_resp *rs)
     const char *slash = strchr(rest, '/');
     size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
     bool stop = slash && strcmp(slash, "/stop") == 0;
+    bool export = slash && strcmp(slash, "/export") == 0;
     gm_error err = {0};
-    if (!id_ok(rest, idlen) || (slash && !stop)) {
+    if (!id_ok(rest, idlen) || (slash && !stop && !export)) {
         gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
         return;
     }
@@ -494,6 +497,25 @@ static void h_session(const gm_req *rq, gm_resp *rs)
             return;
         }
         j = gm_worker_job_new(GM_JOB_STOP);
+    } else if (export) {
+        if (rq->method != GM_HTTP_GET && rq->method != GM_HTTP_HEAD) {
+            gm_resp_error(rs, 405, "%s takes GET", rq->path);
+            gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD, rs->allow, sizeof rs->allow);
+            return;
+        }
+        static const char *const known[] = {"format", NULL};
+        if (check_params(rq->q, known, &err) < 0) {
+            gm_resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        const char *f = gm_query_get(rq->q, "format");
+        if (f && strcmp(f, "csv") != 0 && strcmp(f, "json") != 0) {
+            gm_resp_error(rs, 400, "format=\"%.32s\" is not csv or json", f);
+            return;
+        }
+        j = gm_worker_job_new(GM_JOB_EXPORT);
+        if (j)
+            j->csv = f && strcmp(f, "csv") == 0;
     } else if (rq->method == GM_HTTP_POST) {
         gm_resp_error(rs, 405, "POST is not allowed on %s (stop a session with POST %s/stop)",
                       rq->path, rq->path);

@@ -100,6 +100,7 @@ typedef enum gm_session_op {
     GM_JOB_DELETE,     /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
     GM_JOB_BENCH_LIST, /* GET /api/benchmarks -> 200 (the benchmarks `gpumon bench` stored) */
     GM_JOB_BENCH_GET,  /* GET /api/benchmarks/{id} -> 200, 404 */
+    GM_JOB_EXPORT,     /* GET /api/sessions/{id}/export -> 200 (a file: CSV or JSON), 404, 413 */
 } gm_session_op;
 
 /* A request to the worker, and its answer. The loop fills the request fields; the worker fills
@@ -114,8 +115,11 @@ typedef struct gm_worker_job {
     bool timeline;              /* GET */
     size_t limit;               /* LIST, BENCH_LIST: most entries (1..GM_WORKER_LIST_MAX) */
     char kind[16];              /* LIST: only this kind ("" = all) */
+    bool csv;                   /* EXPORT: CSV, else JSON */
     int status;                 /* the answer: HTTP status */
-    char *body;                 /* JSON, malloc'd; NULL for 204 */
+    char *body;                 /* JSON (or ctype), malloc'd; NULL for 204 */
+    const char *ctype;          /* the body's Content-Type, NULL: application/json */
+    char filename[64];          /* "": none; else sent as an attachment of this name */
     size_t len;
     void *user;                 /* the loop's (its connection) */
     struct gm_worker_job *next; /* the queue's */

@@ -557,10 +557,28 @@ static void test_sessions(void **state)
     assert_int_equal(c->rs.defer->op, GM_JOB_STOP);
     assert_string_equal(c->rs.defer->id, "abc");
     done(c);
+    /* Export: JSON unless format=csv. */
+    c = get("/api/sessions/abc/export");
+    assert_int_equal(c->rs.defer->op, GM_JOB_EXPORT);
+    assert_string_equal(c->rs.defer->id, "abc");
+    assert_false(c->rs.defer->csv);
+    done(c);
+    c = get("/api/sessions/abc/export?format=csv");
+    assert_true(c->rs.defer->csv);
+    done(c);
+    c = get("/api/sessions/abc/export?format=json");
+    assert_false(c->rs.defer->csv);
+    done(c);
+    assert_error(get("/api/sessions/abc/export?format=xml"), 400,
+                 "format=\"xml\" is not csv or json");
+    assert_error(get("/api/sessions/abc/export?timeline=0"), 400, "unknown parameter \"timeline\"");
+    c = request(GM_HTTP_DELETE, "/api/sessions/abc/export", pub, false, NULL);
+    assert_string_equal(c->rs.allow, "GET, HEAD, OPTIONS");
+    assert_error(c, 405, "takes GET");
     /* Not one of our ids, or not a session path. */
-    static const char *const not_ours[] = {"/api/sessions/", "/api/sessions/a%21b",
-                                           "/api/sessions/a b", "/api/sessions/abc/start",
-                                           "/api/sessions/abc/stop/now"};
+    static const char *const not_ours[] = {
+        "/api/sessions/",          "/api/sessions/a%21b",        "/api/sessions/a b",
+        "/api/sessions/abc/start", "/api/sessions/abc/stop/now", "/api/sessions/abc/export/csv"};
     for (size_t i = 0; i < sizeof not_ours / sizeof *not_ours; i++)
         assert_error(get(not_ours[i]), 404, "no such endpoint");
     char longid[GM_SESSION_ID_LEN + 32];
