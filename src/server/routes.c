@@ -575,9 +575,52 @@ static void h_benchmarks(const gm_req *rq, gm_resp *rs)
     resp_defer(rq, rs, j);
 }
 
+/* GET /api/benchmarks/compare?ids=A,B,...: 2 to GM_WORKER_COMPARE_MAX generated ids. */
+static void h_benchmark_compare(const gm_req *rq, gm_resp *rs)
+{
+    gm_error err = {0};
+    static const char *const known[] = {"ids", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    const char *v = gm_query_get(rq->q, "ids");
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_COMPARE);
+    if (!j) {
+        gm_resp_error(rs, 503, "out of memory");
+        return;
+    }
+    for (const char *p = v ? v : ""; *p;) {
+        size_t len = strcspn(p, ",");
+        if (j->nids == GM_WORKER_COMPARE_MAX || !id_ok(p, len)) {
+            if (j->nids == GM_WORKER_COMPARE_MAX)
+                gm_resp_error(rs, 400, "ids: at most %d benchmarks", GM_WORKER_COMPARE_MAX);
+            else
+                gm_resp_error(rs, 400, "ids: \"%.*s\" is not a benchmark id",
+                              (int)(len > 64 ? 64 : len), p);
+            gm_worker_job_free(j);
+            return;
+        }
+        memcpy(j->ids[j->nids], p, len);
+        j->ids[j->nids++][len] = '\0';
+        p += len + (p[len] == ',');
+    }
+    if (j->nids < 2) {
+        gm_worker_job_free(j);
+        gm_resp_error(rs, 400, "ids: give 2 to %d benchmark ids, comma-separated",
+                      GM_WORKER_COMPARE_MAX);
+        return;
+    }
+    resp_defer(rq, rs, j);
+}
+
 static void h_benchmark(const gm_req *rq, gm_resp *rs)
 {
     gm_error err = {0};
+    if (strcmp(rq->rest, "compare") == 0) {
+        h_benchmark_compare(rq, rs);
+        return;
+    }
     size_t idlen = strlen(rq->rest);
     if (!id_ok(rq->rest, idlen)) {
         gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);

@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "core/bench_report.h"
 #include "core/recorder.h"
 #include "core/timeline.h"
 #include "server/log.h"
@@ -1071,6 +1072,36 @@ static void do_bench_list(gm_worker *m, gm_worker_job *j)
     job_json(j, 200, doc);
 }
 
+/* GET /api/benchmarks/compare: the comparison `gpumon history compare --format json` prints. */
+static void do_bench_compare(gm_worker *m, gm_worker_job *j)
+{
+    gm_error err = {0};
+    json_t *docs[GM_WORKER_COMPARE_MAX] = {0};
+    gm_store *st = store_get(m, false, &err);
+    size_t n = 0;
+    for (; n < j->nids; n++) {
+        int rc = st ? gm_store_load(st, j->ids[n], &docs[n], &err) : err.code;
+        const char *kind = json_string_value(json_object_get(docs[n], "kind"));
+        if (rc < 0 || !kind || strcmp(kind, "bench") != 0) {
+            if (rc == GM_OK || rc == GM_ENOENT || !st)
+                job_error(j, 404, "no benchmark \"%s\"", j->ids[n]);
+            else
+                job_error(j, store_error_status(rc), "%s", err.msg);
+            n++;
+            goto done;
+        }
+    }
+    json_t *cmp = gm_bench_compare_json((const json_t *const *)docs, n, &err);
+    if (cmp)
+        job_json(j, 200, cmp);
+    else
+        job_error(j, err.code == GM_EINVAL ? 400 : 503, "%s",
+                  err.msg[0] ? err.msg : "out of memory");
+done:
+    for (size_t i = 0; i < n; i++)
+        json_decref(docs[i]);
+}
+
 /* GET /api/benchmarks/{id}: the document, as gpumon bench -o writes it. */
 static void do_bench_get(gm_worker *m, gm_worker_job *j)
 {
@@ -1114,6 +1145,9 @@ static void run_job(gm_worker *m, gm_worker_job *j)
         break;
     case GM_JOB_EXPORT:
         do_export(m, j);
+        break;
+    case GM_JOB_BENCH_COMPARE:
+        do_bench_compare(m, j);
         break;
     case GM_JOB_BENCH_LIST:
         do_bench_list(m, j);

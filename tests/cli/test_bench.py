@@ -492,6 +492,10 @@ class Bench(unittest.TestCase):
                 one = json.load(r)
             self.assertEqual(one["id"], ids[0])
             self.assertEqual(one["points"][1]["concurrency"], 2)
+            # The comparison, as `history compare --format json` prints it.
+            with urllib.request.urlopen(base + "/api/benchmarks/compare?ids=%s,%s" % tuple(ids),
+                                        timeout=10) as r:
+                self.assertEqual(json.load(r), cj)
             # Export (the dashboard's button): the points as `history export` writes them.
             with urllib.request.urlopen(base + "/api/sessions/%s/export?format=csv" % ids[0],
                                         timeout=10) as r:

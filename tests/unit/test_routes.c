@@ -499,6 +499,20 @@ static void test_benchmarks(void **state)
     assert_error(get("/api/benchmarks/"), 404, "no such endpoint");
     assert_error(get("/api/benchmarks/a/b"), 404, "no such endpoint");
     assert_error(get("/api/benchmarks/abc?timeline=0"), 400, "unknown parameter \"timeline\"");
+    /* Compare: 2 to 16 ids, comma-separated. */
+    c = get("/api/benchmarks/compare?ids=a-1,b.2,c_3");
+    assert_int_equal(c->rs.defer->op, GM_JOB_BENCH_COMPARE);
+    assert_int_equal(c->rs.defer->nids, 3);
+    assert_string_equal(c->rs.defer->ids[0], "a-1");
+    assert_string_equal(c->rs.defer->ids[2], "c_3");
+    done(c);
+    assert_error(get("/api/benchmarks/compare"), 400, "give 2 to 16 benchmark ids");
+    assert_error(get("/api/benchmarks/compare?ids=a"), 400, "give 2 to 16 benchmark ids");
+    assert_error(get("/api/benchmarks/compare?ids=a,,b"), 400, "\"\" is not a benchmark id");
+    assert_error(get("/api/benchmarks/compare?ids=a,b%21"), 400, "\"b!\" is not a benchmark id");
+    assert_error(get("/api/benchmarks/compare?ids=a,b&x=1"), 400, "unknown parameter \"x\"");
+    assert_error(get("/api/benchmarks/compare?ids=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"), 400,
+                 "at most 16 benchmarks");
 }
 
 /* ---- sessions: requests handed to the worker ------------------------------------------------ */
