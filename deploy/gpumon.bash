@@ -143,7 +143,7 @@ _gpumon() {
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
     elif [[ $cmd == history ]]; then
-        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare prune' -- "$cur"))
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare delete prune' -- "$cur"))
     elif [[ $cmd == diff ]]; then
         _filedir json
     fi

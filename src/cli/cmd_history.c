@@ -2,6 +2,7 @@
  * benchmarks kept in the database, and compare benchmarks. */
 #include <getopt.h>
 #include <math.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ static void usage(FILE *out)
             "       gpumon history show ID [--format table|json]\n"
             "       gpumon history export ID [--format json|csv] [--output FILE]\n"
             "       gpumon history compare ID ID... [--format table|json]\n"
+            "       gpumon history delete ID...\n"
             "       gpumon history prune --older-than DURATION\n\n"
             "Sessions recorded by gpumon record / gpumon run, benchmarks of gpumon bench (kind\n"
             "bench) and stored snapshots. ID may be any unambiguous prefix of an id.\n\n"
@@ -54,6 +56,9 @@ static void usage(FILE *out)
             "           where absent), or a benchmark's points, one row each\n"
             "  compare  benchmarks side by side, point by point (matched by load), each figure\n"
             "           with its change from the first benchmark's (2 to 16 IDs)\n"
+            "  delete   remove entries with everything stored with them (samples, benchmark\n"
+            "           points); one still being recorded by a running gpumon is left alone\n"
+            "           (stop it first); 1 to 16 IDs\n"
             "  prune    delete what ended more than DURATION ago (30d, 12h, 90m): sessions,\n"
             "           runs, benchmarks, snapshots; a session still recording is kept\n\n"
             "Options:\n"
@@ -124,16 +129,18 @@ static int parse_args(int argc, char **argv, history_opts *o)
     bool needs_id = strcmp(o->action, "show") == 0 || strcmp(o->action, "export") == 0;
     bool compare = strcmp(o->action, "compare") == 0;
     bool prune = strcmp(o->action, "prune") == 0;
-    if (!needs_id && !compare && !prune && strcmp(o->action, "list") != 0) {
-        static const char *const actions[] = {"list", "show", "export", "compare", "prune"};
+    bool del = strcmp(o->action, "delete") == 0;
+    if (!needs_id && !compare && !prune && !del && strcmp(o->action, "list") != 0) {
+        static const char *const actions[] = {"list",    "show",   "export",
+                                              "compare", "delete", "prune"};
         const char *guess = gm_suggest(o->action, actions, sizeof actions / sizeof *actions);
         if (guess)
             fprintf(stderr, "gpumon history: unknown action \"%s\"; did you mean \"%s\"?\n",
                     o->action, guess);
         else
             fprintf(stderr,
-                    "gpumon history: unknown action \"%s\" (list, show, export, compare or "
-                    "prune)\n",
+                    "gpumon history: unknown action \"%s\" (list, show, export, compare, delete "
+                    "or prune)\n",
                     o->action);
         return GM_EXIT_USAGE;
     }
@@ -141,6 +148,20 @@ static int parse_args(int argc, char **argv, history_opts *o)
         fprintf(stderr, prune ? "gpumon history: prune needs --older-than DURATION (e.g. 30d)\n"
                               : "gpumon history: --older-than is for prune\n");
         return GM_EXIT_USAGE;
+    }
+    if (del) {
+        while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
+            o->ids[o->nids++] = argv[optind++];
+        if (o->nids < 1 || optind < argc) {
+            fprintf(stderr, "gpumon history: delete takes 1 to %zu IDs (see gpumon history list)\n",
+                    sizeof o->ids / sizeof *o->ids);
+            return GM_EXIT_USAGE;
+        }
+        if (o->format != FMT_DEFAULT || o->output) {
+            fprintf(stderr, "gpumon history: delete takes no --format or --output\n");
+            return GM_EXIT_USAGE;
+        }
+        return -1;
     }
     if (compare) {
         while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
@@ -419,6 +440,52 @@ static int do_compare(gm_store *st, const history_opts *o, const char *path)
     return rc;
 }
 
+/* history delete: every id is resolved and checked before anything is deleted, so a typo in
+ * the third id deletes nothing. Opens the database for writing, but never creates one. */
+static int do_delete(const history_opts *o, const char *path)
+{
+    gm_error err = {0};
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "gpumon history: no session \"%s\": no database at %s\n", o->ids[0], path);
+        return GM_EXIT_USAGE;
+    }
+    gm_store *st = NULL;
+    if (gm_store_open(path, &st, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        return GM_EXIT_FAILURE;
+    }
+    char ids[sizeof o->ids / sizeof *o->ids][GM_SESSION_ID_LEN];
+    int rc = GM_EXIT_OK;
+    for (size_t i = 0; i < o->nids && rc == GM_EXIT_OK; i++) {
+        char status[16];
+        if (gm_store_resolve(st, o->ids[i], ids[i], sizeof ids[i], &err) < 0 ||
+            gm_store_status(st, ids[i], status, sizeof status, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        } else if (strcmp(status, "running") == 0) {
+            /* Its recorder (gpumon record/run, or a daemon's session) would go on writing
+             * samples of a session that no longer exists. */
+            fprintf(stderr,
+                    "gpumon history: %s is still being recorded; stop it first (a daemon's "
+                    "session: DELETE /api/sessions/%s stops and deletes it)\n",
+                    ids[i], ids[i]);
+            rc = GM_EXIT_FAILURE;
+        }
+    }
+    for (size_t i = 0; i < o->nids && rc == GM_EXIT_OK; i++) {
+        if (gm_store_session_delete(st, ids[i], &err) < 0) {
+            if (err.code == GM_ENOENT) /* the same id twice, or deleted meanwhile */
+                continue;
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        } else {
+            printf("deleted %s\n", ids[i]);
+        }
+    }
+    gm_store_close(st);
+    return rc;
+}
+
 int gm_cli_history(int argc, char **argv)
 {
     history_opts o = {0};
@@ -435,6 +502,8 @@ int gm_cli_history(int argc, char **argv)
     }
     if (strcmp(o.action, "prune") == 0)
         return do_prune(&o, path);
+    if (strcmp(o.action, "delete") == 0)
+        return do_delete(&o, path);
     /* Reading only: nothing is created, converted or upgraded, so a database this user may
      * only read can be read. A missing one simply holds nothing yet. */
     gm_store *st = NULL;

@@ -559,6 +559,54 @@ oom:
     return NULL;
 }
 
+static json_t *brief_json(double sum, double count, double max, bool energy_known, double energy)
+{
+    return json_pack("{s:o, s:o, s:o}", "utilization_mean",
+                     count > 0 ? json_real(sum / count) : json_null(), "utilization_max",
+                     count > 0 ? json_real(max) : json_null(), "energy_j",
+                     energy_known ? json_real(energy) : json_null());
+}
+
+json_t *gm_session_brief(const gm_session *s)
+{
+    double sum = 0, count = 0, max = -INFINITY, energy = 0;
+    bool energy_known = s->ngpus > 0;
+    for (size_t k = 0; k < s->ngpus; k++) {
+        const gm_stats *u = &s->stats[k][GM_SM_UTIL];
+        if (u->count > 0) {
+            sum += u->mean * (double)u->count;
+            count += (double)u->count;
+            max = fmax(max, u->max);
+        }
+        double joules;
+        const char *source;
+        if (gpu_energy(s, k, &joules, &source))
+            energy += joules;
+        else
+            energy_known = false;
+    }
+    return brief_json(sum, count, max, energy_known, energy);
+}
+
+json_t *gm_session_doc_brief(const json_t *doc)
+{
+    double sum = 0, count = 0, max = -INFINITY;
+    const char *key;
+    json_t *g;
+    json_object_foreach((json_t *)json_object_get(doc, "gpu_stats"), key, g)
+    {
+        json_t *u = json_object_get(g, "utilization");
+        double n = json_number_value(json_object_get(u, "count"));
+        if (json_is_object(u) && n > 0) {
+            sum += json_number_value(json_object_get(u, "mean")) * n;
+            count += n;
+            max = fmax(max, json_number_value(json_object_get(u, "max")));
+        }
+    }
+    json_t *e = json_object_get(doc, "energy_j");
+    return brief_json(sum, count, max, json_is_number(e), json_number_value(e));
+}
+
 json_t *gm_session_to_json(gm_session *s)
 {
     json_t *gpus = json_array();

@@ -169,6 +169,14 @@ void gm_session_set_gpu(gm_session *s, unsigned index, const char *name, const c
  * Percentiles sort the stored values, hence the non-const s. */
 json_t *gm_session_to_json(gm_session *s);
 
+/* What a listing shows of a session, without the percentiles (no sorting, so it is cheap on a
+ * running session): {"utilization_mean": the mean over every GPU's samples, "utilization_max",
+ * "energy_j": as the document's (null unless every GPU's energy is known)}, each null when
+ * unknown. gm_session_doc_brief reads the same from a document (gm_session_to_json's or the
+ * store's gpu_stats). New reference, NULL when out of memory. */
+json_t *gm_session_brief(const gm_session *s);
+json_t *gm_session_doc_brief(const json_t *doc);
+
 /* Writes the command array argv (JSON strings) into buf as a shell would read it back, arguments
  * single-quoted where needed, truncated to len - 1 bytes. Returns the length written. */
 size_t gm_session_command_line(const json_t *argv, char *buf, size_t len);

@@ -961,6 +961,107 @@ int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error 
     return found ? GM_OK : gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
 }
 
+int gm_store_status(gm_store *st, const char *id, char *buf, size_t len, gm_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(
+            st->db, "SELECT status, host, owner_pid, owner_start FROM sessions WHERE id = ?1", -1,
+            &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading a status");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q), rc = GM_OK;
+    if (step == SQLITE_ROW)
+        snprintf(buf, len, "%s", row_status(st, q, 0, 1, 2, 3));
+    else if (step == SQLITE_DONE)
+        rc = gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+    else
+        rc = db_error(st, err, "reading a status");
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Mean and largest utilization over every stored sample of session id, for a session without
+ * a final document (still running elsewhere, or interrupted): one range scan of its rows. */
+static json_t *samples_brief(gm_store *st, const char *id)
+{
+    sqlite3_stmt *q;
+    json_t *b = json_pack("{s:n, s:n, s:n}", "utilization_mean", "utilization_max", "energy_j");
+    if (!b || sqlite3_prepare_v2(st->db,
+                                 "SELECT avg(utilization), max(utilization) FROM samples "
+                                 "WHERE session_id = ?1",
+                                 -1, &q, NULL) != SQLITE_OK)
+        return b;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+        json_object_set_new(b, "utilization_mean", json_real(sqlite3_column_double(q, 0)));
+        json_object_set_new(b, "utilization_max", json_real(sqlite3_column_double(q, 1)));
+    }
+    sqlite3_finalize(q);
+    return b;
+}
+
+int gm_store_brief(gm_store *st, const char *id, json_t **out, gm_error *err)
+{
+    *out = NULL;
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db,
+                           st->schema >= 2
+                               ? "SELECT command, gpus, doc, meta FROM sessions WHERE id = ?1"
+                               : "SELECT command, gpus, doc, NULL FROM sessions WHERE id = ?1",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading a session");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q);
+    if (step != SQLITE_ROW) {
+        sqlite3_finalize(q);
+        return step == SQLITE_DONE
+                   ? gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path)
+                   : db_error(st, err, "reading a session");
+    }
+    char command[1024];
+    join_command((const char *)sqlite3_column_text(q, 0), command, sizeof command);
+    const char *gpus_text = (const char *)sqlite3_column_text(q, 1);
+    const char *doc_text = (const char *)sqlite3_column_text(q, 2);
+    const char *meta_text = (const char *)sqlite3_column_text(q, 3);
+    json_t *stored_gpus = gpus_text ? json_loads(gpus_text, 0, NULL) : NULL;
+    json_t *doc = doc_text ? json_loads(doc_text, 0, NULL) : NULL;
+    json_t *meta = meta_text ? json_loads(meta_text, 0, NULL) : NULL;
+    sqlite3_finalize(q);
+
+    json_t *b = json_object_get(doc, "gpu_stats") ? gm_session_doc_brief(doc)
+                : gpus_text                       ? samples_brief(st, id)
+                            : json_pack("{s:n, s:n, s:n}", "utilization_mean", "utilization_max",
+                                        "energy_j");
+    json_t *gpus = json_array();
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_is_array(stored_gpus) ? stored_gpus : NULL, i, g)
+    {
+        json_t *name = json_object_get(g, "name");
+        json_array_append_new(gpus, json_pack("{s:O, s:O}", "index", json_object_get(g, "index"),
+                                              "name", json_is_string(name) ? name : json_null()));
+    }
+    json_t *provider = json_object_get(doc, "provider");
+    if (!json_is_string(provider))
+        provider = json_object_get(meta, "provider");
+    int rc = GM_OK;
+    if (!b || !gpus ||
+        json_object_set_new(b, "command", command[0] ? json_string(command) : json_null()) < 0 ||
+        json_object_set_new(b, "gpus", json_incref(gpus)) < 0 ||
+        json_object_set_new(b, "provider",
+                            json_is_string(provider) ? json_incref(provider) : json_null()) < 0) {
+        json_decref(b);
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+    } else {
+        *out = b;
+    }
+    json_decref(gpus);
+    json_decref(stored_gpus);
+    json_decref(doc);
+    json_decref(meta);
+    return rc;
+}
+
 /* Rebuilds session id from its row (metadata) and samples. */
 /* The driver indices of a stored GPU list ([{"index": 0, ...}, ...]) into idx (GM_MAX_GPUS);
  * GM_EPARSE naming session id when it is not a list. */

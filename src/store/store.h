@@ -134,6 +134,18 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
 /* The kind of entry id ("record", "bench", "snapshot"...) into buf. GM_OK, GM_ENOENT, GM_EIO. */
 int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error *err);
 
+/* The status of entry id as read now into buf: "running" (its recording process is alive),
+ * "stopped", or "interrupted" (it was running but that process is gone). Deleting or pruning
+ * uses it to leave alone what another process is still writing. GM_OK, GM_ENOENT, GM_EIO. */
+int gm_store_status(gm_store *st, const char *id, char *buf, size_t len, gm_error *err);
+
+/* What a listing shows of entry id besides gm_store_entry: {"command": the command line or
+ * null, "gpus": [{index, name}] ([] for a plain document), "provider" (null when not
+ * recorded), "utilization_mean", "utilization_max", "energy_j"} (gm_session_doc_brief of its
+ * document; for a session that never finished, utilization from its samples and energy
+ * null). New reference in *out. GM_OK, GM_ENOENT, GM_EIO, GM_ENOMEM. */
+int gm_store_brief(gm_store *st, const char *id, json_t **out, gm_error *err);
+
 /* The document of entry id, as gpumon record wrote it, without its timeline (gm_store_timeline
  * writes that), with "status" as read now (interrupted when its owner is gone) and
  * "timeline_truncated" false (the store has every sample). A session that never finished is

@@ -492,6 +492,15 @@ class Bench(unittest.TestCase):
                 one = json.load(r)
             self.assertEqual(one["id"], ids[0])
             self.assertEqual(one["points"][1]["concurrency"], 2)
+            # The comparison, as `history compare --format json` prints it.
+            with urllib.request.urlopen(base + "/api/benchmarks/compare?ids=%s,%s" % tuple(ids),
+                                        timeout=10) as r:
+                self.assertEqual(json.load(r), cj)
+            # Export (the dashboard's button): the points as `history export` writes them.
+            with urllib.request.urlopen(base + "/api/sessions/%s/export?format=csv" % ids[0],
+                                        timeout=10) as r:
+                self.assertEqual(r.headers["Content-Type"], "text/csv; charset=utf-8")
+                self.assertEqual(r.read().decode(), csv.stdout)
             with self.assertRaises(urllib.error.HTTPError) as e:
                 urllib.request.urlopen(base + "/api/benchmarks/nope", timeout=10)
             self.assertEqual(e.exception.code, 404)

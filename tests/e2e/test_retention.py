@@ -77,6 +77,14 @@ class Retention(unittest.TestCase):
             self.assertIs(api[done["id"]]["simulated"], True)
             self.assertIs(cli[done["id"]]["simulated"], True)
             self.assertIs(json.loads(history(self.db, "export", done["id"]))["simulated"], True)
+            # The API's export says the same as the CLI's.
+            status, _, body = d.request("/api/sessions/%s/export?format=csv" % done["id"])
+            self.assertEqual(status, 200)
+            self.assertEqual(body.decode(), history(self.db, "export", done["id"], "--format", "csv"))
+            self.assertTrue(body.startswith(b"time,t_s,gpu,utilization_percent,"))
+            self.assertTrue(body.endswith(b",true\n"))
+            status, _, body = d.request("/api/sessions/%s/export" % done["id"])
+            self.assertIs(json.loads(body)["simulated"], True)
 
             # Two seconds after its end, the stopped one goes; the running one, older than
             # that, stays.

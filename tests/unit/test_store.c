@@ -533,6 +533,28 @@ static void test_delete(void **state)
     assert_int_equal(gm_store_session_delete(st, "kept", &err), GM_ENOENT);
     assert_int_equal(count_rows(path, "sessions", "id", "kept-session"), 1);
 
+    /* Status as read now: what deleting or pruning checks first. */
+    char status[16];
+    assert_int_equal(gm_store_status(st, "kept-session", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "running"); /* its owner is this process */
+    assert_int_equal(gm_store_status(st, "snap-1", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "stopped");
+    assert_int_equal(gm_store_status(st, "nope", status, sizeof status, &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, "nope"));
+    {
+        /* An owner that is gone (no process has this pid): interrupted. */
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "UPDATE sessions SET owner_pid = 2147483646 WHERE id = "
+                                      "'kept-session'",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+    }
+    assert_int_equal(gm_store_status(st, "kept-session", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "interrupted");
+
     /* A stored document, and a session still running (the store does not judge status). */
     assert_int_equal(gm_store_session_delete(st, "snap-1", NULL), GM_OK);
     assert_int_equal(gm_store_session_delete(st, "kept-session", NULL), GM_OK);
@@ -603,6 +625,64 @@ static void test_prune(void **state)
     assert_int_equal(deleted, 0);
     for (int i = 0; i < 4; i++)
         gm_session_free(all[i]);
+    gm_store_close(st);
+}
+
+static double brief_num(const json_t *b, const char *key)
+{
+    const json_t *v = json_object_get(b, key);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+static void test_brief(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "brief.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *a = make_session("a");
+    gm_session_attach(a, "provider", json_string("sim"));
+    assert_int_equal(gm_store_session_begin(st, a, NULL), GM_OK);
+    /* Running (no document yet): utilization from the samples, 10/20/30 and 7/7/7; energy not
+     * known until it ends. */
+    json_t *b = NULL;
+    assert_int_equal(gm_store_brief(st, gm_session_id(a), &b, NULL), GM_OK);
+    assert_float_equal(brief_num(b, "utilization_mean"), 13.5, 1e-9);
+    assert_float_equal(brief_num(b, "utilization_max"), 30, 1e-9);
+    assert_true(json_is_null(json_object_get(b, "energy_j")));
+    assert_string_equal(json_string_value(json_object_get(b, "command")),
+                        "sh -c 'sleep 1; exit 3'");
+    assert_string_equal(json_string_value(json_object_get(b, "provider")), "sim");
+    json_t *gpus = json_object_get(b, "gpus");
+    assert_int_equal(json_array_size(gpus), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(gpus, 1), "index")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(gpus, 1), "name")),
+                        "A100");
+    json_decref(b);
+    /* Finished: from its document, the same as the session says of itself. */
+    gm_session_finish(a);
+    assert_int_equal(gm_store_session_end(st, a, NULL), GM_OK);
+    assert_int_equal(gm_store_brief(st, gm_session_id(a), &b, NULL), GM_OK);
+    json_t *own = gm_session_brief(a);
+    assert_float_equal(brief_num(b, "utilization_mean"), brief_num(own, "utilization_mean"), 1e-9);
+    assert_float_equal(brief_num(b, "utilization_max"), 30, 1e-9);
+    assert_true(json_is_null(json_object_get(b, "energy_j"))); /* GPU 2 has none */
+    json_decref(own);
+    json_decref(b);
+    /* A plain document: no GPUs, nothing measured. */
+    json_t *doc = json_pack("{s:s}", "kind", "gpumon-snapshot");
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-1", NULL, doc, NULL), GM_OK);
+    json_decref(doc);
+    assert_int_equal(gm_store_brief(st, "snap-1", &b, NULL), GM_OK);
+    assert_int_equal(json_array_size(json_object_get(b, "gpus")), 0);
+    assert_true(json_is_null(json_object_get(b, "utilization_mean")));
+    assert_true(json_is_null(json_object_get(b, "command")));
+    json_decref(b);
+    assert_int_equal(gm_store_brief(st, "nope", &b, &err), GM_ENOENT);
+    assert_null(b);
+    gm_session_free(a);
     gm_store_close(st);
 }
 
@@ -1309,6 +1389,7 @@ int main(void)
         cmocka_unit_test(test_default_path),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_prune),
+        cmocka_unit_test(test_brief),
         cmocka_unit_test(test_bounded_session_stores_every_sample),
         cmocka_unit_test(test_interrupted_keeps_begin_metadata),
         cmocka_unit_test(test_migrates_version_1),
