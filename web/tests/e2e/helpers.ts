@@ -126,7 +126,7 @@ export async function fillStore(work: string, db: string, recordSeconds = 1.2): 
     const bench = (label: string, out: string) =>
       run(GPUMON, [
         'bench', '--url', url, '--concurrency', '1,4', '--requests', '8', '--output-tokens', '8', '--idle-seconds', '0',
-        '-q', '--db', db, '--simulate', '2', '-l', label, '-o', join(work, out),
+        '-q', '--db', db, '--simulate', '2', '--label', label, '-o', join(work, out),
       ]);
     // One at a time into the store: their ids sort by start time.
     await record('train llama-8b', '4', recordSeconds);

@@ -128,7 +128,7 @@ describe('pages', () => {
     expect(csv.suggestedFilename()).toBe(`gpumon-${id}.csv`);
     const want = await (await fetch(`${daemon.base}api/sessions/${id}/export?format=csv`)).text();
     expect(readFileSync((await csv.path()) as string, 'utf8')).toBe(want);
-    expect(want.split('\n')[0]).toMatch(/^t,gpu,/);
+    expect(want.split('\n')[0]).toMatch(/^time,t_s,gpu,utilization_percent,/);
     const [json] = await Promise.all([page.waitForEvent('download'), p.locator('[data-action=export-json]').click()]);
     expect(json.suggestedFilename()).toBe(`gpumon-${id}.json`);
     const got = JSON.parse(readFileSync((await json.path()) as string, 'utf8')) as SessionDoc;
