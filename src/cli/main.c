@@ -28,7 +28,7 @@ static const command commands[] = {
     {"bench", gm_cli_bench,
      "load an inference server; latency, throughput and energy per token of its GPUs"},
     {"history", gm_cli_history,
-     "list, show, export and compare stored sessions, runs, snapshots and benchmarks"},
+     "list, show, export, compare, delete and prune stored sessions, runs, benchmarks"},
     {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
     {"top", gm_cli_top, "live terminal view: GPU bars, history graphs, processes (kill, sort)"},
 };
