@@ -2,42 +2,44 @@
 # Written by hand from `gpumon CMD --help`; tests/cli/test_manpage.py checks that every option
 # the help texts list is here.
 
-_gpumon_opts_query='-i --id -l --loop --format --query-gpu --list-fields --no-processes
-    --provider --simulate --seed -h --help'
+_gpumon_opts_query='-i --id -l --loop --interval --format --query-gpu --list-fields --no-processes
+    --color --provider --simulate --seed -h --help'
 _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
-    --poll-interval --ws-max-rate --max-connections --hostname --cors-origin --log-level
+    --interval --poll-interval --ws-max-rate --max-connections --hostname --cors-origin --log-level
     --no-system-metrics
-    --db --web-root --prometheus --prometheus-job -h --help'
-_gpumon_opts_record='-i --gpus -n --interval -o --output -l --label --snapshot
+    --db --retention --web-root --prometheus --prometheus-job -h --help'
+_gpumon_opts_record='-i --gpus --interval -o --output --label --snapshot
     --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed -h --help'
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --ignore-leases
     --lease-dir --all-devices -v --verbose --provider --simulate --seed -h --help'
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id -t --timeout --interval
-    --format --ignore-leases --lease-dir --all-devices -v --verbose --provider --simulate --seed
+    -q --quiet --format --ignore-leases --lease-dir --all-devices -v --verbose --provider --simulate --seed
     -h --help'
 _gpumon_opts_estimate='-f --task --method --dtype --kv-dtype --context --batch --overhead-mib
     --format -h --help'
-_gpumon_opts_run='--task -c --count -m --min-free-mb -u --max-util -w --wait --check-interval
-    -n --interval -o --output -l --label --snapshot --snapshot-window-ms --db --no-db
+_gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval
+    --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db
     --lease-dir --all-devices -q --quiet --provider --simulate --seed --image --container-port
     --env --volume --shm-size --keep-container --pull -h --help'
-_gpumon_opts_snapshot='-o --output --power-window --power-interval --no-processes --provider
+_gpumon_opts_snapshot='-o --output --power-window --interval --power-interval --no-processes --provider
     --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format -h --help'
 _gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests
     --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env
-    --timeout -i --gpus --interval --idle-seconds -o --output -l --label --trace --db --no-db
+    --timeout -i --gpus --interval --idle-seconds -o --output --label --trace --db --no-db
     -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size
     --ready-path --ready-timeout --keep-container --pull --task --count --min-free-mb --max-util
     --wait --check-interval --lease-dir --all-devices -h --help'
 _gpumon_opts_containers='--format --all --dry-run --stop-timeout -h --help'
-_gpumon_opts_history='--db --format -n --limit -o --output -h --help'
+_gpumon_opts_history='--db --format --limit -o --output --older-than -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display
     -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps
     --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps
     --help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed'
 _gpumon_opts_cluster='--prometheus --job -n --gpus -u --max-util --max-mem-percent --format
     --timeout -h --help'
+_gpumon_opts_top='--connect --token --interval --sort --color --provider --simulate --seed -h
+    --help'
 
 _gpumon() {
     local cur prev words cword
@@ -45,9 +47,9 @@ _gpumon() {
     _init_completion -s || return
 
     local commands='query serve record select wait estimate run snapshot diff bench containers
-        history smi cluster'
+        history smi cluster top'
     if [[ $cword -eq 1 ]]; then
-        COMPREPLY=($(compgen -W "$commands help --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "$commands help --help --version -v" -- "$cur"))
         return
     fi
     local cmd=${words[1]} i
@@ -89,6 +91,14 @@ _gpumon() {
         ;;
     --provider)
         COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        return
+        ;;
+    --color)
+        COMPREPLY=($(compgen -W 'auto always never' -- "$cur"))
+        return
+        ;;
+    --sort)
+        COMPREPLY=($(compgen -W 'mem cpu pid' -- "$cur"))
         return
         ;;
     --api)
@@ -160,7 +170,7 @@ _gpumon() {
         --output-tokens | --slo | --header | --timeout | --idle-seconds | --image | \
         --container-port | --shm-size | --ready-path | --ready-timeout | --context | --batch | \
         --overhead-mib | --stop-timeout | --prometheus | --prometheus-job | --job | \
-        --max-mem-percent)
+        --max-mem-percent | --retention | --older-than | --connect)
         return
         ;;
     esac
@@ -169,7 +179,7 @@ _gpumon() {
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
     elif [[ $cmd == history ]]; then
-        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare' -- "$cur"))
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare delete prune' -- "$cur"))
     elif [[ $cmd == containers ]]; then
         [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list cleanup follow' -- "$cur"))
     elif [[ $cmd == cluster ]]; then

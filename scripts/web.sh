@@ -6,6 +6,8 @@
 #   scripts/web.sh build [DIR] type-check and bundle into DIR (default: web/bundle, the committed one)
 #   scripts/web.sh check       bundle into a temporary folder; fail unless it equals web/bundle
 #   scripts/web.sh unit|e2e    the Vitest unit tests | the browser test (ctest sets its variables)
+#   scripts/web.sh screenshots BUILD [DIR]  the pictures of docs/ (default DIR: docs/), from
+#                              BUILD/gpumon serve in headless Chromium
 #
 # Node.js >= 18.19 and npm >= 9 (Debian 12's own nodejs and npm are enough).
 set -eu
@@ -84,8 +86,17 @@ e2e)
     deps
     exec npm run --silent e2e
     ;;
+screenshots)
+    deps
+    [ $# -ge 2 ] || { sed -n '9,10s/^# //p' "$self" >&2; exit 2; }
+    b=$2
+    case "$b" in /*) ;; *) b="$caller/$b" ;; esac
+    d=${3:-$PWD/../docs}
+    case "$d" in /*) ;; *) d="$caller/$d" ;; esac
+    GM_BUILD_DIR=$b GM_SOURCE_DIR=$PWD/.. GM_SCREENSHOT_DIR=$d exec npx vitest run --config vitest.shots.config.ts
+    ;;
 *)
-    sed -n '4,8s/^# //p' "$self" >&2
+    sed -n '4,10s/^# //p' "$self" >&2
     exit 2
     ;;
 esac

@@ -83,7 +83,7 @@ static void usage(FILE *out)
         "                    [--requests N | --duration SECONDS] [--warmup N]\n"
         "                    [--input-tokens N] [--output-tokens N] [--prompts FILE.jsonl]\n"
         "                    [--slo ttft=MS,tpot=MS,e2e=MS] [--header 'K: V'] [--api-key-env VAR]\n"
-        "                    [--gpus LIST] [--interval SECONDS] [-o FILE] [-l LABEL]\n"
+        "                    [--gpus LIST] [--interval SECONDS] [-o FILE] [--label LABEL]\n"
         "                    [--db PATH | --no-db] [-q]\n\n"
         "Loads an OpenAI-compatible inference server (vLLM, SGLang, TensorRT-LLM, NIM...) with\n"
         "streaming requests from one thread (libcurl, keep-alive connections) while sampling its\n"
@@ -120,7 +120,7 @@ static void usage(FILE *out)
         "      --interval SECONDS between GPU samples (0.01-3600, default 0.1)\n"
         "      --idle-seconds S   idle power measured before the first point (0-600, default 2)\n"
         "  -o, --output FILE      also write the result as JSON\n"
-        "  -l, --label TEXT       a name to find the benchmark by in gpumon history\n"
+        "      --label TEXT       a name to find the benchmark by in gpumon history\n"
         "      --trace FILE       one JSON line per measured request, with its CLOCK_MONOTONIC\n"
         "                         times in ns (sent, first and last chunk)\n"
         "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
@@ -260,6 +260,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         OPT_INTERVAL,
         OPT_IDLE,
         OPT_TRACE,
+        OPT_LABEL,
         OPT_DB,
         OPT_NODB,
     };
@@ -281,10 +282,11 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"api-key-env", required_argument, NULL, OPT_KEYENV},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"gpus", required_argument, NULL, 'i'},
+        {"id", required_argument, NULL, 'i'},
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"idle-seconds", required_argument, NULL, OPT_IDLE},
         {"output", required_argument, NULL, 'o'},
-        {"label", required_argument, NULL, 'l'},
+        {"label", required_argument, NULL, OPT_LABEL},
         {"trace", required_argument, NULL, OPT_TRACE},
         {"db", required_argument, NULL, OPT_DB},
         {"no-db", no_argument, NULL, OPT_NODB},
@@ -300,7 +302,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     gm_error err = {0};
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:o:l:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":i:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_URL:
             o->url = optarg;
@@ -405,7 +407,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         case 'o':
             o->output = optarg;
             break;
-        case 'l':
+        case OPT_LABEL:
             if (strlen(optarg) > 127) {
                 fprintf(stderr, "gpumon bench: --label is longer than 127 bytes\n");
                 return GM_EXIT_USAGE;
@@ -433,7 +435,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
                 taken = gm_cli_lease_option(cmd, c, optarg, &o->lease);
             if (taken < 0)
                 return GM_EXIT_USAGE;
-            if (taken == 0 && !gm_cli_default_option(cmd, c, argv, &o->src))
+            if (taken == 0 && !gm_cli_default_option(cmd, c, argv, longopts, &o->src))
                 return GM_EXIT_USAGE;
             break;
         }

@@ -129,7 +129,7 @@ static int parse_args(int argc, char **argv, cluster_opts *o)
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            return gm_cli_getopt_error(o->cmd, c, argv);
+            return gm_cli_getopt_error(o->cmd, c, argv, longopts);
         }
     }
     if (!gm_cli_no_operands(o->cmd, argc, argv))

@@ -313,7 +313,7 @@ int gm_cli_containers(int argc, char **argv)
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            return gm_cli_getopt_error("containers", c, argv);
+            return gm_cli_getopt_error("containers", c, argv, longopts);
         }
     }
     if (optind >= argc) {

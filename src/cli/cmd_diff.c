@@ -87,7 +87,7 @@ static int parse_args(int argc, char **argv, diff_opts *o)
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            return gm_cli_getopt_error("diff", c, argv);
+            return gm_cli_getopt_error("diff", c, argv, longopts);
         }
     }
     if (argc - optind != 2) {

@@ -184,7 +184,7 @@ int gm_cli_estimate(int argc, char **argv)
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            return gm_cli_getopt_error("estimate", c, argv);
+            return gm_cli_getopt_error("estimate", c, argv, longopts);
         }
     }
     if (!task && optind < argc)

@@ -2,14 +2,18 @@
  * benchmarks kept in the database, and compare benchmarks. */
 #include <getopt.h>
 #include <math.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "base/clock.h"
 #include "base/json.h"
+#include "base/suggest.h"
 #include "core/bench_report.h"
 #include "core/session.h"
 #include "store/store.h"
@@ -26,6 +30,7 @@ typedef struct history_opts {
     const char *id;
     const char *ids[16]; /* compare */
     size_t nids;
+    double older_than_s; /* prune: --older-than, 0 when not given */
 } history_opts;
 
 static void usage(FILE *out)
@@ -33,42 +38,57 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpumon history [list] [--format table|json] [--limit N]\n"
             "       gpumon history show ID [--format table|json]\n"
-            "       gpumon history export ID --format csv|json [--output FILE]\n"
-            "       gpumon history compare ID ID... [--format table|json]\n\n"
+            "       gpumon history export ID [--format json|csv] [--output FILE]\n"
+            "       gpumon history compare ID ID... [--format table|json]\n"
+            "       gpumon history delete ID...\n"
+            "       gpumon history prune --older-than DURATION\n\n"
             "Sessions recorded by gpumon record / gpumon run, benchmarks of gpumon bench (kind\n"
             "bench) and stored snapshots. ID may be any unambiguous prefix of an id.\n\n"
             "  list     id, kind, label, start, duration, status, samples and command, newest\n"
-            "           first; a session whose gpumon died shows as \"interrupted\"\n"
+            "           first; status is running, stopped or interrupted (its gpumon died), as\n"
+            "           the API says; runs on simulated GPUs are marked \"(sim)\"\n"
             "  show     the statistics summary of one session, or a benchmark's results (json:\n"
             "           the document, no timeline)\n"
-            "  export   csv: the timeline, one row per sample per GPU (t, gpu, metrics; empty\n"
-            "           where absent), or a benchmark's points, one row each; json: the document\n"
-            "           gpumon record or gpumon bench writes\n"
+            "  export   json (default): the document gpumon record or gpumon bench writes, with\n"
+            "           \"simulated\"; csv: the timeline, one row per sample per GPU (time in\n"
+            "           ISO 8601 UTC, t_s, gpu, utilization_percent, memory_used_mib,\n"
+            "           memory_used_percent, temperature_c, power_w, energy_j, simulated; empty\n"
+            "           where absent), or a benchmark's points, one row each\n"
             "  compare  benchmarks side by side, point by point (matched by load), each figure\n"
-            "           with its change from the first benchmark's (2 to 16 IDs)\n\n"
+            "           with its change from the first benchmark's (2 to 16 IDs)\n"
+            "  delete   remove entries with everything stored with them (samples, benchmark\n"
+            "           points); one still being recorded by a running gpumon is left alone\n"
+            "           (stop it first); 1 to 16 IDs\n"
+            "  prune    delete what ended more than DURATION ago (30d, 12h, 90m): sessions,\n"
+            "           runs, benchmarks, snapshots; a session still recording is kept\n\n"
             "Options:\n"
             "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
             "                         $XDG_STATE_HOME/gpumon/gpumon.db or\n"
             "                         ~/.local/state/gpumon/gpumon.db)\n"
             "      --format FMT       table, json or csv (see above)\n"
-            "  -n, --limit N          list at most N entries\n"
+            "      --limit N          list at most N entries\n"
             "  -o, --output FILE      export into FILE instead of stdout\n"
+            "      --older-than D     prune: the age past which entries go\n"
             "  -h, --help             show this help\n\n"
             "Exit status: 0 ok, 1 failure, 2 usage error or unknown ID.\n");
 }
 
 static int parse_args(int argc, char **argv, history_opts *o)
 {
-    enum { OPT_DB = 256, OPT_FORMAT };
+    enum { OPT_DB = 256, OPT_FORMAT, OPT_LIMIT, OPT_OLDER };
     static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB}, {"format", required_argument, NULL, OPT_FORMAT},
-        {"limit", required_argument, NULL, 'n'}, {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"db", required_argument, NULL, OPT_DB},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"output", required_argument, NULL, 'o'},
+        {"older-than", required_argument, NULL, OPT_OLDER},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":n:o:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DB:
             o->db = optarg;
@@ -86,27 +106,62 @@ static int parse_args(int argc, char **argv, history_opts *o)
                 return GM_EXIT_USAGE;
             }
             break;
-        case 'n':
+        case OPT_LIMIT:
             if (!gm_cli_parse_uint("history", "--limit", optarg, 1, 1000000000, &o->limit))
                 return GM_EXIT_USAGE;
             break;
         case 'o':
             o->output = optarg;
             break;
+        case OPT_OLDER:
+            if (!gm_cli_parse_duration("history", "--older-than", optarg, 1, 100 * 366 * 86400.0,
+                                       &o->older_than_s))
+                return GM_EXIT_USAGE;
+            break;
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            return gm_cli_getopt_error("history", c, argv);
+            return gm_cli_getopt_error("history", c, argv, longopts);
         }
     }
     o->action = optind < argc ? argv[optind++] : "list";
     bool needs_id = strcmp(o->action, "show") == 0 || strcmp(o->action, "export") == 0;
     bool compare = strcmp(o->action, "compare") == 0;
-    if (!needs_id && !compare && strcmp(o->action, "list") != 0) {
-        fprintf(stderr, "gpumon history: unknown action \"%s\" (list, show, export or compare)\n",
-                o->action);
+    bool prune = strcmp(o->action, "prune") == 0;
+    bool del = strcmp(o->action, "delete") == 0;
+    if (!needs_id && !compare && !prune && !del && strcmp(o->action, "list") != 0) {
+        static const char *const actions[] = {"list",    "show",   "export",
+                                              "compare", "delete", "prune"};
+        const char *guess = gm_suggest(o->action, actions, sizeof actions / sizeof *actions);
+        if (guess)
+            fprintf(stderr, "gpumon history: unknown action \"%s\"; did you mean \"%s\"?\n",
+                    o->action, guess);
+        else
+            fprintf(stderr,
+                    "gpumon history: unknown action \"%s\" (list, show, export, compare, delete "
+                    "or prune)\n",
+                    o->action);
         return GM_EXIT_USAGE;
+    }
+    if (prune != (o->older_than_s > 0)) {
+        fprintf(stderr, prune ? "gpumon history: prune needs --older-than DURATION (e.g. 30d)\n"
+                              : "gpumon history: --older-than is for prune\n");
+        return GM_EXIT_USAGE;
+    }
+    if (del) {
+        while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
+            o->ids[o->nids++] = argv[optind++];
+        if (o->nids < 1 || optind < argc) {
+            fprintf(stderr, "gpumon history: delete takes 1 to %zu IDs (see gpumon history list)\n",
+                    sizeof o->ids / sizeof *o->ids);
+            return GM_EXIT_USAGE;
+        }
+        if (o->format != FMT_DEFAULT || o->output) {
+            fprintf(stderr, "gpumon history: delete takes no --format or --output\n");
+            return GM_EXIT_USAGE;
+        }
+        return -1;
     }
     if (compare) {
         while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
@@ -127,11 +182,17 @@ static int parse_args(int argc, char **argv, history_opts *o)
     }
     if (!gm_cli_no_operands("history", argc, argv))
         return GM_EXIT_USAGE;
+    if (strcmp(o->action, "export") == 0 && o->format == FMT_DEFAULT)
+        o->format = FMT_JSON; /* the whole document; CSV when asked */
     bool ok = strcmp(o->action, "export") == 0 ? o->format == FMT_CSV || o->format == FMT_JSON
+              : prune                          ? o->format == FMT_DEFAULT
                                                : o->format != FMT_CSV;
-    if (!ok || (strcmp(o->action, "export") == 0 && o->format == FMT_DEFAULT)) {
-        fprintf(stderr, "gpumon history: %s takes --format %s\n", o->action,
-                strcmp(o->action, "export") == 0 ? "csv or json" : "table or json");
+    if (!ok) {
+        if (prune)
+            fprintf(stderr, "gpumon history: prune takes no --format\n");
+        else
+            fprintf(stderr, "gpumon history: %s takes --format %s\n", o->action,
+                    strcmp(o->action, "export") == 0 ? "csv or json" : "table or json");
         return GM_EXIT_USAGE;
     }
     if (o->output && strcmp(o->action, "export") != 0) {
@@ -145,6 +206,13 @@ static bool is_bench(const json_t *doc)
 {
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     return kind && strcmp(kind, "bench") == 0 && json_object_get(doc, "points");
+}
+
+/* Read from simulated GPUs: not a measurement of real hardware. */
+static bool is_simulated(const json_t *doc)
+{
+    const char *prov = json_string_value(json_object_get(doc, "provider"));
+    return prov && strcmp(prov, "sim") == 0;
 }
 
 static void fmt_duration(double s, char *buf, size_t len)
@@ -174,14 +242,15 @@ static int do_list(gm_store *st, const history_opts *o, const char *path)
             char ts[40];
             gm_json_time(v[i].started_ms, ts, sizeof ts);
             json_array_append_new(
-                a,
-                json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:I, s:o}", "id", v[i].id, "kind",
-                          v[i].kind, "label", v[i].label[0] ? json_string(v[i].label) : json_null(),
-                          "command", v[i].command[0] ? json_string(v[i].command) : json_null(),
-                          "started_at", ts, "duration_seconds",
-                          isfinite(v[i].duration_s) ? json_real(v[i].duration_s) : json_null(),
-                          "status", v[i].status, "samples", (json_int_t)v[i].samples, "exit_code",
-                          v[i].has_exit ? json_integer(v[i].exit_code) : json_null()));
+                a, json_pack(
+                       "{s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:I, s:o, s:b}", "id", v[i].id, "kind",
+                       v[i].kind, "label", v[i].label[0] ? json_string(v[i].label) : json_null(),
+                       "command", v[i].command[0] ? json_string(v[i].command) : json_null(),
+                       "started_at", ts, "duration_seconds",
+                       isfinite(v[i].duration_s) ? json_real(v[i].duration_s) : json_null(),
+                       "status", v[i].status, "samples", (json_int_t)v[i].samples, "exit_code",
+                       v[i].has_exit ? json_integer(v[i].exit_code) : json_null(), "simulated",
+                       v[i].simulated));
         }
         gm_cli_write_json(stdout, a, true);
         json_decref(a);
@@ -196,10 +265,11 @@ static int do_list(gm_store *st, const history_opts *o, const char *path)
         free(v);
         return GM_EXIT_OK;
     }
-    printf("%-22s %-8s %-16s %-19s %9s %-11s %7s %4s  %s\n", "ID", "KIND", "LABEL", "STARTED",
+    printf("%-22s %-12s %-16s %-19s %9s %-11s %7s %4s  %s\n", "ID", "KIND", "LABEL", "STARTED",
            "DURATION", "STATUS", "SAMPLES", "EXIT", "COMMAND");
     for (size_t i = 0; i < n; i++) {
-        char ts[32], dur[32], code[16];
+        char ts[32], dur[32], code[16], kind[32];
+        snprintf(kind, sizeof kind, "%s%s", v[i].kind, v[i].simulated ? " (sim)" : "");
         time_t t = (time_t)(v[i].started_ms / 1000);
         struct tm tm;
         localtime_r(&t, &tm);
@@ -209,7 +279,7 @@ static int do_list(gm_store *st, const history_opts *o, const char *path)
             snprintf(code, sizeof code, "%d", v[i].exit_code);
         else
             snprintf(code, sizeof code, "-");
-        printf("%-22s %-8s %-16.16s %-19s %9s %-11s %7lld %4s  %s\n", v[i].id, v[i].kind,
+        printf("%-22s %-12s %-16.16s %-19s %9s %-11s %7lld %4s  %s\n", v[i].id, kind,
                v[i].label[0] ? v[i].label : "-", ts, dur, v[i].status, (long long)v[i].samples,
                code, v[i].command[0] ? v[i].command : "-");
     }
@@ -249,7 +319,7 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
             fprintf(stderr, "gpumon history: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
         }
-    } else if (!(export && o->format == FMT_CSV) && gm_store_load(st, id, &doc, &err) < 0) {
+    } else if (gm_store_load(st, id, &doc, &err) < 0) {
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         rc = GM_EXIT_FAILURE;
     } else if (!export && o->format != FMT_JSON && json_object_get(doc, "gpu_stats")) {
@@ -259,6 +329,8 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
     } else if (!export || (o->format != FMT_CSV && !json_object_get(doc, "gpu_stats"))) {
         /* JSON asked for, or not a session (a stored snapshot): its document is its summary,
          * and what export gives. */
+        if (export)
+            json_object_set_new(doc, "simulated", json_boolean(is_simulated(doc)));
         gm_cli_write_json(out, doc, true);
     } else {
         /* export: the document and its timeline (JSON), or the samples alone (CSV), written
@@ -266,12 +338,15 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
         gm_buf b;
         gm_buf_init(&b, 0);
         gm_timeline *tl = NULL;
+        if (o->format != FMT_CSV)
+            json_object_set_new(doc, "simulated", json_boolean(is_simulated(doc)));
         int trc = o->format == FMT_CSV
                       ? gm_timeline_open(GM_TIMELINE_CSV, &b, out, &tl)
                       : gm_timeline_open_doc(GM_TIMELINE_JSON_PRETTY, doc, &b, out, &tl);
         if (trc < 0) {
             gm_error_set(&err, trc, "out of memory");
         } else {
+            gm_timeline_set_simulated(tl, is_simulated(doc));
             trc = gm_store_timeline(st, id, tl, &err);
             gm_error cerr = {0};
             int crc = gm_timeline_close(tl, &cerr);
@@ -292,6 +367,34 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
         rc = GM_EXIT_FAILURE;
     }
     return rc;
+}
+
+/* prune: what ended more than --older-than ago goes (gm_store_prune). */
+static int do_prune(const history_opts *o, const char *path)
+{
+    char before[40];
+    int64_t cutoff = gm_clock_wall_ms() - (int64_t)llround(o->older_than_s * 1000);
+    gm_json_time(cutoff, before, sizeof before);
+    if (access(path, F_OK) != 0) {
+        printf("nothing to prune: no database at %s\n", path);
+        return GM_EXIT_OK;
+    }
+    gm_store *st = NULL;
+    gm_error err = {0};
+    size_t deleted = 0;
+    if (gm_store_open(path, &st, &err) < 0 ||
+        gm_store_prune(st, cutoff, 0, &deleted, NULL, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s%s\n", deleted ? "stopped partway: " : "", err.msg);
+        if (deleted)
+            fprintf(stderr, "gpumon history: %zu entr%s deleted before that\n", deleted,
+                    deleted == 1 ? "y was" : "ies were");
+        gm_store_close(st);
+        return GM_EXIT_FAILURE;
+    }
+    gm_store_close(st);
+    printf("deleted %zu entr%s that ended before %s\n", deleted, deleted == 1 ? "y" : "ies",
+           before);
+    return GM_EXIT_OK;
 }
 
 static int do_compare(gm_store *st, const history_opts *o, const char *path)
@@ -337,6 +440,52 @@ static int do_compare(gm_store *st, const history_opts *o, const char *path)
     return rc;
 }
 
+/* history delete: every id is resolved and checked before anything is deleted, so a typo in
+ * the third id deletes nothing. Opens the database for writing, but never creates one. */
+static int do_delete(const history_opts *o, const char *path)
+{
+    gm_error err = {0};
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "gpumon history: no session \"%s\": no database at %s\n", o->ids[0], path);
+        return GM_EXIT_USAGE;
+    }
+    gm_store *st = NULL;
+    if (gm_store_open(path, &st, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        return GM_EXIT_FAILURE;
+    }
+    char ids[sizeof o->ids / sizeof *o->ids][GM_SESSION_ID_LEN];
+    int rc = GM_EXIT_OK;
+    for (size_t i = 0; i < o->nids && rc == GM_EXIT_OK; i++) {
+        char status[16];
+        if (gm_store_resolve(st, o->ids[i], ids[i], sizeof ids[i], &err) < 0 ||
+            gm_store_status(st, ids[i], status, sizeof status, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        } else if (strcmp(status, "running") == 0) {
+            /* Its recorder (gpumon record/run, or a daemon's session) would go on writing
+             * samples of a session that no longer exists. */
+            fprintf(stderr,
+                    "gpumon history: %s is still being recorded; stop it first (a daemon's "
+                    "session: DELETE /api/sessions/%s stops and deletes it)\n",
+                    ids[i], ids[i]);
+            rc = GM_EXIT_FAILURE;
+        }
+    }
+    for (size_t i = 0; i < o->nids && rc == GM_EXIT_OK; i++) {
+        if (gm_store_session_delete(st, ids[i], &err) < 0) {
+            if (err.code == GM_ENOENT) /* the same id twice, or deleted meanwhile */
+                continue;
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        } else {
+            printf("deleted %s\n", ids[i]);
+        }
+    }
+    gm_store_close(st);
+    return rc;
+}
+
 int gm_cli_history(int argc, char **argv)
 {
     history_opts o = {0};
@@ -351,6 +500,10 @@ int gm_cli_history(int argc, char **argv)
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         return GM_EXIT_FAILURE;
     }
+    if (strcmp(o.action, "prune") == 0)
+        return do_prune(&o, path);
+    if (strcmp(o.action, "delete") == 0)
+        return do_delete(&o, path);
     /* Reading only: nothing is created, converted or upgraded, so a database this user may
      * only read can be read. A missing one simply holds nothing yet. */
     gm_store *st = NULL;

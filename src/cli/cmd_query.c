@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/term.h"
 #include "base/json.h"
 #include "base/smi_format.h"
 #include "base/clock.h"
@@ -25,6 +26,11 @@ typedef struct query_opts {
     double loop_s;
     bool no_processes;
     gm_cli_source src;
+    gm_color_mode color;
+    /* The table's layout, decided once output starts. */
+    bool redraw;         /* --loop on a terminal: each frame over the last, no scrolling */
+    int width;           /* columns: 80, or up to 96 on a wider terminal (longer names) */
+    gm_term_style style; /* colour sequences, or "" */
 } query_opts;
 
 static volatile sig_atomic_t stop_requested;
@@ -43,17 +49,23 @@ static void usage(FILE *out)
         "Reads every GPU (and the host) once and prints the result.\n\n"
         "Options:\n"
         "  -i, --id LIST          only these GPUs: indices, UUIDs or PCI bus ids, comma-separated\n"
-        "  -l, --loop SECONDS     repeat every SECONDS (fractions allowed) until interrupted\n"
+        "  -l, --loop, --interval SECONDS\n"
+        "                         repeat every SECONDS (fractions allowed) until interrupted:\n"
+        "                         on a terminal the table is redrawn in place, like watch;\n"
+        "                         piped, the readings follow each other\n"
         "      --format FMT       table (default), json, or csv[,noheader][,nounits]\n"
         "      --query-gpu LIST   nvidia-smi compatible fields, e.g. index,name,utilization.gpu,\n"
         "                         memory.used (implies --format=csv); see --list-fields\n"
         "      --list-fields      print the fields --query-gpu accepts and exit\n"
         "      --no-processes     skip the GPU process list\n"
+        "      --color WHEN       colour the table: auto (default: on a terminal, unless\n"
+        "                         NO_COLOR is set), always or never\n"
         "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto, or\n"
         "                         $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
         "      --simulate N       use N simulated GPUs (provider sim, 1-%d)\n"
         "      --seed N           seed of the simulated GPUs' dynamics (default 0)\n"
         "  -h, --help             show this help\n\n"
+        "The table fits 80 columns (GPU names are shortened on word boundaries).\n"
         "With --format=csv and --query-gpu, the output matches `nvidia-smi --query-gpu=... "
         "--format=csv`\nfield for field: header names with units, [N/A] for values the GPU "
         "does not report.\n\n"
@@ -112,49 +124,89 @@ static void fmt_val(char *buf, size_t len, const gm_gpu *g, gm_metric m, const c
         snprintf(buf, len, "N/A");
 }
 
-static void print_host(const gm_snapshot *s)
+/* The table's lines: each at most o->width columns; on a terminal redrawn in place, each ends
+ * by clearing the rest of its row (the previous frame may have been longer). */
+static void end_line(const query_opts *o)
+{
+    fputs(o->redraw ? "\033[K\n" : "\n", stdout);
+}
+
+/* text cut to the width left after used columns. */
+static void put_cut(const query_opts *o, int used, const char *text)
+{
+    int room = o->width - used;
+    printf("%.*s", room > 0 ? room : 0, text);
+}
+
+static void print_host(const gm_snapshot *s, const query_opts *o)
 {
     const gm_host *h = &s->host;
     if (!s->host_valid)
         return;
-    printf("host %s", h->hostname);
+    char line[512];
+    size_t n = 0;
+#define ADD(...) n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__)
+    ADD("host %s", h->hostname);
     if (gm_host_has(h, GM_H_CPU_UTIL_PCT))
-        printf("  cpu %.1f%%", h->v[GM_H_CPU_UTIL_PCT]);
+        ADD("  cpu %.1f%%", h->v[GM_H_CPU_UTIL_PCT]);
     if (gm_host_has(h, GM_H_CPU_COUNT))
-        printf(" of %.0f", h->v[GM_H_CPU_COUNT]);
-    if (h->cpu_model[0])
-        printf(" (%s)", h->cpu_model);
+        ADD(" of %.0f", h->v[GM_H_CPU_COUNT]);
     if (gm_host_has(h, GM_H_MEM_USED_BYTES) && gm_host_has(h, GM_H_MEM_TOTAL_BYTES))
-        printf("  mem %.1f / %.1f GiB", h->v[GM_H_MEM_USED_BYTES] / 1073741824.0,
-               h->v[GM_H_MEM_TOTAL_BYTES] / 1073741824.0);
+        ADD("  mem %.1f / %.1f GiB", h->v[GM_H_MEM_USED_BYTES] / 1073741824.0,
+            h->v[GM_H_MEM_TOTAL_BYTES] / 1073741824.0);
     if (gm_host_has(h, GM_H_LOAD1))
-        printf("  load %.2f %.2f %.2f", h->v[GM_H_LOAD1], h->v[GM_H_LOAD5], h->v[GM_H_LOAD15]);
+        ADD("  load %.2f %.2f %.2f", h->v[GM_H_LOAD1], h->v[GM_H_LOAD5], h->v[GM_H_LOAD15]);
     if (gm_host_has(h, GM_H_UPTIME_S)) {
         long up = (long)h->v[GM_H_UPTIME_S];
-        printf("  up %ldd %ldh %ldm", up / 86400, up / 3600 % 24, up / 60 % 60);
+        ADD("  up %ldd %ldh %ldm", up / 86400, up / 3600 % 24, up / 60 % 60);
     }
-    printf("\n");
+    if (h->cpu_model[0] && n + 2 + strlen(h->cpu_model) <= (size_t)o->width)
+        ADD("  %s", h->cpu_model); /* whole or not at all */
+#undef ADD
+    put_cut(o, 0, line);
+    end_line(o);
 }
+
+/* One cell right-aligned in w columns, coloured (the padding stays outside the colour). */
+static void cell(const char *color, const char *reset, int w, const char *text)
+{
+    int pad = w - (int)strlen(text);
+    printf(" %*s%s%s%s", pad > 0 ? pad : 0, "", color, text, *color ? reset : "");
+}
+
+/* Columns: GPU 3, NAME (what is left of the width), TEMP 4, UTIL 4, MEMORY (MiB) 15,
+ * POWER (W) 11, FAN 4, PST 3, PCIE 4, spaced: 80 columns with a name of 24. */
+#define FIXED_COLS 56
 
 static void print_table(const gm_snapshot *s, const query_opts *o)
 {
-    char ts[32];
+    const gm_term_style *st = &o->style;
+    int name_w = o->width - FIXED_COLS;
+    char ts[32], line[256];
     time_t t = (time_t)(s->time_ms / 1000);
     struct tm tm;
     localtime_r(&t, &tm);
     strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
-    printf("%s  %s  driver %s  CUDA %s  provider %s\n", s->host.hostname, ts,
-           s->driver_version[0] ? s->driver_version : "N/A",
-           s->cuda_version[0] ? s->cuda_version : "N/A", s->provider);
-    printf("%-3s %-28s %5s %5s %19s %15s %5s %4s %-6s\n", "GPU", "NAME", "TEMP", "UTIL",
-           "MEMORY (MiB)", "POWER (W)", "FAN", "PST", "PCIE");
+    snprintf(line, sizeof line, "%s  %s  driver %s  CUDA %s  provider %s", s->host.hostname, ts,
+             s->driver_version[0] ? s->driver_version : "N/A",
+             s->cuda_version[0] ? s->cuda_version : "N/A", s->provider);
+    put_cut(o, 0, line);
+    end_line(o);
+    printf("%s%-3s %-*s %4s %4s %15s %11s %4s %3s %-4s%s", st->bold, "GPU", name_w, "NAME", "TEMP",
+           "UTIL", "MEMORY (MiB)", "POWER (W)", "FAN", "PST", "PCIE", st->reset);
+    end_line(o);
     for (unsigned i = 0; i < s->gpu_count; i++) {
         const gm_gpu *g = &s->gpus[i];
         if (!gm_cli_gpu_selected(&o->filter, g))
             continue;
+        char name[128];
+        gm_term_shorten(g->name, (size_t)name_w, name, sizeof name);
+        printf("%s%-3u%s %-*s", st->bold, g->index, st->reset, name_w, name);
         if (g->lost) {
-            printf("%-3u %-28.28s  GPU is lost (fell off the bus); reset or reboot to recover\n",
-                   g->index, g->name);
+            printf(" %s", st->red);
+            put_cut(o, 4 + name_w + 1, "GPU is lost (fell off the bus); reset or reboot");
+            printf("%s", st->reset);
+            end_line(o);
             continue;
         }
         char temp[16], util[16], used[24], total[24], mem[64], draw[24], limit[24], pw[64], fan[16],
@@ -177,8 +229,27 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
                      g->v[GM_M_PCIE_WIDTH_CUR]);
         else
             snprintf(pcie, sizeof pcie, "N/A");
-        printf("%-3u %-28.28s %5s %5s %19s %15s %5s %4s %-6s\n", g->index, g->name, temp, util, mem,
-               pw, fan, pst, pcie);
+        /* Colour by level where a level means something: heat, load, memory and power
+         * against what the GPU has. */
+        const char *c_temp =
+            gm_gpu_has(g, GM_M_TEMP_C) ? gm_term_level(st, g->v[GM_M_TEMP_C], 70, 85) : st->dim;
+        const char *c_util = gm_gpu_has(g, GM_M_UTIL_GPU_PCT)
+                                 ? gm_term_level(st, g->v[GM_M_UTIL_GPU_PCT], 70, 90)
+                                 : st->dim;
+        const char *c_mem = st->dim, *c_pw = st->dim;
+        if (gm_gpu_has(g, GM_M_MEM_USED_BYTES) && gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) &&
+            g->v[GM_M_MEM_TOTAL_BYTES] > 0)
+            c_mem = gm_term_level(st, 100 * g->v[GM_M_MEM_USED_BYTES] / g->v[GM_M_MEM_TOTAL_BYTES],
+                                  70, 90);
+        if (gm_gpu_has(g, GM_M_POWER_MW) && gm_gpu_has(g, GM_M_POWER_LIMIT_MW) &&
+            g->v[GM_M_POWER_LIMIT_MW] > 0)
+            c_pw = gm_term_level(st, 100 * g->v[GM_M_POWER_MW] / g->v[GM_M_POWER_LIMIT_MW], 80, 95);
+        cell(c_temp, st->reset, 4, temp);
+        cell(c_util, st->reset, 4, util);
+        cell(c_mem, st->reset, 15, mem);
+        cell(c_pw, st->reset, 11, pw);
+        printf(" %4s %3s %-4s", fan, pst, pcie);
+        end_line(o);
         for (size_t p = 0; p < s->proc_count; p++) {
             const gm_process *pr = &s->procs[p];
             if (pr->gpu_index != g->index)
@@ -189,13 +260,17 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
                          (unsigned long long)(pr->used_mem_bytes / 1048576));
             else
                 snprintf(pmem, sizeof pmem, "N/A");
-            printf("    pid %-8u %-12.12s %10s  %s\n", pr->pid, pr->user[0] ? pr->user : "?", pmem,
-                   pr->command[0] ? pr->command : "?");
+            int n =
+                printf("    pid %-8u %-12.12s %10s  ", pr->pid, pr->user[0] ? pr->user : "?", pmem);
+            put_cut(o, n, pr->command[0] ? pr->command : "?");
+            end_line(o);
         }
     }
-    if (s->proc_dropped)
-        printf("    (%zu more processes not shown)\n", s->proc_dropped);
-    print_host(s);
+    if (s->proc_dropped) {
+        printf("    (%zu more processes not shown)", s->proc_dropped);
+        end_line(o);
+    }
+    print_host(s, o);
 }
 
 static int print_json(const gm_snapshot *s, const query_opts *o)
@@ -230,14 +305,17 @@ static void list_fields(void)
 
 static int parse_args(int argc, char **argv, query_opts *o)
 {
-    enum { OPT_FORMAT = 256, OPT_QUERY_GPU, OPT_NOPROC, OPT_LIST };
+    enum { OPT_FORMAT = 256, OPT_QUERY_GPU, OPT_NOPROC, OPT_LIST, OPT_COLOR };
     static const struct option longopts[] = {
         {"id", required_argument, NULL, 'i'},
         {"loop", required_argument, NULL, 'l'},
+        {"interval", required_argument, NULL, 'l'},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"query-gpu", required_argument, NULL, OPT_QUERY_GPU},
         {"list-fields", no_argument, NULL, OPT_LIST},
         {"no-processes", no_argument, NULL, OPT_NOPROC},
+        {"color", required_argument, NULL, OPT_COLOR},
+        {"colour", required_argument, NULL, OPT_COLOR},
         GM_CLI_SOURCE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -270,11 +348,19 @@ static int parse_args(int argc, char **argv, query_opts *o)
         case OPT_NOPROC:
             o->no_processes = true;
             break;
+        case OPT_COLOR:
+            if (!gm_term_parse_color(optarg, &o->color)) {
+                fprintf(stderr,
+                        "gpumon query: invalid --color \"%s\" (expected auto, always or never)\n",
+                        optarg);
+                return GM_EXIT_USAGE;
+            }
+            break;
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            if (!gm_cli_default_option("query", c, argv, &o->src))
+            if (!gm_cli_default_option("query", c, argv, longopts, &o->src))
                 return GM_EXIT_USAGE;
             break;
         }
@@ -339,6 +425,11 @@ int gm_cli_query(int argc, char **argv)
 
     rc = GM_EXIT_OK;
     bool header_done = false;
+    int cols = gm_term_columns(STDOUT_FILENO);
+    o.redraw = o.format == OUT_TABLE && o.loop_s > 0 && isatty(STDOUT_FILENO);
+    o.width = cols > 80 ? (cols < 96 ? cols : 96) : 80;
+    o.style = gm_term_style_for(gm_term_use_color(o.color, STDOUT_FILENO));
+    bool first_frame = true;
     double next = gm_clock_mono_s();
     do {
         if (gm_collector_sample(c, s, &err) < 0) {
@@ -353,7 +444,13 @@ int gm_cli_query(int argc, char **argv)
                 rc = GM_EXIT_USAGE;
                 break;
             }
-            if (o.format == OUT_TABLE)
+            if (o.format == OUT_TABLE && o.redraw) {
+                /* Home (and a clear screen the first time), the frame, then clear below it. */
+                fputs(first_frame ? "\033[H\033[2J" : "\033[H", stdout);
+                print_table(s, &o);
+                fputs("\033[J", stdout);
+                first_frame = false;
+            } else if (o.format == OUT_TABLE)
                 print_table(s, &o);
             else if (o.format == OUT_JSON)
                 print_json(s, &o);
@@ -371,7 +468,7 @@ int gm_cli_query(int argc, char **argv)
             fflush(stdout);
         }
         next += o.loop_s;
-        if (o.format == OUT_TABLE && o.loop_s > 0)
+        if (o.format == OUT_TABLE && o.loop_s > 0 && !o.redraw)
             printf("\n");
     } while (o.loop_s > 0 && gm_clock_sleep_until(next, &stop_requested));
 

@@ -40,9 +40,9 @@ static void usage(FILE *out)
         "Options:\n"
         "  -i, --gpus LIST        GPUs to sample: indices, UUIDs or PCI bus ids, comma-separated\n"
         "                         (default: those in CUDA_VISIBLE_DEVICES, else all)\n"
-        "  -n, --interval SECONDS between samples, fractions allowed (0.01-3600, default 1)\n"
+        "      --interval SECONDS between samples, fractions allowed (0.01-3600, default 1)\n"
         "  -o, --output FILE      also write the session as JSON, with its full timeline\n"
-        "  -l, --label TEXT       a name to find the session by in gpumon history\n"
+        "      --label TEXT       a name to find the session by in gpumon history\n"
         "      --snapshot         take a system snapshot before and after; the output gets both\n"
         "                         and their diff (did the machine change during the run?)\n"
         "      --snapshot-window-ms MS  power averaging window of each snapshot (default %d)\n"
@@ -67,13 +67,13 @@ static void usage(FILE *out)
 
 static int parse_args(int argc, char **argv, record_opts *o)
 {
-    enum { OPT_SNAPSHOT = 256, OPT_WINDOW, OPT_DB, OPT_NODB };
+    enum { OPT_SNAPSHOT = 256, OPT_WINDOW, OPT_DB, OPT_NODB, OPT_INTERVAL, OPT_LABEL };
     static const struct option longopts[] = {
         {"gpus", required_argument, NULL, 'i'},
         {"id", required_argument, NULL, 'i'},
-        {"interval", required_argument, NULL, 'n'},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
         {"output", required_argument, NULL, 'o'},
-        {"label", required_argument, NULL, 'l'},
+        {"label", required_argument, NULL, OPT_LABEL},
         {"quiet", no_argument, NULL, 'q'},
         {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
         {"snapshot-window-ms", required_argument, NULL, OPT_WINDOW},
@@ -89,21 +89,21 @@ static int parse_args(int argc, char **argv, record_opts *o)
     optind = 1;
     opterr = 0;
     /* '+': stop at the first non-option, so COMMAND's own flags are never ours. */
-    while ((c = getopt_long(argc, argv, "+:i:n:o:l:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:i:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'i':
             if (!gm_cli_parse_gpu_filter(cmd, optarg, &o->filter))
                 return GM_EXIT_USAGE;
             o->have_filter = true;
             break;
-        case 'n':
+        case OPT_INTERVAL:
             if (!gm_cli_parse_duration(cmd, "--interval", optarg, 0.01, 3600, &o->interval_s))
                 return GM_EXIT_USAGE;
             break;
         case 'o':
             o->output = optarg;
             break;
-        case 'l':
+        case OPT_LABEL:
             o->label = optarg;
             break;
         case 'q':
@@ -128,7 +128,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            if (!gm_cli_default_option(cmd, c, argv, &o->src))
+            if (!gm_cli_default_option(cmd, c, argv, longopts, &o->src))
                 return GM_EXIT_USAGE;
             break;
         }
@@ -406,6 +406,9 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
     }
     if (c) {
         gm_session_attach(s, "provider", json_string(gm_collector_provider(c)));
+        /* Said outright, so no reader has to know which provider is not real hardware. */
+        gm_session_attach(s, "simulated",
+                          json_boolean(strcmp(gm_collector_provider(c), "sim") == 0));
         if (snap->driver_version[0])
             gm_session_attach(s, "driver_version", json_string(snap->driver_version));
     }

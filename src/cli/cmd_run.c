@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
 #include "base/clock.h"
+#include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/container.h"
 #include "cli/record.h"
@@ -42,6 +42,7 @@ typedef struct run_opts {
     char **command;
     int ncommand;
     gm_cli_ctr_opts ctr; /* --image: COMMAND runs in a container of this image */
+    double started_s;    /* when the wait for GPUs began (monotonic) */
 } run_opts;
 
 static volatile sig_atomic_t cancelled;
@@ -64,22 +65,22 @@ static void usage(FILE *out)
         "Options:\n"
         "      --task FILE        estimate GPUs and memory per GPU from a task config\n"
         "                         (tp x pp x max(dp, cp, dcp); see gpumon estimate)\n"
-        "  -c, --count N          GPUs wanted (default 1; not with --task)\n"
+        "  -n, --count N          GPUs wanted (default 1; not with --task; -c also works)\n"
         "  -m, --min-free-mb MIB  free memory each GPU needs (overrides the task's estimate)\n"
         "  -u, --max-util PCT     only GPUs at most PCT %% busy\n"
         "  -w, --wait SECONDS     wait at most this long for the GPUs (default 300; 0: check\n"
         "                         once)\n"
         "      --check-interval S between availability checks while waiting (default 30)\n"
-        "  -n, --interval S       sampling interval while COMMAND runs (default 1)\n"
+        "      --interval S       sampling interval while COMMAND runs (default 1)\n"
         "  -o, --output FILE      write the session JSON (with timeline) to FILE\n"
-        "  -l, --label TEXT       label of the stored run\n"
+        "      --label TEXT       label of the stored run\n"
         "      --snapshot         system snapshots before and after, with their diff\n"
         "      --snapshot-window-ms MS  power window of each snapshot\n"
         "      --db PATH, --no-db where to store the run (see gpumon record)\n"
         "      --lease-dir DIR    where leases live (default $%s, else\n"
         "                         $XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)\n"
         "      --all-devices      ignore the caller's CUDA_VISIBLE_DEVICES when choosing\n"
-        "  -q, --quiet            no progress or summary on stderr\n"
+        "  -q, --quiet            no progress (while waiting, too) or summary on stderr\n"
         "      --provider NAME, --simulate N, --seed N   as for gpumon query\n"
         "  -h, --help             show this help\n\n"
         "In a container, through the Docker Engine API ($DOCKER_HOST=unix://PATH, else\n"
@@ -123,18 +124,20 @@ static int parse_args(int argc, char **argv, run_opts *o)
         OPT_DB,
         OPT_NODB,
         OPT_LEASE_DIR,
-        OPT_ALL
+        OPT_ALL,
+        OPT_INTERVAL,
+        OPT_LABEL
     };
     static const struct option longopts[] = {
         {"task", required_argument, NULL, OPT_TASK},
-        {"count", required_argument, NULL, 'c'},
+        {"count", required_argument, NULL, 'n'},
         {"min-free-mb", required_argument, NULL, 'm'},
         {"max-util", required_argument, NULL, 'u'},
         {"wait", required_argument, NULL, 'w'},
         {"check-interval", required_argument, NULL, OPT_CHECK},
-        {"interval", required_argument, NULL, 'n'},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
         {"output", required_argument, NULL, 'o'},
-        {"label", required_argument, NULL, 'l'},
+        {"label", required_argument, NULL, OPT_LABEL},
         {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
         {"snapshot-window-ms", required_argument, NULL, OPT_WINDOW},
         {"db", required_argument, NULL, OPT_DB},
@@ -151,12 +154,13 @@ static int parse_args(int argc, char **argv, run_opts *o)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:c:m:u:w:n:o:l:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:n:c:m:u:w:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_TASK:
             o->task = optarg;
             break;
-        case 'c':
+        case 'n':
+        case 'c': /* run's letter for --count before -n meant it in every command */
             if (!gm_cli_parse_uint("run", "--count", optarg, 1, GM_MAX_GPUS, &v))
                 return GM_EXIT_USAGE;
             o->count = (unsigned)v;
@@ -180,14 +184,14 @@ static int parse_args(int argc, char **argv, run_opts *o)
             if (!gm_cli_parse_duration("run", "--check-interval", optarg, 0.05, 3600, &o->check_s))
                 return GM_EXIT_USAGE;
             break;
-        case 'n':
+        case OPT_INTERVAL:
             if (!gm_cli_parse_duration("run", "--interval", optarg, 0.01, 3600, &o->interval_s))
                 return GM_EXIT_USAGE;
             break;
         case 'o':
             o->output = optarg;
             break;
-        case 'l':
+        case OPT_LABEL:
             o->label = optarg;
             break;
         case OPT_SNAPSHOT:
@@ -219,7 +223,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
             return GM_EXIT_OK;
         default: {
             int taken = gm_cli_ctr_option("run", c, optarg, &o->ctr);
-            if (taken < 0 || (taken == 0 && !gm_cli_default_option("run", c, argv, &o->src)))
+            if (taken < 0 ||
+                (taken == 0 && !gm_cli_default_option("run", c, argv, longopts, &o->src)))
                 return GM_EXIT_USAGE;
             break;
         }
@@ -240,14 +245,16 @@ static int parse_args(int argc, char **argv, run_opts *o)
     return -1;
 }
 
+/* A line on stderr at each check that is not met: how long so far, and what is missing. */
 static void on_progress(const gm_select_result *r, unsigned check, void *ud)
 {
     const run_opts *o = ud;
-    if (o->quiet || r->satisfied || check != 1 || o->wait_s == 0)
+    if (o->quiet || r->satisfied || o->wait_s == 0)
         return;
-    char why[512];
-    gm_select_explain(r, why, sizeof why);
-    fprintf(stderr, "gpumon run: waiting up to %gs: %s\n", o->wait_s, why);
+    char why[512], waited[32];
+    gm_cli_format_seconds(gm_clock_mono_s() - o->started_s, waited, sizeof waited);
+    gm_select_shortfall(r, why, sizeof why);
+    fprintf(stderr, "gpumon run: waiting %s of %g s: %s\n", waited, o->wait_s, why);
 }
 
 /* The record options for the run options and the leased GPUs (list: "0,3"). False (message
@@ -444,6 +451,7 @@ int gm_cli_run(int argc, char **argv)
         .progress_ud = &o,
     };
     gm_select_result res;
+    o.started_s = gm_clock_mono_s();
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);

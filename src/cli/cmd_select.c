@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "core/lease.h"
 #include "core/select.h"
@@ -33,6 +34,8 @@ typedef struct select_opts {
     bool ignore_leases;
     bool all_devices;
     bool verbose;
+    bool quiet;
+    double started_s; /* when the wait began (monotonic), for its progress lines */
     const char *lease_dir;
     gm_cli_source src;
 } select_opts;
@@ -66,7 +69,9 @@ static void usage(FILE *out, bool wait)
     if (wait)
         fprintf(out, "  -t, --timeout SECONDS   give up after SECONDS (default 300; 0: check "
                      "once)\n"
-                     "      --interval SECONDS  between checks (default 30; fractions allowed)\n");
+                     "      --interval SECONDS  between checks (default 30; fractions allowed;\n"
+                     "                          --check-interval, as in gpumon run, also works)\n"
+                     "  -q, --quiet             no progress line on stderr at each check\n");
     fprintf(out,
             "      --format FMT        list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\") or "
             "json\n"
@@ -105,6 +110,7 @@ static bool parse_number(const select_opts *o, const char *flag, const char *arg
 static int parse_args(int argc, char **argv, select_opts *o)
 {
     enum { OPT_FORMAT = 256, OPT_INTERVAL, OPT_IGNORE_LEASES, OPT_LEASE_DIR, OPT_ALL_DEVICES };
+    /* One table for both commands: wait's own options are refused by select below. */
     static const struct option longopts[] = {
         {"count", required_argument, NULL, 'n'},
         {"min-free-mb", required_argument, NULL, 'm'},
@@ -112,6 +118,8 @@ static int parse_args(int argc, char **argv, select_opts *o)
         {"id", required_argument, NULL, 'i'},
         {"timeout", required_argument, NULL, 't'},
         {"interval", required_argument, NULL, OPT_INTERVAL},
+        {"check-interval", required_argument, NULL, OPT_INTERVAL},
+        {"quiet", no_argument, NULL, 'q'},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"ignore-leases", no_argument, NULL, OPT_IGNORE_LEASES},
         {"lease-dir", required_argument, NULL, OPT_LEASE_DIR},
@@ -121,13 +129,13 @@ static int parse_args(int argc, char **argv, select_opts *o)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *shortopts = o->wait ? ":n:m:u:i:t:vh" : ":n:m:u:i:vh";
+    const char *shortopts = o->wait ? ":n:m:u:i:t:qvh" : ":n:m:u:i:vh";
     unsigned long long v;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-        if (!o->wait && (c == 't' || c == OPT_INTERVAL)) {
+        if (!o->wait && (c == 't' || c == OPT_INTERVAL || c == 'q')) {
             fprintf(stderr, "gpumon select: %s belongs to `gpumon wait`\n", argv[optind - 1]);
             return GM_EXIT_USAGE;
         }
@@ -189,11 +197,14 @@ static int parse_args(int argc, char **argv, select_opts *o)
         case 'v':
             o->verbose = true;
             break;
+        case 'q':
+            o->quiet = true;
+            break;
         case 'h':
             usage(stdout, o->wait);
             return GM_EXIT_OK;
         default:
-            if (!gm_cli_default_option(o->cmd, c, argv, &o->src))
+            if (!gm_cli_default_option(o->cmd, c, argv, longopts, &o->src))
                 return GM_EXIT_USAGE;
             break;
         }
@@ -265,14 +276,25 @@ static void print_result(const select_opts *o, const gm_select_result *r)
     fflush(stdout);
 }
 
+/* A line on stderr at each check that is not met: how long so far and what is missing; with
+ * -v, every check's whole explanation instead. */
 static void on_progress(const gm_select_result *r, unsigned check, void *ud)
 {
     const select_opts *o = ud;
-    if (!o->verbose)
-        return;
     char why[1024];
-    gm_select_explain(r, why, sizeof why);
-    fprintf(stderr, "gpumon wait: check %u: %s\n", check, why);
+    if (o->quiet)
+        return;
+    if (o->verbose) {
+        gm_select_explain(r, why, sizeof why);
+        fprintf(stderr, "gpumon wait: check %u: %s\n", check, why);
+        return;
+    }
+    if (r->satisfied || o->timeout_s == 0)
+        return;
+    char waited[32];
+    gm_cli_format_seconds(gm_clock_mono_s() - o->started_s, waited, sizeof waited);
+    gm_select_shortfall(r, why, sizeof why);
+    fprintf(stderr, "gpumon wait: waiting %s of %g s: %s\n", waited, o->timeout_s, why);
 }
 
 int gm_cli_select_run(const char *cmd, int argc, char **argv)
@@ -355,6 +377,7 @@ int gm_cli_select_run(const char *cmd, int argc, char **argv)
         goto out;
     }
 
+    o.started_s = gm_clock_mono_s();
     gm_wait_options wo = {
         .timeout_s = o.timeout_s,
         .interval_s = o.interval_s,

@@ -32,7 +32,8 @@ static void usage(FILE *out)
         "                           half a file) instead of standard output\n"
         "      --power-window TIME  average power over TIME: seconds (2, 0.5, 2s) or\n"
         "                           milliseconds (500ms); 0 takes one reading (default 2s)\n"
-        "      --power-interval TIME  between power readings (default 200ms)\n"
+        "      --interval, --power-interval TIME\n"
+        "                           between power readings (default 200ms)\n"
         "      --no-processes       do not list the processes using each GPU\n"
         "      --provider NAME      nvml, nvidia-smi, sim or auto (default: auto, or\n"
         "                           $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
@@ -63,6 +64,7 @@ static int parse_args(int argc, char **argv, snapshot_opts *o)
         {"output", required_argument, NULL, 'o'},
         {"power-window", required_argument, NULL, OPT_WINDOW},
         {"power-interval", required_argument, NULL, OPT_INTERVAL},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
         {"no-processes", no_argument, NULL, OPT_NOPROC},
         GM_CLI_SOURCE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
@@ -85,7 +87,7 @@ static int parse_args(int argc, char **argv, snapshot_opts *o)
                 return GM_EXIT_USAGE;
             break;
         case OPT_INTERVAL:
-            if (!parse_duration("--power-interval", optarg, 10, 60000, &o->audit.power_interval_ms))
+            if (!parse_duration("--interval", optarg, 10, 60000, &o->audit.power_interval_ms))
                 return GM_EXIT_USAGE;
             break;
         case OPT_NOPROC:
@@ -95,7 +97,7 @@ static int parse_args(int argc, char **argv, snapshot_opts *o)
             usage(stdout);
             return GM_EXIT_OK;
         default:
-            if (!gm_cli_default_option("snapshot", c, argv, &o->src))
+            if (!gm_cli_default_option("snapshot", c, argv, longopts, &o->src))
                 return GM_EXIT_USAGE;
             break;
         }

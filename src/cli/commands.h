@@ -30,6 +30,7 @@ int gm_cli_bench(int argc, char **argv);
 int gm_cli_containers(int argc, char **argv);
 /* `gpumon cluster status|select`: the fleet as Prometheus sees it. */
 int gm_cli_cluster(int argc, char **argv);
+int gm_cli_top(int argc, char **argv);
 /* nvidia-smi's reading options; argv[0] is "smi" or the program's own name ("nvidia-smi"). */
 int gm_cli_smi(int argc, char **argv);
 

@@ -11,8 +11,10 @@
 
 #include "cli/commands.h"
 #include "base/parse.h"
+#include "base/suggest.h"
 
-bool gm_cli_default_option(const char *cmd, int c, char **argv, gm_cli_source *src)
+bool gm_cli_default_option(const char *cmd, int c, char **argv, const struct option *longopts,
+                           gm_cli_source *src)
 {
     unsigned long long v;
     switch (c) {
@@ -32,18 +34,115 @@ bool gm_cli_default_option(const char *cmd, int c, char **argv, gm_cli_source *s
         src->seed_arg = optarg;
         return true;
     default:
-        gm_cli_getopt_error(cmd, c, argv);
+        gm_cli_getopt_error(cmd, c, argv, longopts);
         return false;
     }
 }
 
-int gm_cli_getopt_error(const char *cmd, int c, char **argv)
+/* Short letters a command had and gave up so that each letter means one thing in every
+ * command (docs/CLI.md): the message names what to type instead. */
+static const struct {
+    const char *cmd;
+    char letter;
+    const char *now;
+    const char *why;
+} removed_letters[] = {
+    {"record", 'n', "--interval", "-n is --count, a number of GPUs, in every command"},
+    {"record", 'l', "--label", "-l is --loop, in query only"},
+    {"run", 'l', "--label", "-l is --loop, in query only"},
+    {"bench", 'l', "--label", "-l is --loop, in query only"},
+    {"history", 'n', "--limit", "-n is --count, a number of GPUs, in every command"},
+};
+
+/* The long option named by arg ("--name" or "--name=value"), exactly or as the one option it
+ * abbreviates; NULL when none. *ambiguous is set when it abbreviates several. */
+static const struct option *find_long(const struct option *longopts, const char *arg,
+                                      bool *ambiguous)
 {
-    if (c == ':')
-        fprintf(stderr, "gpumon %s: %s needs a value\n", cmd, argv[optind - 1]);
+    *ambiguous = false;
+    if (!longopts || strncmp(arg, "--", 2) != 0)
+        return NULL;
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct option *hit = NULL;
+    size_t hits = 0;
+    for (const struct option *o = longopts; o->name; o++) {
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (strlen(o->name) == len)
+            return o;
+        /* Two names of one option (--gpus, --id) are not an ambiguity. */
+        if (!hit || hit->val != o->val || hit->has_arg != o->has_arg)
+            hits++;
+        if (!hit)
+            hit = o;
+    }
+    *ambiguous = hits > 1;
+    return hits == 1 ? hit : NULL;
+}
+
+int gm_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "";
+    /* optopt is 0 for an unknown or ambiguous long option, else the option's letter or code;
+     * a short option's error may come from inside a cluster such as -qx, where argv[optind - 1]
+     * is still the argument before it. */
+    bool dashdash = strncmp(arg, "--", 2) == 0 && arg[2];
+    bool ambiguous = false;
+    const struct option *o = dashdash ? find_long(longopts, arg, &ambiguous) : NULL;
+    const char *eq = dashdash ? strchr(arg, '=') : NULL;
+    bool is_long = dashdash && (optopt == 0 || c == ':' || (eq && o && o->val == optopt));
+    int nlen = eq ? (int)(eq - arg) : (int)strlen(arg);
+    if (c == ':') {
+        if (is_long)
+            fprintf(stderr, "gpumon %s: %.*s needs a value\n", cmd, nlen, arg);
+        else
+            fprintf(stderr, "gpumon %s: -%c needs a value\n", cmd, optopt);
+        return GM_EXIT_USAGE;
+    }
+    if (is_long && o && eq && o->has_arg == no_argument) {
+        fprintf(stderr, "gpumon %s: --%s takes no value\n", cmd, o->name);
+        return GM_EXIT_USAGE;
+    }
+    if (is_long && ambiguous) {
+        fprintf(stderr, "gpumon %s: option \"%.*s\" is ambiguous; it could be", cmd, nlen, arg);
+        const char *sep = " ";
+        for (const struct option *x = longopts; x->name; x++)
+            if (strncmp(x->name, arg + 2, (size_t)nlen - 2) == 0) {
+                fprintf(stderr, "%s--%s", sep, x->name);
+                sep = ", ";
+            }
+        fprintf(stderr, "\n");
+        return GM_EXIT_USAGE;
+    }
+    if (!is_long && optopt > 0 && optopt < 128) {
+        for (size_t i = 0; i < sizeof removed_letters / sizeof *removed_letters; i++)
+            if (removed_letters[i].letter == optopt && strcmp(removed_letters[i].cmd, cmd) == 0) {
+                fprintf(stderr, "gpumon %s: -%c is no longer short for %s; use %s (%s)\n", cmd,
+                        optopt, removed_letters[i].now, removed_letters[i].now,
+                        removed_letters[i].why);
+                return GM_EXIT_USAGE;
+            }
+        fprintf(stderr, "gpumon %s: unknown option \"-%c\" (see gpumon %s --help)\n", cmd, optopt,
+                cmd);
+        return GM_EXIT_USAGE;
+    }
+    const char *guess = NULL;
+    char word[GM_SUGGEST_MAX_LEN + 1];
+    if (is_long && longopts && nlen - 2 <= GM_SUGGEST_MAX_LEN) {
+        const char *names[128];
+        size_t n = 0;
+        for (const struct option *x = longopts; x->name && n < 128; x++)
+            names[n++] = x->name;
+        snprintf(word, sizeof word, "%.*s", nlen - 2, arg + 2);
+        guess = gm_suggest(word, names, n);
+    }
+    if (guess)
+        fprintf(stderr, "gpumon %s: unknown option \"%.*s\"; did you mean \"--%s\"?\n", cmd, nlen,
+                arg, guess);
     else
-        fprintf(stderr, "gpumon %s: unknown option \"%s\" (see gpumon %s --help)\n", cmd,
-                argv[optind - 1], cmd);
+        fprintf(stderr, "gpumon %s: unknown option \"%.*s\" (see gpumon %s --help)\n", cmd, nlen,
+                arg, cmd);
     return GM_EXIT_USAGE;
 }
 
@@ -242,4 +341,12 @@ int gm_cli_write_json(FILE *f, const json_t *j, bool pretty)
     int rc = json_dumpf(j, f, JSON_REAL_PRECISION(12) | (pretty ? JSON_INDENT(2) : JSON_COMPACT));
     fputc('\n', f);
     return rc;
+}
+
+void gm_cli_format_seconds(double s, char *buf, size_t len)
+{
+    if (s < 10)
+        snprintf(buf, len, "%.1f s", s < 0 ? 0 : s);
+    else
+        snprintf(buf, len, "%.0f s", s);
 }

@@ -33,11 +33,15 @@ enum { GM_CLI_OPT_PROVIDER = 1000, GM_CLI_OPT_SIMULATE, GM_CLI_OPT_SEED };
 /* The default branch of the getopt_long switch of a command with provider options: takes c
  * (with optarg) into src when it is one of them and returns true; otherwise reports an invalid
  * value, a missing value or an unknown option as gm_cli_getopt_error does and returns false. */
-bool gm_cli_default_option(const char *cmd, int c, char **argv, gm_cli_source *src);
+bool gm_cli_default_option(const char *cmd, int c, char **argv, const struct option *longopts,
+                           gm_cli_source *src);
 
-/* Reports getopt_long's ':' (missing value) or any other code it returned for an unknown
- * option, as "gpumon <cmd>: ...", using optind. Returns GM_EXIT_USAGE. */
-int gm_cli_getopt_error(const char *cmd, int c, char **argv);
+/* Reports getopt_long's ':' (missing value) or '?' as "gpumon <cmd>: ...", using optind and
+ * optopt (so call it right after getopt_long, with opterr = 0): a missing value, a value given
+ * to an option that takes none, an ambiguous abbreviation, an unknown option (with "did you
+ * mean" from longopts, which may be NULL), or a short letter the command no longer has (naming
+ * what replaced it; docs/CLI.md). Returns GM_EXIT_USAGE. */
+int gm_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts);
 
 /* True when getopt_long left no operands; otherwise prints "unexpected argument" naming the
  * first one and returns false. */
@@ -92,6 +96,9 @@ bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g);
  * item of f matches no GPU in s. */
 bool gm_cli_gpu_filter_resolve(const char *cmd, const gm_cli_gpu_filter *f, const gm_snapshot *s,
                                unsigned *out, size_t *n);
+
+/* Seconds for a progress line: "0.4 s" below 10 s, else whole seconds ("40 s"). */
+void gm_cli_format_seconds(double s, char *buf, size_t len);
 
 /* Writes j and a newline to f with reals at 12 significant digits, indented when pretty, else
  * on one line. Returns json_dumpf's result (0 ok, -1 failure). */

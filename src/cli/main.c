@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/suggest.h"
 #include "gpumon.h"
 
 typedef struct command {
@@ -29,20 +30,23 @@ static const command commands[] = {
     {"containers", gm_cli_containers,
      "list the containers gpumon started; remove those a killed gpumon left"},
     {"history", gm_cli_history,
-     "list, show, export and compare stored sessions, runs, snapshots and benchmarks"},
+     "list, show, export, compare, delete and prune stored sessions, runs, benchmarks"},
     {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
     {"cluster", gm_cli_cluster,
      "the fleet from Prometheus: nodes, idle GPUs, health; the node for N GPUs"},
+    {"top", gm_cli_top, "live terminal view: GPU bars, history graphs, processes (kill, sort)"},
 };
+
+#define NCOMMANDS (sizeof commands / sizeof *commands)
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: gpumon <command> [options]\n"
-                 "       gpumon <command> --help\n"
-                 "       gpumon --version\n\n"
+                 "       gpumon help [<command>], gpumon <command> -h|--help\n"
+                 "       gpumon -v|--version\n\n"
                  "GPU telemetry for the machines that run AI work.\n\n"
                  "Commands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\nEnvironment:\n"
@@ -51,9 +55,36 @@ static void usage(FILE *out)
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
             "  GPU_MONITOR_DB                  SQLite database of sessions, runs and snapshots\n"
             "                                  (default $XDG_STATE_HOME/gpumon/gpumon.db)\n"
-            "  GPU_MONITOR_LEASE_DIR           where GPU leases live (share it between users)\n\n"
+            "  GPU_MONITOR_LEASE_DIR           where GPU leases live (share it between users)\n"
+            "  NO_COLOR                        set: no colour on a terminal (query, top)\n\n"
+            "Options mean the same in every command: -n/--count a number of GPUs, -i/--id the\n"
+            "GPUs to use, --interval the sampling interval, --label a label, -o/--output a\n"
+            "file, -q/--quiet, -h/--help (docs/CLI.md has the table).\n\n"
             "Exit status: 0 ok, 1 failure, 2 usage error, 3 no GPU found, 4 not enough GPUs\n"
             "qualify (select), 5 timed out (wait).\n");
+}
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+/* "unknown command", with the likely one when name is a typo of it. Returns GM_EXIT_USAGE. */
+static int unknown_command(const char *name)
+{
+    const char *names[NCOMMANDS + 1];
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        names[i] = commands[i].name;
+    names[NCOMMANDS] = "help";
+    const char *guess = gm_suggest(name, names, NCOMMANDS + 1);
+    if (guess)
+        fprintf(stderr, "gpumon: unknown command \"%s\"; did you mean \"%s\"?\n", name, guess);
+    else
+        fprintf(stderr, "gpumon: unknown command \"%s\" (see gpumon --help)\n", name);
+    return GM_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -68,25 +99,39 @@ int main(int argc, char **argv)
         return GM_EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
+        (strcmp(cmd, "help") == 0 && argc == 2)) {
         usage(stdout);
         return GM_EXIT_OK;
     }
-    if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+    /* -V too: the spelling nvidia-smi's users and earlier gpumon versions know. */
+    if (strcmp(cmd, "-v") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
         printf("gpumon %s\n", GM_VERSION);
         return GM_EXIT_OK;
     }
-    if (strcmp(cmd, "help") == 0 && argc >= 3) {
+    if (strcmp(cmd, "help") == 0) {
+        if (argc > 3) {
+            fprintf(stderr, "gpumon help: one command at a time (gpumon help <command>)\n");
+            return GM_EXIT_USAGE;
+        }
+        const command *c = find_command(argv[2]);
+        if (!c)
+            return unknown_command(argv[2]);
         char help_flag[] = "--help";
         char *sub[] = {argv[2], help_flag, NULL};
-        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-            if (strcmp(commands[i].name, argv[2]) == 0)
-                return commands[i].run(2, sub);
+        return c->run(2, sub);
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (strcmp(commands[i].name, cmd) == 0)
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "gpumon: unknown command \"%s\"\n\n", cmd);
-    usage(stderr);
-    return GM_EXIT_USAGE;
+    const command *c = find_command(cmd);
+    if (c)
+        return c->run(argc - 1, argv + 1);
+    if (cmd[0] == '-') {
+        static const char *const opts[] = {"--help", "--version"};
+        const char *guess = strncmp(cmd, "--", 2) == 0 ? gm_suggest(cmd, opts, 2) : NULL;
+        if (guess)
+            fprintf(stderr, "gpumon: unknown option \"%s\"; did you mean \"%s\"?\n", cmd, guess);
+        else
+            fprintf(stderr, "gpumon: unknown option \"%s\" (see gpumon --help)\n", cmd);
+        return GM_EXIT_USAGE;
+    }
+    return unknown_command(cmd);
 }

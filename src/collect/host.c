@@ -797,6 +797,54 @@ int gm_host_parent_pid(const char *root, uint32_t pid, uint32_t *ppid)
     return GM_OK;
 }
 
+int gm_host_process_usage(const char *root, uint32_t pid, gm_host_proc_usage *out)
+{
+    char path[PATH_MAX];
+    char buf[HOST_STATUS_MAX];
+    memset(out, 0, sizeof *out);
+    if (!root || !root[0])
+        root = HOST_DEFAULT_ROOT;
+    int plen = snprintf(path, sizeof path, "%s/%u/stat", root, (unsigned)pid);
+    if (plen < 0 || (size_t)plen >= sizeof path - 8)
+        return GM_EINVAL;
+    ssize_t n = read_small(path, buf, sizeof buf);
+    if (n <= 0)
+        return GM_ENOENT;
+    /* "pid (comm) state ppid ...": comm may hold spaces and ')', so fields count from the
+     * last ')'. utime is field 14, stime 15, starttime 22, rss (pages) 24. */
+    const char *end = buf + n, *p = NULL;
+    for (const char *q = buf; q < end; q++)
+        if (*q == ')')
+            p = q + 1;
+    if (!p)
+        return GM_EPARSE;
+    uint64_t field[25] = {0};
+    p = skip_blanks(p, end);
+    while (p < end && !is_blank(*p)) /* state, a letter */
+        p++;
+    for (int k = 4; k <= 24; k++) {
+        const char *before = p;
+        if (!parse_u64(&p, end, &field[k])) {
+            /* Signed fields (priority, nice) may be negative: skip them as words. */
+            p = skip_blanks(before, end);
+            if (p < end && *p == '-')
+                p++;
+            if (!parse_u64(&p, end, &field[k]))
+                return GM_EPARSE;
+            field[k] = 0;
+        }
+    }
+    long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    out->cpu_s = (double)(field[14] + field[15]) / (double)(hz > 0 ? hz : 100);
+    out->start_ticks = field[22];
+    out->rss_bytes = field[24] * (uint64_t)(page > 0 ? page : 4096);
+    snprintf(path + plen - 4, sizeof path - (size_t)plen + 4, "status");
+    n = read_small(path, buf, HOST_STATUS_MAX);
+    if (n > 0 && status_uid(buf, (size_t)n, &out->uid))
+        out->has_uid = true;
+    return GM_OK;
+}
+
 int gm_host_describe_process(const char *root, uint32_t pid, char *user, size_t user_len,
                              char *command, size_t command_len)
 {

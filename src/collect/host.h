@@ -2,6 +2,10 @@
 #ifndef GM_HOST_H
 #define GM_HOST_H
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
 #include "gpumon.h"
 
 /* Reads CPU, memory, swap, load, uptime, CPU model, kernel and hostname from a procfs root.
@@ -26,5 +30,19 @@ int gm_host_describe_process(const char *root, uint32_t pid, char *user, size_t 
 /* The parent of process pid (PPid in <root>/<pid>/status) into *ppid. GM_OK, GM_ENOENT (the
  * process is gone or hidden), GM_EPARSE (no PPid line). */
 int gm_host_parent_pid(const char *root, uint32_t pid, uint32_t *ppid);
+
+/* What a process costs the host, from <root>/<pid>/stat and status: CPU time used so far (user
+ * plus system, in seconds: a rate needs two readings), resident memory, real UID and start time
+ * (clock ticks after boot: with the pid, it names one process across readings). */
+typedef struct gm_host_proc_usage {
+    double cpu_s;
+    uint64_t rss_bytes;
+    bool has_uid;
+    uid_t uid;
+    uint64_t start_ticks;
+} gm_host_proc_usage;
+
+/* GM_OK, GM_ENOENT (gone or hidden), GM_EPARSE (a stat line that does not parse). */
+int gm_host_process_usage(const char *root, uint32_t pid, gm_host_proc_usage *out);
 
 #endif

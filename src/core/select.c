@@ -301,6 +301,50 @@ static void describe(char *buf, size_t len, size_t *used, const gm_select_gpu *e
         append(buf, len, used, " (%.0f%% util)", e->util_pct);
 }
 
+void gm_select_shortfall(const gm_select_result *r, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    const gm_select_request *q = &r->req;
+    unsigned have = r->satisfied ? r->n_selected : r->n_eligible;
+    append(buf, len, &used, "%u of %u GPU%s free", have, q->count, q->count == 1 ? "" : "s");
+    if (r->satisfied)
+        return;
+    if (r->n_gpus == 0) {
+        append(buf, len, &used, " (no GPU was read)");
+        return;
+    }
+    unsigned named = 0, more = 0;
+    for (unsigned i = 0; i < r->n_gpus; i++) {
+        const gm_select_gpu *e = &r->gpus[i];
+        if (e->status == GM_SEL_AVAILABLE || e->status == GM_SEL_SELECTED ||
+            e->status == GM_SEL_HIDDEN || e->status == GM_SEL_NOT_WANTED)
+            continue;
+        if (named == 4) {
+            more++;
+            continue;
+        }
+        append(buf, len, &used, "%sGPU %u: ", named++ ? "; " : " (", e->index);
+        bool low = e->has_free && e->free_mib < q->min_free_mib;
+        bool busy = e->has_util && q->has_max_util && e->util_pct > q->max_util_pct;
+        if ((e->status == GM_SEL_LOW_MEMORY || e->status == GM_SEL_BUSY) && (low || busy)) {
+            if (low)
+                append(buf, len, &used, "%.0f MiB free < %.0f MiB", floor(e->free_mib),
+                       q->min_free_mib);
+            if (busy)
+                append(buf, len, &used, "%s%.0f%% util > %g%%", low ? ", " : "", e->util_pct,
+                       q->max_util_pct);
+        } else {
+            append(buf, len, &used, "%s", e->reason);
+        }
+    }
+    if (more)
+        append(buf, len, &used, "; +%u more", more);
+    if (named)
+        append(buf, len, &used, ")");
+}
+
 void gm_select_explain(const gm_select_result *r, char *buf, size_t len)
 {
     size_t used = 0;

@@ -103,6 +103,12 @@ void gm_select_format_list(const gm_select_result *r, char *buf, size_t len);
  * (GPU 1); best of the rest: GPU 0 12000 MiB free, 5% (too little free memory), GPU 2 lost". */
 void gm_select_explain(const gm_select_result *r, char *buf, size_t len);
 
+/* The short form of what a wait still misses, for a progress line at each check: "1 of 2 GPUs
+ * free (GPU 1: 12000 MiB free < 20480 MiB; GPU 2: 95% util > 10%)", the GPUs that could have
+ * counted and did not (at most 4, then "+N more"); GPUs the caller ruled out (-i,
+ * CUDA_VISIBLE_DEVICES) are not named. "2 of 2 GPUs free" when satisfied. */
+void gm_select_shortfall(const gm_select_result *r, char *buf, size_t len);
+
 /* The JSON form, shared by `gpumon select --format json` and GET /api/allocation:
  *   {"satisfied", "count", "min_free_mib", "max_util_percent" (null: none),
  *    "cuda_visible_devices" (the restriction, null: none), "eligible", "indices": [...],

@@ -567,6 +567,54 @@ oom:
     return NULL;
 }
 
+static json_t *brief_json(double sum, double count, double max, bool energy_known, double energy)
+{
+    return json_pack("{s:o, s:o, s:o}", "utilization_mean",
+                     count > 0 ? json_real(sum / count) : json_null(), "utilization_max",
+                     count > 0 ? json_real(max) : json_null(), "energy_j",
+                     energy_known ? json_real(energy) : json_null());
+}
+
+json_t *gm_session_brief(const gm_session *s)
+{
+    double sum = 0, count = 0, max = -INFINITY, energy = 0;
+    bool energy_known = s->ngpus > 0;
+    for (size_t k = 0; k < s->ngpus; k++) {
+        const gm_stats *u = &s->stats[k][GM_SM_UTIL];
+        if (u->count > 0) {
+            sum += u->mean * (double)u->count;
+            count += (double)u->count;
+            max = fmax(max, u->max);
+        }
+        double joules;
+        const char *source;
+        if (gpu_energy(s, k, &joules, &source))
+            energy += joules;
+        else
+            energy_known = false;
+    }
+    return brief_json(sum, count, max, energy_known, energy);
+}
+
+json_t *gm_session_doc_brief(const json_t *doc)
+{
+    double sum = 0, count = 0, max = -INFINITY;
+    const char *key;
+    json_t *g;
+    json_object_foreach((json_t *)json_object_get(doc, "gpu_stats"), key, g)
+    {
+        json_t *u = json_object_get(g, "utilization");
+        double n = json_number_value(json_object_get(u, "count"));
+        if (json_is_object(u) && n > 0) {
+            sum += json_number_value(json_object_get(u, "mean")) * n;
+            count += n;
+            max = fmax(max, json_number_value(json_object_get(u, "max")));
+        }
+    }
+    json_t *e = json_object_get(doc, "energy_j");
+    return brief_json(sum, count, max, json_is_number(e), json_number_value(e));
+}
+
 json_t *gm_session_to_json(gm_session *s)
 {
     json_t *gpus = json_array();
@@ -592,7 +640,7 @@ json_t *gm_session_to_json(gm_session *s)
         "{s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:I, s:b, s:I, s:o, s:o, "
         "s:o}",
         "id", s->id, "session_id", s->id, "kind", s->kind, "label", str_or_null(s->label), "status",
-        s->finished ? "finished" : "running", "command",
+        s->finished ? "stopped" : "running", "command",
         s->command ? json_incref(s->command) : json_null(), "exit_code",
         s->has_exit ? json_integer(s->exit_code) : json_null(), "signal",
         s->has_exit && s->signal ? json_integer(s->signal) : json_null(), "started_at",
@@ -683,6 +731,9 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
     else if (json_is_integer(code))
         fprintf(out, ", command exited %d", (int)json_integer_value(code));
     fprintf(out, "\n");
+    const char *prov = json_string_value(json_object_get(doc, "provider"));
+    if (prov && strcmp(prov, "sim") == 0)
+        fprintf(out, "simulated GPUs (provider sim): not a measurement of real hardware\n");
 
     const json_t *cmd = json_object_get(doc, "command");
     if (json_array_size(cmd)) {

@@ -159,8 +159,8 @@ bool gm_session_exit(const gm_session *s, int *exit_code, int *signal);
 /* Sets the name and UUID of followed GPU index (ignored when not followed). */
 void gm_session_set_gpu(gm_session *s, unsigned index, const char *name, const char *uuid);
 
-/* The JSON document: id (and session_id), kind, label, status ("running" / "finished"),
- * command, exit_code, signal, started_at, ended_at, interval_seconds,
+/* The JSON document: id (and session_id), kind, label, status ("running" / "stopped", the
+ * API's words), command, exit_code, signal, started_at, ended_at, interval_seconds,
  * monitoring_duration_seconds, sample_count (every sample added), timeline_truncated (true when
  * the sample limit stopped the timeline short of sample_count), percentiles_over_samples (the
  * first samples p50/p95 cover: sample_count, or the limit once passed), gpus [{index, name,
@@ -172,6 +172,14 @@ void gm_session_set_gpu(gm_session *s, unsigned index, const char *name, const c
  * the document, with gm_timeline_open_doc). New reference, NULL when out of memory.
  * Percentiles sort the stored values, hence the non-const s. */
 json_t *gm_session_to_json(gm_session *s);
+
+/* What a listing shows of a session, without the percentiles (no sorting, so it is cheap on a
+ * running session): {"utilization_mean": the mean over every GPU's samples, "utilization_max",
+ * "energy_j": as the document's (null unless every GPU's energy is known)}, each null when
+ * unknown. gm_session_doc_brief reads the same from a document (gm_session_to_json's or the
+ * store's gpu_stats). New reference, NULL when out of memory. */
+json_t *gm_session_brief(const gm_session *s);
+json_t *gm_session_doc_brief(const json_t *doc);
 
 /* Writes the command array argv (JSON strings) into buf as a shell would read it back, arguments
  * single-quoted where needed, truncated to len - 1 bytes. Returns the length written. */

@@ -12,8 +12,24 @@
 
 #define FLUSH_AT (64u << 10)
 
+/* CSV columns: names with their units, and decimals fixed per column (what the sources
+ * resolve: whole-percent utilization and degrees, MiB of bytes, mW and mJ). */
+static const struct {
+    const char *name;
+    int decimals;
+} csv_cols[GM_SM__COUNT] = {
+    [GM_SM_UTIL] = {"utilization_percent", 1},
+    [GM_SM_MEM_USED_MB] = {"memory_used_mib", 2},
+    [GM_SM_MEM_PCT] = {"memory_used_percent", 2},
+    [GM_SM_TEMP_C] = {"temperature_c", 1},
+    [GM_SM_POWER_W] = {"power_w", 3},
+    [GM_SM_ENERGY_J] = {"energy_j", 3},
+};
+
 struct gm_timeline {
     gm_timeline_format fmt;
+    int64_t start_ms; /* 0: unknown */
+    bool simulated;
     bool doc; /* inside a document: close it too */
     gm_buf *out;
     FILE *file;
@@ -31,16 +47,15 @@ static void flush(gm_timeline *tl, bool all)
     tl->out->p[0] = '\0';
 }
 
-static void put_real(gm_buf *b, double v, bool csv)
+static void put_real(gm_buf *b, double v)
 {
     if (!isfinite(v)) {
-        if (!csv)
-            gm_buf_puts(b, "null");
+        gm_buf_puts(b, "null");
         return;
     }
     char num[40];
     int n = snprintf(num, sizeof num, "%.12g", v);
-    if (!csv && n > 0 && !strpbrk(num, ".eE"))
+    if (n > 0 && !strpbrk(num, ".eE"))
         snprintf(num + n, sizeof num - (size_t)n, ".0");
     gm_buf_puts(b, num);
 }
@@ -61,10 +76,10 @@ int gm_timeline_open(gm_timeline_format f, gm_buf *out, FILE *file, gm_timeline 
     if (start(f, out, file, tl) < 0)
         return GM_ENOMEM;
     if (f == GM_TIMELINE_CSV) {
-        gm_buf_puts(out, "t,gpu");
+        gm_buf_puts(out, "time,t_s,gpu");
         for (int m = 0; m < GM_SM__COUNT; m++)
-            gm_buf_printf(out, ",%s", gm_session_metric_name(m));
-        gm_buf_puts(out, "\n");
+            gm_buf_printf(out, ",%s", csv_cols[m].name);
+        gm_buf_puts(out, ",simulated\n");
     } else {
         gm_buf_puts(out, "[");
     }
@@ -121,13 +136,19 @@ void gm_timeline_add(gm_timeline *tl, double t_s, size_t ngpus, const unsigned *
 {
     gm_buf *b = tl->out;
     if (tl->fmt == GM_TIMELINE_CSV) {
+        char when[40] = "";
+        if (tl->start_ms)
+            gm_json_time(tl->start_ms + (int64_t)llround(t_s * 1000), when, sizeof when);
         for (size_t k = 0; k < ngpus; k++) {
-            gm_buf_printf(b, "%.3f,%u", t_s, gpu[k]);
+            gm_buf_printf(b, "%s,%.3f,%u", when, t_s, gpu[k]);
             for (int m = 0; m < GM_SM__COUNT; m++) {
-                gm_buf_puts(b, ",");
-                put_real(b, values[k * GM_SM__COUNT + m], true);
+                double v = values[k * GM_SM__COUNT + m];
+                if (isfinite(v))
+                    gm_buf_printf(b, ",%.*f", csv_cols[m].decimals, v);
+                else
+                    gm_buf_puts(b, ",");
             }
-            gm_buf_puts(b, "\n");
+            gm_buf_puts(b, tl->simulated ? ",true\n" : ",false\n");
         }
     } else {
         const char *sep = tl->fmt == GM_TIMELINE_JSON_PRETTY ? ": " : ":";
@@ -137,7 +158,7 @@ void gm_timeline_add(gm_timeline *tl, double t_s, size_t ngpus, const unsigned *
         gm_buf_puts(b, "{");
         nl(tl, 3);
         gm_buf_printf(b, "\"t\"%s", sep);
-        put_real(b, t_s, false);
+        put_real(b, t_s);
         gm_buf_puts(b, ",");
         nl(tl, 3);
         gm_buf_printf(b, "\"gpus\"%s{", sep);
@@ -151,7 +172,7 @@ void gm_timeline_add(gm_timeline *tl, double t_s, size_t ngpus, const unsigned *
                     gm_buf_puts(b, ",");
                 nl(tl, 5);
                 gm_buf_printf(b, "\"%s\"%s", gm_session_metric_name(m), sep);
-                put_real(b, values[k * GM_SM__COUNT + m], false);
+                put_real(b, values[k * GM_SM__COUNT + m]);
             }
             nl(tl, 4);
             gm_buf_puts(b, "}");
@@ -166,8 +187,20 @@ void gm_timeline_add(gm_timeline *tl, double t_s, size_t ngpus, const unsigned *
     flush(tl, false);
 }
 
+void gm_timeline_set_start_ms(gm_timeline *tl, int64_t started_ms)
+{
+    tl->start_ms = started_ms;
+}
+
+void gm_timeline_set_simulated(gm_timeline *tl, bool simulated)
+{
+    tl->simulated = simulated;
+}
+
 void gm_timeline_add_session(gm_timeline *tl, const gm_session *s)
 {
+    if (!tl->start_ms)
+        tl->start_ms = gm_session_started_ms(s);
     size_t ng = gm_session_gpu_count(s);
     unsigned idx[GM_MAX_GPUS];
     for (size_t k = 0; k < ng && k < GM_MAX_GPUS; k++)

@@ -1,10 +1,12 @@
 /* timeline.h - the one writer of a session's timeline, the samples it holds in order, in its
  * two forms: JSON (the "timeline" array of GET /api/sessions/{id}, `record -o` and
  * `history export --format json`: [{"t": seconds, "gpus": {"<index>": {"<metric>": value|null,
- * ...}}}, ...]) and CSV (`history export --format csv`: t,gpu,<metric>... one row per GPU per
- * sample). It is fed one sample at a time, from a session in memory (gm_timeline_add_session)
- * or from the store's rows, and writes text as it goes: never a tree of objects per value, and
- * with a file, never the whole text in memory. */
+ * ...}}}, ...]) and CSV (`history export --format csv`: one row per GPU per sample, columns
+ * time (ISO 8601 UTC, ms), t_s, gpu, utilization_percent, memory_used_mib,
+ * memory_used_percent, temperature_c, power_w, energy_j, simulated; each number with a fixed
+ * number of decimals, empty where absent). It is fed one sample at a time, from a session in memory
+ * (gm_timeline_add_session) or from the store's rows, and writes text as it goes: never a tree of
+ * objects per value, and with a file, never the whole text in memory. */
 #ifndef GM_TIMELINE_H
 #define GM_TIMELINE_H
 
@@ -43,6 +45,12 @@ void gm_timeline_add(gm_timeline *tl, double t_s, size_t ngpus, const unsigned *
 
 /* Every sample of s's timeline. */
 void gm_timeline_add_session(gm_timeline *tl, const gm_session *s);
+
+/* The session's start (epoch ms), from which CSV rows get their absolute time (without it the
+ * time column is empty), and whether its GPUs were simulated (the CSV's last column). Call
+ * before adding samples; gm_timeline_add_session sets the start from its session. */
+void gm_timeline_set_start_ms(gm_timeline *tl, int64_t started_ms);
+void gm_timeline_set_simulated(gm_timeline *tl, bool simulated);
 
 /* Samples added so far. */
 size_t gm_timeline_count(const gm_timeline *tl);

@@ -2,6 +2,7 @@
  * configuration; pure functions (no getenv, no printing) so every rule is unit-tested. */
 #include "server/config.h"
 #include "base/parse.h"
+#include "base/suggest.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -290,6 +291,20 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
                                 who, v, GM_FLEET_JOB_MAX - 1);
         snprintf(c->prometheus_job, sizeof c->prometheus_job, "%s", v);
         return GM_OK;
+    case GM_SET_RETENTION: {
+        int64_t ms;
+        if (strcmp(v, "0") == 0 || strcasecmp(v, "forever") == 0) {
+            c->retention_s = 0;
+            return GM_OK;
+        }
+        if (gm_parse_duration_ms(v, (int64_t)GM_SERVE_RETENTION_MIN_S * 1000,
+                                 (int64_t)GM_SERVE_RETENTION_MAX_S * 1000, &ms) < 0)
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%s\" is not %s of at least 1s (or 0: keep everything)", who,
+                                v, gm_parse_duration_help());
+        c->retention_s = (unsigned)((ms + 999) / 1000);
+        return GM_OK;
+    }
     case GM_SET__COUNT:
         break;
     }
@@ -306,12 +321,36 @@ static const char *env_get(const char *const *envp, const char *name)
     return NULL;
 }
 
-/* Flags that exist only as flags. */
-enum { EXTRA_PORT_FILE = GM_SET__COUNT, EXTRA_SIMULATE, EXTRA_SEED, EXTRA_HELP, EXTRA__END };
+/* Flags that exist only as flags. --interval is the sampling period as a duration, the name
+ * every gpumon command gives it (--poll-interval takes milliseconds, as its variable does). */
+enum {
+    EXTRA_PORT_FILE = GM_SET__COUNT,
+    EXTRA_SIMULATE,
+    EXTRA_SEED,
+    EXTRA_HELP,
+    EXTRA_INTERVAL,
+    EXTRA__END
+};
+static const char *const extra[] = {"port-file", "simulate", "seed", "help", "interval"};
+
+/* The flag closest to a mistyped one, NULL when none is close. */
+static const char *suggest_flag(const char *name, size_t len)
+{
+    const char *names[GM_SET__COUNT + EXTRA__END];
+    size_t n = 0;
+    char word[GM_SUGGEST_MAX_LEN + 1];
+    if (len > GM_SUGGEST_MAX_LEN)
+        return NULL;
+    snprintf(word, sizeof word, "%.*s", (int)len, name);
+    for (int i = 0; i < GM_SET__COUNT; i++)
+        names[n++] = settings[i].flag;
+    for (int i = 0; i < EXTRA__END - GM_SET__COUNT; i++)
+        names[n++] = extra[i];
+    return gm_suggest(word, names, n);
+}
 
 static int find_flag(const char *name, size_t len)
 {
-    static const char *const extra[] = {"port-file", "simulate", "seed", "help"};
     for (int i = 0; i < GM_SET__COUNT; i++)
         if (strlen(settings[i].flag) == len && strncmp(settings[i].flag, name, len) == 0)
             return i;
@@ -339,8 +378,12 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
         const char *name = arg + 2, *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
         int id = find_flag(name, nlen);
+        const char *guess = id < 0 ? suggest_flag(name, nlen) : NULL;
+        if (guess)
+            return gm_error_set(err, GM_EINVAL, "unknown option \"--%.*s\"; did you mean \"--%s\"?",
+                                (int)nlen, name, guess);
         if (id < 0)
-            return gm_error_set(err, GM_EINVAL, "unknown flag \"--%.*s\" (see --help)", (int)nlen,
+            return gm_error_set(err, GM_EINVAL, "unknown option \"--%.*s\" (see --help)", (int)nlen,
                                 name);
         char who[48];
         snprintf(who, sizeof who, "--%.*s", (int)nlen, name);
@@ -378,6 +421,16 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
             c->simulate = (unsigned)n;
             simulate_flag = true;
             break;
+        case EXTRA_INTERVAL: {
+            int64_t ms;
+            if (gm_parse_duration_ms(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &ms) < 0)
+                return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not %s from %gs to %gs", who, v,
+                                    gm_parse_duration_help(), GM_SERVE_POLL_MIN_MS / 1000.0,
+                                    GM_SERVE_POLL_MAX_MS / 1000.0);
+            c->poll_interval_ms = (unsigned)ms;
+            c->source[GM_SET_POLL] = GM_CFG_FLAG;
+            break;
+        }
         case EXTRA_SEED:
             if (gm_parse_uint(v, 0, UINT64_MAX, &n) < 0)
                 return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not a whole number", who, v);
@@ -465,6 +518,8 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
     rc |= json_object_set_new(j, "prometheus",
                               c->prometheus[0] ? json_string(c->prometheus_display) : json_null());
     rc |= json_object_set_new(j, "prometheus_job", json_string(c->prometheus_job));
+    rc |= json_object_set_new(j, "retention_seconds",
+                              c->retention_s ? json_integer(c->retention_s) : json_null());
     rc |= json_object_set_new(j, "sources", sources);
     sources = NULL;
     if (rc)
@@ -494,7 +549,9 @@ const char *gm_serve_usage(void)
            "                         ?token=T)                                     [TOKEN]\n"
            "  --history D            history kept: 3600, 90s, 15m, 1h, 2h30m, 1d (default 1h;\n"
            "                         0 keeps none)                               [HISTORY]\n"
-           "  --poll-interval MS     sampling period, 100 to 3600000 (default 1000)\n"
+           "  --interval D           sampling period: 1, 0.5, 500ms, 2m (0.1s to 1h,\n"
+           "                         default 1s)\n"
+           "  --poll-interval MS     the same in milliseconds, 100 to 3600000\n"
            "                                                            [POLL_INTERVAL_MS]\n"
            "  --ws-max-rate HZ       most WebSocket frames per second per client, 0.1 to 100\n"
            "                         (default 5)                          [WS_MAX_RATE_HZ]\n"
@@ -504,6 +561,9 @@ const char *gm_serve_usage(void)
            "  --no-system-metrics    skip host metrics        [ENABLE_SYSTEM_METRICS=false]\n"
            "  --db PATH              session store (SQLite); \"none\" keeps sessions in memory\n"
            "                         (default $XDG_STATE_HOME/gpumon/gpumon.db)         [DB]\n"
+           "  --retention D          delete stored sessions, runs and benchmarks that ended\n"
+           "                         more than D ago (30d, 12h...), at start and then\n"
+           "                         periodically; 0 keeps all (default)      [RETENTION]\n"
            "  --web-root DIR         serve the dashboard from DIR instead of the embedded\n"
            "                         copy (development)                          [WEB_ROOT]\n"
            "  --hostname NAME        the node's name in the Hostname label, JSON and the\n"

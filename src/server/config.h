@@ -27,6 +27,8 @@
 #define GM_SERVE_CONN_DEFAULT      4096 /* lowered to what RLIMIT_NOFILE allows at start */
 #define GM_SERVE_CONN_MIN          16
 #define GM_SERVE_CONN_MAX          65536
+#define GM_SERVE_RETENTION_MIN_S   1
+#define GM_SERVE_RETENTION_MAX_S   (100u * 366u * 86400u)
 
 typedef enum gm_log_level {
     GM_LOG_DEBUG = 0,
@@ -55,7 +57,8 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
     X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")      \
     X(HOSTNAME, "hostname", "HOSTNAME", "hostname")                           \
     X(PROMETHEUS, "prometheus", "PROMETHEUS_URL", "prometheus")               \
-    X(PROMETHEUS_JOB, "prometheus-job", "PROMETHEUS_JOB", "prometheus_job")
+    X(PROMETHEUS_JOB, "prometheus-job", "PROMETHEUS_JOB", "prometheus_job")   \
+    X(RETENTION, "retention", "RETENTION", "retention_seconds")
 
 typedef enum gm_serve_setting {
 #define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
@@ -101,6 +104,9 @@ typedef struct gm_serve_config {
     char prometheus[GM_PROMETHEUS_URL_MAX];
     char prometheus_display[GM_PROMETHEUS_URL_MAX];
     char prometheus_job[GM_FLEET_JOB_MAX];
+    /* Stored sessions, runs and benchmarks older than this are deleted, at start and then
+     * periodically by the session worker; 0 keeps everything. */
+    unsigned retention_s;
     bool help; /* --help was given: print usage, run nothing */
     gm_cfg_source source[GM_SET__COUNT];
 } gm_serve_config;

@@ -106,6 +106,11 @@ static bool add_headers(gm_server *srv, struct MHD_Response *r, const gm_resp *r
         ok &= add_header(r, "ETag", rs->etag);
     if (rs->location[0])
         ok &= add_header(r, "Location", rs->location);
+    if (rs->attachment[0]) {
+        char disp[96];
+        snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", rs->attachment);
+        ok &= add_header(r, "Content-Disposition", disp);
+    }
     if (rs->allow[0])
         ok &= add_header(r, "Allow", rs->allow);
     if (rs->www_auth)
@@ -412,8 +417,9 @@ static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, g
     }
     rs.status = j->status;
     if (j->body) {
-        gm_resp_owned(&rs, j->status, "application/json", j->body, j->len);
+        gm_resp_owned(&rs, j->status, j->ctype ? j->ctype : "application/json", j->body, j->len);
         j->body = NULL;
+        snprintf(rs.attachment, sizeof rs.attachment, "%s", j->filename);
     }
     if (rs.status == 201)
         snprintf(rs.location, sizeof rs.location, "%s", r->location);

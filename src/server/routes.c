@@ -426,6 +426,8 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
             gm_resp_error(rs, err.code == GM_ENOMEM ? 503 : 400, "%s", err.msg);
             return;
         }
+        /* As gpumon record does: a reader can tell a simulated session from a real one. */
+        gm_session_attach(j->session, "provider", json_string(rq->pub->snap->provider));
         j->create = req;
         j->created_mono_ms = gm_clock_mono_ms();
         snprintf(rs->location, sizeof rs->location, "/api/sessions/%s", gm_session_id(j->session));
@@ -476,8 +478,9 @@ static void h_session(const gm_req *rq, gm_resp *rs)
     const char *slash = strchr(rest, '/');
     size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
     bool stop = slash && strcmp(slash, "/stop") == 0;
+    bool export = slash && strcmp(slash, "/export") == 0;
     gm_error err = {0};
-    if (!id_ok(rest, idlen) || (slash && !stop)) {
+    if (!id_ok(rest, idlen) || (slash && !stop && !export)) {
         gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
         return;
     }
@@ -494,6 +497,25 @@ static void h_session(const gm_req *rq, gm_resp *rs)
             return;
         }
         j = gm_worker_job_new(GM_JOB_STOP);
+    } else if (export) {
+        if (rq->method != GM_HTTP_GET && rq->method != GM_HTTP_HEAD) {
+            gm_resp_error(rs, 405, "%s takes GET", rq->path);
+            gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD, rs->allow, sizeof rs->allow);
+            return;
+        }
+        static const char *const known[] = {"format", NULL};
+        if (check_params(rq->q, known, &err) < 0) {
+            gm_resp_error(rs, 400, "%s", err.msg);
+            return;
+        }
+        const char *f = gm_query_get(rq->q, "format");
+        if (f && strcmp(f, "csv") != 0 && strcmp(f, "json") != 0) {
+            gm_resp_error(rs, 400, "format=\"%.32s\" is not csv or json", f);
+            return;
+        }
+        j = gm_worker_job_new(GM_JOB_EXPORT);
+        if (j)
+            j->csv = f && strcmp(f, "csv") == 0;
     } else if (rq->method == GM_HTTP_POST) {
         gm_resp_error(rs, 405, "POST is not allowed on %s (stop a session with POST %s/stop)",
                       rq->path, rq->path);
@@ -553,9 +575,52 @@ static void h_benchmarks(const gm_req *rq, gm_resp *rs)
     resp_defer(rq, rs, j);
 }
 
+/* GET /api/benchmarks/compare?ids=A,B,...: 2 to GM_WORKER_COMPARE_MAX generated ids. */
+static void h_benchmark_compare(const gm_req *rq, gm_resp *rs)
+{
+    gm_error err = {0};
+    static const char *const known[] = {"ids", NULL};
+    if (check_params(rq->q, known, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    const char *v = gm_query_get(rq->q, "ids");
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_COMPARE);
+    if (!j) {
+        gm_resp_error(rs, 503, "out of memory");
+        return;
+    }
+    for (const char *p = v ? v : ""; *p;) {
+        size_t len = strcspn(p, ",");
+        if (j->nids == GM_WORKER_COMPARE_MAX || !id_ok(p, len)) {
+            if (j->nids == GM_WORKER_COMPARE_MAX)
+                gm_resp_error(rs, 400, "ids: at most %d benchmarks", GM_WORKER_COMPARE_MAX);
+            else
+                gm_resp_error(rs, 400, "ids: \"%.*s\" is not a benchmark id",
+                              (int)(len > 64 ? 64 : len), p);
+            gm_worker_job_free(j);
+            return;
+        }
+        memcpy(j->ids[j->nids], p, len);
+        j->ids[j->nids++][len] = '\0';
+        p += len + (p[len] == ',');
+    }
+    if (j->nids < 2) {
+        gm_worker_job_free(j);
+        gm_resp_error(rs, 400, "ids: give 2 to %d benchmark ids, comma-separated",
+                      GM_WORKER_COMPARE_MAX);
+        return;
+    }
+    resp_defer(rq, rs, j);
+}
+
 static void h_benchmark(const gm_req *rq, gm_resp *rs)
 {
     gm_error err = {0};
+    if (strcmp(rq->rest, "compare") == 0) {
+        h_benchmark_compare(rq, rs);
+        return;
+    }
     size_t idlen = strlen(rq->rest);
     if (!id_ok(rq->rest, idlen)) {
         gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);

@@ -3,6 +3,7 @@
  * clients; then an orderly shutdown that frees everything. */
 #include "server/server.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -51,6 +52,28 @@ static bool ct_equal(const char *given, size_t glen, const char *want, size_t wl
     for (size_t i = 0; i < wlen; i++)
         d |= (unsigned char)(want[i] ^ (i < glen ? given[i] : 0));
     return (d | (glen != wlen)) == 0;
+}
+
+/* On a terminal, the dashboard's address with the token in its fragment (never sent to a
+ * server, and the page takes it out of the address bar), so a person can open it at once. Never
+ * when stderr is a file or a journal: logs must not hold the secret. */
+static void print_dashboard_url(const gm_serve_config *cfg, const char *host, unsigned port)
+{
+    const char *h = host;
+    if (!cfg->listen.host[0] || strcmp(host, "0.0.0.0") == 0)
+        h = "127.0.0.1";
+    else if (strcmp(host, "[::]") == 0)
+        h = "[::1]";
+    char tok[3 * GM_SERVE_TOKEN_MAX + 1];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)cfg->token; *p; p++) {
+        if (isalnum(*p) || strchr("-._~", *p))
+            tok[n++] = (char)*p;
+        else
+            n += (size_t)snprintf(tok + n, sizeof tok - n, "%%%02X", *p);
+    }
+    tok[n] = '\0';
+    fprintf(stderr, "gpumon: dashboard: http://%s:%u/#token=%s\n", h, port, tok);
 }
 
 bool gm_server_authorized(const gm_server *srv, const char *authorization, const char *query_token)
@@ -362,6 +385,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                               .poll_ms = cfg->poll_interval_ms,
                               /* The collector keeps its default slow period for energy. */
                               .energy_fresh = false,
+                              .retention_s = cfg->retention_s,
                               .wake = wake_loop,
                               .wake_arg = srv};
     if (gm_worker_start(&mopt, &srv->worker, err) < 0)
@@ -407,6 +431,8 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     }
     fprintf(stderr, "gpumon: listening on http://%s:%u%s\n", host, srv->port,
             cfg->listen.host[0] ? "" : " (all interfaces)");
+    if (cfg->token_set && isatty(STDERR_FILENO))
+        print_dashboard_url(cfg, host, srv->port);
     if (strcmp(srv->provider, "none") == 0) {
         fprintf(stderr, "gpumon: no GPU found, serving host metrics only. Tried:\n  ");
         for (const char *p = srv->diagnosis; *p; p++)

@@ -126,6 +126,7 @@ typedef struct gm_resp {
     const char *etag;     /* ETag header, NULL: none */
     bool vary_ae;         /* Vary: Accept-Encoding (the path has a gzip'd form) */
     char location[96];    /* Location header, "" none */
+    char attachment[64];  /* Content-Disposition: attachment; filename="...", "" none */
     gm_worker_job *defer; /* answered later by the session worker (status etc. unset) */
 } gm_resp;
 

@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "core/bench_report.h"
 #include "core/recorder.h"
 #include "core/timeline.h"
 #include "server/log.h"
@@ -30,6 +31,9 @@
 /* While the store fails (a full disk), a session's unwritten samples are retried with a backoff
  * from the poll interval (at least this) doubling up to a minute, at samples, stops and on a
  * timer, so a session stopped meanwhile is still written once the store works again. */
+/* Entries one retention pass deletes before the worker looks at its queue again; the next
+ * pass follows a second later while older entries remain. */
+#define PRUNE_BATCH 100
 /* Samples one catch-up writes before the worker looks at its queue again. */
 #define SYNC_CHUNK 1000
 
@@ -80,9 +84,10 @@ struct gm_worker {
     entry *entries;
     unsigned n_running;
     gm_store *st;
-    char store_error[512]; /* the latest failure to open the store, "" when none */
-    gm_snapshot *scratch;  /* GPU part of the sample being added */
-    gm_record_sink sink;   /* the store, as the sessions' recorders write to it */
+    char store_error[512];      /* the latest failure to open the store, "" when none */
+    gm_snapshot *scratch;       /* GPU part of the sample being added */
+    gm_record_sink sink;        /* the store, as the sessions' recorders write to it */
+    int64_t next_prune_mono_ms; /* when retention next runs (0: at start) */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -625,6 +630,38 @@ static int64_t sync_wait_ms(const gm_worker *m)
     return best;
 }
 
+/* ---- retention ---------------------------------------------------------------------------- */
+
+/* Milliseconds until prune_due has work (0: now), -1 without retention. */
+static int64_t prune_wait_ms(const gm_worker *m)
+{
+    if (!m->opt.retention_s || !m->has_db)
+        return -1;
+    int64_t wait = m->next_prune_mono_ms - gm_clock_mono_ms();
+    return wait > 0 ? wait : 0;
+}
+
+/* Deletes what is past retention, a batch at a time, here on the worker thread that owns the
+ * store: the event loop never waits on it, and the sampler only if the queue fills. */
+static void prune_due(gm_worker *m)
+{
+    if (prune_wait_ms(m) != 0)
+        return;
+    int64_t period = (int64_t)m->opt.retention_s * 1000 / 24;
+    period = period < 1000 ? 1000 : period > 3600000 ? 3600000 : period;
+    gm_error err = {0};
+    size_t deleted = 0;
+    bool more = false;
+    gm_store *st = store_get(m, false, &err);
+    int64_t cutoff = gm_clock_wall_ms() - (int64_t)m->opt.retention_s * 1000;
+    if (st && gm_store_prune(st, cutoff, PRUNE_BATCH, &deleted, &more, &err) < 0)
+        log_store_error("cannot delete sessions past retention", NULL, err.msg);
+    if (deleted)
+        gm_log(GM_LOG_INFO, "sessions past retention deleted", "count=%zu retention_s=%u%s",
+               deleted, m->opt.retention_s, more ? " more=true" : "");
+    m->next_prune_mono_ms = gm_clock_mono_ms() + (more ? 1000 : period);
+}
+
 /* ---- requests ----------------------------------------------------------------------------- */
 
 static void do_create(gm_worker *m, gm_worker_job *j)
@@ -650,6 +687,11 @@ static void do_create(gm_worker *m, gm_worker_job *j)
                               .chunk = SYNC_CHUNK,
                               .event = on_record_event};
     gm_error rerr = {0};
+    /* Said outright next to the provider the route attached, as gpumon record does. */
+    const char *prov =
+        json_string_value(json_object_get(gm_session_attached(j->session), "provider"));
+    if (prov)
+        gm_session_attach(j->session, "simulated", json_boolean(strcmp(prov, "sim") == 0));
     if (gm_recorder_new(j->session, &ro, &e->rec, &rerr) < 0) {
         free(e);
         atomic_fetch_sub(&m->active, 1);
@@ -780,7 +822,8 @@ static void do_delete(gm_worker *m, gm_worker_job *j)
 
 /* Answers j with doc (stolen) and, when asked, its timeline appended: from memory while the
  * session holds all of it (or the store does not have it), else from the store. */
-static void answer_with_timeline(gm_worker *m, gm_worker_job *j, json_t *doc, entry *e)
+static void answer_with_timeline(gm_worker *m, gm_worker_job *j, json_t *doc, entry *e,
+                                 gm_timeline_format f)
 {
     if (e && entry_persisted(e) && gm_session_timeline_count(e->s) < gm_session_sample_count(e->s))
         e = NULL; /* past its sample limit: the store has every sample */
@@ -804,8 +847,13 @@ static void answer_with_timeline(gm_worker *m, gm_worker_job *j, json_t *doc, en
     gm_buf_init(&b, 0);
     gm_timeline *tl = NULL;
     gm_error err = {0};
-    int rc = gm_timeline_open_doc(GM_TIMELINE_JSON, doc, &b, NULL, &tl);
+    const char *prov = json_string_value(json_object_get(doc, "provider"));
+    bool simulated = prov && strcmp(prov, "sim") == 0;
+    int rc = f == GM_TIMELINE_CSV ? gm_timeline_open(f, &b, NULL, &tl)
+                                  : gm_timeline_open_doc(f, doc, &b, NULL, &tl);
     json_decref(doc);
+    if (rc == GM_OK)
+        gm_timeline_set_simulated(tl, simulated);
     if (rc == GM_OK && e)
         gm_timeline_add_session(tl, e->s);
     else if (rc == GM_OK && gm_store_timeline(m->st, j->id, tl, &err) < 0) {
@@ -838,7 +886,7 @@ static void do_get(gm_worker *m, gm_worker_job *j)
             job_error(j, 503, "out of memory");
             return;
         }
-        answer_with_timeline(m, j, doc, e);
+        answer_with_timeline(m, j, doc, e, GM_TIMELINE_JSON);
         return;
     }
     json_t *doc;
@@ -848,7 +896,79 @@ static void do_get(gm_worker *m, gm_worker_job *j)
         job_error(j, store_error_status(rc), "%s", err.msg);
         return;
     }
-    answer_with_timeline(m, j, doc, NULL);
+    answer_with_timeline(m, j, doc, NULL, GM_TIMELINE_JSON);
+}
+
+/* GET /api/sessions/{id}/export: what `gpumon history export ID` writes, as a file to save. A
+ * session: its timeline as CSV, or its document with the timeline (JSON, indented); a
+ * benchmark: its points as CSV, or its document; another stored document: JSON only. */
+static void do_export(gm_worker *m, gm_worker_job *j)
+{
+    entry *e = find_entry(m, j->id);
+    json_t *doc = NULL;
+    gm_error err = {0};
+    int rc = e ? ((doc = entry_doc(m, e)) ? GM_OK : GM_ENOMEM) : load_stored(m, j->id, &doc, &err);
+    if (rc < 0) {
+        job_error(j, rc == GM_ENOMEM ? 503 : store_error_status(rc), "%s",
+                  rc == GM_ENOMEM ? "out of memory" : err.msg);
+        return;
+    }
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    bool bench = kind && strcmp(kind, "bench") == 0;
+    /* As gpumon history export writes it: whether the GPUs were simulated, said outright. */
+    const char *prov = json_string_value(json_object_get(doc, "provider"));
+    json_object_set_new(doc, "simulated", json_boolean(prov && strcmp(prov, "sim") == 0));
+    if (json_object_get(doc, "gpu_stats") && !bench) {
+        j->timeline = true;
+        answer_with_timeline(m, j, doc, e, j->csv ? GM_TIMELINE_CSV : GM_TIMELINE_JSON_PRETTY);
+        doc = NULL; /* taken */
+    } else if (!j->csv) {
+        /* As gpumon history export writes it: indented, 12 digits, a newline at the end. */
+        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+        size_t len = text ? strlen(text) : 0;
+        char *nl = text ? realloc(text, len + 2) : NULL;
+        if (!nl)
+            free(text);
+        text = nl;
+        if (text) {
+            text[len++] = '\n';
+            text[len] = '\0';
+            free(j->body);
+            j->body = text;
+            j->len = len;
+            j->status = 200;
+        } else {
+            job_error(j, 503, "out of memory");
+        }
+    } else if (!bench) {
+        job_error(j, 400, "%s is a stored %s document: it exports as JSON (format=json)", j->id,
+                  kind ? kind : "plain");
+    } else {
+        /* The points table, as `gpumon history export ID --format csv` writes it. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        gm_store *st = f ? store_get(m, false, &err) : NULL;
+        rc = !f   ? gm_error_set(&err, GM_ENOMEM, "out of memory")
+             : st ? gm_store_bench_csv(st, j->id, f, &err)
+                  : err.code;
+        if (f && fclose(f) != 0 && rc == GM_OK)
+            rc = gm_error_set(&err, GM_ENOMEM, "out of memory");
+        if (rc < 0) {
+            free(text);
+            job_error(j, 503, "%s", err.msg);
+        } else {
+            free(j->body);
+            j->body = text;
+            j->len = len;
+            j->status = 200;
+        }
+    }
+    json_decref(doc);
+    if (j->status == 200) {
+        j->ctype = j->csv ? "text/csv; charset=utf-8" : "application/json";
+        snprintf(j->filename, sizeof j->filename, "gpumon-%s.%s", j->id, j->csv ? "csv" : "json");
+    }
 }
 
 /* One row of a listing. */
@@ -861,6 +981,7 @@ typedef struct row {
     double duration_s;
     int64_t samples;
     bool persisted;
+    bool simulated;
 } row;
 
 static int cmp_row(const void *a, const void *b)
@@ -882,6 +1003,38 @@ static void row_from_entry(gm_worker *m, const entry *e, row *r)
     r->duration_s = gm_session_duration(e->s);
     r->samples = (int64_t)gm_session_sample_count(e->s);
     r->persisted = entry_persisted(e);
+    const char *prov = json_string_value(json_object_get(gm_session_attached(e->s), "provider"));
+    r->simulated = prov && strcmp(prov, "sim") == 0;
+}
+
+/* The figures a listing adds to a row (gm_store_brief's keys): from memory for a session of
+ * this daemon, else from the store; NULL when neither can say. */
+static json_t *row_brief(gm_worker *m, gm_store *st, const char *id)
+{
+    entry *e = find_entry(m, id);
+    if (!e) {
+        json_t *b = NULL;
+        return st && gm_store_brief(st, id, &b, NULL) == GM_OK ? b : NULL;
+    }
+    json_t *b = gm_session_brief(e->s);
+    json_t *gpus = json_array();
+    for (size_t k = 0; gpus && k < gm_session_gpu_count(e->s); k++) {
+        const gm_session_gpu *g = gm_session_gpu_at(e->s, k);
+        json_array_append_new(gpus, json_pack("{s:I, s:o}", "index", (json_int_t)g->index, "name",
+                                              g->name[0] ? json_string(g->name) : json_null()));
+    }
+    char command[1024] = "";
+    if (gm_session_command(e->s))
+        gm_session_command_line(gm_session_command(e->s), command, sizeof command);
+    json_t *provider = json_object_get(gm_session_attached(e->s), "provider");
+    if (b) {
+        json_object_set_new(b, "command", command[0] ? json_string(command) : json_null());
+        json_object_set_new(b, "gpus", gpus ? json_incref(gpus) : json_array());
+        json_object_set_new(b, "provider",
+                            json_is_string(provider) ? json_incref(provider) : json_null());
+    }
+    json_decref(gpus);
+    return b;
 }
 
 static void do_list(gm_worker *m, gm_worker_job *j)
@@ -921,6 +1074,7 @@ static void do_list(gm_worker *m, gm_worker_job *j)
         r->duration_s = stored[i].duration_s;
         r->samples = stored[i].samples;
         r->persisted = true;
+        r->simulated = stored[i].simulated;
     }
     qsort(rows, n, sizeof *rows, cmp_row);
     json_t *arr = json_array();
@@ -930,12 +1084,17 @@ static void do_list(gm_worker *m, gm_worker_job *j)
             continue;
         char started[40];
         gm_json_time(r->started_ms, started, sizeof started);
-        json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:I, s:b}", "id", r->id, "kind", r->kind,
-                           "label", r->label[0] ? json_string(r->label) : json_null(), "status",
-                           r->status, "started_at", started, "monitoring_duration_seconds",
-                           isfinite(r->duration_s) ? json_real(r->duration_s) : json_null(),
-                           "sample_count", (json_int_t)r->samples, "persisted", r->persisted));
+        json_t *o = json_pack(
+            "{s:s, s:s, s:o, s:s, s:s, s:o, s:I, s:b, s:b}", "id", r->id, "kind", r->kind, "label",
+            r->label[0] ? json_string(r->label) : json_null(), "status", r->status, "started_at",
+            started, "monitoring_duration_seconds",
+            isfinite(r->duration_s) ? json_real(r->duration_s) : json_null(), "sample_count",
+            (json_int_t)r->samples, "persisted", r->persisted, "simulated", r->simulated);
+        json_t *brief = row_brief(m, st, r->id);
+        if (o && brief)
+            json_object_update(o, brief);
+        json_decref(brief);
+        json_array_append_new(arr, o);
         shown++;
     }
     free(rows);
@@ -964,6 +1123,36 @@ static void do_bench_list(gm_worker *m, gm_worker_job *j)
         json_pack("{s:o, s:b, s:o}", "benchmarks", list ? list : json_array(), "stored", m->has_db,
                   "store_error", store_err ? json_string(store_err) : json_null());
     job_json(j, 200, doc);
+}
+
+/* GET /api/benchmarks/compare: the comparison `gpumon history compare --format json` prints. */
+static void do_bench_compare(gm_worker *m, gm_worker_job *j)
+{
+    gm_error err = {0};
+    json_t *docs[GM_WORKER_COMPARE_MAX] = {0};
+    gm_store *st = store_get(m, false, &err);
+    size_t n = 0;
+    for (; n < j->nids; n++) {
+        int rc = st ? gm_store_load(st, j->ids[n], &docs[n], &err) : err.code;
+        const char *kind = json_string_value(json_object_get(docs[n], "kind"));
+        if (rc < 0 || !kind || strcmp(kind, "bench") != 0) {
+            if (rc == GM_OK || rc == GM_ENOENT || !st)
+                job_error(j, 404, "no benchmark \"%s\"", j->ids[n]);
+            else
+                job_error(j, store_error_status(rc), "%s", err.msg);
+            n++;
+            goto done;
+        }
+    }
+    json_t *cmp = gm_bench_compare_json((const json_t *const *)docs, n, &err);
+    if (cmp)
+        job_json(j, 200, cmp);
+    else
+        job_error(j, err.code == GM_EINVAL ? 400 : 503, "%s",
+                  err.msg[0] ? err.msg : "out of memory");
+done:
+    for (size_t i = 0; i < n; i++)
+        json_decref(docs[i]);
 }
 
 /* GET /api/benchmarks/{id}: the document, as gpumon bench -o writes it. */
@@ -1007,6 +1196,12 @@ static void run_job(gm_worker *m, gm_worker_job *j)
     case GM_JOB_DELETE:
         do_delete(m, j);
         break;
+    case GM_JOB_EXPORT:
+        do_export(m, j);
+        break;
+    case GM_JOB_BENCH_COMPARE:
+        do_bench_compare(m, j);
+        break;
     case GM_JOB_BENCH_LIST:
         do_bench_list(m, j);
         break;
@@ -1041,7 +1236,9 @@ static void *worker_main(void *arg)
 {
     gm_worker *m = arg;
     for (;;) {
-        int64_t wait_ms = sync_wait_ms(m);
+        int64_t wait_ms = sync_wait_ms(m), prune_ms = prune_wait_ms(m);
+        if (prune_ms >= 0 && (wait_ms < 0 || prune_ms < wait_ms))
+            wait_ms = prune_ms;
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += (time_t)(wait_ms / 1000);
@@ -1051,7 +1248,7 @@ static void *worker_main(void *arg)
             until.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&m->mu);
-        /* Asleep until an item comes, or a session's store retry is due. */
+        /* Asleep until an item comes, a session's store retry or retention is due. */
         while (!m->head && !m->stop && wait_ms != 0)
             if (wait_ms < 0)
                 pthread_cond_wait(&m->cv, &m->mu);
@@ -1072,7 +1269,8 @@ static void *worker_main(void *arg)
         if (!it && stopping)
             break; /* stopping and drained */
         if (!it) {
-            sync_due(m); /* a retry is due */
+            sync_due(m); /* a retry or retention is due */
+            prune_due(m);
             continue;
         }
         if (it->job) {
@@ -1088,8 +1286,10 @@ static void *worker_main(void *arg)
             on_sample(m, it);
         }
         free(it);
-        if (!stopping)
+        if (!stopping) {
             sync_due(m);
+            prune_due(m);
+        }
     }
     /* The daemon stops: so do its sessions, with their end written; a last try for those the
      * store still lacks, whatever their backoff. */

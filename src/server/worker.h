@@ -29,6 +29,7 @@
 #define GM_SESSION_BODY_MAX     65536   /* bytes of a POST /api/sessions body */
 #define GM_SESSION_INTERVAL_MAX 86400.0 /* seconds */
 #define GM_WORKER_LIST_MAX      1000    /* entries in one GET /api/sessions */
+#define GM_WORKER_COMPARE_MAX   16      /* benchmarks in one comparison, as history compare */
 
 typedef struct gm_worker gm_worker;
 
@@ -48,6 +49,9 @@ typedef struct gm_worker_options {
      * full disk), to write them once it can; past that the session stops being stored (its
      * partial copy is removed) and goes on in memory. 0: GM_SESSION_PENDING_MAX_VALUES. */
     size_t pending_max_values;
+    /* Retention (serve --retention): stored entries that ended longer ago than this are
+     * deleted by the worker, at start and then every retention/24 (1 s to 1 h); 0 keeps all. */
+    unsigned retention_s;
     /* Called from the worker thread when a job is done; must be thread-safe
      * (gm_server_wake). */
     void (*wake)(void *arg);
@@ -94,15 +98,17 @@ int gm_session_request_parse(const char *body, size_t len, const gm_snapshot *sn
                              unsigned poll_ms, gm_session_request *out, gm_error *err);
 
 typedef enum gm_session_op {
-    GM_JOB_CREATE,     /* POST /api/sessions -> 201, 409 (too many running) */
-    GM_JOB_STOP,       /* POST /api/sessions/{id}/stop -> 200, 404, 409 (not running) */
-    GM_JOB_LIST,       /* GET /api/sessions -> 200 */
-    GM_JOB_GET,        /* GET /api/sessions/{id} -> 200, 404, 413 (timeline too large) */
-    GM_JOB_DELETE,     /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
-    GM_JOB_BENCH_LIST, /* GET /api/benchmarks -> 200 (the benchmarks `gpumon bench` stored) */
-    GM_JOB_BENCH_GET,  /* GET /api/benchmarks/{id} -> 200, 404 */
-    GM_JOB_FLEET,      /* GET /api/fleet: answered by the fleet thread (fleet_cache.h), never
-                        * by this worker, so a slow Prometheus never delays a session */
+    GM_JOB_CREATE,        /* POST /api/sessions -> 201, 409 (too many running) */
+    GM_JOB_STOP,          /* POST /api/sessions/{id}/stop -> 200, 404, 409 (not running) */
+    GM_JOB_LIST,          /* GET /api/sessions -> 200 */
+    GM_JOB_GET,           /* GET /api/sessions/{id} -> 200, 404, 413 (timeline too large) */
+    GM_JOB_DELETE,        /* DELETE /api/sessions/{id} -> 204, 404, 409 (running elsewhere) */
+    GM_JOB_BENCH_LIST,    /* GET /api/benchmarks -> 200 (the benchmarks `gpumon bench` stored) */
+    GM_JOB_BENCH_GET,     /* GET /api/benchmarks/{id} -> 200, 404 */
+    GM_JOB_EXPORT,        /* GET /api/sessions/{id}/export -> 200 (a file: CSV or JSON), 404, 413 */
+    GM_JOB_BENCH_COMPARE, /* GET /api/benchmarks/compare?ids= -> 200, 404 */
+    GM_JOB_FLEET,         /* GET /api/fleet: answered by the fleet thread (fleet_cache.h), never
+                           * by this worker, so a slow Prometheus never delays a session */
 } gm_session_op;
 
 /* A request to the worker, and its answer. The loop fills the request fields; the worker fills
@@ -119,8 +125,13 @@ typedef struct gm_worker_job {
     char kind[16];              /* LIST: only this kind ("" = all) */
     gm_fleet_thresholds fleet;  /* FLEET: what counts as an idle GPU */
     unsigned fleet_gpus;        /* FLEET: GPUs a job needs (0: no choice asked) */
-    int status;                 /* the answer: HTTP status */
-    char *body;                 /* JSON, malloc'd; NULL for 204 */
+    bool csv;                   /* EXPORT: CSV, else JSON */
+    char ids[GM_WORKER_COMPARE_MAX][GM_SESSION_ID_LEN]; /* BENCH_COMPARE */
+    size_t nids;
+    int status;        /* the answer: HTTP status */
+    char *body;        /* JSON (or ctype), malloc'd; NULL for 204 */
+    const char *ctype; /* the body's Content-Type, NULL: application/json */
+    char filename[64]; /* "": none; else sent as an attachment of this name */
     size_t len;
     void *user;                 /* the loop's (its connection) */
     struct gm_worker_job *next; /* the queue's */

@@ -463,10 +463,15 @@ static bool owner_gone(gm_store *st, const char *host, long pid, long long start
     return state == 'Z' || state == 'X' || (start > 0 && now_start != start);
 }
 
+/* The status as read now, in the words of the API and the CLI alike: running, stopped (the
+ * column says "finished", as databases written before the words were aligned do), or
+ * interrupted. */
 static const char *row_status(gm_store *st, sqlite3_stmt *q, int col_status, int col_host,
                               int col_pid, int col_start)
 {
     const char *status = (const char *)sqlite3_column_text(q, col_status);
+    if (status && strcmp(status, "finished") == 0)
+        return "stopped";
     if (status && strcmp(status, "running") == 0 &&
         owner_gone(st, (const char *)sqlite3_column_text(q, col_host),
                    (long)sqlite3_column_int64(q, col_pid), sqlite3_column_int64(q, col_start)))
@@ -688,6 +693,63 @@ rollback:
     return rc;
 }
 
+static void copy_col(sqlite3_stmt *q, int col, char *buf, size_t len);
+
+int gm_store_prune(gm_store *st, int64_t cutoff_ms, size_t max, size_t *deleted, bool *more,
+                   gm_error *err)
+{
+    if (deleted)
+        *deleted = 0;
+    if (more)
+        *more = false;
+    /* An entry's end: when it finished, else (interrupted, or still running) its newest
+     * sample. The ids are read first, then deleted one by one, so no read is open across the
+     * deletes. */
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT id, status, host, owner_pid, owner_start FROM sessions WHERE "
+                           "COALESCE(ended_ms, started_ms + CAST(1000 * COALESCE(duration_s, "
+                           "last_t, 0) AS INTEGER)) < ?1 ORDER BY started_ms, id",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "finding entries to prune");
+    sqlite3_bind_int64(q, 1, cutoff_ms);
+    char(*ids)[GM_SESSION_ID_LEN] = NULL;
+    size_t n = 0, cap = 0;
+    int rc = GM_OK, step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        if (strcmp(row_status(st, q, 1, 2, 3, 4), "running") == 0)
+            continue;
+        if (max && n == max) {
+            if (more)
+                *more = true;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            void *nv = realloc(ids, cap * sizeof *ids);
+            if (!nv) {
+                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+                break;
+            }
+            ids = nv;
+        }
+        copy_col(q, 0, ids[n], sizeof ids[n]);
+        n++;
+    }
+    if (rc == GM_OK && step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = db_error(st, err, "finding entries to prune");
+    sqlite3_finalize(q);
+    for (size_t i = 0; i < n && rc == GM_OK; i++) {
+        int drc = gm_store_session_delete(st, ids[i], err);
+        if (drc == GM_OK && deleted)
+            (*deleted)++;
+        else if (drc != GM_ENOENT) /* gone meanwhile: someone else pruned it */
+            rc = drc;
+    }
+    free(ids);
+    return rc;
+}
+
 int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
 {
     json_t *doc = gm_session_to_json(s);
@@ -784,16 +846,30 @@ static void copy_col(sqlite3_stmt *q, int col, char *buf, size_t len)
     snprintf(buf, len, "%s", t ? (const char *)t : "");
 }
 
+/* Whether an entry was read from simulated GPUs: the provider its session attached at begin
+ * (meta), or its document's (benchmarks, snapshots, finished sessions). A text that is not
+ * JSON counts as not simulated rather than failing the listing. */
+#define SIMULATED_DOC_SQL "CASE WHEN json_valid(doc) THEN json_extract(doc, '$.provider') END"
+#define SIMULATED_SQL                                                            \
+    "COALESCE(CASE WHEN json_valid(meta) THEN json_extract(meta, '$.provider') " \
+    "END, " SIMULATED_DOC_SQL ") = 'sim'"
+
 int gm_store_list(gm_store *st, size_t limit, gm_store_entry **out, size_t *n, gm_error *err)
 {
     *out = NULL;
     *n = 0;
     sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(st->db,
-                           "SELECT id, kind, label, command, status, host, owner_pid, "
-                           "owner_start, started_ms, duration_s, last_t, sample_count, "
-                           "exit_code FROM sessions ORDER BY started_ms DESC, id DESC LIMIT ?",
-                           -1, &q, NULL) != SQLITE_OK)
+    /* A version 1 database (read as it is) has no meta column. */
+    const char *sql = st->schema >= 2
+                          ? "SELECT id, kind, label, command, status, host, owner_pid, "
+                            "owner_start, started_ms, duration_s, last_t, sample_count, "
+                            "exit_code, " SIMULATED_SQL
+                            " FROM sessions ORDER BY started_ms DESC, id DESC LIMIT ?"
+                          : "SELECT id, kind, label, command, status, host, owner_pid, "
+                            "owner_start, started_ms, duration_s, last_t, sample_count, "
+                            "exit_code, (" SIMULATED_DOC_SQL ") = 'sim'"
+                            " FROM sessions ORDER BY started_ms DESC, id DESC LIMIT ?";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
         return db_error(st, err, "listing");
     sqlite3_bind_int64(q, 1, limit ? (sqlite3_int64)limit : -1);
     size_t cap = 0;
@@ -826,6 +902,7 @@ int gm_store_list(gm_store *st, size_t limit, gm_store_entry **out, size_t *n, g
         e->samples = sqlite3_column_int64(q, 11);
         e->has_exit = sqlite3_column_type(q, 12) != SQLITE_NULL;
         e->exit_code = sqlite3_column_int(q, 12);
+        e->simulated = sqlite3_column_int(q, 13) != 0;
     }
     if (step != SQLITE_DONE)
         rc = db_error(st, err, "listing");
@@ -882,6 +959,107 @@ int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error 
     if (found < 0)
         return found;
     return found ? GM_OK : gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+}
+
+int gm_store_status(gm_store *st, const char *id, char *buf, size_t len, gm_error *err)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(
+            st->db, "SELECT status, host, owner_pid, owner_start FROM sessions WHERE id = ?1", -1,
+            &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading a status");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q), rc = GM_OK;
+    if (step == SQLITE_ROW)
+        snprintf(buf, len, "%s", row_status(st, q, 0, 1, 2, 3));
+    else if (step == SQLITE_DONE)
+        rc = gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path);
+    else
+        rc = db_error(st, err, "reading a status");
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Mean and largest utilization over every stored sample of session id, for a session without
+ * a final document (still running elsewhere, or interrupted): one range scan of its rows. */
+static json_t *samples_brief(gm_store *st, const char *id)
+{
+    sqlite3_stmt *q;
+    json_t *b = json_pack("{s:n, s:n, s:n}", "utilization_mean", "utilization_max", "energy_j");
+    if (!b || sqlite3_prepare_v2(st->db,
+                                 "SELECT avg(utilization), max(utilization) FROM samples "
+                                 "WHERE session_id = ?1",
+                                 -1, &q, NULL) != SQLITE_OK)
+        return b;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+        json_object_set_new(b, "utilization_mean", json_real(sqlite3_column_double(q, 0)));
+        json_object_set_new(b, "utilization_max", json_real(sqlite3_column_double(q, 1)));
+    }
+    sqlite3_finalize(q);
+    return b;
+}
+
+int gm_store_brief(gm_store *st, const char *id, json_t **out, gm_error *err)
+{
+    *out = NULL;
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->db,
+                           st->schema >= 2
+                               ? "SELECT command, gpus, doc, meta FROM sessions WHERE id = ?1"
+                               : "SELECT command, gpus, doc, NULL FROM sessions WHERE id = ?1",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_error(st, err, "reading a session");
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(q);
+    if (step != SQLITE_ROW) {
+        sqlite3_finalize(q);
+        return step == SQLITE_DONE
+                   ? gm_error_set(err, GM_ENOENT, "no session \"%s\" in %s", id, st->path)
+                   : db_error(st, err, "reading a session");
+    }
+    char command[1024];
+    join_command((const char *)sqlite3_column_text(q, 0), command, sizeof command);
+    const char *gpus_text = (const char *)sqlite3_column_text(q, 1);
+    const char *doc_text = (const char *)sqlite3_column_text(q, 2);
+    const char *meta_text = (const char *)sqlite3_column_text(q, 3);
+    json_t *stored_gpus = gpus_text ? json_loads(gpus_text, 0, NULL) : NULL;
+    json_t *doc = doc_text ? json_loads(doc_text, 0, NULL) : NULL;
+    json_t *meta = meta_text ? json_loads(meta_text, 0, NULL) : NULL;
+    sqlite3_finalize(q);
+
+    json_t *b = json_object_get(doc, "gpu_stats") ? gm_session_doc_brief(doc)
+                : gpus_text                       ? samples_brief(st, id)
+                            : json_pack("{s:n, s:n, s:n}", "utilization_mean", "utilization_max",
+                                        "energy_j");
+    json_t *gpus = json_array();
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_is_array(stored_gpus) ? stored_gpus : NULL, i, g)
+    {
+        json_t *name = json_object_get(g, "name");
+        json_array_append_new(gpus, json_pack("{s:O, s:O}", "index", json_object_get(g, "index"),
+                                              "name", json_is_string(name) ? name : json_null()));
+    }
+    json_t *provider = json_object_get(doc, "provider");
+    if (!json_is_string(provider))
+        provider = json_object_get(meta, "provider");
+    int rc = GM_OK;
+    if (!b || !gpus ||
+        json_object_set_new(b, "command", command[0] ? json_string(command) : json_null()) < 0 ||
+        json_object_set_new(b, "gpus", json_incref(gpus)) < 0 ||
+        json_object_set_new(b, "provider",
+                            json_is_string(provider) ? json_incref(provider) : json_null()) < 0) {
+        json_decref(b);
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+    } else {
+        *out = b;
+    }
+    json_decref(gpus);
+    json_decref(stored_gpus);
+    json_decref(doc);
+    json_decref(meta);
+    return rc;
 }
 
 /* Rebuilds session id from its row (metadata) and samples. */
@@ -1112,8 +1290,8 @@ static int timeline_one(void *ctx, double t_s, size_t ng, const unsigned *gpu, c
 int gm_store_timeline(gm_store *st, const char *id, gm_timeline *tl, gm_error *err)
 {
     sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(st->db, "SELECT gpus FROM sessions WHERE id = ?", -1, &q, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(st->db, "SELECT gpus, started_ms FROM sessions WHERE id = ?", -1, &q,
+                           NULL) != SQLITE_OK)
         return db_error(st, err, "reading a session");
     sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
     int step = sqlite3_step(q);
@@ -1131,6 +1309,7 @@ int gm_store_timeline(gm_store *st, const char *id, gm_timeline *tl, gm_error *e
     bool session = sqlite3_column_type(q, 0) != SQLITE_NULL;
     int rc =
         session ? gpu_indices((const char *)sqlite3_column_text(q, 0), id, idx, &ng, err) : GM_OK;
+    gm_timeline_set_start_ms(tl, sqlite3_column_int64(q, 1));
     sqlite3_finalize(q);
     if (rc < 0 || !session)
         return rc;

@@ -93,6 +93,16 @@ int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err);
  * entry), GM_EIO. */
 int gm_store_session_delete(gm_store *st, const char *id, gm_error *err);
 
+/* Retention: deletes the entries that ended before cutoff_ms (epoch ms): finished sessions and
+ * runs, benchmarks, snapshots, and interrupted sessions whose newest sample is older. A session
+ * a live process is still recording is kept however old. Oldest first, at most max entries
+ * (0: no bound), each with gm_store_session_delete in its own transaction, so readers and
+ * writers wait for one entry at a time and a failure leaves the rest as they were. *deleted
+ * (may be NULL) gets how many went, *more (may be NULL) whether older entries remain past max.
+ * GM_OK, GM_EIO, GM_ENOMEM. */
+int gm_store_prune(gm_store *st, int64_t cutoff_ms, size_t max, size_t *deleted, bool *more,
+                   gm_error *err);
+
 /* Stores a finished document of another kind ("snapshot", "bench") with no samples. id and
  * kind are required; label may be NULL. GM_OK, GM_EINVAL, GM_EEXIST, GM_EIO. */
 int gm_store_put_document(gm_store *st, const char *kind, const char *id, const char *label,
@@ -104,12 +114,13 @@ typedef struct gm_store_entry {
     char kind[16];
     char label[128];    /* "" when none */
     char command[256];  /* the command line joined by spaces, "" when none */
-    char status[16];    /* running, finished, interrupted */
+    char status[16];    /* running, stopped, interrupted (the API's words) */
     int64_t started_ms; /* epoch ms */
     double duration_s;  /* NaN when unknown (still running without samples) */
     int64_t samples;
     bool has_exit;
     int exit_code;
+    bool simulated; /* read from simulated GPUs (provider "sim"): not a real measurement */
 } gm_store_entry;
 
 /* All entries, newest first (at most limit when limit > 0). *out is malloc'd (free it);
@@ -122,6 +133,18 @@ int gm_store_resolve(gm_store *st, const char *id_or_prefix, char *buf, size_t l
 
 /* The kind of entry id ("record", "bench", "snapshot"...) into buf. GM_OK, GM_ENOENT, GM_EIO. */
 int gm_store_kind(gm_store *st, const char *id, char *buf, size_t len, gm_error *err);
+
+/* The status of entry id as read now into buf: "running" (its recording process is alive),
+ * "stopped", or "interrupted" (it was running but that process is gone). Deleting or pruning
+ * uses it to leave alone what another process is still writing. GM_OK, GM_ENOENT, GM_EIO. */
+int gm_store_status(gm_store *st, const char *id, char *buf, size_t len, gm_error *err);
+
+/* What a listing shows of entry id besides gm_store_entry: {"command": the command line or
+ * null, "gpus": [{index, name}] ([] for a plain document), "provider" (null when not
+ * recorded), "utilization_mean", "utilization_max", "energy_j"} (gm_session_doc_brief of its
+ * document; for a session that never finished, utilization from its samples and energy
+ * null). New reference in *out. GM_OK, GM_ENOENT, GM_EIO, GM_ENOMEM. */
+int gm_store_brief(gm_store *st, const char *id, json_t **out, gm_error *err);
 
 /* The document of entry id, as gpumon record wrote it, without its timeline (gm_store_timeline
  * writes that), with "status" as read now (interrupted when its owner is gone) and

@@ -400,7 +400,7 @@ class Bench(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("answered HTTP 401: a valid API key is required", p.stderr)
         p, doc, lines = self.bench(s.url, "--api-key-env", "GM_TEST_KEY", "--requests", "3",
-                                   "--header", "X-Tenant: hunter2-secret", "-l", "keyed",
+                                   "--header", "X-Tenant: hunter2-secret", "--label", "keyed",
                                    extra_env={"GM_TEST_KEY": secret}, db=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         blobs = [p.stdout, p.stderr, json.dumps(doc), json.dumps(lines)]
@@ -448,7 +448,7 @@ class Bench(unittest.TestCase):
         ids = []
         for label in ("first", "second"):
             p, doc, _ = self.bench(s.url, "--concurrency", "1,2", "--requests", "6",
-                                   "--output-tokens", "3", "-l", label, db=True)
+                                   "--output-tokens", "3", "--label", label, db=True)
             self.assertEqual(p.returncode, 0, p.stderr)
             ids.append(doc["id"])
         lst = run(["history", "list", "--db", self.db, "--format", "json"], env=env())
@@ -494,6 +494,15 @@ class Bench(unittest.TestCase):
                 one = json.load(r)
             self.assertEqual(one["id"], ids[0])
             self.assertEqual(one["points"][1]["concurrency"], 2)
+            # The comparison, as `history compare --format json` prints it.
+            with urllib.request.urlopen(base + "/api/benchmarks/compare?ids=%s,%s" % tuple(ids),
+                                        timeout=10) as r:
+                self.assertEqual(json.load(r), cj)
+            # Export (the dashboard's button): the points as `history export` writes them.
+            with urllib.request.urlopen(base + "/api/sessions/%s/export?format=csv" % ids[0],
+                                        timeout=10) as r:
+                self.assertEqual(r.headers["Content-Type"], "text/csv; charset=utf-8")
+                self.assertEqual(r.read().decode(), csv.stdout)
             with self.assertRaises(urllib.error.HTTPError) as e:
                 urllib.request.urlopen(base + "/api/benchmarks/nope", timeout=10)
             self.assertEqual(e.exception.code, 404)

@@ -33,7 +33,7 @@ class ReadOnlyDatabase(unittest.TestCase):
         os.mkdir(self.dir)
         self.db = os.path.join(self.dir, "gpumon.db")
         self.env = env()
-        p = run(["record", "--db", self.db, "--simulate", "1", "-n", "0.05", "-q", "--", "sleep", "0.2"],
+        p = run(["record", "--db", self.db, "--simulate", "1", "--interval", "0.05", "-q", "--", "sleep", "0.2"],
                 env=self.env)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.id = json.loads(run(["history", "--db", self.db, "list", "--format", "json"],
@@ -54,7 +54,7 @@ class ReadOnlyDatabase(unittest.TestCase):
 
     def test_the_reader_cannot_write_here(self):
         # What makes the other tests mean something: the reader really may not write.
-        p = as_reader(["record", "--db", self.db, "--simulate", "1", "-n", "0.05", "-q", "--", "true"],
+        p = as_reader(["record", "--db", self.db, "--simulate", "1", "--interval", "0.05", "-q", "--", "true"],
                       self.env)
         self.assertIn("not stored", p.stderr)
         self.assertIn("readonly", p.stderr)
@@ -68,7 +68,7 @@ class ReadOnlyDatabase(unittest.TestCase):
         self.assertIn(self.id, p.stdout)
         p = as_reader(["history", "--db", self.db, "export", self.id, "--format", "csv"], self.env)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertTrue(p.stdout.startswith("t,gpu,utilization,"))
+        self.assertTrue(p.stdout.startswith("time,t_s,gpu,utilization_percent,"))
         self.assertGreater(len(p.stdout.splitlines()), 2)
         # Nothing written, converted or left behind (no -wal, no -shm).
         self.assertEqual(self.fingerprint(), self.before)

@@ -65,6 +65,126 @@ class GetoptErrors(Base):
         self.usage_error(["history", "list", "more"], 'gpumon history: unexpected argument "more"')
 
 
+class Help(Base):
+    """gpumon help [COMMAND], COMMAND -h, -v/--version, and what a typo gets."""
+
+    def commands(self):
+        out = self.gpumon("--help").stdout
+        block = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+        return [line.split()[0] for line in block.splitlines()]
+
+    def test_help_and_version(self):
+        usage = self.gpumon("--help")
+        self.assertEqual(usage.returncode, 0)
+        self.assertTrue(usage.stdout.startswith("usage: gpumon <command> [options]\n"))
+        self.assertEqual(self.gpumon("help").stdout, usage.stdout)
+        self.assertEqual(self.gpumon("-h").stdout, usage.stdout)
+        bare = self.gpumon()
+        self.assertEqual((bare.returncode, bare.stdout, bare.stderr), (2, "", usage.stdout))
+        for flag in ("-v", "-V", "--version"):
+            with self.subTest(flag=flag):
+                p = self.gpumon(flag)
+                self.assertEqual(p.returncode, 0)
+                self.assertRegex(p.stdout, r"^gpumon \d+\.\d+\.\d+\n$")
+
+    def test_every_command_has_help(self):
+        cmds = self.commands()
+        self.assertIn("top", cmds)
+        for cmd in cmds:
+            with self.subTest(cmd=cmd):
+                long_help = self.gpumon(cmd, "--help")
+                self.assertEqual(long_help.returncode, 0, long_help.stderr)
+                self.assertEqual(long_help.stderr, "")
+                self.assertEqual(self.gpumon(cmd, "-h").stdout, long_help.stdout)
+                self.assertEqual(self.gpumon("help", cmd).stdout, long_help.stdout)
+                if cmd != "smi":  # nvidia-smi's own help text
+                    self.assertIn(f"usage: gpumon {cmd}", long_help.stdout)
+
+    def test_typos_get_the_likely_command(self):
+        for typo, want in (("qeury", "query"), ("recrod", "record"), ("hist", "history"),
+                           ("sever", "serve"), ("tpo", "top"), ("wiat", "wait")):
+            with self.subTest(typo=typo):
+                self.usage_error([typo], f'gpumon: unknown command "{typo}"; did you mean "{want}"?')
+        self.usage_error(["frobnicate"], 'gpumon: unknown command "frobnicate" (see gpumon --help)')
+        self.usage_error(["help", "qeury"], 'gpumon: unknown command "qeury"; did you mean "query"?')
+        self.usage_error(["help", "query", "run"], "gpumon help: one command at a time (gpumon help <command>)")
+        self.usage_error(["--verison"], 'gpumon: unknown option "--verison"; did you mean "--version"?')
+        self.usage_error(["--bogus"], 'gpumon: unknown option "--bogus" (see gpumon --help)')
+
+    def test_option_typos_and_misuse(self):
+        self.usage_error(["record", "--intervl", "1", "--", "true"],
+                         'gpumon record: unknown option "--intervl"; did you mean "--interval"?')
+        self.usage_error(["query", "--fromat", "json"],
+                         'gpumon query: unknown option "--fromat"; did you mean "--format"?')
+        self.usage_error(["select", "--count=2", "--min-fre-mb=3"],
+                         'gpumon select: unknown option "--min-fre-mb"; did you mean "--min-free-mb"?')
+        self.usage_error(["record", "--snap", "--", "true"],
+                         'gpumon record: option "--snap" is ambiguous; it could be --snapshot, '
+                         '--snapshot-window-ms')
+        self.usage_error(["record", "--no-db=yes", "--", "true"], "gpumon record: --no-db takes no value")
+        # A short option inside a cluster is named by its letter, not by what came before.
+        self.usage_error(["query", "--format=json", "-xh"], 'gpumon query: unknown option "-x" (see gpumon query --help)')
+        self.usage_error(["query", "-i"], "gpumon query: -i needs a value")
+
+    def test_unknown_short_option_everywhere(self):
+        for cmd in ALL_COMMANDS + ["bench", "top"]:
+            with self.subTest(cmd=cmd):
+                self.usage_error([cmd, "-Z"], f'gpumon {cmd}: unknown option "-Z" (see gpumon {cmd} --help)')
+
+
+class Letters(Base):
+    """One meaning per letter in every command (docs/CLI.md): -n is a number of GPUs, -i the
+    GPUs, -l query's loop; letters a command gave up say what replaced them."""
+
+    def test_removed_letters_name_their_replacement(self):
+        gpus = "-n is --count, a number of GPUs, in every command"
+        loop = "-l is --loop, in query only"
+        for cmd, letter, now, why, rest in (
+            ("record", "n", "--interval", gpus, ["--", "true"]),
+            ("record", "l", "--label", loop, ["--", "true"]),
+            ("run", "l", "--label", loop, ["--", "true"]),
+            ("bench", "l", "--label", loop, []),
+            ("history", "n", "--limit", gpus, []),
+        ):
+            with self.subTest(cmd=cmd, letter=letter):
+                self.usage_error([cmd, "-" + letter, "x"] + rest,
+                                 f"gpumon {cmd}: -{letter} is no longer short for {now}; use {now} ({why})")
+
+    def test_run_n_is_a_gpu_count(self):
+        # `run -n 2` once set a 2 s sampling interval: it now asks for two GPUs, and the
+        # interval stays at its default.
+        for flag in ("-n", "--count", "-c"):
+            with self.subTest(flag=flag):
+                out = os.path.join(self.tmp, "run%s.json" % flag)
+                p = self.gpumon("run", "--simulate", "3", flag, "2", "--wait", "0", "--no-db", "-q",
+                                "-o", out, "--", "true")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(out) as f:
+                    doc = json.load(f)
+                self.assertEqual(len(doc["selection"]["indices"]), 2)
+                self.assertEqual(doc["interval_seconds"], 1)
+        out = os.path.join(self.tmp, "interval.json")
+        p = self.gpumon("run", "--simulate", "1", "--interval", "0.05", "--wait", "0", "--no-db", "-q",
+                        "-o", out, "--", "true")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out) as f:
+            self.assertEqual(json.load(f)["interval_seconds"], 0.05)
+
+    def test_interval_is_the_sampling_interval_everywhere(self):
+        # query: --interval is --loop's other name.
+        p = self.gpumon("query", "--simulate", "1", "--interval", "0")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--loop expects a duration", p.stderr)
+        # snapshot: --interval between power readings (--power-interval still works).
+        for flag in ("--interval", "--power-interval"):
+            p = self.gpumon("snapshot", "--simulate", "1", "--power-window", "100ms", flag, "50ms")
+            self.assertEqual(p.returncode, 0, p.stderr)
+        # wait: --check-interval (run's name for it) is --interval too.
+        p = self.gpumon("wait", "--simulate", "1", "--check-interval", "0", "--timeout", "0")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--interval expects a duration", p.stderr)
+
+
 class SourceOptions(Base):
     def test_simulate_and_seed_ranges(self):
         for cmd, rest in SOURCE_COMMANDS.items():
@@ -103,7 +223,7 @@ class NumberOptions(Base):
                          'gpumon query: --loop expects a duration from 0.1s to 86400s %s, got "0.05"' % dur)
         self.usage_error(["query", "--loop", ""],
                          'gpumon query: --loop expects a duration from 0.1s to 86400s %s, got ""' % dur)
-        self.usage_error(["record", "-n", "1e-400", "--", "true"],
+        self.usage_error(["record", "--interval", "1e-400", "--", "true"],
                          'gpumon record: --interval expects a duration from 0.01s to 3600s %s, got "1e-400"' % dur)
         self.usage_error(["run", "--wait", "nan", "--", "true"],
                          'gpumon run: --wait expects a duration from 0s to 604800s %s, got "nan"' % dur)

@@ -1,6 +1,7 @@
 """`gpumon record` and `gpumon history` against the fake NVML: exit status, signals, exact
 statistics, storage as samples are taken (including after kill -9), export."""
 import csv
+import datetime
 import io
 import json
 import os
@@ -85,7 +86,7 @@ class ExitStatus(RecordBase):
         self.assertEqual(doc["command"], ["sh", "-c", "echo to-stdout; sleep 0.6; exit 3"])
         self.assertEqual(doc["label"], "short")
         self.assertEqual(doc["kind"], "record")
-        self.assertEqual(doc["status"], "finished")
+        self.assertEqual(doc["status"], "stopped")
         self.assertEqual(doc["session_id"], doc["id"])
         self.assertEqual(doc["interval_seconds"], 0.1)
         self.assertGreaterEqual(doc["monitoring_duration_seconds"], 0.6)
@@ -99,7 +100,7 @@ class ExitStatus(RecordBase):
         self.assertEqual(len(doc["timeline"]), doc["sample_count"])
 
     def test_zero_exit(self):
-        p = self.record(["-n", "0.05", "-q"], ["true"])
+        p = self.record(["--interval", "0.05", "-q"], ["true"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr, "")
 
@@ -123,7 +124,7 @@ class ExitStatus(RecordBase):
         e = env()  # no NVML, no nvidia-smi: provider "none"
         e.pop("CUDA_VISIBLE_DEVICES", None)
         out = os.path.join(self.tmp, "run.json")
-        p = self.record(["-n", "0.05", "-o", out], ["sh", "-c", "echo ran; exit 5"], env=e)
+        p = self.record(["--interval", "0.05", "-o", out], ["sh", "-c", "echo ran; exit 5"], env=e)
         self.assertEqual(p.returncode, 5, p.stderr)
         self.assertEqual(p.stdout, "ran\n")
         self.assertIn("no GPU found", p.stderr)
@@ -134,7 +135,7 @@ class ExitStatus(RecordBase):
         self.assertEqual((p.returncode, p.stdout), (3, ""))
 
     def test_killed_by_signal_is_128_plus(self):
-        p = self.record(["-n", "0.1"], ["sh", "-c", "kill -KILL $$"])
+        p = self.record(["--interval", "0.1"], ["sh", "-c", "kill -KILL $$"])
         self.assertEqual(p.returncode, 137, p.stderr)
         self.assertIn("signal 9", p.stderr)
 
@@ -193,14 +194,14 @@ class Statistics(RecordBase):
 
     def test_gpu_selection(self):
         out = os.path.join(self.tmp, "run.json")
-        p = self.record(["--gpus", "1", "-o", out, "-q", "-n", "0.05"], ["true"])
+        p = self.record(["--gpus", "1", "-o", out, "-q", "--interval", "0.05"], ["true"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(list(load(out)["gpu_stats"]), ["1"])
         # Default: what CUDA_VISIBLE_DEVICES shows the command, by index or by UUID.
         for cvd, want in (("1", ["1"]), ("GPU-7e57a000-0000-0000-0000-000000000000", ["0"]),
                           ("0,1", ["0", "1"]), ("", [])):
             e = dict(self.env, CUDA_VISIBLE_DEVICES=cvd)
-            p = self.record(["-o", out, "-q", "-n", "0.05"], ["true"], env=e)
+            p = self.record(["-o", out, "-q", "--interval", "0.05"], ["true"], env=e)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(list(load(out)["gpu_stats"]), want, cvd)
 
@@ -211,20 +212,20 @@ class Signals(RecordBase):
         self.assertEqual(proc.stdout.readline(), "ready\n")
 
     def test_sigterm_forwarded_exit_143(self):
-        proc = self.start(["-n", "0.1"], ["sh", "-c", "echo ready; exec sleep 30"])
+        proc = self.start(["--interval", "0.1"], ["sh", "-c", "echo ready; exec sleep 30"])
         self.wait_ready(proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)
         self.assertEqual(proc.returncode, 143, err)
         self.assertIn("signal 15", err)
         doc = self.listing()[0]
-        self.assertEqual((doc["status"], doc["exit_code"]), ("finished", 143))
+        self.assertEqual((doc["status"], doc["exit_code"]), ("stopped", 143))
 
     def test_child_handles_forwarded_signals(self):
         script = ('trap "echo got-TERM; exit 0" TERM; trap "echo got-USR1" USR1; '
                   'trap "echo got-HUP" HUP; echo ready; '
                   'while :; do sleep 0.05; done')
-        proc = self.start(["-n", "0.1"], ["sh", "-c", script])
+        proc = self.start(["--interval", "0.1"], ["sh", "-c", script])
         self.wait_ready(proc)
         proc.send_signal(signal.SIGUSR1)
         self.assertEqual(proc.stdout.readline(), "got-USR1\n")
@@ -238,7 +239,7 @@ class Signals(RecordBase):
 
 class Storage(RecordBase):
     def test_kill_9_leaves_interrupted_session_with_samples(self):
-        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "-n", "0.05", "--label", "doomed",
+        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "--interval", "0.05", "--label", "doomed",
                                  "--", "sh", "-c", "echo $$; exec sleep 30"],
                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         child = int(proc.stdout.readline())
@@ -280,7 +281,7 @@ class Storage(RecordBase):
 
     def test_export_matches_record_output(self):
         out = os.path.join(self.tmp, "run.json")
-        p = self.record(["-n", "0.1", "-o", out], ["sleep", "0.3"])
+        p = self.record(["--interval", "0.1", "-o", out], ["sleep", "0.3"])
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = load(out)
         self.assertIn("stored as " + doc["id"], p.stderr)
@@ -288,7 +289,7 @@ class Storage(RecordBase):
         self.assertEqual(len(listed), 1)
         self.assertEqual(listed[0]["id"], doc["id"])
         self.assertEqual(listed[0]["kind"], "record")
-        self.assertEqual(listed[0]["status"], "finished")
+        self.assertEqual(listed[0]["status"], "stopped")
         self.assertEqual(listed[0]["samples"], doc["sample_count"])
         self.assertEqual(listed[0]["command"], "sleep 0.3")
         self.assertEqual(listed[0]["exit_code"], 0)
@@ -302,26 +303,42 @@ class Storage(RecordBase):
         self.assertEqual((p.returncode, p.stdout), (0, ""))
         self.assertEqual(load(exported), doc)
 
-        # csv: the timeline, one row per sample per GPU, empty where absent.
+        # No --format: JSON as well.
+        p = self.history("export", doc["id"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout), doc)
+        self.assertIs(doc["simulated"], False)
+
+        # csv: the timeline, one row per sample per GPU, empty where absent; absolute times in
+        # ISO 8601 UTC, fixed decimals, units in the column names.
         p = self.history("export", doc["id"], "--format", "csv")
         self.assertEqual(p.returncode, 0, p.stderr)
         rows = list(csv.DictReader(io.StringIO(p.stdout)))
-        self.assertEqual(list(rows[0]), ["t", "gpu", "utilization", "memory_used_mb", "memory_usage_percent",
-                                         "temperature_c", "power_draw_w", "energy_counter_j"])
+        self.assertEqual(list(rows[0]), ["time", "t_s", "gpu", "utilization_percent", "memory_used_mib",
+                                         "memory_used_percent", "temperature_c", "power_w", "energy_j",
+                                         "simulated"])
         self.assertEqual(len(rows), 2 * doc["sample_count"])
+        start = datetime.datetime.fromisoformat(doc["started_at"].replace("Z", "+00:00"))
         for i, row in enumerate(doc["timeline"]):
             r0, r1 = rows[2 * i], rows[2 * i + 1]
             self.assertEqual((r0["gpu"], r1["gpu"]), ("0", "1"))
-            self.assertAlmostEqual(float(r0["t"]), row["t"], 3)
-            self.assertEqual(float(r0["utilization"]), row["gpus"]["0"]["utilization"])
-            self.assertEqual(float(r0["power_draw_w"]), row["gpus"]["0"]["power_draw_w"])
-            self.assertEqual(r1["power_draw_w"], "")
-            self.assertEqual(r1["energy_counter_j"], "")
+            self.assertAlmostEqual(float(r0["t_s"]), row["t"], 3)
+            self.assertRegex(r0["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            when = datetime.datetime.fromisoformat(r0["time"].replace("Z", "+00:00"))
+            self.assertAlmostEqual((when - start).total_seconds(), row["t"], delta=0.0015)
+            self.assertRegex(r0["utilization_percent"], r"^\d+\.\d$")
+            self.assertRegex(r0["power_w"], r"^\d+\.\d{3}$")
+            self.assertEqual(float(r0["utilization_percent"]), row["gpus"]["0"]["utilization"])
+            self.assertAlmostEqual(float(r0["power_w"]), row["gpus"]["0"]["power_draw_w"], 3)
+            self.assertAlmostEqual(float(r0["memory_used_mib"]), row["gpus"]["0"]["memory_used_mb"], 2)
+            self.assertEqual(r1["power_w"], "")
+            self.assertEqual(r1["energy_j"], "")
+            self.assertEqual((r0["simulated"], r1["simulated"]), ("false", "false"))
 
         # show: the summary table; json without the timeline.
         p = self.history("show", doc["id"])
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("finished", p.stdout)
+        self.assertIn("stopped", p.stdout)
         self.assertIn("NVIDIA H100", p.stdout)
         p = self.history("show", doc["id"], "--format", "json")
         shown = json.loads(p.stdout)
@@ -335,9 +352,11 @@ class Storage(RecordBase):
         self.assertFalse(os.path.exists(self.db))  # reading creates nothing
         p = self.history("show", "20990101-000000-abcdef")
         self.assertEqual(p.returncode, 2)
-        self.record(["-q", "-n", "0.05"], ["true"])
+        self.record(["-q", "--interval", "0.05"], ["true"])
         for args in (["show", "nope"], ["export", "nope", "--format", "csv"], ["show"],
-                     ["export", self.listing()[0]["id"]], ["frobnicate"], ["list", "--format", "csv"]):
+                     ["export", self.listing()[0]["id"], "--format", "table"], ["frobnicate"],
+                     ["list", "--format", "csv"], ["prune"], ["list", "--older-than", "1d"],
+                     ["prune", "--older-than", "0"]):
             p = self.history(*args)
             self.assertEqual(p.returncode, 2, (args, p.stderr))
         self.assertIn('no session "nope"', self.history("show", "nope").stderr)
@@ -346,7 +365,7 @@ class Storage(RecordBase):
         blocker = os.path.join(self.tmp, "file")
         open(blocker, "w").close()
         out = os.path.join(self.tmp, "run.json")
-        p = run(["record", "--db", os.path.join(blocker, "sub", "gpumon.db"), "-n", "0.05", "-o", out,
+        p = run(["record", "--db", os.path.join(blocker, "sub", "gpumon.db"), "--interval", "0.05", "-o", out,
                  "--", "sh", "-c", "echo ran; exit 4"], env=self.env)
         self.assertEqual(p.returncode, 4)
         self.assertEqual(p.stdout, "ran\n")
@@ -356,14 +375,14 @@ class Storage(RecordBase):
 
     def test_db_from_environment(self):
         e = dict(self.env, GPU_MONITOR_DB=os.path.join(self.tmp, "env.db"))
-        p = run(["record", "-q", "-n", "0.05", "--", "true"], env=e)
+        p = run(["record", "-q", "--interval", "0.05", "--", "true"], env=e)
         self.assertEqual(p.returncode, 0, p.stderr)
         p = run(["history", "list", "--format", "json"], env=e)
         self.assertEqual(len(json.loads(p.stdout)), 1)
         # XDG_STATE_HOME when GPU_MONITOR_DB is unset.
         e = dict(self.env, XDG_STATE_HOME=os.path.join(self.tmp, "state"))
         e.pop("GPU_MONITOR_DB", None)
-        p = run(["record", "-q", "-n", "0.05", "--", "true"], env=e)
+        p = run(["record", "-q", "--interval", "0.05", "--", "true"], env=e)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "state", "gpumon", "gpumon.db")))
 
@@ -376,7 +395,7 @@ class DiskFull(RecordBase):
 
     def start_and_fill(self, seconds, ignore_sigxfsz=True):
         pre = (lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN)) if ignore_sigxfsz else None
-        p = subprocess.Popen([GPUMON, "record", "--db", self.db, "--simulate", "1", "-n", "0.05", "--",
+        p = subprocess.Popen([GPUMON, "record", "--db", self.db, "--simulate", "1", "--interval", "0.05", "--",
                               "sleep", str(seconds)], env=self.env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, preexec_fn=pre)
         deadline = time.time() + 10
@@ -398,7 +417,7 @@ class DiskFull(RecordBase):
         self.assertIn("samples are kept and written when the database can take them", err)
         self.assertIn("stored as ", err)
         entry = self.listing()[0]
-        self.assertEqual(entry["status"], "finished")
+        self.assertEqual(entry["status"], "stopped")
         doc = json.loads(self.history("export", entry["id"], "--format", "json").stdout)
         self.assertEqual(entry["samples"], doc["sample_count"])
         self.assertEqual(len(doc["timeline"]), doc["sample_count"])
@@ -437,7 +456,7 @@ class DiskFull(RecordBase):
 class Terminal(RecordBase):
     def test_progress_only_on_a_tty(self):
         master, slave = pty.openpty()
-        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "-n", "0.05", "--", "sleep", "0.4"],
+        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "--interval", "0.05", "--", "sleep", "0.4"],
                                 env=self.env, stdout=subprocess.DEVNULL, stderr=slave)
         os.close(slave)
         data = b""
@@ -457,13 +476,13 @@ class Terminal(RecordBase):
         text = data.decode()
         self.assertIn("\r\x1b[K", text)
         self.assertIn("samples", text)
-        self.assertIn("finished", text)
+        self.assertIn("stopped", text)
 
 
 class Snapshot(RecordBase):
     def test_snapshot_before_after_with_diff(self):
         out = os.path.join(self.tmp, "run.json")
-        p = self.record(["--snapshot", "--snapshot-window-ms", "0", "-n", "0.1", "-o", out], ["true"])
+        p = self.record(["--snapshot", "--snapshot-window-ms", "0", "--interval", "0.1", "-o", out], ["true"])
         self.assertEqual(p.returncode, 0, p.stderr)
         audit = load(out)["audit"]
         self.assertEqual(audit["before"]["kind"], "gpumon-snapshot")

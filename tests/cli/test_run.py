@@ -26,7 +26,7 @@ class Run(unittest.TestCase):
         self.env = env(nvml=FAKE_NVML, scenario=SCENARIO)
         self.env.pop("CUDA_VISIBLE_DEVICES", None)
         self.common = ["--db", self.db, "--lease-dir", os.path.join(self.tmp, "leases"),
-                       "--check-interval", "0.1", "-n", "0.1"]
+                       "--check-interval", "0.1", "--interval", "0.1"]
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -61,7 +61,7 @@ class Run(unittest.TestCase):
         runs = self.history()
         self.assertEqual(len(runs), 2)
         self.assertEqual({r["kind"] for r in runs}, {"run"})
-        self.assertEqual({r["status"] for r in runs}, {"finished"})
+        self.assertEqual({r["status"] for r in runs}, {"stopped"})
         # Released when the commands exit: a new run gets a GPU at once.
         p = run(["run"] + self.common + ["--count", "2", "--wait", "0", "-q", "--", "sh", "-c", SHOW],
                 env=self.env)

@@ -218,7 +218,7 @@ class Wait(Base):
     def test_timeout_exit_5_with_what_was_missing(self):
         start = time.monotonic()
         p = self.gpumon("wait", "-n", "2", "--min-free-mb", "70000", "--max-util", "10",
-                        "--timeout", "0.5", "--interval", "0.1", timeout=20)
+                        "--timeout", "0.5", "--interval", "0.1", "-q", timeout=20)
         elapsed = time.monotonic() - start
         self.assertEqual(p.returncode, 5, p.stderr)
         self.assertGreaterEqual(elapsed, 0.5)
@@ -230,6 +230,32 @@ class Wait(Base):
             "70000 MiB free and <= 10% util; GPU 3 (30720 MiB free, 25% util): needs >= 70000 "
             "MiB free and <= 10% util; GPU 2 (81920 MiB free, 90% util): needs <= 10% util; "
             "GPU 1 (20480 MiB free, 0% util): needs >= 70000 MiB free\n")
+
+    def test_progress_at_each_check(self):
+        # Not met: a line per check on stderr, with the time waited and what each GPU lacks;
+        # stdout stays empty for the caller's $(...). -q silences them, the verdict stays.
+        p = self.gpumon("wait", "-n", "2", "--min-free-mb", "70000", "--max-util", "10",
+                        "--timeout", "0.5", "--interval", "0.2", timeout=20)
+        self.assertEqual(p.returncode, 5, p.stderr)
+        self.assertEqual(p.stdout, "")
+        lines = p.stderr.splitlines()
+        progress = [l for l in lines if l.startswith("gpumon wait: waiting ")]
+        self.assertGreaterEqual(len(progress), 3, p.stderr)  # at 0, 0.2, 0.4 and 0.5 s
+        self.assertRegex(progress[0], r"^gpumon wait: waiting 0\.\d s of 0\.5 s: 0 of 2 GPUs free \(")
+        self.assertIn("GPU 0: 61440 MiB free < 70000 MiB, 25% util > 10%; "
+                      "GPU 1: 20480 MiB free < 70000 MiB; GPU 2: 90% util > 10%; "
+                      "GPU 3: 30720 MiB free < 70000 MiB, 25% util > 10%)", progress[0])
+        waited = [float(l.split()[3]) for l in progress]
+        self.assertEqual(waited, sorted(waited))
+        self.assertTrue(lines[-1].startswith("gpumon wait: timed out after 0.5s"), p.stderr)
+
+        q = self.gpumon("wait", "-n", "2", "-m", "70000", "--timeout", "0.3", "--interval",
+                        "0.1", "--quiet", timeout=20)
+        self.assertEqual(q.returncode, 5)
+        self.assertNotIn("waiting", q.stderr)
+        self.assertIn("timed out", q.stderr)
+        # select never waits: --quiet is wait's.
+        self.assertEqual(self.gpumon("select", "--quiet").returncode, 2)
 
     def test_timeout_json_has_last_check(self):
         p = self.gpumon("wait", "-n", "4", "-m", "30000", "--timeout", "0", "--format", "json")

@@ -421,10 +421,70 @@ class Store(Base):
         self.assertEqual(doc["stop_reason"], "request")
         self.delete(sid)
 
+    def test_list_says_what_each_run_measured(self):
+        # What the dashboard's Sessions table shows, for a session of this daemon (memory), a
+        # stopped one (its stored document) and a `gpumon record` run (another process).
+        sid = self.create({"label": "brief"})["id"]
+        self.wait_samples(sid, 4)
+        live = {r["id"]: r for r in self.d.call("/api/sessions")[2]["sessions"]}[sid]
+        self.assertEqual([g["index"] for g in live["gpus"]], [0, 1])
+        self.assertEqual(live["provider"], "nvml")
+        self.assertIsNone(live["command"])
+        self.assertIsNotNone(live["utilization_max"])
+        doc = self.d.call("/api/sessions/%s/stop" % sid, "POST")[2]
+        rec = subprocess.run([GPUMON, "record", "--db", self.db, "--interval", "0.1", "-q", "--label",
+                              "brief-record", "--", "sleep", "0.4"],
+                             env=env(nvml=FAKE_NVML, scenario=self.scenario), capture_output=True,
+                             text=True, timeout=30)
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        rows = {r["label"]: r for r in self.d.call("/api/sessions")[2]["sessions"]}
+        for label, want in (("brief", doc), ("brief-record", None)):
+            row = rows[label]
+            if want is None:
+                want = self.get(row["id"], "?timeline=0")
+            stats = [g["utilization"] for g in want["gpu_stats"].values()]
+            mean = sum(u["mean"] * u["count"] for u in stats) / sum(u["count"] for u in stats)
+            self.assertAlmostEqual(row["utilization_mean"], mean, places=6)
+            self.assertEqual(row["utilization_max"], max(u["max"] for u in stats))
+            # GPU 1 reports no power: the run's energy is unknown, never 0.
+            self.assertIsNone(row["energy_j"])
+            self.assertEqual(row["gpus"], [{"index": g["index"], "name": g["name"]}
+                                           for g in want["gpus"]])
+            self.assertEqual(row["provider"], "nvml")
+        self.assertEqual(rows["brief-record"]["command"], "sleep 0.4")
+        self.delete(sid)
+        self.delete(rows["brief-record"]["id"])
+
+    def test_export_is_what_history_export_writes(self):
+        sid = self.create({"label": "export via API"})["id"]
+        self.wait_samples(sid, 4)
+        self.d.call("/api/sessions/%s/stop" % sid, "POST")
+        status, hdrs, body = self.d.request("/api/sessions/%s/export?format=csv" % sid)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(hdrs["content-type"], "text/csv; charset=utf-8")
+        self.assertEqual(hdrs["content-disposition"],
+                         'attachment; filename="gpumon-%s.csv"' % sid)
+        self.assertEqual(body.decode(), self.history("export", sid, "--format", "csv"))
+        status, hdrs, body = self.d.request("/api/sessions/%s/export" % sid)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(hdrs["content-disposition"],
+                         'attachment; filename="gpumon-%s.json"' % sid)
+        got = json.loads(body)
+        want = json.loads(self.history("export", sid, "--format", "json"))
+        self.assertEqual(len(got["timeline"]), got["sample_count"])
+        for doc in (got, want):  # the API's own words for these two
+            doc.pop("status")
+            doc.pop("persisted", None)
+        self.assertEqual(got, want)
+        self.assertEqual(self.d.request("/api/sessions/20200101-000000-000000/export")[0], 404)
+        self.assertEqual(self.d.request("/api/sessions/%s/export?format=xml" % sid)[0], 400)
+        self.assertEqual(self.d.request("/api/sessions/%s/export" % sid, method="DELETE")[0], 405)
+        self.delete(sid)
+
     def test_interrupted_record_keeps_provider_hostname_driver(self):
         # A `gpumon record` killed with SIGKILL never writes its end: what it knew at its start
         # must still be in the store.
-        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "-n", "0.1", "-q", "-l", "killed",
+        proc = subprocess.Popen([GPUMON, "record", "--db", self.db, "--interval", "0.1", "-q", "--label", "killed",
                                  "--", "sh", "-c", "echo $$; exec sleep 30"],
                                 env=env(nvml=FAKE_NVML, scenario=self.scenario),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

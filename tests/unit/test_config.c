@@ -325,6 +325,50 @@ static void test_log_levels(void **state)
     assert_string_equal(gm_log_level_name(GM_LOG_DEBUG), "debug");
 }
 
+/* --interval: the sampling period as a duration, the name every command gives it;
+ * --retention: how long stored sessions are kept; a mistyped flag gets the likely one. */
+static void test_interval_retention_and_typos(void **state)
+{
+    (void)state;
+    gm_serve_config c;
+    gm_error err;
+    assert_int_equal(load(&c, NULL, &err, NULL), GM_OK);
+    assert_int_equal(c.retention_s, 0);
+    assert_int_equal(load(&c, NULL, &err, "--interval", "0.5", NULL), GM_OK);
+    assert_int_equal(c.poll_interval_ms, 500);
+    assert_int_equal(c.source[GM_SET_POLL], GM_CFG_FLAG);
+    assert_int_equal(load(&c, NULL, &err, "--interval=2m", NULL), GM_OK);
+    assert_int_equal(c.poll_interval_ms, 120000);
+    /* Over the environment's milliseconds, as any flag. */
+    static const char *const env_poll[] = {"GPU_MONITOR_POLL_INTERVAL_MS=250", NULL};
+    assert_int_equal(load(&c, env_poll, &err, "--interval", "1s", NULL), GM_OK);
+    assert_int_equal(c.poll_interval_ms, 1000);
+    assert_int_equal(load(&c, NULL, &err, "--interval", "50ms", NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--interval"));
+
+    assert_int_equal(load(&c, NULL, &err, "--retention", "30d", NULL), GM_OK);
+    assert_int_equal(c.retention_s, 30 * 86400);
+    assert_int_equal(load(&c, NULL, &err, "--retention", "0", NULL), GM_OK);
+    assert_int_equal(c.retention_s, 0);
+    static const char *const env_ret[] = {"GPU_MONITOR_RETENTION=12h", NULL};
+    assert_int_equal(load(&c, env_ret, &err, NULL), GM_OK);
+    assert_int_equal(c.retention_s, 12 * 3600);
+    assert_int_equal(c.source[GM_SET_RETENTION], GM_CFG_ENV);
+    json_t *j = gm_serve_config_json(&c);
+    assert_int_equal(json_integer_value(json_object_get(j, "retention_seconds")), 12 * 3600);
+    json_decref(j);
+    assert_int_equal(load(&c, NULL, &err, "--retention", "0.5", NULL), GM_EINVAL);
+    assert_int_equal(load(&c, NULL, &err, "--retention", "-1d", NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--retention"));
+
+    assert_int_equal(load(&c, NULL, &err, "--retenton", "1d", NULL), GM_EINVAL);
+    assert_string_equal(err.msg, "unknown option \"--retenton\"; did you mean \"--retention\"?");
+    assert_int_equal(load(&c, NULL, &err, "--intervall=1", NULL), GM_EINVAL);
+    assert_string_equal(err.msg, "unknown option \"--intervall\"; did you mean \"--interval\"?");
+    assert_int_equal(load(&c, NULL, &err, "--frobnicate", NULL), GM_EINVAL);
+    assert_string_equal(err.msg, "unknown option \"--frobnicate\" (see --help)");
+}
+
 static void test_config_json_hides_token(void **state)
 {
     (void)state;
@@ -360,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_hostname),
         cmocka_unit_test(test_prometheus),
         cmocka_unit_test(test_config_json_hides_token),
+        cmocka_unit_test(test_interval_retention_and_typos),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

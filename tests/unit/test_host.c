@@ -439,6 +439,35 @@ static void test_describe_process(void **state)
     assert_string_equal(cmd, "");
 }
 
+static void test_process_usage(void **state)
+{
+    const char *root = *state;
+    gm_host_proc_usage u;
+    long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    /* A comm with a space and a ')' in it; negative priority and nice. */
+    write_text(root, "31/stat",
+               "31 (my (odd) name) S 1 31 31 0 -1 4194304 100 0 0 0 250 50 0 0 -2 -5 4 0 "
+               "123456 1000000 300 18446744073709551615\n");
+    write_text(root, "31/status", "Name:\tx\nUid:\t1000\t1000\t1000\t1000\n");
+    assert_int_equal(gm_host_process_usage(root, 31, &u), GM_OK);
+    assert_float_equal(u.cpu_s, 300.0 / (double)hz, 1e-9);
+    assert_int_equal(u.start_ticks, 123456);
+    assert_int_equal(u.rss_bytes, 300 * (uint64_t)page);
+    assert_true(u.has_uid);
+    assert_int_equal(u.uid, 1000);
+    write_text(root, "32/stat", "32 (x) S 1 2 3\n");
+    assert_int_equal(gm_host_process_usage(root, 32, &u), GM_EPARSE);
+    write_text(root, "33/stat", "33 no parenthesis\n");
+    assert_int_equal(gm_host_process_usage(root, 33, &u), GM_EPARSE);
+    assert_int_equal(gm_host_process_usage(root, 999, &u), GM_ENOENT);
+    /* The live /proc: this process, with our own uid and some memory. */
+    assert_int_equal(gm_host_process_usage(NULL, (uint32_t)getpid(), &u), GM_OK);
+    assert_true(u.has_uid);
+    assert_int_equal(u.uid, getuid());
+    assert_true(u.rss_bytes > 0);
+    assert_true(u.start_ticks > 0);
+}
+
 static void test_parent_pid(void **state)
 {
     const char *root = *state;
@@ -550,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_describe_process),
         cmocka_unit_test_setup_teardown(test_describe_truncation, tmp_setup, tmp_teardown),
         cmocka_unit_test_setup_teardown(test_parent_pid, tmp_setup, tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_process_usage, tmp_setup, tmp_teardown),
         cmocka_unit_test(test_real_proc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -499,6 +499,20 @@ static void test_benchmarks(void **state)
     assert_error(get("/api/benchmarks/"), 404, "no such endpoint");
     assert_error(get("/api/benchmarks/a/b"), 404, "no such endpoint");
     assert_error(get("/api/benchmarks/abc?timeline=0"), 400, "unknown parameter \"timeline\"");
+    /* Compare: 2 to 16 ids, comma-separated. */
+    c = get("/api/benchmarks/compare?ids=a-1,b.2,c_3");
+    assert_int_equal(c->rs.defer->op, GM_JOB_BENCH_COMPARE);
+    assert_int_equal(c->rs.defer->nids, 3);
+    assert_string_equal(c->rs.defer->ids[0], "a-1");
+    assert_string_equal(c->rs.defer->ids[2], "c_3");
+    done(c);
+    assert_error(get("/api/benchmarks/compare"), 400, "give 2 to 16 benchmark ids");
+    assert_error(get("/api/benchmarks/compare?ids=a"), 400, "give 2 to 16 benchmark ids");
+    assert_error(get("/api/benchmarks/compare?ids=a,,b"), 400, "\"\" is not a benchmark id");
+    assert_error(get("/api/benchmarks/compare?ids=a,b%21"), 400, "\"b!\" is not a benchmark id");
+    assert_error(get("/api/benchmarks/compare?ids=a,b&x=1"), 400, "unknown parameter \"x\"");
+    assert_error(get("/api/benchmarks/compare?ids=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"), 400,
+                 "at most 16 benchmarks");
 }
 
 /* ---- the fleet: requests handed to the fleet thread ---------------------------------------- */
@@ -587,10 +601,28 @@ static void test_sessions(void **state)
     assert_int_equal(c->rs.defer->op, GM_JOB_STOP);
     assert_string_equal(c->rs.defer->id, "abc");
     done(c);
+    /* Export: JSON unless format=csv. */
+    c = get("/api/sessions/abc/export");
+    assert_int_equal(c->rs.defer->op, GM_JOB_EXPORT);
+    assert_string_equal(c->rs.defer->id, "abc");
+    assert_false(c->rs.defer->csv);
+    done(c);
+    c = get("/api/sessions/abc/export?format=csv");
+    assert_true(c->rs.defer->csv);
+    done(c);
+    c = get("/api/sessions/abc/export?format=json");
+    assert_false(c->rs.defer->csv);
+    done(c);
+    assert_error(get("/api/sessions/abc/export?format=xml"), 400,
+                 "format=\"xml\" is not csv or json");
+    assert_error(get("/api/sessions/abc/export?timeline=0"), 400, "unknown parameter \"timeline\"");
+    c = request(GM_HTTP_DELETE, "/api/sessions/abc/export", pub, false, NULL);
+    assert_string_equal(c->rs.allow, "GET, HEAD, OPTIONS");
+    assert_error(c, 405, "takes GET");
     /* Not one of our ids, or not a session path. */
-    static const char *const not_ours[] = {"/api/sessions/", "/api/sessions/a%21b",
-                                           "/api/sessions/a b", "/api/sessions/abc/start",
-                                           "/api/sessions/abc/stop/now"};
+    static const char *const not_ours[] = {
+        "/api/sessions/",          "/api/sessions/a%21b",        "/api/sessions/a b",
+        "/api/sessions/abc/start", "/api/sessions/abc/stop/now", "/api/sessions/abc/export/csv"};
     for (size_t i = 0; i < sizeof not_ours / sizeof *not_ours; i++)
         assert_error(get(not_ours[i]), 404, "no such endpoint");
     char longid[GM_SESSION_ID_LEN + 32];

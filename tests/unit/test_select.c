@@ -190,11 +190,17 @@ static void test_thresholds_inclusive(void **state)
                              "free; GPU 3 (1024 MiB free, 99% util): needs >= 20480 MiB free and "
                              "<= 10% util");
 
+    gm_select_shortfall(&res, why, sizeof why);
+    assert_string_equal(why, "1 of 2 GPUs free (GPU 1: 19968 MiB free < 20480 MiB; GPU 2: 11% "
+                             "util > 10%; GPU 3: 1024 MiB free < 20480 MiB, 99% util > 10%)");
+
     req.count = 1;
     assert_int_equal(gm_select(snap, &req, NULL, &res, NULL), GM_OK);
     assert_true(res.satisfied);
     gm_select_explain(&res, why, sizeof why);
     assert_string_equal(why, "selected GPU 0 (score 0.510)");
+    gm_select_shortfall(&res, why, sizeof why);
+    assert_string_equal(why, "1 of 1 GPU free");
 }
 
 static void test_only_list_and_leases(void **state)
@@ -214,6 +220,12 @@ static void test_only_list_and_leases(void **state)
     assert_string_equal(entry(1)->reason, "leased by pid 4242");
     assert_true(entry(1)->leased);
     assert_int_equal(entry(1)->lease_pid, 4242);
+    req.count = 3; /* GPU 0 is ruled out by the caller: not named */
+    assert_int_equal(gm_select(snap, &req, held, &res, NULL), GM_OK);
+    char why[256];
+    gm_select_shortfall(&res, why, sizeof why);
+    assert_string_equal(why, "2 of 3 GPUs free (GPU 1: leased by pid 4242)");
+    req.count = 1;
 
     /* --ignore-leases: the leased GPU competes again but is still reported as leased. */
     req.ignore_leases = true;

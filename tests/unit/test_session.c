@@ -115,7 +115,7 @@ static void test_exact_stats(void **state)
     json_t *doc = gm_session_to_json(s);
     assert_non_null(doc);
     assert_int_equal(json_integer_value(json_object_get(doc, "sample_count")), 5);
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "finished");
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "stopped");
     assert_string_equal(json_string_value(json_object_get(doc, "label")), "lbl");
     assert_string_equal(json_string_value(json_object_get(doc, "id")), gm_session_id(s));
 
@@ -259,6 +259,64 @@ static void test_energy_from_power(void **state)
     assert_true(json_is_null(json_object_get(gpu_stats(doc, "0"), "energy_j")));
     json_decref(doc);
     gm_session_free(s);
+}
+
+static void test_brief(void **state)
+{
+    /* GPU 0: utilization 10, 20, 30, power 100 W; GPU 1: utilization 90 once then absent, no
+     * power. Mean over every sample 37.5, max 90; energy unknown (GPU 1 has none). */
+    gm_session *s = NULL;
+    unsigned both[] = {0, 1};
+    assert_int_equal(gm_session_new(NULL, both, 2, 1, &s, NULL), GM_OK);
+    double v[2 * GM_SM__COUNT];
+    for (int k = 0; k < 3; k++) {
+        for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+            v[m] = NAN;
+        v[GM_SM_UTIL] = 10 * (k + 1);
+        v[GM_SM_POWER_W] = 100;
+        v[GM_SM__COUNT + GM_SM_UTIL] = k == 0 ? 90 : NAN;
+        assert_int_equal(gm_session_add_values(s, k, v, NULL), GM_OK);
+    }
+    json_t *b = gm_session_brief(s);
+    assert_float_equal(num(b, "utilization_mean", NULL), 37.5, 1e-9);
+    assert_float_equal(num(b, "utilization_max", NULL), 90, 1e-9);
+    assert_true(json_is_null(json_object_get(b, "energy_j")));
+    /* The same figures from the document. */
+    json_t *doc = gm_session_to_json(s);
+    json_t *d = gm_session_doc_brief(doc);
+    assert_true(json_equal(b, d));
+    json_decref(d);
+    json_decref(doc);
+    json_decref(b);
+    gm_session_free(s);
+
+    /* One GPU with power: its energy; no utilization at all: null, never 0. */
+    unsigned one[] = {0};
+    assert_int_equal(gm_session_new(NULL, one, 1, 1, &s, NULL), GM_OK);
+    for (int k = 0; k < 2; k++) {
+        for (int m = 0; m < GM_SM__COUNT; m++)
+            v[m] = NAN;
+        v[GM_SM_POWER_W] = 100;
+        assert_int_equal(gm_session_add_values(s, k, v, NULL), GM_OK);
+    }
+    b = gm_session_brief(s);
+    assert_true(json_is_null(json_object_get(b, "utilization_mean")));
+    assert_true(json_is_null(json_object_get(b, "utilization_max")));
+    assert_float_equal(num(b, "energy_j", NULL), 100, 1e-9);
+    doc = gm_session_to_json(s);
+    d = gm_session_doc_brief(doc);
+    assert_true(json_equal(b, d));
+    json_decref(d);
+    json_decref(doc);
+    json_decref(b);
+    gm_session_free(s);
+    /* Not a session document: nothing known. */
+    doc = json_pack("{s:s}", "kind", "snapshot");
+    d = gm_session_doc_brief(doc);
+    assert_true(json_is_null(json_object_get(d, "utilization_mean")));
+    assert_true(json_is_null(json_object_get(d, "energy_j")));
+    json_decref(d);
+    json_decref(doc);
 }
 
 static void test_energy_counter_reset(void **state)
@@ -484,10 +542,18 @@ static void test_summary_prints(void **state)
     FILE *f = open_memstream(&buf, &len);
     gm_session_print_summary(f, doc);
     fclose(f);
-    assert_non_null(strstr(buf, "finished"));
+    assert_non_null(strstr(buf, ": stopped"));
     assert_non_null(strstr(buf, "5 samples"));
     assert_non_null(strstr(buf, "GPU model 0"));
     assert_non_null(strstr(buf, "1000.0")); /* energy of GPU 0 */
+    assert_null(strstr(buf, "simulated"));
+    free(buf);
+    /* Simulated GPUs are said to be so. */
+    json_object_set_new(doc, "provider", json_string("sim"));
+    f = open_memstream(&buf, &len);
+    gm_session_print_summary(f, doc);
+    fclose(f);
+    assert_non_null(strstr(buf, "\nsimulated GPUs (provider sim)"));
     free(buf);
     json_decref(doc);
     gm_session_free(s);
@@ -519,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_filter_and_missing_gpu),
         cmocka_unit_test(test_energy_from_power),
         cmocka_unit_test(test_energy_counter_reset),
+        cmocka_unit_test(test_brief),
         cmocka_unit_test(test_lost_gpu_is_absent),
         cmocka_unit_test(test_metadata_and_finish),
         cmocka_unit_test(test_replay_matches),

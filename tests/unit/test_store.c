@@ -20,6 +20,7 @@
 
 #include "server/worker.h"
 #include "store/store.h"
+#include "base/json.h"
 #include "core/timeline.h"
 
 /* The session's document with its timeline, written by core/timeline.c, parsed back. */
@@ -84,6 +85,34 @@ static int export_csv(gm_store *st, const char *id, FILE *f, gm_error *err)
     assert_int_equal(gm_timeline_close(tl, NULL), GM_OK);
     gm_buf_free(&b);
     return rc;
+}
+
+/* csv without its first column (the absolute time), after checking that column: each row's
+ * time is started_ms plus its t_s, in ISO 8601 UTC. Returns a malloc'd copy. */
+static char *without_time(const char *csv, int64_t started_ms)
+{
+    char *out = malloc(strlen(csv) + 1), *o = out;
+    int row = 0;
+    for (const char *line = csv; *line; row++) {
+        const char *end = strchr(line, '\n');
+        const char *comma = strchr(line, ',');
+        assert_non_null(end);
+        assert_true(comma && comma < end);
+        if (row == 0) {
+            assert_int_equal(comma - line, 4); /* "time" */
+        } else {
+            char want[40], got[40];
+            gm_json_time(started_ms + (int64_t)llround(strtod(comma + 1, NULL) * 1000), want,
+                         sizeof want);
+            snprintf(got, sizeof got, "%.*s", (int)(comma - line), line);
+            assert_string_equal(got, want);
+        }
+        memcpy(o, comma + 1, (size_t)(end - comma));
+        o += end - comma;
+        line = end + 1;
+    }
+    *o = '\0';
+    return out;
 }
 
 static char tmpdir[256];
@@ -228,7 +257,7 @@ static void test_write_read_back(void **state)
     assert_string_equal(e[0].kind, "record");
     assert_string_equal(e[0].label, "first");
     assert_string_equal(e[0].command, "sh -c 'sleep 1; exit 3'");
-    assert_string_equal(e[0].status, "finished");
+    assert_string_equal(e[0].status, "stopped");
     assert_int_equal(e[0].samples, 4);
     assert_true(e[0].has_exit);
     assert_int_equal(e[0].exit_code, 3);
@@ -254,16 +283,18 @@ static void test_write_read_back(void **state)
     FILE *f = open_memstream(&buf, &len);
     assert_int_equal(export_csv(st, gm_session_id(s), f, NULL), GM_OK);
     fclose(f);
-    assert_string_equal(buf, "t,gpu,utilization,memory_used_mb,memory_usage_percent,"
-                             "temperature_c,power_draw_w,energy_counter_j\n"
-                             "0.000,0,10,1024,,,100,5000\n"
-                             "0.000,2,7,,,40,,\n"
-                             "0.500,0,20,1024,,,101,5100\n"
-                             "0.500,2,7,,,41,,\n"
-                             "1.000,0,30,1024,,,102,5200\n"
-                             "1.000,2,7,,,42,,\n"
-                             "1.500,0,90,,,,,\n"
-                             "1.500,2,,,,,,\n");
+    char *rest = without_time(buf, gm_session_started_ms(s));
+    assert_string_equal(rest, "t_s,gpu,utilization_percent,memory_used_mib,memory_used_percent,"
+                              "temperature_c,power_w,energy_j,simulated\n"
+                              "0.000,0,10.0,1024.00,,,100.000,5000.000,false\n"
+                              "0.000,2,7.0,,,40.0,,,false\n"
+                              "0.500,0,20.0,1024.00,,,101.000,5100.000,false\n"
+                              "0.500,2,7.0,,,41.0,,,false\n"
+                              "1.000,0,30.0,1024.00,,,102.000,5200.000,false\n"
+                              "1.000,2,7.0,,,42.0,,,false\n"
+                              "1.500,0,90.0,,,,,,false\n"
+                              "1.500,2,,,,,,,false\n");
+    free(rest);
     free(buf);
     gm_session_free(s);
     gm_store_close(st);
@@ -412,7 +443,7 @@ static void test_resolve_and_documents(void **state)
     assert_int_equal(gm_store_list(st, 1, &e, &n, NULL), GM_OK);
     assert_int_equal(n, 1); /* the limit holds */
     assert_string_equal(e[0].kind, "snapshot");
-    assert_string_equal(e[0].status, "finished");
+    assert_string_equal(e[0].status, "stopped");
     free(e);
     gm_store_close(st);
 }
@@ -502,6 +533,28 @@ static void test_delete(void **state)
     assert_int_equal(gm_store_session_delete(st, "kept", &err), GM_ENOENT);
     assert_int_equal(count_rows(path, "sessions", "id", "kept-session"), 1);
 
+    /* Status as read now: what deleting or pruning checks first. */
+    char status[16];
+    assert_int_equal(gm_store_status(st, "kept-session", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "running"); /* its owner is this process */
+    assert_int_equal(gm_store_status(st, "snap-1", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "stopped");
+    assert_int_equal(gm_store_status(st, "nope", status, sizeof status, &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, "nope"));
+    {
+        /* An owner that is gone (no process has this pid): interrupted. */
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "UPDATE sessions SET owner_pid = 2147483646 WHERE id = "
+                                      "'kept-session'",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+    }
+    assert_int_equal(gm_store_status(st, "kept-session", status, sizeof status, NULL), GM_OK);
+    assert_string_equal(status, "interrupted");
+
     /* A stored document, and a session still running (the store does not judge status). */
     assert_int_equal(gm_store_session_delete(st, "snap-1", NULL), GM_OK);
     assert_int_equal(gm_store_session_delete(st, "kept-session", NULL), GM_OK);
@@ -513,6 +566,123 @@ static void test_delete(void **state)
     assert_int_equal(count_rows(path, "samples", "session_id", "kept-session"), 0);
     gm_session_free(a);
     gm_session_free(b);
+    gm_store_close(st);
+}
+
+/* Retention: what ended before the cutoff goes, oldest first and bounded per call; what a live
+ * process is recording stays however old. */
+static void test_prune(void **state)
+{
+    char path[512], sql[512];
+    db_path(path, sizeof path, "prune.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    const int64_t day = 86400000;
+    /* old: finished 40 days ago; gone: interrupted, last sample 40 days ago; live: still
+     * running in this process, started 40 days ago; new: finished now; snap: an old snapshot. */
+    gm_session *old = make_session("old"), *gone = make_session("gone"),
+               *live = make_session("live"), *fresh = make_session("new");
+    gm_session_restore(old, "a-old", gm_session_started_ms(old) - 40 * day, 0);
+    gm_session_restore(gone, "b-gone", gm_session_started_ms(gone) - 40 * day, 0);
+    gm_session_restore(live, "c-live", gm_session_started_ms(live) - 40 * day, 0);
+    gm_session *all[] = {old, gone, live, fresh};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(gm_store_session_begin(st, all[i], NULL), GM_OK);
+    gm_session_finish(old);
+    assert_int_equal(gm_store_session_end(st, old, NULL), GM_OK);
+    gm_session_finish(fresh);
+    assert_int_equal(gm_store_session_end(st, fresh, NULL), GM_OK);
+    /* Its end as a session restored 40 days back would have it (finish stamps the clock). */
+    raw_sql(path, "UPDATE sessions SET ended_ms = started_ms + 1000 WHERE id = 'a-old'");
+    snprintf(sql, sizeof sql, "UPDATE sessions SET owner_pid = %d WHERE id = 'b-gone'",
+             (int)dead_pid());
+    raw_sql(path, sql);
+    json_t *doc = json_pack("{s:s}", "kind", "gpumon-snapshot");
+    assert_int_equal(gm_store_put_document(st, "snapshot", "d-snap", NULL, doc, NULL), GM_OK);
+    json_decref(doc);
+    raw_sql(path, "UPDATE sessions SET started_ms = started_ms - 50 * 86400000, ended_ms = "
+                  "ended_ms - 50 * 86400000 WHERE id = 'd-snap'");
+
+    int64_t cutoff = gm_session_started_ms(fresh) - 30 * day;
+    size_t deleted = 99;
+    bool more = false;
+    /* One at a time: the oldest (the snapshot) first, and more remain. */
+    assert_int_equal(gm_store_prune(st, cutoff, 1, &deleted, &more, &err), GM_OK);
+    assert_int_equal(deleted, 1);
+    assert_true(more);
+    assert_int_equal(count_rows(path, "sessions", "id", "d-snap"), 0);
+    assert_int_equal(gm_store_prune(st, cutoff, 0, &deleted, &more, &err), GM_OK);
+    assert_int_equal(deleted, 2);
+    assert_false(more);
+    assert_int_equal(count_rows(path, "sessions", "id", "a-old"), 0);
+    assert_int_equal(count_rows(path, "samples", "session_id", "a-old"), 0);
+    assert_int_equal(count_rows(path, "sessions", "id", "b-gone"), 0);
+    assert_int_equal(count_rows(path, "sessions", "id", "c-live"), 1);
+    assert_int_equal(count_rows(path, "sessions", "id", gm_session_id(fresh)), 1);
+    /* Nothing more to do. */
+    assert_int_equal(gm_store_prune(st, cutoff, 0, &deleted, NULL, &err), GM_OK);
+    assert_int_equal(deleted, 0);
+    for (int i = 0; i < 4; i++)
+        gm_session_free(all[i]);
+    gm_store_close(st);
+}
+
+static double brief_num(const json_t *b, const char *key)
+{
+    const json_t *v = json_object_get(b, key);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+static void test_brief(void **state)
+{
+    char path[512];
+    db_path(path, sizeof path, "brief.db");
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *a = make_session("a");
+    gm_session_attach(a, "provider", json_string("sim"));
+    assert_int_equal(gm_store_session_begin(st, a, NULL), GM_OK);
+    /* Running (no document yet): utilization from the samples, 10/20/30 and 7/7/7; energy not
+     * known until it ends. */
+    json_t *b = NULL;
+    assert_int_equal(gm_store_brief(st, gm_session_id(a), &b, NULL), GM_OK);
+    assert_float_equal(brief_num(b, "utilization_mean"), 13.5, 1e-9);
+    assert_float_equal(brief_num(b, "utilization_max"), 30, 1e-9);
+    assert_true(json_is_null(json_object_get(b, "energy_j")));
+    assert_string_equal(json_string_value(json_object_get(b, "command")),
+                        "sh -c 'sleep 1; exit 3'");
+    assert_string_equal(json_string_value(json_object_get(b, "provider")), "sim");
+    json_t *gpus = json_object_get(b, "gpus");
+    assert_int_equal(json_array_size(gpus), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(gpus, 1), "index")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(gpus, 1), "name")),
+                        "A100");
+    json_decref(b);
+    /* Finished: from its document, the same as the session says of itself. */
+    gm_session_finish(a);
+    assert_int_equal(gm_store_session_end(st, a, NULL), GM_OK);
+    assert_int_equal(gm_store_brief(st, gm_session_id(a), &b, NULL), GM_OK);
+    json_t *own = gm_session_brief(a);
+    assert_float_equal(brief_num(b, "utilization_mean"), brief_num(own, "utilization_mean"), 1e-9);
+    assert_float_equal(brief_num(b, "utilization_max"), 30, 1e-9);
+    assert_true(json_is_null(json_object_get(b, "energy_j"))); /* GPU 2 has none */
+    json_decref(own);
+    json_decref(b);
+    /* A plain document: no GPUs, nothing measured. */
+    json_t *doc = json_pack("{s:s}", "kind", "gpumon-snapshot");
+    assert_int_equal(gm_store_put_document(st, "snapshot", "snap-1", NULL, doc, NULL), GM_OK);
+    json_decref(doc);
+    assert_int_equal(gm_store_brief(st, "snap-1", &b, NULL), GM_OK);
+    assert_int_equal(json_array_size(json_object_get(b, "gpus")), 0);
+    assert_true(json_is_null(json_object_get(b, "utilization_mean")));
+    assert_true(json_is_null(json_object_get(b, "command")));
+    json_decref(b);
+    assert_int_equal(gm_store_brief(st, "nope", &b, &err), GM_ENOENT);
+    assert_null(b);
+    gm_session_free(a);
     gm_store_close(st);
 }
 
@@ -590,13 +760,15 @@ static void test_bounded_session_stores_every_sample(void **state)
     FILE *f = open_memstream(&buf, &len);
     assert_int_equal(export_csv(st, gm_session_id(s), f, NULL), GM_OK);
     fclose(f);
-    assert_string_equal(buf, "t,gpu,utilization,memory_used_mb,memory_usage_percent,"
-                             "temperature_c,power_draw_w,energy_counter_j\n"
-                             "0.000,3,10,,,,100,\n"
-                             "1.000,3,20,,,,100,\n"
-                             "2.000,3,30,,,,100,\n"
-                             "3.000,3,40,,,,100,\n"
-                             "4.000,3,50,,,,100,\n");
+    char *rest = without_time(buf, gm_session_started_ms(s));
+    assert_string_equal(rest, "t_s,gpu,utilization_percent,memory_used_mib,memory_used_percent,"
+                              "temperature_c,power_w,energy_j,simulated\n"
+                              "0.000,3,10.0,,,,100.000,,false\n"
+                              "1.000,3,20.0,,,,100.000,,false\n"
+                              "2.000,3,30.0,,,,100.000,,false\n"
+                              "3.000,3,40.0,,,,100.000,,false\n"
+                              "4.000,3,50.0,,,,100.000,,false\n");
+    free(rest);
     free(buf);
     gm_session_free(s);
     gm_store_close(st);
@@ -707,7 +879,7 @@ static void test_benchmarks(void **state)
     gm_store_entry *b = strcmp(e[0].kind, "bench") == 0 ? &e[0] : &e[1];
     assert_string_equal(b->kind, "bench");
     assert_string_equal(b->label, "vllm");
-    assert_string_equal(b->status, "finished");
+    assert_string_equal(b->status, "stopped");
     assert_string_equal(b->command, "gpumon bench --url=http://h:8000");
     assert_float_equal(b->duration_s, 60, 1e-9);
     assert_int_equal(b->samples, 42);
@@ -1034,7 +1206,7 @@ static void test_daemon_store_retried_after_disk_full(void **state)
     size_t n = 0;
     assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
     assert_int_equal(n, 1);
-    assert_string_equal(e[0].status, "finished");
+    assert_string_equal(e[0].status, "stopped");
     assert_int_equal(e[0].samples, 8);
     free(e);
     gm_store_close(st);
@@ -1216,6 +1388,8 @@ int main(void)
         cmocka_unit_test(test_two_writers),
         cmocka_unit_test(test_default_path),
         cmocka_unit_test(test_delete),
+        cmocka_unit_test(test_prune),
+        cmocka_unit_test(test_brief),
         cmocka_unit_test(test_bounded_session_stores_every_sample),
         cmocka_unit_test(test_interrupted_keeps_begin_metadata),
         cmocka_unit_test(test_migrates_version_1),

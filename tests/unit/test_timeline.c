@@ -133,12 +133,14 @@ static void test_csv(void **state)
     for (char *nlp; (nlp = strchr(line, '\n')); line = nlp + 1, rows++) {
         *nlp = '\0';
         if (rows == 0)
-            assert_string_equal(line, "t,gpu,utilization,memory_used_mb,memory_usage_percent,"
-                                      "temperature_c,power_draw_w,energy_counter_j");
+            assert_string_equal(line, "time,t_s,gpu,utilization_percent,memory_used_mib,"
+                                      "memory_used_percent,temperature_c,power_w,energy_j,"
+                                      "simulated");
+        /* No start given: the absolute time is left empty; fixed decimals per column. */
         if (rows == 2) /* sample 0, GPU 7: power absent, empty */
-            assert_string_equal(line, "0.000,7,1,2.25,3,4,,6");
+            assert_string_equal(line, ",0.000,7,1.0,2.25,3.00,4.0,,6.000,false");
         if (rows == 4) /* sample 1, GPU 7: temperature absent too */
-            assert_string_equal(line, "0.500,7,11,12.25,13,,,16");
+            assert_string_equal(line, ",0.500,7,11.0,12.25,13.00,,,16.000,false");
     }
     assert_int_equal(rows, 1 + 3 * 2);
     free(csv);
@@ -155,6 +157,8 @@ static void test_through_a_file(void **state)
     gm_buf_init(&b, 0);
     gm_timeline *tl = NULL;
     assert_int_equal(gm_timeline_open(GM_TIMELINE_CSV, &b, f, &tl), GM_OK);
+    gm_timeline_set_start_ms(tl, 1764000000000); /* 2025-11-24T16:00:00Z */
+    gm_timeline_set_simulated(tl, true);
     double v[2 * GM_SM__COUNT];
     values(0, v);
     for (int i = 0; i < 20000; i++)
@@ -171,7 +175,9 @@ static void test_through_a_file(void **state)
     for (char *p = all; (p = strchr(p, '\n')); p++)
         lines++;
     assert_int_equal(lines, 1 + 20000 * 2);
-    assert_non_null(strstr(all, "\n19999.000,7,"));
+    assert_non_null(strstr(all, "\n2025-11-24T21:33:19.000Z,19999.000,7,"));
+    assert_non_null(strstr(all, ",true\n"));
+    assert_null(strstr(all, ",false\n"));
     free(all);
     fclose(f);
 }

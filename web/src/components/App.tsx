@@ -1,63 +1,62 @@
-// The page: header, then either the GPU grid or the no-GPU state, then processes and host.
-// App itself re-renders only when the set of GPUs changes, never per sample.
+// The page frame: the header with the pages, then the page the address names, or the token
+// form while the daemon refuses the page's token. The page is keyed by its path, so moving to
+// another run or GPU starts it afresh.
 
-import { FleetNav, FleetPage, useFleetRoute } from '../fleet';
-import type { FleetStore } from '../fleet';
-import type { Store } from '../lib/store';
-import { GpuCard } from './GpuCard';
+import type { AppContext, Page } from '../app';
+import type { Match, Place, Route } from '../lib/router';
+import { href, sectionOf } from '../lib/router';
 import { Header } from './Header';
-import { HostPanel } from './HostPanel';
-import { NoGpu } from './NoGpu';
-import { ProcessTable } from './ProcessTable';
-import { useTopics } from './hooks';
+import { TokenForm } from './TokenForm';
 
-export interface AppProps {
-  store: Store;
-  onRetry: () => void;
-  /** A problem that stops the page from working at all (e.g. a missing token), or null. */
-  fatal: string | null;
-  /** The Fleet page (#/fleet), offered when the daemon runs with --prometheus. */
-  fleet: FleetStore;
+export interface AuthView {
+  needed: boolean;
+  error: string | null;
+  busy: boolean;
+  hasToken: boolean;
 }
 
-export function App({ store, onRetry, fatal, fleet }: AppProps) {
-  useTopics(store, 'layout', 'series');
-  const onFleet = useFleetRoute();
-  const s = store.snapshot;
-  const n = s?.gpus.length ?? 0;
-  if (onFleet)
-    return (
-      <>
-        <Header store={store} onRetry={onRetry} />
-        <FleetNav fleet={fleet} onFleet />
-        <FleetPage fleet={fleet} />
-      </>
-    );
+export interface AppProps {
+  app: AppContext;
+  pages: readonly Route<Page>[];
+  place: Place;
+  match: Match<Page> | null;
+  auth: AuthView;
+  onRetry: () => void;
+  onToken: (token: string, remember: boolean) => void;
+  onForgetToken: () => void;
+}
+
+function NotFound({ path }: { path: string }) {
+  return (
+    <section class="card" data-state="not-found">
+      <h2>No page at {path}</h2>
+      <p class="note">
+        <a href={href('/')}>Back to the live view</a>
+      </p>
+    </section>
+  );
+}
+
+export function App({ app, pages, place, match, auth, onRetry, onToken, onForgetToken }: AppProps) {
+  const PageC = match?.route.page;
   return (
     <>
-      <Header store={store} onRetry={onRetry} />
-      <FleetNav fleet={fleet} onFleet={false} />
-      <main data-gpu-count={n} data-ready={s ? 'yes' : 'no'}>
-        {fatal && (
-          <p class="banner" role="alert">
-            {fatal}
-          </p>
-        )}
-        {store.historyError && <p class="banner banner-soft">{store.historyError}</p>}
-        {!s && !fatal && <p class="loading">Waiting for the first sample from the daemon…</p>}
-        {s && n === 0 && <NoGpu store={store} />}
-        {s && n > 0 && (
-          <div class={`grid grid-${Math.min(n, 4)}`}>
-            {s.gpus.map((g) => (
-              <GpuCard key={g.uuid ?? g.index} store={store} index={g.index} />
-            ))}
-          </div>
-        )}
-        {s && (
-          <div class="lower">
-            {n > 0 && <ProcessTable store={store} />}
-            <HostPanel store={store} />
-          </div>
+      <Header
+        store={app.store}
+        onRetry={onRetry}
+        nav={pages}
+        active={sectionOf(match)}
+        tokenNeeded={auth.needed}
+        hasToken={auth.hasToken}
+        onForgetToken={onForgetToken}
+      />
+      <main data-route={match?.route.path ?? 'none'}>
+        {auth.needed ? (
+          <TokenForm error={auth.error} busy={auth.busy} onSubmit={onToken} />
+        ) : PageC ? (
+          <PageC key={place.path} app={app} params={match.params} query={place.query} />
+        ) : (
+          <NotFound path={place.path} />
         )}
       </main>
     </>

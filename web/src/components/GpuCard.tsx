@@ -1,10 +1,12 @@
 // One GPU: identity, the current value of every metric (or why it has none) and its two live
 // charts. Only this card re-renders when a sample arrives; its charts update themselves.
 
+import { href } from '../lib/router';
 import { fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtRatio, fmtTemp, fmtWatts, healthLine, LOST, NA } from '../lib/format';
 import type { Store } from '../lib/store';
 import type { Gpu } from '../lib/types';
 import { useTopics } from './hooks';
+import { isStale, StaleNote } from './StaleNote';
 import { TimeChart } from './TimeChart';
 
 /** A horizontal 0-100 % gauge; absent values draw no bar at all. */
@@ -45,7 +47,7 @@ function throttleWarning(g: Gpu): string | null {
 }
 
 export function GpuCard({ store, index }: { store: Store; index: number }) {
-  useTopics(store, 'frame', 'window');
+  useTopics(store, 'frame', 'window', 'link');
   const snap = store.snapshot;
   const g = snap?.gpus.find((x) => x.index === index);
   if (!snap || !g) return null;
@@ -61,10 +63,13 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
   const pcieMax =
     g.pcie.gen_max !== null || g.pcie.width_max !== null ? `max ${fmtPcie(g.pcie.gen_max, g.pcie.width_max)}` : undefined;
 
+  const stale = isStale(store);
   return (
     <article
-      class={`card gpu${lost ? ' is-lost' : ''}`}
+      class={`card gpu${lost ? ' is-lost' : ''}${stale ? ' is-stale' : ''}`}
       data-index={g.index}
+      data-gpu-index={g.index}
+      data-stale={stale ? 'yes' : 'no'}
       data-uuid={g.uuid ?? ''}
       data-seq={snap.seq}
       data-timestamp={snap.timestamp_ms}
@@ -72,7 +77,9 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
     >
       <header class="card-head">
         <h2 id={`gpu-${g.index}-title`} tabIndex={0} aria-describedby={`gpu-${g.index}-ident`}>
-          <span class="idx">GPU {g.index}</span>
+          <a class="idx" href={href(`/gpu/${g.index}`)} title="Every metric of this GPU over time">
+            GPU {g.index}
+          </a>
           <span class="name" data-field="name">
             {g.name}
           </span>
@@ -90,6 +97,7 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
           )
         )}
       </header>
+      <StaleNote store={store} />
       {lost && <p class="note">This GPU stopped answering the driver. Its values are marked lost until it returns.</p>}
       <dl class="stats">
         <div class="stat" data-field="util">

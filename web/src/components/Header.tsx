@@ -1,22 +1,39 @@
-// The header: which host and driver this is, whether the data is simulated, whether the link is
-// live and how old the newest sample is, and the chart window picker.
+// The header: which host and driver this is, whether the data is simulated, the pages, whether
+// the link is live and how old the newest sample is.
 
-import { fmtAge, fmtWindow, NA } from '../lib/format';
+import { fmtAge, NA } from '../lib/format';
 import { linkLabel } from '../lib/connection';
-import { WINDOWS, isWindow } from '../lib/history';
+import type { Route } from '../lib/router';
+import { href } from '../lib/router';
 import type { Store } from '../lib/store';
 import { useTicker, useTopics } from './hooks';
 
 /** How stale a sample may get, relative to the poll interval, before the age turns into a warning. */
 const STALE_POLLS = 3;
 
-export function Header({ store, onRetry }: { store: Store; onRetry: () => void }) {
-  useTopics(store, 'frame', 'link', 'window', 'health');
+export interface HeaderProps {
+  store: Store;
+  onRetry: () => void;
+  nav: readonly Route<unknown>[];
+  /** The nav path to highlight. */
+  active: string | null;
+  /** The daemon wants a token and the page has none that works: the stream is stopped. */
+  tokenNeeded: boolean;
+  /** A token is in use (from the address, the form or storage). */
+  hasToken: boolean;
+  onForgetToken: () => void;
+}
+
+export function Header({ store, onRetry, nav, active, tokenNeeded, hasToken, onForgetToken }: HeaderProps) {
+  useTopics(store, 'frame', 'link', 'health');
   useTicker(500);
   const s = store.snapshot;
   const now = Date.now();
-  const label = linkLabel(store.link, now, typeof navigator === 'undefined' ? true : navigator.onLine);
-  const kind = store.link.kind === 'live' ? 'live' : label.startsWith('offline') ? 'offline' : 'reconnecting';
+  const label = tokenNeeded
+    ? 'token needed'
+    : linkLabel(store.link, now, typeof navigator === 'undefined' ? true : navigator.onLine);
+  const kind =
+    store.link.kind === 'live' && !tokenNeeded ? 'live' : label.startsWith('offline') || tokenNeeded ? 'offline' : 'reconnecting';
   const ageMs = store.receivedAt ? now - store.receivedAt : null;
   const stale = ageMs !== null && ageMs > Math.max(2000, STALE_POLLS * store.pollMs);
   const health = store.health?.status;
@@ -26,7 +43,9 @@ export function Header({ store, onRetry }: { store: Store; onRetry: () => void }
     <header class="top">
       <div class="brand">
         <span class="logo" aria-hidden="true" />
-        <h1>gpumon</h1>
+        <h1>
+          <a href={href('/')}>gpumon</a>
+        </h1>
       </div>
       <div class="host" data-field="hostname">
         <span class="hostname">{s ? (s.hostname ?? NA) : '…'}</span>
@@ -52,13 +71,22 @@ export function Header({ store, onRetry }: { store: Store; onRetry: () => void }
           {health}
         </span>
       )}
+      <nav class="nav" aria-label="Pages">
+        {nav
+          .filter((r) => r.nav)
+          .map((r) => (
+            <a key={r.path} href={href(r.path)} aria-current={active === r.path ? 'page' : undefined} data-nav={r.path}>
+              {r.nav}
+            </a>
+          ))}
+      </nav>
       <div class="spacer" />
-      <div class={`link link-${kind}`} data-link={store.link.kind} role="status" aria-live="polite">
+      <div class={`link link-${kind}`} data-link={tokenNeeded ? 'token' : store.link.kind} role="status" aria-live="polite">
         <span class="dot" aria-hidden="true" />
         <span class="label" data-field="link">
           {label}
         </span>
-        {store.link.kind === 'reconnecting' && (
+        {store.link.kind === 'reconnecting' && !tokenNeeded && (
           <button type="button" class="linkbtn" onClick={onRetry}>
             retry now
           </button>
@@ -67,24 +95,11 @@ export function Header({ store, onRetry }: { store: Store; onRetry: () => void }
       <span class={stale ? 'age stale' : 'age'} data-field="age" title="Time since the newest sample arrived">
         {ageMs === null ? 'no sample yet' : `updated ${fmtAge(ageMs)} ago`}
       </span>
-      <fieldset class="windows">
-        <legend class="sr-only">Chart window</legend>
-        {WINDOWS.map((w) => (
-          <label key={w} class={store.window === w ? 'on' : undefined}>
-            <input
-              type="radio"
-              name="window"
-              value={w}
-              checked={store.window === w}
-              onChange={(e) => {
-                const v = Number((e.currentTarget as HTMLInputElement).value);
-                if (isWindow(v)) store.setWindow(v);
-              }}
-            />
-            {fmtWindow(w)}
-          </label>
-        ))}
-      </fieldset>
+      {hasToken && (
+        <button type="button" class="linkbtn" data-action="forget-token" onClick={onForgetToken} title="Remove the token from this browser">
+          forget token
+        </button>
+      )}
     </header>
   );
 }

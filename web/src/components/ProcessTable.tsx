@@ -19,14 +19,14 @@ const COLUMNS: { key: ProcKey; label: string; num: boolean }[] = [
 
 const MAX_ROWS = 200;
 
-export function ProcessTable({ store }: { store: Store }) {
+export function ProcessTable({ store, gpu }: { store: Store; gpu?: number }) {
   useTopics(store, 'frame');
   const [sortKey, setSortKey] = useState<ProcKey>('memory');
   const [dir, setDir] = useState<SortDir>('desc');
   const [query, setQuery] = useState('');
 
   const snap = store.snapshot;
-  const all = allProcesses(snap);
+  const all = allProcesses(snap).filter((p) => gpu === undefined || p.gpu === gpu);
   const rows = sortProcesses(filterProcesses(all, query), sortKey, dir);
   const shown = rows.slice(0, MAX_ROWS);
 
@@ -81,7 +81,7 @@ export function ProcessTable({ store }: { store: Store }) {
           </thead>
           <tbody>
             {shown.map((p) => (
-              <tr key={`${p.gpu}:${p.pid}`} data-pid={p.pid} data-gpu={p.gpu}>
+              <tr key={`${p.gpu}:${p.pid}`} data-pid={p.pid} data-gpu={p.gpu} title={p.user ? `user ${p.user}` : undefined}>
                 <td class="num">{p.gpu}</td>
                 <td class="num">{p.pid}</td>
                 <td class={p.user ? undefined : 'na'}>{p.user ?? NA}</td>

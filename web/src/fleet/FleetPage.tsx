@@ -1,47 +1,18 @@
-// The Fleet page (#/fleet) and its link: every node the Prometheus behind the daemon sees, best
+// The Fleet page (#/fleet): every node the Prometheus behind the daemon sees, best
 // first for a new job, with idle GPUs, health, last scrape and a link to the node's own
 // dashboard. Shown only when the daemon runs with --prometheus.
 
 import { useEffect, useState } from 'preact/hooks';
 
+import type { PageProps } from '../app';
 import { choiceLine, nodeCells, rankNodes, safeLink, totalsLine } from './model';
 import type { FleetStore } from './store';
 import type { FleetNode } from './types';
 import './fleet.css';
 
-export const FLEET_HASH = '#/fleet';
-
 function useFleet(fleet: FleetStore): void {
   const [, setTick] = useState(0);
   useEffect(() => fleet.subscribe(() => setTick((n) => (n + 1) & 0xffff)), [fleet]);
-}
-
-/** True while the page's address is #/fleet; re-renders the caller when that changes. */
-export function useFleetRoute(): boolean {
-  const read = (): boolean => typeof location !== 'undefined' && location.hash === FLEET_HASH;
-  const [on, setOn] = useState(read);
-  useEffect(() => {
-    const f = (): void => setOn(read());
-    addEventListener('hashchange', f);
-    return () => removeEventListener('hashchange', f);
-  }, []);
-  return on;
-}
-
-/** The navigation between the GPUs of this node and the fleet; nothing without --prometheus. */
-export function FleetNav({ fleet, onFleet }: { fleet: FleetStore; onFleet: boolean }) {
-  useFleet(fleet);
-  if (fleet.state !== 'on' && !onFleet) return null;
-  return (
-    <nav class="fleet-nav" aria-label="Pages">
-      <a href="#/" class={onFleet ? undefined : 'on'} aria-current={onFleet ? undefined : 'page'}>
-        This node
-      </a>
-      <a href={FLEET_HASH} class={onFleet ? 'on' : undefined} aria-current={onFleet ? 'page' : undefined}>
-        Fleet
-      </a>
-    </nav>
-  );
 }
 
 function Row({ n, now, asked }: { n: FleetNode; now: number; asked: boolean }) {
@@ -112,18 +83,18 @@ export function FleetPage({ fleet }: { fleet: FleetStore }) {
 
   if (fleet.state === 'off')
     return (
-      <main class="fleet" data-fleet="off">
+      <section class="fleet" data-fleet="off">
         <p class="banner banner-soft">
           The fleet view is off: start this daemon with <code>--prometheus URL</code> (the Prometheus that scrapes the
           daemons) to see every node here.
         </p>
-      </main>
+      </section>
     );
 
   const asked = doc?.gpus_needed !== undefined;
   const choice = doc ? choiceLine(doc) : null;
   return (
-    <main class="fleet" data-fleet={doc ? 'ready' : 'loading'}>
+    <section class="fleet" data-fleet={doc ? 'ready' : 'loading'}>
       <div class="fleet-head">
         <h2>Fleet</h2>
         <span class="fleet-source">
@@ -197,6 +168,11 @@ export function FleetPage({ fleet }: { fleet: FleetStore }) {
           </p>
         </>
       )}
-    </main>
+    </section>
   );
+}
+
+/** The page as the route table (src/pages.ts) has it: the fleet store lives with the app. */
+export function FleetRoutePage({ app }: PageProps) {
+  return <FleetPage fleet={app.fleet} />;
 }

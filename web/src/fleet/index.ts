@@ -1,13 +1,15 @@
-// The Fleet page as one module: the app creates a store with browserFleetStore, shows
-// <FleetNav> with its navigation and <FleetPage> when useFleetRoute() says #/fleet is open.
+// The Fleet page as one module: the app creates a store with browserFleetStore and keeps it in
+// its context; src/pages.ts routes #/fleet to FleetRoutePage, and the header offers the page
+// only while the store says the daemon has the fleet view (--prometheus).
 
 import type { FleetStore as FleetStoreType } from './store';
 import { FleetStore } from './store';
 
-export { FleetNav, FleetPage, FLEET_HASH, useFleetRoute } from './FleetPage';
+export { FleetPage, FleetRoutePage } from './FleetPage';
 export { FleetStore } from './store';
 
-/** A store wired to the browser's timers and visibility, reading /api/config at once. */
+/** A store wired to the browser's timers and visibility; the app hands it /api/config
+ * (FleetStore.setConfig). */
 export function browserFleetStore(getJson: <T>(path: string) => Promise<T>): FleetStoreType {
   const s = new FleetStore({
     getJson,
@@ -16,6 +18,5 @@ export function browserFleetStore(getJson: <T>(path: string) => Promise<T>): Fle
     now: () => Date.now(),
     hidden: () => document.hidden,
   });
-  void s.loadConfig();
   return s;
 }

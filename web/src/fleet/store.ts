@@ -51,13 +51,23 @@ export class FleetStore {
 
   /** Reads /api/config: the fleet view is on when the daemon names a Prometheus. */
   async loadConfig(): Promise<void> {
+    let c: { prometheus?: string | null };
     try {
-      const c = await this.deps.getJson<{ prometheus?: string | null }>('api/config');
-      this.prometheus = c.prometheus ?? null;
-      this.state = this.prometheus ? 'on' : 'off';
+      c = await this.deps.getJson<{ prometheus?: string | null }>('api/config');
     } catch {
       return; // unknown still: the page asks /api/fleet when opened and learns it there
     }
+    this.setConfig(c);
+  }
+
+  /** The daemon's /api/config, read by whoever reads it (the app does, after each reconnect
+   * and a token change). */
+  setConfig(c: { prometheus?: string | null }): void {
+    const prometheus = c.prometheus ?? null;
+    const state: FleetState = prometheus ? 'on' : 'off';
+    if (prometheus === this.prometheus && state === this.state) return;
+    this.prometheus = prometheus;
+    this.state = state;
     this.changed();
     if (this.active) void this.refresh();
   }

@@ -35,13 +35,6 @@ export function makeEndpoint(pageHref: string, token: string | null): Endpoint {
   };
 }
 
-/** The token in a URL fragment like "#token=abc", or null. */
-export function tokenFromHash(hash: string): string | null {
-  const h = hash.startsWith('#') ? hash.slice(1) : hash;
-  const v = new URLSearchParams(h).get('token');
-  return v ? v : null;
-}
-
 /** An HTTP failure with the daemon's own message when it sent one. */
 export class HttpError extends Error {
   constructor(

@@ -48,6 +48,7 @@ export class Store {
   private backfillWanted: { seconds: number } | null = null;
   private backfillSeq = 0;
   private hadLive = false;
+  private sampleFns = new Set<(s: Snapshot) => void>();
 
   constructor(private readonly deps: StoreDeps) {}
 
@@ -68,6 +69,15 @@ export class Store {
       this.buffers.set(index, b);
     }
     return b;
+  }
+
+  /**
+   * Calls fn with every sample as it arrives (not once per animation frame like the topics), for
+   * buffers that must not miss one; returns the unsubscribe.
+   */
+  onSample(fn: (s: Snapshot) => void): () => void {
+    this.sampleFns.add(fn);
+    return () => this.sampleFns.delete(fn);
   }
 
   subscribe(topic: Topic, fn: () => void): () => void {
@@ -139,6 +149,7 @@ export class Store {
       this.resetSeries();
     }
     for (const g of s.gpus) this.buffer(g.index).add(s.timestamp_ms, gpuValues(g));
+    for (const fn of this.sampleFns) fn(s);
     this.mark('frame');
     if (this.backfillWanted) void this.backfill();
   }

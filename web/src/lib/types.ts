@@ -20,10 +20,19 @@ export interface GpuHealth {
     mode: { current: boolean | null; pending: boolean | null };
     corrected_volatile: Num;
     uncorrected_volatile: Num;
+    corrected_aggregate?: Num;
+    uncorrected_aggregate?: Num;
   };
   retired_pages: { single_bit: Num; double_bit: Num; pending: boolean | null };
   remapped_rows: { correctable: Num; uncorrectable: Num; pending: boolean | null; failure: boolean | null };
   pcie_replay_counter: Num;
+  nvlink?: {
+    links_active: Num;
+    crc_flit_errors: Num;
+    crc_data_errors: Num;
+    replay_errors: Num;
+    recovery_errors: Num;
+  };
   degraded: boolean;
   reasons: string | null;
 }
@@ -43,6 +52,7 @@ export interface Gpu {
     used_percent: Num;
   };
   temperature_c: Num;
+  temperature_memory_c?: Num;
   power: { draw_w: Num; limit_w: Num };
   energy_j?: Num;
   clocks: {
@@ -67,6 +77,11 @@ export interface Gpu {
   persistence_mode: boolean | null;
   processes: GpuProcess[];
   health?: GpuHealth;
+  serial?: string | null;
+  vbios_version?: string | null;
+  compute_capability?: string | null;
+  compute_mode?: string | null;
+  mig_mode?: { current: boolean | null; pending: boolean | null };
 }
 
 export interface HostMetrics {
@@ -115,6 +130,8 @@ export interface ServerConfig {
   poll_interval_ms: number;
   ws_max_rate_hz: number;
   version: string;
+  /** Prometheus behind the fleet view (no credentials), null without --prometheus. */
+  prometheus?: string | null;
 }
 
 /** One series of GET /api/history: points are [time in ms, value or null]. */

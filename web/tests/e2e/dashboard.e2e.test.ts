@@ -1,90 +1,31 @@
-// Browser test of the embedded dashboard: the real `gpumon serve --simulate 4` from the build
-// directory ($GM_BUILD_DIR) on an ephemeral port, Debian's Chromium driven by playwright-core.
-// It checks the page against the API, the charts, the process table, the 0-100 % axis, a
-// daemon restart on the same port and the no-GPU state, and saves a screenshot.
+// Browser test of the embedded dashboard's live page: the real `gpumon serve --simulate 4` from
+// the build directory ($GM_BUILD_DIR) on an ephemeral port, Debian's Chromium driven by
+// playwright-core. It checks the page against the API, the charts, the process table, the
+// 0-100 % axis, a daemon restart on the same port (cards greyed with their age meanwhile) and
+// the no-GPU state, and saves a screenshot. pages.e2e.test.ts covers the other pages.
 
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 
-import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { fmtMiB, fmtPercent, fmtRatio, fmtTemp, fmtWatts } from '../../src/lib/format';
 import type { Snapshot } from '../../src/lib/types';
+import * as h from './helpers';
+import { BUILD, GPUMON, launch, sleep, SOURCE, stopDaemon, waitFor } from './helpers';
+import type { Daemon } from './helpers';
 
-const BUILD = resolve(process.env.GM_BUILD_DIR ?? '../build');
-const GPUMON = join(BUILD, 'gpumon');
-const CHROMIUM = process.env.GM_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOT = process.env.GM_WEB_SCREENSHOT ?? join(BUILD, 'web', 'dashboard.png');
 /** In this simulation seed GPU 0 idles (0 %, about 1 % memory) for its first 49 samples. */
 const SEED = '3';
 const IDLE_GPU = 0;
 
 const work = mkdtempSync(join(tmpdir(), 'gpumon-web-e2e-'));
-
-interface Daemon {
-  proc: ChildProcess;
-  port: number;
-  base: string;
-  log: string;
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls fn until it returns a truthy value; fails with `what` after timeoutMs. */
-async function waitFor<T>(what: string, fn: () => Promise<T> | T, timeoutMs = 20_000): Promise<NonNullable<T>> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown = null;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
-}
-
-let daemons = 0;
-/** Starts `gpumon serve` and waits for its --port-file. port 0 picks a free one. */
-async function startDaemon(args: string[], port = 0, env: Record<string, string> = {}): Promise<Daemon> {
-  const n = daemons++;
-  const portFile = join(work, `port-${n}`);
-  const log = join(work, `daemon-${n}.log`);
-  const out = openSync(log, 'w');
-  const proc = spawn(GPUMON, ['serve', '--listen', `127.0.0.1:${port}`, '--port-file', portFile, ...args], {
-    stdio: ['ignore', out, out],
-    env: { ...process.env, ...env },
-  });
-  const got = await waitFor(
-    `the daemon's port file (log: ${log})`,
-    () => {
-      if (proc.exitCode !== null) throw new Error(`gpumon serve exited with ${proc.exitCode}: ${readFileSync(log, 'utf8')}`);
-      return existsSync(portFile) ? Number(readFileSync(portFile, 'utf8').trim()) || 0 : 0;
-    },
-    15_000,
-  );
-  return { proc, port: got, base: `http://127.0.0.1:${got}/`, log };
-}
-
-async function stopDaemon(d: Daemon | null, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (!d || d.proc.exitCode !== null || d.proc.signalCode !== null) return;
-  const done = new Promise((r) => d.proc.once('exit', r));
-  d.proc.kill(signal);
-  await Promise.race([done, sleep(10_000)]);
-}
-
-async function api<T>(d: Daemon, path: string): Promise<T> {
-  const r = await fetch(d.base + path);
-  if (!r.ok) throw new Error(`${path}: ${r.status}`);
-  return (await r.json()) as T;
-}
+const startDaemon = (args: string[], port = 0, env: Record<string, string> = {}): Promise<Daemon> =>
+  h.startDaemon(work, args, port, env);
+const api = <T,>(d: Daemon, path: string): Promise<T> => h.api<T>(d, path);
 
 /** What the page shows, read in one go so the values and their seq belong together. */
 interface Shown {
@@ -119,23 +60,8 @@ const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(GPUMON)) throw new Error(`no gpumon binary at ${GPUMON}: build it, or set GM_BUILD_DIR`);
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (scripts/install-deps.sh)`);
   daemon = await startDaemon(['--simulate', '4', '--seed', SEED]);
-  ctx = await chromium.launchPersistentContext(join(work, 'profile'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-quic',
-      '--no-first-run',
-    ],
-    viewport: { width: 1600, height: 1000 },
-    colorScheme: 'light',
-  });
+  ctx = await launch(join(work, 'profile'));
   page = ctx.pages()[0] ?? (await ctx.newPage());
   page.on('pageerror', (e) => pageErrors.push(e.message));
   await page.goto(daemon.base);
@@ -297,6 +223,13 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
     await expect.poll(() => link.getAttribute('data-link')).toBe('live');
     await stopDaemon(d, 'SIGKILL');
     await waitFor('"reconnecting"', async () => /reconnecting/.test((await link.textContent()) ?? ''), 15_000);
+    // The cards keep their last values, greyed, each saying how old they are.
+    await waitFor('every card marked stale', async () => (await page.locator('article.gpu[data-stale=yes]').count()) === 4);
+    const card = page.locator('article.gpu').first();
+    expect(await card.evaluate((el) => getComputedStyle(el).filter)).toContain('grayscale');
+    await waitFor('the age of the data', async () =>
+      /^Not live: values from \d+(\.\d)?\u00a0s ago$/.test((await card.locator('[data-field=stale]').textContent()) ?? ''),
+    );
     // Same port: the page was loaded from it and must find the daemon there again.
     daemon = await waitFor('the daemon to restart on its port', async () => {
       try {
@@ -306,6 +239,8 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
       }
     });
     await waitFor('"live" again', async () => (await link.getAttribute('data-link')) === 'live', 30_000);
+    await waitFor('the cards live again', async () => (await page.locator('article.gpu[data-stale=no]').count()) === 4);
+    expect(await page.locator('[data-field=stale]').count()).toBe(0);
     // The new daemon's samples reach the cards.
     const snap = await api<Snapshot>(daemon, 'api/gpus');
     await waitFor('the new samples on the cards', async () => (await readCards(page)).seq <= snap.seq + 5);
@@ -339,7 +274,7 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
     // The fake NVML's health scenario: GPU 0 with a fresh XID and uncorrected ECC errors
     // (degraded), GPU 1 an older board that reports none of the signals.
     const fake = join(BUILD, 'tests', 'fakes', 'nvml-current', 'libnvidia-ml.so.1');
-    const src = resolve(process.env.GM_SOURCE_DIR ?? '..');
+    const src = SOURCE;
     const sick = await startDaemon(['--poll-interval', '200', '--db', 'none'], 0, {
       GPU_MONITOR_NVML_LIB: fake,
       GM_FAKE_NVML_SCENARIO: join(src, 'tests', 'fixtures', 'nvml', 'health.json'),

@@ -205,18 +205,18 @@ describe('the Fleet page of gpumon serve --prometheus', () => {
     await page.goto((plain as Daemon).base);
     await page.locator('article.gpu').nth(1).waitFor({ timeout: 20_000 });
     await sleep(300); // /api/config has been answered by now
-    expect(await page.locator('nav.fleet-nav').count()).toBe(0);
+    expect(await page.locator('nav a[data-nav="/fleet"]').count()).toBe(0);
     await page.goto(`${(plain as Daemon).base}#/fleet`);
-    await page.locator('main.fleet[data-fleet=off]').waitFor({ timeout: 10_000 });
-    expect(await page.locator('main.fleet').textContent()).toContain('--prometheus URL');
+    await page.locator('section.fleet[data-fleet=off]').waitFor({ timeout: 10_000 });
+    expect(await page.locator('section.fleet').textContent()).toContain('--prometheus URL');
   });
 
   it('lists every node, best for a new job first, with links to their dashboards', async () => {
     const d = daemon as Daemon;
     await page.goto(d.base);
     await page.locator('article.gpu').nth(1).waitFor({ timeout: 20_000 });
-    await page.locator('nav.fleet-nav a[href="#/fleet"]').click();
-    await page.locator('main.fleet[data-fleet=ready]').waitFor({ timeout: 15_000 });
+    await page.locator('nav a[data-nav="/fleet"]').click();
+    await page.locator('section.fleet[data-fleet=ready]').waitFor({ timeout: 15_000 });
     expect(page.url()).toMatch(/#\/fleet$/);
     const rows = await readRows(page);
     expect(rows.map((r) => r.name)).toEqual(['node-b', 'node-a', 'node-e', 'node-c']);
@@ -271,9 +271,9 @@ describe('the Fleet page of gpumon serve --prometheus', () => {
   });
 
   it('goes back to the node itself', async () => {
-    await page.locator('nav.fleet-nav a[href="#/"]').click();
+    await page.locator('nav a[data-nav="/"]').click();
     await page.locator('article.gpu').nth(1).waitFor({ timeout: 10_000 });
-    expect(await page.locator('main.fleet').count()).toBe(0);
+    expect(await page.locator('section.fleet').count()).toBe(0);
     expect(pageErrors).toEqual([]);
   });
 });

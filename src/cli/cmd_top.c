@@ -1,0 +1,351 @@
+/* cmd_top.c - `gpumon top`: a live terminal view of the GPUs, their history and their processes,
+ * read here or from a daemon (--connect); the keys select, sort and kill (SIGTERM, after a
+ * question, one's own processes only unless root). Data: top_source.c; screen: top_view.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <ncurses.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/term.h"
+#include "cli/top_source.h"
+#include "cli/top_view.h"
+#include "collect/host.h"
+
+typedef struct top_opts {
+    const char *connect;
+    const char *token;
+    double interval_s;
+    double timeout_s;
+    gm_color_mode color;
+    gm_top_sort sort;
+    gm_cli_source src;
+} top_opts;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpumon top [--connect URL [--token T]] [options]\n\n"
+            "A live view of the GPUs in the terminal, like nvtop or nvitop: per GPU bars of\n"
+            "utilization, memory, power and temperature, the history of one GPU as graphs, and\n"
+            "the processes using the GPUs with their GPU memory, CPU and host memory. Needs a\n"
+            "terminal of at least %dx%d; redraws when it is resized.\n\n"
+            "Options:\n"
+            "      --connect URL      watch the daemon at URL (gpumon serve, e.g.\n"
+            "                         http://127.0.0.1:9401) through its REST API instead of\n"
+            "                         reading the GPUs here\n"
+            "      --token T          the daemon's token (default $GPU_MONITOR_TOKEN)\n"
+            "      --interval SECONDS between readings (0.1-3600, default 1)\n"
+            "      --sort KEY         order of the processes: mem (GPU memory, default), cpu, pid\n"
+            "      --color WHEN       auto (default: unless NO_COLOR is set), always or never\n"
+            "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto)\n"
+            "      --simulate N       use N simulated GPUs\n"
+            "      --seed N           seed of the simulated GPUs' dynamics\n"
+            "  -h, --help             show this help\n\n"
+            "Keys: q quit; Up/Down (PgUp, PgDn, Home, End) select a process; k or F9 send it\n"
+            "SIGTERM, after a y/N question (only your own processes unless you are root, and\n"
+            "only processes of this host: reading here, or a daemon on a loopback address);\n"
+            "s sort by the next column, m/c/p by GPU memory, CPU, PID; g or Tab graph the next\n"
+            "GPU; ? help.\n\n"
+            "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
+            GM_TOP_MIN_COLS, GM_TOP_MIN_ROWS);
+}
+
+static int parse_args(int argc, char **argv, top_opts *o)
+{
+    enum { OPT_CONNECT = 256, OPT_TOKEN, OPT_INTERVAL, OPT_SORT, OPT_COLOR };
+    static const struct option longopts[] = {
+        {"connect", required_argument, NULL, OPT_CONNECT},
+        {"token", required_argument, NULL, OPT_TOKEN},
+        {"interval", required_argument, NULL, OPT_INTERVAL},
+        {"sort", required_argument, NULL, OPT_SORT},
+        {"color", required_argument, NULL, OPT_COLOR},
+        {"colour", required_argument, NULL, OPT_COLOR},
+        GM_CLI_SOURCE_LONGOPTS,
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_CONNECT:
+            o->connect = optarg;
+            break;
+        case OPT_TOKEN:
+            o->token = optarg;
+            break;
+        case OPT_INTERVAL:
+            if (!gm_cli_parse_duration("top", "--interval", optarg, 0.1, 3600, &o->interval_s))
+                return GM_EXIT_USAGE;
+            break;
+        case OPT_SORT:
+            if (strcmp(optarg, "mem") == 0 || strcmp(optarg, "memory") == 0)
+                o->sort = GM_TOP_SORT_GPU_MEM;
+            else if (strcmp(optarg, "cpu") == 0)
+                o->sort = GM_TOP_SORT_CPU;
+            else if (strcmp(optarg, "pid") == 0)
+                o->sort = GM_TOP_SORT_PID;
+            else {
+                fprintf(stderr, "gpumon top: invalid --sort \"%s\" (expected mem, cpu or pid)\n",
+                        optarg);
+                return GM_EXIT_USAGE;
+            }
+            break;
+        case OPT_COLOR:
+            if (!gm_term_parse_color(optarg, &o->color)) {
+                fprintf(stderr,
+                        "gpumon top: invalid --color \"%s\" (expected auto, always or never)\n",
+                        optarg);
+                return GM_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return GM_EXIT_OK;
+        default:
+            if (!gm_cli_default_option("top", c, argv, longopts, &o->src))
+                return GM_EXIT_USAGE;
+            break;
+        }
+    }
+    if (!gm_cli_no_operands("top", argc, argv))
+        return GM_EXIT_USAGE;
+    if (o->connect && (o->src.provider || o->src.simulate)) {
+        fprintf(stderr, "gpumon top: --connect reads the daemon's GPUs; --provider and "
+                        "--simulate are for reading them here\n");
+        return GM_EXIT_USAGE;
+    }
+    if (!o->token) {
+        const char *env = getenv("GPU_MONITOR_TOKEN");
+        o->token = env && *env ? env : NULL;
+    }
+    if (o->token && strlen(o->token) > 1000) {
+        fprintf(stderr, "gpumon top: the token is longer than 1000 bytes\n");
+        return GM_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Moves the selection to the process with pid on gpu after the list was re-read and sorted,
+ * so it stays on the same process. */
+static void keep_selection(const gm_top_frame *f, gm_top_view_state *st, uint32_t pid, unsigned gpu)
+{
+    for (size_t i = 0; i < f->nproc; i++)
+        if (f->procs[i].pid == pid && f->procs[i].gpu == gpu) {
+            st->selected = i;
+            return;
+        }
+}
+
+/* Checks that the selected process may be sent SIGTERM here and asks; or says why not. */
+static void ask_kill(const gm_top_frame *f, gm_top_view_state *st, bool local, gm_top_proc *target)
+{
+    st->message_error = true;
+    if (f->nproc == 0 || st->selected >= f->nproc) {
+        snprintf(st->message, sizeof st->message, "no process selected");
+        return;
+    }
+    const gm_top_proc *p = &f->procs[st->selected];
+    if (!local) {
+        snprintf(st->message, sizeof st->message,
+                 "kill: pid %u is on the daemon's host, not this one", p->pid);
+        return;
+    }
+    if (!p->has_uid) {
+        snprintf(st->message, sizeof st->message,
+                 "kill: pid %u is not a process this host shows in /proc", p->pid);
+        return;
+    }
+    if (geteuid() != 0 && p->uid != getuid()) {
+        snprintf(st->message, sizeof st->message,
+                 "kill: pid %u belongs to %s: only your own processes (or run as root)", p->pid,
+                 p->user[0] ? p->user : "another user");
+        return;
+    }
+    *target = *p;
+    st->confirm = true;
+    st->message[0] = '\0';
+    snprintf(st->prompt, sizeof st->prompt, "Send SIGTERM to pid %u (%s) of %s?", p->pid,
+             p->command[0] ? p->command : "?", p->user[0] ? p->user : "?");
+}
+
+/* Sends SIGTERM to target if it is still the process that was asked about. */
+static void do_kill(gm_top_view_state *st, const gm_top_proc *target)
+{
+    gm_host_proc_usage u;
+    st->message_error = true;
+    if (gm_host_process_usage(NULL, target->pid, &u) < 0 ||
+        (target->start_ticks && u.start_ticks != target->start_ticks)) {
+        snprintf(st->message, sizeof st->message, "pid %u has already exited", target->pid);
+        return;
+    }
+    if (kill((pid_t)target->pid, SIGTERM) < 0) {
+        snprintf(st->message, sizeof st->message, "kill %u: %s", target->pid, strerror(errno));
+        return;
+    }
+    st->message_error = false;
+    snprintf(st->message, sizeof st->message, "sent SIGTERM to pid %u", target->pid);
+}
+
+int gm_cli_top(int argc, char **argv)
+{
+    top_opts o = {.interval_s = 1, .timeout_s = 2};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "gpumon top: needs a terminal; in scripts use gpumon query -l SECONDS\n");
+        return GM_EXIT_USAGE;
+    }
+    gm_top_source *src;
+    if (o.connect) {
+        gm_error err = {0};
+        if (o.interval_s < o.timeout_s)
+            o.timeout_s = o.interval_s < 0.5 ? 0.5 : o.interval_s;
+        src = gm_top_open_remote(o.connect, o.token, o.timeout_s, &err);
+        if (!src) {
+            fprintf(stderr, "gpumon top: %s\n", err.msg);
+            return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        }
+    } else if (!(src = gm_top_open_local(&o.src, &rc))) {
+        return rc;
+    }
+    gm_top_frame *f = calloc(1, sizeof *f);
+    if (!f) {
+        gm_top_close(src);
+        fprintf(stderr, "gpumon top: out of memory\n");
+        return GM_EXIT_FAILURE;
+    }
+    /* Caught before curses starts, so curses leaves them to us and the terminal is restored
+     * by endwin on the way out. */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+
+    gm_top_read(src, f);
+    gm_top_sort_procs(f, o.sort);
+    gm_top_view_state st = {.sort = o.sort, .interval_s = o.interval_s, .where = gm_top_where(src)};
+    gm_top_view_start(gm_term_use_color(o.color, STDOUT_FILENO));
+    double next = gm_clock_mono_s() + o.interval_s;
+    gm_top_proc target = {0};
+    bool dirty = true;
+    while (!stop_requested) {
+        if (dirty)
+            gm_top_view_draw(f, &st);
+        dirty = false;
+        double wait = next - gm_clock_mono_s();
+        timeout(wait <= 0 ? 0 : wait > 0.25 ? 250 : (int)ceil(wait * 1000));
+        int ch = getch();
+        if (ch == KEY_RESIZE) {
+            dirty = true; /* not a key: a message or question stays */
+        } else if (ch != ERR) {
+            dirty = true;
+            st.message[0] = '\0';
+            if (st.help) {
+                st.help = false;
+                continue;
+            }
+            if (st.confirm) {
+                st.confirm = false;
+                if (ch == 'y' || ch == 'Y')
+                    do_kill(&st, &target);
+                else {
+                    st.message_error = false;
+                    snprintf(st.message, sizeof st.message, "not sent");
+                }
+                continue;
+            }
+            size_t page = st.list_rows ? st.list_rows : 1;
+            switch (ch) {
+            case 'q':
+            case 'Q':
+            case KEY_F(10):
+                stop_requested = 1;
+                break;
+            case KEY_UP:
+                if (st.selected > 0)
+                    st.selected--;
+                break;
+            case KEY_DOWN:
+                if (st.selected + 1 < f->nproc)
+                    st.selected++;
+                break;
+            case KEY_PPAGE:
+                st.selected = st.selected > page ? st.selected - page : 0;
+                break;
+            case KEY_NPAGE:
+                st.selected =
+                    f->nproc ? (st.selected + page < f->nproc ? st.selected + page : f->nproc - 1)
+                             : 0;
+                break;
+            case KEY_HOME:
+                st.selected = 0;
+                break;
+            case KEY_END:
+                st.selected = f->nproc ? f->nproc - 1 : 0;
+                break;
+            case 'k':
+            case KEY_F(9):
+                ask_kill(f, &st, gm_top_local_pids(src), &target);
+                break;
+            case 's':
+            case 'm':
+            case 'c':
+            case 'p': {
+                uint32_t pid = st.selected < f->nproc ? f->procs[st.selected].pid : 0;
+                unsigned gpu = st.selected < f->nproc ? f->procs[st.selected].gpu : 0;
+                st.sort = ch == 'm'   ? GM_TOP_SORT_GPU_MEM
+                          : ch == 'c' ? GM_TOP_SORT_CPU
+                          : ch == 'p' ? GM_TOP_SORT_PID
+                                      : (gm_top_sort)((st.sort + 1) % 3);
+                gm_top_sort_procs(f, st.sort);
+                keep_selection(f, &st, pid, gpu);
+                break;
+            }
+            case 'g':
+            case '\t':
+                st.graph_gpu = f->ngpu ? (st.graph_gpu + 1) % f->ngpu : 0;
+                break;
+            case '?':
+            case 'h':
+                st.help = true;
+                break;
+            default:
+                break;
+            }
+        }
+        if (gm_clock_mono_s() >= next) {
+            uint32_t pid = st.selected < f->nproc ? f->procs[st.selected].pid : 0;
+            unsigned gpu = st.selected < f->nproc ? f->procs[st.selected].gpu : 0;
+            gm_top_read(src, f);
+            gm_top_sort_procs(f, st.sort);
+            keep_selection(f, &st, pid, gpu);
+            next += o.interval_s;
+            if (next < gm_clock_mono_s()) /* a slow reading: do not try to catch up */
+                next = gm_clock_mono_s() + o.interval_s;
+            dirty = true;
+        }
+    }
+    gm_top_view_end();
+    gm_top_close(src);
+    free(f);
+    return GM_EXIT_OK;
+}

@@ -1,0 +1,361 @@
+/* top_view.c - `gpumon top`'s screen: bars and graphs drawn with ASCII characters (so any
+ * terminal, font and `tmux capture-pane` show them alike), colour by level where the terminal
+ * has colour and the user did not turn it off. */
+#include "cli/top_view.h"
+
+#include <math.h>
+#include <ncurses.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/term.h"
+
+enum { C_GREEN = 1, C_YELLOW, C_RED, C_CYAN, C_TITLE, C_DIM };
+
+static bool use_color;
+
+void gm_top_view_start(bool color)
+{
+    initscr();
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    use_color = color && has_colors();
+    if (use_color) {
+        start_color();
+        use_default_colors();
+        init_pair(C_GREEN, COLOR_GREEN, -1);
+        init_pair(C_YELLOW, COLOR_YELLOW, -1);
+        init_pair(C_RED, COLOR_RED, -1);
+        init_pair(C_CYAN, COLOR_CYAN, -1);
+        init_pair(C_TITLE, COLOR_BLACK, COLOR_CYAN);
+        init_pair(C_DIM, COLOR_BLUE, -1);
+    }
+}
+
+void gm_top_view_end(void)
+{
+    endwin();
+}
+
+static attr_t pair(int p)
+{
+    return use_color ? COLOR_PAIR(p) : 0;
+}
+
+/* The colour of a level: green, yellow from warn, red from crit. */
+static attr_t level(double v, double warn, double crit)
+{
+    return pair(v >= crit ? C_RED : v >= warn ? C_YELLOW : C_GREEN);
+}
+
+/* Writes text at (y, x), at most w columns. */
+static void put(int y, int x, int w, attr_t a, const char *text)
+{
+    if (w <= 0)
+        return;
+    attron(a);
+    mvaddnstr(y, x, text, w);
+    attroff(a);
+}
+
+/* A bar as htop draws them: LABEL[|||||||      text] in w columns, filled to pct (0-100), the
+ * text right-aligned inside it; an absent reading (NaN) is an empty bar saying N/A. */
+static void bar(int y, int x, int w, const char *label, double pct, const char *text, attr_t a)
+{
+    int lw = (int)strlen(label);
+    int inner = w - lw - 2;
+    if (inner < 4)
+        return;
+    put(y, x, lw, A_BOLD, label);
+    mvaddch(y, x + lw, '[');
+    int fill = isnan(pct) ? 0 : (int)lround((pct < 0 ? 0 : pct > 100 ? 100 : pct) * inner / 100);
+    int tl = (int)strlen(text);
+    if (tl > inner)
+        tl = inner;
+    for (int i = 0; i < inner; i++) {
+        int ti = i - (inner - tl);
+        chtype ch = ti >= 0 ? (chtype)(unsigned char)text[ti] : i < fill ? '|' : ' ';
+        attr_t at = ti >= 0 ? (isnan(pct) ? pair(C_DIM) : A_BOLD) : i < fill ? a : 0;
+        mvaddch(y, x + lw + 1 + i, ch | at);
+    }
+    mvaddch(y, x + lw + 1 + inner, ']');
+}
+
+static void fmt_num(char *buf, size_t len, double v, const char *unit)
+{
+    if (isnan(v))
+        snprintf(buf, len, "N/A");
+    else
+        snprintf(buf, len, "%.0f%s", v, unit);
+}
+
+/* The four bars of a GPU over width w from column x: util and memory on the first row, power
+ * and temperature on the second (or all four on one row when two is false). */
+static void gpu_bars(const gm_top_gpu *g, int y, int x, int w, bool two)
+{
+    char t[64];
+    double mem_pct = g->mem_total_mib > 0 ? 100 * g->mem_used_mib / g->mem_total_mib : NAN;
+    double pw_pct = g->power_limit_w > 0 ? 100 * g->power_w / g->power_limit_w : NAN;
+    int bw = two ? (w - 1) / 2 : (w - 3) / 4;
+    int x1 = x + bw + 1, x2 = two ? x : x1 + bw + 1, x3 = x2 + bw + 1;
+    int y2 = two ? y + 1 : y;
+
+    fmt_num(t, sizeof t, g->util_pct, "%");
+    bar(y, x, bw, two ? "UTIL" : "U", g->util_pct, t, level(g->util_pct, 70, 90));
+    if (isnan(mem_pct))
+        snprintf(t, sizeof t, "N/A");
+    else if (two)
+        snprintf(t, sizeof t, "%.0f/%.0fMiB", g->mem_used_mib, g->mem_total_mib);
+    else
+        snprintf(t, sizeof t, "%.0f%%", mem_pct);
+    bar(y, x1, bw, two ? "MEM " : "M", mem_pct, t, level(mem_pct, 70, 90));
+    if (isnan(g->power_w))
+        snprintf(t, sizeof t, "N/A");
+    else if (two && !isnan(g->power_limit_w))
+        snprintf(t, sizeof t, "%.0f/%.0fW", g->power_w, g->power_limit_w);
+    else
+        snprintf(t, sizeof t, "%.0fW", g->power_w);
+    bar(y2, x2, bw, two ? "POW " : "P", pw_pct, t, level(pw_pct, 80, 95));
+    fmt_num(t, sizeof t, g->temp_c, "C");
+    bar(y2, x3, bw, two ? "TEMP" : "T", g->temp_c, t, level(g->temp_c, 70, 85));
+}
+
+/* A history graph of one series in w x h cells: the newest reading at the right edge, each
+ * column filled to its value against 100. */
+static void graph(int y, int x, int w, int h, const char *title, const float *v, size_t n,
+                  double warn, double crit)
+{
+    put(y, x, w, A_BOLD, title);
+    for (int c = 0; c < w; c++) {
+        long k = (long)n - w + c;
+        double val = k >= 0 ? v[k] : NAN;
+        int rows = isnan(val) ? 0 : (int)lround((val > 100 ? 100 : val < 0 ? 0 : val) * h / 100);
+        if (!isnan(val) && val > 0 && rows == 0)
+            rows = 1; /* something is not nothing */
+        for (int r = 0; r < h; r++) {
+            bool on = r >= h - rows;
+            mvaddch(y + 1 + r, x + c,
+                    on ? ('|' | level(val, warn, crit)) : (r == h - 1 ? '_' | pair(C_DIM) : ' '));
+        }
+    }
+}
+
+static const char *sort_name(gm_top_sort s)
+{
+    return s == GM_TOP_SORT_CPU ? "CPU" : s == GM_TOP_SORT_PID ? "PID" : "GPU memory";
+}
+
+static void too_small(void)
+{
+    erase();
+    char line[160];
+    snprintf(line, sizeof line, "gpumon top needs a terminal of at least %dx%d (this one is %dx%d)",
+             GM_TOP_MIN_COLS, GM_TOP_MIN_ROWS, COLS, LINES);
+    int y = LINES / 2 - 1;
+    mvaddnstr(y < 0 ? 0 : y, 0, line, COLS);
+    if (LINES > 1)
+        mvaddnstr(y + 1 < LINES ? y + 1 : LINES - 1, 0, "enlarge it, or press q to quit", COLS);
+    refresh();
+}
+
+static void draw_help(void)
+{
+    static const char *const lines[] = {
+        "gpumon top: keys",
+        "",
+        "  q, F10        quit",
+        "  Up, Down      select a process (PgUp, PgDn, Home, End)",
+        "  k, F9         send SIGTERM to the selected process (asks first; only your",
+        "                own processes unless root, and only processes of this host)",
+        "  s             sort by the next column: GPU memory, CPU, PID",
+        "  m, c, p       sort by GPU memory, CPU, PID",
+        "  g, Tab        graph the next GPU's history",
+        "  ?, h          this help (any key closes it)",
+    };
+    int h = (int)(sizeof lines / sizeof *lines) + 2, w = 78;
+    int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
+    for (int r = 0; r < h; r++) {
+        move(y0 + r, x0);
+        for (int c = 0; c < w; c++)
+            addch(' ' | A_REVERSE);
+        if (r >= 1 && r - 1 < (int)(sizeof lines / sizeof *lines))
+            put(y0 + r, x0 + 2, w - 4, A_REVERSE, lines[r - 1]);
+    }
+}
+
+void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
+{
+    if (COLS < GM_TOP_MIN_COLS || LINES < GM_TOP_MIN_ROWS) {
+        too_small();
+        return;
+    }
+    erase();
+    char line[512];
+
+    /* Title. */
+    char when[16] = "--:--:--";
+    if (f->time_ms) {
+        time_t t = (time_t)(f->time_ms / 1000);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(when, sizeof when, "%H:%M:%S", &tm);
+    }
+    attron(pair(C_TITLE) | A_BOLD | (use_color ? 0 : A_REVERSE));
+    mvhline(0, 0, ' ', COLS);
+    snprintf(line, sizeof line, " gpumon top  %s  %s  driver %s  CUDA %s  every %gs", st->where,
+             f->hostname[0] ? f->hostname : "?", f->driver[0] ? f->driver : "N/A",
+             f->cuda[0] ? f->cuda : "N/A", st->interval_s);
+    mvaddnstr(0, 0, line, COLS - 9);
+    mvaddnstr(0, COLS - 9, when, 8);
+    attroff(pair(C_TITLE) | A_BOLD | A_REVERSE);
+
+    /* Host, or why the last reading failed. */
+    if (f->error[0]) {
+        snprintf(line, sizeof line, "%s (showing the last reading)", f->error);
+        put(1, 0, COLS, pair(C_RED) | A_BOLD, line);
+    } else {
+        size_t n = (size_t)snprintf(line, sizeof line, "host");
+        if (!isnan(f->host_cpu_pct))
+            n += (size_t)snprintf(line + n, sizeof line - n, "  cpu %.1f%%", f->host_cpu_pct);
+        else if (!isnan(f->host_cpus)) /* the first reading has no CPU rate yet */
+            n += (size_t)snprintf(line + n, sizeof line - n, "  cpu --");
+        if (!isnan(f->host_cpus))
+            n += (size_t)snprintf(line + n, sizeof line - n, " of %.0f", f->host_cpus);
+        if (!isnan(f->host_mem_used_gib))
+            n += (size_t)snprintf(line + n, sizeof line - n, "  mem %.1f / %.1f GiB",
+                                  f->host_mem_used_gib, f->host_mem_total_gib);
+        snprintf(line + n, sizeof line - n, "  %u GPU%s  %zu process%s  provider %s", f->ngpu,
+                 f->ngpu == 1 ? "" : "s", f->nproc + f->proc_dropped,
+                 f->nproc + f->proc_dropped == 1 ? "" : "es", f->provider);
+        put(1, 0, COLS, 0, line);
+    }
+
+    /* Rows: title, host, GPUs, graph (title + its height), list header, list, keys. */
+    int avail = LINES - 3 - 1 - 3; /* what the GPUs and the graph may take, 3 list rows kept */
+    int gh = 8;                    /* graph: a title row and 7 rows */
+    int n = (int)f->ngpu;
+    bool two = 2 * n + gh <= avail || (2 * n <= avail && n > 0 && n + gh > avail);
+    int gpu_rows = two ? 2 * n : n;
+    bool show_graph = gpu_rows + gh <= avail && n > 0;
+    if (gpu_rows > avail)
+        gpu_rows = avail;
+    int y = 2;
+    int name_w = two ? 22 : 14, per = two ? 2 : 1;
+    int shown = per * n > gpu_rows ? (gpu_rows - 1) / per : n; /* a row says how many more */
+    for (int i = 0; i < shown; i++) {
+        const gm_top_gpu *g = &f->gpus[i];
+        char name[GM_NAME_LEN];
+        gm_term_shorten(g->name, (size_t)name_w, name, sizeof name);
+        snprintf(line, sizeof line, "%-3u %-*s", g->index, name_w, name);
+        put(y, 0, 4 + name_w,
+            (unsigned)i == st->graph_gpu && show_graph ? A_BOLD | A_UNDERLINE : A_BOLD, line);
+        int x = 4 + name_w + 1;
+        if (g->lost) {
+            put(y, x, COLS - x, pair(C_RED) | A_BOLD, "GPU is lost (fell off the bus)");
+            y += two ? 2 : 1;
+            continue;
+        }
+        if (two) {
+            char fan[16];
+            fmt_num(fan, sizeof fan, g->fan_pct, "%");
+            snprintf(line, sizeof line, "    %-3s fan %s", g->pstate[0] ? g->pstate : "", fan);
+            put(y + 1, 0, 4 + name_w, 0, line);
+        }
+        gpu_bars(g, y, x, COLS - x, two);
+        y += two ? 2 : 1;
+    }
+    if (shown < n) {
+        snprintf(line, sizeof line, "... %d more GPU%s (a taller terminal shows them)", n - shown,
+                 n - shown == 1 ? "" : "s");
+        put(y++, 0, COLS, pair(C_DIM), line);
+    }
+
+    /* The selected GPU's history: utilization and memory side by side. */
+    if (show_graph) {
+        if (st->graph_gpu >= f->ngpu)
+            st->graph_gpu = 0;
+        const gm_top_gpu *g = &f->gpus[st->graph_gpu];
+        int w = (COLS - 3) / 2;
+        char title[128];
+        snprintf(title, sizeof title, "GPU %u utilization %% (%.0f s)", g->index,
+                 st->interval_s * w);
+        graph(y, 1, w, gh - 1, title, g->hist[GM_TOP_H_UTIL], g->nhist, 70, 90);
+        snprintf(title, sizeof title, "GPU %u memory used %%", g->index);
+        graph(y, w + 2, w, gh - 1, title, g->hist[GM_TOP_H_MEM], g->nhist, 70, 90);
+        y += gh;
+    }
+
+    /* Processes. */
+    int list_y = y + 1, list_rows = LINES - 1 - list_y;
+    st->list_rows = list_rows > 0 ? (size_t)list_rows : 0;
+    attron(A_BOLD | A_REVERSE);
+    mvhline(y, 0, ' ', COLS);
+    /* '*' marks the column the list is sorted by. */
+    snprintf(line, sizeof line, "%7s %-10s %3s %9s %6s %8s  %s",
+             st->sort == GM_TOP_SORT_PID ? "PID*" : "PID", "USER", "GPU",
+             st->sort == GM_TOP_SORT_GPU_MEM ? "GPU-MEM*" : "GPU-MEM",
+             st->sort == GM_TOP_SORT_CPU ? "CPU%*" : "CPU%", "HOST-MEM", "COMMAND");
+    mvaddnstr(y, 0, line, COLS);
+    attroff(A_BOLD | A_REVERSE);
+    if (f->nproc == 0)
+        put(list_y, 2, COLS - 2, pair(C_DIM), "no GPU processes");
+    if (st->selected >= f->nproc)
+        st->selected = f->nproc ? f->nproc - 1 : 0;
+    if (st->selected < st->first)
+        st->first = st->selected;
+    if (list_rows > 0 && st->selected >= st->first + (size_t)list_rows)
+        st->first = st->selected - (size_t)list_rows + 1;
+    for (int r = 0; r < list_rows && st->first + (size_t)r < f->nproc; r++) {
+        const gm_top_proc *p = &f->procs[st->first + (size_t)r];
+        char gm[16], cpu[16], rss[16];
+        if (isnan(p->gpu_mem_mib))
+            snprintf(gm, sizeof gm, "N/A");
+        else
+            snprintf(gm, sizeof gm, "%.0fMiB", p->gpu_mem_mib);
+        if (isnan(p->cpu_pct))
+            snprintf(cpu, sizeof cpu, "-");
+        else
+            snprintf(cpu, sizeof cpu, "%.1f", p->cpu_pct);
+        if (isnan(p->rss_mib))
+            snprintf(rss, sizeof rss, "-");
+        else
+            snprintf(rss, sizeof rss, "%.0fMiB", p->rss_mib);
+        snprintf(line, sizeof line, "%7u %-10.10s %3u %9s %6s %8s  %s", p->pid,
+                 p->user[0] ? p->user : "?", p->gpu, gm, cpu, rss,
+                 p->command[0] ? p->command : "?");
+        bool sel = st->first + (size_t)r == st->selected;
+        if (sel) {
+            attron(A_REVERSE);
+            mvhline(list_y + r, 0, ' ', COLS);
+        }
+        mvaddnstr(list_y + r, 0, line, COLS);
+        if (sel)
+            attroff(A_REVERSE);
+    }
+    if (f->proc_dropped && list_rows > 0 && f->nproc < (size_t)list_rows) {
+        snprintf(line, sizeof line, "  (%zu more processes not shown)", f->proc_dropped);
+        put(list_y + (int)f->nproc, 0, COLS, pair(C_DIM), line);
+    }
+
+    /* Keys, a question, or the last action's result. */
+    attr_t a = 0;
+    if (st->confirm) {
+        snprintf(line, sizeof line, "%s [y/N]", st->prompt);
+        a = A_BOLD | (use_color ? pair(C_RED) : A_REVERSE);
+    } else if (st->message[0]) {
+        snprintf(line, sizeof line, "%s", st->message);
+        a = A_BOLD | (st->message_error ? pair(C_RED) : pair(C_GREEN));
+    } else {
+        snprintf(line, sizeof line,
+                 "q quit  Up/Down select  k kill  s sort (%s)  g graph GPU  ? help",
+                 sort_name(st->sort));
+        a = pair(C_CYAN);
+    }
+    put(LINES - 1, 0, COLS, a, line);
+    if (st->help)
+        draw_help();
+    refresh();
+}

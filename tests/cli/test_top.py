@@ -1,0 +1,243 @@
+"""`gpumon top` in a real terminal: tmux runs it (send-keys types, capture-pane reads the
+screen) against the fake NVML with processes of this test, so bars, graphs, sorting, the kill
+with its question and its refusal, the 80x24 minimum and resizing are checked as a person would
+see them."""
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from gmtest import FAKE_NVML, GPUMON, env, run, scenario_file
+
+GIB = 2**30
+TMUX = shutil.which("tmux")
+
+
+def scenario(victim_pid):
+    gpus = [
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-70700000-0000-4000-8000-000000000000",
+         "pci_bus_id": "00000000:1B:00.0", "util_gpu": [10, 20, 30, 40, 50, 60, 70, 80, 90, 95],
+         "util_mem": 20, "mem_total": 80 * GIB, "mem_used": 40 * GIB, "mem_free": 40 * GIB,
+         "temp": 64, "power_mw": 350000, "power_limit_mw": 700000, "fan": 40, "pstate": 0,
+         "processes": [{"pid": victim_pid, "used_mem": 20 * GIB, "type": "compute"},
+                       {"pid": 1, "used_mem": 1 * GIB, "type": "compute"}]},
+        {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-70700000-0000-4000-8000-000000000001",
+         "pci_bus_id": "00000000:2A:00.0", "util_gpu": 3, "util_mem": 1, "mem_total": 40 * GIB,
+         "mem_used": 1 * GIB, "mem_free": 39 * GIB, "temp": 31,
+         "unsupported": ["power", "energy"], "processes": []},
+    ]
+    path = scenario_file({"driver_version": "550.54.15", "cuda_version": 12040, "gpus": gpus})
+    os.chmod(path, 0o644)  # read by another user in the refusal test
+    return path
+
+
+class TmuxScreen:
+    """A detached tmux server of its own for gpumon top: start() runs it in a window of a given
+    size, screen() reads the window's text, keys() types. Mixed into a TestCase."""
+
+    env = None
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gm-top-test-")
+        os.chmod(self.tmp, 0o755)
+        self.socket = "gm-top-%d-%d" % (os.getpid(), id(self))
+
+    def tearDown(self):
+        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def tmux(self, *args):
+        return subprocess.run([TMUX, "-L", self.socket] + list(args), capture_output=True, text=True,
+                              timeout=10)
+
+    def start(self, args, cols=100, rows=30, user=None, extra_env=None):
+        """Runs gpumon top in a detached tmux window of cols x rows; its exit status lands in a
+        file, and the window stays so the screen can be read after."""
+        self.status = os.path.join(self.tmp, "status")
+        e = dict(self.env, **(extra_env or {}))
+        exports = " ".join("%s='%s'" % (k, v) for k, v in e.items()
+                           if k.startswith(("GPU_MONITOR_", "GM_FAKE_", "NO_COLOR")))
+        cmd = "env %s %s top %s; echo $? > %s; sleep 60" % (exports, GPUMON, " ".join(args), self.status)
+        if user:
+            cmd = "runuser -u %s -- sh -c \"%s\"" % (user, cmd.replace('"', '\\"'))
+        p = self.tmux("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows),
+                      "-s", "top", cmd)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def screen(self, escapes=False):
+        p = self.tmux("capture-pane", "-p", "-t", "top", *(["-e"] if escapes else []))
+        return p.stdout
+
+    def wait_screen(self, predicate, timeout=15):
+        deadline = time.time() + timeout
+        text = ""
+        while time.time() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            time.sleep(0.1)
+        self.fail("screen never matched; last:\n" + text)
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "top", *keys)
+
+    def exit_status(self, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                with open(self.status) as f:
+                    text = f.read().strip()
+                if text:
+                    return int(text)
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        self.fail("gpumon top did not exit; screen:\n" + self.screen())
+
+
+@unittest.skipUnless(TMUX, "tmux is not installed (scripts/install-deps.sh test)")
+class Top(TmuxScreen, unittest.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.victim = subprocess.Popen(["bash", "-c", "exec -a gm-top-victim sleep 120"])
+        self.scenario = scenario(self.victim.pid)
+        self.env = env(nvml=FAKE_NVML, scenario=self.scenario)
+        self.env.pop("NO_COLOR", None)
+
+    def tearDown(self):
+        super().tearDown()
+        if self.victim.poll() is None:
+            self.victim.kill()
+        self.victim.wait()
+        os.unlink(self.scenario)
+
+    def process_rows(self, text):
+        return [l for l in text.splitlines() if re.match(r"^ *\d+ \S+ +\d+ ", l)]
+
+    def test_screen_sort_and_quit(self):
+        self.start(["--interval", "0.2"])
+        text = self.wait_screen(lambda t: "gm-top-victim" in t and "GPU 0 utilization" in t)
+        lines = text.splitlines()
+        self.assertTrue(lines[0].startswith(" gpumon top  nvml  "), lines[0])
+        self.assertIn("driver 550.54.15  CUDA 12.4", lines[0])
+        self.assertIn("2 GPUs  2 processes  provider nvml", lines[1])
+        # Both GPUs with their four bars; what a GPU does not report reads N/A, never 0.
+        self.assertRegex(text, r"0   NVIDIA H100 80GB HBM3 +UTIL\[\|+ +\d+%\] MEM \[\|+ *40960/81920MiB\]")
+        self.assertRegex(text, r"POW \[\|+ *350/700W\] TEMP\[\|+ *64C\]")
+        self.assertRegex(text, r"1   NVIDIA A100-SXM4-40GB +UTIL\[\|? +3%\]")
+        self.assertRegex(text, r"POW \[ +N/A\]")
+        # The graph of GPU 0 fills from the right as readings come.
+        self.assertIn("GPU 0 memory used %", text)
+        text = self.wait_screen(lambda t: t.count("|||") > 6)
+        # Processes sorted by GPU memory: ours (20 GiB) above pid 1 (1 GiB), selected first.
+        header = next(l for l in text.splitlines() if "COMMAND" in l)
+        self.assertIn("GPU-MEM*", header)
+        rows = self.process_rows(text)
+        self.assertEqual([int(r.split()[0]) for r in rows], [self.victim.pid, 1])
+        self.assertIn("20480MiB", rows[0])
+        self.assertRegex(rows[0], r"\d+MiB +gm-top-victim")  # host memory from /proc
+        # Sorting by PID puts pid 1 first; by CPU marks that column.
+        self.keys("p")
+        text = self.wait_screen(lambda t: "PID*" in t)
+        self.assertEqual(int(self.process_rows(text)[0].split()[0]), 1)
+        self.keys("c")
+        self.wait_screen(lambda t: "CPU%*" in t and "sort (CPU)" in t)
+        # g: the next GPU's graph; ?: the key list, closed by any key.
+        self.keys("g")
+        self.wait_screen(lambda t: "GPU 1 utilization" in t)
+        self.keys("?")
+        self.wait_screen(lambda t: "gpumon top: keys" in t)
+        self.keys("x")
+        self.wait_screen(lambda t: "gpumon top: keys" not in t)
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    def test_kill_asks_then_sends_sigterm(self):
+        self.start(["--interval", "0.2"])
+        self.wait_screen(lambda t: "gm-top-victim" in t)
+        self.keys("k")
+        text = self.wait_screen(lambda t: "[y/N]" in t)
+        self.assertIn("Send SIGTERM to pid %d (gm-top-victim 120) of %s? [y/N]"
+                      % (self.victim.pid, pwd.getpwuid(os.getuid()).pw_name), text)
+        self.keys("n")
+        self.wait_screen(lambda t: "not sent" in t)
+        time.sleep(0.3)
+        self.assertIsNone(self.victim.poll())
+        self.keys("k")
+        self.wait_screen(lambda t: "[y/N]" in t)
+        self.keys("y")
+        self.wait_screen(lambda t: "sent SIGTERM to pid %d" % self.victim.pid in t)
+        self.assertEqual(self.victim.wait(timeout=10), -signal.SIGTERM)
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to run gpumon top as another user")
+    def test_kill_refused_for_another_users_process(self):
+        # As nobody, the victim (root's) and pid 1 may not be killed: no question is asked.
+        os.chmod(self.tmp, 0o777)  # for the exit status file
+        self.start(["--interval", "0.2"], user="nobody")
+        self.wait_screen(lambda t: "gm-top-victim" in t)
+        self.keys("k")
+        text = self.wait_screen(lambda t: "only your own processes" in t)
+        self.assertIn("kill: pid %d belongs to root: only your own processes (or run as root)"
+                      % self.victim.pid, text)
+        self.assertNotIn("[y/N]", text)
+        self.keys("Down", "k")
+        self.wait_screen(lambda t: "kill: pid 1 belongs to root" in t)
+        self.assertIsNone(self.victim.poll())
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    def test_minimum_size_and_resize(self):
+        self.start(["--interval", "0.2"], cols=70, rows=20)
+        self.wait_screen(lambda t: "gpumon top needs a terminal of at least 80x24 (this one is 70x20)" in t)
+        self.tmux("resize-window", "-t", "top", "-x", "80", "-y", "24")
+        text = self.wait_screen(lambda t: "gm-top-victim" in t)
+        lines = text.splitlines()
+        self.assertLessEqual(max(len(l) for l in lines), 80)
+        self.assertIn("UTIL[", text)
+        self.assertTrue(lines[-1].startswith("q quit") or "q quit" in text)
+        self.tmux("resize-window", "-t", "top", "-x", "120", "-y", "40")
+        text = self.wait_screen(lambda t: any(len(l) > 100 for l in t.splitlines()))
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    def test_colour_and_no_color(self):
+        self.start(["--interval", "0.2"])
+        self.wait_screen(lambda t: "gm-top-victim" in t)
+        self.assertRegex(self.screen(escapes=True), r"\x1b\[3[1-3]m")
+        self.keys("q")
+        self.exit_status()
+        self.tmux("kill-server")
+        self.socket += "-b"  # a fresh server: the old one may still be going away
+        os.unlink(self.status)
+        self.start(["--interval", "0.2"], extra_env={"NO_COLOR": "1"})
+        self.wait_screen(lambda t: "gm-top-victim" in t)
+        self.assertNotRegex(self.screen(escapes=True), r"\x1b\[(3[0-7]|4[0-7]|9[0-7])m")
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+
+class TopWithoutTerminal(unittest.TestCase):
+    def test_needs_a_terminal_and_good_options(self):
+        p = run(["top", "--simulate", "1"], env=env())
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr, "gpumon top: needs a terminal; in scripts use gpumon query -l SECONDS\n")
+        for args, msg in ((["--sort", "size"], 'gpumon top: invalid --sort "size" (expected mem, cpu or pid)'),
+                          (["--interval", "0"], "gpumon top: --interval expects a duration"),
+                          (["--connect", "http://127.0.0.1:1", "--simulate", "2"], "--connect reads the daemon's GPUs"),
+                          (["--color", "blue"], 'gpumon top: invalid --color "blue"'),
+                          (["--conect", "x"], 'gpumon top: unknown option "--conect"; did you mean "--connect"?')):
+            with self.subTest(args=args):
+                p = run(["top"] + args, env=env())
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(msg, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

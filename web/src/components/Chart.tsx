@@ -1,0 +1,257 @@
+// A uPlot chart of one quantity over time with any number of lines (one per GPU, or a value and
+// its limit): the GPU page and a recorded run's timeline use it. The frame renders once; data
+// changes go through setData. Axes start at 0 (see lib/scales.ts), every tick carries its unit,
+// and hovering or the arrow keys read exact values.
+
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+import { fmtClock } from '../lib/format';
+import type { Range } from '../lib/scales';
+import { onSchemeChange, readChartTheme } from '../lib/theme';
+import type { Num } from '../lib/types';
+
+export interface Line {
+  label: string;
+  color: string;
+  /** Drawn as steps (a state such as "throttled"), not slopes. */
+  step?: boolean;
+  dash?: boolean;
+}
+
+export interface ChartProps {
+  title: string;
+  /** The unit on the axis ticks ("%", "°C", "W", "MHz", "MB/s"...). */
+  unit: string;
+  lines: readonly Line[];
+  /** [x in epoch seconds, one column per line]. */
+  data: readonly (readonly Num[])[];
+  /** Bumped when the arrays behind `data` changed in place (live buffers). */
+  version?: number;
+  /** The y axis for the largest value drawn (null when none). */
+  range: (dataMax: number | null) => Range;
+  /** The time span shown, in epoch seconds; default: the data's own. */
+  xRange?: () => Range | null;
+  fmt: (v: Num) => string;
+  /** Ticks for the y axis; default uPlot's. */
+  ySplits?: (max: number) => number[];
+  /** data-kind, for tests and inspection. */
+  kind: string;
+  /** Show dates on the time axis (runs longer than a day). */
+  dates?: boolean;
+}
+
+function unitTicks(unit: string): (u: uPlot, splits: number[]) => string[] {
+  const sep = unit === '%' || unit === '°C' || unit === '' ? '' : '\u2009';
+  return (_u, splits) =>
+    splits.map((v) => `${Number.isInteger(v) ? v : Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(1)}${sep}${unit}`);
+}
+
+function maxOfCols(data: readonly (readonly Num[])[]): number | null {
+  let m: number | null = null;
+  for (let i = 1; i < data.length; i++)
+    for (const v of data[i] ?? []) if (v !== null && Number.isFinite(v) && (m === null || v > m)) m = v;
+  return m;
+}
+
+export function Chart(props: ChartProps) {
+  const figRef = useRef<HTMLElement>(null);
+  const plotRef = useRef<HTMLDivElement>(null);
+  const tipRef = useRef<HTMLDivElement>(null);
+  const plotObj = useRef<uPlot | null>(null);
+  const propsRef = useRef(props);
+  propsRef.current = props;
+  const linesKey = props.lines.map((l) => `${l.label}|${l.color}|${l.step ? 1 : 0}`).join(',');
+
+  const describe = (): void => {
+    const fig = figRef.current;
+    const plot = plotObj.current;
+    if (!fig || !plot) return;
+    const d = propsRef.current.data;
+    let n = 0;
+    for (const v of d[1] ?? []) if (v !== null && v !== undefined) n++;
+    fig.dataset.points = String(n);
+    fig.dataset.lines = String(Math.max(0, d.length - 1));
+    const m = maxOfCols(d);
+    fig.dataset.max = m === null ? '' : String(m);
+    const y = plot.scales.y;
+    fig.dataset.yMin = String(y?.min ?? '');
+    fig.dataset.yMax = String(y?.max ?? '');
+  };
+
+  useEffect(() => {
+    const fig = figRef.current;
+    const host = plotRef.current;
+    const tip = tipRef.current;
+    if (!fig || !host || !tip) return;
+    let theme = readChartTheme();
+    let lastIdx: number | null = null;
+
+    const showTip = (u: uPlot): void => {
+      const idx = u.cursor.idx;
+      const left = u.cursor.left ?? -1;
+      const p = propsRef.current;
+      if (idx === null || idx === undefined || left < 0) {
+        tip.hidden = true;
+        return;
+      }
+      const x = u.data[0][idx];
+      if (x === undefined) {
+        tip.hidden = true;
+        return;
+      }
+      const rows = p.lines
+        .map((l, i) => {
+          const v = (u.data[i + 1]?.[idx] ?? null) as Num;
+          return `<div><i style="background:${l.color}"></i>${l.label} <b>${p.fmt(v)}</b></div>`;
+        })
+        .join('');
+      const time = p.dates ? new Date(x * 1000).toLocaleString() : fmtClock(x * 1000);
+      tip.innerHTML = `<time>${time}</time>${rows}`;
+      tip.hidden = false;
+      const w = u.over.clientWidth;
+      const ox = u.over.getBoundingClientRect().left - host.getBoundingClientRect().left;
+      const at = left > w / 2 ? left - tip.offsetWidth - 8 : left + 8;
+      tip.style.transform = `translate(${Math.round(ox + at)}px, 4px)`;
+    };
+
+    const build = (): void => {
+      plotObj.current?.destroy();
+      const p = propsRef.current;
+      const stepped = uPlot.paths.stepped?.({ align: 1 });
+      const opts: uPlot.Options = {
+        width: Math.max(100, host.clientWidth),
+        height: Math.max(60, host.clientHeight),
+        legend: { show: false },
+        padding: [8, 8, 0, 0],
+        cursor: {
+          y: false,
+          points: { size: 6 },
+          drag: { x: false, y: false, setScale: false },
+        },
+        scales: {
+          x: {
+            time: true,
+            range: (_u, min, max): Range => propsRef.current.xRange?.() ?? [min, max],
+          },
+          y: { auto: true, range: (_u, _min, _max): Range => propsRef.current.range(maxOfCols(propsRef.current.data)) },
+        },
+        series: [
+          {},
+          ...p.lines.map((l) => ({
+            label: l.label,
+            stroke: l.color,
+            width: 1.5,
+            points: { show: false },
+            spanGaps: false,
+            ...(l.dash ? { dash: [6, 4] } : {}),
+            ...(l.step && stepped ? { paths: stepped } : {}),
+          })),
+        ],
+        axes: [
+          {
+            stroke: theme.text,
+            grid: { stroke: theme.grid, width: 1 },
+            ticks: { show: false },
+            font: theme.font,
+            space: 70,
+            size: 22,
+            ...(propsRef.current.dates
+              ? {}
+              : {
+                  // Seconds only where the span is short enough to need them.
+                  values: (u: uPlot, splits: number[]) => {
+                    const span = (u.scales.x?.max ?? 0) - (u.scales.x?.min ?? 0);
+                    return splits.map((v) => (span >= 900 ? fmtClock(v * 1000).slice(0, 5) : fmtClock(v * 1000)));
+                  },
+                }),
+          },
+          {
+            stroke: theme.text,
+            grid: { stroke: theme.grid, width: 1 },
+            ticks: { show: false },
+            font: theme.font,
+            // Wide enough for the longest label ("10500 MHz"), measured at about 6.5 px a character.
+            size: (_u: uPlot, values: string[] | null) =>
+              Math.max(40, 14 + Math.ceil(6.5 * Math.max(0, ...(values ?? []).map((v) => v.length)))),
+            space: 24,
+            values: unitTicks(p.unit),
+            ...(p.ySplits
+              ? {
+                  splits: (u: uPlot) => (propsRef.current.ySplits as (m: number) => number[])(u.scales.y?.max ?? 0),
+                }
+              : {}),
+          },
+        ],
+        hooks: { setCursor: [(u) => showTip(u)] },
+      };
+      plotObj.current = new uPlot(opts, p.data as uPlot.AlignedData, host);
+      describe();
+    };
+
+    build();
+    const ro = new ResizeObserver(() => {
+      const plot = plotObj.current;
+      if (plot && (plot.width !== host.clientWidth || plot.height !== host.clientHeight))
+        plot.setSize({ width: Math.max(100, host.clientWidth), height: Math.max(60, host.clientHeight) });
+    });
+    ro.observe(host);
+    const offScheme = onSchemeChange(() => {
+      theme = readChartTheme();
+      build();
+    });
+    const onKey = (e: KeyboardEvent): void => {
+      const plot = plotObj.current;
+      if (!plot) return;
+      const n = plot.data[0].length;
+      if (n === 0) return;
+      let idx = lastIdx ?? n - 1;
+      if (e.key === 'ArrowLeft') idx = Math.max(0, idx - 1);
+      else if (e.key === 'ArrowRight') idx = Math.min(n - 1, idx + 1);
+      else if (e.key === 'Home') idx = 0;
+      else if (e.key === 'End') idx = n - 1;
+      else if (e.key === 'Escape') {
+        lastIdx = null;
+        plot.setCursor({ left: -10, top: -10 });
+        return;
+      } else return;
+      e.preventDefault();
+      lastIdx = idx;
+      plot.setCursor({ left: plot.valToPos(plot.data[0][idx] as number, 'x'), top: plot.over.clientHeight / 2 });
+    };
+    fig.addEventListener('keydown', onKey);
+    return () => {
+      ro.disconnect();
+      offScheme();
+      fig.removeEventListener('keydown', onKey);
+      plotObj.current?.destroy();
+      plotObj.current = null;
+    };
+  }, [linesKey, props.unit]);
+
+  // New data (or the same arrays grown in place): one setData, no re-creation.
+  useEffect(() => {
+    const plot = plotObj.current;
+    if (!plot) return;
+    plot.setData(props.data as uPlot.AlignedData);
+    describe();
+  }, [props.data, props.version]);
+
+  return (
+    <figure class="chart" ref={figRef} tabIndex={0} data-kind={props.kind} aria-label={`${props.title}. Arrow keys read values.`}>
+      <figcaption>
+        <span class="ctitle">{props.title}</span>
+        {props.lines.map((l) => (
+          <span key={l.label} class="lg">
+            <span class="sw" style={{ background: l.color }} />
+            {l.label}
+          </span>
+        ))}
+      </figcaption>
+      <div class="plot" ref={plotRef}>
+        <div class="tip" ref={tipRef} hidden role="status" />
+      </div>
+    </figure>
+  );
+}

@@ -1,0 +1,183 @@
+// One benchmark: what was measured against what, and each point (a concurrency or a request
+// rate) with its throughput, latency percentiles, energy and tokens per joule, and whether the
+// point can be trusted. Export and delete as for sessions.
+
+import type { PageProps } from '../app';
+import { RunActions } from '../components/RunActions';
+import { useResource } from '../components/hooks';
+import type { BenchDoc, Dist } from '../lib/bench';
+import { fmtFig, loadLabel } from '../lib/bench';
+import { NA } from '../lib/format';
+import { href } from '../lib/router';
+import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuSummary, runTitle } from '../lib/sessions';
+import type { Num } from '../lib/types';
+
+const p = (d: Dist | null | undefined, k: 'p50' | 'p90' | 'p99', digits = 1): string => fmtFig(d ? d[k] : null, digits);
+
+function Num_({ v, field }: { v: string; field?: string }) {
+  return (
+    <td class={v === NA ? 'num na' : 'num'} data-field={field}>
+      {v}
+    </td>
+  );
+}
+
+export function BenchmarkPage({ app, params }: PageProps) {
+  const { api } = app;
+  const id = params.id ?? '';
+  const res = useResource(() => api.json<BenchDoc>(`api/benchmarks/${encodeURIComponent(id)}`), [id]);
+  const doc = res.data;
+  if (res.error && !doc)
+    return (
+      <section class="card" data-state={res.status === 404 ? 'not-found' : 'error'}>
+        <h2>{res.status === 404 ? `No benchmark ${id}` : `Cannot read benchmark ${id}`}</h2>
+        <p class="note">
+          {res.error} · <a href={href('/benchmarks')}>All benchmarks</a>
+        </p>
+      </section>
+    );
+  if (!doc) return <p class="loading">Loading benchmark {id}…</p>;
+  const energy = (v: Num): string => fmtEnergy(v);
+
+  return (
+    <div class="page page-benchmark" data-id={doc.id}>
+      <div class="toolbar">
+        <a href={href('/benchmarks')} class="back">
+          ← Benchmarks
+        </a>
+        <h2 class="page-title">
+          {runTitle(doc)} {doc.label && <span class="name">{doc.id}</span>}
+        </h2>
+        {doc.provider === 'sim' && <span class="badge badge-sim">simulated GPUs</span>}
+        {doc.interrupted && <span class="badge badge-warn">interrupted</span>}
+        <div class="spacer" />
+        <RunActions
+          api={api}
+          id={doc.id}
+          what="benchmark"
+          canDelete
+          onDeleted={() => {
+            location.hash = href('/benchmarks', { deleted: runTitle(doc) });
+          }}
+        />
+      </div>
+      <section class="summary" data-field="summary" aria-label="Summary">
+        <div>
+          <span class="k">Model</span>
+          <span class="v">{doc.model ?? NA}</span>
+        </div>
+        <div class="wide">
+          <span class="k">Server</span>
+          <code class="v">
+            {doc.url ?? NA} ({doc.api ?? NA})
+          </code>
+        </div>
+        <div>
+          <span class="k">Started</span>
+          <span class="v">{fmtDateTime(doc.started)}</span>
+        </div>
+        <div>
+          <span class="k">Duration</span>
+          <span class="v">{fmtRunDuration(doc.duration_s)}</span>
+        </div>
+        <div>
+          <span class="k">Points</span>
+          <span class="v" data-field="points">
+            {doc.points.length}
+          </span>
+        </div>
+        <div class="wide">
+          <span class="k">GPUs</span>
+          <span class="v">{gpuSummary(doc.gpus)}</span>
+        </div>
+      </section>
+      <section class="card">
+        <header class="card-head">
+          <h2>Points</h2>
+          <span class="note">latencies in ms; energy of the benchmarked GPUs over each point</span>
+        </header>
+        <div class="table-wrap">
+          <table class="points" data-field="points-table">
+            <thead>
+              <tr>
+                <th class="c-load" rowSpan={2}>
+                  Load
+                </th>
+                <th class="num" rowSpan={2}>
+                  Req/s
+                </th>
+                <th class="num" rowSpan={2}>
+                  Out tok/s
+                </th>
+                <th class="grp" colSpan={3}>
+                  TTFT
+                </th>
+                <th class="grp" colSpan={2}>
+                  TPOT
+                </th>
+                <th class="grp" colSpan={2}>
+                  ITL
+                </th>
+                <th class="grp" colSpan={2}>
+                  E2E
+                </th>
+                <th class="num" rowSpan={2}>
+                  Failed
+                </th>
+                <th class="num" rowSpan={2}>
+                  Energy
+                </th>
+                <th class="num" rowSpan={2} title="Output tokens per joule of GPU energy">
+                  Tok/J
+                </th>
+                <th class="num" rowSpan={2}>
+                  J/req
+                </th>
+                <th rowSpan={2}>Valid</th>
+              </tr>
+              <tr>
+                <th class="num">p50</th>
+                <th class="num">p90</th>
+                <th class="num">p99</th>
+                <th class="num">p50</th>
+                <th class="num">p99</th>
+                <th class="num">p50</th>
+                <th class="num">p99</th>
+                <th class="num">p50</th>
+                <th class="num">p99</th>
+              </tr>
+            </thead>
+            <tbody>
+              {doc.points.map((pt, i) => (
+                <tr key={i} data-load={loadLabel(pt)}>
+                  <td class="c-load">{loadLabel(pt)}</td>
+                  <Num_ v={fmtFig(pt.requests_per_s, 2)} field="rps" />
+                  <Num_ v={fmtFig(pt.output_tokens_per_s, 1)} field="tps" />
+                  <Num_ v={p(pt.ttft_ms, 'p50')} field="ttft-p50" />
+                  <Num_ v={p(pt.ttft_ms, 'p90')} field="ttft-p90" />
+                  <Num_ v={p(pt.ttft_ms, 'p99')} field="ttft-p99" />
+                  <Num_ v={p(pt.tpot_ms, 'p50', 2)} />
+                  <Num_ v={p(pt.tpot_ms, 'p99', 2)} />
+                  <Num_ v={p(pt.itl_ms, 'p50', 2)} />
+                  <Num_ v={p(pt.itl_ms, 'p99', 2)} />
+                  <Num_ v={p(pt.e2e_ms, 'p50')} />
+                  <Num_ v={p(pt.e2e_ms, 'p99')} />
+                  <Num_ v={String(pt.failed)} />
+                  <Num_ v={energy(pt.energy_j)} field="energy" />
+                  <Num_ v={fmtFig(pt.output_tokens_per_joule, 3)} field="tok-per-j" />
+                  <Num_ v={fmtFig(pt.joules_per_request, 1)} />
+                  <td class={pt.valid ? 'status-ok' : 'status-bad'} title={pt.invalid_reasons.join('\n')}>
+                    {pt.valid ? 'yes' : `no: ${pt.invalid_reasons.map((r) => r.split(':')[0]).join(', ')}`}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </section>
+      <p class="note">
+        The same figures as <code>gpumon history show {doc.id}</code>; docs/BENCH.md says how each is measured.
+      </p>
+    </div>
+  );
+}
