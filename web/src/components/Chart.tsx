@@ -18,6 +18,8 @@ export interface Line {
   /** Drawn as steps (a state such as "throttled"), not slopes. */
   step?: boolean;
   dash?: boolean;
+  /** Line width in CSS pixels (default 1.5). */
+  width?: number;
 }
 
 export interface ChartProps {
@@ -36,6 +38,8 @@ export interface ChartProps {
   fmt: (v: Num) => string;
   /** Ticks for the y axis; default uPlot's. */
   ySplits?: (max: number) => number[];
+  /** Tick labels for the y axis; default: the number with the unit. */
+  yLabel?: (v: number) => string;
   /** data-kind, for tests and inspection. */
   kind: string;
   /** Show dates on the time axis (runs longer than a day). */
@@ -142,7 +146,7 @@ export function Chart(props: ChartProps) {
           ...p.lines.map((l) => ({
             label: l.label,
             stroke: l.color,
-            width: 1.5,
+            width: l.width ?? 1.5,
             points: { show: false },
             spanGaps: false,
             ...(l.dash ? { dash: [6, 4] } : {}),
@@ -176,7 +180,9 @@ export function Chart(props: ChartProps) {
             size: (_u: uPlot, values: string[] | null) =>
               Math.max(40, 14 + Math.ceil(6.5 * Math.max(0, ...(values ?? []).map((v) => v.length)))),
             space: 24,
-            values: unitTicks(p.unit),
+            values: p.yLabel
+              ? (_u: uPlot, splits: number[]) => splits.map((v) => (propsRef.current.yLabel as (v: number) => string)(v))
+              : unitTicks(p.unit),
             ...(p.ySplits
               ? {
                   splits: (u: uPlot) => (propsRef.current.ySplits as (m: number) => number[])(u.scales.y?.max ?? 0),
@@ -184,7 +190,9 @@ export function Chart(props: ChartProps) {
               : {}),
           },
         ],
-        hooks: { setCursor: [(u) => showTip(u)] },
+        // The data attributes describe what was drawn: uPlot sets the scales as it draws,
+        // which can come after setData returns (a hidden tab, the first layout).
+        hooks: { setCursor: [(u) => showTip(u)], draw: [() => describe()] },
       };
       plotObj.current = new uPlot(opts, p.data as uPlot.AlignedData, host);
       describe();

@@ -9,12 +9,13 @@ import type { ProcKey, SortDir } from '../lib/processes';
 import type { Store } from '../lib/store';
 import { useTopics } from './hooks';
 
-const COLUMNS: { key: ProcKey; label: string; num: boolean }[] = [
-  { key: 'gpu', label: 'GPU', num: true },
-  { key: 'pid', label: 'PID', num: true },
-  { key: 'user', label: 'User', num: false },
-  { key: 'command', label: 'Command', num: false },
-  { key: 'memory', label: 'GPU memory', num: true },
+/** `short`: the header on a phone, where the columns are narrow. */
+const COLUMNS: { key: ProcKey; label: string; short: string; num: boolean }[] = [
+  { key: 'gpu', label: 'GPU', short: 'GPU', num: true },
+  { key: 'pid', label: 'PID', short: 'PID', num: true },
+  { key: 'user', label: 'User', short: 'User', num: false },
+  { key: 'command', label: 'Command', short: 'Command', num: false },
+  { key: 'memory', label: 'GPU memory', short: 'Memory', num: true },
 ];
 
 const MAX_ROWS = 200;
@@ -69,8 +70,11 @@ export function ProcessTable({ store, gpu }: { store: Store; gpu?: number }) {
                   aria-sort={sortKey === c.key ? (dir === 'asc' ? 'ascending' : 'descending') : 'none'}
                   data-key={c.key}
                 >
-                  <button type="button" onClick={() => sortBy(c.key)}>
-                    {c.label}
+                  <button type="button" onClick={() => sortBy(c.key)} aria-label={c.label}>
+                    <span class="l-long">{c.label}</span>
+                    <span class="l-short" aria-hidden="true">
+                      {c.short}
+                    </span>
                     <span class="arrow" aria-hidden="true">
                       {sortKey === c.key ? (dir === 'asc' ? '▲' : '▼') : ''}
                     </span>

@@ -19,21 +19,31 @@ export interface GpuColumn {
   fromSample: (g: Gpu, s: Snapshot) => Num;
 }
 
-/** NVML's "GPU idle" throttle reason: an idle board's normal state, not a slowdown. */
-const IDLE_BIT = 0x1;
+/**
+ * The throttle reasons charted, by their bit in NVML's mask (nvmlClocksEventReason*, the names
+ * of the sample JSON): the ones that slow a GPU down. Idle (bit 0) is an idle board's normal
+ * state; application and display clock settings are configuration.
+ */
+export const THROTTLE_REASONS = [
+  { bit: 2, name: 'sw_power_cap', label: 'power cap' },
+  { bit: 3, name: 'hw_slowdown', label: 'HW slowdown' },
+  { bit: 4, name: 'sync_boost', label: 'sync boost' },
+  { bit: 5, name: 'sw_thermal_slowdown', label: 'SW thermal' },
+  { bit: 6, name: 'hw_thermal_slowdown', label: 'HW thermal' },
+  { bit: 7, name: 'hw_power_brake_slowdown', label: 'power brake' },
+] as const;
 
-/** 1 while any throttle reason but idle is active, 0 when none, null when not reported. */
-export function throttledFromMask(mask: Num): Num {
+/** Bit `bit` of a reasons mask as 1 or 0, null when the mask is not reported. */
+export function maskBit(mask: Num, bit: number): Num {
   if (mask === null || !Number.isFinite(mask)) return null;
-  // Any bit but the idle one (bit 0) set means a value of 2 or more; no bitwise operator, as
-  // those would cut the 64-bit mask to 32 bits.
-  return Math.floor(mask) > IDLE_BIT ? 1 : 0;
+  // Arithmetic, not bitwise operators, which would cut the 64-bit mask to 32 bits.
+  return Math.floor(Math.floor(mask) / 2 ** bit) % 2;
 }
 
-function throttledFromSample(g: Gpu): Num {
+function reasonFromSample(g: Gpu, name: string): Num {
   const t = g.throttle_reasons;
   if (!t) return null;
-  return t.active.some((r) => r !== 'gpu_idle') ? 1 : 0;
+  return t.active.includes(name) ? 1 : 0;
 }
 
 const one = (m: string, from: (g: Gpu, s: Snapshot) => Num, host = false): GpuColumn => ({
@@ -60,12 +70,14 @@ export const GPU_COLUMNS: readonly GpuColumn[] = [
   one('pcie.tx', (g) => g.pcie.tx_kbps),
   one('pcie.rx', (g) => g.pcie.rx_kbps),
   one('fan.speed', (g) => g.fan_percent),
-  {
-    key: 'throttled',
-    metrics: ['clocks_throttle_reasons.active'],
-    fromHistory: (r) => throttledFromMask(r('clocks_throttle_reasons.active')),
-    fromSample: throttledFromSample,
-  },
+  ...THROTTLE_REASONS.map(
+    (t): GpuColumn => ({
+      key: `throttle.${t.name}`,
+      metrics: ['clocks_throttle_reasons.active'],
+      fromHistory: (r) => maskBit(r('clocks_throttle_reasons.active'), t.bit),
+      fromSample: (g) => reasonFromSample(g, t.name),
+    }),
+  ),
   one('host.cpu.utilization', (_g, s) => s.system?.cpu_percent ?? null, true),
   {
     key: 'host.memory.percent',

@@ -12,7 +12,15 @@ import { ProcessTable } from '../components/ProcessTable';
 import { isStale, StaleNote } from '../components/StaleNote';
 import { WindowPicker } from '../components/WindowPicker';
 import { fmtKBps, fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtTemp, fmtWatts, fmtWindow, healthLine, NA } from '../lib/format';
-import { col, energySinceStart, gpuHistoryPoints, gpuHistoryUrls, gpuSampleValues, newGpuBuffer } from '../lib/gpuseries';
+import {
+  col,
+  energySinceStart,
+  gpuHistoryPoints,
+  gpuHistoryUrls,
+  gpuSampleValues,
+  newGpuBuffer,
+  THROTTLE_REASONS,
+} from '../lib/gpuseries';
 import { href } from '../lib/router';
 import { niceCeil, percentRange, powerRange, temperatureRange } from '../lib/scales';
 import type { Range } from '../lib/scales';
@@ -157,7 +165,20 @@ export function GpuPage({ app, params }: PageProps) {
   const throttle = g.throttle_reasons?.active ?? [];
   const color = (v: string): string => cssColor(v);
 
-  type Spec = { kind: string; title: string; unit: string; lines: Line[]; data: Num[][]; range: (m: number | null) => Range; fmt: (v: Num) => string; ySplits?: (m: number) => number[] };
+  type Spec = {
+    kind: string;
+    title: string;
+    unit: string;
+    lines: Line[];
+    data: Num[][];
+    range: (m: number | null) => Range;
+    fmt: (v: Num) => string;
+    ySplits?: (m: number) => number[];
+    yLabel?: (v: number) => string;
+    /** The columns that say whether the GPU reports this at all (default: data). */
+    raw?: Num[][];
+  };
+  const reasonColors = ['#c0392b', '#d35400', '#8b3fb8', '#b7950b', '#e67e22', '#6d4c41'];
   const maxClock = Math.max(g.clocks.max_sm_mhz ?? 0, g.clocks.max_memory_mhz ?? 0, g.clocks.max_graphics_mhz ?? 0);
   const memTotalGiB = g.memory.total_mib !== null ? g.memory.total_mib / 1024 : null;
   const specs: Spec[] = [
@@ -252,14 +273,17 @@ export function GpuPage({ app, params }: PageProps) {
       ySplits: () => [0, 50, 100],
     },
     {
+      // One row per reason: a bar while it holds the clocks down.
       kind: 'throttle',
-      title: 'Throttled (any reason but idle)',
+      title: 'Throttle reasons',
       unit: '',
-      lines: [{ label: 'throttled', color: '#c0392b', step: true }],
-      data: [c('throttled')],
-      range: () => [0, 1],
-      fmt: (v) => (v === null ? NA : v >= 0.5 ? 'yes' : 'no'),
-      ySplits: () => [0, 1],
+      lines: THROTTLE_REASONS.map((t, i) => ({ label: t.label, color: reasonColors[i] as string, step: true, width: 5 })),
+      data: THROTTLE_REASONS.map((t, i) => c(`throttle.${t.name}`).map((v) => (v === 1 ? i + 1 : null))),
+      raw: THROTTLE_REASONS.map((t) => c(`throttle.${t.name}`)),
+      range: () => [0.4, THROTTLE_REASONS.length + 0.6],
+      fmt: (v) => (v === null ? 'no' : 'active'),
+      ySplits: () => THROTTLE_REASONS.map((_t, i) => i + 1),
+      yLabel: (v) => THROTTLE_REASONS[Math.round(v) - 1]?.label ?? '',
     },
     {
       kind: 'host-cpu',
@@ -282,7 +306,7 @@ export function GpuPage({ app, params }: PageProps) {
       ySplits: () => [0, 25, 50, 75, 100],
     },
   ];
-  const hasData = (s: Spec): boolean => s.data.some((d) => d.some((v) => v !== null));
+  const hasData = (s: Spec): boolean => (s.raw ?? s.data).some((d) => d.some((v) => v !== null));
   const stale = isStale(store);
 
   return (
@@ -320,6 +344,7 @@ export function GpuPage({ app, params }: PageProps) {
               xRange={xRange}
               fmt={s.fmt}
               {...(s.ySplits ? { ySplits: s.ySplits } : {})}
+              {...(s.yLabel ? { yLabel: s.yLabel } : {})}
             />
           ) : (
             <figure key={s.kind} class="chart chart-empty" data-kind={s.kind} data-points="0">

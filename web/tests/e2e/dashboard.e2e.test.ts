@@ -291,6 +291,14 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
       expect(await h0.textContent()).toMatch(/^Degraded: XID 48 .*uncorrected ECC/);
       const h1 = p3.locator('article.gpu[data-index="1"] [data-field=health]');
       expect(await h1.getAttribute('data-level')).toBe('na');
+      // GPU 0's page: the same verdict, and its power cap (throttle bit 2) as a bar over time.
+      await p3.goto(`${sick.base}#/gpu/0`);
+      const gpuPage = p3.locator('.page-gpu[data-gpu-index="0"]');
+      await gpuPage.waitFor();
+      expect(await gpuPage.locator('[data-field=health]').getAttribute('data-level')).toBe('bad');
+      expect(await gpuPage.locator('[data-field=throttle]').textContent()).toContain('sw power cap');
+      const thr = gpuPage.locator('figure.chart[data-kind=throttle]');
+      await waitFor('the power cap row', async () => Number(await thr.getAttribute('data-points')) >= 2);
     } finally {
       await p3.close();
       await stopDaemon(sick);

@@ -68,11 +68,12 @@ describe('pages', () => {
     const gpu = page.locator('.page-gpu[data-gpu-index="1"]');
     await gpu.waitFor();
     expect(await page.locator('nav.nav a[aria-current=page]').textContent()).toBe('Live');
-    for (const kind of ['utilization', 'memory', 'temperature', 'power', 'energy', 'clocks', 'pcie', 'throttle', 'host-cpu', 'host-memory'])
+    for (const kind of ['utilization', 'memory', 'temperature', 'power', 'energy', 'clocks', 'pcie', 'host-cpu', 'host-memory'])
       await waitFor(`the ${kind} chart with points`, async () =>
         Number(await gpu.locator(`figure.chart[data-kind="${kind}"]`).getAttribute('data-points')) >= 3,
       );
-    // The simulation reports no fan for this GPU? Either a chart or a "not reported" box, never a flat 0.
+    // Throttle reasons: a row per reason, drawn while one holds the clocks down.
+    expect(await gpu.locator('figure.chart[data-kind="throttle"]').getAttribute('data-lines')).toBe('6');
     expect(await gpu.locator('figure[data-kind="fan"]').count()).toBe(1);
     // Its utilization axis stays 0-100; the power axis reaches the limit.
     const util = gpu.locator('figure.chart[data-kind="utilization"]');

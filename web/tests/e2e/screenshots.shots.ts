@@ -15,10 +15,15 @@ import type { Daemon } from './helpers';
 const OUT = resolve(process.env.GM_SCREENSHOT_DIR ?? join(SOURCE, 'docs'));
 const SHOTS = join(OUT, 'screenshots');
 
-async function points(page: Page, n: number): Promise<void> {
+/** Waits until the charts (the live cards', or one kind of the GPU page's) hold n points. */
+async function points(page: Page, n: number, selector = 'figure.chart'): Promise<void> {
   await waitFor(
     `${n} points per chart`,
-    () => page.evaluate((k) => [...document.querySelectorAll<HTMLElement>('figure.chart')].every((f) => Number(f.dataset.points ?? 0) >= k), n),
+    () =>
+      page.evaluate(
+        ([k, sel]) => [...document.querySelectorAll<HTMLElement>(sel as string)].every((f) => Number(f.dataset.points ?? 0) >= (k as number)),
+        [n, selector],
+      ),
     90_000,
   );
 }
@@ -55,8 +60,7 @@ describe('screenshots', () => {
       await points(page, 20);
       await page.mouse.move(0, 0);
       await page.screenshot({ path: join(OUT, 'dashboard.png') });
-      await page.screenshot({ path: join(SHOTS, 'live.png') });
-      await shot('gpu', `${four.base}#/gpu/1`, () => points(page, 20));
+      await shot('gpu', `${four.base}#/gpu/1`, () => points(page, 20, 'figure.chart[data-kind=utilization]'));
       await shot('sessions', `${four.base}#/sessions`, () => page.locator('table.runs tbody tr').nth(2).waitFor());
       const rec = stored.records['train llama-8b'] as string;
       await shot('session', `${four.base}#/sessions/${rec}`, () => page.locator('.session-charts figure.chart').nth(3).waitFor());
@@ -82,6 +86,22 @@ describe('screenshots', () => {
       await shot('phone-benchmark', `${four.base}#/benchmarks/${stored.benches[1] as string}`, () =>
         page.locator('table.points tbody tr').nth(1).waitFor(),
       );
+
+      // The truthful states: a daemon that wants a token; the stream gone.
+      await page.setViewportSize({ width: 1600, height: 1000 });
+      const locked = await startDaemon(work, ['--simulate', '2', '--db', 'none', '--token', 'not-in-the-picture']);
+      try {
+        await shot('token', locked.base, () => page.locator('[data-state=token-needed]').waitFor());
+      } finally {
+        await stopDaemon(locked);
+      }
+      await page.goto(four.base);
+      await page.locator('article.gpu').nth(3).waitFor();
+      await points(page, 10);
+      await stopDaemon(four, 'SIGKILL');
+      await waitFor('stale cards', async () => (await page.locator('article.gpu[data-stale=yes]').count()) === 4);
+      await sleep(4000);
+      await page.screenshot({ path: join(SHOTS, 'stream-down.png') });
     } finally {
       await ctx.close();
       await stopDaemon(four);

@@ -2,7 +2,7 @@
 // row of columns, energy since the window start, and throttling from NVML's mask.
 import { describe, expect, it } from 'vitest';
 
-import { col, energySinceStart, GPU_COLUMNS, gpuHistoryPoints, gpuHistoryUrls, gpuSampleValues, throttledFromMask } from '../../src/lib/gpuseries';
+import { col, energySinceStart, GPU_COLUMNS, gpuHistoryPoints, gpuHistoryUrls, gpuSampleValues, maskBit } from '../../src/lib/gpuseries';
 import type { Gpu, HistoryResponse, Snapshot } from '../../src/lib/types';
 
 describe('gpuseries', () => {
@@ -17,13 +17,15 @@ describe('gpuseries', () => {
     expect(gpuHistoryUrls(0, 60, null, 3600)[0]).not.toContain('step=');
   });
 
-  it('turns NVML throttle masks into throttled or not (idle is not a slowdown)', () => {
-    expect(throttledFromMask(0)).toBe(0);
-    expect(throttledFromMask(1)).toBe(0);
-    expect(throttledFromMask(4)).toBe(1);
-    expect(throttledFromMask(5)).toBe(1);
-    expect(throttledFromMask(2 ** 40)).toBe(1); // past 32 bits
-    expect(throttledFromMask(null)).toBeNull();
+  it("reads each reason's bit of NVML's throttle mask", () => {
+    expect(maskBit(0, 2)).toBe(0);
+    expect(maskBit(4, 2)).toBe(1);
+    expect(maskBit(5, 2)).toBe(1);
+    expect(maskBit(5, 1)).toBe(0);
+    expect(maskBit(0x84, 7)).toBe(1);
+    expect(maskBit(2 ** 40 + 4, 2)).toBe(1); // past 32 bits
+    expect(maskBit(2 ** 40, 40)).toBe(1);
+    expect(maskBit(null, 2)).toBeNull();
   });
 
   it('merges responses into rows for its GPU only', () => {
@@ -51,7 +53,8 @@ describe('gpuseries', () => {
     const pts = gpuHistoryPoints(resp, 1);
     expect(pts.map((p) => p.t)).toEqual([1000, 2000]);
     expect(pts[0]?.v[col('utilization.gpu')]).toBe(40);
-    expect(pts[0]?.v[col('throttled')]).toBe(1);
+    expect(pts[0]?.v[col('throttle.sw_power_cap')]).toBe(1); // mask 4
+    expect(pts[0]?.v[col('throttle.hw_slowdown')]).toBe(0);
     expect(pts[0]?.v[col('host.memory.percent')]).toBe(25);
     expect(pts[1]?.v[col('utilization.gpu')]).toBeNull();
     expect(pts[1]?.v[col('host.memory.percent')]).toBeNull();
@@ -70,14 +73,15 @@ describe('gpuseries', () => {
       clocks: { sm_mhz: 1500, memory_mhz: 2600, graphics_mhz: 1500 },
       pcie: { tx_kbps: 10, rx_kbps: 20 },
       fan_percent: null,
-      throttle_reasons: { mask: '0x1', active: ['gpu_idle'] },
+      throttle_reasons: { mask: '0x41', active: ['gpu_idle', 'hw_thermal_slowdown'] },
     } as unknown as Gpu;
     const s = { gpus: [g], system: { cpu_percent: 12, memory: { used_percent: 30 } } } as unknown as Snapshot;
     const v = gpuSampleValues(s, 0);
     expect(v[col('utilization.gpu')]).toBe(50);
     expect(v[col('energy.total')]).toBe(5000);
     expect(v[col('fan.speed')]).toBeNull();
-    expect(v[col('throttled')]).toBe(0);
+    expect(v[col('throttle.hw_thermal_slowdown')]).toBe(1);
+    expect(v[col('throttle.sw_power_cap')]).toBe(0);
     expect(v[col('host.cpu.utilization')]).toBe(12);
     const lost = gpuSampleValues({ ...s, gpus: [{ ...g, lost: true }] } as Snapshot, 0);
     expect(lost[col('utilization.gpu')]).toBeNull();

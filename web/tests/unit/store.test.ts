@@ -148,4 +148,17 @@ describe('Store', () => {
     expect(store.ingest('{"gpus":"no"}')).toBe(false);
     expect(store.ingest(JSON.stringify(snap(1, 1, [])))).toBe(true);
   });
+
+  it('hands every sample to onSample listeners, even several in one animation frame', () => {
+    const { store, frame } = setup();
+    const seen: number[] = [];
+    const off = store.onSample((s) => seen.push(s.seq));
+    store.accept(snap(1, 1000, [gpu(0, 10)]));
+    store.accept(snap(2, 2000, [gpu(0, 20)]));
+    frame();
+    expect(seen).toEqual([1, 2]);
+    off();
+    store.accept(snap(3, 3000, [gpu(0, 30)]));
+    expect(seen).toEqual([1, 2]);
+  });
 });
