@@ -835,6 +835,11 @@ static int image_start(bench_opts *o, const char *id, image_run *ir, gm_collecto
                            o->quiet, &res, &ir->lease, ir->attach);
     if (rc != GM_EXIT_OK)
         return rc;
+    if (!o->quiet) {
+        char list[512];
+        gm_select_format_list(&res, list, sizeof list);
+        fprintf(stderr, "gpumon %s: leased GPU%s %s\n", cmd, res.n_selected > 1 ? "s" : "", list);
+    }
     /* The engine gets the leased GPUs by UUID, which every driver tool and CDI spec accepts
      * and no renumbering can change; an index only where the provider gave no UUID. */
     unsigned idx[GM_MAX_GPUS];

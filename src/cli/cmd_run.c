@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/container.h"
+#include "cli/lease.h"
 #include "cli/record.h"
 #include "core/estimate.h"
 #include "core/lease.h"
@@ -18,16 +19,8 @@
 #include "core/session.h"
 
 typedef struct run_opts {
-    const char *task;
-    unsigned count;
-    bool count_given;
-    double min_free_mib;
-    bool min_free_given;
-    bool has_max_util;
-    double max_util;
-    double wait_s;
-    double check_s;
-    double interval_s; /* the sampling interval (0: record's default) */
+    gm_cli_lease_opts lease; /* --task, --count, --min-free-mb, --max-util, --wait... */
+    double interval_s;       /* the sampling interval (0: record's default) */
     const char *output;
     const char *label;
     const char *db;
@@ -36,13 +29,10 @@ typedef struct run_opts {
     bool snapshot;
     unsigned snapshot_window_ms;
     bool snapshot_window_set;
-    const char *lease_dir;
-    bool all_devices;
     gm_cli_source src;
     char **command;
     int ncommand;
     gm_cli_ctr_opts ctr; /* --image: COMMAND runs in a container of this image */
-    double started_s;    /* when the wait for GPUs began (monotonic) */
 } run_opts;
 
 static volatile sig_atomic_t cancelled;
@@ -109,32 +99,11 @@ static void usage(FILE *out)
 }
 
 /* A number option of `gpumon run` in [min, max]; false (message printed) when it is not. */
-static bool parse_number(const char *flag, const char *arg, double min, double max, double *out)
-{
-    return gm_cli_parse_double("run", flag, "a number", arg, min, max, out);
-}
-
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    enum {
-        OPT_TASK = 256,
-        OPT_CHECK,
-        OPT_SNAPSHOT,
-        OPT_WINDOW,
-        OPT_DB,
-        OPT_NODB,
-        OPT_LEASE_DIR,
-        OPT_ALL,
-        OPT_INTERVAL,
-        OPT_LABEL
-    };
+    enum { OPT_SNAPSHOT = 256, OPT_WINDOW, OPT_DB, OPT_NODB, OPT_INTERVAL, OPT_LABEL };
     static const struct option longopts[] = {
-        {"task", required_argument, NULL, OPT_TASK},
-        {"count", required_argument, NULL, 'n'},
-        {"min-free-mb", required_argument, NULL, 'm'},
-        {"max-util", required_argument, NULL, 'u'},
-        {"wait", required_argument, NULL, 'w'},
-        {"check-interval", required_argument, NULL, OPT_CHECK},
+        GM_CLI_LEASE_LONGOPTS,
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"output", required_argument, NULL, 'o'},
         {"label", required_argument, NULL, OPT_LABEL},
@@ -142,8 +111,6 @@ static int parse_args(int argc, char **argv, run_opts *o)
         {"snapshot-window-ms", required_argument, NULL, OPT_WINDOW},
         {"db", required_argument, NULL, OPT_DB},
         {"no-db", no_argument, NULL, OPT_NODB},
-        {"lease-dir", required_argument, NULL, OPT_LEASE_DIR},
-        {"all-devices", no_argument, NULL, OPT_ALL},
         {"quiet", no_argument, NULL, 'q'},
         GM_CLI_SOURCE_LONGOPTS,
         GM_CLI_CTR_LONGOPTS,
@@ -155,35 +122,19 @@ static int parse_args(int argc, char **argv, run_opts *o)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:n:c:m:u:w:o:qh", longopts, NULL)) != -1) {
+        /* The letters of the lease options ("-c": run's letter for --count before -n meant
+         * it in every command). */
+        int lc = c == 'n' || c == 'c' ? GM_CLI_OPT_COUNT
+                 : c == 'm'           ? GM_CLI_OPT_MIN_FREE
+                 : c == 'u'           ? GM_CLI_OPT_MAX_UTIL
+                 : c == 'w'           ? GM_CLI_OPT_WAIT
+                                      : c;
+        int taken = gm_cli_lease_option("run", lc, optarg, &o->lease);
+        if (taken < 0)
+            return GM_EXIT_USAGE;
+        if (taken > 0)
+            continue;
         switch (c) {
-        case OPT_TASK:
-            o->task = optarg;
-            break;
-        case 'n':
-        case 'c': /* run's letter for --count before -n meant it in every command */
-            if (!gm_cli_parse_uint("run", "--count", optarg, 1, GM_MAX_GPUS, &v))
-                return GM_EXIT_USAGE;
-            o->count = (unsigned)v;
-            o->count_given = true;
-            break;
-        case 'm':
-            if (!parse_number("--min-free-mb", optarg, 0, 1e9, &o->min_free_mib))
-                return GM_EXIT_USAGE;
-            o->min_free_given = true;
-            break;
-        case 'u':
-            if (!parse_number("--max-util", optarg, 0, 100, &o->max_util))
-                return GM_EXIT_USAGE;
-            o->has_max_util = true;
-            break;
-        case 'w':
-            if (!gm_cli_parse_duration("run", "--wait", optarg, 0, 7 * 86400.0, &o->wait_s))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_CHECK:
-            if (!gm_cli_parse_duration("run", "--check-interval", optarg, 0.05, 3600, &o->check_s))
-                return GM_EXIT_USAGE;
-            break;
         case OPT_INTERVAL:
             if (!gm_cli_parse_duration("run", "--interval", optarg, 0.01, 3600, &o->interval_s))
                 return GM_EXIT_USAGE;
@@ -209,30 +160,23 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case OPT_NODB:
             o->no_db = true;
             break;
-        case OPT_LEASE_DIR:
-            o->lease_dir = optarg;
-            break;
-        case OPT_ALL:
-            o->all_devices = true;
-            break;
         case 'q':
             o->quiet = true;
             break;
         case 'h':
             usage(stdout);
             return GM_EXIT_OK;
-        default: {
-            int taken = gm_cli_ctr_option("run", c, optarg, &o->ctr);
+        default:
+            taken = gm_cli_ctr_option("run", c, optarg, &o->ctr);
             if (taken < 0 ||
                 (taken == 0 && !gm_cli_default_option("run", c, argv, longopts, &o->src)))
                 return GM_EXIT_USAGE;
             break;
         }
-        }
     }
     if (!gm_cli_ctr_validate("run", &o->ctr, false))
         return GM_EXIT_USAGE;
-    if (o->task && o->count_given) {
+    if (o->lease.task && o->lease.count) {
         fprintf(stderr, "gpumon run: --task and --count both say how many GPUs; give one\n");
         return GM_EXIT_USAGE;
     }
@@ -243,18 +187,6 @@ static int parse_args(int argc, char **argv, run_opts *o)
     o->command = argv + optind;
     o->ncommand = argc - optind;
     return -1;
-}
-
-/* A line on stderr at each check that is not met: how long so far, and what is missing. */
-static void on_progress(const gm_select_result *r, unsigned check, void *ud)
-{
-    const run_opts *o = ud;
-    if (o->quiet || r->satisfied || o->wait_s == 0)
-        return;
-    char why[512], waited[32];
-    gm_cli_format_seconds(gm_clock_mono_s() - o->started_s, waited, sizeof waited);
-    gm_select_shortfall(r, why, sizeof why);
-    fprintf(stderr, "gpumon run: waiting %s of %g s: %s\n", waited, o->wait_s, why);
 }
 
 /* The record options for the run options and the leased GPUs (list: "0,3"). False (message
@@ -378,54 +310,25 @@ static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const 
 
 int gm_cli_run(int argc, char **argv)
 {
-    run_opts o = {.count = 1, .wait_s = 300, .check_s = 30};
+    run_opts o = {0};
+    gm_cli_lease_defaults(&o.lease);
     gm_cli_ctr_defaults(&o.ctr);
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
 
-    gm_error err = {0};
-    gm_estimate est;
     json_t *attach = json_object();
     if (!attach)
         return GM_EXIT_FAILURE;
-    if (o.task) {
-        if (gm_estimate_task_file(o.task, &est, &err) < 0) {
-            fprintf(stderr, "gpumon run: %s\n", err.msg);
-            json_decref(attach);
-            return GM_EXIT_USAGE;
-        }
-        if (est.gpus > GM_MAX_GPUS) {
-            fprintf(stderr, "gpumon run: %s needs %llu GPUs; at most %d can be chosen\n", o.task,
-                    (unsigned long long)est.gpus, GM_MAX_GPUS);
-            json_decref(attach);
-            return GM_EXIT_NOT_ENOUGH;
-        }
-        o.count = (unsigned)est.gpus;
-        if (!o.min_free_given)
-            o.min_free_mib = est.memory_mib;
-        json_object_set_new(attach, "estimate", gm_estimate_json(&est));
-    }
-
-    char lease_dir[4096];
-    if (o.lease_dir)
-        snprintf(lease_dir, sizeof lease_dir, "%s", o.lease_dir);
-    else if (gm_lease_default_dir(lease_dir, sizeof lease_dir, &err) < 0) {
-        fprintf(stderr, "gpumon run: %s\n", err.msg);
-        json_decref(attach);
-        return GM_EXIT_FAILURE;
-    }
-
     gm_cli_ctr *ctr = NULL;
     if (o.ctr.image && !(ctr = image_prepare(&o, &rc))) {
         json_decref(attach);
         return rc;
     }
     gm_collector *c = gm_cli_open_collector("run", &o.src);
-    gm_snapshot *snap = gm_snapshot_new();
     gm_lease *lease = NULL;
-    if (!c || !snap) {
-        rc = c ? GM_EXIT_FAILURE : GM_EXIT_NO_GPU;
+    if (!c) {
+        rc = GM_EXIT_NO_GPU;
         goto out;
     }
     if (strcmp(gm_collector_provider(c), "none") == 0) {
@@ -434,43 +337,18 @@ int gm_cli_run(int argc, char **argv)
         goto out;
     }
 
-    gm_select_request req = {
-        .count = o.count,
-        .min_free_mib = o.min_free_mib,
-        .has_max_util = o.has_max_util,
-        .max_util_pct = o.max_util,
-        .visible = o.all_devices ? NULL : getenv("CUDA_VISIBLE_DEVICES"),
-    };
-    gm_wait_options wo = {
-        .timeout_s = o.wait_s,
-        .interval_s = o.check_s,
-        .cancel = &cancelled,
-        .lease_dir = lease_dir,
-        .take_lease = true,
-        .progress = on_progress,
-        .progress_ud = &o,
-    };
     gm_select_result res;
-    o.started_s = gm_clock_mono_s();
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int wrc = gm_wait_for(c, &req, &wo, snap, &res, &lease, &err);
+    rc = gm_cli_lease_gpus("run", &o.lease, c, NULL, 0, &cancelled, o.quiet, &res, &lease, attach);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (wrc < 0) {
-        if (wrc == GM_ECANCELED && cancelled) {
-            fprintf(stderr, "gpumon run: interrupted while waiting for GPUs\n");
-            rc = 128 + (int)cancelled;
-        } else {
-            fprintf(stderr, "gpumon run: %s\n", err.msg);
-            rc = wrc == GM_ETIMEDOUT ? GM_EXIT_TIMEOUT
-                 : wrc == GM_EINVAL  ? GM_EXIT_USAGE
-                                     : GM_EXIT_FAILURE;
-        }
+    if (rc < 0)
+        rc = 128 + (int)cancelled;
+    if (rc != GM_EXIT_OK)
         goto out;
-    }
     /* record opens its own collector; this one's work is done. */
     gm_collector_close(c);
     c = NULL;
@@ -480,12 +358,6 @@ int gm_cli_run(int argc, char **argv)
     if (ctr) {
         if (!o.quiet)
             fprintf(stderr, "gpumon run: leased GPU%s %s\n", res.n_selected > 1 ? "s" : "", list);
-        json_t *uuids = json_array();
-        for (size_t i = 0; i < gm_lease_count(lease); i++)
-            json_array_append_new(uuids, json_string(gm_lease_uuid(lease, i)));
-        json_object_set_new(attach, "selection", gm_select_result_json(&res));
-        json_object_set_new(attach, "lease",
-                            json_pack("{s:s, s:o}", "dir", lease_dir, "uuids", uuids));
         rc = run_image(&o, ctr, lease, list, attach);
         attach = NULL; /* stolen */
         goto out;
@@ -498,13 +370,8 @@ int gm_cli_run(int argc, char **argv)
         fprintf(stderr, "gpumon run: leased GPU%s %s; CUDA_VISIBLE_DEVICES=%s\n",
                 res.n_selected > 1 ? "s" : "", list, list);
 
-    json_t *uuids = json_array();
-    for (size_t i = 0; i < gm_lease_count(lease); i++)
-        json_array_append_new(uuids, json_string(gm_lease_uuid(lease, i)));
-    json_object_set_new(attach, "selection", gm_select_result_json(&res));
-    json_object_set_new(attach, "lease",
-                        json_pack("{s:s, s:s, s:o}", "dir", lease_dir, "cuda_visible_devices", list,
-                                  "uuids", uuids));
+    json_object_set_new(json_object_get(attach, "lease"), "cuda_visible_devices",
+                        json_string(list));
 
     gm_cli_record_opts ro;
     if (!record_opts_of(&o, list, &ro)) {
@@ -518,7 +385,6 @@ out:
     gm_cli_ctr_close(ctr);
     gm_lease_release(lease);
     json_decref(attach);
-    gm_snapshot_free(snap);
     gm_collector_close(c);
     return rc;
 }

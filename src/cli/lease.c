@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/estimate.h"
@@ -64,16 +65,20 @@ typedef struct progress_ctx {
     const char *cmd;
     double wait_s;
     bool quiet;
+    double started_s; /* when the wait began (monotonic) */
 } progress_ctx;
 
+/* A line on stderr at each check that is not met: how long so far, and what is missing. */
 static void on_progress(const gm_select_result *r, unsigned check, void *ud)
 {
     const progress_ctx *p = ud;
-    if (p->quiet || r->satisfied || check != 1 || p->wait_s == 0)
+    (void)check;
+    if (p->quiet || r->satisfied || p->wait_s == 0)
         return;
-    char why[512];
-    gm_select_explain(r, why, sizeof why);
-    fprintf(stderr, "gpumon %s: waiting up to %gs: %s\n", p->cmd, p->wait_s, why);
+    char why[512], waited[32];
+    gm_cli_format_seconds(gm_clock_mono_s() - p->started_s, waited, sizeof waited);
+    gm_select_shortfall(r, why, sizeof why);
+    fprintf(stderr, "gpumon %s: waiting %s of %g s: %s\n", p->cmd, waited, p->wait_s, why);
 }
 
 int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector *c,
@@ -126,7 +131,8 @@ int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector 
         .n_only = n_only,
         .visible = o->all_devices ? NULL : getenv("CUDA_VISIBLE_DEVICES"),
     };
-    progress_ctx pc = {.cmd = cmd, .wait_s = o->wait_s, .quiet = quiet};
+    progress_ctx pc = {
+        .cmd = cmd, .wait_s = o->wait_s, .quiet = quiet, .started_s = gm_clock_mono_s()};
     gm_wait_options wo = {
         .timeout_s = o->wait_s,
         .interval_s = o->check_s,
@@ -159,7 +165,5 @@ int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector 
             attach, "lease",
             json_pack("{s:s, s:s, s:o}", "dir", dir, "indices", list, "uuids", uuids));
     }
-    if (!quiet)
-        fprintf(stderr, "gpumon %s: leased GPU%s %s\n", cmd, res->n_selected > 1 ? "s" : "", list);
     return GM_EXIT_OK;
 }

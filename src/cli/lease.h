@@ -1,6 +1,6 @@
-/* lease.h - choosing and leasing GPUs for work gpumon starts itself (`bench --image`): the
- * task's estimate (or a count), the wait until that many qualify, and the lease that keeps
- * every other gpumon off them, as `gpumon run` does it. */
+/* lease.h - choosing and leasing GPUs for work gpumon starts itself (`run`, `bench --image`):
+ * the task's estimate (or a count), the wait until that many qualify (a line on stderr at each
+ * check saying what is missing), and the lease that keeps every other gpumon off them. */
 #ifndef GM_CLI_LEASE_H
 #define GM_CLI_LEASE_H
 
@@ -59,7 +59,8 @@ int gm_cli_lease_option(const char *cmd, int c, const char *arg, gm_cli_lease_op
 /* Estimates (with --task), waits until the GPUs qualify, and leases them: only (n_only driver
  * indices, may be NULL) limits the candidates. The count is --count, else the task's estimate,
  * else n_only when given, else 1. On success res and *lease hold the choice, and attach (may be
- * NULL) gets "estimate", "selection" and "lease" as `gpumon run` stores them. Returns an exit
+ * NULL) gets "estimate", "selection" and "lease" ({dir, indices, uuids}). The caller says
+ * which GPUs it leased (quiet only silences the waiting lines). Returns an exit
  * status: 0, GM_EXIT_USAGE, GM_EXIT_NOT_ENOUGH, GM_EXIT_TIMEOUT, GM_EXIT_FAILURE; -1 when *stop
  * was set while waiting (the caller knows which signal). */
 int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector *c,
