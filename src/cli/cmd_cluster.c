@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/suggest.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/fleet.h"
@@ -381,11 +382,23 @@ int gm_cli_cluster(int argc, char **argv)
         o.cmd = "cluster status";
     } else if (strcmp(sub, "select") == 0) {
         o.cmd = "cluster select";
-    } else {
+    } else if (sub[0] == '-') {
         fprintf(stderr,
-                "gpumon cluster: unknown subcommand \"%s\" (status or select; see gpumon "
-                "cluster --help)\n",
+                "gpumon cluster: unknown option \"%s\" before the subcommand (status or "
+                "select; see gpumon cluster --help)\n",
                 sub);
+        return GM_EXIT_USAGE;
+    } else {
+        static const char *const subs[] = {"status", "select"};
+        const char *guess = gm_suggest(sub, subs, sizeof subs / sizeof *subs);
+        if (guess)
+            fprintf(stderr, "gpumon cluster: unknown subcommand \"%s\"; did you mean \"%s\"?\n",
+                    sub, guess);
+        else
+            fprintf(stderr,
+                    "gpumon cluster: unknown subcommand \"%s\" (status or select; see gpumon "
+                    "cluster --help)\n",
+                    sub);
         return GM_EXIT_USAGE;
     }
     int rc = parse_args(argc - 1, argv + 1, &o);

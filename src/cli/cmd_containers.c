@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/suggest.h"
 #include "base/clock.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -348,7 +349,13 @@ int gm_cli_containers(int argc, char **argv)
         }
         return cmd_follow(argv[optind], stop_s);
     }
-    fprintf(stderr, "gpumon containers: unknown subcommand \"%s\" (list, cleanup or follow)\n",
-            sub);
+    static const char *const subs[] = {"list", "cleanup", "follow"};
+    const char *guess = gm_suggest(sub, subs, sizeof subs / sizeof *subs);
+    if (guess)
+        fprintf(stderr, "gpumon containers: unknown subcommand \"%s\"; did you mean \"%s\"?\n", sub,
+                guess);
+    else
+        fprintf(stderr, "gpumon containers: unknown subcommand \"%s\" (list, cleanup or follow)\n",
+                sub);
     return GM_EXIT_USAGE;
 }

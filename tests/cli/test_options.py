@@ -111,6 +111,19 @@ class Help(Base):
         self.usage_error(["--verison"], 'gpumon: unknown option "--verison"; did you mean "--version"?')
         self.usage_error(["--bogus"], 'gpumon: unknown option "--bogus" (see gpumon --help)')
 
+    def test_subcommand_typos(self):
+        for argv, msg in ((["containers", "lsit"], 'unknown subcommand "lsit"; did you mean "list"?'),
+                          (["containers", "clean"], 'unknown subcommand "clean"; did you mean "cleanup"?'),
+                          (["cluster", "stauts"], 'unknown subcommand "stauts"; did you mean "status"?'),
+                          (["cluster", "frob"], 'unknown subcommand "frob" (status or select'),
+                          (["cluster", "-Z"], 'unknown option "-Z" before the subcommand'),
+                          (["cluster", "status", "-Z"], 'unknown option "-Z" (see gpumon cluster status --help)')):
+            with self.subTest(argv=argv):
+                p = self.gpumon(*argv)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(f"gpumon {argv[0]}", p.stderr)
+                self.assertIn(msg, p.stderr)
+
     def test_option_typos_and_misuse(self):
         self.usage_error(["record", "--intervl", "1", "--", "true"],
                          'gpumon record: unknown option "--intervl"; did you mean "--interval"?')
@@ -127,7 +140,7 @@ class Help(Base):
         self.usage_error(["query", "-i"], "gpumon query: -i needs a value")
 
     def test_unknown_short_option_everywhere(self):
-        for cmd in ALL_COMMANDS + ["bench", "top"]:
+        for cmd in ALL_COMMANDS + ["bench", "top", "containers"]:
             with self.subTest(cmd=cmd):
                 self.usage_error([cmd, "-Z"], f'gpumon {cmd}: unknown option "-Z" (see gpumon {cmd} --help)')
 
