@@ -177,11 +177,28 @@ static bool new_pod_appeared(gm_collector *c, const gm_snapshot *s)
     return fresh;
 }
 
+/* A MIG device is allocated by its own UUID, which only the driver ties to its GPU: asked
+ * once per new answer of the kubelet, not per sample. One that cannot be placed (another
+ * provider, a device gone) counts for no GPU. */
+static void place_mig_devices(gm_collector *c)
+{
+    if (!c->prov || !c->prov->mig_parent)
+        return;
+    for (size_t i = 0; i < c->podres_table.n; i++) {
+        gm_podres_alloc *a = &c->podres_table.allocs[i];
+        if (!a->gpu_uuid[0] && strncmp(a->device_id, "MIG-", 4) == 0 &&
+            c->prov->mig_parent(c->pstate, a->device_id, a->gpu_uuid, sizeof a->gpu_uuid, NULL) !=
+                GM_OK)
+            a->gpu_uuid[0] = '\0';
+    }
+}
+
 /* Names the pods and containers of GPUs and processes from the kubelet's latest answer. */
 static void attribute_k8s(gm_collector *c, gm_snapshot *s)
 {
     bool known;
-    gm_podres_watch_take(c->podres, &c->podres_gen, &c->podres_table, &known);
+    if (gm_podres_watch_take(c->podres, &c->podres_gen, &c->podres_table, &known))
+        place_mig_devices(c);
     gm_podres_attribute(&c->podres_table, known, s);
     if (new_pod_appeared(c, s))
         gm_podres_watch_nudge(c->podres);

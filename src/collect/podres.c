@@ -525,11 +525,17 @@ static void refresh(gm_podres_watch *w, gm_podres_table *scratch)
     int64_t now = gm_clock_mono_ms();
     pthread_mutex_lock(&w->mu);
     if (rc == GM_OK) {
+        /* The same answer as before is no news: the collector keeps what it made of it. */
+        bool same = w->known && w->table.n == scratch->n && w->table.pods == scratch->pods &&
+                    w->table.skipped == scratch->skipped &&
+                    (!scratch->n || memcmp(w->table.allocs, scratch->allocs,
+                                           scratch->n * sizeof *scratch->allocs) == 0);
         gm_podres_table t = w->table;
         w->table = *scratch;
         *scratch = t;
         w->known = true;
-        w->gen++;
+        if (!same)
+            w->gen++;
         w->last_ok_ms = now;
         w->status.pods = w->table.pods;
         w->status.gpu_devices = w->table.n;

@@ -25,6 +25,12 @@ PYTHON = "/usr/bin/python3"
 U0 = "GPU-7a1c0000-0000-4000-8000-000000000000"
 U1 = "GPU-7a1c0000-0000-4000-8000-000000000001"
 U2 = "GPU-7a1c0000-0000-4000-8000-000000000002"
+U3 = "GPU-7a1c0000-0000-4000-8000-000000000003"
+U4 = "GPU-7a1c0000-0000-4000-8000-000000000004"
+# MIG devices, allocated by their own UUIDs: two of GPU 3 for two pods, one of GPU 4.
+MIG3A = "MIG-5a2d0e2c-1c7e-5c4b-9c8e-0a6f8d5c2b11"
+MIG3B = "MIG-8f1e6b3a-2d4c-5e7f-8a9b-1c2d3e4f5a6b"
+MIG4A = "MIG-0c4d2e6f-7a8b-5c9d-8e0f-1a2b3c4d5e6f"
 
 # Real cgroup files (the unit tests name their sources): a containerd pod under the systemd
 # driver (cgroup v2), a CRI-O pod on a hybrid v1+v2 node, a k3s pod seen from another cgroup
@@ -69,6 +75,8 @@ SCENARIO = {"gpus": [
     gpu(1, U1, [{"pid": 4200, "used_mem": 1 << 28}]),
     gpu(2, U2, [{"pid": 4300, "used_mem": 1 << 20},
                 {"pid": 4400, "used_mem": 1 << 31, "from_read": LATE_READ}]),
+    dict(gpu(3, U3, []), mig_devices=[MIG3A, MIG3B]),
+    dict(gpu(4, U4, []), mig_devices=[MIG4A]),
 ]}
 
 
@@ -83,6 +91,9 @@ ALLOCATIONS = {"pods": [
     # Two time-slicing replicas of GPU 1 for the same container.
     pod("notebook-7c9f", "lab", "jupyter", "nvidia.com/gpu.shared", [U1 + "::0", U1 + "::3"]),
     pod("web", "default", "nginx", "example.com/nic", ["eth1"]),
+    pod("mig-a", "lab", "a", "nvidia.com/mig-1g.10gb", [MIG3A]),
+    pod("mig-b", "lab", "b", "nvidia.com/mig-1g.10gb", [MIG3B]),
+    pod("mig-solo", "lab", "solo", "nvidia.com/mig-3g.40gb", [MIG4A]),
 ]}
 LATE = pod("llm-0", "serve", "vllm", "nvidia.com/gpu", [U2])
 
@@ -172,6 +183,11 @@ class KubernetesAttribution(unittest.TestCase):
         # Not allocated: known to hold nothing.
         self.assertEqual((g2["pod"], g2["namespace"], g2["container"], g2["k8s_containers"]),
                          (None, None, None, 0))
+        # MIG devices placed on their GPUs by NVML: two pods share GPU 3 (no names), one holds
+        # GPU 4's only device.
+        self.assertEqual((gpus[3]["pod"], gpus[3]["k8s_containers"]), (None, 2))
+        self.assertEqual((gpus[4]["pod"], gpus[4]["namespace"], gpus[4]["container"],
+                          gpus[4]["k8s_containers"]), ("mig-solo", "lab", "solo", 1))
 
         procs = {p["pid"]: p for g in gpus.values() for p in g["processes"]}
         for pid in (4100, 4101):
@@ -199,6 +215,8 @@ class KubernetesAttribution(unittest.TestCase):
         self.assertIn('container="main",namespace="ml",pod="trainer-0"}', util["0"])
         self.assertIn('container="jupyter",namespace="lab",pod="notebook-7c9f"}', util["1"])
         self.assertNotIn("pod=", util["2"])
+        self.assertNotIn("pod=", util["3"])
+        self.assertIn('pod="mig-solo"', util["4"])
         temp0 = metric_lines(text, "DCGM_FI_DEV_GPU_TEMP")[0]
         self.assertIn('pod="trainer-0"', temp0)
         mem = {l.split('pid="')[1].split('"')[0]: l for l in metric_lines(text, "gpumon_process_gpu_memory_bytes")}

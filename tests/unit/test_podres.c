@@ -582,6 +582,34 @@ static void test_watch(void **state)
     kubelet_stop(&k);
 }
 
+/* A nudge refreshes long before the period; an answer like the last one is no news. */
+static void test_watch_nudge(void **state)
+{
+    (void)state;
+    kubelet k;
+    kubelet_start(&k, alloc_one);
+    gm_podres_watch *w;
+    assert_int_equal(gm_podres_watch_start(k.sock, 600000, &w, NULL), GM_OK);
+    uint64_t gen = 0;
+    gm_podres_table t = {0};
+    assert_true(wait_take(w, &gen, &t, true, 1, 5000));
+    uint64_t first = gen;
+    /* The same allocations again: no new table. */
+    gm_podres_watch_nudge(w);
+    usleep(1500000);
+    bool known;
+    assert_false(gm_podres_watch_take(w, &gen, &t, &known));
+    assert_int_equal(gen, first);
+    /* New allocations, then a nudge: seen within seconds, not the ten-minute period. */
+    write_file(k.alloc, "{\"pods\": []}");
+    gm_podres_watch_nudge(w);
+    assert_true(wait_take(w, &gen, &t, true, 0, 5000));
+    assert_true(gen != first);
+    gm_podres_watch_stop(w);
+    gm_podres_table_free(&t);
+    kubelet_stop(&k);
+}
+
 /* A node without a kubelet: the watcher waits for the socket to appear. */
 static void test_watch_no_socket(void **state)
 {
@@ -607,11 +635,17 @@ static void test_watch_no_socket(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_resource_names), cmocka_unit_test(test_gpu_of),
-        cmocka_unit_test(test_decode),         cmocka_unit_test(test_decode_rejects_odd_names),
-        cmocka_unit_test(test_attribute),      cmocka_unit_test(test_attribute_doubt),
-        cmocka_unit_test(test_list),           cmocka_unit_test(test_list_refused),
-        cmocka_unit_test(test_watch),          cmocka_unit_test(test_watch_no_socket),
+        cmocka_unit_test(test_resource_names),
+        cmocka_unit_test(test_gpu_of),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_decode_rejects_odd_names),
+        cmocka_unit_test(test_attribute),
+        cmocka_unit_test(test_attribute_doubt),
+        cmocka_unit_test(test_list),
+        cmocka_unit_test(test_list_refused),
+        cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_watch_nudge),
+        cmocka_unit_test(test_watch_no_socket),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
