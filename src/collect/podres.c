@@ -366,7 +366,7 @@ static void curl_init(void)
 }
 
 /* Turns a transfer that failed into a sentence and a code. */
-static int transfer_error(CURL *e, CURLcode cc, const char *path, const char *errbuf, gm_error *err)
+static int transfer_error(CURL *e, CURLcode cc, const char *path, gm_error *err)
 {
     long os_errno = 0;
     curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
@@ -386,8 +386,9 @@ static int transfer_error(CURL *e, CURLcode cc, const char *path, const char *er
                             GM_PODRES_MAX_MESSAGE);
     if (cc == CURLE_ABORTED_BY_CALLBACK)
         return gm_error_set(err, GM_ECANCELED, "call to %s abandoned", path);
-    return gm_error_set(err, GM_EIO, "call to %s failed: %s", path,
-                        errbuf[0] ? errbuf : curl_easy_strerror(cc));
+    /* libcurl's fixed sentence, not its error buffer, which counts milliseconds: the same
+     * failure must read the same each time, or the log would repeat it every period. */
+    return gm_error_set(err, GM_EIO, "call to %s failed: %s", path, curl_easy_strerror(cc));
 }
 
 int gm_podres_list(const char *path, int timeout_ms, const atomic_bool *abort_flag,
@@ -413,7 +414,6 @@ int gm_podres_list(const char *path, int timeout_ms, const atomic_bool *abort_fl
 
     call c = {.grpc_status = -1, .abort_flag = abort_flag};
     gm_buf_init(&c.body, GM_PODRES_MAX_MESSAGE + 5);
-    char errbuf[CURL_ERROR_SIZE] = "";
     /* An empty ListPodResourcesRequest in gRPC's frame: not compressed, length 0. */
     static const char request[5] = {0, 0, 0, 0, 0};
     struct curl_slist *hdrs = NULL, *h;
@@ -444,10 +444,9 @@ int gm_podres_list(const char *path, int timeout_ms, const atomic_bool *abort_fl
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, &c);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L); /* a thread of a daemon: no SIGALRM */
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     CURLcode cc = curl_easy_perform(e);
     if (cc != CURLE_OK) {
-        rc = transfer_error(e, cc, path, errbuf, err);
+        rc = transfer_error(e, cc, path, err);
         goto out;
     }
     long status = 0;
