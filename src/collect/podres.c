@@ -211,6 +211,15 @@ void gm_podres_attribute(const gm_podres_table *t, bool known, gm_snapshot *s)
 {
     if (!known)
         return;
+    /* A GPU allocation this cannot place (a device ID of another form, a GPU this process does
+     * not see) might be any GPU's: then a GPU nobody seems to hold is not known to be free. */
+    size_t unplaced = 0;
+    for (size_t a = 0; a < t->n; a++) {
+        bool placed = false;
+        for (unsigned i = 0; i < s->gpu_count && !placed && t->allocs[a].gpu_uuid[0]; i++)
+            placed = strcmp(t->allocs[a].gpu_uuid, s->gpus[i].uuid) == 0;
+        unplaced += !placed;
+    }
     const gm_k8s_ref *holder[GM_MAX_GPUS] = {0};
     for (unsigned i = 0; i < s->gpu_count; i++) {
         gm_gpu *g = &s->gpus[i];
@@ -232,6 +241,8 @@ void gm_podres_attribute(const gm_podres_table *t, bool known, gm_snapshot *s)
             g->k8s = *holder[i];
         else
             holder[i] = NULL;
+        if (g->k8s_containers == 0 && unplaced)
+            g->k8s_known = false;
     }
 
     /* What the GPUs held by one container tell about the pods and containers of the processes

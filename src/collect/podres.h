@@ -62,7 +62,8 @@ int gm_podres_list(const char *path, int timeout_ms, const atomic_bool *abort_fl
                    gm_podres_table *out, gm_error *err);
 
 /* Ties the allocations to s: each GPU gets k8s_known = known, the number of distinct containers
- * that hold it or a part of it, and their names when there is exactly one; each process that
+ * that hold it or a part of it, and their names when there is exactly one (a GPU that none
+ * holds is not known when some allocation could not be placed on a GPU); each process that
  * carries a pod UID (and container ID) from its cgroup gets the names of its pod (and
  * container) when the evidence is unambiguous: on some GPU held by exactly one container, the
  * processes that are in a pod are all in one pod (then that pod is this container's), and all in

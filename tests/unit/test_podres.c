@@ -321,7 +321,6 @@ static void test_attribute(void **state)
     add_alloc(&t, "GPU-9e0c0000-0000-0000-0000-000000000003::0", "nb-c", "lab", "jupyter");
     add_alloc(&t, "GPU-9e0c0000-0000-0000-0000-000000000003::1", "nb-c", "lab", "jupyter");
     add_alloc(&t, "GPU-9e0c0000-0000-0000-0000-000000000004", "infer", "serve", "vllm");
-    add_alloc(&t, MIG_ID, "other", "lab", "x"); /* unplaced: counts for no GPU */
 
     gm_process *p0 = add_proc(s, 0, 100, UID_A, CID_1);
     gm_process *p0b = add_proc(s, 0, 101, UID_A, CID_1);
@@ -350,6 +349,25 @@ static void test_attribute(void **state)
     expect_names(&p2a->k8s, "", "", "", "a process on a shared GPU");
     expect_names(&p4a->k8s, "", "", "", "pod C on GPU4 beside pod B");
     expect_names(&p4b->k8s, "", "", "", "pod B on GPU4 beside pod C");
+
+    /* An allocation no GPU here matches (an unplaced MIG device, another plugin's IDs): the
+     * GPUs nobody seems to hold may be its, so they are not known; the others are. */
+    gm_snapshot_reset(s);
+    for (int i = 0; i < 2; i++) {
+        char u[64];
+        snprintf(u, sizeof u, "GPU-9e0c0000-0000-0000-0000-00000000000%d", i);
+        add_gpu(s, u);
+    }
+    t.n = 1; /* trainer-0 on GPU0 */
+    add_alloc(&t, MIG_ID, "other", "lab", "x");
+    gm_podres_attribute(&t, true, s);
+    assert_true(s->gpus[0].k8s_known);
+    assert_int_equal(s->gpus[0].k8s_containers, 1);
+    assert_false(s->gpus[1].k8s_known);
+    t.n = 1;
+    add_alloc(&t, "nvidia1", "gke", "lab", "x");
+    gm_podres_attribute(&t, true, s);
+    assert_false(s->gpus[1].k8s_known);
 
     /* Not known (no answer yet, or too old): nothing is written. */
     gm_snapshot_reset(s);
