@@ -428,8 +428,9 @@ int gm_podres_list(const char *path, int timeout_ms, const atomic_bool *abort_fl
     /* An empty ListPodResourcesRequest in gRPC's frame: not compressed, length 0. */
     static const char request[5] = {0, 0, 0, 0, 0};
     struct curl_slist *hdrs = NULL, *h;
+    /* (The agent in parentheses: one string, not two items missing a comma.) */
     static const char *const header_lines[] = {"Content-Type: application/grpc", "TE: trailers",
-                                               "User-Agent: gpumon/" GM_VERSION, "Expect:"};
+                                               ("User-Agent: gpumon/" GM_VERSION), "Expect:"};
     int rc = GM_OK;
     for (size_t i = 0; i < sizeof header_lines / sizeof *header_lines; i++) {
         if (!(h = curl_slist_append(hdrs, header_lines[i]))) {
