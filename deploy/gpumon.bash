@@ -7,7 +7,7 @@ _gpumon_opts_query='-i --id -l --loop --interval --format --query-gpu --list-fie
 _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
     --interval --poll-interval --ws-max-rate --max-connections --hostname --cors-origin --log-level
     --no-system-metrics
-    --db --retention --web-root --prometheus --prometheus-job -h --help'
+    --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs -h --help'
 _gpumon_opts_record='-i --gpus --interval -o --output --label --snapshot
     --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed -h --help'
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --ignore-leases
@@ -144,6 +144,14 @@ _gpumon() {
         return
         ;;
     --lease-dir | --web-root)
+        _filedir -d
+        return
+        ;;
+    --pod-resources) # the kubelet's socket, or none
+        _filedir
+        return
+        ;;
+    --procfs)
         _filedir -d
         return
         ;;

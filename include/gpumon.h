@@ -22,6 +22,12 @@ extern "C" {
 #define GM_USER_LEN     64
 #define GM_CMD_LEN      256
 #define GM_HOSTNAME_LEN 256
+/* Kubernetes names: a pod's is a DNS subdomain (at most 253 bytes), a namespace's and a
+ * container's a DNS label (at most 63); a pod UID is 36 characters, a container ID 64 hex. */
+#define GM_K8S_POD_LEN      254
+#define GM_K8S_NAME_LEN     64
+#define GM_POD_UID_LEN      40
+#define GM_CONTAINER_ID_LEN 72
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -250,6 +256,13 @@ const char *gm_host_metric_name(gm_host_metric id);
 #define GM_M_WORDS    ((GM_M__COUNT + 63) / 64) /* words of gm_gpu.valid */
 #define GM_SERIAL_LEN 32
 
+/* A container in Kubernetes, by the names the kubelet gives: all empty when unknown. */
+typedef struct gm_k8s_ref {
+    char pod[GM_K8S_POD_LEN];
+    char pod_namespace[GM_K8S_NAME_LEN];
+    char container[GM_K8S_NAME_LEN];
+} gm_k8s_ref;
+
 typedef struct gm_gpu {
     unsigned index; /* the driver's enumeration index, as nvidia-smi -i uses it */
     char name[GM_NAME_LEN];
@@ -258,6 +271,12 @@ typedef struct gm_gpu {
     char serial[GM_SERIAL_LEN]; /* board serial number, empty when unknown */
     char vbios[GM_SERIAL_LEN];  /* VBIOS version, empty when unknown */
     bool lost;                  /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
+    /* Kubernetes (the kubelet's pod-resources API, when the collector reads it): k8s_known says
+     * it was read; k8s_containers is how many containers hold this GPU or a part of it (a MIG
+     * device, a time-slicing replica); k8s names the container when exactly one does. */
+    bool k8s_known;
+    unsigned k8s_containers;
+    gm_k8s_ref k8s;
     uint64_t valid[GM_M_WORDS]; /* bit m % 64 of word m / 64 per gm_metric m */
     double v[GM_M__COUNT];
 } gm_gpu;
@@ -305,6 +324,13 @@ typedef struct gm_process {
     uint64_t used_mem_bytes;
     char user[GM_USER_LEN];   /* empty when /proc did not tell (other PID namespace) */
     char command[GM_CMD_LEN]; /* empty when /proc did not tell */
+    /* From <procfs>/<pid>/cgroup: the pod's UID (empty outside a Kubernetes pod) and the
+     * container's ID (empty outside a container the collector recognises). */
+    char pod_uid[GM_POD_UID_LEN];
+    char container_id[GM_CONTAINER_ID_LEN];
+    /* The pod's and container's names, only when the kubelet's allocations tie this process's
+     * pod UID and container ID to them without doubt (see docs/FLEET.md); never guessed. */
+    gm_k8s_ref k8s;
 } gm_process;
 
 /* The host at one instant. */
@@ -391,6 +417,12 @@ typedef struct gm_collector_options {
      * the samples carry xid.last / xid.count / xid.last_time. For long-lived collectors (the
      * daemon); closing takes up to a quarter of a second more. */
     bool watch_xid;
+    /* Kubernetes: the kubelet's pod-resources socket, asked which container holds which GPU by
+     * a thread of the collector every pod_resources_period_ms (0: 10000), and sooner when a
+     * process of a new pod appears. NULL: not asked (processes still get their pod UID and
+     * container ID from their cgroup). */
+    const char *pod_resources_socket;
+    int pod_resources_period_ms;
 } gm_collector_options;
 
 typedef struct gm_collector gm_collector;
@@ -414,6 +446,27 @@ const char *gm_collector_diagnosis(const gm_collector *c);
 /* Takes one sample into out (reset first). A GPU that fails alone is marked lost and the
  * others are still read; an error is returned only when nothing could be read. */
 int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err);
+
+/* Where the collector stands with the kubelet's pod-resources API. */
+typedef enum gm_k8s_state {
+    GM_K8S_OFF = 0,   /* not asked (no socket configured) */
+    GM_K8S_STARTING,  /* the first call has not ended yet */
+    GM_K8S_NO_SOCKET, /* nothing listens at the path (not a Kubernetes node, or not mounted) */
+    GM_K8S_OK,        /* the last call answered */
+    GM_K8S_FAILED,    /* the last call failed; message says why */
+} gm_k8s_state;
+
+typedef struct gm_k8s_status {
+    gm_k8s_state state;
+    uint64_t changes; /* counts changes of state or message: a log writes one line per change */
+    char socket[256];
+    char message[300];  /* why it failed, "" otherwise */
+    size_t pods;        /* pods in the last answer */
+    size_t gpu_devices; /* GPU devices allocated in it */
+} gm_k8s_status;
+
+/* The pod-resources state of c (state GM_K8S_OFF when it does not ask). */
+void gm_collector_k8s_status(gm_collector *c, gm_k8s_status *out);
 
 /* PCIe peer-to-peer capability between two GPUs, as NVML reports it. */
 typedef enum gm_p2p_cap {

@@ -13,17 +13,19 @@
 set -eu
 # The libraries gpumon links: the one list (debian/control's Build-Depends repeats it and
 # scripts/build-deb.sh checks that it does; the .deb's run-time Depends come from dpkg-shlibdeps).
-LIBS="libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev libncurses-dev"
-BUILD="build-essential cmake pkg-config python3 $LIBS"
+LIBS="libjansson-dev libmicrohttpd-dev libwslay-dev nettle-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev libncurses-dev libprotobuf-c-dev"
+# protobuf-c-compiler: protoc-c turns src/collect/podresources.proto into C at build time.
+BUILD="build-essential cmake pkg-config python3 protobuf-c-compiler $LIBS"
 # cmocka: C unit tests; pycurl (libcurl) and websockets: independent HTTP/WebSocket clients;
 # prometheus: promtool checks /metrics and the alert rules; python3-yaml reads the deploy
 # manifests; chromium: the dashboard's browser test; nginx-light: the reverse proxy config under
 # test; groff: the man page; podman and runc: a real Docker Engine API for the container tests
 # (tests/cli/test_containers.py imports a static test server as its image: no registry);
 # iproute2: ip, which that test asks for this host's addresses; tmux: a terminal for gpumon
-# top's tests (send-keys, capture-pane).
+# top's tests (send-keys, capture-pane); grpcio and protobuf: the fake kubelet
+# (tests/fakes/fake_kubelet.py).
 TEST="libcmocka-dev python3-pycurl python3-websockets python3-yaml sqlite3 prometheus chromium
-nginx-light clang-format groff-base podman runc iproute2 tmux"
+nginx-light clang-format groff-base podman runc iproute2 tmux python3-grpcio python3-protobuf"
 DEB="debhelper dpkg-dev lintian fakeroot"
 CONTAINER="podman runc debootstrap curl ca-certificates"
 # libFuzzer comes with clang; Debian's clang only recommends the runtime that holds it.

@@ -76,6 +76,17 @@ void gm_json_time(int64_t time_ms, char *buf, size_t len)
     snprintf(buf, len, "%s.%03dZ", base, (int)(time_ms % 1000));
 }
 
+/* Adds key: value to o, taking the reference (jansson's _new convention). */
+static void put(json_t *o, const char *key, json_t *v);
+
+/* "pod", "namespace", "container" of a Kubernetes reference, null when unknown. */
+static void put_k8s(json_t *o, const gm_k8s_ref *r)
+{
+    put(o, "pod", gm_json_text(r->pod, sizeof r->pod));
+    put(o, "namespace", gm_json_text(r->pod_namespace, sizeof r->pod_namespace));
+    put(o, "container", gm_json_text(r->container, sizeof r->container));
+}
+
 static json_t *process_json(const gm_process *p)
 {
     const char *type = p->type == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS) ? "compute+graphics"
@@ -88,10 +99,16 @@ static json_t *process_json(const gm_process *p)
                         : json_null();
     json_t *mem_mib =
         p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
-    return json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o}", "gpu", (json_int_t)p->gpu_index, "pid",
-                     (json_int_t)p->pid, "type", type, "used_memory_mib", mem_mib,
-                     "used_memory_bytes", mem_b, "user", string_or_null(p->user), "command",
-                     string_or_null(p->command));
+    json_t *j =
+        json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o}", "gpu", (json_int_t)p->gpu_index, "pid",
+                  (json_int_t)p->pid, "type", type, "used_memory_mib", mem_mib, "used_memory_bytes",
+                  mem_b, "user", string_or_null(p->user), "command", string_or_null(p->command));
+    if (j) {
+        put_k8s(j, &p->k8s);
+        put(j, "pod_uid", gm_json_text(p->pod_uid, sizeof p->pod_uid));
+        put(j, "container_id", gm_json_text(p->container_id, sizeof p->container_id));
+    }
+    return j;
 }
 
 static json_t *throttle_json(const gm_gpu *g)
@@ -374,6 +391,9 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
         add_details(j, g);
         put(j, "health", health_json(s, g));
         put(j, "profiling", profiling_json(g));
+        put_k8s(j, &g->k8s);
+        put(j, "k8s_containers",
+            g->k8s_known ? json_integer((json_int_t)g->k8s_containers) : json_null());
     }
     return j;
 }

@@ -1,7 +1,9 @@
 /* collector.c - picks a provider, then joins its GPU readings with host metrics and process
  * details into one snapshot per call. */
 #include "gpumon.h"
+#include "collect/cgroup.h"
 #include "collect/host.h"
+#include "collect/podres.h"
 #include "collect/provider.h"
 #include "base/clock.h"
 
@@ -13,6 +15,8 @@
 
 /* CPU utilisation is a difference of two /proc/stat readings; below this gap it is mostly noise. */
 #define MIN_CPU_WINDOW_MS 100
+/* Pod UIDs remembered from one sample to the next, to see a new pod's process appear. */
+#define SEEN_PODS_MAX 64
 
 struct gm_collector {
     char hostname[GM_HOSTNAME_LEN + 1]; /* a name given in place of the host's own */
@@ -26,6 +30,13 @@ struct gm_collector {
     uint64_t seq;
     int64_t host_primed_ms;
     char diagnosis[1024];
+    /* Kubernetes: the pod-resources watcher, this collector's copy of its table, and the pod
+     * UIDs of the previous sample's GPU processes. */
+    gm_podres_watch *podres;
+    gm_podres_table podres_table;
+    uint64_t podres_gen;
+    char seen_pods[SEEN_PODS_MAX][GM_POD_UID_LEN];
+    size_t seen_pod_count;
 };
 
 static void diag_append(gm_collector *c, const char *name, const char *msg)
@@ -103,6 +114,12 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
         gm_host_reader_read(c->host, &scratch, NULL);
         c->host_primed_ms = gm_clock_mono_ms();
     }
+    if (opt->pod_resources_socket && opt->pod_resources_socket[0]) {
+        rc = gm_podres_watch_start(opt->pod_resources_socket, opt->pod_resources_period_ms,
+                                   &c->podres, err);
+        if (rc < 0)
+            goto fail;
+    }
     *out = c;
     return GM_OK;
 fail:
@@ -114,6 +131,8 @@ void gm_collector_close(gm_collector *c)
 {
     if (!c)
         return;
+    gm_podres_watch_stop(c->podres);
+    gm_podres_table_free(&c->podres_table);
     if (c->prov)
         c->prov->close(c->pstate);
     gm_host_reader_close(c->host);
@@ -128,6 +147,71 @@ const char *gm_collector_provider(const gm_collector *c)
 const char *gm_collector_diagnosis(const gm_collector *c)
 {
     return c->diagnosis;
+}
+
+/* True when some GPU process is in a pod that no GPU process was in at the previous sample:
+ * a new workload, whose allocation the kubelet's table may not hold yet. */
+static bool new_pod_appeared(gm_collector *c, const gm_snapshot *s)
+{
+    char now[SEEN_PODS_MAX][GM_POD_UID_LEN];
+    size_t n = 0;
+    bool fresh = false;
+    for (size_t i = 0; i < s->proc_count; i++) {
+        const char *uid = s->procs[i].pod_uid;
+        if (!uid[0])
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = strcmp(now[k], uid) == 0;
+        if (dup)
+            continue;
+        bool known = false;
+        for (size_t k = 0; k < c->seen_pod_count && !known; k++)
+            known = strcmp(c->seen_pods[k], uid) == 0;
+        fresh |= !known;
+        if (n < SEEN_PODS_MAX)
+            memcpy(now[n++], uid, GM_POD_UID_LEN);
+    }
+    memcpy(c->seen_pods, now, n * sizeof *now);
+    c->seen_pod_count = n;
+    return fresh;
+}
+
+/* A MIG device is allocated by its own UUID, which only the driver ties to its GPU: asked
+ * once per new answer of the kubelet, not per sample. One that cannot be placed (another
+ * provider, a device gone) counts for no GPU. */
+static void place_mig_devices(gm_collector *c)
+{
+    if (!c->prov || !c->prov->mig_parent)
+        return;
+    for (size_t i = 0; i < c->podres_table.n; i++) {
+        gm_podres_alloc *a = &c->podres_table.allocs[i];
+        if (!a->gpu_uuid[0] && strncmp(a->device_id, "MIG-", 4) == 0 &&
+            c->prov->mig_parent(c->pstate, a->device_id, a->gpu_uuid, sizeof a->gpu_uuid, NULL) !=
+                GM_OK)
+            a->gpu_uuid[0] = '\0';
+    }
+}
+
+/* Names the pods and containers of GPUs and processes from the kubelet's latest answer. */
+static void attribute_k8s(gm_collector *c, gm_snapshot *s)
+{
+    bool known;
+    if (gm_podres_watch_take(c->podres, &c->podres_gen, &c->podres_table, &known))
+        place_mig_devices(c);
+    gm_podres_attribute(&c->podres_table, known, s);
+    if (new_pod_appeared(c, s))
+        gm_podres_watch_nudge(c->podres);
+}
+
+void gm_collector_k8s_status(gm_collector *c, gm_k8s_status *out)
+{
+    if (c->podres) {
+        gm_podres_watch_status(c->podres, out);
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    out->state = GM_K8S_OFF;
 }
 
 int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
@@ -159,13 +243,21 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
     else if (!out->host.hostname[0])
         gethostname(out->host.hostname, sizeof out->host.hostname - 1);
 
-    /* The provider knows PIDs; who runs them and what they are comes from /proc. */
+    /* The provider knows PIDs; who runs them and what they are comes from /proc, and from
+     * their cgroup which container and pod they are in. */
     for (size_t i = 0; i < out->proc_count; i++) {
         gm_process *p = &out->procs[i];
         if (!p->user[0] && !p->command[0])
             gm_host_describe_process(c->procfs_root, p->pid, p->user, sizeof p->user, p->command,
                                      sizeof p->command);
+        gm_cgroup_ident id;
+        if (!p->container_id[0] && gm_cgroup_read(c->procfs_root, p->pid, &id) == GM_OK) {
+            memcpy(p->pod_uid, id.pod_uid, sizeof p->pod_uid);
+            memcpy(p->container_id, id.container_id, sizeof p->container_id);
+        }
     }
+    if (c->podres)
+        attribute_k8s(c, out);
     out->seq = ++c->seq;
     out->time_ms = gm_clock_wall_ms();
     out->mono_ms = gm_clock_mono_ms();

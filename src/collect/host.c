@@ -268,6 +268,11 @@ static ssize_t read_small(const char *path, char *buf, size_t cap)
     return (ssize_t)len;
 }
 
+ssize_t gm_host_read_small(const char *path, char *buf, size_t cap)
+{
+    return cap ? read_small(path, buf, cap) : -1;
+}
+
 /* ---- /proc/stat ----------------------------------------------------------------------------- */
 
 /* Parses the jiffies after "cpu"/"cpuN" (proc(5): user nice system idle iowait irq softirq

@@ -45,4 +45,8 @@ typedef struct gm_host_proc_usage {
 /* GM_OK, GM_ENOENT (gone or hidden), GM_EPARSE (a stat line that does not parse). */
 int gm_host_process_usage(const char *root, uint32_t pid, gm_host_proc_usage *out);
 
+/* Reads at most cap - 1 bytes of a file (procfs reports size 0, so it reads until the end or
+ * cap) into buf, NUL-terminated. The length read; -1 when the file cannot be opened or read. */
+ssize_t gm_host_read_small(const char *path, char *buf, size_t cap);
+
 #endif

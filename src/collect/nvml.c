@@ -88,6 +88,8 @@ typedef int (*nv_void_fn)(void);
 typedef const char *(*nv_errstr_fn)(int);
 typedef int (*nv_count_fn)(unsigned *);
 typedef int (*nv_handle_fn)(unsigned, nvmlDevice_t *);
+typedef int (*nv_uuid_handle_fn)(const char *, nvmlDevice_t *);
+typedef int (*nv_mig_parent_fn)(nvmlDevice_t, nvmlDevice_t *);
 typedef int (*nv_devstr_fn)(nvmlDevice_t, char *, unsigned);
 typedef int (*nv_sysstr_fn)(char *, unsigned);
 typedef int (*nv_int_fn)(int *);
@@ -425,6 +427,9 @@ typedef struct nv_state {
     const char *proc_sym[2];
     size_t proc_stride[2];
     nv_p2p_fn p2p;
+    /* A MIG device's GPU (Kubernetes allocates MIG devices by their own UUIDs). */
+    nv_uuid_handle_fn handle_by_uuid;
+    nv_mig_parent_fn mig_parent;
     int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
 
     /* Health getters; each NULL when the library lacks it. */
@@ -700,6 +705,8 @@ static void resolve_optional(nv_state *st)
                                  : NV_PROC_V2_SIZE;
     }
     st->p2p = (nv_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
+    st->handle_by_uuid = (nv_uuid_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByUUID");
+    st->mig_parent = (nv_mig_parent_fn)dlsym(lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
 
     st->serial = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetSerial");
     st->vbios = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetVbiosVersion");
@@ -1512,6 +1519,26 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
 }
 
 /* P2P status of GPUs a and b for one capability. GM_ENOTSUP when the library lacks the query. */
+/* The UUID of the GPU a MIG device (named by its own UUID, "MIG-...") is part of: NVML
+ * finds the device by its UUID and gives its parent (drivers R470 and later). */
+static int nvml_mig_parent(void *state, const char *mig_uuid, char *uuid, size_t cap, gm_error *err)
+{
+    nv_state *st = state;
+    if (!st->handle_by_uuid || !st->mig_parent || !st->uuid)
+        return gm_error_set(err, GM_ENOTSUP, "%s cannot place MIG devices", st->path);
+    nvmlDevice_t mig, parent;
+    int rc = st->handle_by_uuid(mig_uuid, &mig);
+    if (rc == NV_SUCCESS)
+        rc = st->mig_parent(mig, &parent);
+    char buf[GM_UUID_LEN];
+    if (rc == NV_SUCCESS)
+        rc = st->uuid(parent, buf, sizeof buf);
+    if (rc != NV_SUCCESS)
+        return nv_fail(st, err, rc, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+    copy_str(uuid, cap, buf);
+    return GM_OK;
+}
+
 static int nvml_p2p(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
                     gm_error *err)
 {
@@ -1579,4 +1606,5 @@ const gm_provider gm_provider_nvml = {
     .sample = nvml_sample,
     .p2p = nvml_p2p,
     .retired_pages = nvml_retired_pages,
+    .mig_parent = nvml_mig_parent,
 };

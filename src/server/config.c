@@ -3,6 +3,7 @@
 #include "server/config.h"
 #include "base/parse.h"
 #include "base/suggest.h"
+#include "collect/podres.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -38,6 +39,7 @@ void gm_serve_config_defaults(gm_serve_config *c)
     c->log_level = GM_LOG_INFO;
     c->system_metrics = true;
     snprintf(c->prometheus_job, sizeof c->prometheus_job, "%s", GM_FLEET_JOB_DEFAULT);
+    snprintf(c->pod_resources, sizeof c->pod_resources, "%s", GM_PODRES_DEFAULT_SOCKET);
 }
 
 const char *gm_log_level_name(gm_log_level l)
@@ -254,6 +256,20 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
                                 sizeof c->db - 1);
         c->no_db = strcmp(v, "none") == 0;
         snprintf(c->db, sizeof c->db, "%s", c->no_db ? "" : v);
+        return GM_OK;
+    case GM_SET_POD_RESOURCES:
+        /* Whether a socket is there is the watcher's business: the kubelet may come later. */
+        if (!*v || strlen(v) > GM_SERVE_SOCKET_PATH_MAX)
+            return gm_error_set(err, GM_EINVAL, "%s: a socket path of 1 to %d bytes, or \"none\"",
+                                who, GM_SERVE_SOCKET_PATH_MAX);
+        c->no_pod_resources = strcmp(v, "none") == 0;
+        snprintf(c->pod_resources, sizeof c->pod_resources, "%s", c->no_pod_resources ? "" : v);
+        return GM_OK;
+    case GM_SET_PROCFS:
+        if (!*v || strlen(v) >= sizeof c->procfs)
+            return gm_error_set(err, GM_EINVAL, "%s: a directory path of 1 to %zu bytes", who,
+                                sizeof c->procfs - 1);
+        snprintf(c->procfs, sizeof c->procfs, "%s", v);
         return GM_OK;
     case GM_SET_WEB_ROOT:
         /* Whether it exists is checked when the daemon starts (config parsing touches no file). */
@@ -512,6 +528,9 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
                                          : json_null());
     rc |=
         json_object_set_new(j, "web_root", c->web_root[0] ? json_string(c->web_root) : json_null());
+    rc |= json_object_set_new(j, "pod_resources",
+                              json_string(c->no_pod_resources ? "none" : c->pod_resources));
+    rc |= json_object_set_new(j, "procfs", json_string(c->procfs[0] ? c->procfs : "/proc"));
     rc |= json_object_set_new(j, "max_connections", json_integer(c->max_connections));
     rc |=
         json_object_set_new(j, "hostname", c->hostname[0] ? json_string(c->hostname) : json_null());
@@ -566,6 +585,14 @@ const char *gm_serve_usage(void)
            "                         periodically; 0 keeps all (default)      [RETENTION]\n"
            "  --web-root DIR         serve the dashboard from DIR instead of the embedded\n"
            "                         copy (development)                          [WEB_ROOT]\n"
+           "  --pod-resources PATH   the kubelet's pod-resources socket, read for the pods\n"
+           "                         and containers that hold the GPUs; \"none\" never\n"
+           "                         reads it (default\n"
+           "                         /var/lib/kubelet/pod-resources/kubelet.sock)\n"
+           "                                                               [POD_RESOURCES]\n"
+           "  --procfs DIR           where the host's /proc is mounted: host metrics, GPU\n"
+           "                         processes' users, commands and cgroups (default /proc)\n"
+           "                                                                      [PROCFS]\n"
            "  --hostname NAME        the node's name in the Hostname label, JSON and the\n"
            "                         dashboard (default: $NODE_NAME, else this host's)\n"
            "                                                                    [HOSTNAME]\n"

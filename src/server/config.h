@@ -24,6 +24,7 @@
 #define GM_SERVE_TOKEN_MAX         256
 #define GM_SERVE_ORIGIN_MAX        256
 #define GM_SERVE_PATH_MAX          1024
+#define GM_SERVE_SOCKET_PATH_MAX   107  /* sockaddr_un's sun_path, without its NUL */
 #define GM_SERVE_CONN_DEFAULT      4096 /* lowered to what RLIMIT_NOFILE allows at start */
 #define GM_SERVE_CONN_MIN          16
 #define GM_SERVE_CONN_MAX          65536
@@ -53,6 +54,8 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
     X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")                       \
     X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics") \
     X(DB, "db", "DB", "db")                                                   \
+    X(POD_RESOURCES, "pod-resources", "POD_RESOURCES", "pod_resources")       \
+    X(PROCFS, "procfs", "PROCFS", "procfs")                                   \
     X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                           \
     X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")      \
     X(HOSTNAME, "hostname", "HOSTNAME", "hostname")                           \
@@ -94,7 +97,12 @@ typedef struct gm_serve_config {
     char db[GM_SERVE_PATH_MAX];
     bool no_db;
     char web_root[GM_SERVE_PATH_MAX]; /* "" serves the embedded dashboard */
-    unsigned max_connections;         /* HTTP and WebSocket connections together */
+    /* The kubelet's pod-resources socket (default GM_PODRES_DEFAULT_SOCKET); no_pod_resources
+     * (--pod-resources none) never asks it. */
+    char pod_resources[GM_SERVE_SOCKET_PATH_MAX + 1];
+    bool no_pod_resources;
+    char procfs[GM_SERVE_PATH_MAX]; /* where procfs is mounted; "" is /proc */
+    unsigned max_connections;       /* HTTP and WebSocket connections together */
     /* The node's name in the Hostname label, JSON and the dashboard: --hostname, else
      * GPU_MONITOR_HOSTNAME, else NODE_NAME (Kubernetes), else "" (the host's own name). */
     char hostname[GM_HOSTNAME_LEN + 1];

@@ -374,6 +374,20 @@ static double convert(enum conv c, double v)
     return v;
 }
 
+/* The Kubernetes container a GPU or process belongs to, as dcgm-exporter labels it (and the
+ * Kubernetes instrumentation guidelines name it): container, namespace, pod; left out when not
+ * known. */
+static void put_k8s_labels(buf *b, bool *first, const gm_k8s_ref *r)
+{
+    if (r->container[0])
+        put_label(b, first, "container", r->container, strnlen(r->container, sizeof r->container));
+    if (r->pod_namespace[0])
+        put_label(b, first, "namespace", r->pod_namespace,
+                  strnlen(r->pod_namespace, sizeof r->pod_namespace));
+    if (r->pod[0])
+        put_label(b, first, "pod", r->pod, strnlen(r->pod, sizeof r->pod));
+}
+
 /* Appends dcgm-exporter's label set for g, in its order. Empty strings (a provider that did
  * not tell) are left out: Prometheus treats an empty label value as no label anyway. */
 static void put_gpu_labels(buf *b, const gm_gpu *g, const char *hostname, const char *driver)
@@ -395,6 +409,7 @@ static void put_gpu_labels(buf *b, const gm_gpu *g, const char *hostname, const 
         put_label_str(b, &first, "Hostname", hostname);
     if (driver[0])
         put_label_str(b, &first, "DCGM_FI_DRIVER_VERSION", driver);
+    put_k8s_labels(b, &first, &g->k8s);
     buf_put(b, "}", 1);
 }
 
@@ -608,6 +623,14 @@ static void render_processes(buf *b, const gm_snapshot *s)
             put_label(b, &first, "command", cmd, cmd_len);
         if (p->user[0])
             put_label(b, &first, "user", p->user, strnlen(p->user, sizeof p->user));
+        put_k8s_labels(b, &first, &p->k8s);
+        /* The IDs from the cgroup, known even without the kubelet: they join with
+         * kube-state-metrics (kube_pod_info's uid, kube_pod_container_info's container_id). */
+        if (p->pod_uid[0])
+            put_label(b, &first, "pod_uid", p->pod_uid, strnlen(p->pod_uid, sizeof p->pod_uid));
+        if (p->container_id[0])
+            put_label(b, &first, "container_id", p->container_id,
+                      strnlen(p->container_id, sizeof p->container_id));
         buf_put(b, "}", 1);
         put_value(b, (double)p->used_mem_bytes);
     }

@@ -43,6 +43,8 @@ struct gm_sampler {
     bool history_sized;
     gm_snapshot *snap;
     gm_topology *topo;
+    uint64_t k8s_changes; /* the pod-resources state last logged */
+    gm_k8s_state k8s_state;
 };
 
 /* ---- bundles ------------------------------------------------------------------------------ */
@@ -290,11 +292,35 @@ static void pass_done(gm_sampler *s, int64_t t0_us)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The kubelet's pod-resources API, read by a thread of the collector: one log line when its
+ * state or error changes, never one per sample. A node without a kubelet says so only at debug
+ * level; a socket that goes away after answering is worth a warning. */
+static void log_k8s(gm_sampler *s)
+{
+    gm_k8s_status st;
+    gm_collector_k8s_status(s->opt.collector, &st);
+    if (st.state == GM_K8S_OFF || st.state == GM_K8S_STARTING || st.changes == s->k8s_changes)
+        return;
+    gm_k8s_state prev = s->k8s_state;
+    s->k8s_changes = st.changes;
+    s->k8s_state = st.state;
+    char q[400], q2[400];
+    gm_log_quote(st.socket, q, sizeof q);
+    if (st.state == GM_K8S_OK)
+        gm_log(GM_LOG_INFO, "reading the kubelet's pod-resources",
+               "socket=%s pods=%zu gpu_devices=%zu", q, st.pods, st.gpu_devices);
+    else
+        gm_log(st.state == GM_K8S_FAILED || prev == GM_K8S_OK ? GM_LOG_WARN : GM_LOG_DEBUG,
+               "cannot read the kubelet's pod-resources: GPUs get no pod names from it",
+               "socket=%s error=%s", q, gm_log_quote(st.message, q2, sizeof q2));
+}
+
 static void sample_once(gm_sampler *s, bool first)
 {
     gm_error err = {0};
     int64_t t0_us = gm_clock_mono_us();
     int rc = gm_collector_sample(s->opt.collector, s->snap, &err);
+    log_k8s(s);
 
     pthread_mutex_lock(&s->mu);
     s->stats.samples_total++;

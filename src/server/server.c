@@ -356,6 +356,9 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     copt.no_first_cpu_wait = true; /* serve the first sample at once; CPU % from the second */
     copt.hostname = cfg->hostname[0] ? cfg->hostname : NULL;
     copt.watch_xid = true; /* XID errors from NVML events, on a thread of the collector */
+    copt.procfs_root = cfg->procfs[0] ? cfg->procfs : NULL;
+    /* Kubernetes: the kubelet's allocations, on a thread of the collector too. */
+    copt.pod_resources_socket = cfg->no_pod_resources ? NULL : cfg->pod_resources;
     char q[1100], q2[300];
     if (gm_collector_open(&copt, &srv->collector, err) < 0) {
         gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",

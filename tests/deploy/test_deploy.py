@@ -1,6 +1,7 @@
 """deploy/: the Prometheus rules (promtool check and unit tests), the scrape config, and the
 Kubernetes manifests parsed and checked for what a GPU node's monitor needs."""
 import os
+import re
 import shutil
 import subprocess
 import unittest
@@ -94,6 +95,15 @@ class Kubernetes(unittest.TestCase):
         mounts = {m["name"]: m for m in c["volumeMounts"]}
         self.assertEqual(mounts["pod-resources"]["mountPath"], "/var/lib/kubelet/pod-resources")
         self.assertTrue(mounts["pod-resources"]["readOnly"])
+        # ...from the host's own directory, where gpumon's default --pod-resources socket is.
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        self.assertEqual(volumes["pod-resources"]["hostPath"]["path"],
+                         "/var/lib/kubelet/pod-resources")
+        with open(os.path.join(ROOT, "src", "collect", "podres.h")) as f:
+            default = re.search(r'#define GM_PODRES_DEFAULT_SOCKET\s+"([^"]+)"', f.read()).group(1)
+        self.assertEqual(os.path.dirname(default), mounts["pod-resources"]["mountPath"])
+        self.assertFalse(any(a.startswith("--pod-resources") for a in c["args"]))
+        self.assertNotIn("GPU_MONITOR_POD_RESOURCES", env)
         self.assertEqual(env["GPU_MONITOR_DB"]["value"].rsplit("/", 1)[0],
                          mounts["state"]["mountPath"])  # writable although the root is not
 

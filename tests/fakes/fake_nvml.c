@@ -80,11 +80,19 @@ typedef struct fake_gpu {
 
 typedef fake_gpu *nvmlDevice_t;
 
+/* A MIG device's handle points at one of these (never at a fake_gpu). */
+typedef struct fake_mig {
+    fake_gpu *parent;
+    const char *uuid; /* borrowed from the scenario */
+} fake_mig;
+
 static struct {
     unsigned refcount; /* nvmlInit minus nvmlShutdown, as the real library counts */
     json_t *root;
     fake_gpu *gpus;
     unsigned n;
+    fake_mig *migs; /* every GPU's "mig_devices", in order */
+    unsigned nmig;
 } F;
 
 /* Call counters, exposed to tests through fake_nvml_calls(). */
@@ -158,9 +166,11 @@ static void unload(void)
 {
     json_decref(F.root);
     free(F.gpus);
+    free(F.migs);
     F.root = NULL;
     F.gpus = NULL;
-    F.n = 0;
+    F.migs = NULL;
+    F.n = F.nmig = 0;
 }
 
 static int load(void)
@@ -190,9 +200,23 @@ static int load(void)
     }
     F.root = root;
     F.n = (unsigned)n;
+    size_t nmig = 0;
     for (unsigned i = 0; i < F.n; i++) {
         F.gpus[i].j = json_array_get(gpus, i);
         F.gpus[i].index = i;
+        json_t *m = json_object_get(F.gpus[i].j, "mig_devices");
+        nmig += json_is_array(m) ? json_array_size(m) : 0;
+    }
+    F.migs = calloc(nmig ? nmig : 1, sizeof *F.migs);
+    if (!F.migs) {
+        unload();
+        return RC_UNKNOWN;
+    }
+    for (unsigned i = 0; i < F.n; i++) {
+        json_t *m = json_object_get(F.gpus[i].j, "mig_devices"), *u;
+        size_t k;
+        json_array_foreach(m, k, u) if (json_is_string(u)) F.migs[F.nmig++] =
+            (fake_mig){&F.gpus[i], json_string_value(u)};
     }
     return RC_SUCCESS;
 }
@@ -500,6 +524,50 @@ int nvmlDeviceGetHandleByIndex(unsigned index, nvmlDevice_t *out)
 {
     return handle_by_index(__func__, index, out);
 }
+
+/* A GPU by its UUID, or a MIG device by its own ("MIG-..."): the handle of the latter is a
+ * fake_mig, which only nvmlDeviceGetDeviceHandleFromMigDeviceHandle takes. */
+int nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *out)
+{
+    count_call(__func__);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    if (!uuid || !out)
+        return RC_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < F.n; i++) {
+        json_t *u = json_object_get(F.gpus[i].j, "uuid");
+        if (json_is_string(u) && strcmp(json_string_value(u), uuid) == 0) {
+            if (F.gpus[i].lost)
+                return RC_GPU_IS_LOST;
+            *out = &F.gpus[i];
+            return RC_SUCCESS;
+        }
+    }
+#if !FAKE_NVML_OLD_DRIVER
+    for (unsigned i = 0; i < F.nmig; i++)
+        if (strcmp(F.migs[i].uuid, uuid) == 0) {
+            *out = (nvmlDevice_t)(void *)&F.migs[i];
+            return RC_SUCCESS;
+        }
+#endif
+    return RC_NOT_FOUND;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+int nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t *out)
+{
+    count_call(__func__);
+    if (F.refcount == 0)
+        return RC_UNINITIALIZED;
+    const fake_mig *m = (const fake_mig *)(void *)mig;
+    if (!out || !m || m < F.migs || m >= F.migs + F.nmig)
+        return RC_INVALID_ARGUMENT;
+    if (m->parent->lost)
+        return RC_GPU_IS_LOST;
+    *out = m->parent;
+    return RC_SUCCESS;
+}
+#endif
 
 static int identity(const char *fn, nvmlDevice_t d, const char *key, const char *def, char *buf,
                     unsigned len)

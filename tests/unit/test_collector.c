@@ -121,6 +121,18 @@ static void test_auto_picks_nvml(void **state)
     assert_true(known->user[0] != '\0');
     assert_string_equal(unknown->command, "");
     assert_string_equal(unknown->user, "");
+    /* Its pod and container from its cgroup (a containerd pod under systemd); no names
+     * without the kubelet. */
+    assert_string_equal(known->pod_uid, "f9a04ecc-1875-491b-926c-d2f64757704e");
+    assert_string_equal(known->container_id,
+                        "47e320f795efcec1ecf2001c3a09c95e3701ed87de8256837b70b10e23818251");
+    assert_string_equal(known->k8s.pod, "");
+    assert_string_equal(unknown->pod_uid, "");
+    assert_string_equal(unknown->container_id, "");
+    assert_false(s->gpus[0].k8s_known);
+    gm_k8s_status ks;
+    gm_collector_k8s_status(c, &ks);
+    assert_int_equal(ks.state, GM_K8S_OFF);
 
     /* The host from the same /proc. */
     assert_true(s->host_valid);
@@ -432,6 +444,34 @@ static void test_sequence_and_clocks(void **state)
     gm_snapshot_free(s);
 }
 
+/* With a pod-resources socket that is not there: the collector samples as before, GPUs are not
+ * "known" to Kubernetes, and the status says why. */
+static void test_pod_resources_missing(void **state)
+{
+    (void)state;
+    use_scenario("two_gpus.json");
+    gm_collector_options o = options(NULL, fake_nvml());
+    o.pod_resources_socket = "/nonexistent/gpumon-test/kubelet.sock";
+    o.pod_resources_period_ms = 50;
+    gm_collector *c = open_ok(&o);
+    gm_snapshot *s = gm_snapshot_new();
+    gm_error err = {0};
+    gm_k8s_status ks = {0};
+    for (int i = 0; i < 200 && ks.state != GM_K8S_NO_SOCKET; i++) {
+        assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
+        assert_false(s->gpus[0].k8s_known);
+        gm_collector_k8s_status(c, &ks);
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(ks.state, GM_K8S_NO_SOCKET);
+    assert_string_equal(ks.socket, "/nonexistent/gpumon-test/kubelet.sock");
+    assert_non_null(strstr(ks.message, "No such file"));
+    assert_int_equal(s->gpu_count, 2);
+    gm_collector_close(c);
+    gm_snapshot_free(s);
+}
+
 static void test_p2p_codes(void **state)
 {
     (void)state;
@@ -465,6 +505,7 @@ int main(void)
         cmocka_unit_test_setup(test_absent_metrics_stay_absent, setup),
         cmocka_unit_test_setup(test_failed_sample, setup),
         cmocka_unit_test_setup(test_sequence_and_clocks, setup),
+        cmocka_unit_test_setup(test_pod_resources_missing, setup),
         cmocka_unit_test(test_p2p_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

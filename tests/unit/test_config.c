@@ -312,6 +312,40 @@ static void test_prometheus(void **state)
     json_decref(j);
 }
 
+/* The kubelet's pod-resources socket: on by default at the kubelet's path, "none" turns it
+ * off, a path longer than a unix socket's is refused; the procfs root. */
+static void test_pod_resources_and_procfs(void **state)
+{
+    (void)state;
+    gm_serve_config c;
+    gm_error err;
+    assert_int_equal(load(&c, NULL, &err, NULL), GM_OK);
+    assert_string_equal(c.pod_resources, "/var/lib/kubelet/pod-resources/kubelet.sock");
+    assert_false(c.no_pod_resources);
+    assert_string_equal(c.procfs, "");
+    assert_int_equal(load(&c, NULL, &err, "--pod-resources", "none", NULL), GM_OK);
+    assert_true(c.no_pod_resources);
+    const char *env[] = {"GPU_MONITOR_POD_RESOURCES=/run/k/kubelet.sock",
+                         "GPU_MONITOR_PROCFS=/host/proc", NULL};
+    assert_int_equal(load(&c, env, &err, NULL), GM_OK);
+    assert_string_equal(c.pod_resources, "/run/k/kubelet.sock");
+    assert_int_equal(c.source[GM_SET_POD_RESOURCES], GM_CFG_ENV);
+    assert_string_equal(c.procfs, "/host/proc");
+    json_t *j = gm_serve_config_json(&c);
+    assert_string_equal(json_string_value(json_object_get(j, "pod_resources")),
+                        "/run/k/kubelet.sock");
+    assert_string_equal(json_string_value(json_object_get(j, "procfs")), "/host/proc");
+    json_decref(j);
+    char longpath[200];
+    memset(longpath, 'a', sizeof longpath - 1);
+    longpath[0] = '/';
+    longpath[sizeof longpath - 1] = '\0';
+    assert_int_equal(load(&c, NULL, &err, "--pod-resources", longpath, NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--pod-resources"));
+    assert_non_null(strstr(err.msg, "107"));
+    assert_int_equal(load(&c, NULL, &err, "--procfs", "", NULL), GM_EINVAL);
+}
+
 static void test_log_levels(void **state)
 {
     (void)state;
@@ -403,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_hostname),
         cmocka_unit_test(test_prometheus),
+        cmocka_unit_test(test_pod_resources_and_procfs),
         cmocka_unit_test(test_config_json_hides_token),
         cmocka_unit_test(test_interval_retention_and_typos),
     };

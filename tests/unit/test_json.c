@@ -234,6 +234,57 @@ static void test_loadb(void **state)
     assert_null(gm_json_loadb(nul, sizeof nul - 1, 0, NULL));
 }
 
+/* Kubernetes on GPUs and processes: names and IDs when known, null otherwise; a GPU's
+ * k8s_containers is null until the kubelet was read. */
+static void test_k8s_fields(void **state)
+{
+    (void)state;
+    gm_snapshot *s = gm_snapshot_new();
+    assert_non_null(s);
+    s->gpu_count = 2;
+    s->gpus[1].index = 1;
+    gm_gpu *g = &s->gpus[0];
+    g->k8s_known = true;
+    g->k8s_containers = 1;
+    snprintf(g->k8s.pod, sizeof g->k8s.pod, "trainer-0");
+    snprintf(g->k8s.pod_namespace, sizeof g->k8s.pod_namespace, "ml");
+    snprintf(g->k8s.container, sizeof g->k8s.container, "main");
+    gm_process p = {.gpu_index = 0, .pid = 7, .type = GM_PROC_COMPUTE};
+    p.k8s = g->k8s;
+    snprintf(p.pod_uid, sizeof p.pod_uid, "0e886e9a-3879-45f9-b44d-86ef9df03224");
+    snprintf(p.container_id, sizeof p.container_id, "244a65ed");
+    assert_true(gm_snapshot_add_process(s, &p));
+    gm_process q = {.gpu_index = 1, .pid = 8, .type = GM_PROC_COMPUTE};
+    assert_true(gm_snapshot_add_process(s, &q));
+
+    json_t *j = gm_json_gpu(s, g);
+    assert_string_equal(json_string_value(json_object_get(j, "pod")), "trainer-0");
+    assert_string_equal(json_string_value(json_object_get(j, "namespace")), "ml");
+    assert_string_equal(json_string_value(json_object_get(j, "container")), "main");
+    assert_int_equal(json_integer_value(json_object_get(j, "k8s_containers")), 1);
+    json_t *jp = json_array_get(json_object_get(j, "processes"), 0);
+    assert_string_equal(json_string_value(json_object_get(jp, "pod")), "trainer-0");
+    assert_string_equal(json_string_value(json_object_get(jp, "namespace")), "ml");
+    assert_string_equal(json_string_value(json_object_get(jp, "container")), "main");
+    assert_string_equal(json_string_value(json_object_get(jp, "pod_uid")),
+                        "0e886e9a-3879-45f9-b44d-86ef9df03224");
+    assert_string_equal(json_string_value(json_object_get(jp, "container_id")), "244a65ed");
+    json_decref(j);
+
+    j = gm_json_gpu(s, &s->gpus[1]);
+    static const char *const keys[] = {"pod", "namespace", "container", "k8s_containers"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        assert_true(json_is_null(json_object_get(j, keys[i])));
+    jp = json_array_get(json_object_get(j, "processes"), 0);
+    static const char *const pkeys[] = {"pod", "namespace", "container", "pod_uid", "container_id"};
+    for (size_t i = 0; i < sizeof pkeys / sizeof *pkeys; i++) {
+        assert_non_null(json_object_get(jp, pkeys[i])); /* present, as null */
+        assert_true(json_is_null(json_object_get(jp, pkeys[i])));
+    }
+    json_decref(j);
+    gm_snapshot_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_loadb),
         cmocka_unit_test(test_snapshot_text_not_utf8),
         cmocka_unit_test(test_snapshot_numbers_out_of_range),
+        cmocka_unit_test(test_k8s_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -802,6 +802,39 @@ static void test_xid_events(void **state)
     close_st(st);
 }
 
+/* A MIG device's GPU, by the MIG device's own UUID (how Kubernetes allocates it). */
+static void test_mig_parent(void **state)
+{
+    (void)state;
+    void *st = open_ok(&fake_current, "mig.json");
+    char uuid[GM_UUID_LEN];
+    gm_error err = {0};
+    assert_int_equal(gm_provider_nvml.mig_parent(st, "MIG-5a2d0e2c-1c7e-5c4b-9c8e-0a6f8d5c2b11",
+                                                 uuid, sizeof uuid, &err),
+                     GM_OK);
+    assert_string_equal(uuid, "GPU-3b9d0000-0000-4000-8000-000000000000");
+    assert_int_equal(gm_provider_nvml.mig_parent(st, "MIG-8f1e6b3a-2d4c-5e7f-8a9b-1c2d3e4f5a6b",
+                                                 uuid, sizeof uuid, &err),
+                     GM_OK);
+    assert_string_equal(uuid, "GPU-3b9d0000-0000-4000-8000-000000000000");
+    /* An unknown UUID, and a whole GPU's (not a MIG device): errors, nothing written. */
+    uuid[0] = '\0';
+    assert_true(gm_provider_nvml.mig_parent(st, "MIG-00000000-0000-0000-0000-000000000000", uuid,
+                                            sizeof uuid, &err) < 0);
+    assert_non_null(strstr(err.msg, "MigDeviceHandle"));
+    assert_true(gm_provider_nvml.mig_parent(st, "GPU-3b9d0000-0000-4000-8000-000000000001", uuid,
+                                            sizeof uuid, &err) < 0);
+    assert_string_equal(uuid, "");
+    close_st(st);
+
+    /* A driver before MIG cannot tell. */
+    st = open_ok(&fake_old, "mig.json");
+    assert_int_equal(gm_provider_nvml.mig_parent(st, "MIG-5a2d0e2c-1c7e-5c4b-9c8e-0a6f8d5c2b11",
+                                                 uuid, sizeof uuid, &err),
+                     GM_ENOTSUP);
+    close_st(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -824,6 +857,7 @@ int main(void)
         cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
         cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
         cmocka_unit_test_teardown(test_xid_events, test_teardown),
+        cmocka_unit_test_teardown(test_mig_parent, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -340,6 +340,56 @@ static void test_host_process_daemon_lines(void **state)
     gm_snapshot_free(s);
 }
 
+/* Kubernetes: pod, namespace and container on every series of a GPU one container holds and on
+ * the processes named from it, as dcgm-exporter labels them; the cgroup's IDs on processes;
+ * nothing on what is not known. */
+static void test_k8s_labels(void **state)
+{
+    (void)state;
+    gm_snapshot *s = rich_snapshot();
+    gm_gpu *g = &s->gpus[0];
+    g->k8s_known = true;
+    g->k8s_containers = 1;
+    snprintf(g->k8s.pod, sizeof g->k8s.pod, "trainer-0");
+    snprintf(g->k8s.pod_namespace, sizeof g->k8s.pod_namespace, "ml");
+    snprintf(g->k8s.container, sizeof g->k8s.container, "main");
+    s->gpus[1].k8s_known = true;
+    s->gpus[1].k8s_containers = 2; /* shared: no names */
+    gm_process *p = &s->procs[0];
+    p->k8s = g->k8s;
+    snprintf(p->pod_uid, sizeof p->pod_uid, "0e886e9a-3879-45f9-b44d-86ef9df03224");
+    snprintf(p->container_id, sizeof p->container_id, "244a65edefdffe31685c42317c9054e7");
+    snprintf(s->procs[1].pod_uid, sizeof s->procs[1].pod_uid,
+             "15513b48-e7a5-48fc-b9e3-92f713f36504"); /* in a pod nobody named */
+    char *out = render(s, &health);
+    const char *gpu0 = "{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:17:00.0\","
+                       "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\","
+                       "Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\","
+                       "container=\"main\",namespace=\"ml\",pod=\"trainer-0\"";
+    char want[1024];
+    snprintf(want, sizeof want, "DCGM_FI_DEV_GPU_TEMP%s} 65", gpu0);
+    assert_line(out, want);
+    assert_line(out, "gpumon_process_gpu_memory_bytes{gpu=\"0\",UUID=\"GPU-aaaa\",pid=\"4242\","
+                     "type=\"C\",command=\"python3\",user=\"alice\",container=\"main\","
+                     "namespace=\"ml\",pod=\"trainer-0\","
+                     "pod_uid=\"0e886e9a-3879-45f9-b44d-86ef9df03224\","
+                     "container_id=\"244a65edefdffe31685c42317c9054e7\"} 1073741824");
+    assert_non_null(strstr(out,
+                           "pid=\"4243\",type=\"C\",command=\"we\\\"ird\\\\name\\nx\","
+                           "user=\"b\\\"ob\",pod_uid=\"15513b48-e7a5-48fc-b9e3-92f713f36504\"}"));
+    /* GPU 1 is shared, GPU 2 unknown: no pod label anywhere but on GPU 0 and pid 4242. */
+    size_t pods = 0;
+    for (const char *q = out; (q = strstr(q, "pod=\"")) != NULL; q++)
+        pods++;
+    size_t gpu0_series = 0;
+    for (const char *q = out; (q = strstr(q, gpu0)) != NULL; q++)
+        gpu0_series++;
+    assert_true(gpu0_series > 10);
+    assert_int_equal(pods, gpu0_series + 1);
+    free(out);
+    gm_snapshot_free(s);
+}
+
 /* Each family: one HELP, one TYPE, both before its samples, and all its samples contiguous
  * (the text format forbids interleaving families; promtool 2.42 does not check it). */
 static void test_families_grouped(void **state)
@@ -491,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_absent_omitted),
         cmocka_unit_test(test_host_process_daemon_lines),
         cmocka_unit_test(test_families_grouped),
+        cmocka_unit_test(test_k8s_labels),
         cmocka_unit_test(test_promtool_accepts),
         cmocka_unit_test(test_large_snapshot),
     };
