@@ -28,7 +28,7 @@ _gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstines
     --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env
     --timeout -i --gpus --interval --idle-seconds -o --output --label --trace --db --no-db
     -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size
-    --ready-path --ready-timeout --keep-container --pull --task --count --min-free-mb --max-util
+    --ready-path --ready-timeout --keep-container --pull --task -n --count --min-free-mb --max-util
     --wait --check-interval --lease-dir --all-devices -h --help'
 _gpumon_opts_containers='--format --all --dry-run --stop-timeout -h --help'
 _gpumon_opts_history='--db --format --limit -o --output --older-than -h --help'
@@ -36,7 +36,7 @@ _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format 
     -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps
     --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps
     --help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed'
-_gpumon_opts_cluster='--prometheus --job -n --gpus -u --max-util --max-mem-percent --format
+_gpumon_opts_cluster='--prometheus --job -n --count --gpus -u --max-util --max-mem-percent --format
     --timeout -h --help'
 _gpumon_opts_top='--connect --token --interval --sort --color --provider --simulate --seed -h
     --help'

@@ -151,7 +151,7 @@ static void usage(FILE *out)
         "      --keep-container   leave it running afterwards (default: stopped and removed on\n"
         "                         every way out, Ctrl-C and errors included)\n"
         "      --pull             pull IMAGE when it is not here (progress on stderr)\n"
-        "      --count N | --task FILE  GPUs to lease (default 1, or as many as --gpus lists;\n"
+        "  -n, --count N | --task FILE  GPUs to lease (default 1, or as many as --gpus lists;\n"
         "                         --task: its estimate, see gpumon estimate)\n"
         "      --min-free-mb MIB, --max-util PCT, --wait S, --check-interval S,\n"
         "      --lease-dir DIR, --all-devices   as for gpumon run; --gpus LIST limits the\n"
@@ -302,7 +302,9 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     gm_error err = {0};
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:o:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":i:n:o:qh", longopts, NULL)) != -1) {
+        if (c == 'n') /* -n is --count, a number of GPUs, in every command */
+            c = GM_CLI_OPT_COUNT;
         switch (c) {
         case OPT_URL:
             o->url = optarg;
@@ -557,29 +559,38 @@ static gm_store *open_store(const bench_opts *o)
     return st;
 }
 
+/* A secret's value inside ARG, if ARG holds one: --header and --env values found by the
+ * pointers the option parser kept, so every spelling getopt accepts ("--head V", "--en=K=V")
+ * is caught, not only the full option names. */
+static const char *secret_in(const char *arg, const bench_opts *o, char *sep)
+{
+    const char *end = arg + strlen(arg);
+    for (size_t k = 0; k < o->nheaders + o->ctr.nenv; k++) {
+        bool header = k < o->nheaders;
+        const char *p = header ? o->headers[k] : o->ctr.env[k - o->nheaders];
+        if (p >= arg && p <= end) {
+            *sep = header ? ':' : '=';
+            return p;
+        }
+    }
+    return NULL;
+}
+
 /* The command line as stored: header values and --env values replaced, so no secret reaches
  * the database. */
-static json_t *stored_command(int argc, char **argv)
+static json_t *stored_command(int argc, char **argv, const bench_opts *o)
 {
     json_t *a = json_array();
     if (!a || json_array_append_new(a, json_string("gpumon")) < 0)
         return a;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
-        char red[256];
-        bool is_header = i > 0 && strcmp(argv[i - 1], "--header") == 0;
-        bool is_env = i > 0 && strcmp(argv[i - 1], "--env") == 0;
-        if (is_header || strncmp(arg, "--header=", 9) == 0) {
-            const char *h = is_header ? arg : arg + 9;
-            const char *colon = strchr(h, ':');
-            int n = colon ? (int)(colon - h) : (int)strlen(h);
-            snprintf(red, sizeof red, "%s%.*s: <redacted>", is_header ? "" : "--header=", n, h);
-            arg = red;
-        } else if ((is_env || strncmp(arg, "--env=", 6) == 0) &&
-                   strchr(is_env ? arg : arg + 6, '=')) {
-            const char *e = is_env ? arg : arg + 6;
-            int n = (int)(strchr(e, '=') - e);
-            snprintf(red, sizeof red, "%s%.*s=<redacted>", is_env ? "" : "--env=", n, e);
+        char red[512], sep = 0;
+        const char *v = secret_in(arg, o, &sep);
+        const char *cut = v ? strchr(v, sep) : NULL;
+        if (cut) { /* keep the option as spelled and the header's or variable's name */
+            snprintf(red, sizeof red, "%.*s%s<redacted>", (int)(cut - arg), arg,
+                     sep == ':' ? ": " : "=");
             arg = red;
         }
         json_t *s = json_string(arg);
@@ -965,7 +976,7 @@ static int keep_result(const bench_opts *o, int argc, char **argv, gm_store *st,
     size_t npoints = json_array_size(json_object_get(doc, "points"));
     /* Stopped before any point: nothing measured, nothing to keep in the history. */
     if (st && (npoints > 0 || keep_empty)) {
-        json_t *cmd = stored_command(argc, argv);
+        json_t *cmd = stored_command(argc, argv, o);
         if (gm_store_put_bench(st, doc, cmd, started_ms, ended_ms, gpu_samples, &err) < 0)
             fprintf(stderr, "gpumon bench: warning: %s; the benchmark is not stored\n", err.msg);
         else

@@ -52,7 +52,7 @@ static void usage(FILE *out)
             "                             (default $%s;\n"
             "                             user:password@ is sent as basic authentication)\n"
             "      --job NAME             the daemons' scrape job (default %s)\n"
-            "  -n, --gpus N               (select) idle GPUs needed, 1 to %d\n"
+            "  -n, --count N, --gpus N    (select) idle GPUs needed, 1 to %d\n"
             "  -u, --max-util PCT         idle: utilization below PCT %% (default %g)\n"
             "      --max-mem-percent PCT  idle: memory used below PCT %% (default %g)\n"
             "      --format FMT           status: table (default) or json; select: text (the\n"
@@ -72,7 +72,8 @@ static int parse_args(int argc, char **argv, cluster_opts *o)
     static const struct option longopts[] = {
         {"prometheus", required_argument, NULL, OPT_PROMETHEUS},
         {"job", required_argument, NULL, OPT_JOB},
-        {"gpus", required_argument, NULL, 'n'},
+        {"count", required_argument, NULL, 'n'},
+        {"gpus", required_argument, NULL, 'n'}, /* the name fleet.md and earlier scripts use */
         {"max-util", required_argument, NULL, 'u'},
         {"max-mem-percent", required_argument, NULL, OPT_MAX_MEM},
         {"format", required_argument, NULL, OPT_FORMAT},
@@ -103,7 +104,7 @@ static int parse_args(int argc, char **argv, cluster_opts *o)
             o->job = optarg;
             break;
         case 'n':
-            if (!gm_cli_parse_uint(o->cmd, "--gpus", optarg, 1, GPUS_NEEDED_MAX, &n))
+            if (!gm_cli_parse_uint(o->cmd, "--count", optarg, 1, GPUS_NEEDED_MAX, &n))
                 return GM_EXIT_USAGE;
             o->gpus = (unsigned)n;
             o->gpus_given = true;

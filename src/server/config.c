@@ -389,6 +389,10 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
             c->help = true;
             return GM_OK;
         }
+        /* serve has long options only; a short one is still an option, named as such. */
+        if (arg[0] == '-' && arg[1] && arg[1] != '-')
+            return gm_error_set(err, GM_EINVAL, "unknown option \"%s\" (see gpumon serve --help)",
+                                arg);
         if (strncmp(arg, "--", 2) != 0 || !arg[2])
             return gm_error_set(err, GM_EINVAL, "unexpected argument \"%s\"", arg);
         const char *name = arg + 2, *eq = strchr(name, '=');
@@ -399,7 +403,8 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
             return gm_error_set(err, GM_EINVAL, "unknown option \"--%.*s\"; did you mean \"--%s\"?",
                                 (int)nlen, name, guess);
         if (id < 0)
-            return gm_error_set(err, GM_EINVAL, "unknown option \"--%.*s\" (see --help)", (int)nlen,
+            return gm_error_set(err, GM_EINVAL,
+                                "unknown option \"--%.*s\" (see gpumon serve --help)", (int)nlen,
                                 name);
         char who[48];
         snprintf(who, sizeof who, "--%.*s", (int)nlen, name);

@@ -401,6 +401,8 @@ class Bench(unittest.TestCase):
         self.assertIn("answered HTTP 401: a valid API key is required", p.stderr)
         p, doc, lines = self.bench(s.url, "--api-key-env", "GM_TEST_KEY", "--requests", "3",
                                    "--header", "X-Tenant: hunter2-secret", "--label", "keyed",
+                                   # getopt takes any unambiguous prefix: those are redacted too
+                                   "--head", "X-Other: hunter2-two", "--heade=X-Third: hunter2-3",
                                    extra_env={"GM_TEST_KEY": secret}, db=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         blobs = [p.stdout, p.stderr, json.dumps(doc), json.dumps(lines)]
@@ -414,11 +416,13 @@ class Bench(unittest.TestCase):
             self.assertNotIn(secret, b)
             self.assertNotIn("hunter2", b)
         self.assertEqual(doc["config"]["api_key_env"], "GM_TEST_KEY")
-        self.assertEqual(doc["config"]["headers"], ["X-Tenant"])
+        self.assertEqual(doc["config"]["headers"], ["X-Tenant", "X-Other", "X-Third"])
         con = sqlite3.connect(self.db)
         command = json.loads(con.execute("SELECT command FROM sessions").fetchone()[0])
         con.close()
         self.assertIn("X-Tenant: <redacted>", command)
+        self.assertIn("X-Other: <redacted>", command)
+        self.assertIn("--heade=X-Third: <redacted>", command)
         self.assertIn("--api-key-env", command)
 
     def test_ctrl_c_keeps_what_was_measured(self):

@@ -186,6 +186,27 @@ class FakeEngineTests(unittest.TestCase):
                 doc = json.load(f)
         return p, doc
 
+    def test_env_values_are_never_stored(self):
+        # Any spelling getopt accepts (--en, --env=) has its value redacted in the stored command.
+        db = os.path.join(self.tmp, "gpumon.db")
+        p = run(["bench", "--image", "fake/server:1", "--requests", "2", "--idle-seconds", "0",
+                 "--wait", "0", "--db", db, "-q", "--en", "NIM_TOKEN=hunter2-a",
+                 "--env=NIM_OTHER=hunter2-b", "--env", "NGC_API_KEY"], env=self.env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.engine.create_bodies()[0]["Env"],
+                         ["NIM_TOKEN=hunter2-a", "NIM_OTHER=hunter2-b",
+                          "NGC_API_KEY=s3cret-key-value"])
+        con = sqlite3.connect(db)
+        rows = [r[0] for r in con.execute("SELECT command FROM sessions")]
+        con.close()
+        self.assertEqual(len(rows), 1)
+        self.assertNotIn("hunter2", rows[0])
+        self.assertNotIn("s3cret", rows[0])
+        command = json.loads(rows[0])
+        self.assertIn("NIM_TOKEN=<redacted>", command)
+        self.assertIn("--env=NIM_OTHER=<redacted>", command)
+        self.assertIn("NGC_API_KEY", command)
+
     def test_device_requests_carry_the_leased_uuids(self):
         p, doc = self.bench("--count", "2", "--env", "NGC_API_KEY", "--env", "NIM_LOG_LEVEL=INFO",
                             "--volume", "/srv/cache:/opt/nim/.cache", "--shm-size", "1g",

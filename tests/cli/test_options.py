@@ -46,6 +46,11 @@ class GetoptErrors(Base):
             with self.subTest(cmd=cmd):
                 self.usage_error([cmd, "--bogus"],
                                  f'gpumon {cmd}: unknown option "--bogus" (see gpumon {cmd} --help)')
+        # serve parses its own options (flags, then GPU_MONITOR_*), with the same words.
+        for flag in ("--bogus", "-Z", "-v"):
+            with self.subTest(cmd="serve", flag=flag):
+                self.usage_error(["serve", flag],
+                                 f'gpumon serve: unknown option "{flag}" (see gpumon serve --help)')
 
     def test_missing_value(self):
         for cmd in SOURCE_COMMANDS:
@@ -182,6 +187,18 @@ class Letters(Base):
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(out) as f:
             self.assertEqual(json.load(f)["interval_seconds"], 0.05)
+
+    def test_n_and_count_are_a_gpu_count_everywhere(self):
+        # The same letter and word, with the same range check, in every command that takes a
+        # number of GPUs (cluster select also keeps --gpus N, the name fleet.md uses).
+        for argv in (["select"], ["wait"], ["run"], ["bench", "--url", "http://127.0.0.1:9"],
+                     ["cluster", "select"]):
+            for flag in ("-n", "--count"):
+                with self.subTest(cmd=argv[0], flag=flag):
+                    p = self.gpumon(*argv, flag, "0")
+                    self.assertEqual(p.returncode, 2, p.stderr)
+                    self.assertIn("--count", p.stderr)
+                    self.assertIn('"0"', p.stderr)
 
     def test_interval_is_the_sampling_interval_everywhere(self):
         # query: --interval is --loop's other name.

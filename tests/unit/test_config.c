@@ -400,7 +400,11 @@ static void test_interval_retention_and_typos(void **state)
     assert_int_equal(load(&c, NULL, &err, "--intervall=1", NULL), GM_EINVAL);
     assert_string_equal(err.msg, "unknown option \"--intervall\"; did you mean \"--interval\"?");
     assert_int_equal(load(&c, NULL, &err, "--frobnicate", NULL), GM_EINVAL);
-    assert_string_equal(err.msg, "unknown option \"--frobnicate\" (see --help)");
+    assert_string_equal(err.msg, "unknown option \"--frobnicate\" (see gpumon serve --help)");
+    assert_int_equal(load(&c, NULL, &err, "-Z", NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "unknown option \"-Z\""));
+    assert_int_equal(load(&c, NULL, &err, "extra", NULL), GM_EINVAL);
+    assert_string_equal(err.msg, "unexpected argument \"extra\"");
 }
 
 static void test_config_json_hides_token(void **state)
