@@ -68,6 +68,27 @@ class Run(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout, "CVD=0,1 ORDER=PCI_BUS_ID\n")
 
+    def test_progress_while_waiting(self):
+        # While its GPUs are not free, run says at each check how long it has waited and what
+        # each GPU lacks (stderr; stdout is the command's); -q keeps only the verdict.
+        args = ["run"] + self.common + ["--count", "2", "--max-util", "10", "--wait", "0.5",
+                                        "--check-interval", "0.2", "--", "true"]
+        p = run(args, env=self.env)
+        self.assertEqual(p.returncode, 5, p.stderr)
+        self.assertEqual(p.stdout, "")
+        progress = [l for l in p.stderr.splitlines() if l.startswith("gpumon run: waiting ")]
+        self.assertGreaterEqual(len(progress), 3, p.stderr)  # at about 0.1, 0.2, 0.4, 0.5 s
+        for line in progress:
+            self.assertRegex(line, r"^gpumon run: waiting \d+\.\d s of 0\.5 s: 1 of 2 GPUs free "
+                                   r"\(GPU 0: 87% util > 10%\)$")
+        waited = [float(l.split()[3]) for l in progress]
+        self.assertEqual(waited, sorted(waited))
+        self.assertIn("gpumon run: timed out after 0.5s", p.stderr.splitlines()[-1])
+        q = run(args[:1] + ["-q"] + args[1:], env=self.env)
+        self.assertEqual(q.returncode, 5)
+        self.assertNotIn("waiting", q.stderr)
+        self.assertIn("timed out", q.stderr)
+
     def test_run_document(self):
         out = os.path.join(self.tmp, "run.json")
         p = run(["run"] + self.common + ["--count", "1", "--wait", "0", "-o", out, "--label", "job",
