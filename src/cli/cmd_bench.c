@@ -482,6 +482,10 @@ typedef struct progress_ctx {
     const char *load;
     size_t point, npoints;
     double duration_s;
+    gm_cli_ctr *ctr;   /* --image: the server's container, looked at when requests fail */
+    size_t seen;       /* results of the point already looked at */
+    bool failing;      /* one failed since the container was last looked at */
+    double next_check; /* monotonic seconds */
 } progress_ctx;
 
 static int cmp_double(const void *a, const void *b)
@@ -490,11 +494,37 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_signal;
+static bool server_gone; /* --image: the container ended during a point */
+
+/* A server that dies mid-point turns every request into a connection failure at full speed:
+ * when requests fail, ask the engine (at most once a second, so a healthy server costs the
+ * client's loop nothing) and stop the run if the container has ended. */
+static void watch_server(progress_ctx *pc, const gm_bench_point *p)
+{
+    if (!pc->ctr || server_gone)
+        return;
+    for (; p && pc->seen < p->n; pc->seen++)
+        if (p->res[pc->seen].outcome != GM_BENCH_OK)
+            pc->failing = true;
+    double now = gm_clock_mono_s();
+    if (!pc->failing || now < pc->next_check)
+        return;
+    pc->failing = false;
+    pc->next_check = now + 1;
+    if (gm_cli_ctr_ended(pc->ctr)) {
+        server_gone = true;
+        stop_flag = 1;
+    }
+}
+
 static void on_progress(void *arg, const gm_bench_point *p, size_t done, size_t total,
                         double elapsed)
 {
-    const progress_ctx *pc = arg;
-    if (!pc->tty || !p)
+    progress_ctx *pc = arg;
+    watch_server(pc, p);
+    if (!pc->tty || !p || server_gone)
         return;
     /* TTFT p50 of the latest 256 completed requests: live, and cheap to sort. */
     double v[256];
@@ -525,9 +555,6 @@ static void on_progress(void *arg, const gm_bench_point *p, size_t done, size_t 
 }
 
 /* ---- signals ---------------------------------------------------------------------------- */
-
-static volatile sig_atomic_t stop_flag;
-static volatile sig_atomic_t stop_signal;
 
 static void on_stop(int sig)
 {
@@ -1228,8 +1255,12 @@ int gm_cli_bench(int argc, char **argv)
     }
 
     points = json_array();
-    bool any_empty = false;
+    bool any_empty = false, cut_short = false;
     for (size_t i = 0; i < o.npoints && !stop_flag; i++) {
+        if (ir.ctr && gm_cli_ctr_ended(ir.ctr)) {
+            server_gone = true;
+            break;
+        }
         char load[64];
         if (o.open_loop)
             snprintf(load, sizeof load, isinf(o.rate[i]) ? "rate inf" : "rate %g/s", o.rate[i]);
@@ -1239,7 +1270,8 @@ int gm_cli_bench(int argc, char **argv)
                            .load = load,
                            .point = i,
                            .npoints = o.npoints,
-                           .duration_s = o.duration_s};
+                           .duration_s = o.duration_s,
+                           .ctr = ir.ctr};
         gm_bench_run run = {.open_loop = o.open_loop,
                             .concurrency = o.open_loop ? 0 : o.conc[i],
                             .rate = o.open_loop ? o.rate[i] : 0,
@@ -1309,7 +1341,12 @@ int gm_cli_bench(int argc, char **argv)
          * goes a few ms after its slot freed without the client being saturated; TTFT counts
          * from each request's own send, and the CPU rule judges the client there. */
         chk.lag_p99_ms = o.open_loop && !isinf(o.rate[i]) ? gm_bench_dist_pct(&pt.lag_ms, 99) : NAN;
-        gm_bench_point_set_validity(pj, gm_bench_check_reasons(&chk));
+        json_t *reasons = gm_bench_check_reasons(&chk);
+        if (reasons && server_gone) {
+            json_array_append_new(reasons, json_string("server_exited"));
+            cut_short = true;
+        }
+        gm_bench_point_set_validity(pj, reasons);
         if (json_integer_value(json_object_get(pj, "completed")) == 0 && !pt.interrupted)
             any_empty = true;
         gm_bench_gpu_point_free(&gp);
@@ -1320,6 +1357,9 @@ int gm_cli_bench(int argc, char **argv)
     }
     if (trace && fflush(trace) != 0)
         fprintf(stderr, "gpumon bench: warning: writing %s: %s\n", o.trace, strerror(errno));
+    /* The stop was ours, not a signal's: the run ends as a failure, not as interrupted. */
+    if (server_gone && !stop_signal)
+        stop_flag = 0;
 
     /* The container's exit state belongs in the document: it is stopped first. */
     if (ir.ctr)
@@ -1344,6 +1384,16 @@ int gm_cli_bench(int argc, char **argv)
         goto out;
     }
     rc = keep_result(&o, argc, argv, st, doc, r.started_ms, r.ended_ms, gpu_samples, false, rc);
+    if (server_gone) {
+        fprintf(stderr,
+                "gpumon bench: the server's container ended during the benchmark; %zu of %zu "
+                "point%s measured%s\n",
+                json_array_size(json_object_get(doc, "points")), o.npoints,
+                o.npoints == 1 ? "" : "s",
+                cut_short ? " (the last one cut short, marked invalid: server_exited)" : "");
+        if (rc == GM_EXIT_OK)
+            rc = GM_EXIT_FAILURE;
+    }
     if (rc == GM_EXIT_OK && any_empty) {
         fprintf(stderr, "gpumon bench: a point completed no request (see its errors)\n");
         rc = GM_EXIT_FAILURE;

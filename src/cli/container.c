@@ -454,6 +454,25 @@ static void report_ended(gm_cli_ctr *c, const gm_docker_state *st, const char *w
     take_logs(c);
 }
 
+bool gm_cli_ctr_ended(gm_cli_ctr *c)
+{
+    if (!c || !c->started || c->finished)
+        return false;
+    if (c->failure && strcmp(c->failure, "exited") == 0)
+        return true;
+    gm_error err = {0};
+    gm_docker_state st;
+    if (gm_docker_inspect(c->d, c->id, &st, &err) < 0)
+        return false;
+    if (st.running || strcmp(st.status, "created") == 0)
+        return false;
+    if (c->tty)
+        fprintf(stderr, "\r\033[K");
+    report_ended(c, &st, "while it was being benchmarked");
+    c->failure = "exited";
+    return true;
+}
+
 int gm_cli_ctr_wait_ready(gm_cli_ctr *c, const volatile sig_atomic_t *stop)
 {
     const char *const *paths = default_ready_paths;

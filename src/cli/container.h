@@ -98,13 +98,18 @@ int gm_cli_ctr_start(gm_cli_ctr *c, const char *run_id, char *const *args, size_
  * 130-style statuses are the caller's to choose when *stop was set (returns -1 then). */
 int gm_cli_ctr_wait_ready(gm_cli_ctr *c, const volatile sig_atomic_t *stop);
 
+/* While the server is in use (a benchmark): true once the container has ended by itself,
+ * reported as wait_ready reports it (status, last lines of output) the first time; false
+ * while it runs or the engine cannot tell. Costs one inspect request. */
+bool gm_cli_ctr_ended(gm_cli_ctr *c);
+
 /* The container's name, its first process as the host numbers it (0 unknown), the server's
  * base URL ("http://127.0.0.1:PORT", "" without a published port). */
 const char *gm_cli_ctr_name(const gm_cli_ctr *c);
 pid_t gm_cli_ctr_pid(const gm_cli_ctr *c);
 const char *gm_cli_ctr_url(const gm_cli_ctr *c);
-/* Why the server never got ready: "exited", "timeout", "interrupted", "error"; NULL while
- * nothing went wrong. */
+/* Why the server never got ready or stopped serving: "exited" (also after it was ready, see
+ * gm_cli_ctr_ended), "timeout", "interrupted", "error"; NULL while nothing went wrong. */
 const char *gm_cli_ctr_failure(const gm_cli_ctr *c);
 
 /* Ends the container's life: a container that ended on its own has its last lines of output

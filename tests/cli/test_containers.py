@@ -259,6 +259,48 @@ class FakeEngineTests(unittest.TestCase):
         self.assertEqual(doc["points"][0]["completed"], 5)
         self.assertEqual(doc["url"], "http://127.0.0.1:%d" % self.engine.server_port)
 
+    def test_a_server_that_dies_mid_run_stops_the_benchmark(self):
+        # Its requests fail at once; gpumon asks the engine, stops the run, prints how the
+        # container ended with its output, marks the point invalid and exits 1, keeping what
+        # was measured (the point, the container's exit) in the document.
+        out = os.path.join(self.tmp, "died.json")
+        p = subprocess.Popen([GPUMON, "bench", "--image", "fake/server:1", "--duration", "60",
+                              "--concurrency", "2", "--idle-seconds", "0", "--wait", "0",
+                              "--no-db", "-o", out], env=self.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(1000):  # the benchmark is under way once it has asked for models
+                if any(m == "POST" and "/start" in path for m, path, _ in self.engine.requests):
+                    break
+                time.sleep(0.01)
+            time.sleep(1.0)
+            name = next(iter(self.engine.containers))
+            self.engine.containers[name].update(status="exited", exit=137)
+            self.server.kill()
+            self.server.wait()
+            _, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("exited with status 137 while it was being benchmarked", err)
+        self.assertIn("fake server output", err)
+        self.assertIn("the server's container ended during the benchmark; 1 of 1 point measured "
+                      "(the last one cut short, marked invalid: server_exited)", err)
+        with open(out) as f:
+            doc = json.load(f)
+        pt = doc["points"][0]
+        self.assertFalse(pt["valid"])
+        self.assertIn("server_exited", pt["invalid_reasons"])
+        self.assertFalse(doc["interrupted"])
+        c = doc["container"]
+        self.assertEqual(c["failure"], "exited")
+        self.assertEqual(c["exit"]["exit_code"], 137)
+        self.assertFalse(c["exit"]["stopped_by_gpumon"])
+        self.assertTrue(c["removed"])
+        self.assertEqual(self.engine.containers, {})
+
     def test_gpus_limits_what_is_leased(self):
         p, doc = self.bench("--gpus", "1")
         self.assertEqual(p.returncode, 0, p.stderr)
