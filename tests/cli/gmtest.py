@@ -1,6 +1,7 @@
 """Shared helpers for tests that run the real gpumon binary against the fakes."""
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -40,6 +41,15 @@ def run_json(args, **kw):
     p = run(list(args) + ["--format", "json"], **kw)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
+
+
+def copy_for_others(path, tmp, mode=0o755):
+    """A copy of path in tmp that another user can read and run: tests that drop root run
+    copies, as the build may sit where others cannot reach it (a clone in /root, umask 077)."""
+    dst = os.path.join(tmp, os.path.basename(path))
+    shutil.copyfile(path, dst)
+    os.chmod(dst, mode)
+    return dst
 
 
 def scenario_file(obj):

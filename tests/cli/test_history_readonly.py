@@ -11,17 +11,18 @@ import subprocess
 import tempfile
 import unittest
 
-from gmtest import GPUMON, env, run
+from gmtest import GPUMON, copy_for_others, env, run
 
 SETPRIV = shutil.which("setpriv")
 IS_ROOT = os.geteuid() == 0
 
 
-def as_reader(args, e):
+def as_reader(args, e, tmp):
     """Runs gpumon with args as a user who may read but not write the test database."""
     cmd = [GPUMON] + list(args)
     if IS_ROOT:
-        cmd = [SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + cmd
+        cmd = [SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+               copy_for_others(GPUMON, tmp)] + list(args)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=e)
 
 
@@ -55,18 +56,18 @@ class ReadOnlyDatabase(unittest.TestCase):
     def test_the_reader_cannot_write_here(self):
         # What makes the other tests mean something: the reader really may not write.
         p = as_reader(["record", "--db", self.db, "--simulate", "1", "--interval", "0.05", "-q", "--", "true"],
-                      self.env)
+                      self.env, self.tmp)
         self.assertIn("not stored", p.stderr)
         self.assertIn("readonly", p.stderr)
 
     def test_list_show_export(self):
-        p = as_reader(["history", "--db", self.db, "list", "--format", "json"], self.env)
+        p = as_reader(["history", "--db", self.db, "list", "--format", "json"], self.env, self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual([e["id"] for e in json.loads(p.stdout)], [self.id])
-        p = as_reader(["history", "--db", self.db, "show", self.id], self.env)
+        p = as_reader(["history", "--db", self.db, "show", self.id], self.env, self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn(self.id, p.stdout)
-        p = as_reader(["history", "--db", self.db, "export", self.id, "--format", "csv"], self.env)
+        p = as_reader(["history", "--db", self.db, "export", self.id, "--format", "csv"], self.env, self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(p.stdout.startswith("time,t_s,gpu,utilization_percent,"))
         self.assertGreater(len(p.stdout.splitlines()), 2)
@@ -75,10 +76,10 @@ class ReadOnlyDatabase(unittest.TestCase):
 
     def test_missing_database_is_a_clear_message(self):
         missing = os.path.join(self.dir, "none.db")
-        p = as_reader(["history", "--db", missing, "list"], self.env)
+        p = as_reader(["history", "--db", missing, "list"], self.env, self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout, "no sessions stored yet (no database at %s)\n" % missing)
-        p = as_reader(["history", "--db", missing, "show", "abc"], self.env)
+        p = as_reader(["history", "--db", missing, "show", "abc"], self.env, self.tmp)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr, 'gpumon history: no session "abc": no database at %s (nothing '
                                    "recorded there yet)\n" % missing)

@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-from gmtest import FAKE_NVML, GPUMON, env, run, scenario_file
+from gmtest import FAKE_NVML, GPUMON, copy_for_others, env, run, scenario_file
 
 GIB = 2**30
 TMUX = shutil.which("tmux")
@@ -55,14 +55,14 @@ class TmuxScreen:
         return subprocess.run([TMUX, "-L", self.socket] + list(args), capture_output=True, text=True,
                               timeout=10)
 
-    def start(self, args, cols=100, rows=30, user=None, extra_env=None):
+    def start(self, args, cols=100, rows=30, user=None, extra_env=None, binary=GPUMON):
         """Runs gpumon top in a detached tmux window of cols x rows; its exit status lands in a
         file, and the window stays so the screen can be read after."""
         self.status = os.path.join(self.tmp, "status")
         e = dict(self.env, **(extra_env or {}))
         exports = " ".join("%s='%s'" % (k, v) for k, v in e.items()
                            if k.startswith(("GPU_MONITOR_", "GM_FAKE_", "NO_COLOR")))
-        cmd = "env %s %s top %s; echo $? > %s; sleep 60" % (exports, GPUMON, " ".join(args), self.status)
+        cmd = "env %s %s top %s; echo $? > %s; sleep 60" % (exports, binary, " ".join(args), self.status)
         if user:
             cmd = "runuser -u %s -- sh -c \"%s\"" % (user, cmd.replace('"', '\\"'))
         p = self.tmux("-f", "/dev/null", "new-session", "-d", "-x", str(cols), "-y", str(rows),
@@ -180,7 +180,11 @@ class Top(TmuxScreen, unittest.TestCase):
     def test_kill_refused_for_another_users_process(self):
         # As nobody, the victim (root's) and pid 1 may not be killed: no question is asked.
         os.chmod(self.tmp, 0o777)  # for the exit status file
-        self.start(["--interval", "0.2"], user="nobody")
+        # The build may sit where nobody cannot reach it (a clone in /root): nobody runs copies.
+        gpumon = copy_for_others(GPUMON, self.tmp)
+        nvml = copy_for_others(FAKE_NVML, self.tmp, 0o644)
+        self.start(["--interval", "0.2"], user="nobody", binary=gpumon,
+                   extra_env={"GPU_MONITOR_NVML_LIB": nvml})
         self.wait_screen(lambda t: "gm-top-victim" in t)
         self.keys("k")
         text = self.wait_screen(lambda t: "only your own processes" in t)
