@@ -27,14 +27,16 @@ configure: deps
 	@if [ -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) >/dev/null; \
 	else cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo; fi
 
+# Strict: with every tool installed, a suite that skips for a missing one fails.
 test: DEPS = test
 test: all
+	cmake -S . -B $(BUILD) -DGM_TEST_STRICT=ON >/dev/null
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The C code under the sanitizers; the dashboard's JavaScript is tested by `make test` only.
 test-asan: DEPS = test
 test-asan: deps
-	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WEB_TESTS=OFF
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WEB_TESTS=OFF -DGM_TEST_STRICT=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -87,7 +87,8 @@ static int parse_args(int argc, char **argv, cluster_opts *o)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":n:u:h", longopts, NULL)) != -1) {
+    int li = -1;
+    while ((li = -1, c = getopt_long(argc, argv, ":n:u:h", longopts, &li)) != -1) {
         switch (c) {
         case OPT_PROMETHEUS:
             o->url = optarg;
@@ -104,7 +105,11 @@ static int parse_args(int argc, char **argv, cluster_opts *o)
             o->job = optarg;
             break;
         case 'n':
-            if (!gm_cli_parse_uint(o->cmd, "--count", optarg, 1, GPUS_NEEDED_MAX, &n))
+            /* Named as typed: --gpus (fleet.md's word) or -n/--count (every command's). */
+            if (!gm_cli_parse_uint(o->cmd,
+                                   li >= 0 && strcmp(longopts[li].name, "gpus") == 0 ? "--gpus"
+                                                                                     : "--count",
+                                   optarg, 1, GPUS_NEEDED_MAX, &n))
                 return GM_EXIT_USAGE;
             o->gpus = (unsigned)n;
             o->gpus_given = true;

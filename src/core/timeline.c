@@ -23,7 +23,7 @@ static const struct {
     [GM_SM_MEM_PCT] = {"memory_used_percent", 2},
     [GM_SM_TEMP_C] = {"temperature_c", 1},
     [GM_SM_POWER_W] = {"power_w", 3},
-    [GM_SM_ENERGY_J] = {"energy_j", 3},
+    [GM_SM_ENERGY_J] = {"energy_counter_j", 3}, /* the board's counter, not the run's */
 };
 
 struct gm_timeline {

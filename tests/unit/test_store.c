@@ -285,7 +285,7 @@ static void test_write_read_back(void **state)
     fclose(f);
     char *rest = without_time(buf, gm_session_started_ms(s));
     assert_string_equal(rest, "t_s,gpu,utilization_percent,memory_used_mib,memory_used_percent,"
-                              "temperature_c,power_w,energy_j,simulated\n"
+                              "temperature_c,power_w,energy_counter_j,simulated\n"
                               "0.000,0,10.0,1024.00,,,100.000,5000.000,false\n"
                               "0.000,2,7.0,,,40.0,,,false\n"
                               "0.500,0,20.0,1024.00,,,101.000,5100.000,false\n"
@@ -762,7 +762,7 @@ static void test_bounded_session_stores_every_sample(void **state)
     fclose(f);
     char *rest = without_time(buf, gm_session_started_ms(s));
     assert_string_equal(rest, "t_s,gpu,utilization_percent,memory_used_mib,memory_used_percent,"
-                              "temperature_c,power_w,energy_j,simulated\n"
+                              "temperature_c,power_w,energy_counter_j,simulated\n"
                               "0.000,3,10.0,,,,100.000,,false\n"
                               "1.000,3,20.0,,,,100.000,,false\n"
                               "2.000,3,30.0,,,,100.000,,false\n"

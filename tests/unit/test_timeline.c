@@ -134,7 +134,7 @@ static void test_csv(void **state)
         *nlp = '\0';
         if (rows == 0)
             assert_string_equal(line, "time,t_s,gpu,utilization_percent,memory_used_mib,"
-                                      "memory_used_percent,temperature_c,power_w,energy_j,"
+                                      "memory_used_percent,temperature_c,power_w,energy_counter_j,"
                                       "simulated");
         /* No start given: the absolute time is left empty; fixed decimals per column. */
         if (rows == 2) /* sample 0, GPU 7: power absent, empty */
