@@ -28,8 +28,8 @@ _gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstines
     --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env
     --timeout -i --gpus --interval --idle-seconds -o --output --label --trace --db --no-db
     -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size
-    --ready-path --ready-timeout --keep-container --pull --task -n --count --min-free-mb --max-util
-    --wait --check-interval --lease-dir --all-devices -h --help'
+    --ready-path --ready-timeout --keep-container --pull --task -n --count -m --min-free-mb -u --max-util
+    -w --wait --check-interval --lease-dir --all-devices -h --help'
 _gpumon_opts_containers='--format --all --dry-run --stop-timeout -h --help'
 _gpumon_opts_history='--db --format --limit -o --output --older-than -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display

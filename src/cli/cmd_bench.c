@@ -153,7 +153,7 @@ static void usage(FILE *out)
         "      --pull             pull IMAGE when it is not here (progress on stderr)\n"
         "  -n, --count N | --task FILE  GPUs to lease (default 1, or as many as --gpus lists;\n"
         "                         --task: its estimate, see gpumon estimate)\n"
-        "      --min-free-mb MIB, --max-util PCT, --wait S, --check-interval S,\n"
+        "  -m, --min-free-mb MIB, -u, --max-util PCT, -w, --wait S, --check-interval S,\n"
         "      --lease-dir DIR, --all-devices   as for gpumon run; --gpus LIST limits the\n"
         "                         GPUs that may be leased\n"
         "The container is named gpumon-<id> and labelled gpumon.owner (host:pid) and gpumon.run\n"
@@ -302,9 +302,13 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     gm_error err = {0};
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:n:o:qh", longopts, NULL)) != -1) {
-        if (c == 'n') /* -n is --count, a number of GPUs, in every command */
-            c = GM_CLI_OPT_COUNT;
+    while ((c = getopt_long(argc, argv, ":i:n:m:u:w:o:qh", longopts, NULL)) != -1) {
+        /* The lease's letters, as gpumon run, select and wait have them. */
+        c = c == 'n'   ? GM_CLI_OPT_COUNT
+            : c == 'm' ? GM_CLI_OPT_MIN_FREE
+            : c == 'u' ? GM_CLI_OPT_MAX_UTIL
+            : c == 'w' ? GM_CLI_OPT_WAIT
+                       : c;
         switch (c) {
         case OPT_URL:
             o->url = optarg;

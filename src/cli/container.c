@@ -126,6 +126,17 @@ int gm_cli_ctr_option(const char *cmd, int c, const char *arg, gm_cli_ctr_opts *
                     cmd);
             return -1;
         }
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        /* The GPUs go to the engine as DeviceRequests naming the leased UUIDs; a device list
+         * of the user's own would contradict them (and CUDA would renumber the GPUs). */
+        if ((nlen == 20 && strncmp(arg, "CUDA_VISIBLE_DEVICES", nlen) == 0) ||
+            (nlen == 22 && strncmp(arg, "NVIDIA_VISIBLE_DEVICES", nlen) == 0)) {
+            fprintf(stderr,
+                    "gpumon %s: --env %.*s: gpumon gives the container the GPUs it leased "
+                    "(DeviceRequests by UUID); choose them with --count, --task or --gpus\n",
+                    cmd, (int)nlen, arg);
+            return -1;
+        }
         if (o->nenv == GM_CLI_CTR_ENV_MAX) {
             fprintf(stderr, "gpumon %s: at most %d --env\n", cmd, GM_CLI_CTR_ENV_MAX);
             return -1;

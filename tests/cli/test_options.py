@@ -200,6 +200,14 @@ class Letters(Base):
                     self.assertIn("--count", p.stderr)
                     self.assertIn('"0"', p.stderr)
 
+    def test_bench_takes_the_lease_letters_of_run(self):
+        for flag, value, says in (("-m", "-1", "--min-free-mb"), ("-u", "101", "--max-util"),
+                                  ("-w", "x", "--wait")):
+            with self.subTest(flag=flag):
+                p = self.gpumon("bench", "--image", "a:1", flag, value)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(says, p.stderr)
+
     def test_interval_is_the_sampling_interval_everywhere(self):
         # query: --interval is --loop's other name.
         p = self.gpumon("query", "--simulate", "1", "--interval", "0")
