@@ -93,8 +93,9 @@ static void usage(FILE *out, bool wait)
             "same way). The printed indices are ascending.\n\n",
             GM_LEASE_DIR_ENV);
     if (wait)
-        fprintf(out, "Exit status: 0 ok, 2 usage error, 3 no GPU found, 5 timed out (stderr "
-                     "says what was\nmissing), 130 interrupted.\n");
+        fprintf(out, "Exit status: 0 ok, 1 more GPUs asked for than are here to choose from, 2 "
+                     "usage error,\n3 no GPU found, 5 timed out (stderr says what was missing), "
+                     "130 interrupted.\n");
     else
         fprintf(out, "Exit status: 0 ok, 2 usage error, 3 no GPU found, 4 not enough GPUs "
                      "qualify (stderr\nsays why).\n");

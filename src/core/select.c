@@ -525,6 +525,24 @@ int gm_wait_for(gm_collector *c, const gm_select_request *req, const gm_wait_opt
         int rc = gm_select(snap, req, have_leases ? holders : NULL, out, err);
         if (rc < 0)
             return rc;
+        /* Fewer GPUs than asked for that could ever qualify (hidden, not requested or fallen
+         * off the bus stay so): waiting cannot help, so say so now rather than at the timeout. */
+        unsigned possible = 0;
+        for (unsigned i = 0; i < out->n_gpus; i++) {
+            gm_select_status st = out->gpus[i].status;
+            possible += st != GM_SEL_HIDDEN && st != GM_SEL_NOT_WANTED && st != GM_SEL_LOST;
+        }
+        if (!sample_err[0] && possible < req->count && possible == out->n_gpus)
+            return gm_error_set(err, GM_ENODEV,
+                                "%u GPUs asked for, but there %s only %u here; waiting cannot "
+                                "change that",
+                                req->count, possible == 1 ? "is" : "are", possible);
+        if (!sample_err[0] && possible < req->count)
+            return gm_error_set(err, GM_ENODEV,
+                                "%u GPU%s asked for, but only %u of the %u here may be chosen "
+                                "(the others are outside -i/CUDA_VISIBLE_DEVICES or lost); "
+                                "waiting cannot change that",
+                                req->count, req->count == 1 ? "" : "s", possible, out->n_gpus);
         if (out->satisfied && leasing) {
             unsigned cand[GM_MAX_GPUS];
             size_t nc = gm_select_candidates(out, cand, GM_MAX_GPUS);

@@ -231,6 +231,15 @@ class Wait(Base):
             "MiB free and <= 10% util; GPU 2 (81920 MiB free, 90% util): needs <= 10% util; "
             "GPU 1 (20480 MiB free, 0% util): needs >= 70000 MiB free\n")
 
+    def test_more_gpus_than_could_ever_qualify_fail_at_once(self):
+        p = self.gpumon("wait", "-n", "5", "--timeout", "600")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr, "gpumon wait: 5 GPUs asked for, but there are only 4 here; "
+                                   "waiting cannot change that\n")
+        p = self.gpumon("wait", "-n", "3", "-i", "0,1", "--timeout", "600")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("3 GPUs asked for, but only 2 of the 4 here may be chosen", p.stderr)
+
     def test_progress_at_each_check(self):
         # Not met: a line per check on stderr, with the time waited and what each GPU lacks;
         # stdout stays empty for the caller's $(...). -q silences them, the verdict stays.
