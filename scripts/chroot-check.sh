@@ -13,7 +13,8 @@
 #   6. the same package in a second, fresh minbase chroot (nothing installed but the package and
 #      what it declares), serving the dashboard
 #   7. the README's offline install in a third: no apt sources at all, the package and the
-#      libraries step 6 installed (fetched with apt-get download), serving the dashboard
+#      README's list of libraries (apt-get download), which must hold all step 6 installed;
+#      serving the dashboard
 #
 # Usage: scripts/chroot-check.sh [--dir DIR] [--keep]
 #   --dir DIR  where the chroots go (default /var/tmp/gpumon-chroot-check; emptied first)
@@ -302,10 +303,18 @@ if [ -n "$deb" ]; then
         record FAIL "fresh minbase: apt-get install ./$name + gpumon serve (logs/6-*)"
     fi
 
-    # ---- 7. offline: no apt sources, the package and the libraries step 6 had to add ----------
+    # ---- 7. offline: no apt sources, the package and the README's list of libraries --------
+    # The README's list must hold every package step 6 had to add (what a minimal Debian 12
+    # lacks); the offline chroot then gets exactly the README's download.
     begin
-    libs=$(sed -n '/^The following NEW packages will be installed:/,/^[0-9]* upgraded/p' \
+    needed=$(sed -n '/^The following NEW packages will be installed:/,/^[0-9]* upgraded/p' \
         "$logs/6-fresh-install.log" | sed '1d;$d' | tr ' ' '\n' | grep -v '^gpumon$' | grep . | tr '\n' ' ')
+    libs=$(sed -n '/^apt-get download ca-certificates/,/^sudo apt-get install/p' "$top/README.md" |
+        sed '$d; s/apt-get download//; s/\\//' | tr ' ' '\n' | grep . | tr '\n' ' ')
+    lacking=
+    for p in $needed; do
+        case " $libs " in *" $p "*) ;; *) lacking="$lacking $p" ;; esac
+    done
     mkdir -p "$offline"
     tar -C "$offline" -xf "$dir/pristine.tar"
     setup_chroot "$offline"
@@ -313,12 +322,14 @@ if [ -n "$deb" ]; then
     rm -rf "$offline/var/lib/apt/lists/"*
     mkdir -p "$offline/root/pkgs"
     cp "$root/root/gpumon/$deb" "$offline/root/pkgs/"
-    if [ -n "$libs" ] &&
+    if [ -n "$lacking" ]; then
+        record FAIL "offline: the README's download list lacks what a minimal Debian 12 needs:$lacking"
+    elif [ -n "$libs" ] &&
         inroot "$root" "mkdir -p /root/pkgs && cd /root/pkgs && apt-get download $libs" >"$logs/7-offline.log" 2>&1 &&
         cp "$root"/root/pkgs/*.deb "$offline/root/pkgs/" &&
         inroot "$offline" "cd /root/pkgs && apt-get install -y -q ./*.deb" >>"$logs/7-offline.log" 2>&1 &&
         u=$(serve_installed "$offline" "$logs/7-serve.log"); then
-        record PASS "offline (no apt sources): apt-get install ./$name + ${libs% }, gpumon serve: dashboard at $u"
+        record PASS "offline (no apt sources): the README's apt-get download list + apt-get install, gpumon serve: dashboard at $u"
     else
         record FAIL "offline: apt-get install of the package and ${libs:-?} (logs/7-*)"
     fi
