@@ -64,6 +64,7 @@ build)
     ;;
 check)
     deps
+    node tools/engines.cjs # every dependency admits Debian 12's Node, whichever Node runs here
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumon-web-check.XXXXXX")
     trap 'rm -rf "$tmp"' EXIT
     build "$tmp/bundle" >"$tmp/build.log" 2>&1 || {
