@@ -315,7 +315,7 @@ class Storage(RecordBase):
         self.assertEqual(p.returncode, 0, p.stderr)
         rows = list(csv.DictReader(io.StringIO(p.stdout)))
         self.assertEqual(list(rows[0]), ["time", "t_s", "gpu", "utilization_percent", "memory_used_mib",
-                                         "memory_used_percent", "temperature_c", "power_w", "energy_j",
+                                         "memory_used_percent", "temperature_c", "power_w", "energy_counter_j",
                                          "simulated"])
         self.assertEqual(len(rows), 2 * doc["sample_count"])
         start = datetime.datetime.fromisoformat(doc["started_at"].replace("Z", "+00:00"))
@@ -332,7 +332,7 @@ class Storage(RecordBase):
             self.assertAlmostEqual(float(r0["power_w"]), row["gpus"]["0"]["power_draw_w"], 3)
             self.assertAlmostEqual(float(r0["memory_used_mib"]), row["gpus"]["0"]["memory_used_mb"], 2)
             self.assertEqual(r1["power_w"], "")
-            self.assertEqual(r1["energy_j"], "")
+            self.assertEqual(r1["energy_counter_j"], "")
             self.assertEqual((r0["simulated"], r1["simulated"]), ("false", "false"))
 
         # show: the summary table; json without the timeline.
