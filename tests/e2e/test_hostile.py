@@ -96,6 +96,30 @@ class Hostile(unittest.TestCase):
         self.assertTrue(closed)
         self.assertHealthy()
 
+    def stop_running_sessions(self):
+        for row in self.d.get_json("/api/sessions?kind=session")["sessions"]:
+            if row["status"] == "running":
+                self.assertEqual(self.d.call("/api/sessions/%s/stop" % row["id"], "POST", {})[0], 200)
+
+    def test_the_issues_own_reproduction(self):
+        # Issue #15's one packet, verbatim: a GET pipelined with a POST /api/sessions and its body
+        # (it starts a session), and the bodiless POST of defect 2, answered at once.
+        data = (b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+                b"POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 2\r\n\r\n{}")
+        try:
+            out, _, _ = exchange(self.d.port, data, timeout=1.5)
+            self.assertEqual([r[0] for r in responses(out)], [200, 201])
+            self.assertHealthy()
+            out, took, closed = exchange(
+                self.d.port, b"POST /api/sessions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            self.assertEqual(responses(out)[0][0], 201)
+            self.assertTrue(closed)
+            self.assertLess(took, 1.0)
+            self.assertHealthy()
+        finally:
+            self.stop_running_sessions()
+
     def test_pipelined_headers_then_body_later(self):
         s = socket.create_connection(("127.0.0.1", self.d.port), timeout=3)
         s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
