@@ -622,8 +622,13 @@ int gm_podres_watch_start(const char *path, int period_ms, gm_podres_watch **out
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cv, &ca);
     pthread_condattr_destroy(&ca);
-    /* libcurl's global start is not for a thread to race on. */
-    pthread_once(&curl_once, curl_init);
+    /* libcurl's global start brings OpenSSL's tables in (about 1.7 MB resident): left to the
+     * first call unless a kubelet socket is already there, or unless this libcurl cannot be
+     * started from two threads at once (the fleet thread starts it too). */
+    struct stat st;
+    if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_THREADSAFE) ||
+        stat(path, &st) == 0)
+        pthread_once(&curl_once, curl_init);
     if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
