@@ -32,6 +32,25 @@ static const smi_field_info field_table[GM_SMI_F__COUNT] = {
 #undef GM__SMI_FIELD_ROW
 };
 
+/* What nvidia-smi 590 prints for a field it cannot give, where that is not "[N/A]" (its H100
+ * capture, tests/fixtures/smi/real-h100-590-query-gpu-all.csv): the fields NVIDIA deprecated
+ * say so, and the fabric health fields print an unbracketed N/A. */
+#define SMI_DEPRECATED "[Requested functionality has been deprecated]"
+static const char *const absent_text[GM_SMI_F__COUNT] = {
+    [GM_SMI_F_DISPLAY_MODE] = SMI_DEPRECATED,
+    [GM_SMI_F_POWER_MANAGEMENT] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_APPLICATIONS_GRAPHICS] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_APPLICATIONS_MEMORY] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_GRAPHICS] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_MEMORY] = SMI_DEPRECATED,
+    [GM_SMI_F_FABRIC_HEALTH_SUMMARY] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_BANDWIDTH] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION] = "N/A",
+};
+
 /* Headers with their unit, built once: "memory.used [MiB]". */
 static char header_text[GM_SMI_F__COUNT][96];
 
@@ -97,6 +116,13 @@ int gm_smi_field_metric(int id)
 int gm_smi_field_kind(int id)
 {
     return valid_id(id) ? (int)field_table[id].kind : -1;
+}
+
+const char *gm_smi_field_absent(int id)
+{
+    if (!valid_id(id))
+        return NULL;
+    return absent_text[id] ? absent_text[id] : "[N/A]";
 }
 
 /* ---- printing ------------------------------------------------------------------------------ */
@@ -235,7 +261,7 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_HOSTNAME:
         return put_str(buf, cap, s->host.hostname);
     case GM_SMI_K_NA:
-        return put(buf, cap, "[N/A]");
+        return put(buf, cap, "%s", gm_smi_field_absent(id));
     default:
         break;
     }
@@ -261,7 +287,7 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         break;
     }
     if (!gm_gpu_has(g, (gm_metric)f->metric) || !isfinite(g->v[f->metric]))
-        return put(buf, cap, "[N/A]");
+        return put(buf, cap, "%s", gm_smi_field_absent(id));
     double v = g->v[f->metric];
     /* nvidia-smi separates value and unit by one space: "45 %", "1024 MiB". */
     const char *sep = (flags & GM_SMI_NOUNITS) || !f->unit[0] ? "" : " ";

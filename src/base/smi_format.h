@@ -36,8 +36,8 @@ typedef enum gm_smi_kind {
     GM_SMI_K_COMPUTE_MODE, /* 0..3: "Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process"
                             */
     GM_SMI_K_COMPUTE_CAP,  /* major * 10 + minor in gpumon, "9.0" in nvidia-smi */
-    GM_SMI_K_NA            /* no source in gpumon: always "[N/A]", as nvidia-smi prints it when
-                            * the driver cannot tell */
+    GM_SMI_K_NA            /* no source in gpumon: always gm_smi_field_absent() ("[N/A]" for most),
+                            * as nvidia-smi prints it when the driver cannot tell */
 } gm_smi_kind;
 
 /* X(id, name, alias, header, kind, metric, unit, arg): every --query-gpu field of nvidia-smi
@@ -553,6 +553,10 @@ const char *gm_smi_field_unit(int id);
 int gm_smi_field_metric(int id);
 /* Returns the kind of id, or -1 when out of range. */
 int gm_smi_field_kind(int id);
+/* Returns what nvidia-smi 590 prints for id when it cannot give the value: "[N/A]" for most
+ * fields, "[Requested functionality has been deprecated]" for display_mode, power.management and
+ * the application clocks, "N/A" for fabric.health.*; NULL when id is out of range. */
+const char *gm_smi_field_absent(int id);
 
 /* ---- printing (gpumon query --query-gpu=... --format=csv...) ------------------------------ */
 
@@ -566,8 +570,8 @@ int gm_smi_parse_fields(const char *list, int *ids, size_t max, size_t *n, gm_er
 int gm_smi_parse_format(const char *spec, unsigned *flags, gm_error *err);
 
 /* Writes the value of field id for GPU g of snapshot s as nvidia-smi prints it ("45 %", "69.48 W",
- * "[N/A]" when absent, "[GPU is lost]" for metrics of a lost GPU) into buf (always terminated).
- * Returns the length written or GM_EINVAL for an unknown id. */
+ * gm_smi_field_absent(id) when absent, "[GPU is lost]" for metrics of a lost GPU) into buf (always
+ * terminated). Returns the length written or GM_EINVAL for an unknown id. */
 int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned flags, char *buf,
                         size_t cap);
 

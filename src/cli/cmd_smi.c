@@ -261,7 +261,6 @@ static const char *gpu_field_help(int i)
         {GM_SMI_K_PCI_BUS, "PCI bus number, in hex."},
         {GM_SMI_K_PCI_DEVICE, "PCI device number, in hex."},
         {GM_SMI_K_ACTIVE_BIT, "Whether this clock event reason holds the clocks down now."},
-        {GM_SMI_K_NA, "Not read by gpumon: always [N/A]."},
     };
     int kind = gm_smi_field_kind(i);
     for (size_t k = 0; k < NQ(by_kind); k++)
@@ -287,7 +286,10 @@ static void print_help_query_gpu(FILE *out)
         fprintf(out, "\n\"%s\"", primary);
         if (other && strcmp(other, primary) != 0)
             fprintf(out, " or \"%s\"", other);
-        fprintf(out, "\n%s\n", gpu_field_help(i));
+        if (gm_smi_field_kind(i) == GM_SMI_K_NA)
+            fprintf(out, "\nNot read by gpumon: always %s.\n", gm_smi_field_absent(i));
+        else
+            fprintf(out, "\n%s\n", gpu_field_help(i));
     }
     fputc('\n', out);
 }
@@ -707,7 +709,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "product_name", "Product Name", GM_SMI_F_NAME);
         leaf(e, "product_brand", "Product Brand", "N/A");
         leaf(e, "product_architecture", "Product Architecture", "N/A");
-        leaf(e, "display_mode", "Display Mode", "N/A");
+        fleaf(e, s, g, "display_mode", "Display Mode", GM_SMI_F_DISPLAY_MODE);
         leaf(e, "display_active", "Display Active", "N/A");
         fleaf(e, s, g, "persistence_mode", "Persistence Mode", GM_SMI_F_PERSISTENCE_MODE);
         leaf(e, "addressing_mode", "Addressing Mode", "N/A");
@@ -889,6 +891,14 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "mem_clock", "Memory", GM_M_CLOCK_MEM_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "video_clock", "Video", GM_M_CLOCK_VIDEO_MHZ, 1, "%.0f MHz");
     end(e, "clocks");
+    sec(e, "applications_clocks", "Applications Clocks", D_CLOCK);
+    fleaf(e, s, g, "graphics_clock", "Graphics", GM_SMI_F_CLOCKS_APPLICATIONS_GRAPHICS);
+    fleaf(e, s, g, "mem_clock", "Memory", GM_SMI_F_CLOCKS_APPLICATIONS_MEMORY);
+    end(e, "applications_clocks");
+    sec(e, "default_applications_clocks", "Default Applications Clocks", D_CLOCK);
+    fleaf(e, s, g, "graphics_clock", "Graphics", GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_GRAPHICS);
+    fleaf(e, s, g, "mem_clock", "Memory", GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_MEMORY);
+    end(e, "default_applications_clocks");
     sec(e, "max_clocks", "Max Clocks", D_CLOCK);
     mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_MAX_GR_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "sm_clock", "SM", GM_M_CLOCK_MAX_SM_MHZ, 1, "%.0f MHz");
