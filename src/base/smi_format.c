@@ -258,8 +258,6 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put_str(buf, cap, g->uuid);
     case GM_SMI_K_BUSID:
         return put_str(buf, cap, g->pci_bus_id);
-    case GM_SMI_K_HOSTNAME:
-        return put_str(buf, cap, s->host.hostname);
     case GM_SMI_K_NA:
         return put(buf, cap, "%s", gm_smi_field_absent(id));
     default:
@@ -273,6 +271,8 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put_str(buf, cap, g->serial);
     case GM_SMI_K_VBIOS:
         return put_str(buf, cap, g->vbios);
+    case GM_SMI_K_INFOROM:
+        return put_str(buf, cap, g->inforom[f->arg % GM_INFOROM__COUNT]);
     case GM_SMI_K_PCI_DOMAIN:
     case GM_SMI_K_PCI_BUS:
     case GM_SMI_K_PCI_DEVICE: {
@@ -319,6 +319,8 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put(buf, cap, "0x%016llX", to_u64(v));
     case GM_SMI_K_HEX32:
         return put(buf, cap, "0x%08llX", to_u64(v) & 0xffffffffULL);
+    case GM_SMI_K_HEX:
+        return put(buf, cap, "0x%llX", to_u64(v));
     case GM_SMI_K_COMPUTE_MODE: {
         static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
                                             "Exclusive_Process"};
@@ -534,9 +536,11 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_VBIOS:
         copy_text(g->vbios, sizeof g->vbios, text);
         return classify(text) == VAL_LOST;
+    case GM_SMI_K_INFOROM:
+        copy_text(g->inforom[f->arg % GM_INFOROM__COUNT], GM_INFOROM_LEN, text);
+        return classify(text) == VAL_LOST;
     case GM_SMI_K_TIMESTAMP:
     case GM_SMI_K_COUNT:
-    case GM_SMI_K_HOSTNAME:
     case GM_SMI_K_PCI_DOMAIN:
     case GM_SMI_K_PCI_BUS:
     case GM_SMI_K_PCI_DEVICE:
@@ -618,6 +622,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
         gm_gpu_set(g, m, major * 10.0 + minor);
         return 0;
     }
+    case GM_SMI_K_HEX:
     case GM_SMI_K_HEX32:
     case GM_SMI_K_HEX64: {
         if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X') ||

@@ -256,7 +256,6 @@ static const char *gpu_field_help(int i)
         {GM_SMI_K_BUSID, "PCI bus id as \"domain:bus:device.function\", in hex."},
         {GM_SMI_K_SERIAL, "The serial number physically printed on the board."},
         {GM_SMI_K_VBIOS, "The BIOS of the GPU board."},
-        {GM_SMI_K_HOSTNAME, "The host name of the machine."},
         {GM_SMI_K_PCI_DOMAIN, "PCI domain number, in hex."},
         {GM_SMI_K_PCI_BUS, "PCI bus number, in hex."},
         {GM_SMI_K_PCI_DEVICE, "PCI device number, in hex."},
@@ -718,8 +717,9 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "pending_mig", "Pending", GM_SMI_F_MIG_MODE_PENDING);
         end(e, "mig_mode");
         leaf(e, "mig_devices", "MIG Devices", "None");
-        leaf(e, "accounting_mode", "Accounting Mode", "N/A");
-        leaf(e, "accounting_mode_buffer_size", "Accounting Mode Buffer Size", "N/A");
+        fleaf(e, s, g, "accounting_mode", "Accounting Mode", GM_SMI_F_ACCOUNTING_MODE);
+        fleaf(e, s, g, "accounting_mode_buffer_size", "Accounting Mode Buffer Size",
+              GM_SMI_F_ACCOUNTING_BUFFER_SIZE);
         sec(e, "driver_model", "Driver Model", 0);
         leaf(e, "current_dm", "Current", "N/A");
         leaf(e, "pending_dm", "Pending", "N/A");
@@ -732,10 +732,10 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         leaf(e, "multigpu_board", "MultiGPU Board", "N/A");
         leaf(e, "board_id", "Board ID", "N/A");
         sec(e, "inforom_version", "Inforom Version", 0);
-        leaf(e, "img_version", "Image Version", "N/A");
-        leaf(e, "oem_object", "OEM Object", "N/A");
-        leaf(e, "ecc_object", "ECC Object", "N/A");
-        leaf(e, "pwr_object", "Power Management Object", "N/A");
+        fleaf(e, s, g, "img_version", "Image Version", GM_SMI_F_INFOROM_IMG);
+        fleaf(e, s, g, "oem_object", "OEM Object", GM_SMI_F_INFOROM_OEM);
+        fleaf(e, s, g, "ecc_object", "ECC Object", GM_SMI_F_INFOROM_ECC);
+        fleaf(e, s, g, "pwr_object", "Power Management Object", GM_SMI_F_INFOROM_PWR);
         end(e, "inforom_version");
         sec(e, "gpu_operation_mode", "GPU Operation Mode", 0);
         leaf(e, "current_gom", "Current", "N/A");
@@ -745,6 +745,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "pci_bus", "Bus", GM_SMI_F_PCI_BUS);
         fleaf(e, s, g, "pci_device", "Device", GM_SMI_F_PCI_DEVICE);
         fleaf(e, s, g, "pci_domain", "Domain", GM_SMI_F_PCI_DOMAIN);
+        fleaf(e, s, g, "pci_base_class", "Base Classcode", GM_SMI_F_PCI_BASECLASS);
+        fleaf(e, s, g, "pci_sub_class", "Sub Classcode", GM_SMI_F_PCI_SUBCLASS);
         fleaf(e, s, g, "pci_device_id", "Device Id", GM_SMI_F_PCI_DEVICE_ID);
         fleaf(e, s, g, "pci_bus_id", "Bus Id", GM_SMI_F_PCI_BUS_ID);
         fleaf(e, s, g, "pci_sub_system_id", "Sub System Id", GM_SMI_F_PCI_SUB_DEVICE_ID);
@@ -868,6 +870,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     end(e, "remapped_rows");
     sec(e, "temperature", "Temperature", D_TEMPERATURE);
     mleaf(e, g, "gpu_temp", "GPU Current Temp", GM_M_TEMP_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_tlimit", "GPU T.Limit Temp", GM_M_TEMP_TLIMIT_C, 1, "%.0f C");
     mleaf(e, g, "memory_temp", "Memory Current Temp", GM_M_TEMP_MEM_C, 1, "%.0f C");
     end(e, "temperature");
     sec(e, "gpu_power_readings", "GPU Power Readings", D_POWER);
