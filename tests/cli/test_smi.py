@@ -325,6 +325,18 @@ class OtherQueries(unittest.TestCase):
 
 
 class Xml(unittest.TestCase):
+    def test_xml_ignores_display_filter(self):
+        # nvidia-smi's help: -d "doesn't work with -u or -x flags"; gpumon's help says so too.
+        whole = smi(["-q", "-x"])
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        filtered = smi(["-q", "-x", "-d", "MEMORY"])
+        self.assertEqual(filtered.returncode, 0, filtered.stderr)
+        def steady(xml):  # the sampling time differs between two runs
+            return [l for l in xml.splitlines() if "<timestamp>" not in l]
+        self.assertEqual(steady(filtered.stdout), steady(whole.stdout))
+        self.assertIn("<temperature>", filtered.stdout)
+        self.assertIn("ignored with -x", smi(["-h"]).stdout)
+
     def test_xml_elements_netdata_and_others_read(self):
         p = smi(["-q", "-x"])
         self.assertEqual(p.returncode, 0, p.stderr)
