@@ -180,7 +180,14 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(PROF_PCIE_TX_BPS, "prof.pcie_tx_bytes")                                          \
     X(PROF_PCIE_RX_BPS, "prof.pcie_rx_bytes")                                          \
     X(PROF_NVLINK_TX_BPS, "prof.nvlink_tx_bytes")                                      \
-    X(PROF_NVLINK_RX_BPS, "prof.nvlink_rx_bytes")
+    X(PROF_NVLINK_RX_BPS, "prof.nvlink_rx_bytes")                                      \
+    X(PCI_BASE_CLASS, "pci.baseClass")                                                 \
+    X(PCI_SUB_CLASS, "pci.subClass")                                                   \
+    X(ACCOUNTING_MODE, "accounting.mode")                                              \
+    X(ACCOUNTING_BUFFER, "accounting.buffer_size")                                     \
+    X(GSP_MODE_CUR, "gsp.mode.current")                                                \
+    X(GSP_MODE_DEFAULT, "gsp.mode.default")                                            \
+    X(TEMP_TLIMIT_C, "temperature.gpu.tlimit")
 
 /* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
  * location). device_memory and dram are the same counter (location 2), one metric. */
@@ -253,8 +260,18 @@ const char *gm_host_metric_name(gm_host_metric id);
 
 /* One GPU at one instant. A metric is present only when its bit in `valid` is set; values of
  * absent metrics are meaningless and must never be shown as zero. */
-#define GM_M_WORDS    ((GM_M__COUNT + 63) / 64) /* words of gm_gpu.valid */
-#define GM_SERIAL_LEN 32
+#define GM_M_WORDS     ((GM_M__COUNT + 63) / 64) /* words of gm_gpu.valid */
+#define GM_SERIAL_LEN  32
+#define GM_INFOROM_LEN 16 /* NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE */
+
+/* The infoROM versions nvidia-smi shows (inforom.img, .oem, .ecc, .pwr): gm_gpu.inforom rows. */
+enum gm_inforom {
+    GM_INFOROM_IMG,
+    GM_INFOROM_OEM,
+    GM_INFOROM_ECC,
+    GM_INFOROM_PWR,
+    GM_INFOROM__COUNT
+};
 
 /* A container in Kubernetes, by the names the kubelet gives: all empty when unknown. */
 typedef struct gm_k8s_ref {
@@ -270,7 +287,9 @@ typedef struct gm_gpu {
     char pci_bus_id[GM_BUSID_LEN];
     char serial[GM_SERIAL_LEN]; /* board serial number, empty when unknown */
     char vbios[GM_SERIAL_LEN];  /* VBIOS version, empty when unknown */
-    bool lost;                  /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
+    /* infoROM image and object versions ("G520.0200.00.05", "2.1"), each empty when unknown */
+    char inforom[GM_INFOROM__COUNT][GM_INFOROM_LEN];
+    bool lost; /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
     /* Kubernetes (the kubelet's pod-resources API, when the collector reads it): k8s_known says
      * it was read; k8s_containers is how many containers hold this GPU or a part of it (a MIG
      * device, a time-slicing replica); k8s names the container when exactly one does. */

@@ -297,6 +297,20 @@ static void add_details(json_t *j, const gm_gpu *g)
     put(mig, "pending", flag(g, GM_M_MIG_MODE_PENDING));
     put(j, "mig_mode", mig);
     put(j, "temperature_memory_c", metric(g, GM_M_TEMP_MEM_C));
+    put(j, "temperature_tlimit_c", raw_integer(g, GM_M_TEMP_TLIMIT_C));
+    json_t *rom = json_object();
+    static const char *const rom_keys[GM_INFOROM__COUNT] = {"image", "oem", "ecc", "pwr"};
+    for (int k = 0; k < GM_INFOROM__COUNT; k++)
+        put(rom, rom_keys[k], string_or_null(g->inforom[k]));
+    put(j, "inforom", rom);
+    json_t *acct = json_object();
+    put(acct, "mode", flag(g, GM_M_ACCOUNTING_MODE));
+    put(acct, "buffer_size", raw_integer(g, GM_M_ACCOUNTING_BUFFER));
+    put(j, "accounting", acct);
+    json_t *gsp = json_object();
+    put(gsp, "current", flag(g, GM_M_GSP_MODE_CUR));
+    put(gsp, "default", flag(g, GM_M_GSP_MODE_DEFAULT));
+    put(j, "gsp_firmware_mode", gsp);
 
     json_t *power = json_object_get(j, "power");
     if (power) {
@@ -316,8 +330,11 @@ static void add_details(json_t *j, const gm_gpu *g)
     if (clocks)
         put(clocks, "video_mhz", metric(g, GM_M_CLOCK_VIDEO_MHZ));
     json_t *pcie = json_object_get(j, "pcie");
-    if (pcie)
+    if (pcie) {
         put(pcie, "gen_gpu_max", metric(g, GM_M_PCIE_GEN_GPU_MAX));
+        put(pcie, "base_class", raw_integer(g, GM_M_PCI_BASE_CLASS));
+        put(pcie, "sub_class", raw_integer(g, GM_M_PCI_SUB_CLASS));
+    }
     json_t *enc = json_object();
     put(enc, "sessions", raw_integer(g, GM_M_ENC_SESSIONS));
     put(enc, "average_fps", raw_integer(g, GM_M_ENC_FPS));

@@ -188,6 +188,19 @@ static const gm_metric_info metric_table[GM_M__COUNT] = {
      "NVLink bytes sent per second (GPM)"},
     {GM_M_PROF_NVLINK_RX_BPS, "prof.nvlink_rx_bytes", "B/s", 1, false,
      "NVLink bytes received per second (GPM)"},
+    /* ---- identity and configuration nvidia-smi shows (read at open or once a minute) ---- */
+    {GM_M_PCI_BASE_CLASS, "pci.baseClass", "", 1, false, "PCI base class code (3: display)"},
+    {GM_M_PCI_SUB_CLASS, "pci.subClass", "", 1, false,
+     "PCI sub class code (0: VGA, 2: 3D controller)"},
+    {GM_M_ACCOUNTING_MODE, "accounting.mode", "", 1, false,
+     "1 when per-process accounting is enabled"},
+    {GM_M_ACCOUNTING_BUFFER, "accounting.buffer_size", "", 1, false,
+     "Processes the accounting buffer holds before the oldest are overwritten"},
+    {GM_M_GSP_MODE_CUR, "gsp.mode.current", "", 1, false, "1 when GSP firmware is enabled"},
+    {GM_M_GSP_MODE_DEFAULT, "gsp.mode.default", "", 1, false,
+     "1 when GSP firmware is enabled by default on this GPU"},
+    {GM_M_TEMP_TLIMIT_C, "temperature.gpu.tlimit", "C", 1, false,
+     "Degrees below the GPU's nearest slowdown threshold (T.Limit margin; negative past it)"},
 };
 
 static const char *const host_metric_names[GM_H__COUNT] = {

@@ -32,6 +32,25 @@ static const smi_field_info field_table[GM_SMI_F__COUNT] = {
 #undef GM__SMI_FIELD_ROW
 };
 
+/* What nvidia-smi 590 prints for a field it cannot give, where that is not "[N/A]" (its H100
+ * capture, tests/fixtures/smi/real-h100-590-query-gpu-all.csv): the fields NVIDIA deprecated
+ * say so, and the fabric health fields print an unbracketed N/A. */
+#define SMI_DEPRECATED "[Requested functionality has been deprecated]"
+static const char *const absent_text[GM_SMI_F__COUNT] = {
+    [GM_SMI_F_DISPLAY_MODE] = SMI_DEPRECATED,
+    [GM_SMI_F_POWER_MANAGEMENT] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_APPLICATIONS_GRAPHICS] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_APPLICATIONS_MEMORY] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_GRAPHICS] = SMI_DEPRECATED,
+    [GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_MEMORY] = SMI_DEPRECATED,
+    [GM_SMI_F_FABRIC_HEALTH_SUMMARY] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_BANDWIDTH] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY] = "N/A",
+    [GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION] = "N/A",
+};
+
 /* Headers with their unit, built once: "memory.used [MiB]". */
 static char header_text[GM_SMI_F__COUNT][96];
 
@@ -97,6 +116,13 @@ int gm_smi_field_metric(int id)
 int gm_smi_field_kind(int id)
 {
     return valid_id(id) ? (int)field_table[id].kind : -1;
+}
+
+const char *gm_smi_field_absent(int id)
+{
+    if (!valid_id(id))
+        return NULL;
+    return absent_text[id] ? absent_text[id] : "[N/A]";
 }
 
 /* ---- printing ------------------------------------------------------------------------------ */
@@ -232,10 +258,8 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put_str(buf, cap, g->uuid);
     case GM_SMI_K_BUSID:
         return put_str(buf, cap, g->pci_bus_id);
-    case GM_SMI_K_HOSTNAME:
-        return put_str(buf, cap, s->host.hostname);
     case GM_SMI_K_NA:
-        return put(buf, cap, "[N/A]");
+        return put(buf, cap, "%s", gm_smi_field_absent(id));
     default:
         break;
     }
@@ -247,6 +271,8 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put_str(buf, cap, g->serial);
     case GM_SMI_K_VBIOS:
         return put_str(buf, cap, g->vbios);
+    case GM_SMI_K_INFOROM:
+        return put_str(buf, cap, g->inforom[f->arg % GM_INFOROM__COUNT]);
     case GM_SMI_K_PCI_DOMAIN:
     case GM_SMI_K_PCI_BUS:
     case GM_SMI_K_PCI_DEVICE: {
@@ -261,7 +287,7 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         break;
     }
     if (!gm_gpu_has(g, (gm_metric)f->metric) || !isfinite(g->v[f->metric]))
-        return put(buf, cap, "[N/A]");
+        return put(buf, cap, "%s", gm_smi_field_absent(id));
     double v = g->v[f->metric];
     /* nvidia-smi separates value and unit by one space: "45 %", "1024 MiB". */
     const char *sep = (flags & GM_SMI_NOUNITS) || !f->unit[0] ? "" : " ";
@@ -293,6 +319,8 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put(buf, cap, "0x%016llX", to_u64(v));
     case GM_SMI_K_HEX32:
         return put(buf, cap, "0x%08llX", to_u64(v) & 0xffffffffULL);
+    case GM_SMI_K_HEX:
+        return put(buf, cap, "0x%llX", to_u64(v));
     case GM_SMI_K_COMPUTE_MODE: {
         static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
                                             "Exclusive_Process"};
@@ -508,9 +536,11 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_VBIOS:
         copy_text(g->vbios, sizeof g->vbios, text);
         return classify(text) == VAL_LOST;
+    case GM_SMI_K_INFOROM:
+        copy_text(g->inforom[f->arg % GM_INFOROM__COUNT], GM_INFOROM_LEN, text);
+        return classify(text) == VAL_LOST;
     case GM_SMI_K_TIMESTAMP:
     case GM_SMI_K_COUNT:
-    case GM_SMI_K_HOSTNAME:
     case GM_SMI_K_PCI_DOMAIN:
     case GM_SMI_K_PCI_BUS:
     case GM_SMI_K_PCI_DEVICE:
@@ -592,6 +622,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
         gm_gpu_set(g, m, major * 10.0 + minor);
         return 0;
     }
+    case GM_SMI_K_HEX:
     case GM_SMI_K_HEX32:
     case GM_SMI_K_HEX64: {
         if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X') ||

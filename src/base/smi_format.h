@@ -19,7 +19,6 @@ typedef enum gm_smi_kind {
     GM_SMI_K_BUSID,        /* gm_gpu.pci_bus_id */
     GM_SMI_K_SERIAL,       /* gm_gpu.serial */
     GM_SMI_K_VBIOS,        /* gm_gpu.vbios */
-    GM_SMI_K_HOSTNAME,     /* gm_snapshot.host.hostname */
     GM_SMI_K_PCI_DOMAIN,   /* from pci_bus_id: "0x0000" */
     GM_SMI_K_PCI_BUS,      /* from pci_bus_id: "0x1B" */
     GM_SMI_K_PCI_DEVICE,   /* from pci_bus_id: "0x00" */
@@ -33,11 +32,13 @@ typedef enum gm_smi_kind {
     GM_SMI_K_ACTIVE_BIT,   /* bit arg of the metric: "Active"/"Not Active" */
     GM_SMI_K_HEX64,        /* bit mask, "0x%016llX" in nvidia-smi */
     GM_SMI_K_HEX32,        /* PCI ids, "0x%08X" */
+    GM_SMI_K_HEX,          /* PCI class codes, "0x%X" ("0x3") */
+    GM_SMI_K_INFOROM,      /* gm_gpu.inforom[arg] (enum gm_inforom) */
     GM_SMI_K_COMPUTE_MODE, /* 0..3: "Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process"
                             */
     GM_SMI_K_COMPUTE_CAP,  /* major * 10 + minor in gpumon, "9.0" in nvidia-smi */
-    GM_SMI_K_NA            /* no source in gpumon: always "[N/A]", as nvidia-smi prints it when
-                            * the driver cannot tell */
+    GM_SMI_K_NA            /* no source in gpumon: always gm_smi_field_absent() ("[N/A]" for most),
+                            * as nvidia-smi prints it when the driver cannot tell */
 } gm_smi_kind;
 
 /* X(id, name, alias, header, kind, metric, unit, arg): every --query-gpu field of nvidia-smi
@@ -52,7 +53,8 @@ typedef enum gm_smi_kind {
  *   metric  the gm_metric holding the value (GM_M__COUNT for identity fields and GM_SMI_K_NA)
  *   unit    appended to header as " [unit]" and to values as " unit" unless nounits; ""
  *           for none (temperature.gpu has no unit in nvidia-smi's output)
- *   arg     the bit of GM_SMI_K_ACTIVE_BIT (NVML clocksEventReason bits), else 0
+ *   arg     the bit of GM_SMI_K_ACTIVE_BIT (NVML clocksEventReason bits), the gm_inforom row of
+ *           GM_SMI_K_INFOROM, else 0
  * Headers and units are nvidia-smi 590.48.01's on an H100 (real-h100-590-help-query-gpu.txt and
  * the CSV in it); 580.159.04 agreed on the fields it has (tests/fixtures/smi/real-h100-580-*). */
 #define GM_SMI_FIELD_MAP(X)                                                                        \
@@ -70,8 +72,9 @@ typedef enum gm_smi_kind {
     X(PCI_DOMAIN, "pci.domain", NULL, "pci.domain", GM_SMI_K_PCI_DOMAIN, GM_M__COUNT, "", 0)       \
     X(PCI_BUS, "pci.bus", NULL, "pci.bus", GM_SMI_K_PCI_BUS, GM_M__COUNT, "", 0)                   \
     X(PCI_DEVICE, "pci.device", NULL, "pci.device", GM_SMI_K_PCI_DEVICE, GM_M__COUNT, "", 0)       \
-    X(PCI_BASECLASS, "pci.baseClass", NULL, "pci.baseClass", GM_SMI_K_NA, GM_M__COUNT, "", 0)      \
-    X(PCI_SUBCLASS, "pci.subClass", NULL, "pci.subClass", GM_SMI_K_NA, GM_M__COUNT, "", 0)         \
+    X(PCI_BASECLASS, "pci.baseClass", NULL, "pci.baseClass", GM_SMI_K_HEX, GM_M_PCI_BASE_CLASS,    \
+      "", 0)                                                                                       \
+    X(PCI_SUBCLASS, "pci.subClass", NULL, "pci.subClass", GM_SMI_K_HEX, GM_M_PCI_SUB_CLASS, "", 0) \
     X(PCI_DEVICE_ID, "pci.device_id", NULL, "pci.device_id", GM_SMI_K_HEX32, GM_M_PCI_DEVICE_ID,   \
       "", 0)                                                                                       \
     X(PCI_SUB_DEVICE_ID, "pci.sub_device_id", NULL, "pci.sub_device_id", GM_SMI_K_HEX32,           \
@@ -114,19 +117,23 @@ typedef enum gm_smi_kind {
       GM_M_PERSISTENCE_MODE, "", 0)                                                                \
     X(ADDRESSING_MODE, "addressing_mode", NULL, "addressing_mode", GM_SMI_K_NA, GM_M__COUNT, "",   \
       0)                                                                                           \
-    X(ACCOUNTING_MODE, "accounting.mode", NULL, "accounting.mode", GM_SMI_K_NA, GM_M__COUNT, "",   \
-      0)                                                                                           \
+    X(ACCOUNTING_MODE, "accounting.mode", NULL, "accounting.mode", GM_SMI_K_ENABLED,               \
+      GM_M_ACCOUNTING_MODE, "", 0)                                                                 \
     X(ACCOUNTING_BUFFER_SIZE, "accounting.buffer_size", NULL, "accounting.buffer_size",            \
-      GM_SMI_K_NA, GM_M__COUNT, "", 0)                                                             \
+      GM_SMI_K_INT, GM_M_ACCOUNTING_BUFFER, "", 0)                                                 \
     X(DRIVER_MODEL_CURRENT, "driver_model.current", NULL, "driver_model.current", GM_SMI_K_NA,     \
       GM_M__COUNT, "", 0)                                                                          \
     X(DRIVER_MODEL_PENDING, "driver_model.pending", NULL, "driver_model.pending", GM_SMI_K_NA,     \
       GM_M__COUNT, "", 0)                                                                          \
     X(VBIOS_VERSION, "vbios_version", NULL, "vbios_version", GM_SMI_K_VBIOS, GM_M__COUNT, "", 0)   \
-    X(INFOROM_IMG, "inforom.img", "inforom.image", "inforom.img", GM_SMI_K_NA, GM_M__COUNT, "", 0) \
-    X(INFOROM_OEM, "inforom.oem", NULL, "inforom.oem", GM_SMI_K_NA, GM_M__COUNT, "", 0)            \
-    X(INFOROM_ECC, "inforom.ecc", NULL, "inforom.ecc", GM_SMI_K_NA, GM_M__COUNT, "", 0)            \
-    X(INFOROM_PWR, "inforom.pwr", "inforom.power", "inforom.pwr", GM_SMI_K_NA, GM_M__COUNT, "", 0) \
+    X(INFOROM_IMG, "inforom.img", "inforom.image", "inforom.img", GM_SMI_K_INFOROM, GM_M__COUNT,   \
+      "", GM_INFOROM_IMG)                                                                          \
+    X(INFOROM_OEM, "inforom.oem", NULL, "inforom.oem", GM_SMI_K_INFOROM, GM_M__COUNT, "",          \
+      GM_INFOROM_OEM)                                                                              \
+    X(INFOROM_ECC, "inforom.ecc", NULL, "inforom.ecc", GM_SMI_K_INFOROM, GM_M__COUNT, "",          \
+      GM_INFOROM_ECC)                                                                              \
+    X(INFOROM_PWR, "inforom.pwr", "inforom.power", "inforom.pwr", GM_SMI_K_INFOROM, GM_M__COUNT,   \
+      "", GM_INFOROM_PWR)                                                                          \
     X(INFOROM_CHECKSUM_VALIDATION, "inforom.checksum_validation", NULL,                            \
       "inforom.checksum_validation", GM_SMI_K_NA, GM_M__COUNT, "", 0)                              \
     X(GPU_RECOVERY_ACTION, "gpu_recovery_action", NULL, "gpu_recovery_action", GM_SMI_K_NA,        \
@@ -370,7 +377,7 @@ typedef enum gm_smi_kind {
       "remapped_rows.histogram.none", GM_SMI_K_INT, GM_M_REMAP_HIST_NONE, "", 0)                   \
     X(TEMP_GPU, "temperature.gpu", NULL, "temperature.gpu", GM_SMI_K_INT, GM_M_TEMP_C, "", 0)      \
     X(TEMPERATURE_GPU_TLIMIT, "temperature.gpu.tlimit", NULL, "temperature.gpu.tlimit",            \
-      GM_SMI_K_NA, GM_M__COUNT, "", 0)                                                             \
+      GM_SMI_K_INT, GM_M_TEMP_TLIMIT_C, "", 0)                                                     \
     X(TEMPERATURE_MEMORY, "temperature.memory", NULL, "temperature.memory", GM_SMI_K_INT,          \
       GM_M_TEMP_MEM_C, "", 0)                                                                      \
     X(POWER_MANAGEMENT, "power.management", NULL, "power.management", GM_SMI_K_NA, GM_M__COUNT,    \
@@ -477,10 +484,10 @@ typedef enum gm_smi_kind {
       GM_M_MIG_MODE_CUR, "", 0)                                                                    \
     X(MIG_MODE_PENDING, "mig.mode.pending", NULL, "mig.mode.pending", GM_SMI_K_ENABLED,            \
       GM_M_MIG_MODE_PENDING, "", 0)                                                                \
-    X(GSP_MODE_CURRENT, "gsp.mode.current", NULL, "gsp.mode.current", GM_SMI_K_NA, GM_M__COUNT,    \
-      "", 0)                                                                                       \
-    X(GSP_MODE_DEFAULT, "gsp.mode.default", NULL, "gsp.mode.default", GM_SMI_K_NA, GM_M__COUNT,    \
-      "", 0)                                                                                       \
+    X(GSP_MODE_CURRENT, "gsp.mode.current", NULL, "gsp.mode.current", GM_SMI_K_ENABLED,            \
+      GM_M_GSP_MODE_CUR, "", 0)                                                                    \
+    X(GSP_MODE_DEFAULT, "gsp.mode.default", NULL, "gsp.mode.default", GM_SMI_K_ENABLED,            \
+      GM_M_GSP_MODE_DEFAULT, "", 0)                                                                \
     X(C2C_MODE, "c2c.mode", NULL, "c2c.mode", GM_SMI_K_NA, GM_M__COUNT, "", 0)                     \
     X(PROTECTED_MEMORY_TOTAL, "protected_memory.total", NULL, "protected_memory.total",            \
       GM_SMI_K_NA, GM_M__COUNT, "MiB", 0)                                                          \
@@ -520,7 +527,9 @@ typedef enum gm_smi_kind {
       GM_M__COUNT, "", 0)                                                                          \
     X(PLATFORM_GPU_FABRIC_GUID, "platform.gpu_fabric_guid", NULL, "platform.gpu_fabric_guid",      \
       GM_SMI_K_NA, GM_M__COUNT, "", 0)                                                             \
-    X(HOSTNAME, "hostname", NULL, "hostname", GM_SMI_K_HOSTNAME, GM_M__COUNT, "", 0)
+    /* The name set on the GPU with nvidia-smi --set-hostname (nvmlDeviceGetHostname_v1), not      \
+     * the machine's: 590 printed [N/A] on the captured H100. Not read by gpumon. */               \
+    X(HOSTNAME, "hostname", NULL, "hostname", GM_SMI_K_NA, GM_M__COUNT, "", 0)
 
 typedef enum gm_smi_field {
 #define GM__SMI_FIELD_ENUM(id, name, alias, header, kind, metric, unit, arg) GM_SMI_F_##id,
@@ -553,6 +562,10 @@ const char *gm_smi_field_unit(int id);
 int gm_smi_field_metric(int id);
 /* Returns the kind of id, or -1 when out of range. */
 int gm_smi_field_kind(int id);
+/* Returns what nvidia-smi 590 prints for id when it cannot give the value: "[N/A]" for most
+ * fields, "[Requested functionality has been deprecated]" for display_mode, power.management and
+ * the application clocks, "N/A" for fabric.health.*; NULL when id is out of range. */
+const char *gm_smi_field_absent(int id);
 
 /* ---- printing (gpumon query --query-gpu=... --format=csv...) ------------------------------ */
 
@@ -566,8 +579,8 @@ int gm_smi_parse_fields(const char *list, int *ids, size_t max, size_t *n, gm_er
 int gm_smi_parse_format(const char *spec, unsigned *flags, gm_error *err);
 
 /* Writes the value of field id for GPU g of snapshot s as nvidia-smi prints it ("45 %", "69.48 W",
- * "[N/A]" when absent, "[GPU is lost]" for metrics of a lost GPU) into buf (always terminated).
- * Returns the length written or GM_EINVAL for an unknown id. */
+ * gm_smi_field_absent(id) when absent, "[GPU is lost]" for metrics of a lost GPU) into buf (always
+ * terminated). Returns the length written or GM_EINVAL for an unknown id. */
 int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned flags, char *buf,
                         size_t cap);
 

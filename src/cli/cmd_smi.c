@@ -214,7 +214,9 @@ static void print_help(FILE *out, const char *me)
         "  -d, --display TYPES        with -q: only MEMORY, UTILIZATION, ECC, TEMPERATURE,\n"
         "                             POWER, CLOCK, COMPUTE, PIDS, PERFORMANCE,\n"
         "                             PAGE_RETIREMENT, ENCODER_STATS, ROW_REMAPPER (comma-\n"
-        "                             separated; nvidia-smi's other types print nothing)\n"
+        "                             separated; nvidia-smi's other types print nothing);\n"
+        "                             ignored with -x, which prints every section (as\n"
+        "                             nvidia-smi: \"doesn't work with -u or -x flags\")\n"
         "  -i, --id LIST              only these GPUs: indices, UUIDs or PCI bus ids\n"
         "  -f, --filename FILE        write to FILE instead of standard output\n"
         "  -l, --loop [SECONDS]       repeat every SECONDS (default 5) until interrupted\n"
@@ -256,12 +258,10 @@ static const char *gpu_field_help(int i)
         {GM_SMI_K_BUSID, "PCI bus id as \"domain:bus:device.function\", in hex."},
         {GM_SMI_K_SERIAL, "The serial number physically printed on the board."},
         {GM_SMI_K_VBIOS, "The BIOS of the GPU board."},
-        {GM_SMI_K_HOSTNAME, "The host name of the machine."},
         {GM_SMI_K_PCI_DOMAIN, "PCI domain number, in hex."},
         {GM_SMI_K_PCI_BUS, "PCI bus number, in hex."},
         {GM_SMI_K_PCI_DEVICE, "PCI device number, in hex."},
         {GM_SMI_K_ACTIVE_BIT, "Whether this clock event reason holds the clocks down now."},
-        {GM_SMI_K_NA, "Not read by gpumon: always [N/A]."},
     };
     int kind = gm_smi_field_kind(i);
     for (size_t k = 0; k < NQ(by_kind); k++)
@@ -287,7 +287,10 @@ static void print_help_query_gpu(FILE *out)
         fprintf(out, "\n\"%s\"", primary);
         if (other && strcmp(other, primary) != 0)
             fprintf(out, " or \"%s\"", other);
-        fprintf(out, "\n%s\n", gpu_field_help(i));
+        if (gm_smi_field_kind(i) == GM_SMI_K_NA)
+            fprintf(out, "\nNot read by gpumon: always %s.\n", gm_smi_field_absent(i));
+        else
+            fprintf(out, "\n%s\n", gpu_field_help(i));
     }
     fputc('\n', out);
 }
@@ -707,7 +710,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "product_name", "Product Name", GM_SMI_F_NAME);
         leaf(e, "product_brand", "Product Brand", "N/A");
         leaf(e, "product_architecture", "Product Architecture", "N/A");
-        leaf(e, "display_mode", "Display Mode", "N/A");
+        fleaf(e, s, g, "display_mode", "Display Mode", GM_SMI_F_DISPLAY_MODE);
         leaf(e, "display_active", "Display Active", "N/A");
         fleaf(e, s, g, "persistence_mode", "Persistence Mode", GM_SMI_F_PERSISTENCE_MODE);
         leaf(e, "addressing_mode", "Addressing Mode", "N/A");
@@ -716,8 +719,9 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "pending_mig", "Pending", GM_SMI_F_MIG_MODE_PENDING);
         end(e, "mig_mode");
         leaf(e, "mig_devices", "MIG Devices", "None");
-        leaf(e, "accounting_mode", "Accounting Mode", "N/A");
-        leaf(e, "accounting_mode_buffer_size", "Accounting Mode Buffer Size", "N/A");
+        fleaf(e, s, g, "accounting_mode", "Accounting Mode", GM_SMI_F_ACCOUNTING_MODE);
+        fleaf(e, s, g, "accounting_mode_buffer_size", "Accounting Mode Buffer Size",
+              GM_SMI_F_ACCOUNTING_BUFFER_SIZE);
         sec(e, "driver_model", "Driver Model", 0);
         leaf(e, "current_dm", "Current", "N/A");
         leaf(e, "pending_dm", "Pending", "N/A");
@@ -730,10 +734,10 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         leaf(e, "multigpu_board", "MultiGPU Board", "N/A");
         leaf(e, "board_id", "Board ID", "N/A");
         sec(e, "inforom_version", "Inforom Version", 0);
-        leaf(e, "img_version", "Image Version", "N/A");
-        leaf(e, "oem_object", "OEM Object", "N/A");
-        leaf(e, "ecc_object", "ECC Object", "N/A");
-        leaf(e, "pwr_object", "Power Management Object", "N/A");
+        fleaf(e, s, g, "img_version", "Image Version", GM_SMI_F_INFOROM_IMG);
+        fleaf(e, s, g, "oem_object", "OEM Object", GM_SMI_F_INFOROM_OEM);
+        fleaf(e, s, g, "ecc_object", "ECC Object", GM_SMI_F_INFOROM_ECC);
+        fleaf(e, s, g, "pwr_object", "Power Management Object", GM_SMI_F_INFOROM_PWR);
         end(e, "inforom_version");
         sec(e, "gpu_operation_mode", "GPU Operation Mode", 0);
         leaf(e, "current_gom", "Current", "N/A");
@@ -743,6 +747,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "pci_bus", "Bus", GM_SMI_F_PCI_BUS);
         fleaf(e, s, g, "pci_device", "Device", GM_SMI_F_PCI_DEVICE);
         fleaf(e, s, g, "pci_domain", "Domain", GM_SMI_F_PCI_DOMAIN);
+        fleaf(e, s, g, "pci_base_class", "Base Classcode", GM_SMI_F_PCI_BASECLASS);
+        fleaf(e, s, g, "pci_sub_class", "Sub Classcode", GM_SMI_F_PCI_SUBCLASS);
         fleaf(e, s, g, "pci_device_id", "Device Id", GM_SMI_F_PCI_DEVICE_ID);
         fleaf(e, s, g, "pci_bus_id", "Bus Id", GM_SMI_F_PCI_BUS_ID);
         fleaf(e, s, g, "pci_sub_system_id", "Sub System Id", GM_SMI_F_PCI_SUB_DEVICE_ID);
@@ -866,6 +872,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     end(e, "remapped_rows");
     sec(e, "temperature", "Temperature", D_TEMPERATURE);
     mleaf(e, g, "gpu_temp", "GPU Current Temp", GM_M_TEMP_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_tlimit", "GPU T.Limit Temp", GM_M_TEMP_TLIMIT_C, 1, "%.0f C");
     mleaf(e, g, "memory_temp", "Memory Current Temp", GM_M_TEMP_MEM_C, 1, "%.0f C");
     end(e, "temperature");
     sec(e, "gpu_power_readings", "GPU Power Readings", D_POWER);
@@ -889,6 +896,14 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "mem_clock", "Memory", GM_M_CLOCK_MEM_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "video_clock", "Video", GM_M_CLOCK_VIDEO_MHZ, 1, "%.0f MHz");
     end(e, "clocks");
+    sec(e, "applications_clocks", "Applications Clocks", D_CLOCK);
+    fleaf(e, s, g, "graphics_clock", "Graphics", GM_SMI_F_CLOCKS_APPLICATIONS_GRAPHICS);
+    fleaf(e, s, g, "mem_clock", "Memory", GM_SMI_F_CLOCKS_APPLICATIONS_MEMORY);
+    end(e, "applications_clocks");
+    sec(e, "default_applications_clocks", "Default Applications Clocks", D_CLOCK);
+    fleaf(e, s, g, "graphics_clock", "Graphics", GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_GRAPHICS);
+    fleaf(e, s, g, "mem_clock", "Memory", GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_MEMORY);
+    end(e, "default_applications_clocks");
     sec(e, "max_clocks", "Max Clocks", D_CLOCK);
     mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_MAX_GR_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "sm_clock", "SM", GM_M_CLOCK_MAX_SM_MHZ, 1, "%.0f MHz");

@@ -114,6 +114,24 @@ typedef int (*nv_retired_v1_fn)(nvmlDevice_t, int, unsigned *, unsigned long lon
 typedef int (*nv_retired_v2_fn)(nvmlDevice_t, int, unsigned *, unsigned long long *,
                                 unsigned long long *);
 typedef int (*nv_link_state_fn)(nvmlDevice_t, unsigned, unsigned *);
+typedef int (*nv_inforom_fn)(nvmlDevice_t, int, char *, unsigned);
+
+/* nvmlPciInfoExt_v1_t (driver 550 and newer): nvmlPciInfo_t's ids plus the class codes. */
+typedef struct {
+    unsigned version; /* sizeof | 1 << 24 (NVML_STRUCT_VERSION(PciInfoExt, 1)) */
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId, baseClass, subClass;
+    char busId[32];
+} nv_pci_info_ext;
+#define NV_PCI_INFO_EXT_V1 ((unsigned)(sizeof(nv_pci_info_ext) | 1u << 24))
+typedef int (*nv_pci_ext_fn)(nvmlDevice_t, nv_pci_info_ext *);
+
+/* nvmlMarginTemperature_v1_t: degrees to the nearest slowdown threshold (nvidia-smi's T.Limit). */
+typedef struct {
+    unsigned version;
+    int marginTemperature;
+} nv_margin_temp;
+#define NV_MARGIN_TEMP_V1 ((unsigned)(sizeof(nv_margin_temp) | 1u << 24))
+typedef int (*nv_margin_temp_fn)(nvmlDevice_t, nv_margin_temp *);
 
 /* nvmlRowRemapperHistogramValues_t: banks by how many spare rows they have left. */
 typedef struct {
@@ -218,6 +236,8 @@ static const struct {
     {"nvmlDeviceGetComputeMode", GM_M_COMPUTE_MODE, 3, NV_STATIC},
     {"nvmlDeviceGetGpuMaxPcieLinkGeneration", GM_M_PCIE_GEN_GPU_MAX, 0, NV_STATIC},
     {"nvmlDeviceGetPcieReplayCounter", GM_M_PCIE_REPLAY, 0, NV_SLOW},
+    {"nvmlDeviceGetAccountingMode", GM_M_ACCOUNTING_MODE, 1, NV_STATIC},
+    {"nvmlDeviceGetAccountingBufferSize", GM_M_ACCOUNTING_BUFFER, 0, NV_STATIC},
 };
 #define NV_N_U32 (sizeof u32_metrics / sizeof *u32_metrics)
 
@@ -269,6 +289,8 @@ static const struct {
     {"nvmlDeviceGetMigMode", GM_M_MIG_MODE_CUR, GM_M_MIG_MODE_PENDING, 1, NV_STATIC},
     {"nvmlDeviceGetPowerManagementLimitConstraints", GM_M_POWER_MIN_LIMIT_MW,
      GM_M_POWER_MAX_LIMIT_MW, 0, NV_STATIC},
+    /* (unsigned *isEnabled, unsigned *defaultMode): booleans */
+    {"nvmlDeviceGetGspFirmwareMode", GM_M_GSP_MODE_CUR, GM_M_GSP_MODE_DEFAULT, 1, NV_STATIC},
 };
 #define NV_N_PAIR (sizeof pair_metrics / sizeof *pair_metrics)
 
@@ -392,6 +414,9 @@ typedef struct nv_gpu {
     char serial[GM_SERIAL_LEN];
     char vbios[GM_SERIAL_LEN];
     unsigned pci_device_id, pci_subsys_id; /* 0 when unknown */
+    bool pci_class_known;                  /* from nvmlDeviceGetPciInfoExt */
+    unsigned pci_base_class, pci_sub_class;
+    char inforom[GM_INFOROM__COUNT][GM_INFOROM_LEN]; /* image, OEM, ECC, power; "" unknown */
     /* GPM: 0 not asked yet, 1 supported (two samples allocated), -1 not supported. */
     int gpm_state;
     nvmlGpmSample_t gpm[2];
@@ -434,6 +459,10 @@ typedef struct nv_state {
 
     /* Health getters; each NULL when the library lacks it. */
     nv_devstr_fn serial, vbios;
+    nv_pci_ext_fn pci_ext;
+    nv_devstr_fn inforom_image;
+    nv_inforom_fn inforom_version;
+    nv_margin_temp_fn margin_temp;
     nv_pair_fn pair[NV_N_PAIR];
     nv_codec_fn codec[NV_N_CODEC];
     nv_pair_fn compute_cap; /* (int *major, int *minor) */
@@ -649,6 +678,28 @@ static int read_identity(nv_state *st, nv_gpu *g)
         text[sizeof text - 1] = '\0';
         copy_str(g->vbios, sizeof g->vbios, text);
     }
+    /* PCI class codes and infoROM versions: fixed by the board and its firmware, read here
+     * once rather than with the samples. */
+    nv_pci_info_ext ext;
+    memset(&ext, 0, sizeof ext);
+    ext.version = NV_PCI_INFO_EXT_V1;
+    if (st->pci_ext && st->pci_ext(g->dev, &ext) == NV_SUCCESS && ext.baseClass <= 0xff &&
+        ext.subClass <= 0xff) {
+        g->pci_class_known = true;
+        g->pci_base_class = ext.baseClass;
+        g->pci_sub_class = ext.subClass;
+    }
+    char ver[GM_INFOROM_LEN];
+    if (st->inforom_image && st->inforom_image(g->dev, ver, sizeof ver) == NV_SUCCESS) {
+        ver[sizeof ver - 1] = '\0';
+        copy_str(g->inforom[GM_INFOROM_IMG], GM_INFOROM_LEN, ver);
+    }
+    /* nvmlInforomObject_t: OEM 0, ECC 1, POWER 2. */
+    for (int obj = 0; obj < 3 && st->inforom_version; obj++)
+        if (st->inforom_version(g->dev, obj, ver, sizeof ver) == NV_SUCCESS) {
+            ver[sizeof ver - 1] = '\0';
+            copy_str(g->inforom[GM_INFOROM_OEM + obj], GM_INFOROM_LEN, ver);
+        }
     return rc;
 }
 
@@ -710,6 +761,10 @@ static void resolve_optional(nv_state *st)
 
     st->serial = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetSerial");
     st->vbios = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetVbiosVersion");
+    st->pci_ext = (nv_pci_ext_fn)dlsym(lib, "nvmlDeviceGetPciInfoExt");
+    st->inforom_image = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetInforomImageVersion");
+    st->inforom_version = (nv_inforom_fn)dlsym(lib, "nvmlDeviceGetInforomVersion");
+    st->margin_temp = (nv_margin_temp_fn)dlsym(lib, "nvmlDeviceGetMarginTemperature");
     for (size_t i = 0; i < NV_N_PAIR; i++)
         st->pair[i] = (nv_pair_fn)dlsym(lib, pair_metrics[i].sym);
     for (size_t i = 0; i < NV_N_CODEC; i++)
@@ -1168,6 +1223,12 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         health_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc,
                    "nvmlDeviceGetCudaComputeCapability", major * 10 + minor);
     }
+    if (!p->lost && st->margin_temp && health_due(ng, out, GM_M_TEMP_TLIMIT_C, NV_EVERY, due)) {
+        nv_margin_temp mt = {NV_MARGIN_TEMP_V1, 0};
+        int rc = st->margin_temp(dev, &mt);
+        health_put(ng, out, p, GM_M_TEMP_TLIMIT_C, NV_EVERY, rc, "nvmlDeviceGetMarginTemperature",
+                   mt.marginTemperature);
+    }
     if (!p->lost && st->enc_stats && health_due_n(ng, out, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
         int rc = st->enc_stats(dev, &a, &b, &c);
         health_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", a);
@@ -1419,6 +1480,8 @@ static void put_identity(gm_gpu *g, const nv_gpu *ng)
     copy_str(g->pci_bus_id, sizeof g->pci_bus_id, ng->bus_id);
     copy_str(g->serial, sizeof g->serial, ng->serial);
     copy_str(g->vbios, sizeof g->vbios, ng->vbios);
+    for (int k = 0; k < GM_INFOROM__COUNT; k++)
+        copy_str(g->inforom[k], GM_INFOROM_LEN, ng->inforom[k]);
 }
 
 /* What the driver told at open and the XID watcher since: reported with the readings. */
@@ -1428,6 +1491,10 @@ static void put_static(nv_state *st, gm_gpu *g, nv_gpu *ng)
         gm_gpu_set(g, GM_M_PCI_DEVICE_ID, ng->pci_device_id);
     if (ng->pci_subsys_id)
         gm_gpu_set(g, GM_M_PCI_SUBSYS_ID, ng->pci_subsys_id);
+    if (ng->pci_class_known) {
+        gm_gpu_set(g, GM_M_PCI_BASE_CLASS, ng->pci_base_class);
+        gm_gpu_set(g, GM_M_PCI_SUB_CLASS, ng->pci_sub_class);
+    }
     if (!ng->xid_watched)
         return;
     pthread_mutex_lock(&st->xid_mu);

@@ -56,7 +56,7 @@ class FullModel(unittest.TestCase):
         self.assertEqual(g["fan_percent"], 35)
         self.assertEqual(g["pcie"], {"gen_current": 5, "gen_max": 5, "width_current": 16,
                                      "width_max": 16, "tx_kbps": 123456, "rx_kbps": 654321,
-                                     "gen_gpu_max": None})
+                                     "gen_gpu_max": None, "base_class": None, "sub_class": None})
         self.assertEqual(g["pstate"], "P0")
         self.assertEqual(g["throttle_reasons"]["mask"], "0x0000000000000004")
         self.assertEqual(g["throttle_reasons"]["active"], ["sw_power_cap"])

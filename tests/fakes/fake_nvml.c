@@ -1094,6 +1094,113 @@ int nvmlDeviceGetOfaUtilization(nvmlDevice_t d, unsigned *util, unsigned *period
     return codec(__func__, d, "ofa", util, period);
 }
 
+/* Identity and configuration nvidia-smi shows (driver 550 and newer for the PCI class codes and
+ * the margin temperature). */
+typedef struct {
+    unsigned version;
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId, baseClass, subClass;
+    char busId[32];
+} fake_pci_info_ext;
+
+typedef struct {
+    unsigned version;
+    int marginTemperature;
+} fake_margin_temp;
+
+int nvmlDeviceGetPciInfoExt(nvmlDevice_t d, fake_pci_info_ext *p)
+{
+    if (!p)
+        return RC_INVALID_ARGUMENT;
+    /* NVML_STRUCT_VERSION(PciInfoExt, 1): the struct's size with the revision in the top byte. */
+    if (p->version != (unsigned)(sizeof *p | 1u << 24))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    fake_pci_info legacy;
+    int rc = pci_info(__func__, d, &legacy, true);
+    if (rc != RC_SUCCESS)
+        return rc;
+    unsigned long long base, sub; /* pci_info counted the call */
+    rc = metric(d, "pci_base_class", "pci_class", &base);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "pci_sub_class", "pci_class", &sub);
+    if (rc != RC_SUCCESS)
+        return rc;
+    p->domain = legacy.domain;
+    p->bus = legacy.bus;
+    p->device = legacy.device;
+    p->pciDeviceId = legacy.pciDeviceId;
+    p->pciSubSystemId = legacy.pciSubSystemId;
+    p->baseClass = (unsigned)base;
+    p->subClass = (unsigned)sub;
+    memcpy(p->busId, legacy.busId, sizeof p->busId);
+    return RC_SUCCESS;
+}
+
+/* A version string the scenario gives under key; left out or null: NOT_SUPPORTED (a board
+ * without an infoROM, or an object it lacks). */
+static int version_string(const char *fn, nvmlDevice_t d, const char *key, char *buf, unsigned len)
+{
+    count_call(fn);
+    if (!valid_device(d))
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, key, "inforom");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *v = json_object_get(d->j, key);
+    return json_is_string(v) ? copy_out(json_string_value(v), buf, len) : RC_NOT_SUPPORTED;
+}
+
+int nvmlDeviceGetInforomImageVersion(nvmlDevice_t d, char *version, unsigned length)
+{
+    return version_string(__func__, d, "inforom_img", version, length);
+}
+
+int nvmlDeviceGetInforomVersion(nvmlDevice_t d, int object, char *version, unsigned length)
+{
+    static const char *const keys[] = {"inforom_oem", "inforom_ecc", "inforom_pwr"};
+    if (object < 0 || object > 3) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    if (object == 3) { /* NVML_INFOROM_DEN: not modelled */
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return version_string(__func__, d, keys[object], version, length);
+}
+
+int nvmlDeviceGetAccountingMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "accounting_mode", "accounting", (unsigned *)mode);
+}
+
+int nvmlDeviceGetAccountingBufferSize(nvmlDevice_t d, unsigned *size)
+{
+    return u32_metric(__func__, d, "accounting_buffer_size", "accounting", size);
+}
+
+int nvmlDeviceGetGspFirmwareMode(nvmlDevice_t d, unsigned *enabled, unsigned *default_mode)
+{
+    int rc = u32_metric(__func__, d, "gsp_mode", "gsp", enabled);
+    return rc != RC_SUCCESS ? rc : u32_metric(__func__, d, "gsp_mode_default", "gsp", default_mode);
+}
+
+int nvmlDeviceGetMarginTemperature(nvmlDevice_t d, fake_margin_temp *t)
+{
+    if (!t) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    if (t->version != (unsigned)(sizeof *t | 1u << 24)) {
+        count_call(__func__);
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    }
+    unsigned v;
+    int rc = u32_metric(__func__, d, "temp_tlimit", "temp_tlimit", &v);
+    if (rc == RC_SUCCESS)
+        t->marginTemperature = (int)v; /* negative in the scenario: past the threshold */
+    return rc;
+}
+
 /* ECC counters live in the GPU's "ecc" object under "<corrected|uncorrected>.<volatile|
  * aggregate>.<location|total>"; the object's absence means ECC is not supported. */
 static int ecc_counter(const char *fn, nvmlDevice_t d, int type, int counter, const char *where,

@@ -749,6 +749,56 @@ static void test_health_old_driver_absent(void **state)
     close_st(st);
 }
 
+/* PCI class codes and infoROM versions are read with the identity, once; accounting and GSP modes
+ * at the static cadence; the T.Limit margin each sample. The old driver has none of them. */
+static void test_static_identity_fields(void **state)
+{
+    unsigned long ext0 = fake_current.calls("nvmlDeviceGetPciInfoExt");
+    unsigned long rom0 = fake_current.calls("nvmlDeviceGetInforomVersion");
+    unsigned long img0 = fake_current.calls("nvmlDeviceGetInforomImageVersion");
+    void *st = open_ok(&fake_current, "h100-590.json");
+    sample_ok(st, false);
+    unsigned long acct1 = fake_current.calls("nvmlDeviceGetAccountingMode");
+    unsigned long gsp1 = fake_current.calls("nvmlDeviceGetGspFirmwareMode");
+    unsigned long margin1 = fake_current.calls("nvmlDeviceGetMarginTemperature");
+    sample_ok(st, false);
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_PCI_BASE_CLASS, 3);
+    check_metric(g, GM_M_PCI_SUB_CLASS, 2);
+    check_metric(g, GM_M_ACCOUNTING_MODE, 0);
+    check_metric(g, GM_M_ACCOUNTING_BUFFER, 4000);
+    check_metric(g, GM_M_GSP_MODE_CUR, 1);
+    check_metric(g, GM_M_GSP_MODE_DEFAULT, 1);
+    check_metric(g, GM_M_TEMP_TLIMIT_C, 46);
+    assert_string_equal(g->inforom[GM_INFOROM_IMG], "G520.0200.00.05");
+    assert_string_equal(g->inforom[GM_INFOROM_OEM], "2.1");
+    assert_string_equal(g->inforom[GM_INFOROM_ECC], "7.16");
+    assert_string_equal(g->inforom[GM_INFOROM_PWR], ""); /* NOT_SUPPORTED on this board */
+    /* Identity: once at open, whatever the samples. */
+    assert_int_equal(fake_current.calls("nvmlDeviceGetPciInfoExt") - ext0, 1);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetInforomImageVersion") - img0, 1);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetInforomVersion") - rom0, 3);
+    /* Static cadence: not again within the minute; the margin: every sample. */
+    assert_int_equal(fake_current.calls("nvmlDeviceGetAccountingMode"), acct1);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetGspFirmwareMode"), gsp1);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMarginTemperature") - margin1, 2);
+    close_st(st);
+
+    st = open_ok(&fake_old, "h100-590.json");
+    sample_ok(st, false);
+    g = &snap->gpus[0];
+    check_metric(g, GM_M_TEMP_C, 41);
+    static const gm_metric absent[] = {
+        GM_M_PCI_BASE_CLASS, GM_M_PCI_SUB_CLASS,    GM_M_ACCOUNTING_MODE, GM_M_ACCOUNTING_BUFFER,
+        GM_M_GSP_MODE_CUR,   GM_M_GSP_MODE_DEFAULT, GM_M_TEMP_TLIMIT_C};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
+        check_absent(g, absent[i]);
+    for (int k = 0; k < GM_INFOROM__COUNT; k++)
+        assert_string_equal(g->inforom[k], "");
+    close_st(st);
+}
+
 /* XID errors arrive on the watcher thread; a GPU that cannot be registered has none. */
 static void test_xid_events(void **state)
 {
@@ -856,6 +906,7 @@ int main(void)
         cmocka_unit_test_teardown(test_health_current_driver, test_teardown),
         cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
         cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
+        cmocka_unit_test_teardown(test_static_identity_fields, test_teardown),
         cmocka_unit_test_teardown(test_xid_events, test_teardown),
         cmocka_unit_test_teardown(test_mig_parent, test_teardown),
     };

@@ -230,6 +230,97 @@ static void test_gpu_by_driver_index(void **state)
     gm_snapshot_free(s);
 }
 
+/* gm_gpu_degraded: the rule /api/health, the JSON and the dashboard share. */
+#define NOW_MS INT64_C(1764117800000)
+
+static void test_degraded_xid_age(void **state)
+{
+    (void)state;
+    gm_gpu g;
+    memset(&g, 0, sizeof g);
+    char why[128];
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why, sizeof why)); /* nothing known: healthy */
+    assert_string_equal(why, "");
+
+    gm_gpu_set(&g, GM_M_XID_LAST, 79);
+    gm_gpu_set(&g, GM_M_XID_COUNT, 1);
+    gm_gpu_set(&g, GM_M_XID_TIME_MS, (double)(NOW_MS - 9 * 60 * 1000));
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "XID 79 540 s ago");
+    /* Just inside and just past the window. */
+    gm_gpu_set(&g, GM_M_XID_TIME_MS, (double)(NOW_MS - GM_XID_FRESH_MS + 1));
+    assert_true(gm_gpu_degraded(&g, NOW_MS, NULL, 0));
+    gm_gpu_set(&g, GM_M_XID_TIME_MS, (double)(NOW_MS - GM_XID_FRESH_MS));
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    gm_gpu_set(&g, GM_M_XID_TIME_MS, (double)(NOW_MS - 11 * 60 * 1000));
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "");
+    /* A clock that stepped back: the XID counts as new, never a negative age. */
+    gm_gpu_set(&g, GM_M_XID_TIME_MS, (double)(NOW_MS + 5000));
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "XID 79 0 s ago");
+    /* Watching with nothing seen (xid.last 0), or no time known: not degraded. */
+    gm_gpu_set(&g, GM_M_XID_LAST, 0);
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    gm_gpu_set(&g, GM_M_XID_LAST, 48);
+    gm_gpu_unset(&g, GM_M_XID_TIME_MS);
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+}
+
+static void test_degraded_ecc_and_remap(void **state)
+{
+    (void)state;
+    gm_gpu g;
+    memset(&g, 0, sizeof g);
+    char why[128];
+    gm_gpu_set(&g, GM_M_ECC_UNCORR_VOL, 0);
+    gm_gpu_set(&g, GM_M_ECC_UNCORR_AGG, 7); /* from before the driver loaded: not now */
+    gm_gpu_set(&g, GM_M_ECC_CORR_VOL, 100); /* corrected: the hardware coped */
+    gm_gpu_set(&g, GM_M_REMAP_FAILURE, 0);
+    gm_gpu_set(&g, GM_M_REMAP_PENDING, 1); /* pending remap alone: not degraded */
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+
+    gm_gpu_set(&g, GM_M_ECC_UNCORR_VOL, 2);
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "2 uncorrected ECC errors since the driver loaded");
+
+    gm_gpu_set(&g, GM_M_ECC_UNCORR_VOL, 0);
+    gm_gpu_set(&g, GM_M_REMAP_FAILURE, 1);
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "a memory row remapping failed");
+
+    /* Every reason, joined in order. */
+    gm_gpu_set(&g, GM_M_ECC_UNCORR_VOL, 1);
+    gm_gpu_set(&g, GM_M_XID_LAST, 48);
+    gm_gpu_set(&g, GM_M_XID_TIME_MS, (double)(NOW_MS - 2000));
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "XID 48 2 s ago; 1 uncorrected ECC errors since the driver loaded; "
+                             "a memory row remapping failed");
+}
+
+static void test_degraded_lost_and_truncation(void **state)
+{
+    (void)state;
+    gm_gpu g;
+    memset(&g, 0, sizeof g);
+    gm_gpu_set(&g, GM_M_ECC_UNCORR_VOL, 3);
+    gm_gpu_set(&g, GM_M_REMAP_FAILURE, 1);
+    char why[16];
+    memset(why, 'x', sizeof why);
+    /* A short buffer: still degraded, the text cut and terminated. */
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_int_equal(strlen(why), sizeof why - 1);
+    assert_memory_equal(why, "3 uncorrected E", sizeof why);
+    char one[1] = {'x'};
+    assert_true(gm_gpu_degraded(&g, NOW_MS, one, sizeof one));
+    assert_int_equal(one[0], '\0');
+    /* A lost GPU is its own state, not degraded, whatever it said before falling off. */
+    g.lost = true;
+    char why2[64];
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why2, sizeof why2));
+    assert_string_equal(why2, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +330,9 @@ int main(void)
         cmocka_unit_test(test_copy_is_deep),
         cmocka_unit_test(test_reset_keeps_the_allocation),
         cmocka_unit_test(test_gpu_by_driver_index),
+        cmocka_unit_test(test_degraded_xid_age),
+        cmocka_unit_test(test_degraded_ecc_and_remap),
+        cmocka_unit_test(test_degraded_lost_and_truncation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
