@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,9 +287,8 @@ bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filte
 
 static bool item_matches(const char *item, const gm_gpu *g)
 {
-    char *end;
-    unsigned long idx = strtoul(item, &end, 10);
-    if (*item && !*end)
+    unsigned long long idx; /* an index is what parse.h calls a number everywhere ("+1" is not) */
+    if (gm_parse_uint(item, 0, UINT_MAX, &idx) == GM_OK)
         return idx == g->index;
     if (strcasecmp(item, g->uuid) == 0)
         return true;

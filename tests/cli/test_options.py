@@ -253,6 +253,13 @@ class SourceOptions(Base):
 
 
 class NumberOptions(Base):
+    def test_gpu_indices_are_plain_numbers(self):
+        # As /api/history?gpu=+1 is a 400, -i +1 is no index (strtoul would have read GPU 1).
+        for item in ("+1", "0x1", "1e0"):
+            with self.subTest(item=item):
+                self.usage_error(["query", "--simulate", "2", "-i", item],
+                                 'gpumon query: no GPU matches "%s" (have 2 GPUs)' % item)
+
     def test_seconds_and_numbers(self):
         # One grammar everywhere: durations take 90, 0.5, 500ms, 15m, 1h30m; numbers are plain
         # decimals (no hex, exponent, nan or inf, as strtod would take).
