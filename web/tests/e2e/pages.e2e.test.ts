@@ -119,6 +119,10 @@ describe('pages', () => {
     );
     const charts = p.locator('.session-charts figure.chart');
     expect(await charts.count()).toBe(4);
+    // Each title names what its axis measures: memory on a 0-100 % axis is a share, not an amount.
+    const mem = p.locator('.session-charts figure.chart[data-kind="memory_usage_percent"]');
+    expect(await mem.locator('.ctitle').textContent()).toBe('Memory used, % of total');
+    expect([await mem.getAttribute('data-y-min'), await mem.getAttribute('data-y-max')]).toEqual(['0', '100']);
     for (const c of await charts.all()) {
       expect(await c.getAttribute('data-lines')).toBe('2');
       expect(await c.getAttribute('data-points')).toBe(String(doc.timeline?.length));
