@@ -10,6 +10,7 @@ import 'uplot/dist/uPlot.min.css';
 import { fmtClock } from '../lib/format';
 import type { Range } from '../lib/scales';
 import { onSchemeChange, readChartTheme } from '../lib/theme';
+import { showTip as showChartTip } from '../lib/tooltip';
 import type { Num } from '../lib/types';
 
 export interface Line {
@@ -92,32 +93,11 @@ export function Chart(props: ChartProps) {
     let theme = readChartTheme();
     let lastIdx: number | null = null;
 
+    // The readout: each line's value under the cursor, with the date on runs longer than a day.
     const showTip = (u: uPlot): void => {
-      const idx = u.cursor.idx;
-      const left = u.cursor.left ?? -1;
       const p = propsRef.current;
-      if (idx === null || idx === undefined || left < 0) {
-        tip.hidden = true;
-        return;
-      }
-      const x = u.data[0][idx];
-      if (x === undefined) {
-        tip.hidden = true;
-        return;
-      }
-      const rows = p.lines
-        .map((l, i) => {
-          const v = (u.data[i + 1]?.[idx] ?? null) as Num;
-          return `<div><i style="background:${l.color}"></i>${l.label} <b>${p.fmt(v)}</b></div>`;
-        })
-        .join('');
-      const time = p.dates ? new Date(x * 1000).toLocaleString() : fmtClock(x * 1000);
-      tip.innerHTML = `<time>${time}</time>${rows}`;
-      tip.hidden = false;
-      const w = u.over.clientWidth;
-      const ox = u.over.getBoundingClientRect().left - host.getBoundingClientRect().left;
-      const at = left > w / 2 ? left - tip.offsetWidth - 8 : left + 8;
-      tip.style.transform = `translate(${Math.round(ox + at)}px, 4px)`;
+      const time = (x: number): string => (p.dates ? new Date(x * 1000).toLocaleString() : fmtClock(x * 1000));
+      showChartTip(u, tip, host, p.lines.map((l) => ({ label: l.label, color: l.color, fmt: p.fmt })), time);
     };
 
     const build = (): void => {

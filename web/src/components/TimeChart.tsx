@@ -13,6 +13,7 @@ import type { Range } from '../lib/scales';
 import type { Store } from '../lib/store';
 import { onSchemeChange, readChartTheme } from '../lib/theme';
 import type { ChartTheme } from '../lib/theme';
+import { showTip as showChartTip } from '../lib/tooltip';
 import type { Num } from '../lib/types';
 
 export type ChartKind = 'load' | 'thermal';
@@ -89,32 +90,8 @@ export function TimeChart({ store, gpu, kind }: Props) {
       return powerRange(powerLimit(), max);
     };
 
-    const showTip = (u: uPlot): void => {
-      const idx = u.cursor.idx;
-      const left = u.cursor.left ?? -1;
-      if (idx === null || idx === undefined || left < 0) {
-        tip.hidden = true;
-        return;
-      }
-      const x = u.data[0][idx];
-      if (x === undefined) {
-        tip.hidden = true;
-        return;
-      }
-      const rows = spec.series
-        .map((s, i) => {
-          const v = (u.data[i + 1]?.[idx] ?? null) as Num;
-          return `<div><i style="background:${theme[s.color]}"></i>${s.label} <b>${s.fmt(v)}</b></div>`;
-        })
-        .join('');
-      tip.innerHTML = `<time>${fmtClock(x * 1000)}</time>${rows}`;
-      tip.hidden = false;
-      const w = u.over.clientWidth;
-      const ox = u.over.getBoundingClientRect().left - host.getBoundingClientRect().left;
-      // Keep the box inside the plot: right of the cursor on the left half, left of it after.
-      const at = left > w / 2 ? left - tip.offsetWidth - 8 : left + 8;
-      tip.style.transform = `translate(${Math.round(ox + at)}px, 4px)`;
-    };
+    const showTip = (u: uPlot): void =>
+      showChartTip(u, tip, host, spec.series.map((s) => ({ label: s.label, color: theme[s.color], fmt: s.fmt })), (x) => fmtClock(x * 1000));
 
     let theme = readChartTheme();
     const options = (width: number, height: number): uPlot.Options => ({

@@ -297,7 +297,7 @@ export function GpuPage({ app, params }: PageProps) {
     },
     {
       kind: 'host-memory',
-      title: 'Host memory used',
+      title: 'Host memory used, % of total',
       unit: '%',
       lines: [{ label: 'used', color: color(C.mem) }],
       data: [c('host.memory.percent')],

@@ -48,7 +48,7 @@ function Cell({ c }: { c: StatCell }) {
 
 const CHARTS: { metric: TimelineMetric; title: string; unit: string; fmt: (v: Num) => string }[] = [
   { metric: 'utilization', title: 'GPU utilization', unit: '%', fmt: (v) => fmtPercent(v) },
-  { metric: 'memory_usage_percent', title: 'Memory used', unit: '%', fmt: (v) => fmtPercent(v) },
+  { metric: 'memory_usage_percent', title: 'Memory used, % of total', unit: '%', fmt: (v) => fmtPercent(v) },
   { metric: 'temperature_c', title: 'Temperature', unit: '°C', fmt: (v) => fmtTemp(v) },
   { metric: 'power_draw_w', title: 'Power draw', unit: 'W', fmt: (v) => fmtWatts(v) },
 ];

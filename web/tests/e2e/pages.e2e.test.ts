@@ -2,7 +2,7 @@
 // routes and the GPU page, the Sessions pages (values as the API gives them, export, delete),
 // the Benchmarks pages (points, compare, export) over a store filled by the real `gpumon
 // record` and `gpumon bench`, the overview of 16 GPUs on a 1600x1000 screen, the phone layout,
-// and the token form of a daemon started with --token.
+// and the token form of a daemon started with --token (also when it restarts with another).
 
 import { readFileSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -119,6 +119,10 @@ describe('pages', () => {
     );
     const charts = p.locator('.session-charts figure.chart');
     expect(await charts.count()).toBe(4);
+    // Each title names what its axis measures: memory on a 0-100 % axis is a share, not an amount.
+    const mem = p.locator('.session-charts figure.chart[data-kind="memory_usage_percent"]');
+    expect(await mem.locator('.ctitle').textContent()).toBe('Memory used, % of total');
+    expect([await mem.getAttribute('data-y-min'), await mem.getAttribute('data-y-max')]).toEqual(['0', '100']);
     for (const c of await charts.all()) {
       expect(await c.getAttribute('data-lines')).toBe('2');
       expect(await c.getAttribute('data-points')).toBe(String(doc.timeline?.length));
@@ -282,6 +286,47 @@ describe('pages', () => {
       expect(await p2.evaluate(() => location.href)).not.toContain('token');
       expect(await p2.evaluate(() => localStorage.getItem('gpumon.token'))).toBeNull(); // the tab only
       await p2.close();
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('asks for the token again when the daemon restarts with another one, and stops reconnecting', async () => {
+    const first = await startDaemon(work, ['--simulate', '1', '--db', 'none', '--token', 'first-token']);
+    others.push(first);
+    const p = await ctx.newPage();
+    p.on('pageerror', (e) => pageErrors.push(e.message));
+    let sockets = 0;
+    p.on('websocket', () => sockets++);
+    const link = p.locator('header.top [data-link]');
+    try {
+      await p.goto(`${first.base}#token=first-token`);
+      await waitFor('live with the first token', async () => (await link.getAttribute('data-link')) === 'live', 15_000);
+      // The daemon comes back on the same port (the page's origin) wanting another token.
+      await stopDaemon(first);
+      const second = await waitFor('the daemon to restart on its port', async () => {
+        try {
+          return await startDaemon(work, ['--simulate', '1', '--db', 'none', '--token', 'second-token'], first.port);
+        } catch {
+          return null;
+        }
+      });
+      others.push(second);
+      const form = p.locator('[data-state=token-needed]');
+      await form.waitFor({ timeout: 30_000 });
+      expect(await form.locator('input[type=password]').count()).toBe(1);
+      expect(await p.locator('[data-field=token-error]').textContent()).toContain('refused the token this page had');
+      expect(await link.getAttribute('data-link')).toBe('token');
+      // Stopped: no WebSocket attempt while the form shows, though the backoff would have retried.
+      const before = sockets;
+      await sleep(3000);
+      expect(sockets).toBe(before);
+      // The new token connects at once.
+      await form.locator('input[type=password]').fill('second-token');
+      await form.locator('button[type=submit]').click();
+      await waitFor('live with the second token', async () => (await link.getAttribute('data-link')) === 'live', 15_000);
+      expect(sockets).toBeGreaterThan(before);
+      expect(await p.evaluate(() => sessionStorage.getItem('gpumon.token'))).toBe('second-token');
     } finally {
       await p.close();
     }

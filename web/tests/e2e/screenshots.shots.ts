@@ -86,12 +86,20 @@ describe('screenshots', () => {
       await shot('phone-benchmark', `${four.base}#/benchmarks/${stored.benches[1] as string}`, () =>
         page.locator('table.points tbody tr').nth(1).waitFor(),
       );
+      await shot('phone-gpu', `${four.base}#/gpu/1`, () => points(page, 20, 'figure.chart[data-kind=utilization]'));
+      await shot('phone-benchmarks', `${four.base}#/benchmarks`, () => page.locator('table.benches tbody tr').nth(1).waitFor());
+      await shot('phone-compare', `${four.base}#/benchmarks/compare?ids=${stored.benches.join(',')}`, () =>
+        page.locator('table.compare tbody').nth(1).waitFor(),
+      );
 
-      // The truthful states: a daemon that wants a token; the stream gone.
+      // The truthful states, at 1600x1000 and 390x844: a daemon that wants a token; the stream gone.
       await page.setViewportSize({ width: 1600, height: 1000 });
       const locked = await startDaemon(work, ['--simulate', '2', '--db', 'none', '--token', 'not-in-the-picture']);
       try {
         await shot('token', locked.base, () => page.locator('[data-state=token-needed]').waitFor());
+        await page.setViewportSize({ width: 390, height: 844 });
+        await shot('phone-token', locked.base, () => page.locator('[data-state=token-needed]').waitFor());
+        await page.setViewportSize({ width: 1600, height: 1000 });
       } finally {
         await stopDaemon(locked);
       }
@@ -102,6 +110,10 @@ describe('screenshots', () => {
       await waitFor('stale cards', async () => (await page.locator('article.gpu[data-stale=yes]').count()) === 4);
       await sleep(4000);
       await page.screenshot({ path: join(SHOTS, 'stream-down.png') });
+      // The same stale page on a phone: no reload, so the cards keep their old values.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await sleep(500);
+      await page.screenshot({ path: join(SHOTS, 'phone-stream-down.png') });
     } finally {
       await ctx.close();
       await stopDaemon(four);
