@@ -825,6 +825,8 @@ int gm_host_process_usage(const char *root, uint32_t pid, gm_host_proc_usage *ou
         return GM_EPARSE;
     uint64_t field[25] = {0};
     p = skip_blanks(p, end);
+    if (p < end)
+        out->state = *p;
     while (p < end && !is_blank(*p)) /* state, a letter */
         p++;
     for (int k = 4; k <= 24; k++) {

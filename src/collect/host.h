@@ -39,7 +39,8 @@ typedef struct gm_host_proc_usage {
     uint64_t rss_bytes;
     bool has_uid;
     uid_t uid;
-    uint64_t start_ticks;
+    uint64_t start_ticks; /* field 22: clock ticks after boot, which tells a reused pid */
+    char state;           /* field 3: 'R', 'S', 'Z' (finished, not reaped)... */
 } gm_host_proc_usage;
 
 /* GM_OK, GM_ENOENT (gone or hidden), GM_EPARSE (a stat line that does not parse). */

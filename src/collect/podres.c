@@ -3,6 +3,7 @@
 #include "collect/podres.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/curl.h"
 
 #include "podresources.pb-c.h"
 
@@ -369,13 +370,6 @@ static const char *grpc_code_name(int code)
     return code >= 0 && (size_t)code < sizeof names / sizeof *names ? names[code] : "?";
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
-static void curl_init(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 /* Turns a transfer that failed into a sentence and a code. */
 static int transfer_error(CURL *e, CURLcode cc, const char *path, gm_error *err)
 {
@@ -414,9 +408,8 @@ int gm_podres_list(const char *path, int timeout_ms, const atomic_bool *abort_fl
                             strerror(errno));
     if (!S_ISSOCK(st.st_mode))
         return gm_error_set(err, GM_EINVAL, "%s is not a socket", path);
-    pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK)
-        return gm_error_set(err, GM_EIO, "libcurl could not start");
+    if (gm_curl_start(err) < 0)
+        return GM_EIO;
     CURL *e = curl_easy_init();
     if (!e)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
@@ -622,13 +615,11 @@ int gm_podres_watch_start(const char *path, int period_ms, gm_podres_watch **out
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cv, &ca);
     pthread_condattr_destroy(&ca);
-    /* libcurl's global start brings OpenSSL's tables in (about 1.7 MB resident): left to the
-     * first call unless a kubelet socket is already there, or unless this libcurl cannot be
-     * started from two threads at once (the fleet thread starts it too). */
-    struct stat st;
-    if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_THREADSAFE) ||
-        stat(path, &st) == 0)
-        pthread_once(&curl_once, curl_init);
+    /* libcurl's global start (base/curl.h) is left to the first call unless this libcurl
+     * cannot be started from two threads at once (the fleet thread starts it too). */
+    gm_error ignored;
+    if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_THREADSAFE))
+        gm_curl_start(&ignored);
     if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);

@@ -15,6 +15,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/curl.h"
 #include "base/utf8.h"
 #include "core/bench_schedule.h"
 #include "core/bench_sse.h"
@@ -168,12 +169,8 @@ static bool add_header(struct curl_slist **list, const char *text)
 int gm_bench_client_new(const gm_bench_client_options *o, gm_bench_client **out, gm_error *err)
 {
     *out = NULL;
-    static bool global_done;
-    if (!global_done) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return gm_error_set(err, GM_EIO, "libcurl could not start");
-        global_done = true;
-    }
+    if (gm_curl_start(err) < 0)
+        return GM_EIO;
     gm_bench_client *c = calloc(1, sizeof *c);
     if (!c)
         return gm_error_set(err, GM_ENOMEM, "out of memory");

@@ -8,6 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/curl.h"
+#include "collect/host.h"
+
 void gm_container_owner_self(char *owner, size_t owner_len, char *start, size_t start_len)
 {
     char host[256] = "";
@@ -38,36 +41,13 @@ const char *gm_container_owner_state_name(gm_container_owner_state s)
 
 int gm_container_proc_start(const char *procfs_root, long pid, uint64_t *ticks)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%ld/stat", procfs_root ? procfs_root : "/proc", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return errno == ENOENT || errno == ESRCH ? GM_ENOENT : GM_EIO;
-    char line[4096];
-    size_t n = fread(line, 1, sizeof line - 1, f);
-    fclose(f);
-    line[n] = '\0';
-    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses, so fields are counted
-     * from the last ')'. The start time is field 22, the 20th after the state. */
-    char *p = strrchr(line, ')');
-    if (!p)
-        return GM_EPARSE;
-    p++;
-    for (int field = 3; field < 22; field++) {
-        while (*p == ' ')
-            p++;
-        while (*p && *p != ' ')
-            p++;
-        if (!*p)
-            return GM_EPARSE;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (end == p || errno != 0 || (*end != ' ' && *end != '\n' && *end != '\0'))
-        return GM_EPARSE;
-    *ticks = v;
-    return GM_OK;
+    gm_host_proc_usage u;
+    if (pid <= 0 || pid > UINT32_MAX)
+        return GM_ENOENT;
+    int rc = gm_host_process_usage(procfs_root, (uint32_t)pid, &u);
+    if (rc == GM_OK)
+        *ticks = u.start_ticks;
+    return rc;
 }
 
 gm_container_owner_state gm_container_owner_check(const char *owner, const char *start,
@@ -90,7 +70,7 @@ gm_container_owner_state gm_container_owner_check(const char *owner, const char 
         snprintf(host, sizeof host, "localhost");
     if (strlen(host) != (size_t)(colon - owner) || strncmp(owner, host, strlen(host)) != 0)
         return GM_OWNER_OTHER_HOST;
-    uint64_t ticks;
+    uint64_t ticks = 0;
     int rc = gm_container_proc_start(procfs_root, pid, &ticks);
     if (rc == GM_ENOENT)
         return GM_OWNER_GONE;
@@ -117,12 +97,8 @@ int gm_container_probe(const char *url, long timeout_ms, long *status, char *why
     *status = 0;
     if (len)
         why[0] = '\0';
-    static bool global_done;
-    if (!global_done) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return gm_error_set(err, GM_EIO, "libcurl could not start");
-        global_done = true;
-    }
+    if (gm_curl_start(err) < 0)
+        return GM_EIO;
     CURL *c = curl_easy_init();
     if (!c)
         return gm_error_set(err, GM_ENOMEM, "out of memory");

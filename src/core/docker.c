@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/curl.h"
 #include "base/json.h"
 
 /* Most bytes of an answer that is read whole (an inspect is a few KiB, a list of a thousand
@@ -29,13 +30,7 @@ struct gm_docker {
 
 static int curl_ready(gm_error *err)
 {
-    static bool done;
-    if (!done) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return gm_error_set(err, GM_EIO, "libcurl could not start");
-        done = true;
-    }
-    return GM_OK;
+    return gm_curl_start(err);
 }
 
 int gm_docker_open(const char *host, gm_docker **out, gm_error *err)

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "base/buf.h"
+#include "base/curl.h"
 #include "base/utf8.h"
 
 struct gm_prometheus {
@@ -23,14 +24,6 @@ struct gm_prometheus {
     const atomic_bool *stop;
     struct curl_slist *headers;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
-
-static void curl_start(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* ---- the URL ------------------------------------------------------------------------------ */
 
@@ -139,11 +132,9 @@ int gm_prometheus_new(const gm_prometheus_options *o, gm_prometheus **out, gm_er
     p->timeout_ms = (long)ceil(t * 1000.0);
     p->max_response = o->max_response ? o->max_response : GM_PROMETHEUS_RESPONSE_MAX;
     p->stop = o->stop;
-    pthread_once(&curl_once, curl_start);
-    if (curl_init_rc != CURLE_OK) {
+    if (gm_curl_start(err) < 0) {
         free(p);
-        return gm_error_set(err, GM_EIO, "libcurl could not start: %s",
-                            curl_easy_strerror(curl_init_rc));
+        return GM_EIO;
     }
     p->easy = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");

@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "collect/host.h"
 
 /* How long a writer waits for another process's transaction before giving up. Samples are
  * small, so contention is brief; five seconds covers a slow disk without hanging forever. */
@@ -412,39 +413,15 @@ const char *gm_store_journal_mode(gm_store *st, char *buf, size_t len)
 
 /* ---- owners ----------------------------------------------------------------------------- */
 
-/* Reads the state letter and start time (field 22 of /proc/<pid>/stat, clock ticks since
- * boot) of pid. Returns false when the process does not exist or /proc says nothing. */
+/* The state letter and start time of pid (collect/host.c reads /proc/<pid>/stat for everyone).
+ * Returns false when the process does not exist or /proc says nothing. */
 static bool proc_start(long pid, char *state, long long *start)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    gm_host_proc_usage u;
+    if (pid <= 0 || pid > UINT32_MAX || gm_host_process_usage(NULL, (uint32_t)pid, &u) != GM_OK)
         return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* The command name in parentheses may hold spaces or ')': fields start after the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return false;
-    p++;
-    char st = 0;
-    long long v = 0;
-    int field = 2;
-    for (char *save = NULL, *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-        field++;
-        if (field == 3)
-            st = tok[0];
-        if (field == 22) {
-            v = strtoll(tok, NULL, 10);
-            break;
-        }
-    }
-    if (field != 22)
-        return false;
-    *state = st;
-    *start = v;
+    *state = u.state;
+    *start = (long long)u.start_ticks;
     return true;
 }
 
