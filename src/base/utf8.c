@@ -96,3 +96,29 @@ size_t gm_utf8_repair(char *dst, size_t cap, const char *s, size_t n)
         dst[o] = '\0';
     return o;
 }
+
+void gm_utf8_shorten_name(const char *name, size_t width, char *out, size_t outlen)
+{
+    if (!outlen)
+        return;
+    if (width >= outlen)
+        width = outlen - 1;
+    size_t len = strlen(name);
+    if (len > width && strncmp(name, "NVIDIA ", 7) == 0) {
+        name += 7;
+        len -= 7;
+    }
+    if (len > width) {
+        size_t cut = 0;
+        for (size_t i = 1; i <= width; i++)
+            if (name[i] == ' ' || name[i] == '\0')
+                cut = i;
+        len = cut ? cut : width;
+        while (!cut && len > 0 && ((unsigned char)name[len] & 0xC0) == 0x80)
+            len--; /* not inside a character */
+    }
+    while (len > 1 && (name[len - 1] == ' ' || name[len - 1] == '-'))
+        len--;
+    memcpy(out, name, len);
+    out[len] = '\0';
+}

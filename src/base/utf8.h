@@ -34,4 +34,10 @@ int gm_utf8_seq_len(const uint8_t *s, size_t n);
  * before a character that would not fit whole. Returns the bytes written, without the NUL. */
 size_t gm_utf8_repair(char *dst, size_t cap, const char *s, size_t n);
 
+/* A GPU's name in at most width bytes (+ NUL) into out, for a table column: as it is when it
+ * fits; else without a leading "NVIDIA " (every GPU here is one); then cut after the last whole
+ * word that fits; a first word longer than width is cut at width, never inside a character.
+ * Trailing spaces and dashes are dropped. */
+void gm_utf8_shorten_name(const char *name, size_t width, char *out, size_t outlen);
+
 #endif

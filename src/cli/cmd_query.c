@@ -14,6 +14,7 @@
 #include "cli/term.h"
 #include "base/json.h"
 #include "base/smi_format.h"
+#include "base/utf8.h"
 #include "base/clock.h"
 
 enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV };
@@ -200,7 +201,7 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
         if (!gm_cli_gpu_selected(&o->filter, g))
             continue;
         char name[128];
-        gm_term_shorten(g->name, (size_t)name_w, name, sizeof name);
+        gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
         printf("%s%-3u%s %-*s", st->bold, g->index, st->reset, name_w, name);
         if (g->lost) {
             printf(" %s", st->red);

@@ -36,30 +36,6 @@ int gm_term_columns(int fd)
     return ws.ws_col;
 }
 
-void gm_term_shorten(const char *name, size_t width, char *out, size_t outlen)
-{
-    if (!outlen)
-        return;
-    if (width >= outlen)
-        width = outlen - 1;
-    size_t len = strlen(name);
-    if (len > width && strncmp(name, "NVIDIA ", 7) == 0) {
-        name += 7;
-        len -= 7;
-    }
-    if (len > width) {
-        size_t cut = 0;
-        for (size_t i = 1; i <= width; i++)
-            if (name[i] == ' ' || name[i] == '\0')
-                cut = i;
-        len = cut ? cut : width;
-    }
-    while (len > 1 && (name[len - 1] == ' ' || name[len - 1] == '-'))
-        len--;
-    memcpy(out, name, len);
-    out[len] = '\0';
-}
-
 gm_term_style gm_term_style_for(bool color)
 {
     if (!color)

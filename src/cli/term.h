@@ -1,5 +1,5 @@
 /* term.h - what the CLI's terminal views share (query's table, top): whether to colour, the
- * terminal's width, and GPU names shortened to a column on word boundaries. */
+ * terminal's width and its styles (GPU names are shortened by base/utf8.h). */
 #ifndef GM_CLI_TERM_H
 #define GM_CLI_TERM_H
 
@@ -17,11 +17,6 @@ bool gm_term_use_color(gm_color_mode mode, int fd);
 
 /* Columns of the terminal on fd; 0 when fd is not a terminal or does not say. */
 int gm_term_columns(int fd);
-
-/* name in at most width bytes (+ NUL) into out: as it is when it fits; else without a leading
- * "NVIDIA " (every GPU here is one); then cut after the last whole word that fits; a first
- * word longer than width is cut at width. Trailing spaces and dashes are dropped. */
-void gm_term_shorten(const char *name, size_t width, char *out, size_t outlen);
 
 /* ANSI SGR sequences, or "" without colour. */
 typedef struct gm_term_style {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/utf8.h"
 #include "cli/term.h"
 
 enum { C_GREEN = 1, C_YELLOW, C_RED, C_CYAN, C_TITLE, C_DIM };
@@ -248,7 +249,7 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
     for (int i = 0; i < shown; i++) {
         const gm_top_gpu *g = &f->gpus[i];
         char name[GM_NAME_LEN];
-        gm_term_shorten(g->name, (size_t)name_w, name, sizeof name);
+        gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
         snprintf(line, sizeof line, "%-3u %-*s", g->index, name_w, name);
         put(y, 0, 4 + name_w,
             (unsigned)i == st->graph_gpu && show_graph ? A_BOLD | A_UNDERLINE : A_BOLD, line);

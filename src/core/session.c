@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "core/stats.h"
 #include "base/clock.h"
 
@@ -763,8 +764,8 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
         return;
     }
     /* Group titles centred over their columns: widths match the rows printed below. */
-    fprintf(out, "%-4s %-24s %21s %18s %7s %14s %21s %s\n", "GPU", "NAME", "UTILIZATION %  ",
-            "MEMORY USED MiB", "MEM %", "TEMP C  ", "POWER W      ", " ENERGY J");
+    fprintf(out, "%-4s %-24s %21s %18s %7s %14s %21s %9s\n", "GPU", "NAME", "UTILIZATION %  ",
+            "MEMORY USED MiB", "MEM %", "TEMP C  ", "POWER W      ", "ENERGY J");
     fprintf(out, "%-4s %-24s %6s %6s %6s %8s %8s %6s %6s %6s %6s %6s %6s\n", "", "", "mean", "p95",
             "max", "mean", "max", "max", "mean", "max", "mean", "p95", "max");
     const char *key;
@@ -772,7 +773,9 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
     json_object_foreach((json_t *)stats, key, g)
     {
         const char *name = json_string_value(json_object_get(g, "name"));
-        fprintf(out, "%-4s %-24.24s", key, name ? name : "-");
+        char shown[25];
+        gm_utf8_shorten_name(name ? name : "-", 24, shown, sizeof shown);
+        fprintf(out, "%-4s %-24s", key, shown);
         const json_t *u = json_object_get(g, "utilization");
         put_num(out, u, "mean", 6, 1);
         put_num(out, u, "p95", 6, 1);
@@ -791,10 +794,10 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
         const json_t *e = json_object_get(g, "energy_j");
         const char *src = json_string_value(json_object_get(g, "energy_source"));
         if (json_is_number(e))
-            fprintf(out, " %.1f%s", json_number_value(e),
+            fprintf(out, " %9.1f%s", json_number_value(e),
                     src && strcmp(src, "counter") ? " (from power)" : "");
         else
-            fprintf(out, " -");
+            fprintf(out, " %9s", "-");
         fprintf(out, "\n");
     }
 }

@@ -90,12 +90,31 @@ static void test_seq_len(void **state)
     assert_int_equal(gm_utf8_seq_len((const uint8_t *)"\xed\xa0\x80", 3), 0); /* surrogate */
 }
 
+static void test_shorten_name(void **state)
+{
+    (void)state;
+    char out[32];
+    gm_utf8_shorten_name("NVIDIA A100-SXM4-40GB", 24, out, sizeof out);
+    assert_string_equal(out, "NVIDIA A100-SXM4-40GB"); /* fits as it is */
+    gm_utf8_shorten_name("NVIDIA H100 80GB HBM3 (simulated)", 24, out, sizeof out);
+    assert_string_equal(out, "H100 80GB HBM3"); /* "NVIDIA " goes first, then whole words */
+    gm_utf8_shorten_name("NVIDIA GeForce RTX 4090 Laptop GPU", 16, out, sizeof out);
+    assert_string_equal(out, "GeForce RTX 4090");
+    gm_utf8_shorten_name("Supercalifragilistic", 8, out, sizeof out);
+    assert_string_equal(out, "Supercal"); /* one long word: cut at the width */
+    gm_utf8_shorten_name("GPU-\xc3\xa9\xc3\xa9\xc3\xa9", 6, out, sizeof out);
+    assert_string_equal(out, "GPU-\xc3\xa9"); /* never inside a character */
+    gm_utf8_shorten_name("Tesla T4 -- x", 10, out, sizeof out);
+    assert_string_equal(out, "Tesla T4"); /* trailing spaces and dashes dropped */
+    gm_utf8_shorten_name("abc", 10, out, 3);
+    assert_string_equal(out, "ab"); /* the buffer bounds the width */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_stream),
-        cmocka_unit_test(test_repair),
+        cmocka_unit_test(test_shorten_name), cmocka_unit_test(test_valid),
+        cmocka_unit_test(test_stream),       cmocka_unit_test(test_repair),
         cmocka_unit_test(test_seq_len),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
