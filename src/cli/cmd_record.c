@@ -470,6 +470,12 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
         json_decref(after);
     }
 
+    json_t *late = o.ended ? o.ended(o.ended_arg) : NULL;
+    const char *lkey;
+    json_t *lval;
+    json_object_foreach(late, lkey, lval) gm_session_attach(rs, lkey, json_incref(lval));
+    json_decref(late);
+
     gm_recorder_ended(rec);
     bool stored = st && store_finish(&o, rec);
     json_t *doc = gm_session_to_json(rs);

@@ -239,6 +239,15 @@ static gm_cli_ctr *image_prepare(run_opts *o, int *rc)
 /* Starts the container on the leased GPUs and records it as `gpumon record` records a
  * command: the command recorded is `gpumon containers follow NAME`, which shows the
  * container's output, turns SIGINT and SIGTERM into its stop and exits with its status. */
+/* The container has exited (gpumon followed it): its exit state, read as it is removed, goes
+ * into the stored run in place of the state at its start. */
+static json_t *container_ended(void *arg)
+{
+    gm_cli_ctr *ctr = arg;
+    gm_cli_ctr_finish(ctr);
+    return json_pack("{s:o}", "container", gm_cli_ctr_json(ctr));
+}
+
 static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const char *list,
                      json_t *attach)
 {
@@ -303,6 +312,8 @@ static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const 
     ro.command = follow;
     ro.shown_command = shown;
     ro.id = id;
+    ro.ended = container_ended;
+    ro.ended_arg = ctr;
     rc = gm_cli_record_exec(&ro, "run", attach);
     free(shown);
     return rc;

@@ -28,6 +28,11 @@ typedef struct gm_cli_record_opts {
      * command. */
     char **shown_command;
     const char *id; /* the session's id, chosen by the caller; NULL: a new one */
+    /* Called once the command has ended, before the session is stored: the keys of the object
+     * it returns (new reference, may be NULL) join the document (`run --image`: the container's
+     * exit state, out-of-memory kill included). */
+    json_t *(*ended)(void *arg);
+    void *ended_arg;
 } gm_cli_record_opts;
 
 /* Records o->command: samples its GPUs (core/record.c), stores the session as kind, merges

@@ -136,7 +136,7 @@ class FakeEngine:
                 "Id": "id-" + m.group(1), "Name": "/" + m.group(1), "Image": "sha256:fake",
                 "Config": {"Image": c["body"]["Image"]},
                 "State": {"Status": c["status"], "Running": c["status"] == "running", "Pid": 0,
-                          "ExitCode": c["exit"], "OOMKilled": False, "Error": ""},
+                          "ExitCode": c["exit"], "OOMKilled": c.get("oom", False), "Error": ""},
                 "NetworkSettings": {"Ports": {"8000/tcp": [
                     {"HostIp": "127.0.0.1", "HostPort": str(self.server_port)}]}}})
         if op in ("/stop", "/kill"):
@@ -334,19 +334,26 @@ class FakeEngineTests(unittest.TestCase):
 
     def test_run_image_passes_the_gpus_and_the_exit_status(self):
         # The fake engine's container "exits" 143 when stopped; run follows it until then.
+        out_json = os.path.join(self.tmp, "run.json")
         follow = subprocess.Popen(
-            [GPUMON, "run", "--count", "1", "--no-db", "-q", "--image", "fake/server:1",
-             "--env", "NGC_API_KEY", "--", "serve"],
+            [GPUMON, "run", "--count", "1", "--no-db", "-q", "-o", out_json, "--image",
+             "fake/server:1", "--env", "NGC_API_KEY", "--", "serve"],
             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(500):
             if self.engine.containers and next(iter(self.engine.containers.values()))["status"] == "running":
                 break
             time.sleep(0.01)
         name = next(iter(self.engine.containers))
-        self.engine.containers[name]["status"] = "exited"
-        self.engine.containers[name]["exit"] = 3
+        self.engine.containers[name].update(status="exited", exit=3, oom=True)
         out, err = follow.communicate(timeout=30)
         self.assertEqual(follow.returncode, 3, err)
+        self.assertIn("killed: out of memory", err)
+        # The stored run has the container's end, not its state at the start.
+        with open(out_json) as f:
+            c = json.load(f)["container"]
+        self.assertEqual((c["exit"]["exit_code"], c["exit"]["oom_killed"]), (3, True))
+        self.assertFalse(c["exit"]["stopped_by_gpumon"])
+        self.assertTrue(c["removed"])
         b = self.engine.create_bodies()[0]
         # GPU 1 is the better one (GPU 0 is 87% busy); no port published without --container-port.
         self.assertEqual(b["HostConfig"]["DeviceRequests"][0]["DeviceIDs"], [UUID1])
