@@ -301,6 +301,35 @@ class FakeEngineTests(unittest.TestCase):
         self.assertTrue(c["removed"])
         self.assertEqual(self.engine.containers, {})
 
+    def test_ctrl_c_during_the_benchmark_removes_the_container(self):
+        out = os.path.join(self.tmp, "int.json")
+        p = subprocess.Popen([GPUMON, "bench", "--image", "fake/server:1", "--duration", "60",
+                              "--concurrency", "2", "--idle-seconds", "0", "--wait", "0",
+                              "--no-db", "-o", out], env=self.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(1000):
+                if any(m == "POST" and "/start" in path for m, path, _ in self.engine.requests):
+                    break
+                time.sleep(0.01)
+            time.sleep(1.0)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 130, err)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertTrue(doc["interrupted"])
+        self.assertEqual(len(doc["points"]), 1)  # what was measured is kept
+        self.assertGreater(doc["points"][0]["completed"], 0)
+        c = doc["container"]
+        self.assertTrue(c["exit"]["stopped_by_gpumon"])
+        self.assertTrue(c["removed"])
+        self.assertEqual(self.engine.containers, {})
+
     def test_gpus_limits_what_is_leased(self):
         p, doc = self.bench("--gpus", "1")
         self.assertEqual(p.returncode, 0, p.stderr)
