@@ -40,6 +40,26 @@ int64_t gm_clock_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void gm_clock_ts_add_ms(struct timespec *t, int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    t->tv_sec += (time_t)(ms / 1000);
+    t->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+struct timespec gm_clock_mono_deadline(int64_t ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    gm_clock_ts_add_ms(&t, ms);
+    return t;
+}
+
 void gm_clock_sleep_ms(int64_t ms)
 {
     if (ms <= 0)

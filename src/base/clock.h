@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 /* CLOCK_MONOTONIC in milliseconds, microseconds, nanoseconds, seconds. */
 int64_t gm_clock_mono_ms(void);
@@ -16,6 +17,13 @@ double gm_clock_mono_s(void);
 
 /* CLOCK_REALTIME in milliseconds since the epoch. */
 int64_t gm_clock_wall_ms(void);
+
+/* *t moved ms (>= 0) later, normalised: absolute deadlines for pthread_cond_timedwait (on a
+ * CLOCK_MONOTONIC condition) and clock_nanosleep(TIMER_ABSTIME). */
+void gm_clock_ts_add_ms(struct timespec *t, int64_t ms);
+
+/* CLOCK_MONOTONIC now, plus ms (>= 0). */
+struct timespec gm_clock_mono_deadline(int64_t ms);
 
 /* Sleeps ms milliseconds (nothing for ms <= 0); a signal may end it early. */
 void gm_clock_sleep_ms(int64_t ms);

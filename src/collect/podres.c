@@ -579,15 +579,7 @@ static void *watch_main(void *arg)
                 due = last_start + PODRES_NUDGE_GAP_MS;
             if (now >= due)
                 break;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t wait = due - now;
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = gm_clock_mono_deadline(due - now);
             pthread_cond_timedwait(&w->cv, &w->mu, &ts);
         }
     }

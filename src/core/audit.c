@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/utf8.h"
 #include "core/stats.h"
@@ -174,12 +175,7 @@ static json_t *snapshot_json(const gm_snapshot *s, const window *w, const gm_top
 static void sleep_until(const struct timespec *t0, uint64_t offset_ms)
 {
     struct timespec t = *t0;
-    t.tv_sec += (time_t)(offset_ms / 1000);
-    t.tv_nsec += (long)(offset_ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
+    gm_clock_ts_add_ms(&t, (int64_t)offset_ms);
     /* Absolute deadlines keep the readings on the interval grid even when one read is slow. */
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
         ;

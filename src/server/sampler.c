@@ -418,12 +418,7 @@ static void *sampler_main(void *arg)
         /* Fixed-rate schedule; ticks missed while a slow pass ran are skipped, not bunched. */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        next.tv_sec += s->opt.poll_ms / 1000;
-        next.tv_nsec += (long)(s->opt.poll_ms % 1000) * 1000000L;
-        if (next.tv_nsec >= 1000000000L) {
-            next.tv_sec++;
-            next.tv_nsec -= 1000000000L;
-        }
+        gm_clock_ts_add_ms(&next, s->opt.poll_ms);
         if (next.tv_sec < now.tv_sec || (next.tv_sec == now.tv_sec && next.tv_nsec < now.tv_nsec))
             next = now;
         while (!s->stop) {
@@ -482,14 +477,7 @@ int gm_sampler_start(const gm_sampler_options *opt, void (*wake)(void *arg), voi
 
 int gm_sampler_wait_first(gm_sampler *s, int timeout_ms, gm_error *err)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = gm_clock_mono_deadline(timeout_ms);
     pthread_mutex_lock(&s->mu);
     while (!s->first_done)
         if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT)

@@ -1239,14 +1239,7 @@ static void *worker_main(void *arg)
         int64_t wait_ms = sync_wait_ms(m), prune_ms = prune_wait_ms(m);
         if (prune_ms >= 0 && (wait_ms < 0 || prune_ms < wait_ms))
             wait_ms = prune_ms;
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t)(wait_ms / 1000);
-        until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = gm_clock_mono_deadline(wait_ms);
         pthread_mutex_lock(&m->mu);
         /* Asleep until an item comes, a session's store retry or retention is due. */
         while (!m->head && !m->stop && wait_ms != 0)

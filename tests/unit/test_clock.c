@@ -163,10 +163,31 @@ static void test_sleep_until_cancelled_by_a_signal(void **state)
     assert_int_equal(signal_flag, 1);
 }
 
+static void test_timespec_deadlines(void **state)
+{
+    (void)state;
+    struct timespec t = {10, 999000000L};
+    gm_clock_ts_add_ms(&t, 1);
+    assert_int_equal(t.tv_sec, 11); /* carried into the seconds */
+    assert_int_equal(t.tv_nsec, 0);
+    gm_clock_ts_add_ms(&t, 2500);
+    assert_int_equal(t.tv_sec, 13);
+    assert_int_equal(t.tv_nsec, 500000000L);
+    gm_clock_ts_add_ms(&t, -5); /* never earlier */
+    assert_int_equal(t.tv_sec, 13);
+    assert_int_equal(t.tv_nsec, 500000000L);
+    int64_t before = gm_clock_mono_ms();
+    struct timespec d = gm_clock_mono_deadline(1500);
+    int64_t d_ms = (int64_t)d.tv_sec * 1000 + d.tv_nsec / 1000000;
+    assert_true(d_ms >= before + 1500);
+    assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_monotonic_never_goes_back),
+        cmocka_unit_test(test_timespec_deadlines),
         cmocka_unit_test(test_units_agree),
         cmocka_unit_test(test_wall_clock_is_the_epoch),
         cmocka_unit_test(test_sleep_lasts_at_least_what_was_asked),
