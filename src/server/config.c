@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 
 static const struct {
     const char *flag;
@@ -205,6 +206,17 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
                                 gm_provider_names());
         return GM_OK;
     case GM_SET_TOKEN:
+        if (strcmp(v, "generate") == 0) {
+            /* 128 random bits as 32 hex digits: nothing to quote in a header or a URL. */
+            unsigned char r[16];
+            if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+                return gm_error_set(err, GM_EIO, "%s generate: no random bytes: %s", who,
+                                    strerror(errno));
+            for (size_t i = 0; i < sizeof r; i++)
+                snprintf(c->token + 2 * i, 3, "%02x", r[i]);
+            c->token_set = c->token_generated = true;
+            return GM_OK;
+        }
         if (!token_ok(v))
             return gm_error_set(err, GM_EINVAL,
                                 "%s: the token must be 1 to %d visible ASCII characters", who,
@@ -570,7 +582,8 @@ const char *gm_serve_usage(void)
            "  --simulate N           N simulated GPUs (provider sim)\n"
            "  --seed N               seed of the simulation\n"
            "  --token T              require \"Authorization: Bearer T\" (WebSocket: also\n"
-           "                         ?token=T)                                     [TOKEN]\n"
+           "                         ?token=T); \"generate\": a random one, shown with the\n"
+           "                         dashboard's address on the terminal           [TOKEN]\n"
            "  --history D            history kept: 3600, 90s, 15m, 1h, 2h30m, 1d (default 1h;\n"
            "                         0 keeps none)                               [HISTORY]\n"
            "  --interval D           sampling period: 1, 0.5, 500ms, 2m (0.1s to 1h,\n"

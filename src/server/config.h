@@ -84,6 +84,7 @@ typedef struct gm_serve_config {
     unsigned simulate; /* --simulate N: N simulated GPUs (implies provider sim) */
     uint64_t seed;     /* --seed: the simulation's seed */
     bool token_set;
+    bool token_generated; /* --token generate: random, shown only on a terminal */
     char token[GM_SERVE_TOKEN_MAX + 1];
     unsigned history_s; /* seconds of history kept; 0 keeps none */
     unsigned poll_interval_ms;

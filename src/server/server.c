@@ -322,6 +322,13 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     atomic_init(&srv->quit, false);
     gm_log_set_level(cfg->log_level);
     errno = 0;
+    /* A generated token is shown on the terminal only (never into a journal or a file): with
+     * none to show it on, nobody could use the daemon. */
+    if (cfg->token_generated && !isatty(STDERR_FILENO))
+        return gm_error_set(err, GM_EINVAL,
+                            "--token generate shows the token on a terminal, and stderr is not "
+                            "one: give the token (--token T, or GPU_MONITOR_TOKEN from a file "
+                            "only you can read)");
     if (resolve_paths(srv, err) < 0)
         return GM_EINVAL;
 

@@ -8,7 +8,9 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
 from gmtest import GPUMON, env  # noqa: E402
@@ -68,6 +70,38 @@ class TokenUrl(unittest.TestCase):
         # The page reads the fragment with URLSearchParams: the same decoding as this.
         frag = urllib.parse.urlsplit(url).fragment
         self.assertEqual(urllib.parse.parse_qs(frag)["token"], [TOKEN])
+
+    def test_generated_token_on_a_terminal(self):
+        master, slave = pty.openpty()
+        p, pf = serve(["--token", "generate"], slave)
+        os.close(slave)
+        try:
+            text = read_tty(master, b"dashboard:")
+            with open(pf) as f:
+                port = int(f.read())
+            line = [ln for ln in text.splitlines() if "dashboard:" in ln]
+            self.assertEqual(len(line), 1, text)
+            url = line[0].split("dashboard: ", 1)[1].strip()
+            token = urllib.parse.parse_qs(urllib.parse.urlsplit(url).fragment)["token"][0]
+            self.assertRegex(token, r"^[0-9a-f]{32}$")
+            base = "http://127.0.0.1:%d/api/sessions" % port
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                urllib.request.urlopen(urllib.request.Request(base, data=b"{}", method="POST"))
+            self.assertEqual(cm.exception.code, 401)
+            req = urllib.request.Request(base + "?kind=session",
+                                         headers={"Authorization": "Bearer " + token})
+            self.assertEqual(urllib.request.urlopen(req).status, 200)
+        finally:
+            stop(p, pf)
+            os.close(master)
+
+    def test_generated_token_needs_a_terminal(self):
+        # Into a pipe or a journal it would be a secret nobody can read, or one everybody can.
+        p = subprocess.run([GPUMON, "serve", "--listen", "127.0.0.1:0", "--simulate", "1",
+                            "--db", "none", "--token", "generate"], capture_output=True,
+                           text=True, timeout=20, env=env())
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--token generate shows the token on a terminal", p.stderr)
 
     def test_no_token_in_a_file(self):
         with tempfile.TemporaryFile() as f:

@@ -407,6 +407,23 @@ static void test_interval_retention_and_typos(void **state)
     assert_string_equal(err.msg, "unexpected argument \"extra\"");
 }
 
+static void test_generated_token(void **state)
+{
+    (void)state;
+    gm_serve_config a, b;
+    gm_error err;
+    assert_int_equal(load(&a, NULL, &err, "--token", "generate", NULL), GM_OK);
+    assert_true(a.token_set && a.token_generated);
+    assert_int_equal(strlen(a.token), 32);
+    assert_int_equal(strspn(a.token, "0123456789abcdef"), 32);
+    const char *env[] = {"GPU_MONITOR_TOKEN=generate", NULL};
+    assert_int_equal(load(&b, env, &err, NULL), GM_OK);
+    assert_true(b.token_generated);
+    assert_string_not_equal(a.token, b.token); /* random each time */
+    assert_int_equal(load(&b, NULL, &err, "--token", "literal", NULL), GM_OK);
+    assert_false(b.token_generated);
+}
+
 static void test_config_json_hides_token(void **state)
 {
     (void)state;
@@ -442,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_hostname),
         cmocka_unit_test(test_prometheus),
         cmocka_unit_test(test_pod_resources_and_procfs),
+        cmocka_unit_test(test_generated_token),
         cmocka_unit_test(test_config_json_hides_token),
         cmocka_unit_test(test_interval_retention_and_typos),
     };
