@@ -55,4 +55,13 @@ non2xx=$(awk '/Non-2xx/ { print $NF }' <<<"$out")
 secs=$(awk -v d="$DURATION" 'BEGIN { sub(/s$/, "", d); print d }')
 awk -v r="$rps" -v l="$lat" -v a="$c0" -v b="$c1" -v hz="$HZ" -v s="$secs" -v n="${non2xx:-0}" \
     'BEGIN { printf "daemon_api_fleet_cached rps=%s latency_avg=%s non2xx=%s daemon_cpu_pct=%.1f cpu_ms_per_request=%.2f\n", r, l, n, 100 * (b - a) / hz / s, 1000 * (b - a) / hz / (r * s) }'
+# The same, asked as a browser asks (Accept-Encoding: gzip): compressed once per refresh.
+gz=$(curl -s -H 'Accept-Encoding: gzip' "$BASE/api/fleet" | wc -c)
+c0=$(cpu_ticks "$DAEMON_PID")
+out=$(wrk -t1 -c"$CONNS" -d"$DURATION" -H 'Accept-Encoding: gzip' "$BASE/api/fleet" 2>&1)
+c1=$(cpu_ticks "$DAEMON_PID")
+rps=$(awk '/Requests\/sec/ { print $2 }' <<<"$out")
+lat=$(awk '/Latency/ { print $2 }' <<<"$out")
+awk -v r="$rps" -v l="$lat" -v a="$c0" -v b="$c1" -v hz="$HZ" -v s="$secs" -v z="$gz" \
+    'BEGIN { printf "daemon_api_fleet_cached_gzip bytes=%s rps=%s latency_avg=%s daemon_cpu_pct=%.1f cpu_ms_per_request=%.2f\n", z, r, l, 100 * (b - a) / hz / s, 1000 * (b - a) / hz / (r * s) }'
 stop_daemon

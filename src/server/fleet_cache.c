@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/gzip.h"
 #include "base/json.h"
 #include "core/prometheus.h"
 
@@ -26,7 +27,12 @@ typedef struct rendered {
     unsigned gpus;
     char *body;
     size_t len;
+    unsigned char *gz; /* the body gzip'd, made for the first client that takes it */
+    size_t gz_len;
 } rendered;
+
+/* Below this an answer goes plain: gzip's header and a round trip cost more than they save. */
+#define GZIP_MIN_BYTES 1024
 
 struct gm_fleet_cache {
     gm_fleet_cache_options opt;
@@ -82,17 +88,46 @@ static void forget_rendered(gm_fleet_cache *c)
 {
     for (unsigned i = 0; i < c->ndone; i++) {
         free(c->done[i].body);
+        free(c->done[i].gz);
         c->done[i].body = NULL;
+        c->done[i].gz = NULL;
     }
     c->ndone = c->evict = 0;
+}
+
+/* A large answer (a thousand nodes: megabytes of JSON) is a tenth of that gzip'd: compressed
+ * once per model and parameters, for every client that accepts it. Plain when gzip fails. */
+static void offer_gzip(rendered *r, gm_worker_job *j)
+{
+    j->vary_ae = true;
+    if (!j->gzip_ok || j->status != 200 || j->len < GZIP_MIN_BYTES)
+        return;
+    if (r && !r->gz && r->body)
+        r->gz = gm_gzip(r->body, r->len, 0, &r->gz_len);
+    unsigned char *gz = r ? r->gz : NULL;
+    size_t gz_len = r ? r->gz_len : 0;
+    unsigned char *own = NULL;
+    if (!gz) /* not kept (out of memory for the cache): compressed for this client alone */
+        gz = own = gm_gzip(j->body, j->len, 0, &gz_len);
+    if (!gz)
+        return;
+    char *copy = own ? (char *)own : malloc(gz_len + 1);
+    if (!copy)
+        return;
+    if (!own)
+        memcpy(copy, gz, gz_len + 1);
+    free(j->body);
+    j->body = copy;
+    j->len = gz_len;
+    j->gzip = true;
 }
 
 /* The same question answered already from this model: a copy of its answer (true). */
 static bool answer_again(gm_fleet_cache *c, gm_worker_job *j)
 {
     for (unsigned i = 0; i < c->ndone; i++) {
-        const rendered *r = &c->done[i];
-        if (r->gpus != j->fleet_gpus || r->t.max_util_pct != j->fleet.max_util_pct ||
+        rendered *r = &c->done[i];
+        if (!r->body || r->gpus != j->fleet_gpus || r->t.max_util_pct != j->fleet.max_util_pct ||
             r->t.max_mem_pct != j->fleet.max_mem_pct)
             continue;
         char *copy = malloc(r->len + 1);
@@ -103,26 +138,30 @@ static bool answer_again(gm_fleet_cache *c, gm_worker_job *j)
         j->body = copy;
         j->len = r->len;
         j->status = 200;
+        offer_gzip(r, j);
         return true;
     }
     return false;
 }
 
-static void keep_rendered(gm_fleet_cache *c, const gm_worker_job *j)
+static rendered *keep_rendered(gm_fleet_cache *c, const gm_worker_job *j)
 {
     rendered *r =
         c->ndone < RENDERED_MAX ? &c->done[c->ndone++] : &c->done[c->evict++ % RENDERED_MAX];
     free(r->body);
+    free(r->gz);
+    r->gz = NULL;
     r->body = malloc(j->len + 1);
     if (!r->body) {
         /* nothing kept: this slot is reused by the next answer */
         r->gpus = UINT32_MAX;
-        return;
+        return NULL;
     }
     memcpy(r->body, j->body, j->len + 1);
     r->len = j->len;
     r->t = j->fleet;
     r->gpus = j->fleet_gpus;
+    return r;
 }
 
 /* The answer to one request from the current model or failure. */
@@ -160,7 +199,7 @@ static void render(gm_fleet_cache *c, gm_worker_job *j)
     }
     job_doc(j, 200, doc);
     if (j->status == 200)
-        keep_rendered(c, j);
+        offer_gzip(keep_rendered(c, j), j);
 }
 
 static void refresh(gm_fleet_cache *c)

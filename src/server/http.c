@@ -419,8 +419,10 @@ static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, g
     if (j->body) {
         gm_resp_owned(&rs, j->status, j->ctype ? j->ctype : "application/json", j->body, j->len);
         j->body = NULL;
+        rs.gzip = j->gzip;
         snprintf(rs.attachment, sizeof rs.attachment, "%s", j->filename);
     }
+    rs.vary_ae = j->vary_ae;
     if (rs.status == 201)
         snprintf(rs.location, sizeof rs.location, "%s", r->location);
     gm_worker_job_free(j);

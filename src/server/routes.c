@@ -754,6 +754,7 @@ static void h_fleet_nodes(const gm_req *rq, gm_resp *rs)
     if (j) {
         j->fleet = t;
         j->fleet_gpus = (unsigned)gpus;
+        j->gzip_ok = rq->gzip_ok;
     }
     resp_defer(rq, rs, j);
 }

@@ -10,13 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+#include "base/gzip.h"
 #include "base/json.h"
 #include "server/compat.h"
 #include "server/log.h"
 #include "server/prom.h"
-#include "base/clock.h"
-
-#include <zlib.h>
 
 _Static_assert(GM_BLOB_PRE >= 10, "blob headroom must hold a WebSocket frame header");
 
@@ -76,26 +75,12 @@ static bool blob_set(gm_blob *b, const char *text, size_t len)
  * empty: clients then get the plain body. */
 static void blob_gzip(gm_blob *dst, const gm_blob *src)
 {
-    z_stream z = {0};
-    /* windowBits 15 + 16: a gzip header and trailer instead of zlib's. */
-    if (!src->data || deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return;
-    size_t cap = deflateBound(&z, (uLong)src->len) + 32;
-    unsigned char *m = malloc(GM_BLOB_PRE + cap + 1);
+    size_t n;
+    unsigned char *m = src->data ? gm_gzip(src->data, src->len, GM_BLOB_PRE, &n) : NULL;
     if (m) {
-        z.next_in = src->data;
-        z.avail_in = (uInt)src->len;
-        z.next_out = m + GM_BLOB_PRE;
-        z.avail_out = (uInt)cap;
-        if (deflate(&z, Z_FINISH) == Z_STREAM_END) {
-            dst->data = m + GM_BLOB_PRE;
-            dst->len = z.total_out;
-            dst->data[dst->len] = '\0';
-            m = NULL;
-        }
-        free(m);
+        dst->data = m + GM_BLOB_PRE;
+        dst->len = n;
     }
-    deflateEnd(&z);
 }
 
 /* Serialises j (stolen) into b; false when out of memory. */

@@ -125,6 +125,7 @@ typedef struct gm_worker_job {
     char kind[16];              /* LIST: only this kind ("" = all) */
     gm_fleet_thresholds fleet;  /* FLEET: what counts as an idle GPU */
     unsigned fleet_gpus;        /* FLEET: GPUs a job needs (0: no choice asked) */
+    bool gzip_ok;               /* FLEET: the client accepts a gzip'd answer */
     bool csv;                   /* EXPORT: CSV, else JSON */
     char ids[GM_WORKER_COMPARE_MAX][GM_SESSION_ID_LEN]; /* BENCH_COMPARE */
     size_t nids;
@@ -133,6 +134,8 @@ typedef struct gm_worker_job {
     const char *ctype; /* the body's Content-Type, NULL: application/json */
     char filename[64]; /* "": none; else sent as an attachment of this name */
     size_t len;
+    bool gzip;                  /* body is a gzip stream of the answer (FLEET, gzip_ok) */
+    bool vary_ae;               /* the answer depends on Accept-Encoding */
     void *user;                 /* the loop's (its connection) */
     struct gm_worker_job *next; /* the queue's */
     int state;                  /* the queue's */

@@ -6,6 +6,7 @@ utilization), changes its choice when that node's daemon dies, exits 4 when no n
 GPUs and 1 when Prometheus is unreachable or answers an error; the daemon serves the same view
 at /api/fleet. The scenario helpers and the way Prometheus is started are test_prometheus.py's."""
 import copy
+import gzip
 import http.server
 import json
 import os
@@ -262,6 +263,14 @@ class Cluster(unittest.TestCase):
         self.assertEqual(doc["prometheus"], self.url)
         self.assertEqual([n["name"] for n in doc["nodes"]], list(NODES))
         self.assertEqual([n["idle_gpu_count"] for n in doc["nodes"]], [1, 2, 0, 2])
+        # Gzip'd for a client that takes it (a big fleet's answer is megabytes), the same JSON.
+        req = urllib.request.Request(a + "/api/fleet?gpus=2", headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            self.assertEqual(r.headers["Content-Encoding"], "gzip")
+            self.assertIn("Accept-Encoding", r.headers["Vary"])
+            zdoc = json.loads(gzip.decompress(r.read()))
+        self.assertEqual(zdoc["chosen"], "node-b")
+        self.assertEqual(zdoc["nodes"], doc["nodes"])
         status, doc = get(a, "/api/fleet?max_util=10")
         self.assertEqual(doc["thresholds"]["max_util_percent"], 10)
         self.assertEqual(doc["nodes"][3]["idle_gpu_count"], 0)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "base/clock.h"
 #include "server/fleet_cache.h"
@@ -233,6 +234,57 @@ static void test_answers_and_cache(void **state)
     prom_stop(&p);
 }
 
+/* The answer inflated from a gzip stream (zlib, windowBits 15 + 16: gzip's wrapper). */
+static char *gunzip(const void *src, size_t len, size_t *out_len)
+{
+    size_t cap = 1 << 20;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    z_stream z = {0};
+    assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+    z.next_in = (unsigned char *)src;
+    z.avail_in = (uInt)len;
+    z.next_out = (unsigned char *)out;
+    z.avail_out = (uInt)cap;
+    assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+    *out_len = z.total_out;
+    inflateEnd(&z);
+    return out;
+}
+
+static void test_gzip_for_those_who_take_it(void **state)
+{
+    (void)state;
+    prom p;
+    prom_start(&p);
+    gm_fleet_cache *c = start(&p, 60, 5);
+    gm_worker_job *plain = job(30, 0);
+    gm_fleet_cache_submit(c, plain);
+    wait_done(plain);
+    assert_int_equal(plain->status, 200);
+    assert_false(plain->gzip);
+    assert_true(plain->vary_ae);
+    assert_true(plain->len >= 1024);          /* big enough to be worth gzip */
+    for (int round = 0; round < 2; round++) { /* rendered, then answered again from the cache */
+        gm_worker_job *z = job(30, 0);
+        z->gzip_ok = true;
+        gm_fleet_cache_submit(c, z);
+        wait_done(z);
+        assert_int_equal(z->status, 200);
+        assert_true(z->gzip && z->vary_ae);
+        assert_true(z->len < plain->len);
+        size_t n;
+        char *text = gunzip(z->body, z->len, &n);
+        assert_int_equal(n, plain->len);
+        assert_memory_equal(text, plain->body, n);
+        free(text);
+        gm_worker_job_free(z);
+    }
+    gm_worker_job_free(plain);
+    gm_fleet_cache_free(c);
+    prom_stop(&p);
+}
+
 static void test_failures(void **state)
 {
     (void)state;
@@ -325,9 +377,8 @@ static void test_bad_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_answers_and_cache),
-        cmocka_unit_test(test_failures),
-        cmocka_unit_test(test_abandon_and_stop),
+        cmocka_unit_test(test_answers_and_cache), cmocka_unit_test(test_gzip_for_those_who_take_it),
+        cmocka_unit_test(test_failures),          cmocka_unit_test(test_abandon_and_stop),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
