@@ -1,6 +1,7 @@
 /* test_http.c - server/http: the HTTP/1.1 transport on libmicrohttpd, through the real daemon
  * in-process (server_harness.h) and raw sockets: the status line and headers of an answer,
- * HEAD, keep-alive and Connection: close, pipelining with a body in the middle (issue #15 defect
+ * HEAD, keep-alive and Connection: close (HTTP/1.0 too), an Upgrade other than websocket
+ * ignored, pipelining with a body in the middle (issue #15 defect
  * 1), a POST without Content-Length answered at once (defect 2), methods (405 with Allow, 501 as
  * JSON), malformed and duplicate lengths, Transfer-Encoding, a header block over the connection's
  * memory (431), request-line strictness (505, 400, case-sensitive methods), bodies over the
@@ -67,7 +68,7 @@ static void assert_refused_str(const char *data, int want)
 /* The daemon still answers a plain request on a new connection. */
 static void assert_serving(void)
 {
-    static const char req[] = "GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    static const char req[] = "GET /api/config HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     hx_resp r;
     assert_int_equal(hx_exchange(srv.port, req, sizeof req - 1, &r, NULL), 200);
     hx_resp_free(&r);
@@ -112,16 +113,17 @@ static void test_head_has_length_but_no_body(void **state)
     hx_connect(&c, srv.port);
     /* HEAD then GET on one connection: were a body sent after the HEAD's head, the GET's
      * answer would not start where it should. */
-    hx_send_str(&c, "HEAD /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
-                    "GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n");
+    hx_send_str(&c, "HEAD /api/config HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /api/config HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_true(hx_read_resp(&c, &r, true));
     assert_int_equal(r.status, 200);
     assert_non_null(hx_header(&r, "Content-Length", v, sizeof v));
-    assert_true(strtoul(v, NULL, 10) > 0);
+    unsigned long head_len = strtoul(v, NULL, 10);
     hx_resp_free(&r);
     assert_true(hx_read_resp(&c, &r, false));
     assert_int_equal(r.status, 200);
-    assert_true(strstr(r.body, "\"status\"") != NULL);
+    assert_true(strstr(r.body, "\"listen\"") != NULL);
+    assert_int_equal(r.body_len, head_len); /* the same Content-Length as the GET's */
     hx_resp_free(&r);
     hx_close(&c);
 }
@@ -132,7 +134,7 @@ static void test_keep_alive_serves_several_requests(void **state)
     hx_conn c;
     hx_resp r;
     hx_connect(&c, srv.port);
-    static const char *const paths[] = {"/api/health", "/api/gpus", "/api/gpus/1", "/metrics",
+    static const char *const paths[] = {"/api/config", "/api/gpus", "/api/gpus/1", "/metrics",
                                         "/nope"};
     static const int want[] = {200, 200, 200, 200, 404};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
@@ -146,7 +148,7 @@ static void test_keep_alive_serves_several_requests(void **state)
     }
     /* Connection: close ends it after the answer, which says so. */
     char v[32];
-    hx_send_str(&c, "GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    hx_send_str(&c, "GET /api/config HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_true(hx_read_resp(&c, &r, false));
     assert_int_equal(r.status, 200);
     assert_non_null(hx_header(&r, "Connection", v, sizeof v));
@@ -161,7 +163,7 @@ static void test_http10_closes_unless_kept(void **state)
     (void)state;
     hx_resp r;
     bool closed = false;
-    static const char req[] = "GET /api/health HTTP/1.0\r\n\r\n";
+    static const char req[] = "GET /api/config HTTP/1.0\r\n\r\n";
     assert_int_equal(hx_exchange(srv.port, req, sizeof req - 1, &r, &closed), 200);
     assert_true(closed);
     hx_resp_free(&r);
@@ -169,7 +171,7 @@ static void test_http10_closes_unless_kept(void **state)
     hx_conn c;
     hx_connect(&c, srv.port);
     for (int i = 0; i < 2; i++) {
-        hx_send_str(&c, "GET /api/health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
+        hx_send_str(&c, "GET /api/config HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
         assert_true(hx_read_resp(&c, &r, false));
         assert_int_equal(r.status, 200);
         hx_resp_free(&r);
@@ -184,13 +186,13 @@ static void test_pipelined_get_post_get_in_order(void **state)
     hx_conn c;
     hx_resp r;
     hx_connect(&c, srv.port);
-    hx_send_str(&c, "GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    hx_send_str(&c, "GET /api/config HTTP/1.1\r\nHost: x\r\n\r\n"
                     "POST /api/sessions/nope/stop HTTP/1.1\r\nHost: x\r\n"
                     "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
                     "GET /api/gpus/0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_true(hx_read_resp(&c, &r, false));
     assert_int_equal(r.status, 200);
-    assert_true(strstr(r.body, "\"status\"") != NULL); /* /api/health's answer */
+    assert_true(strstr(r.body, "\"listen\"") != NULL); /* /api/config's answer */
     hx_resp_free(&r);
     assert_true(hx_read_resp(&c, &r, false));
     assert_int_equal(r.status, 404); /* the session worker's answer: no such session */
@@ -236,6 +238,27 @@ static void test_post_without_length_answered(void **state)
     assert_json_error(&r);
     hx_resp_free(&r);
     hx_send_str(&c, GET_GPUS);
+    assert_true(hx_read_resp(&c, &r, false));
+    assert_int_equal(r.status, 200);
+    hx_resp_free(&r);
+    hx_close(&c);
+}
+
+/* An Upgrade other than websocket is ignored (RFC 9110 7.8): answered over HTTP/1.1. */
+static void test_foreign_upgrade_ignored(void **state)
+{
+    (void)state;
+    hx_conn c;
+    hx_resp r;
+    hx_connect(&c, srv.port);
+    hx_send_str(&c,
+                "GET /api/config HTTP/1.1\r\nHost: x\r\nUpgrade: h2c\r\n"
+                "Connection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n");
+    assert_true(hx_read_resp(&c, &r, false));
+    assert_int_equal(r.status, 200);
+    assert_true(strstr(r.body, "\"listen\"") != NULL);
+    hx_resp_free(&r);
+    hx_send_str(&c, GET_GPUS); /* still HTTP/1.1 on the same connection */
     assert_true(hx_read_resp(&c, &r, false));
     assert_int_equal(r.status, 200);
     hx_resp_free(&r);
@@ -470,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_get_post_get_in_order),
         cmocka_unit_test(test_body_after_head),
         cmocka_unit_test(test_post_without_length_answered),
+        cmocka_unit_test(test_foreign_upgrade_ignored),
         cmocka_unit_test(test_methods),
         cmocka_unit_test(test_request_line_strictness),
         cmocka_unit_test(test_content_length_rules),

@@ -477,7 +477,7 @@ static void test_protocol_violations(void **state)
     assert_violation("close reason not UTF-8", b, n, 1007);
 
     /* The daemon still serves. */
-    static const char req[] = "GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    static const char req[] = "GET /api/config HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     assert_int_equal(hx_exchange(srv.port, req, sizeof req - 1, NULL, NULL), 200);
 }
 
