@@ -514,7 +514,8 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
         } else {
             gm_resp_error(&rs, 404, "no such endpoint: %s", r->path);
         }
-        rs.close = has_body;
+        /* A refused upgrade closes: its client may send frames next, which are no request. */
+        rs.close = has_body || header(c, "Upgrade");
     } else if (r->method == GM_HTTP_OPTIONS) {
         /* Preflight: answered without the token (browsers never send it here). */
         rs.status = 204;

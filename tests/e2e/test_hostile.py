@@ -1,6 +1,6 @@
 """The hostile-input suite of the HTTP transport (src/server/http.c) and the WebSocket streams
-(src/server/ws.c), which have no unit tests of their own: they are socket glue, tested here and
-in test_serve_api.py and test_ws.py end to end.
+(src/server/ws.c) end to end, against the real binary (their contracts in-process:
+tests/unit/test_http.c and test_ws.c).
 
 The daemon under hostile clients, over raw sockets: pipelining, bodies that never come, header
 names that are prefixes of real ones, request smuggling, slowloris, a connection flood at the cap,
