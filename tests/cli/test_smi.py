@@ -261,7 +261,28 @@ class AgainstCapture(unittest.TestCase):
         self.assertEqual(g["gsp_firmware_mode"], {"current": True, "default": True})
         self.assertEqual(g["temperature_tlimit_c"], 46)
         self.assertEqual((g["pcie"]["base_class"], g["pcie"]["sub_class"]), (3, 2))
+        self.assertEqual(g["display"], {"attached": True, "active": False})
+        self.assertEqual((g["addressing_mode"], g["c2c_mode"], g["edpp_multiplier_percent"]),
+                         ("None", False, 100))
+        self.assertEqual(g["protected_memory"], {"total_mib": 0, "used_mib": 0, "free_mib": 0})
+        self.assertEqual(g["fabric"], {"state": "Completed", "status": "Success", "clique_id": 0,
+                                       "cluster_uuid": "00000000-0000-0000-0000-000000000000"})
+        self.assertEqual(g["health"]["recovery_action"], 0)
+        self.assertEqual(g["health"]["ecc"]["sram"], {
+            "uncorrected_volatile_parity": 0, "uncorrected_volatile_secded": 0,
+            "uncorrected_aggregate_parity": 0, "uncorrected_aggregate_secded": 0,
+            "threshold_exceeded": False,
+            "uncorrected_aggregate_by_unit": {"l2": 0, "sm": 0, "mcu": 0, "pcie": 0, "other": 0}})
         g = gpu0(FAKE_NVML_OLD)
+        self.assertEqual(g["display"], {"attached": None, "active": None})
+        self.assertEqual((g["addressing_mode"], g["c2c_mode"], g["edpp_multiplier_percent"]),
+                         (None, None, None))
+        self.assertEqual(g["protected_memory"],
+                         {"total_mib": None, "used_mib": None, "free_mib": None})
+        self.assertEqual(g["fabric"], {"state": None, "status": None, "clique_id": None,
+                                       "cluster_uuid": None})
+        self.assertIsNone(g["health"]["recovery_action"])
+        self.assertIsNone(g["health"]["ecc"]["sram"])
         self.assertEqual(g["inforom"], {"image": None, "oem": None, "ecc": None, "pwr": None})
         self.assertEqual(g["accounting"], {"mode": None, "buffer_size": None})
         self.assertEqual(g["gsp_firmware_mode"], {"current": None, "default": None})
