@@ -236,6 +236,9 @@ class AgainstCapture(unittest.TestCase):
         p = smi(["-q"], scenario="h100-590.json")
         self.assertEqual(p.returncode, 0, p.stderr)
         for line in ["    Display Mode                                       : Requested functionality has been deprecated",
+                     "    Display Attached                                   : Yes",
+                     "    Display Active                                     : Disabled",
+                     "    Addressing Mode                                    : None",
                      "    Accounting Mode                                    : Disabled",
                      "    Accounting Mode Buffer Size                        : 4000",
                      "        Image Version                                  : G520.0200.00.05",
