@@ -187,7 +187,33 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(ACCOUNTING_BUFFER, "accounting.buffer_size")                                     \
     X(GSP_MODE_CUR, "gsp.mode.current")                                                \
     X(GSP_MODE_DEFAULT, "gsp.mode.default")                                            \
-    X(TEMP_TLIMIT_C, "temperature.gpu.tlimit")
+    X(TEMP_TLIMIT_C, "temperature.gpu.tlimit")                                         \
+    GM_MODE_METRIC_MAP(X)
+
+/* Modes, fabric and SRAM ECC status nvidia-smi shows (enum values as NVML gives them). */
+#define GM_MODE_METRIC_MAP(X)                                                             \
+    X(DISPLAY_ATTACHED, "display_attached")                                               \
+    X(DISPLAY_ACTIVE, "display_active")                                                   \
+    X(ADDRESSING_MODE, "addressing_mode")                                                 \
+    X(C2C_MODE, "c2c.mode")                                                               \
+    X(RECOVERY_ACTION, "gpu_recovery_action")                                             \
+    X(EDPP_MULTIPLIER_PCT, "edpp_multiplier")                                             \
+    X(PROT_MEM_TOTAL_BYTES, "protected_memory.total")                                     \
+    X(PROT_MEM_USED_BYTES, "protected_memory.used")                                       \
+    X(PROT_MEM_FREE_BYTES, "protected_memory.free")                                       \
+    X(FABRIC_STATE, "fabric.state")                                                       \
+    X(FABRIC_STATUS, "fabric.status")                                                     \
+    X(FABRIC_CLIQUE_ID, "fabric.cliqueId")                                                \
+    X(SRAM_UNCORR_VOL_PARITY, "ecc.errors.uncorrected.volatile.sram.parity")              \
+    X(SRAM_UNCORR_VOL_SECDED, "ecc.errors.uncorrected.volatile.sram.secded")              \
+    X(SRAM_UNCORR_AGG_PARITY, "ecc.errors.uncorrected.aggregate.sram.parity")             \
+    X(SRAM_UNCORR_AGG_SECDED, "ecc.errors.uncorrected.aggregate.sram.secded")             \
+    X(SRAM_THRESHOLD_EXCEEDED, "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded") \
+    X(SRAM_UNCORR_AGG_L2, "ecc.errors.uncorrected.aggregate.sram.l2")                     \
+    X(SRAM_UNCORR_AGG_SM, "ecc.errors.uncorrected.aggregate.sram.sm")                     \
+    X(SRAM_UNCORR_AGG_MCU, "ecc.errors.uncorrected.aggregate.sram.mcu")                   \
+    X(SRAM_UNCORR_AGG_PCIE, "ecc.errors.uncorrected.aggregate.sram.pcie")                 \
+    X(SRAM_UNCORR_AGG_OTHER, "ecc.errors.uncorrected.aggregate.sram.other")
 
 /* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
  * location). device_memory and dram are the same counter (location 2), one metric. */
@@ -260,9 +286,10 @@ const char *gm_host_metric_name(gm_host_metric id);
 
 /* One GPU at one instant. A metric is present only when its bit in `valid` is set; values of
  * absent metrics are meaningless and must never be shown as zero. */
-#define GM_M_WORDS     ((GM_M__COUNT + 63) / 64) /* words of gm_gpu.valid */
-#define GM_SERIAL_LEN  32
-#define GM_INFOROM_LEN 16 /* NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE */
+#define GM_M_WORDS         ((GM_M__COUNT + 63) / 64) /* words of gm_gpu.valid */
+#define GM_SERIAL_LEN      32
+#define GM_INFOROM_LEN     16 /* NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE */
+#define GM_FABRIC_UUID_LEN 40
 
 /* The infoROM versions nvidia-smi shows (inforom.img, .oem, .ecc, .pwr): gm_gpu.inforom rows. */
 enum gm_inforom {
@@ -289,6 +316,11 @@ typedef struct gm_gpu {
     char vbios[GM_SERIAL_LEN];  /* VBIOS version, empty when unknown */
     /* infoROM image and object versions ("G520.0200.00.05", "2.1"), each empty when unknown */
     char inforom[GM_INFOROM__COUNT][GM_INFOROM_LEN];
+    /* NVLink fabric (GPUs registered with a fabric manager), each empty when unknown: the
+     * cluster's UUID ("8-4-4-4-12" hex) and the registration's status as NVML words it
+     * ("Success"), the latter only once registration has completed. */
+    char fabric_cluster_uuid[GM_FABRIC_UUID_LEN];
+    char fabric_status[GM_SERIAL_LEN];
     bool lost; /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
     /* Kubernetes (the kubelet's pod-resources API, when the collector reads it): k8s_known says
      * it was read; k8s_containers is how many containers hold this GPU or a part of it (a MIG

@@ -199,6 +199,23 @@ static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
     GM_ECC_LOCATION_MAP(JSON_ECC_LOC, _)
 #undef JSON_ECC_LOC
     put(ecc, "locations", locs);
+    json_t *sram = json_null();
+    if (gm_gpu_has(g, GM_M_SRAM_UNCORR_VOL_PARITY)) {
+        sram = json_object();
+        put(sram, "uncorrected_volatile_parity", raw_integer(g, GM_M_SRAM_UNCORR_VOL_PARITY));
+        put(sram, "uncorrected_volatile_secded", raw_integer(g, GM_M_SRAM_UNCORR_VOL_SECDED));
+        put(sram, "uncorrected_aggregate_parity", raw_integer(g, GM_M_SRAM_UNCORR_AGG_PARITY));
+        put(sram, "uncorrected_aggregate_secded", raw_integer(g, GM_M_SRAM_UNCORR_AGG_SECDED));
+        put(sram, "threshold_exceeded", flag(g, GM_M_SRAM_THRESHOLD_EXCEEDED));
+        json_t *unit = json_object();
+        put(unit, "l2", raw_integer(g, GM_M_SRAM_UNCORR_AGG_L2));
+        put(unit, "sm", raw_integer(g, GM_M_SRAM_UNCORR_AGG_SM));
+        put(unit, "mcu", raw_integer(g, GM_M_SRAM_UNCORR_AGG_MCU));
+        put(unit, "pcie", raw_integer(g, GM_M_SRAM_UNCORR_AGG_PCIE));
+        put(unit, "other", raw_integer(g, GM_M_SRAM_UNCORR_AGG_OTHER));
+        put(sram, "uncorrected_aggregate_by_unit", unit);
+    }
+    put(ecc, "sram", sram);
     put(h, "ecc", ecc);
 
     json_t *rp = json_object();
@@ -225,6 +242,9 @@ static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
     put(h, "remapped_rows", rr);
 
     put(h, "pcie_replay_counter", raw_integer(g, GM_M_PCIE_REPLAY));
+    /* nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain
+     * and reset, 5 recover the IMEX domain. */
+    put(h, "recovery_action", raw_integer(g, GM_M_RECOVERY_ACTION));
 
     json_t *viol = json_object();
     put(viol, "power", metric(g, GM_M_VIOL_POWER_NS));
@@ -311,6 +331,34 @@ static void add_details(json_t *j, const gm_gpu *g)
     put(gsp, "current", flag(g, GM_M_GSP_MODE_CUR));
     put(gsp, "default", flag(g, GM_M_GSP_MODE_DEFAULT));
     put(j, "gsp_firmware_mode", gsp);
+    json_t *display = json_object();
+    put(display, "attached", flag(g, GM_M_DISPLAY_ATTACHED));
+    put(display, "active", flag(g, GM_M_DISPLAY_ACTIVE));
+    put(j, "display", display);
+    static const char *const addressing[] = {"None", "HMM", "ATS"};
+    json_t *am = json_null();
+    if (gm_gpu_has(g, GM_M_ADDRESSING_MODE) && g->v[GM_M_ADDRESSING_MODE] >= 0 &&
+        g->v[GM_M_ADDRESSING_MODE] <= 2)
+        am = json_string(addressing[(int)g->v[GM_M_ADDRESSING_MODE]]);
+    put(j, "addressing_mode", am);
+    put(j, "c2c_mode", flag(g, GM_M_C2C_MODE));
+    put(j, "edpp_multiplier_percent", metric(g, GM_M_EDPP_MULTIPLIER_PCT));
+    json_t *prot = json_object();
+    put(prot, "total_mib", metric(g, GM_M_PROT_MEM_TOTAL_BYTES));
+    put(prot, "used_mib", metric(g, GM_M_PROT_MEM_USED_BYTES));
+    put(prot, "free_mib", metric(g, GM_M_PROT_MEM_FREE_BYTES));
+    put(j, "protected_memory", prot);
+    static const char *const fabric_states[] = {NULL, "Not Started", "In Progress", "Completed"};
+    json_t *fabric = json_object();
+    json_t *fs = json_null();
+    if (gm_gpu_has(g, GM_M_FABRIC_STATE) && g->v[GM_M_FABRIC_STATE] >= 1 &&
+        g->v[GM_M_FABRIC_STATE] <= 3)
+        fs = json_string(fabric_states[(int)g->v[GM_M_FABRIC_STATE]]);
+    put(fabric, "state", fs);
+    put(fabric, "status", string_or_null(g->fabric_status));
+    put(fabric, "clique_id", raw_integer(g, GM_M_FABRIC_CLIQUE_ID));
+    put(fabric, "cluster_uuid", string_or_null(g->fabric_cluster_uuid));
+    put(j, "fabric", fabric);
 
     json_t *power = json_object_get(j, "power");
     if (power) {

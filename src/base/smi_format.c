@@ -215,6 +215,35 @@ static int format_timestamp(int64_t ms, char *buf, size_t cap)
                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
+/* nvidia-smi's words for the enum values of a kind; NULL for a value it has none for.
+ * Checked against nvidia-smi 590's H100 capture: "None" (addressing mode, recovery action) and
+ * "Completed"; the other words are NVML's names of the values (nvml.h, and NVIDIA's "Error
+ * Recovery and Response Flags" for the recovery actions), not seen in a capture yet. */
+static const char *enum_word(gm_smi_kind kind, long long v)
+{
+    static const char *const addressing[] = {"None", "HMM", "ATS"};
+    static const char *const recovery[] = {"None",      "Reset",           "Reboot",
+                                           "Drain P2P", "Drain and Reset", "Recover IMEX Domain"};
+    /* NVML_GPU_FABRIC_STATE_NOT_SUPPORTED (0) has no word: the field stays at the placeholder. */
+    static const char *const fabric[] = {NULL, "Not Started", "In Progress", "Completed"};
+    const char *const *t = NULL;
+    long long n = 0;
+    switch (kind) {
+    case GM_SMI_K_ADDRESSING:
+        t = addressing, n = 3;
+        break;
+    case GM_SMI_K_RECOVERY:
+        t = recovery, n = 6;
+        break;
+    case GM_SMI_K_FABRIC_STATE:
+        t = fabric, n = 4;
+        break;
+    default:
+        return NULL;
+    }
+    return v >= 0 && v < n ? t[v] : NULL;
+}
+
 /* Readings arrive as doubles; out-of-range ones are clamped rather than cast (undefined). */
 static unsigned long long to_u64(double v)
 {
@@ -273,6 +302,10 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put_str(buf, cap, g->vbios);
     case GM_SMI_K_INFOROM:
         return put_str(buf, cap, g->inforom[f->arg % GM_INFOROM__COUNT]);
+    case GM_SMI_K_FABRIC_STATUS:
+        return put_str(buf, cap, g->fabric_status);
+    case GM_SMI_K_FABRIC_UUID:
+        return put_str(buf, cap, g->fabric_cluster_uuid);
     case GM_SMI_K_PCI_DOMAIN:
     case GM_SMI_K_PCI_BUS:
     case GM_SMI_K_PCI_DEVICE: {
@@ -330,6 +363,14 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_COMPUTE_CAP: {
         long long c = to_i64(v);
         return put(buf, cap, "%lld.%lld", c / 10, c % 10);
+    }
+    case GM_SMI_K_PCT2:
+        return put(buf, cap, "%.2f%s%s", v, sep, unit);
+    case GM_SMI_K_ADDRESSING:
+    case GM_SMI_K_RECOVERY:
+    case GM_SMI_K_FABRIC_STATE: {
+        const char *word = enum_word(f->kind, to_i64(v));
+        return put(buf, cap, "%s", word ? word : "[N/A]");
     }
     default:
         return put(buf, cap, "[N/A]");
@@ -539,6 +580,12 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_INFOROM:
         copy_text(g->inforom[f->arg % GM_INFOROM__COUNT], GM_INFOROM_LEN, text);
         return classify(text) == VAL_LOST;
+    case GM_SMI_K_FABRIC_STATUS:
+        copy_text(g->fabric_status, sizeof g->fabric_status, text);
+        return classify(text) == VAL_LOST;
+    case GM_SMI_K_FABRIC_UUID:
+        copy_text(g->fabric_cluster_uuid, sizeof g->fabric_cluster_uuid, text);
+        return classify(text) == VAL_LOST;
     case GM_SMI_K_TIMESTAMP:
     case GM_SMI_K_COUNT:
     case GM_SMI_K_PCI_DOMAIN:
@@ -594,6 +641,22 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
             return -1;
         gm_gpu_set(g, m, v * 1000.0);
         return 0;
+    case GM_SMI_K_PCT2:
+        if (!parse_number(text, f->unit, &v))
+            return -1;
+        gm_gpu_set(g, m, v);
+        return 0;
+    case GM_SMI_K_ADDRESSING:
+    case GM_SMI_K_RECOVERY:
+    case GM_SMI_K_FABRIC_STATE:
+        for (long long k = 0; k < 8; k++) {
+            const char *word = enum_word(f->kind, k);
+            if (word && strcmp(word, text) == 0) {
+                gm_gpu_set(g, m, (double)k);
+                return 0;
+            }
+        }
+        return -1;
     case GM_SMI_K_YESNO:
         if (strcmp(text, "Yes") == 0)
             gm_gpu_set(g, m, 1);

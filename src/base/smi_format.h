@@ -37,8 +37,15 @@ typedef enum gm_smi_kind {
     GM_SMI_K_COMPUTE_MODE, /* 0..3: "Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process"
                             */
     GM_SMI_K_COMPUTE_CAP,  /* major * 10 + minor in gpumon, "9.0" in nvidia-smi */
-    GM_SMI_K_NA            /* no source in gpumon: always gm_smi_field_absent() ("[N/A]" for most),
-                            * as nvidia-smi prints it when the driver cannot tell */
+    GM_SMI_K_ADDRESSING,   /* 0..2: "None", "HMM", "ATS" */
+    GM_SMI_K_RECOVERY,     /* 0..5 (nvmlDeviceGpuRecoveryAction_t): "None", ... */
+    GM_SMI_K_PCT2,         /* a percentage with 2 decimals: "100.00 %" */
+    GM_SMI_K_FABRIC_STATE, /* 1..3 (NVML_GPU_FABRIC_STATE_*): "Not Started", "In Progress",
+                            * "Completed" */
+    GM_SMI_K_FABRIC_STATUS, /* gm_gpu.fabric_status */
+    GM_SMI_K_FABRIC_UUID,   /* gm_gpu.fabric_cluster_uuid */
+    GM_SMI_K_NA             /* no source in gpumon: always gm_smi_field_absent() ("[N/A]" for most),
+                             * as nvidia-smi prints it when the driver cannot tell */
 } gm_smi_kind;
 
 /* X(id, name, alias, header, kind, metric, unit, arg): every --query-gpu field of nvidia-smi
@@ -110,13 +117,14 @@ typedef enum gm_smi_kind {
       GM_M_PCIE_WIDTH_MAX, "", 0)                                                                  \
     X(INDEX, "index", NULL, "index", GM_SMI_K_INDEX, GM_M__COUNT, "", 0)                           \
     X(DISPLAY_MODE, "display_mode", NULL, "display_mode", GM_SMI_K_NA, GM_M__COUNT, "", 0)         \
-    X(DISPLAY_ATTACHED, "display_attached", NULL, "display_attached", GM_SMI_K_NA, GM_M__COUNT,    \
-      "", 0)                                                                                       \
-    X(DISPLAY_ACTIVE, "display_active", NULL, "display_active", GM_SMI_K_NA, GM_M__COUNT, "", 0)   \
+    X(DISPLAY_ATTACHED, "display_attached", NULL, "display_attached", GM_SMI_K_YESNO,              \
+      GM_M_DISPLAY_ATTACHED, "", 0)                                                                \
+    X(DISPLAY_ACTIVE, "display_active", NULL, "display_active", GM_SMI_K_ENABLED,                  \
+      GM_M_DISPLAY_ACTIVE, "", 0)                                                                  \
     X(PERSISTENCE_MODE, "persistence_mode", NULL, "persistence_mode", GM_SMI_K_ENABLED,            \
       GM_M_PERSISTENCE_MODE, "", 0)                                                                \
-    X(ADDRESSING_MODE, "addressing_mode", NULL, "addressing_mode", GM_SMI_K_NA, GM_M__COUNT, "",   \
-      0)                                                                                           \
+    X(ADDRESSING_MODE, "addressing_mode", NULL, "addressing_mode", GM_SMI_K_ADDRESSING,            \
+      GM_M_ADDRESSING_MODE, "", 0)                                                                 \
     X(ACCOUNTING_MODE, "accounting.mode", NULL, "accounting.mode", GM_SMI_K_ENABLED,               \
       GM_M_ACCOUNTING_MODE, "", 0)                                                                 \
     X(ACCOUNTING_BUFFER_SIZE, "accounting.buffer_size", NULL, "accounting.buffer_size",            \
@@ -136,8 +144,8 @@ typedef enum gm_smi_kind {
       "", GM_INFOROM_PWR)                                                                          \
     X(INFOROM_CHECKSUM_VALIDATION, "inforom.checksum_validation", NULL,                            \
       "inforom.checksum_validation", GM_SMI_K_NA, GM_M__COUNT, "", 0)                              \
-    X(GPU_RECOVERY_ACTION, "gpu_recovery_action", NULL, "gpu_recovery_action", GM_SMI_K_NA,        \
-      GM_M__COUNT, "", 0)                                                                          \
+    X(GPU_RECOVERY_ACTION, "gpu_recovery_action", NULL, "gpu_recovery_action", GM_SMI_K_RECOVERY,  \
+      GM_M_RECOVERY_ACTION, "", 0)                                                                 \
     X(GOM_CURRENT, "gom.current", "gpu_operation_mode.current", "gom.current", GM_SMI_K_NA,        \
       GM_M__COUNT, "", 0)                                                                          \
     X(GOM_PENDING, "gom.pending", "gpu_operation_mode.pending", "gom.pending", GM_SMI_K_NA,        \
@@ -328,28 +336,36 @@ typedef enum gm_smi_kind {
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_TOTAL, "ecc.errors.uncorrected.aggregate.total", NULL,      \
       "ecc.errors.uncorrected.aggregate.total", GM_SMI_K_INT, GM_M_ECC_UNCORR_AGG, "", 0)          \
     X(ECC_ERRORS_UNCORRECTED_VOLATILE_SRAM_PARITY, "ecc.errors.uncorrected.volatile.sram.parity",  \
-      NULL, "ecc.errors.uncorrected.volatile.sram.parity", GM_SMI_K_NA, GM_M__COUNT, "", 0)        \
+      NULL, "ecc.errors.uncorrected.volatile.sram.parity", GM_SMI_K_INT,                           \
+      GM_M_SRAM_UNCORR_VOL_PARITY, "", 0)                                                          \
     X(ECC_ERRORS_UNCORRECTED_VOLATILE_SRAM_SECDED, "ecc.errors.uncorrected.volatile.sram.secded",  \
-      NULL, "ecc.errors.uncorrected.volatile.sram.secded", GM_SMI_K_NA, GM_M__COUNT, "", 0)        \
+      NULL, "ecc.errors.uncorrected.volatile.sram.secded", GM_SMI_K_INT,                           \
+      GM_M_SRAM_UNCORR_VOL_SECDED, "", 0)                                                          \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_PARITY,                                                \
       "ecc.errors.uncorrected.aggregate.sram.parity", NULL,                                        \
-      "ecc.errors.uncorrected.aggregate.sram.parity", GM_SMI_K_NA, GM_M__COUNT, "", 0)             \
+      "ecc.errors.uncorrected.aggregate.sram.parity", GM_SMI_K_INT, GM_M_SRAM_UNCORR_AGG_PARITY,   \
+      "", 0)                                                                                       \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_SECDED,                                                \
       "ecc.errors.uncorrected.aggregate.sram.secded", NULL,                                        \
-      "ecc.errors.uncorrected.aggregate.sram.secded", GM_SMI_K_NA, GM_M__COUNT, "", 0)             \
+      "ecc.errors.uncorrected.aggregate.sram.secded", GM_SMI_K_INT, GM_M_SRAM_UNCORR_AGG_SECDED,   \
+      "", 0)                                                                                       \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_THRESHOLDEXCEEDED,                                     \
       "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded", NULL,                             \
-      "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded", GM_SMI_K_NA, GM_M__COUNT, "", 0)  \
+      "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded", GM_SMI_K_YESNO,                   \
+      GM_M_SRAM_THRESHOLD_EXCEEDED, "", 0)                                                         \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_L2, "ecc.errors.uncorrected.aggregate.sram.l2", NULL,  \
-      "ecc.errors.uncorrected.aggregate.sram.l2", GM_SMI_K_NA, GM_M__COUNT, "", 0)                 \
+      "ecc.errors.uncorrected.aggregate.sram.l2", GM_SMI_K_INT, GM_M_SRAM_UNCORR_AGG_L2, "", 0)    \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_SM, "ecc.errors.uncorrected.aggregate.sram.sm", NULL,  \
-      "ecc.errors.uncorrected.aggregate.sram.sm", GM_SMI_K_NA, GM_M__COUNT, "", 0)                 \
+      "ecc.errors.uncorrected.aggregate.sram.sm", GM_SMI_K_INT, GM_M_SRAM_UNCORR_AGG_SM, "", 0)    \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_MCU, "ecc.errors.uncorrected.aggregate.sram.mcu",      \
-      NULL, "ecc.errors.uncorrected.aggregate.sram.mcu", GM_SMI_K_NA, GM_M__COUNT, "", 0)          \
+      NULL, "ecc.errors.uncorrected.aggregate.sram.mcu", GM_SMI_K_INT, GM_M_SRAM_UNCORR_AGG_MCU,   \
+      "", 0)                                                                                       \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_PCIE, "ecc.errors.uncorrected.aggregate.sram.pcie",    \
-      NULL, "ecc.errors.uncorrected.aggregate.sram.pcie", GM_SMI_K_NA, GM_M__COUNT, "", 0)         \
+      NULL, "ecc.errors.uncorrected.aggregate.sram.pcie", GM_SMI_K_INT, GM_M_SRAM_UNCORR_AGG_PCIE, \
+      "", 0)                                                                                       \
     X(ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_OTHER, "ecc.errors.uncorrected.aggregate.sram.other",  \
-      NULL, "ecc.errors.uncorrected.aggregate.sram.other", GM_SMI_K_NA, GM_M__COUNT, "", 0)        \
+      NULL, "ecc.errors.uncorrected.aggregate.sram.other", GM_SMI_K_INT,                           \
+      GM_M_SRAM_UNCORR_AGG_OTHER, "", 0)                                                           \
     X(RETIRED_PAGES_SINGLE_BIT_ECC_COUNT, "retired_pages.single_bit_ecc.count",                    \
       "retired_pages.sbe", "retired_pages.single_bit_ecc.count", GM_SMI_K_INT, GM_M_RETIRED_SBE,   \
       "", 0)                                                                                       \
@@ -454,8 +470,8 @@ typedef enum gm_smi_kind {
     X(POWER_SMOOTHING_ADMIN_OVERRIDE_PRIMARY_FLOOR_ACT_OFFSET,                                     \
       "power_smoothing.admin_override.primary_floor_act_offset", NULL,                             \
       "power_smoothing.admin_override.primary_floor_act_offset", GM_SMI_K_NA, GM_M__COUNT, "W", 0) \
-    X(EDPP_MULTIPLIER, "edpp_multiplier", NULL, "edpp_multiplier", GM_SMI_K_NA, GM_M__COUNT, "%",  \
-      0)                                                                                           \
+    X(EDPP_MULTIPLIER, "edpp_multiplier", NULL, "edpp_multiplier", GM_SMI_K_PCT2,                  \
+      GM_M_EDPP_MULTIPLIER_PCT, "%", 0)                                                            \
     X(CLOCK_GR, "clocks.gr", "clocks.current.graphics", "clocks.current.graphics", GM_SMI_K_INT,   \
       GM_M_CLOCK_GR_MHZ, "MHz", 0)                                                                 \
     X(CLOCK_SM, "clocks.sm", "clocks.current.sm", "clocks.current.sm", GM_SMI_K_INT,               \
@@ -488,18 +504,20 @@ typedef enum gm_smi_kind {
       GM_M_GSP_MODE_CUR, "", 0)                                                                    \
     X(GSP_MODE_DEFAULT, "gsp.mode.default", NULL, "gsp.mode.default", GM_SMI_K_ENABLED,            \
       GM_M_GSP_MODE_DEFAULT, "", 0)                                                                \
-    X(C2C_MODE, "c2c.mode", NULL, "c2c.mode", GM_SMI_K_NA, GM_M__COUNT, "", 0)                     \
+    X(C2C_MODE, "c2c.mode", NULL, "c2c.mode", GM_SMI_K_ENABLED, GM_M_C2C_MODE, "", 0)              \
     X(PROTECTED_MEMORY_TOTAL, "protected_memory.total", NULL, "protected_memory.total",            \
-      GM_SMI_K_NA, GM_M__COUNT, "MiB", 0)                                                          \
-    X(PROTECTED_MEMORY_USED, "protected_memory.used", NULL, "protected_memory.used", GM_SMI_K_NA,  \
-      GM_M__COUNT, "MiB", 0)                                                                       \
-    X(PROTECTED_MEMORY_FREE, "protected_memory.free", NULL, "protected_memory.free", GM_SMI_K_NA,  \
-      GM_M__COUNT, "MiB", 0)                                                                       \
-    X(FABRIC_STATE, "fabric.state", NULL, "fabric.state", GM_SMI_K_NA, GM_M__COUNT, "", 0)         \
-    X(FABRIC_STATUS, "fabric.status", NULL, "fabric.status", GM_SMI_K_NA, GM_M__COUNT, "", 0)      \
-    X(FABRIC_CLIQUEID, "fabric.cliqueId", NULL, "fabric.cliqueId", GM_SMI_K_NA, GM_M__COUNT, "",   \
-      0)                                                                                           \
-    X(FABRIC_CLUSTERUUID, "fabric.clusterUuid", NULL, "fabric.clusterUuid", GM_SMI_K_NA,           \
+      GM_SMI_K_MIB, GM_M_PROT_MEM_TOTAL_BYTES, "MiB", 0)                                           \
+    X(PROTECTED_MEMORY_USED, "protected_memory.used", NULL, "protected_memory.used", GM_SMI_K_MIB, \
+      GM_M_PROT_MEM_USED_BYTES, "MiB", 0)                                                          \
+    X(PROTECTED_MEMORY_FREE, "protected_memory.free", NULL, "protected_memory.free", GM_SMI_K_MIB, \
+      GM_M_PROT_MEM_FREE_BYTES, "MiB", 0)                                                          \
+    X(FABRIC_STATE, "fabric.state", NULL, "fabric.state", GM_SMI_K_FABRIC_STATE,                   \
+      GM_M_FABRIC_STATE, "", 0)                                                                    \
+    X(FABRIC_STATUS, "fabric.status", NULL, "fabric.status", GM_SMI_K_FABRIC_STATUS, GM_M__COUNT,  \
+      "", 0)                                                                                       \
+    X(FABRIC_CLIQUEID, "fabric.cliqueId", NULL, "fabric.cliqueId", GM_SMI_K_INT,                   \
+      GM_M_FABRIC_CLIQUE_ID, "", 0)                                                                \
+    X(FABRIC_CLUSTERUUID, "fabric.clusterUuid", NULL, "fabric.clusterUuid", GM_SMI_K_FABRIC_UUID,  \
       GM_M__COUNT, "", 0)                                                                          \
     X(FABRIC_HEALTH_SUMMARY, "fabric.health.summary", NULL, "fabric.health.summary", GM_SMI_K_NA,  \
       GM_M__COUNT, "", 0)                                                                          \

@@ -711,9 +711,10 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         leaf(e, "product_brand", "Product Brand", "N/A");
         leaf(e, "product_architecture", "Product Architecture", "N/A");
         fleaf(e, s, g, "display_mode", "Display Mode", GM_SMI_F_DISPLAY_MODE);
-        leaf(e, "display_active", "Display Active", "N/A");
+        fleaf(e, s, g, "display_attached", "Display Attached", GM_SMI_F_DISPLAY_ATTACHED);
+        fleaf(e, s, g, "display_active", "Display Active", GM_SMI_F_DISPLAY_ACTIVE);
         fleaf(e, s, g, "persistence_mode", "Persistence Mode", GM_SMI_F_PERSISTENCE_MODE);
-        leaf(e, "addressing_mode", "Addressing Mode", "N/A");
+        fleaf(e, s, g, "addressing_mode", "Addressing Mode", GM_SMI_F_ADDRESSING_MODE);
         sec(e, "mig_mode", "MIG Mode", 0);
         fleaf(e, s, g, "current_mig", "Current", GM_SMI_F_MIG_MODE_CURRENT);
         fleaf(e, s, g, "pending_mig", "Pending", GM_SMI_F_MIG_MODE_PENDING);

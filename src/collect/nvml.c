@@ -133,6 +133,60 @@ typedef struct {
 #define NV_MARGIN_TEMP_V1 ((unsigned)(sizeof(nv_margin_temp) | 1u << 24))
 typedef int (*nv_margin_temp_fn)(nvmlDevice_t, nv_margin_temp *);
 
+/* nvmlDeviceAddressingMode_v1_t: value NONE 0, HMM 1, ATS 2. */
+typedef struct {
+    unsigned version, value;
+} nv_addressing_mode;
+#define NV_ADDRESSING_MODE_V1 ((unsigned)(sizeof(nv_addressing_mode) | 1u << 24))
+typedef int (*nv_addressing_fn)(nvmlDevice_t, nv_addressing_mode *);
+
+/* nvmlC2cModeInfo_v1_t: no version word, despite the V of its getter. */
+typedef struct {
+    unsigned isC2cEnabled;
+} nv_c2c_mode;
+typedef int (*nv_c2c_fn)(nvmlDevice_t, nv_c2c_mode *);
+
+/* nvmlGpuFabricInfo_v3_t (v2 is its prefix without healthSummary: 36 bytes, v3 40) and the
+ * unversioned nvmlGpuFabricInfo_t of drivers before 550. state: NVML_GPU_FABRIC_STATE_*
+ * (0 not supported, 1 not started, 2 in progress, 3 completed); status an nvmlReturn_t, valid
+ * once completed. */
+#define NV_FABRIC_UUID_LEN 16
+typedef struct {
+    unsigned version;
+    unsigned char clusterUuid[NV_FABRIC_UUID_LEN];
+    int status;
+    unsigned cliqueId;
+    unsigned char state;
+    unsigned healthMask;
+    unsigned char healthSummary;
+} nv_fabric_info;
+#define NV_FABRIC_INFO_V3 ((unsigned)(sizeof(nv_fabric_info) | 3u << 24))
+#define NV_FABRIC_INFO_V2 ((unsigned)(offsetof(nv_fabric_info, healthSummary) | 2u << 24))
+typedef struct {
+    unsigned char clusterUuid[NV_FABRIC_UUID_LEN];
+    int status;
+    unsigned cliqueId;
+    unsigned char state;
+} nv_fabric_info_v1;
+typedef int (*nv_fabric_fn)(nvmlDevice_t, nv_fabric_info *);
+typedef int (*nv_fabric_v1_fn)(nvmlDevice_t, nv_fabric_info_v1 *);
+#define NV_FABRIC_COMPLETED 3
+
+/* nvmlEccSramErrorStatus_v1_t (104 bytes): SRAM error counters by kind and by unit. */
+typedef struct {
+    unsigned version;
+    unsigned long long aggregateUncParity, aggregateUncSecDed, aggregateCor;
+    unsigned long long volatileUncParity, volatileUncSecDed, volatileCor;
+    unsigned long long aggregateUncBucketL2, aggregateUncBucketSm, aggregateUncBucketPcie,
+        aggregateUncBucketMcu, aggregateUncBucketOther;
+    unsigned bThresholdExceeded;
+} nv_sram_status;
+#define NV_SRAM_STATUS_V1 ((unsigned)(sizeof(nv_sram_status) | 1u << 24))
+_Static_assert(sizeof(nv_sram_status) == 104, "nvmlEccSramErrorStatus_v1_t is 104 bytes");
+_Static_assert(sizeof(nv_fabric_info) == 40 && offsetof(nv_fabric_info, healthSummary) == 36,
+               "nvmlGpuFabricInfo_v3_t is 40 bytes, v2 36");
+typedef int (*nv_sram_fn)(nvmlDevice_t, nv_sram_status *);
+
 /* nvmlRowRemapperHistogramValues_t: banks by how many spare rows they have left. */
 typedef struct {
     unsigned max, high, partial, low, none;
@@ -238,6 +292,10 @@ static const struct {
     {"nvmlDeviceGetPcieReplayCounter", GM_M_PCIE_REPLAY, 0, NV_SLOW},
     {"nvmlDeviceGetAccountingMode", GM_M_ACCOUNTING_MODE, 1, NV_STATIC},
     {"nvmlDeviceGetAccountingBufferSize", GM_M_ACCOUNTING_BUFFER, 0, NV_STATIC},
+    /* nvmlEnableState_t: a monitor plugged in, a display initialised (nvidia-smi's
+     * display_attached and display_active). */
+    {"nvmlDeviceGetDisplayMode", GM_M_DISPLAY_ATTACHED, 1, NV_STATIC},
+    {"nvmlDeviceGetDisplayActive", GM_M_DISPLAY_ACTIVE, 1, NV_STATIC},
 };
 #define NV_N_U32 (sizeof u32_metrics / sizeof *u32_metrics)
 
@@ -347,6 +405,10 @@ static const struct {
     {45, 0, GM_M_NVLINK_CRC_DATA, NV_SLOW},
     {52, 0, GM_M_NVLINK_REPLAY, NV_SLOW},
     {59, 0, GM_M_NVLINK_RECOVERY, NV_SLOW},
+    /* GET_GPU_RECOVERY_ACTION (nvmlDeviceGpuRecoveryAction_t), a health signal; EDPP_MULTIPLIER,
+     * percent, configuration. */
+    {230, 0, GM_M_RECOVERY_ACTION, NV_SLOW},
+    {274, 0, GM_M_EDPP_MULTIPLIER_PCT, NV_STATIC},
 };
 #define NV_N_FIELDS (sizeof field_metrics / sizeof *field_metrics)
 
@@ -417,6 +479,9 @@ typedef struct nv_gpu {
     bool pci_class_known;                  /* from nvmlDeviceGetPciInfoExt */
     unsigned pci_base_class, pci_sub_class;
     char inforom[GM_INFOROM__COUNT][GM_INFOROM_LEN]; /* image, OEM, ECC, power; "" unknown */
+    /* The fabric strings of the last fabric reading ("" unknown), served with the metrics. */
+    char fabric_uuid[GM_FABRIC_UUID_LEN];
+    char fabric_status[GM_SERIAL_LEN];
     /* GPM: 0 not asked yet, 1 supported (two samples allocated), -1 not supported. */
     int gpm_state;
     nvmlGpmSample_t gpm[2];
@@ -476,6 +541,13 @@ typedef struct nv_state {
     nv_histogram_fn histogram;
     nv_fields_fn fields;
     nv_link_state_fn link_state;
+    nv_addressing_fn addressing;
+    nv_c2c_fn c2c;
+    nv_fabric_fn fabric;
+    unsigned fabric_version; /* NV_FABRIC_INFO_V3, or V2 once the driver refused v3 */
+    nv_fabric_v1_fn fabric_v1;
+    nv_mem1_fn protected_mem;
+    nv_sram_fn sram;
     nv_gpm_alloc_fn gpm_alloc;
     nv_gpm_free_fn gpm_free;
     nv_gpm_get_fn gpm_get;
@@ -780,6 +852,13 @@ static void resolve_optional(nv_state *st)
     st->histogram = (nv_histogram_fn)dlsym(lib, "nvmlDeviceGetRowRemapperHistogram");
     st->fields = (nv_fields_fn)dlsym(lib, "nvmlDeviceGetFieldValues");
     st->link_state = (nv_link_state_fn)dlsym(lib, "nvmlDeviceGetNvLinkState");
+    st->addressing = (nv_addressing_fn)dlsym(lib, "nvmlDeviceGetAddressingMode");
+    st->c2c = (nv_c2c_fn)dlsym(lib, "nvmlDeviceGetC2cModeInfoV");
+    st->fabric = (nv_fabric_fn)dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
+    st->fabric_version = NV_FABRIC_INFO_V3;
+    st->fabric_v1 = (nv_fabric_v1_fn)dlsym(lib, "nvmlDeviceGetGpuFabricInfo");
+    st->protected_mem = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetConfComputeProtectedMemoryUsage");
+    st->sram = (nv_sram_fn)dlsym(lib, "nvmlDeviceGetSramEccErrorStatus");
     st->gpm_alloc = (nv_gpm_alloc_fn)dlsym(lib, "nvmlGpmSampleAlloc");
     st->gpm_free = (nv_gpm_free_fn)dlsym(lib, "nvmlGpmSampleFree");
     st->gpm_get = (nv_gpm_get_fn)dlsym(lib, "nvmlGpmSampleGet");
@@ -1189,6 +1268,120 @@ static int retired_count(nv_state *st, nvmlDevice_t dev, int cause, unsigned *n)
     return rc == NV_ERROR_INSUFFICIENT_SIZE ? NV_SUCCESS : rc;
 }
 
+/* Fabric registration, NVML's newest struct first: v3, v2 when the driver refuses v3, else the
+ * unversioned call. Copies what it read into f (version word unset). */
+static int read_fabric(nv_state *st, nvmlDevice_t dev, nv_fabric_info *f)
+{
+    int rc = NV_ERROR_FUNCTION_NOT_FOUND;
+    if (st->fabric) {
+        memset(f, 0, sizeof *f);
+        f->version = st->fabric_version;
+        rc = st->fabric(dev, f);
+        if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH && st->fabric_version == NV_FABRIC_INFO_V3) {
+            st->fabric_version = NV_FABRIC_INFO_V2; /* a driver that knows v2 only */
+            memset(f, 0, sizeof *f);
+            f->version = st->fabric_version;
+            rc = st->fabric(dev, f);
+        }
+        if (rc != NV_ERROR_ARGUMENT_VERSION_MISMATCH || !st->fabric_v1)
+            return rc;
+    }
+    if (st->fabric_v1) {
+        nv_fabric_info_v1 o;
+        memset(&o, 0, sizeof o);
+        rc = st->fabric_v1(dev, &o);
+        memset(f, 0, sizeof *f);
+        memcpy(f->clusterUuid, o.clusterUuid, sizeof f->clusterUuid);
+        f->status = o.status;
+        f->cliqueId = o.cliqueId;
+        f->state = o.state;
+    }
+    return rc;
+}
+
+/* Modes nvidia-smi shows (once a minute), the fabric registration, confidential-computing memory
+ * and the SRAM error status (the slow period; SRAM not with ECC off, as the other ECC counters).
+ * Each getter is optional: a driver without it leaves its metrics absent. */
+static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due,
+                       bool ecc_off)
+{
+    nvmlDevice_t dev = ng->dev;
+    if (!p->lost && st->addressing && health_due(ng, out, GM_M_ADDRESSING_MODE, NV_STATIC, due)) {
+        nv_addressing_mode am = {NV_ADDRESSING_MODE_V1, 0};
+        int rc = st->addressing(dev, &am);
+        if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH || (rc == NV_SUCCESS && am.value > 2))
+            rc = NV_ERROR_NOT_SUPPORTED; /* a revision or a mode this build does not know */
+        health_put(ng, out, p, GM_M_ADDRESSING_MODE, NV_STATIC, rc, "nvmlDeviceGetAddressingMode",
+                   am.value);
+    }
+    if (!p->lost && st->c2c && health_due(ng, out, GM_M_C2C_MODE, NV_STATIC, due)) {
+        nv_c2c_mode cm = {0};
+        int rc = st->c2c(dev, &cm);
+        health_put(ng, out, p, GM_M_C2C_MODE, NV_STATIC, rc, "nvmlDeviceGetC2cModeInfoV",
+                   cm.isC2cEnabled != 0);
+    }
+    if (!p->lost && (st->fabric || st->fabric_v1) &&
+        health_due_n(ng, out, GM_M_FABRIC_STATE, 3, NV_SLOW, due)) {
+        nv_fabric_info f;
+        int rc = read_fabric(st, dev, &f);
+        if (rc == NV_SUCCESS && (f.state == 0 || f.state > NV_FABRIC_COMPLETED))
+            rc = NV_ERROR_NOT_SUPPORTED; /* NVML_GPU_FABRIC_STATE_NOT_SUPPORTED */
+        const char *fn = "nvmlDeviceGetGpuFabricInfoV";
+        health_put(ng, out, p, GM_M_FABRIC_STATE, NV_SLOW, rc, fn, f.state);
+        /* Status, clique and cluster belong to a completed registration. */
+        bool done = rc == NV_SUCCESS && f.state == NV_FABRIC_COMPLETED;
+        cache_put(ng, out, GM_M_FABRIC_STATUS, done, f.status);
+        cache_put(ng, out, GM_M_FABRIC_CLIQUE_ID, done, f.cliqueId);
+        ng->fabric_uuid[0] = ng->fabric_status[0] = '\0';
+        if (done) {
+            const unsigned char *u = f.clusterUuid;
+            snprintf(ng->fabric_uuid, sizeof ng->fabric_uuid,
+                     "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                     u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+                     u[13], u[14], u[15]);
+            /* nvidia-smi words the status as nvmlErrorString does ("Success"). */
+            copy_str(ng->fabric_status, sizeof ng->fabric_status, nv_strerror(st, f.status));
+        }
+    }
+    if (!p->lost && st->protected_mem &&
+        health_due_n(ng, out, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
+        nv_memory_v1 m;
+        memset(&m, 0, sizeof m);
+        int rc = st->protected_mem(dev, &m);
+        const char *fn = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
+        health_put(ng, out, p, GM_M_PROT_MEM_TOTAL_BYTES, NV_SLOW, rc, fn, (double)m.total);
+        health_put(ng, out, p, GM_M_PROT_MEM_USED_BYTES, NV_SLOW, rc, fn, (double)m.used);
+        health_put(ng, out, p, GM_M_PROT_MEM_FREE_BYTES, NV_SLOW, rc, fn, (double)m.free);
+    }
+    if (!p->lost && st->sram && !ecc_off &&
+        health_due_n(ng, out, GM_M_SRAM_UNCORR_VOL_PARITY, 10, NV_SLOW, due)) {
+        nv_sram_status e;
+        memset(&e, 0, sizeof e);
+        e.version = NV_SRAM_STATUS_V1;
+        int rc = st->sram(dev, &e);
+        if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH)
+            rc = NV_ERROR_NOT_SUPPORTED;
+        const char *fn = "nvmlDeviceGetSramEccErrorStatus";
+        const struct {
+            gm_metric m;
+            double v;
+        } rows[] = {
+            {GM_M_SRAM_UNCORR_VOL_PARITY, (double)e.volatileUncParity},
+            {GM_M_SRAM_UNCORR_VOL_SECDED, (double)e.volatileUncSecDed},
+            {GM_M_SRAM_UNCORR_AGG_PARITY, (double)e.aggregateUncParity},
+            {GM_M_SRAM_UNCORR_AGG_SECDED, (double)e.aggregateUncSecDed},
+            {GM_M_SRAM_THRESHOLD_EXCEEDED, e.bThresholdExceeded != 0},
+            {GM_M_SRAM_UNCORR_AGG_L2, (double)e.aggregateUncBucketL2},
+            {GM_M_SRAM_UNCORR_AGG_SM, (double)e.aggregateUncBucketSm},
+            {GM_M_SRAM_UNCORR_AGG_MCU, (double)e.aggregateUncBucketMcu},
+            {GM_M_SRAM_UNCORR_AGG_PCIE, (double)e.aggregateUncBucketPcie},
+            {GM_M_SRAM_UNCORR_AGG_OTHER, (double)e.aggregateUncBucketOther},
+        };
+        for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
+            health_put(ng, out, p, rows[k].m, NV_SLOW, rc, fn, rows[k].v);
+    }
+}
+
 /* The health and configuration metrics of issue #12 (see the tables above for cadences). */
 static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
@@ -1284,6 +1477,8 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         health_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
         health_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
     }
+    if (!p->lost)
+        read_modes(st, ng, out, p, due, ecc_off);
     if (!p->lost && st->fields) {
         read_fields(st, ng, out, p, due, false);
         if (!p->lost)
@@ -1495,6 +1690,8 @@ static void put_static(nv_state *st, gm_gpu *g, nv_gpu *ng)
         gm_gpu_set(g, GM_M_PCI_BASE_CLASS, ng->pci_base_class);
         gm_gpu_set(g, GM_M_PCI_SUB_CLASS, ng->pci_sub_class);
     }
+    copy_str(g->fabric_cluster_uuid, sizeof g->fabric_cluster_uuid, ng->fabric_uuid);
+    copy_str(g->fabric_status, sizeof g->fabric_status, ng->fabric_status);
     if (!ng->xid_watched)
         return;
     pthread_mutex_lock(&st->xid_mu);

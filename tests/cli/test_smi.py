@@ -136,18 +136,9 @@ class QueryGpu(unittest.TestCase):
 # Fields nvidia-smi 590 gave a value for on the captured H100 that gpumon does not read (it prints
 # [N/A]): docs/SMI.md says why. Any other difference from the capture is a failure.
 UNREAD_WITH_VALUE_ON_H100 = {
-    "display_attached", "display_active", "addressing_mode", "inforom.checksum_validation",
-    "gpu_recovery_action", "ecc.errors.uncorrected.volatile.sram.parity",
-    "ecc.errors.uncorrected.volatile.sram.secded", "ecc.errors.uncorrected.aggregate.sram.parity",
-    "ecc.errors.uncorrected.aggregate.sram.secded",
-    "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded",
-    "ecc.errors.uncorrected.aggregate.sram.l2", "ecc.errors.uncorrected.aggregate.sram.sm",
-    "ecc.errors.uncorrected.aggregate.sram.mcu", "ecc.errors.uncorrected.aggregate.sram.pcie",
-    "ecc.errors.uncorrected.aggregate.sram.other", "edpp_multiplier", "c2c.mode",
-    "protected_memory.total", "protected_memory.used", "protected_memory.free", "fabric.state",
-    "fabric.status", "fabric.cliqueId", "fabric.clusterUuid", "platform.chassis_serial_number",
-    "platform.slot_number", "platform.tray_index", "platform.host_id", "platform.peer_type",
-    "platform.module_id", "platform.gpu_fabric_guid",
+    "inforom.checksum_validation", "platform.chassis_serial_number", "platform.slot_number",
+    "platform.tray_index", "platform.host_id", "platform.peer_type", "platform.module_id",
+    "platform.gpu_fabric_guid",
 }
 
 # What gpumon reads once at open (or once a minute) beyond identity, with the capture's value.
@@ -156,6 +147,26 @@ STATIC_FIELDS = {
     "accounting.buffer_size": "4000", "inforom.img": "G520.0200.00.05", "inforom.oem": "2.1",
     "inforom.ecc": "7.16", "gsp.mode.current": "Enabled", "gsp.mode.default": "Enabled",
     "temperature.gpu.tlimit": "46",
+}
+
+# Modes, fabric, confidential-computing memory and SRAM error status (optional NVML calls of
+# drivers 550 and newer, none of them in the old-driver fake), with the capture's value.
+MODE_FIELDS = {
+    "display_attached": "Yes", "display_active": "Disabled", "addressing_mode": "None",
+    "gpu_recovery_action": "None", "edpp_multiplier": "100.00 %", "c2c.mode": "Disabled",
+    "protected_memory.total": "0 MiB", "protected_memory.used": "0 MiB",
+    "protected_memory.free": "0 MiB", "fabric.state": "Completed",
+    "fabric.status": "Success", "fabric.cliqueId": "0",
+    "fabric.clusterUuid": "00000000-0000-0000-0000-000000000000",
+    "ecc.errors.uncorrected.volatile.sram.parity": "0",
+    "ecc.errors.uncorrected.volatile.sram.secded": "0",
+    "ecc.errors.uncorrected.aggregate.sram.parity": "0",
+    "ecc.errors.uncorrected.aggregate.sram.secded": "0",
+    "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded": "No",
+    "ecc.errors.uncorrected.aggregate.sram.l2": "0", "ecc.errors.uncorrected.aggregate.sram.sm": "0",
+    "ecc.errors.uncorrected.aggregate.sram.mcu": "0",
+    "ecc.errors.uncorrected.aggregate.sram.pcie": "0",
+    "ecc.errors.uncorrected.aggregate.sram.other": "0",
 }
 
 
@@ -208,11 +219,14 @@ class AgainstCapture(unittest.TestCase):
                 self.assertEqual(g, "[N/A]", f)
         d = dict(zip(fields, got))
         self.assertEqual({f: d[f] for f in STATIC_FIELDS}, STATIC_FIELDS)
+        self.assertEqual({f: d[f] for f in MODE_FIELDS}, MODE_FIELDS)
+        self.assertEqual({f: w for f, w in zip(fields, want) if f in MODE_FIELDS}, MODE_FIELDS)
 
     def test_old_driver_lacks_the_static_fields(self):
         fields, got = self.row(FAKE_NVML_OLD)
         d = dict(zip(fields, got))
         self.assertEqual({f: d[f] for f in STATIC_FIELDS}, {f: "[N/A]" for f in STATIC_FIELDS})
+        self.assertEqual({f: d[f] for f in MODE_FIELDS}, {f: "[N/A]" for f in MODE_FIELDS})
         # The placeholders do not depend on the driver.
         for f, w in zip(fields, capture_row()):
             if is_placeholder(w):
@@ -222,6 +236,9 @@ class AgainstCapture(unittest.TestCase):
         p = smi(["-q"], scenario="h100-590.json")
         self.assertEqual(p.returncode, 0, p.stderr)
         for line in ["    Display Mode                                       : Requested functionality has been deprecated",
+                     "    Display Attached                                   : Yes",
+                     "    Display Active                                     : Disabled",
+                     "    Addressing Mode                                    : None",
                      "    Accounting Mode                                    : Disabled",
                      "    Accounting Mode Buffer Size                        : 4000",
                      "        Image Version                                  : G520.0200.00.05",
@@ -247,7 +264,28 @@ class AgainstCapture(unittest.TestCase):
         self.assertEqual(g["gsp_firmware_mode"], {"current": True, "default": True})
         self.assertEqual(g["temperature_tlimit_c"], 46)
         self.assertEqual((g["pcie"]["base_class"], g["pcie"]["sub_class"]), (3, 2))
+        self.assertEqual(g["display"], {"attached": True, "active": False})
+        self.assertEqual((g["addressing_mode"], g["c2c_mode"], g["edpp_multiplier_percent"]),
+                         ("None", False, 100))
+        self.assertEqual(g["protected_memory"], {"total_mib": 0, "used_mib": 0, "free_mib": 0})
+        self.assertEqual(g["fabric"], {"state": "Completed", "status": "Success", "clique_id": 0,
+                                       "cluster_uuid": "00000000-0000-0000-0000-000000000000"})
+        self.assertEqual(g["health"]["recovery_action"], 0)
+        self.assertEqual(g["health"]["ecc"]["sram"], {
+            "uncorrected_volatile_parity": 0, "uncorrected_volatile_secded": 0,
+            "uncorrected_aggregate_parity": 0, "uncorrected_aggregate_secded": 0,
+            "threshold_exceeded": False,
+            "uncorrected_aggregate_by_unit": {"l2": 0, "sm": 0, "mcu": 0, "pcie": 0, "other": 0}})
         g = gpu0(FAKE_NVML_OLD)
+        self.assertEqual(g["display"], {"attached": None, "active": None})
+        self.assertEqual((g["addressing_mode"], g["c2c_mode"], g["edpp_multiplier_percent"]),
+                         (None, None, None))
+        self.assertEqual(g["protected_memory"],
+                         {"total_mib": None, "used_mib": None, "free_mib": None})
+        self.assertEqual(g["fabric"], {"state": None, "status": None, "clique_id": None,
+                                       "cluster_uuid": None})
+        self.assertIsNone(g["health"]["recovery_action"])
+        self.assertIsNone(g["health"]["ecc"]["sram"])
         self.assertEqual(g["inforom"], {"image": None, "oem": None, "ecc": None, "pwr": None})
         self.assertEqual(g["accounting"], {"mode": None, "buffer_size": None})
         self.assertEqual(g["gsp_firmware_mode"], {"current": None, "default": None})

@@ -1201,6 +1201,154 @@ int nvmlDeviceGetMarginTemperature(nvmlDevice_t d, fake_margin_temp *t)
     return rc;
 }
 
+/* Modes, fabric registration, confidential-computing memory and SRAM error status (drivers 550
+ * and newer; nvmlDeviceGetAddressingMode 570). */
+typedef struct {
+    unsigned version, value;
+} fake_addressing_mode;
+
+typedef struct {
+    unsigned isC2cEnabled;
+} fake_c2c_mode;
+
+typedef struct {
+    unsigned version;
+    unsigned char clusterUuid[16];
+    int status;
+    unsigned cliqueId;
+    unsigned char state;
+    unsigned healthMask;
+    unsigned char healthSummary; /* v3 only */
+} fake_fabric_info;
+
+typedef struct {
+    unsigned long long total, free, used;
+} fake_memory;
+
+typedef struct {
+    unsigned version;
+    unsigned long long aggregateUncParity, aggregateUncSecDed, aggregateCor;
+    unsigned long long volatileUncParity, volatileUncSecDed, volatileCor;
+    unsigned long long aggregateUncBucketL2, aggregateUncBucketSm, aggregateUncBucketPcie,
+        aggregateUncBucketMcu, aggregateUncBucketOther;
+    unsigned bThresholdExceeded;
+} fake_sram_status;
+
+int nvmlDeviceGetDisplayMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "display_attached", "display", (unsigned *)mode);
+}
+
+int nvmlDeviceGetDisplayActive(nvmlDevice_t d, int *active)
+{
+    return u32_metric(__func__, d, "display_active", "display", (unsigned *)active);
+}
+
+int nvmlDeviceGetAddressingMode(nvmlDevice_t d, fake_addressing_mode *m)
+{
+    if (!m) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    if (m->version != (unsigned)(sizeof *m | 1u << 24)) {
+        count_call(__func__);
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    }
+    return u32_metric(__func__, d, "addressing_mode", "addressing_mode", &m->value);
+}
+
+int nvmlDeviceGetC2cModeInfoV(nvmlDevice_t d, fake_c2c_mode *m)
+{
+    if (!m) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    return u32_metric(__func__, d, "c2c_mode", "c2c_mode", &m->isC2cEnabled);
+}
+
+/* "fabric_state", "fabric_status", "fabric_clique_id" and "fabric_cluster_uuid" (36 characters);
+ * "fabric_struct_version": 2 makes the call refuse v3, as a driver that knows only v2. */
+int nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, fake_fabric_info *f)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !f)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    json_t *sv = json_object_get(d->j, "fabric_struct_version");
+    unsigned newest = json_is_integer(sv) ? (unsigned)json_integer_value(sv) : 3;
+    unsigned v2 = (unsigned)(offsetof(fake_fabric_info, healthSummary) | 2u << 24);
+    unsigned v3 = (unsigned)(sizeof *f | 3u << 24);
+    if (f->version != v2 && (f->version != v3 || newest < 3))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    unsigned long long state, status = 0, clique = 0;
+    int rc = metric(d, "fabric_state", "fabric", &state);
+    if (rc != RC_SUCCESS)
+        return rc;
+    num(d, "fabric_status", &status);
+    num(d, "fabric_clique_id", &clique);
+    memset(f->clusterUuid, 0, sizeof f->clusterUuid);
+    json_t *u = json_object_get(d->j, "fabric_cluster_uuid");
+    const char *text = json_is_string(u) ? json_string_value(u) : "";
+    for (size_t i = 0, k = 0; text[i] && k < 2 * sizeof f->clusterUuid; i++) {
+        unsigned nib;
+        if (text[i] == '-' || sscanf(text + i, "%1x", &nib) != 1)
+            continue;
+        f->clusterUuid[k / 2] |= (unsigned char)(k % 2 ? nib : nib << 4);
+        k++;
+    }
+    f->state = (unsigned char)state;
+    f->status = (int)status;
+    f->cliqueId = (unsigned)clique;
+    f->healthMask = 0;
+    if (f->version == v3)
+        f->healthSummary = 0;
+    return RC_SUCCESS;
+}
+
+/* "prot_mem_total", "prot_mem_used", "prot_mem_free" in bytes (all three needed). */
+int nvmlDeviceGetConfComputeProtectedMemoryUsage(nvmlDevice_t d, fake_memory *m)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !m)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = metric(d, "prot_mem_total", "protected_memory", &m->total);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "prot_mem_used", "protected_memory", &m->used);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "prot_mem_free", "protected_memory", &m->free);
+    return rc;
+}
+
+/* "sram": {"volatile_parity", "volatile_secded", "aggregate_parity", "aggregate_secded",
+ * "threshold_exceeded", "l2", "sm", "mcu", "pcie", "other"}; left out: NOT_SUPPORTED. */
+int nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t d, fake_sram_status *e)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !e)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (e->version != (unsigned)(sizeof *e | 1u << 24))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    int rc = call_status(d, "sram", "sram");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *o = json_object_get(d->j, "sram");
+    if (!json_is_object(o))
+        return RC_NOT_SUPPORTED;
+#define SRAM_KEY(k) ((unsigned long long)json_integer_value(json_object_get(o, k)))
+    e->volatileUncParity = SRAM_KEY("volatile_parity");
+    e->volatileUncSecDed = SRAM_KEY("volatile_secded");
+    e->aggregateUncParity = SRAM_KEY("aggregate_parity");
+    e->aggregateUncSecDed = SRAM_KEY("aggregate_secded");
+    e->bThresholdExceeded = (unsigned)SRAM_KEY("threshold_exceeded");
+    e->aggregateUncBucketL2 = SRAM_KEY("l2");
+    e->aggregateUncBucketSm = SRAM_KEY("sm");
+    e->aggregateUncBucketMcu = SRAM_KEY("mcu");
+    e->aggregateUncBucketPcie = SRAM_KEY("pcie");
+    e->aggregateUncBucketOther = SRAM_KEY("other");
+#undef SRAM_KEY
+    e->volatileCor = e->aggregateCor = 0;
+    return RC_SUCCESS;
+}
+
 /* ECC counters live in the GPU's "ecc" object under "<corrected|uncorrected>.<volatile|
  * aggregate>.<location|total>"; the object's absence means ECC is not supported. */
 static int ecc_counter(const char *fn, nvmlDevice_t d, int type, int counter, const char *where,
@@ -1347,6 +1495,8 @@ static const struct {
     {45, "nvlink_crc_data"},
     {52, "nvlink_replay"},
     {59, "nvlink_recovery"},
+    {230, "recovery_action"},
+    {274, "edpp_multiplier"},
 };
 
 int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
@@ -1370,7 +1520,8 @@ int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
             continue;
         /* Temperature and power come as unsigned int, counters as unsigned long long, as the
          * driver gives them. */
-        if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186) {
+        if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186 || f->fieldId == 230 ||
+            f->fieldId == 274) {
             f->valueType = 1;
             f->value.ui = (unsigned)v;
         } else {

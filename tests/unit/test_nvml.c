@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpumon.h"
 #include "collect/provider.h"
@@ -799,6 +800,112 @@ static void test_static_identity_fields(void **state)
     close_st(st);
 }
 
+static const gm_metric mode_metrics[] = {
+    GM_M_DISPLAY_ATTACHED,        GM_M_DISPLAY_ACTIVE,
+    GM_M_ADDRESSING_MODE,         GM_M_C2C_MODE,
+    GM_M_RECOVERY_ACTION,         GM_M_EDPP_MULTIPLIER_PCT,
+    GM_M_PROT_MEM_TOTAL_BYTES,    GM_M_PROT_MEM_USED_BYTES,
+    GM_M_PROT_MEM_FREE_BYTES,     GM_M_FABRIC_STATE,
+    GM_M_FABRIC_STATUS,           GM_M_FABRIC_CLIQUE_ID,
+    GM_M_SRAM_UNCORR_VOL_PARITY,  GM_M_SRAM_UNCORR_VOL_SECDED,
+    GM_M_SRAM_UNCORR_AGG_PARITY,  GM_M_SRAM_UNCORR_AGG_SECDED,
+    GM_M_SRAM_THRESHOLD_EXCEEDED, GM_M_SRAM_UNCORR_AGG_L2,
+    GM_M_SRAM_UNCORR_AGG_SM,      GM_M_SRAM_UNCORR_AGG_MCU,
+    GM_M_SRAM_UNCORR_AGG_PCIE,    GM_M_SRAM_UNCORR_AGG_OTHER,
+};
+
+/* Display, addressing and C2C modes once a minute; fabric, protected memory and SRAM status at the
+ * slow period; the recovery action and EDPp multiplier through field values. The old driver has
+ * none of them. */
+static void test_modes_fabric_sram(void **state)
+{
+    void *st = open_ok(&fake_current, "h100-590.json");
+    sample_ok(st, false);
+    static const char *const once[] = {
+        "nvmlDeviceGetDisplayMode",        "nvmlDeviceGetDisplayActive",
+        "nvmlDeviceGetAddressingMode",     "nvmlDeviceGetC2cModeInfoV",
+        "nvmlDeviceGetGpuFabricInfoV",     "nvmlDeviceGetConfComputeProtectedMemoryUsage",
+        "nvmlDeviceGetSramEccErrorStatus",
+    };
+    unsigned long first[sizeof once / sizeof *once];
+    for (size_t i = 0; i < sizeof once / sizeof *once; i++)
+        first[i] = fake_current.calls(once[i]);
+    sample_ok(st, false);
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_DISPLAY_ATTACHED, 1);
+    check_metric(g, GM_M_DISPLAY_ACTIVE, 0);
+    check_metric(g, GM_M_ADDRESSING_MODE, 0);
+    check_metric(g, GM_M_C2C_MODE, 0);
+    check_metric(g, GM_M_RECOVERY_ACTION, 0);
+    check_metric(g, GM_M_EDPP_MULTIPLIER_PCT, 100);
+    check_metric(g, GM_M_PROT_MEM_TOTAL_BYTES, 0);
+    check_metric(g, GM_M_FABRIC_STATE, 3);
+    check_metric(g, GM_M_FABRIC_STATUS, 0);
+    check_metric(g, GM_M_FABRIC_CLIQUE_ID, 0);
+    check_metric(g, GM_M_SRAM_THRESHOLD_EXCEEDED, 0);
+    check_metric(g, GM_M_SRAM_UNCORR_AGG_OTHER, 0);
+    assert_string_equal(g->fabric_cluster_uuid, "00000000-0000-0000-0000-000000000000");
+    assert_string_equal(g->fabric_status, "Success");
+    /* Not read again within the minute / slow period, yet still reported. */
+    for (size_t i = 0; i < sizeof once / sizeof *once; i++)
+        if (fake_current.calls(once[i]) != first[i] || first[i] == 0)
+            fail_msg("%s: %lu calls after the first sample, %lu after three", once[i], first[i],
+                     fake_current.calls(once[i]));
+    close_st(st);
+
+    st = open_ok(&fake_old, "h100-590.json");
+    sample_ok(st, false);
+    g = &snap->gpus[0];
+    check_metric(g, GM_M_TEMP_C, 41);
+    for (size_t i = 0; i < sizeof mode_metrics / sizeof *mode_metrics; i++)
+        check_absent(g, mode_metrics[i]);
+    assert_string_equal(g->fabric_cluster_uuid, "");
+    assert_string_equal(g->fabric_status, "");
+    close_st(st);
+}
+
+/* A driver that knows only the v2 fabric struct gets v2; a registration still in progress
+ * reports its state without status, clique or cluster; calls a GPU lacks leave their metrics
+ * absent. */
+static void test_fabric_v2_in_progress(void **state)
+{
+    char path[] = "/tmp/gm-test-nvml-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char scenario[] =
+        "{\"gpus\": [{\"name\": \"NVIDIA H100\", \"temp\": 40, \"fabric_struct_version\": 2,"
+        " \"fabric_state\": 2, \"fabric_status\": 0, \"fabric_clique_id\": 7,"
+        " \"fabric_cluster_uuid\": \"0123abcd-0000-0000-0000-00000000ffee\","
+        " \"recovery_action\": 4, \"addressing_mode\": 2}]}";
+    assert_int_equal(write(fd, scenario, sizeof scenario - 1), (ssize_t)(sizeof scenario - 1));
+    close(fd);
+    setenv("GM_FAKE_NVML_SCENARIO", path, 1);
+    gm_collector_options opt = {.nvml_lib = fake_current.path};
+    void *st = NULL;
+    gm_error err = {0};
+    int rc = gm_provider_nvml.open(&opt, &st, &err);
+    unlink(path);
+    if (rc != GM_OK)
+        fail_msg("open: %s", err.msg);
+    track(st);
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_FABRIC_STATE, 2);
+    check_absent(g, GM_M_FABRIC_STATUS);
+    check_absent(g, GM_M_FABRIC_CLIQUE_ID);
+    assert_string_equal(g->fabric_cluster_uuid, "");
+    assert_string_equal(g->fabric_status, "");
+    check_metric(g, GM_M_RECOVERY_ACTION, 4);
+    check_metric(g, GM_M_ADDRESSING_MODE, 2);
+    static const gm_metric absent[] = {GM_M_DISPLAY_ATTACHED, GM_M_C2C_MODE,
+                                       GM_M_EDPP_MULTIPLIER_PCT, GM_M_PROT_MEM_TOTAL_BYTES,
+                                       GM_M_SRAM_UNCORR_VOL_PARITY};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
+        check_absent(g, absent[i]);
+    close_st(st);
+}
+
 /* XID errors arrive on the watcher thread; a GPU that cannot be registered has none. */
 static void test_xid_events(void **state)
 {
@@ -907,6 +1014,8 @@ int main(void)
         cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
         cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
         cmocka_unit_test_teardown(test_static_identity_fields, test_teardown),
+        cmocka_unit_test_teardown(test_modes_fabric_sram, test_teardown),
+        cmocka_unit_test_teardown(test_fabric_v2_in_progress, test_teardown),
         cmocka_unit_test_teardown(test_xid_events, test_teardown),
         cmocka_unit_test_teardown(test_mig_parent, test_teardown),
     };

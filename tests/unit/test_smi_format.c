@@ -431,6 +431,20 @@ static void test_format_rounding(void **state)
         {GM_M_MEM_USED_BYTES, 1e30, GM_SMI_F_MEM_USED, "17592186044416 MiB"},
         {GM_M_MEM_USED_BYTES, -5, GM_SMI_F_MEM_USED, "0 MiB"},
         {GM_M_UTIL_GPU_PCT, 1e30, GM_SMI_F_UTIL_GPU, "9223372036854775807 %"},
+        /* Enum words; values without one stay at the placeholder. */
+        {GM_M_ADDRESSING_MODE, 0, GM_SMI_F_ADDRESSING_MODE, "None"},
+        {GM_M_ADDRESSING_MODE, 2, GM_SMI_F_ADDRESSING_MODE, "ATS"},
+        {GM_M_ADDRESSING_MODE, 3, GM_SMI_F_ADDRESSING_MODE, "[N/A]"},
+        {GM_M_RECOVERY_ACTION, 0, GM_SMI_F_GPU_RECOVERY_ACTION, "None"},
+        {GM_M_RECOVERY_ACTION, 4, GM_SMI_F_GPU_RECOVERY_ACTION, "Drain and Reset"},
+        {GM_M_FABRIC_STATE, 0, GM_SMI_F_FABRIC_STATE, "[N/A]"},
+        {GM_M_FABRIC_STATE, 2, GM_SMI_F_FABRIC_STATE, "In Progress"},
+        {GM_M_FABRIC_STATE, 3, GM_SMI_F_FABRIC_STATE, "Completed"},
+        {GM_M_EDPP_MULTIPLIER_PCT, 100, GM_SMI_F_EDPP_MULTIPLIER, "100.00 %"},
+        {GM_M_DISPLAY_ATTACHED, 1, GM_SMI_F_DISPLAY_ATTACHED, "Yes"},
+        {GM_M_C2C_MODE, 0, GM_SMI_F_C2C_MODE, "Disabled"},
+        {GM_M_SRAM_THRESHOLD_EXCEEDED, 1,
+         GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_THRESHOLDEXCEEDED, "Yes"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         memset(g, 0, sizeof *g);
@@ -439,6 +453,27 @@ static void test_format_rounding(void **state)
         assert_string_equal(buf, cases[i].want);
         assert_int_equal(len, (int)strlen(cases[i].want));
     }
+    /* The fabric strings, and the words parsed back (the nvidia-smi provider's direction). */
+    memset(g, 0, sizeof *g);
+    gm_smi_format_value(s, g, GM_SMI_F_FABRIC_STATUS, 0, buf, sizeof buf);
+    assert_string_equal(buf, "[N/A]");
+    snprintf(g->fabric_status, sizeof g->fabric_status, "Success");
+    gm_smi_format_value(s, g, GM_SMI_F_FABRIC_STATUS, 0, buf, sizeof buf);
+    assert_string_equal(buf, "Success");
+    int ids[3];
+    size_t n = fields("fabric.state,gpu_recovery_action,edpp_multiplier", ids);
+    char warn[256];
+    gm_snapshot *p = gm_snapshot_new();
+    assert_int_equal(
+        gm_smi_parse_gpu_csv("In Progress, Reboot, 87.50 %\n", ids, n, p, warn, sizeof warn, NULL),
+        GM_OK);
+    assert_string_equal(warn, "");
+    assert_true(p->gpus[0].v[GM_M_FABRIC_STATE] == 2);
+    assert_true(p->gpus[0].v[GM_M_RECOVERY_ACTION] == 2);
+    assert_true(p->gpus[0].v[GM_M_EDPP_MULTIPLIER_PCT] == 87.5);
+    gm_snapshot_free(p);
+    gm_smi_format_value(s, g, GM_SMI_F_EDPP_MULTIPLIER, GM_SMI_NOUNITS, buf, sizeof buf);
+    assert_string_equal(buf, "[N/A]");
     /* Never a number for something not read. */
     memset(g, 0, sizeof *g);
     gm_gpu_set(g, GM_M_POWER_MW, NAN);
