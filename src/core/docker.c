@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "base/curl.h"
 #include "base/json.h"
+#include "base/parse.h"
 
 /* Most bytes of an answer that is read whole (an inspect is a few KiB, a list of a thousand
  * containers about a MiB). */
@@ -92,18 +93,7 @@ bool gm_docker_ref_ok(const char *ref)
 
 /* ---- frames of a log stream --------------------------------------------------------------- */
 
-/* The engine frames a container's output (without a TTY) as 8-byte headers {stream, 0, 0, 0,
- * big-endian length} each followed by that many bytes. A header that does not look like one
- * (a container with a TTY) makes the rest raw output. */
-typedef struct demux {
-    unsigned char hdr[8];
-    size_t hlen;
-    uint32_t left;
-    int stream;
-    bool raw, decided;
-} demux;
-
-static void demux_feed(demux *m, const char *p, size_t n, const gm_docker_stream *s)
+void gm_docker_demux_feed(gm_docker_demux *m, const char *p, size_t n, const gm_docker_stream *s)
 {
     while (n > 0) {
         if (m->raw) {
@@ -152,8 +142,8 @@ typedef struct request {
     gm_buf body; /* ANSWER_WHOLE, and any answer that is not 200 (an error's body) */
     long status; /* known once the first byte arrives */
     CURL *curl;
-    demux dm;    /* ANSWER_LOGS */
-    gm_buf line; /* ANSWER_PULL: the progress line being read */
+    gm_docker_demux dm; /* ANSWER_LOGS */
+    gm_buf line;        /* ANSWER_PULL: the progress line being read */
     char pull_error[512];
     bool cancelled;
     double last_tick;
@@ -172,7 +162,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
         return r->body.failed ? 0 : n;
     }
     if (r->kind == ANSWER_LOGS) {
-        demux_feed(&r->dm, p, n, r->s);
+        gm_docker_demux_feed(&r->dm, p, n, r->s);
         return n;
     }
     /* A pull: one JSON object per line. */
@@ -627,6 +617,54 @@ int gm_docker_remove(gm_docker *d, const char *ref, gm_error *err)
     return container_call(d, "DELETE", ref, "?force=1&v=1", "remove", GM_EBUSY, err);
 }
 
+void gm_docker_state_parse(const json_t *j, gm_docker_state *out)
+{
+    memset(out, 0, sizeof *out);
+    copy_str(out->id, sizeof out->id, json_object_get(j, "Id"));
+    const char *name = json_string_value(json_object_get(j, "Name"));
+    snprintf(out->name, sizeof out->name, "%s", name ? name + (name[0] == '/') : "");
+    copy_str(out->image, sizeof out->image, json_object_get(json_object_get(j, "Config"), "Image"));
+    copy_str(out->image_id, sizeof out->image_id, json_object_get(j, "Image"));
+    const json_t *st = json_object_get(j, "State");
+    copy_str(out->status, sizeof out->status, json_object_get(st, "Status"));
+    out->running = json_is_true(json_object_get(st, "Running"));
+    out->oom_killed = json_is_true(json_object_get(st, "OOMKilled"));
+    out->exit_code = (int)json_integer_value(json_object_get(st, "ExitCode"));
+    out->pid = (pid_t)json_integer_value(json_object_get(st, "Pid"));
+    copy_str(out->error, sizeof out->error, json_object_get(st, "Error"));
+    copy_str(out->started_at, sizeof out->started_at, json_object_get(st, "StartedAt"));
+    copy_str(out->finished_at, sizeof out->finished_at, json_object_get(st, "FinishedAt"));
+    copy_str(out->health, sizeof out->health,
+             json_object_get(json_object_get(st, "Health"), "Status"));
+    const char *key;
+    json_t *binds;
+    json_object_foreach(json_object_get(json_object_get(j, "NetworkSettings"), "Ports"), key, binds)
+    {
+        /* "8000/tcp": a port number, then the protocol. */
+        char *end;
+        unsigned long cport = strtoul(key, &end, 10);
+        if (end == key || strcmp(end, "/tcp") != 0 || cport == 0 || cport > 65535 ||
+            !json_is_array(binds))
+            continue;
+        size_t i;
+        json_t *b;
+        json_array_foreach(binds, i, b)
+        {
+            if (out->nports == GM_DOCKER_PORTS_MAX)
+                break;
+            out->ports[out->nports].container_port = (unsigned)cport;
+            copy_str(out->ports[out->nports].host_ip, sizeof out->ports[0].host_ip,
+                     json_object_get(b, "HostIp"));
+            const char *hp = json_string_value(json_object_get(b, "HostPort"));
+            unsigned long long port = 0;
+            if (!hp || gm_parse_uint(hp, 1, 65535, &port) < 0)
+                port = 0; /* "" before the engine chose one, or nonsense: none */
+            out->ports[out->nports].host_port = (unsigned)port;
+            out->nports++;
+        }
+    }
+}
+
 int gm_docker_inspect(gm_docker *d, const char *ref, gm_docker_state *out, gm_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -643,47 +681,8 @@ int gm_docker_inspect(gm_docker *d, const char *ref, gm_docker_state *out, gm_er
         rc = answer_error(d, &r, r.status == 404 ? GM_ENOENT : GM_EIO, what, err);
     if (rc == GM_OK)
         rc = answer_json(d, &r, what, &j, err);
-    if (rc == GM_OK) {
-        copy_str(out->id, sizeof out->id, json_object_get(j, "Id"));
-        const char *name = json_string_value(json_object_get(j, "Name"));
-        snprintf(out->name, sizeof out->name, "%s", name ? name + (name[0] == '/') : "");
-        copy_str(out->image, sizeof out->image,
-                 json_object_get(json_object_get(j, "Config"), "Image"));
-        copy_str(out->image_id, sizeof out->image_id, json_object_get(j, "Image"));
-        const json_t *st = json_object_get(j, "State");
-        copy_str(out->status, sizeof out->status, json_object_get(st, "Status"));
-        out->running = json_is_true(json_object_get(st, "Running"));
-        out->oom_killed = json_is_true(json_object_get(st, "OOMKilled"));
-        out->exit_code = (int)json_integer_value(json_object_get(st, "ExitCode"));
-        out->pid = (pid_t)json_integer_value(json_object_get(st, "Pid"));
-        copy_str(out->error, sizeof out->error, json_object_get(st, "Error"));
-        copy_str(out->started_at, sizeof out->started_at, json_object_get(st, "StartedAt"));
-        copy_str(out->finished_at, sizeof out->finished_at, json_object_get(st, "FinishedAt"));
-        copy_str(out->health, sizeof out->health,
-                 json_object_get(json_object_get(st, "Health"), "Status"));
-        const char *key;
-        json_t *binds;
-        json_object_foreach(json_object_get(json_object_get(j, "NetworkSettings"), "Ports"), key,
-                            binds)
-        {
-            unsigned cport = (unsigned)strtoul(key, NULL, 10);
-            if (!strstr(key, "/tcp") || !json_is_array(binds))
-                continue;
-            size_t i;
-            json_t *b;
-            json_array_foreach(binds, i, b)
-            {
-                if (out->nports == GM_DOCKER_PORTS_MAX)
-                    break;
-                out->ports[out->nports].container_port = cport;
-                copy_str(out->ports[out->nports].host_ip, sizeof out->ports[0].host_ip,
-                         json_object_get(b, "HostIp"));
-                const char *hp = json_string_value(json_object_get(b, "HostPort"));
-                out->ports[out->nports].host_port = hp ? (unsigned)strtoul(hp, NULL, 10) : 0;
-                out->nports++;
-            }
-        }
-    }
+    if (rc == GM_OK)
+        gm_docker_state_parse(j, out);
     json_decref(j);
     request_free(&r);
     return rc;

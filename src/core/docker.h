@@ -66,6 +66,20 @@ typedef struct gm_docker_stream {
  * with that error. */
 int gm_docker_pull(gm_docker *d, const char *image, const gm_docker_stream *s, gm_error *err);
 
+/* The engine frames a container's output (without a TTY) as 8-byte headers {stream, 0, 0, 0,
+ * big-endian length}, each followed by that many bytes. A first header that does not look like
+ * one (a container with a TTY) makes everything raw output (stream 1). Zero-initialise, then
+ * feed the answer in pieces of any size: s->data gets the output without the headers. */
+typedef struct gm_docker_demux {
+    unsigned char hdr[8];
+    size_t hlen;
+    uint32_t left;
+    int stream;
+    bool raw, decided;
+} gm_docker_demux;
+
+void gm_docker_demux_feed(gm_docker_demux *m, const char *p, size_t n, const gm_docker_stream *s);
+
 /* What to create. Arrays are n entries long; NULL with 0 entries is fine. */
 typedef struct gm_docker_spec {
     const char *name;       /* the container's name (NULL: the engine picks one) */
@@ -125,6 +139,10 @@ typedef struct gm_docker_state {
 
 /* Inspects container ref into *out. GM_ENOENT when there is none. */
 int gm_docker_inspect(gm_docker *d, const char *ref, gm_docker_state *out, gm_error *err);
+
+/* The fields of an inspect answer j (any JSON: what is missing or of another type stays "" or
+ * 0) into *out, cleared first. What gm_docker_inspect does with the engine's answer. */
+void gm_docker_state_parse(const json_t *j, gm_docker_state *out);
 
 /* The host port publishing tcp port container_port of st, 0 when none; ip (may be NULL, at
  * least 64 bytes) gets its address. */
