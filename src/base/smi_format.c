@@ -219,7 +219,7 @@ static int format_timestamp(int64_t ms, char *buf, size_t cap)
  * Checked against nvidia-smi 590's H100 capture: "None" (addressing mode, recovery action) and
  * "Completed"; the other words are NVML's names of the values (nvml.h, and NVIDIA's "Error
  * Recovery and Response Flags" for the recovery actions), not seen in a capture yet. */
-static const char *enum_word(gm_smi_kind kind, long long v)
+const char *gm_smi_enum_word(gm_smi_kind kind, long long v)
 {
     static const char *const addressing[] = {"None", "HMM", "ATS"};
     static const char *const recovery[] = {"None",      "Reset",           "Reboot",
@@ -369,7 +369,7 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_ADDRESSING:
     case GM_SMI_K_RECOVERY:
     case GM_SMI_K_FABRIC_STATE: {
-        const char *word = enum_word(f->kind, to_i64(v));
+        const char *word = gm_smi_enum_word(f->kind, to_i64(v));
         return put(buf, cap, "%s", word ? word : "[N/A]");
     }
     default:
@@ -650,7 +650,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_RECOVERY:
     case GM_SMI_K_FABRIC_STATE:
         for (long long k = 0; k < 8; k++) {
-            const char *word = enum_word(f->kind, k);
+            const char *word = gm_smi_enum_word(f->kind, k);
             if (word && strcmp(word, text) == 0) {
                 gm_gpu_set(g, m, (double)k);
                 return 0;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/smi_format.h"
+
 gm_snapshot *gm_snapshot_new(void)
 {
     gm_snapshot *s = calloc(1, sizeof *s);
@@ -93,6 +95,16 @@ bool gm_gpu_degraded(const gm_gpu *g, int64_t now_ms, char *why, size_t cap)
                    g->v[GM_M_ECC_UNCORR_VOL]);
     if (gm_gpu_has(g, GM_M_REMAP_FAILURE) && g->v[GM_M_REMAP_FAILURE] != 0)
         GM__REASON("a memory row remapping failed");
+    /* The driver's own verdict: something (a reset, a reboot, draining) must be done first. */
+    if (gm_gpu_has(g, GM_M_RECOVERY_ACTION) && g->v[GM_M_RECOVERY_ACTION] != 0) {
+        const char *w = gm_smi_enum_word(GM_SMI_K_RECOVERY, (long long)g->v[GM_M_RECOVERY_ACTION]);
+        if (w)
+            GM__REASON("the driver asks for a recovery action: %s", w);
+        else
+            GM__REASON("the driver asks for recovery action %.0f", g->v[GM_M_RECOVERY_ACTION]);
+    }
+    if (gm_gpu_has(g, GM_M_SRAM_THRESHOLD_EXCEEDED) && g->v[GM_M_SRAM_THRESHOLD_EXCEEDED] != 0)
+        GM__REASON("uncorrectable SRAM errors over the driver's threshold");
 #undef GM__REASON
     return bad;
 }

@@ -298,6 +298,27 @@ static void test_degraded_ecc_and_remap(void **state)
                              "a memory row remapping failed");
 }
 
+static void test_degraded_recovery_and_sram(void **state)
+{
+    (void)state;
+    gm_gpu g;
+    memset(&g, 0, sizeof g);
+    char why[128];
+    gm_gpu_set(&g, GM_M_RECOVERY_ACTION, 0); /* "None" */
+    gm_gpu_set(&g, GM_M_SRAM_THRESHOLD_EXCEEDED, 0);
+    assert_false(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    gm_gpu_set(&g, GM_M_RECOVERY_ACTION, 1);
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "the driver asks for a recovery action: Reset");
+    gm_gpu_set(&g, GM_M_RECOVERY_ACTION, 99); /* a value of a newer driver: its number */
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "the driver asks for recovery action 99");
+    gm_gpu_set(&g, GM_M_RECOVERY_ACTION, 0);
+    gm_gpu_set(&g, GM_M_SRAM_THRESHOLD_EXCEEDED, 1);
+    assert_true(gm_gpu_degraded(&g, NOW_MS, why, sizeof why));
+    assert_string_equal(why, "uncorrectable SRAM errors over the driver's threshold");
+}
+
 static void test_degraded_lost_and_truncation(void **state)
 {
     (void)state;
@@ -332,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_gpu_by_driver_index),
         cmocka_unit_test(test_degraded_xid_age),
         cmocka_unit_test(test_degraded_ecc_and_remap),
+        cmocka_unit_test(test_degraded_recovery_and_sram),
         cmocka_unit_test(test_degraded_lost_and_truncation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
