@@ -143,7 +143,11 @@ class Top(TmuxScreen, unittest.TestCase):
         self.assertRegex(rows[0], r"\d+MiB +gm-top-victim")  # host memory from /proc
         # Sorting by PID puts pid 1 first; by CPU marks that column.
         self.keys("p")
-        text = self.wait_screen(lambda t: "PID*" in t)
+        # The terminal is rewritten top to bottom: the rows may trail the header by a capture.
+        def pid_first(t):
+            rows = self.process_rows(t)
+            return "PID*" in t and rows and int(rows[0].split()[0]) == 1
+        text = self.wait_screen(pid_first)
         self.assertEqual(int(self.process_rows(text)[0].split()[0]), 1)
         self.keys("c")
         self.wait_screen(lambda t: "CPU%*" in t and "sort (CPU)" in t)
