@@ -15,6 +15,7 @@ import unittest
 from daemon import Daemon
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+CHROMIUM = shutil.which("chromium")
 ROOT = os.environ.get("GM_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 
 
@@ -76,6 +77,65 @@ http {
 
     def get(self, path, **kw):
         return self.d.request(path, base=self.base, **kw)
+
+    def test_a_browser_renders_the_dashboard_under_the_sub_path(self):
+        # Debian's Chromium, headless, driven over its DevTools protocol (python3-websockets):
+        # the page at /gpumon/ loads its scripts and styles, asks the API and opens the stream
+        # through nginx by relative URLs, and fills a card per GPU.
+        if not CHROMIUM:
+            self.skipTest("chromium is not installed (scripts/install-deps.sh test)")
+        import urllib.request
+
+        import websockets
+
+        prof = os.path.join(self.tmp, "chromium")
+        chrome = subprocess.Popen([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                                   "--no-first-run", "--remote-debugging-port=0",
+                                   "--user-data-dir=" + prof, "about:blank"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            devtools = None
+            deadline = time.time() + 30
+            while time.time() < deadline and devtools is None:
+                line = chrome.stderr.readline()
+                m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line or "")
+                if m:
+                    devtools = int(m.group(1))
+            self.assertIsNotNone(devtools, "Chromium did not start its DevTools endpoint")
+            with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % devtools) as r:
+                page = next(t for t in json.load(r) if t["type"] == "page")
+
+            async def drive():
+                async with websockets.connect(page["webSocketDebuggerUrl"], max_size=None) as ws:
+                    n = 0
+
+                    async def call(method, **params):
+                        nonlocal n
+                        n += 1
+                        await ws.send(json.dumps({"id": n, "method": method, "params": params}))
+                        while True:
+                            msg = json.loads(await ws.recv())
+                            if msg.get("id") == n:
+                                return msg.get("result", {})
+
+                    await call("Page.navigate", url=self.base + "/gpumon/")
+                    probe = ("JSON.stringify([document.querySelectorAll('[data-gpu-index]').length,"
+                             " document.body ? document.body.innerText : ''])")
+                    end = time.time() + 20
+                    while True:
+                        r = await call("Runtime.evaluate", expression=probe, returnByValue=True)
+                        cards, text = json.loads(r["result"]["value"])
+                        if cards >= 2 or time.time() > end:
+                            return cards, text
+                        await asyncio.sleep(0.2)
+
+            cards, text = asyncio.run(drive())
+        finally:
+            chrome.terminate()
+            chrome.wait(timeout=10)
+            chrome.stderr.close()
+        self.assertGreaterEqual(cards, 2, text[:500])
+        self.assertIn("H100", text)  # a simulated GPU's name, from the stream through nginx
 
     def test_dashboard_and_assets_under_the_sub_path(self):
         status, hdrs, body = self.get("/gpumon")
