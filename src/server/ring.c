@@ -43,8 +43,9 @@ static const char *const host_units[GM_H__COUNT] = {
 
 /* Which GPU metrics have rings: every metric up to persistence_mode (the dashboard reads
  * memory.total for memory %, and a float per slot is cheap), and of the health metrics after it
- * (counters, modes, identifiers that a person reads from the latest sample) only those whose
- * table row says numeric_series. column[m] is m's position among the kept ones, -1 if none. */
+ * (modes, identifiers, counters that rarely move: a person reads those from the latest sample)
+ * only those whose table row says numeric_series. column[m] is m's position among the kept
+ * ones, -1 if none. */
 static int column[GM_M__COUNT];
 static size_t kept;
 static pthread_once_t columns_once = PTHREAD_ONCE_INIT;

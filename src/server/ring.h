@@ -4,16 +4,18 @@
  * What is kept: for each GPU index 0..gpu_count-1, one float ring per gm_metric id up to
  * persistence_mode (not only those with numeric_series: the dashboard needs memory.total for
  * memory %, and a float per slot is cheap) and per health metric with numeric_series (memory
- * temperature, average power, the GPM ratios; counters and modes are read from the latest
- * sample), one float ring per gm_host_metric id, and one int64 ring of sample times
- * (snapshot time_ms, wall clock ms) shared by all. Raw values are stored (the unit in the enum
- * name); an absent value (valid bit clear, lost GPU, GPU missing from the snapshot, host not read)
- * is stored as NaN and always comes back as absent, never as 0. Floats keep about 7 significant
- * digits, which is ample for telemetry (80 GB of memory is exact to ~5 KB).
+ * temperature, average power, the GPM ratios, and the counters that move: XID count, volatile
+ * ECC totals, PCIe replays, power and thermal violation time; modes, configuration and counters
+ * that rarely move are read from the latest sample), one float ring per gm_host_metric id, and one
+ * int64 ring of sample times (snapshot time_ms, wall clock ms) shared by all. Raw values are stored
+ * (the unit in the enum name); an absent value (valid bit clear, lost GPU, GPU missing from the
+ * snapshot, host not read) is stored as NaN and always comes back as absent, never as 0. Floats
+ * keep about 7 significant digits, which is ample for telemetry (80 GB of memory is exact to
+ * ~5 KB).
  *
  * Memory is allocated once by gm_ring_new and never grows: slots * (8 + 4 * (gpu_count *
- * gm_ring_gpu_columns() + GM_H__COUNT)) bytes plus a small header (8 GPUs x 3600 slots is about 3.4
- * MiB).
+ * gm_ring_gpu_columns() + GM_H__COUNT)) bytes plus a small header (8 GPUs x 3600 slots is 4.8 MB;
+ * each kept GPU metric costs 14.4 KB per GPU per hour at 1 s).
  *
  * Times: the ring is kept sorted by time. A snapshot older than the newest one held (the wall
  * clock stepped back) first evicts the held samples that are now in its future, so queries by

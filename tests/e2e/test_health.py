@@ -126,6 +126,38 @@ class Health(unittest.TestCase):
         self.assertEqual(g1["compute_mode"], "Exclusive_Process")
         self.assertEqual(g1["mig_mode"], {"current": True, "pending": False})
 
+    def test_history_of_counters(self):
+        """The counters that move have rings: /api/history serves them, absent ones as null."""
+        names = ["xid.count", "ecc.errors.corrected.volatile.total",
+                 "ecc.errors.uncorrected.volatile.total", "pcie.replay_counter",
+                 "clocks_event_reasons_counters.sw_power_cap", "violation.thermal"]
+        h = self.d.get_json("/api/history?gpu=0,1&seconds=60&metric=" + ",".join(names))
+        got = {(s["gpu"], s["metric"]): s for s in h["series"]}
+        self.assertEqual(len(got), 12)
+        last = {"xid.count": 2, "ecc.errors.corrected.volatile.total": 12,
+                "ecc.errors.uncorrected.volatile.total": 2, "pcie.replay_counter": 9,
+                "clocks_event_reasons_counters.sw_power_cap": 1500000, "violation.thermal": 250}
+        for name, value in last.items():
+            with self.subTest(gpu=0, metric=name):
+                pts = got[(0, name)]["points"]
+                self.assertGreaterEqual(len(pts), 4)
+                self.assertEqual(pts[-1][1], value)
+        self.assertEqual(got[(0, "violation.thermal")]["unit"], "us")
+        # XID count rose while the daemon sampled (events at the GPU's reads 2 and 3): the ring
+        # holds the step, not only the latest value, and never goes down.
+        xid = [v for _, v in got[(0, "xid.count")]["points"] if v is not None]
+        self.assertLess(xid[0], 2)
+        self.assertEqual(xid, sorted(xid))
+        # GPU 1 has ECC off, no XID watch, no replay or violation counters: null points, never 0.
+        for name in names:
+            with self.subTest(gpu=1, metric=name):
+                pts = got[(1, name)]["points"]
+                self.assertTrue(pts)
+                self.assertEqual({v for _, v in pts}, {None})
+        # Counters that rarely move are still read from the latest sample only.
+        e = self.d.get_json("/api/history?metric=remapped_rows.pending", expect=400)
+        self.assertIn("remapped_rows.pending", e["error"])
+
     def test_api_health_degraded(self):
         h = self.d.get_json("/api/health")
         self.assertEqual(h["status"], "degraded")

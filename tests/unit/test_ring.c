@@ -230,10 +230,40 @@ static void test_values_in_display_units(void **state)
     assert_false(out.points[0].present);
     assert_true(out.points[1].value == 51.0);
     gm_series_free(&out);
-    /* ...counters and states are read from the latest sample, not kept. */
+    /* ...and so do the error and violation counters worth seeing over time (an absent counter
+     * stays absent, never 0)... */
+    static const gm_metric counters[] = {GM_M_XID_COUNT,      GM_M_ECC_CORR_VOL,
+                                         GM_M_ECC_UNCORR_VOL, GM_M_PCIE_REPLAY,
+                                         GM_M_VIOL_POWER_NS,  GM_M_VIOL_THERMAL_NS};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        assert_true(gm_ring_keeps(counters[i]));
+    gm_gpu_set(&s->gpus[0], GM_M_ECC_UNCORR_VOL, 2);
+    gm_gpu_set(&s->gpus[0], GM_M_VIOL_POWER_NS, 1500000000.0);
+    s->time_ms += 1000;
+    gm_ring_append(h, s);
+    q.metric = GM_M_ECC_UNCORR_VOL;
+    out = run_query(h, &q);
+    assert_int_equal(out.count, 3);
+    assert_false(out.points[0].present);
+    assert_false(out.points[1].present);
+    assert_true(out.points[2].present && out.points[2].value == 2.0);
+    gm_series_free(&out);
+    q.metric = GM_M_VIOL_POWER_NS;
+    out = run_query(h, &q);
+    assert_string_equal(out.unit, "us");
+    assert_float_equal(out.points[2].value, 1500000.0, 1e-6);
+    gm_series_free(&out);
+    q.metric = GM_M_XID_COUNT; /* never set: absent at every sample */
+    out = run_query(h, &q);
+    assert_int_equal(out.count, 3);
+    for (size_t i = 0; i < out.count; i++)
+        assert_false(out.points[i].present);
+    gm_series_free(&out);
+    /* ...states, configuration and identifiers are read from the latest sample, not kept. */
     assert_true(gm_ring_keeps(GM_M_MEM_TOTAL_BYTES));
     assert_false(gm_ring_keeps(GM_M_XID_LAST));
-    assert_false(gm_ring_keeps(GM_M_ECC_UNCORR_VOL));
+    assert_false(gm_ring_keeps(GM_M_REMAP_PENDING));
+    assert_false(gm_ring_keeps(GM_M_ECC_CORR_AGG));
     gm_error err = {0};
     q.metric = GM_M_XID_LAST;
     assert_int_equal(gm_ring_query(h, &q, &out, &err), GM_EINVAL);

@@ -78,6 +78,13 @@ export const GPU_COLUMNS: readonly GpuColumn[] = [
       fromSample: (g) => reasonFromSample(g, t.name),
     }),
   ),
+  // The health counters the daemon keeps rings of (a counter, drawn as steps).
+  one('xid.count', (g) => g.health?.xid?.count ?? null),
+  one('ecc.errors.corrected.volatile.total', (g) => g.health?.ecc.corrected_volatile ?? null),
+  one('ecc.errors.uncorrected.volatile.total', (g) => g.health?.ecc.uncorrected_volatile ?? null),
+  one('pcie.replay_counter', (g) => g.health?.pcie_replay_counter ?? null),
+  one('clocks_event_reasons_counters.sw_power_cap', (g) => g.health?.violations_us?.power ?? null),
+  one('violation.thermal', (g) => g.health?.violations_us?.thermal ?? null),
   one('host.cpu.utilization', (_g, s) => s.system?.cpu_percent ?? null, true),
   {
     key: 'host.memory.percent',

@@ -26,6 +26,8 @@ export interface GpuHealth {
   retired_pages: { single_bit: Num; double_bit: Num; pending: boolean | null };
   remapped_rows: { correctable: Num; uncorrectable: Num; pending: boolean | null; failure: boolean | null };
   pcie_replay_counter: Num;
+  /** Time the clocks were held down, microseconds (counters). */
+  violations_us?: { power: Num; thermal: Num } | null;
   nvlink?: {
     links_active: Num;
     crc_flit_errors: Num;

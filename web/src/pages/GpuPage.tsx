@@ -1,6 +1,7 @@
-// One GPU: what it is, its health in detail, its processes, and every metric the daemon keeps
-// over the chart window (utilization, memory, temperatures, power and its limit, energy, clocks,
-// PCIe, fan, throttling), with the host's CPU and memory beside them.
+// One GPU: what it is, its health in detail (now, and its error and violation counters over
+// time), its processes, and every metric the daemon keeps over the chart window (utilization,
+// memory, temperatures, power and its limit, energy, clocks, PCIe, fan, throttling), with the
+// host's CPU and memory beside them.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 
@@ -307,6 +308,85 @@ export function GpuPage({ app, params }: PageProps) {
     },
   ];
   const hasData = (s: Spec): boolean => (s.raw ?? s.data).some((d) => d.some((v) => v !== null));
+  // Health over time: the counters the daemon keeps rings of, as steps. A counter the GPU does
+  // not report is left out of its chart; a chart with none says "not reported".
+  const counterRange = (m: number | null): Range => [0, niceCeil(Math.max(m ?? 0, 1))];
+  const fmtCount = (v: Num): string => (v === null ? NA : String(Math.round(v)));
+  const healthBase: Spec[] = [
+    {
+      kind: 'health-xid',
+      title: 'XID errors (since gpumon started watching)',
+      unit: '',
+      lines: [{ label: 'XID events', color: '#c0392b', step: true }],
+      data: [c('xid.count')],
+      range: counterRange,
+      fmt: fmtCount,
+    },
+    {
+      kind: 'health-ecc',
+      title: 'ECC errors (since the driver loaded)',
+      unit: '',
+      lines: [
+        { label: 'corrected', color: '#b7950b', step: true },
+        { label: 'uncorrected', color: '#c0392b', step: true },
+      ],
+      data: [c('ecc.errors.corrected.volatile.total'), c('ecc.errors.uncorrected.volatile.total')],
+      range: counterRange,
+      fmt: fmtCount,
+    },
+    {
+      kind: 'health-pcie-replay',
+      title: 'PCIe replays',
+      unit: '',
+      lines: [{ label: 'replays', color: color(C.util), step: true }],
+      data: [c('pcie.replay_counter')],
+      range: counterRange,
+      fmt: fmtCount,
+    },
+    {
+      kind: 'health-violation',
+      title: 'Time clocks were held down (counter)',
+      unit: 's',
+      lines: [
+        { label: 'power cap', color: color(C.power), step: true },
+        { label: 'thermal', color: color(C.temp), step: true },
+      ],
+      data: [
+        scaleCol(c('clocks_event_reasons_counters.sw_power_cap'), 1e-6),
+        scaleCol(c('violation.thermal'), 1e-6),
+      ],
+      range: (m) => [0, niceCeil(Math.max(m ?? 0, 0.001))],
+      fmt: (v) => (v === null ? NA : `${v.toPrecision(4)} s`),
+    },
+  ];
+  const healthSpecs: Spec[] = healthBase.map((s) => {
+    const keep = s.data.map((d) => d.some((v) => v !== null));
+    return { ...s, lines: s.lines.filter((_l, i) => keep[i]), data: s.data.filter((_d, i) => keep[i]) };
+  });
+  const renderChart = (s: Spec) =>
+    hasData(s) ? (
+      <Chart
+        key={s.kind}
+        kind={s.kind}
+        title={s.title}
+        unit={s.unit}
+        lines={s.lines}
+        data={[x, ...s.data]}
+        version={version}
+        range={s.range}
+        xRange={xRange}
+        fmt={s.fmt}
+        {...(s.ySplits ? { ySplits: s.ySplits } : {})}
+        {...(s.yLabel ? { yLabel: s.yLabel } : {})}
+      />
+    ) : (
+      <figure key={s.kind} class="chart chart-empty" data-kind={s.kind} data-points="0">
+        <figcaption>
+          <span class="ctitle">{s.title}</span>
+        </figcaption>
+        <p class="note">Not reported by this GPU{s.kind.startsWith('host') ? ' host' : ''}.</p>
+      </figure>
+    );
   const stale = isStale(store);
 
   return (
@@ -329,33 +409,7 @@ export function GpuPage({ app, params }: PageProps) {
           Throttled now: {throttle.filter((r) => r !== 'gpu_idle').map((r) => r.replace(/_/g, ' ')).join(', ')}
         </p>
       )}
-      <div class="gpu-charts">
-        {specs.map((s) =>
-          hasData(s) ? (
-            <Chart
-              key={s.kind}
-              kind={s.kind}
-              title={s.title}
-              unit={s.unit}
-              lines={s.lines}
-              data={[x, ...s.data]}
-              version={version}
-              range={s.range}
-              xRange={xRange}
-              fmt={s.fmt}
-              {...(s.ySplits ? { ySplits: s.ySplits } : {})}
-              {...(s.yLabel ? { yLabel: s.yLabel } : {})}
-            />
-          ) : (
-            <figure key={s.kind} class="chart chart-empty" data-kind={s.kind} data-points="0">
-              <figcaption>
-                <span class="ctitle">{s.title}</span>
-              </figcaption>
-              <p class="note">Not reported by this GPU{s.kind.startsWith('host') ? ' host' : ''}.</p>
-            </figure>
-          ),
-        )}
-      </div>
+      <div class="gpu-charts">{specs.map(renderChart)}</div>
       <div class="lower">
         <ProcessTable store={store} gpu={index} />
         <section class="card" aria-labelledby="gpu-health-title">
@@ -363,6 +417,12 @@ export function GpuPage({ app, params }: PageProps) {
             <h2 id="gpu-health-title">Health</h2>
           </header>
           <Health g={g} now={snap.timestamp_ms} />
+          <header class="card-head">
+            <h2 id="gpu-health-history-title">Health over time</h2>
+          </header>
+          <div class="gpu-charts health-charts" data-group="health-history" aria-labelledby="gpu-health-history-title">
+            {healthSpecs.map(renderChart)}
+          </div>
           <header class="card-head">
             <h2>This GPU</h2>
           </header>

@@ -299,6 +299,23 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
       expect(await gpuPage.locator('[data-field=throttle]').textContent()).toContain('sw power cap');
       const thr = gpuPage.locator('figure.chart[data-kind=throttle]');
       await waitFor('the power cap row', async () => Number(await thr.getAttribute('data-points')) >= 2);
+      // Health over time, beside the health as it is now: the counters as steps, from history.
+      const hist = gpuPage.locator('[data-group=health-history]');
+      for (const [kind, lines] of [['health-xid', '1'], ['health-ecc', '2'], ['health-pcie-replay', '1'], ['health-violation', '2']]) {
+        const fig = hist.locator(`figure.chart[data-kind=${kind}]`);
+        await waitFor(`${kind} over time`, async () => Number(await fig.getAttribute('data-points')) >= 2);
+        expect(await fig.getAttribute('data-lines')).toBe(lines);
+      }
+      expect(await hist.locator('figure.chart-empty').count()).toBe(0);
+      // GPU 1 reports none of the counters: each chart says so, none is drawn as zeros.
+      await p3.goto(`${sick.base}#/gpu/1`);
+      const hist1 = p3.locator('.page-gpu[data-gpu-index="1"] [data-group=health-history]');
+      await hist1.waitFor();
+      const util1 = p3.locator('.page-gpu[data-gpu-index="1"] figure.chart[data-kind=utilization]');
+      await waitFor('GPU 1 history loaded', async () => Number(await util1.getAttribute('data-points')) >= 2);
+      expect(await hist1.locator('figure.chart-empty').count()).toBe(4);
+      expect(await hist1.locator('figure.chart-empty[data-kind=health-ecc] .note').textContent()).toBe('Not reported by this GPU.');
+      expect(await hist1.locator('canvas').count()).toBe(0);
     } finally {
       await p3.close();
       await stopDaemon(sick);

@@ -88,6 +88,37 @@ describe('gpuseries', () => {
     expect(lost[col('host.memory.percent')]).toBe(30);
   });
 
+  it('asks for the health counters and reads them from a sample, absent as null', () => {
+    const [g] = gpuHistoryUrls(0, 60, null, 3600);
+    for (const m of ['xid.count', 'ecc.errors.corrected.volatile.total', 'ecc.errors.uncorrected.volatile.total',
+      'pcie.replay_counter', 'clocks_event_reasons_counters.sw_power_cap', 'violation.thermal'])
+      expect(g).toContain(m);
+    const base = { index: 0, lost: false, utilization: {}, memory: {}, power: {}, clocks: {}, pcie: {} };
+    const sick = {
+      ...base,
+      health: {
+        xid: { last: 48, count: 2, last_time: null },
+        ecc: { mode: { current: true, pending: true }, corrected_volatile: 12, uncorrected_volatile: 2 },
+        pcie_replay_counter: 9,
+        violations_us: { power: 1500000, thermal: 250 },
+      },
+    } as unknown as Gpu;
+    const v = gpuSampleValues({ gpus: [sick] } as unknown as Snapshot, 0);
+    expect(v[col('xid.count')]).toBe(2);
+    expect(v[col('ecc.errors.uncorrected.volatile.total')]).toBe(2);
+    expect(v[col('pcie.replay_counter')]).toBe(9);
+    expect(v[col('clocks_event_reasons_counters.sw_power_cap')]).toBe(1500000);
+    // An older board: no XID watch, ECC off, no violation counters.
+    const old = {
+      ...base,
+      health: { xid: null, ecc: { mode: { current: false, pending: false }, corrected_volatile: null, uncorrected_volatile: null }, pcie_replay_counter: null },
+    } as unknown as Gpu;
+    const w = gpuSampleValues({ gpus: [old] } as unknown as Snapshot, 0);
+    expect(w[col('xid.count')]).toBeNull();
+    expect(w[col('ecc.errors.corrected.volatile.total')]).toBeNull();
+    expect(w[col('violation.thermal')]).toBeNull();
+  });
+
   it('counts energy from the window start, never negative', () => {
     expect(energySinceStart([null, 100, 150, 90, 200])).toEqual([null, 0, 50, null, 100]);
   });
