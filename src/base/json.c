@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/smi_format.h"
 #include "base/utf8.h"
 
 static const char *const throttle_names[] = {
@@ -294,6 +295,16 @@ static json_t *profiling_json(const gm_gpu *g)
     return p;
 }
 
+/* nvidia-smi's word for an enumerated reading (base/smi_format.c holds the one table); null
+ * when absent or a value without a word. */
+static json_t *enum_word(const gm_gpu *g, gm_metric m, gm_smi_kind kind)
+{
+    double v = gm_gpu_has(g, m) ? g->v[m] : NAN;
+    /* Only small whole values name a word; anything else (never cast out of range) has none. */
+    const char *w = v >= 0 && v < 64 ? gm_smi_enum_word(kind, (long long)v) : NULL;
+    return w ? json_string(w) : json_null();
+}
+
 /* The fields of issue #12 that are not health: power limits and readings, identity, modes. */
 static void add_details(json_t *j, const gm_gpu *g)
 {
@@ -335,12 +346,7 @@ static void add_details(json_t *j, const gm_gpu *g)
     put(display, "attached", flag(g, GM_M_DISPLAY_ATTACHED));
     put(display, "active", flag(g, GM_M_DISPLAY_ACTIVE));
     put(j, "display", display);
-    static const char *const addressing[] = {"None", "HMM", "ATS"};
-    json_t *am = json_null();
-    if (gm_gpu_has(g, GM_M_ADDRESSING_MODE) && g->v[GM_M_ADDRESSING_MODE] >= 0 &&
-        g->v[GM_M_ADDRESSING_MODE] <= 2)
-        am = json_string(addressing[(int)g->v[GM_M_ADDRESSING_MODE]]);
-    put(j, "addressing_mode", am);
+    put(j, "addressing_mode", enum_word(g, GM_M_ADDRESSING_MODE, GM_SMI_K_ADDRESSING));
     put(j, "c2c_mode", flag(g, GM_M_C2C_MODE));
     put(j, "edpp_multiplier_percent", metric(g, GM_M_EDPP_MULTIPLIER_PCT));
     json_t *prot = json_object();
@@ -348,13 +354,8 @@ static void add_details(json_t *j, const gm_gpu *g)
     put(prot, "used_mib", metric(g, GM_M_PROT_MEM_USED_BYTES));
     put(prot, "free_mib", metric(g, GM_M_PROT_MEM_FREE_BYTES));
     put(j, "protected_memory", prot);
-    static const char *const fabric_states[] = {NULL, "Not Started", "In Progress", "Completed"};
     json_t *fabric = json_object();
-    json_t *fs = json_null();
-    if (gm_gpu_has(g, GM_M_FABRIC_STATE) && g->v[GM_M_FABRIC_STATE] >= 1 &&
-        g->v[GM_M_FABRIC_STATE] <= 3)
-        fs = json_string(fabric_states[(int)g->v[GM_M_FABRIC_STATE]]);
-    put(fabric, "state", fs);
+    put(fabric, "state", enum_word(g, GM_M_FABRIC_STATE, GM_SMI_K_FABRIC_STATE));
     put(fabric, "status", string_or_null(g->fabric_status));
     put(fabric, "clique_id", raw_integer(g, GM_M_FABRIC_CLIQUE_ID));
     put(fabric, "cluster_uuid", string_or_null(g->fabric_cluster_uuid));
