@@ -45,7 +45,7 @@ static void usage(FILE *out)
             "           (ties: the lowest mean utilization, then the name); a node whose\n"
             "           target is down is never chosen: ssh \"$(gpumon cluster select -n 4)\"\n\n"
             "A GPU is idle when its utilization is below --max-util and its memory used below\n"
-            "--max-mem-percent of used + free (seed 003's rule, as the recording rule\n"
+            "--max-mem-percent of used + free (as the recording rule\n"
             "Hostname:gpumon_gpus_idle:count counts them).\n\n"
             "Options:\n"
             "      --prometheus URL       Prometheus's base URL, e.g. http://prometheus:9090\n"

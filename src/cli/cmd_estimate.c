@@ -12,9 +12,9 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gpumon estimate --task FILE|MODEL_DIR [--method model|seed] [--dtype D]\n"
-            "                       [--kv-dtype D] [--context N] [--batch N] [--overhead-mib M]\n"
-            "                       [--format text|json]\n\n"
+            "usage: gpumon estimate --task FILE|MODEL_DIR [--method model|size-classes]\n"
+            "                       [--dtype D] [--kv-dtype D] [--context N] [--batch N]\n"
+            "                       [--overhead-mib M] [--format text|json]\n\n"
             "Reads an inference task config and prints how many GPUs it needs,\n"
             "tp x pp x max(dp, cp, dcp) with the largest value of each list, and the memory\n"
             "each GPU should have free. By default (method model), per GPU:\n\n"
@@ -28,13 +28,13 @@ static void usage(FILE *out)
             "(70b, 8x7b = 56B, 1.5B) with layers from P = 12 x layers x (128 x layers)^2 and 8 KV\n"
             "heads of 128 (grouped-query attention, as Llama 3, Mistral, Qwen 2). dtype bytes:\n"
             "fp32 4, fp16/bf16 2, fp8/int8 1, int4/awq/gptq 0.5. llama-3-70b at tp 4 in fp16:\n"
-            "33379 MiB of weights per GPU. A model of unknown size gets the seed classes.\n"
-            "Method seed is seed 003's heuristic on the model's size: 65B+ 20000 MiB, 7B-65B\n"
-            "12000 MiB, else 8000 MiB.\n\n"
+            "33379 MiB of weights per GPU. A model of unknown size gets the size classes.\n"
+            "Method size-classes needs only the model's size: 65B+ 20000 MiB, 7B-65B\n"
+            "12000 MiB, else 8000 MiB per GPU.\n\n"
             "Options:\n"
             "  -f, --task FILE     the task config (JSON), or a model directory with a\n"
             "                      config.json; - reads standard input\n"
-            "      --method M      model (default) or seed\n"
+            "      --method M      model (default) or size-classes\n"
             "      --dtype D       weights' dtype (default: the task's quantization or dtype,\n"
             "                      else config.json's torch_dtype, else fp16)\n"
             "      --kv-dtype D    KV cache dtype (default: the task's kv-cache-dtype, else the\n"
@@ -142,12 +142,13 @@ int gm_cli_estimate(int argc, char **argv)
         case OPT_METHOD:
             if (strcmp(optarg, "model") == 0)
                 eo.method = GM_ESTIMATE_MODEL;
-            else if (strcmp(optarg, "seed") == 0)
+            else if (strcmp(optarg, "size-classes") == 0 || strcmp(optarg, "seed") == 0)
                 eo.method = GM_ESTIMATE_SEED;
             else {
-                fprintf(stderr,
-                        "gpumon estimate: invalid --method \"%s\" (expected model or seed)\n",
-                        optarg);
+                fprintf(
+                    stderr,
+                    "gpumon estimate: invalid --method \"%s\" (expected model or size-classes)\n",
+                    optarg);
                 return GM_EXIT_USAGE;
             }
             break;

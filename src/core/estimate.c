@@ -809,6 +809,6 @@ json_t *gm_estimate_json(const gm_estimate *e)
                      : e->model_params_b > 0                         ? json_real(e->model_params_b)
                                                                      : json_null(),
                      "memory_rule", e->memory_rule ? e->memory_rule : "", "method",
-                     e->method == GM_ESTIMATE_MODEL ? "model" : "seed", "memory",
+                     e->method == GM_ESTIMATE_MODEL ? "model" : "size-classes", "memory",
                      mem ? mem : json_null());
 }

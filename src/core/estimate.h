@@ -1,7 +1,7 @@
 /* estimate.h - how many GPUs, and how much memory on each, an inference task config needs:
  * world size from its parallelism parameters; memory from the model (parameters x dtype bytes
  * over tp x pp, plus the KV cache of a stated context and batch, plus a stated overhead), or
- * from seed 003's model-size heuristic (method "seed"). */
+ * from size classes of the model's parameter count alone (method "size-classes"). */
 #ifndef GM_ESTIMATE_H
 #define GM_ESTIMATE_H
 
@@ -149,7 +149,7 @@ unsigned gm_estimate_memory_mib(const char *model, double *params_b, const char 
 
 /* {"gpus", "memory_per_gpu_mib", "world_size": "tp x pp x max(dp, cp, dcp)",
  *  "parallel": {"tp": {"size", "parameter"}, ...}, "model", "model_params_b", "memory_rule",
- *  "method": "model" | "seed", and for the model method "memory": {"formula", "params",
+ *  "method": "model" | "size-classes", and for the model method "memory": {"formula", "params",
  *  "source", "config", "dtype", "weight_bytes", "kv_dtype", "kv_bytes", "context", "batch",
  *  "layers", "kv_heads", "head_dim", "shape_assumed", "kv_bytes_per_token", "weights_mib",
  *  "kv_cache_mib", "overhead_mib"} (null with the seed classes)}; absent parameter and model

@@ -341,7 +341,8 @@ class Estimate(unittest.TestCase):
         return run(["estimate"] + list(args), env=env())
 
     def test_seed_example(self):
-        p = self.estimate("--task", os.path.join(TASKS, "seed_example.json"), "--method", "seed")
+        p = self.estimate("--task", os.path.join(TASKS, "seed_example.json"),
+                          "--method", "size-classes")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout,
                          "GPUs needed:     4  (tp 4 x pp 1 x max(dp 1, cp 1, dcp 1))\n"
@@ -385,9 +386,10 @@ class Estimate(unittest.TestCase):
 
     def test_json(self):
         p = self.estimate("--task", os.path.join(TASKS, "aliases.json"), "--format", "json",
-                          "--method", "seed")
+                          "--method", "seed")  # the method's former name still works
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = json.loads(p.stdout)
+        self.assertEqual(doc["method"], "size-classes")
         self.assertEqual(doc["gpus"], 12)  # 2 x 2 x max(1, 2, 3)
         self.assertEqual(doc["memory_per_gpu_mib"], 12000)
         self.assertEqual(doc["model"], "meta-llama/Llama-2-13b-chat-hf")

@@ -274,7 +274,7 @@ static void test_files_and_json(void **state)
     assert_int_equal(gm_estimate_task_file_opt(path, &o, &est, &err), GM_OK);
     j = gm_estimate_json(&est);
     assert_int_equal(json_integer_value(json_object_get(j, "memory_per_gpu_mib")), 20000);
-    assert_string_equal(json_string_value(json_object_get(j, "method")), "seed");
+    assert_string_equal(json_string_value(json_object_get(j, "method")), "size-classes");
     assert_true(json_is_null(json_object_get(j, "memory")));
     json_decref(j);
 }
