@@ -1,5 +1,6 @@
 /* host.c - host metrics (CPU, memory, load, uptime, identity) and process details from procfs. */
 #include "collect/host.h"
+#include "collect/calltime.h"
 #include "base/utf8.h"
 
 #include <errno.h>
@@ -706,16 +707,18 @@ int gm_host_reader_read(gm_host_reader *r, gm_host *out, gm_error *err)
     if (!S_ISDIR(st.st_mode))
         return gm_error_set(err, GM_EIO, "procfs root '%s' is not a directory", r->root);
 
-    any |= read_stat(r, out);
-    any |= read_meminfo(r, out);
-    any |= read_loadavg(r, out);
-    any |= read_uptime(r, out);
-    any |= read_cpuinfo(r, out, &processors);
+    any |= GM_TIMED("/proc/stat", read_stat(r, out));
+    any |= GM_TIMED("/proc/meminfo", read_meminfo(r, out));
+    any |= GM_TIMED("/proc/loadavg", read_loadavg(r, out));
+    any |= GM_TIMED("/proc/uptime", read_uptime(r, out));
+    any |= GM_TIMED("/proc/cpuinfo", read_cpuinfo(r, out, &processors));
     /* Without /proc/stat the processor lines of cpuinfo still tell how many CPUs there are. */
     if (!gm_host_has(out, GM_H_CPU_COUNT) && processors > 0)
         gm_host_set(out, GM_H_CPU_COUNT, (double)processors);
-    any |= read_line(r, "sys/kernel/osrelease", out->kernel, sizeof out->kernel);
-    any |= read_line(r, "sys/kernel/hostname", out->hostname, sizeof out->hostname);
+    any |= GM_TIMED("/proc/sys/kernel/osrelease",
+                    read_line(r, "sys/kernel/osrelease", out->kernel, sizeof out->kernel));
+    any |= GM_TIMED("/proc/sys/kernel/hostname",
+                    read_line(r, "sys/kernel/hostname", out->hostname, sizeof out->hostname));
     if (!any)
         return gm_error_set(err, GM_EIO, "nothing could be read from procfs root '%s'", r->root);
     if (!out->hostname[0] && r->real_proc) {
