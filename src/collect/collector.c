@@ -149,7 +149,7 @@ void gm_collector_close(gm_collector *c)
 
 size_t gm_collector_call_stats(const gm_collector *c, gm_call_stat *out, size_t cap)
 {
-    return gm_calltime_stats(c->calls, out, cap);
+    return c ? gm_calltime_stats(c->calls, out, cap) : 0;
 }
 
 const char *gm_collector_provider(const gm_collector *c)
