@@ -21,6 +21,8 @@ FIELDS=index,name,memory.used,utilization.gpu,temperature.gpu,power.draw,clocks.
 BUILD_DIR=$(dirname "$GPUMON")
 FAKE=${GM_FAKE_NVML:-$BUILD_DIR/tests/fakes/nvml-current/libnvidia-ml.so.1}
 COSTS=${COSTS:-$ROOT/tests/fixtures/nvml/costs-h200-580.json}
+# The fake's GPU: an H100 on driver 590 with its health counters, the nearest fixture to an H200.
+SCENARIO=${SCENARIO:-$ROOT/tests/fixtures/nvml/h100-590.json}
 FLOOR=${NVML_FLOOR:-$BUILD_DIR/nvml_floor}
 if [ ! -x "$FLOOR" ]; then
     cc -O2 -o "$FLOOR" "$ROOT/bench/nvml_floor.c" -ldl || { echo "sampler-cost: cannot build $FLOOR" >&2; exit 1; }
@@ -74,9 +76,9 @@ daemon_cost() {
 # run_side LABEL LIB [COSTS]: every figure against one library.
 run_side() {
     local label=$1 lib=$2 costs=${3:-}
-    echo "== $label ($lib${costs:+, costs $(basename "$costs")})"
+    echo "== $label ($lib${costs:+, costs $(basename "$costs"), GPU $(basename "$SCENARIO")})"
     local -a envs=(GPU_MONITOR_NVML_LIB="$lib")
-    [ -n "$costs" ] && envs+=(GM_FAKE_NVML_COSTS="$costs" GM_FAKE_NVML_SCENARIO=)
+    [ -n "$costs" ] && envs+=(GM_FAKE_NVML_COSTS="$costs" GM_FAKE_NVML_SCENARIO="$SCENARIO")
     if [ "$label" = real ] && command -v nvidia-smi >/dev/null; then
         echo "  nvidia-smi --query-gpu (7 fields): $(mean_ms "$RUNS" nvidia-smi --query-gpu=$FIELDS --format=csv,noheader) ms per process"
     fi
