@@ -212,6 +212,16 @@ static void costs_load_env(void)
     json_decref(root);
 }
 
+/* The profile lives as long as the library: freed when it is unloaded. */
+__attribute__((destructor)) static void costs_free(void)
+{
+    for (size_t i = 0; i < costs.n; i++)
+        free(costs.c[i].fn);
+    free(costs.c);
+    costs.c = NULL;
+    costs.n = 0;
+}
+
 static long long thread_cpu_ns(void)
 {
     struct timespec ts;
