@@ -2,7 +2,7 @@
 # Written by hand from `gpumon CMD --help`; tests/cli/test_manpage.py checks that every option
 # the help texts list is here.
 
-_gpumon_opts_query='-i --id -l --loop --interval --format --query-gpu --list-fields --no-processes
+_gpumon_opts_query='-i --id -l --loop --interval --format --query-gpu --list-fields --no-processes --profile
     --color --provider --simulate --seed -h --help'
 _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
     --interval --poll-interval --ws-max-rate --max-connections --hostname --cors-origin --log-level

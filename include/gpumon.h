@@ -438,6 +438,23 @@ const gm_gpu *gm_snapshot_gpu(const gm_snapshot *s, unsigned index);
 
 /* ---- collector --------------------------------------------------------------------------- */
 
+/* A set of GPU metrics: what a caller of the collector needs. */
+typedef struct gm_metric_set {
+    uint64_t bits[GM_M_WORDS]; /* bit m % 64 of word m / 64 per gm_metric m */
+    bool board_strings;        /* also the board's serial number, VBIOS and infoROM versions */
+} gm_metric_set;
+
+static inline void gm_metric_set_add(gm_metric_set *s, gm_metric m)
+{
+    if ((unsigned)m < GM_M__COUNT)
+        s->bits[m / 64] |= UINT64_C(1) << (m % 64);
+}
+
+static inline bool gm_metric_set_has(const gm_metric_set *s, gm_metric m)
+{
+    return (unsigned)m < GM_M__COUNT && ((s->bits[m / 64] >> (m % 64)) & 1u);
+}
+
 /* How to find GPUs. Zero-initialised means: auto provider, real paths, host metrics on. */
 typedef struct gm_collector_options {
     const char *provider; /* "nvml", "nvidia-smi", "sim", NULL/"auto": try nvml then nvidia-smi */
@@ -474,6 +491,11 @@ typedef struct gm_collector_options {
      * container ID from their cgroup). */
     const char *pod_resources_socket;
     int pod_resources_period_ms;
+    /* The metrics the caller will use; NULL: every one. The GPU's identity (index, name, UUID,
+     * PCI bus id) is always read; a metric outside the set is left absent and its driver calls
+     * are not made (a one-shot query of a few fields then costs a few calls). The set is copied
+     * at open. */
+    const gm_metric_set *want;
 } gm_collector_options;
 
 typedef struct gm_collector gm_collector;
@@ -497,6 +519,21 @@ const char *gm_collector_diagnosis(const gm_collector *c);
 /* Takes one sample into out (reset first). A GPU that fails alone is marked lost and the
  * others are still read; an error is returned only when nothing could be read. */
 int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err);
+
+/* Where the collector's time goes: one entry per call it makes below itself, named by what is
+ * called (the NVML function, "nvmlDeviceGetFieldValues[every]" per field batch, "/proc/stat"
+ * and the other host reads, "nvidia-smi" per run), with how often it ran since open and the
+ * wall and CPU time (CLOCK_THREAD_CPUTIME_ID of the calling thread) it took in total. */
+typedef struct gm_call_stat {
+    const char *name; /* static: valid as long as the process runs */
+    uint64_t count;
+    double wall_s, cpu_s;
+} gm_call_stat;
+
+/* Copies up to cap entries (in the order the calls were first made) into out; returns how many
+ * there are (more than cap: the rest were left out). Covers open and every sample so far. Like
+ * the other calls on c, not to be made while another thread samples c. */
+size_t gm_collector_call_stats(const gm_collector *c, gm_call_stat *out, size_t cap);
 
 /* Where the collector stands with the kubelet's pod-resources API. */
 typedef enum gm_k8s_state {

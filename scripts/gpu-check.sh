@@ -1,11 +1,73 @@
 #!/usr/bin/env bash
-# gpu-check.sh - checks gpumon against a real GPU, its NVML and nvidia-smi; writes what it saw
-# into OUT (default ./gpu-check-out). Usage: scripts/gpu-check.sh [GPUMON] (default build/gpumon).
+# gpu-check.sh - checks gpumon against a real GPU, its NVML and nvidia-smi, and profiles where
+# its sampling time goes; writes what it saw as one archive, OUT/gpu-check.tar.gz (OUT default
+# ./gpu-check-out), and its summary beside it. Builds nothing: it runs a build made beforehand
+# (build/gpumon; for the cost part also build/nvml_floor, `cc -O2 -o build/nvml_floor
+# bench/nvml_floor.c -ldl`, and the fake NVML of build/tests/fakes/nvml-current). About 3 minutes.
+# Usage: scripts/gpu-check.sh [GPUMON] (default build/gpumon). NVML_DIR=DIR: the directory of a
+# libnvidia-ml.so.1 outside the loader's path, given to gpumon alone (never exported).
 set -u
 G=${1:-build/gpumon}
-OUT=${OUT:-./gpu-check-out}
-mkdir -p "$OUT"
+FINAL=${OUT:-./gpu-check-out}
+mkdir -p "$FINAL"
+OUT=$(mktemp -d /tmp/gpu-check.XXXXXX) # everything is written here, then archived into FINAL
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+# gm ARGS...: gpumon, with NVML_DIR on its library path only.
+gm() {
+    if [ -n "${NVML_DIR:-}" ]; then env LD_LIBRARY_PATH="$NVML_DIR" "$G" "$@"; else "$G" "$@"; fi
+}
+
+# ---- profiling: where the time of one query and of the daemon's samples goes -------------------
+profile_checks() {
+    local f7=index,name,memory.used,utilization.gpu,temperature.gpu,power.draw,clocks.sm
+    gm query --provider nvml --query-gpu=$f7 --format=csv,noheader --profile \
+        > "$OUT/profile-query7.csv" 2> "$OUT/profile-query7.txt"
+    log "query --profile (7 fields) rc=$?: $(head -1 "$OUT/profile-query7.txt")"
+    gm query --provider nvml --profile > /dev/null 2> "$OUT/profile-query-table.txt"
+    log "query --profile (table): $(head -1 "$OUT/profile-query-table.txt")"
+    # A second run: the driver's first-open costs (persistence mode off) show in the first only.
+    gm query --provider nvml --query-gpu=$f7 --format=csv,noheader --profile \
+        > /dev/null 2> "$OUT/profile-query7-second.txt"
+    # The daemon at 10 Hz for 20 s: its call stats on /metrics and /stats.
+    local pf port sp
+    pf=$(mktemp)
+    gm serve --listen 127.0.0.1:0 --port-file "$pf" --interval 0.1 --db none \
+        --pod-resources none --provider nvml 2> "$OUT/profile-serve.log" &
+    sp=$!
+    for _ in $(seq 100); do [ -s "$pf" ] && break; sleep 0.1; done
+    port=$(cat "$pf")
+    sleep 20
+    curl -s "http://127.0.0.1:$port/metrics" > "$OUT/profile-metrics-10hz.txt"
+    curl -s "http://127.0.0.1:$port/stats" > "$OUT/profile-stats-10hz.json"
+    kill -TERM "$sp"; wait "$sp"
+    rm -f "$pf"
+    awk '$1 == "gpumon_sampler_samples_total" { n = $2 }
+        $1 ~ /^gpumon_sampler_call_seconds_count/ { split($1, a, "\""); c[a[2]] = $2 }
+        $1 ~ /^gpumon_sampler_call_cpu_seconds_total/ { split($1, a, "\""); u[a[2]] = $2; t += $2 }
+        END { printf "daemon 10 Hz, %d samples: collector calls %.3f ms CPU per sample\n", n, t * 1e3 / n
+              for (k in c) if (c[k] >= n / 2) printf "  every sample: %-44s %6.1f us CPU a call\n", k, u[k] * 1e6 / c[k] }' \
+        "$OUT/profile-metrics-10hz.txt" | sort | tee -a "$OUT/summary.txt"
+}
+
+# ---- costs side by side: the fake with the H200 cost profile, the real library, pynvml ----------
+cost_checks() {
+    local floor=build/nvml_floor
+    if [ -x "$floor" ]; then
+        NVML_FLOOR=$floor GPUMON=$G RUNS=20 SECS=10 REAL_NVML=${NVML_DIR:+$NVML_DIR/libnvidia-ml.so.1} \
+            bash bench/sampler-cost.sh \
+            > "$OUT/sampler-cost.txt" 2>&1
+        log "sampler-cost rc=$?"
+        cat "$OUT/sampler-cost.txt" >> "$OUT/summary.txt"
+    else
+        log "no $floor (build it before the run): sampler-cost skipped"
+    fi
+    if python3 -c "import pynvml" 2>/dev/null; then
+        python3 bench/nvml_floor.py > "$OUT/pynvml-floor.txt" 2>&1
+        log "pynvml: $(tail -1 "$OUT/pynvml-floor.txt")"
+    else
+        log "no pynvml: its floor skipped"
+    fi
+}
 
 log "glibc: $(ldd --version | head -1)"
 log "os: $(. /etc/os-release; echo "$PRETTY_NAME")"
@@ -70,3 +132,10 @@ fi
 $G snapshot -o "$OUT/snapshot.json" --power-window 1s 2> "$OUT/snapshot.err"; log "snapshot rc=$?"
 $G select --count 1 --format json > "$OUT/select.json" 2>&1; log "select rc=$?"
 kill -TERM $SP; wait $SP; log "serve exit=$?"
+
+profile_checks
+cost_checks
+
+tar -czf "$FINAL/gpu-check.tar.gz" -C "$OUT" . && cp "$OUT/summary.txt" "$FINAL/summary.txt"
+log "archive: $FINAL/gpu-check.tar.gz"
+rm -rf "$OUT"

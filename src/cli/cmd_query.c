@@ -26,6 +26,7 @@ typedef struct query_opts {
     gm_cli_gpu_filter filter;
     double loop_s;
     bool no_processes;
+    bool profile; /* --profile: where the reading's time went, on stderr */
     gm_cli_source src;
     gm_color_mode color;
     /* The table's layout, decided once output starts. */
@@ -59,6 +60,9 @@ static void usage(FILE *out)
         "                         memory.used (implies --format=csv); see --list-fields\n"
         "      --list-fields      print the fields --query-gpu accepts and exit\n"
         "      --no-processes     skip the GPU process list\n"
+        "      --profile          print on stderr where the reading's time went: each driver\n"
+        "                         call and host read with its count, wall and CPU time,\n"
+        "                         slowest first, and the collector's open, sample and close\n"
         "      --color WHEN       colour the table: auto (default: on a terminal, unless\n"
         "                         NO_COLOR is set), always or never\n"
         "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto, or\n"
@@ -304,9 +308,73 @@ static void list_fields(void)
     }
 }
 
+/* The metrics the table shows (the JSON shows every metric: it asks for all). */
+static void table_metrics(gm_metric_set *w)
+{
+    static const gm_metric shown[] = {
+        GM_M_TEMP_C,       GM_M_UTIL_GPU_PCT,   GM_M_MEM_USED_BYTES, GM_M_MEM_TOTAL_BYTES,
+        GM_M_POWER_MW,     GM_M_POWER_LIMIT_MW, GM_M_FAN_PCT,        GM_M_PSTATE,
+        GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR,
+    };
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++)
+        gm_metric_set_add(w, shown[i]);
+}
+
+/* The metrics --query-gpu's fields print, and the board strings when a field shows one. */
+static void field_metrics(const int *fields, size_t n, gm_metric_set *w)
+{
+    for (size_t i = 0; i < n; i++) {
+        int m = gm_smi_field_metric(fields[i]);
+        if (m >= 0 && m < GM_M__COUNT)
+            gm_metric_set_add(w, (gm_metric)m);
+        switch (gm_smi_field_kind(fields[i])) {
+        case GM_SMI_K_SERIAL:
+        case GM_SMI_K_VBIOS:
+        case GM_SMI_K_INFOROM:
+            w->board_strings = true;
+            break;
+        case GM_SMI_K_FABRIC_STATUS:
+        case GM_SMI_K_FABRIC_UUID:
+            /* Read with the fabric state, in one call. */
+            gm_metric_set_add(w, GM_M_FABRIC_STATE);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* --profile: the collector's calls, slowest first, with the wall time of open, sample(s) and
+ * close, on stderr. */
+static int by_wall_desc(const void *a, const void *b)
+{
+    const gm_call_stat *x = a, *y = b;
+    return x->wall_s < y->wall_s ? 1 : x->wall_s > y->wall_s ? -1 : 0;
+}
+
+static void print_profile(const gm_call_stat *calls, size_t n, double open_s, double sample_s,
+                          double close_s)
+{
+    double total = open_s + sample_s + close_s, calls_wall = 0, calls_cpu = 0;
+    for (size_t i = 0; i < n; i++) {
+        calls_wall += calls[i].wall_s;
+        calls_cpu += calls[i].cpu_s;
+    }
+    fprintf(stderr,
+            "collector: open %.3f ms, sample %.3f ms, close %.3f ms, total %.3f ms (wall)\n",
+            open_s * 1e3, sample_s * 1e3, close_s * 1e3, total * 1e3);
+    fprintf(stderr, "%-44s %7s %10s %10s %6s\n", "call", "count", "wall ms", "cpu ms", "share");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%-44s %7llu %10.3f %10.3f %5.1f%%\n", calls[i].name,
+                (unsigned long long)calls[i].count, calls[i].wall_s * 1e3, calls[i].cpu_s * 1e3,
+                total > 0 ? 100 * calls[i].wall_s / total : 0);
+    fprintf(stderr, "%-44s %7s %10.3f %10.3f %5.1f%%\n", "(all calls above, open and samples)", "",
+            calls_wall * 1e3, calls_cpu * 1e3, total > 0 ? 100 * calls_wall / total : 0);
+}
+
 static int parse_args(int argc, char **argv, query_opts *o)
 {
-    enum { OPT_FORMAT = 256, OPT_QUERY_GPU, OPT_NOPROC, OPT_LIST, OPT_COLOR };
+    enum { OPT_FORMAT = 256, OPT_QUERY_GPU, OPT_NOPROC, OPT_LIST, OPT_COLOR, OPT_PROFILE };
     static const struct option longopts[] = {
         {"id", required_argument, NULL, 'i'},
         {"loop", required_argument, NULL, 'l'},
@@ -315,6 +383,7 @@ static int parse_args(int argc, char **argv, query_opts *o)
         {"query-gpu", required_argument, NULL, OPT_QUERY_GPU},
         {"list-fields", no_argument, NULL, OPT_LIST},
         {"no-processes", no_argument, NULL, OPT_NOPROC},
+        {"profile", no_argument, NULL, OPT_PROFILE},
         {"color", required_argument, NULL, OPT_COLOR},
         {"colour", required_argument, NULL, OPT_COLOR},
         GM_CLI_SOURCE_LONGOPTS,
@@ -348,6 +417,9 @@ static int parse_args(int argc, char **argv, query_opts *o)
             return GM_EXIT_OK;
         case OPT_NOPROC:
             o->no_processes = true;
+            break;
+        case OPT_PROFILE:
+            o->profile = true;
             break;
         case OPT_COLOR:
             if (!gm_term_parse_color(optarg, &o->color)) {
@@ -406,9 +478,18 @@ int gm_cli_query(int argc, char **argv)
      * a one-shot table or JSON waits a short window for CPU %, loops use the previous reading. */
     copt.no_host = o.format == OUT_CSV;
     copt.first_cpu_window_ms = 30;
+    /* Only the metrics printed are read (JSON prints them all). */
+    gm_metric_set want = {0};
+    if (o.format == OUT_CSV)
+        field_metrics(fields, nfields, &want);
+    else if (o.format == OUT_TABLE)
+        table_metrics(&want);
+    copt.want = o.format == OUT_JSON ? NULL : &want;
+    double t_open = gm_clock_mono_s();
     gm_collector *c = gm_cli_collector_open("query", &copt, &rc);
     if (!c)
         return rc;
+    double open_s = gm_clock_mono_s() - t_open, sample_s = 0;
     if (!gm_cli_require_gpu("query", c, true)) {
         gm_collector_close(c);
         return GM_EXIT_NO_GPU;
@@ -433,7 +514,10 @@ int gm_cli_query(int argc, char **argv)
     bool first_frame = true;
     double next = gm_clock_mono_s();
     do {
-        if (gm_collector_sample(c, s, &err) < 0) {
+        double t_sample = gm_clock_mono_s();
+        int src = gm_collector_sample(c, s, &err);
+        sample_s += gm_clock_mono_s() - t_sample;
+        if (src < 0) {
             fprintf(stderr, "gpumon query: %s\n", err.msg);
             rc = GM_EXIT_NO_GPU;
             if (o.loop_s == 0)
@@ -474,6 +558,16 @@ int gm_cli_query(int argc, char **argv)
     } while (o.loop_s > 0 && gm_clock_sleep_until(next, &stop_requested));
 
     gm_snapshot_free(s);
+    gm_call_stat calls[256];
+    size_t ncalls = o.profile ? gm_collector_call_stats(c, calls, 256) : 0;
+    if (ncalls > 256)
+        ncalls = 256;
+    double t_close = gm_clock_mono_s();
     gm_collector_close(c);
+    double close_s = gm_clock_mono_s() - t_close;
+    if (o.profile) {
+        qsort(calls, ncalls, sizeof *calls, by_wall_desc);
+        print_profile(calls, ncalls, open_s, sample_s, close_s);
+    }
     return rc;
 }

@@ -1,6 +1,7 @@
 /* collector.c - picks a provider, then joins its GPU readings with host metrics and process
  * details into one snapshot per call. */
 #include "gpumon.h"
+#include "collect/calltime.h"
 #include "collect/cgroup.h"
 #include "collect/host.h"
 #include "collect/podres.h"
@@ -37,6 +38,7 @@ struct gm_collector {
     uint64_t podres_gen;
     char seen_pods[SEEN_PODS_MAX][GM_POD_UID_LEN];
     size_t seen_pod_count;
+    gm_calltime *calls; /* the time each call below the collector took */
 };
 
 static void diag_append(gm_collector *c, const char *name, const char *msg)
@@ -59,8 +61,11 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
         opt = &defaults;
     *out = NULL;
     gm_collector *c = calloc(1, sizeof *c);
-    if (!c)
+    if (!c || !(c->calls = gm_calltime_new())) {
+        free(c);
         return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+    gm_calltime *prev_calls = gm_calltime_use(c->calls);
     snprintf(c->procfs_root, sizeof c->procfs_root, "%s",
              opt->procfs_root ? opt->procfs_root : "/proc");
     c->want_procs = !opt->no_processes;
@@ -120,9 +125,11 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
         if (rc < 0)
             goto fail;
     }
+    gm_calltime_use(prev_calls);
     *out = c;
     return GM_OK;
 fail:
+    gm_calltime_use(prev_calls);
     gm_collector_close(c);
     return rc;
 }
@@ -136,7 +143,13 @@ void gm_collector_close(gm_collector *c)
     if (c->prov)
         c->prov->close(c->pstate);
     gm_host_reader_close(c->host);
+    gm_calltime_free(c->calls);
     free(c);
+}
+
+size_t gm_collector_call_stats(const gm_collector *c, gm_call_stat *out, size_t cap)
+{
+    return c ? gm_calltime_stats(c->calls, out, cap) : 0;
 }
 
 const char *gm_collector_provider(const gm_collector *c)
@@ -217,6 +230,7 @@ void gm_collector_k8s_status(gm_collector *c, gm_k8s_status *out)
 int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
 {
     gm_snapshot_reset(out);
+    gm_calltime *prev_calls = gm_calltime_use(c->calls);
     int rc = GM_OK;
     if (c->prov) {
         rc = c->prov->sample(c->pstate, out, c->want_procs, err);
@@ -233,7 +247,7 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
             int64_t wait = c->cpu_window_ms - (gm_clock_mono_ms() - c->host_primed_ms);
             if (wait > 0) {
                 struct timespec ts = {0, (long)wait * 1000000L};
-                nanosleep(&ts, NULL);
+                GM_TIMED("first CPU window (sleep)", nanosleep(&ts, NULL));
             }
         }
         out->host_valid = gm_host_reader_read(c->host, &out->host, NULL) == GM_OK;
@@ -248,10 +262,12 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
     for (size_t i = 0; i < out->proc_count; i++) {
         gm_process *p = &out->procs[i];
         if (!p->user[0] && !p->command[0])
-            gm_host_describe_process(c->procfs_root, p->pid, p->user, sizeof p->user, p->command,
-                                     sizeof p->command);
+            GM_TIMED("/proc/PID/status+cmdline",
+                     gm_host_describe_process(c->procfs_root, p->pid, p->user, sizeof p->user,
+                                              p->command, sizeof p->command));
         gm_cgroup_ident id;
-        if (!p->container_id[0] && gm_cgroup_read(c->procfs_root, p->pid, &id) == GM_OK) {
+        if (!p->container_id[0] &&
+            GM_TIMED("/proc/PID/cgroup", gm_cgroup_read(c->procfs_root, p->pid, &id)) == GM_OK) {
             memcpy(p->pod_uid, id.pod_uid, sizeof p->pod_uid);
             memcpy(p->container_id, id.container_id, sizeof p->container_id);
         }
@@ -261,6 +277,7 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
     out->seq = ++c->seq;
     out->time_ms = gm_clock_wall_ms();
     out->mono_ms = gm_clock_mono_ms();
+    gm_calltime_use(prev_calls);
     return rc;
 }
 

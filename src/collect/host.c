@@ -1,5 +1,7 @@
 /* host.c - host metrics (CPU, memory, load, uptime, identity) and process details from procfs. */
 #include "collect/host.h"
+#include "collect/calltime.h"
+#include "base/clock.h"
 #include "base/utf8.h"
 
 #include <errno.h>
@@ -19,6 +21,9 @@
  * "intr" line is well under 1 MiB. */
 #define HOST_BUF_INITIAL (64 * 1024)
 #define HOST_BUF_MAX     (16 * 1024 * 1024)
+/* /proc/cpuinfo (about 1 KB per logical CPU, the largest file read) and the kernel release do not
+ * change while the host runs: read once a minute, their last reading served in between. */
+#define HOST_STATIC_MS 60000
 /* Bytes of /proc/<pid>/status read to find "Uid:" (about the tenth line). */
 #define HOST_STATUS_MAX 4096
 /* Longest command line kept by gm_host_describe_process (GM_CMD_LEN is far below). */
@@ -43,6 +48,12 @@ struct gm_host_reader {
     size_t prev_core_n;
     host_cpu_times *cur_cores;
     size_t cur_core_n;
+    /* The last reading of the HOST_STATIC_MS files (cpu_model, kernel) and when it was made. */
+    bool static_read, cpuinfo_ok, kernel_ok;
+    int64_t static_ms;
+    unsigned long processors;
+    char cpu_model[sizeof(((gm_host *)0)->cpu_model)];
+    char kernel[sizeof(((gm_host *)0)->kernel)];
 };
 
 /* ---- text helpers --------------------------------------------------------------------------- */
@@ -706,16 +717,30 @@ int gm_host_reader_read(gm_host_reader *r, gm_host *out, gm_error *err)
     if (!S_ISDIR(st.st_mode))
         return gm_error_set(err, GM_EIO, "procfs root '%s' is not a directory", r->root);
 
-    any |= read_stat(r, out);
-    any |= read_meminfo(r, out);
-    any |= read_loadavg(r, out);
-    any |= read_uptime(r, out);
-    any |= read_cpuinfo(r, out, &processors);
+    any |= GM_TIMED("/proc/stat", read_stat(r, out));
+    any |= GM_TIMED("/proc/meminfo", read_meminfo(r, out));
+    any |= GM_TIMED("/proc/loadavg", read_loadavg(r, out));
+    any |= GM_TIMED("/proc/uptime", read_uptime(r, out));
+    int64_t now = gm_clock_mono_ms();
+    if (!r->static_read || now - r->static_ms >= HOST_STATIC_MS) {
+        r->cpuinfo_ok = GM_TIMED("/proc/cpuinfo", read_cpuinfo(r, out, &r->processors));
+        memcpy(r->cpu_model, out->cpu_model, sizeof r->cpu_model);
+        r->kernel_ok = GM_TIMED("/proc/sys/kernel/osrelease",
+                                read_line(r, "sys/kernel/osrelease", r->kernel, sizeof r->kernel));
+        if (!r->kernel_ok)
+            r->kernel[0] = '\0';
+        r->static_read = true;
+        r->static_ms = now;
+    }
+    memcpy(out->cpu_model, r->cpu_model, sizeof out->cpu_model);
+    memcpy(out->kernel, r->kernel, sizeof out->kernel);
+    processors = r->processors;
+    any |= r->cpuinfo_ok || r->kernel_ok;
     /* Without /proc/stat the processor lines of cpuinfo still tell how many CPUs there are. */
     if (!gm_host_has(out, GM_H_CPU_COUNT) && processors > 0)
         gm_host_set(out, GM_H_CPU_COUNT, (double)processors);
-    any |= read_line(r, "sys/kernel/osrelease", out->kernel, sizeof out->kernel);
-    any |= read_line(r, "sys/kernel/hostname", out->hostname, sizeof out->hostname);
+    any |= GM_TIMED("/proc/sys/kernel/hostname",
+                    read_line(r, "sys/kernel/hostname", out->hostname, sizeof out->hostname));
     if (!any)
         return gm_error_set(err, GM_EIO, "nothing could be read from procfs root '%s'", r->root);
     if (!out->hostname[0] && r->real_proc) {

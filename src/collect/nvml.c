@@ -3,6 +3,7 @@
  */
 #include "provider.h"
 #include "base/clock.h"
+#include "collect/calltime.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -468,6 +469,9 @@ typedef struct nv_gpu {
     char bus_id[GM_BUSID_LEN];
     bool lost;       /* GPU_IS_LOST seen: not queried again until lost_ms + NV_REPROBE_MS */
     int64_t lost_ms; /* CLOCK_MONOTONIC */
+    /* The metrics the collector's caller wants (nv_state.want), NULL: every one. A getter whose
+     * metrics are all unwanted is not called. */
+    const gm_metric_set *want;
     /* Last readings of the NV_STATIC and NV_SLOW getters, served between their reads. */
     bool cache_primed;
     int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
@@ -505,6 +509,7 @@ typedef struct nv_state {
     nv_devstr_fn name;
     nv_devstr_fn uuid;
     nv_pci_fn pci;
+    const char *pci_sym;
     bool pci_v1; /* the v1 call writes the short busId into the first 16 bytes */
     nv_util_fn util;
     nv_codec_fn enc, dec;
@@ -521,6 +526,8 @@ typedef struct nv_state {
     nv_uuid_handle_fn handle_by_uuid;
     nv_mig_parent_fn mig_parent;
     int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
+    bool want_some;         /* the caller named the metrics it wants: only those are read */
+    gm_metric_set want;     /* those, with what reading them needs (nv_want_closure) */
 
     /* Health getters; each NULL when the library lacks it. */
     nv_devstr_fn serial, vbios;
@@ -584,6 +591,9 @@ typedef struct nv_pass {
     int hard_rc;         /* first failure that is not "this GPU lacks the feature" */
     const char *hard_fn; /* and the call that gave it */
 } nv_pass;
+
+/* Times one NVML call under its NVML name (see calltime.h): every call site goes through it. */
+#define NV_T(name, call) GM_TIMED(name, call)
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
@@ -705,6 +715,38 @@ static bool pass_ok(nv_pass *p, int rc, const char *fn)
     return false;
 }
 
+/* True when the caller wants metric m, or one of m..m+n-1. */
+static bool nv_wants_n(const nv_gpu *g, gm_metric m, int n)
+{
+    if (!g->want)
+        return true;
+    for (int k = 0; k < n; k++)
+        if (gm_metric_set_has(g->want, (gm_metric)(m + k)))
+            return true;
+    return false;
+}
+
+static bool nv_wants(const nv_gpu *g, gm_metric m)
+{
+    return nv_wants_n(g, m, 1);
+}
+
+/* Adds to w what reading its metrics needs: the first metric of a call that fills two (the
+ * getters are gated on it), and the ECC mode the ECC counters are read only with. */
+static void nv_want_closure(gm_metric_set *w)
+{
+    for (size_t i = 0; i < NV_N_PAIR; i++)
+        if (gm_metric_set_has(w, pair_metrics[i].b))
+            gm_metric_set_add(w, pair_metrics[i].a);
+    bool ecc = false;
+    for (size_t i = 0; i < NV_N_ECC; i++)
+        ecc |= gm_metric_set_has(w, ecc_metrics[i].m);
+    for (int k = 0; k < 10; k++)
+        ecc |= gm_metric_set_has(w, (gm_metric)(GM_M_SRAM_UNCORR_VOL_PARITY + k));
+    if (ecc)
+        gm_metric_set_add(w, GM_M_ECC_MODE_CUR);
+}
+
 /* Driver 'DDDD:BB:DD.F' (the v1 call's short form) -> nvidia-smi's 'DDDDDDDD:BB:DD.F', so old
  * and new drivers identify a GPU the same way. */
 static void normalise_bus_id(char *dst, size_t cap, const char *src)
@@ -721,14 +763,14 @@ static void normalise_bus_id(char *dst, size_t cap, const char *src)
 static int read_identity(nv_state *st, nv_gpu *g)
 {
     char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
-    int rc = st->name(g->dev, buf, sizeof buf);
+    int rc = NV_T("nvmlDeviceGetName", st->name(g->dev, buf, sizeof buf));
     if (rc == NV_SUCCESS)
         copy_str(g->name, sizeof g->name, buf);
-    if (st->uuid && st->uuid(g->dev, buf, sizeof buf) == NV_SUCCESS)
+    if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(g->dev, buf, sizeof buf)) == NV_SUCCESS)
         copy_str(g->uuid, sizeof g->uuid, buf);
     nv_pci_info pci;
     memset(&pci, 0, sizeof pci);
-    if (st->pci && st->pci(g->dev, &pci) == NV_SUCCESS) {
+    if (st->pci && NV_T(st->pci_sym, st->pci(g->dev, &pci)) == NV_SUCCESS) {
         if (st->pci_v1) {
             char legacy[GM_BUSID_LEN] = {0}; /* the 16 bytes need not hold a NUL */
             memcpy(legacy, pci.busIdLegacy, sizeof pci.busIdLegacy);
@@ -742,11 +784,14 @@ static int read_identity(nv_state *st, nv_gpu *g)
     }
     /* Board serial and VBIOS: fixed for the board's life, read with the identity. */
     char text[GM_SERIAL_LEN * 2];
-    if (st->serial && st->serial(g->dev, text, sizeof text) == NV_SUCCESS) {
+    bool board = !st->want_some || st->want.board_strings;
+    if (board && st->serial &&
+        NV_T("nvmlDeviceGetSerial", st->serial(g->dev, text, sizeof text)) == NV_SUCCESS) {
         text[sizeof text - 1] = '\0';
         copy_str(g->serial, sizeof g->serial, text);
     }
-    if (st->vbios && st->vbios(g->dev, text, sizeof text) == NV_SUCCESS) {
+    if (board && st->vbios &&
+        NV_T("nvmlDeviceGetVbiosVersion", st->vbios(g->dev, text, sizeof text)) == NV_SUCCESS) {
         text[sizeof text - 1] = '\0';
         copy_str(g->vbios, sizeof g->vbios, text);
     }
@@ -755,20 +800,24 @@ static int read_identity(nv_state *st, nv_gpu *g)
     nv_pci_info_ext ext;
     memset(&ext, 0, sizeof ext);
     ext.version = NV_PCI_INFO_EXT_V1;
-    if (st->pci_ext && st->pci_ext(g->dev, &ext) == NV_SUCCESS && ext.baseClass <= 0xff &&
-        ext.subClass <= 0xff) {
+    if ((nv_wants(g, GM_M_PCI_BASE_CLASS) || nv_wants(g, GM_M_PCI_SUB_CLASS)) && st->pci_ext &&
+        NV_T("nvmlDeviceGetPciInfoExt", st->pci_ext(g->dev, &ext)) == NV_SUCCESS &&
+        ext.baseClass <= 0xff && ext.subClass <= 0xff) {
         g->pci_class_known = true;
         g->pci_base_class = ext.baseClass;
         g->pci_sub_class = ext.subClass;
     }
     char ver[GM_INFOROM_LEN];
-    if (st->inforom_image && st->inforom_image(g->dev, ver, sizeof ver) == NV_SUCCESS) {
+    if (board && st->inforom_image &&
+        NV_T("nvmlDeviceGetInforomImageVersion", st->inforom_image(g->dev, ver, sizeof ver)) ==
+            NV_SUCCESS) {
         ver[sizeof ver - 1] = '\0';
         copy_str(g->inforom[GM_INFOROM_IMG], GM_INFOROM_LEN, ver);
     }
     /* nvmlInforomObject_t: OEM 0, ECC 1, POWER 2. */
-    for (int obj = 0; obj < 3 && st->inforom_version; obj++)
-        if (st->inforom_version(g->dev, obj, ver, sizeof ver) == NV_SUCCESS) {
+    for (int obj = 0; obj < 3 && board && st->inforom_version; obj++)
+        if (NV_T("nvmlDeviceGetInforomVersion",
+                 st->inforom_version(g->dev, obj, ver, sizeof ver)) == NV_SUCCESS) {
             ver[sizeof ver - 1] = '\0';
             copy_str(g->inforom[GM_INFOROM_OEM + obj], GM_INFOROM_LEN, ver);
         }
@@ -792,7 +841,7 @@ static void nvml_close(void *state)
     free(st->gpm_buf);
     pthread_mutex_destroy(&st->xid_mu);
     if (st->shutdown)
-        st->shutdown();
+        NV_T("nvmlShutdown", st->shutdown());
     if (st->lib)
         dlclose(st->lib);
     free(st->proc_buf);
@@ -805,7 +854,8 @@ static void resolve_optional(nv_state *st)
     const char *found = NULL;
     st->error_string = (nv_errstr_fn)dlsym(lib, "nvmlErrorString");
     st->uuid = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetUUID");
-    st->pci = (nv_pci_fn)resolve(lib, sym_pci, &found);
+    st->pci = (nv_pci_fn)resolve(lib, sym_pci, &st->pci_sym);
+    found = st->pci_sym;
     st->pci_v1 = st->pci && strcmp(found, "nvmlDeviceGetPciInfo") == 0;
     st->util = (nv_util_fn)dlsym(lib, "nvmlDeviceGetUtilizationRates");
     st->enc = (nv_codec_fn)dlsym(lib, "nvmlDeviceGetEncoderUtilization");
@@ -959,16 +1009,17 @@ static void read_versions(nv_state *st)
     nv_sysstr_fn drv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetDriverVersion");
     nv_sysstr_fn nv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetNVMLVersion");
     nv_int_fn cuda = (nv_int_fn)resolve(st->lib, sym_cuda, NULL);
-    if (drv && drv(buf, sizeof buf) == NV_SUCCESS) {
+    if (drv && NV_T("nvmlSystemGetDriverVersion", drv(buf, sizeof buf)) == NV_SUCCESS) {
         buf[sizeof buf - 1] = '\0';
         copy_str(st->driver_version, sizeof st->driver_version, buf);
     }
-    if (nv && nv(buf, sizeof buf) == NV_SUCCESS) {
+    if (nv && NV_T("nvmlSystemGetNVMLVersion", nv(buf, sizeof buf)) == NV_SUCCESS) {
         buf[sizeof buf - 1] = '\0';
         copy_str(st->nvml_version, sizeof st->nvml_version, buf);
     }
     int v = 0;
-    if (cuda && cuda(&v) == NV_SUCCESS && v > 0) /* 12040 -> "12.4" */
+    if (cuda && NV_T("nvmlSystemGetCudaDriverVersion", cuda(&v)) == NV_SUCCESS &&
+        v > 0) /* 12040 -> "12.4" */
         snprintf(st->cuda_version, sizeof st->cuda_version, "%d.%d", v / 1000, (v % 1000) / 10);
 }
 
@@ -996,6 +1047,13 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
                          : opt->slow_period_ms < 0        ? 0
                                                           : opt->slow_period_ms;
+    if (opt && opt->want) {
+        st->want_some = true;
+        st->want = *opt->want;
+        nv_want_closure(&st->want);
+    }
+    for (unsigned i = 0; i < GM_MAX_GPUS; i++)
+        st->gpus[i].want = st->want_some ? &st->want : NULL;
 
     int rc;
     st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -1025,7 +1083,7 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     }
     resolve_optional(st);
 
-    int nrc = init();
+    int nrc = NV_T(init_sym, init());
     if (nrc != NV_SUCCESS) {
         rc = gm_error_set(err, GM_EINIT, "%s failed: %s (%d)", init_sym, nv_strerror(st, nrc), nrc);
         goto fail;
@@ -1033,7 +1091,7 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     st->shutdown = shutdown; /* from here on close() owes nvmlShutdown */
 
     unsigned n = 0;
-    nrc = st->count(&n);
+    nrc = NV_T(count_sym, st->count(&n));
     if (nrc != NV_SUCCESS) {
         rc = nv_fail(st, err, nrc, count_sym);
         goto fail;
@@ -1051,7 +1109,7 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     int64_t now = gm_clock_mono_ms();
     for (unsigned i = 0; i < st->gpu_count; i++) {
         nv_gpu *g = &st->gpus[i];
-        nrc = st->handle(i, &g->dev);
+        nrc = NV_T(st->handle_sym, st->handle(i, &g->dev));
         if (nrc == NV_SUCCESS)
             nrc = read_identity(st, g);
         else
@@ -1088,7 +1146,7 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
         nv_memory_v2 m;
         memset(&m, 0, sizeof m);
         m.version = NV_MEMORY_V2_VERSION;
-        int rc = st->mem2(dev, &m);
+        int rc = NV_T("nvmlDeviceGetMemoryInfo_v2", st->mem2(dev, &m));
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH) {
             st->mem2 = NULL; /* this driver wants another struct revision: use v1 from now on */
         } else {
@@ -1105,7 +1163,8 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
         /* v1 "used" includes reserved memory and reserved itself is unknown: left absent. */
         nv_memory_v1 m;
         memset(&m, 0, sizeof m);
-        if (pass_ok(p, st->mem1(dev, &m), "nvmlDeviceGetMemoryInfo")) {
+        if (pass_ok(p, NV_T("nvmlDeviceGetMemoryInfo", st->mem1(dev, &m)),
+                    "nvmlDeviceGetMemoryInfo")) {
             gm_gpu_set(out, GM_M_MEM_TOTAL_BYTES, (double)m.total);
             gm_gpu_set(out, GM_M_MEM_USED_BYTES, (double)m.used);
             gm_gpu_set(out, GM_M_MEM_FREE_BYTES, (double)m.free);
@@ -1137,7 +1196,7 @@ static void cache_get(const nv_gpu *g, gm_gpu *out, gm_metric m)
 static bool health_due_n(nv_gpu *ng, gm_gpu *out, gm_metric m, int n, enum nv_cadence c,
                          const bool *due)
 {
-    if (gm_gpu_has(&ng->nosup, m))
+    if (gm_gpu_has(&ng->nosup, m) || !nv_wants_n(ng, m, n))
         return false;
     if (c != NV_EVERY && !due[c]) {
         for (int k = 0; k < n; k++)
@@ -1208,7 +1267,8 @@ static void read_fields(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     }
     if (n == 0)
         return;
-    int rc = st->fields(ng->dev, n, fv);
+    int rc = NV_T(slow_class ? "nvmlDeviceGetFieldValues[slow]" : "nvmlDeviceGetFieldValues[every]",
+                  st->fields(ng->dev, n, fv));
     enum nv_cadence c = slow_class ? NV_SLOW : NV_EVERY;
     for (int k = 0; k < n && !p->lost; k++) {
         int frc = rc != NV_SUCCESS ? rc : fv[k].nvmlReturn;
@@ -1225,10 +1285,16 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
 {
     if (!st->gpm_alloc || ng->gpm_state < 0)
         return;
+    bool wanted = false;
+    for (size_t i = 0; i < NV_N_GPM; i++)
+        wanted |= nv_wants(ng, gpm_metrics[i].m);
+    if (!wanted)
+        return;
     if (ng->gpm_state == 0) {
         nv_gpm_support sup = {.version = 1};
         ng->gpm_state = -1;
-        if (st->gpm_support(ng->dev, &sup) != NV_SUCCESS || !sup.isSupportedDevice)
+        if (NV_T("nvmlGpmQueryDeviceSupport", st->gpm_support(ng->dev, &sup)) != NV_SUCCESS ||
+            !sup.isSupportedDevice)
             return;
         if (!st->gpm_buf && !(st->gpm_buf = malloc(sizeof *st->gpm_buf)))
             return;
@@ -1237,7 +1303,8 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
         ng->gpm_state = 1;
     }
     int cur = ng->gpm_cur;
-    if (!pass_ok(p, st->gpm_get(ng->dev, ng->gpm[cur]), "nvmlGpmSampleGet")) {
+    if (!pass_ok(p, NV_T("nvmlGpmSampleGet", st->gpm_get(ng->dev, ng->gpm[cur])),
+                 "nvmlGpmSampleGet")) {
         ng->gpm_prev = false;
         return;
     }
@@ -1250,7 +1317,7 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
         q->sample2 = ng->gpm[cur];
         for (size_t i = 0; i < NV_N_GPM; i++)
             q->metrics[i].metricId = gpm_metrics[i].id;
-        if (pass_ok(p, st->gpm_metrics(q), "nvmlGpmMetricsGet"))
+        if (pass_ok(p, NV_T("nvmlGpmMetricsGet", st->gpm_metrics(q)), "nvmlGpmMetricsGet"))
             for (size_t i = 0; i < NV_N_GPM; i++)
                 if (q->metrics[i].nvmlReturn == NV_SUCCESS && isfinite(q->metrics[i].value))
                     gm_gpu_set(out, gpm_metrics[i].m, q->metrics[i].value * gpm_metrics[i].scale);
@@ -1263,8 +1330,9 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
 static int retired_count(nv_state *st, nvmlDevice_t dev, int cause, unsigned *n)
 {
     *n = 0;
-    int rc = st->retired_v2 ? st->retired_v2(dev, cause, n, NULL, NULL)
-                            : st->retired_v1(dev, cause, n, NULL);
+    int rc =
+        NV_T("nvmlDeviceGetRetiredPages", st->retired_v2 ? st->retired_v2(dev, cause, n, NULL, NULL)
+                                                         : st->retired_v1(dev, cause, n, NULL));
     return rc == NV_ERROR_INSUFFICIENT_SIZE ? NV_SUCCESS : rc;
 }
 
@@ -1276,12 +1344,12 @@ static int read_fabric(nv_state *st, nvmlDevice_t dev, nv_fabric_info *f)
     if (st->fabric) {
         memset(f, 0, sizeof *f);
         f->version = st->fabric_version;
-        rc = st->fabric(dev, f);
+        rc = NV_T("nvmlDeviceGetGpuFabricInfoV", st->fabric(dev, f));
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH && st->fabric_version == NV_FABRIC_INFO_V3) {
             st->fabric_version = NV_FABRIC_INFO_V2; /* a driver that knows v2 only */
             memset(f, 0, sizeof *f);
             f->version = st->fabric_version;
-            rc = st->fabric(dev, f);
+            rc = NV_T("nvmlDeviceGetGpuFabricInfoV", st->fabric(dev, f));
         }
         if (rc != NV_ERROR_ARGUMENT_VERSION_MISMATCH || !st->fabric_v1)
             return rc;
@@ -1289,7 +1357,7 @@ static int read_fabric(nv_state *st, nvmlDevice_t dev, nv_fabric_info *f)
     if (st->fabric_v1) {
         nv_fabric_info_v1 o;
         memset(&o, 0, sizeof o);
-        rc = st->fabric_v1(dev, &o);
+        rc = NV_T("nvmlDeviceGetGpuFabricInfo", st->fabric_v1(dev, &o));
         memset(f, 0, sizeof *f);
         memcpy(f->clusterUuid, o.clusterUuid, sizeof f->clusterUuid);
         f->status = o.status;
@@ -1308,7 +1376,7 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     nvmlDevice_t dev = ng->dev;
     if (!p->lost && st->addressing && health_due(ng, out, GM_M_ADDRESSING_MODE, NV_STATIC, due)) {
         nv_addressing_mode am = {NV_ADDRESSING_MODE_V1, 0};
-        int rc = st->addressing(dev, &am);
+        int rc = NV_T("nvmlDeviceGetAddressingMode", st->addressing(dev, &am));
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH || (rc == NV_SUCCESS && am.value > 2))
             rc = NV_ERROR_NOT_SUPPORTED; /* a revision or a mode this build does not know */
         health_put(ng, out, p, GM_M_ADDRESSING_MODE, NV_STATIC, rc, "nvmlDeviceGetAddressingMode",
@@ -1316,7 +1384,7 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     }
     if (!p->lost && st->c2c && health_due(ng, out, GM_M_C2C_MODE, NV_STATIC, due)) {
         nv_c2c_mode cm = {0};
-        int rc = st->c2c(dev, &cm);
+        int rc = NV_T("nvmlDeviceGetC2cModeInfoV", st->c2c(dev, &cm));
         health_put(ng, out, p, GM_M_C2C_MODE, NV_STATIC, rc, "nvmlDeviceGetC2cModeInfoV",
                    cm.isC2cEnabled != 0);
     }
@@ -1347,7 +1415,7 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
         health_due_n(ng, out, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
         nv_memory_v1 m;
         memset(&m, 0, sizeof m);
-        int rc = st->protected_mem(dev, &m);
+        int rc = NV_T("nvmlDeviceGetConfComputeProtectedMemoryUsage", st->protected_mem(dev, &m));
         const char *fn = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
         health_put(ng, out, p, GM_M_PROT_MEM_TOTAL_BYTES, NV_SLOW, rc, fn, (double)m.total);
         health_put(ng, out, p, GM_M_PROT_MEM_USED_BYTES, NV_SLOW, rc, fn, (double)m.used);
@@ -1358,7 +1426,7 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
         nv_sram_status e;
         memset(&e, 0, sizeof e);
         e.version = NV_SRAM_STATUS_V1;
-        int rc = st->sram(dev, &e);
+        int rc = NV_T("nvmlDeviceGetSramEccErrorStatus", st->sram(dev, &e));
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH)
             rc = NV_ERROR_NOT_SUPPORTED;
         const char *fn = "nvmlDeviceGetSramEccErrorStatus";
@@ -1389,7 +1457,7 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     unsigned a = 0, b = 0, c = 0, d = 0;
     for (size_t i = 0; i < NV_N_CODEC && !p->lost; i++)
         if (st->codec[i] && health_due(ng, out, codec_metrics[i].m, NV_EVERY, due)) {
-            int rc = st->codec[i](dev, &a, &b);
+            int rc = NV_T(codec_metrics[i].sym, st->codec[i](dev, &a, &b));
             health_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, a);
         }
     for (size_t i = 0; i < NV_N_PAIR && !p->lost; i++) {
@@ -1401,7 +1469,7 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
                 cache_get(ng, out, pair_metrics[i].b);
             continue;
         }
-        int rc = st->pair[i](dev, &a, &b);
+        int rc = NV_T(pair_metrics[i].sym, st->pair[i](dev, &a, &b));
         unsigned max = pair_metrics[i].max;
         if (rc == NV_SUCCESS && max && (a > max || b > max))
             rc = NV_ERROR_NOT_SUPPORTED; /* an enable state NVML does not define */
@@ -1410,7 +1478,8 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     }
     if (!p->lost && st->compute_cap && health_due(ng, out, GM_M_COMPUTE_CAP, NV_STATIC, due)) {
         int major = 0, minor = 0;
-        int rc = st->compute_cap(dev, (unsigned *)&major, (unsigned *)&minor);
+        int rc = NV_T("nvmlDeviceGetCudaComputeCapability",
+                      st->compute_cap(dev, (unsigned *)&major, (unsigned *)&minor));
         if (rc == NV_SUCCESS && (major < 0 || minor < 0 || minor > 9))
             rc = NV_ERROR_NOT_SUPPORTED;
         health_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc,
@@ -1418,12 +1487,12 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     }
     if (!p->lost && st->margin_temp && health_due(ng, out, GM_M_TEMP_TLIMIT_C, NV_EVERY, due)) {
         nv_margin_temp mt = {NV_MARGIN_TEMP_V1, 0};
-        int rc = st->margin_temp(dev, &mt);
+        int rc = NV_T("nvmlDeviceGetMarginTemperature", st->margin_temp(dev, &mt));
         health_put(ng, out, p, GM_M_TEMP_TLIMIT_C, NV_EVERY, rc, "nvmlDeviceGetMarginTemperature",
                    mt.marginTemperature);
     }
     if (!p->lost && st->enc_stats && health_due_n(ng, out, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
-        int rc = st->enc_stats(dev, &a, &b, &c);
+        int rc = NV_T("nvmlDeviceGetEncoderStats", st->enc_stats(dev, &a, &b, &c));
         health_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", a);
         health_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", b);
         health_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", c);
@@ -1436,9 +1505,11 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         if ((total ? !st->ecc_total : !st->ecc_loc) || !health_due(ng, out, m, NV_SLOW, due))
             continue;
         unsigned long long n = 0;
-        int rc = total ? st->ecc_total(dev, ecc_metrics[i].type, ecc_metrics[i].counter, &n)
-                       : st->ecc_loc(dev, ecc_metrics[i].type, ecc_metrics[i].counter,
-                                     ecc_metrics[i].location, &n);
+        int rc = total ? NV_T("nvmlDeviceGetTotalEccErrors",
+                              st->ecc_total(dev, ecc_metrics[i].type, ecc_metrics[i].counter, &n))
+                       : NV_T("nvmlDeviceGetMemoryErrorCounter",
+                              st->ecc_loc(dev, ecc_metrics[i].type, ecc_metrics[i].counter,
+                                          ecc_metrics[i].location, &n));
         health_put(ng, out, p, m, NV_SLOW, rc,
                    total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
                    (double)n);
@@ -1454,12 +1525,12 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     }
     if (!p->lost && st->retired_pending &&
         health_due(ng, out, GM_M_RETIRED_PENDING, NV_SLOW, due)) {
-        int rc = st->retired_pending(dev, &a);
+        int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &a));
         health_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
                    "nvmlDeviceGetRetiredPagesPendingStatus", a != 0);
     }
     if (!p->lost && st->remapped && health_due_n(ng, out, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
-        int rc = st->remapped(dev, &a, &b, &c, &d);
+        int rc = NV_T("nvmlDeviceGetRemappedRows", st->remapped(dev, &a, &b, &c, &d));
         const char *fn = "nvmlDeviceGetRemappedRows";
         health_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, a);
         health_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, b);
@@ -1469,7 +1540,7 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     if (!p->lost && st->histogram && health_due_n(ng, out, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
         nv_remap_histogram h;
         memset(&h, 0, sizeof h);
-        int rc = st->histogram(dev, &h);
+        int rc = NV_T("nvmlDeviceGetRowRemapperHistogram", st->histogram(dev, &h));
         const char *fn = "nvmlDeviceGetRowRemapperHistogram";
         health_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
         health_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
@@ -1490,7 +1561,7 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         int rc = NV_ERROR_NOT_SUPPORTED;
         for (unsigned l = 0; l < NV_NVLINK_MAX; l++) {
             unsigned on = 0;
-            int lrc = st->link_state(dev, l, &on);
+            int lrc = NV_T("nvmlDeviceGetNvLinkState", st->link_state(dev, l, &on));
             if (lrc == NV_ERROR_GPU_IS_LOST)
                 rc = lrc;
             if (lrc != NV_SUCCESS)
@@ -1514,31 +1585,35 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
     bool due[3] = {true, !ng->cache_primed || now - ng->static_ms >= NV_STATIC_MS,
                    !ng->cache_primed || now - ng->slow_ms >= st->slow_period_ms};
     /* Utilisation first: it is the call a fallen GPU answers with GPU_IS_LOST soonest. */
-    if (st->util) {
+    if (st->util && nv_wants_n(ng, GM_M_UTIL_GPU_PCT, 2)) {
         nv_utilization u;
-        if (pass_ok(p, st->util(dev, &u), "nvmlDeviceGetUtilizationRates")) {
+        if (pass_ok(p, NV_T("nvmlDeviceGetUtilizationRates", st->util(dev, &u)),
+                    "nvmlDeviceGetUtilizationRates")) {
             gm_gpu_set(out, GM_M_UTIL_GPU_PCT, u.gpu);
             gm_gpu_set(out, GM_M_UTIL_MEM_PCT, u.memory);
         }
     }
     unsigned v, period;
-    if (!p->lost && st->enc &&
-        pass_ok(p, st->enc(dev, &v, &period), "nvmlDeviceGetEncoderUtilization"))
+    if (!p->lost && st->enc && nv_wants(ng, GM_M_UTIL_ENC_PCT) &&
+        pass_ok(p, NV_T("nvmlDeviceGetEncoderUtilization", st->enc(dev, &v, &period)),
+                "nvmlDeviceGetEncoderUtilization"))
         gm_gpu_set(out, GM_M_UTIL_ENC_PCT, v);
-    if (!p->lost && st->dec &&
-        pass_ok(p, st->dec(dev, &v, &period), "nvmlDeviceGetDecoderUtilization"))
+    if (!p->lost && st->dec && nv_wants(ng, GM_M_UTIL_DEC_PCT) &&
+        pass_ok(p, NV_T("nvmlDeviceGetDecoderUtilization", st->dec(dev, &v, &period)),
+                "nvmlDeviceGetDecoderUtilization"))
         gm_gpu_set(out, GM_M_UTIL_DEC_PCT, v);
-    if (!p->lost)
+    if (!p->lost && nv_wants_n(ng, GM_M_MEM_TOTAL_BYTES, 4))
         read_memory(st, dev, out, p);
     for (size_t i = 0; i < NV_N_ARG && !p->lost; i++) {
-        if (!st->arg[i])
+        if (!st->arg[i] || !nv_wants(ng, arg_metrics[i].m))
             continue;
         gm_metric m = arg_metrics[i].m;
         if (!due[arg_metrics[i].cadence]) {
             cache_get(ng, out, m);
             continue;
         }
-        bool ok = pass_ok(p, st->arg[i](dev, arg_metrics[i].arg, &v), arg_metrics[i].sym);
+        bool ok = pass_ok(p, NV_T(arg_metrics[i].sym, st->arg[i](dev, arg_metrics[i].arg, &v)),
+                          arg_metrics[i].sym);
         if (arg_metrics[i].cadence == NV_EVERY) {
             if (ok)
                 gm_gpu_set(out, m, v);
@@ -1547,14 +1622,14 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
         }
     }
     for (size_t i = 0; i < NV_N_U32 && !p->lost; i++) {
-        if (!st->u32[i])
+        if (!st->u32[i] || !nv_wants(ng, u32_metrics[i].m))
             continue;
         gm_metric m = u32_metrics[i].m;
         if (!due[u32_metrics[i].cadence]) {
             cache_get(ng, out, m);
             continue;
         }
-        bool ok = pass_ok(p, st->u32[i](dev, &v), u32_metrics[i].sym) &&
+        bool ok = pass_ok(p, NV_T(u32_metrics[i].sym, st->u32[i](dev, &v)), u32_metrics[i].sym) &&
                   (u32_metrics[i].max == 0 || v <= u32_metrics[i].max);
         if (u32_metrics[i].cadence == NV_EVERY) {
             if (ok)
@@ -1564,7 +1639,7 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
         }
     }
     for (size_t i = 0; i < NV_N_U64 && !p->lost; i++) {
-        if (!st->u64[i])
+        if (!st->u64[i] || !nv_wants(ng, u64_metrics[i].m))
             continue;
         gm_metric m = u64_metrics[i].m;
         if (!due[u64_metrics[i].cadence]) {
@@ -1572,7 +1647,8 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             continue;
         }
         unsigned long long x = 0;
-        bool ok = pass_ok(p, st->u64[i](dev, &x), u64_metrics[i].sym[0]);
+        bool ok =
+            pass_ok(p, NV_T(u64_metrics[i].sym[0], st->u64[i](dev, &x)), u64_metrics[i].sym[0]);
         if (u64_metrics[i].cadence == NV_EVERY) {
             if (ok)
                 gm_gpu_set(out, m, (double)x);
@@ -1602,7 +1678,7 @@ static int fetch_procs(nv_state *st, unsigned list, nvmlDevice_t dev, unsigned *
     for (int attempt = 0; attempt <= NV_PROC_RETRIES; attempt++) {
         unsigned cap = (unsigned)(st->proc_buf_bytes / stride);
         unsigned n = cap;
-        int rc = st->procs[list](dev, &n, cap ? st->proc_buf : NULL);
+        int rc = NV_T(st->proc_sym[list], st->procs[list](dev, &n, cap ? st->proc_buf : NULL));
         if (rc == NV_SUCCESS) {
             *n_out = n < cap ? n : cap;
             return rc;
@@ -1708,7 +1784,7 @@ static bool reprobe(nv_state *st, unsigned i)
 {
     nv_gpu *g = &st->gpus[i];
     nvmlDevice_t dev = NULL;
-    if (st->handle(i, &dev) != NV_SUCCESS)
+    if (NV_T(st->handle_sym, st->handle(i, &dev)) != NV_SUCCESS)
         return false;
     g->dev = dev;
     return read_identity(st, g) == NV_SUCCESS;

@@ -2,6 +2,7 @@
  * gpumon cannot load libnvidia-ml itself (or is told not to). */
 #include "base/smi_format.h"
 #include "base/spawn.h"
+#include "collect/calltime.h"
 #include "collect/provider.h"
 
 #include <ctype.h>
@@ -98,7 +99,7 @@ static bool remove_field(smi_state *st, int id)
 static int run_gpu_query(smi_state *st, gm_spawn_result *res, gm_error *err)
 {
     const char *argv[] = {st->prog, st->query_arg, "--format=csv,noheader,nounits", NULL};
-    return gm_spawn_run(argv, st->timeout_ms, 0, res, err);
+    return GM_TIMED("nvidia-smi --query-gpu", gm_spawn_run(argv, st->timeout_ms, 0, res, err));
 }
 
 /* Returns the field named in nvidia-smi's `Field "x" is not a valid field to query.`, -2 when the
@@ -266,7 +267,8 @@ static int smi_open(const gm_collector_options *opt, void **state, gm_error *err
 
     /* --query-gpu has no CUDA field; the banner has it. One extra run at open, failure is fine. */
     const char *banner_argv[] = {st->prog, NULL};
-    if (gm_spawn_run(banner_argv, st->timeout_ms, 0, &res, NULL) == GM_OK)
+    if (GM_TIMED("nvidia-smi (banner)", gm_spawn_run(banner_argv, st->timeout_ms, 0, &res, NULL)) ==
+        GM_OK)
         parse_cuda_version(res.out, st->cuda_version, sizeof st->cuda_version);
     gm_spawn_result_free(&res);
 
@@ -364,7 +366,8 @@ static int smi_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *
         const char *argv[] = {st->prog, "--query-compute-apps=gpu_uuid,pid,used_memory",
                               "--format=csv,noheader,nounits", NULL};
         gm_error aerr = {0};
-        if (gm_spawn_run(argv, st->timeout_ms, 0, &res, &aerr) == GM_OK) {
+        if (GM_TIMED("nvidia-smi --query-compute-apps",
+                     gm_spawn_run(argv, st->timeout_ms, 0, &res, &aerr)) == GM_OK) {
             gm_smi_parse_apps_csv(res.out, out, note, sizeof note, NULL);
             if (note[0])
                 append_note(warn, sizeof warn, note);

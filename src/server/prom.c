@@ -760,6 +760,38 @@ static void render_daemon(buf *b, const gm_snapshot *s, const gm_prom_health *h)
         sample(b, &dur, h->last_sample_duration_s);
     if (h->uptime_s >= 0)
         sample(b, &up, h->uptime_s);
+
+    /* Where sampling time goes, per driver call and host read: a summary without quantiles
+     * (its _sum and _count), so rate(_sum) / rate(_count) is the mean time of one call. */
+    if (!h->call_count)
+        return;
+    buf_puts(b, "# HELP gpumon_sampler_call_seconds Wall time the collector spent in one kind of "
+                "call (an NVML function, a field-value batch, a /proc read, an nvidia-smi run) "
+                "since the daemon started, and how many such calls it made.\n"
+                "# TYPE gpumon_sampler_call_seconds summary\n");
+    for (size_t i = 0; i < h->call_count; i++) {
+        bool open = true;
+        buf_puts(b, "gpumon_sampler_call_seconds_sum");
+        put_label_str(b, &open, "call", h->calls[i].name);
+        buf_puts(b, "}");
+        put_value(b, h->calls[i].wall_s);
+        open = true;
+        buf_puts(b, "gpumon_sampler_call_seconds_count");
+        put_label_str(b, &open, "call", h->calls[i].name);
+        buf_puts(b, "}");
+        put_value(b, (double)h->calls[i].count);
+    }
+    family cpu = {"gpumon_sampler_call_cpu_seconds_total", "counter",
+                  "CPU time (of the sampling thread) the collector spent in one kind of call "
+                  "since the daemon started.",
+                  false};
+    for (size_t i = 0; i < h->call_count; i++) {
+        bool open = true;
+        begin_sample(b, &cpu);
+        put_label_str(b, &open, "call", h->calls[i].name);
+        buf_puts(b, "}");
+        put_value(b, h->calls[i].cpu_s);
+    }
 }
 
 /* ---- entry point ----------------------------------------------------------------------- */

@@ -113,10 +113,27 @@ void gm_published_unref(gm_published *p)
         blob_free(&p->blob[k]);
     for (unsigned i = 0; i < p->gpu_count; i++)
         blob_free(&p->gpu[i]);
+    free((void *)p->health.calls);
     if (p->snap)
         free(p->snap->procs);
     free(p->snap);
     free(p);
+}
+
+/* /stats with the collector's call times added: "sampler_calls", one object per kind of call
+ * (an NVML function, a /proc read...), in the order first made. Takes j; NULL stays NULL. */
+static json_t *stats_with_calls(json_t *j, const gm_prom_health *h)
+{
+    json_t *calls = j ? json_array() : NULL;
+    if (!calls)
+        return j;
+    for (size_t i = 0; i < h->call_count; i++)
+        json_array_append_new(calls,
+                              json_pack("{s:s, s:I, s:f, s:f}", "call", h->calls[i].name, "count",
+                                        (json_int_t)h->calls[i].count, "wall_seconds",
+                                        h->calls[i].wall_s, "cpu_seconds", h->calls[i].cpu_s));
+    json_object_set_new(j, "sampler_calls", calls);
+    return j;
 }
 
 const gm_blob *gm_published_blob(gm_published *p, gm_blob_kind k)
@@ -157,7 +174,7 @@ const gm_blob *gm_published_blob(gm_published *p, gm_blob_kind k)
         blob_json(b, gm_compat_fleet(snap));
         break;
     case GM_BLOB_STATS:
-        blob_json(b, gm_compat_stats(snap, p->topo));
+        blob_json(b, stats_with_calls(gm_compat_stats(snap, p->topo), &p->health));
         break;
     case GM_BLOB_WS_METRICS:
         blob_json(b, gm_compat_ws_metrics(snap));
@@ -222,6 +239,16 @@ static gm_published *publish(gm_sampler *s, const gm_snapshot *snap)
     p->health.uptime_s = (double)(gm_clock_mono_ms() - s->stats.started_mono_ms) / 1000.0;
     pthread_mutex_unlock(&s->mu);
     p->health.no_per_core = s->opt.no_per_core;
+    /* The collector is this thread's: its call table is copied here, not read by renderers. */
+    gm_call_stat one;
+    size_t n = gm_collector_call_stats(s->opt.collector, &one, 1);
+    gm_call_stat *calls = n ? malloc(n * sizeof *calls) : NULL;
+    if (calls) {
+        p->health.call_count = gm_collector_call_stats(s->opt.collector, calls, n);
+        if (p->health.call_count > n)
+            p->health.call_count = n;
+        p->health.calls = calls;
+    }
     return p;
 oom:
     gm_published_unref(p);

@@ -6,7 +6,7 @@ import subprocess
 import time
 import unittest
 
-from gmtest import FAKE_NVML, FAKE_NVML_OLD, GPUMON, env, run, scenario_file
+from gmtest import FAKE_NVML, FAKE_NVML_OLD, FIXTURES, GPUMON, env, run, scenario_file
 
 MIB = 1048576
 
@@ -194,6 +194,101 @@ class Failures(unittest.TestCase):
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=10)
         self.assertIn("GPU is lost", out)
+
+
+
+def profile_rows(stderr):
+    """The --profile table's rows: (call, count, wall ms, cpu ms) in printed order."""
+    rows, inside = [], False
+    for line in stderr.splitlines():
+        if line.startswith("call "):
+            inside = True
+            continue
+        if inside and not line.startswith("("):
+            f = line.split()
+            rows.append((f[0], int(f[1]), float(f[2]), float(f[3])))
+    return rows
+
+
+SEVEN = "index,name,memory.used,utilization.gpu,temperature.gpu,power.draw,clocks.sm"
+
+
+class Profile(unittest.TestCase):
+    """`query --profile` books every driver call; the fake's cost profile shows through it."""
+
+    def query(self, fields=SEVEN, costs=None, scenario="two_gpus.json", args=()):
+        extra = {"GM_FAKE_NVML_COSTS": costs} if costs else None
+        p = run(["query", "--provider", "nvml", "--query-gpu=" + fields,
+                 "--format=csv,noheader", "--profile"] + list(args),
+                env=env(nvml=FAKE_NVML, scenario=scenario, extra=extra))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p, profile_rows(p.stderr)
+
+    def test_table_on_stderr_csv_untouched(self):
+        p, rows = self.query()
+        self.assertEqual(len(p.stdout.splitlines()), 2)  # the CSV alone on stdout
+        self.assertIn("collector: open", p.stderr)
+        calls = {r[0]: r for r in rows}
+        self.assertEqual(calls["nvmlDeviceGetUtilizationRates"][1], 2)  # one per GPU
+        self.assertEqual(calls["nvmlInit_v2"][1], 1)
+        walls = [r[2] for r in rows]
+        self.assertEqual(walls, sorted(walls, reverse=True))  # slowest first
+
+    def test_seven_fields_read_only_their_getters(self):
+        _, rows = self.query()
+        names = {r[0] for r in rows}
+        for needed in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo_v2",
+                       "nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
+                       "nvmlDeviceGetClockInfo", "nvmlDeviceGetName"):
+            self.assertIn(needed, names)
+        # Static, slow and health getters the seven fields do not print are never called.
+        for unwanted in ("nvmlDeviceGetEccMode", "nvmlDeviceGetTotalEccErrors",
+                         "nvmlDeviceGetMemoryErrorCounter", "nvmlDeviceGetNvLinkState",
+                         "nvmlDeviceGetRemappedRows", "nvmlDeviceGetSerial",
+                         "nvmlDeviceGetVbiosVersion", "nvmlDeviceGetInforomVersion",
+                         "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetGpuFabricInfoV",
+                         "nvmlDeviceGetSramEccErrorStatus", "nvmlGpmQueryDeviceSupport",
+                         "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetFanSpeed",
+                         "nvmlDeviceGetComputeRunningProcesses_v3"):
+            self.assertNotIn(unwanted, names)
+        self.assertFalse([n for n in names if n.startswith("nvmlDeviceGetFieldValues")])
+        self.assertFalse([n for n in names if n.startswith("/proc/")])  # no host metrics
+        self.assertNotIn("first CPU window (sleep)", names)
+
+    def test_board_strings_read_when_printed(self):
+        p, rows = self.query(fields="index,serial,inforom.img")
+        names = {r[0] for r in rows}
+        self.assertIn("nvmlDeviceGetSerial", names)
+        self.assertIn("nvmlDeviceGetInforomImageVersion", names)
+        self.assertNotIn("nvmlDeviceGetUtilizationRates", names)
+
+    def test_ecc_counter_reads_the_ecc_mode_it_depends_on(self):
+        p, rows = self.query(fields="index,ecc.errors.corrected.volatile.total",
+                             scenario="health.json")
+        names = {r[0] for r in rows}
+        self.assertIn("nvmlDeviceGetEccMode", names)
+        self.assertIn("nvmlDeviceGetTotalEccErrors", names)
+        self.assertNotIn("nvmlDeviceGetMemoryErrorCounter", names)
+        self.assertEqual(p.stdout.splitlines()[0], "0, 12")
+
+    def test_expensive_call_named_first(self):
+        costs = scenario_file({"calls": {"nvmlDeviceGetTemperature": {"cpu_us": 5000,
+                                                                      "wall_us": 60000}}})
+        try:
+            _, rows = self.query(costs=costs)
+        finally:
+            os.unlink(costs)
+        self.assertEqual(rows[0][0], "nvmlDeviceGetTemperature")
+        self.assertGreaterEqual(rows[0][3], 2 * 5.0)  # two GPUs, 5 ms of CPU each at least
+
+    def test_h200_cost_profile(self):
+        costs = os.path.join(FIXTURES, "nvml", "costs-h200-580.json")
+        _, rows = self.query(costs=costs, scenario=None)
+        self.assertEqual(rows[0][0], "nvmlInit_v2")
+        calls = {r[0]: r for r in rows}
+        self.assertGreaterEqual(calls["nvmlInit_v2"][3], 3.0)
+        # The hot calls burn their measured 27 us of CPU each (a floor: never less).
+        self.assertGreaterEqual(calls["nvmlDeviceGetUtilizationRates"][3], 0.027)
 
 
 if __name__ == "__main__":

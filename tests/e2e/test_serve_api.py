@@ -114,6 +114,19 @@ class Endpoints(unittest.TestCase):
         self.assertIn("NS", text)   # NVLink between 0 and 1 not supported, per the fixture
         self.assertIn("GNS", text)  # atomics
 
+    def test_sampler_call_stats(self):
+        # The daemon (100 ms period) has sampled several times: its NVML calls are counted.
+        self.d.wait_for(lambda: any(c["call"] == "nvmlDeviceGetUtilizationRates" and c["count"] >= 4
+                                    for c in self.d.get_json("/stats").get("sampler_calls", [])))
+        calls = {c["call"]: c for c in self.d.get_json("/stats")["sampler_calls"]}
+        self.assertEqual(calls["nvmlInit_v2"]["count"], 1)
+        self.assertGreaterEqual(calls["nvmlDeviceGetUtilizationRates"]["cpu_seconds"], 0)
+        self.assertIn("/proc/stat", calls)
+        text = self.d.request("/metrics")[2].decode()
+        self.assertIn("# TYPE gpumon_sampler_call_seconds summary", text)
+        self.assertRegex(text, r'(?m)^gpumon_sampler_call_seconds_count\{call="nvmlDeviceGetUtilizationRates"\} \d+$')
+        self.assertRegex(text, r'(?m)^gpumon_sampler_call_cpu_seconds_total\{call="nvmlInit_v2"\} [0-9.e-]+$')
+
     def test_metrics(self):
         status, hdrs, body = self.d.request("/metrics")
         self.assertEqual(status, 200)

@@ -106,12 +106,15 @@ static struct {
 static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void count_call_locked(const char *fn);
+static void cost_apply(const char *fn);
 
+/* Every entry point starts here: counted, then made to cost what the cost profile says. */
 static void count_call(const char *fn)
 {
     pthread_mutex_lock(&fake_mu);
     count_call_locked(fn);
     pthread_mutex_unlock(&fake_mu);
+    cost_apply(fn);
 }
 
 static void count_call_locked(const char *fn)
@@ -136,6 +139,127 @@ unsigned long fake_nvml_calls(const char *fn)
             n = counters[i].n;
     pthread_mutex_unlock(&fake_mu);
     return n;
+}
+
+/* ---- cost model ---------------------------------------------------------------------------- */
+
+/* What a call costs, so that the fake takes the time a real driver takes: CPU burnt on the
+ * calling thread (a busy loop on its CPU clock), then wall latency on top (a sleep), and for the
+ * first call of a function (nvmlInit, the first device open) other figures. From the JSON file
+ * GM_FAKE_NVML_COSTS names and the scenario's "costs" object (same shape, read at nvmlInit, its
+ * entries win); none: every call is free (tests/fakes/README.md). */
+typedef struct fake_cost {
+    char *fn; /* "*": every function without its own entry */
+    long long cpu_ns, wall_ns, first_cpu_ns, first_wall_ns;
+    bool called;
+} fake_cost;
+
+static struct {
+    pthread_once_t once;
+    fake_cost *c;
+    size_t n;
+} costs = {.once = PTHREAD_ONCE_INIT};
+
+static long long cost_us(json_t *o, const char *key, long long def)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) && json_number_value(v) >= 0 ? (long long)(json_number_value(v) * 1e3)
+                                                          : def;
+}
+
+/* Adds (or replaces) the entries of a {"calls": {fn: {cpu_us, wall_us, first_cpu_us,
+ * first_wall_us}}} object. Caller holds fake_mu, or runs before any other thread can call. */
+static void costs_add(json_t *root)
+{
+    json_t *calls = json_object_get(root, "calls"), *o;
+    const char *fn;
+    json_object_foreach(calls, fn, o)
+    {
+        if (!json_is_object(o))
+            continue;
+        fake_cost *e = NULL;
+        for (size_t i = 0; i < costs.n && !e; i++)
+            if (strcmp(costs.c[i].fn, fn) == 0)
+                e = &costs.c[i];
+        if (!e) {
+            fake_cost *grown = realloc(costs.c, (costs.n + 1) * sizeof *grown);
+            if (!grown)
+                return;
+            costs.c = grown;
+            e = &costs.c[costs.n];
+            memset(e, 0, sizeof *e);
+            if (!(e->fn = strdup(fn)))
+                return;
+            costs.n++;
+        }
+        e->cpu_ns = cost_us(o, "cpu_us", 0);
+        e->wall_ns = cost_us(o, "wall_us", 0);
+        e->first_cpu_ns = cost_us(o, "first_cpu_us", e->cpu_ns);
+        e->first_wall_ns = cost_us(o, "first_wall_us", e->wall_ns);
+    }
+}
+
+static void costs_load_env(void)
+{
+    const char *path = getenv("GM_FAKE_NVML_COSTS");
+    if (!path || !*path)
+        return;
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root)
+        fprintf(stderr, "fake_nvml: cost profile %s: %s (line %d)\n", path, jerr.text, jerr.line);
+    costs_add(root);
+    json_decref(root);
+}
+
+/* The profile lives as long as the library: freed when it is unloaded. */
+__attribute__((destructor)) static void costs_free(void)
+{
+    for (size_t i = 0; i < costs.n; i++)
+        free(costs.c[i].fn);
+    free(costs.c);
+    costs.c = NULL;
+    costs.n = 0;
+}
+
+static long long thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void cost_apply(const char *fn)
+{
+    pthread_once(&costs.once, costs_load_env);
+    long long cpu = 0, wall = 0;
+    pthread_mutex_lock(&fake_mu);
+    fake_cost *e = NULL, *any = NULL;
+    for (size_t i = 0; i < costs.n && !e; i++) {
+        if (strcmp(costs.c[i].fn, fn) == 0)
+            e = &costs.c[i];
+        else if (strcmp(costs.c[i].fn, "*") == 0)
+            any = &costs.c[i];
+    }
+    if (!e)
+        e = any;
+    if (e) {
+        bool first = e != any && !e->called;
+        e->called = true;
+        cpu = first ? e->first_cpu_ns : e->cpu_ns;
+        wall = first ? e->first_wall_ns : e->wall_ns;
+    }
+    pthread_mutex_unlock(&fake_mu);
+    if (cpu > 0) {
+        long long until = thread_cpu_ns() + cpu;
+        while (thread_cpu_ns() < until)
+            ;
+    }
+    if (wall > 0) {
+        struct timespec ts = {(time_t)(wall / 1000000000LL), (long)(wall % 1000000000LL)};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
 }
 
 /* Test hook: nvmlDeviceGetUtilizationRates calls for GPU index since the last nvmlInit. */
@@ -200,6 +324,13 @@ static int load(void)
     }
     F.root = root;
     F.n = (unsigned)n;
+    json_t *sc = json_object_get(root, "costs");
+    if (json_is_object(sc)) {
+        pthread_once(&costs.once, costs_load_env);
+        pthread_mutex_lock(&fake_mu);
+        costs_add(sc);
+        pthread_mutex_unlock(&fake_mu);
+    }
     size_t nmig = 0;
     for (unsigned i = 0; i < F.n; i++) {
         F.gpus[i].j = json_array_get(gpus, i);

@@ -55,6 +55,9 @@ static int setup(void **state)
     return 0;
 }
 
+/* Room for every call the collector books in a test. */
+#define GM_CALLTIME_TEST_CAP 256
+
 /* Options for a collector over the fixture /proc, answering at once. */
 static gm_collector_options options(const char *provider, const char *nvml_lib)
 {
@@ -472,6 +475,79 @@ static void test_pod_resources_missing(void **state)
     gm_snapshot_free(s);
 }
 
+/* Every provider call and host read is counted and timed; the static host files are read
+ * once a minute, not per sample. */
+static void test_call_stats(void **state)
+{
+    (void)state;
+    use_scenario("two_gpus.json");
+    gm_collector_options o = options("nvml", getenv("GM_FAKE_NVML"));
+    gm_collector *c = open_ok(&o);
+    gm_snapshot *s = gm_snapshot_new();
+    gm_error err = {0};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
+    gm_call_stat st[GM_CALLTIME_TEST_CAP];
+    size_t n = gm_collector_call_stats(c, st, GM_CALLTIME_TEST_CAP);
+    assert_true(n > 0 && n <= GM_CALLTIME_TEST_CAP);
+    uint64_t util = 0, init = 0, procstat = 0, cpuinfo = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(st[i].wall_s >= 0 && st[i].cpu_s >= 0);
+        if (strcmp(st[i].name, "nvmlDeviceGetUtilizationRates") == 0)
+            util = st[i].count;
+        else if (strcmp(st[i].name, "nvmlInit_v2") == 0)
+            init = st[i].count;
+        else if (strcmp(st[i].name, "/proc/stat") == 0)
+            procstat = st[i].count;
+        else if (strcmp(st[i].name, "/proc/cpuinfo") == 0)
+            cpuinfo = st[i].count;
+    }
+    assert_int_equal(init, 1);
+    assert_int_equal(util, 3 * 2);     /* two GPUs, three samples */
+    assert_int_equal(procstat, 1 + 3); /* primed at open */
+    assert_int_equal(cpuinfo, 1);
+    /* A smaller buffer gets the first entries and the full count. */
+    gm_call_stat one;
+    assert_int_equal(gm_collector_call_stats(c, &one, 1), n);
+    assert_string_equal(one.name, "nvmlInit_v2");
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+}
+
+/* A want set leaves every other metric absent and never asks the driver for it. */
+static void test_want_set(void **state)
+{
+    (void)state;
+    use_scenario("two_gpus.json");
+    gm_metric_set want = {0};
+    gm_metric_set_add(&want, GM_M_TEMP_C);
+    gm_metric_set_add(&want, GM_M_MEM_USED_BYTES);
+    gm_collector_options o = options("nvml", getenv("GM_FAKE_NVML"));
+    o.want = &want;
+    o.no_host = true;
+    gm_collector *c = open_ok(&o);
+    gm_snapshot *s = gm_snapshot_new();
+    gm_error err = {0};
+    assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
+    const gm_gpu *g = &s->gpus[0];
+    assert_string_equal(g->name, "NVIDIA H100 80GB HBM3");
+    assert_true(g->uuid[0] && g->pci_bus_id[0]);
+    assert_true(gm_gpu_has(g, GM_M_TEMP_C));
+    assert_true(gm_gpu_has(g, GM_M_MEM_USED_BYTES));
+    assert_false(gm_gpu_has(g, GM_M_UTIL_GPU_PCT));
+    assert_false(gm_gpu_has(g, GM_M_POWER_MW));
+    assert_false(gm_gpu_has(g, GM_M_CLOCK_MAX_GR_MHZ));
+    gm_call_stat st[GM_CALLTIME_TEST_CAP];
+    size_t n = gm_collector_call_stats(c, st, GM_CALLTIME_TEST_CAP);
+    for (size_t i = 0; i < n && i < GM_CALLTIME_TEST_CAP; i++)
+        if (strcmp(st[i].name, "nvmlDeviceGetUtilizationRates") == 0 ||
+            strcmp(st[i].name, "nvmlDeviceGetMaxClockInfo") == 0 ||
+            strcmp(st[i].name, "nvmlDeviceGetSerial") == 0)
+            fail_msg("%s was called", st[i].name);
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+}
+
 static void test_p2p_codes(void **state)
 {
     (void)state;
@@ -506,6 +582,8 @@ int main(void)
         cmocka_unit_test_setup(test_failed_sample, setup),
         cmocka_unit_test_setup(test_sequence_and_clocks, setup),
         cmocka_unit_test_setup(test_pod_resources_missing, setup),
+        cmocka_unit_test_setup(test_call_stats, setup),
+        cmocka_unit_test_setup(test_want_set, setup),
         cmocka_unit_test(test_p2p_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -168,10 +168,40 @@ static void assert_no_substr(const char *text, const char *s)
         fail_msg("unexpected \"%s\" in:\n%s", s, text);
 }
 
+static const gm_call_stat calls[] = {
+    {"nvmlDeviceGetUtilizationRates", 3600, 0.0972, 0.0954},
+    {"/proc/stat", 3601, 0.25, 0.125},
+};
+
 static const gm_prom_health health = {.samples_total = 1000,
                                       .sample_errors_total = 2,
                                       .last_sample_duration_s = 0.0123,
-                                      .uptime_s = 3600.5};
+                                      .uptime_s = 3600.5,
+                                      .calls = calls,
+                                      .call_count = 2};
+
+/* The collector's call times: a summary (sum and count) and a CPU counter per call. */
+static void test_call_stats(void **state)
+{
+    (void)state;
+    gm_snapshot *s = rich_snapshot();
+    char *out = render(s, &health);
+    assert_line(out, "# TYPE gpumon_sampler_call_seconds summary");
+    assert_line(out,
+                "gpumon_sampler_call_seconds_sum{call=\"nvmlDeviceGetUtilizationRates\"} 0.0972");
+    assert_line(out,
+                "gpumon_sampler_call_seconds_count{call=\"nvmlDeviceGetUtilizationRates\"} 3600");
+    assert_line(out, "gpumon_sampler_call_seconds_count{call=\"/proc/stat\"} 3601");
+    assert_line(out, "# TYPE gpumon_sampler_call_cpu_seconds_total counter");
+    assert_line(out, "gpumon_sampler_call_cpu_seconds_total{call=\"/proc/stat\"} 0.125");
+    free(out);
+    gm_prom_health none = health;
+    none.call_count = 0;
+    out = render(s, &none);
+    assert_no_substr(out, "gpumon_sampler_call");
+    free(out);
+    gm_snapshot_free(s);
+}
 
 static void test_dcgm_lines(void **state)
 {
@@ -426,7 +456,11 @@ static void test_families_grouped(void **state)
         assert_true(n < sizeof name);
         memcpy(name, line, n);
         name[n] = '\0';
-        if (strcmp(name, current) != 0)
+        /* A summary's samples are <family>_sum and <family>_count. */
+        size_t cl = strlen(current);
+        bool suffixed = strncmp(name, current, cl) == 0 &&
+                        (strcmp(name + cl, "_sum") == 0 || strcmp(name + cl, "_count") == 0);
+        if (strcmp(name, current) != 0 && !suffixed)
             fail_msg("sample of %s under family %s", name, current);
         assert_true(typed);
     }
@@ -544,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_k8s_labels),
         cmocka_unit_test(test_promtool_accepts),
         cmocka_unit_test(test_large_snapshot),
+        cmocka_unit_test(test_call_stats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
