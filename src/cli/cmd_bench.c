@@ -90,8 +90,9 @@ static void usage(FILE *out)
         "GPUs, and reports TTFT, TPOT, ITL and end-to-end latency, requests/s, tokens/s, goodput,\n"
         "the GPUs' statistics and energy, output tokens per joule and joules per request. Each\n"
         "value of --concurrency or --request-rate is a point, run in order. A point is marked\n"
-        "invalid when a foreign process appeared on the GPUs, their clocks were throttled, or the\n"
-        "client itself was saturated. One request checks the server first (not measured).\n\n"
+        "invalid when a foreign process appeared on the GPUs, their clocks were throttled, the\n"
+        "client itself was saturated, or the server's token usage contradicted its stream (the\n"
+        "chunks are counted then). One request checks the server first (not measured).\n\n"
         "Options:\n"
         "      --url URL          the server's base URL (http://host:8000; /v1 may end it)\n"
         "      --model NAME       model to ask for (default: the first of GET /v1/models)\n"
@@ -1345,6 +1346,14 @@ int gm_cli_bench(int argc, char **argv)
          * goes a few ms after its slot freed without the client being saturated; TTFT counts
          * from each request's own send, and the CPU rule judges the client there. */
         chk.lag_p99_ms = o.open_loop && !isinf(o.rate[i]) ? gm_bench_dist_pct(&pt.lag_ms, 99) : NAN;
+        const gm_bench_result *lie = NULL;
+        chk.usage_distrusted = gm_bench_point_usage_distrusted(&pt, &lie);
+        chk.completed = (size_t)json_integer_value(json_object_get(pj, "completed"));
+        if (lie) {
+            chk.usage_claimed = lie->usage_claimed;
+            chk.usage_chunks = lie->chunks;
+            chk.usage_asked = lie->asked_tokens;
+        }
         json_t *reasons = gm_bench_check_reasons(&chk);
         if (reasons && server_gone) {
             json_array_append_new(reasons, json_string("server_exited"));
