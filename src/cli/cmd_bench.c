@@ -625,8 +625,7 @@ static json_t *stored_command(int argc, char **argv, const bench_opts *o)
                      sep == ':' ? ": " : "=");
             arg = red;
         }
-        json_t *s = json_string(arg);
-        json_array_append_new(a, s ? s : json_string("?"));
+        json_array_append_new(a, gm_json_str(arg));
     }
     return a;
 }
@@ -642,7 +641,7 @@ static json_t *config_json(const bench_opts *o, const gm_bench_prompts *ps)
     for (size_t i = 0; headers && i < o->nheaders; i++) {
         const char *colon = strchr(o->headers[i], ':');
         json_array_append_new(headers,
-                              json_stringn(o->headers[i], (size_t)(colon - o->headers[i])));
+                              gm_json_strn(o->headers[i], (size_t)(colon - o->headers[i])));
     }
     json_t *c = json_object();
     if (!c) {
@@ -661,12 +660,12 @@ static json_t *config_json(const bench_opts *o, const gm_bench_prompts *ps)
     json_object_set_new(c, "input_tokens",
                         o->prompts ? json_null() : json_integer((json_int_t)o->input_tokens));
     json_object_set_new(c, "output_tokens", json_integer((json_int_t)o->output_tokens));
-    json_object_set_new(c, "prompts", o->prompts ? json_string(o->prompts) : json_null());
+    json_object_set_new(c, "prompts", o->prompts ? gm_json_str(o->prompts) : json_null());
     json_object_set_new(c, "prompt_count", json_integer((json_int_t)ps->n));
     json_object_set_new(c, "slo", gm_bench_slo_json(&o->slo));
     json_object_set_new(c, "headers", headers ? headers : json_array());
     json_object_set_new(c, "api_key_env",
-                        o->api_key_env ? json_string(o->api_key_env) : json_null());
+                        o->api_key_env ? gm_json_str(o->api_key_env) : json_null());
     json_object_set_new(c, "timeout_s", json_real(o->timeout_s));
     json_object_set_new(c, "interval_s", json_real(o->interval_s));
     json_object_set_new(c, "idle_seconds", json_real(o->idle_s));
@@ -960,13 +959,13 @@ static json_t *make_doc(const bench_opts *o, const gm_bench_prompts *prompts, re
     gm_json_time(r->ended_ms, ended, sizeof ended);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    json_t *clientj = json_pack("{s:s, s:s, s:s}", "gpumon", GM_VERSION, "libcurl",
-                                gm_bench_client_curl_version(), "hostname", host);
+    json_t *clientj = json_pack("{s:s, s:s, s:o}", "gpumon", GM_VERSION, "libcurl",
+                                gm_bench_client_curl_version(), "hostname", gm_json_str(host));
     json_t *doc = json_pack(
         "{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:f, s:o, s:o, s:s, s:o, s:o, s:o, s:b}", "id",
-        r->id, "kind", "bench", "label", o->label ? json_string(o->label) : json_null(), "url",
-        r->base && *r->base ? json_string(r->base) : json_null(), "model",
-        r->model && *r->model ? json_string(r->model) : json_null(), "api",
+        r->id, "kind", "bench", "label", o->label ? gm_json_str(o->label) : json_null(), "url",
+        r->base && *r->base ? gm_json_str(r->base) : json_null(), "model",
+        r->model && *r->model ? gm_json_str(r->model) : json_null(), "api",
         gm_bench_api_name(o->api), "started", started, "ended", ended, "duration_s",
         (double)(r->ended_ms - r->started_ms) / 1000.0, "config", config_json(o, prompts), "client",
         clientj ? clientj : json_null(), "provider", r->provider, "gpus",
@@ -977,7 +976,7 @@ static json_t *make_doc(const bench_opts *o, const gm_bench_prompts *prompts, re
     if (!doc)
         return NULL;
     if (r->driver_version && *r->driver_version)
-        json_object_set_new(doc, "driver_version", json_string(r->driver_version));
+        json_object_set_new(doc, "driver_version", gm_json_str(r->driver_version));
     if (r->ir && r->ir->ctr) {
         const char *key;
         json_t *val;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/parse.h"
 
 /* ---- distributions ---------------------------------------------------------------------- */
@@ -249,7 +250,7 @@ void gm_bench_point_error_example(gm_bench_point *p, const gm_bench_result *r, c
     if (!p->error_examples && !(p->error_examples = json_object()))
         return;
     if (!json_object_get(p->error_examples, key))
-        json_object_set_new(p->error_examples, key, json_string(msg && *msg ? msg : key));
+        json_object_set_new(p->error_examples, key, gm_json_str(msg && *msg ? msg : key));
 }
 
 size_t gm_bench_point_usage_distrusted(const gm_bench_point *p, const gm_bench_result **example)

@@ -294,6 +294,18 @@ class Bench(unittest.TestCase):
             self.assertLess(rss - base_rss, 24 * 1024, (flags, rss, base_rss))
             self.assertLess(took, 30, flags)
 
+    def test_a_label_and_model_that_are_not_utf8_are_stored_repaired(self):
+        s = self.server()
+        p, doc, _ = self.bench(s.url, "--requests", "2", "--label", os.fsdecode(b"b\xe9nch"),
+                               db=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("out of memory", p.stderr)
+        self.assertEqual(doc["label"], "b\ufffdnch")
+        rows = json.loads(run(["history", "--db", self.db, "list", "--format", "json"],
+                              env=env()).stdout)
+        self.assertEqual([r["label"] for r in rows], ["b\ufffdnch"])
+        self.assertIn("--label 'b\ufffdnch'", rows[0]["command"])
+
     def test_a_server_that_fails_the_first_request(self):
         s = self.server("--fail-every", "1", "--fail-status", "503")
         p, doc, _ = self.bench(s.url, "--requests", "5")
