@@ -2,7 +2,9 @@
 #include "base/json.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -532,18 +534,31 @@ json_t *gm_json_number(double v)
     return isfinite(v) ? integer_or_real(v) : json_null();
 }
 
+json_t *gm_json_strn(const char *s, size_t n)
+{
+    if (gm_utf8_valid(s, n))
+        return json_stringn(s, n);
+    /* Each byte that is not UTF-8 becomes the 3 bytes of U+FFFD. */
+    if (n > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *clean = malloc(3 * n + 1);
+    if (!clean)
+        return NULL;
+    size_t o = gm_utf8_repair(clean, 3 * n + 1, s, n);
+    json_t *j = json_stringn(clean, o);
+    free(clean);
+    return j;
+}
+
+json_t *gm_json_str(const char *s)
+{
+    return gm_json_strn(s, strlen(s));
+}
+
 json_t *gm_json_text(const char *s, size_t max)
 {
     size_t n = strnlen(s, max);
-    if (n == 0)
-        return json_null();
-    json_t *j = json_stringn(s, n);
-    if (j)
-        return j;
-    /* jansson refused it as malformed UTF-8 (a garbled host or model name). */
-    char clean[3 * GM_HOSTNAME_LEN + 1];
-    size_t o = gm_utf8_repair(clean, sizeof clean, s, n);
-    return json_stringn(clean, o);
+    return n ? gm_json_strn(s, n) : json_null();
 }
 
 json_t *gm_json_host_number(const gm_snapshot *s, gm_host_metric m)

@@ -25,6 +25,12 @@ json_t *gm_json_number(double v);
  * (a garbled host or model name) keeps its ASCII and gets U+FFFD for each other byte rather than
  * failing the whole document. */
 json_t *gm_json_text(const char *s, size_t max);
+/* Text from outside (argv, the environment, /proc, a container's log, a server's answer, the
+ * database) as a JSON string: bytes that are not UTF-8 become U+FFFD (gm_utf8_repair), since
+ * jansson refuses such a string and one stray byte must not lose a whole document. NULL only
+ * when out of memory. gm_json_strn takes n bytes of s (NUL bytes become U+0000). */
+json_t *gm_json_str(const char *s);
+json_t *gm_json_strn(const char *s, size_t n);
 /* Host metric m of s as gm_json_number; null when the host was not read or m is absent. */
 json_t *gm_json_host_number(const gm_snapshot *s, gm_host_metric m);
 /* PCIe bandwidth in GB/s (gm_pcie_gbps) of g's link generation gen and width width; null when

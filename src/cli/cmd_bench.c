@@ -90,8 +90,9 @@ static void usage(FILE *out)
         "GPUs, and reports TTFT, TPOT, ITL and end-to-end latency, requests/s, tokens/s, goodput,\n"
         "the GPUs' statistics and energy, output tokens per joule and joules per request. Each\n"
         "value of --concurrency or --request-rate is a point, run in order. A point is marked\n"
-        "invalid when a foreign process appeared on the GPUs, their clocks were throttled, or the\n"
-        "client itself was saturated. One request checks the server first (not measured).\n\n"
+        "invalid when a foreign process appeared on the GPUs, their clocks were throttled, the\n"
+        "client itself was saturated, or the server's token usage contradicted its stream (the\n"
+        "chunks are counted then). One request checks the server first (not measured).\n\n"
         "Options:\n"
         "      --url URL          the server's base URL (http://host:8000; /v1 may end it)\n"
         "      --model NAME       model to ask for (default: the first of GET /v1/models)\n"
@@ -624,8 +625,7 @@ static json_t *stored_command(int argc, char **argv, const bench_opts *o)
                      sep == ':' ? ": " : "=");
             arg = red;
         }
-        json_t *s = json_string(arg);
-        json_array_append_new(a, s ? s : json_string("?"));
+        json_array_append_new(a, gm_json_str(arg));
     }
     return a;
 }
@@ -641,7 +641,7 @@ static json_t *config_json(const bench_opts *o, const gm_bench_prompts *ps)
     for (size_t i = 0; headers && i < o->nheaders; i++) {
         const char *colon = strchr(o->headers[i], ':');
         json_array_append_new(headers,
-                              json_stringn(o->headers[i], (size_t)(colon - o->headers[i])));
+                              gm_json_strn(o->headers[i], (size_t)(colon - o->headers[i])));
     }
     json_t *c = json_object();
     if (!c) {
@@ -660,12 +660,12 @@ static json_t *config_json(const bench_opts *o, const gm_bench_prompts *ps)
     json_object_set_new(c, "input_tokens",
                         o->prompts ? json_null() : json_integer((json_int_t)o->input_tokens));
     json_object_set_new(c, "output_tokens", json_integer((json_int_t)o->output_tokens));
-    json_object_set_new(c, "prompts", o->prompts ? json_string(o->prompts) : json_null());
+    json_object_set_new(c, "prompts", o->prompts ? gm_json_str(o->prompts) : json_null());
     json_object_set_new(c, "prompt_count", json_integer((json_int_t)ps->n));
     json_object_set_new(c, "slo", gm_bench_slo_json(&o->slo));
     json_object_set_new(c, "headers", headers ? headers : json_array());
     json_object_set_new(c, "api_key_env",
-                        o->api_key_env ? json_string(o->api_key_env) : json_null());
+                        o->api_key_env ? gm_json_str(o->api_key_env) : json_null());
     json_object_set_new(c, "timeout_s", json_real(o->timeout_s));
     json_object_set_new(c, "interval_s", json_real(o->interval_s));
     json_object_set_new(c, "idle_seconds", json_real(o->idle_s));
@@ -959,13 +959,13 @@ static json_t *make_doc(const bench_opts *o, const gm_bench_prompts *prompts, re
     gm_json_time(r->ended_ms, ended, sizeof ended);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    json_t *clientj = json_pack("{s:s, s:s, s:s}", "gpumon", GM_VERSION, "libcurl",
-                                gm_bench_client_curl_version(), "hostname", host);
+    json_t *clientj = json_pack("{s:s, s:s, s:o}", "gpumon", GM_VERSION, "libcurl",
+                                gm_bench_client_curl_version(), "hostname", gm_json_str(host));
     json_t *doc = json_pack(
         "{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:f, s:o, s:o, s:s, s:o, s:o, s:o, s:b}", "id",
-        r->id, "kind", "bench", "label", o->label ? json_string(o->label) : json_null(), "url",
-        r->base && *r->base ? json_string(r->base) : json_null(), "model",
-        r->model && *r->model ? json_string(r->model) : json_null(), "api",
+        r->id, "kind", "bench", "label", o->label ? gm_json_str(o->label) : json_null(), "url",
+        r->base && *r->base ? gm_json_str(r->base) : json_null(), "model",
+        r->model && *r->model ? gm_json_str(r->model) : json_null(), "api",
         gm_bench_api_name(o->api), "started", started, "ended", ended, "duration_s",
         (double)(r->ended_ms - r->started_ms) / 1000.0, "config", config_json(o, prompts), "client",
         clientj ? clientj : json_null(), "provider", r->provider, "gpus",
@@ -976,7 +976,7 @@ static json_t *make_doc(const bench_opts *o, const gm_bench_prompts *prompts, re
     if (!doc)
         return NULL;
     if (r->driver_version && *r->driver_version)
-        json_object_set_new(doc, "driver_version", json_string(r->driver_version));
+        json_object_set_new(doc, "driver_version", gm_json_str(r->driver_version));
     if (r->ir && r->ir->ctr) {
         const char *key;
         json_t *val;
@@ -1345,6 +1345,14 @@ int gm_cli_bench(int argc, char **argv)
          * goes a few ms after its slot freed without the client being saturated; TTFT counts
          * from each request's own send, and the CPU rule judges the client there. */
         chk.lag_p99_ms = o.open_loop && !isinf(o.rate[i]) ? gm_bench_dist_pct(&pt.lag_ms, 99) : NAN;
+        const gm_bench_result *lie = NULL;
+        chk.usage_distrusted = gm_bench_point_usage_distrusted(&pt, &lie);
+        chk.completed = (size_t)json_integer_value(json_object_get(pj, "completed"));
+        if (lie) {
+            chk.usage_claimed = lie->usage_claimed;
+            chk.usage_chunks = lie->chunks;
+            chk.usage_asked = lie->asked_tokens;
+        }
         json_t *reasons = gm_bench_check_reasons(&chk);
         if (reasons && server_gone) {
             json_array_append_new(reasons, json_string("server_exited"));

@@ -244,8 +244,8 @@ static int do_list(gm_store *st, const history_opts *o, const char *path)
             json_array_append_new(
                 a, json_pack(
                        "{s:s, s:s, s:o, s:o, s:s, s:o, s:s, s:I, s:o, s:b}", "id", v[i].id, "kind",
-                       v[i].kind, "label", v[i].label[0] ? json_string(v[i].label) : json_null(),
-                       "command", v[i].command[0] ? json_string(v[i].command) : json_null(),
+                       v[i].kind, "label", v[i].label[0] ? gm_json_str(v[i].label) : json_null(),
+                       "command", v[i].command[0] ? gm_json_str(v[i].command) : json_null(),
                        "started_at", ts, "duration_seconds",
                        isfinite(v[i].duration_s) ? json_real(v[i].duration_s) : json_null(),
                        "status", v[i].status, "samples", (json_int_t)v[i].samples, "exit_code",

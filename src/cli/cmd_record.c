@@ -410,11 +410,11 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
         gm_session_attach(s, "simulated",
                           json_boolean(strcmp(gm_collector_provider(c), "sim") == 0));
         if (snap->driver_version[0])
-            gm_session_attach(s, "driver_version", json_string(snap->driver_version));
+            gm_session_attach(s, "driver_version", gm_json_str(snap->driver_version));
     }
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) == 0 && host[0])
-        gm_session_attach(s, "hostname", json_string(host));
+        gm_session_attach(s, "hostname", gm_json_str(host));
     if (attach) {
         const char *key;
         json_t *val;

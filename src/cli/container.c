@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "base/clock.h"
 #include "base/parse.h"
 #include "cli/commands.h"
@@ -344,7 +345,7 @@ int gm_cli_ctr_start(gm_cli_ctr *c, const char *run_id, char *const *args, size_
     c->args = json_array();
     c->gpus = json_array();
     for (size_t i = 0; c->args && i < nargs; i++)
-        json_array_append_new(c->args, json_string(args[i]));
+        json_array_append_new(c->args, gm_json_str(args[i]));
     for (size_t i = 0; c->gpus && i < ngpus; i++)
         json_array_append_new(c->gpus, json_string(gpu_ids[i]));
     char owner[320], start[32];
@@ -446,7 +447,7 @@ static void keep_exit(gm_cli_ctr *c, const gm_docker_state *st, bool stopped_by_
     const char *status = strcmp(st->status, "stopped") == 0 ? "exited" : st->status;
     c->exit = json_pack("{s:s, s:i, s:b, s:o, s:o, s:b}", "status", status, "exit_code",
                         st->exit_code, "oom_killed", st->oom_killed, "error",
-                        st->error[0] ? json_string(st->error) : json_null(), "finished_at",
+                        st->error[0] ? gm_json_str(st->error) : json_null(), "finished_at",
                         st->finished_at[0] && strncmp(st->finished_at, "0001-", 5) != 0
                             ? json_string(st->finished_at)
                             : json_null(),
@@ -643,15 +644,15 @@ json_t *gm_cli_ctr_json(const gm_cli_ctr *c)
     json_t *env = json_array(), *vols = json_array();
     for (size_t i = 0; env && i < c->o->nenv; i++) {
         const char *e = c->o->env[i], *eq = strchr(e, '=');
-        json_array_append_new(env, json_stringn(e, eq ? (size_t)(eq - e) : strlen(e)));
+        json_array_append_new(env, gm_json_strn(e, eq ? (size_t)(eq - e) : strlen(e)));
     }
     for (size_t i = 0; vols && i < c->o->nvolumes; i++)
-        json_array_append_new(vols, json_string(c->o->volumes[i]));
+        json_array_append_new(vols, gm_json_str(c->o->volumes[i]));
     json_t *j = json_object();
     if (!j)
         return NULL;
     json_object_set_new(j, "engine", json_string(c->engine));
-    json_object_set_new(j, "image", json_string(c->o->image));
+    json_object_set_new(j, "image", gm_json_str(c->o->image));
     json_object_set_new(j, "image_id", c->image_id[0] ? json_string(c->image_id) : json_null());
     json_object_set_new(j, "pulled", json_boolean(c->pulled));
     json_object_set_new(j, "name", c->name[0] ? json_string(c->name) : json_null());
@@ -671,7 +672,7 @@ json_t *gm_cli_ctr_json(const gm_cli_ctr *c)
                         c->ready_path[0] ? json_string(c->ready_path) : json_null());
     json_object_set_new(j, "time_to_ready_s",
                         isfinite(c->ready_after_s) ? json_real(c->ready_after_s) : json_null());
-    json_object_set_new(j, "failure", c->failure ? json_string(c->failure) : json_null());
+    json_object_set_new(j, "failure", c->failure ? gm_json_str(c->failure) : json_null());
     json_object_set_new(j, "exit", c->exit ? json_incref(c->exit) : json_null());
     json_object_set_new(j, "logs", c->logs ? json_incref(c->logs) : json_null());
     json_object_set_new(j, "kept", json_boolean(c->o->keep && c->created));

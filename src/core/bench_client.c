@@ -417,6 +417,18 @@ static int on_event(void *arg, const char *event, const char *data, size_t len)
         }
         s->r.last_ns = s->t_recv;
         s->r.chunks++;
+        if (s->r.asked_tokens && s->r.chunks > gm_bench_chunks_max(s->r.asked_tokens)) {
+            /* A stream that runs on past max_tokens would hold its request (and the
+             * benchmark) until the timeout, its gaps filling memory: cut it here. */
+            s->r.outcome = GM_BENCH_TOO_LONG;
+            s->failed = true;
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "the stream went on past %llu content chunks for %u tokens asked (cut)",
+                     (unsigned long long)gm_bench_chunks_max(s->r.asked_tokens), s->r.asked_tokens);
+            set_err(s, msg);
+            return 1;
+        }
     }
     if (ch.completion_tokens >= 0)
         s->usage_completion = ch.completion_tokens;
@@ -574,15 +586,16 @@ static void trace_line(gm_bench_client *c, const slot *s)
     long connects = 0;
     curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
     json_t *o = json_pack(
-        "{s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:s, s:s}",
+        "{s:I, s:I, s:s, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:s, "
+        "s:s}",
         "point", (json_int_t)c->run->trace_point, "seq", (json_int_t)s->seq, "id", s->id,
         "sched_ns", (json_int_t)s->r.sched_ns, "queued_ns", (json_int_t)s->queued_ns, "sent_ns",
         (json_int_t)s->r.sent_ns, "new_connection", connects > 0, "first_ns",
         (json_int_t)s->r.first_ns, "last_ns", (json_int_t)s->r.last_ns, "done_ns",
         (json_int_t)s->r.done_ns, "output_tokens", (json_int_t)s->r.output_tokens, "chunks",
         (json_int_t)s->r.chunks, "prompt_tokens", (json_int_t)s->r.prompt_tokens, "status",
-        (json_int_t)s->r.http_status, "usage", s->r.output_from_usage, "outcome", key, "error",
-        s->err);
+        (json_int_t)s->r.http_status, "usage", s->r.output_from_usage, "usage_distrusted",
+        s->r.usage_distrusted, "outcome", key, "error", s->err);
     if (o) {
         json_dumpf(o, f, JSON_COMPACT);
         fputc('\n', f);
@@ -635,14 +648,21 @@ static void finish(gm_bench_client *c, slot *s, CURLcode cc)
             s->r.outcome = GM_BENCH_OK;
         }
     }
+    /* The server's count only when the stream bears it out (gm_bench_usage_trusted); else the
+     * chunks, and the point says so. */
+    s->r.output_tokens = s->r.chunks;
     if (s->usage_completion >= 0) {
-        s->r.output_tokens = (uint32_t)s->usage_completion;
-        s->r.output_from_usage = true;
-    } else {
-        s->r.output_tokens = s->r.chunks;
+        uint64_t claimed = (uint64_t)s->usage_completion;
+        if (gm_bench_usage_trusted(claimed, s->r.chunks, s->r.asked_tokens)) {
+            s->r.output_tokens = claimed;
+            s->r.output_from_usage = true;
+        } else {
+            s->r.usage_distrusted = true;
+            s->r.usage_claimed = claimed;
+        }
     }
     if (s->usage_prompt_tokens >= 0) {
-        s->r.prompt_tokens = (uint32_t)s->usage_prompt_tokens;
+        s->r.prompt_tokens = (uint64_t)s->usage_prompt_tokens;
         s->r.prompt_from_usage = true;
     }
     gm_bench_point *p = c->point;

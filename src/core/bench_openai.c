@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/buf.h"
 #include "base/utf8.h"
 
@@ -261,7 +262,7 @@ char *gm_bench_request_body(gm_bench_api api, const char *model, const gm_bench_
         json_decref(input);
         return NULL;
     }
-    int bad = json_object_set_new(body, "model", json_string(model ? model : ""));
+    int bad = json_object_set_new(body, "model", gm_json_str(model ? model : ""));
     bad |= json_object_set_new(body, api == GM_BENCH_API_CHAT ? "messages" : "prompt", input);
     bad |= json_object_set_new(body, "max_tokens", json_integer(max_tokens));
     bad |= json_object_set_new(body, "stream", json_true());

@@ -161,10 +161,14 @@ void gm_bench_print_point(FILE *out, const json_t *p)
     row(out, "Total input tokens", num(p, "input_tokens", NULL), 0);
     row(out, "Total generated tokens", num(p, "output_tokens", NULL), 0);
     const char *src = json_string_value(json_object_get(p, "output_tokens_source"));
+    double distrusted = num(p, "usage_distrusted", NULL);
     if (src && strcmp(src, "usage") != 0)
         fprintf(out, "%-40s %s\n", "Generated tokens counted from:",
-                strcmp(src, "chunks") == 0 ? "content chunks (no usage from the server)"
-                                           : "usage and content chunks (mixed)");
+                strcmp(src, "chunks") != 0 ? "usage and content chunks (mixed)"
+                : distrusted > 0           ? "content chunks (the server's usage contradicted them)"
+                                           : "content chunks (no usage from the server)");
+    if (distrusted > 0)
+        row(out, "Usage set aside (requests)", distrusted, 0);
     double shorts = num(p, "short_outputs", NULL);
     if (shorts > 0)
         row(out, "Outputs shorter than asked", shorts, 0);

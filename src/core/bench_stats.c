@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/parse.h"
 
 /* ---- distributions ---------------------------------------------------------------------- */
@@ -160,6 +161,9 @@ void gm_bench_outcome_key(gm_bench_outcome o, int status, char *buf, size_t len)
     case GM_BENCH_NO_OUTPUT:
         snprintf(buf, len, "no_output");
         break;
+    case GM_BENCH_TOO_LONG:
+        snprintf(buf, len, "too_long");
+        break;
     default:
         snprintf(buf, len, "cancelled");
         break;
@@ -186,6 +190,19 @@ double gm_bench_result_tpot_ms(const gm_bench_result *r)
     if (r->outcome != GM_BENCH_OK || r->output_tokens < 2)
         return NAN;
     return ms_between(r->first_ns, r->last_ns) / (double)(r->output_tokens - 1);
+}
+
+bool gm_bench_usage_trusted(uint64_t claimed, uint64_t chunks, uint32_t asked)
+{
+    if (asked && claimed > asked)
+        return false;
+    /* chunks > 2 * claimed + slack, without overflow for any claimed */
+    return claimed >= UINT64_MAX / 4 || chunks <= 2 * claimed + GM_BENCH_TOKEN_SLACK;
+}
+
+uint64_t gm_bench_chunks_max(uint32_t asked)
+{
+    return 2 * (uint64_t)asked + GM_BENCH_TOKEN_SLACK;
 }
 
 /* ---- points ----------------------------------------------------------------------------- */
@@ -233,7 +250,23 @@ void gm_bench_point_error_example(gm_bench_point *p, const gm_bench_result *r, c
     if (!p->error_examples && !(p->error_examples = json_object()))
         return;
     if (!json_object_get(p->error_examples, key))
-        json_object_set_new(p->error_examples, key, json_string(msg && *msg ? msg : key));
+        json_object_set_new(p->error_examples, key, gm_json_str(msg && *msg ? msg : key));
+}
+
+size_t gm_bench_point_usage_distrusted(const gm_bench_point *p, const gm_bench_result **example)
+{
+    size_t n = 0;
+    if (example)
+        *example = NULL;
+    for (size_t i = 0; i < p->n; i++) {
+        const gm_bench_result *r = &p->res[i];
+        if (r->outcome != GM_BENCH_OK || !r->usage_distrusted)
+            continue;
+        if (example && !*example)
+            *example = r;
+        n++;
+    }
+    return n;
 }
 
 double gm_bench_point_duration(const gm_bench_point *p)
@@ -253,6 +286,12 @@ static const char *source_name(size_t from_usage, size_t total, const char *yes,
     return from_usage == total ? yes : from_usage == 0 ? no : "mixed";
 }
 
+/* Sums of what servers claim stay within a JSON integer rather than wrap. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > (uint64_t)INT64_MAX - b || b > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : a + b;
+}
+
 static json_t *str_or_null(const char *s)
 {
     return s ? json_string(s) : json_null();
@@ -267,7 +306,8 @@ json_t *gm_bench_point_json(gm_bench_point *p, const gm_bench_slo *slo)
     gm_bench_dist_init(&ttft_s, 0);
     gm_bench_dist_init(&e2e_s, 0);
     json_t *errors = json_object();
-    size_t completed = 0, failed = 0, shorts = 0, met = 0, out_usage = 0, in_usage = 0;
+    size_t completed = 0, failed = 0, shorts = 0, met = 0, out_usage = 0, in_usage = 0,
+           distrusted = 0;
     uint64_t out_tokens = 0, in_tokens = 0;
     bool have_slo = slo && gm_bench_slo_any(slo);
     for (size_t i = 0; i < p->n; i++) {
@@ -283,10 +323,11 @@ json_t *gm_bench_point_json(gm_bench_point *p, const gm_bench_slo *slo)
             continue;
         }
         completed++;
-        out_tokens += r->output_tokens;
-        in_tokens += r->prompt_tokens;
+        out_tokens = sat_add(out_tokens, r->output_tokens);
+        in_tokens = sat_add(in_tokens, r->prompt_tokens);
         out_usage += r->output_from_usage;
         in_usage += r->prompt_from_usage;
+        distrusted += r->usage_distrusted;
         if (r->output_tokens < r->asked_tokens)
             shorts++;
         double t = gm_bench_result_ttft_ms(r), o = gm_bench_result_tpot_ms(r),
@@ -320,13 +361,15 @@ json_t *gm_bench_point_json(gm_bench_point *p, const gm_bench_slo *slo)
     json_object_set_new(o, "duration_s", json_real(dur));
     json_object_set_new(o, "requests_per_s", num((double)completed * per_s));
     json_object_set_new(o, "output_tokens_per_s", num((double)out_tokens * per_s));
-    json_object_set_new(o, "total_tokens_per_s", num((double)(out_tokens + in_tokens) * per_s));
+    json_object_set_new(o, "total_tokens_per_s",
+                        num(((double)out_tokens + (double)in_tokens) * per_s));
     json_object_set_new(o, "output_tokens", json_integer((json_int_t)out_tokens));
     json_object_set_new(o, "input_tokens", json_integer((json_int_t)in_tokens));
     json_object_set_new(o, "output_tokens_source",
                         str_or_null(source_name(out_usage, completed, "usage", "chunks")));
     json_object_set_new(o, "input_tokens_source",
                         str_or_null(source_name(in_usage, completed, "usage", "estimate")));
+    json_object_set_new(o, "usage_distrusted", json_integer((json_int_t)distrusted));
     json_object_set_new(o, "short_outputs", json_integer((json_int_t)shorts));
     json_object_set_new(o, "ttft_ms", gm_bench_dist_json(&ttft));
     json_object_set_new(o, "tpot_ms", gm_bench_dist_json(&tpot));

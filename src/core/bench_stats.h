@@ -9,7 +9,9 @@
  *   to the last one finished; goodput: requests/s that met every SLO given.
  *
  * Output tokens come from the final usage chunk (usage.completion_tokens) when the server sends
- * one, else from counting content chunks ("output_tokens_source" says which). In open loop
+ * one and it agrees with the stream (gm_bench_usage_trusted), else from counting content chunks
+ * ("output_tokens_source" says which, "usage_distrusted" how many usages were set aside). Token
+ * counts are 64-bit throughout: a server's number is never truncated. In open loop
  * TTFT and E2E are also given from each request's scheduled send time, so a late client cannot
  * hide queueing (no coordinated omission).
  *
@@ -29,7 +31,7 @@
 #include "gpumon.h"
 
 #define GM_BENCH_DIST_KEEP (4u << 20)
-/* Most measured requests one point keeps (about 64 MiB of results); a --duration point stops
+/* Most measured requests one point keeps (about 80 MiB of results); a --duration point stops
  * sending when it reaches them. */
 #define GM_BENCH_REQUESTS_MAX 1000000
 
@@ -77,12 +79,29 @@ typedef enum gm_bench_outcome {
     GM_BENCH_TIMEOUT,      /* no end within the request timeout */
     GM_BENCH_NOT_SSE,      /* a 200 that is not an event stream, or a chunk that is not JSON */
     GM_BENCH_NO_OUTPUT,    /* ended without any content */
-    GM_BENCH_CANCELLED,    /* stopped by Ctrl-C: neither completed nor failed */
+    GM_BENCH_TOO_LONG,  /* streamed past gm_bench_chunks_max: cut, the server ignores max_tokens */
+    GM_BENCH_CANCELLED, /* stopped by Ctrl-C: neither completed nor failed */
 } gm_bench_outcome;
 
 /* The key of a failure in a point's "errors" ("http_500", "stream_error", "connection",
- * "timeout", "not_sse", "no_output"); for GM_BENCH_HTTP_ERROR status gives the number. */
+ * "timeout", "not_sse", "no_output", "too_long"); for GM_BENCH_HTTP_ERROR status gives the number.
+ */
 void gm_bench_outcome_key(gm_bench_outcome o, int status, char *buf, size_t len);
+
+/* Content chunks a stream may carry beyond the rule's factor before its usage is distrusted, and
+ * before a stream that goes on past max_tokens is cut (see gm_bench_usage_trusted). */
+#define GM_BENCH_TOKEN_SLACK 16
+
+/* Whether a server's usage.completion_tokens (claimed) agrees with the stream it sent: no more
+ * than the max_tokens asked for (asked; 0: unknown, not checked), which a server stops at, and
+ * not so few that the content chunks outnumber it by more than 2x + GM_BENCH_TOKEN_SLACK (a
+ * content chunk carries at least one token). More tokens than chunks is normal (a chunk may
+ * carry several: speculative decoding, stream intervals), up to max_tokens. */
+bool gm_bench_usage_trusted(uint64_t claimed, uint64_t chunks, uint32_t asked);
+
+/* Content chunks past which a stream is cut as running on without end: 2 x asked +
+ * GM_BENCH_TOKEN_SLACK (a server that honours max_tokens sends at most asked). */
+uint64_t gm_bench_chunks_max(uint32_t asked);
 
 /* One request as measured: times are CLOCK_MONOTONIC nanoseconds, 0 when it did not happen. */
 typedef struct gm_bench_result {
@@ -91,14 +110,16 @@ typedef struct gm_bench_result {
     int64_t first_ns; /* first content chunk received */
     int64_t last_ns;  /* last content chunk received */
     int64_t done_ns;  /* the exchange ended */
-    uint32_t output_tokens; /* usage.completion_tokens, else content chunks */
-    uint32_t chunks;        /* content chunks */
-    uint32_t prompt_tokens; /* usage.prompt_tokens, else the prompt's estimate */
+    uint64_t output_tokens; /* usage.completion_tokens when trusted, else content chunks */
+    uint64_t chunks;        /* content chunks */
+    uint64_t prompt_tokens; /* usage.prompt_tokens, else the prompt's estimate */
+    uint64_t usage_claimed; /* usage.completion_tokens as sent, when usage_distrusted */
     uint32_t asked_tokens;  /* max_tokens asked for */
     int16_t http_status;    /* 0 when no answer */
     uint8_t outcome;        /* gm_bench_outcome */
     bool output_from_usage; /* output_tokens came from usage */
     bool prompt_from_usage; /* prompt_tokens came from usage */
+    bool usage_distrusted;  /* usage contradicted the stream: output_tokens are the chunks */
 } gm_bench_result;
 
 /* Per-request latencies in ms from r (NaN where not defined: a failed request, TPOT of one
@@ -137,6 +158,9 @@ void gm_bench_point_free(gm_bench_point *p);
 int gm_bench_point_add(gm_bench_point *p, const gm_bench_result *r);
 /* Keeps msg as the example of r's error key unless that key has one. */
 void gm_bench_point_error_example(gm_bench_point *p, const gm_bench_result *r, const char *msg);
+/* Completed requests whose usage was distrusted (gm_bench_usage_trusted), and the first of them
+ * in *example (may be NULL; set to NULL when none). */
+size_t gm_bench_point_usage_distrusted(const gm_bench_point *p, const gm_bench_result **example);
 /* Seconds of the measured window (0 before any request). */
 double gm_bench_point_duration(const gm_bench_point *p);
 /* The client's thread CPU over the wall time of the same span, percent of a core; NAN when not
@@ -146,11 +170,12 @@ double gm_bench_point_cpu_pct(const gm_bench_point *p);
 /* The request-side part of the point's JSON (see docs/BENCH.md): "concurrency" or
  * "request_rate" (and "burstiness"), requests, completed, failed, errors, duration_s,
  * requests_per_s, output_tokens_per_s, total_tokens_per_s, output_tokens, input_tokens,
- * output_tokens_source, input_tokens_source, short_outputs, ttft_ms, tpot_ms, itl_ms, e2e_ms,
- * (open loop) ttft_from_schedule_ms, e2e_from_schedule_ms, (with an SLO) slo, slo_met,
- * goodput_requests_per_s, peak_concurrency, interrupted, error_examples (when any), and "client":
- * {cpu_percent, schedule_lag_ms, receive_to_parse_us, wake_to_receive_us, bytes_received}. New
- * reference; NULL when out of memory. Sorts the kept values (hence non-const). */
+ * output_tokens_source, input_tokens_source, usage_distrusted, short_outputs, ttft_ms, tpot_ms,
+ * itl_ms, e2e_ms, (open loop) ttft_from_schedule_ms, e2e_from_schedule_ms, (with an SLO) slo,
+ * slo_met, goodput_requests_per_s, peak_concurrency, interrupted, error_examples (when any), and
+ * "client": {cpu_percent, schedule_lag_ms, receive_to_parse_us, wake_to_receive_us,
+ * bytes_received}. New reference; NULL when out of memory. Sorts the kept values (hence non-const).
+ */
 json_t *gm_bench_point_json(gm_bench_point *p, const gm_bench_slo *slo);
 
 #endif

@@ -66,6 +66,16 @@ json_t *gm_bench_check_reasons(const gm_bench_check *c)
                  c->client_cpu_pct, GM_BENCH_CPU_SATURATED_PCT);
         add(a, line);
     }
+    if (c->usage_distrusted) {
+        snprintf(
+            line, sizeof line,
+            "usage_distrusted: %zu of %zu completed requests reported output tokens the stream "
+            "contradicts (the first: %llu tokens for %llu content chunks, %u asked); counted "
+            "from the chunks instead",
+            c->usage_distrusted, c->completed, (unsigned long long)c->usage_claimed,
+            (unsigned long long)c->usage_chunks, c->usage_asked);
+        add(a, line);
+    }
     if (isfinite(c->lag_p99_ms) && c->lag_p99_ms > GM_BENCH_LAG_P99_MAX_MS) {
         snprintf(line, sizeof line,
                  "client_saturated: requests were sent late, schedule lag p99 %.3f ms (limit %g "

@@ -10,7 +10,11 @@
  *                    thermal 0x40, HW power brake 0x80) in some sample of the point. Running at
  *                    the power limit (SW power cap, 0x4) is normal under load and not flagged;
  *   client_saturated the client itself was the bottleneck: its thread used at least 90 % of a
- *                    core over the point, or it sent requests late (schedule lag p99 above 1 ms).
+ *                    core over the point, or it sent requests late (schedule lag p99 above 1 ms);
+ *   usage_distrusted the server's usage.completion_tokens contradicted what it streamed (more
+ *                    than the max_tokens asked for, or far fewer than the content chunks: see
+ *                    gm_bench_usage_trusted) in some completed request: its output tokens were
+ *                    counted from the chunks, and the server's figures are suspect.
  *
  * Each reason is a string starting with the rule's name and a colon, then the detail for people
  * ("throttled: GPU 0 hw_thermal_slowdown"). Pure: the caller gathers the observations. */
@@ -48,6 +52,10 @@ typedef struct gm_bench_check {
     const gm_bench_foreign *foreign;
     size_t nforeign;      /* entries in foreign */
     size_t foreign_total; /* foreign processes seen, also those not listed */
+    /* Completed requests whose usage was distrusted, of completed; the first one's claim. */
+    size_t usage_distrusted, completed;
+    uint64_t usage_claimed, usage_chunks;
+    uint32_t usage_asked;
 } gm_bench_check;
 
 /* The reasons the point is not valid, as a JSON array of strings (empty: valid). New

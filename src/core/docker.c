@@ -462,7 +462,7 @@ static json_t *string_array(const char *const *v, size_t n)
 {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++)
-        if (json_array_append_new(a, json_string(v[i] ? v[i] : "")) < 0) {
+        if (json_array_append_new(a, gm_json_str(v[i] ? v[i] : "")) < 0) {
             json_decref(a);
             return NULL;
         }
@@ -474,7 +474,7 @@ json_t *gm_docker_create_body(const gm_docker_spec *s)
     json_t *b = json_object(), *hc = json_object();
     if (!b || !hc)
         goto oom;
-    if (json_object_set_new(b, "Image", json_string(s->image ? s->image : "")) < 0)
+    if (json_object_set_new(b, "Image", gm_json_str(s->image ? s->image : "")) < 0)
         goto oom;
     if (s->ncmd && json_object_set_new(b, "Cmd", string_array(s->cmd, s->ncmd)) < 0)
         goto oom;
@@ -485,7 +485,7 @@ json_t *gm_docker_create_body(const gm_docker_spec *s)
         if (json_object_set_new(b, "Labels", l) < 0)
             goto oom;
         for (size_t i = 0; i < s->nlabels; i++)
-            if (json_object_set_new(l, s->label_key[i], json_string(s->label_value[i])) < 0)
+            if (json_object_set_new(l, s->label_key[i], gm_json_str(s->label_value[i])) < 0)
                 goto oom;
     }
     if (s->container_port) {

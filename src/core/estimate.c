@@ -793,7 +793,7 @@ json_t *gm_estimate_json(const gm_estimate *e)
             json_pack("{s:s, s:f, s:s, s:o, s:s, s:f, s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:b, "
                       "s:f, s:f, s:f, s:f}",
                       "formula", FORMULA, "params", m->params, "source", m->source, "config",
-                      m->config[0] ? json_string(m->config) : json_null(), "dtype", m->dtype,
+                      m->config[0] ? gm_json_str(m->config) : json_null(), "dtype", m->dtype,
                       "weight_bytes", m->weight_bytes, "kv_dtype", m->kv_dtype, "kv_bytes",
                       m->kv_bytes, "context", (json_int_t)m->context, "batch", (json_int_t)m->batch,
                       "layers", (json_int_t)m->layers, "kv_heads", (json_int_t)m->kv_heads,
@@ -804,7 +804,7 @@ json_t *gm_estimate_json(const gm_estimate *e)
     return json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:o}", "gpus", (json_int_t)e->gpus,
                      "memory_per_gpu_mib", (json_int_t)e->memory_mib, "world_size",
                      "tp x pp x max(dp, cp, dcp)", "parallel", par, "model",
-                     e->model[0] ? json_string(e->model) : json_null(), "model_params_b",
+                     e->model[0] ? gm_json_str(e->model) : json_null(), "model_params_b",
                      e->method == GM_ESTIMATE_MODEL && m->params > 0 ? json_real(m->params / 1e9)
                      : e->model_params_b > 0                         ? json_real(e->model_params_b)
                                                                      : json_null(),

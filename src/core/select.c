@@ -456,7 +456,7 @@ json_t *gm_select_result_json(const gm_select_result *r)
                      "satisfied", r->satisfied, "count", (json_int_t)r->req.count, "min_free_mib",
                      num_or_null(true, r->req.min_free_mib), "max_util_percent",
                      num_or_null(r->req.has_max_util, r->req.max_util_pct), "cuda_visible_devices",
-                     r->visible_set ? json_string(r->visible) : json_null(), "eligible",
+                     r->visible_set ? gm_json_str(r->visible) : json_null(), "eligible",
                      (json_int_t)r->n_eligible, "indices", indices, "uuids", uuids, "selection",
                      list, "reason", r->satisfied ? json_null() : json_string(why), "time", when,
                      "provider", r->provider, "allocation_method", "availability_score",

@@ -402,10 +402,8 @@ int gm_session_set_command(gm_session *s, const char *const *argv)
     if (!a)
         return GM_ENOMEM;
     for (size_t i = 0; argv[i]; i++) {
-        /* json_string rejects invalid UTF-8; an argument that is not text is still shown. */
-        json_t *str = json_string(argv[i]);
-        if (!str)
-            str = json_stringn_nocheck(argv[i], strlen(argv[i]));
+        /* An argument that is not text is still shown, its stray bytes as U+FFFD. */
+        json_t *str = gm_json_str(argv[i]);
         if (!str || json_array_append_new(a, str) < 0) {
             json_decref(a);
             return GM_ENOMEM;
@@ -492,7 +490,7 @@ static json_t *real_or_null(double x)
 
 static json_t *str_or_null(const char *str)
 {
-    return str && *str ? json_string(str) : json_null();
+    return str && *str ? gm_json_str(str) : json_null();
 }
 
 static json_t *time_or_null(int64_t ms)

@@ -1,6 +1,7 @@
 /* config.c - parses `gpumon serve` flags and GPU_MONITOR_* variables into one validated
  * configuration; pure functions (no getenv, no printing) so every rule is unit-tested. */
 #include "server/config.h"
+#include "base/json.h"
 #include "base/parse.h"
 #include "base/suggest.h"
 #include "collect/podres.h"
@@ -529,31 +530,31 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
             goto oom;
     int rc = 0;
     rc |= json_object_set_new(j, "listen", json_string(listen));
-    rc |= json_object_set_new(j, "provider", json_string(c->provider));
+    rc |= json_object_set_new(j, "provider", gm_json_str(c->provider));
     rc |= json_object_set_new(j, "simulate", json_integer(c->simulate));
     rc |= json_object_set_new(j, "token_set", json_boolean(c->token_set));
     rc |= json_object_set_new(j, "history_seconds", json_integer(c->history_s));
     rc |= json_object_set_new(j, "poll_interval_ms", json_integer(c->poll_interval_ms));
     rc |= json_object_set_new(j, "ws_max_rate_hz", json_real(c->ws_max_rate_hz));
     rc |= json_object_set_new(j, "cors_origin",
-                              c->cors_origin[0] ? json_string(c->cors_origin) : json_null());
+                              c->cors_origin[0] ? gm_json_str(c->cors_origin) : json_null());
     rc |= json_object_set_new(j, "log_level", json_string(gm_log_level_name(c->log_level)));
     rc |= json_object_set_new(j, "system_metrics", json_boolean(c->system_metrics));
     rc |= json_object_set_new(j, "db",
                               c->no_db   ? json_string("none")
-                              : c->db[0] ? json_string(c->db)
+                              : c->db[0] ? gm_json_str(c->db)
                                          : json_null());
     rc |=
-        json_object_set_new(j, "web_root", c->web_root[0] ? json_string(c->web_root) : json_null());
+        json_object_set_new(j, "web_root", c->web_root[0] ? gm_json_str(c->web_root) : json_null());
     rc |= json_object_set_new(j, "pod_resources",
-                              json_string(c->no_pod_resources ? "none" : c->pod_resources));
-    rc |= json_object_set_new(j, "procfs", json_string(c->procfs[0] ? c->procfs : "/proc"));
+                              gm_json_str(c->no_pod_resources ? "none" : c->pod_resources));
+    rc |= json_object_set_new(j, "procfs", gm_json_str(c->procfs[0] ? c->procfs : "/proc"));
     rc |= json_object_set_new(j, "max_connections", json_integer(c->max_connections));
     rc |=
-        json_object_set_new(j, "hostname", c->hostname[0] ? json_string(c->hostname) : json_null());
+        json_object_set_new(j, "hostname", c->hostname[0] ? gm_json_str(c->hostname) : json_null());
     rc |= json_object_set_new(j, "prometheus",
-                              c->prometheus[0] ? json_string(c->prometheus_display) : json_null());
-    rc |= json_object_set_new(j, "prometheus_job", json_string(c->prometheus_job));
+                              c->prometheus[0] ? gm_json_str(c->prometheus_display) : json_null());
+    rc |= json_object_set_new(j, "prometheus_job", gm_json_str(c->prometheus_job));
     rc |= json_object_set_new(j, "retention_seconds",
                               c->retention_s ? json_integer(c->retention_s) : json_null());
     rc |= json_object_set_new(j, "sources", sources);

@@ -158,7 +158,7 @@ static void h_health(const gm_req *rq, gm_resp *rs)
         lost ? lost : json_array(), "version", GM_VERSION, "poll_interval_ms",
         (json_int_t)srv->cfg->poll_interval_ms, "samples_total", (json_int_t)st.samples_total,
         "sample_errors_total", (json_int_t)st.errors_total, "last_error",
-        st.last_error[0] ? json_string(st.last_error) : json_null());
+        st.last_error[0] ? gm_json_str(st.last_error) : json_null());
     if (j)
         json_object_set_new(j, "degraded_gpus", unhealthy ? unhealthy : json_array());
     else
@@ -186,9 +186,9 @@ static void h_config(const gm_req *rq, gm_resp *rs)
                             h ? json_integer((json_int_t)gm_ring_memory_bytes(h)) : json_null());
         json_object_set_new(j, "version", json_string(GM_VERSION));
         json_object_set_new(j, "db_path",
-                            srv->db_path[0] ? json_string(srv->db_path) : json_null());
+                            srv->db_path[0] ? gm_json_str(srv->db_path) : json_null());
         json_object_set_new(j, "lease_dir",
-                            srv->lease_dir[0] ? json_string(srv->lease_dir) : json_null());
+                            srv->lease_dir[0] ? gm_json_str(srv->lease_dir) : json_null());
         json_object_set_new(j, "dashboard",
                             json_string(srv->web_root[0]       ? "web_root"
                                         : gm_assets_embedded() ? "embedded"
@@ -703,7 +703,7 @@ static void h_allocation(const gm_req *rq, gm_resp *rs)
     json_t *j = gm_select_result_json(res);
     if (j)
         json_object_set_new(j, "lease_dir",
-                            srv->lease_dir[0] ? json_string(srv->lease_dir) : json_null());
+                            srv->lease_dir[0] ? gm_json_str(srv->lease_dir) : json_null());
     free(holders);
     free(res);
     resp_json(rs, 200, j);

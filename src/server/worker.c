@@ -1021,14 +1021,14 @@ static json_t *row_brief(gm_worker *m, gm_store *st, const char *id)
     for (size_t k = 0; gpus && k < gm_session_gpu_count(e->s); k++) {
         const gm_session_gpu *g = gm_session_gpu_at(e->s, k);
         json_array_append_new(gpus, json_pack("{s:I, s:o}", "index", (json_int_t)g->index, "name",
-                                              g->name[0] ? json_string(g->name) : json_null()));
+                                              g->name[0] ? gm_json_str(g->name) : json_null()));
     }
     char command[1024] = "";
     if (gm_session_command(e->s))
         gm_session_command_line(gm_session_command(e->s), command, sizeof command);
     json_t *provider = json_object_get(gm_session_attached(e->s), "provider");
     if (b) {
-        json_object_set_new(b, "command", command[0] ? json_string(command) : json_null());
+        json_object_set_new(b, "command", command[0] ? gm_json_str(command) : json_null());
         json_object_set_new(b, "gpus", gpus ? json_incref(gpus) : json_array());
         json_object_set_new(b, "provider",
                             json_is_string(provider) ? json_incref(provider) : json_null());
@@ -1086,7 +1086,7 @@ static void do_list(gm_worker *m, gm_worker_job *j)
         gm_json_time(r->started_ms, started, sizeof started);
         json_t *o = json_pack(
             "{s:s, s:s, s:o, s:s, s:s, s:o, s:I, s:b, s:b}", "id", r->id, "kind", r->kind, "label",
-            r->label[0] ? json_string(r->label) : json_null(), "status", r->status, "started_at",
+            r->label[0] ? gm_json_str(r->label) : json_null(), "status", r->status, "started_at",
             started, "monitoring_duration_seconds",
             isfinite(r->duration_s) ? json_real(r->duration_s) : json_null(), "sample_count",
             (json_int_t)r->samples, "persisted", r->persisted, "simulated", r->simulated);

@@ -1023,7 +1023,7 @@ int gm_store_brief(gm_store *st, const char *id, json_t **out, gm_error *err)
         provider = json_object_get(meta, "provider");
     int rc = GM_OK;
     if (!b || !gpus ||
-        json_object_set_new(b, "command", command[0] ? json_string(command) : json_null()) < 0 ||
+        json_object_set_new(b, "command", command[0] ? gm_json_str(command) : json_null()) < 0 ||
         json_object_set_new(b, "gpus", json_incref(gpus)) < 0 ||
         json_object_set_new(b, "provider",
                             json_is_string(provider) ? json_incref(provider) : json_null()) < 0) {
@@ -1583,7 +1583,7 @@ int gm_store_bench_list(gm_store *st, size_t limit, json_t **out, gm_error *err)
                     v = json_real(sqlite3_column_double(pq, c));
                     break;
                 case SQLITE_TEXT:
-                    v = json_string((const char *)sqlite3_column_text(pq, c));
+                    v = gm_json_str((const char *)sqlite3_column_text(pq, c));
                     break;
                 default:
                     v = json_null();
@@ -1596,7 +1596,7 @@ int gm_store_bench_list(gm_store *st, size_t limit, json_t **out, gm_error *err)
             "{s:s, s:o, s:s, s:o, s:O?, s:O?, s:O?, s:o}", "id", bid, "label",
             sqlite3_column_type(q, 1) == SQLITE_NULL
                 ? json_null()
-                : json_string((const char *)sqlite3_column_text(q, 1)),
+                : gm_json_str((const char *)sqlite3_column_text(q, 1)),
             "started_at", started, "duration_seconds",
             sqlite3_column_type(q, 3) == SQLITE_NULL ? json_null()
                                                      : json_real(sqlite3_column_double(q, 3)),

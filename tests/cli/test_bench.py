@@ -16,6 +16,7 @@ import sqlite3
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -205,6 +206,105 @@ class Bench(unittest.TestCase):
         pt = doc["points"][0]
         self.assertEqual(pt["short_outputs"], 5)  # requests 2, 4, ... 10 of 2..11
         self.assertEqual(pt["output_tokens"], 5 * 5 + 5 * 2)
+
+    # ---- hostile servers ---------------------------------------------------------------------
+
+    def bench_rusage(self, url, *args, timeout=60):
+        """Runs gpumon bench like bench() (no trace); returns (exit code, stderr, document, peak
+        RSS in KiB, seconds) of that process alone."""
+        out = os.path.join(self.tmp, "out-%d.json" % time.monotonic_ns())
+        err = out + ".err"
+        argv = [GPUMON, "bench", "--url", url, "-o", out, "--idle-seconds", "0", "-q", "--no-db"]
+        t0 = time.monotonic()
+        with open(err, "w") as ef:
+            p = subprocess.Popen(argv + list(args), stdout=subprocess.DEVNULL, stderr=ef,
+                                 env=env())
+            timer = threading.Timer(timeout, p.kill)
+            timer.start()
+            _, status, ru = os.wait4(p.pid, 0)
+            timer.cancel()
+            p.returncode = os.waitstatus_to_exitcode(status)
+        took = time.monotonic() - t0
+        with open(err) as f:
+            stderr = f.read()
+        doc = None
+        if os.path.exists(out):
+            with open(out) as f:
+                doc = json.load(f)
+        return p.returncode, stderr, doc, ru.ru_maxrss, took
+
+    def test_usage_that_contradicts_the_stream_is_distrusted(self):
+        # A server claiming 10^12 completion tokens per request: counted in 64 bits this would
+        # be 6 x 10^12 (in 32 bits 21405523968 for 6 requests); the stream shows 4 chunks each,
+        # 4 asked, so the chunks are counted and the point is invalid.
+        s = self.server("--usage-completion-tokens", "1000000000000")
+        p, doc, lines = self.bench(s.url, "--concurrency", "2", "--requests", "6",
+                                   "--output-tokens", "4")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pt = doc["points"][0]
+        self.assertEqual(pt["completed"], 6)
+        self.assertEqual(pt["output_tokens"], 24)
+        self.assertEqual(pt["output_tokens_source"], "chunks")
+        self.assertEqual(pt["usage_distrusted"], 6)
+        self.assertLess(pt["output_tokens_per_s"], 1e9)
+        self.assertFalse(pt["valid"])
+        self.assertEqual(len(pt["invalid_reasons"]), 1, pt["invalid_reasons"])
+        self.assertTrue(pt["invalid_reasons"][0].startswith(
+            "usage_distrusted: 6 of 6 completed requests"), pt["invalid_reasons"])
+        self.assertIn("1000000000000 tokens for 4 content chunks, 4 asked",
+                      pt["invalid_reasons"][0])
+        self.assertTrue(all(r["usage_distrusted"] and r["output_tokens"] == 4 for r in lines))
+        # Printed with the point, not only in the document.
+        p = run(["bench", "--url", s.url, "--requests", "2", "--output-tokens", "4", "--no-db",
+                 "--idle-seconds", "0"], env=env())
+        self.assertIn("content chunks (the server's usage contradicted them)", p.stderr)
+        self.assertIn("usage_distrusted: 2 of 2", p.stderr)
+        # Usage within the rule is the server's: more tokens than chunks (4 per chunk) is fine.
+        t = self.server("--tokens-per-chunk", "4")
+        p, doc, _ = self.bench(t.url, "--requests", "4", "--output-tokens", "8")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pt = doc["points"][0]
+        self.assertEqual((pt["output_tokens"], pt["output_tokens_source"]), (32, "usage"))
+        self.assertEqual(pt["usage_distrusted"], 0)
+        self.assertTrue(pt["valid"], pt["invalid_reasons"])
+
+    def test_hostile_streams_end_with_a_reason_in_bounded_memory_and_time(self):
+        # Every second request is hostile (the check request, number 1, is not); each case must
+        # end its requests with a reason, keep the client's memory bounded and exit soon.
+        _, _, _, base_rss, _ = self.bench_rusage(self.server().url, "--concurrency", "4",
+                                                 "--requests", "8", "--output-tokens", "4")
+        cases = [
+            # 50 MB on one line: refused at the 1 MiB line limit, never buffered whole.
+            (("--line-bytes", "50000000"), (), "not_sse", "a line over the limit"),
+            # Content that never ends: cut past 2 x max_tokens + 16 chunks.
+            (("--endless",), (), "too_long", "went on past 24 content chunks for 4 tokens asked"),
+            # A byte every 20 ms, for ever (about 18 s an answer): the request timeout ends it.
+            (("--drip-ms", "20"), ("--timeout", "1"), "timeout", "timed out"),
+        ]
+        for flags, args, key, says in cases:
+            s = self.server("--hostile-every", "2", *flags)
+            rc, err, doc, rss, took = self.bench_rusage(
+                s.url, "--concurrency", "4", "--requests", "8", "--output-tokens", "4", *args)
+            self.assertEqual(rc, 0, (flags, err))
+            pt = doc["points"][0]
+            self.assertEqual(pt["errors"], {key: 4}, flags)
+            self.assertEqual(pt["completed"], 4, flags)
+            self.assertIn(says, pt["error_examples"][key], flags)
+            # Bounded: not the 50 MB line (nor 4 of them), not an endless stream's gaps.
+            self.assertLess(rss - base_rss, 24 * 1024, (flags, rss, base_rss))
+            self.assertLess(took, 30, flags)
+
+    def test_a_label_and_model_that_are_not_utf8_are_stored_repaired(self):
+        s = self.server()
+        p, doc, _ = self.bench(s.url, "--requests", "2", "--label", os.fsdecode(b"b\xe9nch"),
+                               db=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("out of memory", p.stderr)
+        self.assertEqual(doc["label"], "b\ufffdnch")
+        rows = json.loads(run(["history", "--db", self.db, "list", "--format", "json"],
+                              env=env()).stdout)
+        self.assertEqual([r["label"] for r in rows], ["b\ufffdnch"])
+        self.assertIn("--label 'b\ufffdnch'", rows[0]["command"])
 
     def test_a_server_that_fails_the_first_request(self):
         s = self.server("--fail-every", "1", "--fail-status", "503")

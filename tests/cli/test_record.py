@@ -373,6 +373,26 @@ class Storage(RecordBase):
         self.assertIn("not stored", p.stderr)
         self.assertEqual(load(out)["exit_code"], 4)
 
+    def test_bytes_that_are_not_utf8_are_stored_repaired(self):
+        # A command argument or a label that is not UTF-8 (a Latin-1 file name) is stored with
+        # each stray byte as U+FFFD, never losing the session as "out of memory".
+        name = os.fsdecode(b"caf\xe9.txt")
+        p = self.record(["-q", "--interval", "0.05"], ["true", name])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("out of memory", p.stderr)
+        self.assertNotIn("not stored", p.stderr)
+        p = self.record(["-q", "--interval", "0.05", "--label", os.fsdecode(b"\xff\xfe")], ["true"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("out of memory", p.stderr)
+        rows = self.listing()
+        self.assertEqual(len(rows), 2, rows)
+        by_cmd = {r["command"]: r for r in rows}
+        self.assertIn("true 'caf\ufffd.txt'", by_cmd)
+        self.assertEqual(by_cmd["true"]["label"], "\ufffd\ufffd")
+        doc = json.loads(self.history("show", by_cmd["true 'caf\ufffd.txt'"]["id"],
+                                      "--format", "json").stdout)
+        self.assertEqual(doc["command"], ["true", "caf\ufffd.txt"])
+
     def test_db_from_environment(self):
         e = dict(self.env, GPU_MONITOR_DB=os.path.join(self.tmp, "env.db"))
         p = run(["record", "-q", "--interval", "0.05", "--", "true"], env=e)

@@ -107,6 +107,15 @@ class Run(unittest.TestCase):
         entry = self.history()[0]
         self.assertEqual((entry["id"], entry["kind"], entry["exit_code"]), (doc["id"], "run", 6))
 
+    def test_a_label_that_is_not_utf8_is_stored_repaired(self):
+        p = run(["run"] + self.common + ["--count", "1", "--wait", "0", "-q",
+                                         "--label", os.fsdecode(b"\xe9"), "--", "true"],
+                env=self.env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("out of memory", p.stderr)
+        entry = self.history()[0]
+        self.assertEqual((entry["kind"], entry["label"]), ("run", "\ufffd"))
+
     def test_task_estimate(self):
         task = os.path.join(self.tmp, "task.json")
         with open(task, "w") as f:

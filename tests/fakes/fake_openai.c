@@ -49,13 +49,21 @@ typedef struct opts {
     double ready_after_ms; /* GET /v1/health/ready: 503 until then, 200 after (< 0: 404) */
     bool never_ready;      /* every readiness path answers 503 */
     const char *say;       /* printed on stdout once listening (a line for logs) */
+    /* Hostile servers, for the client's defences: */
+    long long usage_completion; /* >= 0: the usage chunk claims this many completion tokens */
+    size_t line_bytes;          /* > 0: the first content chunk is one line of this many bytes */
+    bool endless;               /* content chunks forever, max_tokens ignored, no end */
+    double drip_ms;             /* > 0: the answer goes out one byte every drip_ms */
+    unsigned hostile_every;     /* the three above apply to every Nth request (default 1) */
 } opts;
 
 static opts O = {.model = "fake-model",
                  .tokens_per_chunk = 1,
                  .fail_status = 500,
                  .default_tokens = 16,
-                 .ready_after_ms = -1};
+                 .ready_after_ms = -1,
+                 .usage_completion = -1,
+                 .hostile_every = 1};
 static int64_t started_ns;
 
 typedef struct buf {
@@ -129,6 +137,8 @@ typedef struct stream {
     int64_t recv_ns, recv_rt_ns, first_ns, first_rt_ns, last_ns, last_rt_ns, end_ns;
     int64_t arrived_ns; /* the kernel's receipt of the request's last bytes (SO_TIMESTAMPNS) */
     int64_t next_due;
+    buf drip;     /* --drip-ms: the whole answer (drip.off bytes sent), a byte at a time */
+    bool hostile; /* --line-bytes, --endless, --drip-ms apply to this request */
 } stream;
 
 typedef struct conn {
@@ -141,6 +151,8 @@ typedef struct conn {
     int heap_i;    /* position in the timer heap, -1 when not waiting */
     int64_t rx_ns; /* kernel receive time of the latest bytes read, CLOCK_MONOTONIC; 0: none */
     bool close_after;
+    bool dead; /* closed; freed after the round of events that may still name it */
+    struct conn *next_dead;
 } conn;
 
 static int ep, tfd;
@@ -234,14 +246,32 @@ static void arm(void)
 
 /* ---- output ------------------------------------------------------------------------------ */
 
+static conn *dead_conns;
+
 static void conn_close(conn *c)
 {
+    if (c->dead)
+        return;
     heap_remove(c);
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    free(c->in.p);
-    free(c->out.p);
-    free(c);
+    /* Not freed yet: the events epoll returned in this round may still point at it (a
+     * stream's timer closed it, and its socket is in the same round). */
+    c->dead = true;
+    c->next_dead = dead_conns;
+    dead_conns = c;
+}
+
+static void conn_reap(void)
+{
+    while (dead_conns) {
+        conn *c = dead_conns;
+        dead_conns = c->next_dead;
+        free(c->st.drip.p);
+        free(c->in.p);
+        free(c->out.p);
+        free(c);
+    }
 }
 
 static void want_out(conn *c, bool on)
@@ -332,9 +362,40 @@ static void log_stream(const stream *s, int status, const char *outcome)
             status, outcome);
 }
 
+/* --line-bytes: a content chunk whose text is O.line_bytes bytes, all on one line. */
+static void long_line_event(buf *b, const stream *s, bool last)
+{
+    buf ev = {0};
+    if (s->chat)
+        buf_printf(&ev,
+                   "{\"id\":\"chatcmpl-%lu\",\"object\":\"chat.completion.chunk\",\"created\":0,"
+                   "\"model\":\"%s\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+                   s->n, O.model);
+    else
+        buf_printf(&ev,
+                   "{\"id\":\"cmpl-%lu\",\"object\":\"text_completion\",\"created\":0,"
+                   "\"model\":\"%s\",\"choices\":[{\"index\":0,\"text\":\"",
+                   s->n, O.model);
+    char pad[65536];
+    memset(pad, 'x', sizeof pad);
+    for (size_t left = O.line_bytes; left;) {
+        size_t k = left < sizeof pad ? left : sizeof pad;
+        buf_put(&ev, pad, k);
+        left -= k;
+    }
+    buf_printf(&ev, "\"%s,\"finish_reason\":%s}]}", s->chat ? "}" : ",\"logprobs\":null",
+               last ? "\"length\"" : "null");
+    put_event(b, ev.p, ev.len);
+    free(ev.p);
+}
+
 /* The content chunk carrying tokens [from, from + k) of s (the last one has finish_reason). */
 static void content_event(buf *b, const stream *s, unsigned k, bool last)
 {
+    if (O.line_bytes && s->hostile && s->chunks == 0) {
+        long_line_event(b, s, last);
+        return;
+    }
     char text[4096];
     size_t tl = 0;
     for (unsigned i = 0; i < k && tl + 8 < sizeof text; i++)
@@ -360,13 +421,15 @@ static void tail_events(buf *b, const stream *s)
 {
     if (s->usage) {
         char ev[512];
+        unsigned long long done =
+            O.usage_completion >= 0 ? (unsigned long long)O.usage_completion : s->sent;
         int n = snprintf(ev, sizeof ev,
                          "{\"id\":\"%s-%lu\",\"object\":\"%s\",\"created\":0,\"model\":\"%s\","
                          "\"choices\":[],\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":"
-                         "%u,\"total_tokens\":%u}}",
+                         "%llu,\"total_tokens\":%llu}}",
                          s->chat ? "chatcmpl" : "cmpl", s->n,
                          s->chat ? "chat.completion.chunk" : "text_completion", O.model,
-                         s->prompt_tokens, s->sent, s->prompt_tokens + s->sent);
+                         s->prompt_tokens, done, s->prompt_tokens + done);
         put_event(b, ev, (size_t)n);
     }
     put_event(b, "[DONE]", 6);
@@ -378,6 +441,29 @@ static void tail_events(buf *b, const stream *s)
 static void stream_step(conn *c, buf *pre)
 {
     stream *s = &c->st;
+    if (s->drip.p) {
+        /* One more byte of the answer; the stream ends with the last one. */
+        bool ok = send_bytes(c, s->drip.p + s->drip.off++, 1);
+        if (ok && s->drip.off < s->drip.len) {
+            s->next_due += (int64_t)(O.drip_ms * 1e6);
+            heap_push(c);
+            return;
+        }
+        s->end_ns = mono_ns();
+        free(s->drip.p);
+        memset(&s->drip, 0, sizeof s->drip);
+        log_stream(s, 200, ok ? "ok" : "client_gone");
+        c->streaming = false;
+        if (!ok)
+            c->close_after = true;
+        return;
+    }
+    if (O.endless && s->hostile && c->out.len - c->out.off > (1u << 20)) {
+        /* The client is not reading: wait rather than buffer without end. */
+        s->next_due = mono_ns() + 1000000;
+        heap_push(c);
+        return;
+    }
     buf b = {0};
     if (pre) {
         b = *pre;
@@ -405,6 +491,11 @@ static void stream_step(conn *c, buf *pre)
             s->last_rt_ns = real_ns();
         }
         bool done = s->sent == s->tokens || (fail_at && s->sent >= fail_at);
+        if (O.endless && s->hostile && zero && s->chunks % 64 == 0) {
+            /* Endless and without delays: 64 chunks a round, the rest of the loop served. */
+            s->next_due = mono_ns();
+            break;
+        }
         if (!zero && !done) {
             /* The grid: each chunk an inter-token delay after the previous one was due. */
             s->next_due += (int64_t)(O.itl_ms * 1e6);
@@ -476,6 +567,7 @@ static void start_stream(conn *c, bool chat, const char *body, size_t len, int64
         return;
     }
     stream *s = &c->st;
+    free(s->drip.p);
     memset(s, 0, sizeof *s);
     s->n = n;
     s->chat = chat;
@@ -487,6 +579,9 @@ static void start_stream(conn *c, bool chat, const char *body, size_t len, int64
                                                                   : O.default_tokens;
     if (O.short_every && n % O.short_every == 0 && O.short_tokens < s->tokens)
         s->tokens = O.short_tokens;
+    s->hostile = n % O.hostile_every == 0;
+    if (O.endless && s->hostile)
+        s->tokens = UINT32_MAX - 1; /* never reached */
     json_t *so = json_object_get(j, "stream_options");
     s->usage = !O.no_usage && json_is_true(json_object_get(so, "include_usage"));
     if (chat) {
@@ -525,7 +620,20 @@ static void start_stream(conn *c, bool chat, const char *body, size_t len, int64
         put_event(&b, ev, (size_t)k);
     }
     c->streaming = true;
-    if (O.ttft_ms == 0 && O.itl_ms == 0) {
+    bool drip = O.drip_ms > 0 && s->hostile;
+    if (drip) {
+        /* The whole answer is built now and goes out a byte at a time, the head at once. */
+        while (s->sent < s->tokens) {
+            unsigned k =
+                s->tokens - s->sent < O.tokens_per_chunk ? s->tokens - s->sent : O.tokens_per_chunk;
+            content_event(&s->drip, s, k, s->sent + k == s->tokens);
+            s->sent += k;
+            s->chunks++;
+        }
+        tail_events(&s->drip, s);
+        s->first_ns = s->last_ns = mono_ns();
+    }
+    if (O.ttft_ms == 0 && O.itl_ms == 0 && !drip) {
         stream_step(c, &b); /* everything at once, in the same write as the head */
         return;
     }
@@ -536,7 +644,7 @@ static void start_stream(conn *c, bool chat, const char *body, size_t len, int64
         c->streaming = false;
         return;
     }
-    s->next_due = recv_ns + (int64_t)(O.ttft_ms * 1e6);
+    s->next_due = recv_ns + (int64_t)((drip ? O.drip_ms : O.ttft_ms) * 1e6);
     heap_push(c);
 }
 
@@ -678,7 +786,9 @@ static void usage(void)
             "       [--role-chunk] [--fail-every N [--fail-status CODE]] [--error-every N]\n"
             "       [--drop-every N] [--short-every N --short-tokens M] [--garbage]\n"
             "       [--default-tokens N] [--api-key KEY] [--listen ADDR]\n"
-            "       [--ready-after-ms MS] [--never-ready] [--say TEXT]\n");
+            "       [--ready-after-ms MS] [--never-ready] [--say TEXT]\n"
+            "       [--usage-completion-tokens N] [--line-bytes N] [--endless] [--drip-ms MS]\n"
+            "       [--hostile-every N]\n");
     exit(2);
 }
 
@@ -730,6 +840,16 @@ int main(int argc, char **argv)
             O.ready_after_ms = atof(v);
         else if (strcmp(a, "--never-ready") == 0)
             O.never_ready = true;
+        else if (ARG("--usage-completion-tokens"))
+            O.usage_completion = strtoll(v, NULL, 10);
+        else if (ARG("--line-bytes"))
+            O.line_bytes = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--endless") == 0)
+            O.endless = true;
+        else if (ARG("--drip-ms"))
+            O.drip_ms = atof(v);
+        else if (ARG("--hostile-every"))
+            O.hostile_every = (unsigned)atoi(v);
         else if (ARG("--say"))
             O.say = v;
         else
@@ -738,6 +858,8 @@ int main(int argc, char **argv)
     }
     if (O.tokens_per_chunk == 0)
         O.tokens_per_chunk = 1;
+    if (O.hostile_every == 0)
+        O.hostile_every = 1;
     if (O.log && !(logf_ = fopen(O.log, "w"))) {
         perror(O.log);
         return 1;
@@ -838,6 +960,8 @@ int main(int argc, char **argv)
                 continue;
             }
             conn *c = p;
+            if (c->dead)
+                continue;
             if (evs[i].events & EPOLLOUT) {
                 if (!flush_out(c)) {
                     conn_close(c);
@@ -851,6 +975,7 @@ int main(int argc, char **argv)
             if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
                 on_readable(c);
         }
+        conn_reap();
         arm();
     }
 }

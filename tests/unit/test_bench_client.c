@@ -259,6 +259,70 @@ static void test_no_usage_counts_chunks(void **state)
     stop(&s);
 }
 
+static void test_lying_usage_is_distrusted(void **state)
+{
+    (void)state;
+    server s = {0};
+    start(&s, "--usage-completion-tokens", "1000000000000", NULL);
+    gm_bench_client *c = client(&s, GM_BENCH_API_COMPLETIONS, 4, 4);
+    gm_bench_point p;
+    gm_bench_point_init(&p);
+    gm_bench_run r = {.concurrency = 2, .requests = 6};
+    gm_error err = {0};
+    assert_int_equal(gm_bench_client_run(c, &r, &p, &err), GM_OK);
+    assert_int_equal(count(&p, GM_BENCH_OK), 6);
+    for (size_t i = 0; i < p.n; i++) {
+        /* Not 10^12, nor 10^12 cut to 32 bits (3567587328): the 4 chunks streamed. */
+        assert_int_equal(p.res[i].output_tokens, 4);
+        assert_false(p.res[i].output_from_usage);
+        assert_true(p.res[i].usage_distrusted);
+        assert_true(p.res[i].usage_claimed == 1000000000000ULL);
+    }
+    json_t *j = gm_bench_point_json(&p, NULL);
+    assert_int_equal(json_integer_value(json_object_get(j, "output_tokens")), 24);
+    assert_string_equal(json_string_value(json_object_get(j, "output_tokens_source")), "chunks");
+    assert_int_equal(json_integer_value(json_object_get(j, "usage_distrusted")), 6);
+    json_decref(j);
+    gm_bench_point_free(&p);
+    gm_bench_client_free(c);
+    stop(&s);
+}
+
+static void test_hostile_streams_end_with_a_reason(void **state)
+{
+    (void)state;
+    gm_error err = {0};
+    /* A stream that never ends is cut past 2 x max_tokens + 16 chunks, at once. */
+    server s = {0};
+    start(&s, "--endless", NULL);
+    gm_bench_client *c = client(&s, GM_BENCH_API_CHAT, 4, 8);
+    gm_bench_point p;
+    gm_bench_point_init(&p);
+    gm_bench_run r = {.concurrency = 2, .requests = 3};
+    assert_int_equal(gm_bench_client_run(c, &r, &p, &err), GM_OK);
+    assert_int_equal(count(&p, GM_BENCH_TOO_LONG), 3);
+    for (size_t i = 0; i < p.n; i++)
+        assert_int_equal(p.res[i].chunks, gm_bench_chunks_max(8) + 1);
+    assert_non_null(strstr(json_string_value(json_object_get(p.error_examples, "too_long")),
+                           "went on past 32 content chunks for 8 tokens asked"));
+    gm_bench_point_free(&p);
+    gm_bench_client_free(c);
+    stop(&s);
+    /* A 10 MB line is refused at the parser's limit, not buffered. */
+    server l = {0};
+    start(&l, "--line-bytes", "10000000", NULL);
+    c = client(&l, GM_BENCH_API_COMPLETIONS, 4, 4);
+    gm_bench_point_init(&p);
+    assert_int_equal(gm_bench_client_run(c, &r, &p, &err), GM_OK);
+    assert_int_equal(count(&p, GM_BENCH_NOT_SSE), 3);
+    assert_true(p.bytes_received < 3 * 10000000ULL);
+    assert_non_null(strstr(json_string_value(json_object_get(p.error_examples, "not_sse")),
+                           "a line over the limit"));
+    gm_bench_point_free(&p);
+    gm_bench_client_free(c);
+    stop(&l);
+}
+
 static void test_short_outputs(void **state)
 {
     (void)state;
@@ -394,6 +458,8 @@ int main(void)
         cmocka_unit_test(test_failures_by_kind),
         cmocka_unit_test(test_no_usage_counts_chunks),
         cmocka_unit_test(test_short_outputs),
+        cmocka_unit_test(test_lying_usage_is_distrusted),
+        cmocka_unit_test(test_hostile_streams_end_with_a_reason),
         cmocka_unit_test(test_not_an_event_stream),
         cmocka_unit_test(test_open_loop),
         cmocka_unit_test(test_timed_run),

@@ -141,6 +141,8 @@ static void test_request_latencies(void **state)
     assert_string_equal(key, "stream_error");
     gm_bench_outcome_key(GM_BENCH_CONNECTION, 0, key, sizeof key);
     assert_string_equal(key, "connection");
+    gm_bench_outcome_key(GM_BENCH_TOO_LONG, 200, key, sizeof key);
+    assert_string_equal(key, "too_long");
 }
 
 static void test_closed_loop_point(void **state)
@@ -213,6 +215,66 @@ static void test_closed_loop_point(void **state)
     gm_bench_point_free(&p);
 }
 
+static void test_usage_is_trusted_only_when_the_stream_bears_it_out(void **state)
+{
+    (void)state;
+    /* As asked, and several tokens per chunk (speculative decoding, stream intervals). */
+    assert_true(gm_bench_usage_trusted(128, 128, 128));
+    assert_true(gm_bench_usage_trusted(128, 16, 128));
+    assert_true(gm_bench_usage_trusted(3, 3, 0)); /* max_tokens unknown */
+    /* More than max_tokens: no server that honours it sends that. */
+    assert_false(gm_bench_usage_trusted(129, 128, 128));
+    assert_false(gm_bench_usage_trusted(1000000000000ULL, 4, 4));
+    assert_false(gm_bench_usage_trusted(UINT64_MAX, 4, 4));
+    /* Far fewer tokens than content chunks: 2 x claimed + 16 is the tolerance. */
+    assert_true(gm_bench_usage_trusted(10, 36, 100));
+    assert_false(gm_bench_usage_trusted(10, 37, 100));
+    assert_false(gm_bench_usage_trusted(0, 100, 128));
+    assert_int_equal(gm_bench_chunks_max(128), 2 * 128 + GM_BENCH_TOKEN_SLACK);
+}
+
+static void test_token_counts_are_64_bit(void **state)
+{
+    (void)state;
+    gm_bench_point p;
+    gm_bench_point_init(&p);
+    p.concurrency = 1;
+    p.start_ns = 1000 * MS;
+    p.end_ns = 2000 * MS;
+    /* Counts past 32 bits are kept whole, summed exactly. */
+    gm_bench_result a = ok(0, 1000 * MS, 1100 * MS, 2000 * MS, 10, 100, 10, true);
+    a.output_tokens = a.asked_tokens = 0;
+    a.output_tokens = 5000000000ULL;
+    a.prompt_tokens = 6000000000ULL;
+    gm_bench_result b = a;
+    /* A distrusted usage: its tokens are the chunks, and the point says so. */
+    gm_bench_result c = ok(0, 1000 * MS, 1100 * MS, 2000 * MS, 4, 100, 4, false);
+    c.chunks = 4;
+    c.usage_distrusted = true;
+    c.usage_claimed = 1000000000000ULL;
+    assert_int_equal(gm_bench_point_add(&p, &a), GM_OK);
+    assert_int_equal(gm_bench_point_add(&p, &b), GM_OK);
+    assert_int_equal(gm_bench_point_add(&p, &c), GM_OK);
+    const gm_bench_result *ex = NULL;
+    assert_int_equal(gm_bench_point_usage_distrusted(&p, &ex), 1);
+    assert_non_null(ex);
+    assert_true(ex->usage_claimed == 1000000000000ULL);
+    json_t *j = gm_bench_point_json(&p, NULL);
+    assert_true(json_integer_value(json_object_get(j, "output_tokens")) == 10000000004LL);
+    assert_true(json_integer_value(json_object_get(j, "input_tokens")) == 12000000100LL);
+    assert_int_equal(json_integer_value(json_object_get(j, "usage_distrusted")), 1);
+    assert_string_equal(json_string_value(json_object_get(j, "output_tokens_source")), "mixed");
+    json_decref(j);
+    /* Sums that would pass a JSON integer stop at its largest value rather than wrap. */
+    gm_bench_result d = a;
+    d.prompt_tokens = (uint64_t)INT64_MAX;
+    assert_int_equal(gm_bench_point_add(&p, &d), GM_OK);
+    j = gm_bench_point_json(&p, NULL);
+    assert_true(json_integer_value(json_object_get(j, "input_tokens")) == INT64_MAX);
+    json_decref(j);
+    gm_bench_point_free(&p);
+}
+
 static void test_open_loop_point_from_schedule(void **state)
 {
     (void)state;
@@ -255,6 +317,8 @@ int main(void)
         cmocka_unit_test(test_request_latencies),
         cmocka_unit_test(test_closed_loop_point),
         cmocka_unit_test(test_open_loop_point_from_schedule),
+        cmocka_unit_test(test_usage_is_trusted_only_when_the_stream_bears_it_out),
+        cmocka_unit_test(test_token_counts_are_64_bit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

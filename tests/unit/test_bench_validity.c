@@ -82,6 +82,24 @@ static void test_client_saturated(void **state)
     json_decref(r);
 }
 
+static void test_usage_distrusted(void **state)
+{
+    (void)state;
+    gm_bench_check c = clean();
+    c.usage_distrusted = 6;
+    c.completed = 6;
+    c.usage_claimed = 1000000000000ULL;
+    c.usage_chunks = 4;
+    c.usage_asked = 4;
+    json_t *r = gm_bench_check_reasons(&c);
+    assert_int_equal(json_array_size(r), 1);
+    assert_string_equal(reason(r, 0),
+                        "usage_distrusted: 6 of 6 completed requests reported output tokens the "
+                        "stream contradicts (the first: 1000000000000 tokens for 4 content "
+                        "chunks, 4 asked); counted from the chunks instead");
+    json_decref(r);
+}
+
 static void test_foreign_processes(void **state)
 {
     (void)state;
@@ -159,7 +177,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clean_point_is_valid), cmocka_unit_test(test_throttled),
         cmocka_unit_test(test_client_saturated),     cmocka_unit_test(test_foreign_processes),
-        cmocka_unit_test(test_server_processes),
+        cmocka_unit_test(test_server_processes),     cmocka_unit_test(test_usage_distrusted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

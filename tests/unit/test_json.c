@@ -64,6 +64,27 @@ static void test_text(void **state)
     assert_dump(gm_json_text("caf\xC3\xA9", 16), "\"caf\xC3\xA9\"");
 }
 
+static void test_str_repairs_outside_bytes(void **state)
+{
+    (void)state;
+    /* What jansson refuses (its json_string returns NULL) comes back repaired, never NULL. */
+    assert_null(json_string("caf\xe9.txt"));
+    assert_dump(gm_json_str("caf\xe9.txt"), "\"caf\xEF\xBF\xBD.txt\"");
+    assert_dump(gm_json_str("\xff\xfe"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");
+    assert_dump(gm_json_str("caf\xC3\xA9"), "\"caf\xC3\xA9\"");
+    assert_dump(gm_json_str(""), "\"\"");
+    /* A character cut by n is repaired too. */
+    assert_dump(gm_json_strn("caf\xC3\xA9", 4), "\"caf\xEF\xBF\xBD\"");
+    /* Any length: a long command line of stray bytes is kept whole, not cut at a buffer. */
+    char big[20001];
+    memset(big, 0xe9, sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    json_t *j = gm_json_str(big);
+    assert_non_null(j);
+    assert_int_equal(json_string_length(j), 3 * (sizeof big - 1));
+    json_decref(j);
+}
+
 static void test_host_number(void **state)
 {
     (void)state;
@@ -290,6 +311,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_number),
         cmocka_unit_test(test_text),
+        cmocka_unit_test(test_str_repairs_outside_bytes),
         cmocka_unit_test(test_host_number),
         cmocka_unit_test(test_pcie_gbps),
         cmocka_unit_test(test_p2p_cap_names),

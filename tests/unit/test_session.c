@@ -393,6 +393,28 @@ static void test_metadata_and_finish(void **state)
     assert_int_equal(json_integer_value(json_object_get(doc, "signal")), 15);
     assert_string_equal(json_string_value(json_array_get(json_object_get(doc, "command"), 4)),
                         "it's here");
+    json_decref(doc);
+    /* Arguments and a label that are not UTF-8 (a Latin-1 file name) are kept repaired, and the
+     * document still renders. */
+    const char *latin1[] = {"echo", "caf\xe9.txt", NULL};
+    assert_int_equal(gm_session_set_command(s, latin1), GM_OK);
+    doc = gm_session_to_json(s);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(doc, "command"), 1)),
+                        "caf\xEF\xBF\xBD.txt");
+    char *text = json_dumps(doc, 0);
+    assert_non_null(text);
+    free(text);
+    json_decref(doc);
+    gm_session *l = NULL;
+    assert_int_equal(gm_session_new("\xff\xfe", NULL, 0, 0.25, &l, NULL), GM_OK);
+    json_t *ldoc = gm_session_to_json(l);
+    assert_non_null(ldoc);
+    assert_string_equal(json_string_value(json_object_get(ldoc, "label")),
+                        "\xEF\xBF\xBD\xEF\xBF\xBD");
+    json_decref(ldoc);
+    gm_session_free(l);
+    doc = gm_session_to_json(s);
     assert_true(json_is_false(json_object_get(json_object_get(doc, "audit"), "changed")));
     assert_float_equal(num(doc, "interval_seconds", NULL), 0.25, 1e-12);
     assert_non_null(json_string_value(json_object_get(doc, "started_at")));
