@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "gpumon.h"
+#include "base/clock.h"
 
 #define NO_NVML "/nonexistent/gpumon-test/libnvidia-ml.so.1"
 
@@ -434,11 +435,13 @@ static void test_sequence_and_clocks(void **state)
     gm_error err = {0};
     int64_t last_mono = 0;
     for (uint64_t k = 1; k <= 5; k++) {
-        int64_t t0 = (int64_t)time(NULL) * 1000;
+        /* The same clock before and after: time() may read the coarse clock, which lags the
+         * precise one by up to a tick, so a sample at x.999 s could look later than it. */
+        int64_t t0 = gm_clock_wall_ms();
         assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
-        int64_t t1 = ((int64_t)time(NULL) + 1) * 1000;
+        int64_t t1 = gm_clock_wall_ms();
         assert_int_equal(s->seq, k); /* one more per sample, from 1 */
-        assert_true(s->time_ms >= t0 && s->time_ms < t1);
+        assert_true(s->time_ms >= t0 && s->time_ms <= t1);
         assert_true(s->mono_ms >= last_mono);
         last_mono = s->mono_ms;
     }
