@@ -13,6 +13,7 @@
 
 #include "server/config.h"
 #include "server/fleet_cache.h"
+#include "server/log.h"
 #include "server/query.h"
 #include "server/request.h"
 #include "server/sampler.h"
@@ -26,6 +27,7 @@
 #define GM_HTTP_IDLE_TIMEOUT_S 30          /* a response that makes no progress for this long */
 #define GM_HTTP_JOB_TIMEOUT_S  60          /* the session worker's answer to a parked request */
 #define GM_HTTP_INFLIGHT_LIMIT (64u << 20) /* response bytes held for unfinished responses */
+#define GM_HTTP_BODY_BUDGET    (8u << 20)  /* request body bytes announced and not yet answered */
 #define GM_WS_MAX_CLIENTS      2048        /* more upgrades are answered 503 */
 #define GM_WS_STUCK_S          10          /* a client that takes no frame bytes for this long */
 #define GM_WS_DRAIN_S          2           /* a closed client may send its last bytes this long */
@@ -78,15 +80,17 @@ typedef struct gm_server {
     /* loop */
     gm_published *current; /* the loop's reference to the newest bundle */
     size_t inflight_bytes; /* response bodies held by unfinished HTTP responses */
+    size_t body_bytes;     /* request bodies announced by Content-Length and not yet freed */
     gm_conn *conns;        /* open HTTP connections, for the per-phase deadlines */
     gm_resp_cache *resp_cache;
-    unsigned conn_count;   /* entries in conns */
-    gm_http_req *pending;  /* requests parked until the session worker answers */
-    gm_ws_client *ws_head; /* connected WebSocket clients */
-    unsigned ws_count;     /* entries in ws_head */
-    unsigned ws_every;     /* the rate cap: clients get every ws_every-th sample */
-    gm_published *ws_due;  /* the newest bundle due to WebSocket clients, frames framed */
-    uint64_t http_refused; /* requests refused before routing (malformed, deadlines) */
+    unsigned conn_count;         /* entries in conns */
+    gm_http_req *pending;        /* requests parked until the session worker answers */
+    gm_ws_client *ws_head;       /* connected WebSocket clients */
+    unsigned ws_count;           /* entries in ws_head */
+    unsigned ws_every;           /* the rate cap: clients get every ws_every-th sample */
+    gm_published *ws_due;        /* the newest bundle due to WebSocket clients, frames framed */
+    uint64_t http_refused;       /* requests refused before routing (malformed, deadlines) */
+    gm_log_limit ws_refused_log; /* "websocket refused" lines: one per GM_LOG_LIMIT_S */
     gm_ws_stream ws_streams[2];
 } gm_server;
 
