@@ -27,6 +27,8 @@
 #define GM_HTTP_IDLE_TIMEOUT_S 30          /* a response that makes no progress for this long */
 #define GM_HTTP_JOB_TIMEOUT_S  60          /* the session worker's answer to a parked request */
 #define GM_HTTP_INFLIGHT_LIMIT (64u << 20) /* response bytes held for unfinished responses */
+#define GM_HTTP_TURN_BUDGET_US 5000        /* route time per turn of the loop; then deferred */
+#define GM_HTTP_TURN_RESUME    64          /* deferred requests resumed per turn */
 #define GM_HTTP_BODY_BUDGET    (8u << 20)  /* request body bytes announced and not yet answered */
 #define GM_WS_MAX_CLIENTS      2048        /* more upgrades are answered 503 */
 #define GM_WS_STUCK_S          10          /* a client that takes no frame bytes for this long */
@@ -83,11 +85,13 @@ typedef struct gm_server {
     size_t body_bytes;     /* request bodies announced by Content-Length and not yet freed */
     gm_conn *conns;        /* open HTTP connections, for the per-phase deadlines */
     gm_resp_cache *resp_cache;
-    unsigned conn_count;         /* entries in conns */
-    gm_http_req *pending;        /* requests parked until the session worker answers */
-    gm_ws_client *ws_head;       /* connected WebSocket clients */
-    unsigned ws_count;           /* entries in ws_head */
-    unsigned ws_every;           /* the rate cap: clients get every ws_every-th sample */
+    unsigned conn_count;                   /* entries in conns */
+    gm_http_req *pending;                  /* requests parked until the session worker answers */
+    gm_http_req *deferred, *deferred_tail; /* waiting for a turn with route time left */
+    int64_t turn_work_us;                  /* route time spent in this turn */
+    gm_ws_client *ws_head;                 /* connected WebSocket clients */
+    unsigned ws_count;                     /* entries in ws_head */
+    unsigned ws_every;                     /* the rate cap: clients get every ws_every-th sample */
     gm_published *ws_due;        /* the newest bundle due to WebSocket clients, frames framed */
     uint64_t http_refused;       /* requests refused before routing (malformed, deadlines) */
     gm_log_limit ws_refused_log; /* "websocket refused" lines: one per GM_LOG_LIMIT_S */
