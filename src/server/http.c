@@ -1104,6 +1104,7 @@ void gm_http_stop(gm_server *srv)
         r->parked_ms = 0;
     gm_http_poll_pending(srv);
     resume_deferred(srv, UINT_MAX);
+    srv->turn_work_us = INT64_MIN; /* none deferred again: they run in the last pass */
     MHD_run(srv->mhd);
     if (srv->resp_cache) {
         cache_flush(srv->resp_cache);
