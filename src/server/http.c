@@ -153,12 +153,39 @@ static void log_request(const gm_http_req *r, int status, size_t len)
  * sample: libmicrohttpd responses are reference-counted and may be queued on any number of
  * connections, so their headers are built once per sample, not once per request. */
 #define CACHE_SLOTS (16 + GM_MAX_GPUS)
+
+/* An answer of a per-sample route (gm_route.per_sample), kept until the next sample for every
+ * request with the same target: a peer repeating one costly query (thousands of pipelined
+ * /api/history) costs one build per sample, not one per request. */
+typedef struct built_answer {
+    char *target; /* the raw request target */
+    bool gzip_ok;
+    int status;
+    size_t len;
+    struct MHD_Response *resp; /* the cache's reference */
+} built_answer;
+
 struct gm_resp_cache {
     gm_published *pub;
     unsigned n;
     const unsigned char *body[CACHE_SLOTS];
     struct MHD_Response *resp[CACHE_SLOTS];
+    const gm_published *built_pub; /* the sample the built answers are of */
+    unsigned built_n;
+    size_t built_bytes;
+    built_answer built[GM_HTTP_BUILT_SLOTS];
 };
+
+static void built_flush(gm_resp_cache *rc)
+{
+    for (unsigned i = 0; i < rc->built_n; i++) {
+        MHD_destroy_response(rc->built[i].resp);
+        free(rc->built[i].target);
+    }
+    rc->built_n = 0;
+    rc->built_bytes = 0;
+    rc->built_pub = NULL;
+}
 
 static void cache_flush(gm_resp_cache *rc)
 {
@@ -167,6 +194,7 @@ static void cache_flush(gm_resp_cache *rc)
     rc->n = 0;
     gm_published_unref(rc->pub);
     rc->pub = NULL;
+    built_flush(rc);
 }
 
 /* A blob of the newest bundle with the plain headers: cacheable. */
@@ -187,9 +215,66 @@ static enum MHD_Result queue(gm_server *srv, struct MHD_Connection *c, gm_http_r
     return ok;
 }
 
+static enum MHD_Result send_resp_kept(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                                      gm_resp *rs, bool keep);
+
 /* Queues rs (consuming it) on c. MHD_NO closes the connection. */
 static enum MHD_Result send_resp(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
                                  gm_resp *rs)
+{
+    return send_resp_kept(srv, c, r, rs, false);
+}
+
+/* The built answers are of the newest sample only. */
+static gm_resp_cache *built_cache(gm_server *srv)
+{
+    gm_resp_cache *rc = srv->resp_cache;
+    if (rc && rc->built_pub != srv->current) {
+        built_flush(rc);
+        rc->built_pub = srv->current;
+    }
+    return rc;
+}
+
+/* Queues the answer built for r's target in this sample; false when there is none. */
+static bool send_built(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                       enum MHD_Result *ok)
+{
+    gm_resp_cache *rc = built_cache(srv);
+    for (unsigned i = 0; rc && i < rc->built_n; i++) {
+        built_answer *b = &rc->built[i];
+        if (b->gzip_ok != r->gzip_ok || strcmp(b->target, r->uri) != 0)
+            continue;
+        gm_resp rs = {.status = b->status, .len = b->len};
+        *ok = queue(srv, c, r, &rs, b->resp);
+        return true;
+    }
+    return false;
+}
+
+/* Keeps resp (taking the caller's reference) as the answer to r's target in this sample; false
+ * when there is no room. */
+static bool keep_built(gm_server *srv, gm_http_req *r, const gm_resp *rs, struct MHD_Response *resp)
+{
+    gm_resp_cache *rc = built_cache(srv);
+    if (!rc || rc->built_n >= GM_HTTP_BUILT_SLOTS ||
+        rc->built_bytes + rs->len > GM_HTTP_BUILT_BYTES)
+        return false;
+    char *target = strdup(r->uri);
+    if (!target)
+        return false;
+    rc->built[rc->built_n++] = (built_answer){.target = target,
+                                              .gzip_ok = r->gzip_ok,
+                                              .status = rs->status,
+                                              .len = rs->len,
+                                              .resp = resp};
+    rc->built_bytes += rs->len;
+    return true;
+}
+
+/* send_resp; keep: rs is a per-sample route's answer to r, kept for the same target. */
+static enum MHD_Result send_resp_kept(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                                      gm_resp *rs, bool keep)
 {
     struct MHD_Response *resp;
     bool cache = cacheable(srv, rs);
@@ -234,6 +319,8 @@ static enum MHD_Result send_resp(gm_server *srv, struct MHD_Connection *c, gm_ht
         return MHD_NO;
     }
     enum MHD_Result ok = queue(srv, c, r, rs, resp);
+    if (keep && !cache && keep_built(srv, r, rs, resp))
+        return ok;
     if (cache) {
         rc->body[rc->n] = rs->body;
         rc->resp[rc->n++] = resp; /* the cache's reference */
@@ -495,6 +582,10 @@ static void deferred_unlink(gm_server *srv, gm_http_req *r)
 static enum MHD_Result dispatch(gm_server *srv, struct MHD_Connection *c, gm_http_req *r)
 {
     bool health = r->route && strcmp(r->route->path, "/api/health") == 0;
+    bool per_sample = r->route && r->route->per_sample && r->method != GM_HTTP_OPTIONS;
+    enum MHD_Result ok;
+    if (per_sample && send_built(srv, c, r, &ok))
+        return ok; /* built already: no route time */
     if (!health && srv->turn_work_us >= GM_HTTP_TURN_BUDGET_US) {
         defer(srv, c, r);
         return MHD_YES;
@@ -504,7 +595,10 @@ static enum MHD_Result dispatch(gm_server *srv, struct MHD_Connection *c, gm_htt
     int64_t t0 = gm_clock_mono_us();
     fill_req(srv, c, r, &rq);
     gm_route_run(r->route, &rq, &rs);
-    enum MHD_Result ok = answer(srv, c, r, &rs);
+    if (per_sample && !rs.defer && rs.status == 200 && rs.owned)
+        ok = send_resp_kept(srv, c, r, &rs, true);
+    else
+        ok = answer(srv, c, r, &rs);
     srv->turn_work_us += gm_clock_mono_us() - t0;
     return ok;
 }
@@ -1025,6 +1119,8 @@ int gm_http_start(gm_server *srv, gm_error *err)
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = di ? di->port : 0;
+    di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+    srv->listen_fd = di ? di->listen_fd : -1;
     di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     srv->mhd_tag.kind = GM_POLL_MHD;
     if (!di || srv->port == 0 || gm_server_watch(srv, di->epoll_fd, &srv->mhd_tag, EPOLLIN) < 0) {
@@ -1033,6 +1129,32 @@ int gm_http_start(gm_server *srv, gm_error *err)
         return gm_error_set(err, GM_EIO, "cannot listen on %s", addr);
     }
     return GM_OK;
+}
+
+/* libmicrohttpd accepts at most 10 connections per pass. A peer that reconnects as fast as its
+ * connections over the per-address limit are closed keeps hundreds of them in the listen queue,
+ * and a new client waits behind them for dozens of passes. The queue is emptied here, once a
+ * turn; libmicrohttpd still applies its limits (MHD_add_connection closes what they refuse). */
+static void accept_waiting(gm_server *srv)
+{
+    if (srv->listen_fd < 0)
+        return;
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    unsigned open = di ? di->num_connections : srv->conn_limit;
+    for (unsigned i = 0; i < GM_HTTP_TURN_ACCEPT && open < srv->conn_limit; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd =
+            accept4(srv->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ECONNABORTED || errno == EINTR)
+                continue;
+            break; /* empty; or out of descriptors, which libmicrohttpd's accept reports */
+        }
+        if (MHD_add_connection(srv->mhd, fd, (const struct sockaddr *)&ss, len) == MHD_YES)
+            open++;
+    }
 }
 
 /* Resumes the oldest deferred requests: they run in this turn, within its budget. */
@@ -1049,6 +1171,7 @@ void gm_http_run(gm_server *srv)
 {
     srv->turn_work_us = 0;
     resume_deferred(srv, GM_HTTP_TURN_RESUME);
+    accept_waiting(srv);
     MHD_run(srv->mhd);
 }
 

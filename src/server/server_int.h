@@ -29,6 +29,9 @@
 #define GM_HTTP_INFLIGHT_LIMIT (64u << 20) /* response bytes held for unfinished responses */
 #define GM_HTTP_TURN_BUDGET_US 5000        /* route time per turn of the loop; then deferred */
 #define GM_HTTP_TURN_RESUME    64          /* deferred requests resumed per turn */
+#define GM_HTTP_TURN_ACCEPT    1024        /* connections taken from the listen queue per turn */
+#define GM_HTTP_BUILT_SLOTS    16          /* per-sample answers kept (distinct targets) */
+#define GM_HTTP_BUILT_BYTES    (16u << 20) /* and their bytes, at most */
 #define GM_HTTP_BODY_BUDGET    (8u << 20)  /* request body bytes announced and not yet answered */
 #define GM_WS_MAX_CLIENTS      2048        /* more upgrades are answered 503 */
 #define GM_WS_STUCK_S          10          /* a client that takes no frame bytes for this long */
@@ -74,6 +77,7 @@ typedef struct gm_server {
     char diagnosis[1024];
     unsigned port;            /* bound port */
     unsigned conn_limit;      /* connections libmicrohttpd accepts (--max-connections) */
+    int listen_fd;            /* libmicrohttpd's listening socket, emptied by the loop */
     char db_path[PATH_MAX];   /* the session store in use, "" when none (--db none) */
     char lease_dir[PATH_MAX]; /* where gpumon leases live, "" when unknown */
     char web_root[PATH_MAX];  /* canonical --web-root, "" to serve the embedded files */
@@ -149,7 +153,9 @@ typedef struct gm_route {
     bool needs_token;
     size_t max_body;
     gm_handler fn;
-    bool websocket; /* a WebSocket stream: upgrades go to ws.c */
+    bool websocket;  /* a WebSocket stream: upgrades go to ws.c */
+    bool per_sample; /* its answer depends on the newest sample and the request target alone:
+                      * built once per sample for each target (http.c) */
 } gm_route;
 
 /* The route of path, NULL when none. */
