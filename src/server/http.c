@@ -1133,8 +1133,10 @@ int gm_http_start(gm_server *srv, gm_error *err)
 
 /* libmicrohttpd accepts at most 10 connections per pass. A peer that reconnects as fast as its
  * connections over the per-address limit are closed keeps hundreds of them in the listen queue,
- * and a new client waits behind them for dozens of passes. The queue is emptied here, once a
- * turn; libmicrohttpd still applies its limits (MHD_add_connection closes what they refuse). */
+ * and a new client waited behind them for dozens of passes. The loop takes up to
+ * GM_HTTP_TURN_ACCEPT a turn (a full queue in a few turns; more would let such a peer churn
+ * faster, each closed connection costing the loop and it a reconnect); libmicrohttpd still
+ * applies its limits (MHD_add_connection closes what they refuse). */
 static void accept_waiting(gm_server *srv)
 {
     if (srv->listen_fd < 0)

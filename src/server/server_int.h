@@ -29,7 +29,7 @@
 #define GM_HTTP_INFLIGHT_LIMIT (64u << 20) /* response bytes held for unfinished responses */
 #define GM_HTTP_TURN_BUDGET_US 5000        /* route time per turn of the loop; then deferred */
 #define GM_HTTP_TURN_RESUME    64          /* deferred requests resumed per turn */
-#define GM_HTTP_TURN_ACCEPT    1024        /* connections taken from the listen queue per turn */
+#define GM_HTTP_TURN_ACCEPT    128         /* connections taken from the listen queue per turn */
 #define GM_HTTP_BUILT_SLOTS    16          /* per-sample answers kept (distinct targets) */
 #define GM_HTTP_BUILT_BYTES    (16u << 20) /* and their bytes, at most */
 #define GM_HTTP_BODY_BUDGET    (8u << 20)  /* request body bytes announced and not yet answered */
