@@ -7,14 +7,15 @@
                                      /api/history requests and reading the answers, again and
                                      again for SECONDS
 
-Meanwhile a probe connects from 127.0.0.2 (another loopback address: another client, as a
+Meanwhile a probe (a process of its own, so the attacker's work never delays its timing) connects
+from 127.0.0.2 (another loopback address: another client, as a
 kubelet or Prometheus would be) every 20 ms and times GET /api/health to its last byte (2 s at
 most; a timeout counts as 2000 ms). Prints one line: health_ms p50=.. p99=.. max=.. n=..
 timeouts=.. Loopback only; everything it opens is closed when it ends."""
+import multiprocessing
 import selectors
 import socket
 import sys
-import threading
 import time
 
 HOST = "127.0.0.1"
@@ -24,7 +25,8 @@ HISTORY = (b"GET /api/history?metric=utilization.gpu,memory.used,power.draw,temp
            b"&seconds=60 HTTP/1.1\r\nHost: x\r\n\r\n")
 
 
-def probe(port, stop, out):
+def probe(port, stop, results):
+    out = []
     while not stop.is_set():
         t0 = time.monotonic()
         ok = False
@@ -47,6 +49,7 @@ def probe(port, stop, out):
         ms = (time.monotonic() - t0) * 1000
         out.append(ms if ok else 2000.0)
         time.sleep(0.02)
+    results.send(out)
 
 
 def connect(port):
@@ -117,14 +120,16 @@ def attack(port, mode, n, seconds):
 
 def main():
     port, mode, n, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-    stop, lat = threading.Event(), []
-    t = threading.Thread(target=probe, args=(port, stop, lat))
+    stop = multiprocessing.Event()
+    recv_end, send_end = multiprocessing.Pipe(duplex=False)
+    t = multiprocessing.Process(target=probe, args=(port, stop, send_end))
     t.start()
     try:
         attack(port, mode, n, seconds)
     finally:
         stop.set()
-        t.join()
+    lat = recv_end.recv()
+    t.join()
     lat.sort()
     if not lat:
         print("health_ms n=0")
