@@ -5,7 +5,7 @@
 _gpumon_opts_query='-i --id -l --loop --interval --format --query-gpu --list-fields --no-processes --profile
     --color --provider --simulate --seed -h --help'
 _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
-    --interval --poll-interval --ws-max-rate --max-connections --hostname --cors-origin --log-level
+    --interval --poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname --cors-origin --log-level
     --no-system-metrics
     --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs -h --help'
 _gpumon_opts_record='-i --gpus --interval -o --output --label --snapshot
@@ -169,7 +169,7 @@ _gpumon() {
         return
         ;;
     -i | --id | --gpus | -l | --loop | --simulate | --seed | --listen | --token | --history | \
-        --poll-interval | --ws-max-rate | --max-connections | --hostname | --cors-origin | -n | \
+        --poll-interval | --ws-max-rate | --max-connections | --max-connections-per-ip | --hostname | --cors-origin | -n | \
         --interval | --label | \
         --snapshot-window-ms | -m | --min-free-mb | -u | --max-util | -t | --timeout | -c | \
         --count | -w | --wait | --check-interval | --power-window | --power-interval | \

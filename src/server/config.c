@@ -38,6 +38,7 @@ void gm_serve_config_defaults(gm_serve_config *c)
     c->poll_interval_ms = GM_SERVE_POLL_DEFAULT_MS;
     c->ws_max_rate_hz = GM_SERVE_WS_RATE_DEFAULT;
     c->max_connections = GM_SERVE_CONN_DEFAULT;
+    c->max_connections_per_ip = GM_SERVE_CONN_IP_DEFAULT;
     c->log_level = GM_LOG_INFO;
     c->system_metrics = true;
     snprintf(c->prometheus_job, sizeof c->prometheus_job, "%s", GM_FLEET_JOB_DEFAULT);
@@ -298,6 +299,14 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
                                 who, v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX);
         c->max_connections = (unsigned)n;
         return GM_OK;
+    case GM_SET_MAX_CONN_IP:
+        if (gm_parse_uint(v, 0, GM_SERVE_CONN_MAX, &n) < 0)
+            return gm_error_set(err, GM_EINVAL,
+                                "%s: \"%s\" is not a whole number of connections from 0 (no limit) "
+                                "to %d",
+                                who, v, GM_SERVE_CONN_MAX);
+        c->max_connections_per_ip = (unsigned)n;
+        return GM_OK;
     case GM_SET_HOSTNAME:
         if (!hostname_ok(v))
             return gm_error_set(err, GM_EINVAL,
@@ -550,6 +559,7 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
                               gm_json_str(c->no_pod_resources ? "none" : c->pod_resources));
     rc |= json_object_set_new(j, "procfs", gm_json_str(c->procfs[0] ? c->procfs : "/proc"));
     rc |= json_object_set_new(j, "max_connections", json_integer(c->max_connections));
+    rc |= json_object_set_new(j, "max_connections_per_ip", json_integer(c->max_connections_per_ip));
     rc |=
         json_object_set_new(j, "hostname", c->hostname[0] ? gm_json_str(c->hostname) : json_null());
     rc |= json_object_set_new(j, "prometheus",
@@ -618,6 +628,10 @@ const char *gm_serve_usage(void)
            "  --max-connections N    HTTP and WebSocket connections at once, 16 to 65536\n"
            "                         (default 4096, or what the open-file limit allows)\n"
            "                                                             [MAX_CONNECTIONS]\n"
+           "  --max-connections-per-ip N\n"
+           "                         of them from one client address, 0 (no limit) to 65536\n"
+           "                         (default 1024); a reverse proxy on this host is one\n"
+           "                         address for all its clients     [MAX_CONNECTIONS_PER_IP]\n"
            "  --prometheus URL       the Prometheus that scrapes the fleet's daemons: serves\n"
            "                         GET /api/fleet and the dashboard's Fleet page (default\n"
            "                         off)                                 [PROMETHEUS_URL]\n"

@@ -28,6 +28,7 @@
 #define GM_SERVE_CONN_DEFAULT      4096 /* lowered to what RLIMIT_NOFILE allows at start */
 #define GM_SERVE_CONN_MIN          16
 #define GM_SERVE_CONN_MAX          65536
+#define GM_SERVE_CONN_IP_DEFAULT   1024 /* per client address; 0: no limit */
 #define GM_SERVE_RETENTION_MIN_S   1
 #define GM_SERVE_RETENTION_MAX_S   (100u * 366u * 86400u)
 
@@ -43,24 +44,25 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
 
 /* Settings that have a flag, an environment variable and a default, in X-macro form:
  * id, flag (without "--"), environment variable (without GPU_MONITOR_), JSON key. */
-#define GM_SERVE_SETTING_MAP(X)                                               \
-    X(LISTEN, "listen", "LISTEN", "listen")                                   \
-    X(PROVIDER, "provider", "TELEMETRY_PROVIDER", "provider")                 \
-    X(TOKEN, "token", "TOKEN", "token_set")                                   \
-    X(HISTORY, "history", "HISTORY", "history_seconds")                       \
-    X(POLL, "poll-interval", "POLL_INTERVAL_MS", "poll_interval_ms")          \
-    X(WS_RATE, "ws-max-rate", "WS_MAX_RATE_HZ", "ws_max_rate_hz")             \
-    X(CORS, "cors-origin", "CORS_ORIGIN", "cors_origin")                      \
-    X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")                       \
-    X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics") \
-    X(DB, "db", "DB", "db")                                                   \
-    X(POD_RESOURCES, "pod-resources", "POD_RESOURCES", "pod_resources")       \
-    X(PROCFS, "procfs", "PROCFS", "procfs")                                   \
-    X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                           \
-    X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")      \
-    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")                           \
-    X(PROMETHEUS, "prometheus", "PROMETHEUS_URL", "prometheus")               \
-    X(PROMETHEUS_JOB, "prometheus-job", "PROMETHEUS_JOB", "prometheus_job")   \
+#define GM_SERVE_SETTING_MAP(X)                                                                  \
+    X(LISTEN, "listen", "LISTEN", "listen")                                                      \
+    X(PROVIDER, "provider", "TELEMETRY_PROVIDER", "provider")                                    \
+    X(TOKEN, "token", "TOKEN", "token_set")                                                      \
+    X(HISTORY, "history", "HISTORY", "history_seconds")                                          \
+    X(POLL, "poll-interval", "POLL_INTERVAL_MS", "poll_interval_ms")                             \
+    X(WS_RATE, "ws-max-rate", "WS_MAX_RATE_HZ", "ws_max_rate_hz")                                \
+    X(CORS, "cors-origin", "CORS_ORIGIN", "cors_origin")                                         \
+    X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")                                          \
+    X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics")                    \
+    X(DB, "db", "DB", "db")                                                                      \
+    X(POD_RESOURCES, "pod-resources", "POD_RESOURCES", "pod_resources")                          \
+    X(PROCFS, "procfs", "PROCFS", "procfs")                                                      \
+    X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                                              \
+    X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")                         \
+    X(MAX_CONN_IP, "max-connections-per-ip", "MAX_CONNECTIONS_PER_IP", "max_connections_per_ip") \
+    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")                                              \
+    X(PROMETHEUS, "prometheus", "PROMETHEUS_URL", "prometheus")                                  \
+    X(PROMETHEUS_JOB, "prometheus-job", "PROMETHEUS_JOB", "prometheus_job")                      \
     X(RETENTION, "retention", "RETENTION", "retention_seconds")
 
 typedef enum gm_serve_setting {
@@ -102,8 +104,9 @@ typedef struct gm_serve_config {
      * (--pod-resources none) never asks it. */
     char pod_resources[GM_SERVE_SOCKET_PATH_MAX + 1];
     bool no_pod_resources;
-    char procfs[GM_SERVE_PATH_MAX]; /* where procfs is mounted; "" is /proc */
-    unsigned max_connections;       /* HTTP and WebSocket connections together */
+    char procfs[GM_SERVE_PATH_MAX];  /* where procfs is mounted; "" is /proc */
+    unsigned max_connections;        /* HTTP and WebSocket connections together */
+    unsigned max_connections_per_ip; /* of them from one client address; 0: no limit */
     /* The node's name in the Hostname label, JSON and the dashboard: --hostname, else
      * GPU_MONITOR_HOSTNAME, else NODE_NAME (Kubernetes), else "" (the host's own name). */
     char hostname[GM_HOSTNAME_LEN + 1];

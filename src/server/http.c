@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/assets.h"
 #include "server/log.h"
@@ -41,7 +42,7 @@ struct gm_conn {
 /* libmicrohttpd closes the connection after an answer queued at the first call (the head), as
  * it cannot know the request is over: answers that keep the connection wait for the next call
  * (ST_READY), which comes at once for a request without a body. */
-enum { ST_NEW, ST_READY, ST_BODY, ST_PARKED, ST_ANSWERED };
+enum { ST_NEW, ST_READY, ST_BODY, ST_PARKED, ST_DEFERRED, ST_ANSWERED };
 
 struct gm_http_req {
     gm_conn *conn;
@@ -57,11 +58,12 @@ struct gm_http_req {
     gm_resp ready;
     char path[GM_HTTP_PATH_MAX];
     gm_query q;
-    char *body; /* a request body being read (routes with max_body) */
-    size_t body_len, body_max;
-    gm_worker_job *job; /* parked: the session worker's job */
+    char *body; /* a request body being read (routes with max_body), grown as it arrives */
+    size_t body_len, body_max, body_cap;
+    size_t body_reserved; /* of srv->body_bytes: what Content-Length announced */
+    gm_worker_job *job;   /* parked: the session worker's job */
     char location[96];
-    gm_http_req *prev, *next; /* srv->pending */
+    gm_http_req *prev, *next; /* srv->pending, or srv->deferred while ST_DEFERRED */
     bool linked, resumed, timed_out;
     int64_t t0_us, parked_ms;
 };
@@ -151,12 +153,39 @@ static void log_request(const gm_http_req *r, int status, size_t len)
  * sample: libmicrohttpd responses are reference-counted and may be queued on any number of
  * connections, so their headers are built once per sample, not once per request. */
 #define CACHE_SLOTS (16 + GM_MAX_GPUS)
+
+/* An answer of a per-sample route (gm_route.per_sample), kept until the next sample for every
+ * request with the same target: a peer repeating one costly query (thousands of pipelined
+ * /api/history) costs one build per sample, not one per request. */
+typedef struct built_answer {
+    char *target; /* the raw request target */
+    bool gzip_ok;
+    int status;
+    size_t len;
+    struct MHD_Response *resp; /* the cache's reference */
+} built_answer;
+
 struct gm_resp_cache {
     gm_published *pub;
     unsigned n;
     const unsigned char *body[CACHE_SLOTS];
     struct MHD_Response *resp[CACHE_SLOTS];
+    const gm_published *built_pub; /* the sample the built answers are of */
+    unsigned built_n;
+    size_t built_bytes;
+    built_answer built[GM_HTTP_BUILT_SLOTS];
 };
+
+static void built_flush(gm_resp_cache *rc)
+{
+    for (unsigned i = 0; i < rc->built_n; i++) {
+        MHD_destroy_response(rc->built[i].resp);
+        free(rc->built[i].target);
+    }
+    rc->built_n = 0;
+    rc->built_bytes = 0;
+    rc->built_pub = NULL;
+}
 
 static void cache_flush(gm_resp_cache *rc)
 {
@@ -165,6 +194,7 @@ static void cache_flush(gm_resp_cache *rc)
     rc->n = 0;
     gm_published_unref(rc->pub);
     rc->pub = NULL;
+    built_flush(rc);
 }
 
 /* A blob of the newest bundle with the plain headers: cacheable. */
@@ -185,9 +215,66 @@ static enum MHD_Result queue(gm_server *srv, struct MHD_Connection *c, gm_http_r
     return ok;
 }
 
+static enum MHD_Result send_resp_kept(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                                      gm_resp *rs, bool keep);
+
 /* Queues rs (consuming it) on c. MHD_NO closes the connection. */
 static enum MHD_Result send_resp(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
                                  gm_resp *rs)
+{
+    return send_resp_kept(srv, c, r, rs, false);
+}
+
+/* The built answers are of the newest sample only. */
+static gm_resp_cache *built_cache(gm_server *srv)
+{
+    gm_resp_cache *rc = srv->resp_cache;
+    if (rc && rc->built_pub != srv->current) {
+        built_flush(rc);
+        rc->built_pub = srv->current;
+    }
+    return rc;
+}
+
+/* Queues the answer built for r's target in this sample; false when there is none. */
+static bool send_built(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                       enum MHD_Result *ok)
+{
+    gm_resp_cache *rc = built_cache(srv);
+    for (unsigned i = 0; rc && i < rc->built_n; i++) {
+        built_answer *b = &rc->built[i];
+        if (b->gzip_ok != r->gzip_ok || strcmp(b->target, r->uri) != 0)
+            continue;
+        gm_resp rs = {.status = b->status, .len = b->len};
+        *ok = queue(srv, c, r, &rs, b->resp);
+        return true;
+    }
+    return false;
+}
+
+/* Keeps resp (taking the caller's reference) as the answer to r's target in this sample; false
+ * when there is no room. */
+static bool keep_built(gm_server *srv, gm_http_req *r, const gm_resp *rs, struct MHD_Response *resp)
+{
+    gm_resp_cache *rc = built_cache(srv);
+    if (!rc || rc->built_n >= GM_HTTP_BUILT_SLOTS ||
+        rc->built_bytes + rs->len > GM_HTTP_BUILT_BYTES)
+        return false;
+    char *target = strdup(r->uri);
+    if (!target)
+        return false;
+    rc->built[rc->built_n++] = (built_answer){.target = target,
+                                              .gzip_ok = r->gzip_ok,
+                                              .status = rs->status,
+                                              .len = rs->len,
+                                              .resp = resp};
+    rc->built_bytes += rs->len;
+    return true;
+}
+
+/* send_resp; keep: rs is a per-sample route's answer to r, kept for the same target. */
+static enum MHD_Result send_resp_kept(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                                      gm_resp *rs, bool keep)
 {
     struct MHD_Response *resp;
     bool cache = cacheable(srv, rs);
@@ -232,6 +319,8 @@ static enum MHD_Result send_resp(gm_server *srv, struct MHD_Connection *c, gm_ht
         return MHD_NO;
     }
     enum MHD_Result ok = queue(srv, c, r, rs, resp);
+    if (keep && !cache && keep_built(srv, r, rs, resp))
+        return ok;
     if (cache) {
         rc->body[rc->n] = rs->body;
         rc->resp[rc->n++] = resp; /* the cache's reference */
@@ -263,15 +352,45 @@ static enum MHD_Result refuse(gm_server *srv, struct MHD_Connection *c, gm_http_
 /* ---- the request head --------------------------------------------------------------------- */
 
 typedef struct head_check {
+    const char *head, *head_end; /* the head in the read buffer: [request line, blank line] */
+    const char *prev_end;        /* the end of the previous header's value */
+    const char *prev_key;        /* and its name */
+    size_t prev_klen;
     bool bad_name, bad_value;
     char bad[64];
     unsigned content_length, transfer_encoding, host;
 } head_check;
 
+/* libmicrohttpd 0.9.75 ends a header value at a NUL byte and drops the rest of its line, so
+ * `X: a<NUL>Content-Length: 40` would hide a header that a proxy in front sees. The head stays in
+ * the connection's read buffer with its line ends and colons turned into NULs: anything but NULs
+ * between the end of one value and the next header's name (or the end of the head) is the rest of
+ * a line cut at a NUL. True when [from, to) holds NULs only. */
+static bool only_nuls(const head_check *h, const char *from, const char *to)
+{
+    if (from < h->head || to > h->head_end || from > to)
+        return true; /* not in the read buffer as expected: nothing to say */
+    for (const char *p = from; p < to; p++)
+        if (*p)
+            return false;
+    return true;
+}
+
 static enum MHD_Result check_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                     size_t klen, const char *value, size_t vlen)
 {
     head_check *h = cls;
+    if (h->prev_end && !only_nuls(h, h->prev_end, key)) {
+        h->bad_value = true;
+        snprintf(h->bad, sizeof h->bad, "%.*s", (int)(h->prev_klen < 40 ? h->prev_klen : 40),
+                 h->prev_key);
+        return MHD_NO;
+    }
+    if (value && h->head) {
+        h->prev_end = value + vlen;
+        h->prev_key = key;
+        h->prev_klen = klen;
+    }
     if (!gm_http_token_ok(key, klen)) {
         h->bad_name = true;
         snprintf(h->bad, sizeof h->bad, "%.*s", (int)(klen < 40 ? klen : 40), key);
@@ -429,13 +548,59 @@ static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, g
     return send_resp(srv, c, r, &rs);
 }
 
+/* Requests whose route runs on the loop share a budget of time per turn of the loop: past it they
+ * wait (suspended, in order) for the next turns, so thousands of pipelined /api/history requests
+ * cannot hold the loop for seconds. /api/health is answered at once, ahead of them. */
+static void defer(gm_server *srv, struct MHD_Connection *c, gm_http_req *r)
+{
+    r->stage = ST_DEFERRED;
+    r->next = NULL;
+    r->prev = srv->deferred_tail;
+    if (srv->deferred_tail)
+        srv->deferred_tail->next = r;
+    else
+        srv->deferred = r;
+    srv->deferred_tail = r;
+    r->linked = true;
+    MHD_suspend_connection(c);
+}
+
+static void deferred_unlink(gm_server *srv, gm_http_req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        srv->deferred = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        srv->deferred_tail = r->prev;
+    r->prev = r->next = NULL;
+    r->linked = false;
+}
+
 static enum MHD_Result dispatch(gm_server *srv, struct MHD_Connection *c, gm_http_req *r)
 {
+    bool health = r->route && strcmp(r->route->path, "/api/health") == 0;
+    bool per_sample = r->route && r->route->per_sample && r->method != GM_HTTP_OPTIONS;
+    enum MHD_Result ok;
+    if (per_sample && send_built(srv, c, r, &ok))
+        return ok; /* built already: no route time */
+    if (!health && srv->turn_work_us >= GM_HTTP_TURN_BUDGET_US) {
+        defer(srv, c, r);
+        return MHD_YES;
+    }
     gm_req rq;
     gm_resp rs = {0};
+    int64_t t0 = gm_clock_mono_us();
     fill_req(srv, c, r, &rq);
     gm_route_run(r->route, &rq, &rs);
-    return answer(srv, c, r, &rs);
+    if (per_sample && !rs.defer && rs.status == 200 && rs.owned)
+        ok = send_resp_kept(srv, c, r, &rs, true);
+    else
+        ok = answer(srv, c, r, &rs);
+    srv->turn_work_us += gm_clock_mono_us() - t0;
+    return ok;
 }
 
 /* The head has arrived: decide whether the request goes on, and answer it when it has no
@@ -455,7 +620,18 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
     if (!r->method)
         return refuse(srv, c, r, 501, "method %.16s is not implemented", method_name);
     head_check hc = {0};
+    const union MHD_ConnectionInfo *hi =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (hi && hi->header_size <= GM_HTTP_CONN_MEMORY) {
+        hc.head = method_name;
+        hc.head_end = method_name + hi->header_size;
+    }
     MHD_get_connection_values_n(c, MHD_HEADER_KIND, check_header, &hc);
+    if (!hc.bad_name && !hc.bad_value && hc.prev_end && !only_nuls(&hc, hc.prev_end, hc.head_end)) {
+        hc.bad_value = true;
+        snprintf(hc.bad, sizeof hc.bad, "%.*s", (int)(hc.prev_klen < 40 ? hc.prev_klen : 40),
+                 hc.prev_key);
+    }
     if (hc.bad_name)
         return refuse(srv, c, r, 400, "malformed header name \"%s\"", hc.bad);
     if (hc.bad_value)
@@ -562,13 +738,18 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
     } else if (has_body && !json_content_type(c)) {
         gm_resp_error(&rs, 415, "send the request body as Content-Type: application/json");
         rs.close = true;
+    } else if (has_body && srv->body_bytes + clen > GM_HTTP_BODY_BUDGET) {
+        /* Bodies announced and not yet answered share one budget, so connections announcing
+         * large bodies and sending nothing cannot hold memory each. */
+        gm_resp_error(&rs, 503, "too many request bodies in progress; retry");
+        rs.retry_after = 1;
+        rs.close = true;
     } else if (has_body) {
-        /* The body comes in the next calls; the route runs once it is complete. */
-        r->body = malloc((size_t)clen + 1);
-        if (!r->body)
-            return refuse(srv, c, r, 503, "out of memory");
+        /* The body comes in the next calls; the route runs once it is complete. Memory is
+         * taken as bytes arrive, not when Content-Length announces them. */
         r->body_max = (size_t)clen;
-        r->body[0] = '\0';
+        r->body_reserved = (size_t)clen;
+        srv->body_bytes += r->body_reserved;
         r->stage = ST_BODY;
         r->conn->phase = PH_BODY;
         r->conn->deadline_ms = gm_clock_mono_ms() + GM_HTTP_BODY_TIMEOUT_S * 1000;
@@ -635,6 +816,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             size_t n = *upload_size;
             if (n > r->body_max - r->body_len)
                 return MHD_NO;
+            if (r->body_len + n + 1 > r->body_cap) {
+                size_t cap = r->body_cap ? r->body_cap * 2 : 1024;
+                while (cap < r->body_len + n + 1)
+                    cap *= 2;
+                if (cap > r->body_max + 1)
+                    cap = r->body_max + 1;
+                char *b = realloc(r->body, cap);
+                if (!b)
+                    return MHD_NO;
+                r->body = b;
+                r->body_cap = cap;
+            }
             memcpy(r->body + r->body_len, upload, n);
             r->body_len += n;
             r->body[r->body_len] = '\0';
@@ -646,6 +839,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return dispatch(srv, c, r);
     case ST_PARKED:
         return r->resumed ? answer_parked(srv, c, r) : MHD_YES;
+    case ST_DEFERRED:
+        if (r->linked) /* still waiting for its turn */
+            return MHD_YES;
+        *upload_size = 0;
+        return dispatch(srv, c, r);
     default:
         *upload_size = 0;
         return MHD_YES;
@@ -677,13 +875,41 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 
 static void req_free(gm_server *srv, gm_http_req *r)
 {
+    if (r->stage == ST_DEFERRED && r->linked)
+        deferred_unlink(srv, r);
     pending_unlink(srv, r);
     if (r->job) /* the client left before the worker answered */
         job_abandon(srv, r->job);
     if (r->has_ready)
         gm_resp_release(&r->ready);
+    srv->body_bytes -= r->body_reserved;
     free(r->body);
     free(r);
+}
+
+/* libmicrohttpd 0.9.75 closes some malformed requests without an answer: a request line it
+ * cannot split (two spaces between its parts) or one that leaves no room in the connection's
+ * memory for its query parameters or for the answer's headers (a target near 8 KiB). The socket
+ * is still open when the connection's end is reported, so the client is told why in one
+ * fixed answer written here (best effort: the socket's send buffer is empty at this point). */
+static void last_word(const gm_conn *k, const gm_http_req *r)
+{
+    static const char body414[] = "{\"error\": \"request target longer than "
+                                  "4096 bytes\"}\n";
+    static const char body400[] = "{\"error\": \"malformed request line, or a request "
+                                  "head too large for the connection's 8 KiB\"}\n";
+    if (k->fd < 0)
+        return;
+    bool long_target = r->uri_long || r->uri_len > GM_HTTP_URI_MAX;
+    const char *body = long_target ? body414 : body400;
+    char msg[512];
+    int n = snprintf(msg, sizeof msg,
+                     "HTTP/1.1 %s\r\nServer: gpumon/" GM_VERSION "\r\nContent-Type: "
+                     "application/json\r\nCache-Control: no-store\r\nContent-Length: "
+                     "%zu\r\nConnection: close\r\n\r\n%s",
+                     long_target ? "414 URI Too Long" : "400 Bad Request", strlen(body), body);
+    if (n > 0 && (size_t)n < sizeof msg && send(k->fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL))
+        shutdown(k->fd, SHUT_WR);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -702,6 +928,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
         return;
     if (conn && conn->req == r)
         conn->req = NULL;
+    /* A 414 for a target that filled the connection's memory leaves no room for its headers. */
+    if (conn && toe == MHD_REQUEST_TERMINATED_WITH_ERROR && r->uri_long && r->stage == ST_ANSWERED)
+        last_word(conn, r);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->stage != ST_ANSWERED)
         srv->http_refused++;
     req_free(srv, r);
@@ -740,6 +969,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
      * is freed here then, else each such request leaks 8 KiB. */
     if (k->req) {
         srv->http_refused++;
+        if (k->req->stage != ST_ANSWERED)
+            last_word(k, k->req);
         req_free(srv, k->req);
     }
     if (k->prev)
@@ -801,6 +1032,23 @@ static unsigned conn_limit(unsigned wanted)
                                            : (unsigned)rl.rlim_cur / 2;
 }
 
+/* Why libmicrohttpd could not listen: a bind of the same address says whether it is taken.
+ * The listening socket is never shared (no SO_REUSEPORT): a second daemon on a taken address
+ * must fail, not split the requests with the first. */
+static bool address_in_use(const struct sockaddr_storage *ss)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* as libmicrohttpd does */
+    socklen_t len =
+        ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    bool in_use = bind(fd, (const struct sockaddr *)ss, len) != 0 && errno == EADDRINUSE;
+    close(fd);
+    return in_use;
+}
+
 int gm_http_start(gm_server *srv, gm_error *err)
 {
     const gm_listen_addr *la = &srv->cfg->listen;
@@ -835,13 +1083,14 @@ int gm_http_start(gm_server *srv, gm_error *err)
             flags, (uint16_t)la->port, NULL, NULL, on_request, srv,
             /* The logger must come first to catch messages about the options after it. */
             MHD_OPTION_EXTERNAL_LOGGER, on_log, srv, MHD_OPTION_SOCK_ADDR,
-            (const struct sockaddr *)&ss, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-            MHD_OPTION_CONNECTION_LIMIT, srv->conn_limit, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-            (size_t)GM_HTTP_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-            (unsigned)GM_HTTP_IDLE_TIMEOUT_S, MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
-            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
-            srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION,
-            on_connection, srv, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, srv, MHD_OPTION_END);
+            (const struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, srv->conn_limit,
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg->max_connections_per_ip,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GM_HTTP_CONN_MEMORY,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GM_HTTP_IDLE_TIMEOUT_S,
+            MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+            MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+            srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_UNESCAPE_CALLBACK,
+            no_unescape, srv, MHD_OPTION_END);
         if (!srv->mhd && !la->host[0] && attempt == 0) {
             /* No IPv6 on this host: all IPv4 interfaces instead. */
             struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
@@ -859,11 +1108,19 @@ int gm_http_start(gm_server *srv, gm_error *err)
     if (!srv->mhd) {
         free(srv->resp_cache);
         srv->resp_cache = NULL;
-        return gm_error_set(err, GM_EIO, "cannot listen on %s (address in use or not available)",
-                            addr);
+        if (address_in_use(&ss))
+            return gm_error_set(err, GM_EIO,
+                                "cannot listen on %s: address already in use (another gpumon "
+                                "serve or another program listens there); pick another port with "
+                                "--listen HOST:PORT (or GPU_MONITOR_LISTEN), e.g. --listen "
+                                "127.0.0.1:0 for any free one",
+                                addr);
+        return gm_error_set(err, GM_EIO, "cannot listen on %s (address not available)", addr);
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = di ? di->port : 0;
+    di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+    srv->listen_fd = di ? di->listen_fd : -1;
     di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     srv->mhd_tag.kind = GM_POLL_MHD;
     if (!di || srv->port == 0 || gm_server_watch(srv, di->epoll_fd, &srv->mhd_tag, EPOLLIN) < 0) {
@@ -874,14 +1131,57 @@ int gm_http_start(gm_server *srv, gm_error *err)
     return GM_OK;
 }
 
+/* libmicrohttpd accepts at most 10 connections per pass. A peer that reconnects as fast as its
+ * connections over the per-address limit are closed keeps hundreds of them in the listen queue,
+ * and a new client waited behind them for dozens of passes. The loop takes up to
+ * GM_HTTP_TURN_ACCEPT a turn (a full queue in a few turns; more would let such a peer churn
+ * faster, each closed connection costing the loop and it a reconnect); libmicrohttpd still
+ * applies its limits (MHD_add_connection closes what they refuse). */
+static void accept_waiting(gm_server *srv)
+{
+    if (srv->listen_fd < 0)
+        return;
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    unsigned open = di ? di->num_connections : srv->conn_limit;
+    for (unsigned i = 0; i < GM_HTTP_TURN_ACCEPT && open < srv->conn_limit; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd =
+            accept4(srv->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ECONNABORTED || errno == EINTR)
+                continue;
+            break; /* empty; or out of descriptors, which libmicrohttpd's accept reports */
+        }
+        if (MHD_add_connection(srv->mhd, fd, (const struct sockaddr *)&ss, len) == MHD_YES)
+            open++;
+    }
+}
+
+/* Resumes the oldest deferred requests: they run in this turn, within its budget. */
+static void resume_deferred(gm_server *srv, unsigned max)
+{
+    for (unsigned i = 0; i < max && srv->deferred; i++) {
+        gm_http_req *r = srv->deferred;
+        deferred_unlink(srv, r);
+        MHD_resume_connection(r->conn->mc);
+    }
+}
+
 void gm_http_run(gm_server *srv)
 {
+    srv->turn_work_us = 0;
+    resume_deferred(srv, GM_HTTP_TURN_RESUME);
+    accept_waiting(srv);
     MHD_run(srv->mhd);
 }
 
 int gm_http_timeout_ms(gm_server *srv)
 {
     MHD_UNSIGNED_LONG_LONG t;
+    if (srv->deferred)
+        return 0; /* requests wait for the next turn: no sleeping */
     if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
         return -1;
     return t > 1000 ? 1000 : (int)t;
@@ -928,6 +1228,8 @@ void gm_http_stop(gm_server *srv)
     for (gm_http_req *r = srv->pending; r; r = r->next)
         r->parked_ms = 0;
     gm_http_poll_pending(srv);
+    resume_deferred(srv, UINT_MAX);
+    srv->turn_work_us = INT64_MIN; /* none deferred again: they run in the last pass */
     MHD_run(srv->mhd);
     if (srv->resp_cache) {
         cache_flush(srv->resp_cache);

@@ -2,6 +2,7 @@
  * warnings and errors into the same format. */
 #include "server/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 static atomic_int min_level = GM_LOG_INFO;
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void gm_log_set_level(gm_log_level level)
 {
@@ -91,4 +93,26 @@ void gm_log(gm_log_level level, const char *msg, const char *fmt, ...)
     va_start(ap, fmt);
     vlog(level, msg, fmt, ap);
     va_end(ap);
+}
+
+bool gm_log_limit_pass(gm_log_limit *l, unsigned burst, int64_t interval_ms, int64_t now_ms,
+                       uint64_t *held)
+{
+    bool pass;
+    pthread_mutex_lock(&limit_lock);
+    if (!l->window_end_ms || now_ms >= l->window_end_ms) {
+        l->window_end_ms = now_ms + interval_ms;
+        l->lines = 0;
+    }
+    pass = l->lines < burst;
+    if (pass) {
+        l->lines++;
+        *held = l->held;
+        l->held = 0;
+    } else {
+        l->held++;
+        *held = 0;
+    }
+    pthread_mutex_unlock(&limit_lock);
+    return pass;
 }

@@ -4,6 +4,7 @@
 #define GM_SERVER_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "server/config.h"
 
@@ -21,5 +22,21 @@ void gm_log(gm_log_level level, const char *msg, const char *fmt, ...)
 /* Writes s into buf as a double-quoted logfmt value (quotes, backslashes and control characters
  * escaped, truncated to fit); returns buf. */
 const char *gm_log_quote(const char *s, char *buf, size_t len);
+
+/* A log line a peer can cause once per request (a refused upgrade, a session it starts) is
+ * bounded by one of these: at most `burst` lines per interval, and the first line after the
+ * interval says how many were held back. Zero-initialised; each call site keeps its own. */
+#define GM_LOG_LIMIT_MS 10000 /* the interval the daemon's limits use */
+
+typedef struct gm_log_limit {
+    int64_t window_end_ms; /* end of the current interval; 0 before the first event */
+    unsigned lines;        /* lines written in it */
+    uint64_t held;         /* events held back since the last line written */
+} gm_log_limit;
+
+/* Counts one event at now_ms; true when its line is to be written, with *held the events held
+ * back since the last line written (then reset); false when it is held back. Thread-safe. */
+bool gm_log_limit_pass(gm_log_limit *l, unsigned burst, int64_t interval_ms, int64_t now_ms,
+                       uint64_t *held);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "server/config.h"
 #include "server/fleet_cache.h"
+#include "server/log.h"
 #include "server/query.h"
 #include "server/request.h"
 #include "server/sampler.h"
@@ -26,6 +27,12 @@
 #define GM_HTTP_IDLE_TIMEOUT_S 30          /* a response that makes no progress for this long */
 #define GM_HTTP_JOB_TIMEOUT_S  60          /* the session worker's answer to a parked request */
 #define GM_HTTP_INFLIGHT_LIMIT (64u << 20) /* response bytes held for unfinished responses */
+#define GM_HTTP_TURN_BUDGET_US 5000        /* route time per turn of the loop; then deferred */
+#define GM_HTTP_TURN_RESUME    64          /* deferred requests resumed per turn */
+#define GM_HTTP_TURN_ACCEPT    128         /* connections taken from the listen queue per turn */
+#define GM_HTTP_BUILT_SLOTS    16          /* per-sample answers kept (distinct targets) */
+#define GM_HTTP_BUILT_BYTES    (16u << 20) /* and their bytes, at most */
+#define GM_HTTP_BODY_BUDGET    (8u << 20)  /* request body bytes announced and not yet answered */
 #define GM_WS_MAX_CLIENTS      2048        /* more upgrades are answered 503 */
 #define GM_WS_STUCK_S          10          /* a client that takes no frame bytes for this long */
 #define GM_WS_DRAIN_S          2           /* a closed client may send its last bytes this long */
@@ -70,6 +77,7 @@ typedef struct gm_server {
     char diagnosis[1024];
     unsigned port;            /* bound port */
     unsigned conn_limit;      /* connections libmicrohttpd accepts (--max-connections) */
+    int listen_fd;            /* libmicrohttpd's listening socket, emptied by the loop */
     char db_path[PATH_MAX];   /* the session store in use, "" when none (--db none) */
     char lease_dir[PATH_MAX]; /* where gpumon leases live, "" when unknown */
     char web_root[PATH_MAX];  /* canonical --web-root, "" to serve the embedded files */
@@ -78,15 +86,19 @@ typedef struct gm_server {
     /* loop */
     gm_published *current; /* the loop's reference to the newest bundle */
     size_t inflight_bytes; /* response bodies held by unfinished HTTP responses */
+    size_t body_bytes;     /* request bodies announced by Content-Length and not yet freed */
     gm_conn *conns;        /* open HTTP connections, for the per-phase deadlines */
     gm_resp_cache *resp_cache;
-    unsigned conn_count;   /* entries in conns */
-    gm_http_req *pending;  /* requests parked until the session worker answers */
-    gm_ws_client *ws_head; /* connected WebSocket clients */
-    unsigned ws_count;     /* entries in ws_head */
-    unsigned ws_every;     /* the rate cap: clients get every ws_every-th sample */
-    gm_published *ws_due;  /* the newest bundle due to WebSocket clients, frames framed */
-    uint64_t http_refused; /* requests refused before routing (malformed, deadlines) */
+    unsigned conn_count;                   /* entries in conns */
+    gm_http_req *pending;                  /* requests parked until the session worker answers */
+    gm_http_req *deferred, *deferred_tail; /* waiting for a turn with route time left */
+    int64_t turn_work_us;                  /* route time spent in this turn */
+    gm_ws_client *ws_head;                 /* connected WebSocket clients */
+    unsigned ws_count;                     /* entries in ws_head */
+    unsigned ws_every;                     /* the rate cap: clients get every ws_every-th sample */
+    gm_published *ws_due;        /* the newest bundle due to WebSocket clients, frames framed */
+    uint64_t http_refused;       /* requests refused before routing (malformed, deadlines) */
+    gm_log_limit ws_refused_log; /* "websocket refused" lines: one per GM_LOG_LIMIT_S */
     gm_ws_stream ws_streams[2];
 } gm_server;
 
@@ -141,7 +153,9 @@ typedef struct gm_route {
     bool needs_token;
     size_t max_body;
     gm_handler fn;
-    bool websocket; /* a WebSocket stream: upgrades go to ws.c */
+    bool websocket;  /* a WebSocket stream: upgrades go to ws.c */
+    bool per_sample; /* its answer depends on the newest sample and the request target alone:
+                      * built once per sample for each target (http.c) */
 } gm_route;
 
 /* The route of path, NULL when none. */

@@ -64,6 +64,7 @@ typedef struct entry {
 
 struct gm_worker {
     gm_worker_options opt;
+    gm_log_limit session_log; /* "session started/stopped/deleted": a peer may loop on them */
     char db_path[PATH_MAX];
     bool has_db;
     pthread_t thread;
@@ -91,6 +92,14 @@ struct gm_worker {
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
+
+/* Whether a session's start, stop or deletion is logged: any client may start and delete
+ * sessions in a loop, so these lines are bounded (20 per interval, then one saying how many were
+ * held back). */
+static bool session_log_pass(gm_worker *m, uint64_t *held)
+{
+    return gm_log_limit_pass(&m->session_log, 20, GM_LOG_LIMIT_MS, gm_clock_mono_ms(), held);
+}
 
 static void log_store_error(const char *what, const char *id, const char *msg)
 {
@@ -538,9 +547,12 @@ static void end_entry(gm_worker *m, entry *e, const char *reason, bool write_end
     if (write_end && store_behind(e))
         try_sync(e, true);
     char q[200];
-    gm_log(GM_LOG_INFO, "session stopped", "session=%s reason=%s samples=%zu persisted=%s",
-           gm_session_id(e->s), gm_log_quote(reason, q, sizeof q), gm_session_sample_count(e->s),
-           entry_persisted(e) ? "true" : "false");
+    uint64_t held;
+    if (session_log_pass(m, &held))
+        gm_log(GM_LOG_INFO, "session stopped",
+               "session=%s reason=%s samples=%zu persisted=%s held_back=%llu", gm_session_id(e->s),
+               gm_log_quote(reason, q, sizeof q), gm_session_sample_count(e->s),
+               entry_persisted(e) ? "true" : "false", (unsigned long long)held);
 }
 
 /* After a stop: the store has a persisted session, so memory lets it go; otherwise it is kept
@@ -715,9 +727,12 @@ static void do_create(gm_worker *m, gm_worker_job *j)
     m->n_running++;
     atomic_fetch_add(&m->running, 1); /* active already counts it */
     char q[300];
-    gm_log(GM_LOG_INFO, "session started", "session=%s gpus=%zu interval_s=%g label=%s",
-           gm_session_id(e->s), gm_session_gpu_count(e->s), gm_session_interval(e->s),
-           gm_log_quote(gm_session_label(e->s), q, sizeof q));
+    uint64_t held;
+    if (session_log_pass(m, &held))
+        gm_log(GM_LOG_INFO, "session started",
+               "session=%s gpus=%zu interval_s=%g label=%s held_back=%llu", gm_session_id(e->s),
+               gm_session_gpu_count(e->s), gm_session_interval(e->s),
+               gm_log_quote(gm_session_label(e->s), q, sizeof q), (unsigned long long)held);
     job_json(j, 201, entry_doc(m, e));
 }
 
@@ -792,7 +807,10 @@ static void do_delete(gm_worker *m, gm_worker_job *j)
         int rc = in_store && m->has_db ? store_delete(m, j->id, &err) : GM_OK;
         if (rc < 0 && rc != GM_ENOENT)
             log_store_error("cannot delete a stored session", j->id, err.msg);
-        gm_log(GM_LOG_INFO, "session deleted", "session=%s", j->id);
+        uint64_t held;
+        if (session_log_pass(m, &held))
+            gm_log(GM_LOG_INFO, "session deleted", "session=%s held_back=%llu", j->id,
+                   (unsigned long long)held);
         j->status = 204;
         return;
     }
@@ -816,7 +834,10 @@ static void do_delete(gm_worker *m, gm_worker_job *j)
         job_error(j, store_error_status(rc), "%s", err.msg);
         return;
     }
-    gm_log(GM_LOG_INFO, "session deleted", "session=%s", j->id);
+    uint64_t held;
+    if (session_log_pass(m, &held))
+        gm_log(GM_LOG_INFO, "session deleted", "session=%s held_back=%llu", j->id,
+               (unsigned long long)held);
     j->status = 204;
 }
 

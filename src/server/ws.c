@@ -62,6 +62,10 @@ struct gm_ws_client {
     gm_utf8_stream utf8;
     uint8_t ctl[CTL_MAX]; /* a control frame's payload */
     size_t ctl_len;
+    uint8_t hdr[14];   /* the frame header being read, as seen by track_headers */
+    size_t hdr_have;   /* its bytes so far */
+    uint64_t hdr_skip; /* payload bytes before the next header */
+    bool hdr_too_big;  /* a data frame's header announced more than a message may hold */
 
     /* out */
     gm_published *pin; /* the bundle of the data frame being sent */
@@ -271,7 +275,7 @@ static bool flush(gm_server *srv, gm_ws_client *c)
 
 /* ---- receiving ---------------------------------------------------------------------------- */
 
-static ssize_t on_recv(uint8_t *buf, size_t len, int flags, void *user)
+static ssize_t on_recv_raw(uint8_t *buf, size_t len, int flags, void *user)
 {
     (void)flags;
     gm_ws_client *c = user;
@@ -291,6 +295,50 @@ static ssize_t on_recv(uint8_t *buf, size_t len, int flags, void *user)
     if (n > 0)
         c->last_rx_ms = gm_clock_mono_ms();
     return n > 0 ? n : -1; /* anything else reads as "want more" to wslay */
+}
+
+/* wslay reports a frame only with its first payload byte, so a header announcing 1 GB and no
+ * payload would hold the connection open unanswered. This follows the frame headers in the bytes
+ * handed to wslay, so such a frame is refused at its header. */
+static void track_headers(gm_ws_client *c, const uint8_t *p, size_t n)
+{
+    while (n) {
+        if (c->hdr_skip) {
+            size_t k = (uint64_t)n < c->hdr_skip ? n : (size_t)c->hdr_skip;
+            c->hdr_skip -= k;
+            p += k;
+            n -= k;
+            continue;
+        }
+        c->hdr[c->hdr_have++] = *p++;
+        n--;
+        if (c->hdr_have < 2)
+            continue;
+        unsigned l7 = c->hdr[1] & 0x7f;
+        size_t need = 2 + (l7 == 126 ? 2 : l7 == 127 ? 8 : 0) + (c->hdr[1] & 0x80 ? 4 : 0);
+        if (c->hdr_have < need)
+            continue;
+        uint64_t len = l7;
+        if (l7 == 126) {
+            len = (uint64_t)c->hdr[2] << 8 | c->hdr[3];
+        } else if (l7 == 127) {
+            len = 0;
+            for (int i = 0; i < 8; i++)
+                len = len << 8 | c->hdr[2 + i];
+        }
+        if ((c->hdr[0] & 0x0f) < 0x8 && len > GM_WS_MAX_MESSAGE)
+            c->hdr_too_big = true;
+        c->hdr_have = 0;
+        c->hdr_skip = len;
+    }
+}
+
+static ssize_t on_recv(uint8_t *buf, size_t len, int flags, void *user)
+{
+    ssize_t got = on_recv_raw(buf, len, flags, user);
+    if (got > 0)
+        track_headers(user, buf, (size_t)got);
+    return got;
 }
 
 static ssize_t on_send_unused(const uint8_t *data, size_t len, int flags, void *user)
@@ -401,8 +449,11 @@ static bool receive(gm_server *srv, gm_ws_client *c)
     for (int i = 0; i < 64 && !c->closing; i++) {
         struct wslay_frame_iocb f;
         ssize_t n = wslay_frame_recv(c->rx, &f);
-        if (n == WSLAY_ERR_WANT_READ)
+        if (n == WSLAY_ERR_WANT_READ) {
+            if (c->hdr_too_big)
+                fail(c, CLOSE_TOO_BIG, "message too big");
             break;
+        }
         if (n == WSLAY_ERR_PROTO) {
             fail(c, CLOSE_PROTOCOL, "malformed frame");
             break;
@@ -517,7 +568,10 @@ bool gm_ws_handshake(gm_server *srv, struct MHD_Connection *mc, const gm_route *
     if (cap > GM_WS_MAX_CLIENTS)
         cap = GM_WS_MAX_CLIENTS;
     if (srv->ws_count >= cap) {
-        gm_log(GM_LOG_WARN, "websocket refused: too many clients", "clients=%u", srv->ws_count);
+        uint64_t held;
+        if (gm_log_limit_pass(&srv->ws_refused_log, 1, GM_LOG_LIMIT_MS, gm_clock_mono_ms(), &held))
+            gm_log(GM_LOG_WARN, "websocket refused: too many clients", "clients=%u refused=%llu",
+                   srv->ws_count, (unsigned long long)held + 1);
         gm_resp_error(rs, 503, "too many WebSocket clients");
         rs->retry_after = 5;
         return false;

@@ -306,6 +306,74 @@ class Hostile(unittest.TestCase):
             exchange(self.d.port, b"GET / HTTPS/1.1\r\n\r\n", timeout=1)
         self.assertLessEqual(len(self.d.log().splitlines()) - before, 2, self.d.log()[-2000:])
 
+    # ---- a NUL in a header value, malformed request lines, bodies announced and withheld ----
+
+    def test_nul_in_a_header_value_is_refused(self):
+        # libmicrohttpd ends the value at the NUL: the rest of the line (here a Content-Length a
+        # proxy in front would honour) must not vanish, so the request is refused and the
+        # connection closed before the pipelined request behind it.
+        for data in [b"GET /api/health HTTP/1.1\r\nHost: x\r\nX: a\x00Content-Length: 40\r\n\r\n",
+                     b"GET /api/health HTTP/1.1\r\nX: a\x00junk\r\nHost: x\r\n\r\n",
+                     b"GET /api/health HTTP/1.1\nHost: x\nX: a\x00junk\n\n"]:
+            with self.subTest(data=data[:60]):
+                out, _, closed = exchange(self.d.port, data + HEALTH)
+                r = responses(out)
+                self.assertEqual([x[0] for x in r], [400], out[:300])
+                self.assertIn("X", json.loads(r[0][2])["error"])
+                self.assertTrue(closed)
+        # The same head without the NUL is answered.
+        out, _, _ = exchange(self.d.port, b"GET /api/health HTTP/1.1\nHost: x\nX: a\n\n" + HEALTH)
+        self.assertEqual([x[0] for x in responses(out)], [200, 200])
+
+    def test_malformed_request_lines_get_an_answer(self):
+        many = b"&".join([b"a"] * 200)
+        cases = [(b"GET /api/health?" + many + b" HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+                 (b"GET /" + b"a" * 8000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+                 (b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+                 (b"GET\t/api/health HTTP/1.1\r\nHost: x\r\n\r\n", 400)]
+        for data, want in cases:
+            with self.subTest(data=data[:30], want=want):
+                out, took, closed = exchange(self.d.port, data)
+                self.assertTrue(out.startswith(b"HTTP/1.1 %d " % want), out[:200])
+                self.assertTrue(closed)
+                self.assertLess(took, 1.0)
+        # libmicrohttpd drops a request line with two spaces between its parts before gpumon sees
+        # it: closed at once without an answer (docs/API.md says so), never served.
+        out, took, closed = exchange(self.d.port, b"GET  /api/health  HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(out, b"")
+        self.assertTrue(closed)
+        self.assertLess(took, 1.0)
+        self.assertHealthy()
+
+    def test_announced_bodies_share_one_budget(self):
+        # Connections announcing the largest body and sending none of it hold no memory each:
+        # past the budget (8 MiB: 128 such bodies) the next is answered 503 with Retry-After.
+        head = (b"POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 65536\r\n\r\n")
+        base = self.d.rss_kib()
+        socks = []
+        try:
+            for _ in range(128):
+                s = socket.create_connection(("127.0.0.1", self.d.port), timeout=3)
+                s.sendall(head)
+                socks.append(s)
+            time.sleep(0.3)
+            out, _, closed = exchange(self.d.port, head)
+            r = responses(out)
+            self.assertEqual(r[0][0], 503, out[:200])
+            self.assertEqual(r[0][1].get("retry-after"), "1")
+            self.assertTrue(closed)
+            self.assertLess(self.d.rss_kib() - base, 4096)
+        finally:
+            for s in socks:
+                s.close()
+        # Once they are gone, a body is taken again.
+        time.sleep(0.3)
+        out, _, _ = exchange(self.d.port, head.replace(b"65536", b"2") + b"{}")
+        self.assertNotEqual(responses(out)[0][0], 503, out[:200])
+        self.stop_running_sessions()
+        self.assertHealthy()
+
     # ---- WebSocket protocol abuse -----------------------------------------------------------
 
     def ws_open(self, path=b"/ws/metrics"):
@@ -398,6 +466,18 @@ class Hostile(unittest.TestCase):
         s.close()
         self.assertHealthy()
 
+    def test_websocket_frame_too_big_is_closed_at_its_header(self):
+        # A header announcing 1 GB and not one byte of payload: closed with 1009 at once.
+        s = self.ws_open()
+        s.sendall(struct.pack("!BBQ", 0x82, 0xFF, 1 << 30) + os.urandom(4))
+        self.assertEqual(self.close_code(s, timeout=2), 1009)
+        s.close()
+        s = self.ws_open()
+        s.sendall(struct.pack("!BBH", 0x81, 0xFE, 5000) + os.urandom(4))
+        self.assertEqual(self.close_code(s, timeout=2), 1009)
+        s.close()
+        self.assertHealthy()
+
     def test_websocket_handshake_refusals(self):
         def hs(extra):
             out, _, _ = exchange(self.d.port, b"GET /ws/gpu HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
@@ -441,6 +521,69 @@ class Limits(unittest.TestCase):
             self.assertLess(took, 1.0)
             for s in socks:
                 s.close()
+
+    def test_refused_upgrades_do_not_flood_the_log(self):
+        # --max-connections 16 leaves 12 WebSocket clients; each refusal past them would be a
+        # warning: one line per interval says how many there were.
+        with Daemon(["--max-connections", "16", "--db", "none"]) as d:
+            up = (b"GET /ws/metrics HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            held = []
+            for _ in range(12):
+                s = socket.create_connection(("127.0.0.1", d.port), timeout=3)
+                s.sendall(up)
+                self.assertTrue(s.recv(12).startswith(b"HTTP/1.1 101"))
+                held.append(s)
+            codes = [exchange(d.port, up, timeout=2)[0][9:12] for _ in range(200)]
+            self.assertEqual(set(codes), {b"503"})
+            lines = [x for x in d.log().splitlines() if "websocket refused" in x]
+            self.assertEqual(len(lines), 1, lines[:5])
+            self.assertIn("refused=1", lines[0])
+            for s in held:
+                s.close()
+
+    def test_a_taken_address_fails_the_second_daemon(self):
+        with Daemon(["--db", "none"]) as first:
+            second = Daemon(["--db", "none"])
+            second.args[second.args.index("127.0.0.1:0")] = "127.0.0.1:%d" % first.port
+            with self.assertRaises(AssertionError) as e:
+                second.start()
+            self.assertNotEqual(second.proc.returncode, 0)
+            self.assertIn("address already in use", str(e.exception))
+            self.assertIn("--listen", str(e.exception))
+            second.stop()
+            # The first still answers every request.
+            for _ in range(20):
+                out, _, _ = exchange(first.port, HEALTH)
+                self.assertTrue(out.startswith(b"HTTP/1.1 200 "), out[:100])
+
+    def test_connections_per_address(self):
+        # One address holds at most --max-connections-per-ip connections; another address (here
+        # 127.0.0.2, loopback too) still gets in and is answered.
+        with Daemon(["--max-connections-per-ip", "4", "--db", "none"]) as d:
+            held = [socket.create_connection(("127.0.0.1", d.port), timeout=3) for _ in range(4)]
+            time.sleep(0.3)
+            out, took, closed = exchange(d.port, HEALTH, timeout=2)
+            self.assertEqual(out, b"")
+            self.assertTrue(closed)
+            s = socket.socket()
+            s.settimeout(2)
+            s.bind(("127.0.0.2", 0))
+            s.connect(("127.0.0.1", d.port))
+            s.sendall(HEALTH)
+            out = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+            s.close()
+            self.assertTrue(out.startswith(b"HTTP/1.1 200 "), out[:100])
+            for s in held:
+                s.close()
+            time.sleep(0.3)
+            out, _, _ = exchange(d.port, HEALTH, timeout=2)
+            self.assertTrue(out.startswith(b"HTTP/1.1 200 "), out[:100])
 
     def test_listening_beyond_loopback_warns(self):
         for listen in ("0.0.0.0:0", "[::]:0"):

@@ -483,6 +483,89 @@ static void test_token_guards_requests(void **state)
     hx_resp_free(&rr);
 }
 
+/* The newest point of the first series of a history answer, -1 when there is none. */
+static long long history_newest_ms(const hx_resp *r, long long *seconds)
+{
+    json_error_t je;
+    json_t *j = json_loadb(r->body, r->body_len, 0, &je);
+    assert_non_null(j);
+    *seconds = json_integer_value(json_object_get(j, "seconds"));
+    json_t *pts = json_object_get(json_array_get(json_object_get(j, "series"), 0), "points");
+    size_t n = json_array_size(pts);
+    long long t = n ? json_integer_value(json_array_get(json_array_get(pts, n - 1), 0)) : -1;
+    json_decref(j);
+    return t;
+}
+
+/* History answers are kept per sample and per target: each target gets its own answer, a HEAD
+ * the same head without the body, and a later sample a new answer, never the kept one. */
+static void test_history_answers_follow_targets_and_samples(void **state)
+{
+    (void)state;
+#define HIST5 "GET /api/history?metric=utilization.gpu&seconds=5 HTTP/1.1\r\nHost: x\r\n\r\n"
+    hx_conn c;
+    hx_resp r;
+    char v[32];
+    long long secs = 0;
+    hx_connect(&c, srv.port);
+    hx_send_str(&c, HIST5 HIST5
+                "HEAD /api/history?metric=utilization.gpu&seconds=5 HTTP/1.1\r\nHost: x\r\n\r\n"
+                "GET /api/history?metric=utilization.gpu&seconds=10 HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_true(hx_read_resp(&c, &r, false));
+    assert_int_equal(r.status, 200);
+    long long first = history_newest_ms(&r, &secs);
+    assert_int_equal(secs, 5);
+    assert_true(first > 0);
+    hx_resp_free(&r);
+    assert_true(hx_read_resp(&c, &r, false));
+    assert_int_equal(r.status, 200);
+    assert_true(history_newest_ms(&r, &secs) >= first);
+    hx_resp_free(&r);
+    assert_true(hx_read_resp(&c, &r, true));
+    assert_int_equal(r.status, 200);
+    assert_non_null(hx_header(&r, "Content-Length", v, sizeof v));
+    assert_true(strtoul(v, NULL, 10) > 0);
+    hx_resp_free(&r);
+    /* Had the HEAD carried a body, this would not parse as the next answer. */
+    assert_true(hx_read_resp(&c, &r, false));
+    assert_int_equal(r.status, 200);
+    history_newest_ms(&r, &secs);
+    assert_int_equal(secs, 10);
+    hx_resp_free(&r);
+    /* Samples come every 100 ms: a request half a second later sees newer points. */
+    struct timespec ts = {0, 500 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    hx_send_str(&c, HIST5);
+    assert_true(hx_read_resp(&c, &r, false));
+    assert_int_equal(r.status, 200);
+    assert_true(history_newest_ms(&r, &secs) > first);
+    hx_resp_free(&r);
+    hx_close(&c);
+#undef HIST5
+}
+
+/* More connections waiting in the listen queue than libmicrohttpd takes in one pass: the loop
+ * takes them all, and each is served as any other. */
+static void test_queued_connections_all_served(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    static hx_conn cs[N];
+    static const char req[] = "GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < N; i++)
+        hx_connect(&cs[i], srv.port);
+    for (int i = 0; i < N; i++)
+        hx_send(&cs[i], req, sizeof req - 1);
+    for (int i = 0; i < N; i++) {
+        hx_resp r;
+        assert_true(hx_read_resp(&cs[i], &r, false));
+        assert_int_equal(r.status, 200);
+        hx_resp_free(&r);
+        hx_close(&cs[i]);
+    }
+    assert_serving();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +582,8 @@ int main(void)
         cmocka_unit_test(test_content_length_rules),
         cmocka_unit_test(test_body_limits),
         cmocka_unit_test(test_oversized_headers),
+        cmocka_unit_test(test_history_answers_follow_targets_and_samples),
+        cmocka_unit_test(test_queued_connections_all_served),
     };
     const struct CMUnitTest token_tests[] = {
         cmocka_unit_test(test_token_guards_requests),

@@ -268,6 +268,33 @@ static void test_quote(void **state)
         }
 }
 
+/* A line a peer can cause per request: `burst` lines per interval, then held back and counted,
+ * the count carried by the first line of the next interval. */
+static void test_limit(void **state)
+{
+    (void)state;
+    gm_log_limit l = {0};
+    uint64_t held = 99;
+    assert_true(gm_log_limit_pass(&l, 1, 1000, 5000, &held));
+    assert_int_equal(held, 0);
+    for (int i = 0; i < 20000; i++)
+        assert_false(gm_log_limit_pass(&l, 1, 1000, 5000 + i % 1000, &held));
+    assert_true(gm_log_limit_pass(&l, 1, 1000, 6000, &held));
+    assert_int_equal(held, 20000);
+    assert_false(gm_log_limit_pass(&l, 1, 1000, 6999, &held));
+    assert_true(gm_log_limit_pass(&l, 1, 1000, 9000, &held));
+    assert_int_equal(held, 1);
+
+    gm_log_limit b = {0};
+    for (int i = 0; i < 3; i++) {
+        assert_true(gm_log_limit_pass(&b, 3, 1000, 100, &held));
+        assert_int_equal(held, 0);
+    }
+    assert_false(gm_log_limit_pass(&b, 3, 1000, 200, &held));
+    assert_true(gm_log_limit_pass(&b, 3, 1000, 1100, &held));
+    assert_int_equal(held, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +302,7 @@ int main(void)
         cmocka_unit_test_teardown(test_line_format, teardown),
         cmocka_unit_test_teardown(test_one_line_per_call, teardown),
         cmocka_unit_test(test_quote),
+        cmocka_unit_test(test_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

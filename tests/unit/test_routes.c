@@ -660,7 +660,7 @@ static void test_405_with_allow(void **state)
     assert_error(c, 405, "takes POST");
 
     /* A 405 without an Allow of its own gets the route's methods from gm_route_run. */
-    gm_route r = {"/x", false, GM_HTTP_GET | GM_HTTP_POST, true, 0, h_refuse, false};
+    gm_route r = {"/x", false, GM_HTTP_GET | GM_HTTP_POST, true, 0, h_refuse, false, false};
     gm_req rq = {.srv = &srv, .method = GM_HTTP_PUT, .path = "/x", .rest = ""};
     gm_resp rs = {0};
     gm_route_run(&r, &rq, &rs);
