@@ -272,10 +272,13 @@ static const char *gpu_field_help(int i)
     return mi ? mi->description : "";
 }
 
-static void print_help_query_gpu(FILE *out)
+/* The fields of the loaded driver's nvidia-smi (its profile), in its order. */
+static void print_help_query_gpu(FILE *out, const gm_smi_profile *prof)
 {
     fprintf(out, "List of valid properties to query for the switch \"--query-gpu\":\n");
     for (int i = 0; i < GM_SMI_F__COUNT; i++) {
+        if (!gm_smi_profile_has(prof, i))
+            continue;
         /* nvidia-smi 590's name first (the header's), then the other spelling. */
         char primary[96];
         snprintf(primary, sizeof primary, "%s", gm_smi_field_header(i));
@@ -287,8 +290,11 @@ static void print_help_query_gpu(FILE *out)
         fprintf(out, "\n\"%s\"", primary);
         if (other && strcmp(other, primary) != 0)
             fprintf(out, " or \"%s\"", other);
-        if (gm_smi_field_kind(i) == GM_SMI_K_NA)
-            fprintf(out, "\nNot read by gpumon: always %s.\n", gm_smi_field_absent(i));
+        if (gm_smi_profile_deprecated(prof, i))
+            fprintf(out, "\nDeprecated by this driver: always %s.\n",
+                    gm_smi_profile_absent(prof, i));
+        else if (gm_smi_field_kind(i) == GM_SMI_K_NA)
+            fprintf(out, "\nNot read by gpumon: always %s.\n", gm_smi_profile_absent(prof, i));
         else
             fprintf(out, "\n%s\n", gpu_field_help(i));
     }
@@ -493,8 +499,7 @@ static int parse_args(int argc, char **argv, smi_opts *o)
     }
     switch (help) {
     case HELP_GPU:
-        print_help_query_gpu(stdout);
-        return GM_EXIT_OK;
+        return -3; /* the list is the loaded driver's: needs the collector */
     case HELP_APPS:
         print_help_qfields(stdout, "--query-compute-apps", apps_fields, NQ(apps_fields));
         return GM_EXIT_OK;
@@ -545,7 +550,7 @@ static const char *reason_names[] = {
     "sw_thermal_slowdown",
     "hw_thermal_slowdown",
     "hw_power_brake_slowdown",
-    "display_clock_setting",
+    "display_clocks_setting",
 };
 
 /* ---- -q and -q -x: one walk, two renderings ------------------------------------------------- */
@@ -648,6 +653,12 @@ static void fleaf(emit *e, const gm_snapshot *s, const gm_gpu *g, const char *xm
 {
     char v[GM_NAME_LEN + 32];
     qvalue(s, g, field, v, sizeof v);
+    int kind = gm_smi_field_kind(field);
+    bool hex = kind == GM_SMI_K_PCI_DOMAIN || kind == GM_SMI_K_PCI_BUS ||
+               kind == GM_SMI_K_PCI_DEVICE || kind == GM_SMI_K_HEX || kind == GM_SMI_K_HEX32;
+    if (e->xml && hex && strncmp(v, "0x", 2) == 0 &&
+        gm_smi_profile_xml_bare_hex(gm_smi_profile_for(s->driver_version)))
+        memmove(v, v + 2, strlen(v + 2) + 1);
     leaf(e, xml, label, v);
 }
 
@@ -693,6 +704,31 @@ static void mib_leaf(emit *e, const gm_gpu *g, const char *xml, const char *labe
     leaf(e, xml, label, v);
 }
 
+/* nvidia-smi's words for the board's enumerations (nvml.h's nvmlBrandType_t and
+ * NVML_DEVICE_ARCH_*; MultiGPU Board Yes/No); "N/A" when unread or a value without a word. */
+static const char *enum_text(const gm_gpu *g, gm_metric m)
+{
+    static const char *const brands[] = {"Unknown",     "Quadro",       "Tesla",
+                                         "NVS",         "Grid",         "GeForce",
+                                         "Titan",       "NVIDIA vApps", "NVIDIA vPC",
+                                         "NVIDIA vCS",  "NVIDIA vWS",   "NVIDIA Cloud Gaming",
+                                         "Quadro RTX",  "NVIDIA RTX",   "NVIDIA",
+                                         "GeForce RTX", "Titan RTX"};
+    static const char *const archs[] = {NULL,           NULL,     "Kepler",   "Maxwell",
+                                        "Pascal",       "Volta",  "Turing",   "Ampere",
+                                        "Ada Lovelace", "Hopper", "Blackwell"};
+    if (g->lost || !gm_gpu_has(g, m))
+        return "N/A";
+    long long v = (long long)g->v[m];
+    if (m == GM_M_MULTI_GPU_BOARD)
+        return v ? "Yes" : "No";
+    if (m == GM_M_BRAND && v >= 0 && v < (long long)NQ(brands))
+        return brands[v];
+    if (m == GM_M_ARCHITECTURE && v >= 0 && v < (long long)NQ(archs) && archs[v])
+        return archs[v];
+    return "N/A";
+}
+
 static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
 {
     char v[128];
@@ -708,8 +744,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     unsigned all = e->xml ? 0 : e->display; /* identity lines only without -d */
     if (!all) {
         fleaf(e, s, g, "product_name", "Product Name", GM_SMI_F_NAME);
-        leaf(e, "product_brand", "Product Brand", "N/A");
-        leaf(e, "product_architecture", "Product Architecture", "N/A");
+        leaf(e, "product_brand", "Product Brand", enum_text(g, GM_M_BRAND));
+        leaf(e, "product_architecture", "Product Architecture", enum_text(g, GM_M_ARCHITECTURE));
         fleaf(e, s, g, "display_mode", "Display Mode", GM_SMI_F_DISPLAY_MODE);
         fleaf(e, s, g, "display_attached", "Display Attached", GM_SMI_F_DISPLAY_ATTACHED);
         fleaf(e, s, g, "display_active", "Display Active", GM_SMI_F_DISPLAY_ACTIVE);
@@ -732,8 +768,12 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         snprintf(v, sizeof v, "%u", g->index);
         leaf(e, "minor_number", "Minor Number", v);
         fleaf(e, s, g, "vbios_version", "VBIOS Version", GM_SMI_F_VBIOS_VERSION);
-        leaf(e, "multigpu_board", "MultiGPU Board", "N/A");
-        leaf(e, "board_id", "Board ID", "N/A");
+        leaf(e, "multigpu_board", "MultiGPU Board", enum_text(g, GM_M_MULTI_GPU_BOARD));
+        if (!g->lost && gm_gpu_has(g, GM_M_BOARD_ID))
+            snprintf(v, sizeof v, "0x%llx", (unsigned long long)g->v[GM_M_BOARD_ID]);
+        else
+            snprintf(v, sizeof v, "N/A");
+        leaf(e, "board_id", "Board ID", v);
         sec(e, "inforom_version", "Inforom Version", 0);
         fleaf(e, s, g, "img_version", "Image Version", GM_SMI_F_INFOROM_IMG);
         fleaf(e, s, g, "oem_object", "OEM Object", GM_SMI_F_INFOROM_OEM);
@@ -785,7 +825,10 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
                                              "HW Thermal Slowdown",
                                              "HW Power Brake Slowdown",
                                              "Display Clock Setting"};
-        for (int r = 0; r < 9; r++) {
+        /* nvidia-smi 580's order (-q and -q -x); r is the reason's bit. */
+        static const int order[] = {0, 1, 2, 3, 6, 7, 4, 5, 8};
+        for (int k = 0; k < 9; k++) {
+            int r = order[k];
             char xml[96];
             snprintf(xml, sizeof xml, "clocks_event_reason_%s", reason_names[r]);
             if (!g->lost && gm_gpu_has(g, GM_M_THROTTLE_REASONS))
@@ -805,9 +848,9 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mib_leaf(e, g, "free", "Free", GM_M_MEM_FREE_BYTES);
     end(e, "fb_memory_usage");
     sec(e, "bar1_memory_usage", "BAR1 Memory Usage", D_MEMORY);
-    leaf(e, "total", "Total", "N/A");
-    leaf(e, "used", "Used", "N/A");
-    leaf(e, "free", "Free", "N/A");
+    mib_leaf(e, g, "total", "Total", GM_M_BAR1_TOTAL_BYTES);
+    mib_leaf(e, g, "used", "Used", GM_M_BAR1_USED_BYTES);
+    mib_leaf(e, g, "free", "Free", GM_M_BAR1_FREE_BYTES);
     end(e, "bar1_memory_usage");
     if (!all || (all & D_COMPUTE))
         fleaf(e, s, g, "compute_mode", "Compute Mode", GM_SMI_F_COMPUTE_MODE);
@@ -909,7 +952,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_MAX_GR_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "sm_clock", "SM", GM_M_CLOCK_MAX_SM_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "mem_clock", "Memory", GM_M_CLOCK_MAX_MEM_MHZ, 1, "%.0f MHz");
-    leaf(e, "video_clock", "Video", "N/A");
+    mleaf(e, g, "video_clock", "Video", GM_M_CLOCK_MAX_VIDEO_MHZ, 1, "%.0f MHz");
     end(e, "max_clocks");
 
     /* Processes: compute and graphics, with their memory (nvidia-smi lists both here). */
@@ -1076,7 +1119,11 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
         snprintf(mem, sizeof mem, "%s / %9s", used, total);
         /* Cell widths of nvidia-smi 590's table (41, 24 and 22 columns). */
         snprintf(cell, sizeof cell, "%-29.29s%4s", g->name, persist);
-        gm_buf_printf(b, "| %3u  %s  |%19s %3s |%21s |\n", g->index, cell, g->pci_bus_id, "N/A",
+        /* Disp.A: whether a display is initialised on the GPU (display_active). */
+        const char *disp = !g->lost && gm_gpu_has(g, GM_M_DISPLAY_ACTIVE)
+                               ? (g->v[GM_M_DISPLAY_ACTIVE] != 0 ? "On" : "Off")
+                               : "N/A";
+        gm_buf_printf(b, "| %3u  %s  |%19s %3s |%21s |\n", g->index, cell, g->pci_bus_id, disp,
                       ecc);
         gm_buf_printf(b, "| %3s%6s%6s%24s |%23s |%8s%13s |\n", fan, temp, perf, pw, mem, util, cm);
         gm_buf_printf(b, "| %39s |%23s |%21s |\n", "", "", mig);
@@ -1270,21 +1317,17 @@ static void render_remapped(gm_buf *b, const gm_snapshot *s, const unsigned *sel
 
 /* ---- the run -------------------------------------------------------------------------------- */
 
-static void print_version(FILE *out, const gm_snapshot *s)
+static void print_version(FILE *out, const gm_snapshot *s, const gm_smi_profile *prof)
 {
-    /* NVML's version string carries the API major in front (12.550.54.15): nvidia-smi prints
-     * the rest. */
-    const char *nvml = s->nvml_version;
-    const char *dot = strchr(nvml, '.');
-    if (dot && strchr(dot + 1, '.'))
-        nvml = dot + 1;
+    char nvml[GM_VERSION_LEN];
+    gm_smi_profile_nvml_version(prof, s->nvml_version, nvml, sizeof nvml);
     const char *drv = s->driver_version[0] ? s->driver_version : "N/A";
     fprintf(out,
             "NVIDIA-SMI version  : %s\n"
             "NVML version        : %s\n"
             "DRIVER version      : %s\n"
             "CUDA Version        : %s\n",
-            drv, nvml[0] ? nvml : "N/A", drv, s->cuda_version[0] ? s->cuda_version : "N/A");
+            drv, nvml, drv, s->cuda_version[0] ? s->cuda_version : "N/A");
 }
 
 int gm_cli_smi(int argc, char **argv)
@@ -1294,7 +1337,7 @@ int gm_cli_smi(int argc, char **argv)
     base = base ? base + 1 : argv[0];
     o.me = strcmp(base, "smi") == 0 ? "gpumon smi" : "nvidia-smi";
     int rc = parse_args(argc, argv, &o);
-    bool version = rc == -2;
+    bool version = rc == -2, help_gpu = rc == -3;
     if (rc >= 0)
         return rc;
 
@@ -1337,9 +1380,17 @@ int gm_cli_smi(int argc, char **argv)
     copt.slow_period_ms = -1; /* every reading fresh: each line is a request */
     copt.no_processes =
         !(o.action == ACT_QUERY || o.action == ACT_SUMMARY || o.action == ACT_CSV_APPS);
+    if (help_gpu)
+        copt.no_processes = true;
     gm_collector *c = gm_cli_collector_open("smi", &copt, &rc);
     if (!c)
         return rc;
+    if (help_gpu && strcmp(gm_collector_provider(c), "none") == 0) {
+        /* No driver to ask: the newest driver's list. */
+        print_help_query_gpu(stdout, gm_smi_profile_for(NULL));
+        gm_collector_close(c);
+        return GM_EXIT_OK;
+    }
     if (strcmp(gm_collector_provider(c), "none") == 0) {
         /* What nvidia-smi says when the driver answers nothing. */
         fprintf(stderr, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
@@ -1395,10 +1446,35 @@ int gm_cli_smi(int argc, char **argv)
             for (unsigned i = 0; i < s->gpu_count; i++)
                 sel[nsel++] = s->gpus[i].index;
         }
+        const gm_smi_profile *prof = gm_smi_profile_for(s->driver_version);
+        if (help_gpu) {
+            print_help_query_gpu(out, prof);
+            break;
+        }
+        if (!header_done && o.action == ACT_QUERY && o.xml && o.display &&
+            gm_smi_profile_refuses_xml_display(prof)) {
+            /* This driver's nvidia-smi refuses the combination, after it found the GPUs. */
+            fprintf(out, "%s\n", gm_smi_profile_xml_display_error());
+            rc = GM_EXIT_USAGE;
+            break;
+        }
+        if (!header_done && o.action == ACT_CSV_GPU) {
+            bool known = true;
+            for (size_t i = 0; i < nf && known; i++)
+                if (!gm_smi_profile_has(prof, gpu_ids[i])) {
+                    fprintf(stderr, "Field \"%s\" is not a valid field to query.\n\n",
+                            gm_smi_field_name(gpu_ids[i]));
+                    known = false;
+                }
+            if (!known) {
+                rc = GM_EXIT_USAGE;
+                break;
+            }
+        }
         gm_buf b;
         gm_buf_init(&b, 0);
         if (version) {
-            print_version(out, s);
+            print_version(out, s, prof);
         } else {
             switch (o.action) {
             case ACT_LIST:

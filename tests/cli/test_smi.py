@@ -498,5 +498,117 @@ class Netdata(unittest.TestCase):
             s.poller.smi.kill()
 
 
+
+def capture_580(name):
+    return os.path.join(SMI_FIXTURES, "real-h200-580-" + name)
+
+
+def xml_leaves(text):
+    """Leaf elements of an nvidia_smi_log as (path, n-th occurrence) -> text, in document order."""
+    out, seen = [], {}
+
+    def walk(e, path):
+        kids = list(e)
+        if not kids:
+            key = (path + "/" + e.tag, seen.get(path + "/" + e.tag, 0) + 1)
+            seen[key[0]] = key[1]
+            out.append((key, (e.text or "").strip()))
+        for k in kids:
+            walk(k, path + "/" + e.tag)
+    walk(ET.fromstring(text), "")
+    return out
+
+
+class Driver580(unittest.TestCase):
+    """A fake H200 on driver 580.159.04 (h200-580.json) against nvidia-smi 580's own outputs on
+    that board (tests/fixtures/smi/real-h200-580-*): the 580 profile applies."""
+    # Fields that move by themselves between two runs: only the time of the query.
+    MOVING = {"timestamp": "the time of the query"}
+
+    def run580(self, args):
+        return smi(args, scenario="h200-580.json")
+
+    def fields(self):
+        with open(capture_580("help-query-gpu.txt")) as f:
+            return exporter_extract(f.read())
+
+    def test_all_214_fields_equal_the_capture(self):
+        fields = self.fields()
+        self.assertEqual(len(fields), 214)
+        p = self.run580(["--query-gpu=" + ",".join(fields), "--format=csv"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("query-gpu-all.csv")) as f:
+            want = [r.split(", ") for r in f.read().splitlines()]
+        got = [r.split(", ") for r in p.stdout.splitlines()]
+        self.assertEqual(got[0], want[0])
+        differ = {h: (w, g) for h, w, g in zip(want[0], want[1], got[1]) if w != g}
+        self.assertEqual(set(differ), set(self.MOVING), differ)
+
+    def test_help_lists_this_drivers_fields(self):
+        p = self.run580(["--help-query-gpu"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(exporter_extract(p.stdout), self.fields())
+
+    def test_a_field_580_lacks_is_refused(self):
+        p = self.run580(["--query-gpu=edpp_multiplier", "--format=csv"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('Field "edpp_multiplier" is not a valid field to query.', p.stderr)
+
+    def test_590_does_not_know_the_580_fields(self):
+        p = smi(["--query-gpu=remapped_rows.correctable_inactive", "--format=csv"],
+                scenario="h100-590.json")
+        self.assertEqual(p.returncode, 2)
+
+    def test_version_prints_nvml_as_580_does(self):
+        p = self.run580(["--version"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("version.txt")) as f:
+            self.assertEqual(p.stdout, f.read())
+
+    def test_xml_with_display_refused_as_580_does(self):
+        p = self.run580(["-q", "-x", "-d", "MEMORY"])
+        self.assertEqual(p.returncode, 2)
+        with open(capture_580("q-x-d-MEMORY.txt")) as f:
+            self.assertEqual(p.stdout, f.read())
+
+    def test_summary_disp_a_from_display_active(self):
+        p = self.run580([])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("|   0  NVIDIA H200                    On  |   00000000:00:06.0 Off |", p.stdout)
+
+    def test_xml_elements_against_the_capture(self):
+        """Element by element, in order: the values gpumon prints equal the capture's except
+        readings that moved; the elements gpumon does not print yet are listed (the gaps)."""
+        p = self.run580(["-q", "-x"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("q-x.xml")) as f:
+            want = xml_leaves(f.read())
+        got = xml_leaves(p.stdout)
+        w, g = dict(want), dict(got)
+        # Readings of the XML's own second (it was taken apart from the CSV) and the clock.
+        moving = {"timestamp", "graphics_clock", "sm_clock", "average_power_draw",
+                  "instant_power_draw", "power_draw", "replay_counter", "rx_util", "tx_util",
+                  "gpu_temp", "gpu_temp_tlimit", "memory_temp"}
+        differ = sorted(k for k in g if k in w and w[k] != g[k]
+                        and k[0].rsplit("/", 1)[1] not in moving)
+        missing = [k for k, _ in want if k not in g]
+        extra = [k for k, _ in got if k not in w]
+        sys.stderr.write("\n-q -x against 580: %d of nvidia-smi's %d elements printed, %d differ "
+                         "(moving readings aside), %d missing:\n  %s\n" % (
+                             len(w) - len(missing), len(w), len(differ), len(missing),
+                             "\n  ".join("%s[%d]" % k for k in missing)))
+        self.assertEqual(differ, [("/nvidia_smi_log/gpu/pci/replay_rollover_counter", 1)])
+        # gpumon's 590-era elements 580 does not print (580 splits SRAM uncorrectable into
+        # parity and SEC-DED, and has no power_draw next to the average and instant ones).
+        self.assertEqual(extra, [("/nvidia_smi_log/gpu/ecc_errors/volatile/sram_uncorrectable", 1),
+                                 ("/nvidia_smi_log/gpu/ecc_errors/aggregate/sram_uncorrectable", 1),
+                                 ("/nvidia_smi_log/gpu/gpu_power_readings/power_draw", 1)])
+        self.assertGreaterEqual(len(w) - len(missing), 123)
+        # The common elements come in the capture's order.
+        order_w = [k for k, _ in want if k in g]
+        order_g = [k for k, _ in got if k in w]
+        order_g = [k for k in order_g if k in set(order_w)]
+        self.assertEqual(order_g, order_w)
+
 if __name__ == "__main__":
     unittest.main()

@@ -617,6 +617,11 @@ static int pci_info(const char *fn, nvmlDevice_t d, fake_pci_info *p, bool fullv
     p->device = dev;
     p->pciDeviceId = 0x233010DE;
     p->pciSubSystemId = 0x16C110DE;
+    unsigned long long id;
+    if (num(d, "pci_device_id", &id) == RC_SUCCESS)
+        p->pciDeviceId = (unsigned)id;
+    if (num(d, "pci_subsys_id", &id) == RC_SUCCESS)
+        p->pciSubSystemId = (unsigned)id;
     if (fullv)
         snprintf(p->busId, sizeof p->busId, "%08X:%02X:%02X.%X", dom, bus & 0xff, dev & 0xff,
                  func & 0xf);
@@ -1750,5 +1755,164 @@ int nvmlGpmMetricsGet(fake_gpm_metrics_get *q)
         }
     }
     return RC_SUCCESS;
+}
+
+/* ---- what nvidia-smi -q prints besides: application clocks, power management, BAR1, board,
+ * thresholds, infoROM validation, platform, inactive remapped rows (keys in the README) ---- */
+
+int nvmlDeviceGetPowerManagementMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "power_management", "power_management", (unsigned *)mode);
+}
+
+/* nvmlClockType_t: GRAPHICS 0, SM 1, MEM 2, VIDEO 3; the scenario has graphics and memory. */
+static const char *app_clock_key(int type, bool def)
+{
+    if (type == 0)
+        return def ? "default_app_clock_gr" : "app_clock_gr";
+    if (type == 2)
+        return def ? "default_app_clock_mem" : "app_clock_mem";
+    return NULL;
+}
+
+int nvmlDeviceGetApplicationsClock(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    const char *key = app_clock_key(type, false);
+    if (!key) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, key, "app_clocks", mhz);
+}
+
+int nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    const char *key = app_clock_key(type, true);
+    if (!key) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, key, "app_clocks", mhz);
+}
+
+/* "bar1_total", "bar1_used", "bar1_free" in bytes (all three needed). */
+int nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t d, fake_memory *m)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !m)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = metric(d, "bar1_total", "bar1", &m->total);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "bar1_used", "bar1", &m->used);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "bar1_free", "bar1", &m->free);
+    return rc;
+}
+
+int nvmlDeviceGetBoardId(nvmlDevice_t d, unsigned *id)
+{
+    return u32_metric(__func__, d, "board_id", "board", id);
+}
+
+int nvmlDeviceGetMultiGpuBoard(nvmlDevice_t d, unsigned *multi)
+{
+    return u32_metric(__func__, d, "multigpu_board", "board", multi);
+}
+
+int nvmlDeviceGetBrand(nvmlDevice_t d, int *brand)
+{
+    return u32_metric(__func__, d, "brand", "board", (unsigned *)brand);
+}
+
+int nvmlDeviceGetArchitecture(nvmlDevice_t d, unsigned *arch)
+{
+    return u32_metric(__func__, d, "architecture", "board", arch);
+}
+
+/* nvmlTemperatureThresholds_t: SHUTDOWN 0, SLOWDOWN 1, MEM_MAX 2, GPU_MAX 3. */
+int nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, int type, unsigned *c)
+{
+    static const char *const keys[] = {"temp_shutdown", "temp_slowdown", "temp_mem_max",
+                                       "temp_gpu_max"};
+    if (type < 0 || type > 3) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, keys[type], "temp_thresholds", c);
+}
+
+/* "inforom_valid": true answers SUCCESS, false 14 CORRUPTED_INFOROM; left out: NOT_SUPPORTED. */
+int nvmlDeviceValidateInforom(nvmlDevice_t d)
+{
+    unsigned ok;
+    int rc = u32_metric(__func__, d, "inforom_valid", "inforom_valid", &ok);
+    return rc != RC_SUCCESS ? rc : ok ? RC_SUCCESS : 14;
+}
+
+typedef struct {
+    unsigned version;
+    unsigned char ibGuid[16];
+    unsigned char chassisSerialNumber[16];
+    unsigned char slotNumber, trayIndex, hostId, peerType, moduleId;
+} fake_platform_info;
+
+/* "platform": {"chassis_serial", "slot", "tray", "host_id", "peer_type", "module_id", "ib_guid"
+ * (hex, up to 32 digits)}; checks the v2 version word. */
+int nvmlDeviceGetPlatformInfo(nvmlDevice_t d, fake_platform_info *p)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !p)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (p->version != (unsigned)(sizeof *p | 2u << 24))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    int rc = call_status(d, "platform", "platform");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *o = json_object_get(d->j, "platform");
+    if (!json_is_object(o))
+        return RC_NOT_SUPPORTED;
+    memset(p->ibGuid, 0, sizeof p->ibGuid);
+    memset(p->chassisSerialNumber, 0, sizeof p->chassisSerialNumber);
+    json_t *sn = json_object_get(o, "chassis_serial");
+    if (json_is_string(sn))
+        memcpy(p->chassisSerialNumber, json_string_value(sn),
+               strnlen(json_string_value(sn), sizeof p->chassisSerialNumber));
+    json_t *gv = json_object_get(o, "ib_guid");
+    const char *hex = json_is_string(gv) ? json_string_value(gv) : "";
+    for (size_t i = 0; hex[i] && i < 2 * sizeof p->ibGuid; i++) {
+        unsigned nib;
+        if (sscanf(hex + i, "%1x", &nib) != 1)
+            break;
+        p->ibGuid[i / 2] |= (unsigned char)(i % 2 ? nib : nib << 4);
+    }
+    p->slotNumber = (unsigned char)json_integer_value(json_object_get(o, "slot"));
+    p->trayIndex = (unsigned char)json_integer_value(json_object_get(o, "tray"));
+    p->hostId = (unsigned char)json_integer_value(json_object_get(o, "host_id"));
+    p->peerType = (unsigned char)json_integer_value(json_object_get(o, "peer_type"));
+    p->moduleId = (unsigned char)json_integer_value(json_object_get(o, "module_id"));
+    return RC_SUCCESS;
+}
+
+typedef struct {
+    unsigned corrActiveRemaps, corrInactiveRemaps, uncActiveRemaps, uncInactiveRemaps, bPending,
+        bFailureOccurred;
+} fake_remapped_rows_v2;
+
+/* Driver 580 has it (590 ships no such symbol): the classic keys plus "remap_corr_inactive" and
+ * "remap_unc_inactive"; either left out: NOT_SUPPORTED. */
+int nvmlDeviceGetRemappedRows_v2(nvmlDevice_t d, fake_remapped_rows_v2 *r)
+{
+    if (!r) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    int rc =
+        u32_metric(__func__, d, "remap_corr_inactive", "remapped_rows", &r->corrInactiveRemaps);
+    if (rc == RC_SUCCESS)
+        rc = u32_metric(__func__, d, "remap_unc_inactive", "remapped_rows", &r->uncInactiveRemaps);
+    if (rc == RC_SUCCESS)
+        rc = nvmlDeviceGetRemappedRows(d, &r->corrActiveRemaps, &r->uncActiveRemaps, &r->bPending,
+                                       &r->bFailureOccurred);
+    return rc;
 }
 #endif
