@@ -70,3 +70,49 @@ fi
 $G snapshot -o "$OUT/snapshot.json" --power-window 1s 2> "$OUT/snapshot.err"; log "snapshot rc=$?"
 $G select --count 1 --format json > "$OUT/select.json" 2>&1; log "select rc=$?"
 kill -TERM $SP; wait $SP; log "serve exit=$?"
+
+# ---- drop-in: gpumon smi against the real nvidia-smi of this driver (its own field list) ----
+dropin_compare() {
+    local d="$OUT/dropin"
+    mkdir -p "$d"
+    local fields
+    fields=$(nvidia-smi --help-query-gpu | python3 -c 'import re,sys; print(",".join(re.findall(r"(?m)\n\s*\n^\"([^\"]+)\"", sys.stdin.read())))')
+    nvidia-smi --query-gpu="$fields" --format=csv > "$d/query-gpu.nvidia-smi.csv" 2>&1
+    $G smi --query-gpu="$fields" --format=csv > "$d/query-gpu.gpumon.csv" 2>&1
+    log "dropin query-gpu rc=$?"
+    nvidia-smi -q > "$d/q.nvidia-smi.txt" 2>&1; $G smi -q > "$d/q.gpumon.txt" 2>&1
+    nvidia-smi -q -x > "$d/q-x.nvidia-smi.xml" 2>&1; $G smi -q -x > "$d/q-x.gpumon.xml" 2>&1
+    python3 - "$d" > "$d/diff.txt" <<'PY'
+import csv, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+def rows(p):
+    return list(csv.reader(open(p), skipinitialspace=True))
+w, g = rows(d + "/query-gpu.nvidia-smi.csv"), rows(d + "/query-gpu.gpumon.csv")
+same = 0
+for h, a, b in zip(w[0], w[1] if len(w) > 1 else [], g[1] if len(g) > 1 else []):
+    if a == b:
+        same += 1
+    else:
+        print("query-gpu\t%s\t%s\t%s" % (h, a, b))
+print("query-gpu: %d of %d identical" % (same, len(w[0])))
+def leaves(p):
+    out, seen = {}, {}
+    def walk(e, path):
+        if not list(e):
+            k = path + "/" + e.tag; seen[k] = seen.get(k, 0) + 1
+            out[(k, seen[k])] = (e.text or "").strip()
+        for c in e: walk(c, path + "/" + e.tag)
+    walk(ET.parse(p).getroot(), "")
+    return out
+X, Y = leaves(d + "/q-x.nvidia-smi.xml"), leaves(d + "/q-x.gpumon.xml")
+for k in X:
+    if k not in Y: print("q-x missing\t%s[%d]\t%s" % (k[0], k[1], X[k]))
+    elif X[k] != Y[k]: print("q-x differ\t%s[%d]\t%s\t%s" % (k[0], k[1], X[k], Y[k]))
+print("q-x: %d leaves, %d printed, %d equal" % (len(X), sum(k in Y for k in X), sum(Y.get(k) == v for k, v in X.items())))
+def keyed(p):
+    return [l.split(":", 1)[0].rstrip() for l in open(p) if " : " in l]
+print("q: %d keyed lines in nvidia-smi, %d in gpumon" % (len(keyed(d + "/q.nvidia-smi.txt")), len(keyed(d + "/q.gpumon.txt"))))
+PY
+    log "dropin diff in dropin/diff.txt: $(tail -3 "$d/diff.txt" | tr '\n' ' ')"
+}
+dropin_compare
