@@ -243,7 +243,17 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(PLATFORM_TRAY, "platform.tray_index")                             \
     X(PLATFORM_HOST_ID, "platform.host_id")                             \
     X(PLATFORM_PEER_TYPE, "platform.peer_type")                         \
-    X(PLATFORM_MODULE_ID, "platform.module_id")
+    X(PLATFORM_MODULE_ID, "platform.module_id")                         \
+    X(TEMP_SHUTDOWN_TLIMIT_C, "temperature.shutdown_tlimit")            \
+    X(TEMP_SLOWDOWN_TLIMIT_C, "temperature.slowdown_tlimit")            \
+    X(TEMP_MEM_MAX_TLIMIT_C, "temperature.memory_max_tlimit")           \
+    X(TEMP_GPU_MAX_TLIMIT_C, "temperature.gpu_max_tlimit")              \
+    X(TEMP_TARGET_C, "temperature.target")                              \
+    X(TEMP_TARGET_MIN_C, "temperature.target_min")                      \
+    X(TEMP_TARGET_MAX_C, "temperature.target_max")                      \
+    X(CLOCK_MAX_BOOST_GR_MHZ, "clocks.max_customer_boost.graphics")     \
+    X(VIRT_MODE, "virtualization_mode")                                 \
+    X(PCIE_REPLAY_ROLLOVER, "pcie.replay_rollover_counter")
 
 /* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
  * location). device_memory and dram are the same counter (location 2), one metric. */
@@ -583,6 +593,13 @@ int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm
  * GPU has (may exceed cap). GM_ENOTSUP when the provider or the GPU cannot tell. */
 int gm_collector_retired_pages(gm_collector *c, unsigned index, int cause, uint64_t *addr,
                                uint64_t *when, size_t cap, size_t *n, gm_error *err);
+
+/* Clocks the GPU with driver index `index` supports (nvidia-smi's supported_clocks), highest
+ * first: with mem_mhz 0 its memory clocks, else the graphics clocks at memory clock mem_mhz; up
+ * to cap into mhz, *n how many there are (may exceed cap). Fixed by the board: read on demand,
+ * never per sample. GM_ENOTSUP when the provider or the GPU cannot tell. */
+int gm_collector_supported_clocks(gm_collector *c, unsigned index, unsigned mem_mhz, unsigned *mhz,
+                                  size_t cap, size_t *n, gm_error *err);
 
 /* Short code as `nvidia-smi topo -p2p` prints it: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U". */
 const char *gm_p2p_status_code(gm_p2p_status s);

@@ -47,6 +47,8 @@ enum {
     D_ENCODER_STATS = 1 << 10,
     D_ROW_REMAPPER = 1 << 11,
     D_OTHER = 1 << 12, /* types nvidia-smi knows and gpumon has nothing for */
+    D_SUPPORTED_CLOCKS = 1 << 13,
+    D_SUPPORTED_GPU_TARGET_TEMP = 1 << 14,
 };
 
 static const struct {
@@ -62,11 +64,11 @@ static const struct {
     {"COMPUTE", D_COMPUTE},
     {"PIDS", D_PIDS},
     {"PERFORMANCE", D_PERFORMANCE},
-    {"SUPPORTED_CLOCKS", D_OTHER},
+    {"SUPPORTED_CLOCKS", D_SUPPORTED_CLOCKS},
     {"PAGE_RETIREMENT", D_PAGE_RETIREMENT},
     {"ACCOUNTING", D_OTHER},
     {"ENCODER_STATS", D_ENCODER_STATS},
-    {"SUPPORTED_GPU_TARGET_TEMP", D_OTHER},
+    {"SUPPORTED_GPU_TARGET_TEMP", D_SUPPORTED_GPU_TARGET_TEMP},
     {"VOLTAGE", D_OTHER},
     {"FBC_STATS", D_OTHER},
     {"ROW_REMAPPER", D_ROW_REMAPPER},
@@ -557,6 +559,7 @@ static const char *reason_names[] = {
 
 typedef struct emit {
     gm_buf *b;
+    gm_collector *c; /* for what is read on demand (supported clocks); NULL: not printed */
     bool xml;
     int depth;
     unsigned display; /* 0: all sections */
@@ -729,6 +732,52 @@ static const char *enum_text(const gm_gpu *g, gm_metric m)
     return "N/A";
 }
 
+/* nvmlGpuVirtualizationMode_t as nvidia-smi words it. */
+static const char *virt_text(const gm_gpu *g)
+{
+    static const char *const modes[] = {"None", "Pass-Through", "VGPU", "Host VGPU", "Host VSGA"};
+    if (g->lost || !gm_gpu_has(g, GM_M_VIRT_MODE))
+        return "N/A";
+    long long v = (long long)g->v[GM_M_VIRT_MODE];
+    return v >= 0 && v < (long long)NQ(modes) ? modes[v] : "N/A";
+}
+
+/* The board's supported clocks: each memory clock with the graphics clocks allowed at it. Read
+ * from the driver on demand (static); nothing when it cannot tell. In -q text only with
+ * -d SUPPORTED_CLOCKS, as nvidia-smi. */
+static void emit_supported_clocks(emit *e, const gm_gpu *g)
+{
+    if (!e->c || g->lost || (!e->xml && !(e->display & D_SUPPORTED_CLOCKS)))
+        return;
+    unsigned mem[64], gr[1024];
+    size_t nmem = 0, ngr = 0;
+    gm_error err = {0};
+    if (gm_collector_supported_clocks(e->c, g->index, 0, mem, NQ(mem), &nmem, &err) != GM_OK)
+        return;
+    char v[32];
+    sec(e, "supported_clocks", "Supported Clocks", D_SUPPORTED_CLOCKS);
+    for (size_t m = 0; m < nmem && m < NQ(mem); m++) {
+        if (e->xml)
+            sec(e, "supported_mem_clock", "", D_SUPPORTED_CLOCKS);
+        snprintf(v, sizeof v, "%u MHz", mem[m]);
+        leaf(e, "value", "Memory", v);
+        if (!e->xml)
+            e->depth++;
+        if (gm_collector_supported_clocks(e->c, g->index, mem[m], gr, NQ(gr), &ngr, &err) ==
+            GM_OK) {
+            for (size_t k = 0; k < ngr && k < NQ(gr); k++) {
+                snprintf(v, sizeof v, "%u MHz", gr[k]);
+                leaf(e, "supported_graphics_clock", "Graphics", v);
+            }
+        }
+        if (e->xml)
+            end(e, "supported_mem_clock");
+        else
+            e->depth--;
+    }
+    end(e, "supported_clocks");
+}
+
 static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
 {
     char v[128];
@@ -774,6 +823,19 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         else
             snprintf(v, sizeof v, "N/A");
         leaf(e, "board_id", "Board ID", v);
+        /* What nvmlDeviceGetPlatformInfo answers; absent where the driver lacks the call. */
+        if (!g->lost && gm_gpu_has(g, GM_M_PLATFORM_MODULE_ID)) {
+            sec(e, "platformInfo", "Platform Info", 0);
+            leaf(e, "chassis_serial_number", "Chassis Serial Number",
+                 g->platform_serial[0] ? g->platform_serial : "N/A");
+            fleaf(e, s, g, "slot_number", "Slot Number", GM_SMI_F_PLATFORM_SLOT_NUMBER);
+            fleaf(e, s, g, "tray_index", "Tray Index", GM_SMI_F_PLATFORM_TRAY_INDEX);
+            fleaf(e, s, g, "host_id", "Host ID", GM_SMI_F_PLATFORM_HOST_ID);
+            fleaf(e, s, g, "peer_type", "Peer Type", GM_SMI_F_PLATFORM_PEER_TYPE);
+            fleaf(e, s, g, "module_id", "Module Id", GM_SMI_F_PLATFORM_MODULE_ID);
+            fleaf(e, s, g, "gpu_fabric_guid", "GPU Fabric GUID", GM_SMI_F_PLATFORM_GPU_FABRIC_GUID);
+            end(e, "platformInfo");
+        }
         sec(e, "inforom_version", "Inforom Version", 0);
         fleaf(e, s, g, "img_version", "Image Version", GM_SMI_F_INFOROM_IMG);
         fleaf(e, s, g, "oem_object", "OEM Object", GM_SMI_F_INFOROM_OEM);
@@ -784,6 +846,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         leaf(e, "current_gom", "Current", "N/A");
         leaf(e, "pending_gom", "Pending", "N/A");
         end(e, "gpu_operation_mode");
+        fleaf(e, s, g, "c2c_mode", "GPU C2C Mode", GM_SMI_F_C2C_MODE);
+        sec(e, "gpu_virtualization_mode", "GPU Virtualization Mode", 0);
+        leaf(e, "virtualization_mode", "Virtualization Mode", virt_text(g));
+        end(e, "gpu_virtualization_mode");
+        fleaf(e, s, g, "gpu_recovery_action", "GPU Recovery Action", GM_SMI_F_GPU_RECOVERY_ACTION);
         sec(e, "pci", "PCI", 0);
         fleaf(e, s, g, "pci_bus", "Bus", GM_SMI_F_PCI_BUS);
         fleaf(e, s, g, "pci_device", "Device", GM_SMI_F_PCI_DEVICE);
@@ -807,7 +874,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         end(e, "link_widths");
         end(e, "pci_gpu_link_info");
         mleaf(e, g, "replay_counter", "Replays Since Reset", GM_M_PCIE_REPLAY, 1, "%.0f");
-        leaf(e, "replay_rollover_counter", "Replay Number Rollovers", "N/A");
+        mleaf(e, g, "replay_rollover_counter", "Replay Number Rollovers", GM_M_PCIE_REPLAY_ROLLOVER,
+              1, "%.0f");
         mleaf(e, g, "tx_util", "Tx Throughput", GM_M_PCIE_TX_KBPS, 1, "%.0f KB/s");
         mleaf(e, g, "rx_util", "Rx Throughput", GM_M_PCIE_RX_KBPS, 1, "%.0f KB/s");
         end(e, "pci");
@@ -840,6 +908,19 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
             leaf(e, xml, labels[r], v);
         }
         end(e, "clocks_event_reasons");
+        /* Time spent in each reason since the driver loaded (nvidia-smi's counters). */
+        sec(e, "clocks_event_reasons_counters", "Clocks Event Reasons Counters", D_PERFORMANCE);
+        fleaf(e, s, g, "clocks_event_reasons_counters_sw_power_cap", "SW Power Capping",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_POWER_CAP);
+        fleaf(e, s, g, "clocks_event_reasons_counters_sync_boost", "Sync Boost",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SYNC_BOOST);
+        fleaf(e, s, g, "clocks_event_reasons_counters_sw_therm_slowdown", "SW Thermal Slowdown",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN);
+        fleaf(e, s, g, "clocks_event_reasons_counters_hw_therm_slowdown", "HW Thermal Slowdown",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN);
+        fleaf(e, s, g, "clocks_event_reasons_counters_hw_power_brake", "HW Power Braking",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN);
+        end(e, "clocks_event_reasons_counters");
     }
     sec(e, "fb_memory_usage", "FB Memory Usage", D_MEMORY);
     mib_leaf(e, g, "total", "Total", GM_M_MEM_TOTAL_BYTES);
@@ -852,6 +933,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mib_leaf(e, g, "used", "Used", GM_M_BAR1_USED_BYTES);
     mib_leaf(e, g, "free", "Free", GM_M_BAR1_FREE_BYTES);
     end(e, "bar1_memory_usage");
+    sec(e, "cc_protected_memory_usage", "Conf Compute Protected Memory Usage", D_MEMORY);
+    fleaf(e, s, g, "total", "Total", GM_SMI_F_PROTECTED_MEMORY_TOTAL);
+    fleaf(e, s, g, "used", "Used", GM_SMI_F_PROTECTED_MEMORY_USED);
+    fleaf(e, s, g, "free", "Free", GM_SMI_F_PROTECTED_MEMORY_FREE);
+    end(e, "cc_protected_memory_usage");
     if (!all || (all & D_COMPUTE))
         fleaf(e, s, g, "compute_mode", "Compute Mode", GM_SMI_F_COMPUTE_MODE);
     sec(e, "utilization", "Utilization", D_UTILIZATION);
@@ -880,14 +966,34 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         {GM_M_ECC_CORR_AGG_SRAM, GM_M_ECC_UNCORR_AGG_SRAM, GM_M_ECC_CORR_AGG_DRAM,
          GM_M_ECC_UNCORR_AGG_DRAM},
     };
+    /* SRAM uncorrectable errors split by the protection that caught them (parity or SEC-DED). */
+    static const int sram_split[2][2] = {
+        {GM_SMI_F_ECC_ERRORS_UNCORRECTED_VOLATILE_SRAM_PARITY,
+         GM_SMI_F_ECC_ERRORS_UNCORRECTED_VOLATILE_SRAM_SECDED},
+        {GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_PARITY,
+         GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_SECDED},
+    };
     for (int c = 0; c < 2; c++) {
         sec(e, counters[c], counter_labels[c], D_ECC);
         mleaf(e, g, "sram_correctable", "SRAM Correctable", ecc[c][0], 1, "%.0f");
-        mleaf(e, g, "sram_uncorrectable", "SRAM Uncorrectable", ecc[c][1], 1, "%.0f");
+        fleaf(e, s, g, "sram_uncorrectable_parity", "SRAM Uncorrectable Parity", sram_split[c][0]);
+        fleaf(e, s, g, "sram_uncorrectable_secded", "SRAM Uncorrectable SEC-DED", sram_split[c][1]);
         mleaf(e, g, "dram_correctable", "DRAM Correctable", ecc[c][2], 1, "%.0f");
         mleaf(e, g, "dram_uncorrectable", "DRAM Uncorrectable", ecc[c][3], 1, "%.0f");
+        if (c == 1)
+            fleaf(e, s, g, "sram_threshold_exceeded", "SRAM Threshold Exceeded",
+                  GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_THRESHOLDEXCEEDED);
         end(e, counters[c]);
     }
+    sec(e, "aggregate_uncorrectable_sram_sources", "Aggregate Uncorrectable SRAM Sources", D_ECC);
+    fleaf(e, s, g, "sram_l2", "SRAM L2", GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_L2);
+    fleaf(e, s, g, "sram_sm", "SRAM SM", GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_SM);
+    fleaf(e, s, g, "sram_microcontroller", "SRAM Microcontroller",
+          GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_MCU);
+    fleaf(e, s, g, "sram_pcie", "SRAM PCIE", GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_PCIE);
+    fleaf(e, s, g, "sram_other", "SRAM Other",
+          GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_OTHER);
+    end(e, "aggregate_uncorrectable_sram_sources");
     end(e, "ecc_errors");
     sec(e, "retired_pages", "Retired Pages", D_PAGE_RETIREMENT);
     sec(e, "multiple_single_bit_retirement", "Single Bit ECC", D_PAGE_RETIREMENT);
@@ -899,8 +1005,16 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     fleaf(e, s, g, "pending_retirement", "Pending Page Blacklist", GM_SMI_F_RETIRED_PAGES_PENDING);
     end(e, "retired_pages");
     sec(e, "remapped_rows", "Remapped Rows", D_ROW_REMAPPER);
+    /* Inactive rows: drivers with nvmlDeviceGetRemappedRows_v2 (580) print them. */
+    bool inactive = !g->lost && gm_gpu_has(g, GM_M_REMAP_CORR_INACTIVE);
     fleaf(e, s, g, "remapped_row_corr", "Correctable Error", GM_SMI_F_REMAPPED_ROWS_CORRECTABLE);
+    if (inactive)
+        fleaf(e, s, g, "remapped_row_corr_inactive", "Inactive Correctable Error",
+              GM_SMI_F_REMAPPED_ROWS_CORRECTABLE_INACTIVE);
     fleaf(e, s, g, "remapped_row_unc", "Uncorrectable Error", GM_SMI_F_REMAPPED_ROWS_UNCORRECTABLE);
+    if (inactive)
+        fleaf(e, s, g, "remapped_row_unc_inactive", "Inactive Uncorrectable Error",
+              GM_SMI_F_REMAPPED_ROWS_UNCORRECTABLE_INACTIVE);
     fleaf(e, s, g, "remapped_row_pending", "Pending", GM_SMI_F_REMAPPED_ROWS_PENDING);
     fleaf(e, s, g, "remapped_row_failure", "Remapping Failure Occurred",
           GM_SMI_F_REMAPPED_ROWS_FAILURE);
@@ -917,8 +1031,27 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     sec(e, "temperature", "Temperature", D_TEMPERATURE);
     mleaf(e, g, "gpu_temp", "GPU Current Temp", GM_M_TEMP_C, 1, "%.0f C");
     mleaf(e, g, "gpu_temp_tlimit", "GPU T.Limit Temp", GM_M_TEMP_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_max_tlimit_threshold", "GPU Shutdown T.Limit Temp",
+          GM_M_TEMP_SHUTDOWN_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_slow_tlimit_threshold", "GPU Slowdown T.Limit Temp",
+          GM_M_TEMP_SLOWDOWN_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_max_gpu_tlimit_threshold", "GPU Max Operating T.Limit Temp",
+          GM_M_TEMP_GPU_MAX_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_target_temperature", "GPU Target Temperature", GM_M_TEMP_TARGET_C, 1,
+          "%.0f C");
     mleaf(e, g, "memory_temp", "Memory Current Temp", GM_M_TEMP_MEM_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_max_mem_tlimit_threshold", "Memory Max Operating T.Limit Temp",
+          GM_M_TEMP_MEM_MAX_TLIMIT_C, 1, "%.0f C");
     end(e, "temperature");
+    if (e->xml || (e->display & D_SUPPORTED_GPU_TARGET_TEMP)) {
+        sec(e, "supported_gpu_target_temp", "Supported GPU Target Temp",
+            D_SUPPORTED_GPU_TARGET_TEMP);
+        mleaf(e, g, "gpu_target_temp_min", "GPU Target Temp Min", GM_M_TEMP_TARGET_MIN_C, 1,
+              "%.0f C");
+        mleaf(e, g, "gpu_target_temp_max", "GPU Target Temp Max", GM_M_TEMP_TARGET_MAX_C, 1,
+              "%.0f C");
+        end(e, "supported_gpu_target_temp");
+    }
     sec(e, "gpu_power_readings", "GPU Power Readings", D_POWER);
     if (e->xml)
         fleaf(e, s, g, "power_state", "Power State", GM_SMI_F_PSTATE);
@@ -954,6 +1087,32 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "mem_clock", "Memory", GM_M_CLOCK_MAX_MEM_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "video_clock", "Video", GM_M_CLOCK_MAX_VIDEO_MHZ, 1, "%.0f MHz");
     end(e, "max_clocks");
+    sec(e, "max_customer_boost_clocks", "Max Customer Boost Clocks", D_CLOCK);
+    mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_MAX_BOOST_GR_MHZ, 1, "%.0f MHz");
+    end(e, "max_customer_boost_clocks");
+    if (!all) {
+        sec(e, "fabric", "Fabric", 0);
+        fleaf(e, s, g, "state", "State", GM_SMI_F_FABRIC_STATE);
+        fleaf(e, s, g, "status", "Status", GM_SMI_F_FABRIC_STATUS);
+        fleaf(e, s, g, "cliqueId", "CliqueId", GM_SMI_F_FABRIC_CLIQUEID);
+        fleaf(e, s, g, "clusterUuid", "ClusterUUID", GM_SMI_F_FABRIC_CLUSTERUUID);
+        sec(e, "health", "Health", 0);
+        fleaf(e, s, g, "summary", "Summary", GM_SMI_F_FABRIC_HEALTH_SUMMARY);
+        fleaf(e, s, g, "bandwidth", "Bandwidth", GM_SMI_F_FABRIC_HEALTH_BANDWIDTH);
+        fleaf(e, s, g, "route_recovery_in_progress", "Route Recovery in progress",
+              GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS);
+        fleaf(e, s, g, "route_unhealthy", "Route Unhealthy",
+              GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY);
+        fleaf(e, s, g, "access_timeout_recovery", "Access Timeout Recovery",
+              GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY);
+        fleaf(e, s, g, "incorrect_configuration", "Incorrect Configuration",
+              GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION);
+        fleaf(e, s, g, "partition_assigned", "Partition Assigned",
+              GM_SMI_F_FABRIC_HEALTH_PARTITION_ASSIGNED);
+        end(e, "health");
+        end(e, "fabric");
+    }
+    emit_supported_clocks(e, g);
 
     /* Processes: compute and graphics, with their memory (nvidia-smi lists both here). */
     bool any = false;
@@ -1016,10 +1175,10 @@ static void format_log_time(int64_t ms, char *buf, size_t cap)
     strftime(buf, cap, "%a %b %e %H:%M:%S %Y", &tm);
 }
 
-static void render_query(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel,
-                         const smi_opts *o)
+static void render_query(gm_buf *b, gm_collector *c, const gm_snapshot *s, const unsigned *sel,
+                         size_t nsel, const smi_opts *o)
 {
-    emit e = {.b = b, .xml = o->xml, .display = o->display};
+    emit e = {.b = b, .c = c, .xml = o->xml, .display = o->display};
     char ts[64];
     format_log_time(s->time_ms, ts, sizeof ts);
     char count[16];
@@ -1485,7 +1644,7 @@ int gm_cli_smi(int argc, char **argv)
                 }
                 break;
             case ACT_QUERY:
-                render_query(&b, s, sel, nsel, &o);
+                render_query(&b, c, s, sel, nsel, &o);
                 break;
             case ACT_SUMMARY:
                 render_summary(&b, s, sel, nsel);

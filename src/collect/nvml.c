@@ -139,6 +139,8 @@ typedef struct {
 } nv_remapped_v2;
 typedef int (*nv_remapped_v2_fn)(nvmlDevice_t, nv_remapped_v2 *);
 typedef int (*nv_dev_fn)(nvmlDevice_t);
+typedef int (*nv_mem_clocks_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef int (*nv_gr_clocks_fn)(nvmlDevice_t, unsigned, unsigned *, unsigned *);
 
 /* nvmlMarginTemperature_v1_t: degrees to the nearest slowdown threshold (nvidia-smi's T.Limit). */
 typedef struct {
@@ -318,6 +320,8 @@ static const struct {
     {"nvmlDeviceGetMultiGpuBoard", GM_M_MULTI_GPU_BOARD, 1, NV_STATIC},
     {"nvmlDeviceGetBrand", GM_M_BRAND, 0, NV_STATIC},
     {"nvmlDeviceGetArchitecture", GM_M_ARCHITECTURE, 0, NV_STATIC},
+    /* nvmlGpuVirtualizationMode_t: NONE 0, PASSTHROUGH 1, VGPU 2, HOST_VGPU 3, HOST_VSGA 4. */
+    {"nvmlDeviceGetVirtualizationMode", GM_M_VIRT_MODE, 4, NV_STATIC},
 };
 #define NV_N_U32 (sizeof u32_metrics / sizeof *u32_metrics)
 
@@ -349,6 +353,11 @@ static const struct {
     {"nvmlDeviceGetTemperatureThreshold", 1, GM_M_TEMP_SLOWDOWN_C, NV_STATIC},
     {"nvmlDeviceGetTemperatureThreshold", 2, GM_M_TEMP_MEM_MAX_C, NV_STATIC},
     {"nvmlDeviceGetTemperatureThreshold", 3, GM_M_TEMP_GPU_MAX_C, NV_STATIC},
+    /* ACOUSTIC_MIN 4, ACOUSTIC_CURR 5 (the target temperature), ACOUSTIC_MAX 6. */
+    {"nvmlDeviceGetTemperatureThreshold", 4, GM_M_TEMP_TARGET_MIN_C, NV_STATIC},
+    {"nvmlDeviceGetTemperatureThreshold", 5, GM_M_TEMP_TARGET_C, NV_STATIC},
+    {"nvmlDeviceGetTemperatureThreshold", 6, GM_M_TEMP_TARGET_MAX_C, NV_STATIC},
+    {"nvmlDeviceGetMaxCustomerBoostClock", 0, GM_M_CLOCK_MAX_BOOST_GR_MHZ, NV_STATIC},
 };
 #define NV_N_ARG (sizeof arg_metrics / sizeof *arg_metrics)
 
@@ -442,6 +451,13 @@ static const struct {
      * percent, configuration. */
     {230, 0, GM_M_RECOVERY_ACTION, NV_SLOW},
     {274, 0, GM_M_EDPP_MULTIPLIER_PCT, NV_STATIC},
+    /* TEMPERATURE_{SHUTDOWN,SLOWDOWN,MEM_MAX,GPU_MAX}_TLIMIT: thresholds as signed margins to
+     * T.Limit (Ada and later), what nvidia-smi -q prints as "... T.Limit Temp". */
+    {193, 0, GM_M_TEMP_SHUTDOWN_TLIMIT_C, NV_STATIC},
+    {194, 0, GM_M_TEMP_SLOWDOWN_TLIMIT_C, NV_STATIC},
+    {195, 0, GM_M_TEMP_MEM_MAX_TLIMIT_C, NV_STATIC},
+    {196, 0, GM_M_TEMP_GPU_MAX_TLIMIT_C, NV_STATIC},
+    {95, 0, GM_M_PCIE_REPLAY_ROLLOVER, NV_SLOW}, /* PCIE_REPLAY_ROLLOVER_COUNTER */
 };
 #define NV_N_FIELDS (sizeof field_metrics / sizeof *field_metrics)
 
@@ -590,6 +606,8 @@ typedef struct nv_state {
     nv_platform_fn platform;
     nv_dev_fn validate_inforom;
     nv_remapped_v2_fn remapped_v2;
+    nv_mem_clocks_fn mem_clocks; /* nvmlDeviceGetSupportedMemoryClocks */
+    nv_gr_clocks_fn gr_clocks;   /* nvmlDeviceGetSupportedGraphicsClocks */
     nv_gpm_alloc_fn gpm_alloc;
     nv_gpm_free_fn gpm_free;
     nv_gpm_get_fn gpm_get;
@@ -905,6 +923,8 @@ static void resolve_optional(nv_state *st)
     st->platform = (nv_platform_fn)dlsym(lib, "nvmlDeviceGetPlatformInfo");
     st->validate_inforom = (nv_dev_fn)dlsym(lib, "nvmlDeviceValidateInforom");
     st->remapped_v2 = (nv_remapped_v2_fn)dlsym(lib, "nvmlDeviceGetRemappedRows_v2");
+    st->mem_clocks = (nv_mem_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedMemoryClocks");
+    st->gr_clocks = (nv_gr_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedGraphicsClocks");
     st->gpm_alloc = (nv_gpm_alloc_fn)dlsym(lib, "nvmlGpmSampleAlloc");
     st->gpm_free = (nv_gpm_free_fn)dlsym(lib, "nvmlGpmSampleFree");
     st->gpm_get = (nv_gpm_get_fn)dlsym(lib, "nvmlGpmSampleGet");
@@ -1978,6 +1998,40 @@ static int nvml_retired_pages(void *state, unsigned gpu, int cause, uint64_t *ad
     return rc == NV_SUCCESS ? GM_OK : nv_fail(st, err, rc, "nvmlDeviceGetRetiredPages");
 }
 
+/* The board's clock table (static): asked when a client wants it, not per sample. */
+static int nvml_supported_clocks(void *state, unsigned gpu, unsigned mem_mhz, unsigned *mhz,
+                                 size_t cap, size_t *n, gm_error *err)
+{
+    nv_state *st = state;
+    const char *fn =
+        mem_mhz ? "nvmlDeviceGetSupportedGraphicsClocks" : "nvmlDeviceGetSupportedMemoryClocks";
+    if (mem_mhz ? !st->gr_clocks : !st->mem_clocks)
+        return gm_error_set(err, GM_ENOTSUP, "%s does not export %s", st->path, fn);
+    if (gpu >= st->gpu_count || !st->gpus[gpu].dev || st->gpus[gpu].lost)
+        return gm_error_set(err, GM_ELOST, "GPU %u is lost", gpu);
+    nvmlDevice_t dev = st->gpus[gpu].dev;
+    /* Ask with a buffer that fits every board seen; grow once if the driver says it is short. */
+    unsigned got = 512;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        unsigned *buf = calloc(got ? got : 1, sizeof *buf);
+        if (!buf)
+            return gm_error_set(err, GM_ENOMEM, "out of memory");
+        unsigned want = got;
+        int rc = mem_mhz ? st->gr_clocks(dev, mem_mhz, &got, buf) : st->mem_clocks(dev, &got, buf);
+        if (rc == NV_SUCCESS) {
+            *n = got;
+            for (unsigned k = 0; k < got && k < cap; k++)
+                mhz[k] = buf[k];
+        }
+        free(buf);
+        if (rc == NV_SUCCESS)
+            return GM_OK;
+        if (rc != NV_ERROR_INSUFFICIENT_SIZE || got <= want)
+            return nv_fail(st, err, rc, fn);
+    }
+    return nv_fail(st, err, NV_ERROR_INSUFFICIENT_SIZE, fn);
+}
+
 /* The NVML provider (see provider.h for the contract of each entry). */
 const gm_provider gm_provider_nvml = {
     .name = "nvml",
@@ -1986,5 +2040,6 @@ const gm_provider gm_provider_nvml = {
     .sample = nvml_sample,
     .p2p = nvml_p2p,
     .retired_pages = nvml_retired_pages,
+    .supported_clocks = nvml_supported_clocks,
     .mig_parent = nvml_mig_parent,
 };

@@ -1477,6 +1477,7 @@ typedef struct {
         double d;
         unsigned ui;
         unsigned long long ull;
+        int si;
     } value;
 } fake_field_value;
 
@@ -1502,6 +1503,11 @@ static const struct {
     {59, "nvlink_recovery"},
     {230, "recovery_action"},
     {274, "edpp_multiplier"},
+    {193, "temp_shutdown_tlimit"},
+    {194, "temp_slowdown_tlimit"},
+    {195, "temp_mem_max_tlimit"},
+    {196, "temp_gpu_max_tlimit"},
+    {95, "pcie_replay_rollover"},
 };
 
 int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
@@ -1525,8 +1531,11 @@ int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
             continue;
         /* Temperature and power come as unsigned int, counters as unsigned long long, as the
          * driver gives them. */
-        if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186 || f->fieldId == 230 ||
-            f->fieldId == 274) {
+        if (f->fieldId >= 193 && f->fieldId <= 196) { /* T.Limit margins: signed int */
+            f->valueType = 5;
+            f->value.si = (int)v;
+        } else if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186 ||
+                   f->fieldId == 230 || f->fieldId == 274) {
             f->valueType = 1;
             f->value.ui = (unsigned)v;
         } else {
@@ -1914,5 +1923,72 @@ int nvmlDeviceGetRemappedRows_v2(nvmlDevice_t d, fake_remapped_rows_v2 *r)
         rc = nvmlDeviceGetRemappedRows(d, &r->corrActiveRemaps, &r->uncActiveRemaps, &r->bPending,
                                        &r->bFailureOccurred);
     return rc;
+}
+
+/* "virtualization_mode": nvmlGpuVirtualizationMode_t (1 pass-through). */
+int nvmlDeviceGetVirtualizationMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "virtualization_mode", "virtualization_mode", (unsigned *)mode);
+}
+
+/* "clock_max_boost_gr": the graphics clock (type 0) only, as boards report it. */
+int nvmlDeviceGetMaxCustomerBoostClock(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    if (type != 0) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, "clock_max_boost_gr", "clock_max_boost", mhz);
+}
+
+/* "supported_clocks": [{"mem": MHz, "graphics": [MHz, ...]}, ...], highest first as the driver
+ * lists them. Both calls answer INSUFFICIENT_SIZE with the count needed when *count is short. */
+static int clock_list(json_t *list, unsigned *count, unsigned *mhz, const char *member)
+{
+    size_t n = json_array_size(list);
+    if (*count < n) {
+        *count = (unsigned)n;
+        return RC_INSUFFICIENT_SIZE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(list, i);
+        mhz[i] = (unsigned)json_integer_value(member ? json_object_get(v, member) : v);
+    }
+    *count = (unsigned)n;
+    return RC_SUCCESS;
+}
+
+int nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t d, unsigned *count, unsigned *mhz)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !count)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "supported_clocks", "supported_clocks");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *list = json_object_get(d->j, "supported_clocks");
+    if (!json_is_array(list))
+        return RC_NOT_SUPPORTED;
+    return clock_list(list, count, mhz, "mem");
+}
+
+int nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t d, unsigned mem, unsigned *count,
+                                         unsigned *mhz)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !count)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "supported_clocks", "supported_clocks");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *list = json_object_get(d->j, "supported_clocks");
+    if (!json_is_array(list))
+        return RC_NOT_SUPPORTED;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *e = json_array_get(list, i);
+        if (json_integer_value(json_object_get(e, "mem")) == (json_int_t)mem)
+            return clock_list(json_object_get(e, "graphics"), count, mhz, NULL);
+    }
+    return RC_INVALID_ARGUMENT;
 }
 #endif
