@@ -804,7 +804,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "current_mig", "Current", GM_SMI_F_MIG_MODE_CURRENT);
         fleaf(e, s, g, "pending_mig", "Pending", GM_SMI_F_MIG_MODE_PENDING);
         end(e, "mig_mode");
-        leaf(e, "mig_devices", "MIG Devices", "None");
+        if (e->xml) /* -q text has no such line (580) */
+            leaf(e, "mig_devices", "MIG Devices", "None");
         fleaf(e, s, g, "accounting_mode", "Accounting Mode", GM_SMI_F_ACCOUNTING_MODE);
         fleaf(e, s, g, "accounting_mode_buffer_size", "Accounting Mode Buffer Size",
               GM_SMI_F_ACCOUNTING_BUFFER_SIZE);
@@ -996,12 +997,26 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     end(e, "aggregate_uncorrectable_sram_sources");
     end(e, "ecc_errors");
     sec(e, "retired_pages", "Retired Pages", D_PAGE_RETIREMENT);
-    sec(e, "multiple_single_bit_retirement", "Single Bit ECC", D_PAGE_RETIREMENT);
-    mleaf(e, g, "retired_count", "Retired Count", GM_M_RETIRED_SBE, 1, "%.0f");
-    end(e, "multiple_single_bit_retirement");
-    sec(e, "double_bit_retirement", "Double Bit ECC", D_PAGE_RETIREMENT);
-    mleaf(e, g, "retired_count", "Retired Count", GM_M_RETIRED_DBE, 1, "%.0f");
-    end(e, "double_bit_retirement");
+    static const char *const retire_xml[2] = {"multiple_single_bit_retirement",
+                                              "double_bit_retirement"};
+    static const char *const retire_label[2] = {"Single Bit ECC", "Double Bit ECC"};
+    static const gm_metric retire_m[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
+    for (int k = 0; k < 2; k++) {
+        bool known = !g->lost && gm_gpu_has(g, retire_m[k]);
+        if (!known && !e->xml) {
+            /* A GPU without page retirement: one N/A line in -q text, as nvidia-smi. */
+            leaf_d(e, retire_xml[k], retire_label[k], "N/A", D_PAGE_RETIREMENT);
+            continue;
+        }
+        sec(e, retire_xml[k], retire_label[k], D_PAGE_RETIREMENT);
+        mleaf(e, g, "retired_count", "Retired Count", retire_m[k], 1, "%.0f");
+        if (!known) /* the list is as unsupported as its count */
+            leaf(e, "retired_pagelist", "Retired Pages", "N/A");
+        end(e, retire_xml[k]);
+    }
+    if (e->xml)
+        fleaf(e, s, g, "pending_blacklist", "Pending Page Blacklist",
+              GM_SMI_F_RETIRED_PAGES_PENDING);
     fleaf(e, s, g, "pending_retirement", "Pending Page Blacklist", GM_SMI_F_RETIRED_PAGES_PENDING);
     end(e, "retired_pages");
     sec(e, "remapped_rows", "Remapped Rows", D_ROW_REMAPPER);

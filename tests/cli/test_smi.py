@@ -519,6 +519,25 @@ def xml_leaves(text):
     return out
 
 
+def q_keyed(text):
+    """The keyed lines of nvidia-smi -q ("Label : value") as ((section/.../label, n-th), value),
+    in order; section lines (no colon) give the path by their indentation (4 spaces a level)."""
+    out, stack, seen = [], [], {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("="):
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 4
+        m = re.match(r"^\s*(.*?)\s*: (.*)$", line) if " : " in line else None
+        if not m:
+            stack = stack[:depth] + [line.strip()]
+            continue
+        stack = stack[:depth]
+        key = "/".join(stack + [m.group(1)])
+        seen[key] = seen.get(key, 0) + 1
+        out.append(((key, seen[key]), m.group(2).strip()))
+    return out
+
+
 class Driver580(unittest.TestCase):
     """A fake H200 on driver 580.159.04 (h200-580.json) against nvidia-smi 580's own outputs on
     that board (tests/fixtures/smi/real-h200-580-*): the 580 profile applies."""
@@ -608,12 +627,53 @@ class Driver580(unittest.TestCase):
         # instant ones).
         self.assertEqual(extra, [("/nvidia_smi_log/gpu/gpu_power_readings/power_draw", 1)])
         # The ratchet: what is printed only grows.
-        self.assertGreaterEqual(len(w) - len(missing), 394)
+        self.assertGreaterEqual(len(w) - len(missing), 397)
         # The common elements come in the capture's order.
         order_w = [k for k, _ in want if k in g]
         order_g = [k for k, _ in got if k in w]
         order_g = [k for k in order_g if k in set(order_w)]
         self.assertEqual(order_g, order_w)
+
+    def test_q_text_against_the_capture(self):
+        """-q line by line: every keyed line gpumon prints has the capture's key, in its order,
+        and its value but for readings that moved; the lines it lacks are listed (the gaps)."""
+        p = self.run580(["-q"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("q.txt")) as f:
+            want = q_keyed(f.read())
+        got = q_keyed(p.stdout)
+        w, g = dict(want), dict(got)
+        gpu = "GPU 00000000:00:06.0/"
+        # Readings of the capture's own second, and the fake's idle values (the CSV's second).
+        moving = {
+            "Timestamp": "the time of the query",
+            gpu + "PCI/Replays Since Reset": "the capture's board replayed between its runs",
+            gpu + "PCI/Tx Throughput": "PCIe traffic of that second",
+            gpu + "PCI/Rx Throughput": "PCIe traffic of that second",
+            gpu + "Temperature/GPU Current Temp": "temperature of that second",
+            gpu + "Temperature/GPU T.Limit Temp": "temperature of that second",
+            gpu + "Temperature/Memory Current Temp": "temperature of that second",
+            gpu + "GPU Power Readings/Average Power Draw": "power of that second",
+            gpu + "GPU Power Readings/Instantaneous Power Draw": "power of that second",
+            gpu + "Clocks/Graphics": "the idle clock moves",
+            gpu + "Clocks/SM": "the idle clock moves",
+        }
+        differ = sorted(k[0] for k in g if k in w and w[k] != g[k] and k[0] not in moving)
+        missing = [k for k, _ in want if k not in g]
+        extra = [k for k, _ in got if k not in w]
+        sys.stderr.write("\n-q against 580: %d of nvidia-smi's %d keyed lines printed, %d differ "
+                         "(moving readings aside), %d missing:\n  %s\n" % (
+                             len(w) - len(missing), len(w), len(differ), len(missing),
+                             "\n  ".join("%s[%d]" % k for k in missing)))
+        # As in -q -x: nvidia-smi 580's -q prints N/A for these where its --query-gpu prints
+        # nvmlDeviceGetPlatformInfo's values (gpumon prints the values).
+        self.assertEqual(differ, sorted(gpu + "Platform Info/" + f for f in (
+            "Slot Number", "Tray Index", "Host ID", "Peer Type", "GPU Fabric GUID")))
+        self.assertEqual(extra, [(gpu + "GPU Power Readings/Power Draw", 1)])
+        self.assertGreaterEqual(len(w) - len(missing), 167)
+        order_g = [k for k, _ in got if k in w]
+        self.assertEqual(order_g, [k for k, _ in want if k in g])
+
 
 if __name__ == "__main__":
     unittest.main()
