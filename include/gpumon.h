@@ -213,7 +213,47 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(SRAM_UNCORR_AGG_SM, "ecc.errors.uncorrected.aggregate.sram.sm")                     \
     X(SRAM_UNCORR_AGG_MCU, "ecc.errors.uncorrected.aggregate.sram.mcu")                   \
     X(SRAM_UNCORR_AGG_PCIE, "ecc.errors.uncorrected.aggregate.sram.pcie")                 \
-    X(SRAM_UNCORR_AGG_OTHER, "ecc.errors.uncorrected.aggregate.sram.other")
+    X(SRAM_UNCORR_AGG_OTHER, "ecc.errors.uncorrected.aggregate.sram.other")               \
+    GM_DROPIN_METRIC_MAP(X)
+
+/* Readings nvidia-smi prints that drivers before 590 still answer or that only -q shows
+ * (application clocks, power management, BAR1, board identity, thresholds, platform). */
+#define GM_DROPIN_METRIC_MAP(X)                                         \
+    X(POWER_MGMT_MODE, "power.management")                              \
+    X(CLOCK_APP_GR_MHZ, "clocks.applications.graphics")                 \
+    X(CLOCK_APP_MEM_MHZ, "clocks.applications.memory")                  \
+    X(CLOCK_DEFAULT_APP_GR_MHZ, "clocks.default_applications.graphics") \
+    X(CLOCK_DEFAULT_APP_MEM_MHZ, "clocks.default_applications.memory")  \
+    X(CLOCK_MAX_VIDEO_MHZ, "clocks.max.video")                          \
+    X(REMAP_CORR_INACTIVE, "remapped_rows.correctable_inactive")        \
+    X(REMAP_UNC_INACTIVE, "remapped_rows.uncorrectable_inactive")       \
+    X(BAR1_TOTAL_BYTES, "bar1.total")                                   \
+    X(BAR1_USED_BYTES, "bar1.used")                                     \
+    X(BAR1_FREE_BYTES, "bar1.free")                                     \
+    X(BOARD_ID, "board_id")                                             \
+    X(MULTI_GPU_BOARD, "multigpu_board")                                \
+    X(BRAND, "brand")                                                   \
+    X(ARCHITECTURE, "architecture")                                     \
+    X(TEMP_SHUTDOWN_C, "temperature.shutdown")                          \
+    X(TEMP_SLOWDOWN_C, "temperature.slowdown")                          \
+    X(TEMP_MEM_MAX_C, "temperature.memory_max")                         \
+    X(TEMP_GPU_MAX_C, "temperature.gpu_max")                            \
+    X(INFOROM_VALID, "inforom.checksum_validation")                     \
+    X(PLATFORM_SLOT, "platform.slot_number")                            \
+    X(PLATFORM_TRAY, "platform.tray_index")                             \
+    X(PLATFORM_HOST_ID, "platform.host_id")                             \
+    X(PLATFORM_PEER_TYPE, "platform.peer_type")                         \
+    X(PLATFORM_MODULE_ID, "platform.module_id")                         \
+    X(TEMP_SHUTDOWN_TLIMIT_C, "temperature.shutdown_tlimit")            \
+    X(TEMP_SLOWDOWN_TLIMIT_C, "temperature.slowdown_tlimit")            \
+    X(TEMP_MEM_MAX_TLIMIT_C, "temperature.memory_max_tlimit")           \
+    X(TEMP_GPU_MAX_TLIMIT_C, "temperature.gpu_max_tlimit")              \
+    X(TEMP_TARGET_C, "temperature.target")                              \
+    X(TEMP_TARGET_MIN_C, "temperature.target_min")                      \
+    X(TEMP_TARGET_MAX_C, "temperature.target_max")                      \
+    X(CLOCK_MAX_BOOST_GR_MHZ, "clocks.max_customer_boost.graphics")     \
+    X(VIRT_MODE, "virtualization_mode")                                 \
+    X(PCIE_REPLAY_ROLLOVER, "pcie.replay_rollover_counter")
 
 /* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
  * location). device_memory and dram are the same counter (location 2), one metric. */
@@ -321,6 +361,10 @@ typedef struct gm_gpu {
      * ("Success"), the latter only once registration has completed. */
     char fabric_cluster_uuid[GM_FABRIC_UUID_LEN];
     char fabric_status[GM_SERIAL_LEN];
+    /* nvmlDeviceGetPlatformInfo's chassis serial number (may be empty while the platform was
+     * read: GM_M_PLATFORM_SLOT says whether it was) and the GPU's fabric GUID ("0x%016X"). */
+    char platform_serial[GM_SERIAL_LEN];
+    char platform_guid[GM_SERIAL_LEN];
     bool lost; /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
     /* Kubernetes (the kubelet's pod-resources API, when the collector reads it): k8s_known says
      * it was read; k8s_containers is how many containers hold this GPU or a part of it (a MIG
@@ -586,6 +630,13 @@ int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm
  * GPU has (may exceed cap). GM_ENOTSUP when the provider or the GPU cannot tell. */
 int gm_collector_retired_pages(gm_collector *c, unsigned index, int cause, uint64_t *addr,
                                uint64_t *when, size_t cap, size_t *n, gm_error *err);
+
+/* Clocks the GPU with driver index `index` supports (nvidia-smi's supported_clocks), highest
+ * first: with mem_mhz 0 its memory clocks, else the graphics clocks at memory clock mem_mhz; up
+ * to cap into mhz, *n how many there are (may exceed cap). Fixed by the board: read on demand,
+ * never per sample. GM_ENOTSUP when the provider or the GPU cannot tell. */
+int gm_collector_supported_clocks(gm_collector *c, unsigned index, unsigned mem_mhz, unsigned *mhz,
+                                  size_t cap, size_t *n, gm_error *err);
 
 /* Short code as `nvidia-smi topo -p2p` prints it: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U". */
 const char *gm_p2p_status_code(gm_p2p_status s);

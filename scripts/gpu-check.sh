@@ -6,15 +6,18 @@
 # bench/nvml_floor.c -ldl`, and the fake NVML of build/tests/fakes/nvml-current). About 3 minutes.
 # Usage: scripts/gpu-check.sh [GPUMON] (default build/gpumon). NVML_DIR=DIR: the directory of a
 # libnvidia-ml.so.1 outside the loader's path, given to gpumon alone (never exported).
+# LIB_DIR=DIR: the libraries gpumon links, carried to a machine without them (gpumon alone too).
 set -u
 G=${1:-build/gpumon}
 FINAL=${OUT:-./gpu-check-out}
 mkdir -p "$FINAL"
 OUT=$(mktemp -d /tmp/gpu-check.XXXXXX) # everything is written here, then archived into FINAL
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
-# gm ARGS...: gpumon, with NVML_DIR on its library path only.
+# gm ARGS...: gpumon, with NVML_DIR and LIB_DIR (carried libraries gpumon links) on its library
+# path only: exported to the whole script, a carried libcurl broke that machine's own curl.
+GM_LD=$(printf '%s' "${NVML_DIR:-}${NVML_DIR:+${LIB_DIR:+:}}${LIB_DIR:-}")
 gm() {
-    if [ -n "${NVML_DIR:-}" ]; then env LD_LIBRARY_PATH="$NVML_DIR" "$G" "$@"; else "$G" "$@"; fi
+    if [ -n "$GM_LD" ]; then env LD_LIBRARY_PATH="$GM_LD" "$G" "$@"; else "$G" "$@"; fi
 }
 
 # ---- profiling: where the time of one query and of the daemon's samples goes -------------------
@@ -71,21 +74,21 @@ cost_checks() {
 
 log "glibc: $(ldd --version | head -1)"
 log "os: $(. /etc/os-release; echo "$PRETTY_NAME")"
-log "gpumon: $($G --version)"
+log "gpumon: $(gm --version)"
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 log "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
 
 # The one-shot forms.
-$G query > "$OUT/query-table.txt" 2>&1; log "query table rc=$?"
-$G query --format json > "$OUT/query-nvml.json" 2>"$OUT/query-nvml.err"; log "query json (nvml) rc=$?"
-$G query --provider nvidia-smi --format json > "$OUT/query-smi.json" 2>"$OUT/query-smi.err"
+gm query > "$OUT/query-table.txt" 2>&1; log "query table rc=$?"
+gm query --format json > "$OUT/query-nvml.json" 2>"$OUT/query-nvml.err"; log "query json (nvml) rc=$?"
+gm query --provider nvidia-smi --format json > "$OUT/query-smi.json" 2>"$OUT/query-smi.err"
 log "query json (nvidia-smi) rc=$?"
 
 # nvidia-smi compatible CSV: same fields, both programs, every format variant.
 F=index,name,uuid,pci.bus_id,driver_version,utilization.gpu,utilization.memory,memory.total,memory.used,memory.free,memory.reserved,temperature.gpu,power.draw,power.limit,enforced.power.limit,clocks.gr,clocks.sm,clocks.mem,clocks.max.gr,clocks.max.sm,clocks.max.mem,fan.speed,pstate,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,persistence_mode
 for fmt in csv csv,noheader csv,nounits csv,noheader,nounits; do
     nvidia-smi --query-gpu=$F --format=$fmt > "$OUT/smi-$fmt.txt" 2>&1
-    $G query --query-gpu=$F --format=$fmt > "$OUT/gpumon-$fmt.txt" 2>&1
+    gm query --query-gpu=$F --format=$fmt > "$OUT/gpumon-$fmt.txt" 2>&1
 done
 if diff <(head -1 "$OUT/smi-csv.txt") <(head -1 "$OUT/gpumon-csv.txt") > "$OUT/header.diff"; then
     log "CSV header identical to nvidia-smi"
@@ -94,14 +97,14 @@ else
 fi
 
 # Cost of one reading: gpumon (NVML) against nvidia-smi, 10 runs each.
-t0=$(date +%s.%N); for i in $(seq 10); do $G query --format json --no-processes > /dev/null; done
+t0=$(date +%s.%N); for i in $(seq 10); do gm query --format json --no-processes > /dev/null; done
 t1=$(date +%s.%N); for i in $(seq 10); do nvidia-smi --query-gpu=$F --format=csv > /dev/null; done
 t2=$(date +%s.%N)
 log "10x gpumon query: $(awk "BEGIN{print $t1 - $t0}") s; 10x nvidia-smi --query-gpu: $(awk "BEGIN{print $t2 - $t1}") s"
 
 # The daemon: endpoints, then its CPU while idle at 1 Hz for 30 s.
 PF=$(mktemp)
-$G serve --listen 127.0.0.1:0 --port-file "$PF" 2> "$OUT/serve.log" &
+gm serve --listen 127.0.0.1:0 --port-file "$PF" 2> "$OUT/serve.log" &
 SP=$!
 for i in $(seq 100); do [ -s "$PF" ] && break; sleep 0.1; done
 PORT=$(cat "$PF")
@@ -118,7 +121,7 @@ curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^gpumon_sampler_last_duratio
 
 # A real load while recording, then a snapshot and a selection.
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    $G record --interval 0.2 --output "$OUT/record.json" --db "$OUT/gpumon.db" -- python3 -c "
+    gm record --interval 0.2 --output "$OUT/record.json" --db "$OUT/gpumon.db" -- python3 -c "
 import time, torch
 a = torch.randn(8192, 8192, device='cuda'); t = time.time()
 while time.time() - t < 8:
@@ -129,12 +132,58 @@ torch.cuda.synchronize()" 2> "$OUT/record.err"
 else
     log "no torch: record of a real load skipped"
 fi
-$G snapshot -o "$OUT/snapshot.json" --power-window 1s 2> "$OUT/snapshot.err"; log "snapshot rc=$?"
-$G select --count 1 --format json > "$OUT/select.json" 2>&1; log "select rc=$?"
+gm snapshot -o "$OUT/snapshot.json" --power-window 1s 2> "$OUT/snapshot.err"; log "snapshot rc=$?"
+gm select --count 1 --format json > "$OUT/select.json" 2>&1; log "select rc=$?"
 kill -TERM $SP; wait $SP; log "serve exit=$?"
+
+# ---- drop-in: gpumon smi against the real nvidia-smi of this driver (its own field list) ----
+dropin_compare() {
+    local d="$OUT/dropin"
+    mkdir -p "$d"
+    local fields
+    fields=$(nvidia-smi --help-query-gpu | python3 -c 'import re,sys; print(",".join(re.findall(r"(?m)\n\s*\n^\"([^\"]+)\"", sys.stdin.read())))')
+    nvidia-smi --query-gpu="$fields" --format=csv > "$d/query-gpu.nvidia-smi.csv" 2>&1
+    gm smi --query-gpu="$fields" --format=csv > "$d/query-gpu.gpumon.csv" 2>&1
+    log "dropin query-gpu rc=$?"
+    nvidia-smi -q > "$d/q.nvidia-smi.txt" 2>&1; gm smi -q > "$d/q.gpumon.txt" 2>&1
+    nvidia-smi -q -x > "$d/q-x.nvidia-smi.xml" 2>&1; gm smi -q -x > "$d/q-x.gpumon.xml" 2>&1
+    python3 - "$d" > "$d/diff.txt" <<'PY'
+import csv, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+def rows(p):
+    return list(csv.reader(open(p), skipinitialspace=True))
+w, g = rows(d + "/query-gpu.nvidia-smi.csv"), rows(d + "/query-gpu.gpumon.csv")
+same = 0
+for h, a, b in zip(w[0], w[1] if len(w) > 1 else [], g[1] if len(g) > 1 else []):
+    if a == b:
+        same += 1
+    else:
+        print("query-gpu\t%s\t%s\t%s" % (h, a, b))
+print("query-gpu: %d of %d identical" % (same, len(w[0])))
+def leaves(p):
+    out, seen = {}, {}
+    def walk(e, path):
+        if not list(e):
+            k = path + "/" + e.tag; seen[k] = seen.get(k, 0) + 1
+            out[(k, seen[k])] = (e.text or "").strip()
+        for c in e: walk(c, path + "/" + e.tag)
+    walk(ET.parse(p).getroot(), "")
+    return out
+X, Y = leaves(d + "/q-x.nvidia-smi.xml"), leaves(d + "/q-x.gpumon.xml")
+for k in X:
+    if k not in Y: print("q-x missing\t%s[%d]\t%s" % (k[0], k[1], X[k]))
+    elif X[k] != Y[k]: print("q-x differ\t%s[%d]\t%s\t%s" % (k[0], k[1], X[k], Y[k]))
+print("q-x: %d leaves, %d printed, %d equal" % (len(X), sum(k in Y for k in X), sum(Y.get(k) == v for k, v in X.items())))
+def keyed(p):
+    return [l.split(":", 1)[0].rstrip() for l in open(p) if " : " in l]
+print("q: %d keyed lines in nvidia-smi, %d in gpumon" % (len(keyed(d + "/q.nvidia-smi.txt")), len(keyed(d + "/q.gpumon.txt"))))
+PY
+    log "dropin diff in dropin/diff.txt: $(tail -3 "$d/diff.txt" | tr '\n' ' ')"
+}
 
 profile_checks
 cost_checks
+dropin_compare
 
 tar -czf "$FINAL/gpu-check.tar.gz" -C "$OUT" . && cp "$OUT/summary.txt" "$FINAL/summary.txt"
 log "archive: $FINAL/gpu-check.tar.gz"

@@ -356,6 +356,12 @@ static void add_details(json_t *j, const gm_gpu *g)
     put(prot, "used_mib", metric(g, GM_M_PROT_MEM_USED_BYTES));
     put(prot, "free_mib", metric(g, GM_M_PROT_MEM_FREE_BYTES));
     put(j, "protected_memory", prot);
+    /* The BAR1 aperture (nvmlDeviceGetBAR1MemoryInfo), MiB as nvidia-smi and DCGM give it. */
+    json_t *bar1 = json_object();
+    put(bar1, "total_mib", metric(g, GM_M_BAR1_TOTAL_BYTES));
+    put(bar1, "used_mib", metric(g, GM_M_BAR1_USED_BYTES));
+    put(bar1, "free_mib", metric(g, GM_M_BAR1_FREE_BYTES));
+    put(j, "bar1", bar1);
     json_t *fabric = json_object();
     put(fabric, "state", enum_word(g, GM_M_FABRIC_STATE, GM_SMI_K_FABRIC_STATE));
     put(fabric, "status", string_or_null(g->fabric_status));

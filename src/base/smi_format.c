@@ -32,24 +32,158 @@ static const smi_field_info field_table[GM_SMI_F__COUNT] = {
 #undef GM__SMI_FIELD_ROW
 };
 
-/* What nvidia-smi 590 prints for a field it cannot give, where that is not "[N/A]" (its H100
- * capture, tests/fixtures/smi/real-h100-590-query-gpu-all.csv): the fields NVIDIA deprecated
- * say so, and the fabric health fields print an unbracketed N/A. */
+/* ---- driver profiles --------------------------------------------------------------------- */
+
 #define SMI_DEPRECATED "[Requested functionality has been deprecated]"
-static const char *const absent_text[GM_SMI_F__COUNT] = {
-    [GM_SMI_F_DISPLAY_MODE] = SMI_DEPRECATED,
-    [GM_SMI_F_POWER_MANAGEMENT] = SMI_DEPRECATED,
-    [GM_SMI_F_CLOCKS_APPLICATIONS_GRAPHICS] = SMI_DEPRECATED,
-    [GM_SMI_F_CLOCKS_APPLICATIONS_MEMORY] = SMI_DEPRECATED,
-    [GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_GRAPHICS] = SMI_DEPRECATED,
-    [GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_MEMORY] = SMI_DEPRECATED,
-    [GM_SMI_F_FABRIC_HEALTH_SUMMARY] = "N/A",
-    [GM_SMI_F_FABRIC_HEALTH_BANDWIDTH] = "N/A",
-    [GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS] = "N/A",
-    [GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY] = "N/A",
-    [GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY] = "N/A",
-    [GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION] = "N/A",
+
+/* A field and what a profile prints for it when there is no value (or always, for deprecated). */
+typedef struct smi_word {
+    int id;
+    const char *text;
+} smi_word;
+
+/* The fabric health fields, unbracketed N/A in both captures. */
+#define SMI_FABRIC_HEALTH_NA                                                            \
+    {GM_SMI_F_FABRIC_HEALTH_SUMMARY, "N/A"}, {GM_SMI_F_FABRIC_HEALTH_BANDWIDTH, "N/A"}, \
+        {GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS, "N/A"},                     \
+        {GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY, "N/A"},                                \
+        {GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY, "N/A"},                        \
+        {GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION, "N/A"},                        \
+    {                                                                                   \
+        GM_SMI_F_FABRIC_HEALTH_PARTITION_ASSIGNED, "N/A"                                \
+    }
+
+struct gm_smi_profile {
+    const char *name;
+    unsigned major;
+    const int *lacks;         /* fields its --help-query-gpu does not list; -1 ends */
+    const int *deprecated;    /* printed SMI_DEPRECATED whatever the driver says; -1 ends */
+    const smi_word *absent;   /* placeholders other than "[N/A]"; id -1 ends */
+    unsigned nvml_parts;      /* --version prints this many parts of NVML's version; 0 all */
+    bool refuses_xml_display; /* -q -x -d: exit 2 */
+    bool xml_bare_hex;        /* -q -x: PCI ids without 0x */
 };
+
+/* 580.159.04 on an H200 (tests/fixtures/smi/real-h200-580-*): three fields 590 dropped, no
+ * edpp_multiplier; application clocks and power management still answered; the fabric fields
+ * print an unbracketed N/A when the GPU is in no fabric; NVML's version as major.minor. */
+static const int lacks_580[] = {GM_SMI_F_EDPP_MULTIPLIER, -1};
+static const int deprecated_580[] = {GM_SMI_F_DISPLAY_MODE, -1};
+static const smi_word absent_580[] = {
+    {GM_SMI_F_FABRIC_STATE, "N/A"},
+    {GM_SMI_F_FABRIC_STATUS, "N/A"},
+    {GM_SMI_F_FABRIC_CLIQUEID, "N/A"},
+    {GM_SMI_F_FABRIC_CLUSTERUUID, "N/A"},
+    SMI_FABRIC_HEALTH_NA,
+    {-1, NULL},
+};
+/* 590.48.01 on an H100 (tests/fixtures/smi/real-h100-590-*). */
+static const int lacks_590[] = {GM_SMI_F_REMAPPED_ROWS_CORRECTABLE_INACTIVE,
+                                GM_SMI_F_REMAPPED_ROWS_UNCORRECTABLE_INACTIVE,
+                                GM_SMI_F_FABRIC_HEALTH_PARTITION_ASSIGNED, -1};
+static const int deprecated_590[] = {GM_SMI_F_DISPLAY_MODE,
+                                     GM_SMI_F_POWER_MANAGEMENT,
+                                     GM_SMI_F_CLOCKS_APPLICATIONS_GRAPHICS,
+                                     GM_SMI_F_CLOCKS_APPLICATIONS_MEMORY,
+                                     GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_GRAPHICS,
+                                     GM_SMI_F_CLOCKS_DEFAULT_APPLICATIONS_MEMORY,
+                                     -1};
+static const smi_word absent_590[] = {SMI_FABRIC_HEALTH_NA, {-1, NULL}};
+
+/* Oldest first. */
+static const gm_smi_profile profiles[] = {
+    {"580", 580, lacks_580, deprecated_580, absent_580, 2, true, true},
+    {"590", 590, lacks_590, deprecated_590, absent_590, 0, false, false},
+};
+#define N_PROFILES (sizeof profiles / sizeof *profiles)
+
+const gm_smi_profile *gm_smi_profile_for(const char *driver_version)
+{
+    char *endp = NULL;
+    unsigned long major = driver_version ? strtoul(driver_version, &endp, 10) : 0;
+    if (!driver_version || endp == driver_version)
+        return &profiles[N_PROFILES - 1];
+    const gm_smi_profile *p = &profiles[0];
+    for (size_t i = 0; i < N_PROFILES; i++)
+        if (profiles[i].major <= major)
+            p = &profiles[i];
+    return p;
+}
+
+const char *gm_smi_profile_name(const gm_smi_profile *p)
+{
+    return p->name;
+}
+
+static bool in_list(const int *l, int id)
+{
+    for (; *l >= 0; l++)
+        if (*l == id)
+            return true;
+    return false;
+}
+
+bool gm_smi_profile_has(const gm_smi_profile *p, int id)
+{
+    return id >= 0 && id < GM_SMI_F__COUNT && !in_list(p->lacks, id);
+}
+
+bool gm_smi_profile_deprecated(const gm_smi_profile *p, int id)
+{
+    return in_list(p->deprecated, id);
+}
+
+const char *gm_smi_profile_absent(const gm_smi_profile *p, int id)
+{
+    if (id < 0 || id >= GM_SMI_F__COUNT)
+        return NULL;
+    if (in_list(p->deprecated, id))
+        return SMI_DEPRECATED;
+    for (const smi_word *w = p->absent; w->id >= 0; w++)
+        if (w->id == id)
+            return w->text;
+    return "[N/A]";
+}
+
+bool gm_smi_profile_refuses_xml_display(const gm_smi_profile *p)
+{
+    return p->refuses_xml_display;
+}
+
+bool gm_smi_profile_xml_bare_hex(const gm_smi_profile *p)
+{
+    return p->xml_bare_hex;
+}
+
+const char *gm_smi_profile_xml_display_error(void)
+{
+    return "Invalid combination of input arguments: --display/-d flags can not be combined with "
+           "-x/--xml-format flags.";
+}
+
+void gm_smi_profile_nvml_version(const gm_smi_profile *p, const char *nvml, char *buf, size_t cap)
+{
+    if (!cap)
+        return;
+    if (!nvml || !nvml[0]) {
+        snprintf(buf, cap, "N/A");
+        return;
+    }
+    /* NVML's string carries the API major in front (13.580.159.04): nvidia-smi drops it. */
+    const char *dot = strchr(nvml, '.');
+    if (dot && strchr(dot + 1, '.'))
+        nvml = dot + 1;
+    size_t n = strlen(nvml);
+    if (p->nvml_parts) {
+        unsigned parts = 1;
+        for (size_t i = 0; i < n; i++)
+            if (nvml[i] == '.' && ++parts > p->nvml_parts) {
+                n = i;
+                break;
+            }
+    }
+    snprintf(buf, cap, "%.*s", (int)n, nvml);
+}
 
 /* Headers with their unit, built once: "memory.used [MiB]". */
 static char header_text[GM_SMI_F__COUNT][96];
@@ -120,14 +254,18 @@ int gm_smi_field_kind(int id)
 
 const char *gm_smi_field_absent(int id)
 {
-    if (!valid_id(id))
-        return NULL;
-    return absent_text[id] ? absent_text[id] : "[N/A]";
+    return gm_smi_profile_absent(&profiles[N_PROFILES - 1], id);
 }
 
 /* ---- printing ------------------------------------------------------------------------------ */
 
 int gm_smi_parse_fields(const char *list, int *ids, size_t max, size_t *n, gm_error *err)
+{
+    return gm_smi_parse_fields_for(NULL, list, ids, max, n, err);
+}
+
+int gm_smi_parse_fields_for(const gm_smi_profile *prof, const char *list, int *ids, size_t max,
+                            size_t *n, gm_error *err)
 {
     *n = 0;
     if (!list)
@@ -142,7 +280,7 @@ int gm_smi_parse_fields(const char *list, int *ids, size_t max, size_t *n, gm_er
         memcpy(name, p, len);
         name[len] = '\0';
         int id = gm_smi_field_find(name);
-        if (id < 0)
+        if (id < 0 || (prof && !gm_smi_profile_has(prof, id)))
             return gm_error_set(err, GM_EINVAL, "Field \"%s\" is not a valid field to query.",
                                 name);
         if (*n >= max)
@@ -272,6 +410,9 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return GM_EINVAL;
     }
     const smi_field_info *f = &field_table[id];
+    const gm_smi_profile *prof = gm_smi_profile_for(s->driver_version);
+    if (gm_smi_profile_deprecated(prof, id))
+        return put(buf, cap, "%s", SMI_DEPRECATED);
     switch (f->kind) {
     case GM_SMI_K_TIMESTAMP:
         return format_timestamp(s->time_ms, buf, cap);
@@ -288,7 +429,7 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_BUSID:
         return put_str(buf, cap, g->pci_bus_id);
     case GM_SMI_K_NA:
-        return put(buf, cap, "%s", gm_smi_field_absent(id));
+        return put(buf, cap, "%s", gm_smi_profile_absent(prof, id));
     default:
         break;
     }
@@ -303,9 +444,18 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_INFOROM:
         return put_str(buf, cap, g->inforom[f->arg % GM_INFOROM__COUNT]);
     case GM_SMI_K_FABRIC_STATUS:
-        return put_str(buf, cap, g->fabric_status);
-    case GM_SMI_K_FABRIC_UUID:
-        return put_str(buf, cap, g->fabric_cluster_uuid);
+    case GM_SMI_K_FABRIC_UUID: {
+        const char *t =
+            f->kind == GM_SMI_K_FABRIC_STATUS ? g->fabric_status : g->fabric_cluster_uuid;
+        return put(buf, cap, "%s", t[0] ? t : gm_smi_profile_absent(prof, id));
+    }
+    case GM_SMI_K_PLATFORM_SERIAL:
+        /* 580 printed an empty chassis serial as nothing at all: the platform was read. */
+        if (gm_gpu_has(g, GM_M_PLATFORM_SLOT))
+            return put(buf, cap, "%s", g->platform_serial);
+        return put(buf, cap, "%s", gm_smi_profile_absent(prof, id));
+    case GM_SMI_K_PLATFORM_GUID:
+        return put_str(buf, cap, g->platform_guid);
     case GM_SMI_K_PCI_DOMAIN:
     case GM_SMI_K_PCI_BUS:
     case GM_SMI_K_PCI_DEVICE: {
@@ -320,7 +470,7 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         break;
     }
     if (!gm_gpu_has(g, (gm_metric)f->metric) || !isfinite(g->v[f->metric]))
-        return put(buf, cap, "%s", gm_smi_field_absent(id));
+        return put(buf, cap, "%s", gm_smi_profile_absent(prof, id));
     double v = g->v[f->metric];
     /* nvidia-smi separates value and unit by one space: "45 %", "1024 MiB". */
     const char *sep = (flags & GM_SMI_NOUNITS) || !f->unit[0] ? "" : " ";
@@ -346,6 +496,11 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put(buf, cap, "%s", v != 0 ? "Enabled" : "Disabled");
     case GM_SMI_K_YESNO:
         return put(buf, cap, "%s", v != 0 ? "Yes" : "No");
+    case GM_SMI_K_VALID:
+        return put(buf, cap, "%s", v != 0 ? "valid" : "invalid");
+    case GM_SMI_K_PEER_TYPE:
+        /* Both captures print "Direct Connected" for 0; nvml.h names no other value yet. */
+        return to_i64(v) == 0 ? put(buf, cap, "Direct Connected") : put(buf, cap, "[N/A]");
     case GM_SMI_K_ACTIVE_BIT:
         return put(buf, cap, "%s", (to_u64(v) >> (f->arg & 63)) & 1 ? "Active" : "Not Active");
     case GM_SMI_K_HEX64:
@@ -592,6 +747,10 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_PCI_BUS:
     case GM_SMI_K_PCI_DEVICE:
     case GM_SMI_K_NA:
+    case GM_SMI_K_VALID: /* not asked by the nvidia-smi provider */
+    case GM_SMI_K_PEER_TYPE:
+    case GM_SMI_K_PLATFORM_SERIAL:
+    case GM_SMI_K_PLATFORM_GUID:
     case GM_SMI_K_INDEX: /* read by the row parser */
         return 0;
     default:

@@ -5,6 +5,7 @@
 
 #include "gpumon.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -42,10 +43,15 @@ typedef enum gm_smi_kind {
     GM_SMI_K_PCT2,         /* a percentage with 2 decimals: "100.00 %" */
     GM_SMI_K_FABRIC_STATE, /* 1..3 (NVML_GPU_FABRIC_STATE_*): "Not Started", "In Progress",
                             * "Completed" */
-    GM_SMI_K_FABRIC_STATUS, /* gm_gpu.fabric_status */
-    GM_SMI_K_FABRIC_UUID,   /* gm_gpu.fabric_cluster_uuid */
-    GM_SMI_K_NA             /* no source in gpumon: always gm_smi_field_absent() ("[N/A]" for most),
-                             * as nvidia-smi prints it when the driver cannot tell */
+    GM_SMI_K_FABRIC_STATUS,   /* gm_gpu.fabric_status */
+    GM_SMI_K_FABRIC_UUID,     /* gm_gpu.fabric_cluster_uuid */
+    GM_SMI_K_VALID,           /* 1/0: "valid"/"invalid" (infoROM checksum) */
+    GM_SMI_K_PEER_TYPE,       /* platform peer type: 0 "Direct Connected" */
+    GM_SMI_K_PLATFORM_SERIAL, /* gm_gpu.platform_serial, printed (even empty) once the platform
+                               * was read (GM_M_PLATFORM_SLOT valid) */
+    GM_SMI_K_PLATFORM_GUID,   /* gm_gpu.platform_guid */
+    GM_SMI_K_NA /* no source in gpumon: always gm_smi_field_absent() ("[N/A]" for most),
+                 * as nvidia-smi prints it when the driver cannot tell */
 } gm_smi_kind;
 
 /* X(id, name, alias, header, kind, metric, unit, arg): every --query-gpu field of nvidia-smi
@@ -143,7 +149,7 @@ typedef enum gm_smi_kind {
     X(INFOROM_PWR, "inforom.pwr", "inforom.power", "inforom.pwr", GM_SMI_K_INFOROM, GM_M__COUNT,   \
       "", GM_INFOROM_PWR)                                                                          \
     X(INFOROM_CHECKSUM_VALIDATION, "inforom.checksum_validation", NULL,                            \
-      "inforom.checksum_validation", GM_SMI_K_NA, GM_M__COUNT, "", 0)                              \
+      "inforom.checksum_validation", GM_SMI_K_VALID, GM_M_INFOROM_VALID, "", 0)                    \
     X(GPU_RECOVERY_ACTION, "gpu_recovery_action", NULL, "gpu_recovery_action", GM_SMI_K_RECOVERY,  \
       GM_M_RECOVERY_ACTION, "", 0)                                                                 \
     X(GOM_CURRENT, "gom.current", "gpu_operation_mode.current", "gom.current", GM_SMI_K_NA,        \
@@ -375,8 +381,12 @@ typedef enum gm_smi_kind {
       GM_SMI_K_YESNO, GM_M_RETIRED_PENDING, "", 0)                                                 \
     X(REMAPPED_ROWS_CORRECTABLE, "remapped_rows.correctable", "remapped_rows.sbe",                 \
       "remapped_rows.correctable", GM_SMI_K_INT, GM_M_REMAP_CORR, "", 0)                           \
+    X(REMAPPED_ROWS_CORRECTABLE_INACTIVE, "remapped_rows.correctable_inactive", NULL,              \
+      "remapped_rows.correctable_inactive", GM_SMI_K_INT, GM_M_REMAP_CORR_INACTIVE, "", 0)         \
     X(REMAPPED_ROWS_UNCORRECTABLE, "remapped_rows.uncorrectable", "remapped_rows.dbe",             \
       "remapped_rows.uncorrectable", GM_SMI_K_INT, GM_M_REMAP_UNCORR, "", 0)                       \
+    X(REMAPPED_ROWS_UNCORRECTABLE_INACTIVE, "remapped_rows.uncorrectable_inactive", NULL,          \
+      "remapped_rows.uncorrectable_inactive", GM_SMI_K_INT, GM_M_REMAP_UNC_INACTIVE, "", 0)        \
     X(REMAPPED_ROWS_PENDING, "remapped_rows.pending", NULL, "remapped_rows.pending",               \
       GM_SMI_K_YESNO, GM_M_REMAP_PENDING, "", 0)                                                   \
     X(REMAPPED_ROWS_FAILURE, "remapped_rows.failure", NULL, "remapped_rows.failure",               \
@@ -396,8 +406,8 @@ typedef enum gm_smi_kind {
       GM_SMI_K_INT, GM_M_TEMP_TLIMIT_C, "", 0)                                                     \
     X(TEMPERATURE_MEMORY, "temperature.memory", NULL, "temperature.memory", GM_SMI_K_INT,          \
       GM_M_TEMP_MEM_C, "", 0)                                                                      \
-    X(POWER_MANAGEMENT, "power.management", NULL, "power.management", GM_SMI_K_NA, GM_M__COUNT,    \
-      "", 0)                                                                                       \
+    X(POWER_MANAGEMENT, "power.management", NULL, "power.management", GM_SMI_K_ENABLED,            \
+      GM_M_POWER_MGMT_MODE, "", 0)                                                                 \
     X(POWER_DRAW, "power.draw", NULL, "power.draw", GM_SMI_K_WATT, GM_M_POWER_MW, "W", 0)          \
     X(POWER_DRAW_AVERAGE, "power.draw.average", "gpu.power.draw.average", "power.draw.average",    \
       GM_SMI_K_WATT, GM_M_POWER_AVG_MW, "W", 0)                                                    \
@@ -481,15 +491,15 @@ typedef enum gm_smi_kind {
     X(CLOCKS_CURRENT_VIDEO, "clocks.current.video", "clocks.video", "clocks.current.video",        \
       GM_SMI_K_INT, GM_M_CLOCK_VIDEO_MHZ, "MHz", 0)                                                \
     X(CLOCKS_APPLICATIONS_GRAPHICS, "clocks.applications.graphics", "clocks.applications.gr",      \
-      "clocks.applications.graphics", GM_SMI_K_NA, GM_M__COUNT, "MHz", 0)                          \
+      "clocks.applications.graphics", GM_SMI_K_INT, GM_M_CLOCK_APP_GR_MHZ, "MHz", 0)               \
     X(CLOCKS_APPLICATIONS_MEMORY, "clocks.applications.memory", "clocks.applications.mem",         \
-      "clocks.applications.memory", GM_SMI_K_NA, GM_M__COUNT, "MHz", 0)                            \
+      "clocks.applications.memory", GM_SMI_K_INT, GM_M_CLOCK_APP_MEM_MHZ, "MHz", 0)                \
     X(CLOCKS_DEFAULT_APPLICATIONS_GRAPHICS, "clocks.default_applications.graphics",                \
-      "clocks.default_applications.gr", "clocks.default_applications.graphics", GM_SMI_K_NA,       \
-      GM_M__COUNT, "MHz", 0)                                                                       \
+      "clocks.default_applications.gr", "clocks.default_applications.graphics", GM_SMI_K_INT,      \
+      GM_M_CLOCK_DEFAULT_APP_GR_MHZ, "MHz", 0)                                                     \
     X(CLOCKS_DEFAULT_APPLICATIONS_MEMORY, "clocks.default_applications.memory",                    \
-      "clocks.default_applications.mem", "clocks.default_applications.memory", GM_SMI_K_NA,        \
-      GM_M__COUNT, "MHz", 0)                                                                       \
+      "clocks.default_applications.mem", "clocks.default_applications.memory", GM_SMI_K_INT,       \
+      GM_M_CLOCK_DEFAULT_APP_MEM_MHZ, "MHz", 0)                                                    \
     X(CLOCK_MAX_GR, "clocks.max.gr", "clocks.max.graphics", "clocks.max.graphics", GM_SMI_K_INT,   \
       GM_M_CLOCK_MAX_GR_MHZ, "MHz", 0)                                                             \
     X(CLOCK_MAX_SM, "clocks.max.sm", NULL, "clocks.max.sm", GM_SMI_K_INT, GM_M_CLOCK_MAX_SM_MHZ,   \
@@ -531,20 +541,22 @@ typedef enum gm_smi_kind {
       "fabric.health.access_timeout_recovery", GM_SMI_K_NA, GM_M__COUNT, "", 0)                    \
     X(FABRIC_HEALTH_INCORRECT_CONFIGURATION, "fabric.health.incorrect_configuration", NULL,        \
       "fabric.health.incorrect_configuration", GM_SMI_K_NA, GM_M__COUNT, "", 0)                    \
+    X(FABRIC_HEALTH_PARTITION_ASSIGNED, "fabric.health.partition_assigned", NULL,                  \
+      "fabric.health.partition_assigned", GM_SMI_K_NA, GM_M__COUNT, "", 0)                         \
     X(PLATFORM_CHASSIS_SERIAL_NUMBER, "platform.chassis_serial_number", NULL,                      \
-      "platform.chassis_serial_number", GM_SMI_K_NA, GM_M__COUNT, "", 0)                           \
-    X(PLATFORM_SLOT_NUMBER, "platform.slot_number", NULL, "platform.slot_number", GM_SMI_K_NA,     \
-      GM_M__COUNT, "", 0)                                                                          \
-    X(PLATFORM_TRAY_INDEX, "platform.tray_index", NULL, "platform.tray_index", GM_SMI_K_NA,        \
-      GM_M__COUNT, "", 0)                                                                          \
-    X(PLATFORM_HOST_ID, "platform.host_id", NULL, "platform.host_id", GM_SMI_K_NA, GM_M__COUNT,    \
-      "", 0)                                                                                       \
-    X(PLATFORM_PEER_TYPE, "platform.peer_type", NULL, "platform.peer_type", GM_SMI_K_NA,           \
-      GM_M__COUNT, "", 0)                                                                          \
-    X(PLATFORM_MODULE_ID, "platform.module_id", NULL, "platform.module_id", GM_SMI_K_NA,           \
-      GM_M__COUNT, "", 0)                                                                          \
+      "platform.chassis_serial_number", GM_SMI_K_PLATFORM_SERIAL, GM_M__COUNT, "", 0)              \
+    X(PLATFORM_SLOT_NUMBER, "platform.slot_number", NULL, "platform.slot_number", GM_SMI_K_INT,    \
+      GM_M_PLATFORM_SLOT, "", 0)                                                                   \
+    X(PLATFORM_TRAY_INDEX, "platform.tray_index", NULL, "platform.tray_index", GM_SMI_K_INT,       \
+      GM_M_PLATFORM_TRAY, "", 0)                                                                   \
+    X(PLATFORM_HOST_ID, "platform.host_id", NULL, "platform.host_id", GM_SMI_K_INT,                \
+      GM_M_PLATFORM_HOST_ID, "", 0)                                                                \
+    X(PLATFORM_PEER_TYPE, "platform.peer_type", NULL, "platform.peer_type", GM_SMI_K_PEER_TYPE,    \
+      GM_M_PLATFORM_PEER_TYPE, "", 0)                                                              \
+    X(PLATFORM_MODULE_ID, "platform.module_id", NULL, "platform.module_id", GM_SMI_K_INT,          \
+      GM_M_PLATFORM_MODULE_ID, "", 0)                                                              \
     X(PLATFORM_GPU_FABRIC_GUID, "platform.gpu_fabric_guid", NULL, "platform.gpu_fabric_guid",      \
-      GM_SMI_K_NA, GM_M__COUNT, "", 0)                                                             \
+      GM_SMI_K_PLATFORM_GUID, GM_M__COUNT, "", 0)                                                  \
     /* The name set on the GPU with nvidia-smi --set-hostname (nvmlDeviceGetHostname_v1), not      \
      * the machine's: 590 printed [N/A] on the captured H100. Not read by gpumon. */               \
     X(HOSTNAME, "hostname", NULL, "hostname", GM_SMI_K_NA, GM_M__COUNT, "", 0)
@@ -588,12 +600,46 @@ int gm_smi_field_kind(int id);
  * the application clocks, "N/A" for fabric.health.*; NULL when id is out of range. */
 const char *gm_smi_field_absent(int id);
 
+/* ---- driver profiles ---------------------------------------------------------------------- */
+
+/* What the nvidia-smi of one driver branch prints where they differ: which fields its
+ * --help-query-gpu lists, which it prints as deprecated whatever the driver answers, its
+ * placeholders, how it prints NVML's version and whether it accepts -q -x -d. One table in
+ * smi_format.c, from real captures of each branch (tests/fixtures/smi/real-*). */
+typedef struct gm_smi_profile gm_smi_profile;
+
+/* The profile for the driver that reports driver_version ("580.159.04"): the newest profile at or
+ * below its major version; a driver older than every profile gets the oldest, and an empty or
+ * unparsable version the newest. Never NULL. */
+const gm_smi_profile *gm_smi_profile_for(const char *driver_version);
+/* The driver branch the profile was captured on ("580"). */
+const char *gm_smi_profile_name(const gm_smi_profile *p);
+/* True when p's nvidia-smi knows field id (lists it in --help-query-gpu). */
+bool gm_smi_profile_has(const gm_smi_profile *p, int id);
+/* What p's nvidia-smi prints for id when it cannot give a value, or always for the fields it
+ * deprecated; NULL when id is out of range. */
+const char *gm_smi_profile_absent(const gm_smi_profile *p, int id);
+/* True when p's nvidia-smi prints id as deprecated whatever the driver answers. */
+bool gm_smi_profile_deprecated(const gm_smi_profile *p, int id);
+/* True when p's nvidia-smi refuses -d with -x (exit 2, gm_smi_profile_xml_display_error()). */
+bool gm_smi_profile_refuses_xml_display(const gm_smi_profile *p);
+/* True when p's -q -x prints PCI ids and class codes without "0x" (<pci_bus>00</pci_bus>). */
+bool gm_smi_profile_xml_bare_hex(const gm_smi_profile *p);
+/* nvidia-smi's words when it refuses -q -x -d. */
+const char *gm_smi_profile_xml_display_error(void);
+/* Writes NVML's version string nvml ("13.580.159.04") as p's nvidia-smi --version prints it
+ * ("580.159") into buf; "N/A" when nvml is empty. */
+void gm_smi_profile_nvml_version(const gm_smi_profile *p, const char *nvml, char *buf, size_t cap);
+
 /* ---- printing (gpumon query --query-gpu=... --format=csv...) ------------------------------ */
 
 /* Parses a comma-separated --query-gpu list into ids[0..*n). Returns GM_EINVAL for an unknown or
  * empty name, with nvidia-smi's message: Field "foo" is not a valid field to query.  and for more
  * than max names. */
 int gm_smi_parse_fields(const char *list, int *ids, size_t max, size_t *n, gm_error *err);
+/* The same, accepting only the fields profile p knows, as that driver's nvidia-smi does. */
+int gm_smi_parse_fields_for(const gm_smi_profile *p, const char *list, int *ids, size_t max,
+                            size_t *n, gm_error *err);
 
 /* Parses a --format value ("csv", "csv,noheader", "csv,noheader,nounits", any order) into
  * GM_SMI_NOHEADER | GM_SMI_NOUNITS flags. "csv" is required. Returns GM_EINVAL otherwise. */

@@ -47,6 +47,8 @@ enum {
     D_ENCODER_STATS = 1 << 10,
     D_ROW_REMAPPER = 1 << 11,
     D_OTHER = 1 << 12, /* types nvidia-smi knows and gpumon has nothing for */
+    D_SUPPORTED_CLOCKS = 1 << 13,
+    D_SUPPORTED_GPU_TARGET_TEMP = 1 << 14,
 };
 
 static const struct {
@@ -62,11 +64,11 @@ static const struct {
     {"COMPUTE", D_COMPUTE},
     {"PIDS", D_PIDS},
     {"PERFORMANCE", D_PERFORMANCE},
-    {"SUPPORTED_CLOCKS", D_OTHER},
+    {"SUPPORTED_CLOCKS", D_SUPPORTED_CLOCKS},
     {"PAGE_RETIREMENT", D_PAGE_RETIREMENT},
     {"ACCOUNTING", D_OTHER},
     {"ENCODER_STATS", D_ENCODER_STATS},
-    {"SUPPORTED_GPU_TARGET_TEMP", D_OTHER},
+    {"SUPPORTED_GPU_TARGET_TEMP", D_SUPPORTED_GPU_TARGET_TEMP},
     {"VOLTAGE", D_OTHER},
     {"FBC_STATS", D_OTHER},
     {"ROW_REMAPPER", D_ROW_REMAPPER},
@@ -272,10 +274,13 @@ static const char *gpu_field_help(int i)
     return mi ? mi->description : "";
 }
 
-static void print_help_query_gpu(FILE *out)
+/* The fields of the loaded driver's nvidia-smi (its profile), in its order. */
+static void print_help_query_gpu(FILE *out, const gm_smi_profile *prof)
 {
     fprintf(out, "List of valid properties to query for the switch \"--query-gpu\":\n");
     for (int i = 0; i < GM_SMI_F__COUNT; i++) {
+        if (!gm_smi_profile_has(prof, i))
+            continue;
         /* nvidia-smi 590's name first (the header's), then the other spelling. */
         char primary[96];
         snprintf(primary, sizeof primary, "%s", gm_smi_field_header(i));
@@ -287,8 +292,11 @@ static void print_help_query_gpu(FILE *out)
         fprintf(out, "\n\"%s\"", primary);
         if (other && strcmp(other, primary) != 0)
             fprintf(out, " or \"%s\"", other);
-        if (gm_smi_field_kind(i) == GM_SMI_K_NA)
-            fprintf(out, "\nNot read by gpumon: always %s.\n", gm_smi_field_absent(i));
+        if (gm_smi_profile_deprecated(prof, i))
+            fprintf(out, "\nDeprecated by this driver: always %s.\n",
+                    gm_smi_profile_absent(prof, i));
+        else if (gm_smi_field_kind(i) == GM_SMI_K_NA)
+            fprintf(out, "\nNot read by gpumon: always %s.\n", gm_smi_profile_absent(prof, i));
         else
             fprintf(out, "\n%s\n", gpu_field_help(i));
     }
@@ -493,8 +501,7 @@ static int parse_args(int argc, char **argv, smi_opts *o)
     }
     switch (help) {
     case HELP_GPU:
-        print_help_query_gpu(stdout);
-        return GM_EXIT_OK;
+        return -3; /* the list is the loaded driver's: needs the collector */
     case HELP_APPS:
         print_help_qfields(stdout, "--query-compute-apps", apps_fields, NQ(apps_fields));
         return GM_EXIT_OK;
@@ -545,13 +552,14 @@ static const char *reason_names[] = {
     "sw_thermal_slowdown",
     "hw_thermal_slowdown",
     "hw_power_brake_slowdown",
-    "display_clock_setting",
+    "display_clocks_setting",
 };
 
 /* ---- -q and -q -x: one walk, two renderings ------------------------------------------------- */
 
 typedef struct emit {
     gm_buf *b;
+    gm_collector *c; /* for what is read on demand (supported clocks); NULL: not printed */
     bool xml;
     int depth;
     unsigned display; /* 0: all sections */
@@ -648,6 +656,12 @@ static void fleaf(emit *e, const gm_snapshot *s, const gm_gpu *g, const char *xm
 {
     char v[GM_NAME_LEN + 32];
     qvalue(s, g, field, v, sizeof v);
+    int kind = gm_smi_field_kind(field);
+    bool hex = kind == GM_SMI_K_PCI_DOMAIN || kind == GM_SMI_K_PCI_BUS ||
+               kind == GM_SMI_K_PCI_DEVICE || kind == GM_SMI_K_HEX || kind == GM_SMI_K_HEX32;
+    if (e->xml && hex && strncmp(v, "0x", 2) == 0 &&
+        gm_smi_profile_xml_bare_hex(gm_smi_profile_for(s->driver_version)))
+        memmove(v, v + 2, strlen(v + 2) + 1);
     leaf(e, xml, label, v);
 }
 
@@ -693,6 +707,77 @@ static void mib_leaf(emit *e, const gm_gpu *g, const char *xml, const char *labe
     leaf(e, xml, label, v);
 }
 
+/* nvidia-smi's words for the board's enumerations (nvml.h's nvmlBrandType_t and
+ * NVML_DEVICE_ARCH_*; MultiGPU Board Yes/No); "N/A" when unread or a value without a word. */
+static const char *enum_text(const gm_gpu *g, gm_metric m)
+{
+    static const char *const brands[] = {"Unknown",     "Quadro",       "Tesla",
+                                         "NVS",         "Grid",         "GeForce",
+                                         "Titan",       "NVIDIA vApps", "NVIDIA vPC",
+                                         "NVIDIA vCS",  "NVIDIA vWS",   "NVIDIA Cloud Gaming",
+                                         "Quadro RTX",  "NVIDIA RTX",   "NVIDIA",
+                                         "GeForce RTX", "Titan RTX"};
+    static const char *const archs[] = {NULL,           NULL,     "Kepler",   "Maxwell",
+                                        "Pascal",       "Volta",  "Turing",   "Ampere",
+                                        "Ada Lovelace", "Hopper", "Blackwell"};
+    if (g->lost || !gm_gpu_has(g, m))
+        return "N/A";
+    long long v = (long long)g->v[m];
+    if (m == GM_M_MULTI_GPU_BOARD)
+        return v ? "Yes" : "No";
+    if (m == GM_M_BRAND && v >= 0 && v < (long long)NQ(brands))
+        return brands[v];
+    if (m == GM_M_ARCHITECTURE && v >= 0 && v < (long long)NQ(archs) && archs[v])
+        return archs[v];
+    return "N/A";
+}
+
+/* nvmlGpuVirtualizationMode_t as nvidia-smi words it. */
+static const char *virt_text(const gm_gpu *g)
+{
+    static const char *const modes[] = {"None", "Pass-Through", "VGPU", "Host VGPU", "Host VSGA"};
+    if (g->lost || !gm_gpu_has(g, GM_M_VIRT_MODE))
+        return "N/A";
+    long long v = (long long)g->v[GM_M_VIRT_MODE];
+    return v >= 0 && v < (long long)NQ(modes) ? modes[v] : "N/A";
+}
+
+/* The board's supported clocks: each memory clock with the graphics clocks allowed at it. Read
+ * from the driver on demand (static); nothing when it cannot tell. In -q text only with
+ * -d SUPPORTED_CLOCKS, as nvidia-smi. */
+static void emit_supported_clocks(emit *e, const gm_gpu *g)
+{
+    if (!e->c || g->lost || (!e->xml && !(e->display & D_SUPPORTED_CLOCKS)))
+        return;
+    unsigned mem[64], gr[1024];
+    size_t nmem = 0, ngr = 0;
+    gm_error err = {0};
+    if (gm_collector_supported_clocks(e->c, g->index, 0, mem, NQ(mem), &nmem, &err) != GM_OK)
+        return;
+    char v[32];
+    sec(e, "supported_clocks", "Supported Clocks", D_SUPPORTED_CLOCKS);
+    for (size_t m = 0; m < nmem && m < NQ(mem); m++) {
+        if (e->xml)
+            sec(e, "supported_mem_clock", "", D_SUPPORTED_CLOCKS);
+        snprintf(v, sizeof v, "%u MHz", mem[m]);
+        leaf(e, "value", "Memory", v);
+        if (!e->xml)
+            e->depth++;
+        if (gm_collector_supported_clocks(e->c, g->index, mem[m], gr, NQ(gr), &ngr, &err) ==
+            GM_OK) {
+            for (size_t k = 0; k < ngr && k < NQ(gr); k++) {
+                snprintf(v, sizeof v, "%u MHz", gr[k]);
+                leaf(e, "supported_graphics_clock", "Graphics", v);
+            }
+        }
+        if (e->xml)
+            end(e, "supported_mem_clock");
+        else
+            e->depth--;
+    }
+    end(e, "supported_clocks");
+}
+
 static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
 {
     char v[128];
@@ -708,8 +793,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     unsigned all = e->xml ? 0 : e->display; /* identity lines only without -d */
     if (!all) {
         fleaf(e, s, g, "product_name", "Product Name", GM_SMI_F_NAME);
-        leaf(e, "product_brand", "Product Brand", "N/A");
-        leaf(e, "product_architecture", "Product Architecture", "N/A");
+        leaf(e, "product_brand", "Product Brand", enum_text(g, GM_M_BRAND));
+        leaf(e, "product_architecture", "Product Architecture", enum_text(g, GM_M_ARCHITECTURE));
         fleaf(e, s, g, "display_mode", "Display Mode", GM_SMI_F_DISPLAY_MODE);
         fleaf(e, s, g, "display_attached", "Display Attached", GM_SMI_F_DISPLAY_ATTACHED);
         fleaf(e, s, g, "display_active", "Display Active", GM_SMI_F_DISPLAY_ACTIVE);
@@ -719,7 +804,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "current_mig", "Current", GM_SMI_F_MIG_MODE_CURRENT);
         fleaf(e, s, g, "pending_mig", "Pending", GM_SMI_F_MIG_MODE_PENDING);
         end(e, "mig_mode");
-        leaf(e, "mig_devices", "MIG Devices", "None");
+        if (e->xml) /* -q text has no such line (580) */
+            leaf(e, "mig_devices", "MIG Devices", "None");
         fleaf(e, s, g, "accounting_mode", "Accounting Mode", GM_SMI_F_ACCOUNTING_MODE);
         fleaf(e, s, g, "accounting_mode_buffer_size", "Accounting Mode Buffer Size",
               GM_SMI_F_ACCOUNTING_BUFFER_SIZE);
@@ -732,8 +818,25 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         snprintf(v, sizeof v, "%u", g->index);
         leaf(e, "minor_number", "Minor Number", v);
         fleaf(e, s, g, "vbios_version", "VBIOS Version", GM_SMI_F_VBIOS_VERSION);
-        leaf(e, "multigpu_board", "MultiGPU Board", "N/A");
-        leaf(e, "board_id", "Board ID", "N/A");
+        leaf(e, "multigpu_board", "MultiGPU Board", enum_text(g, GM_M_MULTI_GPU_BOARD));
+        if (!g->lost && gm_gpu_has(g, GM_M_BOARD_ID))
+            snprintf(v, sizeof v, "0x%llx", (unsigned long long)g->v[GM_M_BOARD_ID]);
+        else
+            snprintf(v, sizeof v, "N/A");
+        leaf(e, "board_id", "Board ID", v);
+        /* What nvmlDeviceGetPlatformInfo answers; absent where the driver lacks the call. */
+        if (!g->lost && gm_gpu_has(g, GM_M_PLATFORM_MODULE_ID)) {
+            sec(e, "platformInfo", "Platform Info", 0);
+            leaf(e, "chassis_serial_number", "Chassis Serial Number",
+                 g->platform_serial[0] ? g->platform_serial : "N/A");
+            fleaf(e, s, g, "slot_number", "Slot Number", GM_SMI_F_PLATFORM_SLOT_NUMBER);
+            fleaf(e, s, g, "tray_index", "Tray Index", GM_SMI_F_PLATFORM_TRAY_INDEX);
+            fleaf(e, s, g, "host_id", "Host ID", GM_SMI_F_PLATFORM_HOST_ID);
+            fleaf(e, s, g, "peer_type", "Peer Type", GM_SMI_F_PLATFORM_PEER_TYPE);
+            fleaf(e, s, g, "module_id", "Module Id", GM_SMI_F_PLATFORM_MODULE_ID);
+            fleaf(e, s, g, "gpu_fabric_guid", "GPU Fabric GUID", GM_SMI_F_PLATFORM_GPU_FABRIC_GUID);
+            end(e, "platformInfo");
+        }
         sec(e, "inforom_version", "Inforom Version", 0);
         fleaf(e, s, g, "img_version", "Image Version", GM_SMI_F_INFOROM_IMG);
         fleaf(e, s, g, "oem_object", "OEM Object", GM_SMI_F_INFOROM_OEM);
@@ -744,6 +847,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         leaf(e, "current_gom", "Current", "N/A");
         leaf(e, "pending_gom", "Pending", "N/A");
         end(e, "gpu_operation_mode");
+        fleaf(e, s, g, "c2c_mode", "GPU C2C Mode", GM_SMI_F_C2C_MODE);
+        sec(e, "gpu_virtualization_mode", "GPU Virtualization Mode", 0);
+        leaf(e, "virtualization_mode", "Virtualization Mode", virt_text(g));
+        end(e, "gpu_virtualization_mode");
+        fleaf(e, s, g, "gpu_recovery_action", "GPU Recovery Action", GM_SMI_F_GPU_RECOVERY_ACTION);
         sec(e, "pci", "PCI", 0);
         fleaf(e, s, g, "pci_bus", "Bus", GM_SMI_F_PCI_BUS);
         fleaf(e, s, g, "pci_device", "Device", GM_SMI_F_PCI_DEVICE);
@@ -767,7 +875,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         end(e, "link_widths");
         end(e, "pci_gpu_link_info");
         mleaf(e, g, "replay_counter", "Replays Since Reset", GM_M_PCIE_REPLAY, 1, "%.0f");
-        leaf(e, "replay_rollover_counter", "Replay Number Rollovers", "N/A");
+        mleaf(e, g, "replay_rollover_counter", "Replay Number Rollovers", GM_M_PCIE_REPLAY_ROLLOVER,
+              1, "%.0f");
         mleaf(e, g, "tx_util", "Tx Throughput", GM_M_PCIE_TX_KBPS, 1, "%.0f KB/s");
         mleaf(e, g, "rx_util", "Rx Throughput", GM_M_PCIE_RX_KBPS, 1, "%.0f KB/s");
         end(e, "pci");
@@ -785,7 +894,10 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
                                              "HW Thermal Slowdown",
                                              "HW Power Brake Slowdown",
                                              "Display Clock Setting"};
-        for (int r = 0; r < 9; r++) {
+        /* nvidia-smi 580's order (-q and -q -x); r is the reason's bit. */
+        static const int order[] = {0, 1, 2, 3, 6, 7, 4, 5, 8};
+        for (int k = 0; k < 9; k++) {
+            int r = order[k];
             char xml[96];
             snprintf(xml, sizeof xml, "clocks_event_reason_%s", reason_names[r]);
             if (!g->lost && gm_gpu_has(g, GM_M_THROTTLE_REASONS))
@@ -797,6 +909,19 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
             leaf(e, xml, labels[r], v);
         }
         end(e, "clocks_event_reasons");
+        /* Time spent in each reason since the driver loaded (nvidia-smi's counters). */
+        sec(e, "clocks_event_reasons_counters", "Clocks Event Reasons Counters", D_PERFORMANCE);
+        fleaf(e, s, g, "clocks_event_reasons_counters_sw_power_cap", "SW Power Capping",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_POWER_CAP);
+        fleaf(e, s, g, "clocks_event_reasons_counters_sync_boost", "Sync Boost",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SYNC_BOOST);
+        fleaf(e, s, g, "clocks_event_reasons_counters_sw_therm_slowdown", "SW Thermal Slowdown",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN);
+        fleaf(e, s, g, "clocks_event_reasons_counters_hw_therm_slowdown", "HW Thermal Slowdown",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN);
+        fleaf(e, s, g, "clocks_event_reasons_counters_hw_power_brake", "HW Power Braking",
+              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN);
+        end(e, "clocks_event_reasons_counters");
     }
     sec(e, "fb_memory_usage", "FB Memory Usage", D_MEMORY);
     mib_leaf(e, g, "total", "Total", GM_M_MEM_TOTAL_BYTES);
@@ -805,10 +930,15 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mib_leaf(e, g, "free", "Free", GM_M_MEM_FREE_BYTES);
     end(e, "fb_memory_usage");
     sec(e, "bar1_memory_usage", "BAR1 Memory Usage", D_MEMORY);
-    leaf(e, "total", "Total", "N/A");
-    leaf(e, "used", "Used", "N/A");
-    leaf(e, "free", "Free", "N/A");
+    mib_leaf(e, g, "total", "Total", GM_M_BAR1_TOTAL_BYTES);
+    mib_leaf(e, g, "used", "Used", GM_M_BAR1_USED_BYTES);
+    mib_leaf(e, g, "free", "Free", GM_M_BAR1_FREE_BYTES);
     end(e, "bar1_memory_usage");
+    sec(e, "cc_protected_memory_usage", "Conf Compute Protected Memory Usage", D_MEMORY);
+    fleaf(e, s, g, "total", "Total", GM_SMI_F_PROTECTED_MEMORY_TOTAL);
+    fleaf(e, s, g, "used", "Used", GM_SMI_F_PROTECTED_MEMORY_USED);
+    fleaf(e, s, g, "free", "Free", GM_SMI_F_PROTECTED_MEMORY_FREE);
+    end(e, "cc_protected_memory_usage");
     if (!all || (all & D_COMPUTE))
         fleaf(e, s, g, "compute_mode", "Compute Mode", GM_SMI_F_COMPUTE_MODE);
     sec(e, "utilization", "Utilization", D_UTILIZATION);
@@ -837,27 +967,69 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         {GM_M_ECC_CORR_AGG_SRAM, GM_M_ECC_UNCORR_AGG_SRAM, GM_M_ECC_CORR_AGG_DRAM,
          GM_M_ECC_UNCORR_AGG_DRAM},
     };
+    /* SRAM uncorrectable errors split by the protection that caught them (parity or SEC-DED). */
+    static const int sram_split[2][2] = {
+        {GM_SMI_F_ECC_ERRORS_UNCORRECTED_VOLATILE_SRAM_PARITY,
+         GM_SMI_F_ECC_ERRORS_UNCORRECTED_VOLATILE_SRAM_SECDED},
+        {GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_PARITY,
+         GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_SECDED},
+    };
     for (int c = 0; c < 2; c++) {
         sec(e, counters[c], counter_labels[c], D_ECC);
         mleaf(e, g, "sram_correctable", "SRAM Correctable", ecc[c][0], 1, "%.0f");
-        mleaf(e, g, "sram_uncorrectable", "SRAM Uncorrectable", ecc[c][1], 1, "%.0f");
+        fleaf(e, s, g, "sram_uncorrectable_parity", "SRAM Uncorrectable Parity", sram_split[c][0]);
+        fleaf(e, s, g, "sram_uncorrectable_secded", "SRAM Uncorrectable SEC-DED", sram_split[c][1]);
         mleaf(e, g, "dram_correctable", "DRAM Correctable", ecc[c][2], 1, "%.0f");
         mleaf(e, g, "dram_uncorrectable", "DRAM Uncorrectable", ecc[c][3], 1, "%.0f");
+        if (c == 1)
+            fleaf(e, s, g, "sram_threshold_exceeded", "SRAM Threshold Exceeded",
+                  GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_THRESHOLDEXCEEDED);
         end(e, counters[c]);
     }
+    sec(e, "aggregate_uncorrectable_sram_sources", "Aggregate Uncorrectable SRAM Sources", D_ECC);
+    fleaf(e, s, g, "sram_l2", "SRAM L2", GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_L2);
+    fleaf(e, s, g, "sram_sm", "SRAM SM", GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_SM);
+    fleaf(e, s, g, "sram_microcontroller", "SRAM Microcontroller",
+          GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_MCU);
+    fleaf(e, s, g, "sram_pcie", "SRAM PCIE", GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_PCIE);
+    fleaf(e, s, g, "sram_other", "SRAM Other",
+          GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_OTHER);
+    end(e, "aggregate_uncorrectable_sram_sources");
     end(e, "ecc_errors");
     sec(e, "retired_pages", "Retired Pages", D_PAGE_RETIREMENT);
-    sec(e, "multiple_single_bit_retirement", "Single Bit ECC", D_PAGE_RETIREMENT);
-    mleaf(e, g, "retired_count", "Retired Count", GM_M_RETIRED_SBE, 1, "%.0f");
-    end(e, "multiple_single_bit_retirement");
-    sec(e, "double_bit_retirement", "Double Bit ECC", D_PAGE_RETIREMENT);
-    mleaf(e, g, "retired_count", "Retired Count", GM_M_RETIRED_DBE, 1, "%.0f");
-    end(e, "double_bit_retirement");
+    static const char *const retire_xml[2] = {"multiple_single_bit_retirement",
+                                              "double_bit_retirement"};
+    static const char *const retire_label[2] = {"Single Bit ECC", "Double Bit ECC"};
+    static const gm_metric retire_m[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
+    for (int k = 0; k < 2; k++) {
+        bool known = !g->lost && gm_gpu_has(g, retire_m[k]);
+        if (!known && !e->xml) {
+            /* A GPU without page retirement: one N/A line in -q text, as nvidia-smi. */
+            leaf_d(e, retire_xml[k], retire_label[k], "N/A", D_PAGE_RETIREMENT);
+            continue;
+        }
+        sec(e, retire_xml[k], retire_label[k], D_PAGE_RETIREMENT);
+        mleaf(e, g, "retired_count", "Retired Count", retire_m[k], 1, "%.0f");
+        if (!known) /* the list is as unsupported as its count */
+            leaf(e, "retired_pagelist", "Retired Pages", "N/A");
+        end(e, retire_xml[k]);
+    }
+    if (e->xml)
+        fleaf(e, s, g, "pending_blacklist", "Pending Page Blacklist",
+              GM_SMI_F_RETIRED_PAGES_PENDING);
     fleaf(e, s, g, "pending_retirement", "Pending Page Blacklist", GM_SMI_F_RETIRED_PAGES_PENDING);
     end(e, "retired_pages");
     sec(e, "remapped_rows", "Remapped Rows", D_ROW_REMAPPER);
+    /* Inactive rows: drivers with nvmlDeviceGetRemappedRows_v2 (580) print them. */
+    bool inactive = !g->lost && gm_gpu_has(g, GM_M_REMAP_CORR_INACTIVE);
     fleaf(e, s, g, "remapped_row_corr", "Correctable Error", GM_SMI_F_REMAPPED_ROWS_CORRECTABLE);
+    if (inactive)
+        fleaf(e, s, g, "remapped_row_corr_inactive", "Inactive Correctable Error",
+              GM_SMI_F_REMAPPED_ROWS_CORRECTABLE_INACTIVE);
     fleaf(e, s, g, "remapped_row_unc", "Uncorrectable Error", GM_SMI_F_REMAPPED_ROWS_UNCORRECTABLE);
+    if (inactive)
+        fleaf(e, s, g, "remapped_row_unc_inactive", "Inactive Uncorrectable Error",
+              GM_SMI_F_REMAPPED_ROWS_UNCORRECTABLE_INACTIVE);
     fleaf(e, s, g, "remapped_row_pending", "Pending", GM_SMI_F_REMAPPED_ROWS_PENDING);
     fleaf(e, s, g, "remapped_row_failure", "Remapping Failure Occurred",
           GM_SMI_F_REMAPPED_ROWS_FAILURE);
@@ -874,8 +1046,27 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     sec(e, "temperature", "Temperature", D_TEMPERATURE);
     mleaf(e, g, "gpu_temp", "GPU Current Temp", GM_M_TEMP_C, 1, "%.0f C");
     mleaf(e, g, "gpu_temp_tlimit", "GPU T.Limit Temp", GM_M_TEMP_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_max_tlimit_threshold", "GPU Shutdown T.Limit Temp",
+          GM_M_TEMP_SHUTDOWN_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_slow_tlimit_threshold", "GPU Slowdown T.Limit Temp",
+          GM_M_TEMP_SLOWDOWN_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_max_gpu_tlimit_threshold", "GPU Max Operating T.Limit Temp",
+          GM_M_TEMP_GPU_MAX_TLIMIT_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_target_temperature", "GPU Target Temperature", GM_M_TEMP_TARGET_C, 1,
+          "%.0f C");
     mleaf(e, g, "memory_temp", "Memory Current Temp", GM_M_TEMP_MEM_C, 1, "%.0f C");
+    mleaf(e, g, "gpu_temp_max_mem_tlimit_threshold", "Memory Max Operating T.Limit Temp",
+          GM_M_TEMP_MEM_MAX_TLIMIT_C, 1, "%.0f C");
     end(e, "temperature");
+    if (e->xml || (e->display & D_SUPPORTED_GPU_TARGET_TEMP)) {
+        sec(e, "supported_gpu_target_temp", "Supported GPU Target Temp",
+            D_SUPPORTED_GPU_TARGET_TEMP);
+        mleaf(e, g, "gpu_target_temp_min", "GPU Target Temp Min", GM_M_TEMP_TARGET_MIN_C, 1,
+              "%.0f C");
+        mleaf(e, g, "gpu_target_temp_max", "GPU Target Temp Max", GM_M_TEMP_TARGET_MAX_C, 1,
+              "%.0f C");
+        end(e, "supported_gpu_target_temp");
+    }
     sec(e, "gpu_power_readings", "GPU Power Readings", D_POWER);
     if (e->xml)
         fleaf(e, s, g, "power_state", "Power State", GM_SMI_F_PSTATE);
@@ -909,8 +1100,34 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_MAX_GR_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "sm_clock", "SM", GM_M_CLOCK_MAX_SM_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "mem_clock", "Memory", GM_M_CLOCK_MAX_MEM_MHZ, 1, "%.0f MHz");
-    leaf(e, "video_clock", "Video", "N/A");
+    mleaf(e, g, "video_clock", "Video", GM_M_CLOCK_MAX_VIDEO_MHZ, 1, "%.0f MHz");
     end(e, "max_clocks");
+    sec(e, "max_customer_boost_clocks", "Max Customer Boost Clocks", D_CLOCK);
+    mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_MAX_BOOST_GR_MHZ, 1, "%.0f MHz");
+    end(e, "max_customer_boost_clocks");
+    if (!all) {
+        sec(e, "fabric", "Fabric", 0);
+        fleaf(e, s, g, "state", "State", GM_SMI_F_FABRIC_STATE);
+        fleaf(e, s, g, "status", "Status", GM_SMI_F_FABRIC_STATUS);
+        fleaf(e, s, g, "cliqueId", "CliqueId", GM_SMI_F_FABRIC_CLIQUEID);
+        fleaf(e, s, g, "clusterUuid", "ClusterUUID", GM_SMI_F_FABRIC_CLUSTERUUID);
+        sec(e, "health", "Health", 0);
+        fleaf(e, s, g, "summary", "Summary", GM_SMI_F_FABRIC_HEALTH_SUMMARY);
+        fleaf(e, s, g, "bandwidth", "Bandwidth", GM_SMI_F_FABRIC_HEALTH_BANDWIDTH);
+        fleaf(e, s, g, "route_recovery_in_progress", "Route Recovery in progress",
+              GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS);
+        fleaf(e, s, g, "route_unhealthy", "Route Unhealthy",
+              GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY);
+        fleaf(e, s, g, "access_timeout_recovery", "Access Timeout Recovery",
+              GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY);
+        fleaf(e, s, g, "incorrect_configuration", "Incorrect Configuration",
+              GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION);
+        fleaf(e, s, g, "partition_assigned", "Partition Assigned",
+              GM_SMI_F_FABRIC_HEALTH_PARTITION_ASSIGNED);
+        end(e, "health");
+        end(e, "fabric");
+    }
+    emit_supported_clocks(e, g);
 
     /* Processes: compute and graphics, with their memory (nvidia-smi lists both here). */
     bool any = false;
@@ -973,10 +1190,10 @@ static void format_log_time(int64_t ms, char *buf, size_t cap)
     strftime(buf, cap, "%a %b %e %H:%M:%S %Y", &tm);
 }
 
-static void render_query(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel,
-                         const smi_opts *o)
+static void render_query(gm_buf *b, gm_collector *c, const gm_snapshot *s, const unsigned *sel,
+                         size_t nsel, const smi_opts *o)
 {
-    emit e = {.b = b, .xml = o->xml, .display = o->display};
+    emit e = {.b = b, .c = c, .xml = o->xml, .display = o->display};
     char ts[64];
     format_log_time(s->time_ms, ts, sizeof ts);
     char count[16];
@@ -1076,7 +1293,11 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
         snprintf(mem, sizeof mem, "%s / %9s", used, total);
         /* Cell widths of nvidia-smi 590's table (41, 24 and 22 columns). */
         snprintf(cell, sizeof cell, "%-29.29s%4s", g->name, persist);
-        gm_buf_printf(b, "| %3u  %s  |%19s %3s |%21s |\n", g->index, cell, g->pci_bus_id, "N/A",
+        /* Disp.A: whether a display is initialised on the GPU (display_active). */
+        const char *disp = !g->lost && gm_gpu_has(g, GM_M_DISPLAY_ACTIVE)
+                               ? (g->v[GM_M_DISPLAY_ACTIVE] != 0 ? "On" : "Off")
+                               : "N/A";
+        gm_buf_printf(b, "| %3u  %s  |%19s %3s |%21s |\n", g->index, cell, g->pci_bus_id, disp,
                       ecc);
         gm_buf_printf(b, "| %3s%6s%6s%24s |%23s |%8s%13s |\n", fan, temp, perf, pw, mem, util, cm);
         gm_buf_printf(b, "| %39s |%23s |%21s |\n", "", "", mig);
@@ -1270,21 +1491,17 @@ static void render_remapped(gm_buf *b, const gm_snapshot *s, const unsigned *sel
 
 /* ---- the run -------------------------------------------------------------------------------- */
 
-static void print_version(FILE *out, const gm_snapshot *s)
+static void print_version(FILE *out, const gm_snapshot *s, const gm_smi_profile *prof)
 {
-    /* NVML's version string carries the API major in front (12.550.54.15): nvidia-smi prints
-     * the rest. */
-    const char *nvml = s->nvml_version;
-    const char *dot = strchr(nvml, '.');
-    if (dot && strchr(dot + 1, '.'))
-        nvml = dot + 1;
+    char nvml[GM_VERSION_LEN];
+    gm_smi_profile_nvml_version(prof, s->nvml_version, nvml, sizeof nvml);
     const char *drv = s->driver_version[0] ? s->driver_version : "N/A";
     fprintf(out,
             "NVIDIA-SMI version  : %s\n"
             "NVML version        : %s\n"
             "DRIVER version      : %s\n"
             "CUDA Version        : %s\n",
-            drv, nvml[0] ? nvml : "N/A", drv, s->cuda_version[0] ? s->cuda_version : "N/A");
+            drv, nvml, drv, s->cuda_version[0] ? s->cuda_version : "N/A");
 }
 
 int gm_cli_smi(int argc, char **argv)
@@ -1294,7 +1511,7 @@ int gm_cli_smi(int argc, char **argv)
     base = base ? base + 1 : argv[0];
     o.me = strcmp(base, "smi") == 0 ? "gpumon smi" : "nvidia-smi";
     int rc = parse_args(argc, argv, &o);
-    bool version = rc == -2;
+    bool version = rc == -2, help_gpu = rc == -3;
     if (rc >= 0)
         return rc;
 
@@ -1337,9 +1554,17 @@ int gm_cli_smi(int argc, char **argv)
     copt.slow_period_ms = -1; /* every reading fresh: each line is a request */
     copt.no_processes =
         !(o.action == ACT_QUERY || o.action == ACT_SUMMARY || o.action == ACT_CSV_APPS);
+    if (help_gpu)
+        copt.no_processes = true;
     gm_collector *c = gm_cli_collector_open("smi", &copt, &rc);
     if (!c)
         return rc;
+    if (help_gpu && strcmp(gm_collector_provider(c), "none") == 0) {
+        /* No driver to ask: the newest driver's list. */
+        print_help_query_gpu(stdout, gm_smi_profile_for(NULL));
+        gm_collector_close(c);
+        return GM_EXIT_OK;
+    }
     if (strcmp(gm_collector_provider(c), "none") == 0) {
         /* What nvidia-smi says when the driver answers nothing. */
         fprintf(stderr, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
@@ -1395,10 +1620,35 @@ int gm_cli_smi(int argc, char **argv)
             for (unsigned i = 0; i < s->gpu_count; i++)
                 sel[nsel++] = s->gpus[i].index;
         }
+        const gm_smi_profile *prof = gm_smi_profile_for(s->driver_version);
+        if (help_gpu) {
+            print_help_query_gpu(out, prof);
+            break;
+        }
+        if (!header_done && o.action == ACT_QUERY && o.xml && o.display &&
+            gm_smi_profile_refuses_xml_display(prof)) {
+            /* This driver's nvidia-smi refuses the combination, after it found the GPUs. */
+            fprintf(out, "%s\n", gm_smi_profile_xml_display_error());
+            rc = GM_EXIT_USAGE;
+            break;
+        }
+        if (!header_done && o.action == ACT_CSV_GPU) {
+            bool known = true;
+            for (size_t i = 0; i < nf && known; i++)
+                if (!gm_smi_profile_has(prof, gpu_ids[i])) {
+                    fprintf(stderr, "Field \"%s\" is not a valid field to query.\n\n",
+                            gm_smi_field_name(gpu_ids[i]));
+                    known = false;
+                }
+            if (!known) {
+                rc = GM_EXIT_USAGE;
+                break;
+            }
+        }
         gm_buf b;
         gm_buf_init(&b, 0);
         if (version) {
-            print_version(out, s);
+            print_version(out, s, prof);
         } else {
             switch (o.action) {
             case ACT_LIST:
@@ -1409,7 +1659,7 @@ int gm_cli_smi(int argc, char **argv)
                 }
                 break;
             case ACT_QUERY:
-                render_query(&b, s, sel, nsel, &o);
+                render_query(&b, c, s, sel, nsel, &o);
                 break;
             case ACT_SUMMARY:
                 render_summary(&b, s, sel, nsel);

@@ -304,6 +304,16 @@ int gm_collector_retired_pages(gm_collector *c, unsigned index, int cause, uint6
     return c->prov->retired_pages(c->pstate, index, cause, addr, when, cap, n, err);
 }
 
+int gm_collector_supported_clocks(gm_collector *c, unsigned index, unsigned mem_mhz, unsigned *mhz,
+                                  size_t cap, size_t *n, gm_error *err)
+{
+    *n = 0;
+    if (!c->prov || !c->prov->supported_clocks)
+        return gm_error_set(err, GM_ENOTSUP, "provider %s cannot list supported clocks",
+                            gm_collector_provider(c));
+    return c->prov->supported_clocks(c->pstate, index, mem_mhz, mhz, cap, n, err);
+}
+
 int gm_collector_topology(gm_collector *c, gm_topology *out, gm_error *err)
 {
     memset(out, 0, sizeof *out);

@@ -126,6 +126,23 @@ typedef struct {
 #define NV_PCI_INFO_EXT_V1 ((unsigned)(sizeof(nv_pci_info_ext) | 1u << 24))
 typedef int (*nv_pci_ext_fn)(nvmlDevice_t, nv_pci_info_ext *);
 
+/* nvmlPlatformInfo_v2_t (44 bytes) and nvmlRemappedRowsInfo_v2_t (no version word). */
+typedef struct {
+    unsigned version;
+    unsigned char ibGuid[16];
+    unsigned char chassisSerialNumber[16];
+    unsigned char slotNumber, trayIndex, hostId, peerType, moduleId;
+} nv_platform_info;
+#define NV_PLATFORM_INFO_V2 ((unsigned)(sizeof(nv_platform_info) | 2u << 24))
+typedef int (*nv_platform_fn)(nvmlDevice_t, nv_platform_info *);
+typedef struct {
+    unsigned corrActive, corrInactive, uncActive, uncInactive, pending, failure;
+} nv_remapped_v2;
+typedef int (*nv_remapped_v2_fn)(nvmlDevice_t, nv_remapped_v2 *);
+typedef int (*nv_dev_fn)(nvmlDevice_t);
+typedef int (*nv_mem_clocks_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef int (*nv_gr_clocks_fn)(nvmlDevice_t, unsigned, unsigned *, unsigned *);
+
 /* nvmlMarginTemperature_v1_t: degrees to the nearest slowdown threshold (nvidia-smi's T.Limit). */
 typedef struct {
     unsigned version;
@@ -297,6 +314,15 @@ static const struct {
      * display_attached and display_active). */
     {"nvmlDeviceGetDisplayMode", GM_M_DISPLAY_ATTACHED, 1, NV_STATIC},
     {"nvmlDeviceGetDisplayActive", GM_M_DISPLAY_ACTIVE, 1, NV_STATIC},
+    /* What nvidia-smi -q prints besides: power management (nvmlEnableState_t; 580 still prints
+     * it), the board's identity (nvmlBrandType_t, nvmlDeviceArchitecture_t). */
+    {"nvmlDeviceGetPowerManagementMode", GM_M_POWER_MGMT_MODE, 1, NV_STATIC},
+    {"nvmlDeviceGetBoardId", GM_M_BOARD_ID, 0, NV_STATIC},
+    {"nvmlDeviceGetMultiGpuBoard", GM_M_MULTI_GPU_BOARD, 1, NV_STATIC},
+    {"nvmlDeviceGetBrand", GM_M_BRAND, 0, NV_STATIC},
+    {"nvmlDeviceGetArchitecture", GM_M_ARCHITECTURE, 0, NV_STATIC},
+    /* nvmlGpuVirtualizationMode_t: NONE 0, PASSTHROUGH 1, VGPU 2, HOST_VGPU 3, HOST_VSGA 4. */
+    {"nvmlDeviceGetVirtualizationMode", GM_M_VIRT_MODE, 4, NV_STATIC},
 };
 #define NV_N_U32 (sizeof u32_metrics / sizeof *u32_metrics)
 
@@ -317,6 +343,22 @@ static const struct {
     {"nvmlDeviceGetMaxClockInfo", 2, GM_M_CLOCK_MAX_MEM_MHZ, NV_STATIC},
     {"nvmlDeviceGetPcieThroughput", 0, GM_M_PCIE_TX_KBPS, NV_SLOW},
     {"nvmlDeviceGetPcieThroughput", 1, GM_M_PCIE_RX_KBPS, NV_SLOW},
+    /* Configuration an administrator may change (nvidia-smi -ac): once a minute. */
+    {"nvmlDeviceGetApplicationsClock", 0, GM_M_CLOCK_APP_GR_MHZ, NV_STATIC},
+    {"nvmlDeviceGetApplicationsClock", 2, GM_M_CLOCK_APP_MEM_MHZ, NV_STATIC},
+    {"nvmlDeviceGetDefaultApplicationsClock", 0, GM_M_CLOCK_DEFAULT_APP_GR_MHZ, NV_STATIC},
+    {"nvmlDeviceGetDefaultApplicationsClock", 2, GM_M_CLOCK_DEFAULT_APP_MEM_MHZ, NV_STATIC},
+    {"nvmlDeviceGetMaxClockInfo", 3, GM_M_CLOCK_MAX_VIDEO_MHZ, NV_STATIC},
+    /* nvmlTemperatureThresholds_t: SHUTDOWN 0, SLOWDOWN 1, MEM_MAX 2, GPU_MAX 3. */
+    {"nvmlDeviceGetTemperatureThreshold", 0, GM_M_TEMP_SHUTDOWN_C, NV_STATIC},
+    {"nvmlDeviceGetTemperatureThreshold", 1, GM_M_TEMP_SLOWDOWN_C, NV_STATIC},
+    {"nvmlDeviceGetTemperatureThreshold", 2, GM_M_TEMP_MEM_MAX_C, NV_STATIC},
+    {"nvmlDeviceGetTemperatureThreshold", 3, GM_M_TEMP_GPU_MAX_C, NV_STATIC},
+    /* ACOUSTIC_MIN 4, ACOUSTIC_CURR 5 (the target temperature), ACOUSTIC_MAX 6. */
+    {"nvmlDeviceGetTemperatureThreshold", 4, GM_M_TEMP_TARGET_MIN_C, NV_STATIC},
+    {"nvmlDeviceGetTemperatureThreshold", 5, GM_M_TEMP_TARGET_C, NV_STATIC},
+    {"nvmlDeviceGetTemperatureThreshold", 6, GM_M_TEMP_TARGET_MAX_C, NV_STATIC},
+    {"nvmlDeviceGetMaxCustomerBoostClock", 0, GM_M_CLOCK_MAX_BOOST_GR_MHZ, NV_STATIC},
 };
 #define NV_N_ARG (sizeof arg_metrics / sizeof *arg_metrics)
 
@@ -410,6 +452,13 @@ static const struct {
      * percent, configuration. */
     {230, 0, GM_M_RECOVERY_ACTION, NV_SLOW},
     {274, 0, GM_M_EDPP_MULTIPLIER_PCT, NV_STATIC},
+    /* TEMPERATURE_{SHUTDOWN,SLOWDOWN,MEM_MAX,GPU_MAX}_TLIMIT: thresholds as signed margins to
+     * T.Limit (Ada and later), what nvidia-smi -q prints as "... T.Limit Temp". */
+    {193, 0, GM_M_TEMP_SHUTDOWN_TLIMIT_C, NV_STATIC},
+    {194, 0, GM_M_TEMP_SLOWDOWN_TLIMIT_C, NV_STATIC},
+    {195, 0, GM_M_TEMP_MEM_MAX_TLIMIT_C, NV_STATIC},
+    {196, 0, GM_M_TEMP_GPU_MAX_TLIMIT_C, NV_STATIC},
+    {95, 0, GM_M_PCIE_REPLAY_ROLLOVER, NV_SLOW}, /* PCIE_REPLAY_ROLLOVER_COUNTER */
 };
 #define NV_N_FIELDS (sizeof field_metrics / sizeof *field_metrics)
 
@@ -486,6 +535,10 @@ typedef struct nv_gpu {
     /* The fabric strings of the last fabric reading ("" unknown), served with the metrics. */
     char fabric_uuid[GM_FABRIC_UUID_LEN];
     char fabric_status[GM_SERIAL_LEN];
+    /* Platform and infoROM validation: read once (board_read), served from the cache. */
+    bool board_read;
+    char platform_serial[GM_SERIAL_LEN];
+    char platform_guid[GM_SERIAL_LEN];
     /* GPM: 0 not asked yet, 1 supported (two samples allocated), -1 not supported. */
     int gpm_state;
     nvmlGpmSample_t gpm[2];
@@ -555,6 +608,13 @@ typedef struct nv_state {
     nv_fabric_v1_fn fabric_v1;
     nv_mem1_fn protected_mem;
     nv_sram_fn sram;
+    /* What nvidia-smi -q prints besides (read_board); each NULL when the library lacks it. */
+    nv_mem1_fn bar1;
+    nv_platform_fn platform;
+    nv_dev_fn validate_inforom;
+    nv_remapped_v2_fn remapped_v2;
+    nv_mem_clocks_fn mem_clocks; /* nvmlDeviceGetSupportedMemoryClocks */
+    nv_gr_clocks_fn gr_clocks;   /* nvmlDeviceGetSupportedGraphicsClocks */
     nv_gpm_alloc_fn gpm_alloc;
     nv_gpm_free_fn gpm_free;
     nv_gpm_get_fn gpm_get;
@@ -909,6 +969,12 @@ static void resolve_optional(nv_state *st)
     st->fabric_v1 = (nv_fabric_v1_fn)dlsym(lib, "nvmlDeviceGetGpuFabricInfo");
     st->protected_mem = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetConfComputeProtectedMemoryUsage");
     st->sram = (nv_sram_fn)dlsym(lib, "nvmlDeviceGetSramEccErrorStatus");
+    st->bar1 = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetBAR1MemoryInfo");
+    st->platform = (nv_platform_fn)dlsym(lib, "nvmlDeviceGetPlatformInfo");
+    st->validate_inforom = (nv_dev_fn)dlsym(lib, "nvmlDeviceValidateInforom");
+    st->remapped_v2 = (nv_remapped_v2_fn)dlsym(lib, "nvmlDeviceGetRemappedRows_v2");
+    st->mem_clocks = (nv_mem_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedMemoryClocks");
+    st->gr_clocks = (nv_gr_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedGraphicsClocks");
     st->gpm_alloc = (nv_gpm_alloc_fn)dlsym(lib, "nvmlGpmSampleAlloc");
     st->gpm_free = (nv_gpm_free_fn)dlsym(lib, "nvmlGpmSampleFree");
     st->gpm_get = (nv_gpm_get_fn)dlsym(lib, "nvmlGpmSampleGet");
@@ -1450,6 +1516,74 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     }
 }
 
+/* What nvidia-smi -q prints besides the sampled metrics. The platform and the infoROM checksum
+ * cannot change while the driver runs: read once (the validation reads the whole infoROM from
+ * flash, so never again); BAR1 use and the inactive remapped rows at the slow period. */
+static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    static const gm_metric once[] = {GM_M_INFOROM_VALID,      GM_M_PLATFORM_SLOT,
+                                     GM_M_PLATFORM_TRAY,      GM_M_PLATFORM_HOST_ID,
+                                     GM_M_PLATFORM_PEER_TYPE, GM_M_PLATFORM_MODULE_ID};
+    if (!ng->board_read && !p->lost) {
+        ng->board_read = true;
+        if (st->validate_inforom) {
+            int rc = st->validate_inforom(dev);
+            /* CORRUPTED_INFOROM is the answer "invalid", not a failure to answer. */
+            bool known = rc == NV_SUCCESS || rc == NV_ERROR_CORRUPTED_INFOROM;
+            if (!known)
+                pass_ok(p, rc, "nvmlDeviceValidateInforom");
+            cache_put(ng, out, GM_M_INFOROM_VALID, known, rc == NV_SUCCESS);
+        }
+        if (st->platform) {
+            nv_platform_info pi;
+            memset(&pi, 0, sizeof pi);
+            pi.version = NV_PLATFORM_INFO_V2;
+            int rc = st->platform(dev, &pi);
+            bool ok = pass_ok(p, rc, "nvmlDeviceGetPlatformInfo");
+            cache_put(ng, out, GM_M_PLATFORM_SLOT, ok, pi.slotNumber);
+            cache_put(ng, out, GM_M_PLATFORM_TRAY, ok, pi.trayIndex);
+            cache_put(ng, out, GM_M_PLATFORM_HOST_ID, ok, pi.hostId);
+            cache_put(ng, out, GM_M_PLATFORM_PEER_TYPE, ok, pi.peerType);
+            cache_put(ng, out, GM_M_PLATFORM_MODULE_ID, ok, pi.moduleId);
+            if (ok) {
+                snprintf(ng->platform_serial, sizeof ng->platform_serial, "%.*s",
+                         (int)strnlen((const char *)pi.chassisSerialNumber,
+                                      sizeof pi.chassisSerialNumber),
+                         (const char *)pi.chassisSerialNumber);
+                /* nvidia-smi's gpu_fabric_guid: the first 8 bytes of the IB GUID, big-endian. */
+                unsigned long long guid = 0;
+                for (int k = 0; k < 8; k++)
+                    guid = guid << 8 | pi.ibGuid[k];
+                snprintf(ng->platform_guid, sizeof ng->platform_guid, "0x%016llX", guid);
+            }
+        }
+    } else {
+        for (size_t k = 0; k < sizeof once / sizeof *once; k++)
+            cache_get(ng, out, once[k]);
+    }
+    copy_str(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
+    copy_str(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
+    if (!p->lost && st->bar1 && health_due_n(ng, out, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
+        nv_memory_v1 m;
+        memset(&m, 0, sizeof m);
+        int rc = st->bar1(dev, &m);
+        const char *fn = "nvmlDeviceGetBAR1MemoryInfo";
+        health_put(ng, out, p, GM_M_BAR1_TOTAL_BYTES, NV_SLOW, rc, fn, (double)m.total);
+        health_put(ng, out, p, GM_M_BAR1_USED_BYTES, NV_SLOW, rc, fn, (double)m.used);
+        health_put(ng, out, p, GM_M_BAR1_FREE_BYTES, NV_SLOW, rc, fn, (double)m.free);
+    }
+    if (!p->lost && st->remapped_v2 &&
+        health_due_n(ng, out, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
+        nv_remapped_v2 r;
+        memset(&r, 0, sizeof r);
+        int rc = st->remapped_v2(dev, &r);
+        const char *fn = "nvmlDeviceGetRemappedRows_v2";
+        health_put(ng, out, p, GM_M_REMAP_CORR_INACTIVE, NV_SLOW, rc, fn, r.corrInactive);
+        health_put(ng, out, p, GM_M_REMAP_UNC_INACTIVE, NV_SLOW, rc, fn, r.uncInactive);
+    }
+}
+
 /* The health and configuration metrics of issue #12 (see the tables above for cadences). */
 static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
@@ -1550,6 +1684,8 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     }
     if (!p->lost)
         read_modes(st, ng, out, p, due, ecc_off);
+    if (!p->lost)
+        read_board(st, ng, out, p, due);
     if (!p->lost && st->fields) {
         read_fields(st, ng, out, p, due, false);
         if (!p->lost)
@@ -1938,6 +2074,40 @@ static int nvml_retired_pages(void *state, unsigned gpu, int cause, uint64_t *ad
     return rc == NV_SUCCESS ? GM_OK : nv_fail(st, err, rc, "nvmlDeviceGetRetiredPages");
 }
 
+/* The board's clock table (static): asked when a client wants it, not per sample. */
+static int nvml_supported_clocks(void *state, unsigned gpu, unsigned mem_mhz, unsigned *mhz,
+                                 size_t cap, size_t *n, gm_error *err)
+{
+    nv_state *st = state;
+    const char *fn =
+        mem_mhz ? "nvmlDeviceGetSupportedGraphicsClocks" : "nvmlDeviceGetSupportedMemoryClocks";
+    if (mem_mhz ? !st->gr_clocks : !st->mem_clocks)
+        return gm_error_set(err, GM_ENOTSUP, "%s does not export %s", st->path, fn);
+    if (gpu >= st->gpu_count || !st->gpus[gpu].dev || st->gpus[gpu].lost)
+        return gm_error_set(err, GM_ELOST, "GPU %u is lost", gpu);
+    nvmlDevice_t dev = st->gpus[gpu].dev;
+    /* Ask with a buffer that fits every board seen; grow once if the driver says it is short. */
+    unsigned got = 512;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        unsigned *buf = calloc(got ? got : 1, sizeof *buf);
+        if (!buf)
+            return gm_error_set(err, GM_ENOMEM, "out of memory");
+        unsigned want = got;
+        int rc = mem_mhz ? st->gr_clocks(dev, mem_mhz, &got, buf) : st->mem_clocks(dev, &got, buf);
+        if (rc == NV_SUCCESS) {
+            *n = got;
+            for (unsigned k = 0; k < got && k < cap; k++)
+                mhz[k] = buf[k];
+        }
+        free(buf);
+        if (rc == NV_SUCCESS)
+            return GM_OK;
+        if (rc != NV_ERROR_INSUFFICIENT_SIZE || got <= want)
+            return nv_fail(st, err, rc, fn);
+    }
+    return nv_fail(st, err, NV_ERROR_INSUFFICIENT_SIZE, fn);
+}
+
 /* The NVML provider (see provider.h for the contract of each entry). */
 const gm_provider gm_provider_nvml = {
     .name = "nvml",
@@ -1946,5 +2116,6 @@ const gm_provider gm_provider_nvml = {
     .sample = nvml_sample,
     .p2p = nvml_p2p,
     .retired_pages = nvml_retired_pages,
+    .supported_clocks = nvml_supported_clocks,
     .mig_parent = nvml_mig_parent,
 };

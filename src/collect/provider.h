@@ -23,6 +23,9 @@ typedef struct gm_provider {
     /* Optional: gm_collector_retired_pages for the GPU at snapshot position gpu. */
     int (*retired_pages)(void *state, unsigned gpu, int cause, uint64_t *addr, uint64_t *when,
                          size_t cap, size_t *n, gm_error *err);
+    /* Optional: gm_collector_supported_clocks for the GPU at snapshot position gpu. */
+    int (*supported_clocks)(void *state, unsigned gpu, unsigned mem_mhz, unsigned *mhz, size_t cap,
+                            size_t *n, gm_error *err);
     /* Optional: the UUID of the GPU that the MIG device with UUID mig_uuid is part of. */
     int (*mig_parent)(void *state, const char *mig_uuid, char *uuid, size_t cap, gm_error *err);
 } gm_provider;

@@ -196,6 +196,12 @@ static const gpu_family gpu_families[] = {
     {"DCGM_FI_DEV_FB_TOTAL", "gauge", "Device memory in total (in MiB).", GM_M_MEM_TOTAL_BYTES,
      CONV_MIB},
     {"DCGM_FI_DEV_FB_FREE", "gauge", "Device memory free (in MiB).", GM_M_MEM_FREE_BYTES, CONV_MIB},
+    {"DCGM_FI_DEV_BAR1_TOTAL", "gauge", "BAR1 aperture in total (in MiB).", GM_M_BAR1_TOTAL_BYTES,
+     CONV_MIB},
+    {"DCGM_FI_DEV_BAR1_USED", "gauge", "BAR1 aperture in use (in MiB).", GM_M_BAR1_USED_BYTES,
+     CONV_MIB},
+    {"DCGM_FI_DEV_BAR1_FREE", "gauge", "BAR1 aperture free (in MiB).", GM_M_BAR1_FREE_BYTES,
+     CONV_MIB},
     {"DCGM_FI_DEV_FB_USED", "gauge",
      "Device memory allocated, driver reservation excluded (in MiB).", GM_M_MEM_USED_BYTES,
      CONV_MIB},
@@ -794,6 +800,98 @@ static void render_daemon(buf *b, const gm_snapshot *s, const gm_prom_health *h)
     }
 }
 
+/* ---- NVLink bandwidth ------------------------------------------------------------------ */
+
+struct gm_prom_rates {
+    struct {
+        char uuid[GM_UUID_LEN];
+        double kib;      /* sent + received at the last change */
+        int64_t ms;      /* snapshot time of that change */
+        double rate_mbs; /* rate over the interval that ended there; < 0 unknown */
+    } gpu[GM_MAX_GPUS];
+    unsigned n;
+};
+
+gm_prom_rates *gm_prom_rates_new(void)
+{
+    return calloc(1, sizeof(gm_prom_rates));
+}
+
+void gm_prom_rates_free(gm_prom_rates *r)
+{
+    free(r);
+}
+
+void gm_prom_rates_update(gm_prom_rates *r, const gm_snapshot *s, gm_prom_health *h)
+{
+    memset(h->nvlink_bw_set, 0, sizeof h->nvlink_bw_set);
+    if (!r || !s)
+        return;
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
+    for (unsigned i = 0; i < n; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        unsigned k = 0;
+        while (k < r->n && strcmp(r->gpu[k].uuid, g->uuid) != 0)
+            k++;
+        bool have = !g->lost && gm_gpu_has(g, GM_M_NVLINK_TX_KIB) &&
+                    gm_gpu_has(g, GM_M_NVLINK_RX_KIB) && g->uuid[0];
+        double kib = have ? g->v[GM_M_NVLINK_TX_KIB] + g->v[GM_M_NVLINK_RX_KIB] : NAN;
+        if (!have || !isfinite(kib)) {
+            if (k < r->n) /* forget it: the next reading starts over */
+                r->gpu[k] = r->gpu[--r->n];
+            continue;
+        }
+        if (k == r->n) {
+            if (r->n == GM_MAX_GPUS)
+                continue;
+            r->n++;
+            snprintf(r->gpu[k].uuid, sizeof r->gpu[k].uuid, "%s", g->uuid);
+            r->gpu[k].kib = kib;
+            r->gpu[k].ms = s->time_ms;
+            r->gpu[k].rate_mbs = -1;
+            continue;
+        }
+        if (kib < r->gpu[k].kib) { /* a reset: start over */
+            r->gpu[k].kib = kib;
+            r->gpu[k].ms = s->time_ms;
+            r->gpu[k].rate_mbs = -1;
+            continue;
+        }
+        int64_t dt = s->time_ms - r->gpu[k].ms;
+        if (kib > r->gpu[k].kib && dt > 0) {
+            r->gpu[k].rate_mbs = (kib - r->gpu[k].kib) * 1024.0 / 1e6 / ((double)dt / 1000.0);
+            r->gpu[k].kib = kib;
+            r->gpu[k].ms = s->time_ms;
+        } else if (dt > GM_PROM_NVLINK_IDLE_MS) {
+            r->gpu[k].rate_mbs = 0;
+        }
+        if (r->gpu[k].rate_mbs >= 0) {
+            h->nvlink_bw[i] = r->gpu[k].rate_mbs;
+            h->nvlink_bw_set[i] = true;
+        }
+    }
+}
+
+static void render_nvlink_bw(buf *b, const gm_snapshot *s, const gm_prom_health *h,
+                             const char *hostname)
+{
+    if (!h)
+        return;
+    char driver[GM_VERSION_LEN + 1];
+    snprintf(driver, sizeof driver, "%.*s", (int)sizeof s->driver_version, s->driver_version);
+    /* dcgm-exporter declares it a counter; its value is a rate, so a gauge here. */
+    family f = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "gauge",
+                "NVLink bandwidth, sent and received over all links (in MB/s).", false};
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
+    for (unsigned i = 0; i < n; i++) {
+        if (!h->nvlink_bw_set[i] || s->gpus[i].lost || !isfinite(h->nvlink_bw[i]))
+            continue;
+        begin_sample(b, &f);
+        put_gpu_labels(b, &s->gpus[i], hostname, driver);
+        put_value(b, h->nvlink_bw[i]);
+    }
+}
+
 /* ---- entry point ----------------------------------------------------------------------- */
 
 /* A first guess at the output size so that a typical render allocates once. */
@@ -821,6 +919,7 @@ char *gm_prom_render(const gm_snapshot *s, const gm_prom_health *h, size_t *len)
     if (!buf_reserve(&b, estimate(s, per_core)))
         return NULL;
     render_gpus(&b, s, host);
+    render_nvlink_bw(&b, s, h, host);
     render_processes(&b, s);
     render_host(&b, s, per_core);
     render_daemon(&b, s, h);

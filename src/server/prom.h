@@ -28,7 +28,26 @@ typedef struct gm_prom_health {
      * gpumon_sampler_call_seconds and gpumon_sampler_call_cpu_seconds_total. */
     const gm_call_stat *calls;
     size_t call_count;
+    /* DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL per snapshot GPU position (MB/s, gm_prom_rates_update
+     * fills it); a position whose nvlink_bw_set is false has no series. */
+    double nvlink_bw[GM_MAX_GPUS];
+    bool nvlink_bw_set[GM_MAX_GPUS];
 } gm_prom_health;
+
+/* The previous NVLink throughput reading of each GPU (by UUID), from which the bandwidth is a
+ * rate: one per daemon, updated once per sample. */
+typedef struct gm_prom_rates gm_prom_rates;
+
+/* A new, empty state (NULL when out of memory); free it with gm_prom_rates_free. */
+gm_prom_rates *gm_prom_rates_new(void);
+void gm_prom_rates_free(gm_prom_rates *r);
+/* Folds s's NVLink data counters (sent + received, all links) into r and writes each GPU's
+ * bandwidth into h: bytes per second over the interval between the last two readings that
+ * differed, in MB/s; 0 once the counters stood still longer than GM_PROM_NVLINK_IDLE_MS (they
+ * are read at the collector's slow period, so an unchanged value alone does not mean idle).
+ * Unset for a GPU without NVLink counters, on its first reading and after a counter reset. */
+void gm_prom_rates_update(gm_prom_rates *r, const gm_snapshot *s, gm_prom_health *h);
+#define GM_PROM_NVLINK_IDLE_MS 15000
 
 /* Renders s (and h, which may be NULL to leave out the gpumon_sampler_* and daemon metrics) as
  * a complete exposition: each family's HELP and TYPE once, then all its samples. Absent metrics

@@ -42,6 +42,7 @@ struct gm_sampler {
     bool history_sized;
     gm_snapshot *snap;
     gm_topology *topo;
+    gm_prom_rates *rates; /* previous NVLink readings, for DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL */
     uint64_t k8s_changes; /* the pod-resources state last logged */
     gm_k8s_state k8s_state;
 };
@@ -249,6 +250,7 @@ static gm_published *publish(gm_sampler *s, const gm_snapshot *snap)
             p->health.call_count = n;
         p->health.calls = calls;
     }
+    gm_prom_rates_update(s->rates, snap, &p->health);
     return p;
 oom:
     gm_published_unref(p);
@@ -460,6 +462,7 @@ int gm_sampler_start(const gm_sampler_options *opt, void (*wake)(void *arg), voi
     s->first_rc = GM_ETIMEDOUT;
     s->snap = gm_snapshot_new();
     s->topo = calloc(1, sizeof *s->topo);
+    s->rates = gm_prom_rates_new(); /* NULL: the bandwidth is left out, nothing else */
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -547,6 +550,7 @@ void gm_sampler_free(gm_sampler *s)
     gm_ring_free(s->history);
     gm_snapshot_free(s->snap);
     free(s->topo);
+    gm_prom_rates_free(s->rates);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -498,5 +498,182 @@ class Netdata(unittest.TestCase):
             s.poller.smi.kill()
 
 
+
+def capture_580(name):
+    return os.path.join(SMI_FIXTURES, "real-h200-580-" + name)
+
+
+def xml_leaves(text):
+    """Leaf elements of an nvidia_smi_log as (path, n-th occurrence) -> text, in document order."""
+    out, seen = [], {}
+
+    def walk(e, path):
+        kids = list(e)
+        if not kids:
+            key = (path + "/" + e.tag, seen.get(path + "/" + e.tag, 0) + 1)
+            seen[key[0]] = key[1]
+            out.append((key, (e.text or "").strip()))
+        for k in kids:
+            walk(k, path + "/" + e.tag)
+    walk(ET.fromstring(text), "")
+    return out
+
+
+def q_keyed(text):
+    """The keyed lines of nvidia-smi -q ("Label : value") as ((section/.../label, n-th), value),
+    in order; section lines (no colon) give the path by their indentation (4 spaces a level)."""
+    out, stack, seen = [], [], {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("="):
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 4
+        m = re.match(r"^\s*(.*?)\s*: (.*)$", line) if " : " in line else None
+        if not m:
+            stack = stack[:depth] + [line.strip()]
+            continue
+        stack = stack[:depth]
+        key = "/".join(stack + [m.group(1)])
+        seen[key] = seen.get(key, 0) + 1
+        out.append(((key, seen[key]), m.group(2).strip()))
+    return out
+
+
+class Driver580(unittest.TestCase):
+    """A fake H200 on driver 580.159.04 (h200-580.json) against nvidia-smi 580's own outputs on
+    that board (tests/fixtures/smi/real-h200-580-*): the 580 profile applies."""
+    # Fields that move by themselves between two runs: only the time of the query.
+    MOVING = {"timestamp": "the time of the query"}
+
+    def run580(self, args):
+        return smi(args, scenario="h200-580.json")
+
+    def fields(self):
+        with open(capture_580("help-query-gpu.txt")) as f:
+            return exporter_extract(f.read())
+
+    def test_all_214_fields_equal_the_capture(self):
+        fields = self.fields()
+        self.assertEqual(len(fields), 214)
+        p = self.run580(["--query-gpu=" + ",".join(fields), "--format=csv"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("query-gpu-all.csv")) as f:
+            want = [r.split(", ") for r in f.read().splitlines()]
+        got = [r.split(", ") for r in p.stdout.splitlines()]
+        self.assertEqual(got[0], want[0])
+        differ = {h: (w, g) for h, w, g in zip(want[0], want[1], got[1]) if w != g}
+        self.assertEqual(set(differ), set(self.MOVING), differ)
+
+    def test_help_lists_this_drivers_fields(self):
+        p = self.run580(["--help-query-gpu"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(exporter_extract(p.stdout), self.fields())
+
+    def test_a_field_580_lacks_is_refused(self):
+        p = self.run580(["--query-gpu=edpp_multiplier", "--format=csv"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('Field "edpp_multiplier" is not a valid field to query.', p.stderr)
+
+    def test_590_does_not_know_the_580_fields(self):
+        p = smi(["--query-gpu=remapped_rows.correctable_inactive", "--format=csv"],
+                scenario="h100-590.json")
+        self.assertEqual(p.returncode, 2)
+
+    def test_version_prints_nvml_as_580_does(self):
+        p = self.run580(["--version"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("version.txt")) as f:
+            self.assertEqual(p.stdout, f.read())
+
+    def test_xml_with_display_refused_as_580_does(self):
+        p = self.run580(["-q", "-x", "-d", "MEMORY"])
+        self.assertEqual(p.returncode, 2)
+        with open(capture_580("q-x-d-MEMORY.txt")) as f:
+            self.assertEqual(p.stdout, f.read())
+
+    def test_summary_disp_a_from_display_active(self):
+        p = self.run580([])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("|   0  NVIDIA H200                    On  |   00000000:00:06.0 Off |", p.stdout)
+
+    def test_xml_elements_against_the_capture(self):
+        """Element by element, in order: the values gpumon prints equal the capture's except
+        readings that moved; the elements gpumon does not print yet are listed (the gaps)."""
+        p = self.run580(["-q", "-x"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("q-x.xml")) as f:
+            want = xml_leaves(f.read())
+        got = xml_leaves(p.stdout)
+        w, g = dict(want), dict(got)
+        # Readings of the XML's own second (it was taken apart from the CSV) and the clock.
+        moving = {"timestamp", "graphics_clock", "sm_clock", "average_power_draw",
+                  "instant_power_draw", "power_draw", "replay_counter", "rx_util", "tx_util",
+                  "gpu_temp", "gpu_temp_tlimit", "memory_temp"}
+        differ = sorted(k for k in g if k in w and w[k] != g[k]
+                        and k[0].rsplit("/", 1)[1] not in moving)
+        missing = [k for k, _ in want if k not in g]
+        extra = [k for k, _ in got if k not in w]
+        sys.stderr.write("\n-q -x against 580: %d of nvidia-smi's %d elements printed, %d differ "
+                         "(moving readings aside), %d missing:\n  %s\n" % (
+                             len(w) - len(missing), len(w), len(differ), len(missing),
+                             "\n  ".join("%s[%d]" % k for k in missing)))
+        for k in differ:
+            sys.stderr.write("  differs: %s[%d]: nvidia-smi %r, gpumon %r\n" % (k + (w[k], g[k])))
+        # nvidia-smi 580's -q prints N/A for these platform values where its own --query-gpu (and
+        # gpumon, from nvmlDeviceGetPlatformInfo) print them: 0, 0, 1, Direct Connected, 0x0...
+        platform = "/nvidia_smi_log/gpu/platformInfo/"
+        self.assertEqual(differ, [(platform + f, 1) for f in (
+            "gpu_fabric_guid", "host_id", "peer_type", "slot_number", "tray_index")])
+        # gpumon's element 580 does not print (it has no power_draw beside the average and
+        # instant ones).
+        self.assertEqual(extra, [("/nvidia_smi_log/gpu/gpu_power_readings/power_draw", 1)])
+        # The ratchet: what is printed only grows.
+        self.assertGreaterEqual(len(w) - len(missing), 397)
+        # The common elements come in the capture's order.
+        order_w = [k for k, _ in want if k in g]
+        order_g = [k for k, _ in got if k in w]
+        order_g = [k for k in order_g if k in set(order_w)]
+        self.assertEqual(order_g, order_w)
+
+    def test_q_text_against_the_capture(self):
+        """-q line by line: every keyed line gpumon prints has the capture's key, in its order,
+        and its value but for readings that moved; the lines it lacks are listed (the gaps)."""
+        p = self.run580(["-q"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(capture_580("q.txt")) as f:
+            want = q_keyed(f.read())
+        got = q_keyed(p.stdout)
+        w, g = dict(want), dict(got)
+        gpu = "GPU 00000000:00:06.0/"
+        # Readings of the capture's own second, and the fake's idle values (the CSV's second).
+        moving = {
+            "Timestamp": "the time of the query",
+            gpu + "PCI/Replays Since Reset": "the capture's board replayed between its runs",
+            gpu + "PCI/Tx Throughput": "PCIe traffic of that second",
+            gpu + "PCI/Rx Throughput": "PCIe traffic of that second",
+            gpu + "Temperature/GPU Current Temp": "temperature of that second",
+            gpu + "Temperature/GPU T.Limit Temp": "temperature of that second",
+            gpu + "Temperature/Memory Current Temp": "temperature of that second",
+            gpu + "GPU Power Readings/Average Power Draw": "power of that second",
+            gpu + "GPU Power Readings/Instantaneous Power Draw": "power of that second",
+            gpu + "Clocks/Graphics": "the idle clock moves",
+            gpu + "Clocks/SM": "the idle clock moves",
+        }
+        differ = sorted(k[0] for k in g if k in w and w[k] != g[k] and k[0] not in moving)
+        missing = [k for k, _ in want if k not in g]
+        extra = [k for k, _ in got if k not in w]
+        sys.stderr.write("\n-q against 580: %d of nvidia-smi's %d keyed lines printed, %d differ "
+                         "(moving readings aside), %d missing:\n  %s\n" % (
+                             len(w) - len(missing), len(w), len(differ), len(missing),
+                             "\n  ".join("%s[%d]" % k for k in missing)))
+        # As in -q -x: nvidia-smi 580's -q prints N/A for these where its --query-gpu prints
+        # nvmlDeviceGetPlatformInfo's values (gpumon prints the values).
+        self.assertEqual(differ, sorted(gpu + "Platform Info/" + f for f in (
+            "Slot Number", "Tray Index", "Host ID", "Peer Type", "GPU Fabric GUID")))
+        self.assertEqual(extra, [(gpu + "GPU Power Readings/Power Draw", 1)])
+        self.assertGreaterEqual(len(w) - len(missing), 167)
+        order_g = [k for k, _ in got if k in w]
+        self.assertEqual(order_g, [k for k, _ in want if k in g])
+
+
 if __name__ == "__main__":
     unittest.main()

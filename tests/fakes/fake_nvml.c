@@ -748,6 +748,11 @@ static int pci_info(const char *fn, nvmlDevice_t d, fake_pci_info *p, bool fullv
     p->device = dev;
     p->pciDeviceId = 0x233010DE;
     p->pciSubSystemId = 0x16C110DE;
+    unsigned long long id;
+    if (num(d, "pci_device_id", &id) == RC_SUCCESS)
+        p->pciDeviceId = (unsigned)id;
+    if (num(d, "pci_subsys_id", &id) == RC_SUCCESS)
+        p->pciSubSystemId = (unsigned)id;
     if (fullv)
         snprintf(p->busId, sizeof p->busId, "%08X:%02X:%02X.%X", dom, bus & 0xff, dev & 0xff,
                  func & 0xf);
@@ -1603,6 +1608,7 @@ typedef struct {
         double d;
         unsigned ui;
         unsigned long long ull;
+        int si;
     } value;
 } fake_field_value;
 
@@ -1628,6 +1634,11 @@ static const struct {
     {59, "nvlink_recovery"},
     {230, "recovery_action"},
     {274, "edpp_multiplier"},
+    {193, "temp_shutdown_tlimit"},
+    {194, "temp_slowdown_tlimit"},
+    {195, "temp_mem_max_tlimit"},
+    {196, "temp_gpu_max_tlimit"},
+    {95, "pcie_replay_rollover"},
 };
 
 int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
@@ -1651,8 +1662,11 @@ int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
             continue;
         /* Temperature and power come as unsigned int, counters as unsigned long long, as the
          * driver gives them. */
-        if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186 || f->fieldId == 230 ||
-            f->fieldId == 274) {
+        if (f->fieldId >= 193 && f->fieldId <= 196) { /* T.Limit margins: signed int */
+            f->valueType = 5;
+            f->value.si = (int)v;
+        } else if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186 ||
+                   f->fieldId == 230 || f->fieldId == 274) {
             f->valueType = 1;
             f->value.ui = (unsigned)v;
         } else {
@@ -1881,5 +1895,231 @@ int nvmlGpmMetricsGet(fake_gpm_metrics_get *q)
         }
     }
     return RC_SUCCESS;
+}
+
+/* ---- what nvidia-smi -q prints besides: application clocks, power management, BAR1, board,
+ * thresholds, infoROM validation, platform, inactive remapped rows (keys in the README) ---- */
+
+int nvmlDeviceGetPowerManagementMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "power_management", "power_management", (unsigned *)mode);
+}
+
+/* nvmlClockType_t: GRAPHICS 0, SM 1, MEM 2, VIDEO 3; the scenario has graphics and memory. */
+static const char *app_clock_key(int type, bool def)
+{
+    if (type == 0)
+        return def ? "default_app_clock_gr" : "app_clock_gr";
+    if (type == 2)
+        return def ? "default_app_clock_mem" : "app_clock_mem";
+    return NULL;
+}
+
+int nvmlDeviceGetApplicationsClock(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    const char *key = app_clock_key(type, false);
+    if (!key) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, key, "app_clocks", mhz);
+}
+
+int nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    const char *key = app_clock_key(type, true);
+    if (!key) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, key, "app_clocks", mhz);
+}
+
+/* "bar1_total", "bar1_used", "bar1_free" in bytes (all three needed). */
+int nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t d, fake_memory *m)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !m)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = metric(d, "bar1_total", "bar1", &m->total);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "bar1_used", "bar1", &m->used);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "bar1_free", "bar1", &m->free);
+    return rc;
+}
+
+int nvmlDeviceGetBoardId(nvmlDevice_t d, unsigned *id)
+{
+    return u32_metric(__func__, d, "board_id", "board", id);
+}
+
+int nvmlDeviceGetMultiGpuBoard(nvmlDevice_t d, unsigned *multi)
+{
+    return u32_metric(__func__, d, "multigpu_board", "board", multi);
+}
+
+int nvmlDeviceGetBrand(nvmlDevice_t d, int *brand)
+{
+    return u32_metric(__func__, d, "brand", "board", (unsigned *)brand);
+}
+
+int nvmlDeviceGetArchitecture(nvmlDevice_t d, unsigned *arch)
+{
+    return u32_metric(__func__, d, "architecture", "board", arch);
+}
+
+/* nvmlTemperatureThresholds_t: SHUTDOWN 0, SLOWDOWN 1, MEM_MAX 2, GPU_MAX 3. */
+int nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, int type, unsigned *c)
+{
+    static const char *const keys[] = {"temp_shutdown", "temp_slowdown", "temp_mem_max",
+                                       "temp_gpu_max"};
+    if (type < 0 || type > 3) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, keys[type], "temp_thresholds", c);
+}
+
+/* "inforom_valid": true answers SUCCESS, false 14 CORRUPTED_INFOROM; left out: NOT_SUPPORTED. */
+int nvmlDeviceValidateInforom(nvmlDevice_t d)
+{
+    unsigned ok;
+    int rc = u32_metric(__func__, d, "inforom_valid", "inforom_valid", &ok);
+    return rc != RC_SUCCESS ? rc : ok ? RC_SUCCESS : 14;
+}
+
+typedef struct {
+    unsigned version;
+    unsigned char ibGuid[16];
+    unsigned char chassisSerialNumber[16];
+    unsigned char slotNumber, trayIndex, hostId, peerType, moduleId;
+} fake_platform_info;
+
+/* "platform": {"chassis_serial", "slot", "tray", "host_id", "peer_type", "module_id", "ib_guid"
+ * (hex, up to 32 digits)}; checks the v2 version word. */
+int nvmlDeviceGetPlatformInfo(nvmlDevice_t d, fake_platform_info *p)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !p)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (p->version != (unsigned)(sizeof *p | 2u << 24))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    int rc = call_status(d, "platform", "platform");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *o = json_object_get(d->j, "platform");
+    if (!json_is_object(o))
+        return RC_NOT_SUPPORTED;
+    memset(p->ibGuid, 0, sizeof p->ibGuid);
+    memset(p->chassisSerialNumber, 0, sizeof p->chassisSerialNumber);
+    json_t *sn = json_object_get(o, "chassis_serial");
+    if (json_is_string(sn))
+        memcpy(p->chassisSerialNumber, json_string_value(sn),
+               strnlen(json_string_value(sn), sizeof p->chassisSerialNumber));
+    json_t *gv = json_object_get(o, "ib_guid");
+    const char *hex = json_is_string(gv) ? json_string_value(gv) : "";
+    for (size_t i = 0; hex[i] && i < 2 * sizeof p->ibGuid; i++) {
+        unsigned nib;
+        if (sscanf(hex + i, "%1x", &nib) != 1)
+            break;
+        p->ibGuid[i / 2] |= (unsigned char)(i % 2 ? nib : nib << 4);
+    }
+    p->slotNumber = (unsigned char)json_integer_value(json_object_get(o, "slot"));
+    p->trayIndex = (unsigned char)json_integer_value(json_object_get(o, "tray"));
+    p->hostId = (unsigned char)json_integer_value(json_object_get(o, "host_id"));
+    p->peerType = (unsigned char)json_integer_value(json_object_get(o, "peer_type"));
+    p->moduleId = (unsigned char)json_integer_value(json_object_get(o, "module_id"));
+    return RC_SUCCESS;
+}
+
+typedef struct {
+    unsigned corrActiveRemaps, corrInactiveRemaps, uncActiveRemaps, uncInactiveRemaps, bPending,
+        bFailureOccurred;
+} fake_remapped_rows_v2;
+
+/* Driver 580 has it (590 ships no such symbol): the classic keys plus "remap_corr_inactive" and
+ * "remap_unc_inactive"; either left out: NOT_SUPPORTED. */
+int nvmlDeviceGetRemappedRows_v2(nvmlDevice_t d, fake_remapped_rows_v2 *r)
+{
+    if (!r) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    int rc =
+        u32_metric(__func__, d, "remap_corr_inactive", "remapped_rows", &r->corrInactiveRemaps);
+    if (rc == RC_SUCCESS)
+        rc = u32_metric(__func__, d, "remap_unc_inactive", "remapped_rows", &r->uncInactiveRemaps);
+    if (rc == RC_SUCCESS)
+        rc = nvmlDeviceGetRemappedRows(d, &r->corrActiveRemaps, &r->uncActiveRemaps, &r->bPending,
+                                       &r->bFailureOccurred);
+    return rc;
+}
+
+/* "virtualization_mode": nvmlGpuVirtualizationMode_t (1 pass-through). */
+int nvmlDeviceGetVirtualizationMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "virtualization_mode", "virtualization_mode", (unsigned *)mode);
+}
+
+/* "clock_max_boost_gr": the graphics clock (type 0) only, as boards report it. */
+int nvmlDeviceGetMaxCustomerBoostClock(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    if (type != 0) {
+        count_call(__func__);
+        return RC_NOT_SUPPORTED;
+    }
+    return u32_metric(__func__, d, "clock_max_boost_gr", "clock_max_boost", mhz);
+}
+
+/* "supported_clocks": [{"mem": MHz, "graphics": [MHz, ...]}, ...], highest first as the driver
+ * lists them. Both calls answer INSUFFICIENT_SIZE with the count needed when *count is short. */
+static int clock_list(json_t *list, unsigned *count, unsigned *mhz, const char *member)
+{
+    size_t n = json_array_size(list);
+    if (*count < n) {
+        *count = (unsigned)n;
+        return RC_INSUFFICIENT_SIZE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(list, i);
+        mhz[i] = (unsigned)json_integer_value(member ? json_object_get(v, member) : v);
+    }
+    *count = (unsigned)n;
+    return RC_SUCCESS;
+}
+
+int nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t d, unsigned *count, unsigned *mhz)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !count)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "supported_clocks", "supported_clocks");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *list = json_object_get(d->j, "supported_clocks");
+    if (!json_is_array(list))
+        return RC_NOT_SUPPORTED;
+    return clock_list(list, count, mhz, "mem");
+}
+
+int nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t d, unsigned mem, unsigned *count,
+                                         unsigned *mhz)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !count)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "supported_clocks", "supported_clocks");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *list = json_object_get(d->j, "supported_clocks");
+    if (!json_is_array(list))
+        return RC_NOT_SUPPORTED;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *e = json_array_get(list, i);
+        if (json_integer_value(json_object_get(e, "mem")) == (json_int_t)mem)
+            return clock_list(json_object_get(e, "graphics"), count, mhz, NULL);
+    }
+    return RC_INVALID_ARGUMENT;
 }
 #endif

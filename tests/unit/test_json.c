@@ -257,6 +257,36 @@ static void test_loadb(void **state)
 
 /* Kubernetes on GPUs and processes: names and IDs when known, null otherwise; a GPU's
  * k8s_containers is null until the kubelet was read. */
+/* bar1 {total_mib, used_mib, free_mib}: MiB when read, null when not. */
+static void test_bar1(void **state)
+{
+    (void)state;
+    gm_snapshot *s = gm_snapshot_new();
+    assert_non_null(s);
+    s->gpu_count = 2;
+    s->gpus[1].index = 1;
+    gm_gpu *g = &s->gpus[0];
+    gm_gpu_set(g, GM_M_BAR1_TOTAL_BYTES, 274877906944.0);
+    gm_gpu_set(g, GM_M_BAR1_USED_BYTES, 1048576.0);
+    gm_gpu_set(g, GM_M_BAR1_FREE_BYTES, 274876858368.0);
+    json_t *j = gm_json_gpu(s, g);
+    json_t *b = json_object_get(j, "bar1");
+    assert_true(json_is_object(b));
+    assert_int_equal(json_integer_value(json_object_get(b, "total_mib")), 262144);
+    assert_int_equal(json_integer_value(json_object_get(b, "used_mib")), 1);
+    assert_int_equal(json_integer_value(json_object_get(b, "free_mib")), 262143);
+    json_decref(j);
+    j = gm_json_gpu(s, &s->gpus[1]);
+    b = json_object_get(j, "bar1");
+    static const char *const keys[] = {"total_mib", "used_mib", "free_mib"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_non_null(json_object_get(b, keys[i]));
+        assert_true(json_is_null(json_object_get(b, keys[i])));
+    }
+    json_decref(j);
+    gm_snapshot_free(s);
+}
+
 static void test_k8s_fields(void **state)
 {
     (void)state;
@@ -320,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_text_not_utf8),
         cmocka_unit_test(test_snapshot_numbers_out_of_range),
         cmocka_unit_test(test_k8s_fields),
+        cmocka_unit_test(test_bar1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

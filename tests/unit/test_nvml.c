@@ -376,7 +376,8 @@ static void test_costly_getters_cadence(void **state)
         check_two_gpus(false);
     }
     assert_int_equal(fake_current.calls("nvmlDeviceGetTotalEnergyConsumption") - energy0, 2);
-    assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 3);
+    /* Graphics, SM, memory and video, once per GPU. */
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 4);
     assert_int_equal(fake_current.calls("nvmlDeviceGetPcieThroughput") - tput0, 2 * 2);
     assert_int_equal(fake_current.calls("nvmlDeviceGetTemperature") - temp0, 2 * 4);
     close_st(st);
@@ -390,7 +391,7 @@ static void test_costly_getters_cadence(void **state)
     for (int i = 0; i < 3; i++)
         sample_ok(st, false);
     assert_int_equal(fake_current.calls("nvmlDeviceGetTotalEnergyConsumption") - energy0, 2 * 3);
-    assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 3);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 4);
     close_st(st);
 }
 
@@ -868,6 +869,72 @@ static void test_modes_fabric_sram(void **state)
 /* A driver that knows only the v2 fabric struct gets v2; a registration still in progress
  * reports its state without status, clique or cluster; calls a GPU lacks leave their metrics
  * absent. */
+/* What nvidia-smi -q prints besides (the H200 on driver 580): virtualization mode, customer
+ * boost clock, T.Limit thresholds (signed field values), replay rollovers, supported clocks
+ * (on demand). Static reads happen once over several samples; the target temperature the
+ * board does not support stays absent. */
+static void test_dropin_reads_present(void **state)
+{
+    (void)state;
+    unsigned long virt0 = fake_current.calls("nvmlDeviceGetVirtualizationMode");
+    unsigned long boost0 = fake_current.calls("nvmlDeviceGetMaxCustomerBoostClock");
+    void *st = open_ok(&fake_current, "h200-580.json");
+    for (int i = 0; i < 3; i++)
+        sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_VIRT_MODE, 1);
+    check_metric(g, GM_M_CLOCK_MAX_BOOST_GR_MHZ, 1980);
+    check_metric(g, GM_M_TEMP_SHUTDOWN_TLIMIT_C, -8);
+    check_metric(g, GM_M_TEMP_SLOWDOWN_TLIMIT_C, -2);
+    check_metric(g, GM_M_TEMP_MEM_MAX_TLIMIT_C, 0);
+    check_metric(g, GM_M_TEMP_GPU_MAX_TLIMIT_C, 0);
+    check_metric(g, GM_M_PCIE_REPLAY_ROLLOVER, 0);
+    check_absent(g, GM_M_TEMP_TARGET_C);
+    check_absent(g, GM_M_TEMP_TARGET_MIN_C);
+    check_absent(g, GM_M_TEMP_TARGET_MAX_C);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetVirtualizationMode") - virt0, 1);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMaxCustomerBoostClock") - boost0, 1);
+
+    unsigned mhz[256];
+    size_t n = 0;
+    gm_error err = {0};
+    assert_int_equal(gm_provider_nvml.supported_clocks(st, 0, 0, mhz, 256, &n, &err), GM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(mhz[0], 3201);
+    assert_int_equal(mhz[1], 2201);
+    assert_int_equal(gm_provider_nvml.supported_clocks(st, 0, 2201, mhz, 256, &n, &err), GM_OK);
+    assert_int_equal(n, 110);
+    assert_int_equal(mhz[0], 1980);
+    assert_int_equal(mhz[109], 345);
+    /* A short buffer still tells the count. */
+    assert_int_equal(gm_provider_nvml.supported_clocks(st, 0, 3201, mhz, 4, &n, &err), GM_OK);
+    assert_int_equal(n, 110);
+    close_st(st);
+}
+
+/* The same scenario on a library without those symbols: each read absent, nothing else lost. */
+static void test_dropin_reads_absent(void **state)
+{
+    (void)state;
+    void *st = open_ok(&fake_old, "h200-580.json");
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_UTIL_GPU_PCT, 0);
+    static const gm_metric absent[] = {GM_M_VIRT_MODE,
+                                       GM_M_CLOCK_MAX_BOOST_GR_MHZ,
+                                       GM_M_TEMP_SHUTDOWN_TLIMIT_C,
+                                       GM_M_PCIE_REPLAY_ROLLOVER,
+                                       GM_M_BAR1_TOTAL_BYTES,
+                                       GM_M_PLATFORM_MODULE_ID};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
+        check_absent(g, absent[i]);
+    unsigned mhz[4];
+    size_t n = 7;
+    gm_error err = {0};
+    assert_int_equal(gm_provider_nvml.supported_clocks(st, 0, 0, mhz, 4, &n, &err), GM_ENOTSUP);
+    close_st(st);
+}
+
 static void test_fabric_v2_in_progress(void **state)
 {
     char path[] = "/tmp/gm-test-nvml-XXXXXX";
@@ -1018,6 +1085,8 @@ int main(void)
         cmocka_unit_test_teardown(test_fabric_v2_in_progress, test_teardown),
         cmocka_unit_test_teardown(test_xid_events, test_teardown),
         cmocka_unit_test_teardown(test_mig_parent, test_teardown),
+        cmocka_unit_test_teardown(test_dropin_reads_present, test_teardown),
+        cmocka_unit_test_teardown(test_dropin_reads_absent, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -568,6 +568,67 @@ static void test_large_snapshot(void **state)
     gm_snapshot_free(s);
 }
 
+/* DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL: a rate from the previous reading of each GPU, in MB/s;
+ * absent on the first reading, on a GPU without NVLink counters and after a counter reset; 0
+ * once the counters stood still past the idle time. */
+static void test_nvlink_bandwidth_rate(void **state)
+{
+    (void)state;
+    gm_snapshot *s = rich_snapshot();
+    gm_prom_rates *r = gm_prom_rates_new();
+    assert_non_null(r);
+    gm_gpu *g = &s->gpus[0];
+    gm_gpu *g1 = &s->gpus[1];
+    assert_false(gm_gpu_has(g1, GM_M_NVLINK_TX_KIB)); /* GPU 1: no NVLink */
+    gm_gpu_set(g, GM_M_NVLINK_TX_KIB, 1000);
+    gm_gpu_set(g, GM_M_NVLINK_RX_KIB, 1000);
+    gm_prom_health h = {.last_sample_duration_s = -1, .uptime_s = -1};
+    gm_prom_rates_update(r, s, &h);
+    char *out = render(s, &h);
+    assert_null(strstr(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")); /* first reading */
+    free(out);
+
+    /* 2 s later 4 000 000 KiB more (sent and received together): 2048 MB/s. */
+    s->time_ms += 2000;
+    gm_gpu_set(g, GM_M_NVLINK_TX_KIB, 2001000);
+    gm_gpu_set(g, GM_M_NVLINK_RX_KIB, 2001000);
+    gm_prom_rates_update(r, s, &h);
+    out = render(s, &h);
+    assert_line(out, "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL gauge");
+    assert_line(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" GPU0_LABELS " 2048");
+    assert_null(strstr(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu=\"1\""));
+    free(out);
+
+    /* Unchanged one sample later (not read again yet): the rate stands. */
+    s->time_ms += 1000;
+    gm_prom_rates_update(r, s, &h);
+    out = render(s, &h);
+    assert_line(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" GPU0_LABELS " 2048");
+    free(out);
+
+    /* Unchanged past the idle time: 0. */
+    s->time_ms += GM_PROM_NVLINK_IDLE_MS;
+    gm_prom_rates_update(r, s, &h);
+    out = render(s, &h);
+    assert_line(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" GPU0_LABELS " 0");
+    free(out);
+
+    /* A counter reset (lower reading): absent until the next reading. */
+    s->time_ms += 1000;
+    gm_gpu_set(g, GM_M_NVLINK_TX_KIB, 5);
+    gm_prom_rates_update(r, s, &h);
+    out = render(s, &h);
+    assert_null(strstr(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"));
+    free(out);
+
+    /* Without health (no daemon state): never rendered. */
+    out = render(s, NULL);
+    assert_null(strstr(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"));
+    free(out);
+    gm_prom_rates_free(r);
+    gm_snapshot_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_promtool_accepts),
         cmocka_unit_test(test_large_snapshot),
         cmocka_unit_test(test_call_stats),
+        cmocka_unit_test(test_nvlink_bandwidth_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

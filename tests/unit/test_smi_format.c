@@ -896,6 +896,40 @@ static void test_parse_apps(void **state)
     gm_snapshot_free(s);
 }
 
+/* The profile follows the loaded driver: 580 and 590 their own, a newer driver the newest, an
+ * older one the oldest, an empty or unparsable version the newest. */
+static void test_profile_selection(void **state)
+{
+    (void)state;
+    const gm_smi_profile *p580 = gm_smi_profile_for("580.159.04");
+    const gm_smi_profile *p590 = gm_smi_profile_for("590.48.01");
+    assert_string_equal(gm_smi_profile_name(p580), "580");
+    assert_string_equal(gm_smi_profile_name(p590), "590");
+    assert_ptr_equal(gm_smi_profile_for("585.05"), p580);     /* between: the one below */
+    assert_ptr_equal(gm_smi_profile_for("610.10.02"), p590);  /* newer than every profile */
+    assert_ptr_equal(gm_smi_profile_for("535.183.01"), p580); /* older than every profile */
+    assert_ptr_equal(gm_smi_profile_for(""), p590);
+    assert_ptr_equal(gm_smi_profile_for("not-a-version"), p590);
+    assert_ptr_equal(gm_smi_profile_for(NULL), p590);
+    /* What differs: 580 knows the inactive remapped rows and not edpp_multiplier, 590 the
+     * reverse; 580 still prints power management; 580 refuses -q -x -d and prints bare hex. */
+    assert_true(gm_smi_profile_has(p580, GM_SMI_F_REMAPPED_ROWS_CORRECTABLE_INACTIVE));
+    assert_false(gm_smi_profile_has(p590, GM_SMI_F_REMAPPED_ROWS_CORRECTABLE_INACTIVE));
+    assert_false(gm_smi_profile_has(p580, GM_SMI_F_EDPP_MULTIPLIER));
+    assert_true(gm_smi_profile_has(p590, GM_SMI_F_EDPP_MULTIPLIER));
+    assert_false(gm_smi_profile_deprecated(p580, GM_SMI_F_POWER_MANAGEMENT));
+    assert_true(gm_smi_profile_deprecated(p590, GM_SMI_F_POWER_MANAGEMENT));
+    assert_true(gm_smi_profile_refuses_xml_display(p580));
+    assert_false(gm_smi_profile_refuses_xml_display(p590));
+    assert_true(gm_smi_profile_xml_bare_hex(p580));
+    assert_false(gm_smi_profile_xml_bare_hex(p590));
+    char v[32];
+    gm_smi_profile_nvml_version(p580, "13.580.159.04", v, sizeof v);
+    assert_string_equal(v, "580.159");
+    gm_smi_profile_nvml_version(p590, "13.590.48.01", v, sizeof v);
+    assert_string_equal(v, "590.48.01");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -923,6 +957,7 @@ int main(void)
         cmocka_unit_test(test_parse_index_beyond_limit),
         cmocka_unit_test(test_parse_unreachable_gpu),
         cmocka_unit_test(test_parse_apps),
+        cmocka_unit_test(test_profile_selection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
