@@ -252,6 +252,32 @@ int gm_smi_field_kind(int id)
     return valid_id(id) ? (int)field_table[id].kind : -1;
 }
 
+void gm_smi_fields_want(const int *fields, size_t n, gm_metric_set *w)
+{
+    for (size_t i = 0; i < n; i++) {
+        int m = gm_smi_field_metric(fields[i]);
+        if (m >= 0 && m < GM_M__COUNT)
+            gm_metric_set_add(w, (gm_metric)m);
+        switch (gm_smi_field_kind(fields[i])) {
+        case GM_SMI_K_SERIAL:
+        case GM_SMI_K_VBIOS:
+        case GM_SMI_K_INFOROM:
+            w->board_strings = true;
+            break;
+        case GM_SMI_K_PLATFORM_SERIAL:
+        case GM_SMI_K_PLATFORM_GUID:
+            gm_metric_set_add(w, GM_M_PLATFORM_SLOT);
+            break;
+        case GM_SMI_K_FABRIC_STATUS:
+        case GM_SMI_K_FABRIC_UUID:
+            gm_metric_set_add(w, GM_M_FABRIC_STATE);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
 const char *gm_smi_field_absent(int id)
 {
     return gm_smi_profile_absent(&profiles[N_PROFILES - 1], id);

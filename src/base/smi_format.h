@@ -595,6 +595,10 @@ const char *gm_smi_field_unit(int id);
 int gm_smi_field_metric(int id);
 /* Returns the kind of id, or -1 when out of range. */
 int gm_smi_field_kind(int id);
+/* Adds to w what the collector must read to print fields[0..n-1]: each field's metric, the
+ * board strings for serial/VBIOS/infoROM fields, and the metric read in the same call for
+ * fields that print a string (fabric status, platform serial and GUID). */
+void gm_smi_fields_want(const int *fields, size_t n, gm_metric_set *w);
 /* Returns what nvidia-smi 590 prints for id when it cannot give the value: "[N/A]" for most
  * fields, "[Requested functionality has been deprecated]" for display_mode, power.management and
  * the application clocks, "N/A" for fabric.health.*; NULL when id is out of range. */

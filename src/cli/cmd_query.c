@@ -320,30 +320,6 @@ static void table_metrics(gm_metric_set *w)
         gm_metric_set_add(w, shown[i]);
 }
 
-/* The metrics --query-gpu's fields print, and the board strings when a field shows one. */
-static void field_metrics(const int *fields, size_t n, gm_metric_set *w)
-{
-    for (size_t i = 0; i < n; i++) {
-        int m = gm_smi_field_metric(fields[i]);
-        if (m >= 0 && m < GM_M__COUNT)
-            gm_metric_set_add(w, (gm_metric)m);
-        switch (gm_smi_field_kind(fields[i])) {
-        case GM_SMI_K_SERIAL:
-        case GM_SMI_K_VBIOS:
-        case GM_SMI_K_INFOROM:
-            w->board_strings = true;
-            break;
-        case GM_SMI_K_FABRIC_STATUS:
-        case GM_SMI_K_FABRIC_UUID:
-            /* Read with the fabric state, in one call. */
-            gm_metric_set_add(w, GM_M_FABRIC_STATE);
-            break;
-        default:
-            break;
-        }
-    }
-}
-
 /* --profile: the collector's calls, slowest first, with the wall time of open, sample(s) and
  * close, on stderr. */
 static int by_wall_desc(const void *a, const void *b)
@@ -481,7 +457,7 @@ int gm_cli_query(int argc, char **argv)
     /* Only the metrics printed are read (JSON prints them all). */
     gm_metric_set want = {0};
     if (o.format == OUT_CSV)
-        field_metrics(fields, nfields, &want);
+        gm_smi_fields_want(fields, nfields, &want);
     else if (o.format == OUT_TABLE)
         table_metrics(&want);
     copt.want = o.format == OUT_JSON ? NULL : &want;

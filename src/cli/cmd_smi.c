@@ -1556,6 +1556,12 @@ int gm_cli_smi(int argc, char **argv)
         !(o.action == ACT_QUERY || o.action == ACT_SUMMARY || o.action == ACT_CSV_APPS);
     if (help_gpu)
         copt.no_processes = true;
+    /* --query-gpu reads what its fields print and nothing else, as nvidia-smi does. */
+    gm_metric_set want = {0};
+    if (o.action == ACT_CSV_GPU && !help_gpu) {
+        gm_smi_fields_want(gpu_ids, nf, &want);
+        copt.want = &want;
+    }
     gm_collector *c = gm_cli_collector_open("smi", &copt, &rc);
     if (!c)
         return rc;

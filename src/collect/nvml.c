@@ -1525,21 +1525,24 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     static const gm_metric once[] = {GM_M_INFOROM_VALID,      GM_M_PLATFORM_SLOT,
                                      GM_M_PLATFORM_TRAY,      GM_M_PLATFORM_HOST_ID,
                                      GM_M_PLATFORM_PEER_TYPE, GM_M_PLATFORM_MODULE_ID};
-    if (!ng->board_read && !p->lost) {
+    /* Only for a caller that prints them: the validation alone reads the whole infoROM. */
+    bool inforom = st->validate_inforom && nv_wants(ng, GM_M_INFOROM_VALID);
+    bool platform = st->platform && nv_wants_n(ng, GM_M_PLATFORM_SLOT, 5);
+    if (!ng->board_read && !p->lost && (inforom || platform)) {
         ng->board_read = true;
-        if (st->validate_inforom) {
-            int rc = st->validate_inforom(dev);
+        if (inforom) {
+            int rc = NV_T("nvmlDeviceValidateInforom", st->validate_inforom(dev));
             /* CORRUPTED_INFOROM is the answer "invalid", not a failure to answer. */
             bool known = rc == NV_SUCCESS || rc == NV_ERROR_CORRUPTED_INFOROM;
             if (!known)
                 pass_ok(p, rc, "nvmlDeviceValidateInforom");
             cache_put(ng, out, GM_M_INFOROM_VALID, known, rc == NV_SUCCESS);
         }
-        if (st->platform) {
+        if (platform) {
             nv_platform_info pi;
             memset(&pi, 0, sizeof pi);
             pi.version = NV_PLATFORM_INFO_V2;
-            int rc = st->platform(dev, &pi);
+            int rc = NV_T("nvmlDeviceGetPlatformInfo", st->platform(dev, &pi));
             bool ok = pass_ok(p, rc, "nvmlDeviceGetPlatformInfo");
             cache_put(ng, out, GM_M_PLATFORM_SLOT, ok, pi.slotNumber);
             cache_put(ng, out, GM_M_PLATFORM_TRAY, ok, pi.trayIndex);
@@ -1567,7 +1570,7 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     if (!p->lost && st->bar1 && health_due_n(ng, out, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
         nv_memory_v1 m;
         memset(&m, 0, sizeof m);
-        int rc = st->bar1(dev, &m);
+        int rc = NV_T("nvmlDeviceGetBAR1MemoryInfo", st->bar1(dev, &m));
         const char *fn = "nvmlDeviceGetBAR1MemoryInfo";
         health_put(ng, out, p, GM_M_BAR1_TOTAL_BYTES, NV_SLOW, rc, fn, (double)m.total);
         health_put(ng, out, p, GM_M_BAR1_USED_BYTES, NV_SLOW, rc, fn, (double)m.used);
@@ -1577,7 +1580,7 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
         health_due_n(ng, out, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
         nv_remapped_v2 r;
         memset(&r, 0, sizeof r);
-        int rc = st->remapped_v2(dev, &r);
+        int rc = NV_T("nvmlDeviceGetRemappedRows_v2", st->remapped_v2(dev, &r));
         const char *fn = "nvmlDeviceGetRemappedRows_v2";
         health_put(ng, out, p, GM_M_REMAP_CORR_INACTIVE, NV_SLOW, rc, fn, r.corrInactive);
         health_put(ng, out, p, GM_M_REMAP_UNC_INACTIVE, NV_SLOW, rc, fn, r.uncInactive);
@@ -2093,7 +2096,8 @@ static int nvml_supported_clocks(void *state, unsigned gpu, unsigned mem_mhz, un
         if (!buf)
             return gm_error_set(err, GM_ENOMEM, "out of memory");
         unsigned want = got;
-        int rc = mem_mhz ? st->gr_clocks(dev, mem_mhz, &got, buf) : st->mem_clocks(dev, &got, buf);
+        int rc = NV_T(fn, mem_mhz ? st->gr_clocks(dev, mem_mhz, &got, buf)
+                                  : st->mem_clocks(dev, &got, buf));
         if (rc == NV_SUCCESS) {
             *n = got;
             for (unsigned k = 0; k < got && k < cap; k++)
