@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -60,8 +61,8 @@ static void usage(FILE *out)
         "about and the command still runs. One that fails during the run (a full disk) gets\n"
         "the samples when it works again; at the end the session is stored whole, or removed,\n"
         "or gpumon says how many samples the database kept.\n\n"
-        "Exit status: COMMAND's; 2 usage error; 3 no GPU found (with --gpus); 127 COMMAND cannot\n"
-        "be run.\n",
+        "Exit status: COMMAND's; 1 when COMMAND succeeded but --output could not be written;\n"
+        "2 usage error; 3 no GPU found (with --gpus); 127 COMMAND cannot be run.\n",
         GM_AUDIT_DEFAULT_POWER_WINDOW_MS);
 }
 
@@ -244,16 +245,16 @@ static int write_output(const record_opts *o, const json_t *doc, const gm_sessio
 {
     if (!o->output)
         return 0;
-    FILE *f = fopen(o->output, "w");
-    if (!f) {
-        fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, strerror(errno));
+    gm_error err = {0};
+    gm_file *file = NULL;
+    if (gm_file_open_output(o->output, &file, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->name, err.msg);
         return -1;
     }
     gm_buf b;
     gm_buf_init(&b, 0);
     gm_timeline *tl = NULL;
-    gm_error err = {0};
-    int rc = gm_timeline_open_doc(GM_TIMELINE_JSON_PRETTY, doc, &b, f, &tl);
+    int rc = gm_timeline_open_doc(GM_TIMELINE_JSON_PRETTY, doc, &b, gm_file_stream(file), &tl);
     if (rc == GM_OK) {
         gm_timeline_add_session(tl, s);
         rc = gm_timeline_close(tl, &err);
@@ -261,10 +262,13 @@ static int write_output(const record_opts *o, const json_t *doc, const gm_sessio
         gm_error_set(&err, rc, "out of memory");
     }
     gm_buf_free(&b);
-    if (fclose(f) != 0 && rc == GM_OK)
-        rc = gm_error_set(&err, GM_EIO, "%s", strerror(errno));
     if (rc < 0) {
+        gm_file_abort(file);
         fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, err.msg);
+        return -1;
+    }
+    if (gm_file_commit(file, NULL, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->name, err.msg);
         return -1;
     }
     return 0;
@@ -479,10 +483,14 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
     gm_recorder_ended(rec);
     bool stored = st && store_finish(&o, rec);
     json_t *doc = gm_session_to_json(rs);
+    bool written = false;
     if (!doc)
         fprintf(stderr, "gpumon %s: out of memory rendering the session\n", o.name);
     else
-        write_output(&o, doc, rs);
+        written = write_output(&o, doc, rs) == 0;
+    /* The command's own status stays the exit code; a lost --output is still a failure. */
+    if (o.output && !written && rc == GM_EXIT_OK)
+        rc = GM_EXIT_FAILURE;
     if (!o.quiet && doc) {
         gm_session_print_summary(stderr, doc);
         if (have_verdict)
@@ -492,7 +500,7 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
         if (stored)
             fprintf(stderr, "stored as %s (gpumon history show %s)\n", gm_session_id(rs),
                     gm_session_id(rs));
-        if (o.output)
+        if (o.output && written)
             fprintf(stderr, "written to %s\n", o.output);
     }
     json_decref(doc);

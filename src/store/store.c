@@ -257,11 +257,48 @@ static int prepare_statements(gm_store *st, gm_error *err)
     return GM_OK;
 }
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+/* A database is a regular file, or a path where one is to be created. Anything else is refused
+ * before SQLite opens it: a FIFO would block the open forever, and a device (/dev/null) would
+ * get a journal created beside it, in /dev. */
+static int check_db_path(const char *path, gm_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (S_ISREG(sb.st_mode))
+            return GM_OK;
+        return gm_error_set(err, GM_EINVAL,
+                            "database %s is %s, not a regular file; give the path of a "
+                            "database file",
+                            path, kind_of(sb.st_mode));
+    }
+    if (errno != ENOENT)
+        return gm_error_set(err, GM_EIO, "cannot open database %s: %s", path, strerror(errno));
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+        return gm_error_set(err, GM_EINVAL,
+                            "database %s is a symbolic link to nothing; a database is not "
+                            "created through one",
+                            path);
+    return GM_OK;
+}
+
 int gm_store_open(const char *path, gm_store **out, gm_error *err)
 {
     *out = NULL;
     if (!path || !*path)
         return gm_error_set(err, GM_EINVAL, "database path is empty");
+    int crc = check_db_path(path, err);
+    if (crc < 0)
+        return crc;
     gm_store *st = store_new(path);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
@@ -333,6 +370,11 @@ int gm_store_open_readonly(const char *path, gm_store **out, gm_error *err)
                                   path)
                    : gm_error_set(err, GM_EIO, "cannot read database %s: %s", path,
                                   strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return gm_error_set(err, GM_EINVAL,
+                            "database %s is %s, not a regular file; give the path of a "
+                            "database file",
+                            path, kind_of(sb.st_mode));
     gm_store *st = store_new(path);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
