@@ -304,9 +304,10 @@ static void on_tick(void *arg, const gm_session *s)
         progress(s);
 }
 
-/* At the end: the store gets the whole session, or (when it still fails) the partial copy is
- * removed so it never reads as interrupted; says which. True when stored whole. */
-static bool store_finish(const record_opts *o, gm_recorder *rec)
+/* At the end: the store gets the whole session; when it still fails, the partial copy is
+ * marked incomplete if that one update can be written, else removed so it never reads as
+ * interrupted; says which. True when stored whole. */
+static bool store_finish(const record_opts *o, gm_store *st, gm_recorder *rec)
 {
     gm_error err = {0};
     int rc = GM_OK;
@@ -318,6 +319,17 @@ static bool store_finish(const record_opts *o, gm_recorder *rec)
         return gm_recorder_persisted(rec);
     gm_session *s = gm_recorder_session(rec);
     gm_error why = err;
+    /* The samples cannot be written, but one small update may still be: the partial copy
+     * then says that the run ended and what it lacks, instead of reading as interrupted. */
+    if (gm_recorder_begun(rec) && gm_session_finished(s) &&
+        gm_store_session_end_incomplete(st, s, gm_recorder_stored(rec), why.msg, NULL) == GM_OK) {
+        fprintf(stderr,
+                "gpumon %s: warning: %s; the session is not stored whole: the database keeps %s "
+                "as incomplete, with %zu of %zu samples\n",
+                o->name, why.msg, gm_session_id(s), gm_recorder_stored(rec),
+                gm_session_sample_count(s));
+        return false;
+    }
     gm_recorder_give_up(rec, why.msg);
     gm_recorder_sync(rec, gm_clock_mono_ms(), true, NULL); /* removes the partial copy */
     if (!gm_recorder_begun(rec)) {
@@ -481,7 +493,7 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
     json_decref(late);
 
     gm_recorder_ended(rec);
-    bool stored = st && store_finish(&o, rec);
+    bool stored = st && store_finish(&o, st, rec);
     json_t *doc = gm_session_to_json(rs);
     bool written = false;
     if (!doc)

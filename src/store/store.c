@@ -41,7 +41,7 @@ static const migration migrations[] = {
      " host TEXT,"
      " owner_pid INTEGER,"           /* the process writing the samples */
      " owner_start INTEGER,"         /* its start time (clock ticks since boot), against reuse */
-     " status TEXT NOT NULL,"        /* running, finished */
+     " status TEXT NOT NULL,"        /* running, finished, incomplete */
      " started_ms INTEGER NOT NULL," /* epoch ms */
      " ended_ms INTEGER,"
      " duration_s REAL,"
@@ -769,7 +769,9 @@ int gm_store_prune(gm_store *st, int64_t cutoff_ms, size_t max, size_t *deleted,
     return rc;
 }
 
-int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
+/* The end of s with status (finished, incomplete) and its stored sample count. */
+static int session_end(gm_store *st, gm_session *s, const char *status, size_t samples,
+                       gm_error *err)
 {
     json_t *doc = gm_session_to_json(s);
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
@@ -787,13 +789,13 @@ int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
         rc = db_error(st, err, "preparing the end of a session");
         goto done;
     }
-    sqlite3_bind_text(q, 1, gm_session_finished(s) ? "finished" : "running", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 1, status, -1, SQLITE_STATIC);
     if (gm_session_ended_ms(s))
         sqlite3_bind_int64(q, 2, gm_session_ended_ms(s));
     else
         sqlite3_bind_null(q, 2);
     sqlite3_bind_double(q, 3, gm_session_duration(s));
-    sqlite3_bind_int64(q, 4, (sqlite3_int64)gm_session_sample_count(s));
+    sqlite3_bind_int64(q, 4, (sqlite3_int64)samples);
     if (has_exit)
         sqlite3_bind_int64(q, 5, exit_code);
     else
@@ -808,6 +810,24 @@ done:
     sqlite3_finalize(q);
     free(text);
     return rc;
+}
+
+int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
+{
+    return session_end(st, s, gm_session_finished(s) ? "finished" : "running",
+                       gm_session_sample_count(s), err);
+}
+
+int gm_store_session_end_incomplete(gm_store *st, gm_session *s, size_t stored, const char *why,
+                                    gm_error *err)
+{
+    size_t taken = gm_session_sample_count(s);
+    json_t *inc = json_pack("{s:I, s:I, s:s}", "samples_stored", (json_int_t)stored,
+                            "samples_not_stored", (json_int_t)(taken > stored ? taken - stored : 0),
+                            "reason", why ? why : "the database failed");
+    if (!inc || gm_session_attach(s, "incomplete", inc) < 0)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    return session_end(st, s, "incomplete", stored, err);
 }
 
 int gm_store_put_document(gm_store *st, const char *kind, const char *id, const char *label,

@@ -13,7 +13,8 @@
  *           document is a sessions row of kind "bench" (v3).
  * Each sample is committed on its own, so a gpumon killed even by SIGKILL loses at most the
  * sample being written. A session left "running" by a process that is gone (owner pid dead, a
- * zombie, or reused by another process) reads back as "interrupted".
+ * zombie, or reused by another process) reads back as "interrupted"; one whose command ended
+ * normally but whose samples the database could not all take (a full disk) as "incomplete".
  *
  * Concurrency: many gpumon processes may use one database; a busy_timeout makes them wait for
  * each other's short write transactions instead of failing. Readers that never write open it
@@ -86,6 +87,11 @@ int gm_store_session_sample_values(gm_store *st, const gm_session *s, size_t seq
 /* Marks s finished: end time, sample count, exit code and doc (the JSON document without
  * its timeline, which the samples hold). GM_OK, GM_EIO, GM_ENOENT (never begun). */
 int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err);
+/* Marks finished s "incomplete": it ended normally but the database took only its first
+ * `stored` samples (a full disk). Its document gets "incomplete": {"samples_stored",
+ * "samples_not_stored", "reason": why}. One small update, tried when the samples cannot be. */
+int gm_store_session_end_incomplete(gm_store *st, gm_session *s, size_t stored, const char *why,
+                                    gm_error *err);
 
 /* Deletes entry id (a session with all its samples, or a stored document) in one transaction,
  * whatever its status: a caller that must not delete a session another process is writing
@@ -114,7 +120,7 @@ typedef struct gm_store_entry {
     char kind[16];
     char label[128];    /* "" when none */
     char command[256];  /* the command line joined by spaces, "" when none */
-    char status[16];    /* running, stopped, interrupted (the API's words) */
+    char status[16];    /* running, stopped, interrupted, incomplete (the API's words) */
     int64_t started_ms; /* epoch ms */
     double duration_s;  /* NaN when unknown (still running without samples) */
     int64_t samples;

@@ -142,7 +142,12 @@ class Paths(unittest.TestCase):
         for name, write in self.writers():
             with self.subTest(name):
                 got = []
-                reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+
+                def read():
+                    with open(fifo, "rb") as f:
+                        got.append(f.read())
+
+                reader = threading.Thread(target=read)
                 reader.start()
                 p = write(fifo)
                 reader.join(timeout=30)

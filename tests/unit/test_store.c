@@ -14,6 +14,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1374,6 +1375,85 @@ static void test_default_path(void **state)
     assert_int_equal(gm_store_default_path(buf, sizeof buf, NULL), GM_ENOENT);
 }
 
+/* A run that ended normally while the database could take only some samples (a full disk):
+ * it reads back as incomplete, with what it lacks, never as interrupted. */
+static void test_incomplete_session(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "incomplete.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("partial");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    size_t stored = gm_session_sample_count(s);
+    double v[2 * GM_SM__COUNT];
+    for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+        v[m] = NAN;
+    /* Two samples the database never got. */
+    assert_int_equal(gm_session_add_values(s, 1.5, v, NULL), GM_OK);
+    assert_int_equal(gm_session_add_values(s, 2.5, v, NULL), GM_OK);
+    gm_session_set_exit(s, 0, 0);
+    gm_session_finish(s);
+    assert_int_equal(gm_store_session_end_incomplete(st, s, stored, "disk full", NULL), GM_OK);
+    gm_store_close(st);
+
+    /* Read back from another process's point of view: not running, not interrupted. */
+    assert_int_equal(gm_store_open_readonly(path, &st, NULL), GM_OK);
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].status, "incomplete");
+    assert_int_equal(e[0].samples, stored);
+    assert_true(e[0].has_exit);
+    assert_int_equal(e[0].exit_code, 0);
+    free(e);
+    json_t *doc = NULL;
+    assert_int_equal(load_doc(st, gm_session_id(s), false, &doc, NULL), GM_OK);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "incomplete");
+    json_t *inc = json_object_get(doc, "incomplete");
+    assert_int_equal(json_integer_value(json_object_get(inc, "samples_stored")), stored);
+    assert_int_equal(json_integer_value(json_object_get(inc, "samples_not_stored")), 2);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gm_session_print_summary(f, doc);
+    fclose(f);
+    assert_non_null(strstr(text, ": incomplete, command exited 0"));
+    assert_non_null(strstr(text, "incomplete: 2 samples not stored (disk full)"));
+    free(text);
+    json_decref(doc);
+    gm_store_close(st);
+    gm_session_free(s);
+}
+
+/* A database path that is not a regular file is refused before SQLite opens it: a FIFO would
+ * block the open forever, a device would get a journal made beside it. */
+static void test_non_regular_database_refused(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "fifo.db");
+    assert_int_equal(mkfifo(path, 0600), 0);
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "is a FIFO, not a regular file"));
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "is a FIFO, not a regular file"));
+    unlink(path);
+    assert_int_equal(gm_store_open("/dev/null", &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "is a character device"));
+    assert_int_equal(access("/dev/null-journal", F_OK), -1);
+    assert_int_equal(access("/dev/null-wal", F_OK), -1);
+    db_path(path, sizeof path, "dangling.db");
+    assert_int_equal(symlink("nowhere.db", path), 0);
+    assert_int_equal(gm_store_open(path, &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "symbolic link to nothing"));
+    unlink(path);
+}
+
 int main(void)
 {
     signal(SIGXFSZ, SIG_IGN); /* see disk_full() */
@@ -1383,6 +1463,8 @@ int main(void)
         cmocka_unit_test(test_unwritable_path),
         cmocka_unit_test(test_write_read_back),
         cmocka_unit_test(test_interrupted),
+        cmocka_unit_test(test_incomplete_session),
+        cmocka_unit_test(test_non_regular_database_refused),
         cmocka_unit_test(test_equal_times_stay_apart),
         cmocka_unit_test(test_resolve_and_documents),
         cmocka_unit_test(test_two_writers),
