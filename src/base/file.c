@@ -19,6 +19,8 @@ struct gm_file {
     char *path;      /* as the caller gave it, for messages */
     char *final;     /* the target a temporary file is renamed onto; NULL: written directly */
     char *tmp;       /* the temporary file; NULL: written directly */
+    bool in_place;   /* GM_FILE_STREAM: a regular file is written in place, not replaced */
+    bool sync;       /* a regular file's contents: fsync at the commit */
     bool keep_mode;  /* replacing an existing file: its mode and owner carry over */
     struct stat old; /* that file, when keep_mode */
 };
@@ -133,6 +135,31 @@ done:
     return rc;
 }
 
+/* GM_FILE_STREAM's regular (or new) file: opened where it is, never through a link. O_NONBLOCK
+ * and O_NOCTTY only matter should something else be put there after the stat: a FIFO must not
+ * block the open, a terminal must not become ours; either is then refused. O_TRUNC cuts only a
+ * regular file. */
+static int open_in_place(gm_file *f, const char *target, gm_error *err)
+{
+    if (!(f->final = strdup(target)))
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    f->fd =
+        open(target, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+             0666);
+    if (f->fd < 0)
+        return gm_error_set(err, GM_EIO, "cannot write %s: %s", f->path, strerror(errno));
+    struct stat now;
+    int fl = fcntl(f->fd, F_GETFL);
+    if (fstat(f->fd, &now) < 0 || !S_ISREG(now.st_mode) || fl < 0 ||
+        fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        close(f->fd);
+        f->fd = -1;
+        return gm_error_set(err, GM_EIO, "cannot write %s: it changed while being opened", f->path);
+    }
+    f->sync = true;
+    return GM_OK;
+}
+
 /* Decides how path is written and opens f->fd accordingly. */
 static int open_target(gm_file *f, gm_error *err)
 {
@@ -154,8 +181,11 @@ static int open_target(gm_file *f, gm_error *err)
                                 "cannot write %s: a symbolic link to nothing (not written "
                                 "through)",
                                 path);
+        if (f->in_place)
+            return open_in_place(f, path, err);
         if (!(f->final = strdup(path)))
             return gm_error_set(err, GM_ENOMEM, "out of memory");
+        f->sync = true;
         return make_temporary(f, err);
     }
     if (S_ISDIR(sb.st_mode))
@@ -171,8 +201,11 @@ static int open_target(gm_file *f, gm_error *err)
         char real[PATH_MAX];
         if (!realpath(path, real))
             return gm_error_set(err, GM_EIO, "cannot write %s: %s", path, strerror(errno));
+        if (f->in_place)
+            return open_in_place(f, real, err);
         if (!(f->final = strdup(real)))
             return gm_error_set(err, GM_ENOMEM, "out of memory");
+        f->sync = true;
         f->keep_mode = true;
         f->old = sb;
         return make_temporary(f, err);
@@ -192,7 +225,7 @@ static int open_target(gm_file *f, gm_error *err)
     return GM_OK;
 }
 
-int gm_file_open_output(const char *path, gm_file **out, gm_error *err)
+int gm_file_open_output(const char *path, unsigned flags, gm_file **out, gm_error *err)
 {
     *out = NULL;
     if (!path || !*path)
@@ -203,6 +236,7 @@ int gm_file_open_output(const char *path, gm_file **out, gm_error *err)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
     }
     f->fd = -1;
+    f->in_place = flags & GM_FILE_STREAM;
     int rc = open_target(f, err);
     if (rc < 0) {
         file_free(f);
@@ -217,6 +251,9 @@ int gm_file_open_output(const char *path, gm_file **out, gm_error *err)
         file_free(f);
         return gm_error_set(err, GM_ENOMEM, "out of memory");
     }
+    /* A reader following the output sees whole lines as they are written. */
+    if (f->in_place)
+        setvbuf(f->stream, NULL, _IOLBF, BUFSIZ);
     *out = f;
     return GM_OK;
 }
@@ -254,7 +291,7 @@ int gm_file_commit(gm_file *f, gm_file_id *id, gm_error *err)
     struct stat sb;
     bool have_stat = fstat(f->fd, &sb) == 0;
     /* Only a file's contents can be synced; a FIFO or a device has nothing to keep. */
-    if (!f->werr && f->tmp && fsync(f->fd) < 0)
+    if (!f->werr && f->sync && fsync(f->fd) < 0)
         f->werr = errno;
     if (fclose(f->stream) != 0 && !f->werr)
         f->werr = errno ? errno : EIO;
@@ -268,7 +305,7 @@ int gm_file_commit(gm_file *f, gm_file_id *id, gm_error *err)
         rc = gm_error_set(err, GM_EIO, "cannot write %s: cannot rename %s into place: %s", f->path,
                           f->tmp, strerror(errno));
         unlink(f->tmp);
-    } else if (f->tmp) {
+    } else if (f->sync) {
         sync_dir_of(f->final);
         if (id && have_stat) {
             id->regular = true;
@@ -295,7 +332,7 @@ void gm_file_abort(gm_file *f)
 int gm_file_write(const char *path, const void *data, size_t len, gm_file_id *id, gm_error *err)
 {
     gm_file *f;
-    int rc = gm_file_open_output(path, &f, err);
+    int rc = gm_file_open_output(path, GM_FILE_REPLACE, &f, err);
     if (rc < 0)
         return rc;
     /* A failed write is remembered by the stream and reported by the commit. */

@@ -996,7 +996,7 @@ static int keep_result(const bench_opts *o, int argc, char **argv, gm_store *st,
     gm_error err = {0};
     if (o->output) {
         gm_file *f = NULL;
-        if (gm_file_open_output(o->output, &f, &err) < 0 ||
+        if (gm_file_open_output(o->output, GM_FILE_REPLACE, &f, &err) < 0 ||
             (gm_cli_write_json(gm_file_stream(f), doc, true), gm_file_commit(f, NULL, &err)) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
@@ -1208,7 +1208,7 @@ int gm_cli_bench(int argc, char **argv)
     }
 
     if (o.trace) {
-        if (gm_file_open_output(o.trace, &trace_file, &err) < 0) {
+        if (gm_file_open_output(o.trace, GM_FILE_STREAM, &trace_file, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
             goto out;

@@ -306,7 +306,7 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
     FILE *out = stdout;
     gm_file *file = NULL;
     if (o->output) {
-        if (gm_file_open_output(o->output, &file, &err) < 0) {
+        if (gm_file_open_output(o->output, GM_FILE_REPLACE, &file, &err) < 0) {
             fprintf(stderr, "gpumon history: %s\n", err.msg);
             return GM_EXIT_FAILURE;
         }

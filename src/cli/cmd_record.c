@@ -247,7 +247,7 @@ static int write_output(const record_opts *o, const json_t *doc, const gm_sessio
         return 0;
     gm_error err = {0};
     gm_file *file = NULL;
-    if (gm_file_open_output(o->output, &file, &err) < 0) {
+    if (gm_file_open_output(o->output, GM_FILE_REPLACE, &file, &err) < 0) {
         fprintf(stderr, "gpumon %s: %s\n", o->name, err.msg);
         return -1;
     }

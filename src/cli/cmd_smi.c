@@ -1354,7 +1354,8 @@ int gm_cli_smi(int argc, char **argv)
     FILE *out = stdout;
     gm_file *file = NULL;
     if (o.file) {
-        if (gm_file_open_output(o.file, &file, &err) < 0) {
+        if (gm_file_open_output(o.file, o.loop_s > 0 ? GM_FILE_STREAM : GM_FILE_REPLACE, &file,
+                                &err) < 0) {
             fprintf(stderr, "Failed to open file %s: %s\n\n", o.file, err.msg);
             gm_collector_close(c);
             return GM_EXIT_FAILURE;

@@ -8,6 +8,7 @@ root, where replacing /dev/null or following a planted link does real damage.
 The devices are made with mknod in the test's own directory (root only; those cases are
 skipped otherwise), so no system device is at risk even on a gpumon that replaces them."""
 import json
+import re
 import os
 import shutil
 import signal
@@ -155,6 +156,127 @@ class Paths(unittest.TestCase):
                 self.assertTrue(got and got[0], "nothing came through the FIFO")
                 self.assert_kind(fifo, stat.S_ISFIFO)
 
+
+
+class Streaming(unittest.TestCase):
+    """Outputs written continuously (smi -f with a loop, bench --trace) are written where they
+    are as they come, so that `tail -f` follows them: never held back until the command ends,
+    never renamed into place, with the same rules for links and devices."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gm-stream-")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def start(self, argv, e):
+        p = subprocess.Popen([GPUMON] + argv, env=e, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def lines_while_running(self, proc, path, want):
+        """Waits (up to 60 s) for want complete lines in path while proc still runs; returns
+        them, or fails saying what was there when proc ended or the time ran out."""
+        deadline = time.monotonic() + 60
+        text = ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            if os.path.exists(path):
+                with open(path) as f:
+                    text = f.read()
+                if text.count("\n") >= want:
+                    return text.split("\n")[:want]
+            time.sleep(0.05)
+        self.fail("%d lines not in %s while the command ran (exit %s; it held %r)" %
+                  (want, path, proc.poll(), text))
+
+    def stop(self, proc):
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        return proc.returncode, err
+
+    def smi(self, out):
+        return self.start(["smi", "--query-gpu=index,name", "--format=csv,noheader", "-lms",
+                           "100", "-f", out], env(nvml=FAKE_NVML, scenario="health.json"))
+
+    def test_smi_loop_file_grows_in_place(self):
+        out = self.path("smi.csv")
+        with open(out, "w") as f:
+            f.write("old contents that are cut, " * 100)
+        ino = os.stat(out).st_ino
+        p = self.smi(out)
+        lines = self.lines_while_running(p, out, 3)
+        self.assertNotIn("old contents", "".join(lines))
+        self.assertTrue(all(re.match(r"\d+, ", line) for line in lines), lines)
+        rc, err = self.stop(p)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(os.stat(out).st_ino, ino, "the file was replaced, not written")
+        self.assertEqual(os.listdir(self.dir), ["smi.csv"])
+
+    def test_smi_loop_follows_a_planted_link_like_cp(self):
+        tgt, link = self.path("target"), self.path("link")
+        with open(tgt, "w") as f:
+            f.write("orig\n")
+        os.symlink("target", link)
+        p = self.smi(link)
+        self.lines_while_running(p, tgt, 2)
+        rc, err = self.stop(p)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(stat.S_ISLNK(os.lstat(link).st_mode))
+        self.assertEqual(os.readlink(link), "target")
+        with open(tgt) as f:
+            self.assertNotIn("orig", f.read())
+        # A dangling link is refused: nothing is created where it points.
+        os.symlink("nowhere", self.path("dangling"))
+        p = self.smi(self.path("dangling"))
+        _, err = p.communicate(timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("symbolic link to nothing", err)
+        self.assertFalse(os.path.lexists(self.path("nowhere")))
+
+    def test_smi_loop_device_is_written_not_replaced(self):
+        if not ROOT:
+            self.skipTest("making a device node needs root")
+        null, full = self.path("null"), self.path("full")
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        p = self.smi(null)
+        time.sleep(0.5)
+        self.assertIsNone(p.poll())
+        rc, err = self.stop(p)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(stat.S_ISCHR(os.lstat(null).st_mode))
+        # A full device: the first loop's write fails, naming the path and the cause.
+        p = self.smi(full)
+        _, err = p.communicate(timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(full, err)
+        self.assertIn(ENOSPC, err)
+        self.assertTrue(stat.S_ISCHR(os.lstat(full).st_mode))
+        self.assertEqual(sorted(os.listdir(self.dir)), ["full", "null"])
+
+    def test_bench_trace_grows_while_the_run_goes(self):
+        server = FakeServer(self.dir, "--ttft-ms", "5")
+        self.procs.append(server.proc)
+        trace = self.path("trace.jsonl")
+        p = self.start(["bench", "--url", server.url, "--duration", "120", "--output-tokens",
+                        "2", "--idle-seconds", "0", "-q", "--no-db", "--trace", trace], env())
+        for line in self.lines_while_running(p, trace, 3):
+            self.assertIn("sent_ns", json.loads(line))
+        self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith("trace")),
+                         ["trace.jsonl"])
+        self.stop(p)
+        with open(trace) as f:
+            for line in f:
+                json.loads(line)
 
 class PortFile(unittest.TestCase):
     def setUp(self):

@@ -2,12 +2,14 @@
  * and --port-file goes through, often as root. The input picks a kind of path (a regular file,
  * a missing one, a link to a regular file, a chain of links, a dangling link, a link loop, a
  * FIFO with a reader, /dev/null, a link to /dev/null, a directory), how the path is spelled
- * (plain, with "/./", through "sub/.."), whether the write is committed or aborted, and the
- * bytes written. Checks, for any input:
+ * (plain, with "/./", through "sub/.."), whether the write is committed or aborted, whether
+ * the output is streamed (GM_FILE_STREAM) or replaced whole, and the bytes written. Checks,
+ * for any input:
  *   - no non-regular file is ever replaced: the FIFO, the device and the directory are still
  *     what they were (same inode), and a symbolic link is still that link, never overwritten;
  *   - a committed write to a regular file (or a new one, or through links to one) leaves
- *     exactly the bytes written; an aborted or failed one leaves the old contents;
+ *     exactly the bytes written; an aborted or failed one leaves the old contents, unless it
+ *     was streamed (then what was written stays: the file was written in place);
  *   - a FIFO gets exactly the bytes; a dangling link, a loop and a directory are refused;
  *   - no temporary file is left behind. */
 #include <dirent.h>
@@ -36,8 +38,8 @@ enum kind {
 };
 
 static char dir[PATH_MAX];
-static const char *const names[] = {"old", "sub", "link", "chain", "dangling", "loop1",
-                                    "loop2", "fifo", "to-null"};
+static const char *const names[] = {"old",   "sub",   "link", "chain",  "dangling",
+                                    "loop1", "loop2", "fifo", "to-null"};
 #define NNAMES (sizeof names / sizeof *names)
 static const char OLD[] = "old contents\n";
 
@@ -142,6 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     enum kind kind = (enum kind)(data[0] % K__COUNT);
     bool commit = !(data[1] & 1);
+    bool stream = data[1] & 2;
     unsigned spelling = data[2] % 3;
     data += 3;
     size -= 3;
@@ -149,11 +152,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size = 4096;
     reset();
 
-    static const char *const leaf[] = {[K_REGULAR] = "old",     [K_MISSING] = "new",
-                                       [K_LINK] = "link",       [K_CHAIN] = "chain",
-                                       [K_DANGLING] = "dangling", [K_LOOP] = "loop1",
-                                       [K_FIFO] = "fifo",       [K_DEVNULL] = NULL,
-                                       [K_LINK_DEVNULL] = "to-null", [K_DIR] = "sub"};
+    static const char *const leaf[] = {
+        [K_REGULAR] = "old",          [K_MISSING] = "new", [K_LINK] = "link", [K_CHAIN] = "chain",
+        [K_DANGLING] = "dangling",    [K_LOOP] = "loop1",  [K_FIFO] = "fifo", [K_DEVNULL] = NULL,
+        [K_LINK_DEVNULL] = "to-null", [K_DIR] = "sub"};
     char path[PATH_MAX];
     if (kind == K_DEVNULL)
         snprintf(path, sizeof path, spelling == 1 ? "/dev/./null" : "/dev/null");
@@ -175,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     gm_file *f = NULL;
     gm_error err = {0};
-    int rc = gm_file_open_output(path, &f, &err);
+    int rc = gm_file_open_output(path, stream ? GM_FILE_STREAM : GM_FILE_REPLACE, &f, &err);
     bool refused = kind == K_DANGLING || kind == K_LOOP || kind == K_DIR;
     FUZZ_CHECK((rc < 0) == refused);
     if (rc == GM_OK) {
@@ -187,7 +189,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             gm_file_abort(f);
         FUZZ_CHECK(rc == GM_OK);
     }
-    bool written = rc == GM_OK && commit && !refused;
+    /* A streamed write is in the file even when aborted: the stream is flushed as it closes. */
+    bool written = rc == GM_OK && (commit || stream) && !refused;
 
     /* Nothing that is not a regular file was replaced, and every link is still that link. */
     struct stat sb;

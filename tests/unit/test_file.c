@@ -110,7 +110,7 @@ static void test_regular_file_replaced_whole_keeping_its_mode(void **state)
     stat(at("reg"), &before);
     gm_file *f;
     gm_error err = {0};
-    assert_int_equal(gm_file_open_output(at("reg"), &f, &err), GM_OK);
+    assert_int_equal(gm_file_open_output(at("reg"), GM_FILE_REPLACE, &f, &err), GM_OK);
     assert_true(gm_file_replaces(f));
     fputs("new", gm_file_stream(f));
     /* Until the commit the old contents stand. */
@@ -129,7 +129,7 @@ static void test_abort_leaves_the_target(void **state)
     (void)state;
     put(at("reg"), "keep\n");
     gm_file *f;
-    assert_int_equal(gm_file_open_output(at("reg"), &f, NULL), GM_OK);
+    assert_int_equal(gm_file_open_output(at("reg"), GM_FILE_REPLACE, &f, NULL), GM_OK);
     fputs("half", gm_file_stream(f));
     gm_file_abort(f);
     assert_string_equal(slurp(at("reg")), "keep\n");
@@ -248,7 +248,7 @@ static void test_devices_written_never_replaced(void **state)
     /* A full device: the write fails, and says so with the path and the cause. */
     const char *full = char_device("full", 7, "/dev/full");
     gm_file *f;
-    assert_int_equal(gm_file_open_output(full, &f, &err), GM_OK);
+    assert_int_equal(gm_file_open_output(full, GM_FILE_REPLACE, &f, &err), GM_OK);
     assert_false(gm_file_replaces(f));
     fputs("{}\n", gm_file_stream(f));
     assert_int_equal(gm_file_commit(f, NULL, &err), GM_EIO);
@@ -334,6 +334,100 @@ static void test_missing_directory_is_an_error(void **state)
     assert_non_null(strstr(err.msg, strerror(ENOENT)));
 }
 
+/* GM_FILE_STREAM: a regular file is cut and written where it is, line by line, so that a reader
+ * following it sees it grow; it is never replaced by a rename. */
+static void test_stream_written_in_place_as_it_goes(void **state)
+{
+    (void)state;
+    put(at("log"), "old contents\n");
+    chmod(at("log"), 0640);
+    struct stat before, after;
+    stat(at("log"), &before);
+    gm_file *f;
+    gm_error err = {0};
+    assert_int_equal(gm_file_open_output(at("log"), GM_FILE_STREAM, &f, &err), GM_OK);
+    assert_false(gm_file_replaces(f));
+    assert_string_equal(slurp(at("log")), "");
+    fputs("line 1\n", gm_file_stream(f));
+    assert_string_equal(slurp(at("log")), "line 1\n");
+    fputs("line 2\n", gm_file_stream(f));
+    assert_string_equal(slurp(at("log")), "line 1\nline 2\n");
+    gm_file_id id;
+    assert_int_equal(gm_file_commit(f, &id, &err), GM_OK);
+    stat(at("log"), &after);
+    assert_int_equal(after.st_ino, before.st_ino);
+    assert_int_equal(after.st_mode & 07777, 0640);
+    assert_true(id.regular);
+    assert_int_equal(id.ino, before.st_ino);
+    assert_int_equal(entries(), 1);
+
+    /* A new file exists from the open on; an abort keeps what was written. */
+    assert_int_equal(gm_file_open_output(at("new"), GM_FILE_STREAM, &f, &err), GM_OK);
+    assert_string_equal(slurp(at("new")), "");
+    fputs("kept\n", gm_file_stream(f));
+    gm_file_abort(f);
+    assert_string_equal(slurp(at("new")), "kept\n");
+    assert_int_equal(entries(), 2);
+}
+
+static void test_stream_follows_links_like_cp(void **state)
+{
+    (void)state;
+    put(at("target"), "orig\n");
+    assert_int_equal(symlink("target", at("link")), 0);
+    gm_file *f;
+    gm_error err = {0};
+    assert_int_equal(gm_file_open_output(at("link"), GM_FILE_STREAM, &f, &err), GM_OK);
+    fputs("via link\n", gm_file_stream(f));
+    assert_string_equal(slurp(at("target")), "via link\n");
+    gm_file_id id;
+    assert_int_equal(gm_file_commit(f, &id, &err), GM_OK);
+    struct stat lb;
+    assert_int_equal(lstat(at("link"), &lb), 0);
+    assert_true(S_ISLNK(lb.st_mode));
+    char real[PATH_MAX];
+    assert_non_null(realpath(at("target"), real));
+    assert_string_equal(id.path, real);
+
+    /* Refused as for a one-shot output: nothing is created or cut. */
+    assert_int_equal(symlink("nowhere", at("dangling")), 0);
+    assert_int_equal(gm_file_open_output(at("dangling"), GM_FILE_STREAM, &f, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "symbolic link to nothing"));
+    assert_int_equal(access(at("nowhere"), F_OK), -1);
+    assert_int_equal(symlink("loop2", at("loop1")), 0);
+    assert_int_equal(symlink("loop1", at("loop2")), 0);
+    assert_true(gm_file_open_output(at("loop1"), GM_FILE_STREAM, &f, &err) < 0);
+    assert_non_null(strstr(err.msg, strerror(ELOOP)));
+    assert_int_equal(mkdir(at("sub"), 0755), 0);
+    assert_int_equal(gm_file_open_output(at("sub"), GM_FILE_STREAM, &f, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "directory"));
+    assert_int_equal(entries(), 6);
+}
+
+static void test_stream_device_written_never_replaced(void **state)
+{
+    (void)state;
+    const char *null = char_device("null", 3, "/dev/null");
+    gm_file *f;
+    gm_error err = {0};
+    assert_int_equal(gm_file_open_output(null, GM_FILE_STREAM, &f, &err), GM_OK);
+    fputs("gone\n", gm_file_stream(f));
+    assert_int_equal(gm_file_commit(f, NULL, &err), GM_OK);
+    struct stat sb;
+    assert_int_equal(lstat(null, &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+
+    /* Line by line: a full device fails at the first line, before the commit. */
+    const char *full = char_device("full", 7, "/dev/full");
+    assert_int_equal(gm_file_open_output(full, GM_FILE_STREAM, &f, &err), GM_OK);
+    assert_true(fputs("{}\n", gm_file_stream(f)) == EOF || ferror(gm_file_stream(f)));
+    assert_int_equal(gm_file_commit(f, NULL, &err), GM_EIO);
+    assert_non_null(strstr(err.msg, full));
+    assert_non_null(strstr(err.msg, strerror(ENOSPC)));
+    assert_int_equal(lstat(full, &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -352,6 +446,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_remove_only_the_file_written, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_directory_is_an_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_written_in_place_as_it_goes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_follows_links_like_cp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_device_written_never_replaced, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
