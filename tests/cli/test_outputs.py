@@ -198,10 +198,37 @@ class Streaming(unittest.TestCase):
         self.fail("%d lines not in %s while the command ran (exit %s; it held %r)" %
                   (want, path, proc.poll(), text))
 
+    def wait_until(self, proc, cond, what):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if cond():
+                return
+            time.sleep(0.02)
+        self.fail("%s: not while the command ran (exit %s)" % (what, proc.poll()))
+
     def stop(self, proc):
+        """SIGINT, once the command has taken it over: sent earlier (a slow or sanitizer build
+        still starting) it would kill the command instead of ending its loop."""
+        def catches_sigint():
+            try:
+                with open("/proc/%d/status" % proc.pid) as f:
+                    caught = [ln for ln in f if ln.startswith("SigCgt:")]
+            except FileNotFoundError:
+                return False
+            return bool(caught) and int(caught[0].split()[1], 16) & (1 << (signal.SIGINT - 1))
+
+        self.wait_until(proc, catches_sigint, "SIGINT handled")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
         return proc.returncode, err
+
+    def has_open(self, proc, path):
+        """Whether proc holds path open (its own descriptors, as /proc shows them)."""
+        fds = "/proc/%d/fd" % proc.pid
+        try:
+            return any(os.readlink(os.path.join(fds, n)) == path for n in os.listdir(fds))
+        except OSError:
+            return False
 
     def smi(self, out):
         return self.start(["smi", "--query-gpu=index,name", "--format=csv,noheader", "-lms",
@@ -249,8 +276,7 @@ class Streaming(unittest.TestCase):
         os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
         os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
         p = self.smi(null)
-        time.sleep(0.5)
-        self.assertIsNone(p.poll())
+        self.wait_until(p, lambda: self.has_open(p, null), "the device open")
         rc, err = self.stop(p)
         self.assertEqual(rc, 0, err)
         self.assertTrue(stat.S_ISCHR(os.lstat(null).st_mode))
@@ -285,15 +311,35 @@ class PortFile(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def serve(self, port_file, ready):
+    def serve(self, port_file, ready=lambda: True):
+        """Runs the daemon until it listens (its port file written) and ready() holds, then
+        stops it with SIGTERM; returns its status and stderr. The wait is on the daemon's own
+        "listening on" line: a signal sent before it has taken over SIGTERM (a fixed sleep, on
+        a slow or sanitizer build) would kill it instead of stopping it."""
         d = subprocess.Popen([GPUMON, "serve", "--listen", "127.0.0.1:0", "--port-file", port_file,
                               "--simulate", "1", "--db", "none", "--log-level", "error"], env=env(),
                              stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 15
-        while time.time() < deadline and d.poll() is None and not ready():
+        lines, listening = [], threading.Event()
+
+        def drain():
+            for line in d.stderr:
+                lines.append(line)
+                if line.startswith("gpumon: listening on "):
+                    listening.set()
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and d.poll() is None and not (
+                listening.is_set() and ready()):
             time.sleep(0.02)
-        d.send_signal(signal.SIGTERM)
-        _, err = d.communicate(timeout=15)
+        up = listening.is_set()
+        if d.poll() is None:
+            d.send_signal(signal.SIGTERM)
+        d.wait(timeout=60)
+        reader.join(timeout=60)
+        err = "".join(lines)
+        self.assertTrue(up, "the daemon never listened: " + err)
         return d.returncode, err
 
     def test_planted_link_beside_the_port_file_is_not_followed(self):
@@ -326,7 +372,7 @@ class PortFile(unittest.TestCase):
             self.skipTest("making a device node needs root")
         null = os.path.join(self.dir, "null")
         os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        rc, err = self.serve(null, lambda: False if time.sleep(0.5) else True)
+        rc, err = self.serve(null)
         self.assertEqual(rc, 0, err)
         self.assertTrue(stat.S_ISCHR(os.lstat(null).st_mode))
         self.assertEqual(os.listdir(self.dir), ["null"])
@@ -357,11 +403,10 @@ class Database(unittest.TestCase):
         fifo = os.path.join(self.dir, "db")
         os.mkfifo(fifo)
         for argv in (["history", "list"], ["history", "list", "--db", fifo]):
-            p = run(argv, env=env(extra={"GPU_MONITOR_DB": fifo}), timeout=10)
+            p = run(argv, env=env(extra={"GPU_MONITOR_DB": fifo}))
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("is a FIFO, not a regular file", p.stderr)
-        p = run(["record", "--db", fifo, "--simulate", "1", "-q", "--", "true"], env=env(),
-                timeout=10)
+        p = run(["record", "--db", fifo, "--simulate", "1", "-q", "--", "true"], env=env())
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("is a FIFO, not a regular file", p.stderr)
         self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
@@ -374,7 +419,7 @@ class Database(unittest.TestCase):
         e = env(extra={"GPU_MONITOR_DB": null})
         for argv in (["history", "list"], ["record", "--simulate", "1", "-q", "--", "true"],
                      ["history", "prune", "--older-than", "1d"]):
-            p = run(argv, env=e, timeout=10)
+            p = run(argv, env=e)
             self.assertIn("is a character device, not a regular file", p.stderr)
         self.assertEqual(os.listdir(self.dir), ["null"])
 
