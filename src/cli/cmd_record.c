@@ -58,12 +58,15 @@ static void usage(FILE *out)
         "  -h, --help             show this help\n\n"
         "Samples are stored as they are taken: if gpumon is killed, `gpumon history` shows the\n"
         "session as interrupted with what it had. A database that cannot be opened is warned\n"
-        "about and the command still runs. One that fails during the run (a full disk) gets\n"
-        "the samples when it works again; at the end the session is stored whole, or removed,\n"
-        "or gpumon says how many samples the database kept.\n\n"
+        "about and the command still runs. One that fails during the run gets the samples\n"
+        "when it works again; none is stored while less than %d MiB is free on its\n"
+        "filesystem, and %d MiB are held there for the session's end. At the end the session\n"
+        "is stored whole, or as incomplete with the samples the database took, or removed, or\n"
+        "gpumon says how many samples the database kept.\n\n"
         "Exit status: COMMAND's; 1 when COMMAND succeeded but --output could not be written;\n"
         "2 usage error; 3 no GPU found (with --gpus); 127 COMMAND cannot be run.\n",
-        GM_AUDIT_DEFAULT_POWER_WINDOW_MS);
+        GM_AUDIT_DEFAULT_POWER_WINDOW_MS, GM_STORE_RESERVE_BYTES >> 20,
+        GM_STORE_RESERVE_BYTES >> 20);
 }
 
 static int parse_args(int argc, char **argv, record_opts *o)
@@ -160,6 +163,9 @@ static gm_store *open_store(const record_opts *o)
         fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name, err.msg);
         return NULL;
     }
+    /* Samples stop short of a full disk, and space stays held for the session's end. Where
+     * that space cannot be held, the guard alone still stops the samples first. */
+    gm_store_guard_space(st, NULL);
     return st;
 }
 
@@ -336,9 +342,10 @@ static bool store_finish(const record_opts *o, gm_store *st, gm_recorder *rec)
         fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name, why.msg);
         return false;
     }
+    /* Neither the end nor the removal could be written: the row reads as a killed gpumon's. */
     fprintf(stderr,
-            "gpumon %s: warning: %s; the session is not stored whole: the database keeps %s "
-            "with %zu of %zu samples, which gpumon history shows as interrupted\n",
+            "gpumon %s: warning: %s; the session stays interrupted in the database: %s holds %zu "
+            "of %zu samples and not its end\n",
             o->name, why.msg, gm_session_id(s), gm_recorder_stored(rec),
             gm_session_sample_count(s));
     return false;

@@ -89,9 +89,34 @@ int gm_store_session_sample_values(gm_store *st, const gm_session *s, size_t seq
 int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err);
 /* Marks finished s "incomplete": it ended normally but the database took only its first
  * `stored` samples (a full disk). Its document gets "incomplete": {"samples_stored",
- * "samples_not_stored", "reason": why}. One small update, tried when the samples cannot be. */
+ * "samples_not_stored", "reason": why}. One small update, tried when the samples cannot be;
+ * s gets the same field only once it is written (a failure leaves s as it was). */
 int gm_store_session_end_incomplete(gm_store *st, gm_session *s, size_t stored, const char *why,
                                     gm_error *err);
+
+/* Space kept free on the database's filesystem for the end of a recording. A session's end is
+ * one update of its row (its document, without the timeline: kilobytes, at most a few hundred
+ * with snapshots) appended to the WAL, then checkpointed into the database, which may grow by
+ * up to what the WAL holds: SQLite checkpoints at 1000 pages, 4 MiB at the 4 KiB page size.
+ * Twice that covers both with room to spare, and is nothing on any disk worth recording to. */
+#define GM_STORE_RESERVE_BYTES (8 * 1024 * 1024)
+
+/* Guards st's writes so that a recording on a disk that fills up (by the recorded command or
+ * anything else) can still store how it ended:
+ *  - from now on gm_store_session_begin and the sample writes are refused (GM_EIO, "disk
+ *    full: N MiB free on MOUNTPOINT, less than the 8 MiB reserve") while less than
+ *    GM_STORE_RESERVE_BYTES is free to this process (statvfs before each, a few microseconds);
+ *    the caller keeps what was refused and tries again later;
+ *  - GM_STORE_RESERVE_BYTES of the filesystem are held in an unnamed file (O_TMPFILE,
+ *    fallocate; gone with st or the process), since whatever fills the disk takes what is free.
+ *    The end of a session (gm_store_session_end, _end_incomplete) and a deletion give it back
+ *    first when space is short (or when they fail with it held, then try once more), as
+ *    gm_store_close does before its checkpoint.
+ * GM_OK with the space held; GM_ENOTSUP when the guard is on but the space is not held (no
+ * O_TMPFILE or fallocate on that filesystem, or no room already: the message says why). */
+int gm_store_guard_space(gm_store *st, gm_error *err);
+/* The reserve of gm_store_guard_space is held now. */
+bool gm_store_space_held(const gm_store *st);
 
 /* Deletes entry id (a session with all its samples, or a stored document) in one transaction,
  * whatever its status: a caller that must not delete a session another process is writing

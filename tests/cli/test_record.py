@@ -430,9 +430,11 @@ class DiskFull(RecordBase):
         self.assertNotIn("stored as ", err)
         # The deletion of the partial entry cannot be written either: gpumon says so, and what
         # it says is what the database holds.
-        m = re.search(r"the session is not stored whole: the database keeps (\S+) with (\d+) of "
-                      r"(\d+) samples, which gpumon history shows as interrupted", err)
+        m = re.search(r"the session stays interrupted in the database: (\S+) holds (\d+) of "
+                      r"(\d+) samples and not its end", err)
         self.assertIsNotNone(m, err)
+        # The summary claims nothing the database does not hold.
+        self.assertNotIn("incomplete", err)
         entry = self.listing()[0]
         self.assertEqual(entry["id"], m.group(1))
         self.assertEqual(entry["status"], "interrupted")
@@ -446,7 +448,7 @@ class DiskFull(RecordBase):
         p = self.start_and_fill(0.6, ignore_sigxfsz=False)
         _, err = p.communicate(timeout=20)
         self.assertEqual(p.returncode, 0, err)
-        self.assertIn("the session is not stored whole", err)
+        self.assertIn("the session stays interrupted in the database", err)
         # The command gets SIGXFSZ as gpumon got it (not ignored: bit 25 of SigIgn clear).
         p = self.record(["-q", "--no-db"], ["sh", "-c", "grep SigIgn /proc/$$/status"])
         self.assertEqual(p.returncode, 0, p.stderr)
