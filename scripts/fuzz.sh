@@ -32,6 +32,7 @@ max_len() {
     session_body) echo 2048 ;;  # a POST /api/sessions body (labels are at most 128 bytes)
     parse) echo 64 ;;           # one number or duration
     utf8) echo 512 ;;           # a name, a message
+    file_output) echo 4099 ;;   # 3 bytes choosing the path, then up to 4096 bytes written
     *) echo 4096 ;;
     esac
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "base/parse.h"
 #include "cli/commands.h"
@@ -994,12 +995,11 @@ static int keep_result(const bench_opts *o, int argc, char **argv, gm_store *st,
 {
     gm_error err = {0};
     if (o->output) {
-        FILE *f = fopen(o->output, "w");
-        if (!f || gm_cli_write_json(f, doc, true) < 0 || fclose(f) != 0) {
-            fprintf(stderr, "gpumon bench: cannot write %s: %s\n", o->output, strerror(errno));
+        gm_file *f = NULL;
+        if (gm_file_open_output(o->output, GM_FILE_REPLACE, &f, &err) < 0 ||
+            (gm_cli_write_json(gm_file_stream(f), doc, true), gm_file_commit(f, NULL, &err)) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
-            if (f)
-                fclose(f);
         }
     }
     bool stored = false;
@@ -1048,6 +1048,7 @@ int gm_cli_bench(int argc, char **argv)
     gm_bench_gpu *gpu = NULL;
     gm_store *st = NULL;
     FILE *trace = NULL;
+    gm_file *trace_file = NULL;
     json_t *doc = NULL, *points = NULL, *gpus_json = NULL;
     gm_bench_prompts prompts = {0};
     image_run ir = {0};
@@ -1206,10 +1207,13 @@ int gm_cli_bench(int argc, char **argv)
         }
     }
 
-    if (o.trace && !(trace = fopen(o.trace, "w"))) {
-        fprintf(stderr, "gpumon bench: cannot write %s: %s\n", o.trace, strerror(errno));
-        rc = GM_EXIT_FAILURE;
-        goto out;
+    if (o.trace) {
+        if (gm_file_open_output(o.trace, GM_FILE_STREAM, &trace_file, &err) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+            goto out;
+        }
+        trace = gm_file_stream(trace_file);
     }
     if (!o.ctr.image) {
         st = open_store(&o);
@@ -1367,8 +1371,15 @@ int gm_cli_bench(int argc, char **argv)
         if (!o.quiet)
             gm_bench_print_point(stderr, pj);
     }
-    if (trace && fflush(trace) != 0)
-        fprintf(stderr, "gpumon bench: warning: writing %s: %s\n", o.trace, strerror(errno));
+    if (trace_file) {
+        trace = NULL;
+        gm_file *tf = trace_file;
+        trace_file = NULL;
+        if (gm_file_commit(tf, NULL, &err) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        }
+    }
     /* The stop was ours, not a signal's: the run ends as a failure, not as interrupted. */
     if (server_gone && !stop_signal)
         stop_flag = 0;
@@ -1429,7 +1440,11 @@ out:
     gm_bench_client_free(client);
     gm_bench_prompts_free(&prompts);
     gm_store_close(st);
-    if (trace)
-        fclose(trace);
+    /* A run cut short keeps the requests traced so far. */
+    if (trace_file && gm_file_commit(trace_file, NULL, &err) < 0) {
+        fprintf(stderr, "gpumon bench: %s\n", err.msg);
+        if (rc == GM_EXIT_OK)
+            rc = GM_EXIT_FAILURE;
+    }
     return rc;
 }

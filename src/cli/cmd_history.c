@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "base/suggest.h"
 #include "core/bench_report.h"
@@ -303,9 +304,13 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
         return err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
     }
     FILE *out = stdout;
-    if (o->output && !(out = fopen(o->output, "w"))) {
-        perror(o->output);
-        return GM_EXIT_FAILURE;
+    gm_file *file = NULL;
+    if (o->output) {
+        if (gm_file_open_output(o->output, GM_FILE_REPLACE, &file, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            return GM_EXIT_FAILURE;
+        }
+        out = gm_file_stream(file);
     }
     int rc = GM_EXIT_OK;
     bool export = strcmp(o->action, "export") == 0;
@@ -362,8 +367,11 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
         }
     }
     json_decref(doc);
-    if (out != stdout && fclose(out) != 0) {
-        perror(o->output);
+    /* A failed export leaves the target as it was. */
+    if (file && rc != GM_EXIT_OK) {
+        gm_file_abort(file);
+    } else if (file && gm_file_commit(file, NULL, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
         rc = GM_EXIT_FAILURE;
     }
     return rc;

@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -57,12 +58,15 @@ static void usage(FILE *out)
         "  -h, --help             show this help\n\n"
         "Samples are stored as they are taken: if gpumon is killed, `gpumon history` shows the\n"
         "session as interrupted with what it had. A database that cannot be opened is warned\n"
-        "about and the command still runs. One that fails during the run (a full disk) gets\n"
-        "the samples when it works again; at the end the session is stored whole, or removed,\n"
-        "or gpumon says how many samples the database kept.\n\n"
-        "Exit status: COMMAND's; 2 usage error; 3 no GPU found (with --gpus); 127 COMMAND cannot\n"
-        "be run.\n",
-        GM_AUDIT_DEFAULT_POWER_WINDOW_MS);
+        "about and the command still runs. One that fails during the run gets the samples\n"
+        "when it works again; none is stored while less than %d MiB is free on its\n"
+        "filesystem, and %d MiB are held there for the session's end. At the end the session\n"
+        "is stored whole, or as incomplete with the samples the database took, or removed, or\n"
+        "gpumon says how many samples the database kept.\n\n"
+        "Exit status: COMMAND's; 1 when COMMAND succeeded but --output could not be written;\n"
+        "2 usage error; 3 no GPU found (with --gpus); 127 COMMAND cannot be run.\n",
+        GM_AUDIT_DEFAULT_POWER_WINDOW_MS, GM_STORE_RESERVE_BYTES >> 20,
+        GM_STORE_RESERVE_BYTES >> 20);
 }
 
 static int parse_args(int argc, char **argv, record_opts *o)
@@ -159,6 +163,9 @@ static gm_store *open_store(const record_opts *o)
         fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name, err.msg);
         return NULL;
     }
+    /* Samples stop short of a full disk, and space stays held for the session's end. Where
+     * that space cannot be held, the guard alone still stops the samples first. */
+    gm_store_guard_space(st, NULL);
     return st;
 }
 
@@ -244,16 +251,16 @@ static int write_output(const record_opts *o, const json_t *doc, const gm_sessio
 {
     if (!o->output)
         return 0;
-    FILE *f = fopen(o->output, "w");
-    if (!f) {
-        fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, strerror(errno));
+    gm_error err = {0};
+    gm_file *file = NULL;
+    if (gm_file_open_output(o->output, GM_FILE_REPLACE, &file, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->name, err.msg);
         return -1;
     }
     gm_buf b;
     gm_buf_init(&b, 0);
     gm_timeline *tl = NULL;
-    gm_error err = {0};
-    int rc = gm_timeline_open_doc(GM_TIMELINE_JSON_PRETTY, doc, &b, f, &tl);
+    int rc = gm_timeline_open_doc(GM_TIMELINE_JSON_PRETTY, doc, &b, gm_file_stream(file), &tl);
     if (rc == GM_OK) {
         gm_timeline_add_session(tl, s);
         rc = gm_timeline_close(tl, &err);
@@ -261,10 +268,13 @@ static int write_output(const record_opts *o, const json_t *doc, const gm_sessio
         gm_error_set(&err, rc, "out of memory");
     }
     gm_buf_free(&b);
-    if (fclose(f) != 0 && rc == GM_OK)
-        rc = gm_error_set(&err, GM_EIO, "%s", strerror(errno));
     if (rc < 0) {
+        gm_file_abort(file);
         fprintf(stderr, "gpumon %s: cannot write %s: %s\n", o->name, o->output, err.msg);
+        return -1;
+    }
+    if (gm_file_commit(file, NULL, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->name, err.msg);
         return -1;
     }
     return 0;
@@ -300,9 +310,10 @@ static void on_tick(void *arg, const gm_session *s)
         progress(s);
 }
 
-/* At the end: the store gets the whole session, or (when it still fails) the partial copy is
- * removed so it never reads as interrupted; says which. True when stored whole. */
-static bool store_finish(const record_opts *o, gm_recorder *rec)
+/* At the end: the store gets the whole session; when it still fails, the partial copy is
+ * marked incomplete if that one update can be written, else removed so it never reads as
+ * interrupted; says which. True when stored whole. */
+static bool store_finish(const record_opts *o, gm_store *st, gm_recorder *rec)
 {
     gm_error err = {0};
     int rc = GM_OK;
@@ -314,15 +325,27 @@ static bool store_finish(const record_opts *o, gm_recorder *rec)
         return gm_recorder_persisted(rec);
     gm_session *s = gm_recorder_session(rec);
     gm_error why = err;
+    /* The samples cannot be written, but one small update may still be: the partial copy
+     * then says that the run ended and what it lacks, instead of reading as interrupted. */
+    if (gm_recorder_begun(rec) && gm_session_finished(s) &&
+        gm_store_session_end_incomplete(st, s, gm_recorder_stored(rec), why.msg, NULL) == GM_OK) {
+        fprintf(stderr,
+                "gpumon %s: warning: %s; the session is not stored whole: the database keeps %s "
+                "as incomplete, with %zu of %zu samples\n",
+                o->name, why.msg, gm_session_id(s), gm_recorder_stored(rec),
+                gm_session_sample_count(s));
+        return false;
+    }
     gm_recorder_give_up(rec, why.msg);
     gm_recorder_sync(rec, gm_clock_mono_ms(), true, NULL); /* removes the partial copy */
     if (!gm_recorder_begun(rec)) {
         fprintf(stderr, "gpumon %s: warning: %s; the session is not stored\n", o->name, why.msg);
         return false;
     }
+    /* Neither the end nor the removal could be written: the row reads as a killed gpumon's. */
     fprintf(stderr,
-            "gpumon %s: warning: %s; the session is not stored whole: the database keeps %s "
-            "with %zu of %zu samples, which gpumon history shows as interrupted\n",
+            "gpumon %s: warning: %s; the session stays interrupted in the database: %s holds %zu "
+            "of %zu samples and not its end\n",
             o->name, why.msg, gm_session_id(s), gm_recorder_stored(rec),
             gm_session_sample_count(s));
     return false;
@@ -477,12 +500,16 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
     json_decref(late);
 
     gm_recorder_ended(rec);
-    bool stored = st && store_finish(&o, rec);
+    bool stored = st && store_finish(&o, st, rec);
     json_t *doc = gm_session_to_json(rs);
+    bool written = false;
     if (!doc)
         fprintf(stderr, "gpumon %s: out of memory rendering the session\n", o.name);
     else
-        write_output(&o, doc, rs);
+        written = write_output(&o, doc, rs) == 0;
+    /* The command's own status stays the exit code; a lost --output is still a failure. */
+    if (o.output && !written && rc == GM_EXIT_OK)
+        rc = GM_EXIT_FAILURE;
     if (!o.quiet && doc) {
         gm_session_print_summary(stderr, doc);
         if (have_verdict)
@@ -492,7 +519,7 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
         if (stored)
             fprintf(stderr, "stored as %s (gpumon history show %s)\n", gm_session_id(rs),
                     gm_session_id(rs));
-        if (o.output)
+        if (o.output && written)
             fprintf(stderr, "written to %s\n", o.output);
     }
     json_decref(doc);

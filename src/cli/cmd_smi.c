@@ -17,6 +17,7 @@
 #include "cli/common.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/parse.h"
 #include "base/smi_format.h"
 
@@ -1582,19 +1583,20 @@ int gm_cli_smi(int argc, char **argv)
     }
 
     FILE *out = stdout;
+    gm_file *file = NULL;
     if (o.file) {
-        out = fopen(o.file, "w");
-        if (!out) {
-            fprintf(stderr, "Failed to open file %s: %s\n\n", o.file, strerror(errno));
+        if (gm_file_open_output(o.file, o.loop_s > 0 ? GM_FILE_STREAM : GM_FILE_REPLACE, &file,
+                                &err) < 0) {
+            fprintf(stderr, "Failed to open file %s: %s\n\n", o.file, err.msg);
             gm_collector_close(c);
             return GM_EXIT_FAILURE;
         }
+        out = gm_file_stream(file);
     }
     gm_snapshot *s = gm_snapshot_new();
     if (!s) {
         fprintf(stderr, "%s: out of memory\n", o.me);
-        if (out != stdout)
-            fclose(out);
+        gm_file_abort(file);
         gm_collector_close(c);
         return GM_EXIT_FAILURE;
     }
@@ -1706,7 +1708,7 @@ int gm_cli_smi(int argc, char **argv)
         size_t len = 0;
         char *text = gm_buf_take(&b, &len);
         if (!text || fwrite(text, 1, len, out) != len || fflush(out) != 0) {
-            fprintf(stderr, "%s: cannot write the output: %s\n", o.me,
+            fprintf(stderr, "%s: cannot write %s: %s\n", o.me, o.file ? o.file : "the output",
                     text ? strerror(errno) : "out of memory");
             free(text);
             rc = GM_EXIT_FAILURE;
@@ -1720,8 +1722,8 @@ int gm_cli_smi(int argc, char **argv)
     } while (o.loop_s > 0 && gm_clock_sleep_until(next, &stop_requested));
 
     gm_snapshot_free(s);
-    if (out != stdout && fclose(out) != 0 && rc == GM_EXIT_OK) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", o.me, o.file, strerror(errno));
+    if (file && gm_file_commit(file, NULL, &err) < 0 && rc == GM_EXIT_OK) {
+        fprintf(stderr, "%s: %s\n", o.me, err.msg);
         rc = GM_EXIT_FAILURE;
     }
     gm_collector_close(c);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "base/utf8.h"
 #include "core/stats.h"
@@ -574,32 +575,6 @@ done:
     return rc;
 }
 
-/* fsync of the directory makes the rename itself durable (rename(2) alone may be lost). */
-static void sync_dir_of(const char *path)
-{
-    char copy[4096];
-    snprintf(copy, sizeof copy, "%s", path);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int gm_audit_write(const json_t *doc, const char *path, gm_error *err)
 {
     char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
@@ -613,35 +588,10 @@ int gm_audit_write(const json_t *doc, const char *path, gm_error *err)
         free(s);
         return rc;
     }
-    /* The temporary file sits beside the target: rename(2) is only atomic within a file
-     * system. O_EXCL plus a fresh name per try keeps two writers from sharing one. */
-    char tmp[4096];
-    int fd = -1;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld.%d", path, (long)getpid(), now.tv_nsec, attempt);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        rc = gm_error_set(err, GM_EIO, "cannot create a file beside %s: %s", path, strerror(errno));
-        free(s);
-        return rc;
-    }
-    if (write_all(fd, s, len) < 0 || write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
-        rc = gm_error_set(err, GM_EIO, "cannot write %s: %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-    } else if (close(fd) < 0) {
-        rc = gm_error_set(err, GM_EIO, "cannot write %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-    } else if (rename(tmp, path) < 0) {
-        rc = gm_error_set(err, GM_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-    } else
-        sync_dir_of(path);
+    /* Written by the output rules (base/file.h): a device or FIFO in place, a regular file
+     * replaced whole through a temporary file beside it. */
+    s[len] = '\n';
+    rc = gm_file_write(path, s, len + 1, NULL, err);
     free(s);
     return rc;
 }

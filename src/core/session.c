@@ -730,6 +730,14 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
     else if (json_is_integer(code))
         fprintf(out, ", command exited %d", (int)json_integer_value(code));
     fprintf(out, "\n");
+    /* Ended normally, but the database could not take every sample (a full disk). */
+    const json_t *inc = json_object_get(doc, "incomplete");
+    if (json_is_object(inc)) {
+        const char *why = json_string_value(json_object_get(inc, "reason"));
+        fprintf(out, "incomplete: %lld samples not stored (%s)\n",
+                (long long)json_integer_value(json_object_get(inc, "samples_not_stored")),
+                why ? why : "the database failed");
+    }
     const char *prov = json_string_value(json_object_get(doc, "provider"));
     if (prov && strcmp(prov, "sim") == 0)
         fprintf(out, "simulated GPUs (provider sim): not a measurement of real hardware\n");

@@ -20,6 +20,7 @@
 
 #include <arpa/inet.h>
 
+#include "base/file.h"
 #include "core/lease.h"
 #include "server/assets.h"
 #include "server/log.h"
@@ -237,21 +238,14 @@ static int resolve_paths(gm_server *srv, gm_error *err)
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
-static int write_port_file(const char *path, unsigned port)
+/* Written by the output rules (base/file.h): a temporary file with a fresh name renamed into
+ * place, so a reader never sees a half-written number and a link planted beside the target is
+ * never followed; *id says which file to remove at exit. */
+static int write_port_file(const char *path, unsigned port, gm_file_id *id, gm_error *err)
 {
-    char tmp[GM_SERVE_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return -1;
-    int ok = fprintf(f, "%u\n", port) > 0;
-    ok &= fclose(f) == 0;
-    /* Renamed into place so a reader never sees a half-written number. */
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    char text[16];
+    int n = snprintf(text, sizeof text, "%u\n", port);
+    return gm_file_write(path, text, (size_t)n, id, err);
 }
 
 /* The loop: one thread serves HTTP (libmicrohttpd runs when its epoll descriptor is ready or
@@ -315,6 +309,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
 {
     int rc = GM_EIO;
     gm_server srv_storage = {0}, *srv = &srv_storage;
+    gm_file_id port_id = {0};
     srv->cfg = cfg;
     srv->started_mono_ms = gm_clock_mono_ms();
     srv->ws_every = ws_every(cfg);
@@ -434,9 +429,9 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
         snprintf(host, sizeof host, "[%s]", cfg->listen.host);
     else
         snprintf(host, sizeof host, "%s", cfg->listen.host);
-    if (cfg->port_file[0] && write_port_file(cfg->port_file, srv->port) < 0) {
-        gm_error_set(err, GM_EIO, "cannot write --port-file %s: %s", cfg->port_file,
-                     strerror(errno));
+    gm_error perr = {0};
+    if (cfg->port_file[0] && write_port_file(cfg->port_file, srv->port, &port_id, &perr) < 0) {
+        gm_error_set(err, perr.code, "--port-file: %s", perr.msg);
         goto stop;
     }
     fprintf(stderr, "gpumon: listening on http://%s:%u%s\n", host, srv->port,
@@ -503,8 +498,9 @@ out:
         close(srv->wakefd);
     if (srv->epfd >= 0)
         close(srv->epfd);
+    /* Only the file written above: never a device, a FIFO, or a file put there since. */
     if (cfg->port_file[0] && rc == GM_OK)
-        unlink(cfg->port_file);
+        gm_file_remove_if_same(&port_id);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == GM_OK)
         gm_log(GM_LOG_INFO, "stopped", "%s", "");

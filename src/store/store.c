@@ -4,6 +4,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,7 +43,7 @@ static const migration migrations[] = {
      " host TEXT,"
      " owner_pid INTEGER,"           /* the process writing the samples */
      " owner_start INTEGER,"         /* its start time (clock ticks since boot), against reuse */
-     " status TEXT NOT NULL,"        /* running, finished */
+     " status TEXT NOT NULL,"        /* running, finished, incomplete */
      " started_ms INTEGER NOT NULL," /* epoch ms */
      " ended_ms INTEGER,"
      " duration_s REAL,"
@@ -99,6 +101,12 @@ struct gm_store {
     int schema; /* PRAGMA user_version: what the queries may use */
     sqlite3_stmt *ins_sample;
     sqlite3_stmt *upd_count;
+    /* gm_store_guard_space: on; the directory of the database and its filesystem's mount
+     * point; the held reserve (an unnamed file, -1 when none). */
+    bool guard;
+    char dir[PATH_MAX];
+    char fs[PATH_MAX];
+    int reserve_fd;
 };
 
 static int db_error(gm_store *st, gm_error *err, const char *what)
@@ -238,6 +246,7 @@ static gm_store *store_new(const char *path)
     if (!st)
         return NULL;
     snprintf(st->path, sizeof st->path, "%s", path);
+    st->reserve_fd = -1;
     if (gethostname(st->host, sizeof st->host) < 0)
         st->host[0] = '\0';
     st->host[sizeof st->host - 1] = '\0';
@@ -257,11 +266,48 @@ static int prepare_statements(gm_store *st, gm_error *err)
     return GM_OK;
 }
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+/* A database is a regular file, or a path where one is to be created. Anything else is refused
+ * before SQLite opens it: a FIFO would block the open forever, and a device (/dev/null) would
+ * get a journal created beside it, in /dev. */
+static int check_db_path(const char *path, gm_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (S_ISREG(sb.st_mode))
+            return GM_OK;
+        return gm_error_set(err, GM_EINVAL,
+                            "database %s is %s, not a regular file; give the path of a "
+                            "database file",
+                            path, kind_of(sb.st_mode));
+    }
+    if (errno != ENOENT)
+        return gm_error_set(err, GM_EIO, "cannot open database %s: %s", path, strerror(errno));
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+        return gm_error_set(err, GM_EINVAL,
+                            "database %s is a symbolic link to nothing; a database is not "
+                            "created through one",
+                            path);
+    return GM_OK;
+}
+
 int gm_store_open(const char *path, gm_store **out, gm_error *err)
 {
     *out = NULL;
     if (!path || !*path)
         return gm_error_set(err, GM_EINVAL, "database path is empty");
+    int crc = check_db_path(path, err);
+    if (crc < 0)
+        return crc;
     gm_store *st = store_new(path);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
@@ -333,6 +379,11 @@ int gm_store_open_readonly(const char *path, gm_store **out, gm_error *err)
                                   path)
                    : gm_error_set(err, GM_EIO, "cannot read database %s: %s", path,
                                   strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return gm_error_set(err, GM_EINVAL,
+                            "database %s is %s, not a regular file; give the path of a "
+                            "database file",
+                            path, kind_of(sb.st_mode));
     gm_store *st = store_new(path);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
@@ -390,6 +441,9 @@ void gm_store_close(gm_store *st)
         return;
     sqlite3_finalize(st->ins_sample);
     sqlite3_finalize(st->upd_count);
+    /* Given back first: closing checkpoints the WAL into the database, which may grow it. */
+    if (st->reserve_fd >= 0)
+        close(st->reserve_fd);
     sqlite3_close(st->db);
     free(st);
 }
@@ -457,6 +511,123 @@ static const char *row_status(gm_store *st, sqlite3_stmt *q, int col_status, int
 }
 
 /* ---- writing ---------------------------------------------------------------------------- */
+
+/* ---- the space guard -------------------------------------------------------------------- */
+
+/* The mount point of the filesystem holding dir: the highest directory above it on the same
+ * device (dir itself when it cannot be resolved). */
+static void mount_point(const char *dir, char *out, size_t len)
+{
+    char *p = realpath(dir, NULL);
+    struct stat here, up;
+    if (!p || stat(p, &here) < 0) {
+        snprintf(out, len, "%s", dir);
+        free(p);
+        return;
+    }
+    for (;;) {
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) {
+            if (slash && p[1] && stat("/", &up) == 0 && up.st_dev == here.st_dev)
+                p[1] = '\0';
+            break;
+        }
+        *slash = '\0';
+        if (stat(p, &up) < 0 || up.st_dev != here.st_dev) {
+            *slash = '/';
+            break;
+        }
+    }
+    snprintf(out, len, "%s", p);
+    free(p);
+}
+
+/* Bytes this process may still write on the database's filesystem (root may use the blocks
+ * kept for it), -1 when it cannot tell. */
+static long long space_free(const gm_store *st)
+{
+    struct statvfs v;
+    if (statvfs(st->dir, &v) < 0)
+        return -1;
+    unsigned long long blocks = geteuid() == 0 ? v.f_bfree : v.f_bavail;
+    unsigned long long bytes = blocks * v.f_frsize;
+    return bytes > LLONG_MAX ? LLONG_MAX : (long long)bytes;
+}
+
+/* Before a session or a sample is written: refused while less than the reserve is free. */
+static int space_check(const gm_store *st, gm_error *err)
+{
+    if (!st->guard)
+        return GM_OK;
+    long long avail = space_free(st);
+    if (avail < 0 || avail >= GM_STORE_RESERVE_BYTES)
+        return GM_OK;
+    return gm_error_set(err, GM_EIO, "disk full: %lld MiB free on %s, less than the %d MiB reserve",
+                        avail >> 20, st->fs, GM_STORE_RESERVE_BYTES >> 20);
+}
+
+static void reserve_release(gm_store *st)
+{
+    if (st->reserve_fd >= 0) {
+        close(st->reserve_fd);
+        st->reserve_fd = -1;
+    }
+}
+
+/* Before the write that ends or removes a session: the held space goes back to the
+ * filesystem when it is short, so that write and the checkpoint after it fit. */
+static void reserve_spend_if_short(gm_store *st)
+{
+    if (st->reserve_fd < 0)
+        return;
+    long long avail = space_free(st);
+    if (avail >= 0 && avail < GM_STORE_RESERVE_BYTES)
+        reserve_release(st);
+}
+
+/* A failed end or removal with the reserve still held: worth one more try without it. */
+static bool reserve_retry(gm_store *st, int rc)
+{
+    if (rc != GM_EIO || st->reserve_fd < 0)
+        return false;
+    reserve_release(st);
+    return true;
+}
+
+int gm_store_guard_space(gm_store *st, gm_error *err)
+{
+    snprintf(st->dir, sizeof st->dir, "%s", st->path);
+    char *slash = strrchr(st->dir, '/');
+    if (!slash)
+        snprintf(st->dir, sizeof st->dir, ".");
+    else if (slash == st->dir)
+        st->dir[1] = '\0';
+    else
+        *slash = '\0';
+    mount_point(st->dir, st->fs, sizeof st->fs);
+    st->guard = true;
+    if (st->reserve_fd >= 0)
+        return GM_OK;
+    /* Unnamed (O_TMPFILE): nothing to clean up, freed by the kernel when gpumon dies;
+     * O_CLOEXEC: the recorded command must not hold it. */
+    int fd = open(st->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return gm_error_set(err, GM_ENOTSUP, "cannot hold %d MiB on %s: %s",
+                            GM_STORE_RESERVE_BYTES >> 20, st->fs, strerror(errno));
+    if (fallocate(fd, 0, 0, GM_STORE_RESERVE_BYTES) < 0) {
+        int e = errno;
+        close(fd);
+        return gm_error_set(err, GM_ENOTSUP, "cannot hold %d MiB on %s: %s",
+                            GM_STORE_RESERVE_BYTES >> 20, st->fs, strerror(e));
+    }
+    st->reserve_fd = fd;
+    return GM_OK;
+}
+
+bool gm_store_space_held(const gm_store *st)
+{
+    return st->reserve_fd >= 0;
+}
 
 static int bind_text_or_null(sqlite3_stmt *q, int i, const char *text)
 {
@@ -539,7 +710,10 @@ static char *gpus_text(const gm_session *s)
 
 int gm_store_session_begin(gm_store *st, const gm_session *s, gm_error *err)
 {
-    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    int rc = space_check(st, err);
+    if (rc < 0)
+        return rc;
+    rc = exec_sql(st, "BEGIN IMMEDIATE", err);
     if (rc < 0)
         return rc;
     sqlite3_stmt *q = NULL;
@@ -604,7 +778,10 @@ rollback:
 int gm_store_session_sample(gm_store *st, const gm_session *s, size_t i, gm_error *err)
 {
     /* One transaction per sample: the rows of all GPUs and the count land together. */
-    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    int rc = space_check(st, err);
+    if (rc < 0)
+        return rc;
+    rc = exec_sql(st, "BEGIN IMMEDIATE", err);
     if (rc < 0)
         return rc;
     if ((rc = write_sample(st, s, i, err)) < 0) {
@@ -619,7 +796,10 @@ int gm_store_session_sample_values(gm_store *st, const gm_session *s, size_t seq
 {
     if (!values && gm_session_gpu_count(s))
         return gm_error_set(err, GM_EINVAL, "session %s: no values given", gm_session_id(s));
-    int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
+    int rc = space_check(st, err);
+    if (rc < 0)
+        return rc;
+    rc = exec_sql(st, "BEGIN IMMEDIATE", err);
     if (rc < 0)
         return rc;
     if ((rc = write_values(st, s, seq, t_s, values, err)) < 0) {
@@ -645,10 +825,8 @@ static int change_by_id(gm_store *st, const char *sql, const char *id, const cha
     return sqlite3_changes(st->db);
 }
 
-int gm_store_session_delete(gm_store *st, const char *id, gm_error *err)
+static int session_delete(gm_store *st, const char *id, gm_error *err)
 {
-    if (!id || !*id)
-        return gm_error_set(err, GM_EINVAL, "no session id given");
     int rc = exec_sql(st, "BEGIN IMMEDIATE", err);
     if (rc < 0)
         return rc;
@@ -667,6 +845,17 @@ int gm_store_session_delete(gm_store *st, const char *id, gm_error *err)
     return exec_sql(st, "COMMIT", err);
 rollback:
     sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int gm_store_session_delete(gm_store *st, const char *id, gm_error *err)
+{
+    if (!id || !*id)
+        return gm_error_set(err, GM_EINVAL, "no session id given");
+    reserve_spend_if_short(st);
+    int rc = session_delete(st, id, err);
+    if (reserve_retry(st, rc))
+        rc = session_delete(st, id, err);
     return rc;
 }
 
@@ -727,9 +916,16 @@ int gm_store_prune(gm_store *st, int64_t cutoff_ms, size_t max, size_t *deleted,
     return rc;
 }
 
-int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
+/* The end of s with status (finished, incomplete), its stored sample count, and one more field
+ * key: extra in its document (none when extra is NULL), written as one update. */
+static int session_end_once(gm_store *st, gm_session *s, const char *status, size_t samples,
+                            const char *key, json_t *extra, gm_error *err)
 {
     json_t *doc = gm_session_to_json(s);
+    if (doc && extra && json_object_set(doc, key, extra) < 0) {
+        json_decref(doc);
+        doc = NULL;
+    }
     char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     int exit_code = 0;
     bool has_exit = gm_session_exit(s, &exit_code, NULL);
@@ -745,13 +941,13 @@ int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
         rc = db_error(st, err, "preparing the end of a session");
         goto done;
     }
-    sqlite3_bind_text(q, 1, gm_session_finished(s) ? "finished" : "running", -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 1, status, -1, SQLITE_STATIC);
     if (gm_session_ended_ms(s))
         sqlite3_bind_int64(q, 2, gm_session_ended_ms(s));
     else
         sqlite3_bind_null(q, 2);
     sqlite3_bind_double(q, 3, gm_session_duration(s));
-    sqlite3_bind_int64(q, 4, (sqlite3_int64)gm_session_sample_count(s));
+    sqlite3_bind_int64(q, 4, (sqlite3_int64)samples);
     if (has_exit)
         sqlite3_bind_int64(q, 5, exit_code);
     else
@@ -765,6 +961,39 @@ int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
 done:
     sqlite3_finalize(q);
     free(text);
+    return rc;
+}
+
+static int session_end(gm_store *st, gm_session *s, const char *status, size_t samples,
+                       const char *key, json_t *extra, gm_error *err)
+{
+    reserve_spend_if_short(st);
+    int rc = session_end_once(st, s, status, samples, key, extra, err);
+    if (reserve_retry(st, rc))
+        rc = session_end_once(st, s, status, samples, key, extra, err);
+    return rc;
+}
+
+int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err)
+{
+    return session_end(st, s, gm_session_finished(s) ? "finished" : "running",
+                       gm_session_sample_count(s), NULL, NULL, err);
+}
+
+int gm_store_session_end_incomplete(gm_store *st, gm_session *s, size_t stored, const char *why,
+                                    gm_error *err)
+{
+    size_t taken = gm_session_sample_count(s);
+    json_t *inc = json_pack("{s:I, s:I, s:s}", "samples_stored", (json_int_t)stored,
+                            "samples_not_stored", (json_int_t)(taken > stored ? taken - stored : 0),
+                            "reason", why ? why : "the database failed");
+    if (!inc)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    int rc = session_end(st, s, "incomplete", stored, "incomplete", inc, err);
+    /* s says it only once the database does: a failed update leaves it as it was. */
+    if (rc == GM_OK)
+        gm_session_attach(s, "incomplete", json_incref(inc));
+    json_decref(inc);
     return rc;
 }
 

@@ -13,7 +13,8 @@
  *           document is a sessions row of kind "bench" (v3).
  * Each sample is committed on its own, so a gpumon killed even by SIGKILL loses at most the
  * sample being written. A session left "running" by a process that is gone (owner pid dead, a
- * zombie, or reused by another process) reads back as "interrupted".
+ * zombie, or reused by another process) reads back as "interrupted"; one whose command ended
+ * normally but whose samples the database could not all take (a full disk) as "incomplete".
  *
  * Concurrency: many gpumon processes may use one database; a busy_timeout makes them wait for
  * each other's short write transactions instead of failing. Readers that never write open it
@@ -86,6 +87,36 @@ int gm_store_session_sample_values(gm_store *st, const gm_session *s, size_t seq
 /* Marks s finished: end time, sample count, exit code and doc (the JSON document without
  * its timeline, which the samples hold). GM_OK, GM_EIO, GM_ENOENT (never begun). */
 int gm_store_session_end(gm_store *st, gm_session *s, gm_error *err);
+/* Marks finished s "incomplete": it ended normally but the database took only its first
+ * `stored` samples (a full disk). Its document gets "incomplete": {"samples_stored",
+ * "samples_not_stored", "reason": why}. One small update, tried when the samples cannot be;
+ * s gets the same field only once it is written (a failure leaves s as it was). */
+int gm_store_session_end_incomplete(gm_store *st, gm_session *s, size_t stored, const char *why,
+                                    gm_error *err);
+
+/* Space kept free on the database's filesystem for the end of a recording. A session's end is
+ * one update of its row (its document, without the timeline: kilobytes, at most a few hundred
+ * with snapshots) appended to the WAL, then checkpointed into the database, which may grow by
+ * up to what the WAL holds: SQLite checkpoints at 1000 pages, 4 MiB at the 4 KiB page size.
+ * Twice that covers both with room to spare, and is nothing on any disk worth recording to. */
+#define GM_STORE_RESERVE_BYTES (8 * 1024 * 1024)
+
+/* Guards st's writes so that a recording on a disk that fills up (by the recorded command or
+ * anything else) can still store how it ended:
+ *  - from now on gm_store_session_begin and the sample writes are refused (GM_EIO, "disk
+ *    full: N MiB free on MOUNTPOINT, less than the 8 MiB reserve") while less than
+ *    GM_STORE_RESERVE_BYTES is free to this process (statvfs before each, a few microseconds);
+ *    the caller keeps what was refused and tries again later;
+ *  - GM_STORE_RESERVE_BYTES of the filesystem are held in an unnamed file (O_TMPFILE,
+ *    fallocate; gone with st or the process), since whatever fills the disk takes what is free.
+ *    The end of a session (gm_store_session_end, _end_incomplete) and a deletion give it back
+ *    first when space is short (or when they fail with it held, then try once more), as
+ *    gm_store_close does before its checkpoint.
+ * GM_OK with the space held; GM_ENOTSUP when the guard is on but the space is not held (no
+ * O_TMPFILE or fallocate on that filesystem, or no room already: the message says why). */
+int gm_store_guard_space(gm_store *st, gm_error *err);
+/* The reserve of gm_store_guard_space is held now. */
+bool gm_store_space_held(const gm_store *st);
 
 /* Deletes entry id (a session with all its samples, or a stored document) in one transaction,
  * whatever its status: a caller that must not delete a session another process is writing
@@ -114,7 +145,7 @@ typedef struct gm_store_entry {
     char kind[16];
     char label[128];    /* "" when none */
     char command[256];  /* the command line joined by spaces, "" when none */
-    char status[16];    /* running, stopped, interrupted (the API's words) */
+    char status[16];    /* running, stopped, interrupted, incomplete (the API's words) */
     int64_t started_ms; /* epoch ms */
     double duration_s;  /* NaN when unknown (still running without samples) */
     int64_t samples;

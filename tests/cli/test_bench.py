@@ -34,9 +34,12 @@ class FakeServer:
         port_file = self.log + ".port"
         self.proc = subprocess.Popen([FAKE_OPENAI, "--port-file", port_file, "--log", self.log,
                                       *flags])
-        for _ in range(500):
-            if os.path.exists(port_file):
-                break
+        # Waited for as long as the server lives, not a fixed 5 s: a loaded or sanitizer
+        # build may take longer to start, and then the file was not there yet.
+        deadline = time.monotonic() + 60
+        while not os.path.exists(port_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("fake_openai wrote no port file (exit %s)" % self.proc.poll())
             time.sleep(0.01)
         with open(port_file) as f:
             self.port = int(f.read())

@@ -450,9 +450,11 @@ class DiskFull(RecordBase):
         self.assertNotIn("stored as ", err)
         # The deletion of the partial entry cannot be written either: gpumon says so, and what
         # it says is what the database holds.
-        m = re.search(r"the session is not stored whole: the database keeps (\S+) with (\d+) of "
-                      r"(\d+) samples, which gpumon history shows as interrupted", err)
+        m = re.search(r"the session stays interrupted in the database: (\S+) holds (\d+) of "
+                      r"(\d+) samples and not its end", err)
         self.assertIsNotNone(m, err)
+        # The summary claims nothing the database does not hold.
+        self.assertNotIn("incomplete", err)
         entry = self.listing()[0]
         self.assertEqual(entry["id"], m.group(1))
         self.assertEqual(entry["status"], "interrupted")
@@ -466,11 +468,79 @@ class DiskFull(RecordBase):
         p = self.start_and_fill(0.6, ignore_sigxfsz=False)
         _, err = p.communicate(timeout=20)
         self.assertEqual(p.returncode, 0, err)
-        self.assertIn("the session is not stored whole", err)
+        self.assertIn("the session stays interrupted in the database", err)
         # The command gets SIGXFSZ as gpumon got it (not ignored: bit 25 of SigIgn clear).
         p = self.record(["-q", "--no-db"], ["sh", "-c", "grep SigIgn /proc/$$/status"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertFalse(int(p.stdout.split()[1], 16) & (1 << (signal.SIGXFSZ - 1)), p.stdout)
+
+
+class DiskFillsUp(RecordBase):
+    """A disk that really fills up: the database on a small tmpfs of its own, mounted in a
+    private mount namespace (unshare -m), which the recorded command fills to the last byte."""
+
+    # The command samples a while, fills the filesystem, samples on, then exits 5.
+    SCRIPT = r"""
+mnt=$1 gpumon=$2 out=$3
+mount -t tmpfs -o size=24m tmpfs "$mnt" || exit 90
+"$gpumon" record --db "$mnt/gpumon.db" --simulate 1 --interval 0.05 -- sh -c '
+    sleep 0.5; dd if=/dev/zero of="$1/fill" bs=64k 2>"$2/dd.err"; sleep 0.6; exit 5' \
+    sh "$mnt" "$out" 2>"$out/record.err"
+echo $? >"$out/record.rc"
+df -k "$mnt" >"$out/df"
+"$gpumon" history --db "$mnt/gpumon.db" list --format json >"$out/list.json" 2>&1
+id=$(sed -n 's/^ *"id": "\([^"]*\)".*/\1/p' "$out/list.json" | head -n 1)
+"$gpumon" history --db "$mnt/gpumon.db" list >"$out/list.txt" 2>&1
+"$gpumon" history --db "$mnt/gpumon.db" show "$id" >"$out/show.txt" 2>&1
+"""
+
+    def setUp(self):
+        super().setUp()
+        self.mnt = os.path.join(self.tmp, "mnt")
+        os.mkdir(self.mnt)
+        # Only a place that cannot mount (no CAP_SYS_ADMIN, a container) skips; a missing
+        # unshare(1) is an error.
+        probe = subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.mnt],
+                               capture_output=True, text=True, timeout=30)
+        if probe.returncode != 0:
+            self.skipTest("mounting a tmpfs in a private mount namespace cannot run here: %s"
+                          % probe.stderr.strip())
+
+    def read(self, name):
+        with open(os.path.join(self.tmp, name)) as f:
+            return f.read()
+
+    def test_command_fills_the_disk_session_is_incomplete(self):
+        p = subprocess.run(["unshare", "-m", "sh", "-c", self.SCRIPT, "sh", self.mnt, GPUMON, self.tmp],
+                           env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        err = self.read("record.err")
+        # The disk was really full: dd stopped at ENOSPC with nothing left.
+        self.assertIn("No space left on device", self.read("dd.err"))
+        # record exits with the command's status.
+        self.assertEqual(self.read("record.rc").strip(), "5", err)
+        # It says why it stopped storing, and that the database marks the run incomplete.
+        self.assertIn("disk full: ", err)
+        self.assertIn(" free on %s" % self.mnt, err)
+        m = re.search(r"the database keeps (\S+) as incomplete, with (\d+) of (\d+) samples", err)
+        self.assertIsNotNone(m, err)
+        sid, stored, taken = m.group(1), int(m.group(2)), int(m.group(3))
+        self.assertGreater(stored, 3, err)
+        self.assertGreater(taken - stored, 3, err)
+        m = re.search(r"^incomplete: (\d+) samples not stored \(disk full: \d+ MiB free on ", err, re.M)
+        self.assertIsNotNone(m, err)
+        self.assertEqual(int(m.group(1)), taken - stored)
+        self.assertNotIn("interrupted", err)
+        # What the database holds says the same.
+        entry = json.loads(self.read("list.json"))[0]
+        self.assertEqual(entry["id"], sid)
+        self.assertEqual(entry["status"], "incomplete")
+        self.assertEqual(entry["samples"], stored)
+        self.assertEqual(entry["exit_code"], 5)
+        self.assertRegex(self.read("list.txt"), r"%s .* incomplete +%d +5 " % (sid, stored))
+        show = self.read("show.txt")
+        self.assertIn("incomplete: %d samples not stored (disk full: " % (taken - stored), show)
+        self.assertNotIn("interrupted", show)
 
 
 class Terminal(RecordBase):

@@ -7,13 +7,18 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1374,6 +1379,218 @@ static void test_default_path(void **state)
     assert_int_equal(gm_store_default_path(buf, sizeof buf, NULL), GM_ENOENT);
 }
 
+/* An incomplete end the database cannot take leaves the session as it was: nothing may then
+ * say it is stored as incomplete. */
+static void test_incomplete_not_written_leaves_session(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "incomplete-ro.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("partial");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    gm_store_close(st);
+    gm_session_set_exit(s, 0, 0);
+    gm_session_finish(s);
+    assert_int_equal(gm_store_open_readonly(path, &st, NULL), GM_OK);
+    gm_error err = {0};
+    assert_int_equal(gm_store_session_end_incomplete(st, s, 1, "disk full", &err), GM_EIO);
+    assert_null(json_object_get(gm_session_attached(s), "incomplete"));
+    json_t *doc = gm_session_to_json(s);
+    assert_null(json_object_get(doc, "incomplete"));
+    json_decref(doc);
+    gm_store_close(st);
+    gm_session_free(s);
+}
+
+/* The body of test_space_guard_on_a_full_disk, in a child with its own mount namespace:
+ * 0 when all holds, else the number of the check that failed. */
+static int full_disk_child(const char *mnt)
+{
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("tmpfs", mnt, "tmpfs", 0, "size=24m") < 0) {
+        fprintf(stderr, "mounting a tmpfs in a private mount namespace cannot run here: %s\n",
+                strerror(errno));
+        return 77;
+    }
+    char path[600], fill[600];
+    snprintf(path, sizeof path, "%s/gpumon.db", mnt);
+    snprintf(fill, sizeof fill, "%s/fill", mnt);
+    gm_store *st = NULL;
+    gm_error err = {0};
+    if (gm_store_open(path, &st, NULL) != GM_OK)
+        return 1;
+    if (gm_store_guard_space(st, &err) != GM_OK || !gm_store_space_held(st))
+        return 2;
+    gm_session *s = make_session("full");
+    if (gm_store_session_begin(st, s, NULL) != GM_OK)
+        return 3;
+    /* Another program takes every byte left. */
+    int fd = open(fill, O_WRONLY | O_CREAT, 0600);
+    static char block[65536];
+    while (fd >= 0 && write(fd, block, sizeof block) > 0)
+        ;
+    if (fd < 0 || errno != ENOSPC)
+        return 4;
+    close(fd);
+    double t;
+    const double *v;
+    if (gm_session_last(s, &t, &v) != GM_OK)
+        return 5;
+    char want[700];
+    snprintf(want, sizeof want, "disk full: 0 MiB free on %s, less than the 8 MiB reserve", mnt);
+    if (gm_store_session_sample_values(st, s, 3, t + 0.5, v, &err) != GM_EIO ||
+        strcmp(err.msg, want) != 0)
+        return 6;
+    gm_session_set_exit(s, 0, 0);
+    gm_session_finish(s);
+    /* The end still fits: the held space is spent on it. */
+    if (gm_store_session_end_incomplete(st, s, 3, err.msg, NULL) != GM_OK ||
+        gm_store_space_held(st))
+        return 7;
+    gm_store_close(st);
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    if (gm_store_open_readonly(path, &st, NULL) != GM_OK ||
+        gm_store_list(st, 0, &e, &n, NULL) != GM_OK || n != 1 ||
+        strcmp(e[0].status, "incomplete") != 0 || e[0].samples != 3)
+        return 8;
+    free(e);
+    gm_store_close(st);
+    gm_session_free(s);
+    return 0;
+}
+
+/* A disk filled to the last byte by someone else: samples are refused with the reason, and the
+ * incomplete end is still written with the space held since the guard was set. */
+static void test_space_guard_on_a_full_disk(void **state)
+{
+    (void)state;
+    char mnt[512];
+    db_path(mnt, sizeof mnt, "full");
+    assert_int_equal(mkdir(mnt, 0700), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(full_disk_child(mnt));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        skip();
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The guard on a disk with room: the session goes in, and the held space is an unnamed file
+ * that a command gpumon runs does not inherit (O_CLOEXEC). */
+static void test_space_guard_with_room(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "guarded.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    assert_int_equal(gm_store_guard_space(st, NULL), GM_OK);
+    assert_true(gm_store_space_held(st));
+    gm_session *s = make_session("room");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    gm_session_set_exit(s, 0, 0);
+    gm_session_finish(s);
+    assert_int_equal(gm_store_session_end(st, s, NULL), GM_OK);
+    /* Room enough: the end did not need the held space. */
+    assert_true(gm_store_space_held(st));
+    /* Held by this process as an unnamed file ("DIR/#INODE (deleted)"), not by a child. */
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "ls -l /proc/%d/fd | grep -q '%s/#' || exit 2; "
+             "ls -l /proc/$$/fd | grep -q '%s/#' && exit 1; exit 0",
+             (int)getpid(), tmpdir, tmpdir);
+    assert_int_equal(system(cmd), 0);
+    gm_store_close(st);
+    gm_session_free(s);
+}
+
+/* A run that ended normally while the database could take only some samples (a full disk):
+ * it reads back as incomplete, with what it lacks, never as interrupted. */
+static void test_incomplete_session(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "incomplete.db");
+    gm_store *st = NULL;
+    assert_int_equal(gm_store_open(path, &st, NULL), GM_OK);
+    gm_session *s = make_session("partial");
+    assert_int_equal(gm_store_session_begin(st, s, NULL), GM_OK);
+    size_t stored = gm_session_sample_count(s);
+    double v[2 * GM_SM__COUNT];
+    for (int m = 0; m < 2 * GM_SM__COUNT; m++)
+        v[m] = NAN;
+    /* Two samples the database never got. */
+    assert_int_equal(gm_session_add_values(s, 1.5, v, NULL), GM_OK);
+    assert_int_equal(gm_session_add_values(s, 2.5, v, NULL), GM_OK);
+    gm_session_set_exit(s, 0, 0);
+    gm_session_finish(s);
+    assert_int_equal(gm_store_session_end_incomplete(st, s, stored, "disk full", NULL), GM_OK);
+    gm_store_close(st);
+
+    /* Read back from another process's point of view: not running, not interrupted. */
+    assert_int_equal(gm_store_open_readonly(path, &st, NULL), GM_OK);
+    gm_store_entry *e = NULL;
+    size_t n = 0;
+    assert_int_equal(gm_store_list(st, 0, &e, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].status, "incomplete");
+    assert_int_equal(e[0].samples, stored);
+    assert_true(e[0].has_exit);
+    assert_int_equal(e[0].exit_code, 0);
+    free(e);
+    json_t *doc = NULL;
+    assert_int_equal(load_doc(st, gm_session_id(s), false, &doc, NULL), GM_OK);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "incomplete");
+    json_t *inc = json_object_get(doc, "incomplete");
+    assert_int_equal(json_integer_value(json_object_get(inc, "samples_stored")), stored);
+    assert_int_equal(json_integer_value(json_object_get(inc, "samples_not_stored")), 2);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gm_session_print_summary(f, doc);
+    fclose(f);
+    assert_non_null(strstr(text, ": incomplete, command exited 0"));
+    assert_non_null(strstr(text, "incomplete: 2 samples not stored (disk full)"));
+    free(text);
+    json_decref(doc);
+    gm_store_close(st);
+    gm_session_free(s);
+}
+
+/* A database path that is not a regular file is refused before SQLite opens it: a FIFO would
+ * block the open forever, a device would get a journal made beside it. */
+static void test_non_regular_database_refused(void **state)
+{
+    (void)state;
+    char path[512];
+    db_path(path, sizeof path, "fifo.db");
+    assert_int_equal(mkfifo(path, 0600), 0);
+    gm_store *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_store_open(path, &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "is a FIFO, not a regular file"));
+    assert_int_equal(gm_store_open_readonly(path, &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "is a FIFO, not a regular file"));
+    unlink(path);
+    assert_int_equal(gm_store_open("/dev/null", &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "is a character device"));
+    assert_int_equal(access("/dev/null-journal", F_OK), -1);
+    assert_int_equal(access("/dev/null-wal", F_OK), -1);
+    db_path(path, sizeof path, "dangling.db");
+    assert_int_equal(symlink("nowhere.db", path), 0);
+    assert_int_equal(gm_store_open(path, &st, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "symbolic link to nothing"));
+    unlink(path);
+}
+
 int main(void)
 {
     signal(SIGXFSZ, SIG_IGN); /* see disk_full() */
@@ -1383,6 +1600,11 @@ int main(void)
         cmocka_unit_test(test_unwritable_path),
         cmocka_unit_test(test_write_read_back),
         cmocka_unit_test(test_interrupted),
+        cmocka_unit_test(test_incomplete_session),
+        cmocka_unit_test(test_incomplete_not_written_leaves_session),
+        cmocka_unit_test(test_space_guard_on_a_full_disk),
+        cmocka_unit_test(test_space_guard_with_room),
+        cmocka_unit_test(test_non_regular_database_refused),
         cmocka_unit_test(test_equal_times_stay_apart),
         cmocka_unit_test(test_resolve_and_documents),
         cmocka_unit_test(test_two_writers),
