@@ -415,8 +415,12 @@ class DiskFull(RecordBase):
 
     def start_and_fill(self, seconds, ignore_sigxfsz=True):
         pre = (lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN)) if ignore_sigxfsz else None
+        # The command runs until the limit is in place, then `seconds` more: on a loaded machine
+        # (a sanitizer build, parallel tests) a fixed sleep could end before the limit is set.
+        flag = self.db + ".filled"
         p = subprocess.Popen([GPUMON, "record", "--db", self.db, "--simulate", "1", "--interval", "0.05", "--",
-                              "sleep", str(seconds)], env=self.env, stdout=subprocess.DEVNULL,
+                              "sh", "-c", 'until [ -e "$0" ]; do sleep 0.02; done; sleep "$1"',
+                              flag, str(seconds)], env=self.env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, preexec_fn=pre)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -426,6 +430,7 @@ class DiskFull(RecordBase):
             time.sleep(0.02)
         self.limits = resource.prlimit(p.pid, resource.RLIMIT_FSIZE)
         resource.prlimit(p.pid, resource.RLIMIT_FSIZE, (0, self.limits[1]))
+        open(flag, "w").close()
         return p
 
     def test_space_returns_during_the_run_stores_it_whole(self):
