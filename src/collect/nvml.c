@@ -308,6 +308,10 @@ typedef struct {
 } nv_power_profiles; /* nvmlWorkloadPowerProfileCurrentProfiles_v1_t */
 #define NV_POWER_PROFILES_V1 ((unsigned)(sizeof(nv_power_profiles) | 1u << 24))
 typedef int (*nv_power_profiles_fn)(nvmlDevice_t, nv_power_profiles *);
+typedef struct {
+    unsigned sessionsCount, averageFPS, averageLatency; /* latency in us */
+} nv_fbc_stats;                                         /* nvmlFBCStats_t */
+typedef int (*nv_fbc_fn)(nvmlDevice_t, nv_fbc_stats *);
 _Static_assert(sizeof(nv_pdi) == 16 && sizeof(nv_bridge_hierarchy) == 1028 &&
                    sizeof(nv_power_profiles) == 100,
                "nvmlPdi_v1_t 16 bytes, nvmlBridgeChipHierarchy_t 1028, current profiles 100");
@@ -681,7 +685,7 @@ typedef struct nv_state {
     nv_u32_fn host_vgpu;
     nv_versioned_fn vgpu_hetero;
     nv_bridge_fn bridge;
-    nv_triple_fn fbc; /* nvmlFBCStats_t: three unsigneds */
+    nv_fbc_fn fbc;
     nv_dram_enc_fn dram_enc;
     nv_repair_fn repair;
     nv_u32_fn unrepairable; /* nvmlUnrepairableMemoryStatus_v1_t: one unsigned, no version */
@@ -1073,7 +1077,7 @@ static void resolve_optional(nv_state *st)
     st->host_vgpu = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetHostVgpuMode");
     st->vgpu_hetero = (nv_versioned_fn)dlsym(lib, "nvmlDeviceGetVgpuHeterogeneousMode");
     st->bridge = (nv_bridge_fn)dlsym(lib, "nvmlDeviceGetBridgeChipInfo");
-    st->fbc = (nv_triple_fn)dlsym(lib, "nvmlDeviceGetFBCStats");
+    st->fbc = (nv_fbc_fn)dlsym(lib, "nvmlDeviceGetFBCStats");
     st->dram_enc = (nv_dram_enc_fn)dlsym(lib, "nvmlDeviceGetDramEncryptionMode");
     st->repair = (nv_repair_fn)dlsym(lib, "nvmlDeviceGetRepairStatus");
     st->unrepairable = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetUnrepairableMemoryFlag_v1");
@@ -1740,12 +1744,12 @@ static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, co
                    h.bridgeChipInfo[0].fwVersion);
     }
     if (!p->lost && st->fbc && health_due_n(ng, out, GM_M_FBC_SESSIONS, 3, NV_SLOW, due)) {
-        unsigned a = 0, b = 0, c = 0;
-        int rc = NV_T("nvmlDeviceGetFBCStats", st->fbc(dev, &a, &b, &c));
+        nv_fbc_stats f = {0, 0, 0};
+        int rc = NV_T("nvmlDeviceGetFBCStats", st->fbc(dev, &f));
         const char *fn = "nvmlDeviceGetFBCStats";
-        health_put(ng, out, p, GM_M_FBC_SESSIONS, NV_SLOW, rc, fn, a);
-        health_put(ng, out, p, GM_M_FBC_FPS, NV_SLOW, rc, fn, b);
-        health_put(ng, out, p, GM_M_FBC_LATENCY_US, NV_SLOW, rc, fn, c);
+        health_put(ng, out, p, GM_M_FBC_SESSIONS, NV_SLOW, rc, fn, f.sessionsCount);
+        health_put(ng, out, p, GM_M_FBC_FPS, NV_SLOW, rc, fn, f.averageFPS);
+        health_put(ng, out, p, GM_M_FBC_LATENCY_US, NV_SLOW, rc, fn, f.averageLatency);
     }
     if (!p->lost && st->dram_enc && health_due_n(ng, out, GM_M_DRAM_ENC_CUR, 2, NV_STATIC, due)) {
         nv_versioned_u32 cur = {NV_VERSIONED_U32_V1, 0}, pend = {NV_VERSIONED_U32_V1, 0};
