@@ -253,7 +253,43 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(TEMP_TARGET_MAX_C, "temperature.target_max")                      \
     X(CLOCK_MAX_BOOST_GR_MHZ, "clocks.max_customer_boost.graphics")     \
     X(VIRT_MODE, "virtualization_mode")                                 \
-    X(PCIE_REPLAY_ROLLOVER, "pcie.replay_rollover_counter")
+    X(PCIE_REPLAY_ROLLOVER, "pcie.replay_rollover_counter")             \
+    GM_SMI_EXTRA_METRIC_MAP(X)
+
+/* The rest of what nvidia-smi -q prints from NVML (enum values and masks as NVML gives them);
+ * most are unsupported on the boards measured so far and stay absent there. */
+#define GM_SMI_EXTRA_METRIC_MAP(X)                                 \
+    X(BBX_FLUSH_TIME, "inforom.bbx_flush.timestamp")               \
+    X(BBX_FLUSH_DURATION_US, "inforom.bbx_flush.duration")         \
+    X(HOST_VGPU_MODE, "host_vgpu_mode")                            \
+    X(VGPU_HETERO_MODE, "vgpu_heterogeneous_mode")                 \
+    X(BRIDGE_CHIP_TYPE, "pci.bridge_chip.type")                    \
+    X(BRIDGE_CHIP_FW, "pci.bridge_chip.firmware")                  \
+    X(PCIE_ATOMICS_OUT, "pci.atomic_caps.outbound")                \
+    X(PCIE_ATOMICS_IN, "pci.atomic_caps.inbound")                  \
+    X(FBC_SESSIONS, "fbc.session_count")                           \
+    X(FBC_FPS, "fbc.average_fps")                                  \
+    X(FBC_LATENCY_US, "fbc.average_latency")                       \
+    X(DRAM_ENC_CUR, "dramEncryption.mode.current")                 \
+    X(DRAM_ENC_PENDING, "dramEncryption.mode.pending")             \
+    X(REPAIR_CHANNEL_PENDING, "repair.channel_pending")            \
+    X(REPAIR_TPC_PENDING, "repair.tpc_pending")                    \
+    X(UNREPAIRABLE_MEMORY, "unrepairable_memory")                  \
+    X(POWER_MEM_AVG_MW, "memory.power.draw.average")               \
+    X(POWER_MEM_INSTANT_MW, "memory.power.draw.instant")           \
+    X(POWER_MODULE_AVG_MW, "module.power.draw.average")            \
+    X(POWER_MODULE_INSTANT_MW, "module.power.draw.instant")        \
+    X(POWER_MODULE_LIMIT_MW, "module.enforced.power.limit")        \
+    X(POWER_MODULE_REQ_LIMIT_MW, "module.power.limit")             \
+    X(POWER_MODULE_DEFAULT_LIMIT_MW, "module.power.default_limit") \
+    X(POWER_MODULE_MIN_LIMIT_MW, "module.power.min_limit")         \
+    X(POWER_MODULE_MAX_LIMIT_MW, "module.power.max_limit")         \
+    X(POWER_SMOOTHING, "power_smoothing")                          \
+    X(POWER_PROFILES_REQUESTED, "power_profiles.requested")        \
+    X(POWER_PROFILES_ENFORCED, "power_profiles.enforced")          \
+    X(AUTO_BOOST, "clocks.auto_boost")                             \
+    X(AUTO_BOOST_DEFAULT, "clocks.auto_boost_default")             \
+    X(EGM, "capabilities.egm")
 
 /* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
  * location). device_memory and dram are the same counter (location 2), one metric. */
@@ -330,6 +366,7 @@ const char *gm_host_metric_name(gm_host_metric id);
 #define GM_SERIAL_LEN      32
 #define GM_INFOROM_LEN     16 /* NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE */
 #define GM_FABRIC_UUID_LEN 40
+#define GM_PART_LEN        80 /* NVML_DEVICE_PART_NUMBER_BUFFER_SIZE */
 
 /* The infoROM versions nvidia-smi shows (inforom.img, .oem, .ecc, .pwr): gm_gpu.inforom rows. */
 enum gm_inforom {
@@ -365,6 +402,11 @@ typedef struct gm_gpu {
      * read: GM_M_PLATFORM_SLOT says whether it was) and the GPU's fabric GUID ("0x%016X"). */
     char platform_serial[GM_SERIAL_LEN];
     char platform_guid[GM_SERIAL_LEN];
+    /* Read once with the identity, each empty when unknown: the board part number, the GSP
+     * firmware version and the PDI (nvmlDeviceGetPdi's 64-bit id, "0x%016llx"). */
+    char board_part_number[GM_PART_LEN];
+    char gsp_firmware_version[GM_SERIAL_LEN];
+    char pdi[GM_SERIAL_LEN];
     bool lost; /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
     /* Kubernetes (the kubelet's pod-resources API, when the collector reads it): k8s_known says
      * it was read; k8s_containers is how many containers hold this GPU or a part of it (a MIG

@@ -50,6 +50,10 @@ enum {
     D_OTHER = 1 << 12, /* types nvidia-smi knows and gpumon has nothing for */
     D_SUPPORTED_CLOCKS = 1 << 13,
     D_SUPPORTED_GPU_TARGET_TEMP = 1 << 14,
+    D_FBC_STATS = 1 << 15,
+    D_POWER_SMOOTHING = 1 << 16,
+    D_POWER_PROFILES = 1 << 17,
+    D_UNSORTED = 1 << 18, /* sections no -d type is known to show: printed only without -d */
 };
 
 static const struct {
@@ -71,11 +75,11 @@ static const struct {
     {"ENCODER_STATS", D_ENCODER_STATS},
     {"SUPPORTED_GPU_TARGET_TEMP", D_SUPPORTED_GPU_TARGET_TEMP},
     {"VOLTAGE", D_OTHER},
-    {"FBC_STATS", D_OTHER},
+    {"FBC_STATS", D_FBC_STATS},
     {"ROW_REMAPPER", D_ROW_REMAPPER},
     {"GSP_FIRMWARE_VERSION", D_OTHER},
-    {"POWER_SMOOTHING", D_OTHER},
-    {"POWER_PROFILES", D_OTHER},
+    {"POWER_SMOOTHING", D_POWER_SMOOTHING},
+    {"POWER_PROFILES", D_POWER_PROFILES},
 };
 
 typedef struct smi_opts {
@@ -743,6 +747,42 @@ static const char *virt_text(const gm_gpu *g)
     return v >= 0 && v < (long long)NQ(modes) ? modes[v] : "N/A";
 }
 
+/* A metric NVML gives as an enumeration, in nvidia-smi's words (words[value]); N/A when unread
+ * or a value without a word. Words for values the 580 capture does not show are NVML's names. */
+static const char *word_text(const gm_gpu *g, gm_metric m, const char *const *words, size_t n)
+{
+    if (g->lost || !gm_gpu_has(g, m))
+        return "N/A";
+    long long v = (long long)g->v[m];
+    return v >= 0 && v < (long long)n && words[v] ? words[v] : "N/A";
+}
+
+static const char *const enabled_words[] = {"Disabled", "Enabled"};
+static const char *const yes_no_words[] = {"No", "Yes"};
+
+/* A string read once with the identity, N/A when the driver did not tell it. */
+static const char *str_or_na(const gm_gpu *g, const char *s)
+{
+    return !g->lost && s[0] ? s : "N/A";
+}
+
+/* A bit mask as the numbers of its set bits ("0, 5"), N/A when unread. */
+static void bits_leaf(emit *e, const gm_gpu *g, const char *xml, const char *label, gm_metric m)
+{
+    char v[160] = "N/A";
+    if (!g->lost && gm_gpu_has(g, m)) {
+        unsigned long long mask = (unsigned long long)g->v[m];
+        size_t o = 0;
+        v[0] = '\0';
+        for (int b = 0; b < 64 && o < sizeof v - 8; b++)
+            if (mask >> b & 1)
+                o += (size_t)snprintf(v + o, sizeof v - o, "%s%d", o ? ", " : "", b);
+        if (o == 0)
+            snprintf(v, sizeof v, "None");
+    }
+    leaf(e, xml, label, v);
+}
+
 /* The board's supported clocks: each memory clock with the graphics clocks allowed at it. Read
  * from the driver on demand (static); nothing when it cannot tell. In -q text only with
  * -d SUPPORTED_CLOCKS, as nvidia-smi. */
@@ -816,6 +856,8 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         end(e, "driver_model");
         fleaf(e, s, g, "serial", "Serial Number", GM_SMI_F_SERIAL);
         fleaf(e, s, g, "uuid", "GPU UUID", GM_SMI_F_UUID);
+        if (!g->lost && g->pdi[0]) /* drivers before nvmlDeviceGetPdi print no such line */
+            leaf(e, "pdi", "GPU PDI", g->pdi);
         snprintf(v, sizeof v, "%u", g->index);
         leaf(e, "minor_number", "Minor Number", v);
         fleaf(e, s, g, "vbios_version", "VBIOS Version", GM_SMI_F_VBIOS_VERSION);
@@ -825,6 +867,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         else
             snprintf(v, sizeof v, "N/A");
         leaf(e, "board_id", "Board ID", v);
+        leaf(e, "board_part_number", "Board Part Number", str_or_na(g, g->board_part_number));
         /* What nvmlDeviceGetPlatformInfo answers; absent where the driver lacks the call. */
         if (!g->lost && gm_gpu_has(g, GM_M_PLATFORM_MODULE_ID)) {
             sec(e, "platformInfo", "Platform Info", 0);
@@ -844,6 +887,10 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "ecc_object", "ECC Object", GM_SMI_F_INFOROM_ECC);
         fleaf(e, s, g, "pwr_object", "Power Management Object", GM_SMI_F_INFOROM_PWR);
         end(e, "inforom_version");
+        sec(e, "inforom_bbx_flush", "Inforom BBX Object Flush", 0);
+        mleaf(e, g, "latest_timestamp", "Latest Timestamp", GM_M_BBX_FLUSH_TIME, 1, "%.0f");
+        mleaf(e, g, "latest_duration", "Latest Duration", GM_M_BBX_FLUSH_DURATION_US, 1, "%.0f us");
+        end(e, "inforom_bbx_flush");
         sec(e, "gpu_operation_mode", "GPU Operation Mode", 0);
         leaf(e, "current_gom", "Current", "N/A");
         leaf(e, "pending_gom", "Pending", "N/A");
@@ -851,8 +898,15 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         fleaf(e, s, g, "c2c_mode", "GPU C2C Mode", GM_SMI_F_C2C_MODE);
         sec(e, "gpu_virtualization_mode", "GPU Virtualization Mode", 0);
         leaf(e, "virtualization_mode", "Virtualization Mode", virt_text(g));
+        static const char *const host_vgpu[] = {"Non SR-IOV", "SR-IOV"};
+        leaf(e, "host_vgpu_mode", "Host VGPU Mode",
+             word_text(g, GM_M_HOST_VGPU_MODE, host_vgpu, NQ(host_vgpu)));
+        leaf(e, "vgpu_heterogeneous_mode", "vGPU Heterogeneous Mode",
+             word_text(g, GM_M_VGPU_HETERO_MODE, enabled_words, NQ(enabled_words)));
         end(e, "gpu_virtualization_mode");
         fleaf(e, s, g, "gpu_recovery_action", "GPU Recovery Action", GM_SMI_F_GPU_RECOVERY_ACTION);
+        leaf(e, "gsp_firmware_version", "GSP Firmware Version",
+             str_or_na(g, g->gsp_firmware_version));
         sec(e, "pci", "PCI", 0);
         fleaf(e, s, g, "pci_bus", "Bus", GM_SMI_F_PCI_BUS);
         fleaf(e, s, g, "pci_device", "Device", GM_SMI_F_PCI_DEVICE);
@@ -875,11 +929,21 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         mleaf(e, g, "current_link_width", "Current", GM_M_PCIE_WIDTH_CUR, 1, "%.0fx");
         end(e, "link_widths");
         end(e, "pci_gpu_link_info");
+        sec(e, "pci_bridge_chip", "Bridge Chip", 0);
+        static const char *const bridges[] = {"PLX", "BR04"}; /* nvmlBridgeChipType_t */
+        leaf(e, "bridge_chip_type", "Type",
+             word_text(g, GM_M_BRIDGE_CHIP_TYPE, bridges, NQ(bridges)));
+        mleaf(e, g, "bridge_chip_fw", "Firmware", GM_M_BRIDGE_CHIP_FW, 1, "%.0f");
+        end(e, "pci_bridge_chip");
         mleaf(e, g, "replay_counter", "Replays Since Reset", GM_M_PCIE_REPLAY, 1, "%.0f");
         mleaf(e, g, "replay_rollover_counter", "Replay Number Rollovers", GM_M_PCIE_REPLAY_ROLLOVER,
               1, "%.0f");
         mleaf(e, g, "tx_util", "Tx Throughput", GM_M_PCIE_TX_KBPS, 1, "%.0f KB/s");
         mleaf(e, g, "rx_util", "Rx Throughput", GM_M_PCIE_RX_KBPS, 1, "%.0f KB/s");
+        /* NVML_PCIE_ATOMICS_CAP_* masks as numbers (no capture shows nvidia-smi's words). */
+        mleaf(e, g, "atomic_caps_outbound", "Atomic Caps Outbound", GM_M_PCIE_ATOMICS_OUT, 1,
+              "%.0f");
+        mleaf(e, g, "atomic_caps_inbound", "Atomic Caps Inbound", GM_M_PCIE_ATOMICS_IN, 1, "%.0f");
         end(e, "pci");
         fleaf(e, s, g, "fan_speed", "Fan Speed", GM_SMI_F_FAN_SPEED);
     }
@@ -955,6 +1019,17 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "average_fps", "Average FPS", GM_M_ENC_FPS, 1, "%.0f");
     mleaf(e, g, "average_latency", "Average Latency", GM_M_ENC_LATENCY_US, 1, "%.0f");
     end(e, "encoder_stats");
+    sec(e, "fbc_stats", "FBC Stats", D_FBC_STATS);
+    mleaf(e, g, "session_count", "Active Sessions", GM_M_FBC_SESSIONS, 1, "%.0f");
+    mleaf(e, g, "average_fps", "Average FPS", GM_M_FBC_FPS, 1, "%.0f");
+    mleaf(e, g, "average_latency", "Average Latency", GM_M_FBC_LATENCY_US, 1, "%.0f");
+    end(e, "fbc_stats");
+    sec(e, "dram_encryption_mode", "DRAM Encryption Mode", D_UNSORTED);
+    leaf(e, "current_dram_encryption", "Current",
+         word_text(g, GM_M_DRAM_ENC_CUR, enabled_words, NQ(enabled_words)));
+    leaf(e, "pending_dram_encryption", "Pending",
+         word_text(g, GM_M_DRAM_ENC_PENDING, enabled_words, NQ(enabled_words)));
+    end(e, "dram_encryption_mode");
     sec(e, "ecc_mode", "ECC Mode", D_ECC);
     fleaf(e, s, g, "current_ecc", "Current", GM_SMI_F_ECC_MODE_CURRENT);
     fleaf(e, s, g, "pending_ecc", "Pending", GM_SMI_F_ECC_MODE_PENDING);
@@ -996,6 +1071,12 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     fleaf(e, s, g, "sram_other", "SRAM Other",
           GM_SMI_F_ECC_ERRORS_UNCORRECTED_AGGREGATE_SRAM_OTHER);
     end(e, "aggregate_uncorrectable_sram_sources");
+    leaf(e, "channel_repair_pending", "Channel Repair Pending",
+         word_text(g, GM_M_REPAIR_CHANNEL_PENDING, yes_no_words, NQ(yes_no_words)));
+    leaf(e, "tpc_repair_pending", "TPC Repair Pending",
+         word_text(g, GM_M_REPAIR_TPC_PENDING, yes_no_words, NQ(yes_no_words)));
+    leaf(e, "unrepairable_memory", "Unrepairable Memory",
+         word_text(g, GM_M_UNREPAIRABLE_MEMORY, yes_no_words, NQ(yes_no_words)));
     end(e, "ecc_errors");
     sec(e, "retired_pages", "Retired Pages", D_PAGE_RETIREMENT);
     static const char *const retire_xml[2] = {"multiple_single_bit_retirement",
@@ -1083,6 +1164,38 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     mleaf(e, g, "min_power_limit", "Min Power Limit", GM_M_POWER_MIN_LIMIT_MW, 0.001, "%.2f W");
     mleaf(e, g, "max_power_limit", "Max Power Limit", GM_M_POWER_MAX_LIMIT_MW, 0.001, "%.2f W");
     end(e, "gpu_power_readings");
+    /* nvidia-smi 580's -q text has this label with a trailing space. */
+    sec(e, "gpu_memory_power_readings", "GPU Memory Power Readings ", D_POWER);
+    mleaf(e, g, "average_power_draw", "Average Power Draw", GM_M_POWER_MEM_AVG_MW, 0.001, "%.2f W");
+    mleaf(e, g, "instant_power_draw", "Instantaneous Power Draw", GM_M_POWER_MEM_INSTANT_MW, 0.001,
+          "%.2f W");
+    end(e, "gpu_memory_power_readings");
+    sec(e, "module_power_readings", "Module Power Readings", D_POWER);
+    if (e->xml)
+        fleaf(e, s, g, "power_state", "Power State", GM_SMI_F_PSTATE);
+    static const struct {
+        const char *xml, *label;
+        gm_metric m;
+    } module[] = {
+        {"average_power_draw", "Average Power Draw", GM_M_POWER_MODULE_AVG_MW},
+        {"instant_power_draw", "Instantaneous Power Draw", GM_M_POWER_MODULE_INSTANT_MW},
+        {"current_power_limit", "Current Power Limit", GM_M_POWER_MODULE_LIMIT_MW},
+        {"requested_power_limit", "Requested Power Limit", GM_M_POWER_MODULE_REQ_LIMIT_MW},
+        {"default_power_limit", "Default Power Limit", GM_M_POWER_MODULE_DEFAULT_LIMIT_MW},
+        {"min_power_limit", "Min Power Limit", GM_M_POWER_MODULE_MIN_LIMIT_MW},
+        {"max_power_limit", "Max Power Limit", GM_M_POWER_MODULE_MAX_LIMIT_MW},
+    };
+    for (size_t k = 0; k < NQ(module); k++)
+        mleaf(e, g, module[k].xml, module[k].label, module[k].m, 0.001, "%.2f W");
+    end(e, "module_power_readings");
+    leaf_d(e, "power_smoothing", "Power Smoothing",
+           word_text(g, GM_M_POWER_SMOOTHING, enabled_words, NQ(enabled_words)), D_POWER_SMOOTHING);
+    sec(e, "power_profiles", "Workload Power Profiles", D_POWER_PROFILES);
+    bits_leaf(e, g, "power_profile_requested_profiles", "Requested Profiles",
+              GM_M_POWER_PROFILES_REQUESTED);
+    bits_leaf(e, g, "power_profile_enforced_profiles", "Enforced Profiles",
+              GM_M_POWER_PROFILES_ENFORCED);
+    end(e, "power_profiles");
     sec(e, "clocks", "Clocks", D_CLOCK);
     mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_GR_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "sm_clock", "SM", GM_M_CLOCK_SM_MHZ, 1, "%.0f MHz");
@@ -1106,6 +1219,12 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     sec(e, "max_customer_boost_clocks", "Max Customer Boost Clocks", D_CLOCK);
     mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_MAX_BOOST_GR_MHZ, 1, "%.0f MHz");
     end(e, "max_customer_boost_clocks");
+    sec(e, "clock_policy", "Clock Policy", D_CLOCK);
+    static const char *const on_off[] = {"Off", "On"};
+    leaf(e, "auto_boost", "Auto Boost", word_text(g, GM_M_AUTO_BOOST, on_off, NQ(on_off)));
+    leaf(e, "auto_boost_default", "Auto Boost Default",
+         word_text(g, GM_M_AUTO_BOOST_DEFAULT, on_off, NQ(on_off)));
+    end(e, "clock_policy");
     if (!all) {
         sec(e, "fabric", "Fabric", 0);
         fleaf(e, s, g, "state", "State", GM_SMI_F_FABRIC_STATE);
@@ -1174,6 +1293,10 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         sec(e, "accounted_processes", "Accounted Processes", 0);
         end(e, "accounted_processes");
     }
+    sec(e, "capabilities", "Capabilities", D_UNSORTED);
+    static const char *const egm[] = {"disabled", "enabled"}; /* NVML_DEV_CAP_EGM */
+    leaf(e, "egm", "EGM", word_text(g, GM_M_EGM, egm, NQ(egm)));
+    end(e, "capabilities");
     e->depth--;
     if (e->xml) {
         indent(e);

@@ -270,6 +270,52 @@ typedef int (*nv_gpm_get_fn)(nvmlDevice_t, nvmlGpmSample_t);
 typedef int (*nv_gpm_support_fn)(nvmlDevice_t, nv_gpm_support *);
 typedef int (*nv_gpm_metrics_fn)(nv_gpm_metrics_get *);
 
+/* What nvidia-smi -q prints besides (read_smi_extra). Versioned structs carry
+ * sizeof | version << 24 in their first word. */
+typedef struct {
+    unsigned version;
+    unsigned long long value;
+} nv_pdi; /* nvmlPdi_v1_t */
+#define NV_PDI_V1 ((unsigned)(sizeof(nv_pdi) | 1u << 24))
+typedef int (*nv_pdi_fn)(nvmlDevice_t, nv_pdi *);
+typedef int (*nv_gsp_version_fn)(nvmlDevice_t, char *); /* NVML_GSP_FIRMWARE_VERSION_BUF_SIZE */
+#define NV_GSP_VERSION_LEN 64
+typedef int (*nv_bbx_fn)(nvmlDevice_t, unsigned long long *, unsigned long *);
+typedef struct {
+    unsigned version, mode;
+} nv_versioned_u32; /* nvmlVgpuHeterogeneousMode_v1_t, nvmlDramEncryptionInfo_v1_t,
+                     * nvmlDeviceCapabilities_v1_t: a version word and one value */
+#define NV_VERSIONED_U32_V1 ((unsigned)(sizeof(nv_versioned_u32) | 1u << 24))
+typedef int (*nv_versioned_fn)(nvmlDevice_t, nv_versioned_u32 *);
+typedef int (*nv_dram_enc_fn)(nvmlDevice_t, nv_versioned_u32 *, nv_versioned_u32 *);
+#define NV_MAX_BRIDGES 128 /* NVML_MAX_PHYSICAL_BRIDGE */
+typedef struct {
+    unsigned char bridgeCount;
+    struct {
+        int type; /* nvmlBridgeChipType_t: PLX 0, BRO4 1 */
+        unsigned fwVersion;
+    } bridgeChipInfo[NV_MAX_BRIDGES];
+} nv_bridge_hierarchy;
+typedef int (*nv_bridge_fn)(nvmlDevice_t, nv_bridge_hierarchy *);
+typedef struct {
+    unsigned version, bChannelRepairPending, bTpcRepairPending;
+} nv_repair_status; /* nvmlRepairStatus_v1_t */
+#define NV_REPAIR_STATUS_V1 ((unsigned)(sizeof(nv_repair_status) | 1u << 24))
+typedef int (*nv_repair_fn)(nvmlDevice_t, nv_repair_status *);
+typedef struct {
+    unsigned version;
+    unsigned perfProfilesMask[8], requestedProfilesMask[8], enforcedProfilesMask[8]; /* 255 bits */
+} nv_power_profiles; /* nvmlWorkloadPowerProfileCurrentProfiles_v1_t */
+#define NV_POWER_PROFILES_V1 ((unsigned)(sizeof(nv_power_profiles) | 1u << 24))
+typedef int (*nv_power_profiles_fn)(nvmlDevice_t, nv_power_profiles *);
+typedef struct {
+    unsigned sessionsCount, averageFPS, averageLatency; /* latency in us */
+} nv_fbc_stats;                                         /* nvmlFBCStats_t */
+typedef int (*nv_fbc_fn)(nvmlDevice_t, nv_fbc_stats *);
+_Static_assert(sizeof(nv_pdi) == 16 && sizeof(nv_bridge_hierarchy) == 1028 &&
+                   sizeof(nv_power_profiles) == 100,
+               "nvmlPdi_v1_t 16 bytes, nvmlBridgeChipHierarchy_t 1028, current profiles 100");
+
 /* ---- metric tables: one row per simple getter, so reading is one loop per signature ---------- */
 
 /* How often a getter is called. Measured on an H200 with driver 580 (scripts/nvml-call-cost.py):
@@ -459,6 +505,22 @@ static const struct {
     {195, 0, GM_M_TEMP_MEM_MAX_TLIMIT_C, NV_STATIC},
     {196, 0, GM_M_TEMP_GPU_MAX_TLIMIT_C, NV_STATIC},
     {95, 0, GM_M_PCIE_REPLAY_ROLLOVER, NV_SLOW}, /* PCIE_REPLAY_ROLLOVER_COUNTER */
+    /* What nvidia-smi -q prints besides. Power of the memory (scope 2) and of the whole module
+     * (scope 1): POWER_AVERAGE, POWER_INSTANT at the slow period (only -q shows them), and the
+     * module's limits (CURRENT, REQUESTED, DEFAULT, MIN, MAX), configuration. */
+    {185, 2, GM_M_POWER_MEM_AVG_MW, NV_SLOW},
+    {186, 2, GM_M_POWER_MEM_INSTANT_MW, NV_SLOW},
+    {185, 1, GM_M_POWER_MODULE_AVG_MW, NV_SLOW},
+    {186, 1, GM_M_POWER_MODULE_INSTANT_MW, NV_SLOW},
+    {190, 1, GM_M_POWER_MODULE_LIMIT_MW, NV_STATIC},
+    {192, 1, GM_M_POWER_MODULE_REQ_LIMIT_MW, NV_STATIC},
+    {189, 1, GM_M_POWER_MODULE_DEFAULT_LIMIT_MW, NV_STATIC},
+    {187, 1, GM_M_POWER_MODULE_MIN_LIMIT_MW, NV_STATIC},
+    {188, 1, GM_M_POWER_MODULE_MAX_LIMIT_MW, NV_STATIC},
+    /* PCIE_OUTBOUND/INBOUND_ATOMICS_MASK (fixed by the hardware), PWR_SMOOTHING_ENABLED. */
+    {228, 0, GM_M_PCIE_ATOMICS_OUT, NV_STATIC},
+    {229, 0, GM_M_PCIE_ATOMICS_IN, NV_STATIC},
+    {251, 0, GM_M_POWER_SMOOTHING, NV_STATIC},
 };
 #define NV_N_FIELDS (sizeof field_metrics / sizeof *field_metrics)
 
@@ -532,6 +594,9 @@ typedef struct nv_gpu {
     bool pci_class_known;                  /* from nvmlDeviceGetPciInfoExt */
     unsigned pci_base_class, pci_sub_class;
     char inforom[GM_INFOROM__COUNT][GM_INFOROM_LEN]; /* image, OEM, ECC, power; "" unknown */
+    char board_part[GM_PART_LEN];                    /* nvmlDeviceGetBoardPartNumber, "" unknown */
+    char gsp_version[GM_SERIAL_LEN];                 /* nvmlDeviceGetGspFirmwareVersion */
+    char pdi[GM_SERIAL_LEN];                         /* nvmlDeviceGetPdi, "0x%016llx" */
     /* The fabric strings of the last fabric reading ("" unknown), served with the metrics. */
     char fabric_uuid[GM_FABRIC_UUID_LEN];
     char fabric_status[GM_SERIAL_LEN];
@@ -613,6 +678,20 @@ typedef struct nv_state {
     nv_platform_fn platform;
     nv_dev_fn validate_inforom;
     nv_remapped_v2_fn remapped_v2;
+    nv_devstr_fn board_part;
+    nv_gsp_version_fn gsp_version;
+    nv_pdi_fn pdi;
+    nv_bbx_fn bbx;
+    nv_u32_fn host_vgpu;
+    nv_versioned_fn vgpu_hetero;
+    nv_bridge_fn bridge;
+    nv_fbc_fn fbc;
+    nv_dram_enc_fn dram_enc;
+    nv_repair_fn repair;
+    nv_u32_fn unrepairable; /* nvmlUnrepairableMemoryStatus_v1_t: one unsigned, no version */
+    nv_power_profiles_fn power_profiles;
+    nv_pair_fn auto_boost;
+    nv_versioned_fn capabilities;
     nv_mem_clocks_fn mem_clocks; /* nvmlDeviceGetSupportedMemoryClocks */
     nv_gr_clocks_fn gr_clocks;   /* nvmlDeviceGetSupportedGraphicsClocks */
     nv_gpm_alloc_fn gpm_alloc;
@@ -881,6 +960,24 @@ static int read_identity(nv_state *st, nv_gpu *g)
             ver[sizeof ver - 1] = '\0';
             copy_str(g->inforom[GM_INFOROM_OEM + obj], GM_INFOROM_LEN, ver);
         }
+    /* The board part number, the GSP firmware's version (the driver's, fixed while it runs) and
+     * the PDI: nvidia-smi -q prints them; read with the serial. */
+    char part[GM_PART_LEN];
+    if (board && st->board_part &&
+        NV_T("nvmlDeviceGetBoardPartNumber", st->board_part(g->dev, part, sizeof part)) ==
+            NV_SUCCESS) {
+        part[sizeof part - 1] = '\0';
+        copy_str(g->board_part, sizeof g->board_part, part);
+    }
+    char gsp[NV_GSP_VERSION_LEN] = {0};
+    if (board && st->gsp_version &&
+        NV_T("nvmlDeviceGetGspFirmwareVersion", st->gsp_version(g->dev, gsp)) == NV_SUCCESS) {
+        gsp[sizeof gsp - 1] = '\0';
+        copy_str(g->gsp_version, sizeof g->gsp_version, gsp);
+    }
+    nv_pdi pdi = {NV_PDI_V1, 0};
+    if (board && st->pdi && NV_T("nvmlDeviceGetPdi", st->pdi(g->dev, &pdi)) == NV_SUCCESS)
+        snprintf(g->pdi, sizeof g->pdi, "0x%016llx", pdi.value);
     return rc;
 }
 
@@ -973,6 +1070,21 @@ static void resolve_optional(nv_state *st)
     st->platform = (nv_platform_fn)dlsym(lib, "nvmlDeviceGetPlatformInfo");
     st->validate_inforom = (nv_dev_fn)dlsym(lib, "nvmlDeviceValidateInforom");
     st->remapped_v2 = (nv_remapped_v2_fn)dlsym(lib, "nvmlDeviceGetRemappedRows_v2");
+    st->board_part = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetBoardPartNumber");
+    st->gsp_version = (nv_gsp_version_fn)dlsym(lib, "nvmlDeviceGetGspFirmwareVersion");
+    st->pdi = (nv_pdi_fn)dlsym(lib, "nvmlDeviceGetPdi");
+    st->bbx = (nv_bbx_fn)dlsym(lib, "nvmlDeviceGetLastBBXFlushTime");
+    st->host_vgpu = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetHostVgpuMode");
+    st->vgpu_hetero = (nv_versioned_fn)dlsym(lib, "nvmlDeviceGetVgpuHeterogeneousMode");
+    st->bridge = (nv_bridge_fn)dlsym(lib, "nvmlDeviceGetBridgeChipInfo");
+    st->fbc = (nv_fbc_fn)dlsym(lib, "nvmlDeviceGetFBCStats");
+    st->dram_enc = (nv_dram_enc_fn)dlsym(lib, "nvmlDeviceGetDramEncryptionMode");
+    st->repair = (nv_repair_fn)dlsym(lib, "nvmlDeviceGetRepairStatus");
+    st->unrepairable = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetUnrepairableMemoryFlag_v1");
+    st->power_profiles =
+        (nv_power_profiles_fn)dlsym(lib, "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles");
+    st->auto_boost = (nv_pair_fn)dlsym(lib, "nvmlDeviceGetAutoBoostedClocksEnabled");
+    st->capabilities = (nv_versioned_fn)dlsym(lib, "nvmlDeviceGetCapabilities");
     st->mem_clocks = (nv_mem_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedMemoryClocks");
     st->gr_clocks = (nv_gr_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedGraphicsClocks");
     st->gpm_alloc = (nv_gpm_alloc_fn)dlsym(lib, "nvmlGpmSampleAlloc");
@@ -1587,6 +1699,112 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     }
 }
 
+/* An enable state (0/1) or a small enumeration: other values are not ones this build knows. */
+static int nv_bounded(int rc, unsigned v, unsigned max)
+{
+    return rc == NV_SUCCESS && v > max ? NV_ERROR_NOT_SUPPORTED : rc;
+}
+
+/* The rest of what nvidia-smi -q prints. Modes and capabilities are configuration: once a
+ * minute; the black-box flush, frame capture statistics and repair flags at the slow period.
+ * A version the driver refuses reads as unsupported. */
+static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    if (!p->lost && st->bbx && health_due_n(ng, out, GM_M_BBX_FLUSH_TIME, 2, NV_SLOW, due)) {
+        unsigned long long ts = 0;
+        unsigned long us = 0;
+        int rc = NV_T("nvmlDeviceGetLastBBXFlushTime", st->bbx(dev, &ts, &us));
+        const char *fn = "nvmlDeviceGetLastBBXFlushTime";
+        health_put(ng, out, p, GM_M_BBX_FLUSH_TIME, NV_SLOW, rc, fn, (double)ts);
+        health_put(ng, out, p, GM_M_BBX_FLUSH_DURATION_US, NV_SLOW, rc, fn, (double)us);
+    }
+    if (!p->lost && st->host_vgpu && health_due(ng, out, GM_M_HOST_VGPU_MODE, NV_STATIC, due)) {
+        unsigned v = 0;
+        int rc = nv_bounded(NV_T("nvmlDeviceGetHostVgpuMode", st->host_vgpu(dev, &v)), v, 1);
+        health_put(ng, out, p, GM_M_HOST_VGPU_MODE, NV_STATIC, rc, "nvmlDeviceGetHostVgpuMode", v);
+    }
+    if (!p->lost && st->vgpu_hetero && health_due(ng, out, GM_M_VGPU_HETERO_MODE, NV_STATIC, due)) {
+        nv_versioned_u32 m = {NV_VERSIONED_U32_V1, 0};
+        int rc = NV_T("nvmlDeviceGetVgpuHeterogeneousMode", st->vgpu_hetero(dev, &m));
+        rc = nv_bounded(rc, m.mode, 1);
+        health_put(ng, out, p, GM_M_VGPU_HETERO_MODE, NV_STATIC, rc,
+                   "nvmlDeviceGetVgpuHeterogeneousMode", m.mode);
+    }
+    if (!p->lost && st->bridge && health_due_n(ng, out, GM_M_BRIDGE_CHIP_TYPE, 2, NV_STATIC, due)) {
+        nv_bridge_hierarchy h;
+        memset(&h, 0, sizeof h);
+        int rc = NV_T("nvmlDeviceGetBridgeChipInfo", st->bridge(dev, &h));
+        /* A board without a bridge has none to tell of. */
+        if (rc == NV_SUCCESS && h.bridgeCount == 0)
+            rc = NV_ERROR_NOT_SUPPORTED;
+        const char *fn = "nvmlDeviceGetBridgeChipInfo";
+        health_put(ng, out, p, GM_M_BRIDGE_CHIP_TYPE, NV_STATIC, rc, fn, h.bridgeChipInfo[0].type);
+        health_put(ng, out, p, GM_M_BRIDGE_CHIP_FW, NV_STATIC, rc, fn,
+                   h.bridgeChipInfo[0].fwVersion);
+    }
+    if (!p->lost && st->fbc && health_due_n(ng, out, GM_M_FBC_SESSIONS, 3, NV_SLOW, due)) {
+        nv_fbc_stats f = {0, 0, 0};
+        int rc = NV_T("nvmlDeviceGetFBCStats", st->fbc(dev, &f));
+        const char *fn = "nvmlDeviceGetFBCStats";
+        health_put(ng, out, p, GM_M_FBC_SESSIONS, NV_SLOW, rc, fn, f.sessionsCount);
+        health_put(ng, out, p, GM_M_FBC_FPS, NV_SLOW, rc, fn, f.averageFPS);
+        health_put(ng, out, p, GM_M_FBC_LATENCY_US, NV_SLOW, rc, fn, f.averageLatency);
+    }
+    if (!p->lost && st->dram_enc && health_due_n(ng, out, GM_M_DRAM_ENC_CUR, 2, NV_STATIC, due)) {
+        nv_versioned_u32 cur = {NV_VERSIONED_U32_V1, 0}, pend = {NV_VERSIONED_U32_V1, 0};
+        int rc = NV_T("nvmlDeviceGetDramEncryptionMode", st->dram_enc(dev, &cur, &pend));
+        rc = nv_bounded(nv_bounded(rc, cur.mode, 1), pend.mode, 1);
+        const char *fn = "nvmlDeviceGetDramEncryptionMode";
+        health_put(ng, out, p, GM_M_DRAM_ENC_CUR, NV_STATIC, rc, fn, cur.mode);
+        health_put(ng, out, p, GM_M_DRAM_ENC_PENDING, NV_STATIC, rc, fn, pend.mode);
+    }
+    if (!p->lost && st->repair &&
+        health_due_n(ng, out, GM_M_REPAIR_CHANNEL_PENDING, 2, NV_SLOW, due)) {
+        nv_repair_status r = {NV_REPAIR_STATUS_V1, 0, 0};
+        int rc = NV_T("nvmlDeviceGetRepairStatus", st->repair(dev, &r));
+        const char *fn = "nvmlDeviceGetRepairStatus";
+        health_put(ng, out, p, GM_M_REPAIR_CHANNEL_PENDING, NV_SLOW, rc, fn,
+                   r.bChannelRepairPending != 0);
+        health_put(ng, out, p, GM_M_REPAIR_TPC_PENDING, NV_SLOW, rc, fn, r.bTpcRepairPending != 0);
+    }
+    if (!p->lost && st->unrepairable &&
+        health_due(ng, out, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, due)) {
+        unsigned v = 0;
+        int rc = NV_T("nvmlDeviceGetUnrepairableMemoryFlag_v1", st->unrepairable(dev, &v));
+        health_put(ng, out, p, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, rc,
+                   "nvmlDeviceGetUnrepairableMemoryFlag_v1", v != 0);
+    }
+    if (!p->lost && st->power_profiles &&
+        health_due_n(ng, out, GM_M_POWER_PROFILES_REQUESTED, 2, NV_STATIC, due)) {
+        nv_power_profiles pp;
+        memset(&pp, 0, sizeof pp);
+        pp.version = NV_POWER_PROFILES_V1;
+        int rc =
+            NV_T("nvmlDeviceWorkloadPowerProfileGetCurrentProfiles", st->power_profiles(dev, &pp));
+        const char *fn = "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles";
+        health_put(ng, out, p, GM_M_POWER_PROFILES_REQUESTED, NV_STATIC, rc, fn,
+                   pp.requestedProfilesMask[0]);
+        health_put(ng, out, p, GM_M_POWER_PROFILES_ENFORCED, NV_STATIC, rc, fn,
+                   pp.enforcedProfilesMask[0]);
+    }
+    if (!p->lost && st->auto_boost && health_due_n(ng, out, GM_M_AUTO_BOOST, 2, NV_STATIC, due)) {
+        unsigned on = 0, def = 0;
+        int rc = NV_T("nvmlDeviceGetAutoBoostedClocksEnabled", st->auto_boost(dev, &on, &def));
+        rc = nv_bounded(nv_bounded(rc, on, 1), def, 1);
+        const char *fn = "nvmlDeviceGetAutoBoostedClocksEnabled";
+        health_put(ng, out, p, GM_M_AUTO_BOOST, NV_STATIC, rc, fn, on);
+        health_put(ng, out, p, GM_M_AUTO_BOOST_DEFAULT, NV_STATIC, rc, fn, def);
+    }
+    if (!p->lost && st->capabilities && health_due(ng, out, GM_M_EGM, NV_STATIC, due)) {
+        nv_versioned_u32 caps = {NV_VERSIONED_U32_V1, 0};
+        int rc = NV_T("nvmlDeviceGetCapabilities", st->capabilities(dev, &caps));
+        /* NVML_DEV_CAP_EGM, bit 0 */
+        health_put(ng, out, p, GM_M_EGM, NV_STATIC, rc, "nvmlDeviceGetCapabilities",
+                   caps.mode & 1u);
+    }
+}
+
 /* The health and configuration metrics of issue #12 (see the tables above for cadences). */
 static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
@@ -1689,6 +1907,8 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         read_modes(st, ng, out, p, due, ecc_off);
     if (!p->lost)
         read_board(st, ng, out, p, due);
+    if (!p->lost)
+        read_smi_extra(st, ng, out, p, due);
     if (!p->lost && st->fields) {
         read_fields(st, ng, out, p, due, false);
         if (!p->lost)
@@ -1892,6 +2112,9 @@ static void put_identity(gm_gpu *g, const nv_gpu *ng)
     copy_str(g->vbios, sizeof g->vbios, ng->vbios);
     for (int k = 0; k < GM_INFOROM__COUNT; k++)
         copy_str(g->inforom[k], GM_INFOROM_LEN, ng->inforom[k]);
+    copy_str(g->board_part_number, sizeof g->board_part_number, ng->board_part);
+    copy_str(g->gsp_firmware_version, sizeof g->gsp_firmware_version, ng->gsp_version);
+    copy_str(g->pdi, sizeof g->pdi, ng->pdi);
 }
 
 /* What the driver told at open and the XID watcher since: reported with the readings. */

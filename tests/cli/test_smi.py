@@ -627,7 +627,7 @@ class Driver580(unittest.TestCase):
         # instant ones).
         self.assertEqual(extra, [("/nvidia_smi_log/gpu/gpu_power_readings/power_draw", 1)])
         # The ratchet: what is printed only grows.
-        self.assertGreaterEqual(len(w) - len(missing), 397)
+        self.assertGreaterEqual(len(w) - len(missing), 432)
         # The common elements come in the capture's order.
         order_w = [k for k, _ in want if k in g]
         order_g = [k for k, _ in got if k in w]
@@ -655,6 +655,7 @@ class Driver580(unittest.TestCase):
             gpu + "Temperature/Memory Current Temp": "temperature of that second",
             gpu + "GPU Power Readings/Average Power Draw": "power of that second",
             gpu + "GPU Power Readings/Instantaneous Power Draw": "power of that second",
+            gpu + "GPU Memory Power Readings/Average Power Draw": "power of that second",
             gpu + "Clocks/Graphics": "the idle clock moves",
             gpu + "Clocks/SM": "the idle clock moves",
         }
@@ -670,9 +671,87 @@ class Driver580(unittest.TestCase):
         self.assertEqual(differ, sorted(gpu + "Platform Info/" + f for f in (
             "Slot Number", "Tray Index", "Host ID", "Peer Type", "GPU Fabric GUID")))
         self.assertEqual(extra, [(gpu + "GPU Power Readings/Power Draw", 1)])
-        self.assertGreaterEqual(len(w) - len(missing), 167)
+        self.assertGreaterEqual(len(w) - len(missing), 201)
         order_g = [k for k, _ in got if k in w]
         self.assertEqual(order_g, [k for k, _ in want if k in g])
+
+
+class ExtraReadings(unittest.TestCase):
+    """What -q -x prints from the readings the H200 does not support, on a board that answers
+    them all (the words for values no capture shows are NVML's names)."""
+    SCENARIO = {"gpus": [{
+        "name": "NVIDIA GB200", "temp": 40, "pstate": 0, "bbx_flush_time": 1700000000,
+        "bbx_flush_duration_us": 1500, "host_vgpu_mode": 1, "vgpu_heterogeneous_mode": 0,
+        "bridge_chips": [{"type": 1, "fw": 42}], "pcie_atomics_out": 127, "pcie_atomics_in": 3,
+        "fbc_sessions": 2, "fbc_fps": 30, "fbc_latency": 900, "dram_encryption": 1,
+        "dram_encryption_pending": 0, "repair_channel_pending": 1, "repair_tpc_pending": 0,
+        "unrepairable_memory": 1, "memory_power_avg_mw": 30000, "memory_power_instant_mw": 31000,
+        "module_power_avg_mw": 900000, "module_power_instant_mw": 910000,
+        "module_power_limit_mw": 2700000, "module_power_req_limit_mw": 2600000,
+        "module_power_default_limit_mw": 2700000, "module_power_min_limit_mw": 1000000,
+        "module_power_max_limit_mw": 2700000, "power_smoothing": 1,
+        "power_profiles_requested": 33, "power_profiles_enforced": 0, "auto_boost": 1,
+        "auto_boost_default": 0, "capabilities": 1, "board_part_number": "699-2G548-0200-000",
+        "gsp_firmware_version": "590.48.01", "pdi": "0x00000000000000ff"}]}
+
+    def test_values_and_words(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(self.SCENARIO, f)
+        try:
+            p = smi(["-q", "-x"], scenario=f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        g = dict(xml_leaves(p.stdout))
+        gpu = "/nvidia_smi_log/gpu/"
+        want = {
+            "pdi": "0x00000000000000ff", "board_part_number": "699-2G548-0200-000",
+            "gsp_firmware_version": "590.48.01",
+            "inforom_bbx_flush/latest_timestamp": "1700000000",
+            "inforom_bbx_flush/latest_duration": "1500 us",
+            "gpu_virtualization_mode/host_vgpu_mode": "SR-IOV",
+            "gpu_virtualization_mode/vgpu_heterogeneous_mode": "Disabled",
+            "pci/pci_bridge_chip/bridge_chip_type": "BR04",
+            "pci/pci_bridge_chip/bridge_chip_fw": "42",
+            "pci/atomic_caps_outbound": "127", "pci/atomic_caps_inbound": "3",
+            "fbc_stats/session_count": "2", "fbc_stats/average_fps": "30",
+            "fbc_stats/average_latency": "900",
+            "dram_encryption_mode/current_dram_encryption": "Enabled",
+            "dram_encryption_mode/pending_dram_encryption": "Disabled",
+            "ecc_errors/channel_repair_pending": "Yes", "ecc_errors/tpc_repair_pending": "No",
+            "ecc_errors/unrepairable_memory": "Yes",
+            "gpu_memory_power_readings/average_power_draw": "30.00 W",
+            "gpu_memory_power_readings/instant_power_draw": "31.00 W",
+            "module_power_readings/power_state": "P0",
+            "module_power_readings/average_power_draw": "900.00 W",
+            "module_power_readings/instant_power_draw": "910.00 W",
+            "module_power_readings/current_power_limit": "2700.00 W",
+            "module_power_readings/requested_power_limit": "2600.00 W",
+            "module_power_readings/default_power_limit": "2700.00 W",
+            "module_power_readings/min_power_limit": "1000.00 W",
+            "module_power_readings/max_power_limit": "2700.00 W",
+            "power_smoothing": "Enabled",
+            "power_profiles/power_profile_requested_profiles": "0, 5",
+            "power_profiles/power_profile_enforced_profiles": "None",
+            "clock_policy/auto_boost": "On", "clock_policy/auto_boost_default": "Off",
+            "capabilities/egm": "enabled",
+        }
+        got = {k: g.get((gpu + k, 1)) for k in want}
+        self.assertEqual(got, want)
+
+    def test_display_types_select_the_new_sections(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(self.SCENARIO, f)
+        try:
+            p = smi(["-q", "-d", "FBC_STATS,POWER_PROFILES"], scenario=f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        keys = [k for (k, _), _ in q_keyed(p.stdout) if "/" in k]
+        self.assertEqual([k.split("/", 1)[1] for k in keys], [
+            "FBC Stats/Active Sessions", "FBC Stats/Average FPS", "FBC Stats/Average Latency",
+            "Workload Power Profiles/Requested Profiles",
+            "Workload Power Profiles/Enforced Profiles"])
 
 
 if __name__ == "__main__":

@@ -1639,6 +1639,14 @@ static const struct {
     {195, "temp_mem_max_tlimit"},
     {196, "temp_gpu_max_tlimit"},
     {95, "pcie_replay_rollover"},
+    {187, "power_min_limit_mw"},
+    {188, "power_max_limit_mw"},
+    {189, "power_default_limit_mw"},
+    {190, "power_limit_mw"},
+    {192, "power_req_limit_mw"},
+    {228, "pcie_atomics_out"},
+    {229, "pcie_atomics_in"},
+    {251, "power_smoothing"},
 };
 
 int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
@@ -1654,6 +1662,17 @@ int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
         for (size_t k = 0; k < sizeof field_keys / sizeof *field_keys && !key; k++)
             if (field_keys[k].id == f->fieldId)
                 key = field_keys[k].key;
+        /* Power fields of another scope (nvmlPowerScopeType_t: MODULE 1, MEMORY 2) answer the
+         * key with that prefix: "memory_power_avg_mw", "module_power_limit_mw". */
+        char scoped[64];
+        if (key && f->fieldId >= 185 && f->fieldId <= 192 && f->scopeId != 0) {
+            if (f->scopeId > 2) {
+                f->nvmlReturn = RC_NOT_SUPPORTED;
+                continue;
+            }
+            snprintf(scoped, sizeof scoped, "%s_%s", f->scopeId == 1 ? "module" : "memory", key);
+            key = scoped;
+        }
         unsigned long long v = 0;
         f->nvmlReturn = key ? call_status(d, key, "fields") : RC_NOT_SUPPORTED;
         if (f->nvmlReturn == RC_SUCCESS)
@@ -1665,8 +1684,9 @@ int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_value *values)
         if (f->fieldId >= 193 && f->fieldId <= 196) { /* T.Limit margins: signed int */
             f->valueType = 5;
             f->value.si = (int)v;
-        } else if (f->fieldId == 82 || f->fieldId == 185 || f->fieldId == 186 ||
-                   f->fieldId == 230 || f->fieldId == 274) {
+        } else if (f->fieldId == 82 || (f->fieldId >= 185 && f->fieldId <= 192) ||
+                   f->fieldId == 230 || f->fieldId == 274 || f->fieldId == 228 ||
+                   f->fieldId == 229 || f->fieldId == 251) {
             f->valueType = 1;
             f->value.ui = (unsigned)v;
         } else {
@@ -2121,5 +2141,259 @@ int nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t d, unsigned mem, unsigned 
             return clock_list(json_object_get(e, "graphics"), count, mhz, NULL);
     }
     return RC_INVALID_ARGUMENT;
+}
+#endif
+
+/* ---- the rest of what nvidia-smi -q prints (keys in the README): left out, NOT_SUPPORTED ---- */
+#if !FAKE_NVML_OLD_DRIVER
+
+/* A device string with no default: the scenario's, NOT_SUPPORTED when left out. */
+static int dev_string(const char *fn, nvmlDevice_t d, const char *key, char *buf, unsigned len)
+{
+    count_call(fn);
+    if (!valid_device(d))
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, key, key);
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *v = json_object_get(d->j, key);
+    return json_is_string(v) ? copy_out(json_string_value(v), buf, len) : RC_NOT_SUPPORTED;
+}
+
+/* The version word of a versioned struct: sizeof | version << 24. */
+static bool version_ok(unsigned word, size_t size, unsigned version)
+{
+    return word == (unsigned)(size | version << 24);
+}
+
+int nvmlDeviceGetBoardPartNumber(nvmlDevice_t d, char *part, unsigned length)
+{
+    return dev_string(__func__, d, "board_part_number", part, length);
+}
+
+/* The caller's buffer is NVML_GSP_FIRMWARE_VERSION_BUF_SIZE (64) bytes. */
+int nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t d, char *version)
+{
+    return dev_string(__func__, d, "gsp_firmware_version", version, 64);
+}
+
+typedef struct {
+    unsigned version;
+    unsigned long long value;
+} fake_pdi;
+
+/* "pdi": the 64-bit id as a hex string ("0x6532c2bae99fea9c"). */
+int nvmlDeviceGetPdi(nvmlDevice_t d, fake_pdi *pdi)
+{
+    char hex[32];
+    if (!pdi) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    int rc = dev_string(__func__, d, "pdi", hex, sizeof hex);
+    if (rc != RC_SUCCESS)
+        return rc;
+    if (!version_ok(pdi->version, sizeof *pdi, 1))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    pdi->value = strtoull(hex, NULL, 16);
+    return RC_SUCCESS;
+}
+
+/* "bbx_flush_time", "bbx_flush_duration_us" (both needed). */
+int nvmlDeviceGetLastBBXFlushTime(nvmlDevice_t d, unsigned long long *ts, unsigned long *us)
+{
+    unsigned long long v = 0;
+    if (!us) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    int rc = u64_metric(__func__, d, "bbx_flush_time", "bbx_flush", ts);
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "bbx_flush_duration_us", "bbx_flush", &v);
+    if (rc == RC_SUCCESS)
+        *us = (unsigned long)v;
+    return rc;
+}
+
+/* "host_vgpu_mode": nvmlHostVgpuMode_t (0 non SR-IOV, 1 SR-IOV). */
+int nvmlDeviceGetHostVgpuMode(nvmlDevice_t d, int *mode)
+{
+    return u32_metric(__func__, d, "host_vgpu_mode", "host_vgpu_mode", (unsigned *)mode);
+}
+
+typedef struct {
+    unsigned version, value;
+} fake_versioned_u32;
+
+/* A versioned struct of one value (vGPU heterogeneous mode, DRAM encryption, capabilities). */
+static int versioned_u32(const char *fn, nvmlDevice_t d, const char *key, const char *group,
+                         fake_versioned_u32 *out)
+{
+    if (!out) {
+        count_call(fn);
+        return RC_INVALID_ARGUMENT;
+    }
+    unsigned v = 0;
+    int rc = u32_metric(fn, d, key, group, &v);
+    if (rc != RC_SUCCESS)
+        return rc;
+    if (!version_ok(out->version, sizeof *out, 1))
+        return RC_ARGUMENT_VERSION_MISMATCH;
+    out->value = v;
+    return RC_SUCCESS;
+}
+
+/* "vgpu_heterogeneous_mode": 0/1. */
+int nvmlDeviceGetVgpuHeterogeneousMode(nvmlDevice_t d, fake_versioned_u32 *mode)
+{
+    return versioned_u32(__func__, d, "vgpu_heterogeneous_mode", "vgpu_heterogeneous_mode", mode);
+}
+
+typedef struct {
+    unsigned char bridgeCount;
+    struct {
+        int type;
+        unsigned fwVersion;
+    } bridgeChipInfo[128];
+} fake_bridge_hierarchy;
+
+/* "bridge_chips": [{"type": 0, "fw": N}, ...], the nearest bridge first ([] : none). */
+int nvmlDeviceGetBridgeChipInfo(nvmlDevice_t d, fake_bridge_hierarchy *h)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !h)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "bridge_chips", "bridge_chips");
+    if (rc != RC_SUCCESS)
+        return rc;
+    json_t *list = json_object_get(d->j, "bridge_chips");
+    if (!json_is_array(list))
+        return RC_NOT_SUPPORTED;
+    size_t n = json_array_size(list) < 128 ? json_array_size(list) : 128;
+    h->bridgeCount = (unsigned char)n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(list, i);
+        h->bridgeChipInfo[i].type = (int)json_integer_value(json_object_get(e, "type"));
+        h->bridgeChipInfo[i].fwVersion = (unsigned)json_integer_value(json_object_get(e, "fw"));
+    }
+    return RC_SUCCESS;
+}
+
+typedef struct {
+    unsigned sessionsCount, averageFPS, averageLatency;
+} fake_fbc_stats;
+
+/* "fbc_sessions", "fbc_fps", "fbc_latency" (all three needed). */
+int nvmlDeviceGetFBCStats(nvmlDevice_t d, fake_fbc_stats *st)
+{
+    if (!st) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    int rc = u32_metric(__func__, d, "fbc_sessions", "fbc", &st->sessionsCount);
+    unsigned long long v = 0;
+    if (rc == RC_SUCCESS && (rc = metric(d, "fbc_fps", "fbc", &v)) == RC_SUCCESS)
+        st->averageFPS = (unsigned)v;
+    if (rc == RC_SUCCESS && (rc = metric(d, "fbc_latency", "fbc", &v)) == RC_SUCCESS)
+        st->averageLatency = (unsigned)v;
+    return rc;
+}
+
+/* "dram_encryption", "dram_encryption_pending": nvmlEnableState_t (both needed). */
+int nvmlDeviceGetDramEncryptionMode(nvmlDevice_t d, fake_versioned_u32 *cur,
+                                    fake_versioned_u32 *pending)
+{
+    if (!pending) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    int rc = versioned_u32(__func__, d, "dram_encryption", "dram_encryption", cur);
+    unsigned long long v = 0;
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "dram_encryption_pending", "dram_encryption", &v);
+    if (rc == RC_SUCCESS && !version_ok(pending->version, sizeof *pending, 1))
+        rc = RC_ARGUMENT_VERSION_MISMATCH;
+    if (rc == RC_SUCCESS)
+        pending->value = (unsigned)v;
+    return rc;
+}
+
+typedef struct {
+    unsigned version, bChannelRepairPending, bTpcRepairPending;
+} fake_repair_status;
+
+/* "repair_channel_pending", "repair_tpc_pending": 0/1 (both needed). */
+int nvmlDeviceGetRepairStatus(nvmlDevice_t d, fake_repair_status *r)
+{
+    if (!r) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    unsigned ch = 0;
+    int rc = u32_metric(__func__, d, "repair_channel_pending", "repair", &ch);
+    unsigned long long tpc = 0;
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "repair_tpc_pending", "repair", &tpc);
+    if (rc == RC_SUCCESS && !version_ok(r->version, sizeof *r, 1))
+        rc = RC_ARGUMENT_VERSION_MISMATCH;
+    if (rc == RC_SUCCESS) {
+        r->bChannelRepairPending = ch;
+        r->bTpcRepairPending = (unsigned)tpc;
+    }
+    return rc;
+}
+
+/* "unrepairable_memory": 0/1 (nvmlUnrepairableMemoryStatus_v1_t has no version word). */
+int nvmlDeviceGetUnrepairableMemoryFlag_v1(nvmlDevice_t d, unsigned *flag)
+{
+    return u32_metric(__func__, d, "unrepairable_memory", "unrepairable_memory", flag);
+}
+
+typedef struct {
+    unsigned version;
+    unsigned perf[8], requested[8], enforced[8];
+} fake_power_profiles;
+
+/* "power_profiles_requested", "power_profiles_enforced": the first 32 bits of each mask. */
+int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(nvmlDevice_t d, fake_power_profiles *pp)
+{
+    if (!pp) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    unsigned req = 0;
+    int rc = u32_metric(__func__, d, "power_profiles_requested", "power_profiles", &req);
+    unsigned long long enf = 0;
+    if (rc == RC_SUCCESS)
+        rc = metric(d, "power_profiles_enforced", "power_profiles", &enf);
+    if (rc == RC_SUCCESS && !version_ok(pp->version, sizeof *pp, 1))
+        rc = RC_ARGUMENT_VERSION_MISMATCH;
+    if (rc == RC_SUCCESS) {
+        memset(pp->perf, 0, sizeof pp->perf + sizeof pp->requested + sizeof pp->enforced);
+        pp->perf[0] = req | (unsigned)enf;
+        pp->requested[0] = req;
+        pp->enforced[0] = (unsigned)enf;
+    }
+    return rc;
+}
+
+/* "auto_boost", "auto_boost_default": nvmlEnableState_t (both needed). */
+int nvmlDeviceGetAutoBoostedClocksEnabled(nvmlDevice_t d, int *on, int *def)
+{
+    if (!def) {
+        count_call(__func__);
+        return RC_INVALID_ARGUMENT;
+    }
+    int rc = u32_metric(__func__, d, "auto_boost", "auto_boost", (unsigned *)on);
+    unsigned long long v = 0;
+    if (rc == RC_SUCCESS && (rc = metric(d, "auto_boost_default", "auto_boost", &v)) == RC_SUCCESS)
+        *def = (int)v;
+    return rc;
+}
+
+/* "capabilities": the capMask (NVML_DEV_CAP_EGM = bit 0). */
+int nvmlDeviceGetCapabilities(nvmlDevice_t d, fake_versioned_u32 *caps)
+{
+    return versioned_u32(__func__, d, "capabilities", "capabilities", caps);
 }
 #endif

@@ -935,6 +935,178 @@ static void test_dropin_reads_absent(void **state)
     close_st(st);
 }
 
+/* Opens the current fake on a scenario given as text (written to a temporary file). */
+static void *open_text(const char *scenario)
+{
+    char path[] = "/tmp/gm-test-nvml-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t n = strlen(scenario);
+    assert_int_equal(write(fd, scenario, n), (ssize_t)n);
+    close(fd);
+    setenv("GM_FAKE_NVML_SCENARIO", path, 1);
+    gm_collector_options opt = {.nvml_lib = fake_current.path};
+    void *st = NULL;
+    gm_error err = {0};
+    int rc = gm_provider_nvml.open(&opt, &st, &err);
+    unlink(path);
+    if (rc != GM_OK)
+        fail_msg("open: %s", err.msg);
+    track(st);
+    return st;
+}
+
+/* The rest of nvidia-smi -q on the H200 of the 580 capture: the strings read once with the
+ * identity, FBC stats, repair flags, memory power and EGM read; what the board answers
+ * NOT_SUPPORTED to stays absent and is not asked again; configuration is read once over
+ * several samples. */
+static void test_smi_extra_h200(void **state)
+{
+    (void)state;
+    static const char *const fns[] = {"nvmlDeviceGetBoardPartNumber",
+                                      "nvmlDeviceGetGspFirmwareVersion",
+                                      "nvmlDeviceGetPdi",
+                                      "nvmlDeviceGetCapabilities",
+                                      "nvmlDeviceGetHostVgpuMode",
+                                      "nvmlDeviceGetLastBBXFlushTime",
+                                      "nvmlDeviceGetDramEncryptionMode",
+                                      "nvmlDeviceGetAutoBoostedClocksEnabled",
+                                      "nvmlDeviceGetBridgeChipInfo"};
+    enum { NF = sizeof fns / sizeof *fns };
+    unsigned long before[NF];
+    for (size_t i = 0; i < NF; i++)
+        before[i] = fake_current.calls(fns[i]);
+    void *st = open_ok(&fake_current, "h200-580.json");
+    for (int i = 0; i < 3; i++)
+        sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    assert_string_equal(g->board_part_number, "692-2G520-0282-001");
+    assert_string_equal(g->gsp_firmware_version, "580.159.04");
+    assert_string_equal(g->pdi, "0x6532c2bae99fea9c");
+    check_metric(g, GM_M_FBC_SESSIONS, 0);
+    check_metric(g, GM_M_FBC_FPS, 0);
+    check_metric(g, GM_M_FBC_LATENCY_US, 0);
+    check_metric(g, GM_M_REPAIR_CHANNEL_PENDING, 0);
+    check_metric(g, GM_M_REPAIR_TPC_PENDING, 0);
+    check_metric(g, GM_M_UNREPAIRABLE_MEMORY, 0);
+    check_metric(g, GM_M_POWER_MEM_AVG_MW, 28140);
+    check_metric(g, GM_M_EGM, 0);
+    /* The memory scope is not the GPU's: its instant power is unsupported, the GPU's is read. */
+    check_metric(g, GM_M_POWER_INSTANT_MW, 78910);
+    static const gm_metric absent[] = {GM_M_BBX_FLUSH_TIME,
+                                       GM_M_BBX_FLUSH_DURATION_US,
+                                       GM_M_HOST_VGPU_MODE,
+                                       GM_M_VGPU_HETERO_MODE,
+                                       GM_M_BRIDGE_CHIP_TYPE,
+                                       GM_M_BRIDGE_CHIP_FW,
+                                       GM_M_PCIE_ATOMICS_OUT,
+                                       GM_M_PCIE_ATOMICS_IN,
+                                       GM_M_DRAM_ENC_CUR,
+                                       GM_M_DRAM_ENC_PENDING,
+                                       GM_M_POWER_MEM_INSTANT_MW,
+                                       GM_M_POWER_MODULE_AVG_MW,
+                                       GM_M_POWER_MODULE_LIMIT_MW,
+                                       GM_M_POWER_MODULE_MAX_LIMIT_MW,
+                                       GM_M_POWER_SMOOTHING,
+                                       GM_M_POWER_PROFILES_REQUESTED,
+                                       GM_M_AUTO_BOOST,
+                                       GM_M_AUTO_BOOST_DEFAULT};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
+        check_absent(g, absent[i]);
+    /* Three samples, one call each: identity once, configuration once a minute, and the calls
+     * answered NOT_SUPPORTED never again. */
+    for (size_t i = 0; i < NF; i++)
+        if (fake_current.calls(fns[i]) - before[i] != 1)
+            fail_msg("%s called %lu times", fns[i], fake_current.calls(fns[i]) - before[i]);
+    close_st(st);
+}
+
+/* A board that answers them all: each value decoded from its struct (version words checked by
+ * the fake), the module power and limits from the module scope, masks as NVML gives them. */
+static void test_smi_extra_supported(void **state)
+{
+    (void)state;
+    void *st = open_text(
+        "{\"gpus\": [{\"name\": \"NVIDIA GB200\", \"temp\": 40, \"power_avg_mw\": 500000,"
+        " \"bbx_flush_time\": 1700000000, \"bbx_flush_duration_us\": 1500,"
+        " \"host_vgpu_mode\": 1, \"vgpu_heterogeneous_mode\": 1,"
+        " \"bridge_chips\": [{\"type\": 1, \"fw\": 42}, {\"type\": 0, \"fw\": 7}],"
+        " \"pcie_atomics_out\": 127, \"pcie_atomics_in\": 3,"
+        " \"fbc_sessions\": 2, \"fbc_fps\": 30, \"fbc_latency\": 900,"
+        " \"dram_encryption\": 1, \"dram_encryption_pending\": 0,"
+        " \"repair_channel_pending\": 1, \"repair_tpc_pending\": 0, \"unrepairable_memory\": 1,"
+        " \"memory_power_avg_mw\": 30000, \"memory_power_instant_mw\": 31000,"
+        " \"module_power_avg_mw\": 900000, \"module_power_instant_mw\": 910000,"
+        " \"module_power_limit_mw\": 2700000, \"module_power_req_limit_mw\": 2600000,"
+        " \"module_power_default_limit_mw\": 2700000, \"module_power_min_limit_mw\": 1000000,"
+        " \"module_power_max_limit_mw\": 2700000, \"power_smoothing\": 1,"
+        " \"power_profiles_requested\": 33, \"power_profiles_enforced\": 1,"
+        " \"auto_boost\": 1, \"auto_boost_default\": 0, \"capabilities\": 1}]}");
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_POWER_AVG_MW, 500000);
+    const struct {
+        gm_metric m;
+        double v;
+    } want[] = {
+        {GM_M_BBX_FLUSH_TIME, 1700000000},
+        {GM_M_BBX_FLUSH_DURATION_US, 1500},
+        {GM_M_HOST_VGPU_MODE, 1},
+        {GM_M_VGPU_HETERO_MODE, 1},
+        {GM_M_BRIDGE_CHIP_TYPE, 1},
+        {GM_M_BRIDGE_CHIP_FW, 42},
+        {GM_M_PCIE_ATOMICS_OUT, 127},
+        {GM_M_PCIE_ATOMICS_IN, 3},
+        {GM_M_FBC_SESSIONS, 2},
+        {GM_M_FBC_FPS, 30},
+        {GM_M_FBC_LATENCY_US, 900},
+        {GM_M_DRAM_ENC_CUR, 1},
+        {GM_M_DRAM_ENC_PENDING, 0},
+        {GM_M_REPAIR_CHANNEL_PENDING, 1},
+        {GM_M_REPAIR_TPC_PENDING, 0},
+        {GM_M_UNREPAIRABLE_MEMORY, 1},
+        {GM_M_POWER_MEM_AVG_MW, 30000},
+        {GM_M_POWER_MEM_INSTANT_MW, 31000},
+        {GM_M_POWER_MODULE_AVG_MW, 900000},
+        {GM_M_POWER_MODULE_INSTANT_MW, 910000},
+        {GM_M_POWER_MODULE_LIMIT_MW, 2700000},
+        {GM_M_POWER_MODULE_REQ_LIMIT_MW, 2600000},
+        {GM_M_POWER_MODULE_DEFAULT_LIMIT_MW, 2700000},
+        {GM_M_POWER_MODULE_MIN_LIMIT_MW, 1000000},
+        {GM_M_POWER_MODULE_MAX_LIMIT_MW, 2700000},
+        {GM_M_POWER_SMOOTHING, 1},
+        {GM_M_POWER_PROFILES_REQUESTED, 33},
+        {GM_M_POWER_PROFILES_ENFORCED, 1},
+        {GM_M_AUTO_BOOST, 1},
+        {GM_M_AUTO_BOOST_DEFAULT, 0},
+        {GM_M_EGM, 1},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        check_metric(g, want[i].m, want[i].v);
+    /* Without the strings in the scenario: NOT_SUPPORTED, left empty. */
+    assert_string_equal(g->board_part_number, "");
+    assert_string_equal(g->gsp_firmware_version, "");
+    assert_string_equal(g->pdi, "");
+    close_st(st);
+}
+
+/* A library without the entry points (the old-driver fake): every one absent, nothing else
+ * lost, nothing failed. */
+static void test_smi_extra_absent_symbols(void **state)
+{
+    (void)state;
+    void *st = open_ok(&fake_old, "h200-580.json");
+    sample_ok(st, false);
+    const gm_gpu *g = &snap->gpus[0];
+    check_metric(g, GM_M_UTIL_GPU_PCT, 0);
+    assert_string_equal(g->board_part_number, "");
+    assert_string_equal(g->gsp_firmware_version, "");
+    assert_string_equal(g->pdi, "");
+    for (int m = GM_M_BBX_FLUSH_TIME; m <= GM_M_EGM; m++)
+        check_absent(g, (gm_metric)m);
+    close_st(st);
+}
+
 static void test_fabric_v2_in_progress(void **state)
 {
     char path[] = "/tmp/gm-test-nvml-XXXXXX";
@@ -1087,6 +1259,9 @@ int main(void)
         cmocka_unit_test_teardown(test_mig_parent, test_teardown),
         cmocka_unit_test_teardown(test_dropin_reads_present, test_teardown),
         cmocka_unit_test_teardown(test_dropin_reads_absent, test_teardown),
+        cmocka_unit_test_teardown(test_smi_extra_h200, test_teardown),
+        cmocka_unit_test_teardown(test_smi_extra_supported, test_teardown),
+        cmocka_unit_test_teardown(test_smi_extra_absent_symbols, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
