@@ -40,13 +40,20 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# Where `make run` and `make demo` listen: `make demo PORT=8080` (on 127.0.0.1), or the whole
+# address with LISTEN (`LISTEN=0.0.0.0:9401` serves every interface). Neither given: gpumon
+# serve's own default, 127.0.0.1:9401 or GPU_MONITOR_LISTEN.
+PORT ?=
+LISTEN ?= $(if $(PORT),127.0.0.1:$(PORT))
+SERVE_LISTEN = $(if $(LISTEN),--listen $(LISTEN))
+
 # The daemon and its dashboard on http://127.0.0.1:9401 (real GPUs: NVML, then nvidia-smi).
 run: all
-	./$(BUILD)/gpumon serve
+	./$(BUILD)/gpumon serve $(SERVE_LISTEN)
 
 # The same with four simulated GPUs (badged "sim"), for a first look without a GPU.
 demo: all
-	./$(BUILD)/gpumon serve --simulate 4
+	./$(BUILD)/gpumon serve --simulate 4 $(SERVE_LISTEN)
 
 # bin/gpumon, the systemd unit (disabled), gpumon(1) and the bash completion under
 # $(DESTDIR)$(PREFIX). The unit names the installed binary, so PREFIX is configured in.

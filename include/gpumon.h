@@ -546,6 +546,9 @@ typedef struct gm_collector_options {
     const char *provider; /* "nvml", "nvidia-smi", "sim", NULL/"auto": try nvml then nvidia-smi */
     unsigned simulate;    /* > 0 selects the sim provider with this many GPUs (max GM_MAX_GPUS) */
     uint64_t seed;        /* sim: seed of the deterministic dynamics */
+    /* sim: mixed into where the dynamics start (the models and UUIDs follow seed alone); 0 =
+     * nothing. One-shot commands pass the clock, so that two readings are not the same one. */
+    uint64_t sim_vary;
     const char
         *nvml_lib; /* path of libnvidia-ml.so.1; NULL: $GPU_MONITOR_NVML_LIB or the default */
     const char *smi_path;    /* nvidia-smi program; NULL: "nvidia-smi" on PATH */

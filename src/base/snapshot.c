@@ -55,6 +55,13 @@ bool gm_snapshot_add_process(gm_snapshot *s, const gm_process *p)
     return true;
 }
 
+/* Here, not in collect/, because json.c prints the topology with it. */
+const char *gm_p2p_status_code(gm_p2p_status s)
+{
+    static const char *const codes[] = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"};
+    return (unsigned)s < sizeof codes / sizeof *codes ? codes[s] : "U";
+}
+
 const gm_gpu *gm_snapshot_gpu(const gm_snapshot *s, unsigned index)
 {
     for (unsigned i = 0; i < s->gpu_count; i++)

@@ -68,7 +68,8 @@ static void usage(FILE *out)
         "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto, or\n"
         "                         $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
         "      --simulate N       use N simulated GPUs (provider sim, 1-%d)\n"
-        "      --seed N           seed of the simulated GPUs' dynamics (default 0)\n"
+        "      --seed N           simulated GPUs read the same for the same N (default:\n"
+        "                         each run reads differently, as real GPUs do)\n"
         "  -h, --help             show this help\n\n"
         "The table fits 80 columns (GPU names are shortened on word boundaries).\n"
         "With --format=csv and --query-gpu, the output matches `nvidia-smi --query-gpu=... "
@@ -448,6 +449,7 @@ int gm_cli_query(int argc, char **argv)
     gm_collector_options copt;
     if (!gm_cli_collector_options("query", &o.src, &copt))
         return GM_EXIT_USAGE;
+    gm_cli_vary_simulation(&o.src, &copt);
     copt.no_processes = o.no_processes || o.format == OUT_CSV;
     /* Read only what the output needs: the nvidia-smi CSV has no host fields, so no host
      * metrics and no CPU window at all (110 ms a call before, 25 ms for nvidia-smi on an H200);

@@ -240,7 +240,8 @@ static void print_help(FILE *out, const char *me)
         "      --provider NAME        nvml, nvidia-smi, sim or auto (default: auto, or\n"
         "                             $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
         "      --simulate N           use N simulated GPUs (provider sim, 1-%d)\n"
-        "      --seed N               seed of the simulated GPUs' dynamics (default 0)\n\n"
+        "      --seed N               simulated GPUs read the same for the same N (default:\n"
+        "                             each run reads differently, as real GPUs do)\n\n"
         "To be nvidia-smi for tools that run it: ln -s \"$(command -v gpumon)\" "
         "~/bin/nvidia-smi\n\n"
         "Exit status: 0 ok, 2 usage error (unknown option or field), 6 no GPU matches -i,\n"
@@ -500,6 +501,7 @@ static int parse_args(int argc, char **argv, smi_opts *o)
             if (!gm_cli_parse_uint("smi", "--seed", v, 0, UINT64_MAX, &seed))
                 return GM_EXIT_USAGE;
             o->src.seed = seed;
+            o->src.seed_arg = v;
         } else {
             return unsupported(a);
         }
@@ -1674,6 +1676,7 @@ int gm_cli_smi(int argc, char **argv)
     gm_collector_options copt;
     if (!gm_cli_collector_options("smi", &o.src, &copt))
         return GM_EXIT_USAGE;
+    gm_cli_vary_simulation(&o.src, &copt);
     copt.no_host = true;      /* nvidia-smi shows no host metrics (the host name is kept) */
     copt.slow_period_ms = -1; /* every reading fresh: each line is a request */
     copt.no_processes =

@@ -38,7 +38,8 @@ static void usage(FILE *out)
         "      --provider NAME      nvml, nvidia-smi, sim or auto (default: auto, or\n"
         "                           $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
         "      --simulate N         use N simulated GPUs (provider sim, 1-%d)\n"
-        "      --seed N             seed of the simulated GPUs' dynamics (default 0)\n"
+        "      --seed N             simulated GPUs read the same for the same N (default:\n"
+        "                           each run reads differently, as real GPUs do)\n"
         "  -h, --help               show this help\n\n"
         "Values a GPU does not report are null. The P2P matrix needs NVML: with nvidia-smi\n"
         "\"p2p_known\" is false.\n\n"
@@ -117,6 +118,7 @@ int gm_cli_snapshot(int argc, char **argv)
     gm_collector_options copt;
     if (!gm_cli_collector_options("snapshot", &o.src, &copt))
         return GM_EXIT_USAGE;
+    gm_cli_vary_simulation(&o.src, &copt);
     copt.no_processes = o.no_processes;
     gm_collector *c = gm_cli_collector_open("snapshot", &copt, &rc);
     if (!c)

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "base/clock.h"
 #include "base/parse.h"
 #include "base/suggest.h"
 
@@ -214,6 +216,16 @@ bool gm_cli_collector_options(const char *cmd, const gm_cli_source *src, gm_coll
     opt->simulate = src->simulate;
     opt->seed = src->seed;
     return true;
+}
+
+void gm_cli_vary_simulation(const gm_cli_source *src, gm_collector_options *opt)
+{
+    if (src->seed_arg)
+        return;
+    /* The pid too: two runs may start in the same millisecond. */
+    opt->sim_vary = (uint64_t)gm_clock_wall_ms() ^ ((uint64_t)getpid() << 42);
+    if (!opt->sim_vary)
+        opt->sim_vary = 1;
 }
 
 gm_collector *gm_cli_collector_open(const char *cmd, const gm_collector_options *opt,

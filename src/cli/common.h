@@ -47,6 +47,11 @@ int gm_cli_getopt_error(const char *cmd, int c, char **argv, const struct option
  * first one and returns false. */
 bool gm_cli_no_operands(const char *cmd, int argc, char **argv);
 
+/* For a command that reads once (query, smi, snapshot): without --seed, simulated GPUs start
+ * from the clock, so that two runs read differently as real GPUs would; their models and UUIDs
+ * stay the same. */
+void gm_cli_vary_simulation(const gm_cli_source *src, gm_collector_options *opt);
+
 /* Parses a --simulate or --seed style unsigned number; false (with a message on stderr naming
  * flag) when value is not a number in [min, max]. */
 bool gm_cli_parse_uint(const char *cmd, const char *flag, const char *value, unsigned long long min,

@@ -339,9 +339,3 @@ int gm_collector_topology(gm_collector *c, gm_topology *out, gm_error *err)
     out->known = true;
     return GM_OK;
 }
-
-const char *gm_p2p_status_code(gm_p2p_status s)
-{
-    static const char *const codes[] = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"};
-    return (unsigned)s < sizeof codes / sizeof *codes ? codes[s] : "U";
-}

@@ -1,5 +1,6 @@
-/* sim.c - simulated GPUs with plausible, seed-deterministic dynamics, for demos and load tests.
- * Everything it reports is labelled provider "sim"; it never stands in for a real GPU. */
+/* sim.c - simulated GPUs with plausible, seed-deterministic dynamics, for demos and load tests
+ * (sim_vary moves where they start). Everything it reports is labelled provider "sim"; it never
+ * stands in for a real GPU. */
 #include "collect/provider.h"
 #include "base/clock.h"
 
@@ -79,11 +80,13 @@ static int sim_open(const gm_collector_options *opt, void **state, gm_error *err
     st->count = n;
     st->seed = opt->seed;
     st->last_mono_s = gm_clock_mono_s();
+    uint64_t vary = opt->sim_vary;
+    vary = vary ? next_u64(&vary) : 0;
     for (unsigned i = 0; i < n; i++) {
         sim_gpu *g = &st->gpus[i];
         /* Mostly one model per box, as in real fleets, with a mixed box every few seeds. */
         g->model = &models[(opt->seed + (i >= 8 ? i / 8 : 0)) % (sizeof models / sizeof *models)];
-        g->rng = opt->seed * UINT64_C(1000003) + i + 1;
+        g->rng = opt->seed * UINT64_C(1000003) + i + 1 + vary;
         g->temp = 30 + 5 * uniform(&g->rng);
         g->mem_used = 0.01 * g->model->mem_total_mib;
         g->energy_mj = 1e6 * (1000 + 500 * uniform(&g->rng));

@@ -561,7 +561,14 @@ class Bench(unittest.TestCase):
         lst = run(["history", "list", "--db", self.db, "--format", "json"], env=env())
         kinds = {e["id"]: e["kind"] for e in json.loads(lst.stdout)}
         self.assertEqual(kinds, {ids[0]: "bench", ids[1]: "bench"})
-        show = run(["history", "show", ids[0][:18], "--db", self.db], env=env())
+        # By a prefix unique by construction: one character past what the two ids share (two
+        # benchmarks started in one second share the time and maybe some random digits too).
+        # What they share names both, and is refused.
+        common = os.path.commonprefix(ids)
+        amb = run(["history", "show", common, "--db", self.db], env=env())
+        self.assertEqual(amb.returncode, 2, amb.stderr)
+        self.assertIn("matches several sessions", amb.stderr)
+        show = run(["history", "show", ids[0][:len(common) + 1], "--db", self.db], env=env())
         self.assertEqual(show.returncode, 0, show.stderr)
         self.assertIn("Serving Benchmark Result (concurrency 2)", show.stdout)
         full = run(["history", "show", ids[0], "--db", self.db, "--format", "json"], env=env())

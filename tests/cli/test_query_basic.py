@@ -66,6 +66,31 @@ class QuerySim(unittest.TestCase):
             self.assertEqual(ga["utilization"], gb["utilization"])
             self.assertEqual(ga["memory"]["used_mib"], gb["memory"]["used_mib"])
 
+    def test_runs_read_differently_without_seed(self):
+        # Simulated GPUs move between two one-shot readings, as real ones do; the GPUs themselves
+        # (models, UUIDs) stay. Eight GPUs: all four readings of all eight the same by chance
+        # is out of reach.
+        def read():
+            p = run(["query", "--simulate", "8", "--format", "json"], env=env())
+            self.assertEqual(p.returncode, 0, p.stderr)
+            gpus = json.loads(p.stdout)["gpus"]
+            return ([(g["name"], g["uuid"]) for g in gpus],
+                    [(g["utilization"]["gpu"], g["memory"]["used_mib"], g["temperature_c"],
+                      g["power"]["draw_w"]) for g in gpus])
+        (ids_a, a), (ids_b, b) = read(), read()
+        self.assertEqual(ids_a, ids_b)
+        self.assertNotEqual(a, b)
+        smi = ["smi", "--simulate", "8", "--query-gpu=uuid,utilization.gpu,memory.used,temperature.gpu,power.draw",
+               "--format=csv,noheader"]
+        x, y = run(smi, env=env()), run(smi, env=env())
+        self.assertEqual(x.returncode, 0, x.stderr)
+        self.assertNotEqual(x.stdout, y.stdout)
+        self.assertEqual([l.split(",")[0] for l in x.stdout.splitlines()],
+                         [l.split(",")[0] for l in y.stdout.splitlines()])
+        # --seed in smi too: the same readings.
+        x, y = run(smi + ["--seed", "3"], env=env()), run(smi + ["--seed", "3"], env=env())
+        self.assertEqual(x.stdout, y.stdout)
+
     def test_id_filter(self):
         doc = json.loads(run(["query", "--simulate", "4", "-i", "1,3", "--format", "json"], env=env()).stdout)
         self.assertEqual([g["index"] for g in doc["gpus"]], [1, 3])

@@ -553,16 +553,6 @@ static void test_want_set(void **state)
     gm_collector_close(c);
 }
 
-static void test_p2p_codes(void **state)
-{
-    (void)state;
-    static const char *const want[] = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"};
-    for (int i = 0; i <= GM_P2P_UNKNOWN; i++)
-        assert_string_equal(gm_p2p_status_code((gm_p2p_status)i), want[i]);
-    assert_string_equal(gm_p2p_status_code((gm_p2p_status)7), "U");
-    assert_string_equal(gm_p2p_status_code((gm_p2p_status)-1), "U");
-}
-
 int main(void)
 {
     const char *src = getenv("GM_SOURCE_DIR"), *fix = getenv("GM_FIXTURES");
@@ -589,7 +579,6 @@ int main(void)
         cmocka_unit_test_setup(test_pod_resources_missing, setup),
         cmocka_unit_test_setup(test_call_stats, setup),
         cmocka_unit_test_setup(test_want_set, setup),
-        cmocka_unit_test(test_p2p_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

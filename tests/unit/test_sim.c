@@ -20,15 +20,20 @@
 
 #define SAMPLES 200
 
-static void *open_sim(unsigned n, uint64_t seed)
+static void *open_sim_varied(unsigned n, uint64_t seed, uint64_t vary)
 {
-    gm_collector_options opt = {.simulate = n, .seed = seed};
+    gm_collector_options opt = {.simulate = n, .seed = seed, .sim_vary = vary};
     void *st = NULL;
     gm_error err = {0};
     if (gm_provider_sim.open(&opt, &st, &err) != GM_OK)
         fail_msg("sim open: %s", err.msg);
     assert_non_null(st);
     return st;
+}
+
+static void *open_sim(unsigned n, uint64_t seed)
+{
+    return open_sim_varied(n, seed, 0);
 }
 
 static void sample(void *st, gm_snapshot *s, bool procs)
@@ -114,6 +119,37 @@ static void test_deterministic_for_a_seed(void **state)
     /* Another seed is another run. */
     assert_true(differs);
     assert_string_not_equal(sa->gpus[0].uuid, sc->gpus[0].uuid);
+    gm_provider_sim.close(a);
+    gm_provider_sim.close(b);
+    gm_provider_sim.close(c);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    gm_snapshot_free(sc);
+}
+
+/* sim_vary (what one-shot commands set from the clock): the same GPUs, models and UUIDs,
+ * reading otherwise from the first sample on; the same sim_vary, the same readings. */
+static void test_varied_start(void **state)
+{
+    (void)state;
+    void *a = open_sim_varied(8, 7, 0), *b = open_sim_varied(8, 7, 1764259200123),
+         *c = open_sim_varied(8, 7, 1764259200123);
+    gm_snapshot *sa = gm_snapshot_new(), *sb = gm_snapshot_new(), *sc = gm_snapshot_new();
+    sample(a, sa, true);
+    sample(b, sb, true);
+    sample(c, sc, true);
+    assert_same_sample(sb, sc, 0);
+    assert_int_equal(sa->gpu_count, sb->gpu_count);
+    unsigned differ = 0;
+    for (unsigned i = 0; i < sa->gpu_count; i++) {
+        assert_string_equal(sa->gpus[i].name, sb->gpus[i].name);
+        assert_string_equal(sa->gpus[i].uuid, sb->gpus[i].uuid);
+        static const gm_metric moving[] = {GM_M_UTIL_GPU_PCT, GM_M_MEM_USED_BYTES, GM_M_TEMP_C,
+                                           GM_M_POWER_MW};
+        for (size_t m = 0; m < sizeof moving / sizeof *moving; m++)
+            differ += v(&sa->gpus[i], moving[m]) != v(&sb->gpus[i], moving[m]);
+    }
+    assert_true(differ > 0);
     gm_provider_sim.close(a);
     gm_provider_sim.close(b);
     gm_provider_sim.close(c);
@@ -307,6 +343,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_count),
         cmocka_unit_test(test_deterministic_for_a_seed),
+        cmocka_unit_test(test_varied_start),
         cmocka_unit_test(test_values_within_physical_ranges),
         cmocka_unit_test(test_identity_and_labels),
         cmocka_unit_test(test_processes),

@@ -1,7 +1,7 @@
 /* test_snapshot.c - base/snapshot and the sample model in gpumon.h: a new snapshot is empty with
  * room for GM_MAX_PROCS processes, validity bits make a metric present (never a value alone),
  * processes past the cap are counted as dropped, copies are deep, reset empties but keeps the
- * allocation, and GPUs are found by driver index. */
+ * allocation, GPUs are found by driver index, and P2P statuses have nvidia-smi's codes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -342,6 +342,16 @@ static void test_degraded_lost_and_truncation(void **state)
     assert_string_equal(why2, "");
 }
 
+static void test_p2p_codes(void **state)
+{
+    (void)state;
+    static const char *const want[] = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"};
+    for (int i = 0; i <= GM_P2P_UNKNOWN; i++)
+        assert_string_equal(gm_p2p_status_code((gm_p2p_status)i), want[i]);
+    assert_string_equal(gm_p2p_status_code((gm_p2p_status)7), "U");
+    assert_string_equal(gm_p2p_status_code((gm_p2p_status)-1), "U");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_degraded_ecc_and_remap),
         cmocka_unit_test(test_degraded_recovery_and_sram),
         cmocka_unit_test(test_degraded_lost_and_truncation),
+        cmocka_unit_test(test_p2p_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
