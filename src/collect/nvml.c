@@ -9,8 +9,6 @@
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,8 +432,7 @@ static const struct {
 };
 #define NV_N_GPM (sizeof gpm_metrics / sizeof *gpm_metrics)
 
-#define NV_NVLINK_MAX    36  /* NVML_NVLINK_MAX_LINKS */
-#define NV_EVENT_WAIT_MS 250 /* the XID watcher's wait: how long closing may take */
+#define NV_NVLINK_MAX 36 /* NVML_NVLINK_MAX_LINKS */
 
 static const char *const sym_init[] = {"nvmlInit_v2", "nvmlInit", NULL};
 static const char *const sym_count[] = {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL};
@@ -491,7 +488,7 @@ typedef struct nv_gpu {
     nvmlGpmSample_t gpm[2];
     int gpm_cur;   /* the sample the next pass fills */
     bool gpm_prev; /* the other one holds the previous pass's sample */
-    /* XID, written by the event thread under nv_state.xid_mu. */
+    /* XID, from the event set (events_drain). */
     bool xid_watched;
     unsigned long long xid_last, xid_count;
     int64_t xid_time_ms;
@@ -562,14 +559,11 @@ typedef struct nv_state {
     nv_gpm_metrics_fn gpm_metrics;
     nv_gpm_metrics_get *gpm_buf; /* one request buffer (13 KB), reused */
 
-    /* The XID watcher: a thread waiting on an event set (only with watch_xid). */
+    /* XID events: an event set drained by each sampling pass (only with watch_xid). */
     nv_evset_free_fn evset_free;
     nv_evset_wait_fn evset_wait;
+    const char *evset_wait_sym;
     nvmlEventSet_t evset;
-    pthread_t ev_thread;
-    bool ev_running;
-    atomic_bool ev_stop;
-    pthread_mutex_t xid_mu;
 
     char driver_version[GM_VERSION_LEN];
     char nvml_version[GM_VERSION_LEN];
@@ -839,7 +833,6 @@ static void nvml_close(void *state)
             if (st->gpus[i].gpm[k] && st->gpm_free)
                 st->gpm_free(st->gpus[i].gpm[k]);
     free(st->gpm_buf);
-    pthread_mutex_destroy(&st->xid_mu);
     if (st->shutdown)
         NV_T("nvmlShutdown", st->shutdown());
     if (st->lib)
@@ -920,27 +913,23 @@ static void resolve_optional(nv_state *st)
 
 /* ---- XID events ------------------------------------------------------------------------------ */
 
-/* The watcher: waits on the event set with a timeout, so that closing (which sets ev_stop)
- * never waits longer than NV_EVENT_WAIT_MS, and records each XID against its GPU. It calls
- * only nvmlEventSetWait, which NVML allows from another thread while the sampler reads. */
-static void *events_main(void *arg)
+/* Takes the XIDs the driver queued on the event set since the last pass, without waiting (a
+ * timeout of 0). Asked from the sampling pass rather than a thread blocked in
+ * nvmlEventSetWait, so watching costs one call per sample and no wake-up between samples; an
+ * XID is seen at the end of the pass after it happened. */
+#define NV_EVENTS_PER_PASS 64 /* events taken per pass; the rest wait for the next */
+static void events_drain(nv_state *st)
 {
-    nv_state *st = arg;
-    while (!atomic_load(&st->ev_stop)) {
+    if (!st->evset)
+        return;
+    for (int k = 0; k < NV_EVENTS_PER_PASS; k++) {
         nv_event_data d;
         memset(&d, 0, sizeof d);
-        int rc = st->evset_wait(st->evset, &d, NV_EVENT_WAIT_MS);
-        if (rc == NV_ERROR_TIMEOUT)
-            continue;
-        if (rc != NV_SUCCESS) {
-            /* A lost GPU or a driver in trouble: do not spin. */
-            struct timespec ts = {0, NV_EVENT_WAIT_MS * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
+        /* NVML_ERROR_TIMEOUT: none queued; any other error: asked again next pass. */
+        if (NV_T(st->evset_wait_sym, st->evset_wait(st->evset, &d, 0)) != NV_SUCCESS)
+            return;
         if (!(d.eventType & NV_EVENT_XID))
             continue;
-        pthread_mutex_lock(&st->xid_mu);
         for (unsigned i = 0; i < st->gpu_count; i++) {
             nv_gpu *g = &st->gpus[i];
             if (g->dev == d.device && g->xid_watched) {
@@ -950,19 +939,17 @@ static void *events_main(void *arg)
                 break;
             }
         }
-        pthread_mutex_unlock(&st->xid_mu);
     }
-    return NULL;
 }
 
-/* Registers every GPU for XID events and starts the watcher; quietly does nothing when the
- * library lacks the event API or no GPU takes the registration (then XID stays absent). */
+/* Registers every GPU for XID events; quietly does nothing when the library lacks the event
+ * API or no GPU takes the registration (then XID stays absent). */
 static void events_start(nv_state *st)
 {
     nv_evset_create_fn create = (nv_evset_create_fn)dlsym(st->lib, "nvmlEventSetCreate");
     nv_ev_register_fn reg = (nv_ev_register_fn)dlsym(st->lib, "nvmlDeviceRegisterEvents");
     static const char *const wait_syms[] = {"nvmlEventSetWait_v2", "nvmlEventSetWait", NULL};
-    st->evset_wait = (nv_evset_wait_fn)resolve(st->lib, wait_syms, NULL);
+    st->evset_wait = (nv_evset_wait_fn)resolve(st->lib, wait_syms, &st->evset_wait_sym);
     st->evset_free = (nv_evset_free_fn)dlsym(st->lib, "nvmlEventSetFree");
     if (!create || !reg || !st->evset_wait || !st->evset_free)
         return;
@@ -978,24 +965,14 @@ static void events_start(nv_state *st)
             watched++;
         }
     }
-    atomic_store(&st->ev_stop, false);
-    if (watched == 0 || pthread_create(&st->ev_thread, NULL, events_main, st) != 0) {
-        for (unsigned i = 0; i < st->gpu_count; i++)
-            st->gpus[i].xid_watched = false;
+    if (watched == 0) {
         st->evset_free(st->evset);
         st->evset = NULL;
-        return;
     }
-    st->ev_running = true;
 }
 
 static void events_stop(nv_state *st)
 {
-    if (st->ev_running) {
-        atomic_store(&st->ev_stop, true);
-        pthread_join(st->ev_thread, NULL);
-        st->ev_running = false;
-    }
     if (st->evset) {
         st->evset_free(st->evset);
         st->evset = NULL;
@@ -1042,7 +1019,6 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     nv_state *st = calloc(1, sizeof *st);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
-    pthread_mutex_init(&st->xid_mu, NULL);
     copy_str(st->path, sizeof st->path, path);
     st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
                          : opt->slow_period_ms < 0        ? 0
@@ -1770,13 +1746,11 @@ static void put_static(nv_state *st, gm_gpu *g, nv_gpu *ng)
     copy_str(g->fabric_status, sizeof g->fabric_status, ng->fabric_status);
     if (!ng->xid_watched)
         return;
-    pthread_mutex_lock(&st->xid_mu);
     /* Watching and nothing seen is a reading: no XID since gpumon started (0, as DCGM). */
     gm_gpu_set(g, GM_M_XID_LAST, (double)ng->xid_last);
     gm_gpu_set(g, GM_M_XID_COUNT, (double)ng->xid_count);
     if (ng->xid_time_ms)
         gm_gpu_set(g, GM_M_XID_TIME_MS, (double)ng->xid_time_ms);
-    pthread_mutex_unlock(&st->xid_mu);
 }
 
 /* Asks a lost GPU again: a fresh handle, then identity. True when it answers. */
@@ -1852,6 +1826,7 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
         }
         n_ok++;
     }
+    events_drain(st); /* the XIDs since the last pass, in the next sample */
     if (n_ok == 0 && n_lost == 0 && n_failed > 0)
         return gm_error_set(err, nv_to_gm(first_rc), "%s failed for GPU %u: %s (%d)", first_fn,
                             first_gpu, nv_strerror(st, first_rc), first_rc);

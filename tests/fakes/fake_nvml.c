@@ -1745,7 +1745,7 @@ static int event_wait(const char *fn, fake_event_set *set, fake_event_data *data
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&fake_mu);
-    for (bool timed_out = false;;) {
+    for (bool timed_out = ms == 0;;) { /* 0: look once, as a poll */
         for (unsigned i = 0; i < F.n; i++) {
             fake_gpu *g = &F.gpus[i];
             json_t *list = json_object_get(g->j, "xid");
