@@ -130,6 +130,7 @@ static void client_free(gm_server *srv, gm_ws_client *c, const char *why)
     if (c->next)
         c->next->prev = c->prev;
     srv->ws_count--;
+    atomic_store(&srv->ws_any, srv->ws_count > 0);
     gm_server_unwatch(srv, c->fd);
     gm_published_unref(c->pin);
     if (c->rx)
@@ -467,11 +468,18 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, co
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
         return;
     }
+    /* Samples wake the loop only while a client listens: for the first client the newest
+     * sample is made due here (with others connected, the loop is already up to date). */
+    if (!srv->ws_head) {
+        gm_server_refresh(srv);
+        gm_ws_broadcast(srv);
+    }
     c->next = srv->ws_head;
     if (srv->ws_head)
         srv->ws_head->prev = c;
     srv->ws_head = c;
     srv->ws_count++;
+    atomic_store(&srv->ws_any, true);
     gm_log(GM_LOG_DEBUG, "websocket connected", "stream=%s clients=%u", kind_name(c->kind),
            srv->ws_count);
     if (c->extra_len && !receive(srv, c))
