@@ -474,6 +474,7 @@ typedef struct nv_gpu {
     int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
     gm_gpu cache;               /* the readings served between reads (only valid and v used) */
     gm_gpu nosup;               /* health metrics the GPU answered NOT_SUPPORTED: not asked again */
+    gm_metric_set every_nosup;  /* NV_EVERY getters answered NOT_SUPPORTED (every_due) */
     char serial[GM_SERIAL_LEN];
     char vbios[GM_SERIAL_LEN];
     unsigned pci_device_id, pci_subsys_id; /* 0 when unknown */
@@ -1555,6 +1556,23 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
 
 /* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. Getters of the
  * NV_STATIC and NV_SLOW classes are called only when due and served from the cache otherwise. */
+/* An NV_EVERY getter the GPU answered NOT_SUPPORTED (the fan of a board without one) is asked
+ * again only when the slow getters are due, not every sample: such an answer can change with
+ * the GPU's state, but rarely. True when metric m's getter is to be called now. */
+static bool every_due(const nv_gpu *ng, gm_metric m, const bool *due)
+{
+    return !gm_metric_set_has(&ng->every_nosup, m) || due[NV_SLOW];
+}
+
+static void every_note(nv_gpu *ng, gm_metric m, int rc)
+{
+    uint64_t bit = UINT64_C(1) << (m % 64);
+    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
+        ng->every_nosup.bits[m / 64] |= bit;
+    else
+        ng->every_nosup.bits[m / 64] &= ~bit;
+}
+
 static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int64_t now)
 {
     nvmlDevice_t dev = ng->dev;
@@ -1588,9 +1606,13 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             cache_get(ng, out, m);
             continue;
         }
-        bool ok = pass_ok(p, NV_T(arg_metrics[i].sym, st->arg[i](dev, arg_metrics[i].arg, &v)),
-                          arg_metrics[i].sym);
-        if (arg_metrics[i].cadence == NV_EVERY) {
+        bool every = arg_metrics[i].cadence == NV_EVERY;
+        if (every && !every_due(ng, m, due))
+            continue;
+        int rc = NV_T(arg_metrics[i].sym, st->arg[i](dev, arg_metrics[i].arg, &v));
+        bool ok = pass_ok(p, rc, arg_metrics[i].sym);
+        if (every) {
+            every_note(ng, m, rc);
             if (ok)
                 gm_gpu_set(out, m, v);
         } else {
@@ -1605,9 +1627,14 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             cache_get(ng, out, m);
             continue;
         }
-        bool ok = pass_ok(p, NV_T(u32_metrics[i].sym, st->u32[i](dev, &v)), u32_metrics[i].sym) &&
+        bool every = u32_metrics[i].cadence == NV_EVERY;
+        if (every && !every_due(ng, m, due))
+            continue;
+        int rc = NV_T(u32_metrics[i].sym, st->u32[i](dev, &v));
+        bool ok = pass_ok(p, rc, u32_metrics[i].sym) &&
                   (u32_metrics[i].max == 0 || v <= u32_metrics[i].max);
-        if (u32_metrics[i].cadence == NV_EVERY) {
+        if (every) {
+            every_note(ng, m, rc);
             if (ok)
                 gm_gpu_set(out, m, v);
         } else {
@@ -1622,10 +1649,14 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             cache_get(ng, out, m);
             continue;
         }
+        bool every = u64_metrics[i].cadence == NV_EVERY;
+        if (every && !every_due(ng, m, due))
+            continue;
         unsigned long long x = 0;
-        bool ok =
-            pass_ok(p, NV_T(u64_metrics[i].sym[0], st->u64[i](dev, &x)), u64_metrics[i].sym[0]);
-        if (u64_metrics[i].cadence == NV_EVERY) {
+        int rc = NV_T(u64_metrics[i].sym[0], st->u64[i](dev, &x));
+        bool ok = pass_ok(p, rc, u64_metrics[i].sym[0]);
+        if (every) {
+            every_note(ng, m, rc);
             if (ok)
                 gm_gpu_set(out, m, (double)x);
         } else {

@@ -699,6 +699,41 @@ static void test_health_current_driver(void **state)
     close_st(st);
 }
 
+/* An every-sample getter the GPU answered NOT_SUPPORTED (the fan here) is asked again only at
+ * the slow period, not every sample; other refusals (NO_PERMISSION) and supported getters are
+ * asked every sample. The metric stays absent either way. */
+static void test_every_unsupported_asked_rarely(void **state)
+{
+    (void)state;
+    const char *fan = "nvmlDeviceGetFanSpeed", *temp = "nvmlDeviceGetTemperature",
+               *limit = "nvmlDeviceGetEnforcedPowerLimit";
+    unsigned long fan0 = fake_current.calls(fan), temp0 = fake_current.calls(temp),
+                  limit0 = fake_current.calls(limit);
+    void *st = open_ok(&fake_current, "unsupported.json"); /* default slow period: 10 s */
+    for (int i = 0; i < 3; i++) {
+        sample_ok(st, false);
+        check_absent(&snap->gpus[0], GM_M_FAN_PCT);
+        check_metric(&snap->gpus[0], GM_M_TEMP_C, 50);
+    }
+    assert_int_equal(fake_current.calls(fan) - fan0, 1);
+    assert_int_equal(fake_current.calls(temp) - temp0, 3);
+    assert_int_equal(fake_current.calls(limit) - limit0, 3); /* NO_PERMISSION: asked again */
+    close_st(st);
+
+    /* At the slow period it is asked again (here every sample). */
+    use_scenario("unsupported.json");
+    gm_collector_options fast = {.nvml_lib = fake_current.path, .slow_period_ms = -1};
+    void *st2 = NULL;
+    assert_int_equal(gm_provider_nvml.open(&fast, &st2, NULL), GM_OK);
+    track(st2);
+    fan0 = fake_current.calls(fan);
+    sample_ok(st2, false);
+    sample_ok(st2, false);
+    assert_int_equal(fake_current.calls(fan) - fan0, 2);
+    check_absent(&snap->gpus[0], GM_M_FAN_PCT);
+    close_st(st2);
+}
+
 /* Unsupported health getters are asked once, then no more. */
 static void test_health_unsupported_not_asked_again(void **state)
 {
@@ -1005,6 +1040,7 @@ int main(void)
         cmocka_unit_test_teardown(test_processes_grow_retry_and_dedupe, test_teardown),
         cmocka_unit_test_teardown(test_p2p, test_teardown),
         cmocka_unit_test_teardown(test_health_current_driver, test_teardown),
+        cmocka_unit_test_teardown(test_every_unsupported_asked_rarely, test_teardown),
         cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
         cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
         cmocka_unit_test_teardown(test_static_identity_fields, test_teardown),
