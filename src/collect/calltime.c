@@ -62,10 +62,13 @@ void gm_calltime_end(const char *name, const gm_calltime_mark *m)
     int64_t cpu = ns_of(CLOCK_THREAD_CPUTIME_ID) - m->cpu_ns;
     int64_t wall = ns_of(CLOCK_MONOTONIC) - m->wall_ns;
     entry *e = NULL;
-    /* Names are mostly the same literal each time: a pointer compare finds them; strcmp is for
-     * the same text at another address (another translation unit). */
+    /* Names are mostly the same literal each time: a pointer compare finds them; strcmp, only
+     * when none matched, is for the same text at another address (another translation unit). */
     for (size_t i = 0; i < t->n && !e; i++)
-        if (t->e[i].name == name || strcmp(t->e[i].name, name) == 0)
+        if (t->e[i].name == name)
+            e = &t->e[i];
+    for (size_t i = 0; i < t->n && !e; i++)
+        if (strcmp(t->e[i].name, name) == 0)
             e = &t->e[i];
     if (!e) {
         if (t->n < GM_CALLTIME_MAX) {

@@ -281,9 +281,9 @@ static const struct {
     {"nvmlDeviceGetCurrPcieLinkWidth", GM_M_PCIE_WIDTH_CUR, 0, NV_EVERY},
     {"nvmlDeviceGetMaxPcieLinkWidth", GM_M_PCIE_WIDTH_MAX, 0, NV_STATIC},
     {"nvmlDeviceGetPerformanceState", GM_M_PSTATE, NV_PSTATE_MAX, NV_EVERY},
-    {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1, NV_EVERY},
     /* Configuration an administrator may change: once a minute; the replay counter is a counter
      * of link trouble, read at the slow period. Costs of these are not yet measured on a GPU. */
+    {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1, NV_STATIC},
     {"nvmlDeviceGetPowerManagementLimit", GM_M_POWER_REQ_LIMIT_MW, 0, NV_STATIC},
     {"nvmlDeviceGetPowerManagementDefaultLimit", GM_M_POWER_DEFAULT_LIMIT_MW, 0, NV_STATIC},
     {"nvmlDeviceGetComputeMode", GM_M_COMPUTE_MODE, 3, NV_STATIC},
@@ -564,6 +564,7 @@ typedef struct nv_state {
     nv_evset_free_fn evset_free;
     nv_evset_wait_fn evset_wait;
     const char *evset_wait_sym;
+    int64_t evset_drained_ms; /* CLOCK_MONOTONIC of the last drain */
     nvmlEventSet_t evset;
 
     char driver_version[GM_VERSION_LEN];
@@ -914,15 +915,17 @@ static void resolve_optional(nv_state *st)
 
 /* ---- XID events ------------------------------------------------------------------------------ */
 
-/* Takes the XIDs the driver queued on the event set since the last pass, without waiting (a
- * timeout of 0). Asked from the sampling pass rather than a thread blocked in
- * nvmlEventSetWait, so watching costs one call per sample and no wake-up between samples; an
- * XID is seen at the end of the pass after it happened. */
-#define NV_EVENTS_PER_PASS 64 /* events taken per pass; the rest wait for the next */
-static void events_drain(nv_state *st)
+/* Takes the XIDs the driver queued on the event set since the last drain, without waiting (a
+ * timeout of 0), at most every NV_EVENTS_MS. Asked from the sampling pass rather than by a
+ * thread blocked in nvmlEventSetWait, so watching costs no wake-up between samples and at most
+ * one call per sample; an XID shows in a sample within NV_EVENTS_MS and a period. */
+#define NV_EVENTS_PER_PASS 64  /* events taken per drain; the rest wait for the next */
+#define NV_EVENTS_MS       500 /* at 10 Hz, one sample in five asks */
+static void events_drain(nv_state *st, int64_t now)
 {
-    if (!st->evset)
+    if (!st->evset || now - st->evset_drained_ms < NV_EVENTS_MS)
         return;
+    st->evset_drained_ms = now;
     for (int k = 0; k < NV_EVENTS_PER_PASS; k++) {
         nv_event_data d;
         memset(&d, 0, sizeof d);
@@ -1857,7 +1860,7 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
         }
         n_ok++;
     }
-    events_drain(st); /* the XIDs since the last pass, in the next sample */
+    events_drain(st, now); /* the XIDs since the last drain, in the next sample */
     if (n_ok == 0 && n_lost == 0 && n_failed > 0)
         return gm_error_set(err, nv_to_gm(first_rc), "%s failed for GPU %u: %s (%d)", first_fn,
                             first_gpu, nv_strerror(st, first_rc), first_rc);

@@ -734,6 +734,23 @@ static void test_every_unsupported_asked_rarely(void **state)
     close_st(st2);
 }
 
+/* Persistence mode is configuration an administrator changes: read once a minute, the last
+ * reading served in between (as compute mode). */
+static void test_persistence_mode_once_a_minute(void **state)
+{
+    (void)state;
+    const char *fn = "nvmlDeviceGetPersistenceMode";
+    unsigned long n0 = fake_current.calls(fn);
+    void *st = open_ok(&fake_current, "two_gpus.json");
+    for (int i = 0; i < 3; i++) {
+        sample_ok(st, false);
+        check_metric(&snap->gpus[0], GM_M_PERSISTENCE_MODE, 1);
+        check_metric(&snap->gpus[1], GM_M_PERSISTENCE_MODE, 0);
+    }
+    assert_int_equal(fake_current.calls(fn) - n0, 2); /* once per GPU */
+    close_st(st);
+}
+
 /* Unsupported health getters are asked once, then no more. */
 static void test_health_unsupported_not_asked_again(void **state)
 {
@@ -941,8 +958,8 @@ static void test_fabric_v2_in_progress(void **state)
     close_st(st);
 }
 
-/* XID errors are taken from the event set by each sampling pass, without waiting: nothing
- * calls NVML between samples. A GPU that cannot be registered has none. */
+/* XID errors are taken from the event set by the sampling pass, without waiting and at most
+ * every 500 ms: nothing calls NVML between samples. A GPU that cannot be registered has none. */
 static void test_xid_events(void **state)
 {
     xid_delivered_fn delivered =
@@ -962,14 +979,18 @@ static void test_xid_events(void **state)
     /* Between samples no thread waits on the event set. */
     unsigned long waits = fake_current.calls("nvmlEventSetWait_v2");
     assert_true(waits >= 1);
-    struct timespec pause = {0, 300000000L};
+    struct timespec pause = {0, 550000000L};
     nanosleep(&pause, NULL);
     assert_int_equal(fake_current.calls("nvmlEventSetWait_v2"), waits);
     sample_ok(st, false); /* read 2: XID 79 becomes due, taken at the end of the pass */
     assert_int_equal(delivered(0), 1);
+    nanosleep(&pause, NULL);
     sample_ok(st, false); /* read 3: XID 48 becomes due */
     assert_int_equal(delivered(0), 2);
+    /* Within 500 ms of the last drain a pass does not ask. */
+    waits = fake_current.calls("nvmlEventSetWait_v2");
     sample_ok(st, false);
+    assert_int_equal(fake_current.calls("nvmlEventSetWait_v2"), waits);
     const gm_gpu *g = &snap->gpus[0];
     check_metric(g, GM_M_XID_LAST, 48);
     check_metric(g, GM_M_XID_COUNT, 2);
@@ -1041,6 +1062,7 @@ int main(void)
         cmocka_unit_test_teardown(test_p2p, test_teardown),
         cmocka_unit_test_teardown(test_health_current_driver, test_teardown),
         cmocka_unit_test_teardown(test_every_unsupported_asked_rarely, test_teardown),
+        cmocka_unit_test_teardown(test_persistence_mode_once_a_minute, test_teardown),
         cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
         cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
         cmocka_unit_test_teardown(test_static_identity_fields, test_teardown),
