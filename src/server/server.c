@@ -187,12 +187,13 @@ static void wake_loop(void *arg)
     gm_server_wake(arg);
 }
 
-/* The sampler's wake: a new sample is work for the loop only when WebSocket clients wait for
- * it; HTTP requests take the newest sample themselves (gm_server_refresh). */
+/* The sampler's wake: a new sample is work for the loop only while a client is connected
+ * (WebSocket clients wait for it); HTTP requests take the newest sample themselves
+ * (gm_server_refresh). */
 static void sample_ready(void *arg)
 {
     gm_server *srv = arg;
-    if (atomic_load(&srv->ws_any))
+    if (atomic_load(&srv->sample_wake))
         gm_server_wake(srv);
 }
 
@@ -259,12 +260,23 @@ static int serve_loop(gm_server *srv)
 {
     struct epoll_event evs[64];
     int64_t next_sweep = gm_clock_mono_ms() + SWEEP_MS;
+    bool was_busy = false;
     while (!atomic_load(&srv->quit)) {
         int64_t now = gm_clock_mono_ms();
         bool idle = !srv->conns && !srv->ws_head && !srv->pending;
+        /* With a connection open, each sample also runs libmicrohttpd once more: it takes at
+         * most 10 new connections a pass, and a backlog left behind the connection cap waits
+         * for a turn. With none, samples do not wake the loop. */
+        atomic_store(&srv->sample_wake, !idle);
         if (idle)
             next_sweep = now + SWEEP_MS; /* a connection gets its first sweep a second on */
         int timeout = idle ? -1 : (int)(next_sweep > now ? next_sweep - now : 0);
+        /* The turn after the last connection closed runs libmicrohttpd once more: one that
+         * stopped listening at the connection cap listens again only in a pass of its own, and
+         * the backlog must wake the loop. */
+        if (idle && was_busy)
+            timeout = 0;
+        was_busy = !idle;
         int mt = gm_http_timeout_ms(srv);
         if (mt >= 0 && (timeout < 0 || mt < timeout))
             timeout = mt;

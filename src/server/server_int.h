@@ -71,7 +71,7 @@ typedef struct gm_server {
     int sigfd;              /* signalfd: SIGINT and SIGTERM, read by the loop */
     gm_poll mhd_tag, wake_tag, sig_tag;
     atomic_bool quit;
-    atomic_bool ws_any; /* a WebSocket client is connected: only then does a sample wake the loop */
+    atomic_bool sample_wake; /* a client is connected: only then does a sample wake the loop */
     int64_t started_mono_ms;
     char provider[16];
     char diagnosis[1024];

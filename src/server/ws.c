@@ -130,7 +130,6 @@ static void client_free(gm_server *srv, gm_ws_client *c, const char *why)
     if (c->next)
         c->next->prev = c->prev;
     srv->ws_count--;
-    atomic_store(&srv->ws_any, srv->ws_count > 0);
     gm_server_unwatch(srv, c->fd);
     gm_published_unref(c->pin);
     if (c->rx)
@@ -479,7 +478,6 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, co
         srv->ws_head->prev = c;
     srv->ws_head = c;
     srv->ws_count++;
-    atomic_store(&srv->ws_any, true);
     gm_log(GM_LOG_DEBUG, "websocket connected", "stream=%s clients=%u", kind_name(c->kind),
            srv->ws_count);
     if (c->extra_len && !receive(srv, c))
