@@ -612,7 +612,9 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err);
 /* Where the collector's time goes: one entry per call it makes below itself, named by what is
  * called (the NVML function, "nvmlDeviceGetFieldValues[every]" per field batch, "/proc/stat"
  * and the other host reads, "nvidia-smi" per run), with how often it ran since open and the
- * wall and CPU time (CLOCK_THREAD_CPUTIME_ID of the calling thread) it took in total. */
+ * wall and CPU time (CLOCK_THREAD_CPUTIME_ID of the calling thread) it took in total. CPU time
+ * is read on every call of the first 10 passes and of one pass in 10 after; the calls between
+ * are booked at their mean so far. */
 typedef struct gm_call_stat {
     const char *name; /* static: valid as long as the process runs */
     uint64_t count;

@@ -38,7 +38,7 @@ typedef struct host_cpu_times {
 
 struct gm_host_reader {
     char *root;
-    bool real_proc; /* root is the live "/proc": gethostname() may stand in for a missing file */
+    bool real_proc; /* root is the live "/proc": the host name comes from gethostname() */
     char *buf;      /* reused for every file: the daemon reads every second */
     size_t cap;
     size_t len;
@@ -711,11 +711,14 @@ int gm_host_reader_read(gm_host_reader *r, gm_host *out, gm_error *err)
     if (!r || !out)
         return gm_error_set(err, GM_EINVAL, "gm_host_reader_read: NULL argument");
     memset(out, 0, sizeof *out);
-    if (stat(r->root, &st) != 0)
-        return gm_error_set(err, GM_EIO, "cannot read procfs root '%s': %s", r->root,
-                            strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return gm_error_set(err, GM_EIO, "procfs root '%s' is not a directory", r->root);
+    /* A root given for tests or a chroot is checked each time; the live /proc is not. */
+    if (!r->real_proc) {
+        if (stat(r->root, &st) != 0)
+            return gm_error_set(err, GM_EIO, "cannot read procfs root '%s': %s", r->root,
+                                strerror(errno));
+        if (!S_ISDIR(st.st_mode))
+            return gm_error_set(err, GM_EIO, "procfs root '%s' is not a directory", r->root);
+    }
 
     any |= GM_TIMED("/proc/stat", read_stat(r, out));
     any |= GM_TIMED("/proc/meminfo", read_meminfo(r, out));
@@ -739,13 +742,16 @@ int gm_host_reader_read(gm_host_reader *r, gm_host *out, gm_error *err)
     /* Without /proc/stat the processor lines of cpuinfo still tell how many CPUs there are. */
     if (!gm_host_has(out, GM_H_CPU_COUNT) && processors > 0)
         gm_host_set(out, GM_H_CPU_COUNT, (double)processors);
-    any |= GM_TIMED("/proc/sys/kernel/hostname",
-                    read_line(r, "sys/kernel/hostname", out->hostname, sizeof out->hostname));
+    /* The live host's name is the UTS namespace's, as /proc/sys/kernel/hostname shows it:
+     * gethostname() reads it in one system call instead of an open, a read and a close. */
+    if (!r->real_proc)
+        any |= GM_TIMED("/proc/sys/kernel/hostname",
+                        read_line(r, "sys/kernel/hostname", out->hostname, sizeof out->hostname));
     if (!any)
         return gm_error_set(err, GM_EIO, "nothing could be read from procfs root '%s'", r->root);
-    if (!out->hostname[0] && r->real_proc) {
+    if (r->real_proc) {
         char name[GM_HOSTNAME_LEN];
-        if (gethostname(name, sizeof name) == 0) {
+        if (GM_TIMED("gethostname", gethostname(name, sizeof name)) == 0) {
             name[sizeof name - 1] = '\0';
             copy_text(out->hostname, sizeof out->hostname, name, strlen(name));
         }

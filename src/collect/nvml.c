@@ -9,8 +9,6 @@
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,9 +344,9 @@ static const struct {
     {"nvmlDeviceGetCurrPcieLinkWidth", GM_M_PCIE_WIDTH_CUR, 0, NV_EVERY},
     {"nvmlDeviceGetMaxPcieLinkWidth", GM_M_PCIE_WIDTH_MAX, 0, NV_STATIC},
     {"nvmlDeviceGetPerformanceState", GM_M_PSTATE, NV_PSTATE_MAX, NV_EVERY},
-    {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1, NV_EVERY},
     /* Configuration an administrator may change: once a minute; the replay counter is a counter
      * of link trouble, read at the slow period. Costs of these are not yet measured on a GPU. */
+    {"nvmlDeviceGetPersistenceMode", GM_M_PERSISTENCE_MODE, 1, NV_STATIC},
     {"nvmlDeviceGetPowerManagementLimit", GM_M_POWER_REQ_LIMIT_MW, 0, NV_STATIC},
     {"nvmlDeviceGetPowerManagementDefaultLimit", GM_M_POWER_DEFAULT_LIMIT_MW, 0, NV_STATIC},
     {"nvmlDeviceGetComputeMode", GM_M_COMPUTE_MODE, 3, NV_STATIC},
@@ -545,8 +543,7 @@ static const struct {
 };
 #define NV_N_GPM (sizeof gpm_metrics / sizeof *gpm_metrics)
 
-#define NV_NVLINK_MAX    36  /* NVML_NVLINK_MAX_LINKS */
-#define NV_EVENT_WAIT_MS 250 /* the XID watcher's wait: how long closing may take */
+#define NV_NVLINK_MAX 36 /* NVML_NVLINK_MAX_LINKS */
 
 static const char *const sym_init[] = {"nvmlInit_v2", "nvmlInit", NULL};
 static const char *const sym_count[] = {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL};
@@ -588,6 +585,7 @@ typedef struct nv_gpu {
     int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
     gm_gpu cache;               /* the readings served between reads (only valid and v used) */
     gm_gpu nosup;               /* health metrics the GPU answered NOT_SUPPORTED: not asked again */
+    gm_metric_set every_nosup;  /* NV_EVERY getters answered NOT_SUPPORTED (every_due) */
     char serial[GM_SERIAL_LEN];
     char vbios[GM_SERIAL_LEN];
     unsigned pci_device_id, pci_subsys_id; /* 0 when unknown */
@@ -609,7 +607,7 @@ typedef struct nv_gpu {
     nvmlGpmSample_t gpm[2];
     int gpm_cur;   /* the sample the next pass fills */
     bool gpm_prev; /* the other one holds the previous pass's sample */
-    /* XID, written by the event thread under nv_state.xid_mu. */
+    /* XID, from the event set (events_drain). */
     bool xid_watched;
     unsigned long long xid_last, xid_count;
     int64_t xid_time_ms;
@@ -701,14 +699,12 @@ typedef struct nv_state {
     nv_gpm_metrics_fn gpm_metrics;
     nv_gpm_metrics_get *gpm_buf; /* one request buffer (13 KB), reused */
 
-    /* The XID watcher: a thread waiting on an event set (only with watch_xid). */
+    /* XID events: an event set drained by each sampling pass (only with watch_xid). */
     nv_evset_free_fn evset_free;
     nv_evset_wait_fn evset_wait;
+    const char *evset_wait_sym;
+    int64_t evset_drained_ms; /* CLOCK_MONOTONIC of the last drain */
     nvmlEventSet_t evset;
-    pthread_t ev_thread;
-    bool ev_running;
-    atomic_bool ev_stop;
-    pthread_mutex_t xid_mu;
 
     char driver_version[GM_VERSION_LEN];
     char nvml_version[GM_VERSION_LEN];
@@ -996,7 +992,6 @@ static void nvml_close(void *state)
             if (st->gpus[i].gpm[k] && st->gpm_free)
                 st->gpm_free(st->gpus[i].gpm[k]);
     free(st->gpm_buf);
-    pthread_mutex_destroy(&st->xid_mu);
     if (st->shutdown)
         NV_T("nvmlShutdown", st->shutdown());
     if (st->lib)
@@ -1098,27 +1093,25 @@ static void resolve_optional(nv_state *st)
 
 /* ---- XID events ------------------------------------------------------------------------------ */
 
-/* The watcher: waits on the event set with a timeout, so that closing (which sets ev_stop)
- * never waits longer than NV_EVENT_WAIT_MS, and records each XID against its GPU. It calls
- * only nvmlEventSetWait, which NVML allows from another thread while the sampler reads. */
-static void *events_main(void *arg)
+/* Takes the XIDs the driver queued on the event set since the last drain, without waiting (a
+ * timeout of 0), at most every NV_EVENTS_MS. Asked from the sampling pass rather than by a
+ * thread blocked in nvmlEventSetWait, so watching costs no wake-up between samples and at most
+ * one call per sample; an XID shows in a sample within NV_EVENTS_MS and a period. */
+#define NV_EVENTS_PER_PASS 64  /* events taken per drain; the rest wait for the next */
+#define NV_EVENTS_MS       500 /* at 10 Hz, one sample in five asks */
+static void events_drain(nv_state *st, int64_t now)
 {
-    nv_state *st = arg;
-    while (!atomic_load(&st->ev_stop)) {
+    if (!st->evset || now - st->evset_drained_ms < NV_EVENTS_MS)
+        return;
+    st->evset_drained_ms = now;
+    for (int k = 0; k < NV_EVENTS_PER_PASS; k++) {
         nv_event_data d;
         memset(&d, 0, sizeof d);
-        int rc = st->evset_wait(st->evset, &d, NV_EVENT_WAIT_MS);
-        if (rc == NV_ERROR_TIMEOUT)
-            continue;
-        if (rc != NV_SUCCESS) {
-            /* A lost GPU or a driver in trouble: do not spin. */
-            struct timespec ts = {0, NV_EVENT_WAIT_MS * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
+        /* NVML_ERROR_TIMEOUT: none queued; any other error: asked again next pass. */
+        if (NV_T(st->evset_wait_sym, st->evset_wait(st->evset, &d, 0)) != NV_SUCCESS)
+            return;
         if (!(d.eventType & NV_EVENT_XID))
             continue;
-        pthread_mutex_lock(&st->xid_mu);
         for (unsigned i = 0; i < st->gpu_count; i++) {
             nv_gpu *g = &st->gpus[i];
             if (g->dev == d.device && g->xid_watched) {
@@ -1128,19 +1121,17 @@ static void *events_main(void *arg)
                 break;
             }
         }
-        pthread_mutex_unlock(&st->xid_mu);
     }
-    return NULL;
 }
 
-/* Registers every GPU for XID events and starts the watcher; quietly does nothing when the
- * library lacks the event API or no GPU takes the registration (then XID stays absent). */
+/* Registers every GPU for XID events; quietly does nothing when the library lacks the event
+ * API or no GPU takes the registration (then XID stays absent). */
 static void events_start(nv_state *st)
 {
     nv_evset_create_fn create = (nv_evset_create_fn)dlsym(st->lib, "nvmlEventSetCreate");
     nv_ev_register_fn reg = (nv_ev_register_fn)dlsym(st->lib, "nvmlDeviceRegisterEvents");
     static const char *const wait_syms[] = {"nvmlEventSetWait_v2", "nvmlEventSetWait", NULL};
-    st->evset_wait = (nv_evset_wait_fn)resolve(st->lib, wait_syms, NULL);
+    st->evset_wait = (nv_evset_wait_fn)resolve(st->lib, wait_syms, &st->evset_wait_sym);
     st->evset_free = (nv_evset_free_fn)dlsym(st->lib, "nvmlEventSetFree");
     if (!create || !reg || !st->evset_wait || !st->evset_free)
         return;
@@ -1156,24 +1147,14 @@ static void events_start(nv_state *st)
             watched++;
         }
     }
-    atomic_store(&st->ev_stop, false);
-    if (watched == 0 || pthread_create(&st->ev_thread, NULL, events_main, st) != 0) {
-        for (unsigned i = 0; i < st->gpu_count; i++)
-            st->gpus[i].xid_watched = false;
+    if (watched == 0) {
         st->evset_free(st->evset);
         st->evset = NULL;
-        return;
     }
-    st->ev_running = true;
 }
 
 static void events_stop(nv_state *st)
 {
-    if (st->ev_running) {
-        atomic_store(&st->ev_stop, true);
-        pthread_join(st->ev_thread, NULL);
-        st->ev_running = false;
-    }
     if (st->evset) {
         st->evset_free(st->evset);
         st->evset = NULL;
@@ -1220,7 +1201,6 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     nv_state *st = calloc(1, sizeof *st);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
-    pthread_mutex_init(&st->xid_mu, NULL);
     copy_str(st->path, sizeof st->path, path);
     st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
                          : opt->slow_period_ms < 0        ? 0
@@ -1938,6 +1918,23 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
 
 /* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. Getters of the
  * NV_STATIC and NV_SLOW classes are called only when due and served from the cache otherwise. */
+/* An NV_EVERY getter the GPU answered NOT_SUPPORTED (the fan of a board without one) is asked
+ * again only when the slow getters are due, not every sample: such an answer can change with
+ * the GPU's state, but rarely. True when metric m's getter is to be called now. */
+static bool every_due(const nv_gpu *ng, gm_metric m, const bool *due)
+{
+    return !gm_metric_set_has(&ng->every_nosup, m) || due[NV_SLOW];
+}
+
+static void every_note(nv_gpu *ng, gm_metric m, int rc)
+{
+    uint64_t bit = UINT64_C(1) << (m % 64);
+    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
+        ng->every_nosup.bits[m / 64] |= bit;
+    else
+        ng->every_nosup.bits[m / 64] &= ~bit;
+}
+
 static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int64_t now)
 {
     nvmlDevice_t dev = ng->dev;
@@ -1971,9 +1968,13 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             cache_get(ng, out, m);
             continue;
         }
-        bool ok = pass_ok(p, NV_T(arg_metrics[i].sym, st->arg[i](dev, arg_metrics[i].arg, &v)),
-                          arg_metrics[i].sym);
-        if (arg_metrics[i].cadence == NV_EVERY) {
+        bool every = arg_metrics[i].cadence == NV_EVERY;
+        if (every && !every_due(ng, m, due))
+            continue;
+        int rc = NV_T(arg_metrics[i].sym, st->arg[i](dev, arg_metrics[i].arg, &v));
+        bool ok = pass_ok(p, rc, arg_metrics[i].sym);
+        if (every) {
+            every_note(ng, m, rc);
             if (ok)
                 gm_gpu_set(out, m, v);
         } else {
@@ -1988,9 +1989,14 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             cache_get(ng, out, m);
             continue;
         }
-        bool ok = pass_ok(p, NV_T(u32_metrics[i].sym, st->u32[i](dev, &v)), u32_metrics[i].sym) &&
+        bool every = u32_metrics[i].cadence == NV_EVERY;
+        if (every && !every_due(ng, m, due))
+            continue;
+        int rc = NV_T(u32_metrics[i].sym, st->u32[i](dev, &v));
+        bool ok = pass_ok(p, rc, u32_metrics[i].sym) &&
                   (u32_metrics[i].max == 0 || v <= u32_metrics[i].max);
-        if (u32_metrics[i].cadence == NV_EVERY) {
+        if (every) {
+            every_note(ng, m, rc);
             if (ok)
                 gm_gpu_set(out, m, v);
         } else {
@@ -2005,10 +2011,14 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             cache_get(ng, out, m);
             continue;
         }
+        bool every = u64_metrics[i].cadence == NV_EVERY;
+        if (every && !every_due(ng, m, due))
+            continue;
         unsigned long long x = 0;
-        bool ok =
-            pass_ok(p, NV_T(u64_metrics[i].sym[0], st->u64[i](dev, &x)), u64_metrics[i].sym[0]);
-        if (u64_metrics[i].cadence == NV_EVERY) {
+        int rc = NV_T(u64_metrics[i].sym[0], st->u64[i](dev, &x));
+        bool ok = pass_ok(p, rc, u64_metrics[i].sym[0]);
+        if (every) {
+            every_note(ng, m, rc);
             if (ok)
                 gm_gpu_set(out, m, (double)x);
         } else {
@@ -2132,13 +2142,11 @@ static void put_static(nv_state *st, gm_gpu *g, nv_gpu *ng)
     copy_str(g->fabric_status, sizeof g->fabric_status, ng->fabric_status);
     if (!ng->xid_watched)
         return;
-    pthread_mutex_lock(&st->xid_mu);
     /* Watching and nothing seen is a reading: no XID since gpumon started (0, as DCGM). */
     gm_gpu_set(g, GM_M_XID_LAST, (double)ng->xid_last);
     gm_gpu_set(g, GM_M_XID_COUNT, (double)ng->xid_count);
     if (ng->xid_time_ms)
         gm_gpu_set(g, GM_M_XID_TIME_MS, (double)ng->xid_time_ms);
-    pthread_mutex_unlock(&st->xid_mu);
 }
 
 /* Asks a lost GPU again: a fresh handle, then identity. True when it answers. */
@@ -2214,6 +2222,7 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
         }
         n_ok++;
     }
+    events_drain(st, now); /* the XIDs since the last drain, in the next sample */
     if (n_ok == 0 && n_lost == 0 && n_failed > 0)
         return gm_error_set(err, nv_to_gm(first_rc), "%s failed for GPU %u: %s (%d)", first_fn,
                             first_gpu, nv_strerror(st, first_rc), first_rc);

@@ -451,6 +451,8 @@ static gm_conn *conn_of(struct MHD_Connection *c)
 
 static void fill_req(gm_server *srv, struct MHD_Connection *c, gm_http_req *r, gm_req *rq)
 {
+    /* A sample wakes the loop only for WebSocket clients: a request takes the newest itself. */
+    gm_server_refresh(srv);
     *rq = (gm_req){.srv = srv,
                    .method = r->method,
                    .path = r->path,

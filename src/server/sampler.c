@@ -475,7 +475,7 @@ int gm_sampler_start(const gm_sampler_options *opt, void (*wake)(void *arg), voi
     }
     s->stats.started_mono_ms = gm_clock_mono_ms();
 
-    /* The thread inherits this mask: signals are for the signal thread alone. */
+    /* The thread inherits this mask: signals are for the loop's signalfd alone. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -1,6 +1,6 @@
 /* server.c - the daemon's lifecycle and its one event loop: collector, sampler thread, session
- * worker, a signal thread, and an epoll loop that drives libmicrohttpd (HTTP) and the WebSocket
- * clients; then an orderly shutdown that frees everything. */
+ * worker, and an epoll loop that drives libmicrohttpd (HTTP) and the WebSocket clients and reads
+ * SIGINT/SIGTERM from a signalfd; then an orderly shutdown that frees everything. */
 #include "server/server.h"
 
 #include <ctype.h>
@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,34 +171,31 @@ void gm_server_unwatch(gm_server *srv, int fd)
 
 /* ---- signals ------------------------------------------------------------------------------ */
 
-typedef struct sig_ctx {
-    gm_server *srv;
-    pthread_t thread;
-} sig_ctx;
-
-static void *signal_main(void *arg)
+/* SIGINT or SIGTERM, read from the signalfd: the loop stops. Every thread blocks both (they
+ * inherit the mask set before any starts), so they only ever arrive here. */
+static void take_signal(gm_server *srv)
 {
-    sig_ctx *sc = arg;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    while (!atomic_load(&sc->srv->quit)) {
-        struct timespec ts = {0, 200 * 1000000L};
-        int sig = sigtimedwait(&set, NULL, &ts);
-        if (sig < 0)
-            continue; /* timeout or EINTR: look at quit again */
-        gm_log(GM_LOG_INFO, "shutting down", "signal=%s", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        atomic_store(&sc->srv->quit, true);
-        gm_server_wake(sc->srv);
-        break;
-    }
-    return NULL;
+    struct signalfd_siginfo si;
+    if (read(srv->sigfd, &si, sizeof si) != (ssize_t)sizeof si)
+        return;
+    gm_log(GM_LOG_INFO, "shutting down", "signal=%s",
+           si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+    atomic_store(&srv->quit, true);
 }
 
 static void wake_loop(void *arg)
 {
     gm_server_wake(arg);
+}
+
+/* The sampler's wake: a new sample is work for the loop only while a client is connected
+ * (WebSocket clients wait for it); HTTP requests take the newest sample themselves
+ * (gm_server_refresh). */
+static void sample_ready(void *arg)
+{
+    gm_server *srv = arg;
+    if (atomic_load(&srv->sample_wake))
+        gm_server_wake(srv);
 }
 
 /* The sampler's hook: every published sample goes to the session worker. */
@@ -249,17 +247,32 @@ static int write_port_file(const char *path, unsigned port, gm_file_id *id, gm_e
 }
 
 /* The loop: one thread serves HTTP (libmicrohttpd runs when its epoll descriptor is ready or
- * its timeout is due), the WebSocket clients, and the wake-ups from the other threads (a new
- * sample, a session job done, a signal); deadlines are swept once a second. */
+ * its timeout is due), the WebSocket clients, and the wake-ups from the other threads (a sample
+ * for WebSocket clients, a session job done, a signal); deadlines are swept once a second while
+ * there is a connection to sweep. With none, it sleeps until one comes. */
 static int serve_loop(gm_server *srv)
 {
     struct epoll_event evs[64];
     int64_t next_sweep = gm_clock_mono_ms() + SWEEP_MS;
+    bool was_busy = false;
     while (!atomic_load(&srv->quit)) {
         int64_t now = gm_clock_mono_ms();
-        int timeout = (int)(next_sweep > now ? next_sweep - now : 0);
+        bool idle = !srv->conns && !srv->ws_head && !srv->pending;
+        /* With a connection open, each sample also runs libmicrohttpd once more: it takes at
+         * most 10 new connections a pass, and a backlog left behind the connection cap waits
+         * for a turn. With none, samples do not wake the loop. */
+        atomic_store(&srv->sample_wake, !idle);
+        if (idle)
+            next_sweep = now + SWEEP_MS; /* a connection gets its first sweep a second on */
+        int timeout = idle ? -1 : (int)(next_sweep > now ? next_sweep - now : 0);
+        /* The turn after the last connection closed runs libmicrohttpd once more: one that
+         * stopped listening at the connection cap listens again only in a pass of its own, and
+         * the backlog must wake the loop. */
+        if (idle && was_busy)
+            timeout = 0;
+        was_busy = !idle;
         int mt = gm_http_timeout_ms(srv);
-        if (mt >= 0 && mt < timeout)
+        if (mt >= 0 && (timeout < 0 || mt < timeout))
             timeout = mt;
         int n = epoll_wait(srv->epfd, evs, (int)(sizeof evs / sizeof *evs), timeout);
         if (n < 0 && errno != EINTR) {
@@ -273,14 +286,18 @@ static int serve_loop(gm_server *srv)
                 uint64_t v;
                 (void)!read(srv->wakefd, &v, sizeof v);
                 woke = true;
+            } else if (tag->kind == GM_POLL_SIGNAL) {
+                take_signal(srv);
             } else if (tag->kind == GM_POLL_WS) {
                 gm_ws_event(srv, tag, evs[i].events);
             }
             /* GM_POLL_MHD: libmicrohttpd runs below, every turn. */
         }
         if (woke) {
-            if (gm_server_refresh(srv))
-                gm_ws_broadcast(srv);
+            /* A request may have taken the newest sample already: it is broadcast all the same
+             * (gm_ws_broadcast sends each sample once). */
+            gm_server_refresh(srv);
+            gm_ws_broadcast(srv);
             gm_http_poll_pending(srv);
         }
         gm_http_run(srv);
@@ -313,7 +330,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     srv->cfg = cfg;
     srv->started_mono_ms = gm_clock_mono_ms();
     srv->ws_every = ws_every(cfg);
-    srv->epfd = srv->wakefd = -1;
+    srv->epfd = srv->wakefd = srv->sigfd = -1;
     atomic_init(&srv->quit, false);
     gm_log_set_level(cfg->log_level);
     errno = 0;
@@ -327,7 +344,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     if (resolve_paths(srv, err) < 0)
         return GM_EINVAL;
 
-    /* Signals are taken by the signal thread alone: block them here before any thread starts,
+    /* Signals are read by the loop from a signalfd: block them here before any thread starts,
      * so every thread (sampler, session worker) inherits the mask. */
     sigset_t set, old;
     sigemptyset(&set);
@@ -338,14 +355,15 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     /* Under a file-size limit a write fails (the store keeps what it could not write and
      * retries) instead of the signal killing the daemon. */
     signal(SIGXFSZ, SIG_IGN);
-    sig_ctx sc = {.srv = srv};
-    bool sig_started = false;
 
     srv->epfd = epoll_create1(EPOLL_CLOEXEC);
     srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     srv->wake_tag.kind = GM_POLL_WAKE;
-    if (srv->epfd < 0 || srv->wakefd < 0 ||
-        gm_server_watch(srv, srv->wakefd, &srv->wake_tag, EPOLLIN) < 0) {
+    srv->sig_tag.kind = GM_POLL_SIGNAL;
+    if (srv->epfd < 0 || srv->wakefd < 0 || srv->sigfd < 0 ||
+        gm_server_watch(srv, srv->wakefd, &srv->wake_tag, EPOLLIN) < 0 ||
+        gm_server_watch(srv, srv->sigfd, &srv->sig_tag, EPOLLIN) < 0) {
         gm_error_set(err, GM_EIO, "cannot set up the event loop: %s", strerror(errno));
         goto out;
     }
@@ -380,12 +398,6 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
         goto out;
     }
 
-    sig_started = pthread_create(&sc.thread, NULL, signal_main, &sc) == 0;
-    if (!sig_started) {
-        gm_error_set(err, GM_EIO, "cannot start the signal thread");
-        goto stop;
-    }
-
     gm_worker_options mopt = {.db_path = srv->db_path,
                               .poll_ms = cfg->poll_interval_ms,
                               /* The collector keeps its default slow period for energy. */
@@ -407,7 +419,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                                .history_max_bytes = HISTORY_MAX_BYTES,
                                .on_sample = feed_sessions,
                                .on_sample_arg = srv};
-    if (gm_sampler_start(&sopt, wake_loop, srv, &srv->sampler, err) < 0)
+    if (gm_sampler_start(&sopt, sample_ready, srv, &srv->sampler, err) < 0)
         goto stop;
     gm_error first = {0};
     int frc = gm_sampler_wait_first(srv->sampler, FIRST_SAMPLE_WAIT_MS, &first);
@@ -481,8 +493,6 @@ stop:
     gm_sampler_stop(srv->sampler);
     gm_worker_stop(srv->worker);
     gm_fleet_cache_stop(srv->fleet);
-    if (sig_started)
-        pthread_join(sc.thread, NULL);
 out:
     gm_ws_close_all(srv);
     gm_http_stop(srv);
@@ -496,6 +506,14 @@ out:
     gm_collector_close(srv->collector);
     if (srv->wakefd >= 0)
         close(srv->wakefd);
+    if (srv->sigfd >= 0) {
+        /* A signal that came while starting or stopping was for this server: taken here, it
+         * cannot end the process when the old mask is restored. */
+        struct signalfd_siginfo si;
+        while (read(srv->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+            ;
+        close(srv->sigfd);
+    }
     if (srv->epfd >= 0)
         close(srv->epfd);
     /* Only the file written above: never a device, a FIFO, or a file put there since. */

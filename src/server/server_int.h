@@ -41,7 +41,12 @@
 #define GM_WS_MAX_MESSAGE      4096        /* bytes of a message a client may send (ignored) */
 
 /* What an epoll event points at: the first member of each watched object. */
-typedef enum gm_poll_kind { GM_POLL_MHD = 1, GM_POLL_WAKE, GM_POLL_WS } gm_poll_kind;
+typedef enum gm_poll_kind {
+    GM_POLL_MHD = 1,
+    GM_POLL_WAKE,
+    GM_POLL_WS,
+    GM_POLL_SIGNAL
+} gm_poll_kind;
 typedef struct gm_poll {
     gm_poll_kind kind;
 } gm_poll;
@@ -68,10 +73,12 @@ typedef struct gm_server {
     gm_fleet_cache *fleet;  /* GET /api/fleet's thread; NULL without --prometheus */
     struct MHD_Daemon *mhd; /* HTTP, driven by the loop (no thread of its own) */
     int epfd;               /* the loop's epoll set */
-    int wakefd;             /* eventfd: the sampler, session worker and signal thread wake the
+    int wakefd;             /* eventfd: the sampler, session worker and fleet thread wake the
                              * loop through it; the only cross-thread call into the loop */
-    gm_poll mhd_tag, wake_tag;
+    int sigfd;              /* signalfd: SIGINT and SIGTERM, read by the loop */
+    gm_poll mhd_tag, wake_tag, sig_tag;
     atomic_bool quit;
+    atomic_bool sample_wake; /* a client is connected: only then does a sample wake the loop */
     int64_t started_mono_ms;
     char provider[16];
     char diagnosis[1024];

@@ -518,6 +518,12 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, co
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
         return;
     }
+    /* Samples wake the loop only while a client listens: for the first client the newest
+     * sample is made due here (with others connected, the loop is already up to date). */
+    if (!srv->ws_head) {
+        gm_server_refresh(srv);
+        gm_ws_broadcast(srv);
+    }
     c->next = srv->ws_head;
     if (srv->ws_head)
         srv->ws_head->prev = c;

@@ -104,6 +104,10 @@ static struct {
 /* The XID event thread of the provider calls in while the sampler does: the counters, the
  * read numbers and the event bookkeeping are kept under this lock. */
 static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Broadcast under fake_mu when what makes an XID due moves (a GPU's utilisation reads), so
+ * nvmlEventSetWait blocks as the real one does instead of polling: a poll would be CPU the
+ * daemon never spends on a real driver. */
+static pthread_cond_t fake_event_cv = PTHREAD_COND_INITIALIZER;
 
 static void count_call_locked(const char *fn);
 static void cost_apply(const char *fn);
@@ -788,6 +792,7 @@ int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, fake_utilization *u)
     json_t *la = json_object_get(d->j, "lost_after");
     if (json_is_integer(la) && d->util_calls > (unsigned long)json_integer_value(la))
         d->lost = true;
+    pthread_cond_broadcast(&fake_event_cv);
     pthread_mutex_unlock(&fake_mu);
     int rc = call_status(d, "util", "util");
     if (rc != RC_SUCCESS)
@@ -1756,7 +1761,8 @@ int nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, fake_even
     return RC_SUCCESS;
 }
 
-/* Delivers the first due XID of a registered GPU, else waits in 5 ms steps up to timeout. */
+/* Delivers the first due XID of a registered GPU, else blocks until one is due or the timeout
+ * passes. */
 static int event_wait(const char *fn, fake_event_set *set, fake_event_data *data, unsigned ms)
 {
     count_call(fn);
@@ -1764,8 +1770,16 @@ static int event_wait(const char *fn, fake_event_set *set, fake_event_data *data
         return RC_UNINITIALIZED;
     if (!set || set->magic != 0x5e7 || !data)
         return RC_INVALID_ARGUMENT;
-    for (unsigned waited = 0;; waited += 5) {
-        pthread_mutex_lock(&fake_mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's default clock */
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&fake_mu);
+    for (bool timed_out = ms == 0;;) { /* 0: look once, as a poll */
         for (unsigned i = 0; i < F.n; i++) {
             fake_gpu *g = &F.gpus[i];
             json_t *list = json_object_get(g->j, "xid");
@@ -1784,12 +1798,13 @@ static int event_wait(const char *fn, fake_event_set *set, fake_event_data *data
             pthread_mutex_unlock(&fake_mu);
             return RC_SUCCESS;
         }
-        pthread_mutex_unlock(&fake_mu);
-        if (waited >= ms)
-            return 10; /* TIMEOUT */
-        struct timespec ts = {0, 5000000L};
-        nanosleep(&ts, NULL);
+        if (timed_out)
+            break;
+        /* On ETIMEDOUT the loop looks once more, as the 5 ms poll it replaces did. */
+        timed_out = pthread_cond_timedwait(&fake_event_cv, &fake_mu, &until) != 0;
     }
+    pthread_mutex_unlock(&fake_mu);
+    return 10; /* TIMEOUT */
 }
 
 int nvmlEventSetWait_v2(fake_event_set *set, fake_event_data *data, unsigned ms)

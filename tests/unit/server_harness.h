@@ -75,8 +75,8 @@ static int hx_server_start(hx_server *s, const char *const *extra, int n)
         fprintf(stderr, "config: %s\n", s->err.msg);
         return -1;
     }
-    /* The daemon's signal thread takes SIGTERM with sigtimedwait: every other thread (this one
-     * and, by inheritance, the server's) must block it, or kill() would end the process. */
+    /* The daemon's loop takes SIGTERM from a signalfd: every thread (this one and, by
+     * inheritance, the server's) must block it, or kill() would end the process. */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);

@@ -519,6 +519,35 @@ static void test_call_stats(void **state)
     gm_collector_close(c);
 }
 
+/* On the live /proc the host name comes from gethostname() (one system call), not from an
+ * open, read and close of /proc/sys/kernel/hostname each sample. */
+static void test_live_hostname(void **state)
+{
+    (void)state;
+    gm_collector_options o = options("sim", NULL);
+    o.simulate = 1;
+    o.procfs_root = NULL;
+    gm_collector *c = open_ok(&o);
+    gm_snapshot *s = gm_snapshot_new();
+    gm_error err = {0};
+    assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
+    char name[256] = "";
+    assert_int_equal(gethostname(name, sizeof name - 1), 0);
+    assert_string_equal(s->host.hostname, name);
+    gm_call_stat st[GM_CALLTIME_TEST_CAP];
+    size_t n = gm_collector_call_stats(c, st, GM_CALLTIME_TEST_CAP);
+    uint64_t calls = 0;
+    for (size_t i = 0; i < n && i < GM_CALLTIME_TEST_CAP; i++) {
+        if (strcmp(st[i].name, "/proc/sys/kernel/hostname") == 0)
+            fail_msg("%s was read", st[i].name);
+        if (strcmp(st[i].name, "gethostname") == 0)
+            calls = st[i].count;
+    }
+    assert_true(calls >= 1);
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+}
+
 /* A want set leaves every other metric absent and never asks the driver for it. */
 static void test_want_set(void **state)
 {
@@ -578,6 +607,7 @@ int main(void)
         cmocka_unit_test_setup(test_sequence_and_clocks, setup),
         cmocka_unit_test_setup(test_pod_resources_missing, setup),
         cmocka_unit_test_setup(test_call_stats, setup),
+        cmocka_unit_test_setup(test_live_hostname, setup),
         cmocka_unit_test_setup(test_want_set, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

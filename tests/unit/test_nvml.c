@@ -700,6 +700,58 @@ static void test_health_current_driver(void **state)
     close_st(st);
 }
 
+/* An every-sample getter the GPU answered NOT_SUPPORTED (the fan here) is asked again only at
+ * the slow period, not every sample; other refusals (NO_PERMISSION) and supported getters are
+ * asked every sample. The metric stays absent either way. */
+static void test_every_unsupported_asked_rarely(void **state)
+{
+    (void)state;
+    const char *fan = "nvmlDeviceGetFanSpeed", *temp = "nvmlDeviceGetTemperature",
+               *limit = "nvmlDeviceGetEnforcedPowerLimit";
+    unsigned long fan0 = fake_current.calls(fan), temp0 = fake_current.calls(temp),
+                  limit0 = fake_current.calls(limit);
+    void *st = open_ok(&fake_current, "unsupported.json"); /* default slow period: 10 s */
+    for (int i = 0; i < 3; i++) {
+        sample_ok(st, false);
+        check_absent(&snap->gpus[0], GM_M_FAN_PCT);
+        check_metric(&snap->gpus[0], GM_M_TEMP_C, 50);
+    }
+    assert_int_equal(fake_current.calls(fan) - fan0, 1);
+    assert_int_equal(fake_current.calls(temp) - temp0, 3);
+    assert_int_equal(fake_current.calls(limit) - limit0, 3); /* NO_PERMISSION: asked again */
+    close_st(st);
+
+    /* At the slow period it is asked again (here every sample). */
+    use_scenario("unsupported.json");
+    gm_collector_options fast = {.nvml_lib = fake_current.path, .slow_period_ms = -1};
+    void *st2 = NULL;
+    assert_int_equal(gm_provider_nvml.open(&fast, &st2, NULL), GM_OK);
+    track(st2);
+    fan0 = fake_current.calls(fan);
+    sample_ok(st2, false);
+    sample_ok(st2, false);
+    assert_int_equal(fake_current.calls(fan) - fan0, 2);
+    check_absent(&snap->gpus[0], GM_M_FAN_PCT);
+    close_st(st2);
+}
+
+/* Persistence mode is configuration an administrator changes: read once a minute, the last
+ * reading served in between (as compute mode). */
+static void test_persistence_mode_once_a_minute(void **state)
+{
+    (void)state;
+    const char *fn = "nvmlDeviceGetPersistenceMode";
+    unsigned long n0 = fake_current.calls(fn);
+    void *st = open_ok(&fake_current, "two_gpus.json");
+    for (int i = 0; i < 3; i++) {
+        sample_ok(st, false);
+        check_metric(&snap->gpus[0], GM_M_PERSISTENCE_MODE, 1);
+        check_metric(&snap->gpus[1], GM_M_PERSISTENCE_MODE, 0);
+    }
+    assert_int_equal(fake_current.calls(fn) - n0, 2); /* once per GPU */
+    close_st(st);
+}
+
 /* Unsupported health getters are asked once, then no more. */
 static void test_health_unsupported_not_asked_again(void **state)
 {
@@ -1145,7 +1197,8 @@ static void test_fabric_v2_in_progress(void **state)
     close_st(st);
 }
 
-/* XID errors arrive on the watcher thread; a GPU that cannot be registered has none. */
+/* XID errors are taken from the event set by the sampling pass, without waiting and at most
+ * every 500 ms: nothing calls NVML between samples. A GPU that cannot be registered has none. */
 static void test_xid_events(void **state)
 {
     xid_delivered_fn delivered =
@@ -1162,30 +1215,27 @@ static void test_xid_events(void **state)
     check_metric(&snap->gpus[0], GM_M_XID_COUNT, 0);
     check_absent(&snap->gpus[0], GM_M_XID_TIME_MS);
     check_absent(&snap->gpus[1], GM_M_XID_LAST); /* registration refused: not watched */
-    sample_ok(st, false);                        /* read 2: XID 79 becomes due */
-    for (int i = 0; i < 400 && delivered(0) < 1; i++) {
-        struct timespec ts = {0, 5000000L};
-        nanosleep(&ts, NULL);
-    }
+    /* Between samples no thread waits on the event set. */
+    unsigned long waits = fake_current.calls("nvmlEventSetWait_v2");
+    assert_true(waits >= 1);
+    struct timespec pause = {0, 550000000L};
+    nanosleep(&pause, NULL);
+    assert_int_equal(fake_current.calls("nvmlEventSetWait_v2"), waits);
+    sample_ok(st, false); /* read 2: XID 79 becomes due, taken at the end of the pass */
     assert_int_equal(delivered(0), 1);
+    nanosleep(&pause, NULL);
     sample_ok(st, false); /* read 3: XID 48 becomes due */
-    for (int i = 0; i < 400 && delivered(0) < 2; i++) {
-        struct timespec ts = {0, 5000000L};
-        nanosleep(&ts, NULL);
-    }
+    assert_int_equal(delivered(0), 2);
+    /* Within 500 ms of the last drain a pass does not ask. */
+    waits = fake_current.calls("nvmlEventSetWait_v2");
     sample_ok(st, false);
+    assert_int_equal(fake_current.calls("nvmlEventSetWait_v2"), waits);
     const gm_gpu *g = &snap->gpus[0];
     check_metric(g, GM_M_XID_LAST, 48);
     check_metric(g, GM_M_XID_COUNT, 2);
     assert_true(gm_gpu_has(g, GM_M_XID_TIME_MS));
     assert_true(g->v[GM_M_XID_TIME_MS] > 1.7e12);
-    /* Closing stops the watcher within its wait timeout. */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     close_st(st);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    assert_true(secs < 1.0);
     assert_true(fake_current.calls("nvmlEventSetFree") >= 1);
 
     /* The old driver has no event API: XID stays absent, nothing fails. */
@@ -1250,6 +1300,8 @@ int main(void)
         cmocka_unit_test_teardown(test_processes_grow_retry_and_dedupe, test_teardown),
         cmocka_unit_test_teardown(test_p2p, test_teardown),
         cmocka_unit_test_teardown(test_health_current_driver, test_teardown),
+        cmocka_unit_test_teardown(test_every_unsupported_asked_rarely, test_teardown),
+        cmocka_unit_test_teardown(test_persistence_mode_once_a_minute, test_teardown),
         cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
         cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
         cmocka_unit_test_teardown(test_static_identity_fields, test_teardown),
