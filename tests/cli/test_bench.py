@@ -251,11 +251,11 @@ class Bench(unittest.TestCase):
         self.assertEqual(pt["usage_distrusted"], 6)
         self.assertLess(pt["output_tokens_per_s"], 1e9)
         self.assertFalse(pt["valid"])
-        self.assertEqual(len(pt["invalid_reasons"]), 1, pt["invalid_reasons"])
-        self.assertTrue(pt["invalid_reasons"][0].startswith(
-            "usage_distrusted: 6 of 6 completed requests"), pt["invalid_reasons"])
-        self.assertIn("1000000000000 tokens for 4 content chunks, 4 asked",
-                      pt["invalid_reasons"][0])
+        # The one reason that follows from the server; a loaded machine may add client_saturated.
+        mine = [r for r in pt["invalid_reasons"] if not r.startswith("client_saturated:")]
+        self.assertEqual(len(mine), 1, pt["invalid_reasons"])
+        self.assertTrue(mine[0].startswith("usage_distrusted: 6 of 6 completed requests"), mine)
+        self.assertIn("1000000000000 tokens for 4 content chunks, 4 asked", mine[0])
         self.assertTrue(all(r["usage_distrusted"] and r["output_tokens"] == 4 for r in lines))
         # Printed with the point, not only in the document.
         p = run(["bench", "--url", s.url, "--requests", "2", "--output-tokens", "4", "--no-db",
