@@ -504,6 +504,11 @@ typedef struct gm_collector_options {
     const char *provider; /* "nvml", "nvidia-smi", "sim", NULL/"auto": try nvml then nvidia-smi */
     unsigned simulate;    /* > 0 selects the sim provider with this many GPUs (max GM_MAX_GPUS) */
     uint64_t seed;        /* sim: seed of the deterministic dynamics */
+    /* sim: NULL, the simulated GPUs run a workload of their own (phases of idle, training and
+     * inference, with their processes); else whoever drives them (gpumon bench) says, read at
+     * each sample: *sim_load < 0 no server on them yet (empty, idle), 0 a server that idles,
+     * 0..1 the server loaded that much. */
+    const double *sim_load;
     const char
         *nvml_lib; /* path of libnvidia-ml.so.1; NULL: $GPU_MONITOR_NVML_LIB or the default */
     const char *smi_path;    /* nvidia-smi program; NULL: "nvidia-smi" on PATH */

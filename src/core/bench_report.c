@@ -14,10 +14,10 @@ static json_t *num_or_null(double v)
 int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
                            unsigned sample_errors)
 {
-    const char *keys[] = {"gpu_monitoring",      "energy_j",
-                          "energy_source",       "idle_power_w",
-                          "energy_above_idle_j", "output_tokens_per_joule",
-                          "joules_per_request"};
+    const char *keys[] = {"gpu_monitoring",          "energy_j",
+                          "energy_source",           "idle_power_w",
+                          "energy_above_idle_j",     "idle_power_unreliable",
+                          "output_tokens_per_joule", "joules_per_request"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         json_object_set_new(point, keys[i], json_null());
     if (!s)
@@ -55,8 +55,13 @@ int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
                         isfinite(joules) && source ? json_string(source) : json_null());
     double dur = json_number_value(json_object_get(doc, "monitoring_duration_seconds"));
     json_object_set_new(point, "idle_power_w", num_or_null(idle_power_w));
-    json_object_set_new(point, "energy_above_idle_j",
-                        num_or_null(isfinite(idle_power_w) ? joules - idle_power_w * dur : NAN));
+    /* Below zero the GPUs drew more while "idle" than under load: something else ran on them
+     * then, and the idle figure is not to be subtracted from anything. */
+    double above = isfinite(idle_power_w) ? joules - idle_power_w * dur : NAN;
+    bool unreliable = above < 0;
+    json_object_set_new(point, "energy_above_idle_j", num_or_null(unreliable ? NAN : above));
+    json_object_set_new(point, "idle_power_unreliable",
+                        isfinite(above) ? json_boolean(unreliable) : json_null());
     double out = json_number_value(json_object_get(point, "output_tokens"));
     double done = json_number_value(json_object_get(point, "completed"));
     json_object_set_new(point, "output_tokens_per_joule",
@@ -202,7 +207,11 @@ void gm_bench_print_point(FILE *out, const json_t *p)
         row(out, "Output tokens per joule", num(p, "output_tokens_per_joule", NULL), 3);
         row(out, "Joules per request", num(p, "joules_per_request", NULL), 2);
         row(out, "Idle power (W)", num(p, "idle_power_w", NULL), 1);
-        row(out, "Energy above idle (J)", num(p, "energy_above_idle_j", NULL), 1);
+        if (json_is_true(json_object_get(p, "idle_power_unreliable")))
+            fprintf(out, "%-40s %s\n",
+                    "Energy above idle (J):", "- (idle power above this point's: not reliable)");
+        else
+            row(out, "Energy above idle (J)", num(p, "energy_above_idle_j", NULL), 1);
         const json_t *stats = json_object_get(json_object_get(p, "gpu_monitoring"), "gpu_stats");
         const char *k;
         const json_t *g;

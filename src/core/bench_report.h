@@ -21,7 +21,9 @@
 /* Adds the GPU side of a point to its JSON (from gm_bench_point_json): "gpu_monitoring" (s's
  * duration, samples, interval and per-GPU statistics), "energy_j" (null unless every GPU has
  * one), "energy_source" ("counter", "power_integration", "mixed"), "idle_power_w" and
- * "energy_above_idle_j" (when idle_power_w is finite: the benchmarked GPUs' idle power, summed),
+ * "energy_above_idle_j" (when idle_power_w is finite: the benchmarked GPUs' idle power, summed;
+ * null with "idle_power_unreliable": true when it would be negative, the idle GPUs having drawn
+ * more than the loaded ones),
  * "output_tokens_per_joule" and "joules_per_request". s NULL (no GPU): these keys are null.
  * sample_errors: samples that failed (kept in gpu_monitoring when not 0). GM_OK or GM_ENOMEM. */
 int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,

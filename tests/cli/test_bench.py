@@ -447,6 +447,40 @@ class Bench(unittest.TestCase):
         self.assertEqual(two["invalid_reasons"], ["foreign_process: pid 5000002 on GPU 0",
                                                   "throttled: GPU 0 sw_thermal_slowdown"])
 
+    def test_simulated_gpus_idle_until_loaded_and_their_processes_are_not_foreign(self):
+        s = self.server("--ttft-ms", "5", "--itl-ms", "2")
+        p, doc, _ = self.bench(s.url, "--simulate", "2", "--concurrency", "1,8", "--requests",
+                               "40", "--output-tokens", "30", "--interval", "0.02",
+                               "--idle-seconds", "0.3")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(doc["provider"], "sim")
+        # Seed 0: two simulated H100s, idle at 70 W each.
+        self.assertEqual(doc["idle_power_w"], 140.0)
+        for pt in doc["points"]:
+            self.assertTrue(pt["valid"], pt["invalid_reasons"])
+            stats = pt["gpu_monitoring"]["gpu_stats"]
+            load_w = sum(g["power_draw_w"]["mean"] for g in stats.values())
+            self.assertGreater(load_w, 2 * doc["idle_power_w"])
+            self.assertGreater(min(g["utilization"]["max"] for g in stats.values()), 50)
+            self.assertGreater(pt["energy_above_idle_j"], 0)
+            self.assertFalse(pt["idle_power_unreliable"])
+
+    def test_an_idle_power_above_the_load_is_flagged_not_subtracted(self):
+        # Reads: 0 the first look, 1 the baseline, 2-3 idle (something else ran: 600 W),
+        # 4-5 the point (100 W, 10 J).
+        sc = scenario_file({"gpus": [
+            {"util_gpu": [0, 0, 90, 90, 20, 20], "util_mem": 5,
+             "power_mw": [70000, 70000, 600000, 600000, 100000, 100000],
+             "energy_mj": [0, 0, 1000000, 1300000, 2000000, 2010000]}]})
+        s = self.server("--ttft-ms", "5", "--itl-ms", "2")
+        p, doc, _ = self.bench(s.url, "--requests", "4", "--output-tokens", "4", "--interval",
+                               "3600", "--idle-seconds", "0.2", nvml=FAKE_NVML, scenario=sc)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pt = doc["points"][0]
+        self.assertEqual(doc["idle_power_w"], 600.0)
+        self.assertIsNone(pt["energy_above_idle_j"])
+        self.assertTrue(pt["idle_power_unreliable"])
+
     def test_power_integration_when_there_is_no_counter(self):
         sc = scenario_file({"gpus": [{"util_gpu": 50, "util_mem": 5, "power_mw": 200000,
                                       "unsupported": ["energy"]}]})

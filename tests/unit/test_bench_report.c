@@ -70,6 +70,14 @@ static void test_point_block(void **state)
     has(t, "GPU 0 util % / power W (mean):           87.5 / 600.2\n");
     has(t, "Client CPU (% of a core):                3.5\n");
     has(t, "Valid:                                   NO\n  throttled: GPU 0 hw_thermal_slowdown\n");
+    has(t, "Energy above idle (J):                   5300.0\n");
+    free(t);
+    /* An idle measurement above the loaded power: no negative energy, a flag instead. */
+    json_object_set_new(p, "energy_above_idle_j", json_null());
+    json_object_set_new(p, "idle_power_unreliable", json_true());
+    t = render(gm_bench_print_point, p);
+    has(t, "Energy above idle (J):                   - (idle power above this point's: not "
+           "reliable)\n");
     free(t);
     /* Without GPUs: no energy section; absent figures print as "-". */
     json_object_set_new(p, "gpu_monitoring", json_null());
