@@ -160,6 +160,12 @@ describe('pages', () => {
     const rows = page.locator('table.benches tbody tr');
     await waitFor('the benchmarks', async () => (await rows.count()) === 2);
 
+    // A benchmark's id under #/sessions (a run is a run) lands on the benchmark's page.
+    await fresh(`#/sessions/${b}`);
+    await expect.poll(() => page.evaluate(() => location.hash)).toBe(`#/benchmarks/${b}`);
+    await page.locator('table.points').waitFor();
+    expect(await page.locator('.page-session').count()).toBe(0);
+
     await fresh(`#/benchmarks/${b}`);
     const doc = await api<BenchDoc>(daemon, `api/benchmarks/${b}`);
     const pts = page.locator('table.points tbody tr');
