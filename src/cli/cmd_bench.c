@@ -1349,6 +1349,7 @@ int gm_cli_bench(int argc, char **argv)
             goto out;
         }
         gm_bench_point_add_gpu(pj, gp.session, idle_w, gp.sample_errors);
+        gm_bench_point_add_timeline(pj, gp.session, started_ms);
         if (gp.session)
             gpu_samples += (int64_t)gm_session_sample_count(gp.session);
         /* Validity: the GPUs' observations, and the client's own load. */

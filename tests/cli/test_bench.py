@@ -606,10 +606,15 @@ class Bench(unittest.TestCase):
         self.assertEqual(cmp_.returncode, 0, cmp_.stderr)
         self.assertIn("\nconcurrency 2\n", cmp_.stdout)
         self.assertIn("requests/s", cmp_.stdout)
+        # Alike settings: each change is called better or worse; no colour off a terminal.
+        self.assertIn("Changes are from A's figures: better or worse", cmp_.stdout)
+        self.assertRegex(cmp_.stdout, r"\(\s*[-+][0-9.]+% (better| worse)\)")
+        self.assertNotIn("\033[", cmp_.stdout)
         cj = json.loads(run(["history", "compare", ids[0], ids[1], "--db", self.db,
                              "--format", "json"], env=env()).stdout)
         self.assertEqual([b["id"] for b in cj["benchmarks"]], ids)
         self.assertEqual(len(cj["points"]), 2)
+        self.assertEqual(cj["settings_differ"], [])
         bad = run(["history", "compare", ids[0], "--db", self.db], env=env())
         self.assertEqual(bad.returncode, 2)
         # The daemon serves them.

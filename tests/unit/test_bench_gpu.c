@@ -275,6 +275,18 @@ static void test_simulated_gpus_follow_the_benchmark(void **state)
     assert_int_equal(gm_bench_point_add_gpu(pt, busy.session, 10 * busy_w, 0), GM_OK);
     assert_true(json_is_null(json_object_get(pt, "energy_above_idle_j")));
     assert_true(json_is_true(json_object_get(pt, "idle_power_unreliable")));
+    /* The point's timeline: every sample, from the benchmark's start, for charts. */
+    int64_t started = gm_session_started_ms(idle.session);
+    assert_int_equal(gm_bench_point_add_timeline(pt, busy.session, started), GM_OK);
+    json_t *tl = json_object_get(pt, "gpu_timeline");
+    json_t *ts = json_object_get(tl, "t_s");
+    assert_int_equal(json_array_size(ts), gm_session_sample_count(busy.session));
+    assert_true(json_number_value(json_array_get(ts, 0)) >= 0.1);
+    json_t *w1 = json_object_get(json_object_get(json_object_get(tl, "gpus"), "1"), "power_draw_w");
+    assert_int_equal(json_array_size(w1), json_array_size(ts));
+    assert_true(json_number_value(json_array_get(w1, json_array_size(w1) - 1)) > 300);
+    assert_int_equal(gm_bench_point_add_timeline(pt, NULL, started), GM_OK);
+    assert_true(json_is_null(json_object_get(pt, "gpu_timeline")));
     json_decref(pt);
     gm_bench_gpu_point_free(&idle);
     gm_bench_gpu_point_free(&busy);

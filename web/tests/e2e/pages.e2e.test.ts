@@ -175,6 +175,15 @@ describe('pages', () => {
     expect(await first.locator('[data-field=ttft-p50]').textContent()).toBe(fmtFig(doc.points[0]?.ttft_ms?.p50 ?? null, 1));
     expect(await first.locator('[data-field=ttft-p99]').textContent()).toBe(fmtFig(doc.points[0]?.ttft_ms?.p99 ?? null, 1));
     expect(await first.locator('[data-field=tok-per-j]').textContent()).toBe(fmtFig(doc.points[0]?.output_tokens_per_joule ?? null, 3));
+    // The settings it ran with, the GPUs over the run, every point in sight (no inner scroll box).
+    expect(await page.locator('[data-setting=load] .v').textContent()).toBe('1, 4');
+    expect(await page.locator('[data-setting=output] .v').textContent()).toBe('8');
+    expect(await page.locator('[data-setting=server] .v').textContent()).toBe(`${doc.url} (completions)`);
+    expect(await page.locator('[data-field=gpu-charts] figure.chart').count()).toBe(2);
+    expect(await page.locator('table.points').evaluate((t) => getComputedStyle(t.parentElement as Element).maxHeight)).toBe('none');
+    // Simulated GPUs idle until the benchmark loads them: every point valid, nothing to explain.
+    expect(doc.points.every((x) => x.valid)).toBe(true);
+    expect(await page.locator('[data-field=invalid-reasons]').count()).toBe(0);
     const [csv] = await Promise.all([page.waitForEvent('download'), page.locator('[data-action=export-csv]').click()]);
     const want = await (await fetch(`${daemon.base}api/sessions/${b}/export?format=csv`)).text();
     expect(readFileSync((await csv.path()) as string, 'utf8')).toBe(want);
@@ -194,6 +203,10 @@ describe('pages', () => {
     const cell = table.locator('tbody[data-load="concurrency 1"] tr[data-metric="ttft_ms.p99"] td').nth(1);
     expect(await cell.locator('.chg').textContent()).toBe(fmtChange(cmp.points[0]?.change_percent['ttft_ms.p99']?.[1] ?? null, false));
     expect(await table.locator('th[data-bench]').evaluateAll((e) => e.map((x) => x.getAttribute('data-bench')))).toEqual([b, a]);
+    // Same settings: judged; the whole table in the page, not in a box of its own.
+    expect(cmp.settings_differ).toEqual([]);
+    expect(await page.locator('[data-field=settings-differ]').count()).toBe(0);
+    expect(await table.evaluate((t) => getComputedStyle(t.parentElement as Element).maxHeight)).toBe('none');
   });
 
   it('fits 16 GPUs on a 1600x1000 screen in the overview, chosen above 8 GPUs and switchable', async () => {
