@@ -406,6 +406,112 @@ void gm_bench_print_container(FILE *out, const json_t *doc)
         fprintf(out, "  | %s\n", json_string_value(l) ?: "");
 }
 
+/* ---- CSV -------------------------------------------------------------------------------- */
+
+/* Every statistic of a distribution, in the document's order. */
+static const char *const dist_stats[] = {"mean", "std", "min", "p50",  "p90",
+                                         "p95",  "p99", "max", "count"};
+static const struct {
+    const char *key, *col; /* "ttft_ms" -> ttft_p50_ms */
+    const char *unit;
+} csv_dists[] = {
+    {"ttft_ms", "ttft", "_ms"},
+    {"tpot_ms", "tpot", "_ms"},
+    {"itl_ms", "itl", "_ms"},
+    {"e2e_ms", "e2e", "_ms"},
+    {"ttft_from_schedule_ms", "ttft_from_schedule", "_ms"},
+    {"e2e_from_schedule_ms", "e2e_from_schedule", "_ms"},
+};
+static const char *const csv_head[] = {"concurrency",
+                                       "request_rate",
+                                       "requests",
+                                       "completed",
+                                       "failed",
+                                       "duration_s",
+                                       "requests_per_s",
+                                       "output_tokens_per_s",
+                                       "total_tokens_per_s",
+                                       "output_tokens",
+                                       "input_tokens",
+                                       "usage_distrusted",
+                                       "short_outputs",
+                                       "peak_concurrency"};
+static const char *const csv_tail[] = {"goodput_requests_per_s",
+                                       "energy_j",
+                                       "energy_source",
+                                       "idle_power_w",
+                                       "energy_above_idle_j",
+                                       "idle_power_unreliable",
+                                       "output_tokens_per_joule",
+                                       "joules_per_request",
+                                       "valid",
+                                       "invalid_reasons"};
+#define NELEM(a) (sizeof(a) / sizeof *(a))
+
+/* One CSV field: numbers as they are, booleans 1/0, text quoted when it must be (RFC
+ * 4180), null or absent empty. */
+static void csv_value(FILE *out, const json_t *v)
+{
+    fputc(',', out);
+    if (json_is_integer(v)) {
+        fprintf(out, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        fprintf(out, "%.10g", json_real_value(v));
+    } else if (json_is_boolean(v)) {
+        fputc(json_is_true(v) ? '1' : '0', out); /* as bench_points stores it, for SQL */
+    } else if (json_is_string(v) || json_is_array(v)) {
+        /* A list (invalid_reasons) is one field, its items joined by "; ". */
+        fputc('"', out);
+        size_t i;
+        const json_t *item;
+        const json_t *one[1] = {v};
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        for (i = 0; i < n; i++) {
+            item = json_is_array(v) ? json_array_get(v, i) : one[0];
+            if (i)
+                fputs("; ", out);
+            for (const char *c = json_string_value(item) ?: ""; *c; c++) {
+                if (*c == '"')
+                    fputc('"', out);
+                fputc(*c, out);
+            }
+        }
+        fputc('"', out);
+    }
+}
+
+void gm_bench_print_csv(FILE *out, const json_t *doc)
+{
+    fputs("point,load", out);
+    for (size_t k = 0; k < NELEM(csv_head); k++)
+        fprintf(out, ",%s", csv_head[k]);
+    for (size_t d = 0; d < NELEM(csv_dists); d++)
+        for (size_t k = 0; k < NELEM(dist_stats); k++)
+            fprintf(out, ",%s_%s%s", csv_dists[d].col, dist_stats[k],
+                    strcmp(dist_stats[k], "count") == 0 ? "" : csv_dists[d].unit);
+    for (size_t k = 0; k < NELEM(csv_tail); k++)
+        fprintf(out, ",%s", csv_tail[k]);
+    fputc('\n', out);
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(doc, "points"), i, p)
+    {
+        char load[64];
+        gm_bench_point_load(p, load, sizeof load);
+        fprintf(out, "%zu,%s", i, load);
+        for (size_t k = 0; k < NELEM(csv_head); k++)
+            csv_value(out, json_object_get(p, csv_head[k]));
+        for (size_t d = 0; d < NELEM(csv_dists); d++) {
+            const json_t *dist = json_object_get(p, csv_dists[d].key);
+            for (size_t k = 0; k < NELEM(dist_stats); k++)
+                csv_value(out, json_object_get(dist, dist_stats[k]));
+        }
+        for (size_t k = 0; k < NELEM(csv_tail); k++)
+            csv_value(out, json_object_get(p, csv_tail[k]));
+        fputc('\n', out);
+    }
+}
+
 /* ---- comparing -------------------------------------------------------------------------- */
 
 static const struct {

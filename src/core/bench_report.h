@@ -48,6 +48,12 @@ void gm_bench_point_load(const json_t *point, char *buf, size_t len);
 void gm_bench_print_point(FILE *out, const json_t *point);
 /* A line per point: load, throughput, latency percentiles, energy, validity. */
 void gm_bench_print_table(FILE *out, const json_t *doc);
+/* The points as CSV: a header, then a line per point (point, load, the counts and rates, every
+ * statistic of each latency distribution: ttft_mean_ms ... ttft_p90_ms, ttft_p95_ms ...
+ * ttft_count, the same for tpot, itl, e2e and the from-schedule ones, then goodput, energy,
+ * idle power, tokens per joule, joules per request, valid (1 or 0) and the invalid reasons
+ * joined by "; "). Absent or null values are empty fields. */
+void gm_bench_print_csv(FILE *out, const json_t *doc);
 /* The whole benchmark: its header, every point's block, and the table when there are several. */
 void gm_bench_print_report(FILE *out, const json_t *doc);
 /* The "container" part of a benchmark document (`bench --image`), when it has one: a line with

@@ -602,6 +602,15 @@ class Bench(unittest.TestCase):
         self.assertEqual(len(rows), 3)
         self.assertTrue(rows[0].startswith("point,load,concurrency,request_rate,"))
         self.assertTrue(rows[2].startswith("1,concurrency 2,2,,6,6,0,"))
+        # Every statistic the document has, not only p50 and p99.
+        head = rows[0].split(",")
+        one = json.loads(full.stdout)["points"][1]
+        cells = dict(zip(head, rows[2].split(",")))
+        for stat in ("mean", "std", "min", "p50", "p90", "p95", "p99", "max"):
+            self.assertAlmostEqual(float(cells["ttft_%s_ms" % stat]), one["ttft_ms"][stat], places=6)
+            self.assertAlmostEqual(float(cells["e2e_%s_ms" % stat]), one["e2e_ms"][stat], places=6)
+        self.assertEqual(int(cells["itl_count"]), one["itl_ms"]["count"])
+        self.assertEqual(cells["valid"], "1" if one["valid"] else "0")
         cmp_ = run(["history", "compare", ids[0], ids[1], "--db", self.db], env=env())
         self.assertEqual(cmp_.returncode, 0, cmp_.stderr)
         self.assertIn("\nconcurrency 2\n", cmp_.stdout)

@@ -199,6 +199,47 @@ static void test_compare(void **state)
     json_decref(b);
 }
 
+static void test_csv_has_every_statistic(void **state)
+{
+    (void)state;
+    json_t *d = doc_with("A1", 10, 2);
+    json_t *p0 = json_array_get(json_object_get(d, "points"), 0);
+    json_object_set_new(p0, "ttft_ms",
+                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "mean", 50.5,
+                                  "std", 3.0, "min", 40.0, "p50", 48.0, "p90", 60.0, "p95", 70.25,
+                                  "p99", 80.0, "max", 90.0, "count", 98));
+    json_object_set_new(p0, "invalid_reasons",
+                        json_pack("[s, s]", "foreign_process: pid 7 (say \"hi\") on GPU 0",
+                                  "throttled: GPU 0 hw_slowdown"));
+    char *t = render(gm_bench_print_csv, d);
+    has(t, "point,load,concurrency,request_rate,requests,completed,failed,duration_s,");
+    has(t, ",ttft_mean_ms,ttft_std_ms,ttft_min_ms,ttft_p50_ms,ttft_p90_ms,ttft_p95_ms,"
+           "ttft_p99_ms,ttft_max_ms,ttft_count,tpot_mean_ms,");
+    has(t, ",e2e_from_schedule_count,goodput_requests_per_s,energy_j,");
+    has(t, ",valid,invalid_reasons\n");
+    has(t, "\n0,concurrency 8,8,,100,98,2,10,");
+    has(t, ",50.5,3,40,48,60,70.25,80,90,98,10,");
+    has(t, ",0,\"foreign_process: pid 7 (say \"\"hi\"\") on GPU 0; throttled: GPU 0 "
+           "hw_slowdown\"\n");
+    has(t, "\n1,concurrency 64,64,");
+    /* As many fields in every line as in the header. */
+    size_t fields[3] = {0};
+    int line = 0;
+    bool quoted = false;
+    for (const char *c = t; *c && line < 3; c++) {
+        if (*c == '"')
+            quoted = !quoted;
+        else if (*c == ',' && !quoted)
+            fields[line]++;
+        else if (*c == '\n')
+            line++;
+    }
+    assert_int_equal(fields[1], fields[0]);
+    assert_int_equal(fields[2], fields[0]);
+    free(t);
+    json_decref(d);
+}
+
 static void test_validity_and_load(void **state)
 {
     (void)state;
@@ -221,9 +262,8 @@ static void test_validity_and_load(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_point_block),
-        cmocka_unit_test(test_report_and_table),
-        cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_point_block),       cmocka_unit_test(test_report_and_table),
+        cmocka_unit_test(test_compare),           cmocka_unit_test(test_csv_has_every_statistic),
         cmocka_unit_test(test_validity_and_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -220,6 +220,45 @@ export function best(points: readonly BenchPointBrief[], key: keyof BenchPointBr
   return out;
 }
 
+/** The best value of one figure and the point it is from ("concurrency 8"); null value when none has it. */
+export function bestAt(points: readonly BenchPointBrief[], key: keyof BenchPointBrief, lower = false): { value: Num; load: string } {
+  let out: { value: Num; load: string } = { value: null, load: '' };
+  for (const p of points) {
+    const v = p[key];
+    if (typeof v !== 'number' || !Number.isFinite(v)) continue;
+    if (out.value === null || (lower ? v < out.value : v > out.value)) out = { value: v, load: p.load };
+  }
+  return out;
+}
+
+/** How many points are valid, for a list: "all 3", "2 of 3", "none of 2", "—" when unknown. */
+export function validitySummary(points: readonly { valid: boolean | null }[]): { text: string; state: 'all' | 'some' | 'none' | 'unknown' } {
+  const known = points.filter((p) => p.valid !== null);
+  if (known.length === 0) return { text: '—', state: 'unknown' };
+  const ok = known.filter((p) => p.valid).length;
+  if (ok === known.length) return { text: known.length === 1 ? 'yes' : `all ${known.length}`, state: 'all' };
+  if (ok === 0) return { text: known.length === 1 ? 'no' : `none of ${known.length}`, state: 'none' };
+  return { text: `${ok} of ${known.length}`, state: 'some' };
+}
+
+/** The server of a listed benchmark, short: "gpu7:8000" from "http://gpu7:8000/v1". */
+export function serverShort(url: string | null | undefined): string {
+  if (!url) return NA;
+  try {
+    const u = new URL(url);
+    return u.host + (u.pathname !== '/' ? u.pathname.replace(/\/$/, '') : '');
+  } catch {
+    return url;
+  }
+}
+
+/** Whether a listed benchmark matches the filter words (label, id, model, server). */
+export function benchMatches(b: Pick<BenchBrief, 'id' | 'label' | 'model' | 'url'>, filter: string): boolean {
+  const q = filter.trim().toLowerCase();
+  if (!q) return true;
+  return [b.id, b.label ?? '', b.model ?? '', b.url ?? ''].some((s) => s.toLowerCase().includes(q));
+}
+
 /** Whether every point of a benchmark was valid (null when none says). */
 export function allValid(points: readonly { valid: boolean | null }[]): boolean | null {
   if (points.length === 0 || points.some((p) => p.valid === null)) return null;

@@ -159,6 +159,18 @@ describe('pages', () => {
     await fresh('#/benchmarks');
     const rows = page.locator('table.benches tbody tr');
     await waitFor('the benchmarks', async () => (await rows.count()) === 2);
+    // The list: server, simulated GPUs, valid points counted, the point each best figure is from.
+    const row = page.locator(`table.benches tr[data-id="${b}"]`);
+    await row.locator('[data-field=sim]').waitFor();
+    const listed = await api<BenchDoc>(daemon, `api/benchmarks/${b}`);
+    expect(await row.locator('[data-field=server]').textContent()).toBe(new URL(listed.url ?? '').host);
+    expect(await row.locator('[data-field=valid]').textContent()).toBe('all 2');
+    expect(await row.locator('[data-field=ttft-p50-at]').textContent()).toMatch(/^concurrency (1|4)$/);
+    await page.locator('input[aria-label="Filter benchmarks"]').fill('sweep A');
+    await waitFor('the filtered list', async () => (await rows.count()) === 1);
+    expect(await page.locator('[data-field=bench-count]').textContent()).toBe('1 of 2');
+    await page.locator('input[aria-label="Filter benchmarks"]').fill('');
+    await waitFor('the whole list', async () => (await rows.count()) === 2);
 
     // A benchmark's id under #/sessions (a run is a run) lands on the benchmark's page.
     await fresh(`#/sessions/${b}`);

@@ -5,9 +5,11 @@ import { describe, expect, it } from 'vitest';
 import type { BenchCompare, BenchDoc, BenchPoint, BenchPointBrief } from '../../src/lib/bench';
 import {
   allValid,
+  benchMatches,
   benchSettings,
   benchTimelineColumns,
   best,
+  bestAt,
   changeVerdict,
   COMPARE_METRICS,
   comparedMetrics,
@@ -15,7 +17,9 @@ import {
   fmtFig,
   invalidLines,
   loadLabel,
+  serverShort,
   settingsDiffer,
+  validitySummary,
 } from '../../src/lib/bench';
 
 const pt = (o: Partial<BenchPointBrief>): BenchPointBrief => ({
@@ -118,6 +122,39 @@ describe('a benchmark page', () => {
         ],
       }),
     ).toEqual(['requests per point: 500 / 100', 'server: http://a:8000 / —']);
+  });
+});
+
+describe('the benchmarks list', () => {
+  it('says which point a best figure is from', () => {
+    const pts = [
+      { ...pt({ output_tokens_per_s: 10, ttft_p50_ms: 30 }), load: 'concurrency 1' },
+      { ...pt({ output_tokens_per_s: 40, ttft_p50_ms: 90 }), load: 'concurrency 8' },
+      { ...pt({ output_tokens_per_s: null, ttft_p50_ms: null }), load: 'concurrency 32' },
+    ];
+    expect(bestAt(pts, 'ttft_p50_ms', true)).toEqual({ value: 30, load: 'concurrency 1' });
+    expect(bestAt(pts, 'output_tokens_per_s')).toEqual({ value: 40, load: 'concurrency 8' });
+    expect(bestAt([], 'output_tokens_per_s')).toEqual({ value: null, load: '' });
+  });
+
+  it('counts valid points rather than calling a run with a valid point invalid', () => {
+    expect(validitySummary([{ valid: true }, { valid: false }, { valid: true }])).toEqual({ text: '2 of 3', state: 'some' });
+    expect(validitySummary([{ valid: true }, { valid: true }])).toEqual({ text: 'all 2', state: 'all' });
+    expect(validitySummary([{ valid: false }, { valid: false }])).toEqual({ text: 'none of 2', state: 'none' });
+    expect(validitySummary([{ valid: true }])).toEqual({ text: 'yes', state: 'all' });
+    expect(validitySummary([])).toEqual({ text: '—', state: 'unknown' });
+  });
+
+  it('names the server shortly and filters by label, model, server or id', () => {
+    expect(serverShort('http://gpu7:8000')).toBe('gpu7:8000');
+    expect(serverShort('https://nim.example.com/v1/')).toBe('nim.example.com/v1');
+    expect(serverShort(null)).toBe('n/a');
+    const b = { id: '20261126-091102-7c01aa', label: 'sweep', model: 'meta-llama/Llama-3.1-8B', url: 'http://gpu7:8000' };
+    expect(benchMatches(b, '')).toBe(true);
+    expect(benchMatches(b, 'LLAMA')).toBe(true);
+    expect(benchMatches(b, 'gpu7')).toBe(true);
+    expect(benchMatches(b, '7c01')).toBe(true);
+    expect(benchMatches(b, 'vllm')).toBe(false);
   });
 });
 
