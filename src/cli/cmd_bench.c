@@ -1167,7 +1167,11 @@ int gm_cli_bench(int argc, char **argv)
     if (o.model) {
         snprintf(model, sizeof model, "%s", o.model);
     } else if (gm_bench_client_first_model(client, model, sizeof model, &err) < 0) {
-        fprintf(stderr, "gpumon bench: cannot learn the model (give --model): %s\n", err.msg);
+        /* Unreached, --model would not help: say that first. */
+        if (gm_bench_client_unreached(client))
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+        else
+            fprintf(stderr, "gpumon bench: cannot learn the model (give --model): %s\n", err.msg);
         rc = GM_EXIT_FAILURE;
         goto out;
     }

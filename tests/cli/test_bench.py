@@ -325,8 +325,15 @@ class Bench(unittest.TestCase):
         s.stop()
         p, _, _ = self.bench(s.url, "--requests", "5")
         self.assertEqual(p.returncode, 1)
-        self.assertIn("cannot learn the model", p.stderr)
+        # First that the server is not there, and why; giving --model would not help.
+        self.assertTrue(p.stderr.startswith(
+            "gpumon bench: cannot reach the server at %s: connection refused" % s.url), p.stderr)
+        self.assertNotIn("give --model", p.stderr)
         self.assertIn("/v1/models", p.stderr)
+        p, _, _ = self.bench("http://no-such-host.invalid:8000", "--requests", "5")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("cannot reach the server at http://no-such-host.invalid:8000: the host "
+                      "name does not resolve (DNS)", p.stderr)
         p, _, _ = self.bench(s.url, "--model", "m", "--requests", "5")
         self.assertEqual(p.returncode, 1)
         self.assertIn("failed the first request (connection)", p.stderr)
