@@ -79,12 +79,6 @@ export function BenchmarkPage({ app, params }: PageProps) {
           <span class="k">Model</span>
           <span class="v">{doc.model ?? NA}</span>
         </div>
-        <div class="wide">
-          <span class="k">Server</span>
-          <code class="v">
-            {doc.url ?? NA} ({doc.api ?? NA})
-          </code>
-        </div>
         <div>
           <span class="k">Started</span>
           <span class="v">{fmtDateTime(doc.started)}</span>
