@@ -237,7 +237,10 @@ class Bench(unittest.TestCase):
         # A server claiming 10^12 completion tokens per request: counted in 64 bits this would
         # be 6 x 10^12 (in 32 bits 21405523968 for 6 requests); the stream shows 4 chunks each,
         # 4 asked, so the chunks are counted and the point is invalid.
-        s = self.server("--usage-completion-tokens", "1000000000000")
+        # Some latency, as real servers have: against one answering at once the client is
+        # busy the whole (millisecond) point and rightly judged saturated, a second reason.
+        s = self.server("--usage-completion-tokens", "1000000000000", "--ttft-ms", "5",
+                        "--itl-ms", "2")
         p, doc, lines = self.bench(s.url, "--concurrency", "2", "--requests", "6",
                                    "--output-tokens", "4")
         self.assertEqual(p.returncode, 0, p.stderr)
