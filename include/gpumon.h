@@ -549,6 +549,11 @@ typedef struct gm_collector_options {
     /* sim: mixed into where the dynamics start (the models and UUIDs follow seed alone); 0 =
      * nothing. One-shot commands pass the clock, so that two readings are not the same one. */
     uint64_t sim_vary;
+    /* sim: NULL, the simulated GPUs run a workload of their own (phases of idle, training and
+     * inference, with their processes); else whoever drives them (gpumon bench) says, read at
+     * each sample: *sim_load < 0 no server on them yet (empty, idle), 0 a server that idles,
+     * 0..1 the server loaded that much. */
+    const double *sim_load;
     const char
         *nvml_lib; /* path of libnvidia-ml.so.1; NULL: $GPU_MONITOR_NVML_LIB or the default */
     const char *smi_path;    /* nvidia-smi program; NULL: "nvidia-smi" on PATH */

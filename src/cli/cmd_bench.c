@@ -494,6 +494,14 @@ typedef struct progress_ctx {
     double next_check; /* monotonic seconds */
 } progress_ctx;
 
+/* How hard a point loads simulated GPUs: busier with more requests in flight, as a batching
+ * server is (an open loop's rate stands for its concurrency). */
+static double sim_level(const bench_opts *o, size_t i)
+{
+    double c = o->open_loop ? o->rate[i] : o->conc[i];
+    return isinf(c) ? 1 : 0.55 + 0.45 * c / (c + 8);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -501,6 +509,10 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static volatile sig_atomic_t stop_flag;
+/* What simulated GPUs are doing (gm_collector_options.sim_load): written by this thread only
+ * while no sample is being taken (before a point begins, after it ends), so the sampling
+ * thread reads it under its lock. */
+static double sim_load;
 static volatile sig_atomic_t stop_signal;
 static bool server_gone; /* --image: the container ended during a point */
 
@@ -856,6 +868,8 @@ static int image_start(bench_opts *o, const char *id, image_run *ir, gm_collecto
         return GM_EXIT_USAGE;
     colopt.no_host = true;
     colopt.slow_period_ms = -1;
+    sim_load = -1; /* the simulated GPUs are empty until the container starts */
+    colopt.sim_load = &sim_load;
     int orc = GM_EXIT_OK;
     if (!(*colp = gm_cli_collector_open(cmd, &colopt, &orc)))
         return orc;
@@ -913,6 +927,7 @@ static int image_start(bench_opts *o, const char *id, image_run *ir, gm_collecto
     if (stop_flag)
         return -1;
     /* Loading: sampled from just before the start until the server answers. */
+    sim_load = 0;
     bool sampling = gm_bench_gpu_begin(*gpup, "loading", &err) == GM_OK;
     rc = gm_cli_ctr_start(ir->ctr, id, o->ctr_args, o->nctr_args, idp, n, true);
     if (rc == GM_EXIT_OK && gm_cli_ctr_pid(ir->ctr) > 0)
@@ -1153,7 +1168,11 @@ int gm_cli_bench(int argc, char **argv)
     if (o.model) {
         snprintf(model, sizeof model, "%s", o.model);
     } else if (gm_bench_client_first_model(client, model, sizeof model, &err) < 0) {
-        fprintf(stderr, "gpumon bench: cannot learn the model (give --model): %s\n", err.msg);
+        /* Unreached, --model would not help: say that first. */
+        if (gm_bench_client_unreached(client))
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+        else
+            fprintf(stderr, "gpumon bench: cannot learn the model (give --model): %s\n", err.msg);
         rc = GM_EXIT_FAILURE;
         goto out;
     }
@@ -1173,6 +1192,8 @@ int gm_cli_bench(int argc, char **argv)
         }
         colopt.no_host = true;
         colopt.slow_period_ms = -1; /* the energy counter at every sample: exact per point */
+        sim_load = 0; /* simulated GPUs: a server idles on them until a point loads it */
+        colopt.sim_load = &sim_load;
         if (!(snap = gm_snapshot_new())) {
             rc = GM_EXIT_FAILURE;
             goto out;
@@ -1306,6 +1327,7 @@ int gm_cli_bench(int argc, char **argv)
         run.trace_point = (unsigned)i;
         gm_bench_point pt;
         gm_bench_point_init(&pt);
+        sim_load = sim_level(&o, i);
         if (gpu && gm_bench_gpu_begin(gpu, load, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
             gm_bench_point_free(&pt);
@@ -1316,6 +1338,7 @@ int gm_cli_bench(int argc, char **argv)
         gm_bench_gpu_point gp = {0};
         if (gpu)
             gm_bench_gpu_end(gpu, &gp, &err);
+        sim_load = 0;
         if (pc.tty)
             fprintf(stderr, "\r\033[K");
         if (runrc < 0) {
@@ -1334,6 +1357,7 @@ int gm_cli_bench(int argc, char **argv)
             goto out;
         }
         gm_bench_point_add_gpu(pj, gp.session, idle_w, gp.sample_errors);
+        gm_bench_point_add_timeline(pj, gp.session, started_ms);
         if (gp.session)
             gpu_samples += (int64_t)gm_session_sample_count(gp.session);
         /* Validity: the GPUs' observations, and the client's own load. */

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/term.h"
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/json.h"
@@ -439,7 +440,8 @@ static int do_compare(gm_store *st, const history_opts *o, const char *path)
         }
         json_decref(j);
     } else if (rc == GM_EXIT_OK &&
-               gm_bench_print_compare(stdout, (const json_t *const *)docs, o->nids, &err) < 0) {
+               gm_bench_print_compare(stdout, (const json_t *const *)docs, o->nids,
+                                      gm_term_use_color(GM_COLOR_AUTO, STDOUT_FILENO), &err) < 0) {
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         rc = GM_EXIT_USAGE;
     }

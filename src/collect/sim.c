@@ -1,6 +1,11 @@
 /* sim.c - simulated GPUs with plausible, seed-deterministic dynamics, for demos and load tests
  * (sim_vary moves where they start). Everything it reports is labelled provider "sim"; it never
- * stands in for a real GPU. */
+ * stands in for a real GPU.
+ *
+ * Left alone (serve, top, record) the GPUs run a workload of their own: phases of idle, steady
+ * training and bursty inference, a process on a GPU exactly while it is busy. Driven
+ * (options.sim_load, gpumon bench) each GPU holds one server process and idles unless its
+ * driver loads it: utilisation, power and clocks follow *sim_load. */
 #include "collect/provider.h"
 #include "base/clock.h"
 
@@ -47,6 +52,7 @@ typedef struct sim_state {
     uint64_t seed;
     uint64_t tick;
     double last_mono_s;
+    const double *load; /* NULL: free running */
     sim_gpu gpus[GM_MAX_GPUS];
 } sim_state;
 
@@ -79,6 +85,7 @@ static int sim_open(const gm_collector_options *opt, void **state, gm_error *err
         return gm_error_set(err, GM_ENOMEM, "sim: out of memory");
     st->count = n;
     st->seed = opt->seed;
+    st->load = opt->sim_load;
     st->last_mono_s = gm_clock_mono_s();
     uint64_t vary = opt->sim_vary;
     vary = vary ? next_u64(&vary) : 0;
@@ -88,7 +95,9 @@ static int sim_open(const gm_collector_options *opt, void **state, gm_error *err
         g->model = &models[(opt->seed + (i >= 8 ? i / 8 : 0)) % (sizeof models / sizeof *models)];
         g->rng = opt->seed * UINT64_C(1000003) + i + 1 + vary;
         g->temp = 30 + 5 * uniform(&g->rng);
-        g->mem_used = 0.01 * g->model->mem_total_mib;
+        /* Driven, a server has loaded its model before anyone benchmarks it. */
+        g->mem_used =
+            (opt->sim_load && !(*opt->sim_load < 0) ? 0.9 : 0.01) * g->model->mem_total_mib;
         g->energy_mj = 1e6 * (1000 + 500 * uniform(&g->rng));
     }
     *state = st;
@@ -100,9 +109,25 @@ static void sim_close(void *state)
     free(state);
 }
 
-/* Advances one GPU by one sample: phases of idle, steady training and bursty inference. */
-static void step(sim_gpu *g)
+/* Advances one GPU by one sample: phases of idle, steady training and bursty inference, or
+ * (driven: load not NULL) a served model at the load its driver sets. */
+static void step(sim_gpu *g, const double *load)
 {
+    if (load) {
+        bool server = !(*load < 0);
+        double l = isfinite(*load) ? clamp(*load, 0, 1) : 0;
+        g->target = 100 * l;
+        g->nprocs = server ? 1 : 0;
+        /* An inference server holds its weights and KV cache whether it is busy or not. */
+        double mem_target = (server ? 0.9 : 0.005) * g->model->mem_total_mib;
+        double noise = (uniform(&g->rng) - 0.5) * (l > 0 ? 6 : 0);
+        g->util = clamp(g->util + 0.6 * (g->target - g->util) + noise, 0, 100);
+        if (l <= 0 && g->util < 1)
+            g->util = 0;
+        g->mem_used = clamp(g->mem_used + 0.5 * (mem_target - g->mem_used), 0,
+                            0.98 * g->model->mem_total_mib);
+        return;
+    }
     if (g->phase_left-- <= 0) {
         double r = uniform(&g->rng);
         g->target = r < 0.3 ? 0 : r < 0.7 ? 85 + 15 * uniform(&g->rng) : 30 + 40 * uniform(&g->rng);
@@ -133,7 +158,7 @@ static int sim_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *
         sim_gpu *s = &st->gpus[i];
         const sim_model *m = s->model;
         gm_gpu *g = &out->gpus[i];
-        step(s);
+        step(s, st->load);
         g->index = i;
         snprintf(g->name, sizeof g->name, "%s", m->name);
         snprintf(g->uuid, sizeof g->uuid, "GPU-51d0c0de-%04x-4000-8000-%012llx",
@@ -192,7 +217,8 @@ static int sim_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *
             proc.used_mem_bytes = (uint64_t)(used_b / s->nprocs);
             snprintf(proc.user, sizeof proc.user, "sim");
             snprintf(proc.command, sizeof proc.command, "%s",
-                     p == 0 ? "python train.py --simulated" : "python serve.py --simulated");
+                     p == 0 && !st->load ? "python train.py --simulated"
+                                         : "python serve.py --simulated");
             gm_snapshot_add_process(out, &proc);
         }
     }

@@ -51,6 +51,7 @@ struct gm_bench_client {
     int64_t wake_ns; /* when the loop last woke */
     size_t in_flight;
     uint64_t seq;
+    bool unreached; /* the last GET /v1/models got no answer at all */
 };
 
 struct slot {
@@ -315,8 +316,47 @@ static size_t collect_cb(char *ptr, size_t size, size_t nmemb, void *ud)
     return b->failed ? 0 : size * nmemb;
 }
 
+const char *gm_bench_reach_reason(int curl_code, long os_errno)
+{
+    switch ((CURLcode)curl_code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return "the host name does not resolve (DNS)";
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return "the proxy's host name does not resolve (DNS)";
+    case CURLE_COULDNT_CONNECT:
+        return os_errno == ECONNREFUSED ? "connection refused: nothing listens on that port"
+               : os_errno == EHOSTUNREACH || os_errno == ENETUNREACH
+                   ? "no route to the host (unreachable)"
+               : os_errno == ETIMEDOUT ? "the connection timed out"
+                                       : "the connection could not be made";
+    case CURLE_OPERATION_TIMEDOUT:
+        return "timed out: no answer in time";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+        return "the TLS handshake failed";
+    case CURLE_GOT_NOTHING:
+        return "the server closed the connection without answering";
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        return "the connection was reset";
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return "the URL's scheme is not supported (http or https)";
+    default:
+        return "it did not answer";
+    }
+}
+
+bool gm_bench_client_unreached(const gm_bench_client *c)
+{
+    return c->unreached;
+}
+
 int gm_bench_client_first_model(gm_bench_client *c, char *buf, size_t cap, gm_error *err)
 {
+    c->unreached = false;
     char url[GM_BENCH_URL_MAX + 16];
     snprintf(url, sizeof url, "%s/v1/models", c->base);
     CURL *e = curl_easy_init();
@@ -334,11 +374,19 @@ int gm_bench_client_first_model(gm_bench_client *c, char *buf, size_t cap, gm_er
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
     CURLcode cc = curl_easy_perform(e);
-    long status = 0;
+    long status = 0, os_errno = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
     curl_easy_cleanup(e);
     int rc;
-    if (cc != CURLE_OK) {
+    if (cc != CURLE_OK && status == 0) {
+        /* No answer at all: the server was not reached, which is what people need first. */
+        c->unreached = true;
+        rc = gm_error_set(err, cc == CURLE_OPERATION_TIMEDOUT ? GM_ETIMEDOUT : GM_EIO,
+                          "cannot reach the server at %s: %s (GET %s: %s)", c->base,
+                          gm_bench_reach_reason((int)cc, os_errno), url,
+                          cerr[0] ? cerr : curl_easy_strerror(cc));
+    } else if (cc != CURLE_OK) {
         rc = gm_error_set(err, GM_EIO, "GET %s failed: %s", url,
                           cerr[0] ? cerr : curl_easy_strerror(cc));
     } else if (status != 200) {

@@ -59,8 +59,17 @@ const char *gm_bench_client_url(const gm_bench_client *c);
 const char *gm_bench_client_curl_version(void);
 
 /* GET /v1/models: the first model id into buf. GM_OK; GM_EIO (unreachable, an HTTP error: err
- * says which), GM_EPARSE, GM_ENOENT (no model listed). */
+ * says which), GM_ETIMEDOUT (no answer in 30 s), GM_EPARSE, GM_ENOENT (no model listed). When
+ * the server was not reached at all, err starts "cannot reach the server at URL: " and why
+ * (gm_bench_reach_reason), and gm_bench_client_unreached says so. */
 int gm_bench_client_first_model(gm_bench_client *c, char *buf, size_t cap, gm_error *err);
+/* Whether the last gm_bench_client_first_model got no answer at all (refused, unresolvable,
+ * timed out...), rather than an answer that was an error. */
+bool gm_bench_client_unreached(const gm_bench_client *c);
+/* Why a server was not reached, for people: "connection refused: nothing listens on that
+ * port", "the host name does not resolve (DNS)", "timed out: no answer in time", ... from
+ * libcurl's result code and the system's errno of the connection. */
+const char *gm_bench_reach_reason(int curl_code, long os_errno);
 
 /* Builds the request body of each prompt for model, asking for output_tokens tokens (or the
  * prompt's own max_tokens). Requests take the prompts in turn, across runs. GM_OK, GM_ENOMEM. */

@@ -21,7 +21,8 @@ struct gm_bench_gpu {
     gm_snapshot *snap;  /* the thread's scratch */
     size_t ngpus;
     unsigned idx[GM_MAX_GPUS];
-    bool all; /* no list given: every GPU of the first sample */
+    bool all;   /* no list given: every GPU of the first sample */
+    bool judge; /* the provider's processes are real ones (not simulated) */
 
     gm_bench_pidset base, server, foreign_seen;
 
@@ -63,7 +64,7 @@ static void observe(gm_bench_gpu *g, const gm_snapshot *s)
         if (x && !x->lost && gm_gpu_has(x, GM_M_THROTTLE_REASONS))
             c->throttle[k] |= (uint64_t)x->v[GM_M_THROTTLE_REASONS];
     }
-    for (size_t i = 0; i < s->proc_count; i++) {
+    for (size_t i = 0; i < s->proc_count && g->judge; i++) {
         const gm_process *p = &s->procs[i];
         if (!followed(g, p->gpu_index))
             continue;
@@ -177,6 +178,7 @@ int gm_bench_gpu_start(const gm_bench_gpu_options *o, gm_bench_gpu **out, gm_err
     g->c = o->collector;
     g->interval_s = o->interval_s;
     g->procfs_root = o->procfs_root;
+    g->judge = gm_bench_provider_judged(gm_collector_provider(o->collector));
     if (!(g->first = gm_snapshot_new()) || !(g->snap = gm_snapshot_new())) {
         gm_bench_gpu_free(g);
         return gm_error_set(err, GM_ENOMEM, "out of memory");

@@ -2,6 +2,7 @@
 #include "core/bench_report.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- the GPU part ----------------------------------------------------------------------- */
@@ -14,10 +15,10 @@ static json_t *num_or_null(double v)
 int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
                            unsigned sample_errors)
 {
-    const char *keys[] = {"gpu_monitoring",      "energy_j",
-                          "energy_source",       "idle_power_w",
-                          "energy_above_idle_j", "output_tokens_per_joule",
-                          "joules_per_request"};
+    const char *keys[] = {"gpu_monitoring",          "energy_j",
+                          "energy_source",           "idle_power_w",
+                          "energy_above_idle_j",     "idle_power_unreliable",
+                          "output_tokens_per_joule", "joules_per_request"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         json_object_set_new(point, keys[i], json_null());
     if (!s)
@@ -55,8 +56,13 @@ int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
                         isfinite(joules) && source ? json_string(source) : json_null());
     double dur = json_number_value(json_object_get(doc, "monitoring_duration_seconds"));
     json_object_set_new(point, "idle_power_w", num_or_null(idle_power_w));
-    json_object_set_new(point, "energy_above_idle_j",
-                        num_or_null(isfinite(idle_power_w) ? joules - idle_power_w * dur : NAN));
+    /* Below zero the GPUs drew more while "idle" than under load: something else ran on them
+     * then, and the idle figure is not to be subtracted from anything. */
+    double above = isfinite(idle_power_w) ? joules - idle_power_w * dur : NAN;
+    bool unreliable = above < 0;
+    json_object_set_new(point, "energy_above_idle_j", num_or_null(unreliable ? NAN : above));
+    json_object_set_new(point, "idle_power_unreliable",
+                        isfinite(above) ? json_boolean(unreliable) : json_null());
     double out = json_number_value(json_object_get(point, "output_tokens"));
     double done = json_number_value(json_object_get(point, "completed"));
     json_object_set_new(point, "output_tokens_per_joule",
@@ -64,6 +70,59 @@ int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
     json_object_set_new(point, "joules_per_request", num_or_null(done > 0 ? joules / done : NAN));
     json_decref(doc);
     return GM_OK;
+}
+
+/* A value of the timeline: rounded to what a chart shows, null when absent. */
+static json_t *tl_value(double v)
+{
+    return isfinite(v) ? json_real(round(v * 10) / 10) : json_null();
+}
+
+int gm_bench_point_add_timeline(json_t *point, gm_session *s, int64_t bench_started_ms)
+{
+    if (!s || gm_session_gpu_count(s) == 0 || gm_session_timeline_count(s) == 0)
+        return json_object_set_new(point, "gpu_timeline", json_null()) < 0 ? GM_ENOMEM : GM_OK;
+    static const int metrics[] = {GM_SM_UTIL, GM_SM_POWER_W};
+    size_t ng = gm_session_gpu_count(s), n = gm_session_timeline_count(s);
+    /* Every step-th sample, the last one always: a long point stays a chart's worth. */
+    size_t step = (n + GM_BENCH_TIMELINE_MAX - 1) / GM_BENCH_TIMELINE_MAX;
+    double offset = (double)(gm_session_started_ms(s) - bench_started_ms) / 1000;
+    json_t *t = json_array(), *gpus = json_object();
+    json_t *cols[GM_MAX_GPUS][2];
+    if (!t || !gpus)
+        goto oom;
+    for (size_t k = 0; k < ng; k++) {
+        json_t *g = json_object();
+        char key[16];
+        snprintf(key, sizeof key, "%u", gm_session_gpu_at(s, k)->index);
+        if (!g || json_object_set_new(gpus, key, g) < 0)
+            goto oom;
+        for (size_t m = 0; m < 2; m++)
+            if (!(cols[k][m] = json_array()) ||
+                json_object_set_new(g, gm_session_metric_name(metrics[m]), cols[k][m]) < 0)
+                goto oom;
+    }
+    for (size_t j = 0;; j += step) {
+        size_t i = j < n ? j : n - 1;
+        double ts;
+        const double *v;
+        if (gm_session_sample(s, i, &ts, &v) < 0 || !v)
+            break;
+        json_array_append_new(t, json_real(round((offset + ts) * 1000) / 1000));
+        for (size_t k = 0; k < ng; k++)
+            for (size_t m = 0; m < 2; m++)
+                json_array_append_new(cols[k][m], tl_value(v[k * GM_SM__COUNT + metrics[m]]));
+        if (i == n - 1)
+            break;
+    }
+    json_t *tl = json_pack("{s:o, s:o}", "t_s", t, "gpus", gpus);
+    if (!tl)
+        return GM_ENOMEM;
+    return json_object_set_new(point, "gpu_timeline", tl) < 0 ? GM_ENOMEM : GM_OK;
+oom:
+    json_decref(t);
+    json_decref(gpus);
+    return GM_ENOMEM;
 }
 
 void gm_bench_point_set_validity(json_t *point, json_t *reasons)
@@ -202,7 +261,11 @@ void gm_bench_print_point(FILE *out, const json_t *p)
         row(out, "Output tokens per joule", num(p, "output_tokens_per_joule", NULL), 3);
         row(out, "Joules per request", num(p, "joules_per_request", NULL), 2);
         row(out, "Idle power (W)", num(p, "idle_power_w", NULL), 1);
-        row(out, "Energy above idle (J)", num(p, "energy_above_idle_j", NULL), 1);
+        if (json_is_true(json_object_get(p, "idle_power_unreliable")))
+            fprintf(out, "%-40s %s\n",
+                    "Energy above idle (J):", "- (idle power above this point's: not reliable)");
+        else
+            row(out, "Energy above idle (J)", num(p, "energy_above_idle_j", NULL), 1);
         const json_t *stats = json_object_get(json_object_get(p, "gpu_monitoring"), "gpu_stats");
         const char *k;
         const json_t *g;
@@ -343,29 +406,207 @@ void gm_bench_print_container(FILE *out, const json_t *doc)
         fprintf(out, "  | %s\n", json_string_value(l) ?: "");
 }
 
+/* ---- CSV -------------------------------------------------------------------------------- */
+
+/* Every statistic of a distribution, in the document's order. */
+static const char *const dist_stats[] = {"mean", "std", "min", "p50",  "p90",
+                                         "p95",  "p99", "max", "count"};
+static const struct {
+    const char *key, *col; /* "ttft_ms" -> ttft_p50_ms */
+    const char *unit;
+} csv_dists[] = {
+    {"ttft_ms", "ttft", "_ms"},
+    {"tpot_ms", "tpot", "_ms"},
+    {"itl_ms", "itl", "_ms"},
+    {"e2e_ms", "e2e", "_ms"},
+    {"ttft_from_schedule_ms", "ttft_from_schedule", "_ms"},
+    {"e2e_from_schedule_ms", "e2e_from_schedule", "_ms"},
+};
+static const char *const csv_head[] = {"concurrency",
+                                       "request_rate",
+                                       "requests",
+                                       "completed",
+                                       "failed",
+                                       "duration_s",
+                                       "requests_per_s",
+                                       "output_tokens_per_s",
+                                       "total_tokens_per_s",
+                                       "output_tokens",
+                                       "input_tokens",
+                                       "usage_distrusted",
+                                       "short_outputs",
+                                       "peak_concurrency"};
+static const char *const csv_tail[] = {"goodput_requests_per_s",
+                                       "energy_j",
+                                       "energy_source",
+                                       "idle_power_w",
+                                       "energy_above_idle_j",
+                                       "idle_power_unreliable",
+                                       "output_tokens_per_joule",
+                                       "joules_per_request",
+                                       "valid",
+                                       "invalid_reasons"};
+#define NELEM(a) (sizeof(a) / sizeof *(a))
+
+/* One CSV field: numbers as they are, booleans 1/0, text quoted when it must be (RFC
+ * 4180), null or absent empty. */
+static void csv_value(FILE *out, const json_t *v)
+{
+    fputc(',', out);
+    if (json_is_integer(v)) {
+        fprintf(out, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        fprintf(out, "%.10g", json_real_value(v));
+    } else if (json_is_boolean(v)) {
+        fputc(json_is_true(v) ? '1' : '0', out); /* as bench_points stores it, for SQL */
+    } else if (json_is_string(v) || json_is_array(v)) {
+        /* A list (invalid_reasons) is one field, its items joined by "; ". */
+        fputc('"', out);
+        size_t i;
+        const json_t *item;
+        const json_t *one[1] = {v};
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        for (i = 0; i < n; i++) {
+            item = json_is_array(v) ? json_array_get(v, i) : one[0];
+            if (i)
+                fputs("; ", out);
+            for (const char *c = json_string_value(item) ?: ""; *c; c++) {
+                if (*c == '"')
+                    fputc('"', out);
+                fputc(*c, out);
+            }
+        }
+        fputc('"', out);
+    }
+}
+
+void gm_bench_print_csv(FILE *out, const json_t *doc)
+{
+    fputs("point,load", out);
+    for (size_t k = 0; k < NELEM(csv_head); k++)
+        fprintf(out, ",%s", csv_head[k]);
+    for (size_t d = 0; d < NELEM(csv_dists); d++)
+        for (size_t k = 0; k < NELEM(dist_stats); k++)
+            fprintf(out, ",%s_%s%s", csv_dists[d].col, dist_stats[k],
+                    strcmp(dist_stats[k], "count") == 0 ? "" : csv_dists[d].unit);
+    for (size_t k = 0; k < NELEM(csv_tail); k++)
+        fprintf(out, ",%s", csv_tail[k]);
+    fputc('\n', out);
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(doc, "points"), i, p)
+    {
+        char load[64];
+        gm_bench_point_load(p, load, sizeof load);
+        fprintf(out, "%zu,%s", i, load);
+        for (size_t k = 0; k < NELEM(csv_head); k++)
+            csv_value(out, json_object_get(p, csv_head[k]));
+        for (size_t d = 0; d < NELEM(csv_dists); d++) {
+            const json_t *dist = json_object_get(p, csv_dists[d].key);
+            for (size_t k = 0; k < NELEM(dist_stats); k++)
+                csv_value(out, json_object_get(dist, dist_stats[k]));
+        }
+        for (size_t k = 0; k < NELEM(csv_tail); k++)
+            csv_value(out, json_object_get(p, csv_tail[k]));
+        fputc('\n', out);
+    }
+}
+
 /* ---- comparing -------------------------------------------------------------------------- */
 
 static const struct {
     const char *name, *key, *sub;
     int prec;
+    bool higher_better;
 } metrics[] = {
-    {"requests/s", "requests_per_s", NULL, 2},
-    {"output tok/s", "output_tokens_per_s", NULL, 1},
-    {"total tok/s", "total_tokens_per_s", NULL, 1},
-    {"goodput req/s", "goodput_requests_per_s", NULL, 2},
-    {"TTFT p50 ms", "ttft_ms", "p50", 2},
-    {"TTFT p99 ms", "ttft_ms", "p99", 2},
-    {"TPOT p50 ms", "tpot_ms", "p50", 2},
-    {"TPOT p99 ms", "tpot_ms", "p99", 2},
-    {"ITL p50 ms", "itl_ms", "p50", 2},
-    {"ITL p99 ms", "itl_ms", "p99", 2},
-    {"E2E p50 ms", "e2e_ms", "p50", 1},
-    {"E2E p99 ms", "e2e_ms", "p99", 1},
-    {"failed", "failed", NULL, 0},
-    {"energy J", "energy_j", NULL, 1},
-    {"output tok/J", "output_tokens_per_joule", NULL, 3},
-    {"J/request", "joules_per_request", NULL, 2},
+    {"requests/s", "requests_per_s", NULL, 2, true},
+    {"output tok/s", "output_tokens_per_s", NULL, 1, true},
+    {"total tok/s", "total_tokens_per_s", NULL, 1, true},
+    {"goodput req/s", "goodput_requests_per_s", NULL, 2, true},
+    {"TTFT p50 ms", "ttft_ms", "p50", 2, false},
+    {"TTFT p99 ms", "ttft_ms", "p99", 2, false},
+    {"TPOT p50 ms", "tpot_ms", "p50", 2, false},
+    {"TPOT p99 ms", "tpot_ms", "p99", 2, false},
+    {"ITL p50 ms", "itl_ms", "p50", 2, false},
+    {"ITL p99 ms", "itl_ms", "p99", 2, false},
+    {"E2E p50 ms", "e2e_ms", "p50", 1, false},
+    {"E2E p99 ms", "e2e_ms", "p99", 1, false},
+    {"failed", "failed", NULL, 0, false},
+    {"energy J", "energy_j", NULL, 1, false},
+    {"output tok/J", "output_tokens_per_joule", NULL, 3, true},
+    {"J/request", "joules_per_request", NULL, 2, false},
 };
+
+/* The settings that make two benchmarks' figures comparable: what a run was asked to do and
+ * what it ran against (a container's image rather than its URL, a fresh port every run). */
+static const struct {
+    const char *name, *key;
+    bool in_config;
+} settings[] = {
+    {"requests", "requests", true},
+    {"duration_s", "duration_s", true},
+    {"input_tokens", "input_tokens", true},
+    {"prompts", "prompts", true},
+    {"output_tokens", "output_tokens", true},
+    {"api", "api", false},
+    {"server", NULL, false},
+};
+#define NSETTINGS (sizeof settings / sizeof *settings)
+
+static const json_t *setting_of(const json_t *doc, size_t k)
+{
+    if (!settings[k].key) {
+        const json_t *image = json_object_get(json_object_get(doc, "container"), "image");
+        return json_is_string(image) ? image : json_object_get(doc, "url");
+    }
+    const json_t *from = settings[k].in_config ? json_object_get(doc, "config") : doc;
+    return json_object_get(from, settings[k].key);
+}
+
+/* Absent and null are the same setting (not given). */
+static bool same_setting(const json_t *a, const json_t *b)
+{
+    bool an = !a || json_is_null(a), bn = !b || json_is_null(b);
+    if (an || bn)
+        return an && bn;
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+json_t *gm_bench_settings_differ(const json_t *const *docs, size_t n)
+{
+    json_t *out = json_array();
+    for (size_t k = 0; out && k < NSETTINGS; k++) {
+        const json_t *a = setting_of(docs[0], k);
+        bool differ = false;
+        for (size_t d = 1; d < n && !differ; d++) {
+            const json_t *b = setting_of(docs[d], k);
+            differ = !same_setting(a, b);
+        }
+        if (!differ)
+            continue;
+        json_t *values = json_array();
+        for (size_t d = 0; values && d < n; d++) {
+            const json_t *v = setting_of(docs[d], k);
+            json_array_append_new(values, v ? json_deep_copy(v) : json_null());
+        }
+        json_array_append_new(out, json_pack("{s:s, s:o}", "setting", settings[k].name, "values",
+                                             values ? values : json_array()));
+    }
+    return out;
+}
+
+/* A setting's value for people: "500", "http://x:8000", "-" when absent. */
+static void setting_text(const json_t *v, char *buf, size_t len)
+{
+    if (json_is_string(v))
+        snprintf(buf, len, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+    else if (json_is_number(v))
+        snprintf(buf, len, "%g", json_number_value(v));
+    else
+        snprintf(buf, len, "-");
+}
 #define NMETRICS (sizeof metrics / sizeof *metrics)
 
 static bool is_bench(const json_t *doc)
@@ -402,11 +643,14 @@ static int check_docs(const json_t *const *docs, size_t n, gm_error *err)
     return GM_OK;
 }
 
-int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_error *err)
+int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color,
+                           gm_error *err)
 {
     int rc = check_docs(docs, n, err);
     if (rc < 0)
         return rc;
+    json_t *differ = gm_bench_settings_differ(docs, n);
+    bool alike = json_array_size(differ) == 0;
     for (size_t d = 0; d < n; d++) {
         const char *label = json_string_value(json_object_get(docs[d], "label"));
         fprintf(out, "%c: %s%s%s%s %s, model %s, api %s\n", (int)('A' + (d < 26 ? d : 25)),
@@ -416,6 +660,32 @@ int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_er
                 json_string_value(json_object_get(docs[d], "model")) ?: "?",
                 json_string_value(json_object_get(docs[d], "api")) ?: "?");
     }
+    if (alike) {
+        fprintf(out, "Changes are from A's figures: better or worse (lower latency, energy and "
+                     "failures are better).\n");
+    } else {
+        /* Runs asked to do different things: their figures differ for that reason, so no
+         * change is called better or worse. */
+        fprintf(out, "The settings differ, so the changes are not better or worse:\n");
+        size_t k;
+        const json_t *dv;
+        json_array_foreach(differ, k, dv)
+        {
+            fprintf(out, "  %s:", json_string_value(json_object_get(dv, "setting")));
+            size_t d;
+            const json_t *v;
+            json_array_foreach(json_object_get(dv, "values"), d, v)
+            {
+                char text[256];
+                setting_text(v, text, sizeof text);
+                fprintf(out, " %c %s", (int)('A' + (d < 26 ? d : 25)), text);
+            }
+            fputc('\n', out);
+        }
+    }
+    json_decref(differ);
+    const char *green = color ? "\033[32m" : "", *red = color ? "\033[31m" : "",
+               *reset = color ? "\033[0m" : "";
     size_t i;
     const json_t *ref;
     json_array_foreach(json_object_get(docs[0], "points"), i, ref)
@@ -424,7 +694,7 @@ int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_er
         gm_bench_point_load(ref, load, sizeof load);
         fprintf(out, "\n%s\n%-16s", load, "");
         for (size_t d = 0; d < n; d++)
-            fprintf(out, d ? " %20c" : " %10c", (int)('A' + (d < 26 ? d : 25)));
+            fprintf(out, d ? " %27c" : " %10c", (int)('A' + (d < 26 ? d : 25)));
         fputc('\n', out);
         for (size_t m = 0; m < NMETRICS; m++) {
             double a = num(ref, metrics[m].key, metrics[m].sub);
@@ -434,10 +704,22 @@ int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_er
                 const json_t *p = match_point(docs[d], ref, i);
                 double b = p ? num(p, metrics[m].key, metrics[m].sub) : NAN;
                 cell(out, b, 10, metrics[m].prec);
-                if (isfinite(a) && isfinite(b) && a != 0)
-                    fprintf(out, " (%+7.1f%%)", (b - a) / fabs(a) * 100);
+                double pct = isfinite(a) && isfinite(b) && a != 0 ? (b - a) / fabs(a) * 100 : NAN;
+                /* Under 0.05 % prints as 0.0 %: neither. */
+                bool moved = alike && isfinite(pct) && fabs(pct) >= 0.05;
+                bool better = moved && (pct > 0) == metrics[m].higher_better;
+                if (isfinite(pct))
+                    fprintf(out, " %s(%+7.1f%%%s)%s",
+                            !moved   ? ""
+                            : better ? green
+                                     : red,
+                            pct,
+                            !moved   ? "       "
+                            : better ? " better"
+                                     : "  worse",
+                            moved ? reset : "");
                 else
-                    fprintf(out, " %10s", "");
+                    fprintf(out, " %17s", "");
             }
             fputc('\n', out);
         }
@@ -445,7 +727,7 @@ int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_er
         for (size_t d = 0; d < n; d++) {
             const json_t *p = d ? match_point(docs[d], ref, i) : ref;
             const json_t *v = json_object_get(p, "valid");
-            fprintf(out, d ? " %10s %9s" : " %10s",
+            fprintf(out, d ? " %10s %16s" : " %10s",
                     json_is_true(v)    ? "yes"
                     : json_is_false(v) ? "NO"
                                        : "-",
@@ -495,10 +777,13 @@ json_t *gm_bench_compare_json(const json_t *const *docs, size_t n, gm_error *err
                                                 values ? values : json_null(), "change_percent",
                                                 change ? change : json_null()));
     }
-    if (!benches || !points) {
+    json_t *differ = gm_bench_settings_differ(docs, n);
+    if (!benches || !points || !differ) {
         json_decref(benches);
         json_decref(points);
+        json_decref(differ);
         return NULL;
     }
-    return json_pack("{s:o, s:o}", "benchmarks", benches, "points", points);
+    return json_pack("{s:o, s:o, s:o}", "benchmarks", benches, "settings_differ", differ, "points",
+                     points);
 }

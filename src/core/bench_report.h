@@ -21,11 +21,22 @@
 /* Adds the GPU side of a point to its JSON (from gm_bench_point_json): "gpu_monitoring" (s's
  * duration, samples, interval and per-GPU statistics), "energy_j" (null unless every GPU has
  * one), "energy_source" ("counter", "power_integration", "mixed"), "idle_power_w" and
- * "energy_above_idle_j" (when idle_power_w is finite: the benchmarked GPUs' idle power, summed),
+ * "energy_above_idle_j" (when idle_power_w is finite: the benchmarked GPUs' idle power, summed;
+ * null with "idle_power_unreliable": true when it would be negative, the idle GPUs having drawn
+ * more than the loaded ones),
  * "output_tokens_per_joule" and "joules_per_request". s NULL (no GPU): these keys are null.
  * sample_errors: samples that failed (kept in gpu_monitoring when not 0). GM_OK or GM_ENOMEM. */
 int gm_bench_point_add_gpu(json_t *point, gm_session *s, double idle_power_w,
                            unsigned sample_errors);
+
+/* Samples of a point's "gpu_timeline" at most (a longer point keeps every n-th and its last). */
+#define GM_BENCH_TIMELINE_MAX 2000
+
+/* Adds "gpu_timeline" to a point: what its GPUs did over it, for charts, as columns:
+ * {"t_s": [seconds since the benchmark started (bench_started_ms)...], "gpus": {"0":
+ * {"utilization": [...], "power_draw_w": [...]}}}, one value per sample (0.1 precision, null
+ * when absent). Null without GPUs or samples. GM_OK or GM_ENOMEM. */
+int gm_bench_point_add_timeline(json_t *point, gm_session *s, int64_t bench_started_ms);
 
 /* Sets "valid" (reasons empty) and "invalid_reasons" (stolen) on a point. */
 void gm_bench_point_set_validity(json_t *point, json_t *reasons);
@@ -37,6 +48,12 @@ void gm_bench_point_load(const json_t *point, char *buf, size_t len);
 void gm_bench_print_point(FILE *out, const json_t *point);
 /* A line per point: load, throughput, latency percentiles, energy, validity. */
 void gm_bench_print_table(FILE *out, const json_t *doc);
+/* The points as CSV: a header, then a line per point (point, load, the counts and rates, every
+ * statistic of each latency distribution: ttft_mean_ms ... ttft_p90_ms, ttft_p95_ms ...
+ * ttft_count, the same for tpot, itl, e2e and the from-schedule ones, then goodput, energy,
+ * idle power, tokens per joule, joules per request, valid (1 or 0) and the invalid reasons
+ * joined by "; "). Absent or null values are empty fields. */
+void gm_bench_print_csv(FILE *out, const json_t *doc);
 /* The whole benchmark: its header, every point's block, and the table when there are several. */
 void gm_bench_print_report(FILE *out, const json_t *doc);
 /* The "container" part of a benchmark document (`bench --image`), when it has one: a line with
@@ -44,13 +61,23 @@ void gm_bench_print_report(FILE *out, const json_t *doc);
  * when it ended on its own. */
 void gm_bench_print_container(FILE *out, const json_t *doc);
 
-/* Prints the points of n benchmark documents side by side (points matched by their load, else
- * by position), each figure with its change from the first benchmark's. GM_OK or GM_EINVAL
- * (fewer than two documents, or one is not a benchmark). */
-int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, gm_error *err);
+/* The settings in which n benchmark documents differ, the first being the reference: requests,
+ * duration_s, input_tokens, prompts, output_tokens (of "config"), api, and server (the
+ * container's image, else the URL), as [{"setting": name, "values": [one per document]}];
+ * empty when they ran alike. New reference, NULL when out of memory. */
+json_t *gm_bench_settings_differ(const json_t *const *docs, size_t n);
 
-/* The comparison as JSON: {"benchmarks": [{id, label, url, model}], "points": [{"load",
- * "values": {metric: [one per benchmark, null where absent]}, "change_percent": {metric: [...]}}]}.
+/* Prints the points of n benchmark documents side by side (points matched by their load, else
+ * by position), each figure with its change from the first benchmark's, marked "better" or
+ * "worse" (in green or red with color) when the benchmarks ran with the same settings; when
+ * they did not, the settings that differ come first and no change is called either. GM_OK or
+ * GM_EINVAL (fewer than two documents, or one is not a benchmark). */
+int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color,
+                           gm_error *err);
+
+/* The comparison as JSON: {"benchmarks": [{id, label, url, model}], "settings_differ": (as
+ * gm_bench_settings_differ), "points": [{"load", "values": {metric: [one per benchmark, null
+ * where absent]}, "change_percent": {metric: [...]}}]}.
  * NULL when out of memory or not comparable (see gm_bench_print_compare). */
 json_t *gm_bench_compare_json(const json_t *const *docs, size_t n, gm_error *err);
 

@@ -86,6 +86,11 @@ json_t *gm_bench_check_reasons(const gm_bench_check *c)
     return a;
 }
 
+bool gm_bench_provider_judged(const char *provider)
+{
+    return !provider || strcmp(provider, "sim") != 0;
+}
+
 bool gm_bench_pidset_has(const gm_bench_pidset *s, uint32_t pid)
 {
     for (size_t i = 0; s && i < s->n; i++)

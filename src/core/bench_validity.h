@@ -4,7 +4,9 @@
  *   foreign_process  a process appeared on a benchmarked GPU during the point that the server
  *                    under test did not start: not among the GPUs' processes when the benchmark
  *                    began, nor a descendant of one of them (its parents are read from /proc; a
- *                    process whose parents cannot be read counts as foreign);
+ *                    process whose parents cannot be read counts as foreign). The simulated
+ *                    GPUs' processes (provider "sim") are the simulator's stand-ins for a
+ *                    server and never foreign;
  *   throttled        a benchmarked GPU's clocks were held down by a thermal or power-brake
  *                    slowdown (NVML clock event reasons HW slowdown 0x8, SW thermal 0x20, HW
  *                    thermal 0x40, HW power brake 0x80) in some sample of the point. Running at
@@ -75,6 +77,10 @@ typedef struct gm_bench_pidset {
     uint32_t pid[GM_BENCH_PIDS_MAX];
     size_t n;
 } gm_bench_pidset;
+
+/* Whether the processes that provider ("nvml", "sim"...) reports are judged by the
+ * foreign-process rule: false for the simulated GPUs, whose processes the simulator makes up. */
+bool gm_bench_provider_judged(const char *provider);
 
 bool gm_bench_pidset_has(const gm_bench_pidset *s, uint32_t pid);
 /* Adds pid (a no-op when present or full). */

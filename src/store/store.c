@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "collect/host.h"
+#include "core/bench_report.h"
 
 /* How long a writer waits for another process's transaction before giving up. Samples are
  * small, so contention is brief; five seconds covers a slow disk without hanging forever. */
@@ -1710,40 +1711,14 @@ done:
 
 int gm_store_bench_csv(gm_store *st, const char *id, FILE *out, gm_error *err)
 {
-    if (st->schema < 3)
-        return gm_error_set(err, GM_ENOENT, "no benchmark \"%s\" in %s", id, st->path);
-    char sql[1024];
-    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT seq, load");
-    for (size_t c = 0; c < BENCH_NCOLS; c++)
-        o += (size_t)snprintf(sql + o, sizeof sql - o, ", %s", bench_cols[c].col);
-    snprintf(sql + o, sizeof sql - o, " FROM bench_points WHERE bench_id = ? ORDER BY seq");
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
-        return db_error(st, err, "reading benchmark points");
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
-    fprintf(out, "point,load");
-    for (size_t c = 0; c < BENCH_NCOLS; c++)
-        fprintf(out, ",%s", bench_cols[c].col);
-    fputc('\n', out);
-    int step;
-    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-        fprintf(out, "%lld,%s", (long long)sqlite3_column_int64(q, 0),
-                (const char *)sqlite3_column_text(q, 1));
-        for (size_t c = 0; c < BENCH_NCOLS; c++) {
-            int col = 2 + (int)c;
-            int type = sqlite3_column_type(q, col);
-            if (type == SQLITE_NULL)
-                fputc(',', out);
-            else if (type == SQLITE_INTEGER)
-                fprintf(out, ",%lld", (long long)sqlite3_column_int64(q, col));
-            else
-                fprintf(out, ",%.10g", sqlite3_column_double(q, col));
-        }
-        fputc('\n', out);
-    }
-    int rc = step == SQLITE_DONE ? GM_OK : db_error(st, err, "reading benchmark points");
-    sqlite3_finalize(q);
-    return rc;
+    /* From the document, which has every statistic (bench_points keeps p50 and p99 for SQL). */
+    json_t *doc = NULL;
+    int rc = gm_store_load(st, id, &doc, err);
+    if (rc < 0)
+        return rc;
+    gm_bench_print_csv(out, doc);
+    json_decref(doc);
+    return ferror(out) ? gm_error_set(err, GM_EIO, "writing the CSV of %s", id) : GM_OK;
 }
 
 int gm_store_bench_list(gm_store *st, size_t limit, json_t **out, gm_error *err)

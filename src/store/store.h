@@ -192,9 +192,8 @@ int gm_store_load(gm_store *st, const char *id, json_t **out, gm_error *err);
  * GM_EEXIST, GM_ESTATE (a read-only store of an older schema), GM_EIO, GM_ENOMEM. */
 int gm_store_put_bench(gm_store *st, const json_t *doc, const json_t *command, int64_t started_ms,
                        int64_t ended_ms, int64_t gpu_samples, gm_error *err);
-/* Writes the points of benchmark id as CSV to out: a header, then one line per point (point,
- * load, then bench_points' columns; empty where NULL). GM_OK (a header only when id has no
- * points), GM_EIO. */
+/* Writes the points of benchmark id as CSV to out, from its document (gm_bench_print_csv:
+ * every statistic it has). GM_OK (a header only when id has no points), GM_ENOENT, GM_EIO. */
 int gm_store_bench_csv(gm_store *st, const char *id, FILE *out, gm_error *err);
 /* The benchmarks, newest first (at most limit when > 0), as a JSON array of {id, label,
  * started_at, duration_seconds, url, model, api, points: [{load, concurrency, request_rate,

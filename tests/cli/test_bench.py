@@ -240,7 +240,10 @@ class Bench(unittest.TestCase):
         # A server claiming 10^12 completion tokens per request: counted in 64 bits this would
         # be 6 x 10^12 (in 32 bits 21405523968 for 6 requests); the stream shows 4 chunks each,
         # 4 asked, so the chunks are counted and the point is invalid.
-        s = self.server("--usage-completion-tokens", "1000000000000")
+        # Some latency, as real servers have: against one answering at once the client is
+        # busy the whole (millisecond) point and rightly judged saturated, a second reason.
+        s = self.server("--usage-completion-tokens", "1000000000000", "--ttft-ms", "5",
+                        "--itl-ms", "2")
         p, doc, lines = self.bench(s.url, "--concurrency", "2", "--requests", "6",
                                    "--output-tokens", "4")
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -328,8 +331,15 @@ class Bench(unittest.TestCase):
         s.stop()
         p, _, _ = self.bench(s.url, "--requests", "5")
         self.assertEqual(p.returncode, 1)
-        self.assertIn("cannot learn the model", p.stderr)
+        # First that the server is not there, and why; giving --model would not help.
+        self.assertTrue(p.stderr.startswith(
+            "gpumon bench: cannot reach the server at %s: connection refused" % s.url), p.stderr)
+        self.assertNotIn("give --model", p.stderr)
         self.assertIn("/v1/models", p.stderr)
+        p, _, _ = self.bench("http://no-such-host.invalid:8000", "--requests", "5")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("cannot reach the server at http://no-such-host.invalid:8000: the host "
+                      "name does not resolve (DNS)", p.stderr)
         p, _, _ = self.bench(s.url, "--model", "m", "--requests", "5")
         self.assertEqual(p.returncode, 1)
         self.assertIn("failed the first request (connection)", p.stderr)
@@ -449,6 +459,40 @@ class Bench(unittest.TestCase):
         self.assertFalse(two["valid"])
         self.assertEqual(two["invalid_reasons"], ["foreign_process: pid 5000002 on GPU 0",
                                                   "throttled: GPU 0 sw_thermal_slowdown"])
+
+    def test_simulated_gpus_idle_until_loaded_and_their_processes_are_not_foreign(self):
+        s = self.server("--ttft-ms", "5", "--itl-ms", "2")
+        p, doc, _ = self.bench(s.url, "--simulate", "2", "--concurrency", "1,8", "--requests",
+                               "40", "--output-tokens", "30", "--interval", "0.02",
+                               "--idle-seconds", "0.3")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(doc["provider"], "sim")
+        # Seed 0: two simulated H100s, idle at 70 W each.
+        self.assertEqual(doc["idle_power_w"], 140.0)
+        for pt in doc["points"]:
+            self.assertTrue(pt["valid"], pt["invalid_reasons"])
+            stats = pt["gpu_monitoring"]["gpu_stats"]
+            load_w = sum(g["power_draw_w"]["mean"] for g in stats.values())
+            self.assertGreater(load_w, 2 * doc["idle_power_w"])
+            self.assertGreater(min(g["utilization"]["max"] for g in stats.values()), 50)
+            self.assertGreater(pt["energy_above_idle_j"], 0)
+            self.assertFalse(pt["idle_power_unreliable"])
+
+    def test_an_idle_power_above_the_load_is_flagged_not_subtracted(self):
+        # Reads: 0 the first look, 1 the baseline, 2-3 idle (something else ran: 600 W),
+        # 4-5 the point (100 W, 10 J).
+        sc = scenario_file({"gpus": [
+            {"util_gpu": [0, 0, 90, 90, 20, 20], "util_mem": 5,
+             "power_mw": [70000, 70000, 600000, 600000, 100000, 100000],
+             "energy_mj": [0, 0, 1000000, 1300000, 2000000, 2010000]}]})
+        s = self.server("--ttft-ms", "5", "--itl-ms", "2")
+        p, doc, _ = self.bench(s.url, "--requests", "4", "--output-tokens", "4", "--interval",
+                               "3600", "--idle-seconds", "0.2", nvml=FAKE_NVML, scenario=sc)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pt = doc["points"][0]
+        self.assertEqual(doc["idle_power_w"], 600.0)
+        self.assertIsNone(pt["energy_above_idle_j"])
+        self.assertTrue(pt["idle_power_unreliable"])
 
     def test_power_integration_when_there_is_no_counter(self):
         sc = scenario_file({"gpus": [{"util_gpu": 50, "util_mem": 5, "power_mw": 200000,
@@ -578,14 +622,28 @@ class Bench(unittest.TestCase):
         self.assertEqual(len(rows), 3)
         self.assertTrue(rows[0].startswith("point,load,concurrency,request_rate,"))
         self.assertTrue(rows[2].startswith("1,concurrency 2,2,,6,6,0,"))
+        # Every statistic the document has, not only p50 and p99.
+        head = rows[0].split(",")
+        one = json.loads(full.stdout)["points"][1]
+        cells = dict(zip(head, rows[2].split(",")))
+        for stat in ("mean", "std", "min", "p50", "p90", "p95", "p99", "max"):
+            self.assertAlmostEqual(float(cells["ttft_%s_ms" % stat]), one["ttft_ms"][stat], places=6)
+            self.assertAlmostEqual(float(cells["e2e_%s_ms" % stat]), one["e2e_ms"][stat], places=6)
+        self.assertEqual(int(cells["itl_count"]), one["itl_ms"]["count"])
+        self.assertEqual(cells["valid"], "1" if one["valid"] else "0")
         cmp_ = run(["history", "compare", ids[0], ids[1], "--db", self.db], env=env())
         self.assertEqual(cmp_.returncode, 0, cmp_.stderr)
         self.assertIn("\nconcurrency 2\n", cmp_.stdout)
         self.assertIn("requests/s", cmp_.stdout)
+        # Alike settings: each change is called better or worse; no colour off a terminal.
+        self.assertIn("Changes are from A's figures: better or worse", cmp_.stdout)
+        self.assertRegex(cmp_.stdout, r"\(\s*[-+][0-9.]+% (better| worse)\)")
+        self.assertNotIn("\033[", cmp_.stdout)
         cj = json.loads(run(["history", "compare", ids[0], ids[1], "--db", self.db,
                              "--format", "json"], env=env()).stdout)
         self.assertEqual([b["id"] for b in cj["benchmarks"]], ids)
         self.assertEqual(len(cj["points"]), 2)
+        self.assertEqual(cj["settings_differ"], [])
         bad = run(["history", "compare", ids[0], "--db", self.db], env=env())
         self.assertEqual(bad.returncode, 2)
         # The daemon serves them.

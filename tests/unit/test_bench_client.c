@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -111,6 +112,22 @@ static void test_url_base(void **state)
         assert_int_equal(gm_bench_url_base(bad[i], b, sizeof b, &err), GM_EINVAL);
 }
 
+static void test_why_unreachable(void **state)
+{
+    (void)state;
+    assert_string_equal(gm_bench_reach_reason(6 /* CURLE_COULDNT_RESOLVE_HOST */, 0),
+                        "the host name does not resolve (DNS)");
+    assert_string_equal(gm_bench_reach_reason(7 /* CURLE_COULDNT_CONNECT */, ECONNREFUSED),
+                        "connection refused: nothing listens on that port");
+    assert_string_equal(gm_bench_reach_reason(7, EHOSTUNREACH),
+                        "no route to the host (unreachable)");
+    assert_string_equal(gm_bench_reach_reason(7, ETIMEDOUT), "the connection timed out");
+    assert_string_equal(gm_bench_reach_reason(28 /* CURLE_OPERATION_TIMEDOUT */, 0),
+                        "timed out: no answer in time");
+    assert_string_equal(gm_bench_reach_reason(52 /* CURLE_GOT_NOTHING */, 0),
+                        "the server closed the connection without answering");
+}
+
 static void test_models_and_unreachable(void **state)
 {
     (void)state;
@@ -121,6 +138,7 @@ static void test_models_and_unreachable(void **state)
     gm_error err = {0};
     assert_int_equal(gm_bench_client_first_model(c, m, sizeof m, &err), GM_OK);
     assert_string_equal(m, "org/model-7b");
+    assert_false(gm_bench_client_unreached(c));
     char want[64];
     snprintf(want, sizeof want, "http://127.0.0.1:%d", s.port);
     assert_string_equal(gm_bench_client_url(c), want); /* "/v1/" dropped */
@@ -130,6 +148,13 @@ static void test_models_and_unreachable(void **state)
     c = client(&s, GM_BENCH_API_COMPLETIONS, 4, 4);
     assert_int_equal(gm_bench_client_first_model(c, m, sizeof m, &err), GM_EIO);
     assert_non_null(strstr(err.msg, "/v1/models"));
+    /* Said first: not reached, and why. */
+    assert_true(gm_bench_client_unreached(c));
+    char head[128];
+    snprintf(head, sizeof head,
+             "cannot reach the server at %s: connection refused: nothing listens on that port",
+             want);
+    assert_true(strncmp(err.msg, head, strlen(head)) == 0);
     gm_bench_point p;
     gm_bench_point_init(&p);
     gm_bench_run r = {.concurrency = 2, .requests = 4};
@@ -453,6 +478,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_base),
+        cmocka_unit_test(test_why_unreachable),
         cmocka_unit_test(test_models_and_unreachable),
         cmocka_unit_test(test_closed_loop),
         cmocka_unit_test(test_failures_by_kind),

@@ -218,6 +218,82 @@ static void test_server_started_later(void **state)
     unlink(scenario);
 }
 
+/* Simulated GPUs driven by the benchmark: idle while it measures idle power, loaded while a
+ * point runs; their processes (made up by the simulator) are never foreign, even when nothing
+ * on the GPUs at the start was named the server's. */
+static double mean_power(gm_bench_gpu_point *p)
+{
+    json_t *pt = json_pack("{s:i, s:i}", "output_tokens", 10, "completed", 1);
+    assert_int_equal(gm_bench_point_add_gpu(pt, p->session, NAN, 0), GM_OK);
+    json_t *stats = json_object_get(json_object_get(pt, "gpu_monitoring"), "gpu_stats");
+    double w = 0;
+    const char *k;
+    json_t *gs;
+    json_object_foreach(stats, k, gs)
+    {
+        w += json_number_value(json_object_get(json_object_get(gs, "power_draw_w"), "mean"));
+    }
+    json_decref(pt);
+    return w;
+}
+
+static void test_simulated_gpus_follow_the_benchmark(void **state)
+{
+    (void)state;
+    double load = 0;
+    gm_collector_options co = {.simulate = 2,
+                               .sim_load = &load,
+                               .no_host = true,
+                               .no_first_cpu_wait = true,
+                               .slow_period_ms = -1};
+    gm_collector *c = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_collector_open(&co, &c, &err), GM_OK);
+    gm_bench_gpu *g = NULL;
+    gm_bench_gpu_options o = {
+        .collector = c, .interval_s = 0.01, .procfs_root = "/nonexistent", .server_later = true};
+    assert_int_equal(gm_bench_gpu_start(&o, &g, &err), GM_OK);
+    gm_bench_gpu_point idle, busy;
+    assert_int_equal(gm_bench_gpu_begin(g, "idle", &err), GM_OK);
+    usleep(100000);
+    assert_int_equal(gm_bench_gpu_end(g, &idle, &err), GM_OK);
+    load = 0.9;
+    assert_int_equal(gm_bench_gpu_begin(g, "point", &err), GM_OK);
+    usleep(200000);
+    assert_int_equal(gm_bench_gpu_end(g, &busy, &err), GM_OK);
+    load = 0;
+    assert_int_equal(idle.check.foreign_total, 0);
+    assert_int_equal(busy.check.foreign_total, 0);
+    double idle_w = mean_power(&idle), busy_w = mean_power(&busy);
+    assert_true(idle_w == 140); /* two H100s at 70 W */
+    assert_true(busy_w > 2 * idle_w);
+    json_t *pt = json_pack("{s:i, s:i}", "output_tokens", 10, "completed", 1);
+    assert_int_equal(gm_bench_point_add_gpu(pt, busy.session, idle_w, 0), GM_OK);
+    assert_true(json_number_value(json_object_get(pt, "energy_above_idle_j")) > 0);
+    assert_true(json_is_false(json_object_get(pt, "idle_power_unreliable")));
+    /* An idle figure above what the point drew is flagged, never subtracted into a negative. */
+    assert_int_equal(gm_bench_point_add_gpu(pt, busy.session, 10 * busy_w, 0), GM_OK);
+    assert_true(json_is_null(json_object_get(pt, "energy_above_idle_j")));
+    assert_true(json_is_true(json_object_get(pt, "idle_power_unreliable")));
+    /* The point's timeline: every sample, from the benchmark's start, for charts. */
+    int64_t started = gm_session_started_ms(idle.session);
+    assert_int_equal(gm_bench_point_add_timeline(pt, busy.session, started), GM_OK);
+    json_t *tl = json_object_get(pt, "gpu_timeline");
+    json_t *ts = json_object_get(tl, "t_s");
+    assert_int_equal(json_array_size(ts), gm_session_sample_count(busy.session));
+    assert_true(json_number_value(json_array_get(ts, 0)) >= 0.1);
+    json_t *w1 = json_object_get(json_object_get(json_object_get(tl, "gpus"), "1"), "power_draw_w");
+    assert_int_equal(json_array_size(w1), json_array_size(ts));
+    assert_true(json_number_value(json_array_get(w1, json_array_size(w1) - 1)) > 300);
+    assert_int_equal(gm_bench_point_add_timeline(pt, NULL, started), GM_OK);
+    assert_true(json_is_null(json_object_get(pt, "gpu_timeline")));
+    json_decref(pt);
+    gm_bench_gpu_point_free(&idle);
+    gm_bench_gpu_point_free(&busy);
+    gm_bench_gpu_free(g);
+    gm_collector_close(c);
+}
+
 static void test_no_session_means_null_energy(void **state)
 {
     (void)state;
@@ -236,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_only_the_gpus_asked_for),
         cmocka_unit_test(test_samples_every_interval),
         cmocka_unit_test(test_server_started_later),
+        cmocka_unit_test(test_simulated_gpus_follow_the_benchmark),
         cmocka_unit_test(test_no_session_means_null_energy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,6 +70,14 @@ static void test_point_block(void **state)
     has(t, "GPU 0 util % / power W (mean):           87.5 / 600.2\n");
     has(t, "Client CPU (% of a core):                3.5\n");
     has(t, "Valid:                                   NO\n  throttled: GPU 0 hw_thermal_slowdown\n");
+    has(t, "Energy above idle (J):                   5300.0\n");
+    free(t);
+    /* An idle measurement above the loaded power: no negative energy, a flag instead. */
+    json_object_set_new(p, "energy_above_idle_j", json_null());
+    json_object_set_new(p, "idle_power_unreliable", json_true());
+    t = render(gm_bench_print_point, p);
+    has(t, "Energy above idle (J):                   - (idle power above this point's: not "
+           "reliable)\n");
     free(t);
     /* Without GPUs: no energy section; absent figures print as "-". */
     json_object_set_new(p, "gpu_monitoring", json_null());
@@ -129,15 +137,48 @@ static void test_compare(void **state)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     gm_error err = {0};
-    assert_int_equal(gm_bench_print_compare(f, docs, 2, &err), GM_OK);
+    assert_int_equal(gm_bench_print_compare(f, docs, 2, false, &err), GM_OK);
     fclose(f);
     has(text, "A: A1 http://x:8000, model m, api completions\n");
+    has(text, "Changes are from A's figures: better or worse");
     has(text, "\nconcurrency 8\n");
-    has(text, "requests/s            10.00      12.00 (  +20.0%)\n");
-    has(text, "output tok/J          2.000      1.500 (  -25.0%)\n");
+    has(text, "requests/s            10.00      12.00 (  +20.0% better)\n");
+    has(text, "output tok/J          2.000      1.500 (  -25.0%  worse)\n");
+    has(text, "TTFT p50 ms           48.00      48.00 (   +0.0%       )\n");
     has(text, "\nconcurrency 64\n");
-    has(text, "requests/s            40.00      48.00 (  +20.0%)\n");
+    has(text, "requests/s            40.00      48.00 (  +20.0% better)\n");
     free(text);
+    /* In colour (a terminal without NO_COLOR): green better, red worse. */
+    f = open_memstream(&text, &len);
+    assert_int_equal(gm_bench_print_compare(f, docs, 2, true, &err), GM_OK);
+    fclose(f);
+    has(text, "12.00 \033[32m(  +20.0% better)\033[0m\n");
+    has(text, "1.500 \033[31m(  -25.0%  worse)\033[0m\n");
+    free(text);
+    /* Asked to do different things: said first, and no change is better or worse. */
+    json_object_set_new(a, "config",
+                        json_pack("{s:i, s:i}", "requests", 500, "output_tokens", 128));
+    json_object_set_new(b, "config",
+                        json_pack("{s:i, s:i}", "requests", 100, "output_tokens", 128));
+    json_object_set_new(b, "url", json_string("http://y:8000"));
+    f = open_memstream(&text, &len);
+    assert_int_equal(gm_bench_print_compare(f, docs, 2, true, &err), GM_OK);
+    fclose(f);
+    has(text, "The settings differ, so the changes are not better or worse:\n"
+              "  requests: A 500 B 100\n  server: A http://x:8000 B http://y:8000\n");
+    has(text, "requests/s            10.00      12.00 (  +20.0%       )\n");
+    assert_null(strstr(text, "better)"));
+    assert_null(strstr(text, "\033["));
+    free(text);
+    json_t *cj = gm_bench_compare_json(docs, 2, &err);
+    json_t *sd = json_object_get(cj, "settings_differ");
+    assert_int_equal(json_array_size(sd), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(sd, 0), "setting")),
+                        "requests");
+    assert_int_equal(
+        json_integer_value(json_array_get(json_object_get(json_array_get(sd, 0), "values"), 1)),
+        100);
+    json_decref(cj);
     json_t *j = gm_bench_compare_json(docs, 2, &err);
     assert_non_null(j);
     json_t *p0 = json_array_get(json_object_get(j, "points"), 0);
@@ -149,13 +190,54 @@ static void test_compare(void **state)
     assert_true(json_is_null(json_array_get(ch, 0)) || json_real_value(json_array_get(ch, 0)) == 0);
     json_decref(j);
     /* Not comparable: one benchmark, or a session among them. */
-    assert_int_equal(gm_bench_print_compare(stdout, docs, 1, &err), GM_EINVAL);
+    assert_int_equal(gm_bench_print_compare(stdout, docs, 1, false, &err), GM_EINVAL);
     json_object_set_new(b, "kind", json_string("record"));
-    assert_int_equal(gm_bench_print_compare(stdout, docs, 2, &err), GM_EINVAL);
+    assert_int_equal(gm_bench_print_compare(stdout, docs, 2, false, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "B2 is not a benchmark"));
     assert_null(gm_bench_compare_json(docs, 2, &err));
     json_decref(a);
     json_decref(b);
+}
+
+static void test_csv_has_every_statistic(void **state)
+{
+    (void)state;
+    json_t *d = doc_with("A1", 10, 2);
+    json_t *p0 = json_array_get(json_object_get(d, "points"), 0);
+    json_object_set_new(p0, "ttft_ms",
+                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i}", "mean", 50.5,
+                                  "std", 3.0, "min", 40.0, "p50", 48.0, "p90", 60.0, "p95", 70.25,
+                                  "p99", 80.0, "max", 90.0, "count", 98));
+    json_object_set_new(p0, "invalid_reasons",
+                        json_pack("[s, s]", "foreign_process: pid 7 (say \"hi\") on GPU 0",
+                                  "throttled: GPU 0 hw_slowdown"));
+    char *t = render(gm_bench_print_csv, d);
+    has(t, "point,load,concurrency,request_rate,requests,completed,failed,duration_s,");
+    has(t, ",ttft_mean_ms,ttft_std_ms,ttft_min_ms,ttft_p50_ms,ttft_p90_ms,ttft_p95_ms,"
+           "ttft_p99_ms,ttft_max_ms,ttft_count,tpot_mean_ms,");
+    has(t, ",e2e_from_schedule_count,goodput_requests_per_s,energy_j,");
+    has(t, ",valid,invalid_reasons\n");
+    has(t, "\n0,concurrency 8,8,,100,98,2,10,");
+    has(t, ",50.5,3,40,48,60,70.25,80,90,98,10,");
+    has(t, ",0,\"foreign_process: pid 7 (say \"\"hi\"\") on GPU 0; throttled: GPU 0 "
+           "hw_slowdown\"\n");
+    has(t, "\n1,concurrency 64,64,");
+    /* As many fields in every line as in the header. */
+    size_t fields[3] = {0};
+    int line = 0;
+    bool quoted = false;
+    for (const char *c = t; *c && line < 3; c++) {
+        if (*c == '"')
+            quoted = !quoted;
+        else if (*c == ',' && !quoted)
+            fields[line]++;
+        else if (*c == '\n')
+            line++;
+    }
+    assert_int_equal(fields[1], fields[0]);
+    assert_int_equal(fields[2], fields[0]);
+    free(t);
+    json_decref(d);
 }
 
 static void test_validity_and_load(void **state)
@@ -180,9 +262,8 @@ static void test_validity_and_load(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_point_block),
-        cmocka_unit_test(test_report_and_table),
-        cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_point_block),       cmocka_unit_test(test_report_and_table),
+        cmocka_unit_test(test_compare),           cmocka_unit_test(test_csv_has_every_statistic),
         cmocka_unit_test(test_validity_and_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

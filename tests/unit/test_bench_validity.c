@@ -144,6 +144,14 @@ static bool parents(void *arg, uint32_t pid, uint32_t *ppid)
     }
 }
 
+static void test_simulated_processes_are_not_judged(void **state)
+{
+    (void)state;
+    assert_false(gm_bench_provider_judged("sim"));
+    assert_true(gm_bench_provider_judged("nvml"));
+    assert_true(gm_bench_provider_judged("nvidia-smi"));
+}
+
 static void test_server_processes(void **state)
 {
     (void)state;
@@ -175,9 +183,13 @@ static void test_server_processes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clean_point_is_valid), cmocka_unit_test(test_throttled),
-        cmocka_unit_test(test_client_saturated),     cmocka_unit_test(test_foreign_processes),
-        cmocka_unit_test(test_server_processes),     cmocka_unit_test(test_usage_distrusted),
+        cmocka_unit_test(test_clean_point_is_valid),
+        cmocka_unit_test(test_throttled),
+        cmocka_unit_test(test_client_saturated),
+        cmocka_unit_test(test_foreign_processes),
+        cmocka_unit_test(test_server_processes),
+        cmocka_unit_test(test_usage_distrusted),
+        cmocka_unit_test(test_simulated_processes_are_not_judged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -276,6 +276,57 @@ static void test_processes(void **state)
     gm_snapshot_free(s);
 }
 
+/* Driven by a benchmark: idle (idle power, no utilisation) until loaded, the load followed
+ * within a few samples, back to idle when it stops; one steady server process per GPU. */
+static double mean_of(void *st, gm_snapshot *s, int n, gm_metric m, unsigned gpus)
+{
+    double sum = 0;
+    for (int k = 0; k < n; k++) {
+        sample(st, s, true);
+        assert_int_equal(s->proc_count, gpus);
+        for (unsigned i = 0; i < gpus; i++) {
+            sum += v(&s->gpus[i], m);
+            assert_string_equal(s->procs[i].command, "python serve.py --simulated");
+        }
+    }
+    return sum / n / gpus;
+}
+
+static void test_driven_by_a_load(void **state)
+{
+    (void)state;
+    double load = 0;
+    gm_collector_options opt = {.simulate = 2, .seed = 0, .sim_load = &load};
+    void *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_provider_sim.open(&opt, &st, &err), GM_OK);
+    gm_snapshot *s = gm_snapshot_new();
+    /* Seed 0: H100s, 70 W idle, 700 W limit. Idle for a long while: no phase of its own. */
+    for (int k = 0; k < SAMPLES; k++) {
+        sample(st, s, true);
+        for (unsigned i = 0; i < 2; i++) {
+            assert_true(v(&s->gpus[i], GM_M_UTIL_GPU_PCT) == 0);
+            assert_true(v(&s->gpus[i], GM_M_POWER_MW) == 70000);
+        }
+    }
+    uint32_t pid0 = s->procs[0].pid;
+    load = 0.9;
+    sample(st, s, true);
+    sample(st, s, true);
+    sample(st, s, true);
+    double util = mean_of(st, s, 50, GM_M_UTIL_GPU_PCT, 2);
+    assert_true(util > 80 && util < 100);
+    sample(st, s, true);
+    assert_true(v(&s->gpus[0], GM_M_POWER_MW) > 400000);
+    assert_int_equal(s->procs[0].pid, pid0); /* the same server throughout */
+    load = 0;
+    for (int k = 0; k < 20; k++)
+        sample(st, s, true);
+    assert_true(mean_of(st, s, 10, GM_M_POWER_MW, 2) == 70000);
+    gm_provider_sim.close(st);
+    gm_snapshot_free(s);
+}
+
 static void test_p2p_islands(void **state)
 {
     (void)state;
@@ -347,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_values_within_physical_ranges),
         cmocka_unit_test(test_identity_and_labels),
         cmocka_unit_test(test_processes),
+        cmocka_unit_test(test_driven_by_a_load),
         cmocka_unit_test(test_p2p_islands),
         cmocka_unit_test(test_through_the_collector),
     };

@@ -926,7 +926,9 @@ static void test_benchmarks(void **state)
     assert_true(strncmp(text, "point,load,concurrency,request_rate,requests,completed,", 55) == 0);
     assert_non_null(strstr(text, "\n0,concurrency 8,8,,100,99,,,9.5,"));
     assert_non_null(strstr(text, "\n1,rate 2.5/s,,2.5,10,10,,,2.4,"));
-    assert_non_null(strstr(text, ",1234.5,,,1\n"));
+    assert_non_null(strstr(text, ",1234.5,,,,,,,1,"));
+    /* From the document: every statistic of a distribution, not only p50 and p99. */
+    assert_non_null(strstr(text, ",ttft_p90_ms,ttft_p95_ms,"));
     free(text);
 
     /* Deleting it takes its points. */

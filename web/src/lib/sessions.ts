@@ -136,6 +136,11 @@ export function runTitle(r: { id: string; label: string | null }): string {
   return r.label ? r.label : r.id;
 }
 
+/** The page of a stored run: a benchmark's own page for kind "bench", else the session page. */
+export function runPath(r: { id: string; kind: string }): string {
+  return r.kind === 'bench' ? `/benchmarks/${r.id}` : `/sessions/${r.id}`;
+}
+
 /** The Sessions table lists runs; benchmarks have a page of their own. */
 export function isSessionKind(kind: string): boolean {
   return kind !== 'bench';

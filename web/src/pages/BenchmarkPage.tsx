@@ -1,16 +1,24 @@
-// One benchmark: what was measured against what, and each point (a concurrency or a request
-// rate) with its throughput, latency percentiles, energy and tokens per joule, and whether the
-// point can be trusted. Export and delete as for sessions.
+// One benchmark: what was measured against what and with which settings, each point (a
+// concurrency or a request rate) with its throughput, latency percentiles, energy and tokens per
+// joule, whether the point can be trusted and why not, and the GPUs' utilization and power over
+// the run. Export and delete as for sessions.
 
 import type { PageProps } from '../app';
+import { Chart } from '../components/Chart';
 import { RunActions } from '../components/RunActions';
 import { useResource } from '../components/hooks';
 import type { BenchDoc, Dist } from '../lib/bench';
-import { fmtFig, loadLabel } from '../lib/bench';
-import { NA } from '../lib/format';
+import { benchSettings, benchTimelineColumns, fmtFig, invalidLines, loadLabel } from '../lib/bench';
+import { fmtPercent, fmtWatts, NA } from '../lib/format';
 import { href } from '../lib/router';
-import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuSummary, runTitle } from '../lib/sessions';
+import { percentRange, powerRange } from '../lib/scales';
+import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuColor, gpuSummary, runTitle } from '../lib/sessions';
 import type { Num } from '../lib/types';
+
+const CHARTS = [
+  { metric: 'utilization', title: 'GPU utilization', unit: '%', fmt: (v: Num) => fmtPercent(v) },
+  { metric: 'power_draw_w', title: 'Power draw', unit: 'W', fmt: (v: Num) => fmtWatts(v) },
+] as const;
 
 const p = (d: Dist | null | undefined, k: 'p50' | 'p90' | 'p99', digits = 1): string => fmtFig(d ? d[k] : null, digits);
 
@@ -38,6 +46,11 @@ export function BenchmarkPage({ app, params }: PageProps) {
     );
   if (!doc) return <p class="loading">Loading benchmark {id}…</p>;
   const energy = (v: Num): string => fmtEnergy(v);
+  const settings = benchSettings(doc);
+  const invalid = invalidLines(doc.points);
+  const gpus = (doc.gpus ?? []).map((g) => g.index).sort((a, b) => a - b);
+  const charted = gpus.length > 0 && doc.points.some((pt) => (pt.gpu_timeline?.t_s.length ?? 0) > 0);
+  const unreliable = doc.points.some((pt) => pt.idle_power_unreliable === true);
 
   return (
     <div class="page page-benchmark" data-id={doc.id}>
@@ -66,12 +79,6 @@ export function BenchmarkPage({ app, params }: PageProps) {
           <span class="k">Model</span>
           <span class="v">{doc.model ?? NA}</span>
         </div>
-        <div class="wide">
-          <span class="k">Server</span>
-          <code class="v">
-            {doc.url ?? NA} ({doc.api ?? NA})
-          </code>
-        </div>
         <div>
           <span class="k">Started</span>
           <span class="v">{fmtDateTime(doc.started)}</span>
@@ -90,13 +97,30 @@ export function BenchmarkPage({ app, params }: PageProps) {
           <span class="k">GPUs</span>
           <span class="v">{gpuSummary(doc.gpus)}</span>
         </div>
+        <div>
+          <span class="k">Idle power</span>
+          <span class="v" data-field="idle-power">
+            {fmtWatts(doc.idle_power_w ?? null)}
+            {unreliable ? ' (not reliable)' : ''}
+          </span>
+        </div>
       </section>
+      {settings.length > 0 && (
+        <section class="summary settings" data-field="settings" aria-label="Settings">
+          {settings.map((x) => (
+            <div key={x.key} class={x.key === 'server' || x.key === 'image' ? 'wide' : undefined} data-setting={x.key}>
+              <span class="k">{x.label}</span>
+              {x.key === 'server' || x.key === 'image' ? <code class="v">{x.value}</code> : <span class="v">{x.value}</span>}
+            </div>
+          ))}
+        </section>
+      )}
       <section class="card">
         <header class="card-head">
           <h2>Points</h2>
           <span class="note">latencies in ms; energy of the benchmarked GPUs over each point</span>
         </header>
-        <div class="table-wrap">
+        <div class="table-wrap table-tall">
           <table class="points" data-field="points-table">
             <thead>
               <tr>
@@ -175,6 +199,42 @@ export function BenchmarkPage({ app, params }: PageProps) {
           </table>
         </div>
       </section>
+      {invalid.length > 0 && (
+        <section class="card" data-field="invalid-reasons">
+          <header class="card-head">
+            <h2>Why points are not valid</h2>
+          </header>
+          <ul class="reasons">
+            {invalid.map((r, i) => (
+              <li key={i} data-load={r.load}>
+                <b>{r.load}</b>: <code>{r.reason}</code>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      {unreliable && (
+        <p class="banner banner-soft" data-field="idle-unreliable">
+          The GPUs drew more power during the idle measurement than under load (something else ran on them then): the energy above
+          idle is not given.
+        </p>
+      )}
+      {charted && (
+        <div class="session-charts bench-charts" data-field="gpu-charts">
+          {CHARTS.map((ch) => (
+            <Chart
+              key={ch.metric}
+              kind={ch.metric}
+              title={`${ch.title} over the run`}
+              unit={ch.unit}
+              lines={gpus.map((g, i) => ({ label: `GPU ${g}`, color: gpuColor(i) }))}
+              data={benchTimelineColumns(doc, gpus, ch.metric)}
+              range={(m) => (ch.metric === 'utilization' ? percentRange() : powerRange(null, m))}
+              fmt={ch.fmt}
+            />
+          ))}
+        </div>
+      )}
       <p class="note">
         The same figures as <code>gpumon history show {doc.id}</code>; docs/BENCH.md says how each is measured.
       </p>

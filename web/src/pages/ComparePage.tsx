@@ -5,7 +5,7 @@
 import type { PageProps } from '../app';
 import { useResource } from '../components/hooks';
 import type { BenchCompare } from '../lib/bench';
-import { changeVerdict, comparedMetrics, fmtChange, fmtFig } from '../lib/bench';
+import { changeVerdict, comparedMetrics, fmtChange, fmtFig, settingsDiffer } from '../lib/bench';
 import { NA } from '../lib/format';
 import { href } from '../lib/router';
 import { runTitle } from '../lib/sessions';
@@ -23,6 +23,8 @@ export function ComparePage({ app, query }: PageProps) {
   );
   const c = res.data;
   const metrics = c ? comparedMetrics(c) : [];
+  // Runs asked to do different things differ for that reason: their changes are shown, not judged.
+  const differ = c ? settingsDiffer(c) : [];
 
   return (
     <div class="page page-compare">
@@ -35,11 +37,22 @@ export function ComparePage({ app, query }: PageProps) {
       {res.error && <p class="banner">Cannot compare: {res.error}</p>}
       {c && (
         <section class="card">
-          <p class="note">
-            Changes are from the first benchmark's figure; green is better, red worse (lower latency, energy and failures are
-            better).
-          </p>
-          <div class="table-wrap">
+          {differ.length > 0 ? (
+            <div class="banner banner-soft" data-field="settings-differ">
+              <p>These benchmarks ran with different settings, so their changes are not better or worse:</p>
+              <ul>
+                {differ.map((d) => (
+                  <li key={d}>{d}</li>
+                ))}
+              </ul>
+            </div>
+          ) : (
+            <p class="note">
+              Changes are from the first benchmark's figure; green is better, red worse (lower latency, energy and failures are
+              better).
+            </p>
+          )}
+          <div class="table-wrap table-tall">
             <table class="compare" data-field="compare-table">
               <thead>
                 <tr>
@@ -67,7 +80,7 @@ export function ComparePage({ app, query }: PageProps) {
                       {c.benchmarks.map((b, i) => {
                         const v = pt.values[m.key]?.[i] ?? null;
                         const pct = pt.change_percent[m.key]?.[i] ?? null;
-                        const verdict = i === 0 ? 'same' : changeVerdict(m, pct);
+                        const verdict = i === 0 || differ.length > 0 ? 'same' : changeVerdict(m, pct);
                         const text = fmtFig(v, m.digits);
                         return (
                           <td key={b.id} class={`num${text === NA ? ' na' : ''} change-${verdict}`}>

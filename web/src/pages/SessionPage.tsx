@@ -14,7 +14,7 @@ import { fmtPercent, fmtTemp, fmtWatts, NA } from '../lib/format';
 import { href } from '../lib/router';
 import { niceCeil, percentRange, powerRange, temperatureRange } from '../lib/scales';
 import type { SessionDoc, StatCell, TimelineMetric } from '../lib/sessions';
-import { docGpus, fmtDateTime, fmtEnergy, fmtRunDuration, gpuColor, runTitle, statsRows, timelineColumns } from '../lib/sessions';
+import { docGpus, fmtDateTime, fmtEnergy, fmtRunDuration, gpuColor, runPath, runTitle, statsRows, timelineColumns } from '../lib/sessions';
 import type { Num } from '../lib/types';
 
 /** How often a running session is read again. */
@@ -68,6 +68,13 @@ export function SessionPage({ app, params }: PageProps) {
   const doc = res.data?.doc ?? null;
   const running = doc?.status === 'running';
 
+  // A benchmark is stored as a run too, but its document has points, not a timeline: it is
+  // shown on its own page (the address replaced, so Back does not return here).
+  const bench = doc?.kind === 'bench';
+  useEffect(() => {
+    if (bench) location.replace(href(runPath({ id, kind: 'bench' })));
+  }, [bench, id]);
+
   useEffect(() => {
     if (!running) return;
     const t = setTimeout(() => setTick((n) => n + 1), REFRESH_MS);
@@ -84,6 +91,12 @@ export function SessionPage({ app, params }: PageProps) {
       </section>
     );
   if (!doc) return <p class="loading">Loading session {id}…</p>;
+  if (bench)
+    return (
+      <p class="loading">
+        {id} is a benchmark: <a href={href(runPath(doc))}>its page</a>…
+      </p>
+    );
 
   const gpus = docGpus(doc);
   const rows = statsRows(doc);

@@ -8,7 +8,7 @@ import { useResource } from '../components/hooks';
 import { fmtPercent, NA } from '../lib/format';
 import { href } from '../lib/router';
 import type { SessionList } from '../lib/sessions';
-import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuSummary, isSessionKind, runTitle } from '../lib/sessions';
+import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuSummary, isSessionKind, runPath, runTitle } from '../lib/sessions';
 
 const LIMIT = 500;
 
@@ -84,7 +84,7 @@ export function SessionsPage({ app, query }: PageProps) {
                   <tr key={r.id} data-id={r.id} data-kind={r.kind}>
                     <td class="c-start">{fmtDateTime(r.started_at)}</td>
                     <td class="c-label">
-                      <a href={href(`/sessions/${r.id}`)} title={r.id}>
+                      <a href={href(runPath(r))} title={r.id}>
                         {runTitle(r)}
                       </a>
                       {r.kind !== 'session' && <span class="badge">{r.kind}</span>}

@@ -159,6 +159,24 @@ describe('pages', () => {
     await fresh('#/benchmarks');
     const rows = page.locator('table.benches tbody tr');
     await waitFor('the benchmarks', async () => (await rows.count()) === 2);
+    // The list: server, simulated GPUs, valid points counted, the point each best figure is from.
+    const row = page.locator(`table.benches tr[data-id="${b}"]`);
+    await row.locator('[data-field=sim]').waitFor();
+    const listed = await api<BenchDoc>(daemon, `api/benchmarks/${b}`);
+    expect(await row.locator('[data-field=server]').textContent()).toBe(new URL(listed.url ?? '').host);
+    expect(await row.locator('[data-field=valid]').textContent()).toBe('all 2');
+    expect(await row.locator('[data-field=ttft-p50-at]').textContent()).toMatch(/^concurrency (1|4)$/);
+    await page.locator('input[aria-label="Filter benchmarks"]').fill('sweep A');
+    await waitFor('the filtered list', async () => (await rows.count()) === 1);
+    expect(await page.locator('[data-field=bench-count]').textContent()).toBe('1 of 2');
+    await page.locator('input[aria-label="Filter benchmarks"]').fill('');
+    await waitFor('the whole list', async () => (await rows.count()) === 2);
+
+    // A benchmark's id under #/sessions (a run is a run) lands on the benchmark's page.
+    await fresh(`#/sessions/${b}`);
+    await expect.poll(() => page.evaluate(() => location.hash)).toBe(`#/benchmarks/${b}`);
+    await page.locator('table.points').waitFor();
+    expect(await page.locator('.page-session').count()).toBe(0);
 
     await fresh(`#/benchmarks/${b}`);
     const doc = await api<BenchDoc>(daemon, `api/benchmarks/${b}`);
@@ -169,6 +187,15 @@ describe('pages', () => {
     expect(await first.locator('[data-field=ttft-p50]').textContent()).toBe(fmtFig(doc.points[0]?.ttft_ms?.p50 ?? null, 1));
     expect(await first.locator('[data-field=ttft-p99]').textContent()).toBe(fmtFig(doc.points[0]?.ttft_ms?.p99 ?? null, 1));
     expect(await first.locator('[data-field=tok-per-j]').textContent()).toBe(fmtFig(doc.points[0]?.output_tokens_per_joule ?? null, 3));
+    // The settings it ran with, the GPUs over the run, every point in sight (no inner scroll box).
+    expect(await page.locator('[data-setting=load] .v').textContent()).toBe('1, 4');
+    expect(await page.locator('[data-setting=output] .v').textContent()).toBe('8');
+    expect(await page.locator('[data-setting=server] .v').textContent()).toBe(`${doc.url} (completions)`);
+    expect(await page.locator('[data-field=gpu-charts] figure.chart').count()).toBe(2);
+    expect(await page.locator('table.points').evaluate((t) => getComputedStyle(t.parentElement as Element).maxHeight)).toBe('none');
+    // Simulated GPUs idle until the benchmark loads them: every point valid, nothing to explain.
+    expect(doc.points.every((x) => x.valid)).toBe(true);
+    expect(await page.locator('[data-field=invalid-reasons]').count()).toBe(0);
     const [csv] = await Promise.all([page.waitForEvent('download'), page.locator('[data-action=export-csv]').click()]);
     const want = await (await fetch(`${daemon.base}api/sessions/${b}/export?format=csv`)).text();
     expect(readFileSync((await csv.path()) as string, 'utf8')).toBe(want);
@@ -188,6 +215,10 @@ describe('pages', () => {
     const cell = table.locator('tbody[data-load="concurrency 1"] tr[data-metric="ttft_ms.p99"] td').nth(1);
     expect(await cell.locator('.chg').textContent()).toBe(fmtChange(cmp.points[0]?.change_percent['ttft_ms.p99']?.[1] ?? null, false));
     expect(await table.locator('th[data-bench]').evaluateAll((e) => e.map((x) => x.getAttribute('data-bench')))).toEqual([b, a]);
+    // Same settings: judged; the whole table in the page, not in a box of its own.
+    expect(cmp.settings_differ).toEqual([]);
+    expect(await page.locator('[data-field=settings-differ]').count()).toBe(0);
+    expect(await table.evaluate((t) => getComputedStyle(t.parentElement as Element).maxHeight)).toBe('none');
   });
 
   it('fits 16 GPUs on a 1600x1000 screen in the overview, chosen above 8 GPUs and switchable', async () => {

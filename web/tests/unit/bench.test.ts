@@ -2,8 +2,25 @@
 // better.
 import { describe, expect, it } from 'vitest';
 
-import type { BenchCompare, BenchPointBrief } from '../../src/lib/bench';
-import { allValid, best, changeVerdict, COMPARE_METRICS, comparedMetrics, fmtChange, fmtFig, loadLabel } from '../../src/lib/bench';
+import type { BenchCompare, BenchDoc, BenchPoint, BenchPointBrief } from '../../src/lib/bench';
+import {
+  allValid,
+  benchMatches,
+  benchSettings,
+  benchTimelineColumns,
+  best,
+  bestAt,
+  changeVerdict,
+  COMPARE_METRICS,
+  comparedMetrics,
+  fmtChange,
+  fmtFig,
+  invalidLines,
+  loadLabel,
+  serverShort,
+  settingsDiffer,
+  validitySummary,
+} from '../../src/lib/bench';
 
 const pt = (o: Partial<BenchPointBrief>): BenchPointBrief => ({
   load: 'concurrency 1',
@@ -25,6 +42,121 @@ const pt = (o: Partial<BenchPointBrief>): BenchPointBrief => ({
 });
 
 const metric = (key: string) => COMPARE_METRICS.find((m) => m.key === key) as (typeof COMPARE_METRICS)[number];
+
+const point = (over: Partial<BenchPoint>): BenchPoint => ({
+  requests: 10,
+  completed: 10,
+  failed: 0,
+  duration_s: 1,
+  requests_per_s: 10,
+  output_tokens_per_s: 100,
+  ttft_ms: null,
+  tpot_ms: null,
+  itl_ms: null,
+  e2e_ms: null,
+  energy_j: null,
+  output_tokens_per_joule: null,
+  joules_per_request: null,
+  valid: true,
+  invalid_reasons: [],
+  ...over,
+});
+
+describe('a benchmark page', () => {
+  it('says the settings the run was asked for', () => {
+    const doc: Pick<BenchDoc, 'config' | 'url' | 'api' | 'container'> = {
+      url: 'http://127.0.0.1:40607',
+      api: 'chat',
+      config: { load: 'concurrency', concurrencies: [1, 8, 32], requests: 500, duration_s: null, warmup: 0, input_tokens: 128, output_tokens: 64, prompts: null, slo: { ttft_ms: 500 } },
+      container: { image: 'nvcr.io/nim/meta/llama-3.1-8b-instruct:latest' },
+    };
+    expect(benchSettings(doc).map((x) => [x.label, x.value])).toEqual([
+      ['Concurrency', '1, 8, 32'],
+      ['Requests per point', '500'],
+      ['Input tokens', '128'],
+      ['Output tokens', '64'],
+      ['Objectives', 'ttft 500 ms'],
+      ['Server', 'http://127.0.0.1:40607 (chat)'],
+      ['Image', 'nvcr.io/nim/meta/llama-3.1-8b-instruct:latest'],
+    ]);
+    const open = benchSettings({ url: null, api: null, config: { request_rates: [2, 'inf'], duration_s: 60, prompts: 'sharegpt.jsonl' } });
+    expect(open.map((x) => x.value)).toEqual(['2, inf', '60 s', 'from sharegpt.jsonl']);
+  });
+
+  it('lists every reason of every invalid point in full', () => {
+    const pts = [
+      point({ concurrency: 1 }),
+      point({ concurrency: 8, valid: false, invalid_reasons: ['foreign_process: pid 4242 (python other.py) on GPU 0', 'throttled: GPU 1 hw_slowdown'] }),
+    ];
+    expect(invalidLines(pts)).toEqual([
+      { load: 'concurrency 8', reason: 'foreign_process: pid 4242 (python other.py) on GPU 0' },
+      { load: 'concurrency 8', reason: 'throttled: GPU 1 hw_slowdown' },
+    ]);
+  });
+
+  it("charts the GPUs over the run, points apart, absent values as gaps", () => {
+    const doc = {
+      started: '2026-11-26T09:00:00.000Z',
+      points: [
+        point({ concurrency: 1, gpu_timeline: { t_s: [2, 3], gpus: { '0': { power_draw_w: [300, 310] }, '2': { power_draw_w: [200, null] } } } }),
+        point({ concurrency: 8, gpu_timeline: null }),
+        point({ concurrency: 32, gpu_timeline: { t_s: [5], gpus: { '0': { power_draw_w: [600] } } } }),
+      ],
+    };
+    const t0 = Date.parse(doc.started) / 1000;
+    expect(benchTimelineColumns(doc, [0, 2], 'power_draw_w')).toEqual([
+      [t0 + 2, t0 + 3, t0 + 4, t0 + 5],
+      [300, 310, null, 600],
+      [200, null, null, null],
+    ]);
+  });
+
+  it('says which settings of compared benchmarks differ', () => {
+    expect(settingsDiffer({ settings_differ: [] })).toEqual([]);
+    expect(settingsDiffer({})).toEqual([]);
+    expect(
+      settingsDiffer({
+        settings_differ: [
+          { setting: 'requests', values: [500, 100] },
+          { setting: 'server', values: ['http://a:8000', null] },
+        ],
+      }),
+    ).toEqual(['requests per point: 500 / 100', 'server: http://a:8000 / —']);
+  });
+});
+
+describe('the benchmarks list', () => {
+  it('says which point a best figure is from', () => {
+    const pts = [
+      { ...pt({ output_tokens_per_s: 10, ttft_p50_ms: 30 }), load: 'concurrency 1' },
+      { ...pt({ output_tokens_per_s: 40, ttft_p50_ms: 90 }), load: 'concurrency 8' },
+      { ...pt({ output_tokens_per_s: null, ttft_p50_ms: null }), load: 'concurrency 32' },
+    ];
+    expect(bestAt(pts, 'ttft_p50_ms', true)).toEqual({ value: 30, load: 'concurrency 1' });
+    expect(bestAt(pts, 'output_tokens_per_s')).toEqual({ value: 40, load: 'concurrency 8' });
+    expect(bestAt([], 'output_tokens_per_s')).toEqual({ value: null, load: '' });
+  });
+
+  it('counts valid points rather than calling a run with a valid point invalid', () => {
+    expect(validitySummary([{ valid: true }, { valid: false }, { valid: true }])).toEqual({ text: '2 of 3', state: 'some' });
+    expect(validitySummary([{ valid: true }, { valid: true }])).toEqual({ text: 'all 2', state: 'all' });
+    expect(validitySummary([{ valid: false }, { valid: false }])).toEqual({ text: 'none of 2', state: 'none' });
+    expect(validitySummary([{ valid: true }])).toEqual({ text: 'yes', state: 'all' });
+    expect(validitySummary([])).toEqual({ text: '—', state: 'unknown' });
+  });
+
+  it('names the server shortly and filters by label, model, server or id', () => {
+    expect(serverShort('http://gpu7:8000')).toBe('gpu7:8000');
+    expect(serverShort('https://nim.example.com/v1/')).toBe('nim.example.com/v1');
+    expect(serverShort(null)).toBe('n/a');
+    const b = { id: '20261126-091102-7c01aa', label: 'sweep', model: 'meta-llama/Llama-3.1-8B', url: 'http://gpu7:8000' };
+    expect(benchMatches(b, '')).toBe(true);
+    expect(benchMatches(b, 'LLAMA')).toBe(true);
+    expect(benchMatches(b, 'gpu7')).toBe(true);
+    expect(benchMatches(b, '7c01')).toBe(true);
+    expect(benchMatches(b, 'vllm')).toBe(false);
+  });
+});
 
 describe('bench', () => {
   it('names loads as the CLI does', () => {

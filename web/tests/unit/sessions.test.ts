@@ -10,6 +10,7 @@ import {
   gpuColor,
   gpuSummary,
   isSessionKind,
+  runPath,
   runTitle,
   statCell,
   statsRows,
@@ -67,6 +68,12 @@ const doc: SessionDoc = {
 };
 
 describe('sessions', () => {
+  it("links a benchmark to its own page, other runs to the session page", () => {
+    expect(runPath({ id: '20261126-091102-7c01aa', kind: 'bench' })).toBe('/benchmarks/20261126-091102-7c01aa');
+    expect(runPath({ id: 'r1', kind: 'record' })).toBe('/sessions/r1');
+    expect(runPath({ id: 's1', kind: 'session' })).toBe('/sessions/s1');
+  });
+
   it('formats energy, durations and GPU lists', () => {
     expect(fmtEnergy(null)).toBe('n/a');
     expect(fmtEnergy(850)).toBe('850\u00a0J');
