@@ -1385,6 +1385,19 @@ static void health_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv
     }
 }
 
+/* A total/used/free memory reading (nvmlMemory_t) into the three metrics from `total` on, in
+ * that order: protected memory and BAR1 share the layout and the slow cadence. */
+static void read_mem_triple(nv_gpu *ng, gm_gpu *out, nv_pass *p, nv_mem1_fn fn, const char *sym,
+                            gm_metric total)
+{
+    nv_memory_v1 m;
+    memset(&m, 0, sizeof m);
+    int rc = NV_T(sym, fn(ng->dev, &m));
+    health_put(ng, out, p, total, NV_SLOW, rc, sym, (double)m.total);
+    health_put(ng, out, p, (gm_metric)(total + 1), NV_SLOW, rc, sym, (double)m.used);
+    health_put(ng, out, p, (gm_metric)(total + 2), NV_SLOW, rc, sym, (double)m.free);
+}
+
 static double field_double(const nv_field_value *f)
 {
     switch (f->valueType) {
@@ -1571,13 +1584,8 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     }
     if (!p->lost && st->protected_mem &&
         health_due_n(ng, out, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
-        nv_memory_v1 m;
-        memset(&m, 0, sizeof m);
-        int rc = NV_T("nvmlDeviceGetConfComputeProtectedMemoryUsage", st->protected_mem(dev, &m));
-        const char *fn = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
-        health_put(ng, out, p, GM_M_PROT_MEM_TOTAL_BYTES, NV_SLOW, rc, fn, (double)m.total);
-        health_put(ng, out, p, GM_M_PROT_MEM_USED_BYTES, NV_SLOW, rc, fn, (double)m.used);
-        health_put(ng, out, p, GM_M_PROT_MEM_FREE_BYTES, NV_SLOW, rc, fn, (double)m.free);
+        read_mem_triple(ng, out, p, st->protected_mem,
+                        "nvmlDeviceGetConfComputeProtectedMemoryUsage", GM_M_PROT_MEM_TOTAL_BYTES);
     }
     if (!p->lost && st->sram && !ecc_off &&
         health_due_n(ng, out, GM_M_SRAM_UNCORR_VOL_PARITY, 10, NV_SLOW, due)) {
@@ -1660,13 +1668,7 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     copy_str(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
     copy_str(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
     if (!p->lost && st->bar1 && health_due_n(ng, out, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
-        nv_memory_v1 m;
-        memset(&m, 0, sizeof m);
-        int rc = NV_T("nvmlDeviceGetBAR1MemoryInfo", st->bar1(dev, &m));
-        const char *fn = "nvmlDeviceGetBAR1MemoryInfo";
-        health_put(ng, out, p, GM_M_BAR1_TOTAL_BYTES, NV_SLOW, rc, fn, (double)m.total);
-        health_put(ng, out, p, GM_M_BAR1_USED_BYTES, NV_SLOW, rc, fn, (double)m.used);
-        health_put(ng, out, p, GM_M_BAR1_FREE_BYTES, NV_SLOW, rc, fn, (double)m.free);
+        read_mem_triple(ng, out, p, st->bar1, "nvmlDeviceGetBAR1MemoryInfo", GM_M_BAR1_TOTAL_BYTES);
     }
     if (!p->lost && st->remapped_v2 &&
         health_due_n(ng, out, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
