@@ -550,6 +550,37 @@ static void wrap(FILE *out, const char *text, int at, int indent, int width)
             continue;
         }
         size_t wlen = strcspn(p, " \n");
+        /* A word wider than the line (a list such as a,b,c) breaks after a comma. */
+        if (indent + (int)wlen > width) {
+            int room = width - col - (line_empty ? 0 : 1);
+            size_t cut = 0;
+            for (size_t i = 0; i < wlen && (int)i < room; i++)
+                if (p[i] == ',')
+                    cut = i + 1;
+            if (!cut) {
+                for (size_t i = 0; i < wlen && (int)i < width - indent; i++)
+                    if (p[i] == ',')
+                        cut = i + 1;
+                if (!line_empty) {
+                    fprintf(out, "\n%*s", indent, "");
+                    col = indent;
+                    line_empty = true;
+                }
+            }
+            if (cut) {
+                if (!line_empty) {
+                    fputc(' ', out);
+                    col++;
+                }
+                fwrite(p, 1, cut, out);
+                col += (int)cut;
+                p += cut;
+                fprintf(out, "\n%*s", indent, "");
+                col = indent;
+                line_empty = true;
+                continue;
+            }
+        }
         if (!line_empty && col + 1 + (int)wlen > width) {
             fprintf(out, "\n%*s", indent, "");
             col = indent;
@@ -636,7 +667,8 @@ void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
         }
         wrap(out, help, n, HELP_COL, width);
     }
-    fprintf(out, "%s%-*sshow this help\n", any ? "" : "\nOptions:\n", HELP_COL, "  -h, --help");
+    fprintf(out, "%s%-*sShow this help and exit.\n", any ? "" : "\nOptions:\n", HELP_COL,
+            "  -h, --help");
     free(f);
     if (cmd->epilogue && *cmd->epilogue)
         fprintf(out, "\n%s", cmd->epilogue);

@@ -1,6 +1,5 @@
 /* cmd_query.c - `gpumon query`: one reading (or one per --loop interval) as a table, JSON, or
  * nvidia-smi compatible CSV. */
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@ typedef struct query_opts {
     double loop_s;
     bool no_processes;
     bool profile; /* --profile: where the reading's time went, on stderr */
+    bool format_given, list_fields;
     gm_cli_source src;
     gm_color_mode color;
     /* The table's layout, decided once output starts. */
@@ -43,48 +43,16 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
-static void usage(FILE *out)
+/* --format table|json|csv[,noheader][,nounits] */
+static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(
-        out,
-        "usage: gpumon query [options]\n\n"
-        "Reads every GPU (and the host) once and prints the result.\n\n"
-        "Options:\n"
-        "  -i, --id LIST          only these GPUs: indices, UUIDs or PCI bus ids, comma-separated\n"
-        "  -l, --loop, --interval SECONDS\n"
-        "                         repeat every SECONDS (fractions allowed) until interrupted:\n"
-        "                         on a terminal the table is redrawn in place, like watch;\n"
-        "                         piped, the readings follow each other\n"
-        "      --format FMT       table (default), json, or csv[,noheader][,nounits]\n"
-        "      --query-gpu LIST   nvidia-smi compatible fields, e.g. index,name,utilization.gpu,\n"
-        "                         memory.used (implies --format=csv); see --list-fields\n"
-        "      --list-fields      print the fields --query-gpu accepts and exit\n"
-        "      --no-processes     skip the GPU process list\n"
-        "      --profile          print on stderr where the reading's time went: each driver\n"
-        "                         call and host read with its count, wall and CPU time,\n"
-        "                         slowest first, and the collector's open, sample and close\n"
-        "      --color WHEN       colour the table: auto (default: on a terminal, unless\n"
-        "                         NO_COLOR is set), always or never\n"
-        "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto, or\n"
-        "                         $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
-        "      --simulate N       use N simulated GPUs (provider sim, 1-%d)\n"
-        "      --seed N           simulated GPUs read the same for the same N (default:\n"
-        "                         each run reads differently, as real GPUs do)\n"
-        "  -h, --help             show this help\n\n"
-        "The table fits 80 columns (GPU names are shortened on word boundaries).\n"
-        "With --format=csv and --query-gpu, the output matches `nvidia-smi --query-gpu=... "
-        "--format=csv`\nfield for field: header names with units, [N/A] for values the GPU "
-        "does not report.\n\n"
-        "Exit status: 0 ok, 1 failure, 2 usage error (unknown field, bad flag), 3 no GPU found.\n",
-        GM_MAX_GPUS);
-}
-
-static bool parse_format(const char *arg, query_opts *o)
-{
+    query_opts *o = base;
+    (void)row;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", arg);
     char *save = NULL;
     bool first = true;
+    o->csv_flags = 0;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ')
             tok++;
@@ -98,21 +66,112 @@ static bool parse_format(const char *arg, query_opts *o)
             o->csv_flags |= GM_SMI_NOHEADER;
         else if (!first && o->format == OUT_CSV && strcmp(tok, "nounits") == 0)
             o->csv_flags |= GM_SMI_NOUNITS;
-        else {
-            fprintf(stderr,
-                    "gpumon query: invalid --format \"%s\" (expected table, json or "
-                    "csv[,noheader][,nounits])\n",
-                    arg);
-            return false;
-        }
+        else
+            return gm_error_set(err, GM_EINVAL,
+                                "invalid --format \"%s\" (expected table, json or "
+                                "csv[,noheader][,nounits])",
+                                arg);
         first = false;
     }
-    if (first) {
-        fprintf(stderr, "gpumon query: --format needs a value\n");
-        return false;
-    }
-    return true;
+    if (first)
+        return gm_error_set(err, GM_EINVAL, "--format needs a value");
+    o->format_given = true;
+    return GM_OK;
 }
+
+/* --json: gpustat's spelling of --format json. */
+static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row;
+    (void)arg;
+    (void)err;
+    query_opts *o = base;
+    o->format = OUT_JSON;
+    o->format_given = true;
+    return GM_OK;
+}
+
+static int set_color(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row;
+    if (!gm_term_parse_color(arg, &((query_opts *)base)->color))
+        return gm_error_set(err, GM_EINVAL,
+                            "invalid --color \"%s\" (expected auto, always or never)", arg);
+    return GM_OK;
+}
+
+/* The fields of --format csv without --query-gpu. */
+#define DEFAULT_CSV_FIELDS \
+    "index,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw"
+
+static const gm_opt query_table[] = {
+    GM_CLI_OPT_ID(query_opts, filter, .help = GM_CLI_ID_HELP),
+    {.type = GM_OPT_DURATION,
+     .name = "loop",
+     .letter = 'l',
+     .arg = "SECONDS",
+     GM_OPT_AT(query_opts, loop_s),
+     .min = 0.1,
+     .max = 86400,
+     .flags = GM_OPT_OPTARG,
+     .def = "5",
+     .aliases = "interval",
+     .help = "Repeat every SECONDS (default 5; fractions allowed) until interrupted: on a "
+             "terminal the table is redrawn in place, like watch; piped, the readings follow "
+             "each other."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "format",
+     .arg = "FMT",
+     .set = set_format,
+     .group = "Output",
+     .values = "table json csv csv,noheader csv,nounits csv,noheader,nounits",
+     .help = "table (default), json, or csv[,noheader][,nounits]."},
+    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    {.type = GM_OPT_STRING,
+     .name = "query-gpu",
+     .arg = "LIST",
+     GM_OPT_AT(query_opts, query_gpu),
+     .complete = "fields",
+     .help = "nvidia-smi compatible fields, e.g. index,name,utilization.gpu (implies --format "
+             "csv; without it csv prints " DEFAULT_CSV_FIELDS "); see --list-fields."},
+    {.type = GM_OPT_FLAG,
+     .name = "list-fields",
+     GM_OPT_AT(query_opts, list_fields),
+     .flags = GM_OPT_CLI_ONLY,
+     .help = "Print the fields --query-gpu accepts and exit."},
+    {.type = GM_OPT_FLAG,
+     .name = "no-processes",
+     GM_OPT_AT(query_opts, no_processes),
+     .help = "Skip the GPU process list."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "color",
+     .arg = "WHEN",
+     .set = set_color,
+     .aliases = "colour",
+     .values = "auto always never",
+     .help = "Colour the table: auto (default: on a terminal, unless NO_COLOR is set), always "
+             "or never."},
+    {.type = GM_OPT_FLAG,
+     .name = "profile",
+     GM_OPT_AT(query_opts, profile),
+     .help = "Print on stderr where the reading's time went: each driver call and host read "
+             "with its count, wall and CPU time, slowest first, and the collector's open, "
+             "sample and close."},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(query_opts, src)},
+    {0},
+};
+
+const gm_opt_command gm_cli_query_command = {
+    .name = "query",
+    .usage = "query [options]",
+    .description = "Reads every GPU (and the host) once and prints the result.",
+    .table = query_table,
+    .epilogue = "The table fits 80 columns (GPU names are shortened on word boundaries). With\n"
+                "--format csv the output matches `nvidia-smi --query-gpu=... --format=csv` field\n"
+                "for field: header names with units, [N/A] for values the GPU does not report.\n\n"
+                "Exit status: 0 ok, 1 failure, 2 usage error (unknown field, bad flag), 3 no GPU\n"
+                "found.\n",
+};
 
 static void fmt_mib(char *buf, size_t len, const gm_gpu *g, gm_metric m)
 {
@@ -351,78 +410,17 @@ static void print_profile(const gm_call_stat *calls, size_t n, double open_s, do
 
 static int parse_args(int argc, char **argv, query_opts *o)
 {
-    enum { OPT_FORMAT = 256, OPT_QUERY_GPU, OPT_NOPROC, OPT_LIST, OPT_COLOR, OPT_PROFILE };
-    static const struct option longopts[] = {
-        {"id", required_argument, NULL, 'i'},
-        {"loop", required_argument, NULL, 'l'},
-        {"interval", required_argument, NULL, 'l'},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"query-gpu", required_argument, NULL, OPT_QUERY_GPU},
-        {"list-fields", no_argument, NULL, OPT_LIST},
-        {"no-processes", no_argument, NULL, OPT_NOPROC},
-        {"profile", no_argument, NULL, OPT_PROFILE},
-        {"color", required_argument, NULL, OPT_COLOR},
-        {"colour", required_argument, NULL, OPT_COLOR},
-        GM_CLI_SOURCE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    bool format_given = false;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:l:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'i':
-            if (!gm_cli_parse_gpu_filter("query", optarg, &o->filter))
-                return GM_EXIT_USAGE;
-            break;
-        case 'l':
-            if (!gm_cli_parse_duration("query", "--loop", optarg, 0.1, 86400, &o->loop_s))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_FORMAT:
-            if (!parse_format(optarg, o))
-                return GM_EXIT_USAGE;
-            format_given = true;
-            break;
-        case OPT_QUERY_GPU:
-            o->query_gpu = optarg;
-            break;
-        case OPT_LIST:
-            list_fields();
-            return GM_EXIT_OK;
-        case OPT_NOPROC:
-            o->no_processes = true;
-            break;
-        case OPT_PROFILE:
-            o->profile = true;
-            break;
-        case OPT_COLOR:
-            if (!gm_term_parse_color(optarg, &o->color)) {
-                fprintf(stderr,
-                        "gpumon query: invalid --color \"%s\" (expected auto, always or never)\n",
-                        optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            if (!gm_cli_default_option("query", c, argv, longopts, &o->src))
-                return GM_EXIT_USAGE;
-            break;
-        }
+    int rc = gm_cli_parse(&gm_cli_query_command, argc, argv, o, NULL);
+    if (rc >= 0)
+        return rc;
+    if (o->list_fields) {
+        list_fields();
+        return GM_EXIT_OK;
     }
-    if (!gm_cli_no_operands("query", argc, argv))
-        return GM_EXIT_USAGE;
-    if (o->query_gpu && !format_given)
+    if (o->query_gpu && !o->format_given)
         o->format = OUT_CSV;
-    if (o->format == OUT_CSV && !o->query_gpu) {
-        fprintf(stderr, "gpumon query: --format=csv needs --query-gpu=FIELDS\n");
-        return GM_EXIT_USAGE;
-    }
+    if (o->format == OUT_CSV && !o->query_gpu)
+        o->query_gpu = DEFAULT_CSV_FIELDS;
     if (o->query_gpu && o->format != OUT_CSV) {
         fprintf(stderr, "gpumon query: --query-gpu prints CSV; use --format=csv\n");
         return GM_EXIT_USAGE;

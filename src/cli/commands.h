@@ -34,6 +34,10 @@ int gm_cli_top(int argc, char **argv);
 /* nvidia-smi's reading options; argv[0] is "smi" or the program's own name ("nvidia-smi"). */
 int gm_cli_smi(int argc, char **argv);
 
+/* The option tables of the commands that have one (gpumon help --dump writes them out). */
+struct gm_opt_command;
+extern const struct gm_opt_command gm_cli_query_command;
+
 /* The engine behind `select` and `wait` (cmd is "select" or "wait"). */
 int gm_cli_select_run(const char *cmd, int argc, char **argv);
 

@@ -267,7 +267,8 @@ bool gm_cli_require_gpu(const char *cmd, gm_collector *c, bool hint)
     return false;
 }
 
-bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filter *f)
+/* list into f; GM_EINVAL with the message in err when malformed or too long. */
+static int gpu_filter_parse(const char *list, gm_cli_gpu_filter *f, gm_error *err)
 {
     memset(f, 0, sizeof *f);
     const char *p = list;
@@ -278,23 +279,104 @@ bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filte
             p++, len--;
         while (len && p[len - 1] == ' ')
             len--;
-        if (len == 0 || len >= GM_UUID_LEN || f->count >= GM_MAX_GPUS) {
-            fprintf(stderr,
-                    "gpumon %s: invalid GPU list \"%s\" (expected indices, UUIDs or PCI "
-                    "bus ids separated by commas)\n",
-                    cmd, list);
-            return false;
-        }
+        if (len == 0 || len >= GM_UUID_LEN || f->count >= GM_MAX_GPUS)
+            return gm_error_set(err, GM_EINVAL,
+                                "invalid GPU list \"%s\" (expected indices, UUIDs or PCI bus ids "
+                                "separated by commas)",
+                                list);
         memcpy(f->items[f->count], p, len);
         f->items[f->count][len] = '\0';
         f->count++;
         p = comma ? comma + 1 : NULL;
     }
-    if (f->count == 0) {
-        fprintf(stderr, "gpumon %s: empty GPU list\n", cmd);
-        return false;
+    if (f->count == 0)
+        return gm_error_set(err, GM_EINVAL, "empty GPU list");
+    return GM_OK;
+}
+
+bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filter *f)
+{
+    gm_error err = {0};
+    if (gpu_filter_parse(list, f, &err) == GM_OK)
+        return true;
+    fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
+    return false;
+}
+
+int gm_cli_set_gpu_filter(void *base, const gm_opt *row, const char *value, gm_error *err)
+{
+    return gpu_filter_parse(value ? value : "", (gm_cli_gpu_filter *)((char *)base + row->offset),
+                            err);
+}
+
+static int set_simulate(void *base, const gm_opt *row, const char *value, gm_error *err)
+{
+    const gm_opt as_number = {.type = GM_OPT_UINT,
+                              .name = row->name,
+                              GM_OPT_AT(gm_cli_source, simulate),
+                              .min = 1,
+                              .max = GM_MAX_GPUS};
+    int rc = gm_opt_set_row(&as_number, base, value, err);
+    if (rc == GM_OK)
+        ((gm_cli_source *)base)->simulate_arg = value;
+    return rc;
+}
+
+static int set_seed(void *base, const gm_opt *row, const char *value, gm_error *err)
+{
+    const gm_opt as_number = {.type = GM_OPT_UINT,
+                              .name = row->name,
+                              GM_OPT_AT(gm_cli_source, seed),
+                              .min = 0,
+                              .max = 18446744073709551615.0};
+    int rc = gm_opt_set_row(&as_number, base, value, err);
+    if (rc == GM_OK)
+        ((gm_cli_source *)base)->seed_arg = value;
+    return rc;
+}
+
+const gm_opt gm_cli_source_table[] = {
+    {.type = GM_OPT_STRING,
+     .name = "provider",
+     .arg = "NAME",
+     GM_OPT_AT(gm_cli_source, provider),
+     .group = "Provider",
+     .values = "auto nvml nvidia-smi sim",
+     .help = "nvml, nvidia-smi, sim or auto (default: auto, or $GPU_MONITOR_TELEMETRY_PROVIDER)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "simulate",
+     .arg = "N",
+     .set = set_simulate,
+     .help = "Use N simulated GPUs (provider sim, 1 to 64)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "seed",
+     .arg = "N",
+     .set = set_seed,
+     .help = "Simulated GPUs read the same for the same N (default: each run differs, as real "
+             "GPUs do)."},
+    {0},
+};
+
+int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, int *first_operand)
+{
+    gm_error err = {0};
+    int first = argc;
+    int rc = gm_opt_parse(cmd, argc, argv, opts, &first, &err);
+    if (rc == GM_OPT_HELP_REQUESTED) {
+        gm_opt_help(cmd, stdout, gm_opt_help_width());
+        return GM_EXIT_OK;
     }
-    return true;
+    if (rc < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", cmd->name, err.msg);
+        return GM_EXIT_USAGE;
+    }
+    if (first_operand)
+        *first_operand = first;
+    else if (first < argc) {
+        fprintf(stderr, "gpumon %s: unexpected argument \"%s\"\n", cmd->name, argv[first]);
+        return GM_EXIT_USAGE;
+    }
+    return -1;
 }
 
 static bool item_matches(const char *item, const gm_gpu *g)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "base/opt.h"
 #include "gpumon.h"
 
 /* Provider flags shared by commands that read GPUs. */
@@ -101,6 +102,31 @@ bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g);
  * item of f matches no GPU in s. */
 bool gm_cli_gpu_filter_resolve(const char *cmd, const gm_cli_gpu_filter *f, const gm_snapshot *s,
                                unsigned *out, size_t *n);
+
+/* ---- option tables (base/opt.h) ---------------------------------------------------------- */
+
+/* The --provider, --simulate and --seed rows over a gm_cli_source: include them with
+ * {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, .offset = offsetof(T, src)}. */
+extern const gm_opt gm_cli_source_table[];
+
+/* Sets the gm_cli_gpu_filter at base + row->offset from a list of indices, UUIDs or bus ids. */
+int gm_cli_set_gpu_filter(void *base, const gm_opt *row, const char *value, gm_error *err);
+
+/* The -i/--id row, the one GPU selection of every command (f: a gm_cli_gpu_filter in T), with
+ * further members (aliases, given, help) after it. */
+#define GM_CLI_OPT_ID(T, f, ...)                                                              \
+    {                                                                                         \
+        .type = GM_OPT_CALLBACK, .name = "id", .letter = 'i', .arg = "LIST", GM_OPT_AT(T, f), \
+        .set = gm_cli_set_gpu_filter, .complete = "gpus", __VA_ARGS__                         \
+    }
+
+/* The help text of -i/--id. */
+#define GM_CLI_ID_HELP "Only these GPUs: indices, UUIDs or PCI bus ids, comma-separated."
+
+/* Parses argv with cmd's table into opts: prints the help (returns GM_EXIT_OK) or the error as
+ * "gpumon <cmd>: <message>" (returns GM_EXIT_USAGE); returns -1 to go on, with *first_operand
+ * (which may be NULL: then operands are an error) set. */
+int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, int *first_operand);
 
 /* Seconds for a progress line: "0.4 s" below 10 s, else whole seconds ("40 s"). */
 void gm_cli_format_seconds(double s, char *buf, size_t len);

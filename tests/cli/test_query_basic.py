@@ -131,7 +131,6 @@ class QuerySim(unittest.TestCase):
             (["query", "-l", "0"], "--loop"),
             (["query", "--bogus"], "--bogus"),
             (["query", "--provider", "nvtop"], "nvtop"),
-            (["query", "--format=csv"], "--query-gpu"),
             (["query", "--simulate", "1", "-i", ""], "GPU list"),
         ]
         for args, needle in cases:
@@ -139,6 +138,35 @@ class QuerySim(unittest.TestCase):
                 p = run(args, env=env())
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertIn(needle, p.stderr)
+
+    def test_csv_without_fields_prints_the_default_set(self):
+        # --format csv alone was refused; it now prints a documented field set.
+        for args in (["--format=csv"], ["--format", "csv,noheader"]):
+            with self.subTest(args=args):
+                p = run(["query", "--simulate", "2"] + args, env=env())
+                self.assertEqual(p.returncode, 0, p.stderr)
+                lines = p.stdout.splitlines()
+                if "noheader" in args[-1]:
+                    self.assertEqual(len(lines), 2)
+                    self.assertTrue(lines[0].startswith("0, "), lines[0])
+                else:
+                    self.assertEqual(lines[0], "index, name, utilization.gpu [%], memory.used [MiB], "
+                                     "memory.total [MiB], temperature.gpu, power.draw [W]")
+                    self.assertEqual(len(lines), 3)
+
+    def test_json_flag_and_bare_loop(self):
+        # --json is gpustat's spelling of --format json; -l alone loops every 5 s (--loop=N and
+        # -lN take a value too).
+        p = run(["query", "--simulate", "1", "--json"], env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["gpu_count"], 1)
+        for flag in ("-l0.05", "--loop=0.05"):
+            p = run(["query", "--simulate", "1", flag], env=env())
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("--loop expects a duration from 0.1s", p.stderr)
+        help_text = run(["query", "--help"], env=env()).stdout
+        self.assertIn("-l, --loop[=SECONDS]", help_text)
+        self.assertIn("default 5", help_text)
 
     def test_bad_env_provider(self):
         p = run(["query"], env=env(extra={"GPU_MONITOR_TELEMETRY_PROVIDER": "pynvml"}))
