@@ -598,7 +598,7 @@ static void wrap(FILE *out, const char *text, int at, int indent, int width)
     fputc('\n', out);
 }
 
-#define HELP_COL 24
+#define HELP_COL 26
 
 void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
 {

@@ -1,6 +1,5 @@
 /* cmd_select.c - `gpumon select` (rank GPUs by availability, print the best N) and the engine
  * `gpumon wait` shares with it (same options and output, plus polling). */
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,170 +46,194 @@ static void on_signal(int sig)
     got_signal = sig;
 }
 
-static void usage(FILE *out, bool wait)
+static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    if (wait)
-        fprintf(out, "usage: gpumon wait [options]\n\n"
-                     "Polls the GPUs until --count of them qualify, then prints them like "
-                     "`gpumon select`.\n\n");
+    select_opts *o = base;
+    (void)row;
+    if (strcmp(arg, "list") == 0)
+        o->format = OUT_LIST;
+    else if (strcmp(arg, "uuid") == 0)
+        o->format = OUT_UUID;
+    else if (strcmp(arg, "json") == 0)
+        o->format = OUT_JSON;
     else
-        fprintf(out, "usage: gpumon select [options]\n\n"
-                     "Ranks the GPUs by availability (0.6 x free memory fraction + 0.4 x idle "
-                     "fraction,\nfrom a fresh reading) and prints the best --count of them, "
-                     "ready for\nCUDA_VISIBLE_DEVICES: CUDA_VISIBLE_DEVICES=$(gpumon select -n 2) "
-                     "python job.py\n\n");
-    fprintf(out,
-            "Options:\n"
-            "  -n, --count N           GPUs wanted (default 1)\n"
-            "  -m, --min-free-mb MIB   only GPUs with at least MIB MiB of free memory\n"
-            "  -u, --max-util PCT      only GPUs at most PCT %% busy (utilization.gpu)\n"
-            "  -i, --id LIST           choose only among these GPUs: indices, UUIDs or PCI bus "
-            "ids\n");
-    if (wait)
-        fprintf(out, "  -t, --timeout SECONDS   give up after SECONDS (default 300; 0: check "
-                     "once)\n"
-                     "      --interval SECONDS  between checks (default 30; fractions allowed;\n"
-                     "                          --check-interval, as in gpumon run, also works)\n"
-                     "  -q, --quiet             no progress line on stderr at each check\n");
-    fprintf(out,
-            "      --format FMT        list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\") or "
-            "json\n"
-            "      --ignore-leases     also choose GPUs that a running `gpumon run` holds\n"
-            "      --lease-dir DIR     where leases live (default $%s, else\n"
-            "                          $XDG_RUNTIME_DIR/gpumon/leases, else "
-            "/tmp/gpumon-$UID/leases)\n"
-            "      --all-devices       ignore CUDA_VISIBLE_DEVICES\n"
-            "  -v, --verbose           explain every GPU's score and status on stderr\n"
-            "      --provider NAME     nvml, nvidia-smi, sim or auto (default: auto)\n"
-            "      --simulate N        use N simulated GPUs\n"
-            "      --seed N            seed of the simulated GPUs' dynamics\n"
-            "  -h, --help              show this help\n\n"
-            "A GPU qualifies when its memory and utilization are reported, it meets the "
-            "thresholds,\nit is not lost and no other gpumon process leases it. Ties go to the "
-            "lower index.\nWhen CUDA_VISIBLE_DEVICES is set, only the GPUs it names are "
-            "chosen (indices are\nNVML's, as nvidia-smi shows them; set "
-            "CUDA_DEVICE_ORDER=PCI_BUS_ID or use --format uuid\nso CUDA numbers them the "
-            "same way). The printed indices are ascending.\n\n",
-            GM_LEASE_DIR_ENV);
-    if (wait)
-        fprintf(out, "Exit status: 0 ok, 1 more GPUs asked for than are here to choose from, 2 "
-                     "usage error,\n3 no GPU found, 5 timed out (stderr says what was missing), "
-                     "130 interrupted.\n");
-    else
-        fprintf(out, "Exit status: 0 ok, 2 usage error, 3 no GPU found, 4 not enough GPUs "
-                     "qualify (stderr\nsays why).\n");
+        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected list, uuid or json)",
+                            arg);
+    return GM_OK;
 }
 
-/* A number option in [min, max]; false (message printed) when it is not. */
-static bool parse_number(const select_opts *o, const char *flag, const char *arg, double min,
-                         double max, double *out)
+static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    return gm_cli_parse_double(o->cmd, flag, "a number", arg, min, max, out);
+    (void)row, (void)arg, (void)err;
+    ((select_opts *)base)->format = OUT_JSON;
+    return GM_OK;
 }
+
+static int set_lease_dir(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row;
+    if (!*arg)
+        return gm_error_set(err, GM_EINVAL, "--lease-dir needs a directory");
+    ((select_opts *)base)->lease_dir = arg;
+    return GM_OK;
+}
+
+/* wait's options given to select. */
+static int wait_only(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)base, (void)arg;
+    return gm_error_set(err, GM_EINVAL, "--%s belongs to `gpumon wait`", row->name);
+}
+
+/* What select and wait share (the provider rows come last, after wait's own). */
+static const gm_opt choice_table[] = {
+    {.type = GM_OPT_UINT,
+     .name = "count",
+     .letter = 'n',
+     .arg = "N",
+     GM_OPT_AT(select_opts, count),
+     .min = 1,
+     .max = GM_MAX_GPUS,
+     .help = "GPUs wanted (default 1)."},
+    {.type = GM_OPT_DOUBLE,
+     .name = "min-free-mb",
+     .letter = 'm',
+     .arg = "MIB",
+     GM_OPT_AT(select_opts, min_free_mib),
+     .min = 0,
+     .max = 1e12,
+     .help = "Only GPUs with at least MIB MiB of free memory."},
+    {.type = GM_OPT_DOUBLE,
+     .name = "max-util",
+     .letter = 'u',
+     .arg = "PCT",
+     GM_OPT_AT(select_opts, max_util),
+     GM_OPT_GIVEN(select_opts, has_max_util),
+     .min = 0,
+     .max = 100,
+     .help = "Only GPUs at most PCT % busy (utilization.gpu)."},
+    GM_CLI_OPT_ID(select_opts, filter, GM_OPT_GIVEN(select_opts, filter_given),
+                  .help = "Choose only among these GPUs: indices, UUIDs or PCI bus ids, "
+                          "comma-separated."),
+    {.type = GM_OPT_CALLBACK,
+     .name = "format",
+     .arg = "FMT",
+     .set = set_format,
+     .group = "Output",
+     .values = "list uuid json",
+     .help = "list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\") or json."},
+    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    {.type = GM_OPT_FLAG,
+     .name = "verbose",
+     .letter = 'v',
+     GM_OPT_AT(select_opts, verbose),
+     .help = "Explain every GPU's score and status on stderr."},
+    {.type = GM_OPT_FLAG,
+     .name = "ignore-leases",
+     GM_OPT_AT(select_opts, ignore_leases),
+     .group = "Leases and visibility",
+     .help = "Also choose GPUs that a running `gpumon run` holds."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "lease-dir",
+     .arg = "DIR",
+     .set = set_lease_dir,
+     .complete = "dir",
+     .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "
+             "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."},
+    {.type = GM_OPT_FLAG,
+     .name = "all-devices",
+     GM_OPT_AT(select_opts, all_devices),
+     .help = "Ignore CUDA_VISIBLE_DEVICES."},
+    {0},
+};
+
+static const gm_opt select_table[] = {
+    {.type = GM_OPT_INCLUDE, .include = choice_table},
+    {.type = GM_OPT_CALLBACK,
+     .name = "timeout",
+     .letter = 't',
+     .arg = "S",
+     .set = wait_only,
+     .flags = GM_OPT_HIDDEN},
+    {.type = GM_OPT_CALLBACK,
+     .name = "interval",
+     .arg = "S",
+     .set = wait_only,
+     .aliases = "check-interval",
+     .flags = GM_OPT_HIDDEN},
+    {.type = GM_OPT_CALLBACK,
+     .name = "quiet",
+     .letter = 'q',
+     .set = wait_only,
+     .flags = GM_OPT_HIDDEN},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(select_opts, src)},
+    {0},
+};
+
+static const gm_opt wait_table[] = {
+    {.type = GM_OPT_INCLUDE, .include = choice_table},
+    {.type = GM_OPT_DURATION,
+     .name = "timeout",
+     .letter = 't',
+     .arg = "SECONDS",
+     GM_OPT_AT(select_opts, timeout_s),
+     .min = 0,
+     .max = 31536000,
+     .group = "Waiting",
+     .help = "Give up after SECONDS (default 300; 0: check once)."},
+    {.type = GM_OPT_DURATION,
+     .name = "interval",
+     .arg = "SECONDS",
+     GM_OPT_AT(select_opts, interval_s),
+     .min = 0.001,
+     .max = 86400,
+     .aliases = "check-interval",
+     .help = "Between checks (default 30; fractions allowed)."},
+    {.type = GM_OPT_FLAG,
+     .name = "quiet",
+     .letter = 'q',
+     GM_OPT_AT(select_opts, quiet),
+     .help = "No progress line on stderr at each check."},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(select_opts, src)},
+    {0},
+};
+
+#define QUALIFIES                                                                        \
+    "A GPU qualifies when its memory and utilization are reported, it meets the\n"       \
+    "thresholds, it is not lost and no other gpumon process leases it. Ties go to the\n" \
+    "lower index. When CUDA_VISIBLE_DEVICES is set, only the GPUs it names are chosen\n" \
+    "(indices are NVML's, as nvidia-smi shows them; set CUDA_DEVICE_ORDER=PCI_BUS_ID\n"  \
+    "or use --format uuid so CUDA numbers them the same way). The printed indices are\n" \
+    "ascending.\n\n"
+
+const gm_opt_command gm_cli_select_command = {
+    .name = "select",
+    .usage = "select [options]",
+    .description = "Ranks the GPUs by availability (0.6 x free memory fraction + 0.4 x idle "
+                   "fraction, from a fresh reading) and prints the best --count of them, ready "
+                   "for CUDA_VISIBLE_DEVICES: CUDA_VISIBLE_DEVICES=$(gpumon select -n 2) python "
+                   "job.py",
+    .table = select_table,
+    .epilogue = QUALIFIES "Exit status: 0 ok, 2 usage error, 3 no GPU found, 4 not enough GPUs\n"
+                          "qualify (stderr says why).\n",
+};
+
+const gm_opt_command gm_cli_wait_command = {
+    .name = "wait",
+    .usage = "wait [options]",
+    .description = "Polls the GPUs until --count of them qualify, then prints them like "
+                   "`gpumon select`.",
+    .table = wait_table,
+    .epilogue =
+        QUALIFIES "Exit status: 0 ok, 1 more GPUs asked for than are here to choose from, 2 usage\n"
+                  "error, 3 no GPU found, 5 timed out (stderr says what was missing), 130\n"
+                  "interrupted.\n",
+};
 
 static int parse_args(int argc, char **argv, select_opts *o)
 {
-    enum { OPT_FORMAT = 256, OPT_INTERVAL, OPT_IGNORE_LEASES, OPT_LEASE_DIR, OPT_ALL_DEVICES };
-    /* One table for both commands: wait's own options are refused by select below. */
-    static const struct option longopts[] = {
-        {"count", required_argument, NULL, 'n'},
-        {"min-free-mb", required_argument, NULL, 'm'},
-        {"max-util", required_argument, NULL, 'u'},
-        {"id", required_argument, NULL, 'i'},
-        {"timeout", required_argument, NULL, 't'},
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"check-interval", required_argument, NULL, OPT_INTERVAL},
-        {"quiet", no_argument, NULL, 'q'},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"ignore-leases", no_argument, NULL, OPT_IGNORE_LEASES},
-        {"lease-dir", required_argument, NULL, OPT_LEASE_DIR},
-        {"all-devices", no_argument, NULL, OPT_ALL_DEVICES},
-        {"verbose", no_argument, NULL, 'v'},
-        GM_CLI_SOURCE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *shortopts = o->wait ? ":n:m:u:i:t:qvh" : ":n:m:u:i:vh";
-    unsigned long long v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-        if (!o->wait && (c == 't' || c == OPT_INTERVAL || c == 'q')) {
-            fprintf(stderr, "gpumon select: %s belongs to `gpumon wait`\n", argv[optind - 1]);
-            return GM_EXIT_USAGE;
-        }
-        switch (c) {
-        case 'n':
-            if (!gm_cli_parse_uint(o->cmd, "--count", optarg, 1, GM_MAX_GPUS, &v))
-                return GM_EXIT_USAGE;
-            o->count = (unsigned)v;
-            break;
-        case 'm':
-            if (!parse_number(o, "--min-free-mb", optarg, 0, 1e12, &o->min_free_mib))
-                return GM_EXIT_USAGE;
-            break;
-        case 'u':
-            if (!parse_number(o, "--max-util", optarg, 0, 100, &o->max_util))
-                return GM_EXIT_USAGE;
-            o->has_max_util = true;
-            break;
-        case 'i':
-            if (!gm_cli_parse_gpu_filter(o->cmd, optarg, &o->filter))
-                return GM_EXIT_USAGE;
-            o->filter_given = true;
-            break;
-        case 't':
-            if (!gm_cli_parse_duration(o->cmd, "--timeout", optarg, 0, 31536000, &o->timeout_s))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_INTERVAL:
-            if (!gm_cli_parse_duration(o->cmd, "--interval", optarg, 0.001, 86400, &o->interval_s))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "list") == 0)
-                o->format = OUT_LIST;
-            else if (strcmp(optarg, "uuid") == 0)
-                o->format = OUT_UUID;
-            else if (strcmp(optarg, "json") == 0)
-                o->format = OUT_JSON;
-            else {
-                fprintf(stderr,
-                        "gpumon %s: invalid --format \"%s\" (expected list, uuid or json)\n",
-                        o->cmd, optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case OPT_IGNORE_LEASES:
-            o->ignore_leases = true;
-            break;
-        case OPT_LEASE_DIR:
-            if (!*optarg) {
-                fprintf(stderr, "gpumon %s: --lease-dir needs a directory\n", o->cmd);
-                return GM_EXIT_USAGE;
-            }
-            o->lease_dir = optarg;
-            break;
-        case OPT_ALL_DEVICES:
-            o->all_devices = true;
-            break;
-        case 'v':
-            o->verbose = true;
-            break;
-        case 'q':
-            o->quiet = true;
-            break;
-        case 'h':
-            usage(stdout, o->wait);
-            return GM_EXIT_OK;
-        default:
-            if (!gm_cli_default_option(o->cmd, c, argv, longopts, &o->src))
-                return GM_EXIT_USAGE;
-            break;
-        }
-    }
-    return gm_cli_no_operands(o->cmd, argc, argv) ? -1 : GM_EXIT_USAGE;
+    return gm_cli_parse(o->wait ? &gm_cli_wait_command : &gm_cli_select_command, argc, argv, o,
+                        NULL);
 }
 
 /* Opens the collector without host metrics or process lists (neither is scored, and the host

@@ -36,7 +36,7 @@ int gm_cli_smi(int argc, char **argv);
 
 /* The option tables of the commands that have one (gpumon help --dump writes them out). */
 struct gm_opt_command;
-extern const struct gm_opt_command gm_cli_query_command;
+extern const struct gm_opt_command gm_cli_query_command, gm_cli_select_command, gm_cli_wait_command;
 
 /* The engine behind `select` and `wait` (cmd is "select" or "wait"). */
 int gm_cli_select_run(const char *cmd, int argc, char **argv);
