@@ -1,6 +1,5 @@
 /* cmd_diff.c - `gpumon diff`: compares two `gpumon snapshot` files and says whether the system
  * changed between them, as text for a person or JSON for a pipeline, and in the exit status. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,87 +15,90 @@ typedef struct diff_opts {
     gm_audit_tolerance tol;
 } diff_opts;
 
-static void usage(FILE *out)
+/* The defaults as the help states them. */
+#define DEFAULT_MEM   "256"
+#define DEFAULT_POWER "25"
+_Static_assert((int)GM_AUDIT_DEFAULT_MEM_TOLERANCE_MIB == 256, "help says 256");
+_Static_assert((int)GM_AUDIT_DEFAULT_POWER_TOLERANCE_W == 25, "help says 25");
+
+static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(out,
-            "usage: gpumon diff BEFORE.json AFTER.json [options]\n\n"
-            "Compares two snapshots from `gpumon snapshot` and reports every difference:\n"
-            "  CHANGED  an invariant differs: GPU set (by UUID), model, index, bus id, memory\n"
-            "           capacity, power limit, persistence mode, max PCIe link, P2P matrix, a GPU\n"
-            "           lost; driver, CUDA, NVML; host name, kernel, CPU model, CPU count, host\n"
-            "           memory. Or a GPU's memory used or mean power rose beyond the tolerance.\n"
-            "  WARNING  the current PCIe link generation or width differs (GPUs train their links\n"
-            "           down when idle, so gen1 at rest is normal), the provider differs, or a\n"
-            "           value is known in one snapshot only.\n"
-            "  note     memory or power moved within the tolerance, or fell.\n\n"
-            "Options:\n"
-            "      --mem-tolerance-mb N   memory used may rise N MiB per GPU (default %.0f)\n"
-            "      --power-tolerance-w N  mean power may rise N W per GPU (default %.0f)\n"
-            "      --strict               warnings count as changes\n"
-            "      --format FMT           text (default) or json\n"
-            "  -h, --help                 show this help\n\n"
-            "Exit status: 0 UNCHANGED, 1 CHANGED, 2 usage error or a file that is not a readable\n"
-            "snapshot.\n",
-            GM_AUDIT_DEFAULT_MEM_TOLERANCE_MIB, GM_AUDIT_DEFAULT_POWER_TOLERANCE_W);
+    (void)row;
+    diff_opts *o = base;
+    if (strcmp(arg, "json") == 0)
+        o->json = true;
+    else if (strcmp(arg, "text") == 0)
+        o->json = false;
+    else
+        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected text or json)", arg);
+    return GM_OK;
 }
 
-static bool parse_tolerance(const char *flag, const char *arg, double *out)
-{
-    return gm_cli_parse_double("diff", flag, "a number", arg, 0, 1e9, out);
-}
+static const gm_opt diff_table[] = {
+    {.type = GM_OPT_DOUBLE,
+     .name = "mem-tolerance-mb",
+     .arg = "N",
+     GM_OPT_AT(diff_opts, tol.mem_mib),
+     .min = 0,
+     .max = 1e9,
+     .help = "Memory used may rise N MiB per GPU (default " DEFAULT_MEM ")."},
+    {.type = GM_OPT_DOUBLE,
+     .name = "power-tolerance-w",
+     .arg = "N",
+     GM_OPT_AT(diff_opts, tol.power_w),
+     .min = 0,
+     .max = 1e9,
+     .help = "Mean power may rise N W per GPU (default " DEFAULT_POWER ")."},
+    {.type = GM_OPT_FLAG,
+     .name = "strict",
+     GM_OPT_AT(diff_opts, tol.strict),
+     .help = "Warnings count as changes."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "format",
+     .arg = "FMT",
+     .set = set_format,
+     .values = "text json",
+     .help = "text (default) or json."},
+    {.type = GM_OPT_FLAG,
+     .name = "json",
+     GM_OPT_AT(diff_opts, json),
+     .help = "Same as --format json."},
+    {0},
+};
+
+const gm_opt_command gm_cli_diff_command = {
+    .name = "diff",
+    .usage = "diff BEFORE.json AFTER.json [options]",
+    .description = "Compares two snapshots from `gpumon snapshot` and reports every difference.",
+    .table = diff_table,
+    .epilogue =
+        "Each difference is one of:\n"
+        "  CHANGED  an invariant differs: GPU set (by UUID), model, index, bus id, memory\n"
+        "           capacity, power limit, persistence mode, max PCIe link, P2P matrix, a\n"
+        "           GPU lost; driver, CUDA, NVML; host name, kernel, CPU model, CPU count,\n"
+        "           host memory. Or a GPU's memory used or mean power rose beyond the\n"
+        "           tolerance.\n"
+        "  WARNING  the current PCIe link generation or width differs (GPUs train their\n"
+        "           links down when idle, so gen1 at rest is normal), the provider\n"
+        "           differs, or a value is known in one snapshot only.\n"
+        "  note     memory or power moved within the tolerance, or fell.\n\n"
+        "Exit status: 0 UNCHANGED, 1 CHANGED, 2 usage error or a file that is not a\n"
+        "readable snapshot.\n",
+};
 
 static int parse_args(int argc, char **argv, diff_opts *o)
 {
-    enum { OPT_MEM = 256, OPT_POWER, OPT_STRICT, OPT_FORMAT };
-    static const struct option longopts[] = {
-        {"mem-tolerance-mb", required_argument, NULL, OPT_MEM},
-        {"power-tolerance-w", required_argument, NULL, OPT_POWER},
-        {"strict", no_argument, NULL, OPT_STRICT},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_MEM:
-            if (!parse_tolerance("--mem-tolerance-mb", optarg, &o->tol.mem_mib))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_POWER:
-            if (!parse_tolerance("--power-tolerance-w", optarg, &o->tol.power_w))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_STRICT:
-            o->tol.strict = true;
-            break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "json") == 0)
-                o->json = true;
-            else if (strcmp(optarg, "text") == 0)
-                o->json = false;
-            else {
-                fprintf(stderr, "gpumon diff: invalid --format \"%s\" (expected text or json)\n",
-                        optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            return gm_cli_getopt_error("diff", c, argv, longopts);
-        }
-    }
-    if (argc - optind != 2) {
+    int first;
+    int rc = gm_cli_parse(&gm_cli_diff_command, argc, argv, o, &first);
+    if (rc >= 0)
+        return rc;
+    if (argc - first != 2) {
         fprintf(stderr, "gpumon diff: expected two snapshot files, BEFORE and AFTER (got %d)\n",
-                argc - optind);
+                argc - first);
         return GM_EXIT_USAGE;
     }
-    o->before = argv[optind];
-    o->after = argv[optind + 1];
+    o->before = argv[first];
+    o->after = argv[first + 1];
     return -1;
 }
 

@@ -1,6 +1,5 @@
 /* cmd_snapshot.c - `gpumon snapshot`: the system inventory a benchmark audit records before and
  * after a run (GPUs, PCIe links, P2P, driver stack, host), as JSON for `gpumon diff`. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,96 +13,82 @@ typedef struct snapshot_opts {
     const char *output;
     gm_audit_options audit;
     bool no_processes;
+    double window_s, interval_s;
+    bool window_given, interval_given;
     gm_cli_source src;
 } snapshot_opts;
 
-static void usage(FILE *out)
+static int set_output(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(
-        out,
-        "usage: gpumon snapshot [-o FILE] [options]\n\n"
-        "Records what a benchmark runs on, for an audit: per GPU the model, index, UUID, PCI bus\n"
-        "id, memory capacity and use, power averaged over a short window, power limit,\n"
-        "persistence mode, PCIe link (current and max, with bandwidth), the P2P matrix; the\n"
-        "driver, CUDA and NVML versions; the host's CPU model, CPU count, memory, kernel and\n"
-        "name. Take one before and one after a run, then compare them with `gpumon diff`.\n\n"
-        "Options:\n"
-        "  -o, --output FILE        write the JSON to FILE (atomically: a reader never sees\n"
-        "                           half a file) instead of standard output\n"
-        "      --power-window TIME  average power over TIME: seconds (2, 0.5, 2s) or\n"
-        "                           milliseconds (500ms); 0 takes one reading (default 2s)\n"
-        "      --interval, --power-interval TIME\n"
-        "                           between power readings (default 200ms)\n"
-        "      --no-processes       do not list the processes using each GPU\n"
-        "      --provider NAME      nvml, nvidia-smi, sim or auto (default: auto, or\n"
-        "                           $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
-        "      --simulate N         use N simulated GPUs (provider sim, 1-%d)\n"
-        "      --seed N             simulated GPUs read the same for the same N (default:\n"
-        "                           each run reads differently, as real GPUs do)\n"
-        "  -h, --help               show this help\n\n"
-        "Values a GPU does not report are null. The P2P matrix needs NVML: with nvidia-smi\n"
-        "\"p2p_known\" is false.\n\n"
-        "Exit status: 0 ok, 1 failure (cannot write FILE), 2 usage error, 3 no GPU found.\n",
-        GM_MAX_GPUS);
+    (void)row;
+    if (!*arg)
+        return gm_error_set(err, GM_EINVAL, "-o needs a file name");
+    ((snapshot_opts *)base)->output = arg;
+    return GM_OK;
 }
 
-/* A duration in [min_ms, max_ms] as milliseconds (the one duration grammar). */
-static bool parse_duration(const char *flag, const char *arg, double min_ms, double max_ms,
-                           unsigned *out)
-{
-    double secs;
-    if (!gm_cli_parse_duration("snapshot", flag, arg, min_ms / 1000.0, max_ms / 1000.0, &secs))
-        return false;
-    *out = (unsigned)llround(secs * 1000.0);
-    return true;
-}
+static const gm_opt snapshot_table[] = {
+    {.type = GM_OPT_CALLBACK,
+     .name = "output",
+     .letter = 'o',
+     .arg = "FILE",
+     .set = set_output,
+     .complete = "file",
+     .flags = GM_OPT_CLI_ONLY,
+     .help = "Write the JSON to FILE (atomically: a reader never sees half a file) instead of "
+             "standard output."},
+    {.type = GM_OPT_DURATION,
+     .name = "power-window",
+     .arg = "TIME",
+     GM_OPT_AT(snapshot_opts, window_s),
+     GM_OPT_GIVEN(snapshot_opts, window_given),
+     .min = 0,
+     .max = 600,
+     .help = "Average power over TIME: seconds (2, 0.5, 2s) or milliseconds (500ms); 0 takes "
+             "one reading (default 2s)."},
+    {.type = GM_OPT_DURATION,
+     .name = "interval",
+     .arg = "TIME",
+     GM_OPT_AT(snapshot_opts, interval_s),
+     GM_OPT_GIVEN(snapshot_opts, interval_given),
+     .min = 0.01,
+     .max = 60,
+     .aliases = "power-interval",
+     .help = "Between power readings (default 200ms)."},
+    {.type = GM_OPT_FLAG,
+     .name = "no-processes",
+     GM_OPT_AT(snapshot_opts, no_processes),
+     .help = "Do not list the processes using each GPU."},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(snapshot_opts, src)},
+    {0},
+};
+
+const gm_opt_command gm_cli_snapshot_command = {
+    .name = "snapshot",
+    .usage = "snapshot [-o FILE] [options]",
+    .description = "Records what a benchmark runs on, for an audit: per GPU the model, index, "
+                   "UUID, PCI bus id, memory capacity and use, power averaged over a short "
+                   "window, power limit, persistence mode, PCIe link (current and max, with "
+                   "bandwidth), the P2P matrix; the driver, CUDA and NVML versions; the host's "
+                   "CPU model, CPU count, memory, kernel and name. Take one before and one after "
+                   "a run, then compare them with `gpumon diff`.",
+    .table = snapshot_table,
+    .epilogue = "Values a GPU does not report are null. The P2P matrix needs NVML: with\n"
+                "nvidia-smi \"p2p_known\" is false.\n\n"
+                "Exit status: 0 ok, 1 failure (cannot write FILE), 2 usage error, 3 no GPU\n"
+                "found.\n",
+};
 
 static int parse_args(int argc, char **argv, snapshot_opts *o)
 {
-    enum { OPT_WINDOW = 256, OPT_INTERVAL, OPT_NOPROC };
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"power-window", required_argument, NULL, OPT_WINDOW},
-        {"power-interval", required_argument, NULL, OPT_INTERVAL},
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"no-processes", no_argument, NULL, OPT_NOPROC},
-        GM_CLI_SOURCE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            if (!*optarg) {
-                fprintf(stderr, "gpumon snapshot: -o needs a file name\n");
-                return GM_EXIT_USAGE;
-            }
-            o->output = optarg;
-            break;
-        case OPT_WINDOW:
-            if (!parse_duration("--power-window", optarg, 0, 600000, &o->audit.power_window_ms))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_INTERVAL:
-            if (!parse_duration("--interval", optarg, 10, 60000, &o->audit.power_interval_ms))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_NOPROC:
-            o->no_processes = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            if (!gm_cli_default_option("snapshot", c, argv, longopts, &o->src))
-                return GM_EXIT_USAGE;
-            break;
-        }
-    }
-    return gm_cli_no_operands("snapshot", argc, argv) ? -1 : GM_EXIT_USAGE;
+    int rc = gm_cli_parse(&gm_cli_snapshot_command, argc, argv, o, NULL);
+    if (rc >= 0)
+        return rc;
+    if (o->window_given)
+        o->audit.power_window_ms = (unsigned)llround(o->window_s * 1000.0);
+    if (o->interval_given)
+        o->audit.power_interval_ms = (unsigned)llround(o->interval_s * 1000.0);
+    return -1;
 }
 
 int gm_cli_snapshot(int argc, char **argv)

@@ -2,7 +2,6 @@
  * read here or from a daemon (--connect); the keys select, sort and kill (SIGTERM, after a
  * question, one's own processes only unless root). Data: top_source.c; screen: top_view.c. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <ncurses.h>
 #include <signal.h>
@@ -37,96 +36,88 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
-static void usage(FILE *out)
+static int set_sort(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(out,
-            "usage: gpumon top [--connect URL [--token T]] [options]\n\n"
-            "A live view of the GPUs in the terminal, like nvtop or nvitop: per GPU bars of\n"
-            "utilization, memory, power and temperature, the history of one GPU as graphs, and\n"
-            "the processes using the GPUs with their GPU memory, CPU and host memory. Needs a\n"
-            "terminal of at least %dx%d; redraws when it is resized.\n\n"
-            "Options:\n"
-            "      --connect URL      watch the daemon at URL (gpumon serve, e.g.\n"
-            "                         http://127.0.0.1:9401) through its REST API instead of\n"
-            "                         reading the GPUs here\n"
-            "      --token T          the daemon's token (default $GPU_MONITOR_TOKEN)\n"
-            "      --interval SECONDS between readings (0.1-3600, default 1)\n"
-            "      --sort KEY         order of the processes: mem (GPU memory, default), cpu, pid\n"
-            "      --color WHEN       auto (default: unless NO_COLOR is set), always or never\n"
-            "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto)\n"
-            "      --simulate N       use N simulated GPUs\n"
-            "      --seed N           seed of the simulated GPUs' dynamics\n"
-            "  -h, --help             show this help\n\n"
-            "Keys: q quit; Up/Down (PgUp, PgDn, Home, End) select a process; k or F9 send it\n"
-            "SIGTERM, after a y/N question (only your own processes unless you are root, and\n"
-            "only processes of this host: reading here, or a daemon on a loopback address);\n"
-            "s sort by the next column, m/c/p by GPU memory, CPU, PID; g or Tab graph the next\n"
-            "GPU; ? help.\n\n"
-            "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
-            GM_TOP_MIN_COLS, GM_TOP_MIN_ROWS);
+    (void)row;
+    top_opts *o = base;
+    if (strcmp(arg, "mem") == 0 || strcmp(arg, "memory") == 0)
+        o->sort = GM_TOP_SORT_GPU_MEM;
+    else if (strcmp(arg, "cpu") == 0)
+        o->sort = GM_TOP_SORT_CPU;
+    else if (strcmp(arg, "pid") == 0)
+        o->sort = GM_TOP_SORT_PID;
+    else
+        return gm_error_set(err, GM_EINVAL, "invalid --sort \"%s\" (expected mem, cpu or pid)",
+                            arg);
+    return GM_OK;
 }
+
+static int set_color(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row;
+    if (!gm_term_parse_color(arg, &((top_opts *)base)->color))
+        return gm_error_set(err, GM_EINVAL,
+                            "invalid --color \"%s\" (expected auto, always or never)", arg);
+    return GM_OK;
+}
+
+static const gm_opt top_table[] = {
+    {.type = GM_OPT_STRING,
+     .name = "connect",
+     .arg = "URL",
+     GM_OPT_AT(top_opts, connect),
+     .help = "Watch the daemon at URL (gpumon serve, e.g. http://127.0.0.1:9401) through its "
+             "REST API instead of reading the GPUs here."},
+    {.type = GM_OPT_STRING,
+     .name = "token",
+     .arg = "T",
+     GM_OPT_AT(top_opts, token),
+     .help = "The daemon's token (default $GPU_MONITOR_TOKEN)."},
+    {.type = GM_OPT_DURATION,
+     .name = "interval",
+     .arg = "SECONDS",
+     GM_OPT_AT(top_opts, interval_s),
+     .min = 0.1,
+     .max = 3600,
+     .help = "Between readings (0.1 to 3600, default 1)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "sort",
+     .arg = "KEY",
+     .set = set_sort,
+     .values = "mem cpu pid",
+     .help = "Order of the processes: mem (GPU memory, default), cpu, pid."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "color",
+     .arg = "WHEN",
+     .set = set_color,
+     .aliases = "colour",
+     .values = "auto always never",
+     .help = "auto (default: unless NO_COLOR is set), always or never."},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(top_opts, src)},
+    {0},
+};
+
+const gm_opt_command gm_cli_top_command = {
+    .name = "top",
+    .usage = "top [--connect URL [--token T]] [options]",
+    .description = "A live view of the GPUs in the terminal, like nvtop or nvitop: per GPU bars "
+                   "of utilization, memory, power and temperature, the history of one GPU as "
+                   "graphs, and the processes using the GPUs with their GPU memory, CPU and host "
+                   "memory. Needs a terminal of at least 80x24; redraws when it is resized.",
+    .table = top_table,
+    .epilogue = "Keys: q quit; Up/Down (PgUp, PgDn, Home, End) select a process; k or F9 send it\n"
+                "SIGTERM, after a y/N question (only your own processes unless you are root, and\n"
+                "only processes of this host: reading here, or a daemon on a loopback address);\n"
+                "s sort by the next column, m/c/p by GPU memory, CPU, PID; g or Tab graph the\n"
+                "next GPU; ? help.\n\n"
+                "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
+};
 
 static int parse_args(int argc, char **argv, top_opts *o)
 {
-    enum { OPT_CONNECT = 256, OPT_TOKEN, OPT_INTERVAL, OPT_SORT, OPT_COLOR };
-    static const struct option longopts[] = {
-        {"connect", required_argument, NULL, OPT_CONNECT},
-        {"token", required_argument, NULL, OPT_TOKEN},
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"sort", required_argument, NULL, OPT_SORT},
-        {"color", required_argument, NULL, OPT_COLOR},
-        {"colour", required_argument, NULL, OPT_COLOR},
-        GM_CLI_SOURCE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_CONNECT:
-            o->connect = optarg;
-            break;
-        case OPT_TOKEN:
-            o->token = optarg;
-            break;
-        case OPT_INTERVAL:
-            if (!gm_cli_parse_duration("top", "--interval", optarg, 0.1, 3600, &o->interval_s))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_SORT:
-            if (strcmp(optarg, "mem") == 0 || strcmp(optarg, "memory") == 0)
-                o->sort = GM_TOP_SORT_GPU_MEM;
-            else if (strcmp(optarg, "cpu") == 0)
-                o->sort = GM_TOP_SORT_CPU;
-            else if (strcmp(optarg, "pid") == 0)
-                o->sort = GM_TOP_SORT_PID;
-            else {
-                fprintf(stderr, "gpumon top: invalid --sort \"%s\" (expected mem, cpu or pid)\n",
-                        optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case OPT_COLOR:
-            if (!gm_term_parse_color(optarg, &o->color)) {
-                fprintf(stderr,
-                        "gpumon top: invalid --color \"%s\" (expected auto, always or never)\n",
-                        optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            if (!gm_cli_default_option("top", c, argv, longopts, &o->src))
-                return GM_EXIT_USAGE;
-            break;
-        }
-    }
-    if (!gm_cli_no_operands("top", argc, argv))
-        return GM_EXIT_USAGE;
+    int rc = gm_cli_parse(&gm_cli_top_command, argc, argv, o, NULL);
+    if (rc >= 0)
+        return rc;
     if (o->connect && (o->src.provider || o->src.simulate)) {
         fprintf(stderr, "gpumon top: --connect reads the daemon's GPUs; --provider and "
                         "--simulate are for reading them here\n");
