@@ -1,6 +1,5 @@
 /* cmd_cluster.c - `gpumon cluster status|select`: the fleet as Prometheus sees it (one gpumon
  * daemon per node, scraped as one job), one row per node, and the node for a job of N GPUs. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,124 +22,149 @@ typedef struct cluster_opts {
     const char *url_from; /* "--prometheus" or the variable */
     const char *job;
     unsigned gpus;
-    bool gpus_given;
+    bool gpus_given, gpus_alias;
+    const char *format;
     gm_fleet_thresholds thr;
     double timeout_s;
     bool json;
 } cluster_opts;
 
-static void usage(FILE *out)
+_Static_assert((int)GM_FLEET_MAX_UTIL_DEFAULT == 30 && (int)GM_FLEET_MAX_MEM_DEFAULT == 50 &&
+                   (int)GM_PROMETHEUS_TIMEOUT_DEFAULT_S == 10,
+               "the help states these defaults");
+
+static int set_prometheus(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(out,
-            "usage: gpumon cluster status --prometheus URL [--format table|json] [options]\n"
-            "       gpumon cluster select --prometheus URL --gpus N [--format text|json] "
-            "[options]\n\n"
-            "The fleet as Prometheus sees it: one gpumon daemon per node (or dcgm-exporter),\n"
-            "scraped as one job (deploy/prometheus). A node is a Hostname label (gpumon serve\n"
-            "--hostname).\n\n"
-            "  status   one row per node: its state (up, last scrape), GPUs, idle GPUs, mean\n"
-            "           utilization, memory, power, hottest GPU and health (XID, uncorrectable\n"
-            "           ECC errors, failed row remapping, when exported)\n"
-            "  select   prints the node with the most idle GPUs among those that have N\n"
-            "           (ties: the lowest mean utilization, then the name); a node whose\n"
-            "           target is down is never chosen: ssh \"$(gpumon cluster select -n 4)\"\n\n"
-            "A GPU is idle when its utilization is below --max-util and its memory used below\n"
-            "--max-mem-percent of used + free (as the recording rule\n"
-            "Hostname:gpumon_gpus_idle:count counts them).\n\n"
-            "Options:\n"
-            "      --prometheus URL       Prometheus's base URL, e.g. http://prometheus:9090\n"
-            "                             (default $%s;\n"
-            "                             user:password@ is sent as basic authentication)\n"
-            "      --job NAME             the daemons' scrape job (default %s)\n"
-            "  -n, --count N, --gpus N    (select) idle GPUs needed, 1 to %d\n"
-            "  -u, --max-util PCT         idle: utilization below PCT %% (default %g)\n"
-            "      --max-mem-percent PCT  idle: memory used below PCT %% (default %g)\n"
-            "      --format FMT           status: table (default) or json; select: text (the\n"
-            "                             node's name, default) or json (every node, and why\n"
-            "                             it was or was not chosen)\n"
-            "      --timeout SECONDS      per query to Prometheus (default %g)\n"
-            "  -h, --help                 show this help\n\n"
-            "Exit status: 0 ok, 1 Prometheus unreachable, answering an error or without a\n"
-            "target of the job, 2 usage error, 4 no node that is up has N idle GPUs (select).\n",
-            PROMETHEUS_ENV, GM_FLEET_JOB_DEFAULT, GPUS_NEEDED_MAX, GM_FLEET_MAX_UTIL_DEFAULT,
-            GM_FLEET_MAX_MEM_DEFAULT, GM_PROMETHEUS_TIMEOUT_DEFAULT_S);
+    (void)row, (void)err;
+    cluster_opts *o = base;
+    o->url = arg;
+    o->url_from = "--prometheus";
+    return GM_OK;
 }
+
+static int set_job(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row;
+    if (!gm_fleet_job_ok(arg))
+        return gm_error_set(err, GM_EINVAL,
+                            "--job expects a job name (1 to %d letters, digits, '_', '-', '.', "
+                            "':', '/'), got \"%s\"",
+                            GM_FLEET_JOB_MAX - 1, arg);
+    ((cluster_opts *)base)->job = arg;
+    return GM_OK;
+}
+
+/* --gpus N: the old name of --count here, still read, with a note. */
+static int set_gpus(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    const gm_opt as_count = {.type = GM_OPT_UINT,
+                             .name = row->name,
+                             GM_OPT_AT(cluster_opts, gpus),
+                             GM_OPT_GIVEN(cluster_opts, gpus_given),
+                             .min = 1,
+                             .max = GPUS_NEEDED_MAX};
+    int rc = gm_opt_set_row(&as_count, base, arg, err);
+    if (rc == GM_OK)
+        ((cluster_opts *)base)->gpus_alias = true;
+    return rc;
+}
+
+static const gm_opt cluster_table[] = {
+    {.type = GM_OPT_CALLBACK,
+     .name = "prometheus",
+     .arg = "URL",
+     .set = set_prometheus,
+     .help = "Prometheus's base URL, e.g. http://prometheus:9090 (default $" PROMETHEUS_ENV
+             "; user:password@ is sent as basic authentication)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "job",
+     .arg = "NAME",
+     .set = set_job,
+     .help = "The daemons' scrape job (default " GM_FLEET_JOB_DEFAULT ")."},
+    {.type = GM_OPT_UINT,
+     .name = "count",
+     .letter = 'n',
+     .arg = "N",
+     GM_OPT_AT(cluster_opts, gpus),
+     GM_OPT_GIVEN(cluster_opts, gpus_given),
+     .min = 1,
+     .max = GPUS_NEEDED_MAX,
+     .help = "(select) Idle GPUs needed, 1 to 4096."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "gpus",
+     .arg = "N",
+     .set = set_gpus,
+     .help = "Deprecated spelling of --count."},
+    {.type = GM_OPT_DOUBLE,
+     .name = "max-util",
+     .letter = 'u',
+     .arg = "PCT",
+     GM_OPT_AT(cluster_opts, thr.max_util_pct),
+     .min = 0,
+     .max = 100,
+     .help = "Idle: utilization below PCT % (default 30)."},
+    {.type = GM_OPT_DOUBLE,
+     .name = "max-mem-percent",
+     .arg = "PCT",
+     GM_OPT_AT(cluster_opts, thr.max_mem_pct),
+     .min = 0,
+     .max = 100,
+     .help = "Idle: memory used below PCT % (default 50)."},
+    {.type = GM_OPT_STRING,
+     .name = "format",
+     .arg = "FMT",
+     GM_OPT_AT(cluster_opts, format),
+     .values = "table text json",
+     .help = "status: table (default) or json; select: text (the node's name, default) or json "
+             "(every node, and why it was or was not chosen)."},
+    {.type = GM_OPT_FLAG,
+     .name = "json",
+     GM_OPT_AT(cluster_opts, json),
+     .help = "Same as --format json."},
+    {.type = GM_OPT_DURATION,
+     .name = "timeout",
+     .arg = "SECONDS",
+     GM_OPT_AT(cluster_opts, timeout_s),
+     .min = 0.001,
+     .max = TIMEOUT_MAX_S,
+     .help = "Per query to Prometheus (default 10)."},
+    {0},
+};
+
+const gm_opt_command gm_cli_cluster_command = {
+    .name = "cluster",
+    .usage = "cluster status --prometheus URL [--format table|json] [options]\n"
+             "cluster select --prometheus URL -n N [--format text|json] [options]",
+    .description = "The fleet as Prometheus sees it: one gpumon daemon per node (or "
+                   "dcgm-exporter), scraped as one job (deploy/prometheus). A node is a Hostname "
+                   "label (gpumon serve --hostname).",
+    .table = cluster_table,
+    .epilogue =
+        "  status   one row per node: its state (up, last scrape), GPUs, idle GPUs, mean\n"
+        "           utilization, memory, power, hottest GPU and health (XID, uncorrectable\n"
+        "           ECC errors, failed row remapping, when exported)\n"
+        "  select   prints the node with the most idle GPUs among those that have N\n"
+        "           (ties: the lowest mean utilization, then the name); a node whose\n"
+        "           target is down is never chosen: ssh \"$(gpumon cluster select -n 4)\"\n\n"
+        "A GPU is idle when its utilization is below --max-util and its memory used below\n"
+        "--max-mem-percent of used + free (as the recording rule\n"
+        "Hostname:gpumon_gpus_idle:count counts them).\n\n"
+        "Exit status: 0 ok, 1 Prometheus unreachable, answering an error or without a\n"
+        "target of the job, 2 usage error, 4 no node that is up has N idle GPUs\n"
+        "(select).\n",
+};
 
 static int parse_args(int argc, char **argv, cluster_opts *o)
 {
-    enum { OPT_PROMETHEUS = 256, OPT_JOB, OPT_MAX_MEM, OPT_FORMAT, OPT_TIMEOUT };
-    static const struct option longopts[] = {
-        {"prometheus", required_argument, NULL, OPT_PROMETHEUS},
-        {"job", required_argument, NULL, OPT_JOB},
-        {"count", required_argument, NULL, 'n'},
-        {"gpus", required_argument, NULL, 'n'}, /* the name fleet.md and earlier scripts use */
-        {"max-util", required_argument, NULL, 'u'},
-        {"max-mem-percent", required_argument, NULL, OPT_MAX_MEM},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool select = strcmp(o->sub, "select") == 0;
-    const char *format = NULL;
-    unsigned long long n;
-    int c;
-    optind = 1;
-    opterr = 0;
-    int li = -1;
-    while ((li = -1, c = getopt_long(argc, argv, ":n:u:h", longopts, &li)) != -1) {
-        switch (c) {
-        case OPT_PROMETHEUS:
-            o->url = optarg;
-            o->url_from = "--prometheus";
-            break;
-        case OPT_JOB:
-            if (!gm_fleet_job_ok(optarg)) {
-                fprintf(stderr,
-                        "gpumon %s: --job expects a job name (1 to %d letters, digits, '_', '-', "
-                        "'.', ':', '/'), got \"%s\"\n",
-                        o->cmd, GM_FLEET_JOB_MAX - 1, optarg);
-                return GM_EXIT_USAGE;
-            }
-            o->job = optarg;
-            break;
-        case 'n':
-            /* Named as typed: --gpus (fleet.md's word) or -n/--count (every command's). */
-            if (!gm_cli_parse_uint(o->cmd,
-                                   li >= 0 && strcmp(longopts[li].name, "gpus") == 0 ? "--gpus"
-                                                                                     : "--count",
-                                   optarg, 1, GPUS_NEEDED_MAX, &n))
-                return GM_EXIT_USAGE;
-            o->gpus = (unsigned)n;
-            o->gpus_given = true;
-            break;
-        case 'u':
-            if (!gm_cli_parse_double(o->cmd, "--max-util", "a utilization in %", optarg, 0, 100,
-                                     &o->thr.max_util_pct))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_MAX_MEM:
-            if (!gm_cli_parse_double(o->cmd, "--max-mem-percent", "a share of memory in %", optarg,
-                                     0, 100, &o->thr.max_mem_pct))
-                return GM_EXIT_USAGE;
-            break;
-        case OPT_FORMAT:
-            format = optarg;
-            break;
-        case OPT_TIMEOUT:
-            if (!gm_cli_parse_duration(o->cmd, "--timeout", optarg, 0.001, TIMEOUT_MAX_S,
-                                       &o->timeout_s))
-                return GM_EXIT_USAGE;
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            return gm_cli_getopt_error(o->cmd, c, argv, longopts);
-        }
-    }
-    if (!gm_cli_no_operands(o->cmd, argc, argv))
-        return GM_EXIT_USAGE;
+    gm_opt_command cmd = gm_cli_cluster_command;
+    cmd.name = o->cmd; /* messages say "cluster status" */
+    int rc = gm_cli_parse(&cmd, argc, argv, o, NULL);
+    if (rc >= 0)
+        return rc;
+    const char *format = o->format;
+    if (o->gpus_alias)
+        fprintf(stderr, "gpumon %s: --gpus is deprecated; use -n/--count\n", o->cmd);
     if (format) {
         const char *plain = select ? "text" : "table";
         if (strcmp(format, "json") == 0) {
@@ -152,11 +176,12 @@ static int parse_args(int argc, char **argv, cluster_opts *o)
         }
     }
     if (select && !o->gpus_given) {
-        fprintf(stderr, "gpumon %s: --gpus N is required (the idle GPUs the job needs)\n", o->cmd);
+        fprintf(stderr, "gpumon %s: -n/--count N is required (the idle GPUs the job needs)\n",
+                o->cmd);
         return GM_EXIT_USAGE;
     }
     if (!select && o->gpus_given) {
-        fprintf(stderr, "gpumon %s: --gpus is for gpumon cluster select\n", o->cmd);
+        fprintf(stderr, "gpumon %s: --count is for gpumon cluster select\n", o->cmd);
         return GM_EXIT_USAGE;
     }
     if (!o->url) {
@@ -372,12 +397,12 @@ out:
 int gm_cli_cluster(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        gm_opt_help(&gm_cli_cluster_command, stderr, gm_opt_help_width());
         return GM_EXIT_USAGE;
     }
     const char *sub = argv[1];
     if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
-        usage(stdout);
+        gm_opt_help(&gm_cli_cluster_command, stdout, gm_opt_help_width());
         return GM_EXIT_OK;
     }
     cluster_opts o = {.sub = sub,

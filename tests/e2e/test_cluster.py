@@ -176,8 +176,12 @@ class Cluster(unittest.TestCase):
     def test_b_select(self):
         # node-b and node-d both have 2 idle GPUs: node-b's mean utilization is lower.
         for n in ("2", "1"):
-            p = cluster("select", "--gpus", n, "--prometheus", self.url)
+            p = cluster("select", "-n", n, "--prometheus", self.url)
             self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "node-b\n", ""))
+        # --gpus, the old name of -n/--count here, still works, with a note.
+        p = cluster("select", "--gpus", "2", "--prometheus", self.url)
+        self.assertEqual((p.returncode, p.stdout), (0, "node-b\n"))
+        self.assertEqual(p.stderr, "gpumon cluster select: --gpus is deprecated; use -n/--count\n")
         p = cluster("select", "-n", "2", "--format", "json", "--prometheus", self.url)
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = json.loads(p.stdout)
@@ -191,26 +195,26 @@ class Cluster(unittest.TestCase):
         self.assertEqual(reasons["node-a"], (False, False, "1 idle GPU, 2 needed"))
         self.assertEqual(reasons["node-c"], (False, False, "0 idle GPUs, 2 needed"))
         # Thresholds as flags: below 20 % node-d's GPUs are busy; below 2 % nothing is idle.
-        p = cluster("select", "--gpus", "2", "--max-util", "20", "--format", "json",
+        p = cluster("select", "-n", "2", "--max-util", "20", "--format", "json",
                     "--prometheus", self.url)
         doc = json.loads(p.stdout)
         self.assertEqual({n["name"]: n["idle_gpu_count"] for n in doc["nodes"]},
                          {"node-a": 1, "node-b": 2, "node-c": 0, "node-d": 0})
-        p = cluster("select", "--gpus", "1", "--max-util", "2", "--prometheus", self.url)
+        p = cluster("select", "-n", "1", "--max-util", "2", "--prometheus", self.url)
         self.assertEqual(p.returncode, 4, p.stderr)
 
     def test_b_none_fits(self):
-        p = cluster("select", "--gpus", "3", "--prometheus", self.url)
+        p = cluster("select", "-n", "3", "--prometheus", self.url)
         self.assertEqual((p.returncode, p.stdout), (4, ""))
         self.assertIn("no node that is up has 3 idle GPUs", p.stderr)
         self.assertIn("  node-b: 2 idle GPUs, 3 needed\n", p.stderr)
-        p = cluster("select", "--gpus", "3", "--format", "json", "--prometheus", self.url)
+        p = cluster("select", "-n", "3", "--format", "json", "--prometheus", self.url)
         self.assertEqual(p.returncode, 4)
         self.assertIsNone(json.loads(p.stdout)["chosen"])
 
     def test_c_unreachable_or_failing(self):
         port = free_port()  # nobody listens there
-        for sub in (["status"], ["select", "--gpus", "1"]):
+        for sub in (["status"], ["select", "-n", "1"]):
             p = cluster(*sub, "--prometheus", "http://127.0.0.1:%d" % port)
             self.assertEqual((p.returncode, p.stdout), (1, ""))
             self.assertIn("cannot reach Prometheus at http://127.0.0.1:%d" % port, p.stderr)
@@ -219,7 +223,7 @@ class Cluster(unittest.TestCase):
         t = threading.Thread(target=srv.serve_forever, daemon=True)
         t.start()
         try:
-            p = cluster("select", "--gpus", "1", "--prometheus",
+            p = cluster("select", "-n", "1", "--prometheus",
                         "http://127.0.0.1:%d" % srv.server_address[1])
         finally:
             srv.shutdown()
@@ -237,12 +241,12 @@ class Cluster(unittest.TestCase):
         self.assertIn('has no target in job "nobody"', p.stderr)
 
     def test_c_usage(self):
-        for args, says in ((["select", "--prometheus", self.url], "--gpus N is required"),
+        for args, says in ((["select", "--prometheus", self.url], "-n/--count N is required"),
                            (["status"], "GPU_MONITOR_PROMETHEUS_URL"),
                            (["status", "--prometheus", "prom:9090"], "not a Prometheus URL"),
                            (["status", "--format", "text", "--prometheus", self.url], "table or json"),
                            (["select", "--gpus", "0", "--prometheus", self.url], "--gpus"),
-                           (["select", "--gpus", "1", "--max-mem-percent", "101", "--prometheus",
+                           (["select", "-n", "1", "--max-mem-percent", "101", "--prometheus",
                              self.url], "--max-mem-percent"),
                            (["top"], "unknown subcommand"),
                            ([], "usage: gpumon cluster")):
@@ -296,7 +300,7 @@ class Cluster(unittest.TestCase):
         self.daemons["node-b"].stop()
 
         def choice():
-            p = cluster("select", "--gpus", "2", "--prometheus", self.url)
+            p = cluster("select", "-n", "2", "--prometheus", self.url)
             return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() != "node-b" else None
 
         self.assertEqual(self.wait_for(choice, "node-d chosen"), "node-d")
@@ -304,7 +308,7 @@ class Cluster(unittest.TestCase):
         b = [n for n in json.loads(p.stdout)["nodes"] if n["name"] == "node-b"][0]
         self.assertFalse(b["up"])
         self.assertIsNone(b["gpu_count"])  # unknown while down, not 0
-        p = cluster("select", "--gpus", "2", "--format", "json", "--prometheus", self.url)
+        p = cluster("select", "-n", "2", "--format", "json", "--prometheus", self.url)
         reasons = {n["name"]: n["reason"] for n in json.loads(p.stdout)["nodes"]}
         self.assertEqual(reasons["node-b"], "its target 127.0.0.1:%d is down"
                          % self.daemons["node-b"].port)
@@ -315,7 +319,7 @@ class Cluster(unittest.TestCase):
         self.wait_for(lambda: get(a, "/api/fleet?gpus=2")[1].get("chosen") == "node-d",
                       "/api/fleet chooses node-d")
         # No node has 3 idle GPUs now either.
-        self.assertEqual(cluster("select", "--gpus", "3", "--prometheus", self.url).returncode, 4)
+        self.assertEqual(cluster("select", "-n", "3", "--prometheus", self.url).returncode, 4)
 
 
 if __name__ == "__main__":
