@@ -1,6 +1,6 @@
 /* cmd_history.c - `gpumon history`: list, show and export the sessions, runs, snapshots and
  * benchmarks kept in the database, and compare benchmarks. */
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <math.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -35,98 +35,113 @@ typedef struct history_opts {
     double older_than_s; /* prune: --older-than, 0 when not given */
 } history_opts;
 
-static void usage(FILE *out)
+static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(out,
-            "usage: gpumon history [list] [--format table|json] [--limit N]\n"
-            "       gpumon history show ID [--format table|json]\n"
-            "       gpumon history export ID [--format json|csv] [--output FILE]\n"
-            "       gpumon history compare ID ID... [--format table|json]\n"
-            "       gpumon history delete ID...\n"
-            "       gpumon history prune --older-than DURATION\n\n"
-            "Sessions recorded by gpumon record / gpumon run, benchmarks of gpumon bench (kind\n"
-            "bench) and stored snapshots. ID may be any unambiguous prefix of an id.\n\n"
-            "  list     id, kind, label, start, duration, status, samples and command, newest\n"
-            "           first; status is running, stopped or interrupted (its gpumon died), as\n"
-            "           the API says; runs on simulated GPUs are marked \"(sim)\"\n"
-            "  show     the statistics summary of one session, or a benchmark's results (json:\n"
-            "           the document, no timeline)\n"
-            "  export   json (default): the document gpumon record or gpumon bench writes, with\n"
-            "           \"simulated\"; csv: the timeline, one row per sample per GPU (time in\n"
-            "           ISO 8601 UTC, t_s, gpu, utilization_percent, memory_used_mib,\n"
-            "           memory_used_percent, temperature_c, power_w, energy_j, simulated; empty\n"
-            "           where absent), or a benchmark's points, one row each\n"
-            "  compare  benchmarks side by side, point by point (matched by load), each figure\n"
-            "           with its change from the first benchmark's (2 to 16 IDs)\n"
-            "  delete   remove entries with everything stored with them (samples, benchmark\n"
-            "           points); one still being recorded by a running gpumon is left alone\n"
-            "           (stop it first); 1 to 16 IDs\n"
-            "  prune    delete what ended more than DURATION ago (30d, 12h, 90m): sessions,\n"
-            "           runs, benchmarks, snapshots; a session still recording is kept\n\n"
-            "Options:\n"
-            "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
-            "                         $XDG_STATE_HOME/gpumon/gpumon.db or\n"
-            "                         ~/.local/state/gpumon/gpumon.db)\n"
-            "      --format FMT       table, json or csv (see above)\n"
-            "      --limit N          list at most N entries\n"
-            "  -o, --output FILE      export into FILE instead of stdout\n"
-            "      --older-than D     prune: the age past which entries go\n"
-            "  -h, --help             show this help\n\n"
-            "Exit status: 0 ok, 1 failure, 2 usage error or unknown ID.\n");
+    (void)row;
+    history_opts *o = base;
+    if (strcmp(arg, "table") == 0)
+        o->format = FMT_TABLE;
+    else if (strcmp(arg, "json") == 0)
+        o->format = FMT_JSON;
+    else if (strcmp(arg, "csv") == 0)
+        o->format = FMT_CSV;
+    else
+        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (table, json or csv)", arg);
+    return GM_OK;
 }
+
+static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row, (void)arg, (void)err;
+    ((history_opts *)base)->format = FMT_JSON;
+    return GM_OK;
+}
+
+static const gm_opt history_table[] = {
+    {.type = GM_OPT_STRING,
+     .name = "db",
+     .arg = "PATH",
+     GM_OPT_AT(history_opts, db),
+     .complete = "file",
+     .help = "Database (default: $GPU_MONITOR_DB, else $XDG_STATE_HOME/gpumon/gpumon.db or "
+             "~/.local/state/gpumon/gpumon.db)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "format",
+     .arg = "FMT",
+     .set = set_format,
+     .values = "table json csv",
+     .help = "table, json or csv (see above)."},
+    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    {.type = GM_OPT_UINT,
+     .name = "limit",
+     .arg = "N",
+     GM_OPT_AT(history_opts, limit),
+     .min = 1,
+     .max = 1000000000,
+     .help = "list: at most N entries."},
+    {.type = GM_OPT_STRING,
+     .name = "output",
+     .letter = 'o',
+     .arg = "FILE",
+     GM_OPT_AT(history_opts, output),
+     .complete = "file",
+     .flags = GM_OPT_CLI_ONLY,
+     .help = "export: into FILE instead of stdout."},
+    {.type = GM_OPT_DURATION,
+     .name = "older-than",
+     .arg = "D",
+     GM_OPT_AT(history_opts, older_than_s),
+     .min = 1,
+     .max = 100 * 366 * 86400.0,
+     .help = "prune: the age past which entries go."},
+    {.type = GM_OPT_REMOVED,
+     .name = "limit",
+     .letter = 'n',
+     .help = "-n is --count, a number of GPUs, in every command"},
+    {0},
+};
+
+const gm_opt_command gm_cli_history_command = {
+    .name = "history",
+    .usage = "history [list] [--format table|json] [--limit N]\n"
+             "history show ID [--format table|json]\n"
+             "history export ID [--format json|csv] [--output FILE]\n"
+             "history compare ID ID... [--format table|json]\n"
+             "history delete ID...\n"
+             "history prune --older-than DURATION",
+    .description = "Sessions recorded by gpumon record / gpumon run, benchmarks of gpumon bench "
+                   "(kind bench) and stored snapshots. ID may be any unambiguous prefix of an "
+                   "id.",
+    .table = history_table,
+    .epilogue = "Actions:\n"
+                "  list     id, kind, label, start, duration, status, samples and command, newest\n"
+                "           first; status is running, stopped or interrupted (its gpumon died),\n"
+                "           as the API says; runs on simulated GPUs are marked \"(sim)\"\n"
+                "  show     the statistics summary of one session, or a benchmark's results\n"
+                "           (json: the document, no timeline)\n"
+                "  export   json (default): the document gpumon record or gpumon bench writes,\n"
+                "           with \"simulated\"; csv: the timeline, one row per sample per GPU\n"
+                "           (time in ISO 8601 UTC, t_s, gpu, utilization_percent,\n"
+                "           memory_used_mib, memory_used_percent, temperature_c, power_w,\n"
+                "           energy_j, simulated; empty where absent), or a benchmark's points,\n"
+                "           one row each\n"
+                "  compare  benchmarks side by side, point by point (matched by load), each\n"
+                "           figure with its change from the first benchmark's (2 to 16 IDs)\n"
+                "  delete   remove entries with everything stored with them (samples, benchmark\n"
+                "           points); one still being recorded by a running gpumon is left alone\n"
+                "           (stop it first); 1 to 16 IDs\n"
+                "  prune    delete what ended more than DURATION ago (30d, 12h, 90m): sessions,\n"
+                "           runs, benchmarks, snapshots; a session still recording is kept\n\n"
+                "Exit status: 0 ok, 1 failure, 2 usage error or unknown ID.\n",
+};
 
 static int parse_args(int argc, char **argv, history_opts *o)
 {
-    enum { OPT_DB = 256, OPT_FORMAT, OPT_LIMIT, OPT_OLDER };
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"limit", required_argument, NULL, OPT_LIMIT},
-        {"output", required_argument, NULL, 'o'},
-        {"older-than", required_argument, NULL, OPT_OLDER},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_DB:
-            o->db = optarg;
-            break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "table") == 0)
-                o->format = FMT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                o->format = FMT_JSON;
-            else if (strcmp(optarg, "csv") == 0)
-                o->format = FMT_CSV;
-            else {
-                fprintf(stderr, "gpumon history: invalid --format \"%s\" (table, json or csv)\n",
-                        optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case OPT_LIMIT:
-            if (!gm_cli_parse_uint("history", "--limit", optarg, 1, 1000000000, &o->limit))
-                return GM_EXIT_USAGE;
-            break;
-        case 'o':
-            o->output = optarg;
-            break;
-        case OPT_OLDER:
-            if (!gm_cli_parse_duration("history", "--older-than", optarg, 1, 100 * 366 * 86400.0,
-                                       &o->older_than_s))
-                return GM_EXIT_USAGE;
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            return gm_cli_getopt_error("history", c, argv, longopts);
-        }
-    }
+    int first;
+    int rc = gm_cli_parse(&gm_cli_history_command, argc, argv, o, &first);
+    if (rc >= 0)
+        return rc;
+    optind = first; /* the operands, as getopt left them */
     o->action = optind < argc ? argv[optind++] : "list";
     bool needs_id = strcmp(o->action, "show") == 0 || strcmp(o->action, "export") == 0;
     bool compare = strcmp(o->action, "compare") == 0;
