@@ -17,34 +17,6 @@
 #include "core/container.h"
 #include "core/docker.h"
 
-static void usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: gpumon containers list [--format table|json]\n"
-        "       gpumon containers cleanup [--all] [--dry-run]\n"
-        "       gpumon containers follow [--stop-timeout S] NAME\n\n"
-        "The containers gpumon bench --image and gpumon run --image started, found by their\n"
-        "label gpumon.owner (HOST:PID of the gpumon that started them), through the Docker\n"
-        "Engine API ($DOCKER_HOST=unix://PATH, else /var/run/docker.sock).\n\n"
-        "  list     each one: name, image, state, its owner and whether that gpumon still runs\n"
-        "           (alive, gone, other host)\n"
-        "  cleanup  removes those whose gpumon is gone (killed with -9, say): not those kept\n"
-        "           with --keep-container unless --all, never one whose gpumon runs or that\n"
-        "           another host started\n"
-        "  follow   prints NAME's output (stdout and stderr) until it exits, and exits with its\n"
-        "           status; SIGINT and SIGTERM stop it (SIGKILL after --stop-timeout, default\n"
-        "           10 s, or at a second signal)\n\n"
-        "Options:\n"
-        "      --format FMT       list: table (default) or json\n"
-        "      --all              cleanup: kept containers too\n"
-        "      --dry-run          cleanup: say what would be removed, remove nothing\n"
-        "      --stop-timeout S   follow: seconds between SIGTERM and SIGKILL (default 10)\n"
-        "  -h, --help             show this help\n\n"
-        "Exit status: 0 ok (follow: the container's status); 1 failure (the engine cannot\n"
-        "be reached, a removal failed); 2 usage error.\n");
-}
-
 static gm_docker *open_engine(void)
 {
     gm_docker *d = NULL;
@@ -270,53 +242,94 @@ static int cmd_follow(const char *name, double stop_s)
     return rc;
 }
 
+typedef struct containers_opts {
+    bool json, all, dry, stop_given, format_given;
+    double stop_s;
+} containers_opts;
+
+static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row;
+    containers_opts *o = base;
+    if (strcmp(arg, "json") == 0)
+        o->json = true;
+    else if (strcmp(arg, "table") == 0)
+        o->json = false;
+    else
+        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected table or json)",
+                            arg);
+    o->format_given = true;
+    return GM_OK;
+}
+
+static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row, (void)arg, (void)err;
+    ((containers_opts *)base)->json = ((containers_opts *)base)->format_given = true;
+    return GM_OK;
+}
+
+static const gm_opt containers_table[] = {
+    {.type = GM_OPT_CALLBACK,
+     .name = "format",
+     .arg = "FMT",
+     .set = set_format,
+     .values = "table json",
+     .help = "list: table (default) or json."},
+    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    {.type = GM_OPT_FLAG,
+     .name = "all",
+     GM_OPT_AT(containers_opts, all),
+     .help = "cleanup: kept containers too."},
+    {.type = GM_OPT_FLAG,
+     .name = "dry-run",
+     GM_OPT_AT(containers_opts, dry),
+     .help = "cleanup: say what would be removed, remove nothing."},
+    {.type = GM_OPT_DURATION,
+     .name = "stop-timeout",
+     .arg = "S",
+     GM_OPT_AT(containers_opts, stop_s),
+     GM_OPT_GIVEN(containers_opts, stop_given),
+     .min = 0,
+     .max = 3600,
+     .help = "follow: seconds between SIGTERM and SIGKILL (default 10)."},
+    {0},
+};
+
+const gm_opt_command gm_cli_containers_command = {
+    .name = "containers",
+    .usage = "containers list [--format table|json]\n"
+             "containers cleanup [--all] [--dry-run]\n"
+             "containers follow [--stop-timeout S] NAME",
+    .description = "The containers gpumon bench --image and gpumon run --image started, found by "
+                   "their label gpumon.owner (HOST:PID of the gpumon that started them), through "
+                   "the Docker Engine API ($DOCKER_HOST=unix://PATH, else "
+                   "/var/run/docker.sock).",
+    .table = containers_table,
+    .epilogue = "Subcommands:\n"
+                "  list     each one: name, image, state, its owner and whether that gpumon still\n"
+                "           runs (alive, gone, other host)\n"
+                "  cleanup  removes those whose gpumon is gone (killed with -9, say): not those\n"
+                "           kept with --keep-container unless --all, never one whose gpumon runs\n"
+                "           or that another host started\n"
+                "  follow   prints NAME's output (stdout and stderr) until it exits, and exits\n"
+                "           with its status; SIGINT and SIGTERM stop it (SIGKILL after\n"
+                "           --stop-timeout, default 10 s, or at a second signal)\n\n"
+                "Exit status: 0 ok (follow: the container's status); 1 failure (the engine cannot\n"
+                "be reached, a removal failed); 2 usage error.\n",
+};
+
 int gm_cli_containers(int argc, char **argv)
 {
-    enum { OPT_FORMAT = 256, OPT_ALL, OPT_DRY, OPT_STOP };
-    static const struct option longopts[] = {
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"all", no_argument, NULL, OPT_ALL},
-        {"dry-run", no_argument, NULL, OPT_DRY},
-        {"stop-timeout", required_argument, NULL, OPT_STOP},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    bool json = false, all = false, dry = false, stop_given = false, format_given = false;
-    double stop_s = 10;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_FORMAT:
-            if (strcmp(optarg, "json") == 0)
-                json = true;
-            else if (strcmp(optarg, "table") != 0) {
-                fprintf(stderr,
-                        "gpumon containers: invalid --format \"%s\" (expected table or json)\n",
-                        optarg);
-                return GM_EXIT_USAGE;
-            }
-            format_given = true;
-            break;
-        case OPT_ALL:
-            all = true;
-            break;
-        case OPT_DRY:
-            dry = true;
-            break;
-        case OPT_STOP:
-            if (!gm_cli_parse_duration("containers", "--stop-timeout", optarg, 0, 3600, &stop_s))
-                return GM_EXIT_USAGE;
-            stop_given = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            return gm_cli_getopt_error("containers", c, argv, longopts);
-        }
-    }
+    containers_opts o = {.stop_s = 10};
+    int first;
+    int rc = gm_cli_parse(&gm_cli_containers_command, argc, argv, &o, &first);
+    if (rc >= 0)
+        return rc;
+    optind = first;
+    bool json = o.json, all = o.all, dry = o.dry, stop_given = o.stop_given,
+         format_given = o.format_given;
+    double stop_s = o.stop_s;
     if (optind >= argc) {
         fprintf(stderr, "gpumon containers: list, cleanup or follow? (see gpumon containers "
                         "--help)\n");
