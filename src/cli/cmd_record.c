@@ -28,121 +28,81 @@
 
 typedef gm_cli_record_opts record_opts;
 
-static void usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: gpumon record [options] -- COMMAND [ARGS...]\n\n"
-        "Runs COMMAND while sampling GPUs every interval, then prints per-GPU statistics\n"
-        "(min/max/mean/p50/p95 of utilization, memory, temperature, power) and energy to\n"
-        "stderr. COMMAND keeps stdin/stdout; gpumon exits with its exit status (128+N when\n"
-        "signal N ended it, 127 when it cannot be run). SIGINT, SIGTERM, SIGHUP, SIGQUIT,\n"
-        "SIGUSR1 and SIGUSR2 sent to gpumon are passed on to COMMAND.\n\n"
-        "Options:\n"
-        "  -i, --gpus LIST        GPUs to sample: indices, UUIDs or PCI bus ids, comma-separated\n"
-        "                         (default: those in CUDA_VISIBLE_DEVICES, else all)\n"
-        "      --interval SECONDS between samples, fractions allowed (0.01-3600, default 1)\n"
-        "  -o, --output FILE      also write the session as JSON, with its full timeline\n"
-        "      --label TEXT       a name to find the session by in gpumon history\n"
-        "      --snapshot         take a system snapshot before and after; the output gets both\n"
-        "                         and their diff (did the machine change during the run?)\n"
-        "      --snapshot-window-ms MS  power averaging window of each snapshot (default %d)\n"
-        "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
-        "                         $XDG_STATE_HOME/gpumon/gpumon.db or\n"
-        "                         ~/.local/state/gpumon/gpumon.db)\n"
-        "      --no-db            do not store the session\n"
-        "  -q, --quiet            no summary or progress on stderr\n"
-        "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto)\n"
-        "      --simulate N       use N simulated GPUs\n"
-        "      --seed N           seed of the simulated GPUs' dynamics\n"
-        "  -h, --help             show this help\n\n"
-        "Samples are stored as they are taken: if gpumon is killed, `gpumon history` shows the\n"
-        "session as interrupted with what it had. A database that cannot be opened is warned\n"
-        "about and the command still runs. One that fails during the run gets the samples\n"
-        "when it works again; none is stored while less than %d MiB is free on its\n"
-        "filesystem, and %d MiB are held there for the session's end. At the end the session\n"
-        "is stored whole, or as incomplete with the samples the database took, or removed, or\n"
-        "gpumon says how many samples the database kept.\n\n"
-        "Exit status: COMMAND's; 1 when COMMAND succeeded but --output could not be written;\n"
-        "2 usage error; 3 no GPU found (with --gpus); 127 COMMAND cannot be run.\n",
-        GM_AUDIT_DEFAULT_POWER_WINDOW_MS, GM_STORE_RESERVE_BYTES >> 20,
-        GM_STORE_RESERVE_BYTES >> 20);
-}
+_Static_assert(GM_AUDIT_DEFAULT_POWER_WINDOW_MS == 2000 && GM_STORE_RESERVE_BYTES >> 20 == 8,
+               "the help states these figures");
+
+static const gm_opt record_table[] = {
+    GM_CLI_OPT_ID(record_opts, filter, GM_OPT_GIVEN(record_opts, have_filter), .aliases = "gpus",
+                  .help = "GPUs to sample: indices, UUIDs or PCI bus ids, comma-separated "
+                          "(default: those in CUDA_VISIBLE_DEVICES, else all)."),
+    {.type = GM_OPT_DURATION, .name = "interval", .arg = "SECONDS",
+     GM_OPT_AT(record_opts, interval_s), .min = 0.01, .max = 3600,
+     .help = "Between samples, fractions allowed (0.01 to 3600, default 1)."},
+    {.type = GM_OPT_STRING, .name = "label", .arg = "TEXT", GM_OPT_AT(record_opts, label),
+     .help = "A name to find the session by in gpumon history."},
+    {.type = GM_OPT_FLAG, .name = "snapshot", GM_OPT_AT(record_opts, snapshot),
+     .help = "Take a system snapshot before and after; the output gets both and their diff "
+             "(did the machine change during the run?)."},
+    {.type = GM_OPT_UINT, .name = "snapshot-window-ms", .arg = "MS",
+     GM_OPT_AT(record_opts, snapshot_window_ms), GM_OPT_GIVEN(record_opts, snapshot_window_set),
+     .min = 0, .max = 60000, .help = "Power averaging window of each snapshot (default 2000)."},
+    {.type = GM_OPT_STRING, .name = "output", .letter = 'o', .arg = "FILE",
+     GM_OPT_AT(record_opts, output), .complete = "file", .flags = GM_OPT_CLI_ONLY,
+     .group = "Output",
+     .help = "Also write the session as JSON, with its full timeline."},
+    {.type = GM_OPT_FLAG, .name = "quiet", .letter = 'q', GM_OPT_AT(record_opts, quiet),
+     .help = "No summary or progress on stderr."},
+    {.type = GM_OPT_STRING, .name = "db", .arg = "PATH", GM_OPT_AT(record_opts, db),
+     .complete = "file", .group = "Database", .flags = GM_OPT_CLI_ONLY,
+     .help = "Database (default: $GPU_MONITOR_DB, else $XDG_STATE_HOME/gpumon/gpumon.db or "
+             "~/.local/state/gpumon/gpumon.db)."},
+    {.type = GM_OPT_FLAG, .name = "no-db", GM_OPT_AT(record_opts, no_db),
+     .help = "Do not store the session."},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(record_opts, src)},
+    {.type = GM_OPT_REMOVED, .name = "interval", .letter = 'n',
+     .help = "-n is --count, a number of GPUs, in every command"},
+    {.type = GM_OPT_REMOVED, .name = "label", .letter = 'l',
+     .help = "-l is --loop, in query only"},
+    {0},
+};
+
+const gm_opt_command gm_cli_record_command = {
+    .name = "record",
+    .usage = "record [options] -- COMMAND [ARGS...]",
+    .description = "Runs COMMAND while sampling GPUs every interval, then prints per-GPU "
+                   "statistics (min/max/mean/p50/p95 of utilization, memory, temperature, power) "
+                   "and energy to stderr. COMMAND keeps stdin/stdout; gpumon exits with its exit "
+                   "status (128+N when signal N ended it, 127 when it cannot be run). SIGINT, "
+                   "SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to gpumon are passed on "
+                   "to COMMAND.",
+    .table = record_table,
+    .stop_at_operand = true,
+    .epilogue =
+        "Samples are stored as they are taken: if gpumon is killed, `gpumon history`\n"
+        "shows the session as interrupted with what it had. A database that cannot be\n"
+        "opened is warned about and the command still runs. One that fails during the\n"
+        "run gets the samples when it works again; none is stored while less than 8 MiB\n"
+        "is free on its filesystem, and 8 MiB are held there for the session's end. At\n"
+        "the end the session is stored whole, or as incomplete with the samples the\n"
+        "database took, or removed, or gpumon says how many samples the database kept.\n\n"
+        "Exit status: COMMAND's; 1 when COMMAND succeeded but --output could not be\n"
+        "written; 2 usage error; 3 no GPU found (with --id); 127 COMMAND cannot be run.\n",
+};
 
 static int parse_args(int argc, char **argv, record_opts *o)
 {
-    enum { OPT_SNAPSHOT = 256, OPT_WINDOW, OPT_DB, OPT_NODB, OPT_INTERVAL, OPT_LABEL };
-    static const struct option longopts[] = {
-        {"gpus", required_argument, NULL, 'i'},
-        {"id", required_argument, NULL, 'i'},
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"output", required_argument, NULL, 'o'},
-        {"label", required_argument, NULL, OPT_LABEL},
-        {"quiet", no_argument, NULL, 'q'},
-        {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
-        {"snapshot-window-ms", required_argument, NULL, OPT_WINDOW},
-        {"db", required_argument, NULL, OPT_DB},
-        {"no-db", no_argument, NULL, OPT_NODB},
-        GM_CLI_SOURCE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *cmd = o->name;
-    unsigned long long v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    /* '+': stop at the first non-option, so COMMAND's own flags are never ours. */
-    while ((c = getopt_long(argc, argv, "+:i:o:qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'i':
-            if (!gm_cli_parse_gpu_filter(cmd, optarg, &o->filter))
-                return GM_EXIT_USAGE;
-            o->have_filter = true;
-            break;
-        case OPT_INTERVAL:
-            if (!gm_cli_parse_duration(cmd, "--interval", optarg, 0.01, 3600, &o->interval_s))
-                return GM_EXIT_USAGE;
-            break;
-        case 'o':
-            o->output = optarg;
-            break;
-        case OPT_LABEL:
-            o->label = optarg;
-            break;
-        case 'q':
-            o->quiet = true;
-            break;
-        case OPT_SNAPSHOT:
-            o->snapshot = true;
-            break;
-        case OPT_WINDOW:
-            if (!gm_cli_parse_uint(cmd, "--snapshot-window-ms", optarg, 0, 60000, &v))
-                return GM_EXIT_USAGE;
-            o->snapshot_window_ms = (unsigned)v;
-            o->snapshot_window_set = true;
-            break;
-        case OPT_DB:
-            o->db = optarg;
-            break;
-        case OPT_NODB:
-            o->no_db = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            if (!gm_cli_default_option(cmd, c, argv, longopts, &o->src))
-                return GM_EXIT_USAGE;
-            break;
-        }
-    }
-    if (optind >= argc) {
+    int first;
+    /* stop_at_operand: COMMAND's own flags are never ours. */
+    int rc = gm_cli_parse(&gm_cli_record_command, argc, argv, o, &first);
+    if (rc >= 0)
+        return rc;
+    if (first >= argc) {
         fprintf(stderr, "gpumon %s: no command to run (usage: gpumon %s [options] -- COMMAND)\n",
                 cmd, cmd);
         return GM_EXIT_USAGE;
     }
-    o->command = argv + optind;
+    o->command = argv + first;
     return -1;
 }
 
