@@ -634,33 +634,23 @@ void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
             fprintf(out, "\n%s:\n", group);
             any = true;
         }
-        char label[160];
+        char label[256];
         int n;
         if (r->letter)
             n = snprintf(label, sizeof label, "  -%c, --%s", r->letter, r->name);
         else
             n = snprintf(label, sizeof label, "      --%s", r->name);
+        for (const char *a = r->aliases; a && *a && n < 200;) {
+            size_t alen = strcspn(a, ",");
+            n += snprintf(label + n, sizeof label - (size_t)n, ", --%.*s", (int)alen, a);
+            a += alen + (a[alen] == ',');
+        }
         if (r->arg && (r->flags & GM_OPT_OPTARG))
             n += snprintf(label + n, sizeof label - (size_t)n, "[=%s]", r->arg);
         else if (r->arg)
             n += snprintf(label + n, sizeof label - (size_t)n, " %s", r->arg);
         fputs(label, out);
-        char help[1024];
-        snprintf(help, sizeof help, "%s", r->help ? r->help : "");
-        if (r->aliases) {
-            size_t hl = strlen(help);
-            snprintf(help + hl, sizeof help - hl, "%s(also --", hl ? " " : "");
-            hl = strlen(help);
-            for (const char *a = r->aliases; *a && hl + 4 < sizeof help; a++) {
-                if (*a == ',') {
-                    snprintf(help + hl, sizeof help - hl, ", --");
-                    hl += 4;
-                } else
-                    help[hl++] = *a;
-            }
-            help[hl] = '\0';
-            snprintf(help + hl, sizeof help - hl, ")");
-        }
+        const char *help = r->help ? r->help : "";
         if (n + 2 > HELP_COL) {
             fputc('\n', out);
             n = 0;

@@ -114,7 +114,7 @@ static const gm_opt cluster_table[] = {
      .name = "format",
      .arg = "FMT",
      GM_OPT_AT(cluster_opts, format),
-     .values = "table text json",
+     /* no .values: the completion offers status's and select's words apart */
      .help = "status: table (default) or json; select: text (the node's name, default) or json "
              "(every node, and why it was or was not chosen)."},
     {.type = GM_OPT_FLAG,
@@ -134,15 +134,15 @@ static const gm_opt cluster_table[] = {
 const gm_opt_command gm_cli_cluster_command = {
     .name = "cluster",
     .usage = "cluster status --prometheus URL [--format table|json] [options]\n"
-             "cluster select --prometheus URL -n N [--format text|json] [options]",
+             "cluster select --prometheus URL -n N [--format text|json]",
     .description = "The fleet as Prometheus sees it: one gpumon daemon per node (or "
                    "dcgm-exporter), scraped as one job (deploy/prometheus). A node is a Hostname "
                    "label (gpumon serve --hostname).",
     .table = cluster_table,
     .epilogue =
-        "  status   one row per node: its state (up, last scrape), GPUs, idle GPUs, mean\n"
-        "           utilization, memory, power, hottest GPU and health (XID, uncorrectable\n"
-        "           ECC errors, failed row remapping, when exported)\n"
+        "  status   one row per node: its state (up, last scrape), GPUs, idle GPUs,\n"
+        "           mean utilization, memory, power, hottest GPU and health (XID,\n"
+        "           uncorrectable ECC errors, failed row remapping, when exported)\n"
         "  select   prints the node with the most idle GPUs among those that have N\n"
         "           (ties: the lowest mean utilization, then the name); a node whose\n"
         "           target is down is never chosen: ssh \"$(gpumon cluster select -n 4)\"\n\n"

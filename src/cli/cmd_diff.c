@@ -71,19 +71,18 @@ const gm_opt_command gm_cli_diff_command = {
     .usage = "diff BEFORE.json AFTER.json [options]",
     .description = "Compares two snapshots from `gpumon snapshot` and reports every difference.",
     .table = diff_table,
-    .epilogue =
-        "Each difference is one of:\n"
-        "  CHANGED  an invariant differs: GPU set (by UUID), model, index, bus id, memory\n"
-        "           capacity, power limit, persistence mode, max PCIe link, P2P matrix, a\n"
-        "           GPU lost; driver, CUDA, NVML; host name, kernel, CPU model, CPU count,\n"
-        "           host memory. Or a GPU's memory used or mean power rose beyond the\n"
-        "           tolerance.\n"
-        "  WARNING  the current PCIe link generation or width differs (GPUs train their\n"
-        "           links down when idle, so gen1 at rest is normal), the provider\n"
-        "           differs, or a value is known in one snapshot only.\n"
-        "  note     memory or power moved within the tolerance, or fell.\n\n"
-        "Exit status: 0 UNCHANGED, 1 CHANGED, 2 usage error or a file that is not a\n"
-        "readable snapshot.\n",
+    .epilogue = "Each difference is one of:\n"
+                "  CHANGED  an invariant differs: GPU set (by UUID), model, index, bus id,\n"
+                "           memory capacity, power limit, persistence mode, max PCIe link, P2P\n"
+                "           matrix, a GPU lost; driver, CUDA, NVML; host name, kernel, CPU model,\n"
+                "           CPU count, host memory. Or a GPU's memory used or mean power rose\n"
+                "           beyond the tolerance.\n"
+                "  WARNING  the current PCIe link generation or width differs (GPUs train their\n"
+                "           links down when idle, so gen1 at rest is normal), the provider\n"
+                "           differs, or a value is known in one snapshot only.\n"
+                "  note     memory or power moved within the tolerance, or fell.\n\n"
+                "Exit status: 0 UNCHANGED, 1 CHANGED, 2 usage error or a file that is not a\n"
+                "readable snapshot.\n",
 };
 
 static int parse_args(int argc, char **argv, diff_opts *o)

@@ -35,34 +35,64 @@ static const gm_opt record_table[] = {
     GM_CLI_OPT_ID(record_opts, filter, GM_OPT_GIVEN(record_opts, have_filter), .aliases = "gpus",
                   .help = "GPUs to sample: indices, UUIDs or PCI bus ids, comma-separated "
                           "(default: those in CUDA_VISIBLE_DEVICES, else all)."),
-    {.type = GM_OPT_DURATION, .name = "interval", .arg = "SECONDS",
-     GM_OPT_AT(record_opts, interval_s), .min = 0.01, .max = 3600,
+    {.type = GM_OPT_DURATION,
+     .name = "interval",
+     .arg = "SECONDS",
+     GM_OPT_AT(record_opts, interval_s),
+     .min = 0.01,
+     .max = 3600,
      .help = "Between samples, fractions allowed (0.01 to 3600, default 1)."},
-    {.type = GM_OPT_STRING, .name = "label", .arg = "TEXT", GM_OPT_AT(record_opts, label),
+    {.type = GM_OPT_STRING,
+     .name = "label",
+     .arg = "TEXT",
+     GM_OPT_AT(record_opts, label),
      .help = "A name to find the session by in gpumon history."},
-    {.type = GM_OPT_FLAG, .name = "snapshot", GM_OPT_AT(record_opts, snapshot),
+    {.type = GM_OPT_FLAG,
+     .name = "snapshot",
+     GM_OPT_AT(record_opts, snapshot),
      .help = "Take a system snapshot before and after; the output gets both and their diff "
              "(did the machine change during the run?)."},
-    {.type = GM_OPT_UINT, .name = "snapshot-window-ms", .arg = "MS",
-     GM_OPT_AT(record_opts, snapshot_window_ms), GM_OPT_GIVEN(record_opts, snapshot_window_set),
-     .min = 0, .max = 60000, .help = "Power averaging window of each snapshot (default 2000)."},
-    {.type = GM_OPT_STRING, .name = "output", .letter = 'o', .arg = "FILE",
-     GM_OPT_AT(record_opts, output), .complete = "file", .flags = GM_OPT_CLI_ONLY,
+    {.type = GM_OPT_UINT,
+     .name = "snapshot-window-ms",
+     .arg = "MS",
+     GM_OPT_AT(record_opts, snapshot_window_ms),
+     GM_OPT_GIVEN(record_opts, snapshot_window_set),
+     .min = 0,
+     .max = 60000,
+     .help = "Power averaging window of each snapshot (default 2000)."},
+    {.type = GM_OPT_STRING,
+     .name = "output",
+     .letter = 'o',
+     .arg = "FILE",
+     GM_OPT_AT(record_opts, output),
+     .complete = "file",
+     .flags = GM_OPT_CLI_ONLY,
      .group = "Output",
      .help = "Also write the session as JSON, with its full timeline."},
-    {.type = GM_OPT_FLAG, .name = "quiet", .letter = 'q', GM_OPT_AT(record_opts, quiet),
+    {.type = GM_OPT_FLAG,
+     .name = "quiet",
+     .letter = 'q',
+     GM_OPT_AT(record_opts, quiet),
      .help = "No summary or progress on stderr."},
-    {.type = GM_OPT_STRING, .name = "db", .arg = "PATH", GM_OPT_AT(record_opts, db),
-     .complete = "file", .group = "Database", .flags = GM_OPT_CLI_ONLY,
+    {.type = GM_OPT_STRING,
+     .name = "db",
+     .arg = "PATH",
+     GM_OPT_AT(record_opts, db),
+     .complete = "file",
+     .group = "Database",
+     .flags = GM_OPT_CLI_ONLY,
      .help = "Database (default: $GPU_MONITOR_DB, else $XDG_STATE_HOME/gpumon/gpumon.db or "
              "~/.local/state/gpumon/gpumon.db)."},
-    {.type = GM_OPT_FLAG, .name = "no-db", GM_OPT_AT(record_opts, no_db),
+    {.type = GM_OPT_FLAG,
+     .name = "no-db",
+     GM_OPT_AT(record_opts, no_db),
      .help = "Do not store the session."},
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(record_opts, src)},
-    {.type = GM_OPT_REMOVED, .name = "interval", .letter = 'n',
+    {.type = GM_OPT_REMOVED,
+     .name = "interval",
+     .letter = 'n',
      .help = "-n is --count, a number of GPUs, in every command"},
-    {.type = GM_OPT_REMOVED, .name = "label", .letter = 'l',
-     .help = "-l is --loop, in query only"},
+    {.type = GM_OPT_REMOVED, .name = "label", .letter = 'l', .help = "-l is --loop, in query only"},
     {0},
 };
 
@@ -77,16 +107,15 @@ const gm_opt_command gm_cli_record_command = {
                    "to COMMAND.",
     .table = record_table,
     .stop_at_operand = true,
-    .epilogue =
-        "Samples are stored as they are taken: if gpumon is killed, `gpumon history`\n"
-        "shows the session as interrupted with what it had. A database that cannot be\n"
-        "opened is warned about and the command still runs. One that fails during the\n"
-        "run gets the samples when it works again; none is stored while less than 8 MiB\n"
-        "is free on its filesystem, and 8 MiB are held there for the session's end. At\n"
-        "the end the session is stored whole, or as incomplete with the samples the\n"
-        "database took, or removed, or gpumon says how many samples the database kept.\n\n"
-        "Exit status: COMMAND's; 1 when COMMAND succeeded but --output could not be\n"
-        "written; 2 usage error; 3 no GPU found (with --id); 127 COMMAND cannot be run.\n",
+    .epilogue = "Samples are stored as they are taken: if gpumon is killed, `gpumon history`\n"
+                "shows the session as interrupted with what it had. A database that cannot be\n"
+                "opened is warned about and the command still runs. One that fails during the\n"
+                "run gets the samples when it works again; none is stored while less than 8 MiB\n"
+                "is free on its filesystem, and 8 MiB are held there for the session's end. At\n"
+                "the end the session is stored whole, or as incomplete with the samples the\n"
+                "database took, or removed, or gpumon says how many samples the database kept.\n\n"
+                "Exit status: COMMAND's; 1 when COMMAND succeeded but --output could not be\n"
+                "written; 2 usage error; 3 no GPU found (with --id); 127 COMMAND cannot be run.\n",
 };
 
 static int parse_args(int argc, char **argv, record_opts *o)

@@ -4,37 +4,65 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/opt.h"
 #include "base/suggest.h"
+#include "cli/help_dump.h"
 #include "gpumon.h"
 
 typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    const gm_opt_command *opts; /* its option table; NULL: it parses its own */
+    const char *legacy;         /* then the options its --help lists, for the completion */
 } command;
 
 static const command commands[] = {
-    {"query", gm_cli_query,
-     "print GPU and host metrics once or in a loop (table, JSON, nvidia-smi CSV)"},
-    {"serve", gm_cli_serve, "run the daemon: REST API, WebSocket stream, Prometheus /metrics"},
-    {"record", gm_cli_record,
-     "run a command while sampling GPUs; min/max/mean/p95, energy, timeline"},
-    {"select", gm_cli_select, "rank GPUs by availability and print the best N"},
-    {"wait", gm_cli_wait, "block until N GPUs are available, or time out"},
-    {"estimate", gm_cli_estimate, "GPUs and memory a task config needs"},
-    {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command"},
-    {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)"},
-    {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed"},
-    {"bench", gm_cli_bench,
-     "load an inference server; latency, throughput and energy per token of its GPUs"},
+    {"query", gm_cli_query, "GPU and host metrics, once or in a loop (table, JSON, CSV)",
+     &gm_cli_query_command, NULL},
+    {"serve", gm_cli_serve, "run the daemon: REST API, WebSocket stream, Prometheus /metrics", NULL,
+     "--listen --port-file --provider --simulate --seed --token --history --interval "
+     "--poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname "
+     "--cors-origin --log-level --no-system-metrics --db --retention --web-root --prometheus "
+     "--prometheus-job --pod-resources --procfs -h --help"},
+    {"record", gm_cli_record, "run a command while sampling GPUs: statistics, energy, timeline",
+     &gm_cli_record_command, NULL},
+    {"select", gm_cli_select, "rank GPUs by availability and print the best N",
+     &gm_cli_select_command, NULL},
+    {"wait", gm_cli_wait, "block until N GPUs are available, or time out", &gm_cli_wait_command,
+     NULL},
+    {"estimate", gm_cli_estimate, "GPUs and memory a task config needs", NULL,
+     "-f --task --method --dtype --kv-dtype --context --batch --overhead-mib --format -h --help"},
+    {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command", NULL,
+     "--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --interval -o "
+     "--output --label --snapshot --snapshot-window-ms --db --no-db --lease-dir --all-devices -q "
+     "--quiet --provider --simulate --seed --image --container-port --env --volume --shm-size "
+     "--keep-container --pull -h --help"},
+    {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)",
+     &gm_cli_snapshot_command, NULL},
+    {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed",
+     &gm_cli_diff_command, NULL},
+    {"bench", gm_cli_bench, "load an inference server: latency, throughput, energy per token", NULL,
+     "--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup "
+     "--input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --gpus "
+     "--interval --idle-seconds -o --output --label --trace --db --no-db -q --quiet --provider "
+     "--simulate --seed --image --container-port --env --volume --shm-size --ready-path "
+     "--ready-timeout --keep-container --pull --task -n --count -m --min-free-mb -u --max-util -w "
+     "--wait --check-interval --lease-dir --all-devices -h --help"},
     {"containers", gm_cli_containers,
-     "list the containers gpumon started; remove those a killed gpumon left"},
-    {"history", gm_cli_history,
-     "list, show, export, compare, delete and prune stored sessions, runs, benchmarks"},
-    {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)"},
-    {"cluster", gm_cli_cluster,
-     "the fleet from Prometheus: nodes, idle GPUs, health; the node for N GPUs"},
-    {"top", gm_cli_top, "live terminal view: GPU bars, history graphs, processes (kill, sort)"},
+     "the containers gpumon started; remove those a killed gpumon left", &gm_cli_containers_command,
+     NULL},
+    {"history", gm_cli_history, "stored sessions, runs, benchmarks: list, show, export, compare...",
+     &gm_cli_history_command, NULL},
+    {"smi", gm_cli_smi, "nvidia-smi's reading options (-L, -q, -q -x, --query-gpu...)", NULL,
+     "-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display -i --id -f "
+     "--filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps --query-retired-pages "
+     "--query-remapped-rows --format --help-query-gpu --help-query-compute-apps "
+     "--help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed"},
+    {"cluster", gm_cli_cluster, "the fleet from Prometheus: nodes, idle GPUs, the node for N GPUs",
+     &gm_cli_cluster_command, NULL},
+    {"top", gm_cli_top, "live terminal view: GPU bars, graphs, processes (kill, sort)",
+     &gm_cli_top_command, NULL},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof *commands)
@@ -53,7 +81,7 @@ static void usage(FILE *out)
             "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml | nvidia-smi | sim | auto (default auto:\n"
             "                                  NVML, then nvidia-smi)\n"
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
-            "  GPU_MONITOR_DB                  SQLite database of sessions, runs and snapshots\n"
+            "  GPU_MONITOR_DB                  SQLite database of sessions, runs, snapshots\n"
             "                                  (default $XDG_STATE_HOME/gpumon/gpumon.db)\n"
             "  GPU_MONITOR_LEASE_DIR           where GPU leases live (share it between users)\n"
             "  NO_COLOR                        set: no colour on a terminal (query, top)\n\n"
@@ -108,6 +136,17 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "-v") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
         printf("gpumon %s\n", GM_VERSION);
         return GM_EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0 && argc > 2 && strcmp(argv[2], "--dump") == 0) {
+        /* Not in the help: what deploy/gpumon.bash and docs/CLI.md are generated from. */
+        if (argc != 4) {
+            fprintf(stderr, "gpumon help: --dump takes bash, markdown or json\n");
+            return GM_EXIT_USAGE;
+        }
+        gm_cli_dump_command dump[NCOMMANDS];
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            dump[i] = (gm_cli_dump_command){commands[i].name, commands[i].opts, commands[i].legacy};
+        return gm_cli_help_dump(argv[3], dump, NCOMMANDS, stdout);
     }
     if (strcmp(cmd, "help") == 0) {
         if (argc > 3) {
