@@ -92,7 +92,10 @@ static const gm_opt record_table[] = {
      .name = "interval",
      .letter = 'n',
      .help = "-n is --count, a number of GPUs, in every command"},
-    {.type = GM_OPT_REMOVED, .name = "label", .letter = 'l', .help = "-l is --loop, in query only"},
+    {.type = GM_OPT_REMOVED,
+     .name = "label",
+     .letter = 'l',
+     .help = "-l is --loop, in query and smi"},
     {0},
 };
 

@@ -51,9 +51,9 @@ static const struct {
     const char *why;
 } removed_letters[] = {
     {"record", 'n', "--interval", "-n is --count, a number of GPUs, in every command"},
-    {"record", 'l', "--label", "-l is --loop, in query only"},
-    {"run", 'l', "--label", "-l is --loop, in query only"},
-    {"bench", 'l', "--label", "-l is --loop, in query only"},
+    {"record", 'l', "--label", "-l is --loop, in query and smi"},
+    {"run", 'l', "--label", "-l is --loop, in query and smi"},
+    {"bench", 'l', "--label", "-l is --loop, in query and smi"},
     {"history", 'n', "--limit", "-n is --count, a number of GPUs, in every command"},
 };
 

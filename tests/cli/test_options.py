@@ -156,7 +156,7 @@ class Letters(Base):
 
     def test_removed_letters_name_their_replacement(self):
         gpus = "-n is --count, a number of GPUs, in every command"
-        loop = "-l is --loop, in query only"
+        loop = "-l is --loop, in query and smi"
         for cmd, letter, now, why, rest in (
             ("record", "n", "--interval", gpus, ["--", "true"]),
             ("record", "l", "--label", loop, ["--", "true"]),

@@ -165,7 +165,7 @@ class QuerySim(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn("--loop expects a duration from 0.1s", p.stderr)
         help_text = run(["query", "--help"], env=env()).stdout
-        self.assertIn("-l, --loop[=SECONDS]", help_text)
+        self.assertIn("-l, --loop, --interval[=SECONDS]", help_text)
         self.assertIn("default 5", help_text)
 
     def test_bad_env_provider(self):
