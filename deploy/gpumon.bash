@@ -8,7 +8,7 @@ _gpumon_opts_record='-i --id --gpus --interval --label --snapshot --snapshot-win
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices --provider --simulate --seed -h --help'
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices -t --timeout --interval --check-interval -q --quiet --provider --simulate --seed -h --help'
 _gpumon_opts_estimate='-f --task --method --dtype --kv-dtype --context --batch --overhead-mib --format -h --help'
-_gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db --lease-dir --all-devices -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size --keep-container --pull -h --help'
+_gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed --image --env --volume --shm-size --container-port --keep-container --pull -h --help'
 _gpumon_opts_snapshot='-o --output --power-window --interval --power-interval --no-processes --provider --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format --json -h --help'
 _gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --gpus --interval --idle-seconds -o --output --label --trace --db --no-db -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size --ready-path --ready-timeout --keep-container --pull --task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices -h --help'
@@ -136,6 +136,71 @@ _gpumon_table_value() {
         return 0
         ;;
     wait:--seed) # nothing to offer
+        return 0
+        ;;
+    run:--task)
+        _filedir
+        return 0
+        ;;
+    run:-n | run:--count) # nothing to offer
+        return 0
+        ;;
+    run:-m | run:--min-free-mb) # nothing to offer
+        return 0
+        ;;
+    run:-u | run:--max-util) # nothing to offer
+        return 0
+        ;;
+    run:-w | run:--wait) # nothing to offer
+        return 0
+        ;;
+    run:--check-interval) # nothing to offer
+        return 0
+        ;;
+    run:--lease-dir)
+        _filedir -d
+        return 0
+        ;;
+    run:--interval) # nothing to offer
+        return 0
+        ;;
+    run:-o | run:--output)
+        _filedir
+        return 0
+        ;;
+    run:--label) # nothing to offer
+        return 0
+        ;;
+    run:--snapshot-window-ms) # nothing to offer
+        return 0
+        ;;
+    run:--db)
+        _filedir
+        return 0
+        ;;
+    run:--provider)
+        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        return 0
+        ;;
+    run:--simulate) # nothing to offer
+        return 0
+        ;;
+    run:--seed) # nothing to offer
+        return 0
+        ;;
+    run:--image) # nothing to offer
+        return 0
+        ;;
+    run:--env) # nothing to offer
+        return 0
+        ;;
+    run:--volume) # nothing to offer
+        return 0
+        ;;
+    run:--shm-size) # nothing to offer
+        return 0
+        ;;
+    run:--container-port) # nothing to offer
         return 0
         ;;
     snapshot:-o | snapshot:--output)

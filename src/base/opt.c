@@ -275,8 +275,9 @@ int gm_opt_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, i
         if (r->type == GM_OPT_REMOVED)
             continue;
         int kind = arg_kind(r), code = CODE_BASE + (int)i;
-        longopts[nl++] = (struct option){r->name, kind, NULL, code};
-        has_help |= strcmp(r->name, "help") == 0;
+        if (r->name)
+            longopts[nl++] = (struct option){r->name, kind, NULL, code};
+        has_help |= r->name && strcmp(r->name, "help") == 0;
         for (const char *a = r->aliases; a && *a;) {
             const char *comma = strchr(a, ',');
             /* getopt_long keeps the pointer: aliases are split in place of a copy. */

@@ -56,6 +56,7 @@ typedef struct gm_opt {
     const char *def;              /* GM_OPT_OPTARG: the value when none is given */
     const char *values;   /* accepted words, space-separated, for completion ("auto always") */
     const char *complete; /* completion of the value: "file", "dir", "command" or NULL */
+    int code;             /* the callback's own datum (e.g. which option of a shared parser) */
 } gm_opt;
 
 /* Where a row's value lands: T is the options struct, f its field. Rows are written with

@@ -42,154 +42,170 @@ static void on_signal(int sig)
     cancelled = sig;
 }
 
-static void usage(FILE *out)
+/* The lease and container options go through the parsers bench shares (lease.c,
+ * container.c), which print their own messages: an empty message says so to gm_cli_parse. */
+static int lease_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(out,
-            "usage: gpumon run [--task TASK.json | --count N] [options] -- COMMAND [ARGS...]\n"
-            "       gpumon run [--task TASK.json | --count N] [options] --image IMAGE\n"
-            "                  [-- ARGS...]\n\n"
-            "Finds GPUs for COMMAND, waits until they are free, leases them so that no other\n"
-            "`gpumon run` takes them, and runs COMMAND on them as `gpumon record` does\n"
-            "(signals forwarded, exit status passed through, the session stored as a \"run\").\n"
-            "The lease ends when COMMAND exits (or gpumon dies).\n\n"
-            "Options:\n"
-            "      --task FILE        estimate GPUs and memory per GPU from a task config\n"
-            "                         (tp x pp x max(dp, cp, dcp); see gpumon estimate)\n"
-            "  -n, --count N          GPUs wanted (default 1; not with --task; -c also works)\n"
-            "  -m, --min-free-mb MIB  free memory each GPU needs (overrides the task's\n"
-            "                         estimate)\n"
-            "  -u, --max-util PCT     only GPUs at most PCT %% busy\n"
-            "  -w, --wait SECONDS     wait at most this long for the GPUs (default 300; 0:\n"
-            "                         check once)\n"
-            "      --check-interval S between availability checks while waiting (default 30)\n"
-            "      --interval S       sampling interval while COMMAND runs (default 1)\n"
-            "  -o, --output FILE      write the session JSON (with timeline) to FILE\n"
-            "      --label TEXT       label of the stored run\n"
-            "      --snapshot         system snapshots before and after, with their diff\n"
-            "      --snapshot-window-ms MS  power window of each snapshot\n"
-            "      --db PATH, --no-db where to store the run (see gpumon record)\n"
-            "      --lease-dir DIR    where leases live (default $%s, else\n"
-            "                         $XDG_RUNTIME_DIR/gpumon/leases, else\n"
-            "                         /tmp/gpumon-$UID/leases)\n"
-            "      --all-devices      ignore the caller's CUDA_VISIBLE_DEVICES when choosing\n"
-            "  -q, --quiet            no progress (while waiting, too) or summary on stderr\n"
-            "      --provider NAME, --simulate N, --seed N   as for gpumon query\n"
-            "  -h, --help             show this help\n\n"
-            "In a container, through the Docker Engine API ($DOCKER_HOST=unix://PATH, else\n"
-            "/var/run/docker.sock):\n"
-            "      --image IMAGE      run IMAGE on the leased GPUs, given to it as\n"
-            "                         HostConfig.DeviceRequests by UUID (no\n"
-            "                         CUDA_VISIBLE_DEVICES); COMMAND, if any, follows its\n"
-            "                         entrypoint. Its output is shown, its exit status\n"
-            "                         passed through, and it is removed at the end\n"
-            "      --env K=V, --env NAME  set a variable in it (repeatable; NAME alone passes\n"
-            "                         gpumon's own value, never printed)\n"
-            "      --volume HOST:CONTAINER[:ro]  as docker run -v\n"
-            "      --shm-size SIZE    as docker run --shm-size\n"
-            "      --container-port P publish port P on a free port of 127.0.0.1\n"
-            "      --keep-container   leave it (stopped) instead of removing it\n"
-            "      --pull             pull IMAGE when it is not here\n"
-            "The container is named gpumon-<session id>, labelled gpumon.owner and gpumon.run\n"
-            "(gpumon containers list|cleanup).\n\n"
-            "COMMAND gets CUDA_VISIBLE_DEVICES set to the chosen driver indices (\"0,3\", as\n"
-            "nvidia-smi numbers GPUs) and CUDA_DEVICE_ORDER=PCI_BUS_ID. The second is needed\n"
-            "because CUDA numbers devices fastest-first by default, which differs from the\n"
-            "driver's PCI bus order on hosts mixing GPU models; with PCI_BUS_ID both agree,\n"
-            "so the indices name the leased GPUs and no others.\n\n"
-            "Exit status: COMMAND's; 2 usage error; 3 no GPU found; 5 the GPUs did not become\n"
-            "free in time; 127 COMMAND cannot be run; 128+N interrupted by signal N while\n"
-            "waiting.\n",
-            GM_LEASE_DIR_ENV);
+    if (gm_cli_lease_option("run", row->code, arg, &((run_opts *)base)->lease) > 0)
+        return GM_OK;
+    return gm_error_set(err, GM_EINVAL, "%s", "");
 }
 
-/* A number option of `gpumon run` in [min, max]; false (message printed) when it is not. */
+static int ctr_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    if (gm_cli_ctr_option("run", row->code, arg, &((run_opts *)base)->ctr) > 0)
+        return GM_OK;
+    return gm_error_set(err, GM_EINVAL, "%s", "");
+}
+
+#define LEASE(...)                                             \
+    {                                                          \
+        .type = GM_OPT_CALLBACK, .set = lease_row, __VA_ARGS__ \
+    }
+#define CTR(...)                                             \
+    {                                                        \
+        .type = GM_OPT_CALLBACK, .set = ctr_row, __VA_ARGS__ \
+    }
+
+static const gm_opt run_table[] = {
+    LEASE(.name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
+          .help = "Estimate GPUs and memory per GPU from a task config (tp x pp x max(dp, cp, "
+                  "dcp); see gpumon estimate)."),
+    LEASE(.name = "count", .letter = 'n', .arg = "N", .code = GM_CLI_OPT_COUNT,
+          .help = "GPUs wanted (default 1; not with --task; -c also works)."),
+    LEASE(.name = NULL, .letter = 'c', .arg = "N", .code = GM_CLI_OPT_COUNT,
+          .flags = GM_OPT_HIDDEN),
+    LEASE(.name = "min-free-mb", .letter = 'm', .arg = "MIB", .code = GM_CLI_OPT_MIN_FREE,
+          .help = "Free memory each GPU needs (overrides the task's estimate)."),
+    LEASE(.name = "max-util", .letter = 'u', .arg = "PCT", .code = GM_CLI_OPT_MAX_UTIL,
+          .help = "Only GPUs at most PCT % busy."),
+    LEASE(.name = "wait", .letter = 'w', .arg = "SECONDS", .code = GM_CLI_OPT_WAIT,
+          .help = "Wait at most this long for the GPUs (default 300; 0: check once)."),
+    LEASE(.name = "check-interval", .arg = "S", .code = GM_CLI_OPT_CHECK,
+          .help = "Between availability checks while waiting (default 30)."),
+    LEASE(.name = "lease-dir", .arg = "DIR", .code = GM_CLI_OPT_LEASE_DIR, .complete = "dir",
+          .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "
+                  "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."),
+    LEASE(.name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,
+          .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing."),
+    {.type = GM_OPT_DURATION,
+     .name = "interval",
+     .arg = "S",
+     GM_OPT_AT(run_opts, interval_s),
+     .min = 0.01,
+     .max = 3600,
+     .group = "Recording",
+     .help = "Sampling interval while COMMAND runs (default 1)."},
+    {.type = GM_OPT_STRING,
+     .name = "output",
+     .letter = 'o',
+     .arg = "FILE",
+     GM_OPT_AT(run_opts, output),
+     .complete = "file",
+     .flags = GM_OPT_CLI_ONLY,
+     .help = "Write the session JSON (with timeline) to FILE."},
+    {.type = GM_OPT_STRING,
+     .name = "label",
+     .arg = "TEXT",
+     GM_OPT_AT(run_opts, label),
+     .help = "Label of the stored run."},
+    {.type = GM_OPT_FLAG,
+     .name = "snapshot",
+     GM_OPT_AT(run_opts, snapshot),
+     .help = "System snapshots before and after, with their diff."},
+    {.type = GM_OPT_UINT,
+     .name = "snapshot-window-ms",
+     .arg = "MS",
+     GM_OPT_AT(run_opts, snapshot_window_ms),
+     GM_OPT_GIVEN(run_opts, snapshot_window_set),
+     .min = 0,
+     .max = 60000,
+     .help = "Power window of each snapshot (default 2000)."},
+    {.type = GM_OPT_STRING,
+     .name = "db",
+     .arg = "PATH",
+     GM_OPT_AT(run_opts, db),
+     .complete = "file",
+     .flags = GM_OPT_CLI_ONLY,
+     .help = "Where to store the run (see gpumon record)."},
+    {.type = GM_OPT_FLAG,
+     .name = "no-db",
+     GM_OPT_AT(run_opts, no_db),
+     .help = "Do not store the run."},
+    {.type = GM_OPT_FLAG,
+     .name = "quiet",
+     .letter = 'q',
+     GM_OPT_AT(run_opts, quiet),
+     .help = "No progress (while waiting, too) or summary on stderr."},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(run_opts, src)},
+    CTR(.name = "image", .arg = "IMAGE", .code = GM_CLI_OPT_IMAGE, .group = "In a container",
+        .help = "Run IMAGE on the leased GPUs, given to it as HostConfig.DeviceRequests by UUID "
+                "(no CUDA_VISIBLE_DEVICES); COMMAND, if any, follows its entrypoint. Its output "
+                "is shown, its exit status passed through, and it is removed at the end."),
+    CTR(.name = "env", .arg = "K=V|NAME", .code = GM_CLI_OPT_ENV, .flags = GM_OPT_REPEAT,
+        .help = "Set a variable in it (repeatable; NAME alone passes gpumon's own value, never "
+                "printed)."),
+    CTR(.name = "volume", .arg = "HOST:CONTAINER[:ro]", .code = GM_CLI_OPT_VOLUME,
+        .flags = GM_OPT_REPEAT, .help = "As docker run -v."),
+    CTR(.name = "shm-size", .arg = "SIZE", .code = GM_CLI_OPT_SHM,
+        .help = "As docker run --shm-size."),
+    CTR(.name = "container-port", .arg = "P", .code = GM_CLI_OPT_CPORT,
+        .help = "Publish port P on a free port of 127.0.0.1."),
+    CTR(.name = "keep-container", .code = GM_CLI_OPT_KEEP,
+        .help = "Leave it (stopped) instead of removing it."),
+    CTR(.name = "pull", .code = GM_CLI_OPT_PULL, .help = "Pull IMAGE when it is not here."),
+    /* bench's, refused by gm_cli_ctr_validate with a message that says so */
+    CTR(.name = "ready-path", .arg = "PATH", .code = GM_CLI_OPT_READY_PATH, .flags = GM_OPT_HIDDEN),
+    CTR(.name = "ready-timeout", .arg = "S", .code = GM_CLI_OPT_READY_TIMEOUT,
+        .flags = GM_OPT_HIDDEN),
+    {.type = GM_OPT_REMOVED,
+     .name = "label",
+     .letter = 'l',
+     .help = "-l is --loop, in query and smi"},
+    {0},
+};
+
+const gm_opt_command gm_cli_run_command = {
+    .name = "run",
+    .usage = "run [--task TASK.json | --count N] [options] -- COMMAND [ARGS...]\n"
+             "run [options] --image IMAGE [-- ARGS...]",
+    .description = "Finds GPUs for COMMAND, waits until they are free, leases them so that no "
+                   "other `gpumon run` takes them, and runs COMMAND on them as `gpumon record` "
+                   "does (signals forwarded, exit status passed through, the session stored as "
+                   "a \"run\"). The lease ends when COMMAND exits (or gpumon dies).",
+    .table = run_table,
+    .stop_at_operand = true,
+    .epilogue = "Containers go through the Docker Engine API ($DOCKER_HOST=unix://PATH, else\n"
+                "/var/run/docker.sock). The container is named gpumon-<session id>, labelled\n"
+                "gpumon.owner and gpumon.run (gpumon containers list|cleanup).\n\n"
+                "COMMAND gets CUDA_VISIBLE_DEVICES set to the chosen driver indices (\"0,3\", as\n"
+                "nvidia-smi numbers GPUs) and CUDA_DEVICE_ORDER=PCI_BUS_ID. The second is needed\n"
+                "because CUDA numbers devices fastest-first by default, which differs from the\n"
+                "driver's PCI bus order on hosts mixing GPU models; with PCI_BUS_ID both agree,\n"
+                "so the indices name the leased GPUs and no others.\n\n"
+                "Exit status: COMMAND's; 2 usage error; 3 no GPU found; 5 the GPUs did not become\n"
+                "free in time; 127 COMMAND cannot be run; 128+N interrupted by signal N while\n"
+                "waiting.\n",
+};
+
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    enum { OPT_SNAPSHOT = 256, OPT_WINDOW, OPT_DB, OPT_NODB, OPT_INTERVAL, OPT_LABEL };
-    static const struct option longopts[] = {
-        GM_CLI_LEASE_LONGOPTS,
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"output", required_argument, NULL, 'o'},
-        {"label", required_argument, NULL, OPT_LABEL},
-        {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
-        {"snapshot-window-ms", required_argument, NULL, OPT_WINDOW},
-        {"db", required_argument, NULL, OPT_DB},
-        {"no-db", no_argument, NULL, OPT_NODB},
-        {"quiet", no_argument, NULL, 'q'},
-        GM_CLI_SOURCE_LONGOPTS,
-        GM_CLI_CTR_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    unsigned long long v;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:n:c:m:u:w:o:qh", longopts, NULL)) != -1) {
-        /* The letters of the lease options ("-c": run's letter for --count before -n meant
-         * it in every command). */
-        int lc = c == 'n' || c == 'c' ? GM_CLI_OPT_COUNT
-                 : c == 'm'           ? GM_CLI_OPT_MIN_FREE
-                 : c == 'u'           ? GM_CLI_OPT_MAX_UTIL
-                 : c == 'w'           ? GM_CLI_OPT_WAIT
-                                      : c;
-        int taken = gm_cli_lease_option("run", lc, optarg, &o->lease);
-        if (taken < 0)
-            return GM_EXIT_USAGE;
-        if (taken > 0)
-            continue;
-        switch (c) {
-        case OPT_INTERVAL:
-            if (!gm_cli_parse_duration("run", "--interval", optarg, 0.01, 3600, &o->interval_s))
-                return GM_EXIT_USAGE;
-            break;
-        case 'o':
-            o->output = optarg;
-            break;
-        case OPT_LABEL:
-            o->label = optarg;
-            break;
-        case OPT_SNAPSHOT:
-            o->snapshot = true;
-            break;
-        case OPT_WINDOW:
-            if (!gm_cli_parse_uint("run", "--snapshot-window-ms", optarg, 0, 60000, &v))
-                return GM_EXIT_USAGE;
-            o->snapshot_window_ms = (unsigned)v;
-            o->snapshot_window_set = true;
-            break;
-        case OPT_DB:
-            o->db = optarg;
-            break;
-        case OPT_NODB:
-            o->no_db = true;
-            break;
-        case 'q':
-            o->quiet = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            taken = gm_cli_ctr_option("run", c, optarg, &o->ctr);
-            if (taken < 0 ||
-                (taken == 0 && !gm_cli_default_option("run", c, argv, longopts, &o->src)))
-                return GM_EXIT_USAGE;
-            break;
-        }
-    }
+    int first;
+    int rc = gm_cli_parse(&gm_cli_run_command, argc, argv, o, &first);
+    if (rc >= 0)
+        return rc;
     if (!gm_cli_ctr_validate("run", &o->ctr, false))
         return GM_EXIT_USAGE;
     if (o->lease.task && o->lease.count) {
         fprintf(stderr, "gpumon run: --task and --count both say how many GPUs; give one\n");
         return GM_EXIT_USAGE;
     }
-    if (optind >= argc && !o->ctr.image) {
+    if (first >= argc && !o->ctr.image) {
         fprintf(stderr, "gpumon run: no command to run (usage: gpumon run [options] -- COMMAND)\n");
         return GM_EXIT_USAGE;
     }
-    o->command = argv + optind;
-    o->ncommand = argc - optind;
+    o->command = argv + first;
+    o->ncommand = argc - first;
     return -1;
 }
 

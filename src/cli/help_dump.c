@@ -353,6 +353,8 @@ static const char *type_name(gm_opt_type t)
 
 static int json_row(const gm_opt *r, void *ctx)
 {
+    if (!r->name)
+        return 0; /* a hidden second letter */
     json_t *row = json_pack("{s:s, s:s}", "name", r->name, "type", type_name(r->type));
     if (!row)
         return -1;

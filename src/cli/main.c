@@ -33,11 +33,8 @@ static const command commands[] = {
      NULL},
     {"estimate", gm_cli_estimate, "GPUs and memory a task config needs", NULL,
      "-f --task --method --dtype --kv-dtype --context --batch --overhead-mib --format -h --help"},
-    {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command", NULL,
-     "--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --interval -o "
-     "--output --label --snapshot --snapshot-window-ms --db --no-db --lease-dir --all-devices -q "
-     "--quiet --provider --simulate --seed --image --container-port --env --volume --shm-size "
-     "--keep-container --pull -h --help"},
+    {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command",
+     &gm_cli_run_command, NULL},
     {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)",
      &gm_cli_snapshot_command, NULL},
     {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed",
