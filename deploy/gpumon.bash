@@ -15,8 +15,8 @@ _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format 
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id -t --timeout --interval
     -q --quiet --format --ignore-leases --lease-dir --all-devices -v --verbose --provider --simulate --seed
     -h --help'
-_gpumon_opts_estimate='-f --task --method --dtype --kv-dtype --context --batch --overhead-mib
-    --format -h --help'
+_gpumon_opts_estimate='-f --task --tp --pp --dp --method --dtype --kv-dtype --seq-len --context
+    --batch --overhead-mib --list-models --format -h --help'
 _gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval
     --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db
     --lease-dir --all-devices -q --quiet --provider --simulate --seed --image --container-port
