@@ -134,6 +134,9 @@ export function Chart(props: ChartProps) {
     const dpr = typeof devicePixelRatio === 'number' ? devicePixelRatio : 1;
     ctx.font = `${Math.round(10 * dpr)}px system-ui, sans-serif`;
     ctx.textBaseline = 'top';
+    // A name only where it fits its band and clears the one before: the list above the charts
+    // names every run.
+    let free = -Infinity;
     for (const m of marks) {
       const x0 = Math.max(bbox.left, u.valToPos(m.start, 'x', true));
       const x1 = Math.min(bbox.left + bbox.width, Math.max(u.valToPos(m.end, 'x', true), x0 + dpr));
@@ -141,7 +144,11 @@ export function Chart(props: ChartProps) {
       ctx.fillRect(x0, bbox.top, x1 - x0, bbox.height);
       ctx.fillStyle = MARK_EDGE[m.kind];
       ctx.fillRect(x0, bbox.top, dpr, bbox.height);
-      ctx.fillText(m.label, x0 + 3 * dpr, bbox.top + 2 * dpr, Math.max(20 * dpr, x1 - x0 - 4 * dpr));
+      const w = ctx.measureText(m.label).width;
+      if (x0 + 3 * dpr + w <= x1 && x0 >= free) {
+        ctx.fillText(m.label, x0 + 3 * dpr, bbox.top + 2 * dpr);
+        free = x0 + 3 * dpr + w + 6 * dpr;
+      }
     }
     ctx.restore();
   };

@@ -39,7 +39,8 @@ export function runMarks(
   for (const s of sessions) {
     if (s.kind === 'bench') continue; // listed with the benchmarks
     if (s.gpus && s.gpus.length > 0 && !s.gpus.some((g) => g.index === gpu)) continue;
-    add(s.id, 'session', runTitle(s), s.started_at, s.monitoring_duration_seconds, runPath(s));
+    // A session still recording goes on to now, whatever duration it had when listed.
+    add(s.id, 'session', runTitle(s), s.started_at, s.status === 'running' ? null : s.monitoring_duration_seconds, runPath(s));
   }
   for (const b of benches) add(b.id, 'benchmark', runTitle(b), b.started_at, b.duration_seconds, `/benchmarks/${b.id}`);
   return out.sort((a, b) => a.start - b.start);

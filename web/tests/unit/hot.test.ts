@@ -98,6 +98,9 @@ describe('runs on the GPU page', () => {
       ['late', 'session', 1500, 1600, '/sessions/late'],
       ['running', 'session', 1800, 1900, '/sessions/running'],
     ]);
+    // A session still recording reaches now, whatever duration it was listed with.
+    const live = { ...session('live', 1850, 5), status: 'running' };
+    expect(runMarks([live], [], 0, 1000, 2000, 1900).map((m) => m.end)).toEqual([1900]);
   });
 });
 
