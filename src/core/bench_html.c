@@ -95,7 +95,7 @@ static void fmt_tick(char *buf, size_t len, double v, double step)
         snprintf(buf, len, "%.3g", v);
 }
 
-enum { W = 640, H = 300, ML = 64, MR = 16, MT = 16, MB = 44 };
+enum { W = 600, H = 300, ML = 64, MR = 16, MT = 16, MB = 44 };
 
 /* A line chart with axes from 0 (or the data's minimum when below) to the data's maximum, ticks
  * at round values, one polyline per series broken where a value is absent, and a legend. Says
@@ -134,8 +134,8 @@ static void svg_chart(FILE *out, const char *title, const char *xlabel, const ch
     x1 = ceil(x1 / xs) * xs;
     y1 = ceil(y1 / ys) * ys;
     double pw = W - ML - MR, ph = H - MT - MB;
-#define PX(v) (ML + ((v) - x0) / (x1 - x0) * pw)
-#define PY(v) (MT + ph - ((v) - y0) / (y1 - y0) * ph)
+#define PX(v) (ML + ((v)-x0) / (x1 - x0) * pw)
+#define PY(v) (MT + ph - ((v)-y0) / (y1 - y0) * ph)
     fprintf(out, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"",
             W, H, W, H);
     esc(out, title);
@@ -195,8 +195,9 @@ static void svg_chart(FILE *out, const char *title, const char *xlabel, const ch
     }
     fprintf(out, "</svg>\n<div class=\"legend\">");
     for (size_t i = 0; i < ns; i++) {
-        fprintf(out, "<span><svg width=\"24\" height=\"10\"><line x1=\"0\" x2=\"24\" y1=\"5\" "
-                     "y2=\"5\" stroke=\"%s\" stroke-width=\"2\"%s/></svg> ",
+        fprintf(out,
+                "<span><svg width=\"24\" height=\"10\"><line x1=\"0\" x2=\"24\" y1=\"5\" "
+                "y2=\"5\" stroke=\"%s\" stroke-width=\"2\"%s/></svg> ",
                 s[i].color, s[i].dashed ? " stroke-dasharray=\"6 4\"" : "");
         esc(out, s[i].name);
         fprintf(out, "</span>");
@@ -262,8 +263,8 @@ static int sweep_charts(FILE *out, const json_t *const *docs, size_t n)
         }
     }
     if (rc == GM_OK)
-        svg_chart(out, "Time to first token against throughput", "output tokens/s", "TTFT (ms)",
-                  s, 2 * n);
+        svg_chart(out, "Time to first token against throughput", "output tokens/s", "TTFT (ms)", s,
+                  2 * n);
     const char *load = rate ? "load (concurrency or requests/s)" : "concurrency";
     static const struct {
         const char *key, *title, *unit;
@@ -348,9 +349,8 @@ static int gpu_charts(FILE *out, const json_t *doc)
             {
                 const json_t *tl = json_object_get(p, "gpu_timeline");
                 const json_t *t = json_object_get(tl, "t_s");
-                const json_t *v =
-                    json_object_get(json_object_get(json_object_get(tl, "gpus"), gpus[g]),
-                                    metric[m].key);
+                const json_t *v = json_object_get(
+                    json_object_get(json_object_get(tl, "gpus"), gpus[g]), metric[m].key);
                 for (size_t k = 0; k < json_array_size(t) && at < total; k++, at++) {
                     const json_t *tv = json_array_get(t, k), *vv = json_array_get(v, k);
                     s[g].x[at] = json_is_number(tv) ? json_number_value(tv) : NAN;
@@ -441,8 +441,9 @@ static void settings(FILE *out, const json_t *doc, size_t d)
 {
     char name[128], buf[512];
     doc_name(doc, name, sizeof name);
-    fprintf(out, "<section class=\"bench\"><h2><span class=\"swatch\" style=\"background:%s\">"
-                 "</span>",
+    fprintf(out,
+            "<section class=\"bench\"><h2><span class=\"swatch\" style=\"background:%s\">"
+            "</span>",
             palette[d % NCOLORS]);
     esc(out, name);
     if (json_is_string(json_object_get(doc, "provider")) &&
@@ -503,7 +504,7 @@ static const char css[] =
     "svg text{font-size:11px;fill:#57606a}svg .label{font-size:12px;fill:#1b1f24}"
     ".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px}"
     "table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:8px 0}"
-    "th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:right}"
+    "th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:right}td{white-space:nowrap}"
     "th{background:#f6f8fa}td:first-child{text-align:left}"
     ".na{color:#8c959f}.bad{color:#cf222e;text-align:left}"
     ".badge{background:#fff8c5;border:1px solid #d4a72c;border-radius:10px;font-size:.7em;"

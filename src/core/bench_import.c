@@ -388,8 +388,7 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-static int finish(json_t *doc, const char *name, const char *format, const char *tool,
-                  json_t **out)
+static int finish(json_t *doc, const char *name, const char *format, const char *tool, json_t **out)
 {
     char source[64];
     snprintf(source, sizeof source, "imported from %s", tool);
@@ -406,7 +405,7 @@ static int finish(json_t *doc, const char *name, const char *format, const char 
     const json_t *p0 = json_array_get(pts, 0);
     json_t *cfg = json_object();
     json_object_set_new(cfg, "load",
-                        json_string(json_object_get(p0, "concurrency") ? "concurrency"
+                        json_string(json_object_get(p0, "concurrency")    ? "concurrency"
                                     : json_object_get(p0, "request_rate") ? "request_rate"
                                                                           : "unknown"));
     const json_t *req = json_object_get(p0, "requests");
@@ -438,8 +437,7 @@ int gm_bench_import(const char *text, size_t len, const char *name, json_t **out
         json_error_t je;
         json_t *o = gm_json_loadb(clean + at, n - at, JSON_DISABLE_EOF_CHECK, &je);
         if (!o) {
-            rc = gm_error_set(err, GM_EPARSE, "%s: not JSON (line %d: %s)", name, je.line,
-                              je.text);
+            rc = gm_error_set(err, GM_EPARSE, "%s: not JSON (line %d: %s)", name, je.line, je.text);
         } else if (!json_is_object(o)) {
             json_decref(o);
             rc = gm_error_set(err, GM_EPARSE, "%s: not a result file (a JSON object)", name);
@@ -482,9 +480,9 @@ int gm_bench_import(const char *text, size_t len, const char *name, json_t **out
             if (rc != GM_OK || r.failed)
                 break;
             if (!is_vllm(o)) {
-                rc = gm_error_set(err, GM_EPARSE,
-                                  "%s: result %zu is not a vLLM result like the first", name,
-                                  i + 1);
+                rc =
+                    gm_error_set(err, GM_EPARSE,
+                                 "%s: result %zu is not a vLLM result like the first", name, i + 1);
                 break;
             }
             if (get_num(&r, o, "duration") < 0 || isnan(get_num(&r, o, "duration")))
@@ -550,8 +548,8 @@ int gm_bench_import_file(const char *path, json_t **out, int64_t *started_ms, gm
     while (buf && rc == GM_OK) {
         if (len == cap) {
             if (cap >= GM_BENCH_IMPORT_MAX_BYTES) {
-                rc = gm_error_set(err, GM_EPARSE, "%s: larger than %u MiB, not a result file",
-                                  path, GM_BENCH_IMPORT_MAX_BYTES >> 20);
+                rc = gm_error_set(err, GM_EPARSE, "%s: larger than %u MiB, not a result file", path,
+                                  GM_BENCH_IMPORT_MAX_BYTES >> 20);
                 break;
             }
             char *grown = realloc(buf, cap * 2);
@@ -633,9 +631,11 @@ int gm_bench_export_vllm(const json_t *doc, size_t k, json_t **out, gm_error *er
         json_object_set_new(o, "backend", json_string(backend));
     }
     const json_t *label = json_object_get(doc, "label");
-    json_object_set_new(o, "label", json_is_string(label) ? json_copy((json_t *)label) : json_null());
+    json_object_set_new(o, "label",
+                        json_is_string(label) ? json_copy((json_t *)label) : json_null());
     const json_t *model = json_object_get(doc, "model");
-    json_object_set_new(o, "model_id", json_is_string(model) ? json_copy((json_t *)model) : json_null());
+    json_object_set_new(o, "model_id",
+                        json_is_string(model) ? json_copy((json_t *)model) : json_null());
     json_object_set_new(o, "tokenizer_id",
                         json_is_string(model) ? json_copy((json_t *)model) : json_null());
     put_int(o, "num_prompts", json_object_get(p, "requests"));
@@ -646,8 +646,8 @@ int gm_bench_export_vllm(const json_t *doc, size_t k, json_t **out, gm_error *er
     else
         json_object_set_new(o, "request_rate", json_string("inf"));
     const json_t *burst = json_object_get(p, "burstiness");
-    json_object_set_new(o, "burstiness", json_real(json_is_number(burst) ? json_number_value(burst)
-                                                                         : 1.0));
+    json_object_set_new(o, "burstiness",
+                        json_real(json_is_number(burst) ? json_number_value(burst) : 1.0));
     if (!conc)
         conc = json_object_get(p, "max_concurrency");
     json_object_set_new(o, "max_concurrency",

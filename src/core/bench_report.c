@@ -351,9 +351,16 @@ void gm_bench_print_report(FILE *out, const json_t *doc)
         fprintf(out, " \"%s\"", label);
     fprintf(out, ": %s %s, model %s, api %s\n",
             json_string_value(json_object_get(doc, "started")) ?: "",
-            json_string_value(json_object_get(doc, "url")) ?: "(no server)",
+            json_string_value(json_object_get(doc, "url"))
+                ?: json_object_get(doc, "imported") ? "(server not in the file)"
+                                                    : "(no server)",
             json_string_value(json_object_get(doc, "model")) ?: "?",
             json_string_value(json_object_get(doc, "api")) ?: "?");
+    const char *source = json_string_value(json_object_get(doc, "source"));
+    if (source) /* another tool's result: its figures, no GPU side, no validity checks */
+        fprintf(out, "%s (%s)\n", source,
+                json_string_value(json_object_get(json_object_get(doc, "imported"), "file"))
+                    ?: "?");
     gm_bench_print_container(out, doc);
     size_t i;
     const json_t *p;
