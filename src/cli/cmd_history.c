@@ -270,6 +270,78 @@ static void fmt_duration(double s, char *buf, size_t len)
         snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
+/* The width a table is held to: $COLUMNS when set (as a shell sets it, or a person to
+ * narrow or widen the table), else the terminal's, else (a pipe, a file) 80. */
+static int list_width(void)
+{
+    const char *c = getenv("COLUMNS");
+    char *end = NULL;
+    long v = c && *c ? strtol(c, &end, 10) : 0;
+    if (end && *end == '\0' && v >= 40 && v <= 4096)
+        return (int)v;
+    int t = gm_term_columns(STDOUT_FILENO);
+    return t >= 40 ? t : 80;
+}
+
+/* s cut to at most w columns ("..." ending what was cut); s is ASCII or UTF-8, counted by
+ * characters. */
+static void put_cut(const char *s, int w)
+{
+    int chars = 0;
+    for (const char *c = s; *c; c++)
+        chars += ((unsigned char)*c & 0xC0) != 0x80;
+    if (chars <= w) {
+        fputs(s, stdout);
+        return;
+    }
+    int keep = w > 3 ? w - 3 : 0, n = 0;
+    const char *c = s;
+    for (; *c; c++) {
+        if (((unsigned char)*c & 0xC0) != 0x80 && n++ == keep)
+            break;
+        putchar(*c);
+    }
+    fputs(w > 3 ? "..." : "", stdout);
+}
+
+/* The listing in width columns. From 120 columns: every column, the command cut to what is
+ * left. Narrower: id, kind, start (month, day, time), duration and status, then the label, or
+ * the command when there is none, cut to what is left (show and --format json have the rest). */
+static void print_list(const gm_store_entry *v, size_t n, int width)
+{
+    bool wide = width >= 120;
+    if (wide)
+        printf("%-22s %-12s %-16s %-19s %9s %-11s %7s %4s  %s\n", "ID", "KIND", "LABEL", "STARTED",
+               "DURATION", "STATUS", "SAMPLES", "EXIT", "COMMAND");
+    else
+        printf("%-22s %-12s %-11s %8s %-11s %s\n", "ID", "KIND", "STARTED", "DURATION", "STATUS",
+               width - 71 >= 13 ? "LABEL/COMMAND" : "LABEL");
+    for (size_t i = 0; i < n; i++) {
+        char ts[32], dur[32], code[16], kind[32];
+        snprintf(kind, sizeof kind, "%s%s", v[i].kind, v[i].simulated ? " (sim)" : "");
+        time_t t = (time_t)(v[i].started_ms / 1000);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(ts, sizeof ts, wide ? "%Y-%m-%d %H:%M:%S" : "%m-%d %H:%M", &tm);
+        fmt_duration(v[i].duration_s, dur, sizeof dur);
+        const char *cmd = v[i].command[0] ? v[i].command : "-";
+        if (wide) {
+            if (v[i].has_exit)
+                snprintf(code, sizeof code, "%d", v[i].exit_code);
+            else
+                snprintf(code, sizeof code, "-");
+            printf("%-22s %-12s %-16.16s %-19s %9s %-11s %7lld %4s  ", v[i].id, kind,
+                   v[i].label[0] ? v[i].label : "-", ts, dur, v[i].status, (long long)v[i].samples,
+                   code);
+            put_cut(cmd, width - 110);
+        } else {
+            printf("%-22s %-12s %-11s %8s %-11s ", v[i].id, kind, ts, dur, v[i].status);
+            put_cut(v[i].label[0] ? v[i].label : cmd, width - 69);
+        }
+        putchar('\n');
+    }
+}
+
 static int do_list(gm_store *st, const history_opts *o, const char *path)
 {
     gm_store_entry *v = NULL;
@@ -308,24 +380,7 @@ static int do_list(gm_store *st, const history_opts *o, const char *path)
         free(v);
         return GM_EXIT_OK;
     }
-    printf("%-22s %-12s %-16s %-19s %9s %-11s %7s %4s  %s\n", "ID", "KIND", "LABEL", "STARTED",
-           "DURATION", "STATUS", "SAMPLES", "EXIT", "COMMAND");
-    for (size_t i = 0; i < n; i++) {
-        char ts[32], dur[32], code[16], kind[32];
-        snprintf(kind, sizeof kind, "%s%s", v[i].kind, v[i].simulated ? " (sim)" : "");
-        time_t t = (time_t)(v[i].started_ms / 1000);
-        struct tm tm;
-        localtime_r(&t, &tm);
-        strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
-        fmt_duration(v[i].duration_s, dur, sizeof dur);
-        if (v[i].has_exit)
-            snprintf(code, sizeof code, "%d", v[i].exit_code);
-        else
-            snprintf(code, sizeof code, "-");
-        printf("%-22s %-12s %-16.16s %-19s %9s %-11s %7lld %4s  %s\n", v[i].id, kind,
-               v[i].label[0] ? v[i].label : "-", ts, dur, v[i].status, (long long)v[i].samples,
-               code, v[i].command[0] ? v[i].command : "-");
-    }
+    print_list(v, n, list_width());
     free(v);
     return GM_EXIT_OK;
 }
@@ -372,7 +427,7 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
     } else if (!export && o->format != FMT_JSON && json_object_get(doc, "gpu_stats")) {
         gm_session_print_summary(out, doc);
     } else if (!export && o->format != FMT_JSON && is_bench(doc)) {
-        gm_bench_print_report(out, doc);
+        gm_bench_print_report_width(out, doc, list_width());
     } else if (!export || (o->format != FMT_CSV && !json_object_get(doc, "gpu_stats"))) {
         /* JSON asked for, or not a session (a stored snapshot): its document is its summary,
          * and what export gives. */
@@ -482,7 +537,8 @@ static int do_compare(gm_store *st, const history_opts *o, const char *path)
         json_decref(j);
     } else if (rc == GM_EXIT_OK &&
                gm_bench_print_compare(stdout, (const json_t *const *)docs, o->nids,
-                                      gm_term_use_color(GM_COLOR_AUTO, STDOUT_FILENO), &err) < 0) {
+                                      gm_term_use_color(GM_COLOR_AUTO, STDOUT_FILENO), list_width(),
+                                      &err) < 0) {
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         rc = GM_EXIT_USAGE;
     }
