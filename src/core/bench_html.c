@@ -126,11 +126,13 @@ static void svg_chart(FILE *out, const char *title, const char *xlabel, const ch
         x0 = 0;
     if (y0 > 0)
         y0 = 0;
-    if (x1 <= x0)
-        x1 = x0 + 1;
-    if (y1 <= y0)
-        y1 = y0 + 1;
+    if (!(x1 > x0))
+        x1 = x0 + fmax(1, fabs(x0));
+    if (!(y1 > y0))
+        y1 = y0 + fmax(1, fabs(y0));
     double xs = nice_step(x1 - x0), ys = nice_step(y1 - y0);
+    x0 = floor(x0 / xs) * xs;
+    y0 = floor(y0 / ys) * ys;
     x1 = ceil(x1 / xs) * xs;
     y1 = ceil(y1 / ys) * ys;
     double pw = W - ML - MR, ph = H - MT - MB;
@@ -141,14 +143,21 @@ static void svg_chart(FILE *out, const char *title, const char *xlabel, const ch
     esc(out, title);
     fprintf(out, "\">\n");
     char t[32];
-    for (double v = y0; v <= y1 + ys / 2; v += ys) {
+    /* At most a dozen ticks, counted: a step lost in a huge value's precision ends too. */
+    for (int k = 0; k <= 12; k++) {
+        double v = y0 + k * ys;
+        if (!(v <= y1 + ys / 2))
+            break;
         fmt_tick(t, sizeof t, v, ys);
         fprintf(out,
                 "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
                 "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
                 ML, W - MR, PY(v), PY(v), ML - 6, PY(v) + 4, t);
     }
-    for (double v = x0; v <= x1 + xs / 2; v += xs) {
+    for (int k = 0; k <= 12; k++) {
+        double v = x0 + k * xs;
+        if (!(v <= x1 + xs / 2))
+            break;
         fmt_tick(t, sizeof t, v, xs);
         fprintf(out,
                 "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\"/>"
