@@ -8,10 +8,15 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 import unittest
+import urllib.error
+import urllib.request
 
-from gmtest import FIXTURES, env, run
+from gmtest import FIXTURES, GPUMON, env, run
 from test_bench import FakeServer
 
 IMPORT = os.path.join(FIXTURES, "import")
@@ -280,6 +285,33 @@ class HistoryImport(unittest.TestCase):
         self.assertIn("an imported result has no GPU samples", stdout)
         p = self.history("export", bid + "," + vllm, "--format", "json", rc=2)
         self.assertIn("several IDs", p.stderr)
+
+        # The daemon serves the same page, as an attachment (the dashboard's download).
+        port_file = os.path.join(self.tmp, "serve.port")
+        d = subprocess.Popen([GPUMON, "serve", "--listen", "127.0.0.1:0", "--port-file", port_file,
+                              "--simulate", "1", "--db", self.db, "--log-level", "error"],
+                             env=env())
+        try:
+            for _ in range(1000):
+                if os.path.exists(port_file) and os.path.getsize(port_file):
+                    break
+                time.sleep(0.02)
+            with open(port_file) as f:
+                base = "http://127.0.0.1:%d/api/benchmarks/" % int(f.read())
+            with urllib.request.urlopen(base + bid + "/report.html", timeout=20) as r:
+                self.assertEqual(r.headers["Content-Type"], "text/html; charset=utf-8")
+                self.assertIn("gpumon-%s.html" % bid, r.headers["Content-Disposition"])
+                served = r.read().decode()
+            self.check_page(served)
+            self.assertEqual(re.sub(r"Written by gpumon [^<]*", "", served),
+                             re.sub(r"Written by gpumon [^<]*", "", text))
+            for bad in ("nope/report.html", bid + "/report.htm"):
+                with self.assertRaises(urllib.error.HTTPError) as e:
+                    urllib.request.urlopen(base + bad, timeout=20)
+                self.assertEqual(e.exception.code, 404, bad)
+        finally:
+            d.send_signal(signal.SIGTERM)
+            d.wait(timeout=20)
 
 
 if __name__ == "__main__":
