@@ -507,7 +507,7 @@ static const char css[] =
     "dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px}dt{color:#57606a}"
     "dd{margin:0;overflow-wrap:anywhere}"
     ".charts{display:flex;flex-wrap:wrap;gap:16px}"
-    ".chart{margin:0;border:1px solid #d0d7de;border-radius:6px;padding:8px}"
+    ".chart{margin:0;border:1px solid #d0d7de;border-radius:6px;padding:8px;max-width:600px}"
     "figcaption{font-weight:600;margin-bottom:4px}"
     "svg .grid{stroke:#eaeef2}svg .axis{stroke:#57606a}"
     "svg text{font-size:11px;fill:#57606a}svg .label{font-size:12px;fill:#1b1f24}"
@@ -567,9 +567,11 @@ int gm_bench_html_report(FILE *out, const json_t *const *docs, size_t n, gm_erro
                 const json_t *v;
                 json_array_foreach(json_object_get(s, "values"), j, v)
                 {
-                    char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                    char *t = json_is_string(v) || json_is_null(v)
+                                  ? NULL
+                                  : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
                     fprintf(out, "%s", j ? " / " : "");
-                    esc(out, t ? t : "?");
+                    esc(out, json_is_string(v) ? json_string_value(v) : t ? t : "-");
                     free(t);
                 }
                 fprintf(out, "</li>");
