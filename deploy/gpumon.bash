@@ -31,7 +31,7 @@ _gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstines
     --ready-path --ready-timeout --keep-container --pull --task -n --count -m --min-free-mb -u --max-util
     -w --wait --check-interval --lease-dir --all-devices -h --help'
 _gpumon_opts_containers='--format --all --dry-run --stop-timeout -h --help'
-_gpumon_opts_history='--db --format --limit -o --output --older-than -h --help'
+_gpumon_opts_history='--db --format --limit -o --output --older-than --point -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display
     -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps
     --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps
@@ -76,7 +76,7 @@ _gpumon() {
         query) COMPREPLY=($(compgen -W 'table json csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
         smi) COMPREPLY=($(compgen -W 'csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
         select | wait) COMPREPLY=($(compgen -W 'list uuid json' -- "$cur")) ;;
-        history) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+        history) COMPREPLY=($(compgen -W 'table json csv vllm html' -- "$cur")) ;;
         containers) COMPREPLY=($(compgen -W 'table json' -- "$cur")) ;;
         cluster)
             if [[ ${words[2]} == status ]]; then
@@ -187,7 +187,7 @@ _gpumon() {
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
     elif [[ $cmd == history ]]; then
-        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare delete prune' -- "$cur"))
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export import compare delete prune' -- "$cur"))
     elif [[ $cmd == containers ]]; then
         [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list cleanup follow' -- "$cur"))
     elif [[ $cmd == cluster ]]; then
