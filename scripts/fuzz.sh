@@ -77,7 +77,7 @@ for name in "${names[@]}"; do
     cp -R "tests/fuzz/corpus/$name/." "$work/$name/"
     seeds=$(find "$work/$name" -type f | wc -l)
     dict=()
-    case "$name" in estimate | audit | session_body | bench_stream | docker) d=json ;; *) d=$name ;; esac
+    case "$name" in estimate | audit | session_body | bench_stream | docker | bench_import) d=json ;; *) d=$name ;; esac
     [ -f "tests/fuzz/$d.dict" ] && dict=(-dict="tests/fuzz/$d.dict")
     log="$work/$name.log"
     echo "== $name: ${secs}s, $seeds seeds, max_len $(max_len "$name")"

@@ -331,6 +331,7 @@ static void add_details(json_t *j, const gm_gpu *g)
     put(j, "mig_mode", mig);
     put(j, "temperature_memory_c", metric(g, GM_M_TEMP_MEM_C));
     put(j, "temperature_tlimit_c", raw_integer(g, GM_M_TEMP_TLIMIT_C));
+    put(j, "temperature_slowdown_c", metric(g, GM_M_TEMP_SLOWDOWN_C));
     json_t *rom = json_object();
     static const char *const rom_keys[GM_INFOROM__COUNT] = {"image", "oem", "ecc", "pwr"};
     for (int k = 0; k < GM_INFOROM__COUNT; k++)

@@ -1,4 +1,4 @@
-/* cmd_estimate.c - `gpumon estimate`: GPUs and per-GPU memory a task config needs. */
+/* cmd_estimate.c - `gpumon estimate`: GPUs and per-GPU memory a model or a task config needs. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,49 +11,59 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: gpumon estimate --task FILE|MODEL_DIR [--method model|size-classes]\n"
-            "                       [--dtype D] [--kv-dtype D] [--context N] [--batch N]\n"
-            "                       [--overhead-mib M] [--format text|json]\n\n"
-            "Reads an inference task config and prints how many GPUs it needs,\n"
-            "tp x pp x max(dp, cp, dcp) with the largest value of each list, and the memory\n"
-            "each GPU should have free. By default (method model), per GPU:\n\n"
-            "  P x dtype bytes / (tp x pp)                                   weights\n"
-            "  + context x batch x 2 x ceil(layers/pp) x ceil(kv_heads/tp)\n"
-            "    x head_dim x kv bytes                                        KV cache\n"
-            "  + overhead (2048 MiB: CUDA context, activations, graphs)\n\n"
-            "P, layers, KV heads and head size come from config.json when the task's model (or\n"
-            "--task itself) is a local model directory (hidden size, layers, vocabulary, heads,\n"
-            "KV heads, intermediate size, experts); else P from the size in the model's name\n"
-            "(70b, 8x7b = 56B, 1.5B) with layers from P = 12 x layers x (128 x layers)^2 and 8 KV\n"
-            "heads of 128 (grouped-query attention, as Llama 3, Mistral, Qwen 2). dtype bytes:\n"
-            "fp32 4, fp16/bf16 2, fp8/int8 1, int4/awq/gptq 0.5. llama-3-70b at tp 4 in fp16:\n"
-            "33379 MiB of weights per GPU. A model of unknown size gets the size classes.\n"
-            "Method size-classes needs only the model's size: 65B+ 20000 MiB, 7B-65B\n"
-            "12000 MiB, else 8000 MiB per GPU.\n\n"
-            "Options:\n"
-            "  -f, --task FILE     the task config (JSON), or a model directory with a\n"
-            "                      config.json; - reads standard input\n"
-            "      --method M      model (default) or size-classes\n"
-            "      --dtype D       weights' dtype (default: the task's quantization or dtype,\n"
-            "                      else config.json's torch_dtype, else fp16)\n"
-            "      --kv-dtype D    KV cache dtype (default: the task's kv-cache-dtype, else the\n"
-            "                      weights' when 16 or 32 bits, else fp16)\n"
-            "      --context N     tokens per sequence (default: the task's max-model-len or\n"
-            "                      context-length, else 4096)\n"
-            "      --batch N       sequences at that context (default: the task's batch-size,\n"
-            "                      else 1)\n"
-            "      --overhead-mib M  per GPU (default 2048)\n"
-            "      --format FMT    text (default) or json\n"
-            "  -h, --help          show this help\n\n"
-            "Task config: {\"model\": {\"id_or_path\": \"llama-3-70b\"}, \"parameters\": "
-            "{\"tp-size\": [1, 2, 4], ...}}\n"
-            "Each dimension may be spelled tensor-parallel-size, tensor_parallel_size, "
-            "tp-size, tp_size\nor tp (likewise pipeline/pp, data/dp, context/cp, decode-context/"
-            "dcp); a value is a\npositive integer or a list of them. Two spellings of one "
-            "dimension with different values\nare an error. A relative model path is also "
-            "looked for next to the task file.\n\n"
-            "Exit status: 0 ok, 1 failure, 2 usage error or malformed task config.\n");
+    fprintf(out, "usage: gpumon estimate MODEL [--tp N] [--pp N] [--dtype D] [--batch N]\n"
+                 "                             [--seq-len N] [options]\n"
+                 "       gpumon estimate --task FILE [options]\n\n"
+                 "Prints how many GPUs a model or an inference task config needs,\n"
+                 "tp x pp x max(dp, cp, dcp), and the memory each GPU should have free.\n"
+                 "MODEL is a built-in model (see --list-models), a Hugging Face config.json or a\n"
+                 "directory holding one, or a name with its size in it (mymodel-13b).\n\n"
+                 "By default (method model), per GPU:\n"
+                 "  P x dtype bytes / (tp x pp)                                  weights\n"
+                 "  + seq-len x batch x 2 x ceil(layers/pp) x ceil(kv_heads/tp)\n"
+                 "    x head_dim x kv bytes                                      KV cache\n"
+                 "  + overhead (2048 MiB: CUDA context, activations, graphs)\n"
+                 "P, layers, KV heads and head size come from the config.json (hidden size,\n"
+                 "layers, vocabulary, heads, KV heads, intermediate size, experts) or the\n"
+                 "built-in model's published shape; for another name, P from the size in it\n"
+                 "(70b, 8x7b = 56B, 1.5B) with layers from P = 12 x layers x (128 x layers)^2\n"
+                 "and 8 KV heads of 128. dtype bytes: fp32 4, fp16/bf16 2, fp8/int8 1,\n"
+                 "int4/awq/gptq 0.5. A model of unknown size gets the size classes:\n"
+                 "65B+ 20000 MiB, 7B-65B 12000 MiB, else 8000 MiB per GPU.\n\n"
+                 "Options:\n"
+                 "  -f, --task FILE       a task config (JSON), a model directory or a\n"
+                 "                        config.json; - reads standard input\n"
+                 "      --tp, --pp, --dp N  tensor, pipeline, data parallel size (default: the\n"
+                 "                        task's largest, else 1)\n"
+                 "      --dtype D         weights' dtype (default: the task's quantization or\n"
+                 "                        dtype, else config.json's torch_dtype, else fp16)\n"
+                 "      --kv-dtype D      KV cache dtype (default: the task's kv-cache-dtype,\n"
+                 "                        else the weights' when 16 or 32 bits, else fp16)\n"
+                 "      --seq-len, --context N\n"
+                 "                        tokens per sequence (default: the task's\n"
+                 "                        max-model-len or context-length, else 4096)\n"
+                 "      --batch N         sequences at that length (default: the task's\n"
+                 "                        batch-size, else 1)\n"
+                 "      --overhead-mib M  per GPU (default 2048)\n"
+                 "      --method M        model (default) or size-classes\n"
+                 "      --list-models     print the built-in models and exit\n"
+                 "      --format FMT      text (default) or json\n"
+                 "  -h, --help            show this help\n\n"
+                 "Task config: {\"model\": {\"id_or_path\": \"llama-3-70b\"},\n"
+                 "              \"parameters\": {\"tp-size\": [1, 2, 4], ...}}\n"
+                 "Each dimension may be spelled tensor-parallel-size, tensor_parallel_size,\n"
+                 "tp-size, tp_size or tp (likewise pipeline/pp, data/dp, context/cp,\n"
+                 "decode-context/dcp); a value is a positive integer or a list of them. Two\n"
+                 "spellings of one dimension with different values are an error. A relative\n"
+                 "model path is also looked for next to the task file.\n\n"
+                 "Exit status: 0 ok, 1 failure, 2 usage error, unknown model or malformed task\n"
+                 "config.\n");
+}
+
+static void list_models(void)
+{
+    for (size_t i = 0; gm_estimate_builtin_name(i); i++)
+        printf("%s\n", gm_estimate_builtin_name(i));
 }
 
 static int read_stdin(const gm_estimate_options *o, gm_estimate *e, gm_error *err)
@@ -75,7 +85,10 @@ static void print_text(const gm_estimate *e)
     if (e->method == GM_ESTIMATE_MODEL) {
         printf("Memory per GPU:  %u MiB  (%s: %.1fB parameters from %s, %s)\n", e->memory_mib,
                e->model, m->params / 1e9,
-               strcmp(m->source, "config.json") == 0 ? m->config : "the name", m->dtype);
+               strcmp(m->source, "config.json") == 0 ? m->config
+               : strcmp(m->source, "built-in") == 0  ? "its published shape"
+                                                     : "the name",
+               m->dtype);
         unsigned tp = e->size[GM_PAR_TP], pp = e->size[GM_PAR_PP];
         unsigned lg = (m->layers + pp - 1) / pp, hg = (m->kv_heads + tp - 1) / tp;
         printf("  weights:   %9.0f MiB  %.1fB parameters x %g bytes / (tp %u x pp %u)\n",
@@ -101,9 +114,30 @@ static void print_text(const gm_estimate *e)
 
 int gm_cli_estimate(int argc, char **argv)
 {
-    enum { OPT_FORMAT = 256, OPT_METHOD, OPT_DTYPE, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_OVERHEAD };
+    enum {
+        OPT_FORMAT = 256,
+        OPT_METHOD,
+        OPT_DTYPE,
+        OPT_KV,
+        OPT_CONTEXT,
+        OPT_BATCH,
+        OPT_OVERHEAD,
+        OPT_TP,
+        OPT_PP,
+        OPT_DP,
+        OPT_LIST,
+    };
     static const struct option longopts[] = {
         {"task", required_argument, NULL, 'f'},
+        {"tp", required_argument, NULL, OPT_TP},
+        {"tensor-parallel-size", required_argument, NULL, OPT_TP},
+        {"pp", required_argument, NULL, OPT_PP},
+        {"pipeline-parallel-size", required_argument, NULL, OPT_PP},
+        {"dp", required_argument, NULL, OPT_DP},
+        {"data-parallel-size", required_argument, NULL, OPT_DP},
+        {"seq-len", required_argument, NULL, OPT_CONTEXT},
+        {"max-model-len", required_argument, NULL, OPT_CONTEXT},
+        {"list-models", no_argument, NULL, OPT_LIST},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"method", required_argument, NULL, OPT_METHOD},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -119,10 +153,12 @@ int gm_cli_estimate(int argc, char **argv)
     gm_estimate_options eo;
     gm_estimate_options_init(&eo);
     unsigned long long v;
+    char flag[40];
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
+    int li = -1;
+    while ((c = getopt_long(argc, argv, ":f:h", longopts, &li)) != -1) {
         switch (c) {
         case 'f':
             task = optarg;
@@ -168,14 +204,28 @@ int gm_cli_estimate(int argc, char **argv)
             break;
         case OPT_CONTEXT:
         case OPT_BATCH:
-            if (!gm_cli_parse_uint("estimate", c == OPT_CONTEXT ? "--context" : "--batch", optarg,
-                                   1, 100000000, &v))
+            /* Messages name the spelling given (--seq-len, --context or --max-model-len). */
+            snprintf(flag, sizeof flag, "--%s", li >= 0 ? longopts[li].name : "batch");
+            if (!gm_cli_parse_uint("estimate", flag, optarg, 1, 100000000, &v))
                 return GM_EXIT_USAGE;
             if (c == OPT_CONTEXT)
                 eo.context = (unsigned)v;
             else
                 eo.batch = (unsigned)v;
             break;
+        case OPT_TP:
+        case OPT_PP:
+        case OPT_DP: {
+            gm_parallel p = c == OPT_TP ? GM_PAR_TP : c == OPT_PP ? GM_PAR_PP : GM_PAR_DP;
+            snprintf(flag, sizeof flag, "--%s", li >= 0 ? longopts[li].name : "tp");
+            if (!gm_cli_parse_uint("estimate", flag, optarg, 1, GM_ESTIMATE_MAX_SIZE, &v))
+                return GM_EXIT_USAGE;
+            eo.size[p] = (unsigned)v;
+            break;
+        }
+        case OPT_LIST:
+            list_models();
+            return GM_EXIT_OK;
         case OPT_OVERHEAD:
             if (!gm_cli_parse_double("estimate", "--overhead-mib", "a number", optarg, 0, 1e7,
                                      &eo.overhead_mib))
@@ -188,19 +238,24 @@ int gm_cli_estimate(int argc, char **argv)
             return gm_cli_getopt_error("estimate", c, argv, longopts);
         }
     }
+    /* `gpumon estimate MODEL`: a task file, a model directory or config.json, or a name. */
+    const char *model = NULL;
     if (!task && optind < argc)
-        task = argv[optind++]; /* `gpumon estimate task.json` reads as well */
+        model = argv[optind++];
     if (!gm_cli_no_operands("estimate", argc, argv))
         return GM_EXIT_USAGE;
-    if (!task) {
-        fprintf(stderr, "gpumon estimate: --task FILE is required (see gpumon estimate --help)\n");
+    if (!task && !model) {
+        fprintf(stderr, "gpumon estimate: give a MODEL or --task FILE (see gpumon estimate "
+                        "--help)\n");
         return GM_EXIT_USAGE;
     }
 
     gm_estimate e;
     gm_error err = {0};
-    int rc = strcmp(task, "-") == 0 ? read_stdin(&eo, &e, &err)
-                                    : gm_estimate_task_file_opt(task, &eo, &e, &err);
+    const char *what = task ? task : model;
+    int rc = strcmp(what, "-") == 0 ? read_stdin(&eo, &e, &err)
+             : task                 ? gm_estimate_task_file_opt(task, &eo, &e, &err)
+                                    : gm_estimate_model(model, &eo, &e, &err);
     if (rc < 0) {
         fprintf(stderr, "gpumon estimate: %s\n", err.msg);
         return rc == GM_EIO || rc == GM_ENOMEM ? GM_EXIT_FAILURE : GM_EXIT_USAGE;

@@ -16,12 +16,14 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/suggest.h"
+#include "core/bench_html.h"
+#include "core/bench_import.h"
 #include "core/bench_report.h"
 #include "core/session.h"
 #include "store/store.h"
 #include "core/timeline.h"
 
-enum hist_format { FMT_DEFAULT, FMT_TABLE, FMT_JSON, FMT_CSV };
+enum hist_format { FMT_DEFAULT, FMT_TABLE, FMT_JSON, FMT_CSV, FMT_VLLM, FMT_HTML };
 
 typedef struct history_opts {
     const char *db;
@@ -32,7 +34,10 @@ typedef struct history_opts {
     const char *id;
     const char *ids[16]; /* compare */
     size_t nids;
-    double older_than_s; /* prune: --older-than, 0 when not given */
+    double older_than_s;      /* prune: --older-than, 0 when not given */
+    unsigned long long point; /* export --format vllm: --point K (1-based), 0 when not given */
+    int argc;                 /* import stores the command line */
+    char **argv;
 } history_opts;
 
 static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *err)
@@ -45,8 +50,13 @@ static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *
         o->format = FMT_JSON;
     else if (strcmp(arg, "csv") == 0)
         o->format = FMT_CSV;
+    else if (strcmp(arg, "vllm") == 0)
+        o->format = FMT_VLLM;
+    else if (strcmp(arg, "html") == 0)
+        o->format = FMT_HTML;
     else
-        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (table, json or csv)", arg);
+        return gm_error_set(err, GM_EINVAL,
+                            "invalid --format \"%s\" (table, json, csv, vllm or html)", arg);
     return GM_OK;
 }
 
@@ -105,7 +115,10 @@ const gm_opt_command gm_cli_history_command = {
     .name = "history",
     .usage = "history [list] [--format table|json] [--limit N]\n"
              "history show ID [--format table|json]\n"
-             "history export ID [--format json|csv] [--output FILE]\n"
+             "history export ID [--format json|csv|vllm|html] [--point K]\n"
+             "                      [--output FILE]\n"
+             "history export ID,ID... --format html [--output FILE]\n"
+             "history import FILE\n"
              "history compare ID ID... [--format table|json]\n"
              "history delete ID...\n"
              "history prune --older-than DURATION",
@@ -124,7 +137,13 @@ const gm_opt_command gm_cli_history_command = {
                 "           (time in ISO 8601 UTC, t_s, gpu, utilization_percent,\n"
                 "           memory_used_mib, memory_used_percent, temperature_c, power_w,\n"
                 "           energy_j, simulated; empty where absent), or a benchmark's points,\n"
-                "           one row each\n"
+                "           one row each; vllm: a benchmark's points as vllm bench serve\n"
+                "           --save-result writes them, one object per line (--point K: point K\n"
+                "           alone); html: one self-contained page with the benchmark's charts and\n"
+                "           points, or several benchmarks' (IDs joined by commas) side by side\n"
+                "  import   a vllm bench serve --save-result file (one result per line with\n"
+                "           --append-result: each a point) or GenAI-Perf's\n"
+                "           profile_export_genai_perf.json, stored as a benchmark\n"
                 "  compare  benchmarks side by side, point by point (matched by load), each\n"
                 "           figure with its change from the first benchmark's (2 to 16 IDs)\n"
                 "  delete   remove entries with everything stored with them (samples, benchmark\n"
@@ -143,21 +162,22 @@ static int parse_args(int argc, char **argv, history_opts *o)
         return rc;
     optind = first; /* the operands, as getopt left them */
     o->action = optind < argc ? argv[optind++] : "list";
-    bool needs_id = strcmp(o->action, "show") == 0 || strcmp(o->action, "export") == 0;
+    bool import = strcmp(o->action, "import") == 0;
+    bool needs_id = strcmp(o->action, "show") == 0 || strcmp(o->action, "export") == 0 || import;
     bool compare = strcmp(o->action, "compare") == 0;
     bool prune = strcmp(o->action, "prune") == 0;
     bool del = strcmp(o->action, "delete") == 0;
     if (!needs_id && !compare && !prune && !del && strcmp(o->action, "list") != 0) {
-        static const char *const actions[] = {"list",    "show",   "export",
-                                              "compare", "delete", "prune"};
+        static const char *const actions[] = {"list",   "show",  "export", "compare",
+                                              "delete", "prune", "import"};
         const char *guess = gm_suggest(o->action, actions, sizeof actions / sizeof *actions);
         if (guess)
             fprintf(stderr, "gpumon history: unknown action \"%s\"; did you mean \"%s\"?\n",
                     o->action, guess);
         else
             fprintf(stderr,
-                    "gpumon history: unknown action \"%s\" (list, show, export, compare, delete "
-                    "or prune)\n",
+                    "gpumon history: unknown action \"%s\" (list, show, export, import, "
+                    "compare, delete or prune)\n",
                     o->action);
         return GM_EXIT_USAGE;
     }
@@ -191,8 +211,12 @@ static int parse_args(int argc, char **argv, history_opts *o)
     }
     if (needs_id) {
         if (optind >= argc) {
-            fprintf(stderr, "gpumon history: %s needs a session ID (see gpumon history list)\n",
-                    o->action);
+            if (import)
+                fprintf(stderr, "gpumon history: import needs a FILE (a vLLM or GenAI-Perf "
+                                "result)\n");
+            else
+                fprintf(stderr, "gpumon history: %s needs a session ID (see gpumon history list)\n",
+                        o->action);
             return GM_EXIT_USAGE;
         }
         o->id = argv[optind++];
@@ -201,15 +225,24 @@ static int parse_args(int argc, char **argv, history_opts *o)
         return GM_EXIT_USAGE;
     if (strcmp(o->action, "export") == 0 && o->format == FMT_DEFAULT)
         o->format = FMT_JSON; /* the whole document; CSV when asked */
-    bool ok = strcmp(o->action, "export") == 0 ? o->format == FMT_CSV || o->format == FMT_JSON
-              : prune                          ? o->format == FMT_DEFAULT
-                                               : o->format != FMT_CSV;
+    bool ok = strcmp(o->action, "export") == 0 ? o->format != FMT_TABLE
+              : prune || import
+                  ? o->format == FMT_DEFAULT
+                  : o->format == FMT_DEFAULT || o->format == FMT_TABLE || o->format == FMT_JSON;
     if (!ok) {
-        if (prune)
-            fprintf(stderr, "gpumon history: prune takes no --format\n");
+        if (prune || import)
+            fprintf(stderr, "gpumon history: %s takes no --format\n", o->action);
         else
             fprintf(stderr, "gpumon history: %s takes --format %s\n", o->action,
-                    strcmp(o->action, "export") == 0 ? "csv or json" : "table or json");
+                    strcmp(o->action, "export") == 0 ? "json, csv, vllm or html" : "table or json");
+        return GM_EXIT_USAGE;
+    }
+    if (o->point && o->format != FMT_VLLM) {
+        fprintf(stderr, "gpumon history: --point is for export --format vllm\n");
+        return GM_EXIT_USAGE;
+    }
+    if (strchr(o->id ? o->id : "", ',') && o->format != FMT_HTML && !import) {
+        fprintf(stderr, "gpumon history: several IDs are for export --format html\n");
         return GM_EXIT_USAGE;
     }
     if (o->output && strcmp(o->action, "export") != 0) {
@@ -242,6 +275,78 @@ static void fmt_duration(double s, char *buf, size_t len)
         snprintf(buf, len, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
     else
         snprintf(buf, len, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+/* The width a table is held to: $COLUMNS when set (as a shell sets it, or a person to
+ * narrow or widen the table), else the terminal's, else (a pipe, a file) 80. */
+static int list_width(void)
+{
+    const char *c = getenv("COLUMNS");
+    char *end = NULL;
+    long v = c && *c ? strtol(c, &end, 10) : 0;
+    if (end && *end == '\0' && v >= 40 && v <= 4096)
+        return (int)v;
+    int t = gm_term_columns(STDOUT_FILENO);
+    return t >= 40 ? t : 80;
+}
+
+/* s cut to at most w columns ("..." ending what was cut); s is ASCII or UTF-8, counted by
+ * characters. */
+static void put_cut(const char *s, int w)
+{
+    int chars = 0;
+    for (const char *c = s; *c; c++)
+        chars += ((unsigned char)*c & 0xC0) != 0x80;
+    if (chars <= w) {
+        fputs(s, stdout);
+        return;
+    }
+    int keep = w > 3 ? w - 3 : 0, n = 0;
+    const char *c = s;
+    for (; *c; c++) {
+        if (((unsigned char)*c & 0xC0) != 0x80 && n++ == keep)
+            break;
+        putchar(*c);
+    }
+    fputs(w > 3 ? "..." : "", stdout);
+}
+
+/* The listing in width columns. From 120 columns: every column, the command cut to what is
+ * left. Narrower: id, kind, start (month, day, time), duration and status, then the label, or
+ * the command when there is none, cut to what is left (show and --format json have the rest). */
+static void print_list(const gm_store_entry *v, size_t n, int width)
+{
+    bool wide = width >= 120;
+    if (wide)
+        printf("%-22s %-12s %-16s %-19s %9s %-11s %7s %4s  %s\n", "ID", "KIND", "LABEL", "STARTED",
+               "DURATION", "STATUS", "SAMPLES", "EXIT", "COMMAND");
+    else
+        printf("%-22s %-12s %-11s %8s %-11s %s\n", "ID", "KIND", "STARTED", "DURATION", "STATUS",
+               width - 71 >= 13 ? "LABEL/COMMAND" : "LABEL");
+    for (size_t i = 0; i < n; i++) {
+        char ts[32], dur[32], code[16], kind[32];
+        snprintf(kind, sizeof kind, "%s%s", v[i].kind, v[i].simulated ? " (sim)" : "");
+        time_t t = (time_t)(v[i].started_ms / 1000);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(ts, sizeof ts, wide ? "%Y-%m-%d %H:%M:%S" : "%m-%d %H:%M", &tm);
+        fmt_duration(v[i].duration_s, dur, sizeof dur);
+        const char *cmd = v[i].command[0] ? v[i].command : "-";
+        if (wide) {
+            if (v[i].has_exit)
+                snprintf(code, sizeof code, "%d", v[i].exit_code);
+            else
+                snprintf(code, sizeof code, "-");
+            printf("%-22s %-12s %-16.16s %-19s %9s %-11s %7lld %4s  ", v[i].id, kind,
+                   v[i].label[0] ? v[i].label : "-", ts, dur, v[i].status, (long long)v[i].samples,
+                   code);
+            put_cut(cmd, width - 110);
+        } else {
+            printf("%-22s %-12s %-11s %8s %-11s ", v[i].id, kind, ts, dur, v[i].status);
+            put_cut(v[i].label[0] ? v[i].label : cmd, width - 69);
+        }
+        putchar('\n');
+    }
 }
 
 static int do_list(gm_store *st, const history_opts *o, const char *path)
@@ -282,24 +387,7 @@ static int do_list(gm_store *st, const history_opts *o, const char *path)
         free(v);
         return GM_EXIT_OK;
     }
-    printf("%-22s %-12s %-16s %-19s %9s %-11s %7s %4s  %s\n", "ID", "KIND", "LABEL", "STARTED",
-           "DURATION", "STATUS", "SAMPLES", "EXIT", "COMMAND");
-    for (size_t i = 0; i < n; i++) {
-        char ts[32], dur[32], code[16], kind[32];
-        snprintf(kind, sizeof kind, "%s%s", v[i].kind, v[i].simulated ? " (sim)" : "");
-        time_t t = (time_t)(v[i].started_ms / 1000);
-        struct tm tm;
-        localtime_r(&t, &tm);
-        strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
-        fmt_duration(v[i].duration_s, dur, sizeof dur);
-        if (v[i].has_exit)
-            snprintf(code, sizeof code, "%d", v[i].exit_code);
-        else
-            snprintf(code, sizeof code, "-");
-        printf("%-22s %-12s %-16.16s %-19s %9s %-11s %7lld %4s  %s\n", v[i].id, kind,
-               v[i].label[0] ? v[i].label : "-", ts, dur, v[i].status, (long long)v[i].samples,
-               code, v[i].command[0] ? v[i].command : "-");
-    }
+    print_list(v, n, list_width());
     free(v);
     return GM_EXIT_OK;
 }
@@ -346,7 +434,7 @@ static int do_one(gm_store *st, const history_opts *o, const char *path)
     } else if (!export && o->format != FMT_JSON && json_object_get(doc, "gpu_stats")) {
         gm_session_print_summary(out, doc);
     } else if (!export && o->format != FMT_JSON && is_bench(doc)) {
-        gm_bench_print_report(out, doc);
+        gm_bench_print_report_width(out, doc, list_width());
     } else if (!export || (o->format != FMT_CSV && !json_object_get(doc, "gpu_stats"))) {
         /* JSON asked for, or not a session (a stored snapshot): its document is its summary,
          * and what export gives. */
@@ -456,7 +544,8 @@ static int do_compare(gm_store *st, const history_opts *o, const char *path)
         json_decref(j);
     } else if (rc == GM_EXIT_OK &&
                gm_bench_print_compare(stdout, (const json_t *const *)docs, o->nids,
-                                      gm_term_use_color(GM_COLOR_AUTO, STDOUT_FILENO), &err) < 0) {
+                                      gm_term_use_color(GM_COLOR_AUTO, STDOUT_FILENO), list_width(),
+                                      &err) < 0) {
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         rc = GM_EXIT_USAGE;
     }
@@ -511,9 +600,159 @@ static int do_delete(const history_opts *o, const char *path)
     return rc;
 }
 
+/* history import FILE: a vLLM or GenAI-Perf result file stored as a benchmark, with the command
+ * that imported it. Nothing is stored when the file is refused. */
+static int do_import(const history_opts *o, const char *path)
+{
+    gm_error err = {0};
+    json_t *doc = NULL;
+    int64_t started_ms = -1;
+    int rc = gm_bench_import_file(o->id, &doc, &started_ms, &err);
+    if (rc < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        return rc == GM_EIO || rc == GM_ENOMEM ? GM_EXIT_FAILURE : GM_EXIT_USAGE;
+    }
+    if (started_ms < 0)
+        started_ms = gm_clock_wall_ms(); /* the file does not say when it ran */
+    double dur = 0;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(doc, "points"), i, p)
+    {
+        const json_t *d = json_object_get(p, "duration_s");
+        dur += json_is_number(d) ? json_number_value(d) : 0;
+    }
+    int64_t ended_ms = started_ms + (int64_t)llround(dur * 1000);
+    char id[GM_SESSION_ID_LEN], started[40], ended[40];
+    gm_session_make_id(id, sizeof id, started_ms);
+    gm_json_time(started_ms, started, sizeof started);
+    gm_json_time(ended_ms, ended, sizeof ended);
+    json_object_set_new(doc, "id", json_string(id));
+    json_object_set_new(doc, "started", json_string(started));
+    json_object_set_new(doc, "ended", json_string(ended));
+    json_object_set_new(doc, "duration_s", json_real(dur));
+    json_t *cmd = json_array();
+    for (int a = 0; cmd && a < o->argc; a++)
+        json_array_append_new(cmd, gm_json_str(o->argv[a]));
+    /* The command as typed after "gpumon": the way bench stores its own. */
+    if (cmd)
+        json_array_insert_new(cmd, 0, json_string("gpumon"));
+    gm_store *st = NULL;
+    rc = GM_EXIT_OK;
+    if (gm_store_open(path, &st, &err) < 0 ||
+        gm_store_put_bench(st, doc, cmd, started_ms, ended_ms, 0, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        rc = GM_EXIT_FAILURE;
+    } else {
+        size_t n = json_array_size(json_object_get(doc, "points"));
+        printf("imported %s as %s: %zu point%s, %s\n", o->id, id, n, n == 1 ? "" : "s",
+               json_string_value(json_object_get(doc, "source")));
+    }
+    gm_store_close(st);
+    json_decref(cmd);
+    json_decref(doc);
+    return rc;
+}
+
+/* export --format vllm (a benchmark's points as vLLM result objects) or html (the report of
+ * one or several benchmarks), written through the output file. */
+static int do_export_other(gm_store *st, const history_opts *o, const char *path)
+{
+    char list[1024];
+    snprintf(list, sizeof list, "%s", o->id);
+    const char *ids[16];
+    size_t n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == sizeof ids / sizeof *ids) {
+            fprintf(stderr, "gpumon history: at most %zu benchmarks in one report\n", n);
+            return GM_EXIT_USAGE;
+        }
+        ids[n++] = t;
+    }
+    if (n == 0) {
+        fprintf(stderr, "gpumon history: export needs a benchmark ID\n");
+        return GM_EXIT_USAGE;
+    }
+    if (!st) {
+        fprintf(stderr, "gpumon history: no benchmark \"%s\": no database at %s\n", ids[0], path);
+        return GM_EXIT_USAGE;
+    }
+    json_t *docs[16] = {0};
+    gm_error err = {0};
+    int rc = GM_EXIT_OK;
+    for (size_t i = 0; i < n && rc == GM_EXIT_OK; i++) {
+        char id[GM_SESSION_ID_LEN];
+        if (gm_store_resolve(st, ids[i], id, sizeof id, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        } else if (gm_store_load(st, id, &docs[i], &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        } else if (!is_bench(docs[i])) {
+            fprintf(stderr, "gpumon history: %s is not a benchmark (kind %s)\n", id,
+                    json_string_value(json_object_get(docs[i], "kind")) ?: "?");
+            rc = GM_EXIT_USAGE;
+        }
+    }
+    json_t *objs = NULL;
+    if (rc == GM_EXIT_OK && o->format == FMT_VLLM) {
+        size_t np = json_array_size(json_object_get(docs[0], "points"));
+        size_t from = o->point ? (size_t)o->point - 1 : 0, to = o->point ? from + 1 : np;
+        objs = json_array();
+        for (size_t k = from; k < to && rc == GM_EXIT_OK; k++) {
+            json_t *v = NULL;
+            if (gm_bench_export_vllm(docs[0], k, &v, &err) < 0) {
+                fprintf(stderr, "gpumon history: %s\n", err.msg);
+                rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+            } else {
+                json_array_append_new(objs, v);
+            }
+        }
+        if (rc == GM_EXIT_OK && np == 0) {
+            fprintf(stderr, "gpumon history: %s has no points to export\n", ids[0]);
+            rc = GM_EXIT_FAILURE;
+        }
+    }
+    gm_file *file = NULL;
+    if (rc == GM_EXIT_OK && gm_file_open_output(o->output ? o->output : "/dev/stdout",
+                                                GM_FILE_REPLACE, &file, &err) < 0) {
+        fprintf(stderr, "gpumon history: %s\n", err.msg);
+        rc = GM_EXIT_FAILURE;
+    }
+    if (rc == GM_EXIT_OK) {
+        FILE *out = gm_file_stream(file);
+        if (o->format == FMT_VLLM) {
+            /* One object per line, as vllm bench serve --append-result writes them. */
+            size_t i;
+            const json_t *v;
+            json_array_foreach(objs, i, v)
+            {
+                char *s = gm_json_dump(v, NULL);
+                if (!s || fprintf(out, "%s\n", s) < 0)
+                    rc = GM_EXIT_FAILURE;
+                free(s);
+            }
+        } else if (gm_bench_html_report(out, (const json_t *const *)docs, n, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        }
+        if (rc != GM_EXIT_OK)
+            gm_file_abort(file);
+        else if (gm_file_commit(file, NULL, &err) < 0) {
+            fprintf(stderr, "gpumon history: %s\n", err.msg);
+            rc = GM_EXIT_FAILURE;
+        }
+    }
+    json_decref(objs);
+    for (size_t i = 0; i < n; i++)
+        json_decref(docs[i]);
+    return rc;
+}
+
 int gm_cli_history(int argc, char **argv)
 {
-    history_opts o = {0};
+    history_opts o = {.argc = argc, .argv = argv};
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
@@ -529,6 +768,8 @@ int gm_cli_history(int argc, char **argv)
         return do_prune(&o, path);
     if (strcmp(o.action, "delete") == 0)
         return do_delete(&o, path);
+    if (strcmp(o.action, "import") == 0)
+        return do_import(&o, path);
     /* Reading only: nothing is created, converted or upgraded, so a database this user may
      * only read can be read. A missing one simply holds nothing yet. */
     gm_store *st = NULL;
@@ -536,9 +777,10 @@ int gm_cli_history(int argc, char **argv)
         fprintf(stderr, "gpumon history: %s\n", err.msg);
         return GM_EXIT_FAILURE;
     }
-    rc = strcmp(o.action, "list") == 0      ? do_list(st, &o, path)
-         : strcmp(o.action, "compare") == 0 ? do_compare(st, &o, path)
-                                            : do_one(st, &o, path);
+    rc = strcmp(o.action, "list") == 0                  ? do_list(st, &o, path)
+         : strcmp(o.action, "compare") == 0             ? do_compare(st, &o, path)
+         : o.format == FMT_VLLM || o.format == FMT_HTML ? do_export_other(st, &o, path)
+                                                        : do_one(st, &o, path);
     gm_store_close(st);
     return rc;
 }

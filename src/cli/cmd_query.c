@@ -32,6 +32,7 @@ typedef struct query_opts {
     /* The table's layout, decided once output starts. */
     bool redraw;         /* --loop on a terminal: each frame over the last, no scrolling */
     int width;           /* columns: 80, or up to 96 on a wider terminal (longer names) */
+    int rows;            /* lines a redrawn frame may take; 0: as many as it needs */
     gm_term_style style; /* colour sequences, or "" */
 } query_opts;
 
@@ -212,8 +213,11 @@ static void print_host(const gm_snapshot *s, const query_opts *o)
     size_t n = 0;
 #define ADD(...) n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__)
     ADD("host %s", h->hostname);
+    /* Without two readings far enough apart there is no CPU figure to show: n/a, not 0.0. */
     if (gm_host_has(h, GM_H_CPU_UTIL_PCT))
         ADD("  cpu %.1f%%", h->v[GM_H_CPU_UTIL_PCT]);
+    else
+        ADD("  cpu n/a");
     if (gm_host_has(h, GM_H_CPU_COUNT))
         ADD(" of %.0f", h->v[GM_H_CPU_COUNT]);
     if (gm_host_has(h, GM_H_MEM_USED_BYTES) && gm_host_has(h, GM_H_MEM_TOTAL_BYTES))
@@ -243,10 +247,47 @@ static void cell(const char *color, const char *reset, int w, const char *text)
  * POWER (W) 11, FAN 4, PST 3, PCIE 4, spaced: 80 columns with a name of 24. */
 #define FIXED_COLS 56
 
+/* What a frame of o->rows lines has room for: every GPU row, with its process rows when they
+ * fit too (else one line says how many were left out); when even the GPU rows do not fit, as
+ * many as leave a line saying how many more there are. Title, column header and host take
+ * 3 lines. */
+typedef struct table_fit {
+    unsigned gpus;  /* GPU rows shown */
+    bool processes; /* their process rows too */
+} table_fit;
+
+static table_fit fit_table(const gm_snapshot *s, const query_opts *o)
+{
+    unsigned ngpu = 0;
+    size_t nproc = 0;
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        if (!gm_cli_gpu_selected(&o->filter, &s->gpus[i]))
+            continue;
+        ngpu++;
+        for (size_t p = 0; p < s->proc_count; p++)
+            nproc += s->procs[p].gpu_index == s->gpus[i].index;
+    }
+    table_fit f = {ngpu, true};
+    if (o->rows <= 0)
+        return f;
+    long room = (long)o->rows - 3;
+    long want = (long)ngpu + (long)nproc + (s->proc_dropped ? 1 : 0);
+    if (want <= room)
+        return f;
+    f.processes = false;
+    if ((long)ngpu + (nproc || s->proc_dropped ? 1 : 0) <= room)
+        return f;
+    f.gpus = room > 1 ? (unsigned)(room - 1) : 0;
+    return f;
+}
+
 static void print_table(const gm_snapshot *s, const query_opts *o)
 {
     const gm_term_style *st = &o->style;
     int name_w = o->width - FIXED_COLS;
+    table_fit fit = fit_table(s, o);
+    unsigned shown = 0, hidden = 0;
+    size_t procs_hidden = 0;
     char ts[32], line[256];
     time_t t = (time_t)(s->time_ms / 1000);
     struct tm tm;
@@ -264,6 +305,11 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
         const gm_gpu *g = &s->gpus[i];
         if (!gm_cli_gpu_selected(&o->filter, g))
             continue;
+        if (shown == fit.gpus) {
+            hidden++;
+            continue;
+        }
+        shown++;
         char name[128];
         gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
         printf("%s%-3u%s %-*s", st->bold, g->index, st->reset, name_w, name);
@@ -319,6 +365,10 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
             const gm_process *pr = &s->procs[p];
             if (pr->gpu_index != g->index)
                 continue;
+            if (!fit.processes) {
+                procs_hidden++;
+                continue;
+            }
             char pmem[24];
             if (pr->mem_valid)
                 snprintf(pmem, sizeof pmem, "%llu MiB",
@@ -331,8 +381,22 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
             end_line(o);
         }
     }
-    if (s->proc_dropped) {
-        printf("    (%zu more processes not shown)", s->proc_dropped);
+    char more[128];
+    if (hidden) {
+        snprintf(more, sizeof more, "+%u GPU%s not shown (a taller terminal shows them)", hidden,
+                 hidden == 1 ? "" : "s");
+        printf("%s", st->dim);
+        put_cut(o, 0, more);
+        printf("%s", st->reset);
+        end_line(o);
+    } else if (procs_hidden || s->proc_dropped) {
+        if (fit.processes)
+            snprintf(more, sizeof more, "    (%zu more processes not shown)", s->proc_dropped);
+        else
+            snprintf(more, sizeof more,
+                     "    (%zu processes not shown: a taller terminal shows them)",
+                     procs_hidden + s->proc_dropped);
+        put_cut(o, 0, more);
         end_line(o);
     }
     print_host(s, o);
@@ -451,9 +515,12 @@ int gm_cli_query(int argc, char **argv)
     copt.no_processes = o.no_processes || o.format == OUT_CSV;
     /* Read only what the output needs: the nvidia-smi CSV has no host fields, so no host
      * metrics and no CPU window at all (110 ms a call before, 25 ms for nvidia-smi on an H200);
-     * a one-shot table or JSON waits a short window for CPU %, loops use the previous reading. */
+     * a one-shot table or JSON waits a CPU window, loops use the previous reading. The window
+     * is 150 ms: /proc/stat counts 10 ms ticks, and over 30 ms a busy host could read 0.0 %. */
     copt.no_host = o.format == OUT_CSV;
-    copt.first_cpu_window_ms = 30;
+    copt.first_cpu_window_ms = 150;
+    /* Tests give a /proc of their own (a fake /proc/stat); nothing else sets it. */
+    copt.procfs_root = getenv("GM_TEST_PROCFS_ROOT");
     /* Only the metrics printed are read (JSON prints them all). */
     gm_metric_set want = {0};
     if (o.format == OUT_CSV)
@@ -486,6 +553,10 @@ int gm_cli_query(int argc, char **argv)
     int cols = gm_term_columns(STDOUT_FILENO);
     o.redraw = o.format == OUT_TABLE && o.loop_s > 0 && isatty(STDOUT_FILENO);
     o.width = cols > 80 ? (cols < 96 ? cols : 96) : 80;
+    /* A redrawn frame that ran past the last line would scroll its top away: it keeps one
+     * line below it for the cursor. */
+    int lines = o.redraw ? gm_term_rows(STDOUT_FILENO) : 0;
+    o.rows = lines > 1 ? lines - 1 : 0;
     o.style = gm_term_style_for(gm_term_use_color(o.color, STDOUT_FILENO));
     bool first_frame = true;
     double next = gm_clock_mono_s();

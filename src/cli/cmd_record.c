@@ -194,6 +194,22 @@ static int term_width(void)
     return 80;
 }
 
+/* The summary's width: 80 columns, fewer where COLUMNS or the terminal says so. */
+static int summary_width(void)
+{
+    int width = 80;
+    const char *env = getenv("COLUMNS");
+    char *end;
+    long cols = env && *env ? strtol(env, &end, 10) : 0;
+    if (env && *env && !*end && cols >= 20 && cols < width)
+        width = (int)cols;
+    struct winsize ws;
+    if (isatty(STDERR_FILENO) && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20 &&
+        ws.ws_col < width)
+        width = ws.ws_col;
+    return width;
+}
+
 /* One line, rewritten in place on a terminal: elapsed time, samples, and each GPU now. */
 static void progress(const gm_session *s)
 {
@@ -503,14 +519,15 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
     if (o.output && !written && rc == GM_EXIT_OK)
         rc = GM_EXIT_FAILURE;
     if (!o.quiet && doc) {
-        gm_session_print_summary(stderr, doc);
+        int width = summary_width();
+        gm_session_print_summary_fit(stderr, doc, width);
         if (have_verdict)
             fprintf(stderr, "system snapshot: %s (%u changed, %u warnings, %u notes)\n",
                     verdict.changed ? "CHANGED" : "UNCHANGED", verdict.changes, verdict.warnings,
                     verdict.notes);
         if (stored)
-            fprintf(stderr, "stored as %s (gpumon history show %s)\n", gm_session_id(rs),
-                    gm_session_id(rs));
+            fprintf(stderr, "stored as %s%s(gpumon history show %s)\n", gm_session_id(rs),
+                    width >= 77 ? " " : "\n", gm_session_id(rs));
         if (o.output && written)
             fprintf(stderr, "written to %s\n", o.output);
     }

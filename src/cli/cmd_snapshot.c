@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -114,8 +115,19 @@ int gm_cli_snapshot(int argc, char **argv)
     }
     gm_error err = {0};
 
+    /* The power window is seconds of silence: on a terminal, say what it waits for (and take
+     * the line back after); piped, stderr stays for errors. */
+    bool tell = o.audit.power_window_ms > 0 && isatty(STDERR_FILENO);
+    if (tell) {
+        fprintf(stderr, "gpumon snapshot: averaging GPU power over %g s...",
+                o.audit.power_window_ms / 1000.0);
+        fflush(stderr);
+    }
     json_t *doc = NULL;
-    if (gm_audit_take(c, &o.audit, &doc, &err) < 0) {
+    int taken = gm_audit_take(c, &o.audit, &doc, &err);
+    if (tell)
+        fputs("\r\033[K", stderr);
+    if (taken < 0) {
         fprintf(stderr, "gpumon snapshot: %s\n", err.msg);
         gm_collector_close(c);
         return err.code == GM_ENOMEM ? GM_EXIT_FAILURE : GM_EXIT_NO_GPU;

@@ -46,8 +46,10 @@ static int set_sort(void *base, const gm_opt *row, const char *arg, gm_error *er
         o->sort = GM_TOP_SORT_CPU;
     else if (strcmp(arg, "pid") == 0)
         o->sort = GM_TOP_SORT_PID;
+    else if (strcmp(arg, "sm") == 0)
+        o->sort = GM_TOP_SORT_SM;
     else
-        return gm_error_set(err, GM_EINVAL, "invalid --sort \"%s\" (expected mem, cpu or pid)",
+        return gm_error_set(err, GM_EINVAL, "invalid --sort \"%s\" (expected mem, cpu, pid or sm)",
                             arg);
     return GM_OK;
 }
@@ -105,11 +107,12 @@ const gm_opt_command gm_cli_top_command = {
                    "graphs, and the processes using the GPUs with their GPU memory, CPU and host "
                    "memory. Needs a terminal of at least 80x24; redraws when it is resized.",
     .table = top_table,
-    .epilogue = "Keys: q quit; Up/Down (PgUp, PgDn, Home, End) select a process; k or F9 send it\n"
-                "SIGTERM, after a y/N question (only your own processes unless you are root, and\n"
-                "only processes of this host: reading here, or a daemon on a loopback address);\n"
-                "s sort by the next column, m/c/p by GPU memory, CPU, PID; g or Tab graph the\n"
-                "next GPU; ? help.\n\n"
+    .epilogue = "Keys: q quit; Up/Down or j/k (PgUp, PgDn, Home, End) select a process and\n"
+                "scroll the list; K or F9 send it SIGTERM, after a y/N question (only your own\n"
+                "processes unless you are root, and only processes of this host: reading here,\n"
+                "or a daemon on a loopback address); u show one user's processes, / those whose\n"
+                "user or command has a text (Enter alone shows all again); s sort by the next\n"
+                "column, m/c/p by GPU memory, CPU, PID; g or Tab graph the next GPU; ? help.\n\n"
                 "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
 };
 
@@ -138,22 +141,57 @@ static int parse_args(int argc, char **argv, top_opts *o)
  * so it stays on the same process. */
 static void keep_selection(const gm_top_frame *f, gm_top_view_state *st, uint32_t pid, unsigned gpu)
 {
-    for (size_t i = 0; i < f->nproc; i++)
-        if (f->procs[i].pid == pid && f->procs[i].gpu == gpu) {
+    const gm_top_proc *p;
+    for (size_t i = 0; (p = gm_top_view_proc(f, st, i)); i++)
+        if (p->pid == pid && p->gpu == gpu) {
             st->selected = i;
             return;
         }
+}
+
+/* The selected process's pid and GPU (0, 0 when none), to find it again after a change. */
+static void selection(const gm_top_frame *f, const gm_top_view_state *st, uint32_t *pid,
+                      unsigned *gpu)
+{
+    const gm_top_proc *p = gm_top_view_proc(f, st, st->selected);
+    *pid = p ? p->pid : 0;
+    *gpu = p ? p->gpu : 0;
+}
+
+/* A key while a filter is typed: text, Backspace, Enter (applies it; empty shows all) or Esc
+ * (leaves the filter as it was). */
+static void filter_key(const gm_top_frame *f, gm_top_view_state *st, int ch)
+{
+    size_t len = strlen(st->input_buf);
+    if (ch == 27) {
+        st->input = false;
+    } else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+        uint32_t pid;
+        unsigned gpu;
+        selection(f, st, &pid, &gpu);
+        st->input = false;
+        snprintf(st->filter, sizeof st->filter, "%s", st->input_buf);
+        st->filter_user = st->input_kind == 'u';
+        st->selected = st->first = 0;
+        keep_selection(f, st, pid, gpu);
+    } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        if (len)
+            st->input_buf[len - 1] = '\0';
+    } else if (ch >= 32 && ch < 127 && len + 1 < sizeof st->input_buf) {
+        st->input_buf[len] = (char)ch;
+        st->input_buf[len + 1] = '\0';
+    }
 }
 
 /* Checks that the selected process may be sent SIGTERM here and asks; or says why not. */
 static void ask_kill(const gm_top_frame *f, gm_top_view_state *st, bool local, gm_top_proc *target)
 {
     st->message_error = true;
-    if (f->nproc == 0 || st->selected >= f->nproc) {
+    const gm_top_proc *p = gm_top_view_proc(f, st, st->selected);
+    if (!p) {
         snprintf(st->message, sizeof st->message, "no process selected");
         return;
     }
-    const gm_top_proc *p = &f->procs[st->selected];
     if (!local) {
         snprintf(st->message, sizeof st->message,
                  "kill: pid %u is on the daemon's host, not this one", p->pid);
@@ -250,6 +288,10 @@ int gm_cli_top(int argc, char **argv)
         } else if (ch != ERR) {
             dirty = true;
             st.message[0] = '\0';
+            if (st.input) {
+                filter_key(f, &st, ch);
+                continue;
+            }
             if (st.help) {
                 st.help = false;
                 continue;
@@ -265,6 +307,7 @@ int gm_cli_top(int argc, char **argv)
                 continue;
             }
             size_t page = st.list_rows ? st.list_rows : 1;
+            size_t nvis = gm_top_view_count(f, &st);
             switch (ch) {
             case 'q':
             case 'Q':
@@ -272,11 +315,13 @@ int gm_cli_top(int argc, char **argv)
                 stop_requested = 1;
                 break;
             case KEY_UP:
+            case 'k':
                 if (st.selected > 0)
                     st.selected--;
                 break;
             case KEY_DOWN:
-                if (st.selected + 1 < f->nproc)
+            case 'j':
+                if (st.selected + 1 < nvis)
                     st.selected++;
                 break;
             case KEY_PPAGE:
@@ -284,16 +329,15 @@ int gm_cli_top(int argc, char **argv)
                 break;
             case KEY_NPAGE:
                 st.selected =
-                    f->nproc ? (st.selected + page < f->nproc ? st.selected + page : f->nproc - 1)
-                             : 0;
+                    nvis ? (st.selected + page < nvis ? st.selected + page : nvis - 1) : 0;
                 break;
             case KEY_HOME:
                 st.selected = 0;
                 break;
             case KEY_END:
-                st.selected = f->nproc ? f->nproc - 1 : 0;
+                st.selected = nvis ? nvis - 1 : 0;
                 break;
-            case 'k':
+            case 'K':
             case KEY_F(9):
                 ask_kill(f, &st, gm_top_local_pids(src), &target);
                 break;
@@ -301,8 +345,9 @@ int gm_cli_top(int argc, char **argv)
             case 'm':
             case 'c':
             case 'p': {
-                uint32_t pid = st.selected < f->nproc ? f->procs[st.selected].pid : 0;
-                unsigned gpu = st.selected < f->nproc ? f->procs[st.selected].gpu : 0;
+                uint32_t pid;
+                unsigned gpu;
+                selection(f, &st, &pid, &gpu);
                 st.sort = ch == 'm'   ? GM_TOP_SORT_GPU_MEM
                           : ch == 'c' ? GM_TOP_SORT_CPU
                           : ch == 'p' ? GM_TOP_SORT_PID
@@ -319,13 +364,22 @@ int gm_cli_top(int argc, char **argv)
             case 'h':
                 st.help = true;
                 break;
+            case 'u':
+            case '/':
+                st.input = true;
+                st.input_kind = (char)ch;
+                /* The filter of the same kind is there to edit; the other kind starts empty. */
+                snprintf(st.input_buf, sizeof st.input_buf, "%s",
+                         st.filter_user == (ch == 'u') ? st.filter : "");
+                break;
             default:
                 break;
             }
         }
         if (gm_clock_mono_s() >= next) {
-            uint32_t pid = st.selected < f->nproc ? f->procs[st.selected].pid : 0;
-            unsigned gpu = st.selected < f->nproc ? f->procs[st.selected].gpu : 0;
+            uint32_t pid;
+            unsigned gpu;
+            selection(f, &st, &pid, &gpu);
             gm_top_read(src, f);
             gm_top_sort_procs(f, st.sort);
             keep_selection(f, &st, pid, gpu);

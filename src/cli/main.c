@@ -23,7 +23,8 @@ static const command commands[] = {
     {"serve", gm_cli_serve, "run the daemon: REST API, WebSocket stream, Prometheus /metrics", NULL,
      "--listen --port-file --provider --simulate --seed --token --history --interval "
      "--poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname "
-     "--cors-origin --log-level --no-system-metrics --db --retention --web-root --prometheus "
+     "--cors-origin --log-level --no-system-metrics --process-metrics --db --retention --web-root "
+     "--prometheus "
      "--prometheus-job --pod-resources --procfs -h --help"},
     {"record", gm_cli_record, "run a command while sampling GPUs: statistics, energy, timeline",
      &gm_cli_record_command, NULL},
@@ -32,7 +33,8 @@ static const command commands[] = {
     {"wait", gm_cli_wait, "block until N GPUs are available, or time out", &gm_cli_wait_command,
      NULL},
     {"estimate", gm_cli_estimate, "GPUs and memory a task config needs", NULL,
-     "-f --task --method --dtype --kv-dtype --context --batch --overhead-mib --format -h --help"},
+     "-f --task --tp --pp --dp --method --dtype --kv-dtype --seq-len --context --batch "
+     "--overhead-mib --list-models --format -h --help"},
     {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command",
      &gm_cli_run_command, NULL},
     {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)",

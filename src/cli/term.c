@@ -36,6 +36,14 @@ int gm_term_columns(int fd)
     return ws.ws_col;
 }
 
+int gm_term_rows(int fd)
+{
+    struct winsize ws;
+    if (!isatty(fd) || ioctl(fd, TIOCGWINSZ, &ws) != 0)
+        return 0;
+    return ws.ws_row;
+}
+
 gm_term_style gm_term_style_for(bool color)
 {
     if (!color)

@@ -18,6 +18,9 @@ bool gm_term_use_color(gm_color_mode mode, int fd);
 /* Columns of the terminal on fd; 0 when fd is not a terminal or does not say. */
 int gm_term_columns(int fd);
 
+/* Lines of the terminal on fd; 0 when fd is not a terminal or does not say. */
+int gm_term_rows(int fd);
+
 /* ANSI SGR sequences, or "" without colour. */
 typedef struct gm_term_style {
     const char *bold, *dim, *red, *yellow, *green, *cyan, *reset;

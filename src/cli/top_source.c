@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -208,9 +209,9 @@ static void push_history(gm_top_gpu *g, const gm_top_gpu *old)
 }
 
 /* Fills the /proc part of p (CPU rate, resident memory, owner) when PIDs are this host's. */
-static void proc_usage(gm_top_source *s, gm_top_proc *p, double now)
+static void proc_usage(gm_top_source *s, gm_top_proc *p, double now, double uptime_s)
 {
-    p->cpu_pct = p->rss_mib = NAN;
+    p->cpu_pct = p->rss_mib = p->elapsed_s = NAN;
     p->has_uid = false;
     p->start_ticks = 0;
     gm_host_proc_usage u;
@@ -220,6 +221,9 @@ static void proc_usage(gm_top_source *s, gm_top_proc *p, double now)
     p->has_uid = u.has_uid;
     p->uid = u.uid;
     p->start_ticks = u.start_ticks;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!isnan(uptime_s) && hz > 0 && uptime_s >= (double)u.start_ticks / (double)hz)
+        p->elapsed_s = uptime_s - (double)u.start_ticks / (double)hz;
     for (size_t i = 0; i < s->nprev; i++)
         if (s->prev[i].pid == p->pid && s->prev[i].start_ticks == u.start_ticks &&
             now > s->prev[i].at_s) {
@@ -434,9 +438,14 @@ int gm_top_read(gm_top_source *s, gm_top_frame *f)
     for (unsigned i = 0; i < f->ngpu; i++)
         push_history(&f->gpus[i], i < nold ? &old[i] : NULL);
     double now = gm_clock_mono_s();
+    /* A process's start is in clock ticks after boot: its age needs the seconds since boot. */
+    char up[64];
+    double uptime_s = NAN;
+    if (s->loopback && gm_host_read_small("/proc/uptime", up, sizeof up) > 0)
+        uptime_s = strtod(up, NULL);
     s->ncur = 0;
     for (size_t i = 0; i < f->nproc; i++)
-        proc_usage(s, &f->procs[i], now);
+        proc_usage(s, &f->procs[i], now, uptime_s);
     proc_prev *t = s->prev;
     s->prev = s->cur;
     s->cur = t;

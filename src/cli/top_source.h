@@ -41,6 +41,7 @@ typedef struct gm_top_proc {
     double gpu_mem_mib; /* NaN: the driver withheld it */
     double cpu_pct;     /* NaN: not a process of this host, or only one reading so far */
     double rss_mib;     /* NaN: not a process of this host */
+    double elapsed_s;   /* since the process started; NaN: not a process of this host */
     bool has_uid;       /* uid read from /proc (this host only) */
     uid_t uid;
     uint64_t start_ticks; /* with pid, names the process a kill must reach (0: unknown) */

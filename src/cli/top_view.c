@@ -1,12 +1,15 @@
-/* top_view.c - `gpumon top`'s screen: bars and graphs drawn with ASCII characters (so any
- * terminal, font and `tmux capture-pane` show them alike), colour by level where the terminal
- * has colour and the user did not turn it off. */
+/* top_view.c - `gpumon top`'s screen: bars in ASCII as htop draws them, history graphs in
+ * eighth-block characters where the locale is UTF-8 (ASCII where it is not, so any terminal
+ * shows them), colour by level where the terminal has colour and the user did not turn it off. */
 #include "cli/top_view.h"
 
+#include <langinfo.h>
+#include <locale.h>
 #include <math.h>
 #include <ncurses.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/utf8.h"
@@ -15,9 +18,14 @@
 enum { C_GREEN = 1, C_YELLOW, C_RED, C_CYAN, C_TITLE, C_DIM };
 
 static bool use_color;
+static bool use_utf8;
 
 void gm_top_view_start(bool color)
 {
+    /* Only the character set: numbers keep the C locale's decimal point. */
+    setlocale(LC_CTYPE, "");
+    use_utf8 = strcasecmp(nl_langinfo(CODESET), "UTF-8") == 0;
+    set_escdelay(25); /* Esc cancels a filter being typed without a second's wait */
     initscr();
     cbreak();
     noecho();
@@ -124,22 +132,36 @@ static void gpu_bars(const gm_top_gpu *g, int y, int x, int w, bool two)
     bar(y2, x3, bw, two ? "TEMP" : "T", g->temp_c, t, level(g->temp_c, 70, 85));
 }
 
-/* A history graph of one series in w x h cells: the newest reading at the right edge, each
- * column filled to its value against 100. */
+/* A history graph of one series in w x h cells under a title row: the newest reading at the
+ * right edge, each column filled to its value against 100, in eighths of a cell with block
+ * characters (whole cells of '|' in ASCII). */
 static void graph(int y, int x, int w, int h, const char *title, const float *v, size_t n,
                   double warn, double crit)
 {
+    static const char *const eighths[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
     put(y, x, w, A_BOLD, title);
     for (int c = 0; c < w; c++) {
         long k = (long)n - w + c;
         double val = k >= 0 ? v[k] : NAN;
-        int rows = isnan(val) ? 0 : (int)lround((val > 100 ? 100 : val < 0 ? 0 : val) * h / 100);
-        if (!isnan(val) && val > 0 && rows == 0)
-            rows = 1; /* something is not nothing */
+        long fill = isnan(val) ? 0 : lround((val > 100 ? 100 : val < 0 ? 0 : val) * h * 8 / 100);
+        if (!use_utf8)
+            fill = (fill + 4) / 8 * 8;
+        if (!isnan(val) && val > 0 && fill == 0)
+            fill = use_utf8 ? 1 : 8; /* something is not nothing */
+        attr_t a = isnan(val) ? 0 : level(val, warn, crit);
         for (int r = 0; r < h; r++) {
-            bool on = r >= h - rows;
-            mvaddch(y + 1 + r, x + c,
-                    on ? ('|' | level(val, warn, crit)) : (r == h - 1 ? '_' | pair(C_DIM) : ' '));
+            long cell = fill - 8L * (h - 1 - r); /* eighths of this cell that are filled */
+            cell = cell < 0 ? 0 : cell > 8 ? 8 : cell;
+            if (cell > 0) {
+                attron(a);
+                if (use_utf8)
+                    mvaddstr(y + 1 + r, x + c, eighths[cell]);
+                else
+                    mvaddch(y + 1 + r, x + c, '|');
+                attroff(a);
+            } else if (r == h - 1) {
+                mvaddch(y + 1 + r, x + c, '_' | pair(C_DIM));
+            }
         }
     }
 }
@@ -149,16 +171,39 @@ static const char *sort_name(gm_top_sort s)
     return s == GM_TOP_SORT_CPU ? "CPU" : s == GM_TOP_SORT_PID ? "PID" : "GPU memory";
 }
 
+/* Writes text from row y on, broken at spaces into lines of at most w columns; returns the row
+ * after the last. */
+static int put_wrapped(int y, int w, attr_t a, const char *text)
+{
+    while (*text && y < LINES) {
+        int len = (int)strlen(text);
+        int cut = len;
+        if (len > w) {
+            cut = w;
+            while (cut > 0 && text[cut] != ' ')
+                cut--;
+            if (cut == 0)
+                cut = w; /* one word longer than the line: cut it */
+        }
+        attron(a);
+        mvaddnstr(y++, 0, text, cut);
+        attroff(a);
+        text += cut;
+        while (*text == ' ')
+            text++;
+    }
+    return y;
+}
+
 static void too_small(void)
 {
     erase();
     char line[160];
     snprintf(line, sizeof line, "gpumon top needs a terminal of at least %dx%d (this one is %dx%d)",
              GM_TOP_MIN_COLS, GM_TOP_MIN_ROWS, COLS, LINES);
-    int y = LINES / 2 - 1;
-    mvaddnstr(y < 0 ? 0 : y, 0, line, COLS);
-    if (LINES > 1)
-        mvaddnstr(y + 1 < LINES ? y + 1 : LINES - 1, 0, "enlarge it, or press q to quit", COLS);
+    int y = LINES / 2 - 2;
+    y = put_wrapped(y < 0 ? 0 : y, COLS, 0, line);
+    put_wrapped(y, COLS, 0, "enlarge it, or press q to quit");
     refresh();
 }
 
@@ -167,24 +212,76 @@ static void draw_help(void)
     static const char *const lines[] = {
         "gpumon top: keys",
         "",
-        "  q, F10        quit",
-        "  Up, Down      select a process (PgUp, PgDn, Home, End)",
-        "  k, F9         send SIGTERM to the selected process (asks first; only your",
-        "                own processes unless root, and only processes of this host)",
-        "  s             sort by the next column: GPU memory, CPU, PID",
-        "  m, c, p       sort by GPU memory, CPU, PID",
-        "  g, Tab        graph the next GPU's history",
-        "  ?, h          this help (any key closes it)",
+        "  q, F10            quit",
+        "  Up/Down, j/k      select a process; PgUp, PgDn, Home, End scroll",
+        "  K, F9             send SIGTERM to the selected process (asks first;",
+        "                    only your own processes unless root, and only",
+        "                    processes of this host)",
+        "  u                 show one user's processes (Enter alone: all)",
+        "  /                 show processes whose user or command has a text",
+        "  s                 sort by the next column: GPU memory, CPU, PID",
+        "  m, c, p           sort by GPU memory, CPU, PID",
+        "  g, Tab            graph the next GPU's history",
+        "  ?, h              this help (any key closes it)",
     };
-    int h = (int)(sizeof lines / sizeof *lines) + 2, w = 78;
+    int nl = (int)(sizeof lines / sizeof *lines), tw = 0;
+    for (int i = 0; i < nl; i++)
+        if ((int)strlen(lines[i]) > tw)
+            tw = (int)strlen(lines[i]);
+    int h = nl + 2, w = tw + 4;
+    if (w > COLS)
+        w = COLS;
+    if (h > LINES)
+        h = LINES;
     int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
     for (int r = 0; r < h; r++) {
-        move(y0 + r, x0);
-        for (int c = 0; c < w; c++)
-            addch(' ' | A_REVERSE);
-        if (r >= 1 && r - 1 < (int)(sizeof lines / sizeof *lines))
+        attron(A_REVERSE);
+        mvhline(y0 + r, x0, ' ', w);
+        attroff(A_REVERSE);
+        if (r >= 1 && r - 1 < nl)
             put(y0 + r, x0 + 2, w - 4, A_REVERSE, lines[r - 1]);
     }
+}
+
+static bool proc_matches(const gm_top_proc *p, const gm_top_view_state *st)
+{
+    if (!st->filter[0])
+        return true;
+    if (st->filter_user)
+        return strcmp(p->user, st->filter) == 0;
+    return strcasestr(p->user, st->filter) || strcasestr(p->command, st->filter);
+}
+
+size_t gm_top_view_count(const gm_top_frame *f, const gm_top_view_state *st)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->nproc; i++)
+        n += proc_matches(&f->procs[i], st);
+    return n;
+}
+
+const gm_top_proc *gm_top_view_proc(const gm_top_frame *f, const gm_top_view_state *st, size_t i)
+{
+    for (size_t k = 0; k < f->nproc; k++)
+        if (proc_matches(&f->procs[k], st) && i-- == 0)
+            return &f->procs[k];
+    return NULL;
+}
+
+/* A process's age as ps shows it: MM:SS, HH:MM:SS, then days. */
+static void fmt_elapsed(char *buf, size_t len, double s)
+{
+    if (isnan(s)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    long t = (long)s;
+    if (t >= 86400)
+        snprintf(buf, len, "%ldd%02ldh", t / 86400, t % 86400 / 3600);
+    else if (t >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t % 3600 / 60, t % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
 }
 
 void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
@@ -234,13 +331,14 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
         put(1, 0, COLS, 0, line);
     }
 
-    /* Rows: title, host, GPUs, graph (title + its height), list header, list, keys. */
+    /* Rows: title, host, the GPUs, the graphs, the list's header and rows, the keys. The GPUs
+     * come first; the list gets a row per process (at least 3) up to half of what is left; the
+     * graphs take the rest, so a taller terminal draws taller graphs. */
+    const int gmin = 8;            /* a graph: a title row and 7 rows */
     int avail = LINES - 3 - 1 - 3; /* what the GPUs and the graph may take, 3 list rows kept */
-    int gh = 8;                    /* graph: a title row and 7 rows */
     int n = (int)f->ngpu;
-    bool two = 2 * n + gh <= avail || (2 * n <= avail && n > 0 && n + gh > avail);
+    bool two = 2 * n + gmin <= avail || (2 * n <= avail && n > 0 && n + gmin > avail);
     int gpu_rows = two ? 2 * n : n;
-    bool show_graph = gpu_rows + gh <= avail && n > 0;
     if (gpu_rows > avail)
         gpu_rows = avail;
     int y = 2;
@@ -251,8 +349,7 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
         char name[GM_NAME_LEN];
         gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
         snprintf(line, sizeof line, "%-3u %-*s", g->index, name_w, name);
-        put(y, 0, 4 + name_w,
-            (unsigned)i == st->graph_gpu && show_graph ? A_BOLD | A_UNDERLINE : A_BOLD, line);
+        put(y, 0, 4 + name_w, (unsigned)i == st->graph_gpu ? A_BOLD | A_UNDERLINE : A_BOLD, line);
         int x = 4 + name_w + 1;
         if (g->lost) {
             put(y, x, COLS - x, pair(C_RED) | A_BOLD, "GPU is lost (fell off the bus)");
@@ -274,44 +371,73 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
         put(y++, 0, COLS, pair(C_DIM), line);
     }
 
-    /* The selected GPU's history: utilization and memory side by side. */
-    if (show_graph) {
+    size_t nvis = gm_top_view_count(f, st);
+    int rest = LINES - 1 - y - 1; /* below the GPUs: the graphs and the list without its header */
+    int want = (int)nvis + (f->proc_dropped ? 1 : 0);
+    if (want > rest / 2)
+        want = rest / 2;
+    if (want < 3)
+        want = 3;
+    int gh = rest - want;
+    if (gh >= gmin && n > 0) {
+        /* The selected GPU's history: utilization and memory side by side, and power and
+         * temperature under them when there is room for two rows of graphs. */
         if (st->graph_gpu >= f->ngpu)
             st->graph_gpu = 0;
         const gm_top_gpu *g = &f->gpus[st->graph_gpu];
         int w = (COLS - 3) / 2;
+        bool four = gh >= 2 * gmin;
+        int h1 = four ? gh / 2 : gh;
         char title[128];
         snprintf(title, sizeof title, "GPU %u utilization %% (%.0f s)", g->index,
                  st->interval_s * w);
-        graph(y, 1, w, gh - 1, title, g->hist[GM_TOP_H_UTIL], g->nhist, 70, 90);
+        graph(y, 1, w, h1 - 1, title, g->hist[GM_TOP_H_UTIL], g->nhist, 70, 90);
         snprintf(title, sizeof title, "GPU %u memory used %%", g->index);
-        graph(y, w + 2, w, gh - 1, title, g->hist[GM_TOP_H_MEM], g->nhist, 70, 90);
+        graph(y, w + 2, w, h1 - 1, title, g->hist[GM_TOP_H_MEM], g->nhist, 70, 90);
+        if (four) {
+            snprintf(title, sizeof title, "GPU %u power %% of its limit", g->index);
+            graph(y + h1, 1, w, gh - h1 - 1, title, g->hist[GM_TOP_H_POWER], g->nhist, 80, 95);
+            snprintf(title, sizeof title, "GPU %u temperature C", g->index);
+            graph(y + h1, w + 2, w, gh - h1 - 1, title, g->hist[GM_TOP_H_TEMP], g->nhist, 70, 85);
+        }
         y += gh;
     }
 
-    /* Processes. */
+    /* Processes: a window of the list that follows the selection, its last row saying how many
+     * more there are when they do not all fit. */
     int list_y = y + 1, list_rows = LINES - 1 - list_y;
-    st->list_rows = list_rows > 0 ? (size_t)list_rows : 0;
+    if (list_rows < 0)
+        list_rows = 0;
+    bool more = nvis > (size_t)list_rows || (f->proc_dropped && nvis >= (size_t)list_rows);
+    /* The list's last row says how many more there are, and which filter hides some. */
+    bool status = more || st->filter[0];
+    int proc_rows = status && list_rows > 0 ? list_rows - 1 : list_rows;
+    st->list_rows = proc_rows > 0 ? (size_t)proc_rows : 1;
     attron(A_BOLD | A_REVERSE);
     mvhline(y, 0, ' ', COLS);
     /* '*' marks the column the list is sorted by. */
-    snprintf(line, sizeof line, "%7s %-10s %3s %9s %6s %8s  %s",
+    snprintf(line, sizeof line, "%7s %-10s %3s %9s %6s %8s %8s  %s",
              st->sort == GM_TOP_SORT_PID ? "PID*" : "PID", "USER", "GPU",
              st->sort == GM_TOP_SORT_GPU_MEM ? "GPU-MEM*" : "GPU-MEM",
-             st->sort == GM_TOP_SORT_CPU ? "CPU%*" : "CPU%", "HOST-MEM", "COMMAND");
+             st->sort == GM_TOP_SORT_CPU ? "CPU%*" : "CPU%", "HOST-MEM", "ELAPSED", "COMMAND");
     mvaddnstr(y, 0, line, COLS);
     attroff(A_BOLD | A_REVERSE);
-    if (f->nproc == 0)
-        put(list_y, 2, COLS - 2, pair(C_DIM), "no GPU processes");
-    if (st->selected >= f->nproc)
-        st->selected = f->nproc ? f->nproc - 1 : 0;
+    if (nvis == 0 && proc_rows > 0)
+        put(list_y, 2, COLS - 2, pair(C_DIM),
+            f->nproc ? "no process matches the filter (u or / changes it, Enter alone clears it)"
+                     : "no GPU processes");
+    if (st->selected >= nvis)
+        st->selected = nvis ? nvis - 1 : 0;
     if (st->selected < st->first)
         st->first = st->selected;
-    if (list_rows > 0 && st->selected >= st->first + (size_t)list_rows)
-        st->first = st->selected - (size_t)list_rows + 1;
-    for (int r = 0; r < list_rows && st->first + (size_t)r < f->nproc; r++) {
-        const gm_top_proc *p = &f->procs[st->first + (size_t)r];
-        char gm[16], cpu[16], rss[16];
+    if (proc_rows > 0 && st->selected >= st->first + (size_t)proc_rows)
+        st->first = st->selected - (size_t)proc_rows + 1;
+    if (st->first + (size_t)proc_rows > nvis) /* a shorter list: no empty rows below it */
+        st->first = nvis > (size_t)proc_rows ? nvis - (size_t)proc_rows : 0;
+    int r = 0;
+    for (; r < proc_rows && st->first + (size_t)r < nvis; r++) {
+        const gm_top_proc *p = gm_top_view_proc(f, st, st->first + (size_t)r);
+        char gm[16], cpu[16], rss[16], age[16];
         if (isnan(p->gpu_mem_mib))
             snprintf(gm, sizeof gm, "N/A");
         else
@@ -324,8 +450,9 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
             snprintf(rss, sizeof rss, "-");
         else
             snprintf(rss, sizeof rss, "%.0fMiB", p->rss_mib);
-        snprintf(line, sizeof line, "%7u %-10.10s %3u %9s %6s %8s  %s", p->pid,
-                 p->user[0] ? p->user : "?", p->gpu, gm, cpu, rss,
+        fmt_elapsed(age, sizeof age, p->elapsed_s);
+        snprintf(line, sizeof line, "%7u %-10.10s %3u %9s %6s %8s %8s  %s", p->pid,
+                 p->user[0] ? p->user : "?", p->gpu, gm, cpu, rss, age,
                  p->command[0] ? p->command : "?");
         bool sel = st->first + (size_t)r == st->selected;
         if (sel) {
@@ -336,14 +463,32 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
         if (sel)
             attroff(A_REVERSE);
     }
-    if (f->proc_dropped && list_rows > 0 && f->nproc < (size_t)list_rows) {
-        snprintf(line, sizeof line, "  (%zu more processes not shown)", f->proc_dropped);
-        put(list_y + (int)f->nproc, 0, COLS, pair(C_DIM), line);
+    if (status && list_rows > 0) {
+        size_t below = nvis - (st->first + (size_t)r);
+        size_t n2 = 0;
+        if (st->filter[0])
+            n2 = (size_t)snprintf(line, sizeof line, "  %s %s: %zu of %zu",
+                                  st->filter_user ? "user" : "filter", st->filter, nvis, f->nproc);
+        if (below)
+            n2 += (size_t)snprintf(line + n2, sizeof line - n2, "  +%zu more", below);
+        else if (st->first)
+            n2 += (size_t)snprintf(line + n2, sizeof line - n2, "  %zu above", st->first);
+        if (f->proc_dropped)
+            n2 += (size_t)snprintf(line + n2, sizeof line - n2, " (and %zu not read)",
+                                   f->proc_dropped);
+        if (nvis > (size_t)proc_rows)
+            snprintf(line + n2, sizeof line - n2, "  (Up/Down, PgUp/PgDn scroll)");
+        put(list_y + list_rows - 1, 0, COLS, pair(C_DIM), line);
     }
 
     /* Keys, a question, or the last action's result. */
     attr_t a = 0;
-    if (st->confirm) {
+    if (st->input) {
+        snprintf(line, sizeof line, "%s: %s_   (Enter apply, Esc cancel)",
+                 st->input_kind == 'u' ? "show the processes of user" : "show processes matching",
+                 st->input_buf);
+        a = A_BOLD;
+    } else if (st->confirm) {
         snprintf(line, sizeof line, "%s [y/N]", st->prompt);
         a = A_BOLD | (use_color ? pair(C_RED) : A_REVERSE);
     } else if (st->message[0]) {
@@ -351,7 +496,7 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
         a = A_BOLD | (st->message_error ? pair(C_RED) : pair(C_GREEN));
     } else {
         snprintf(line, sizeof line,
-                 "q quit  Up/Down select  k kill  s sort (%s)  g graph GPU  ? help",
+                 "q quit  j/k select  K kill  u user  / filter  s sort (%s)  ? help",
                  sort_name(st->sort));
         a = pair(C_CYAN);
     }

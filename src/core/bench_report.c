@@ -315,51 +315,105 @@ static void cell(FILE *out, double v, int width, int prec)
         fprintf(out, " %*s", width, "-");
 }
 
+/* line (a whole line, without its newline) cut to width columns, counting UTF-8 characters. */
+static void put_line_cut(FILE *out, const char *line, int width)
+{
+    int cols = 0;
+    const char *c = line;
+    for (; *c; c++) {
+        if (((unsigned char)*c & 0xC0) != 0x80 && cols++ == width)
+            break;
+        fputc(*c, out);
+    }
+    fputc('\n', out);
+}
+
+/* The table of the points: one, 113 columns wide; or (width below that) two of at most 80,
+ * throughput and latency, then goodput, energy and validity. */
+static void print_table(FILE *out, const json_t *doc, int width)
+{
+    bool one = width <= 0 || width >= 113;
+    for (int part = 0; part < (one ? 1 : 2); part++) {
+        if (part)
+            fputc('\n', out);
+        fprintf(out, "%-16s", "LOAD");
+        if (one || part == 0)
+            fprintf(out, " %8s %9s %8s %8s %8s %8s %8s", "REQ/S", "OUT TOK/S", "TTFT p50",
+                    "TTFT p99", "TPOT p50", "ITL p50", "E2E p50");
+        if (one || part == 1)
+            fprintf(out, " %8s %8s %8s %5s", "GOODPUT", "J/REQ", "TOK/J", "VALID");
+        fputc('\n', out);
+        size_t i;
+        const json_t *p;
+        json_array_foreach(json_object_get(doc, "points"), i, p)
+        {
+            char load[64];
+            gm_bench_point_load(p, load, sizeof load);
+            fprintf(out, "%-16.16s", load);
+            if (one || part == 0) {
+                cell(out, num(p, "requests_per_s", NULL), 8, 2);
+                cell(out, num(p, "output_tokens_per_s", NULL), 9, 1);
+                cell(out, num(p, "ttft_ms", "p50"), 8, 2);
+                cell(out, num(p, "ttft_ms", "p99"), 8, 2);
+                cell(out, num(p, "tpot_ms", "p50"), 8, 2);
+                cell(out, num(p, "itl_ms", "p50"), 8, 2);
+                cell(out, num(p, "e2e_ms", "p50"), 8, 1);
+            }
+            if (one || part == 1) {
+                cell(out, num(p, "goodput_requests_per_s", NULL), 8, 2);
+                cell(out, num(p, "joules_per_request", NULL), 8, 2);
+                cell(out, num(p, "output_tokens_per_joule", NULL), 8, 3);
+                const json_t *v = json_object_get(p, "valid");
+                fprintf(out, " %5s", json_is_true(v) ? "yes" : json_is_false(v) ? "NO" : "-");
+            }
+            fputc('\n', out);
+        }
+    }
+}
+
 void gm_bench_print_table(FILE *out, const json_t *doc)
 {
-    fprintf(out, "%-16s %8s %9s %8s %8s %8s %8s %8s %8s %8s %8s %5s\n", "LOAD", "REQ/S",
-            "OUT TOK/S", "TTFT p50", "TTFT p99", "TPOT p50", "ITL p50", "E2E p50", "GOODPUT",
-            "J/REQ", "TOK/J", "VALID");
-    size_t i;
-    const json_t *p;
-    json_array_foreach(json_object_get(doc, "points"), i, p)
-    {
-        char load[64];
-        gm_bench_point_load(p, load, sizeof load);
-        fprintf(out, "%-16.16s", load);
-        cell(out, num(p, "requests_per_s", NULL), 8, 2);
-        cell(out, num(p, "output_tokens_per_s", NULL), 9, 1);
-        cell(out, num(p, "ttft_ms", "p50"), 8, 2);
-        cell(out, num(p, "ttft_ms", "p99"), 8, 2);
-        cell(out, num(p, "tpot_ms", "p50"), 8, 2);
-        cell(out, num(p, "itl_ms", "p50"), 8, 2);
-        cell(out, num(p, "e2e_ms", "p50"), 8, 1);
-        cell(out, num(p, "goodput_requests_per_s", NULL), 8, 2);
-        cell(out, num(p, "joules_per_request", NULL), 8, 2);
-        cell(out, num(p, "output_tokens_per_joule", NULL), 8, 3);
-        const json_t *v = json_object_get(p, "valid");
-        fprintf(out, " %5s\n", json_is_true(v) ? "yes" : json_is_false(v) ? "NO" : "-");
-    }
+    print_table(out, doc, 0);
 }
 
 void gm_bench_print_report(FILE *out, const json_t *doc)
 {
+    gm_bench_print_report_width(out, doc, 0);
+}
+
+void gm_bench_print_report_width(FILE *out, const json_t *doc, int width)
+{
     const char *id = json_string_value(json_object_get(doc, "id"));
     const char *label = json_string_value(json_object_get(doc, "label"));
-    fprintf(out, "bench %s", id ? id : "?");
-    if (label)
-        fprintf(out, " \"%s\"", label);
-    fprintf(out, ": %s %s, model %s, api %s\n",
-            json_string_value(json_object_get(doc, "started")) ?: "",
-            json_string_value(json_object_get(doc, "url")) ?: "(no server)",
-            json_string_value(json_object_get(doc, "model")) ?: "?",
-            json_string_value(json_object_get(doc, "api")) ?: "?");
+    char who[300], what[1024];
+    snprintf(who, sizeof who, "bench %s%s%s%s", id ? id : "?", label ? " \"" : "",
+             label ? label : "", label ? "\"" : "");
+    snprintf(what, sizeof what, "%s %s, model %s, api %s",
+             json_string_value(json_object_get(doc, "started")) ?: "",
+             json_string_value(json_object_get(doc, "url"))
+                 ?: json_object_get(doc, "imported") ? "(server not in the file)"
+                                                     : "(no server)",
+             json_string_value(json_object_get(doc, "model")) ?: "?",
+             json_string_value(json_object_get(doc, "api")) ?: "?");
+    if (width <= 0 || (int)(strlen(who) + 2 + strlen(what)) <= width) {
+        fprintf(out, "%s: %s\n", who, what);
+    } else { /* the benchmark on one line, when and where below */
+        put_line_cut(out, who, width);
+        char line[1100];
+        snprintf(line, sizeof line, "  %s", what);
+        put_line_cut(out, line, width);
+    }
+    const char *source = json_string_value(json_object_get(doc, "source"));
+    if (source) /* another tool's result: its figures, no GPU side, no validity checks */
+        fprintf(out, "%s (%s)\n", source,
+                json_string_value(json_object_get(json_object_get(doc, "imported"), "file"))
+                    ?: "?");
     gm_bench_print_container(out, doc);
     size_t i;
     const json_t *p;
     json_array_foreach(json_object_get(doc, "points"), i, p) gm_bench_print_point(out, p);
     if (json_array_size(json_object_get(doc, "points")) > 1)
-        gm_bench_print_table(out, doc);
+        print_table(out, doc, width);
 }
 
 void gm_bench_print_container(FILE *out, const json_t *doc)
@@ -643,26 +697,38 @@ static int check_docs(const json_t *const *docs, size_t n, gm_error *err)
     return GM_OK;
 }
 
-int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color,
+int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color, int width,
                            gm_error *err)
 {
     int rc = check_docs(docs, n, err);
     if (rc < 0)
         return rc;
+    if (width < 56)
+        width = 56; /* the reference and one benchmark, whatever the terminal */
     json_t *differ = gm_bench_settings_differ(docs, n);
     bool alike = json_array_size(differ) == 0;
     for (size_t d = 0; d < n; d++) {
         const char *label = json_string_value(json_object_get(docs[d], "label"));
-        fprintf(out, "%c: %s%s%s%s %s, model %s, api %s\n", (int)('A' + (d < 26 ? d : 25)),
-                json_string_value(json_object_get(docs[d], "id")) ?: "?", label ? " \"" : "",
-                label ? label : "", label ? "\"" : "",
-                json_string_value(json_object_get(docs[d], "url")) ?: "?",
-                json_string_value(json_object_get(docs[d], "model")) ?: "?",
-                json_string_value(json_object_get(docs[d], "api")) ?: "?");
+        char who[256], what[768], line[1100];
+        snprintf(who, sizeof who, "%c: %s%s%s%s", (int)('A' + (d < 26 ? d : 25)),
+                 json_string_value(json_object_get(docs[d], "id")) ?: "?", label ? " \"" : "",
+                 label ? label : "", label ? "\"" : "");
+        snprintf(what, sizeof what, "%s, model %s, api %s",
+                 json_string_value(json_object_get(docs[d], "url")) ?: "?",
+                 json_string_value(json_object_get(docs[d], "model")) ?: "?",
+                 json_string_value(json_object_get(docs[d], "api")) ?: "?");
+        snprintf(line, sizeof line, "%s %s", who, what);
+        if ((int)strlen(line) <= width) {
+            fprintf(out, "%s\n", line);
+        } else { /* the benchmark on one line, its server and model below */
+            put_line_cut(out, who, width);
+            snprintf(line, sizeof line, "   %s", what);
+            put_line_cut(out, line, width);
+        }
     }
     if (alike) {
-        fprintf(out, "Changes are from A's figures: better or worse (lower latency, energy and "
-                     "failures are better).\n");
+        fprintf(out, "Changes are from A's figures: better or worse (lower latency, energy\n"
+                     "and failures are better).\n");
     } else {
         /* Runs asked to do different things: their figures differ for that reason, so no
          * change is called better or worse. */
@@ -671,69 +737,96 @@ int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool 
         const json_t *dv;
         json_array_foreach(differ, k, dv)
         {
-            fprintf(out, "  %s:", json_string_value(json_object_get(dv, "setting")));
+            char line[2048];
+            const char *setting = json_string_value(json_object_get(dv, "setting"));
+            size_t used = (size_t)snprintf(line, sizeof line, "  %s:", setting);
             size_t d;
             const json_t *v;
             json_array_foreach(json_object_get(dv, "values"), d, v)
             {
                 char text[256];
                 setting_text(v, text, sizeof text);
-                fprintf(out, " %c %s", (int)('A' + (d < 26 ? d : 25)), text);
+                if (used < sizeof line)
+                    used += (size_t)snprintf(line + used, sizeof line - used, " %c %s",
+                                             (int)('A' + (d < 26 ? d : 25)), text);
             }
-            fputc('\n', out);
+            if ((int)used <= width) {
+                fprintf(out, "%s\n", line);
+                continue;
+            }
+            fprintf(out, "  %s:\n", setting); /* too long for one line: a value a line */
+            json_array_foreach(json_object_get(dv, "values"), d, v)
+            {
+                char text[256], item[300];
+                setting_text(v, text, sizeof text);
+                snprintf(item, sizeof item, "    %c %s", (int)('A' + (d < 26 ? d : 25)), text);
+                put_line_cut(out, item, width);
+            }
         }
     }
     json_decref(differ);
     const char *green = color ? "\033[32m" : "", *red = color ? "\033[31m" : "",
                *reset = color ? "\033[0m" : "";
+    /* A's column, then as many others as width holds, each with its change from A: more
+     * benchmarks than that make more blocks, each again with A's column. */
+    size_t per = (size_t)(width - 27) / 29;
+    if (per < 1)
+        per = 1;
     size_t i;
     const json_t *ref;
     json_array_foreach(json_object_get(docs[0], "points"), i, ref)
     {
         char load[64];
         gm_bench_point_load(ref, load, sizeof load);
-        fprintf(out, "\n%s\n%-16s", load, "");
-        for (size_t d = 0; d < n; d++)
-            fprintf(out, d ? " %27c" : " %10c", (int)('A' + (d < 26 ? d : 25)));
-        fputc('\n', out);
-        for (size_t m = 0; m < NMETRICS; m++) {
-            double a = num(ref, metrics[m].key, metrics[m].sub);
-            fprintf(out, "%-16s", metrics[m].name);
-            cell(out, a, 10, metrics[m].prec);
-            for (size_t d = 1; d < n; d++) {
-                const json_t *p = match_point(docs[d], ref, i);
-                double b = p ? num(p, metrics[m].key, metrics[m].sub) : NAN;
-                cell(out, b, 10, metrics[m].prec);
-                double pct = isfinite(a) && isfinite(b) && a != 0 ? (b - a) / fabs(a) * 100 : NAN;
-                /* Under 0.05 % prints as 0.0 %: neither. */
-                bool moved = alike && isfinite(pct) && fabs(pct) >= 0.05;
-                bool better = moved && (pct > 0) == metrics[m].higher_better;
-                if (isfinite(pct))
-                    fprintf(out, " %s(%+7.1f%%%s)%s",
-                            !moved   ? ""
-                            : better ? green
-                                     : red,
-                            pct,
-                            !moved   ? "       "
-                            : better ? " better"
-                                     : "  worse",
-                            moved ? reset : "");
-                else
-                    fprintf(out, " %17s", "");
+        fprintf(out, "\n%s\n", load);
+        for (size_t from = 1; from < n; from += per) {
+            size_t to = from + per < n ? from + per : n;
+            if (from > 1)
+                fputc('\n', out);
+            fprintf(out, "%-16s %10c", "", 'A');
+            for (size_t d = from; d < to; d++)
+                fprintf(out, " %27c", (int)('A' + (d < 26 ? d : 25)));
+            fputc('\n', out);
+            for (size_t m = 0; m < NMETRICS; m++) {
+                double a = num(ref, metrics[m].key, metrics[m].sub);
+                fprintf(out, "%-16s", metrics[m].name);
+                cell(out, a, 10, metrics[m].prec);
+                for (size_t d = from; d < to; d++) {
+                    const json_t *p = match_point(docs[d], ref, i);
+                    double b = p ? num(p, metrics[m].key, metrics[m].sub) : NAN;
+                    cell(out, b, 10, metrics[m].prec);
+                    double pct =
+                        isfinite(a) && isfinite(b) && a != 0 ? (b - a) / fabs(a) * 100 : NAN;
+                    /* Under 0.05 % prints as 0.0 %: neither. */
+                    bool moved = alike && isfinite(pct) && fabs(pct) >= 0.05;
+                    bool better = moved && (pct > 0) == metrics[m].higher_better;
+                    if (isfinite(pct))
+                        fprintf(out, " %s(%+7.1f%%%s)%s",
+                                !moved   ? ""
+                                : better ? green
+                                         : red,
+                                pct,
+                                !moved   ? "       "
+                                : better ? " better"
+                                         : "  worse",
+                                moved ? reset : "");
+                    else if (d + 1 < to)
+                        fprintf(out, " %17s", "");
+                }
+                fputc('\n', out);
+            }
+            fprintf(out, "%-16s", "valid");
+            for (size_t d = 0; d < to; d = d ? d + 1 : from) {
+                const json_t *p = d ? match_point(docs[d], ref, i) : ref;
+                const json_t *v = json_object_get(p, "valid");
+                fprintf(out, " %10s%s",
+                        json_is_true(v)    ? "yes"
+                        : json_is_false(v) ? "NO"
+                                           : "-",
+                        d && d + 1 < to ? "                 " : "");
             }
             fputc('\n', out);
         }
-        fprintf(out, "%-16s", "valid");
-        for (size_t d = 0; d < n; d++) {
-            const json_t *p = d ? match_point(docs[d], ref, i) : ref;
-            const json_t *v = json_object_get(p, "valid");
-            fprintf(out, d ? " %10s %16s" : " %10s",
-                    json_is_true(v)    ? "yes"
-                    : json_is_false(v) ? "NO"
-                                       : "-",
-                    "");
-        }
-        fputc('\n', out);
     }
     return GM_OK;
 }

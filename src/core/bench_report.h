@@ -56,6 +56,10 @@ void gm_bench_print_table(FILE *out, const json_t *doc);
 void gm_bench_print_csv(FILE *out, const json_t *doc);
 /* The whole benchmark: its header, every point's block, and the table when there are several. */
 void gm_bench_print_report(FILE *out, const json_t *doc);
+/* The same held to width columns (0: no limit): a header too long is broken in two, and the
+ * table of the points (113 columns) becomes two of at most 80, throughput and latency, then
+ * goodput, energy and validity. */
+void gm_bench_print_report_width(FILE *out, const json_t *doc, int width);
 /* The "container" part of a benchmark document (`bench --image`), when it has one: a line with
  * its image, time to ready, loading energy and memory and exit state, then the output it left
  * when it ended on its own. */
@@ -70,9 +74,11 @@ json_t *gm_bench_settings_differ(const json_t *const *docs, size_t n);
 /* Prints the points of n benchmark documents side by side (points matched by their load, else
  * by position), each figure with its change from the first benchmark's, marked "better" or
  * "worse" (in green or red with color) when the benchmarks ran with the same settings; when
- * they did not, the settings that differ come first and no change is called either. GM_OK or
+ * they did not, the settings that differ come first and no change is called either. Held to
+ * width columns (at least 56): lines too long are broken or cut, and benchmarks past what one
+ * block of columns holds go into further blocks, each with the first benchmark's column. GM_OK or
  * GM_EINVAL (fewer than two documents, or one is not a benchmark). */
-int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color,
+int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color, int width,
                            gm_error *err);
 
 /* The comparison as JSON: {"benchmarks": [{id, label, url, model}], "settings_differ": (as

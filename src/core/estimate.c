@@ -1,6 +1,6 @@
 /* estimate.c - GPU count and per-GPU memory of an inference task config (parallelism
  * parameters under their alias spellings; memory from the model's parameters, dtype, KV cache
- * and overhead, or from seed 003's model-size classes). */
+ * and overhead, or from size classes of the model's parameter count). */
 #include "core/estimate.h"
 
 #include <ctype.h>
@@ -409,18 +409,8 @@ static double cfg_num(const json_t *c, const char *const *keys)
  * head_dim), the MLP (3 matrices of the intermediate size when the config names one, as
  * gated Llama-style models do; else 2 of 4 x hidden), experts (each an MLP, plus a router)
  * and two norms. */
-static int read_config(const char *path, shape *sh, gm_error *err)
+static int shape_from_json(const json_t *root, const char *path, shape *sh, gm_error *err)
 {
-    struct stat sb;
-    if (stat(path, &sb) < 0 || sb.st_size > (16 << 20))
-        return gm_error_set(err, GM_EPARSE, "%s: cannot be read or is too large", path);
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root || !json_is_object(root)) {
-        json_decref(root);
-        return gm_error_set(err, GM_EPARSE, "%s: not valid JSON: line %d: %s", path, je.line,
-                            je.text);
-    }
     const json_t *c = root;
     static const char *const hidden_k[] = {"hidden_size", "n_embd", "d_model", "dim", NULL};
     if (cfg_num(c, hidden_k) == 0 && json_is_object(json_object_get(root, "text_config")))
@@ -446,13 +436,11 @@ static int read_config(const char *path, shape *sh, gm_error *err)
                           : V == 0 ? "vocab_size"
                           : H == 0 ? "num_attention_heads"
                                    : NULL;
-    if (missing) {
-        json_decref(root);
+    if (missing)
         return gm_error_set(err, GM_EPARSE,
                             "%s has no %s: gpumon cannot size the model from it (give "
-                            "--method seed)",
+                            "--method size-classes)",
                             path, missing);
-    }
     double KV = cfg_num(c, kv_k), d = cfg_num(c, hd_k);
     if (KV == 0)
         KV = H;
@@ -483,11 +471,9 @@ static int read_config(const char *path, shape *sh, gm_error *err)
                        : d > 1e6                                         ? "head_dim"
                        : !(sh->params <= GM_ESTIMATE_MAX_PARAMS_B * 1e9) ? "the parameter count"
                                                                          : NULL;
-    if (huge) {
-        json_decref(root);
+    if (huge)
         return gm_error_set(err, GM_EPARSE, "%s: %s is larger than any model gpumon can size", path,
                             huge);
-    }
     sh->layers = (unsigned)L;
     sh->kv_heads = (unsigned)KV;
     sh->head_dim = (unsigned)d;
@@ -495,8 +481,124 @@ static int read_config(const char *path, shape *sh, gm_error *err)
     if (!td)
         td = json_string_value(json_object_get(c, "torch_dtype"));
     sh->torch_bytes = td ? gm_estimate_dtype_bytes(td, sh->torch_name) : 0;
-    json_decref(root);
     return GM_OK;
+}
+
+static int read_config(const char *path, shape *sh, gm_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) < 0 || sb.st_size > (16 << 20))
+        return gm_error_set(err, GM_EPARSE, "%s: cannot be read or is too large", path);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root || !json_is_object(root)) {
+        json_decref(root);
+        return gm_error_set(err, GM_EPARSE, "%s: not valid JSON: line %d: %s", path, je.line,
+                            je.text);
+    }
+    int rc = shape_from_json(root, path, sh, err);
+    json_decref(root);
+    return rc;
+}
+
+/* Models gpumon knows by name: the shape of each as its published Hugging Face config.json
+ * gives it (num_hidden_layers, hidden_size, intermediate_size, num_attention_heads,
+ * num_key_value_heads, vocab_size, num_local_experts), sized by the same formula as a
+ * config.json read from disk. Names are matched without case, organisation ("meta-llama/"),
+ * "Meta-" and trailing -hf, -chat, -instruct, -base, -v0.1 or -v0.2. */
+static const struct builtin {
+    const char *names[4];
+    unsigned layers, hidden, inter, heads, kv_heads, vocab, experts;
+} builtins[] = {
+    /* Llama 2 7B and 13B: the printed module tree of both (embeddings 32000 x 4096 / 5120, 32 / 40
+     * layers, q/k/v 4096 / 5120 wide, MLP 11008 / 13824), Retruth/deontic
+     * nlp_models/llama2/README.md; 13B as meta-llama/Llama-2-13b's params.json, thamada/modelQuery
+     * README.md. */
+    {{"llama-2-7b", "llama2-7b"}, 32, 4096, 11008, 32, 32, 32000, 0},
+    {{"llama-2-13b", "llama2-13b"}, 40, 5120, 13824, 40, 40, 32000, 0},
+    /* Llama 3 / 3.1 8B: meta-llama/Llama-3.1-8B config.json as quoted in citsjtu2020/LLM-Prof
+     * sglang/Model_Config.md; the table of oumi's configs/recipes/llama3_1/README.md (Llama 3
+     * has the same shape: thamada/modelQuery README.md counts 8030261248 parameters for both). */
+    {{"llama-3-8b", "llama3-8b", "llama-3.1-8b", "llama3.1-8b"}, 32, 4096, 14336, 32, 8, 128256, 0},
+    /* Llama 3 / 3.1 / 3.3 70B: 80 layers, 8192 hidden, 28672 MLP, 64 heads, 8 KV heads, 128256
+     * vocabulary, oumi's configs/recipes/llama3_1/README.md and llama3_3/README.md. */
+    {{"llama-3-70b", "llama3-70b", "llama-3.1-70b", "llama-3.3-70b"},
+     80,
+     8192,
+     28672,
+     64,
+     8,
+     128256,
+     0},
+    /* Mistral 7B: dim 4096, 32 layers, hidden_dim 14336, 32 heads, 8 KV heads, vocabulary
+     * 32000, edadaltocg/mistral-src-finetune finetune/config.py. */
+    {{"mistral-7b"}, 32, 4096, 14336, 32, 8, 32000, 0},
+    /* Mixtral 8x7B: 8 experts of Mistral 7B's MLP, keras-team/keras-hub
+     * keras_hub/src/models/mixtral/README.md (the printed MixtralForCausalLM). */
+    {{"mixtral-8x7b"}, 32, 4096, 14336, 32, 8, 32000, 8},
+};
+
+/* The model id as the table spells names: lower case, the part after the last '/', without
+ * "meta-" in front and -hf, -chat, -instruct, -base at the end. */
+static void builtin_key(const char *model, char *key, size_t len)
+{
+    const char *slash = strrchr(model, '/');
+    const char *p = slash ? slash + 1 : model;
+    size_t n = 0;
+    for (; *p && n + 1 < len; p++)
+        key[n++] = (char)tolower((unsigned char)*p);
+    key[n] = '\0';
+    if (strncmp(key, "meta-", 5) == 0)
+        memmove(key, key + 5, strlen(key + 5) + 1);
+    /* Mistral's v0.1 and v0.2 share a shape (v0.3 has a larger vocabulary). */
+    static const char *const tails[] = {"-hf", "-chat", "-instruct", "-base", "-v0.1", "-v0.2"};
+    for (bool cut = true; cut;) {
+        cut = false;
+        for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+            size_t kl = strlen(key), tl = strlen(tails[t]);
+            if (kl > tl && strcmp(key + kl - tl, tails[t]) == 0) {
+                key[kl - tl] = '\0';
+                cut = true;
+            }
+        }
+    }
+}
+
+static const struct builtin *builtin_find(const char *model)
+{
+    char key[256];
+    if (!model || !*model)
+        return NULL;
+    builtin_key(model, key, sizeof key);
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+        for (size_t k = 0; k < 4 && builtins[i].names[k]; k++)
+            if (strcmp(key, builtins[i].names[k]) == 0)
+                return &builtins[i];
+    return NULL;
+}
+
+const char *gm_estimate_builtin_name(size_t i)
+{
+    return i < sizeof builtins / sizeof *builtins ? builtins[i].names[0] : NULL;
+}
+
+bool gm_estimate_builtin_known(const char *model)
+{
+    return builtin_find(model) != NULL;
+}
+
+static int builtin_shape(const struct builtin *b, shape *sh, gm_error *err)
+{
+    json_t *c = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "num_hidden_layers", (json_int_t)b->layers,
+        "hidden_size", (json_int_t)b->hidden, "intermediate_size", (json_int_t)b->inter,
+        "num_attention_heads", (json_int_t)b->heads, "num_key_value_heads", (json_int_t)b->kv_heads,
+        "vocab_size", (json_int_t)b->vocab, "num_local_experts", (json_int_t)b->experts);
+    if (!c)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    int rc = shape_from_json(c, b->names[0], sh, err);
+    json_decref(c);
+    return rc;
 }
 
 /* The directory of a local model (holding config.json): model as given, else under base_dir. */
@@ -512,6 +614,13 @@ static bool model_dir(const char *model, const char *base_dir, char *cfg, size_t
     for (int i = 0; i < n; i++) {
         char path[4200];
         struct stat sb;
+        /* A config.json named itself (any *.json file that is not a directory). */
+        size_t cl = strlen(cand[i]);
+        if (cl > 5 && strcmp(cand[i] + cl - 5, ".json") == 0 && stat(cand[i], &sb) == 0 &&
+            S_ISREG(sb.st_mode)) {
+            snprintf(cfg, len, "%s", cand[i]);
+            return true;
+        }
         snprintf(path, sizeof path, "%s/config.json", cand[i]);
         if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
             snprintf(cfg, len, "%s", path);
@@ -531,6 +640,12 @@ static int model_memory(const json_t *params, const gm_estimate_options *o, gm_e
         if (rc < 0)
             return rc;
         m->source = "config.json";
+    } else if (builtin_find(e->model)) {
+        int rc = builtin_shape(builtin_find(e->model), &sh, err);
+        if (rc < 0)
+            return rc;
+        m->source = "built-in";
+        m->config[0] = '\0';
     } else if (e->model_params_b > 0) {
         /* A dense transformer about 128 wide per layer: P ~ 12 L (128 L)^2. */
         sh.params = e->model_params_b * 1e9;
@@ -543,7 +658,7 @@ static int model_memory(const json_t *params, const gm_estimate_options *o, gm_e
         m->source = "name";
         m->config[0] = '\0';
     } else {
-        return GM_OK; /* unknown size: the seed classes stand */
+        return GM_OK; /* unknown size: the size classes stand */
     }
     /* Weights: an option, else the task's quantization, then dtype, then config.json. */
     char qname[8] = "", dname[8] = "";
@@ -647,6 +762,12 @@ int gm_estimate_task_opt(const json_t *task, const gm_estimate_options *opt, gm_
                 return rc;
         }
     }
+    /* Sizes given as options stand over the task's. */
+    for (int p = 0; p < GM_PAR__COUNT; p++)
+        if (opt->size[p]) {
+            out->size[p] = opt->size[p];
+            snprintf(out->key[p], sizeof out->key[p], "--%s", dims[p].name);
+        }
     int rc = read_model(task, out, err);
     if (rc < 0)
         return rc;
@@ -694,6 +815,61 @@ int gm_estimate_task_text_opt(const char *text, size_t len, const char *origin,
 int gm_estimate_task_file(const char *path, gm_estimate *out, gm_error *err)
 {
     return gm_estimate_task_file_opt(path, NULL, out, err);
+}
+
+/* A Hugging Face config.json rather than a task: an object with neither "model" nor
+ * "parameters", but a model's shape (or a multimodal model's text_config). */
+static bool looks_like_model_config(const char *text, size_t len)
+{
+    json_error_t je;
+    json_t *root = gm_json_loadb(text, len, 0, &je);
+    bool cfg = json_is_object(root) && !json_object_get(root, "model") &&
+               !json_object_get(root, "parameters") &&
+               (json_object_get(root, "num_hidden_layers") ||
+                json_object_get(root, "hidden_size") || json_object_get(root, "text_config"));
+    json_decref(root);
+    return cfg;
+}
+
+/* The task of serving model (a name, a directory or a config.json) as it is. */
+static int estimate_model_path(const char *model, const gm_estimate_options *o, gm_estimate *out,
+                               gm_error *err)
+{
+    json_t *task = json_pack("{s:s}", "model", model);
+    if (!task)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    gm_error inner = {0};
+    int rc = gm_estimate_task_opt(task, o, out, &inner);
+    json_decref(task);
+    return rc < 0 ? gm_error_set(err, rc, "%s", inner.msg) : GM_OK;
+}
+
+int gm_estimate_model(const char *model, const gm_estimate_options *opt, gm_estimate *out,
+                      gm_error *err)
+{
+    if (!model || !out)
+        return gm_error_set(err, GM_EINVAL, "gm_estimate_model: NULL argument");
+    struct stat sb;
+    if (stat(model, &sb) == 0)
+        return gm_estimate_task_file_opt(model, opt, out, err);
+    if (!builtin_find(model) && params_billions(model) == 0) {
+        char names[512];
+        size_t used = 0;
+        names[0] = '\0';
+        for (size_t i = 0; i < sizeof builtins / sizeof *builtins && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                                     builtins[i].names[0]);
+        return gm_error_set(err, GM_ENOENT,
+                            "\"%s\" is neither a file nor a model gpumon knows (%s; or give "
+                            "the model's config.json or directory)",
+                            model, names);
+    }
+    gm_estimate_options o;
+    if (opt)
+        o = *opt;
+    else
+        gm_estimate_options_init(&o);
+    return estimate_model_path(model, &o, out, err);
 }
 
 int gm_estimate_task_file_opt(const char *path, const gm_estimate_options *opt, gm_estimate *out,
@@ -764,6 +940,8 @@ int gm_estimate_task_file_opt(const char *path, const gm_estimate_options *opt, 
         if (n == 0) {
             if (ferror(f))
                 rc = gm_error_set(err, GM_EIO, "cannot read %s: %s", path, strerror(errno));
+            else if (looks_like_model_config(buf, len))
+                rc = estimate_model_path(path, &o, out, err);
             else
                 rc = gm_estimate_task_text_opt(buf, len, path, &o, out, err);
             break;

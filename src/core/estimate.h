@@ -6,6 +6,7 @@
 #define GM_ESTIMATE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,7 +33,7 @@ const char *gm_estimate_parallel_name(gm_parallel p);
 /* How memory per GPU is estimated. */
 typedef enum gm_estimate_method {
     GM_ESTIMATE_MODEL, /* from the model: weights + KV cache + overhead (the default) */
-    GM_ESTIMATE_SEED,  /* seed 003's classes by the size in the model's name */
+    GM_ESTIMATE_SEED,  /* size classes by the size in the model's name */
 } gm_estimate_method;
 
 /* Defaults of the model method. */
@@ -52,6 +53,7 @@ typedef struct gm_estimate_options {
     double overhead_mib;  /* < 0: GM_ESTIMATE_OVERHEAD_MIB */
     const char *base_dir; /* where a relative model path is also looked for (a task file's
                            * directory); NULL: the working directory only */
+    unsigned size[GM_PAR__COUNT]; /* parallel sizes over the task's; 0: the task's */
 } gm_estimate_options;
 
 /* The default options (method model, everything else from the task or the defaults). */
@@ -59,8 +61,9 @@ void gm_estimate_options_init(gm_estimate_options *o);
 
 /* The model method's figures, per GPU. */
 typedef struct gm_estimate_memory {
-    double params;       /* parameters; 0: unknown (then the seed classes apply) */
-    const char *source;  /* "config.json" or "name" (how params and the shape were found) */
+    double params;       /* parameters; 0: unknown (then the size classes apply) */
+    const char *source;  /* "config.json", "built-in" or "name" (how params and the shape were
+                          * found) */
     char config[512];    /* the config.json read, "" when none */
     char dtype[8];       /* of the weights: fp32 fp16 bf16 fp8 int8 int4 */
     double weight_bytes; /* per parameter: 4, 2, 1, 0.5 */
@@ -112,11 +115,10 @@ typedef struct gm_estimate {
  * attention as in Llama 3, Mistral, Qwen 2). dtype, kv dtype, context and batch come from the
  * options, else the task's parameters (dtype, quantization, kv-cache-dtype, max-model-len or
  * context-length, batch-size; lists: the largest), else config.json, else the defaults. A
- * model of unknown size falls back to the seed classes, as does method seed: the size in the
- * name picks >= 65B 20000 MiB, >= 7B 12000 MiB, else (or no size) 8000 MiB per GPU.
- * Returns GM_OK, or GM_EPARSE with err naming the offending field (e.g.
- * "parameters.tp-size[1] must be a positive integer, got 0"), or a config.json that cannot
- * be read. */
+ * model of unknown size falls back to the size classes, as does method size-classes: the size in
+ * the name picks >= 65B 20000 MiB, >= 7B 12000 MiB, else (or no size) 8000 MiB per GPU. Returns
+ * GM_OK, or GM_EPARSE with err naming the offending field (e.g. "parameters.tp-size[1] must be a
+ * positive integer, got 0"), or a config.json that cannot be read. */
 int gm_estimate_task(const json_t *task, gm_estimate *out, gm_error *err);
 /* The same with options (NULL: the defaults). */
 int gm_estimate_task_opt(const json_t *task, const gm_estimate_options *opt, gm_estimate *out,
@@ -138,6 +140,17 @@ int gm_estimate_task_file(const char *path, gm_estimate *out, gm_error *err);
 int gm_estimate_task_file_opt(const char *path, const gm_estimate_options *opt, gm_estimate *out,
                               gm_error *err);
 
+/* Estimates serving one model as it is: model is a model directory (holding config.json), a
+ * config.json, or a name: one of gpumon's built-in models (gm_estimate_builtin_name) or one
+ * with its size in it ("mymodel-13b"). GM_ENOENT when it is none of these. */
+int gm_estimate_model(const char *model, const gm_estimate_options *opt, gm_estimate *out,
+                      gm_error *err);
+
+/* The i-th built-in model's name (llama-3-70b, ...), NULL past the last. */
+const char *gm_estimate_builtin_name(size_t i);
+/* Whether model names a built-in model (case, organisation, -hf/-chat/-instruct aside). */
+bool gm_estimate_builtin_known(const char *model);
+
 /* Bytes per element of a dtype name (fp32/float32/float 4, fp16/float16/half/bf16/bfloat16 2,
  * fp8* and int8 1, int4/awq/gptq/nf4/fp4 0.5) and its short name (fp32, fp16, bf16, fp8, int8,
  * int4) into name (>= 8 bytes; may be NULL). 0 when the name is unknown or "auto". */
@@ -152,7 +165,7 @@ unsigned gm_estimate_memory_mib(const char *model, double *params_b, const char 
  *  "method": "model" | "size-classes", and for the model method "memory": {"formula", "params",
  *  "source", "config", "dtype", "weight_bytes", "kv_dtype", "kv_bytes", "context", "batch",
  *  "layers", "kv_heads", "head_dim", "shape_assumed", "kv_bytes_per_token", "weights_mib",
- *  "kv_cache_mib", "overhead_mib"} (null with the seed classes)}; absent parameter and model
+ *  "kv_cache_mib", "overhead_mib"} (null with the size classes)}; absent parameter and model
  * fields are null. A new reference, NULL when out of memory. */
 json_t *gm_estimate_json(const gm_estimate *e);
 

@@ -3,6 +3,8 @@
 #include "core/session.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -712,41 +714,127 @@ size_t gm_session_command_line(const json_t *argv, char *buf, size_t len)
     return used;
 }
 
+/* Characters (not bytes) of UTF-8 text; continuation bytes do not count. */
+static size_t text_columns(const char *s, size_t n)
+{
+    size_t cols = 0;
+    for (size_t i = 0; i < n; i++)
+        cols += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return cols;
+}
+
+/* A line of the summary: whole with width 0, else cut to width columns with "..." at its end
+ * (on a character boundary). */
+static void put_line(FILE *out, int width, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void put_line(FILE *out, int width, const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    if (width > 3 && text_columns(line, len) > (size_t)width) {
+        size_t cols = 0, i = 0;
+        for (; i < len; i++) {
+            if (((unsigned char)line[i] & 0xC0) != 0x80 && ++cols > (size_t)width - 3)
+                break;
+        }
+        len = i;
+        fprintf(out, "%.*s...\n", (int)len, line);
+        return;
+    }
+    fprintf(out, "%.*s\n", (int)len, line);
+}
+
+/* The per-GPU table in at most width (<= 80) columns: utilization mean, p95 and max; the most
+ * memory used (MiB and %); the hottest temperature; power mean and max; energy (marked * when
+ * it comes from power readings, as a line below says). */
+static void print_gpu_table_fit(FILE *out, const json_t *stats, int width)
+{
+    int name_w = 14 - (80 - width);
+    if (name_w < 4)
+        name_w = 4;
+    fprintf(out, "%-3s %-*s %17s %7s %5s %4s %13s %9s\n", "GPU", name_w, "NAME", "UTILIZATION %",
+            "MEM MiB", "MEM %", "TEMP", "POWER W", "ENERGY J");
+    fprintf(out, "%-3s %-*s %5s %5s %5s %7s %5s %4s %6s %6s\n", "", name_w, "", "mean", "p95",
+            "max", "max", "max", "max", "mean", "max");
+    bool from_power = false;
+    const char *key;
+    const json_t *g;
+    json_object_foreach((json_t *)stats, key, g)
+    {
+        const char *name = json_string_value(json_object_get(g, "name"));
+        char shown[64];
+        gm_utf8_shorten_name(name ? name : "-", (size_t)name_w, shown, sizeof shown);
+        fprintf(out, "%-3s %-*s", key, name_w, shown);
+        const json_t *u = json_object_get(g, "utilization");
+        put_num(out, u, "mean", 5, 1);
+        put_num(out, u, "p95", 5, 1);
+        put_num(out, u, "max", 5, 1);
+        put_num(out, json_object_get(g, "memory_used_mb"), "max", 7, 0);
+        put_num(out, json_object_get(g, "memory_usage_percent"), "max", 5, 1);
+        put_num(out, json_object_get(g, "temperature_c"), "max", 4, 0);
+        const json_t *p = json_object_get(g, "power_draw_w");
+        put_num(out, p, "mean", 6, 1);
+        put_num(out, p, "max", 6, 1);
+        const json_t *e = json_object_get(g, "energy_j");
+        const char *src = json_string_value(json_object_get(g, "energy_source"));
+        bool est = src && strcmp(src, "counter") != 0;
+        if (json_is_number(e))
+            fprintf(out, " %9.*f%s", json_number_value(e) < 1e6 ? 1 : 0, json_number_value(e),
+                    est ? "*" : "");
+        else
+            fprintf(out, " %9s", "-");
+        from_power |= est && json_is_number(e);
+        fprintf(out, "\n");
+    }
+    if (from_power)
+        put_line(out, width, "* energy from power readings: the GPU has no energy counter");
+}
+
 void gm_session_print_summary(FILE *out, const json_t *doc)
 {
+    gm_session_print_summary_fit(out, doc, 0);
+}
+
+void gm_session_print_summary_fit(FILE *out, const json_t *doc, int width)
+{
+    if (width > 80)
+        width = 80;
     const char *id = json_string_value(json_object_get(doc, "id"));
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     const char *status = json_string_value(json_object_get(doc, "status"));
     const char *label = json_string_value(json_object_get(doc, "label"));
-    fprintf(out, "%s %s", kind ? kind : "session", id ? id : "?");
-    if (label)
-        fprintf(out, " \"%s\"", label);
-    fprintf(out, ": %s", status ? status : "?");
+    char ended[96] = "";
     const json_t *code = json_object_get(doc, "exit_code");
     const json_t *sig = json_object_get(doc, "signal");
     if (json_is_integer(sig))
-        fprintf(out, ", command killed by signal %d (exit %d)", (int)json_integer_value(sig),
-                (int)json_integer_value(code));
+        snprintf(ended, sizeof ended, ", command killed by signal %d (exit %d)",
+                 (int)json_integer_value(sig), (int)json_integer_value(code));
     else if (json_is_integer(code))
-        fprintf(out, ", command exited %d", (int)json_integer_value(code));
-    fprintf(out, "\n");
+        snprintf(ended, sizeof ended, ", command exited %d", (int)json_integer_value(code));
+    put_line(out, width, "%s %s%s%s%s: %s%s", kind ? kind : "session", id ? id : "?",
+             label ? " \"" : "", label ? label : "", label ? "\"" : "", status ? status : "?",
+             ended);
     /* Ended normally, but the database could not take every sample (a full disk). */
     const json_t *inc = json_object_get(doc, "incomplete");
     if (json_is_object(inc)) {
         const char *why = json_string_value(json_object_get(inc, "reason"));
-        fprintf(out, "incomplete: %lld samples not stored (%s)\n",
-                (long long)json_integer_value(json_object_get(inc, "samples_not_stored")),
-                why ? why : "the database failed");
+        put_line(out, width, "incomplete: %lld samples not stored (%s)",
+                 (long long)json_integer_value(json_object_get(inc, "samples_not_stored")),
+                 why ? why : "the database failed");
     }
     const char *prov = json_string_value(json_object_get(doc, "provider"));
     if (prov && strcmp(prov, "sim") == 0)
-        fprintf(out, "simulated GPUs (provider sim): not a measurement of real hardware\n");
+        put_line(out, width, "simulated GPUs (provider sim): not a measurement of real hardware");
 
     const json_t *cmd = json_object_get(doc, "command");
     if (json_array_size(cmd)) {
         char line[1024];
         gm_session_command_line(cmd, line, sizeof line);
-        fprintf(out, "command: %s\n", line);
+        put_line(out, width, "command: %s", line);
     }
     const json_t *dur = json_object_get(doc, "monitoring_duration_seconds");
     const json_t *iv = json_object_get(doc, "interval_seconds");
@@ -762,11 +850,16 @@ void gm_session_print_summary(FILE *out, const json_t *doc)
     const json_t *pct_n = json_object_get(doc, "percentiles_over_samples");
     if (json_is_integer(pct_n) &&
         json_integer_value(pct_n) < json_integer_value(json_object_get(doc, "sample_count")))
-        fprintf(out, "p50/p95 over the first %lld samples\n", (long long)json_integer_value(pct_n));
+        put_line(out, width, "p50/p95 over the first %lld samples",
+                 (long long)json_integer_value(pct_n));
 
     const json_t *stats = json_object_get(doc, "gpu_stats");
     if (!json_object_size(stats)) {
         fprintf(out, "no GPU sampled\n");
+        return;
+    }
+    if (width > 0) {
+        print_gpu_table_fit(out, stats, width);
         return;
     }
     /* Group titles centred over their columns: widths match the rows printed below. */

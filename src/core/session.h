@@ -190,4 +190,9 @@ size_t gm_session_command_line(const json_t *argv, char *buf, size_t len);
  * and the energy. Absent values print as "-". */
 void gm_session_print_summary(FILE *out, const json_t *doc);
 
+/* The same in at most width columns (capped at 80; 0: the full table above): GPU rows keep
+ * utilization mean / p95 / max, the most memory and temperature, power mean and max, and the
+ * energy; longer lines (a long command) end in "...". */
+void gm_session_print_summary_fit(FILE *out, const json_t *doc, int width);
+
 #endif

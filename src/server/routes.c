@@ -621,7 +621,10 @@ static void h_benchmark(const gm_req *rq, gm_resp *rs)
         h_benchmark_compare(rq, rs);
         return;
     }
-    size_t idlen = strlen(rq->rest);
+    /* {id}/report.html: the report page `history export ID --format html` writes. */
+    const char *slash = strchr(rq->rest, '/');
+    bool html = slash && strcmp(slash, "/report.html") == 0;
+    size_t idlen = html ? (size_t)(slash - rq->rest) : strlen(rq->rest);
     if (!id_ok(rq->rest, idlen)) {
         gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
         return;
@@ -632,8 +635,10 @@ static void h_benchmark(const gm_req *rq, gm_resp *rs)
         return;
     }
     gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_GET);
-    if (j)
-        snprintf(j->id, sizeof j->id, "%s", rq->rest);
+    if (j) {
+        snprintf(j->id, sizeof j->id, "%.*s", (int)idlen, rq->rest);
+        j->html = html;
+    }
     resp_defer(rq, rs, j);
 }
 

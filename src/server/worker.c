@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "core/bench_html.h"
 #include "core/bench_report.h"
 #include "core/recorder.h"
 #include "core/timeline.h"
@@ -1194,6 +1195,28 @@ static void do_bench_get(gm_worker *m, gm_worker_job *j)
             job_error(j, 404, "no benchmark \"%s\"", j->id);
         else
             job_error(j, store_error_status(rc), "%s", err.msg);
+        return;
+    }
+    if (j->html) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        const json_t *docs[1] = {doc};
+        rc = f ? gm_bench_html_report(f, docs, 1, &err) : GM_ENOMEM;
+        if (f && fclose(f) != 0 && rc == GM_OK)
+            rc = GM_ENOMEM;
+        json_decref(doc);
+        if (rc < 0) {
+            free(text);
+            job_error(j, 503, "%s", rc == GM_ENOMEM ? "out of memory" : err.msg);
+            return;
+        }
+        free(j->body);
+        j->body = text;
+        j->len = len;
+        j->status = 200;
+        j->ctype = "text/html; charset=utf-8";
+        snprintf(j->filename, sizeof j->filename, "gpumon-%s.html", j->id);
         return;
     }
     job_json(j, 200, doc);

@@ -127,6 +127,7 @@ typedef struct gm_worker_job {
     unsigned fleet_gpus;        /* FLEET: GPUs a job needs (0: no choice asked) */
     bool gzip_ok;               /* FLEET: the client accepts a gzip'd answer */
     bool csv;                   /* EXPORT: CSV, else JSON */
+    bool html;                  /* BENCH_GET: the report page (core/bench_html.h), not JSON */
     char ids[GM_WORKER_COMPARE_MAX][GM_SESSION_ID_LEN]; /* BENCH_COMPARE */
     size_t nids;
     int status;        /* the answer: HTTP status */

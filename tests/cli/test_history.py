@@ -149,6 +149,57 @@ class History(unittest.TestCase):
         self.assertIn("nothing to prune", p.stdout)
         self.assertFalse(os.path.exists(self.db))
 
+    def at_columns(self, columns, *args):
+        e = dict(self.env)
+        e.pop("COLUMNS", None)
+        if columns:
+            e["COLUMNS"] = str(columns)
+        p = run(["history", "--db", self.db] + list(args), env=e)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.splitlines()
+
+    def assertFits(self, lines, width):
+        self.assertTrue(lines)
+        wide = [l for l in lines if len(l) > width]
+        self.assertEqual(wide, [], "lines over %d columns" % width)
+
+    def test_80_columns(self):
+        """list, show and compare fit 80 columns at COLUMNS=80, and when written to a pipe;
+        a wider COLUMNS gets every column and more of the command."""
+        long_label = "a-label-longer-than-any-column-would-hold-" * 2
+        sid = self.record("--label", long_label)
+        imports = os.path.join(os.environ.get("GM_FIXTURES", ""), "import")
+        for name in ("vllm_rate_sweep_appended.json", "vllm_concurrency8.json",
+                     "profile_export_genai_perf.json"):
+            self.history("import", os.path.join(imports, name))
+        listed = json.loads(self.history("list", "--format", "json").stdout)
+        benches = [e["id"] for e in listed if e["kind"] == "bench"]
+        sweep = next(e["id"] for e in listed if e["label"] == "sweep-rate")
+        for columns in (80, None):  # None: a pipe, no COLUMNS
+            table = self.at_columns(columns, "list")
+            self.assertFits(table, 80)
+            self.assertIn("STATUS", table[0])
+            row = next(l for l in table if l.startswith(sid))
+            self.assertIn("stopped", row)
+            self.assertTrue(row.endswith("..."), row)  # the label, cut
+            show = self.at_columns(columns, "show", sweep)
+            self.assertFits(show, 80)
+            self.assertIn("TTFT p99", "\n".join(show))
+            self.assertIn("TOK/J", "\n".join(show))  # the table's second half
+            compare = self.at_columns(columns, "compare", *benches)
+            self.assertFits(compare, 80)
+            self.assertEqual(sum(1 for l in compare if l.startswith("requests/s")), 2)
+        wide = self.at_columns(200, "list")
+        self.assertIn("SAMPLES", wide[0])
+        self.assertFits(wide, 200)
+        row = next(l for l in wide if l.startswith(sid))
+        self.assertIn("sleep 0.2", row)
+        # A wide terminal: one table of the points, compare's columns side by side.
+        self.assertEqual(sum(1 for l in self.at_columns(200, "show", sweep)
+                             if l.startswith("LOAD")), 1)
+        self.assertEqual(sum(1 for l in self.at_columns(200, "compare", *benches)
+                             if l.startswith("requests/s")), 1)
+
     def test_usage(self):
         for args, msg in (
             (["prune"], "gpumon history: prune needs --older-than DURATION (e.g. 30d)\n"),

@@ -85,9 +85,16 @@ class QueryView(unittest.TestCase):
     def test_loop_scrolls_when_piped(self):
         proc = subprocess.Popen([GPUMON, "query", "-l", "0.1"], env=self.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        time.sleep(0.7)
+        # Until three readings came (the first waits its CPU window; a sanitized build is slow).
+        out, deadline = "", time.time() + 15
+        while out.count("GPU NAME") < 3 and time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            out += line
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        rest, err = proc.communicate(timeout=10)
+        out += rest
         self.assertEqual(proc.returncode, 0, err)
         self.assertNotIn("\x1b", out)
         frames = [f for f in out.split("\n\n") if f.strip()]

@@ -495,7 +495,7 @@ echo $? >"$out/record.rc"
 df -k "$mnt" >"$out/df"
 "$gpumon" history --db "$mnt/gpumon.db" list --format json >"$out/list.json" 2>&1
 id=$(sed -n 's/^ *"id": "\([^"]*\)".*/\1/p' "$out/list.json" | head -n 1)
-"$gpumon" history --db "$mnt/gpumon.db" list >"$out/list.txt" 2>&1
+COLUMNS=200 "$gpumon" history --db "$mnt/gpumon.db" list >"$out/list.txt" 2>&1
 "$gpumon" history --db "$mnt/gpumon.db" show "$id" >"$out/show.txt" 2>&1
 """
 

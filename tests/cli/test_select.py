@@ -350,22 +350,23 @@ class Estimate(unittest.TestCase):
                          "Wait for them:   gpumon wait --count 4 --min-free-mb 20000\n")
 
     def test_model_method(self):
-        # llama-3-70b at tp 4 in fp16: 70e9 x 2 / 4 bytes of weights, about 35 GB per GPU.
+        # llama-3-70b (built in: 80 layers, 70.55e9 parameters) at tp 4 in fp16.
         p = self.estimate("--task", os.path.join(TASKS, "seed_example.json"))
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("Memory per GPU:  35711 MiB  (llama-3-70b: 70.0B parameters from the name, "
-                      "fp16)\n", p.stdout)
-        self.assertIn("  weights:       33379 MiB  70.0B parameters x 2 bytes / (tp 4 x pp 1)\n",
+        self.assertIn("Memory per GPU:  36011 MiB  (llama-3-70b: 70.6B parameters from its "
+                      "published shape, fp16)\n", p.stdout)
+        self.assertIn("  weights:       33643 MiB  70.6B parameters x 2 bytes / (tp 4 x pp 1)\n",
                       p.stdout)
-        self.assertIn("  KV cache:        284 MiB  4096 tokens x batch 1 x 72704 bytes", p.stdout)
-        self.assertIn("Wait for them:   gpumon wait --count 4 --min-free-mb 35711\n", p.stdout)
+        self.assertIn("  KV cache:        320 MiB  4096 tokens x batch 1 x 81920 bytes", p.stdout)
+        self.assertIn("Wait for them:   gpumon wait --count 4 --min-free-mb 36011\n", p.stdout)
         doc = json.loads(self.estimate("--task", os.path.join(TASKS, "seed_example.json"),
                                        "--format", "json", "--dtype", "fp8", "--context", "8192",
                                        "--batch", "2", "--overhead-mib", "1000").stdout)
         m = doc["memory"]
         self.assertEqual((doc["method"], m["dtype"], m["kv_dtype"], m["context"], m["batch"]),
                          ("model", "fp8", "fp16", 8192, 2))
-        self.assertAlmostEqual(m["weights_mib"], 70e9 / 4 / 2**20)
+        self.assertAlmostEqual(m["weights_mib"], m["params"] / 4 / 2**20)
+        self.assertAlmostEqual(m["params"], 70553706496)
         self.assertEqual(m["overhead_mib"], 1000)
         self.assertEqual(doc["memory_per_gpu_mib"],
                          int(-(-(m["weights_mib"] + m["kv_cache_mib"] + 1000) // 1)))
@@ -402,7 +403,8 @@ class Estimate(unittest.TestCase):
         doc = json.loads(self.estimate(os.path.join(TASKS, "same_alias_twice.json"),
                                        "--format", "json").stdout)
         self.assertEqual(doc["gpus"], 4)
-        self.assertEqual(doc["model_params_b"], 56)  # 8x7B
+        # Mixtral 8x7B is built in: 46.7B (the experts share attention), not 8 x 7.
+        self.assertAlmostEqual(doc["model_params_b"], 46.7, delta=0.05)
         p = self.estimate("--task", os.path.join(TASKS, "no_parameters.json"))
         self.assertIn("GPUs needed:     1 ", p.stdout)
         self.assertIn("8000 MiB  (/models/phi-2: base (model size unknown))", p.stdout)

@@ -61,7 +61,7 @@ class TmuxScreen:
         self.status = os.path.join(self.tmp, "status")
         e = dict(self.env, **(extra_env or {}))
         exports = " ".join("%s='%s'" % (k, v) for k, v in e.items()
-                           if k.startswith(("GPU_MONITOR_", "GM_FAKE_", "NO_COLOR")))
+                           if k.startswith(("GPU_MONITOR_", "GM_FAKE_", "NO_COLOR", "LC_ALL")))
         cmd = "env %s %s top %s; echo $? > %s; sleep 60" % (exports, binary, " ".join(args), self.status)
         if user:
             cmd = "runuser -u %s -- sh -c \"%s\"" % (user, cmd.replace('"', '\\"'))
@@ -140,7 +140,7 @@ class Top(TmuxScreen, unittest.TestCase):
         rows = self.process_rows(text)
         self.assertEqual([int(r.split()[0]) for r in rows], [self.victim.pid, 1])
         self.assertIn("20480MiB", rows[0])
-        self.assertRegex(rows[0], r"\d+MiB +gm-top-victim")  # host memory from /proc
+        self.assertRegex(rows[0], r"\d+MiB +\d+:\d\d  gm-top-victim")  # host memory, age from /proc
         # Sorting by PID puts pid 1 first; by CPU marks that column.
         self.keys("p")
         # The terminal is rewritten top to bottom: the rows may trail the header by a capture.
@@ -164,7 +164,7 @@ class Top(TmuxScreen, unittest.TestCase):
     def test_kill_asks_then_sends_sigterm(self):
         self.start(["--interval", "0.2"])
         self.wait_screen(lambda t: "gm-top-victim" in t)
-        self.keys("k")
+        self.keys("K")
         text = self.wait_screen(lambda t: "[y/N]" in t)
         self.assertIn("Send SIGTERM to pid %d (gm-top-victim 120) of %s? [y/N]"
                       % (self.victim.pid, pwd.getpwuid(os.getuid()).pw_name), text)
@@ -172,7 +172,7 @@ class Top(TmuxScreen, unittest.TestCase):
         self.wait_screen(lambda t: "not sent" in t)
         time.sleep(0.3)
         self.assertIsNone(self.victim.poll())
-        self.keys("k")
+        self.keys("F9")
         self.wait_screen(lambda t: "[y/N]" in t)
         self.keys("y")
         self.wait_screen(lambda t: "sent SIGTERM to pid %d" % self.victim.pid in t)
@@ -190,12 +190,12 @@ class Top(TmuxScreen, unittest.TestCase):
         self.start(["--interval", "0.2"], user="nobody", binary=gpumon,
                    extra_env={"GPU_MONITOR_NVML_LIB": nvml})
         self.wait_screen(lambda t: "gm-top-victim" in t)
-        self.keys("k")
+        self.keys("K")
         text = self.wait_screen(lambda t: "only your own processes" in t)
         self.assertIn("kill: pid %d belongs to root: only your own processes (or run as root)"
                       % self.victim.pid, text)
         self.assertNotIn("[y/N]", text)
-        self.keys("Down", "k")
+        self.keys("Down", "K")
         self.wait_screen(lambda t: "kill: pid 1 belongs to root" in t)
         self.assertIsNone(self.victim.poll())
         self.keys("q")
@@ -227,6 +227,180 @@ class Top(TmuxScreen, unittest.TestCase):
         self.start(["--interval", "0.2"], extra_env={"NO_COLOR": "1"})
         self.wait_screen(lambda t: "gm-top-victim" in t)
         self.assertNotRegex(self.screen(escapes=True), r"\x1b\[(3[0-7]|4[0-7]|9[0-7])m")
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+
+def many_processes_scenario(pids):
+    """Two GPUs, the first with one process per pid, GPU memory falling with the position so
+    the list sorted by GPU memory keeps their order."""
+    procs = [{"pid": pid, "used_mem": (len(pids) - i) * GIB, "type": "compute"}
+             for i, pid in enumerate(pids)]
+    gpus = [
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-70700000-0000-4000-8000-000000000010",
+         "pci_bus_id": "00000000:1B:00.0", "util_gpu": [10, 30, 50, 70, 90, 100, 60, 40],
+         "util_mem": 20, "mem_total": 80 * GIB, "mem_used": 60 * GIB, "mem_free": 20 * GIB,
+         "temp": 64, "power_mw": 350000, "power_limit_mw": 700000, "fan": 40, "pstate": 0,
+         "processes": procs},
+        {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-70700000-0000-4000-8000-000000000011",
+         "pci_bus_id": "00000000:2A:00.0", "util_gpu": 3, "util_mem": 1, "mem_total": 40 * GIB,
+         "mem_used": 1 * GIB, "mem_free": 39 * GIB, "temp": 31, "power_mw": 60000,
+         "power_limit_mw": 400000, "processes": []},
+    ]
+    path = scenario_file({"driver_version": "550.54.15", "cuda_version": 12040, "gpus": gpus})
+    os.chmod(path, 0o644)
+    return path
+
+
+@unittest.skipUnless(TMUX, "tmux is not installed (scripts/install-deps.sh test)")
+class TopLayout(TmuxScreen, unittest.TestCase):
+    """The screen at 80x24 and 200x50 with more processes than fit: every line within the
+    terminal, the help box inside it and gone without a trace, graphs as tall as the terminal
+    allows, the "+N more" line, scrolling and the filters."""
+
+    N = 25  # more than the list's rows at 200x50
+
+    def setUp(self):
+        super().setUp()
+        self.procs = [subprocess.Popen(["bash", "-c", "exec -a gm-top-p%02d sleep 120" % (i + 1)])
+                      for i in range(self.N)]
+        self.scenario = many_processes_scenario([p.pid for p in self.procs])
+        self.env = env(nvml=FAKE_NVML, scenario=self.scenario)
+        self.env.pop("NO_COLOR", None)
+
+    def tearDown(self):
+        super().tearDown()
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        os.unlink(self.scenario)
+
+    def names(self, text):
+        return re.findall(r"gm-top-p(\d\d)", text)
+
+    def assert_within(self, text, cols):
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), cols, line)
+
+    def test_80x24_more_line_scroll_help_and_filters(self):
+        self.start(["--interval", "0.2"], cols=80, rows=24, extra_env={"LC_ALL": "C.UTF-8"})
+        text = self.wait_screen(lambda t: "gm-top-p01" in t and "more" in t)
+        self.assert_within(text, 80)
+        self.assertEqual(len(text.splitlines()), 24)
+        shown = self.names(text)
+        self.assertEqual(shown, ["%02d" % (i + 1) for i in range(len(shown))])
+        self.assertGreaterEqual(len(shown), 3)
+        self.assertLess(len(shown), self.N)
+        self.assertIn("  +%d more" % (self.N - len(shown)), text)
+        self.assertIn("%d processes" % self.N, text.splitlines()[1])
+        # Each process's age, as ps prints it.
+        row = next(l for l in text.splitlines() if "gm-top-p01" in l)
+        self.assertRegex(row, r" \d+:\d\d  gm-top-p01")
+
+        # The key list fits the terminal, and closing it leaves nothing of it behind.
+        self.keys("?")
+        text = self.wait_screen(lambda t: "gpumon top: keys" in t)
+        self.assert_within(text, 80)
+        self.assertIn("this help (any key closes it)", text)
+        self.keys("x")
+        text = self.wait_screen(lambda t: "gpumon top: keys" not in t and "+" in t)
+        time.sleep(0.5)
+        text = self.screen()
+        self.assert_within(text, 80)
+        for line in text.splitlines():
+            if "]" in line:  # only the bars close with ']'
+                self.assertRegex(line, r"^(\d|    )", line)
+                self.assertTrue(line.rstrip().endswith("]"), line)
+            self.assertNotIn("sort by the next", line)
+
+        # Down past the window scrolls it: the later processes come into view.
+        self.keys("End")
+        text = self.wait_screen(lambda t: "gm-top-p%02d" % self.N in t)
+        self.assertNotIn("gm-top-p01", text)
+        self.assertRegex(text, r"\d+ above")
+        self.keys("Home")
+        self.wait_screen(lambda t: "gm-top-p01" in t and "more" in t)
+        for _ in range(len(shown) + 1):
+            self.keys("j")
+        text = self.wait_screen(lambda t: "gm-top-p%02d" % (len(shown) + 2) in t)
+        self.assertNotIn("gm-top-p01", text)
+        self.keys("PgUp", "PgUp")
+        self.wait_screen(lambda t: "gm-top-p01" in t)
+
+        # "/" keeps the processes whose user or command has the text.
+        self.keys("/")
+        self.wait_screen(lambda t: "show processes matching: _" in t)
+        self.keys("p03", "Enter")
+        text = self.wait_screen(lambda t: "filter p03: 1 of %d" % self.N in t)
+        self.assertEqual(self.names(text), ["03"])
+        self.assertNotIn("more", text)
+        # "u" keeps one user's processes; a user without any says so.
+        self.keys("u")
+        self.wait_screen(lambda t: "show the processes of user: _" in t)
+        self.keys("nosuchuser", "Enter")
+        text = self.wait_screen(lambda t: "no process matches the filter" in t)
+        self.assertEqual(self.names(text), [])
+        me = pwd.getpwuid(os.getuid()).pw_name
+        self.keys("u", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace",
+                  "BSpace", "BSpace", "BSpace")
+        self.keys(me, "Enter")
+        text = self.wait_screen(lambda t: "user %s: %d of %d" % (me, self.N, self.N) in t)
+        # Enter alone shows every process again.
+        self.keys("/", "Enter")
+        text = self.wait_screen(lambda t: "gm-top-p01" in t and " of %d" % self.N not in t)
+        self.assertIn("more", text)
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    def graph_rows(self, text):
+        """The rows from the first graph title to the list's header."""
+        lines = text.splitlines()
+        top = next(i for i, l in enumerate(lines) if "utilization %" in l)
+        header = next(i for i, l in enumerate(lines) if "COMMAND" in l)
+        return lines[top:header]
+
+    def test_200x50_graphs_fill_the_height(self):
+        self.start(["--interval", "0.1"], cols=200, rows=50, extra_env={"LC_ALL": "C.UTF-8"})
+        text = self.wait_screen(lambda t: "gm-top-p01" in t and sum(c in t for c in "▁▂▃▄▅▆▇█") >= 3)
+        self.assert_within(text, 200)
+        lines = text.splitlines()
+        self.assertEqual(len(lines), 50)
+        graph = self.graph_rows(text)
+        # Title, host, two GPUs of two rows; the list takes a row per process up to half of
+        # the rest: the graphs take all the remaining rows, with no empty row under them.
+        list_rows = 50 - 1 - (6 + len(graph)) - 1
+        self.assertEqual(len(graph) + list_rows, 50 - 6 - 2)
+        self.assertGreaterEqual(len(graph), 20)
+        self.assertIn("_", graph[-1])  # the lower graphs' baseline right above the header
+        self.assertTrue(any("power % of its limit" in l for l in graph))
+        self.assertTrue(any("temperature C" in l for l in graph))
+        # Block characters, and the list below: a row per process that fits, then "+N more".
+        self.assertTrue(any(c in "".join(graph) for c in "▁▂▃▄▅▆▇█"))
+        self.assertIn("+%d more" % (self.N - len(self.names(text))), text)
+        # Taller still: taller graphs.
+        self.tmux("resize-window", "-t", "top", "-x", "200", "-y", "60")
+        text = self.wait_screen(lambda t: len(t.splitlines()) == 60 and "COMMAND" in t
+                                and "utilization %" in t)
+        self.assertGreater(len(self.graph_rows(text)), len(graph))
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    def test_ascii_graphs_without_a_utf8_locale(self):
+        self.start(["--interval", "0.1"], cols=100, rows=30, extra_env={"LC_ALL": "C"})
+        text = self.wait_screen(lambda t: "gm-top-p01" in t and t.count("|") > 40)
+        graph = "\n".join(self.graph_rows(text))
+        self.assertTrue(all(ord(c) < 128 for c in graph), graph)
+        self.assertIn("|", graph)
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    def test_too_small_message_is_whole_in_a_narrow_terminal(self):
+        self.start(["--interval", "0.2"], cols=40, rows=12)
+        text = self.wait_screen(lambda t: "enlarge it" in t)
+        self.assert_within(text, 40)
+        words = " ".join(text.split())
+        self.assertIn("gpumon top needs a terminal of at least 80x24 (this one is 40x12) "
+                      "enlarge it, or press q to quit", words)
         self.keys("q")
         self.assertEqual(self.exit_status(), 0)
 

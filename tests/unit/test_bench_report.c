@@ -137,7 +137,7 @@ static void test_compare(void **state)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     gm_error err = {0};
-    assert_int_equal(gm_bench_print_compare(f, docs, 2, false, &err), GM_OK);
+    assert_int_equal(gm_bench_print_compare(f, docs, 2, false, 80, &err), GM_OK);
     fclose(f);
     has(text, "A: A1 http://x:8000, model m, api completions\n");
     has(text, "Changes are from A's figures: better or worse");
@@ -150,7 +150,7 @@ static void test_compare(void **state)
     free(text);
     /* In colour (a terminal without NO_COLOR): green better, red worse. */
     f = open_memstream(&text, &len);
-    assert_int_equal(gm_bench_print_compare(f, docs, 2, true, &err), GM_OK);
+    assert_int_equal(gm_bench_print_compare(f, docs, 2, true, 80, &err), GM_OK);
     fclose(f);
     has(text, "12.00 \033[32m(  +20.0% better)\033[0m\n");
     has(text, "1.500 \033[31m(  -25.0%  worse)\033[0m\n");
@@ -162,7 +162,7 @@ static void test_compare(void **state)
                         json_pack("{s:i, s:i}", "requests", 100, "output_tokens", 128));
     json_object_set_new(b, "url", json_string("http://y:8000"));
     f = open_memstream(&text, &len);
-    assert_int_equal(gm_bench_print_compare(f, docs, 2, true, &err), GM_OK);
+    assert_int_equal(gm_bench_print_compare(f, docs, 2, true, 80, &err), GM_OK);
     fclose(f);
     has(text, "The settings differ, so the changes are not better or worse:\n"
               "  requests: A 500 B 100\n  server: A http://x:8000 B http://y:8000\n");
@@ -190,9 +190,9 @@ static void test_compare(void **state)
     assert_true(json_is_null(json_array_get(ch, 0)) || json_real_value(json_array_get(ch, 0)) == 0);
     json_decref(j);
     /* Not comparable: one benchmark, or a session among them. */
-    assert_int_equal(gm_bench_print_compare(stdout, docs, 1, false, &err), GM_EINVAL);
+    assert_int_equal(gm_bench_print_compare(stdout, docs, 1, false, 80, &err), GM_EINVAL);
     json_object_set_new(b, "kind", json_string("record"));
-    assert_int_equal(gm_bench_print_compare(stdout, docs, 2, false, &err), GM_EINVAL);
+    assert_int_equal(gm_bench_print_compare(stdout, docs, 2, false, 80, &err), GM_EINVAL);
     assert_non_null(strstr(err.msg, "B2 is not a benchmark"));
     assert_null(gm_bench_compare_json(docs, 2, &err));
     json_decref(a);

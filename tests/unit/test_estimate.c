@@ -1,7 +1,7 @@
 /* test_estimate.c - task config estimates: world size over every alias spelling, the model
- * method's memory (weights, KV cache, overhead; from the name and from a config.json written
- * here, checked against the parameter counts the models publish), the seed method's classes,
- * and the error named for each malformed field. */
+ * method's memory (weights, KV cache, overhead; from the name, from a config.json written here
+ * or built in, checked against the parameter counts the models publish), the size classes, and
+ * the error named for each malformed field. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,15 +237,17 @@ static void test_files_and_json(void **state)
     json_t *j = gm_estimate_json(&est);
     assert_non_null(j);
     assert_int_equal(json_integer_value(json_object_get(j, "gpus")), 4);
-    assert_int_equal(json_integer_value(json_object_get(j, "memory_per_gpu_mib")), 35711);
+    /* llama-3-70b is built in: 80 layers, 70.55e9 parameters; 33642.6 MiB of fp16 weights at tp
+     * 4, 320 MiB of KV cache (2 x 80 x 2 heads x 128 x 2 bytes x 4096 tokens), 2048 overhead. */
+    assert_int_equal(json_integer_value(json_object_get(j, "memory_per_gpu_mib")), 36011);
     assert_string_equal(json_string_value(json_object_get(j, "method")), "model");
     json_t *mem = json_object_get(j, "memory");
-    assert_int_equal(json_integer_value(json_object_get(mem, "layers")), 71);
-    assert_float_equal(json_real_value(json_object_get(mem, "kv_cache_mib")), 284, 1e-9);
-    assert_string_equal(json_string_value(json_object_get(mem, "source")), "name");
+    assert_int_equal(json_integer_value(json_object_get(mem, "layers")), 80);
+    assert_float_equal(json_real_value(json_object_get(mem, "kv_cache_mib")), 320, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(mem, "source")), "built-in");
     assert_true(json_is_null(json_object_get(mem, "config")));
     assert_string_equal(json_string_value(json_object_get(j, "model")), "llama-3-70b");
-    assert_float_equal(json_number_value(json_object_get(j, "model_params_b")), 70, 0);
+    assert_float_equal(json_number_value(json_object_get(j, "model_params_b")), 70.5537, 1e-4);
     json_t *tp = json_object_get(json_object_get(j, "parallel"), "tp");
     assert_int_equal(json_integer_value(json_object_get(tp, "size")), 4);
     assert_string_equal(json_string_value(json_object_get(tp, "parameter")), "tp-size");
@@ -279,13 +281,13 @@ static void test_files_and_json(void **state)
     json_decref(j);
 }
 
-/* llama-3-70b at tp 4 from its name: 70e9 x 2 bytes / 4 = 33378.6 MiB of weights (the issue's
- * "about 35 GB per GPU"), 71 layers assumed (12 x 71 x (128 x 71)^2 = 70.4e9), 8 KV heads over
- * 4 GPUs: 2 each. */
+/* A 70b model gpumon does not know, at tp 4, from its name: 70e9 x 2 bytes / 4 = 33378.6 MiB of
+ * weights (the issue's "about 35 GB per GPU"), 71 layers assumed (12 x 71 x (128 x 71)^2 = 70.4e9),
+ * 8 KV heads over 4 GPUs: 2 each. */
 static void test_model_from_the_name(void **state)
 {
     (void)state;
-    const char *task = "{\"model\": {\"id_or_path\": \"llama-3-70b\"}, \"parameters\": "
+    const char *task = "{\"model\": {\"id_or_path\": \"acme-70b\"}, \"parameters\": "
                        "{\"tp-size\": [1, 2, 4]}}";
     assert_int_equal(estimate_model(task, NULL), GM_OK);
     assert_int_equal(est.method, GM_ESTIMATE_MODEL);
@@ -300,7 +302,7 @@ static void test_model_from_the_name(void **state)
     assert_int_equal(est.memory_mib, 35711);
     assert_int_equal(est.gpus, 4);
     /* pp splits the layers: tp 2 x pp 2 holds ceil(71 / 2) layers and 4 heads per GPU. */
-    assert_int_equal(estimate_model("{\"model\": \"llama-3-70b\", \"parameters\": {\"tp\": 2, "
+    assert_int_equal(estimate_model("{\"model\": \"acme-70b\", \"parameters\": {\"tp\": 2, "
                                     "\"pp\": 2}}",
                                     NULL),
                      GM_OK);
@@ -450,6 +452,88 @@ static void test_model_from_config_json(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Built-in models: the shape of each from its published config.json, its parameter count
+ * within 1 % of the published one. Published counts: Llama 2 7B 6738415616 (keras-hub's Llama
+ * presets), Llama 2 13B 13016279168, Llama 3 8B 8030261248 and Llama 3 70B 70562938880
+ * (thamada/modelQuery, from Meta's params.json), Mistral 7B 7241732096 (its GGUF
+ * general.parameter_count), Mixtral 8x7B 46.7B (Mistral AI's announcement). */
+static void check_builtin(const char *model, unsigned layers, unsigned kv_heads, double published)
+{
+    gm_estimate_options o;
+    gm_estimate_options_init(&o);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(gm_estimate_model(model, &o, &est, &err), GM_OK);
+    assert_int_equal(est.method, GM_ESTIMATE_MODEL);
+    assert_string_equal(est.mem.source, "built-in");
+    assert_false(est.mem.shape_assumed);
+    assert_int_equal(est.mem.layers, layers);
+    assert_int_equal(est.mem.kv_heads, kv_heads);
+    assert_int_equal(est.mem.head_dim, 128);
+    if (fabs(est.mem.params - published) > 0.01 * published)
+        fail_msg("%s: %.0f parameters, published %.0f", model, est.mem.params, published);
+}
+
+static void test_builtin_llama_2_7b(void **state)
+{
+    (void)state;
+    check_builtin("llama-2-7b", 32, 32, 6738415616.0);
+}
+
+static void test_builtin_llama_2_13b(void **state)
+{
+    (void)state;
+    check_builtin("meta-llama/Llama-2-13b-chat-hf", 40, 40, 13016279168.0);
+}
+
+static void test_builtin_llama_3_8b(void **state)
+{
+    (void)state;
+    check_builtin("llama-3-8b", 32, 8, 8030261248.0);
+    check_builtin("meta-llama/Meta-Llama-3.1-8B-Instruct", 32, 8, 8030261248.0);
+}
+
+/* Was 71 layers, from the size in the name. */
+static void test_builtin_llama_3_70b(void **state)
+{
+    (void)state;
+    check_builtin("llama-3-70b", 80, 8, 70562938880.0);
+    check_builtin("meta-llama/Llama-3.3-70B-Instruct", 80, 8, 70562938880.0);
+}
+
+static void test_builtin_mistral_7b(void **state)
+{
+    (void)state;
+    check_builtin("mistralai/Mistral-7B-v0.1", 32, 8, 7241732096.0);
+}
+
+/* Was 56B (8 x 7) with 8 KV heads of 128 and 73 layers guessed from it. */
+static void test_builtin_mixtral_8x7b(void **state)
+{
+    (void)state;
+    check_builtin("mistralai/Mixtral-8x7B-Instruct-v0.1", 32, 8, 46.7e9);
+}
+
+/* A name that is no file and no model gpumon knows is an error, not a guess; the options'
+ * parallel sizes stand over the task's. */
+static void test_model_names_and_sizes(void **state)
+{
+    (void)state;
+    gm_estimate_options o;
+    gm_estimate_options_init(&o);
+    assert_int_equal(gm_estimate_model("no-such-model", &o, &est, &err), GM_ENOENT);
+    assert_non_null(strstr(err.msg, "llama-3-70b"));
+    assert_int_equal(gm_estimate_model("acme-13b", &o, &est, &err), GM_OK);
+    assert_string_equal(est.mem.source, "name");
+    o.size[GM_PAR_TP] = 8;
+    o.size[GM_PAR_PP] = 2;
+    assert_int_equal(
+        estimate_model("{\"model\": \"llama-3-70b\", \"parameters\": {\"tp\": 2}}", &o), GM_OK);
+    assert_int_equal(est.gpus, 16);
+    assert_string_equal(est.key[GM_PAR_TP], "--tp");
+    assert_int_equal(est.mem.kv_heads, 8);
+    assert_float_equal(est.mem.kv_bytes_per_token, 2 * 40 * 1 * 128 * 2, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -465,6 +549,13 @@ int main(void)
         cmocka_unit_test(test_files_and_json),
         cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_model_ids_the_report_must_hold),
+        cmocka_unit_test(test_builtin_llama_2_7b),
+        cmocka_unit_test(test_builtin_llama_2_13b),
+        cmocka_unit_test(test_builtin_llama_3_8b),
+        cmocka_unit_test(test_builtin_llama_3_70b),
+        cmocka_unit_test(test_builtin_mistral_7b),
+        cmocka_unit_test(test_builtin_mixtral_8x7b),
+        cmocka_unit_test(test_model_names_and_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

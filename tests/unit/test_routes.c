@@ -498,6 +498,13 @@ static void test_benchmarks(void **state)
     done(c);
     assert_error(get("/api/benchmarks/"), 404, "no such endpoint");
     assert_error(get("/api/benchmarks/a/b"), 404, "no such endpoint");
+    c = get("/api/benchmarks/20261126-010516-a1b2c3/report.html");
+    assert_int_equal(c->rs.defer->op, GM_JOB_BENCH_GET);
+    assert_string_equal(c->rs.defer->id, "20261126-010516-a1b2c3");
+    assert_true(c->rs.defer->html);
+    done(c);
+    assert_error(get("/api/benchmarks/a/report.htm"), 404, "no such endpoint");
+    assert_error(get("/api/benchmarks//report.html"), 404, "no such endpoint");
     assert_error(get("/api/benchmarks/abc?timeline=0"), 400, "unknown parameter \"timeline\"");
     /* Compare: 2 to 16 ids, comma-separated. */
     c = get("/api/benchmarks/compare?ids=a-1,b.2,c_3");

@@ -1,13 +1,17 @@
 // A uPlot chart of one quantity over time with any number of lines (one per GPU, or a value and
 // its limit): the GPU page and a recorded run's timeline use it. The frame renders once; data
 // changes go through setData. Axes start at 0 (see lib/scales.ts), every tick carries its unit,
-// and hovering or the arrow keys read exact values.
+// and hovering or the arrow keys read exact values. Charts of one group (lib/chartsync.ts) share
+// a crosshair and a zoom (drag to zoom, double-click for the whole window); runs given as marks
+// are drawn as bands under the lines. Axes are sized from their measured labels, so none is cut.
 
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
+import type { ChartGroup } from '../lib/chartsync';
 import { fmtClock } from '../lib/format';
+import type { RunMark } from '../lib/marks';
 import type { Range } from '../lib/scales';
 import { onSchemeChange, readChartTheme } from '../lib/theme';
 import { showTip as showChartTip } from '../lib/tooltip';
@@ -45,6 +49,29 @@ export interface ChartProps {
   kind: string;
   /** Show dates on the time axis (runs longer than a day). */
   dates?: boolean;
+  /** Charts sharing a crosshair and a zoom. */
+  group?: ChartGroup;
+  /** Runs to mark as bands on the time axis. */
+  marks?: readonly RunMark[];
+}
+
+const MARK_FILL: Record<RunMark['kind'], string> = {
+  session: 'rgba(29, 111, 216, 0.10)',
+  benchmark: 'rgba(211, 84, 0, 0.12)',
+};
+const MARK_EDGE: Record<RunMark['kind'], string> = {
+  session: 'rgba(29, 111, 216, 0.55)',
+  benchmark: 'rgba(211, 84, 0, 0.6)',
+};
+
+let measureCtx: CanvasRenderingContext2D | null = null;
+
+/** The width in CSS pixels of the widest label in the given canvas font. */
+function labelWidth(font: string, labels: readonly string[]): number {
+  if (!measureCtx && typeof document !== 'undefined') measureCtx = document.createElement('canvas').getContext('2d');
+  if (!measureCtx) return Math.max(0, ...labels.map((l) => l.length * 7));
+  measureCtx.font = font;
+  return Math.ceil(Math.max(0, ...labels.map((l) => measureCtx!.measureText(l).width)));
 }
 
 function unitTicks(unit: string): (u: uPlot, splits: number[]) => string[] {
@@ -83,6 +110,47 @@ export function Chart(props: ChartProps) {
     const y = plot.scales.y;
     fig.dataset.yMin = String(y?.min ?? '');
     fig.dataset.yMax = String(y?.max ?? '');
+    const xs = plot.scales.x;
+    fig.dataset.xMin = String(xs?.min ?? '');
+    fig.dataset.xMax = String(xs?.max ?? '');
+    fig.dataset.marks = String(visibleMarks(plot).length);
+  };
+
+  const visibleMarks = (plot: uPlot): readonly RunMark[] => {
+    const lo = plot.scales.x?.min ?? -Infinity;
+    const hi = plot.scales.x?.max ?? Infinity;
+    return (propsRef.current.marks ?? []).filter((m) => m.end >= lo && m.start <= hi);
+  };
+
+  // The runs as bands under the lines, each with its name at the top left.
+  const drawMarks = (u: uPlot): void => {
+    const marks = visibleMarks(u);
+    if (!marks.length) return;
+    const { ctx, bbox } = u;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
+    ctx.clip();
+    const dpr = typeof devicePixelRatio === 'number' ? devicePixelRatio : 1;
+    ctx.font = `${Math.round(10 * dpr)}px system-ui, sans-serif`;
+    ctx.textBaseline = 'top';
+    // A name only where it fits its band and clears the one before: the list above the charts
+    // names every run.
+    let free = -Infinity;
+    for (const m of marks) {
+      const x0 = Math.max(bbox.left, u.valToPos(m.start, 'x', true));
+      const x1 = Math.min(bbox.left + bbox.width, Math.max(u.valToPos(m.end, 'x', true), x0 + dpr));
+      ctx.fillStyle = MARK_FILL[m.kind];
+      ctx.fillRect(x0, bbox.top, x1 - x0, bbox.height);
+      ctx.fillStyle = MARK_EDGE[m.kind];
+      ctx.fillRect(x0, bbox.top, dpr, bbox.height);
+      const w = ctx.measureText(m.label).width;
+      if (x0 + 3 * dpr + w <= x1 && x0 >= free) {
+        ctx.fillText(m.label, x0 + 3 * dpr, bbox.top + 2 * dpr);
+        free = x0 + 3 * dpr + w + 6 * dpr;
+      }
+    }
+    ctx.restore();
   };
 
   useEffect(() => {
@@ -103,21 +171,26 @@ export function Chart(props: ChartProps) {
     const build = (): void => {
       plotObj.current?.destroy();
       const p = propsRef.current;
+      const group = p.group;
       const stepped = uPlot.paths.stepped?.({ align: 1 });
+      // The last time label is centred on the right edge: half of it must fit in the padding.
+      const rightPad = Math.ceil(labelWidth(theme.font, [p.dates ? '00/00 00:00' : '00:00:00']) / 2) + 4;
       const opts: uPlot.Options = {
         width: Math.max(100, host.clientWidth),
         height: Math.max(60, host.clientHeight),
         legend: { show: false },
-        padding: [8, 8, 0, 0],
+        padding: [8, rightPad, 0, 0],
         cursor: {
           y: false,
           points: { size: 6 },
-          drag: { x: false, y: false, setScale: false },
+          // Dragging across a chart of a group selects the span to zoom to.
+          drag: { x: !!group, y: false, setScale: false },
+          ...(group ? { sync: { key: group.key, setSeries: false } } : {}),
         },
         scales: {
           x: {
             time: true,
-            range: (_u, min, max): Range => propsRef.current.xRange?.() ?? [min, max],
+            range: (_u, min, max): Range => propsRef.current.group?.zoom ?? propsRef.current.xRange?.() ?? [min, max],
           },
           y: { auto: true, range: (_u, _min, _max): Range => propsRef.current.range(maxOfCols(propsRef.current.data)) },
         },
@@ -156,9 +229,14 @@ export function Chart(props: ChartProps) {
             grid: { stroke: theme.grid, width: 1 },
             ticks: { show: false },
             font: theme.font,
-            // Wide enough for the longest label ("10500 MHz"), measured at about 6.5 px a character.
-            size: (_u: uPlot, values: string[] | null) =>
-              Math.max(40, 14 + Math.ceil(6.5 * Math.max(0, ...(values ?? []).map((v) => v.length)))),
+            // Wide enough for the longest label, measured in the axis font, and the gap.
+            size: (_u: uPlot, values: string[] | null) => {
+              const w = labelWidth(theme.font, values ?? []);
+              const size = Math.max(40, 16 + w);
+              fig.dataset.yLabelPx = String(w);
+              fig.dataset.yAxisPx = String(size);
+              return size;
+            },
             space: 24,
             values: p.yLabel
               ? (_u: uPlot, splits: number[]) => splits.map((v) => (propsRef.current.yLabel as (v: number) => string)(v))
@@ -172,9 +250,33 @@ export function Chart(props: ChartProps) {
         ],
         // The data attributes describe what was drawn: uPlot sets the scales as it draws,
         // which can come after setData returns (a hidden tab, the first layout).
-        hooks: { setCursor: [(u) => showTip(u)], draw: [() => describe()] },
+        hooks: {
+          setCursor: [
+            (u) => {
+              fig.dataset.cursorIdx = u.cursor.idx === null || u.cursor.idx === undefined ? '' : String(u.cursor.idx);
+              // The readout on the chart under the pointer (or the keys) only; the others of
+              // the group show the crosshair alone.
+              if (p.group && !fig.matches(':hover') && !fig.contains(document.activeElement)) tip.hidden = true;
+              else showTip(u);
+            },
+          ],
+          drawAxes: [(u) => drawMarks(u)],
+          draw: [() => describe()],
+          setSelect: [
+            (u) => {
+              const sel = u.select;
+              if (!group || sel.width < 4) return;
+              const lo = u.posToVal(sel.left, 'x');
+              const hi = u.posToVal(sel.left + sel.width, 'x');
+              u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+              group.setZoom([lo, hi]);
+            },
+          ],
+        },
       };
-      plotObj.current = new uPlot(opts, p.data as uPlot.AlignedData, host);
+      const plot = new uPlot(opts, p.data as uPlot.AlignedData, host);
+      plotObj.current = plot;
+      plot.over.addEventListener('dblclick', () => group?.setZoom(null));
       describe();
     };
 
@@ -209,14 +311,32 @@ export function Chart(props: ChartProps) {
       plot.setCursor({ left: plot.valToPos(plot.data[0][idx] as number, 'x'), top: plot.over.clientHeight / 2 });
     };
     fig.addEventListener('keydown', onKey);
+    // A zoom of the group, from any of its charts: this one's time axis follows.
+    const offZoom = propsRef.current.group?.onZoom((r) => {
+      const plot = plotObj.current;
+      if (!plot) return;
+      const xs = plot.data[0];
+      const span = r ?? propsRef.current.xRange?.() ?? (xs.length ? [xs[0] as number, xs[xs.length - 1] as number] : null);
+      if (span) plot.setScale('x', { min: span[0], max: span[1] });
+      fig.dataset.zoomed = r ? 'yes' : 'no';
+    });
+    fig.dataset.zoomed = propsRef.current.group?.zoom ? 'yes' : 'no';
     return () => {
+      offZoom?.();
       ro.disconnect();
       offScheme();
       fig.removeEventListener('keydown', onKey);
       plotObj.current?.destroy();
       plotObj.current = null;
     };
-  }, [linesKey, props.unit]);
+  }, [linesKey, props.unit, props.group]);
+
+  // Marks that came later (the runs are fetched after the page): redraw with them.
+  useEffect(() => {
+    plotObj.current?.redraw(false, false);
+    const plot = plotObj.current;
+    if (plot) describe();
+  }, [props.marks]);
 
   // New data (or the same arrays grown in place): one setData, no re-creation.
   useEffect(() => {

@@ -2,7 +2,21 @@
 // charts. Only this card re-renders when a sample arrives; its charts update themselves.
 
 import { href } from '../lib/router';
-import { fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtRatio, fmtTemp, fmtWatts, healthLine, LOST, NA } from '../lib/format';
+import {
+  fmtMHz,
+  fmtMiB,
+  fmtPcie,
+  fmtPercent,
+  fmtRatio,
+  fmtTemp,
+  fmtWatts,
+  healthLine,
+  healthUnreported,
+  LOST,
+  NA,
+} from '../lib/format';
+import { powerHot, splitSimulated, tempHot } from '../lib/overview';
+import type { Hot } from '../lib/overview';
 import type { Store } from '../lib/store';
 import type { Gpu } from '../lib/types';
 import { useTopics } from './hooks';
@@ -25,18 +39,37 @@ interface StatProps {
   value: string;
   sub?: string | undefined;
   title?: string | undefined;
+  /** Near the GPU's own limit: coloured, with data-hot for tests. */
+  hot?: Hot;
 }
 
-function Stat({ name, field, value, sub, title }: StatProps) {
-  const cls = value === NA ? 'v na' : value === LOST ? 'v lost' : 'v';
+function Stat({ name, field, value, sub, title, hot }: StatProps) {
+  const cls = (value === NA ? 'v na' : value === LOST ? 'v lost' : 'v') + (hot ? ` hot-${hot}` : '');
   return (
-    <div class="stat" data-field={field} title={title}>
+    <div class="stat" data-field={field} title={title} data-hot={hot ?? 'no'}>
       <dt>{name}</dt>
       <dd>
         <span class={cls}>{value}</span>
         <span class="sub">{sub ?? ''}</span>
       </dd>
     </div>
+  );
+}
+
+/** The health line's explanation when the GPU reports none of the counters it is made of. */
+export function healthNaNote(missing: readonly string[]): string {
+  return `This GPU does not report ${missing.join(', ')}: nothing to judge its health by.`;
+}
+
+/** A GPU's name, with "(simulated)" kept whole beside it however narrow the title. */
+export function GpuName({ name, field }: { name: string; field?: string }) {
+  const { base, simulated } = splitSimulated(name);
+  return (
+    <span class="name gname" data-field={field} title={name}>
+      <span class="name-base">{base}</span>
+      {simulated && ' '}
+      {simulated && <span class="name-tag">(simulated)</span>}
+    </span>
   );
 }
 
@@ -64,6 +97,9 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
     g.pcie.gen_max !== null || g.pcie.width_max !== null ? `max ${fmtPcie(g.pcie.gen_max, g.pcie.width_max)}` : undefined;
 
   const stale = isStale(store);
+  const temp = tempHot(g);
+  const pow = powerHot(g);
+  const missing = health?.level === 'na' ? healthUnreported(g.health) : [];
   return (
     <article
       class={`card gpu${lost ? ' is-lost' : ''}${stale ? ' is-stale' : ''}`}
@@ -80,9 +116,7 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
           <a class="idx" href={href(`/gpu/${g.index}`)} title="Every metric of this GPU over time">
             GPU {g.index}
           </a>
-          <span class="name" data-field="name">
-            {g.name}
-          </span>
+          <GpuName name={g.name} field="name" />
         </h2>
         <span class="ident" id={`gpu-${g.index}-ident`} role="tooltip" data-field="uuid">
           {ident}
@@ -123,12 +157,20 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
             <Meter pct={lost ? null : m.used_percent} label="Memory used, 0 to 100 %" />
           </dd>
         </div>
-        <Stat name="Temperature" field="temperature" value={fmtTemp(g.temperature_c, lost)} />
+        <Stat
+          name="Temperature"
+          field="temperature"
+          value={fmtTemp(g.temperature_c, lost)}
+          hot={temp.level}
+          title={temp.text ?? 'This GPU reports no slowdown threshold to compare with'}
+        />
         <Stat
           name="Power"
           field="power"
           value={fmtWatts(g.power.draw_w, lost)}
           sub={lost ? undefined : `of ${fmtWatts(g.power.limit_w)}`}
+          hot={pow.level}
+          title={pow.text ?? undefined}
         />
         <Stat name="Fan" field="fan" value={fmtPercent(g.fan_percent, lost)} title="Boards cooled by the chassis report no fan" />
         <Stat name="SM clock" field="clocks" value={clocks} sub={clockSub} />
@@ -150,8 +192,19 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
         </p>
       )}
       {health && (
-        <p class={`health health-${health.level}`} data-field="health" data-level={health.level}>
+        <p
+          class={`health health-${health.level}`}
+          data-field="health"
+          data-level={health.level}
+          title={missing.length ? healthNaNote(missing) : undefined}
+        >
           {health.text}
+          {missing.length > 0 && (
+            <span class="sub" data-field="health-missing">
+              {' '}
+              · not reported: {missing.join(', ')}
+            </span>
+          )}
         </p>
       )}
       <div class="charts">

@@ -81,6 +81,12 @@ export function HostPanel({ store }: { store: Store }) {
         </div>
       </dl>
       {h.cpu_per_core.length > 0 && (
+        <div class="cores-head" data-field="cores-label">
+          <span>CPU utilization per core</span>
+          <span>bar height 0–100 %</span>
+        </div>
+      )}
+      {h.cpu_per_core.length > 0 && (
         <div class="cores" role="list" aria-label="CPU utilization per core, 0 to 100 %">
           {h.cpu_per_core.map((v, i) => (
             <span
@@ -93,6 +99,13 @@ export function HostPanel({ store }: { store: Store }) {
               <span style={{ transform: `scaleY(${v === null ? 0 : Math.max(0, Math.min(100, v)) / 100})` }} />
             </span>
           ))}
+        </div>
+      )}
+      {h.cpu_per_core.length > 0 && (
+        <div class="cores-axis" data-field="cores-axis" aria-hidden="true">
+          <span>core 0</span>
+          {h.cpu_per_core.length > 2 && <span>{Math.floor((h.cpu_per_core.length - 1) / 2)}</span>}
+          <span>{h.cpu_per_core.length - 1}</span>
         </div>
       )}
     </section>

@@ -1,10 +1,11 @@
-// The overview of many GPUs: one dense tile each with the key numbers and a sparkline of
-// utilization and memory over the chart window, so 16 GPUs fit a 1600x1000 screen. A tile links
-// to its GPU's page.
+// The overview of many GPUs: a summary row (total power, mean utilization, idle GPUs, the
+// hottest), then one dense tile each with the key numbers and a sparkline of utilization and
+// memory over the chart window, so 16 GPUs fit a 1600x1000 screen. A tile links to its GPU's
+// page. Temperature and power near the GPU's own limits are coloured.
 
 import { COL_MEM, COL_UTIL } from '../lib/history';
 import { fmtMiB, fmtPercent, fmtTemp, fmtWatts, healthLine, LOST } from '../lib/format';
-import { shortName, sparkSegments } from '../lib/overview';
+import { fleetSummary, IDLE_UTIL_PCT, powerHot, shortName, sparkSegments, splitSimulated, tempHot } from '../lib/overview';
 import { href } from '../lib/router';
 import type { Store } from '../lib/store';
 import { useTopics } from './hooks';
@@ -29,6 +30,9 @@ function Tile({ store, index }: { store: Store; index: number }) {
   const throttled = !lost && (g.throttle_reasons?.active.some((r) => r !== 'gpu_idle') ?? false);
   const stale = isStale(store);
   const v = (text: string): string => (text === LOST ? 'v lost' : text === 'n/a' ? 'v na' : 'v');
+  const temp = tempHot(g);
+  const pow = powerHot(g);
+  const simulated = splitSimulated(g.name).simulated;
   const utilText = fmtPercent(g.utilization.gpu, lost);
   const memText = fmtPercent(g.memory.used_percent, lost);
   const tempText = fmtTemp(g.temperature_c, lost);
@@ -45,6 +49,11 @@ function Tile({ store, index }: { store: Store; index: number }) {
       <span class="tile-head">
         <b>GPU {index}</b>
         <span class="name">{shortName(g.name)}</span>
+        {simulated && (
+          <span class="badge" title="A simulated GPU (gpumon serve --simulate)">
+            sim
+          </span>
+        )}
         {health && health.level !== 'ok' && health.level !== 'na' && (
           <span class={`dot-${health.level}`} title={health.text} aria-label={health.text} />
         )}
@@ -66,13 +75,13 @@ function Tile({ store, index }: { store: Store; index: number }) {
           <span class={v(memText)}>{memText}</span>
           <Meter pct={lost ? null : g.memory.used_percent} label="Memory used" />
         </span>
-        <span data-field="temperature">
+        <span data-field="temperature" data-hot={temp.level ?? 'no'} title={temp.text ?? 'no slowdown threshold reported'}>
           <small>temp</small>
-          <span class={v(tempText)}>{tempText}</span>
+          <span class={v(tempText) + (temp.level ? ` hot-${temp.level}` : '')}>{tempText}</span>
         </span>
-        <span data-field="power" title={`limit ${fmtWatts(g.power.limit_w, lost)}`}>
+        <span data-field="power" data-hot={pow.level ?? 'no'} title={pow.text ?? `limit ${fmtWatts(g.power.limit_w, lost)}`}>
           <small>power</small>
-          <span class={v(powText)}>{powText}</span>
+          <span class={v(powText) + (pow.level ? ` hot-${pow.level}` : '')}>{powText}</span>
         </span>
       </span>
       <svg class="spark" viewBox={`0 0 ${SPARK_W} ${SPARK_H}`} preserveAspectRatio="none" aria-hidden="true">
@@ -88,14 +97,58 @@ function Tile({ store, index }: { store: Store; index: number }) {
   );
 }
 
+/** One line over the tiles: what the GPUs add up to. */
+export function Summary({ store }: { store: Store }) {
+  useTopics(store, 'frame');
+  const gpus = store.snapshot?.gpus ?? [];
+  if (!gpus.length) return null;
+  const s = fleetSummary(gpus);
+  const hottest = s.hottest ? gpus.find((g) => g.index === s.hottest?.index) : undefined;
+  const hot = hottest ? tempHot(hottest) : { level: null, text: null };
+  return (
+    <div class="summary" data-field="summary" role="group" aria-label="All GPUs">
+      <span data-field="total-power" title={s.powerLimitW !== null ? `of ${fmtWatts(s.powerLimitW)} of limits` : undefined}>
+        <small>total power</small>
+        <b>{fmtWatts(s.powerW === null ? null : Math.round(s.powerW))}</b>
+        {s.powerLimitW !== null && <span class="sub"> of {fmtWatts(Math.round(s.powerLimitW))}</span>}
+      </span>
+      <span data-field="mean-util">
+        <small>mean utilization</small>
+        <b>{fmtPercent(s.utilMean === null ? null : Math.round(s.utilMean))}</b>
+      </span>
+      <span data-field="idle" title={`GPUs at or below ${IDLE_UTIL_PCT} % utilization`}>
+        <small>idle GPUs</small>
+        <b>{s.utilReported ? `${s.idle} of ${s.utilReported}` : 'n/a'}</b>
+      </span>
+      <span data-field="hottest" data-hot={hot.level ?? 'no'} title={hot.text ?? undefined}>
+        <small>hottest</small>
+        {s.hottest ? (
+          <a href={href(`/gpu/${s.hottest.index}`)}>
+            GPU {s.hottest.index} <b class={hot.level ? `hot-${hot.level}` : undefined}>{fmtTemp(s.hottest.temp)}</b>
+          </a>
+        ) : (
+          <b>n/a</b>
+        )}
+      </span>
+      <span data-field="gpu-count">
+        <small>GPUs</small>
+        <b>{s.gpus}</b>
+      </span>
+    </div>
+  );
+}
+
 export function Overview({ store }: { store: Store }) {
   useTopics(store, 'layout');
   const gpus = store.snapshot?.gpus ?? [];
   return (
-    <div class="overview" data-view-shown="overview">
-      {gpus.map((g) => (
-        <Tile key={g.uuid ?? g.index} store={store} index={g.index} />
-      ))}
-    </div>
+    <>
+      <Summary store={store} />
+      <div class="overview" data-view-shown="overview">
+        {gpus.map((g) => (
+          <Tile key={g.uuid ?? g.index} store={store} index={g.index} />
+        ))}
+      </div>
+    </>
   );
 }

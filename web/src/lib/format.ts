@@ -188,3 +188,20 @@ export function healthLine(h: GpuHealth | undefined, nowMs: number): HealthLine 
   if (notes.length) return { level: 'warn', text: `Health: ${notes.join(' · ')}` };
   return known ? { level: 'ok', text: 'Health ok' } : { level: 'na', text: `Health${SP}${NA}` };
 }
+
+/**
+ * The health counters a GPU does not report (null in its health block), by name: what "Health
+ * n/a" means for it. Every one of them when there is no health block at all.
+ */
+export function healthUnreported(h: GpuHealth | undefined): string[] {
+  const all = ['XID events', 'ECC errors', 'retired pages', 'remapped rows', 'PCIe replays'];
+  if (!h) return all;
+  const has = [
+    h.xid !== null,
+    h.ecc.uncorrected_volatile !== null || h.ecc.corrected_volatile !== null,
+    h.retired_pages.pending !== null || h.retired_pages.double_bit !== null,
+    h.remapped_rows.failure !== null || h.remapped_rows.uncorrectable !== null,
+    h.pcie_replay_counter !== null,
+  ];
+  return all.filter((_n, i) => !has[i]);
+}

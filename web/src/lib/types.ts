@@ -55,6 +55,9 @@ export interface Gpu {
   };
   temperature_c: Num;
   temperature_memory_c?: Num;
+  /** The GPU's own slowdown threshold, and how far below the nearest one it is (T.Limit). */
+  temperature_slowdown_c?: Num;
+  temperature_tlimit_c?: Num;
   power: { draw_w: Num; limit_w: Num };
   energy_j?: Num;
   clocks: {

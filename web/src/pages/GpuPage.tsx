@@ -1,18 +1,23 @@
 // One GPU: what it is, its health in detail (now, and its error and violation counters over
 // time), its processes, and every metric the daemon keeps over the chart window (utilization,
 // memory, temperatures, power and its limit, energy, clocks, PCIe, fan, throttling), with the
-// host's CPU and memory beside them.
+// host's CPU and memory beside them. The charts share one time axis: one crosshair across all
+// of them, a drag on any zooms them all (double-click or "Whole window" goes back), and the
+// sessions and benchmarks that ran in the window are bands on each.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import type { PageProps } from '../app';
 import { Chart } from '../components/Chart';
+import { GpuName, healthNaNote } from '../components/GpuCard';
 import type { Line } from '../components/Chart';
 import { useTopics } from '../components/hooks';
 import { ProcessTable } from '../components/ProcessTable';
 import { isStale, StaleNote } from '../components/StaleNote';
 import { WindowPicker } from '../components/WindowPicker';
-import { fmtKBps, fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtTemp, fmtWatts, fmtWindow, healthLine, NA } from '../lib/format';
+import type { BenchList } from '../lib/bench';
+import { ChartGroup } from '../lib/chartsync';
+import { fmtClock, fmtKBps, fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtTemp, fmtWatts, fmtWindow, healthLine, healthUnreported, NA } from '../lib/format';
 import {
   col,
   energySinceStart,
@@ -22,11 +27,14 @@ import {
   newGpuBuffer,
   THROTTLE_REASONS,
 } from '../lib/gpuseries';
+import { runMarks } from '../lib/marks';
+import type { RunMark } from '../lib/marks';
 import { href } from '../lib/router';
 import { niceCeil, percentRange, powerRange, temperatureRange } from '../lib/scales';
 import type { Range } from '../lib/scales';
 import type { SeriesBuffer } from '../lib/series';
 import { fmtEnergy } from '../lib/sessions';
+import type { SessionList } from '../lib/sessions';
 import type { Gpu, HistoryResponse, Num } from '../lib/types';
 
 const C = {
@@ -82,11 +90,17 @@ function Identity({ g }: { g: Gpu }) {
 function Health({ g, now }: { g: Gpu; now: number }) {
   const h = g.health;
   const line = healthLine(h, now);
+  const missing = line.level === 'na' ? healthUnreported(h) : [];
   return (
     <>
       <p class={`health health-${line.level}`} data-field="health" data-level={line.level}>
         {line.text}
       </p>
+      {missing.length > 0 && (
+        <p class="note" data-field="health-missing">
+          {healthNaNote(missing)}
+        </p>
+      )}
       {h && (
         <table class="kv">
           <tbody>
@@ -116,6 +130,34 @@ export function GpuPage({ app, params }: PageProps) {
   const [histError, setHistError] = useState<string | null>(null);
   const pollMs = store.pollMs;
   const kept = store.config?.history_seconds ?? null;
+  const groupRef = useRef<ChartGroup | null>(null);
+  if (!groupRef.current) groupRef.current = new ChartGroup(`gpu-page-${index}`);
+  const group = groupRef.current;
+  const [zoomed, setZoomed] = useState(false);
+  const [runs, setRuns] = useState<{ sessions: SessionList | null; benches: BenchList | null }>({ sessions: null, benches: null });
+
+  useEffect(() => group.onZoom((r) => setZoomed(r !== null)), [group]);
+
+  // The runs to mark: fetched with the page and then every half minute (a run may start or end
+  // meanwhile). A daemon without a database answers with an error: no marks, nothing else.
+  useEffect(() => {
+    let live = true;
+    const load = (): void => {
+      void Promise.allSettled([
+        api.json<SessionList>('api/sessions?limit=200'),
+        api.json<BenchList>('api/benchmarks?limit=200'),
+      ]).then(([s, b]) => {
+        if (!live) return;
+        setRuns({ sessions: s.status === 'fulfilled' ? s.value : null, benches: b.status === 'fulfilled' ? b.value : null });
+      });
+    };
+    load();
+    const t = setInterval(load, 30_000);
+    return () => {
+      live = false;
+      clearInterval(t);
+    };
+  }, [index]);
 
   useEffect(() => {
     if (!Number.isInteger(index) || index < 0) return;
@@ -162,6 +204,7 @@ export function GpuPage({ app, params }: PageProps) {
   const c = (key: string): Num[] => buf?.cols[col(key)] ?? [];
   const end = snap.timestamp_ms / 1000;
   const xRange = (): Range => [end - store.window, end];
+  const marks: RunMark[] = runMarks(runs.sessions?.sessions ?? [], runs.benches?.benchmarks ?? [], index, end - store.window, end, end);
   const lost = g.lost;
   const throttle = g.throttle_reasons?.active ?? [];
   const color = (v: string): string => cssColor(v);
@@ -376,6 +419,8 @@ export function GpuPage({ app, params }: PageProps) {
         range={s.range}
         xRange={xRange}
         fmt={s.fmt}
+        group={group}
+        marks={marks}
         {...(s.ySplits ? { ySplits: s.ySplits } : {})}
         {...(s.yLabel ? { yLabel: s.yLabel } : {})}
       />
@@ -396,7 +441,7 @@ export function GpuPage({ app, params }: PageProps) {
           ← All GPUs
         </a>
         <h2 class="page-title">
-          GPU {index} <span class="name">{g.name}</span>
+          GPU {index} <GpuName name={g.name} />
         </h2>
         {lost && <span class="badge badge-lost">lost</span>}
         <div class="spacer" />
@@ -409,6 +454,30 @@ export function GpuPage({ app, params }: PageProps) {
           Throttled now: {throttle.filter((r) => r !== 'gpu_idle').map((r) => r.replace(/_/g, ' ')).join(', ')}
         </p>
       )}
+      <div class="chart-tools" data-field="chart-tools">
+        <span class="hint">Drag across a chart to zoom every chart; double-click for the whole window.</span>
+        {zoomed && (
+          <button type="button" class="btn" data-action="unzoom" onClick={() => group.setZoom(null)}>
+            Whole window
+          </button>
+        )}
+        {marks.length > 0 && (
+          <span class="runs-in-window" data-field="runs-in-window">
+            In this window:{' '}
+            {marks.map((m, i) => (
+              <span key={m.id}>
+                {i > 0 && ', '}
+                <a class={`run-mark run-mark-${m.kind}`} href={href(m.path)} data-run-id={m.id} data-kind={m.kind}>
+                  {m.kind} {m.label}
+                </a>{' '}
+                <span class="sub">
+                  {fmtClock(m.start * 1000)}–{fmtClock(m.end * 1000)}
+                </span>
+              </span>
+            ))}
+          </span>
+        )}
+      </div>
       <div class="gpu-charts">{specs.map(renderChart)}</div>
       <div class="lower">
         <ProcessTable store={store} gpu={index} />

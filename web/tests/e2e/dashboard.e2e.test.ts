@@ -4,7 +4,7 @@
 // 0-100 % axis, a daemon restart on the same port (cards greyed with their age meanwhile) and
 // the no-GPU state, and saves a screenshot. pages.e2e.test.ts covers the other pages.
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -319,6 +319,92 @@ describe('dashboard served by gpumon serve --simulate 4', () => {
     } finally {
       await p3.close();
       await stopDaemon(sick);
+    }
+  });
+
+  it('names each GPU whole, labels the host bars, explains a health it cannot judge', async () => {
+    // At 1600 px four cards share a row: a long name is cut, "(simulated)" beside it never is.
+    const names = page.locator('article.gpu [data-field=name]');
+    await waitFor('the cards', async () => (await names.count()) === 4);
+    for (let i = 0; i < 4; i++) {
+      const tag = names.nth(i).locator('.name-tag');
+      expect(await tag.textContent()).toBe('(simulated)');
+      const box = await tag.boundingBox();
+      const head = await page.locator(`article.gpu[data-index="${i}"] header.card-head`).boundingBox();
+      expect(box && head, 'boxes').toBeTruthy();
+      expect(box!.width).toBeGreaterThan(40);
+      expect(box!.x + box!.width).toBeLessThanOrEqual(head!.x + head!.width);
+      expect(await names.nth(i).getAttribute('title')).toMatch(/\(simulated\)$/);
+    }
+    // The per-core bars say what they are and which core is where.
+    expect(await page.locator('.host [data-field=cores-label]').textContent()).toContain('CPU utilization per core');
+    expect(await page.locator('.host [data-field=cores-axis]').textContent()).toMatch(/^core 0/);
+    // A simulated GPU reports no health counters: the line says which.
+    const health = page.locator('article.gpu[data-index="0"] [data-field=health]');
+    expect(await health.getAttribute('data-level')).toBe('na');
+    expect(await health.locator('[data-field=health-missing]').textContent()).toContain(
+      'not reported: XID events, ECC errors, retired pages, remapped rows, PCIe replays',
+    );
+    expect(await health.getAttribute('title')).toMatch(/^This GPU does not report XID events/);
+  });
+
+  it("colours temperature and power near the GPU's own limits, and nothing without them", async () => {
+    // GPU 0: 86 °C with its slowdown at 88 °C, 698 of 700 W; GPU 1: cool and idle under the
+    // same limits; GPU 2: warm, but it reports neither a slowdown threshold nor a power limit.
+    const scenario = join(work, 'hot.json');
+    const gib = 2 ** 30;
+    const gpu = (i: number, extra: Record<string, unknown>) => ({
+      name: 'NVIDIA H100 80GB HBM3', uuid: `GPU-70700000-0000-4000-8000-00000000002${i}`, pci_bus_id: `00000000:${i + 1}B:00.0`,
+      util_mem: 10, mem_total: 80 * gib, mem_used: 8 * gib, mem_free: 72 * gib, processes: [], ...extra,
+    });
+    writeFileSync(scenario, JSON.stringify({
+      driver_version: '550.54.15', cuda_version: 12040,
+      gpus: [
+        gpu(0, { util_gpu: 97, temp: 86, temp_slowdown: 88, power_mw: 698000, power_limit_mw: 700000 }),
+        gpu(1, { util_gpu: 0, temp: 35, temp_slowdown: 88, power_mw: 70000, power_limit_mw: 700000 }),
+        gpu(2, { util_gpu: 50, temp: 84, power_mw: 300000, unsupported: ['power_limit'] }),
+      ],
+    }));
+    const hot = await startDaemon(['--poll-interval', '200', '--db', 'none'], 0, {
+      GPU_MONITOR_NVML_LIB: join(BUILD, 'tests', 'fakes', 'nvml-current', 'libnvidia-ml.so.1'),
+      GM_FAKE_NVML_SCENARIO: scenario,
+    });
+    const p4 = await ctx.newPage();
+    p4.on('pageerror', (e) => pageErrors.push(e.message));
+    try {
+      const snap = await api<Snapshot>(hot, 'api/gpus');
+      expect(snap.gpus.map((g) => g.temperature_slowdown_c)).toEqual([88, 88, null]);
+      expect(snap.gpus.map((g) => g.power.limit_w)).toEqual([700, 700, null]);
+      await p4.goto(hot.base);
+      const stat = (i: number, f: string) => p4.locator(`article.gpu[data-index="${i}"] [data-field=${f}]`);
+      await waitFor('the cards', async () => (await p4.locator('article.gpu').count()) === 3);
+      expect(await stat(0, 'temperature').getAttribute('data-hot')).toBe('hot');
+      expect(await stat(0, 'temperature').getAttribute('title')).toBe('slowdown at 88 °C (2 °C away)');
+      expect(await stat(0, 'power').getAttribute('data-hot')).toBe('hot');
+      const red = await stat(0, 'temperature').locator('.v').evaluate((e) => getComputedStyle(e).color);
+      const plain = await stat(1, 'temperature').locator('.v').evaluate((e) => getComputedStyle(e).color);
+      expect(red).not.toBe(plain);
+      for (const f of ['temperature', 'power']) {
+        expect(await stat(1, f).getAttribute('data-hot')).toBe('no');
+        expect(await stat(2, f).getAttribute('data-hot')).toBe('no');
+      }
+      // The overview: the same colours on the tiles, and the summary of all three.
+      await p4.locator('[data-view=overview]').click();
+      const tile = (i: number, f: string) => p4.locator(`.tile[data-gpu-index="${i}"] [data-field=${f}]`);
+      await waitFor('the tiles', async () => (await p4.locator('.tile').count()) === 3);
+      expect(await tile(0, 'temperature').getAttribute('data-hot')).toBe('hot');
+      expect(await tile(0, 'power').getAttribute('data-hot')).toBe('hot');
+      expect(await tile(2, 'temperature').getAttribute('data-hot')).toBe('no');
+      const sum = p4.locator('[data-field=summary]');
+      expect(await sum.locator('[data-field=total-power] b').textContent()).toBe(fmtWatts(698 + 70 + 300));
+      expect(await sum.locator('[data-field=mean-util] b').textContent()).toBe(fmtPercent(Math.round((97 + 0 + 50) / 3)));
+      expect(await sum.locator('[data-field=idle] b').textContent()).toBe('1 of 3');
+      expect(await sum.locator('[data-field=hottest]').textContent()).toContain('GPU 0');
+      expect(await sum.locator('[data-field=hottest]').getAttribute('data-hot')).toBe('hot');
+      await p4.evaluate(() => localStorage.removeItem('gpumon.view'));
+    } finally {
+      await p4.close();
+      await stopDaemon(hot);
     }
   });
 

@@ -84,6 +84,69 @@ describe('pages', () => {
     await page.locator('[data-state=no-such-gpu]').waitFor();
   });
 
+  it('GPU page: one time axis, one crosshair, drag to zoom them all, the runs marked, labels whole', async () => {
+    await fresh('#/gpu/0');
+    const gpu = page.locator('.page-gpu[data-gpu-index="0"]');
+    await gpu.waitFor();
+    // The hour's window holds the runs the store was filled with just before the daemon started.
+    await page.locator('fieldset.windows label', { hasText: '1 h' }).click();
+    const charts = gpu.locator('figure.chart[data-kind]:not(.chart-empty)');
+    const util = gpu.locator('figure.chart[data-kind="utilization"]');
+    const power = gpu.locator('figure.chart[data-kind="power"]');
+    await waitFor('points on the charts', async () => Number(await util.getAttribute('data-points')) >= 3);
+
+    // The runs of the window, listed with links, and drawn as bands on every chart.
+    const runs = gpu.locator('[data-field=runs-in-window] a.run-mark');
+    await waitFor('the runs in the window', async () => (await runs.count()) >= 3);
+    const listed = await runs.evaluateAll((els) => els.map((e) => [e.getAttribute('data-kind'), e.textContent]));
+    expect(listed).toContainEqual(['session', 'session train llama-8b']);
+    expect(listed).toContainEqual(['benchmark', 'benchmark sweep A']);
+    expect(listed).toContainEqual(['benchmark', 'benchmark sweep B']);
+    expect(await runs.filter({ hasText: 'sweep A' }).getAttribute('href')).toBe(`#/benchmarks/${stored.benches[0]}`);
+    await waitFor('bands on the charts', async () => Number(await power.getAttribute('data-marks')) >= 3);
+
+    // Every chart shares the time axis.
+    const spans = async () => charts.evaluateAll((els) => els.map((e) => `${e.getAttribute('data-x-min')}-${e.getAttribute('data-x-max')}`));
+    await waitFor('one time axis', async () => new Set(await spans()).size === 1);
+
+    // Hovering one chart moves the crosshair on all of them, to the same sample.
+    const over = util.locator('.u-over');
+    const box = (await over.boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+    await waitFor('the crosshair on the power chart', async () => (await power.getAttribute('data-cursor-idx')) !== '' && (await power.getAttribute('data-cursor-idx')) !== null);
+    expect(await power.getAttribute('data-cursor-idx')).toBe(await util.getAttribute('data-cursor-idx'));
+    // Only the chart under the pointer shows its readout.
+    expect(await util.locator('.tip').isHidden()).toBe(false);
+    expect(await power.locator('.tip').isHidden()).toBe(true);
+
+    // Dragging across one chart zooms them all to the dragged span; a double-click goes back.
+    const whole = Number(await power.getAttribute('data-x-max')) - Number(await power.getAttribute('data-x-min'));
+    expect(whole).toBeGreaterThan(3000);
+    await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 8 });
+    await page.mouse.up();
+    await waitFor('zoomed', async () => (await power.getAttribute('data-zoomed')) === 'yes');
+    const zoomed = Number(await power.getAttribute('data-x-max')) - Number(await power.getAttribute('data-x-min'));
+    expect(zoomed).toBeGreaterThan(whole * 0.3);
+    expect(zoomed).toBeLessThan(whole * 0.5);
+    await waitFor('every chart zoomed alike', async () => new Set(await spans()).size === 1);
+    await gpu.locator('[data-action=unzoom]').waitFor();
+    await gpu.locator('figure.chart[data-kind="memory"] .u-over').dblclick();
+    await waitFor('back to the window', async () => (await power.getAttribute('data-zoomed')) === 'no');
+    expect(Number(await power.getAttribute('data-x-max')) - Number(await power.getAttribute('data-x-min'))).toBeGreaterThan(3000);
+    expect(await gpu.locator('[data-action=unzoom]').count()).toBe(0);
+
+    // The value axis is as wide as its widest label, measured in its font.
+    for (const fig of await charts.all()) {
+      const label = Number(await fig.getAttribute('data-y-label-px'));
+      const axis = Number(await fig.getAttribute('data-y-axis-px'));
+      expect(label, await fig.getAttribute('data-kind') ?? '').toBeGreaterThan(0);
+      expect(axis - label, await fig.getAttribute('data-kind') ?? '').toBeGreaterThanOrEqual(12);
+    }
+    await page.locator('fieldset.windows label', { hasText: '1 min' }).click();
+  });
+
   it('lists the recorded runs with what each measured', async () => {
     const list = await api<SessionList>(daemon, 'api/sessions');
     await fresh('#/sessions');
@@ -239,6 +302,14 @@ describe('pages', () => {
     // Each tile carries its GPU's index, in order, and its numbers.
     expect(await tiles.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-gpu-index'))))).toEqual([...Array(16).keys()]);
     await waitFor('utilization on the tiles', async () => /%/.test((await tiles.nth(15).locator('[data-field=util] .v').textContent()) ?? ''));
+    // Over the tiles, what the 16 add up to: total power, mean utilization, idle GPUs, hottest.
+    const sum = page.locator('[data-field=summary]');
+    expect(await sum.locator('[data-field=gpu-count] b').textContent()).toBe('16');
+    expect(await sum.locator('[data-field=total-power] b').textContent()).toMatch(/^\d+\s?W$/);
+    expect(await sum.locator('[data-field=mean-util] b').textContent()).toMatch(/^\d+\s?%$/);
+    expect(await sum.locator('[data-field=idle] b').textContent()).toMatch(/^\d+ of 16$/);
+    expect(await sum.locator('[data-field=hottest]').textContent()).toMatch(/GPU \d+ \d+\s?°C/);
+    expect(await tiles.nth(0).locator('.badge', { hasText: 'sim' }).count()).toBe(1);
     // Switch to cards and back; the choice is kept.
     await page.locator('[data-view=cards]').click();
     await waitFor('16 cards', async () => (await page.locator('article.gpu[data-gpu-index]').count()) === 16);
