@@ -430,7 +430,9 @@ typedef struct gm_gpu {
     gm_k8s_ref k8s;
     uint64_t valid[GM_M_WORDS]; /* bit m % 64 of word m / 64 per gm_metric m */
     double v[GM_M__COUNT];
-    unsigned mig_count; /* MIG devices in mig (0 outside MIG mode) */
+    /* MIG devices in mig: 0 outside MIG mode, and when the caller's metric set leaves out
+     * mig.mode.current (they are read with it). */
+    unsigned mig_count;
     gm_mig_device mig[GM_MAX_MIG];
 } gm_gpu;
 

@@ -51,7 +51,8 @@ static void usage(FILE *out)
             "                         reading the GPUs here\n"
             "      --token T          the daemon's token (default $GPU_MONITOR_TOKEN)\n"
             "      --interval SECONDS between readings (0.1-3600, default 1)\n"
-            "      --sort KEY         order of the processes: mem (GPU memory, default), cpu, pid\n"
+            "      --sort KEY         order of the processes: mem (GPU memory, default), cpu,\n"
+            "                         pid, sm (share of the GPU's SMs)\n"
             "      --color WHEN       auto (default: unless NO_COLOR is set), always or never\n"
             "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto)\n"
             "      --simulate N       use N simulated GPUs\n"
@@ -60,8 +61,8 @@ static void usage(FILE *out)
             "Keys: q quit; Up/Down (PgUp, PgDn, Home, End) select a process; k or F9 send it\n"
             "SIGTERM, after a y/N question (only your own processes unless you are root, and\n"
             "only processes of this host: reading here, or a daemon on a loopback address);\n"
-            "s sort by the next column, m/c/p by GPU memory, CPU, PID; g or Tab graph the next\n"
-            "GPU; ? help.\n\n"
+            "s sort by the next column, m/c/p/u by GPU memory, CPU, PID, SM share; g or Tab\n"
+            "graph the next GPU; ? help.\n\n"
             "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
             GM_TOP_MIN_COLS, GM_TOP_MIN_ROWS);
 }
@@ -102,8 +103,11 @@ static int parse_args(int argc, char **argv, top_opts *o)
                 o->sort = GM_TOP_SORT_CPU;
             else if (strcmp(optarg, "pid") == 0)
                 o->sort = GM_TOP_SORT_PID;
+            else if (strcmp(optarg, "sm") == 0)
+                o->sort = GM_TOP_SORT_SM;
             else {
-                fprintf(stderr, "gpumon top: invalid --sort \"%s\" (expected mem, cpu or pid)\n",
+                fprintf(stderr,
+                        "gpumon top: invalid --sort \"%s\" (expected mem, cpu, pid or sm)\n",
                         optarg);
                 return GM_EXIT_USAGE;
             }
@@ -309,13 +313,15 @@ int gm_cli_top(int argc, char **argv)
             case 's':
             case 'm':
             case 'c':
-            case 'p': {
+            case 'p':
+            case 'u': {
                 uint32_t pid = st.selected < f->nproc ? f->procs[st.selected].pid : 0;
                 unsigned gpu = st.selected < f->nproc ? f->procs[st.selected].gpu : 0;
                 st.sort = ch == 'm'   ? GM_TOP_SORT_GPU_MEM
                           : ch == 'c' ? GM_TOP_SORT_CPU
                           : ch == 'p' ? GM_TOP_SORT_PID
-                                      : (gm_top_sort)((st.sort + 1) % 3);
+                          : ch == 'u' ? GM_TOP_SORT_SM
+                                      : (gm_top_sort)((st.sort + 1) % GM_TOP_SORT__COUNT);
                 gm_top_sort_procs(f, st.sort);
                 keep_selection(f, &st, pid, gpu);
                 break;
