@@ -2293,11 +2293,13 @@ static void read_mig(nv_state *st, nv_gpu *ng, gm_gpu *out, int64_t now)
         gm_mig_device *m = &out->mig[k];
         *m = ng->mig[k];
         nvmlDevice_t md = ng->mig_dev[k];
+        int rc = NV_ERROR_NOT_SUPPORTED;
         if (st->mem2) {
             nv_memory_v2 mm;
             memset(&mm, 0, sizeof mm);
             mm.version = NV_MEMORY_V2_VERSION;
-            if (NV_T("nvmlDeviceGetMemoryInfo_v2", st->mem2(md, &mm)) == NV_SUCCESS) {
+            rc = NV_T("nvmlDeviceGetMemoryInfo_v2", st->mem2(md, &mm));
+            if (rc == NV_SUCCESS) {
                 m->mem_valid = true;
                 m->mem_total_bytes = mm.total;
                 m->mem_used_bytes = mm.used;
@@ -2307,11 +2309,15 @@ static void read_mig(nv_state *st, nv_gpu *ng, gm_gpu *out, int64_t now)
         }
         nv_memory_v1 m1;
         memset(&m1, 0, sizeof m1);
-        if (st->mem1 && NV_T("nvmlDeviceGetMemoryInfo", st->mem1(md, &m1)) == NV_SUCCESS) {
+        if (st->mem1 && rc != NV_ERROR_INVALID_ARGUMENT && rc != NV_ERROR_NOT_FOUND)
+            rc = NV_T("nvmlDeviceGetMemoryInfo", st->mem1(md, &m1));
+        if (rc == NV_SUCCESS) {
             m->mem_valid = true;
             m->mem_total_bytes = m1.total;
             m->mem_used_bytes = m1.used;
             m->mem_free_bytes = m1.free;
+        } else if (rc == NV_ERROR_INVALID_ARGUMENT || rc == NV_ERROR_NOT_FOUND) {
+            ng->mig_listed = false; /* the instance is gone: list them again next sample */
         }
     }
 }

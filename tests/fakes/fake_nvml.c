@@ -554,12 +554,22 @@ static int mig_num(const fake_mig *m, const char *key, unsigned long long *out)
     return RC_SUCCESS;
 }
 
+/* Whether the MIG device was destroyed: "gone_after": N on its entry removes it after its
+ * GPU's Nth read (its handle then answers INVALID_ARGUMENT, as a stale one does). */
+static bool mig_gone(const fake_mig *m)
+{
+    json_t *g = m->j ? json_object_get(m->j, "gone_after") : NULL;
+    return json_is_integer(g) && m->parent->util_calls > (unsigned long)json_integer_value(g);
+}
+
 /* Its memory: total, used and free as the entry gives them, reserved 0. */
 static int mig_memory(const fake_mig *m, unsigned long long *total, unsigned long long *free_b,
                       unsigned long long *used)
 {
     if (m->parent->lost)
         return RC_GPU_IS_LOST;
+    if (mig_gone(m))
+        return RC_INVALID_ARGUMENT;
     if (mig_num(m, "mem_total", total) || mig_num(m, "mem_used", used) ||
         mig_num(m, "mem_free", free_b))
         return RC_NOT_SUPPORTED;
@@ -1273,7 +1283,7 @@ int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned index, nvmlDevi
         return RC_INVALID_ARGUMENT;
     for (unsigned i = 0; i < F.nmig; i++) {
         fake_mig *m = &F.migs[i];
-        if (m->parent != d || !m->j)
+        if (m->parent != d || !m->j || mig_gone(m))
             continue;
         json_t *ix = json_object_get(m->j, "index");
         unsigned at = json_is_integer(ix) ? (unsigned)json_integer_value(ix) : m->slot;

@@ -1369,6 +1369,35 @@ static void test_mig_devices(void **state)
     assert_int_equal(fake_current.calls("nvmlDeviceGetMemoryInfo_v2") - mem0, 2 + 3);
     close_st(st);
 
+    /* A MIG device destroyed between listings: its memory call fails, so the devices are
+     * listed again at the next sample, without it. */
+    json_t *root = load_fixture("h100-mig.json");
+    json_object_set_new(
+        json_array_get(
+            json_object_get(json_array_get(json_object_get(root, "gpus"), 0), "mig_devices"), 2),
+        "gone_after", json_integer(1));
+    char path[] = "/tmp/gm-test-nvml-mig-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    setenv("GM_FAKE_NVML_SCENARIO", path, 1);
+    gm_collector_options opt = {.nvml_lib = fake_current.path};
+    gm_error err = {0};
+    st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
+    track(st);
+    sample_ok(st, false);
+    assert_int_equal(snap->gpus[0].mig_count, 3);
+    sample_ok(st, false);
+    assert_int_equal(snap->gpus[0].mig_count, 3);
+    assert_false(snap->gpus[0].mig[2].mem_valid);
+    sample_ok(st, false);
+    assert_int_equal(snap->gpus[0].mig_count, 2);
+    close_st(st);
+    unlink(path);
+
     /* A driver before MIG: none. */
     st = open_ok(&fake_old, "h100-mig.json");
     sample_ok(st, true);
