@@ -6,6 +6,7 @@ import { fmtMHz, fmtMiB, fmtPcie, fmtPercent, fmtRatio, fmtTemp, fmtWatts, healt
 import type { Store } from '../lib/store';
 import type { Gpu } from '../lib/types';
 import { useTopics } from './hooks';
+import { MigTable } from './MigTable';
 import { isStale, StaleNote } from './StaleNote';
 import { TimeChart } from './TimeChart';
 
@@ -154,6 +155,7 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
           {health.text}
         </p>
       )}
+      {!lost && <MigTable g={g} />}
       <div class="charts">
         <TimeChart store={store} gpu={g.index} kind="load" />
         <TimeChart store={store} gpu={g.index} kind="thermal" />

@@ -9,6 +9,7 @@ import type { PageProps } from '../app';
 import { Chart } from '../components/Chart';
 import type { Line } from '../components/Chart';
 import { useTopics } from '../components/hooks';
+import { MigTable } from '../components/MigTable';
 import { ProcessTable } from '../components/ProcessTable';
 import { isStale, StaleNote } from '../components/StaleNote';
 import { WindowPicker } from '../components/WindowPicker';
@@ -409,6 +410,7 @@ export function GpuPage({ app, params }: PageProps) {
           Throttled now: {throttle.filter((r) => r !== 'gpu_idle').map((r) => r.replace(/_/g, ' ')).join(', ')}
         </p>
       )}
+      {!lost && <MigTable g={g} />}
       <div class="gpu-charts">{specs.map(renderChart)}</div>
       <div class="lower">
         <ProcessTable store={store} gpu={index} />
