@@ -6,7 +6,7 @@ _gpumon_opts_query='-i --id -l --loop --interval --format --query-gpu --list-fie
     --color --provider --simulate --seed -h --help'
 _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history
     --interval --poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname --cors-origin --log-level
-    --no-system-metrics
+    --no-system-metrics --process-metrics
     --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs -h --help'
 _gpumon_opts_record='-i --gpus --interval -o --output --label --snapshot
     --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed -h --help'
@@ -98,7 +98,7 @@ _gpumon() {
         return
         ;;
     --sort)
-        COMPREPLY=($(compgen -W 'mem cpu pid' -- "$cur"))
+        COMPREPLY=($(compgen -W 'mem cpu pid sm' -- "$cur"))
         return
         ;;
     --api)

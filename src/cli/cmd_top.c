@@ -51,7 +51,8 @@ static void usage(FILE *out)
             "                         reading the GPUs here\n"
             "      --token T          the daemon's token (default $GPU_MONITOR_TOKEN)\n"
             "      --interval SECONDS between readings (0.1-3600, default 1)\n"
-            "      --sort KEY         order of the processes: mem (GPU memory, default), cpu, pid\n"
+            "      --sort KEY         order of the processes: mem (GPU memory, default), cpu,\n"
+            "                         pid, sm (share of the GPU's SMs)\n"
             "      --color WHEN       auto (default: unless NO_COLOR is set), always or never\n"
             "      --provider NAME    nvml, nvidia-smi, sim or auto (default: auto)\n"
             "      --simulate N       use N simulated GPUs\n"
@@ -62,7 +63,7 @@ static void usage(FILE *out)
             "unless you are root, and only processes of this host: reading here, or a daemon\n"
             "on a loopback address); u show one user's processes, / those whose user or\n"
             "command has a text (Enter alone shows all again); s sort by the next column,\n"
-            "m/c/p by GPU memory, CPU, PID; g or Tab graph the next GPU; ? help.\n\n"
+            "m/c/p/S by GPU memory, CPU, PID, SM share; g or Tab graph the next GPU; ? help.\n\n"
             "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
             GM_TOP_MIN_COLS, GM_TOP_MIN_ROWS);
 }
@@ -103,8 +104,11 @@ static int parse_args(int argc, char **argv, top_opts *o)
                 o->sort = GM_TOP_SORT_CPU;
             else if (strcmp(optarg, "pid") == 0)
                 o->sort = GM_TOP_SORT_PID;
+            else if (strcmp(optarg, "sm") == 0)
+                o->sort = GM_TOP_SORT_SM;
             else {
-                fprintf(stderr, "gpumon top: invalid --sort \"%s\" (expected mem, cpu or pid)\n",
+                fprintf(stderr,
+                        "gpumon top: invalid --sort \"%s\" (expected mem, cpu, pid or sm)\n",
                         optarg);
                 return GM_EXIT_USAGE;
             }
@@ -351,14 +355,16 @@ int gm_cli_top(int argc, char **argv)
             case 's':
             case 'm':
             case 'c':
-            case 'p': {
+            case 'p':
+            case 'S': {
                 uint32_t pid;
                 unsigned gpu;
                 selection(f, &st, &pid, &gpu);
                 st.sort = ch == 'm'   ? GM_TOP_SORT_GPU_MEM
                           : ch == 'c' ? GM_TOP_SORT_CPU
                           : ch == 'p' ? GM_TOP_SORT_PID
-                                      : (gm_top_sort)((st.sort + 1) % 3);
+                          : ch == 'S' ? GM_TOP_SORT_SM
+                                      : (gm_top_sort)((st.sort + 1) % GM_TOP_SORT__COUNT);
                 gm_top_sort_procs(f, st.sort);
                 keep_selection(f, &st, pid, gpu);
                 break;
