@@ -3,11 +3,11 @@
 # (tests/cli/test_opt_tables.py checks that it is current).
 
 _gpumon_opts_query='-i --id -l --loop --interval --format --json --query-gpu --list-fields --no-processes --color --colour --profile --provider --simulate --seed -h --help'
-_gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history --interval --poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname --cors-origin --log-level --no-system-metrics --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs -h --help'
+_gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history --interval --poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname --cors-origin --log-level --no-system-metrics --process-metrics --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs -h --help'
 _gpumon_opts_record='-i --id --gpus --interval --label --snapshot --snapshot-window-ms -o --output -q --quiet --db --no-db --provider --simulate --seed -h --help'
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices --provider --simulate --seed -h --help'
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices -t --timeout --interval --check-interval -q --quiet --provider --simulate --seed -h --help'
-_gpumon_opts_estimate='-f --task --method --dtype --kv-dtype --context --batch --overhead-mib --format -h --help'
+_gpumon_opts_estimate='-f --task --tp --pp --dp --method --dtype --kv-dtype --seq-len --context --batch --overhead-mib --list-models --format -h --help'
 _gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed --image --env --volume --shm-size --container-port --keep-container --pull -h --help'
 _gpumon_opts_snapshot='-o --output --power-window --interval --power-interval --no-processes --provider --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format --json -h --help'
@@ -292,7 +292,7 @@ _gpumon_table_value() {
         return 0
         ;;
     top:--sort)
-        COMPREPLY=($(compgen -W 'mem cpu pid' -- "$cur"))
+        COMPREPLY=($(compgen -W 'mem cpu pid sm' -- "$cur"))
         return 0
         ;;
     top:--color | top:--colour)
@@ -350,7 +350,7 @@ _gpumon() {
         query) COMPREPLY=($(compgen -W 'table json csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
         smi) COMPREPLY=($(compgen -W 'csv csv,noheader csv,nounits csv,noheader,nounits' -- "$cur")) ;;
         select | wait) COMPREPLY=($(compgen -W 'list uuid json' -- "$cur")) ;;
-        history) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+        history) COMPREPLY=($(compgen -W 'table json csv vllm html' -- "$cur")) ;;
         containers) COMPREPLY=($(compgen -W 'table json' -- "$cur")) ;;
         cluster)
             if [[ ${words[2]} == status ]]; then
@@ -372,7 +372,7 @@ _gpumon() {
         return
         ;;
     --sort)
-        COMPREPLY=($(compgen -W 'mem cpu pid' -- "$cur"))
+        COMPREPLY=($(compgen -W 'mem cpu pid sm' -- "$cur"))
         return
         ;;
     --api)
@@ -461,7 +461,7 @@ _gpumon() {
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
     elif [[ $cmd == history ]]; then
-        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export compare delete prune' -- "$cur"))
+        [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list show export import compare delete prune' -- "$cur"))
     elif [[ $cmd == containers ]]; then
         [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W 'list cleanup follow' -- "$cur"))
     elif [[ $cmd == cluster ]]; then

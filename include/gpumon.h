@@ -384,6 +384,20 @@ typedef struct gm_k8s_ref {
     char container[GM_K8S_NAME_LEN];
 } gm_k8s_ref;
 
+/* MIG devices a GPU in MIG mode is split into (NVML makes at most 7 on A100/H100/H200). */
+#define GM_MAX_MIG         8
+#define GM_MIG_UUID_LEN    64 /* "MIG-" and a UUID; R450's "MIG-GPU-<uuid>/<gi>/<ci>" fits too */
+#define GM_MIG_PROFILE_LEN 24
+
+/* One MIG device: a compute instance of a GPU instance, a unit CUDA sees by its own UUID. */
+typedef struct gm_mig_device {
+    char uuid[GM_MIG_UUID_LEN];
+    char profile[GM_MIG_PROFILE_LEN]; /* "1g.10gb", "1c.3g.40gb"; empty when unknown */
+    unsigned gpu_instance_id, compute_instance_id;
+    bool mem_valid; /* the memory below was read */
+    uint64_t mem_total_bytes, mem_used_bytes, mem_free_bytes;
+} gm_mig_device;
+
 typedef struct gm_gpu {
     unsigned index; /* the driver's enumeration index, as nvidia-smi -i uses it */
     char name[GM_NAME_LEN];
@@ -416,6 +430,10 @@ typedef struct gm_gpu {
     gm_k8s_ref k8s;
     uint64_t valid[GM_M_WORDS]; /* bit m % 64 of word m / 64 per gm_metric m */
     double v[GM_M__COUNT];
+    /* MIG devices in mig: 0 outside MIG mode, and when the caller's metric set leaves out
+     * mig.mode.current (they are read with it). */
+    unsigned mig_count;
+    gm_mig_device mig[GM_MAX_MIG];
 } gm_gpu;
 
 static inline bool gm_gpu_has(const gm_gpu *g, gm_metric m)
@@ -452,6 +470,15 @@ bool gm_gpu_degraded(const gm_gpu *g, int64_t now_ms, char *why, size_t cap);
 
 enum gm_proc_type { GM_PROC_COMPUTE = 1, GM_PROC_GRAPHICS = 2 };
 
+/* The engines a process's utilisation is given for (gm_process.util_pct). */
+enum gm_proc_util {
+    GM_PROC_UTIL_SM,
+    GM_PROC_UTIL_MEM,
+    GM_PROC_UTIL_ENC,
+    GM_PROC_UTIL_DEC,
+    GM_PROC_UTIL__COUNT
+};
+
 /* A process using a GPU. */
 typedef struct gm_process {
     unsigned gpu_index;
@@ -468,7 +495,18 @@ typedef struct gm_process {
     /* The pod's and container's names, only when the kubelet's allocations tie this process's
      * pod UID and container ID to them without doubt (see docs/FLEET.md); never guessed. */
     gm_k8s_ref k8s;
+    /* On a GPU in MIG mode, the GPU and compute instance the driver placed it in. */
+    bool instance_known;
+    unsigned gpu_instance_id, compute_instance_id;
+    /* Its share of each engine over the driver's last sample period, in %: bit k of util_valid
+     * says util_pct[k] (gm_proc_util k) was given; NVML gives none for a process that did not
+     * run in the period, nor on GPUs that lack the call (MIG mode, older boards). */
+    uint8_t util_valid;
+    uint8_t util_pct[GM_PROC_UTIL__COUNT];
 } gm_process;
+
+/* The MIG device of g that process p runs in, NULL when unknown or g is not in MIG mode. */
+const gm_mig_device *gm_gpu_process_mig(const gm_gpu *g, const gm_process *p);
 
 /* The host at one instant. */
 typedef struct gm_host {

@@ -90,7 +90,18 @@ static void put_k8s(json_t *o, const gm_k8s_ref *r)
     put(o, "container", gm_json_text(r->container, sizeof r->container));
 }
 
-static json_t *process_json(const gm_process *p)
+/* A process's share of each engine, each null when the driver gave none. */
+static json_t *process_util_json(const gm_process *p)
+{
+    static const char *const names[GM_PROC_UTIL__COUNT] = {"sm", "memory", "encoder", "decoder"};
+    json_t *o = json_object();
+    for (int k = 0; k < GM_PROC_UTIL__COUNT; k++)
+        put(o, names[k], (p->util_valid >> k) & 1u ? json_integer(p->util_pct[k]) : json_null());
+    return o;
+}
+
+/* g: the process's GPU (NULL when not in the snapshot), for the MIG device it runs in. */
+static json_t *process_json(const gm_process *p, const gm_gpu *g)
 {
     const char *type = p->type == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS) ? "compute+graphics"
                        : p->type == GM_PROC_GRAPHICS                   ? "graphics"
@@ -110,8 +121,35 @@ static json_t *process_json(const gm_process *p)
         put_k8s(j, &p->k8s);
         put(j, "pod_uid", gm_json_text(p->pod_uid, sizeof p->pod_uid));
         put(j, "container_id", gm_json_text(p->container_id, sizeof p->container_id));
+        put(j, "utilization", process_util_json(p));
+        const gm_mig_device *m = gm_gpu_process_mig(g, p);
+        put(j, "mig_device", m ? string_or_null(m->uuid) : json_null());
     }
     return j;
+}
+
+static json_t *mib_or_null(bool valid, uint64_t bytes)
+{
+    return valid ? json_integer((json_int_t)(bytes / 1048576)) : json_null();
+}
+
+/* The MIG devices of a GPU in MIG mode. */
+static json_t *mig_json(const gm_gpu *g)
+{
+    json_t *a = json_array();
+    for (unsigned k = 0; k < g->mig_count && k < GM_MAX_MIG; k++) {
+        const gm_mig_device *m = &g->mig[k];
+        json_array_append_new(
+            a, json_pack("{s:o, s:o, s:I, s:I, s:{s:o, s:o, s:o}}", "uuid",
+                         gm_json_text(m->uuid, sizeof m->uuid), "profile",
+                         gm_json_text(m->profile, sizeof m->profile), "gpu_instance_id",
+                         (json_int_t)m->gpu_instance_id, "compute_instance_id",
+                         (json_int_t)m->compute_instance_id, "memory", "used_mib",
+                         mib_or_null(m->mem_valid, m->mem_used_bytes), "total_mib",
+                         mib_or_null(m->mem_valid, m->mem_total_bytes), "free_mib",
+                         mib_or_null(m->mem_valid, m->mem_free_bytes)));
+    }
+    return a;
 }
 
 static json_t *throttle_json(const gm_gpu *g)
@@ -421,7 +459,7 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
     json_t *procs = json_array();
     for (size_t i = 0; i < s->proc_count; i++)
         if (s->procs[i].gpu_index == g->index)
-            json_array_append_new(procs, process_json(&s->procs[i]));
+            json_array_append_new(procs, process_json(&s->procs[i], g));
 
     json_t *j = json_pack(
         "{s:I, s:o, s:o, s:o, s:b,"
@@ -466,6 +504,8 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
         add_details(j, g);
         put(j, "health", health_json(s, g));
         put(j, "profiling", profiling_json(g));
+        if (gm_gpu_has(g, GM_M_MIG_MODE_CUR) && g->v[GM_M_MIG_MODE_CUR] == 1)
+            put(j, "mig_devices", mig_json(g));
         put_k8s(j, &g->k8s);
         put(j, "k8s_containers",
             g->k8s_known ? json_integer((json_int_t)g->k8s_containers) : json_null());
@@ -506,7 +546,8 @@ json_t *gm_json_processes(const gm_snapshot *s)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < s->proc_count; i++)
-        json_array_append_new(a, process_json(&s->procs[i]));
+        json_array_append_new(
+            a, process_json(&s->procs[i], gm_snapshot_gpu(s, s->procs[i].gpu_index)));
     return a;
 }
 

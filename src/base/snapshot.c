@@ -62,6 +62,17 @@ const char *gm_p2p_status_code(gm_p2p_status s)
     return (unsigned)s < sizeof codes / sizeof *codes ? codes[s] : "U";
 }
 
+const gm_mig_device *gm_gpu_process_mig(const gm_gpu *g, const gm_process *p)
+{
+    if (!g || !p->instance_known)
+        return NULL;
+    for (unsigned k = 0; k < g->mig_count && k < GM_MAX_MIG; k++)
+        if (g->mig[k].gpu_instance_id == p->gpu_instance_id &&
+            g->mig[k].compute_instance_id == p->compute_instance_id)
+            return &g->mig[k];
+    return NULL;
+}
+
 const gm_gpu *gm_snapshot_gpu(const gm_snapshot *s, unsigned index)
 {
     for (unsigned i = 0; i < s->gpu_count; i++)

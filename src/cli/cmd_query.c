@@ -375,8 +375,16 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
                          (unsigned long long)(pr->used_mem_bytes / 1048576));
             else
                 snprintf(pmem, sizeof pmem, "N/A");
-            int n =
-                printf("    pid %-8u %-12.12s %10s  ", pr->pid, pr->user[0] ? pr->user : "?", pmem);
+            /* SM share only where the driver gave one; the MIG device's profile where known. */
+            char sm[16] = "";
+            if (pr->util_valid & (1u << GM_PROC_UTIL_SM))
+                snprintf(sm, sizeof sm, "sm %3u%%  ", pr->util_pct[GM_PROC_UTIL_SM]);
+            const gm_mig_device *mig = gm_gpu_process_mig(g, pr);
+            char migs[GM_MIG_PROFILE_LEN + 8] = "";
+            if (mig)
+                snprintf(migs, sizeof migs, "MIG %s  ", mig->profile[0] ? mig->profile : "?");
+            int n = printf("    pid %-8u %-12.12s %10s  %s%s", pr->pid,
+                           pr->user[0] ? pr->user : "?", pmem, sm, migs);
             put_cut(o, n, pr->command[0] ? pr->command : "?");
             end_line(o);
         }
@@ -438,7 +446,8 @@ static void table_metrics(gm_metric_set *w)
     static const gm_metric shown[] = {
         GM_M_TEMP_C,       GM_M_UTIL_GPU_PCT,   GM_M_MEM_USED_BYTES, GM_M_MEM_TOTAL_BYTES,
         GM_M_POWER_MW,     GM_M_POWER_LIMIT_MW, GM_M_FAN_PCT,        GM_M_PSTATE,
-        GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR,
+        GM_M_PCIE_GEN_CUR, GM_M_PCIE_WIDTH_CUR, GM_M_MIG_MODE_CUR, /* with it the MIG devices, which
+                                                                      the process lines name */
     };
     for (size_t i = 0; i < sizeof shown / sizeof *shown; i++)
         gm_metric_set_add(w, shown[i]);

@@ -1798,6 +1798,14 @@ int gm_cli_smi(int argc, char **argv)
                     const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
                     gm_buf_printf(&b, "GPU %u: %s (UUID: %s)\n", g->index,
                                   g->name[0] ? g->name : "N/A", g->uuid[0] ? g->uuid : "N/A");
+                    /* Its MIG devices, numbered per GPU, in nvidia-smi's columns. */
+                    for (unsigned m = 0; m < g->mig_count && m < GM_MAX_MIG; m++) {
+                        char mig_name[GM_MIG_PROFILE_LEN + 8];
+                        snprintf(mig_name, sizeof mig_name, "MIG %s",
+                                 g->mig[m].profile[0] ? g->mig[m].profile : "N/A");
+                        gm_buf_printf(&b, "  %-15s Device %2u: (UUID: %s)\n", mig_name, m,
+                                      g->mig[m].uuid[0] ? g->mig[m].uuid : "N/A");
+                    }
                 }
                 break;
             case ACT_QUERY:

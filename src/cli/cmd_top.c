@@ -86,8 +86,9 @@ static const gm_opt top_table[] = {
      .name = "sort",
      .arg = "KEY",
      .set = set_sort,
-     .values = "mem cpu pid",
-     .help = "Order of the processes: mem (GPU memory, default), cpu, pid."},
+     .values = "mem cpu pid sm",
+     .help = "Order of the processes: mem (GPU memory, default), cpu, pid, or sm (share of "
+             "the GPU's SMs)."},
     {.type = GM_OPT_CALLBACK,
      .name = "color",
      .arg = "WHEN",
@@ -112,7 +113,8 @@ const gm_opt_command gm_cli_top_command = {
                 "processes unless you are root, and only processes of this host: reading here,\n"
                 "or a daemon on a loopback address); u show one user's processes, / those whose\n"
                 "user or command has a text (Enter alone shows all again); s sort by the next\n"
-                "column, m/c/p by GPU memory, CPU, PID; g or Tab graph the next GPU; ? help.\n\n"
+                "column, m/c/p/S by GPU memory, CPU, PID, SM share; g or Tab graph the next\n"
+                "GPU; ? help.\n\n"
                 "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
 };
 
@@ -344,14 +346,16 @@ int gm_cli_top(int argc, char **argv)
             case 's':
             case 'm':
             case 'c':
-            case 'p': {
+            case 'p':
+            case 'S': {
                 uint32_t pid;
                 unsigned gpu;
                 selection(f, &st, &pid, &gpu);
                 st.sort = ch == 'm'   ? GM_TOP_SORT_GPU_MEM
                           : ch == 'c' ? GM_TOP_SORT_CPU
                           : ch == 'p' ? GM_TOP_SORT_PID
-                                      : (gm_top_sort)((st.sort + 1) % 3);
+                          : ch == 'S' ? GM_TOP_SORT_SM
+                                      : (gm_top_sort)((st.sort + 1) % GM_TOP_SORT__COUNT);
                 gm_top_sort_procs(f, st.sort);
                 keep_selection(f, &st, pid, gpu);
                 break;

@@ -73,7 +73,7 @@ static const char bash_body[] =
     "        return\n"
     "        ;;\n"
     "    --sort)\n"
-    "        COMPREPLY=($(compgen -W 'mem cpu pid' -- \"$cur\"))\n"
+    "        COMPREPLY=($(compgen -W 'mem cpu pid sm' -- \"$cur\"))\n"
     "        return\n"
     "        ;;\n"
     "    --api)\n"

@@ -306,6 +306,7 @@ static void from_snapshot(const gm_snapshot *sn, gm_top_frame *f)
         t->gpu = p->gpu_index;
         t->pid = p->pid;
         t->gpu_mem_mib = p->mem_valid ? (double)p->used_mem_bytes / 1048576.0 : NAN;
+        t->sm_pct = p->util_valid & (1u << GM_PROC_UTIL_SM) ? p->util_pct[GM_PROC_UTIL_SM] : NAN;
         snprintf(t->user, sizeof t->user, "%s", p->user);
         snprintf(t->command, sizeof t->command, "%s", p->command);
     }
@@ -361,6 +362,7 @@ static void from_json(const json_t *doc, gm_top_frame *f)
             tp->gpu = t->index;
             tp->pid = (uint32_t)json_integer_value(json_object_get(p, "pid"));
             tp->gpu_mem_mib = num(json_object_get(p, "used_memory_bytes")) / 1048576.0;
+            tp->sm_pct = path_num(p, "utilization", "sm");
             copy_str(tp->user, sizeof tp->user, json_object_get(p, "user"));
             copy_str(tp->command, sizeof tp->command, json_object_get(p, "command"));
         }
@@ -485,10 +487,17 @@ static int by_cpu(const void *x, const void *y)
     return c ? c : by_gpu_mem(x, y);
 }
 
+static int by_sm(const void *x, const void *y)
+{
+    int c = cmp_desc(((const gm_top_proc *)x)->sm_pct, ((const gm_top_proc *)y)->sm_pct);
+    return c ? c : by_gpu_mem(x, y);
+}
+
 void gm_top_sort_procs(gm_top_frame *f, gm_top_sort by)
 {
     qsort(f->procs, f->nproc, sizeof *f->procs,
           by == GM_TOP_SORT_CPU   ? by_cpu
           : by == GM_TOP_SORT_PID ? by_pid
+          : by == GM_TOP_SORT_SM  ? by_sm
                                   : by_gpu_mem);
 }

@@ -39,6 +39,7 @@ typedef struct gm_top_proc {
     unsigned gpu;
     uint32_t pid;
     double gpu_mem_mib; /* NaN: the driver withheld it */
+    double sm_pct;      /* share of the GPU's SMs, NaN: the driver gave none */
     double cpu_pct;     /* NaN: not a process of this host, or only one reading so far */
     double rss_mib;     /* NaN: not a process of this host */
     double elapsed_s;   /* since the process started; NaN: not a process of this host */
@@ -90,9 +91,16 @@ const char *gm_top_where(const gm_top_source *s);
 
 void gm_top_close(gm_top_source *s);
 
-/* The frame's processes ordered: by GPU memory, CPU use or PID, descending (PID ascending);
+/* The frame's processes ordered: by GPU memory, CPU use, PID or SM share, descending (PID
+ * ascending);
  * absent values last. */
-typedef enum gm_top_sort { GM_TOP_SORT_GPU_MEM, GM_TOP_SORT_CPU, GM_TOP_SORT_PID } gm_top_sort;
+typedef enum gm_top_sort {
+    GM_TOP_SORT_GPU_MEM,
+    GM_TOP_SORT_CPU,
+    GM_TOP_SORT_PID,
+    GM_TOP_SORT_SM,
+    GM_TOP_SORT__COUNT
+} gm_top_sort;
 void gm_top_sort_procs(gm_top_frame *f, gm_top_sort by);
 
 #endif

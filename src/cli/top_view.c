@@ -168,7 +168,10 @@ static void graph(int y, int x, int w, int h, const char *title, const float *v,
 
 static const char *sort_name(gm_top_sort s)
 {
-    return s == GM_TOP_SORT_CPU ? "CPU" : s == GM_TOP_SORT_PID ? "PID" : "GPU memory";
+    return s == GM_TOP_SORT_CPU   ? "CPU"
+           : s == GM_TOP_SORT_PID ? "PID"
+           : s == GM_TOP_SORT_SM  ? "SM"
+                                  : "GPU memory";
 }
 
 /* Writes text from row y on, broken at spaces into lines of at most w columns; returns the row
@@ -219,8 +222,8 @@ static void draw_help(void)
         "                    processes of this host)",
         "  u                 show one user's processes (Enter alone: all)",
         "  /                 show processes whose user or command has a text",
-        "  s                 sort by the next column: GPU memory, CPU, PID",
-        "  m, c, p           sort by GPU memory, CPU, PID",
+        "  s                 sort by the next column: GPU memory, CPU, PID, SM",
+        "  m, c, p, S        sort by GPU memory, CPU, PID, SM share",
         "  g, Tab            graph the next GPU's history",
         "  ?, h              this help (any key closes it)",
     };
@@ -416,9 +419,10 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
     attron(A_BOLD | A_REVERSE);
     mvhline(y, 0, ' ', COLS);
     /* '*' marks the column the list is sorted by. */
-    snprintf(line, sizeof line, "%7s %-10s %3s %9s %6s %8s %8s  %s",
+    snprintf(line, sizeof line, "%7s %-10s %3s %9s %4s %6s %8s %8s  %s",
              st->sort == GM_TOP_SORT_PID ? "PID*" : "PID", "USER", "GPU",
              st->sort == GM_TOP_SORT_GPU_MEM ? "GPU-MEM*" : "GPU-MEM",
+             st->sort == GM_TOP_SORT_SM ? "SM%*" : "SM%",
              st->sort == GM_TOP_SORT_CPU ? "CPU%*" : "CPU%", "HOST-MEM", "ELAPSED", "COMMAND");
     mvaddnstr(y, 0, line, COLS);
     attroff(A_BOLD | A_REVERSE);
@@ -437,11 +441,13 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
     int r = 0;
     for (; r < proc_rows && st->first + (size_t)r < nvis; r++) {
         const gm_top_proc *p = gm_top_view_proc(f, st, st->first + (size_t)r);
-        char gm[16], cpu[16], rss[16], age[16];
+        char gm[16], cpu[16], rss[16], age[16], sm[8] = "-";
         if (isnan(p->gpu_mem_mib))
             snprintf(gm, sizeof gm, "N/A");
         else
             snprintf(gm, sizeof gm, "%.0fMiB", p->gpu_mem_mib);
+        if (!isnan(p->sm_pct))
+            snprintf(sm, sizeof sm, "%.0f", p->sm_pct);
         if (isnan(p->cpu_pct))
             snprintf(cpu, sizeof cpu, "-");
         else
@@ -451,8 +457,8 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
         else
             snprintf(rss, sizeof rss, "%.0fMiB", p->rss_mib);
         fmt_elapsed(age, sizeof age, p->elapsed_s);
-        snprintf(line, sizeof line, "%7u %-10.10s %3u %9s %6s %8s %8s  %s", p->pid,
-                 p->user[0] ? p->user : "?", p->gpu, gm, cpu, rss, age,
+        snprintf(line, sizeof line, "%7u %-10.10s %3u %9s %4s %6s %8s %8s  %s", p->pid,
+                 p->user[0] ? p->user : "?", p->gpu, gm, sm, cpu, rss, age,
                  p->command[0] ? p->command : "?");
         bool sel = st->first + (size_t)r == st->selected;
         if (sel) {

@@ -82,6 +82,16 @@ typedef struct {
 #define NV_PROC_MEM_OFF 8
 #define NV_PROC_V1_SIZE 16
 #define NV_PROC_V2_SIZE 24
+#define NV_PROC_GI_OFF  16 /* v2/v3: gpuInstanceId, then computeInstanceId */
+#define NV_PROC_CI_OFF  20
+
+/* nvmlProcessUtilizationSample_t: one process's share of each engine at one driver sample
+ * (timeStamp in microseconds of the CPU clock), 32 bytes. */
+typedef struct {
+    unsigned pid;
+    unsigned long long timeStamp;
+    unsigned smUtil, memUtil, encUtil, decUtil;
+} nv_proc_util;
 
 typedef int (*nv_void_fn)(void);
 typedef const char *(*nv_errstr_fn)(int);
@@ -102,6 +112,8 @@ typedef int (*nv_arg_u32_fn)(nvmlDevice_t, int, unsigned *);
 typedef int (*nv_u64_fn)(nvmlDevice_t, unsigned long long *);
 typedef int (*nv_procs_fn)(nvmlDevice_t, unsigned *, void *);
 typedef int (*nv_p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
+typedef int (*nv_proc_util_fn)(nvmlDevice_t, nv_proc_util *, unsigned *, unsigned long long);
+typedef int (*nv_mig_index_fn)(nvmlDevice_t, unsigned, nvmlDevice_t *);
 
 /* Health getters (issue #12). */
 typedef int (*nv_pair_fn)(nvmlDevice_t, unsigned *, unsigned *);
@@ -567,6 +579,7 @@ static const unsigned proc_types[2] = {GM_PROC_COMPUTE, GM_PROC_GRAPHICS};
 #define NV_SLOW_DEFAULT_MS 10000 /* NV_SLOW getters when the options leave it at 0 */
 #define NV_PROC_RETRIES    4     /* process lists that keep growing give up after this */
 #define NV_PROC_MAX        65536 /* entries; bounds what a confused driver can make us allocate */
+#define NV_PUTIL_INITIAL   64 /* process samples the first buffer holds: one call in most cases */
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -611,6 +624,17 @@ typedef struct nv_gpu {
     bool xid_watched;
     unsigned long long xid_last, xid_count;
     int64_t xid_time_ms;
+    /* Per-process utilisation: the newest sample time seen (only newer ones are asked for) and
+     * whether the GPU refused the call (not asked again: MIG mode, older boards). */
+    unsigned long long putil_last_ts;
+    bool putil_nosup;
+    /* MIG devices as last enumerated (every NV_STATIC_MS while in MIG mode): their handles and
+     * identity; memory is read per sample. */
+    bool mig_listed;
+    int64_t mig_ms;
+    unsigned mig_count;
+    nvmlDevice_t mig_dev[GM_MAX_MIG];
+    gm_mig_device mig[GM_MAX_MIG];
 } nv_gpu;
 
 typedef struct nv_state {
@@ -641,6 +665,13 @@ typedef struct nv_state {
     /* A MIG device's GPU (Kubernetes allocates MIG devices by their own UUIDs). */
     nv_uuid_handle_fn handle_by_uuid;
     nv_mig_parent_fn mig_parent;
+    /* MIG enumeration and per-process utilisation; each NULL when the library lacks it. */
+    nv_u32_fn mig_max;
+    nv_mig_index_fn mig_by_index;
+    nv_u32_fn gi_id, ci_id;
+    nv_proc_util_fn proc_util;
+    nv_proc_util *putil_buf; /* reused by every GPU */
+    unsigned putil_cap;
     int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
     bool want_some;         /* the caller named the metrics it wants: only those are read */
     gm_metric_set want;     /* those, with what reading them needs (nv_want_closure) */
@@ -997,6 +1028,7 @@ static void nvml_close(void *state)
     if (st->lib)
         dlclose(st->lib);
     free(st->proc_buf);
+    free(st->putil_buf);
     free(st);
 }
 
@@ -1032,6 +1064,11 @@ static void resolve_optional(nv_state *st)
     st->p2p = (nv_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
     st->handle_by_uuid = (nv_uuid_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByUUID");
     st->mig_parent = (nv_mig_parent_fn)dlsym(lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+    st->mig_max = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
+    st->mig_by_index = (nv_mig_index_fn)dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
+    st->gi_id = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetGpuInstanceId");
+    st->ci_id = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetComputeInstanceId");
+    st->proc_util = (nv_proc_util_fn)dlsym(lib, "nvmlDeviceGetProcessUtilization");
 
     st->serial = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetSerial");
     st->vbios = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetVbiosVersion");
@@ -2087,6 +2124,12 @@ static void read_proc_list(nv_state *st, unsigned list, unsigned gpu_index, nvml
         memcpy(&pid, st->proc_buf + k * stride + NV_PROC_PID_OFF, sizeof pid);
         memcpy(&mem, st->proc_buf + k * stride + NV_PROC_MEM_OFF, sizeof mem);
         bool mem_valid = mem != NV_VALUE_NOT_AVAILABLE;
+        /* v2/v3 name the MIG instance; outside MIG mode the ids are NVML's "not available". */
+        unsigned gi = UINT_MAX, ci = UINT_MAX;
+        if (stride >= NV_PROC_V2_SIZE) {
+            memcpy(&gi, st->proc_buf + k * stride + NV_PROC_GI_OFF, sizeof gi);
+            memcpy(&ci, st->proc_buf + k * stride + NV_PROC_CI_OFF, sizeof ci);
+        }
         gm_process *e = NULL;
         for (size_t j = start; j < out->proc_count; j++) {
             if (out->procs[j].pid == pid) {
@@ -2102,6 +2145,9 @@ static void read_proc_list(nv_state *st, unsigned list, unsigned gpu_index, nvml
             np.type = type;
             np.mem_valid = mem_valid;
             np.used_mem_bytes = mem_valid ? mem : 0;
+            np.instance_known = gi != UINT_MAX && ci != UINT_MAX;
+            np.gpu_instance_id = np.instance_known ? gi : 0;
+            np.compute_instance_id = np.instance_known ? ci : 0;
             gm_snapshot_add_process(out, &np);
             continue;
         }
@@ -2112,6 +2158,167 @@ static void read_proc_list(nv_state *st, unsigned list, unsigned gpu_index, nvml
             e->used_mem_bytes = mem;
         }
         e->type |= type;
+    }
+}
+
+/* Fetches the process samples newer than the GPU's last into st->putil_buf: one call while the
+ * buffer is large enough. NVML answers NOT_FOUND when there is no newer sample. */
+static int fetch_proc_util(nv_state *st, nv_gpu *ng, unsigned *n_out)
+{
+    for (int attempt = 0; attempt <= NV_PROC_RETRIES; attempt++) {
+        if (!st->putil_buf) {
+            st->putil_buf = calloc(NV_PUTIL_INITIAL, sizeof *st->putil_buf);
+            if (!st->putil_buf)
+                return NV_ERROR_MEMORY;
+            st->putil_cap = NV_PUTIL_INITIAL;
+        }
+        unsigned n = st->putil_cap;
+        int rc = NV_T("nvmlDeviceGetProcessUtilization",
+                      st->proc_util(ng->dev, st->putil_buf, &n, ng->putil_last_ts));
+        if (rc == NV_SUCCESS) {
+            *n_out = n < st->putil_cap ? n : st->putil_cap;
+            return rc;
+        }
+        if (rc != NV_ERROR_INSUFFICIENT_SIZE)
+            return rc;
+        if (n <= st->putil_cap || n > NV_PROC_MAX)
+            return NV_ERROR_INSUFFICIENT_SIZE;
+        unsigned want = n + n / 4 + 8;
+        nv_proc_util *buf = realloc(st->putil_buf, want * sizeof *buf);
+        if (!buf)
+            return NV_ERROR_MEMORY;
+        st->putil_buf = buf;
+        st->putil_cap = want;
+    }
+    return NV_ERROR_INSUFFICIENT_SIZE;
+}
+
+/* Gives the processes of this GPU (out->procs from start on) their newest utilisation sample:
+ * one call for all of them, none when the GPU has no process or refused the call before. A
+ * process without a sample (it did not run in the period) keeps its utilisation unknown. */
+static void read_proc_util(nv_state *st, nv_gpu *ng, gm_snapshot *out, size_t start)
+{
+    if (!st->proc_util || ng->putil_nosup || out->proc_count <= start)
+        return;
+    unsigned n = 0;
+    int rc = fetch_proc_util(st, ng, &n);
+    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND) {
+        ng->putil_nosup = true;
+        return;
+    }
+    if (rc != NV_SUCCESS)
+        return;
+    unsigned long long newest = ng->putil_last_ts;
+    for (unsigned k = 0; k < n; k++)
+        if (st->putil_buf[k].timeStamp > newest)
+            newest = st->putil_buf[k].timeStamp;
+    ng->putil_last_ts = newest;
+    for (size_t j = start; j < out->proc_count; j++) {
+        gm_process *e = &out->procs[j];
+        const nv_proc_util *best = NULL;
+        for (unsigned k = 0; k < n; k++)
+            if (st->putil_buf[k].pid == e->pid &&
+                (!best || st->putil_buf[k].timeStamp >= best->timeStamp))
+                best = &st->putil_buf[k];
+        if (!best)
+            continue;
+        const unsigned v[GM_PROC_UTIL__COUNT] = {best->smUtil, best->memUtil, best->encUtil,
+                                                 best->decUtil};
+        for (int u = 0; u < GM_PROC_UTIL__COUNT; u++)
+            if (v[u] <= 100) { /* past 100 is no percentage: left unknown */
+                e->util_pct[u] = (uint8_t)v[u];
+                e->util_valid |= (uint8_t)(1u << u);
+            }
+    }
+}
+
+/* The profile of a MIG device from its name: NVML names it "<GPU name> MIG 1g.10gb". */
+static void mig_profile(char *dst, size_t cap, const char *name)
+{
+    const char *p = NULL;
+    for (const char *q = strstr(name, "MIG "); q; q = strstr(q + 1, "MIG "))
+        if (q == name || q[-1] == ' ')
+            p = q + 4;
+    copy_str(dst, cap, p ? p : "");
+}
+
+/* Lists the MIG devices of a GPU in MIG mode: handle, UUID, profile, instance ids. */
+static void list_mig(nv_state *st, nv_gpu *ng, int64_t now)
+{
+    ng->mig_listed = true;
+    ng->mig_ms = now;
+    ng->mig_count = 0;
+    unsigned max = 0;
+    if (!st->mig_max || !st->mig_by_index || !st->gi_id || !st->ci_id ||
+        NV_T("nvmlDeviceGetMaxMigDeviceCount", st->mig_max(ng->dev, &max)) != NV_SUCCESS)
+        return;
+    for (unsigned i = 0; i < max && ng->mig_count < GM_MAX_MIG; i++) {
+        nvmlDevice_t md = NULL;
+        unsigned gi, ci;
+        /* NOT_FOUND: no MIG device at this index. */
+        if (NV_T("nvmlDeviceGetMigDeviceHandleByIndex", st->mig_by_index(ng->dev, i, &md)) !=
+                NV_SUCCESS ||
+            NV_T("nvmlDeviceGetGpuInstanceId", st->gi_id(md, &gi)) != NV_SUCCESS ||
+            NV_T("nvmlDeviceGetComputeInstanceId", st->ci_id(md, &ci)) != NV_SUCCESS)
+            continue;
+        gm_mig_device *m = &ng->mig[ng->mig_count];
+        memset(m, 0, sizeof *m);
+        m->gpu_instance_id = gi;
+        m->compute_instance_id = ci;
+        char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
+        if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(md, buf, sizeof buf)) == NV_SUCCESS)
+            copy_str(m->uuid, sizeof m->uuid, buf);
+        if (NV_T("nvmlDeviceGetName", st->name(md, buf, sizeof buf)) == NV_SUCCESS) {
+            buf[sizeof buf - 1] = '\0';
+            mig_profile(m->profile, sizeof m->profile, buf);
+        }
+        ng->mig_dev[ng->mig_count++] = md;
+    }
+}
+
+/* The MIG devices of a GPU in MIG mode, with their memory read now. */
+static void read_mig(nv_state *st, nv_gpu *ng, gm_gpu *out, int64_t now)
+{
+    bool mig_mode = gm_gpu_has(out, GM_M_MIG_MODE_CUR) && out->v[GM_M_MIG_MODE_CUR] == 1;
+    if (!mig_mode) {
+        ng->mig_listed = false;
+        ng->mig_count = 0;
+        return;
+    }
+    /* Instances are made and destroyed without a driver reload: listed again now and then. */
+    if (!ng->mig_listed || now - ng->mig_ms >= NV_STATIC_MS)
+        list_mig(st, ng, now);
+    out->mig_count = ng->mig_count;
+    for (unsigned k = 0; k < ng->mig_count; k++) {
+        gm_mig_device *m = &out->mig[k];
+        *m = ng->mig[k];
+        nvmlDevice_t md = ng->mig_dev[k];
+        int rc = NV_ERROR_NOT_SUPPORTED;
+        if (st->mem2) {
+            nv_memory_v2 mm;
+            memset(&mm, 0, sizeof mm);
+            mm.version = NV_MEMORY_V2_VERSION;
+            rc = NV_T("nvmlDeviceGetMemoryInfo_v2", st->mem2(md, &mm));
+            if (rc == NV_SUCCESS) {
+                m->mem_valid = true;
+                m->mem_total_bytes = mm.total;
+                m->mem_used_bytes = mm.used;
+                m->mem_free_bytes = mm.free;
+                continue;
+            }
+        }
+        nv_memory_v1 m1;
+        memset(&m1, 0, sizeof m1);
+        if (st->mem1 && rc != NV_ERROR_INVALID_ARGUMENT && rc != NV_ERROR_NOT_FOUND)
+            rc = NV_T("nvmlDeviceGetMemoryInfo", st->mem1(md, &m1));
+        if (rc == NV_SUCCESS) {
+            m->mem_valid = true;
+            m->mem_total_bytes = m1.total;
+            m->mem_used_bytes = m1.used;
+            m->mem_free_bytes = m1.free;
+        } else if (rc == NV_ERROR_INVALID_ARGUMENT || rc == NV_ERROR_NOT_FOUND) {
+            ng->mig_listed = false; /* the instance is gone: list them again next sample */
+        }
     }
 }
 
@@ -2197,13 +2404,18 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
         nv_pass p = {0};
         size_t proc_start = out->proc_count;
         read_metrics(st, ng, g, &p, now);
+        if (!p.lost)
+            read_mig(st, ng, g, now);
         for (unsigned l = 0; want_procs && l < 2 && !p.lost; l++)
             read_proc_list(st, l, i, ng->dev, out, proc_start, &p);
+        if (want_procs && !p.lost)
+            read_proc_util(st, ng, out, proc_start);
         if (p.lost) {
             ng->lost = true;
             ng->lost_ms = now;
             g->lost = true;
             gm_gpu_clear(g);
+            g->mig_count = 0;
             out->proc_count = proc_start; /* what was listed belongs to a GPU now gone */
             n_lost++;
             continue;

@@ -264,6 +264,10 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
         if (gm_parse_bool(v, &c->system_metrics) < 0)
             return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not true or false", who, v);
         return GM_OK;
+    case GM_SET_PROCESS_METRICS:
+        if (gm_parse_bool(v, &c->process_metrics) < 0)
+            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not true or false", who, v);
+        return GM_OK;
     case GM_SET_DB:
         if (!*v || strlen(v) >= sizeof c->db)
             return gm_error_set(err, GM_EINVAL, "%s: a path of 1 to %zu bytes, or \"none\"", who,
@@ -441,6 +445,13 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
             c->source[id] = GM_CFG_FLAG;
             continue;
         }
+        if (id == GM_SET_PROCESS_METRICS) { /* --process-metrics takes no value */
+            if (eq)
+                return gm_error_set(err, GM_EINVAL, "%s takes no value", who);
+            c->process_metrics = true;
+            c->source[id] = GM_CFG_FLAG;
+            continue;
+        }
         const char *v = eq ? eq + 1 : NULL;
         if (!v) {
             if (i + 1 >= argc)
@@ -549,6 +560,7 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
                               c->cors_origin[0] ? gm_json_str(c->cors_origin) : json_null());
     rc |= json_object_set_new(j, "log_level", json_string(gm_log_level_name(c->log_level)));
     rc |= json_object_set_new(j, "system_metrics", json_boolean(c->system_metrics));
+    rc |= json_object_set_new(j, "process_metrics", json_boolean(c->process_metrics));
     rc |= json_object_set_new(j, "db",
                               c->no_db   ? json_string("none")
                               : c->db[0] ? gm_json_str(c->db)
@@ -608,6 +620,8 @@ const char *gm_serve_usage(void)
            "                         preflights (default off)                [CORS_ORIGIN]\n"
            "  --log-level L          debug | info | warn | error (default info) [LOG_LEVEL]\n"
            "  --no-system-metrics    skip host metrics        [ENABLE_SYSTEM_METRICS=false]\n"
+           "  --process-metrics      per-process utilisation on /metrics (one series per\n"
+           "                         process and engine)           [PROCESS_METRICS=true]\n"
            "  --db PATH              session store (SQLite); \"none\" keeps sessions in memory\n"
            "                         (default $XDG_STATE_HOME/gpumon/gpumon.db)         [DB]\n"
            "  --retention D          delete stored sessions, runs and benchmarks that ended\n"

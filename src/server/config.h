@@ -54,6 +54,7 @@ typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cf
     X(CORS, "cors-origin", "CORS_ORIGIN", "cors_origin")                                         \
     X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")                                          \
     X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics")                    \
+    X(PROCESS_METRICS, "process-metrics", "PROCESS_METRICS", "process_metrics")                  \
     X(DB, "db", "DB", "db")                                                                      \
     X(POD_RESOURCES, "pod-resources", "POD_RESOURCES", "pod_resources")                          \
     X(PROCFS, "procfs", "PROCFS", "procfs")                                                      \
@@ -94,6 +95,7 @@ typedef struct gm_serve_config {
     char cors_origin[GM_SERVE_ORIGIN_MAX + 1]; /* "" leaves CORS off */
     gm_log_level log_level;
     bool system_metrics;
+    bool process_metrics;              /* per-process utilisation series on /metrics */
     char port_file[GM_SERVE_PATH_MAX]; /* "" writes none */
     /* The session store (SQLite): "" means the default path (gm_store_default_path), and
      * no_db (--db none) keeps sessions in memory only. */

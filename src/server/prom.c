@@ -426,6 +426,40 @@ static void reopen_labels(buf *b)
         b->len--;
 }
 
+/* The MIG devices' own series of a memory family, in the family's block (Prometheus wants a
+ * family's samples together): the GPU's labels plus dcgm-exporter's GPU_I_PROFILE and GPU_I_ID.
+ * Memory belongs to the GPU instance, which its compute instances share: one series each. */
+static void render_mig(buf *b, family *f, gm_metric m, const gm_snapshot *s, const char *hostname,
+                       const char *driver)
+{
+    if (m != GM_M_MEM_USED_BYTES && m != GM_M_MEM_FREE_BYTES && m != GM_M_MEM_TOTAL_BYTES)
+        return;
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
+    for (unsigned i = 0; i < n; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        for (unsigned k = 0; !g->lost && k < g->mig_count && k < GM_MAX_MIG; k++) {
+            const gm_mig_device *d = &g->mig[k];
+            bool seen = false;
+            for (unsigned j = 0; j < k; j++)
+                seen |= g->mig[j].gpu_instance_id == d->gpu_instance_id;
+            if (seen || !d->mem_valid)
+                continue;
+            uint64_t bytes = m == GM_M_MEM_USED_BYTES   ? d->mem_used_bytes
+                             : m == GM_M_MEM_FREE_BYTES ? d->mem_free_bytes
+                                                        : d->mem_total_bytes;
+            begin_sample(b, f);
+            put_gpu_labels(b, g, hostname, driver);
+            reopen_labels(b);
+            bool first = false;
+            if (d->profile[0])
+                put_label(b, &first, "GPU_I_PROFILE", d->profile,
+                          strnlen(d->profile, sizeof d->profile));
+            buf_printf(b, ",GPU_I_ID=\"%u\"}", d->gpu_instance_id);
+            put_value(b, convert(CONV_MIB, (double)bytes));
+        }
+    }
+}
+
 static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
 {
     unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
@@ -444,6 +478,7 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
             put_gpu_labels(b, g, hostname, driver);
             put_value(b, convert(gf->conv, g->v[gf->metric]));
         }
+        render_mig(b, &f, gf->metric, s, hostname, driver);
     }
 
     /* Families with a label of their own: one series per clock event reason the GPU reports,
@@ -599,7 +634,42 @@ static const char *proc_type(unsigned t)
     return "";
 }
 
-static void render_processes(buf *b, const gm_snapshot *s)
+/* A process's labels, the set left open ("}" follows). */
+static void put_process_labels(buf *b, const gm_gpu *g, const gm_process *p)
+{
+    char num[32];
+    bool first = true;
+    int n = snprintf(num, sizeof num, "%u", p->gpu_index);
+    put_label(b, &first, "gpu", num, (size_t)n);
+    if (g && g->uuid[0])
+        put_label(b, &first, "UUID", g->uuid, strnlen(g->uuid, sizeof g->uuid));
+    n = snprintf(num, sizeof num, "%" PRIu32, p->pid);
+    put_label(b, &first, "pid", num, (size_t)n);
+    const char *type = proc_type(p->type);
+    if (type[0])
+        put_label_str(b, &first, "type", type);
+    const char *cmd;
+    size_t cmd_len = short_command(p->command, &cmd);
+    if (cmd_len)
+        put_label(b, &first, "command", cmd, cmd_len);
+    if (p->user[0])
+        put_label(b, &first, "user", p->user, strnlen(p->user, sizeof p->user));
+    put_k8s_labels(b, &first, &p->k8s);
+    /* The IDs from the cgroup, known even without the kubelet: they join with
+     * kube-state-metrics (kube_pod_info's uid, kube_pod_container_info's container_id). */
+    if (p->pod_uid[0])
+        put_label(b, &first, "pod_uid", p->pod_uid, strnlen(p->pod_uid, sizeof p->pod_uid));
+    if (p->container_id[0])
+        put_label(b, &first, "container_id", p->container_id,
+                  strnlen(p->container_id, sizeof p->container_id));
+    const gm_mig_device *m = gm_gpu_process_mig(g, p);
+    if (m && m->profile[0])
+        put_label(b, &first, "GPU_I_PROFILE", m->profile, strnlen(m->profile, sizeof m->profile));
+    if (m)
+        buf_printf(b, ",GPU_I_ID=\"%u\"", m->gpu_instance_id);
+}
+
+static void render_processes(buf *b, const gm_snapshot *s, bool util)
 {
     family f = {"gpumon_process_gpu_memory_bytes", "gauge",
                 "GPU memory used by a process (absent when the driver withholds it).", false};
@@ -611,34 +681,32 @@ static void render_processes(buf *b, const gm_snapshot *s)
         /* Processes come grouped by GPU, so the previous lookup usually still holds. */
         if (!g || g->index != p->gpu_index)
             g = gm_snapshot_gpu(s, p->gpu_index);
-        char num[32];
-        bool first = true;
         begin_sample(b, &f);
-        int n = snprintf(num, sizeof num, "%u", p->gpu_index);
-        put_label(b, &first, "gpu", num, (size_t)n);
-        if (g && g->uuid[0])
-            put_label(b, &first, "UUID", g->uuid, strnlen(g->uuid, sizeof g->uuid));
-        n = snprintf(num, sizeof num, "%" PRIu32, p->pid);
-        put_label(b, &first, "pid", num, (size_t)n);
-        const char *type = proc_type(p->type);
-        if (type[0])
-            put_label_str(b, &first, "type", type);
-        const char *cmd;
-        size_t cmd_len = short_command(p->command, &cmd);
-        if (cmd_len)
-            put_label(b, &first, "command", cmd, cmd_len);
-        if (p->user[0])
-            put_label(b, &first, "user", p->user, strnlen(p->user, sizeof p->user));
-        put_k8s_labels(b, &first, &p->k8s);
-        /* The IDs from the cgroup, known even without the kubelet: they join with
-         * kube-state-metrics (kube_pod_info's uid, kube_pod_container_info's container_id). */
-        if (p->pod_uid[0])
-            put_label(b, &first, "pod_uid", p->pod_uid, strnlen(p->pod_uid, sizeof p->pod_uid));
-        if (p->container_id[0])
-            put_label(b, &first, "container_id", p->container_id,
-                      strnlen(p->container_id, sizeof p->container_id));
+        put_process_labels(b, g, p);
         buf_put(b, "}", 1);
         put_value(b, (double)p->used_mem_bytes);
+    }
+
+    /* One series per process and engine: only when asked for (serve --process-metrics), as
+     * short-lived processes make many series. */
+    static const char *const engines[GM_PROC_UTIL__COUNT] = {"sm", "memory", "encoder", "decoder"};
+    family u = {"gpumon_process_utilization_percent", "gauge",
+                "A process's share of a GPU engine over the driver's last sample period (in %; "
+                "absent when the driver gave none).",
+                false};
+    g = NULL;
+    for (size_t i = 0; util && i < s->proc_count; i++) {
+        const gm_process *p = &s->procs[i];
+        if (!g || g->index != p->gpu_index)
+            g = gm_snapshot_gpu(s, p->gpu_index);
+        for (int k = 0; k < GM_PROC_UTIL__COUNT; k++) {
+            if (!((p->util_valid >> k) & 1u))
+                continue;
+            begin_sample(b, &u);
+            put_process_labels(b, g, p);
+            buf_printf(b, ",engine=\"%s\"}", engines[k]);
+            put_value(b, p->util_pct[k]);
+        }
     }
 
     family dropped = {"gpumon_processes_dropped", "gauge",
@@ -920,7 +988,7 @@ char *gm_prom_render(const gm_snapshot *s, const gm_prom_health *h, size_t *len)
         return NULL;
     render_gpus(&b, s, host);
     render_nvlink_bw(&b, s, h, host);
-    render_processes(&b, s);
+    render_processes(&b, s, h && h->process_utilization);
     render_host(&b, s, per_core);
     render_daemon(&b, s, h);
     if (b.oom) {

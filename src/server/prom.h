@@ -24,6 +24,8 @@ typedef struct gm_prom_health {
     /* Leaves out gpumon_host_cpu_core_utilization_percent (one series per logical CPU, up to
      * GM_MAX_CPUS) for scrapers that cannot afford the cardinality. */
     bool no_per_core;
+    /* Adds gpumon_process_utilization_percent: one series per process and engine. */
+    bool process_utilization;
     /* The collector's calls since it opened (gm_collector_call_stats): one series each of
      * gpumon_sampler_call_seconds and gpumon_sampler_call_cpu_seconds_total. */
     const gm_call_stat *calls;

@@ -240,6 +240,7 @@ static gm_published *publish(gm_sampler *s, const gm_snapshot *snap)
     p->health.uptime_s = (double)(gm_clock_mono_ms() - s->stats.started_mono_ms) / 1000.0;
     pthread_mutex_unlock(&s->mu);
     p->health.no_per_core = s->opt.no_per_core;
+    p->health.process_utilization = s->opt.process_metrics;
     /* The collector is this thread's: its call table is copied here, not read by renderers. */
     gm_call_stat one;
     size_t n = gm_collector_call_stats(s->opt.collector, &one, 1);

@@ -89,6 +89,7 @@ typedef struct gm_sampler_options {
     unsigned history_s;       /* seconds of history (0: none), sized at poll_ms */
     size_t history_max_bytes; /* refuse a history larger than this (0: no limit) */
     bool no_per_core;         /* leave per-core CPU series out of /metrics */
+    bool process_metrics;     /* per-process utilisation series on /metrics */
     /* Optional: called on the sampler thread after each publication with the snapshot just
      * published (valid only during the call). Must not block: it hands work to other threads. */
     void (*on_sample)(void *arg, const gm_snapshot *snap);

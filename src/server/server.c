@@ -417,6 +417,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                                .poll_ms = cfg->poll_interval_ms,
                                .history_s = cfg->history_s,
                                .history_max_bytes = HISTORY_MAX_BYTES,
+                               .process_metrics = cfg->process_metrics,
                                .on_sample = feed_sessions,
                                .on_sample_arg = srv};
     if (gm_sampler_start(&sopt, sample_ready, srv, &srv->sampler, err) < 0)

@@ -291,5 +291,51 @@ class Profile(unittest.TestCase):
         self.assertGreaterEqual(calls["nvmlDeviceGetUtilizationRates"][3], 0.027)
 
 
+class MigAndProcessUtilization(unittest.TestCase):
+    """An H100 in MIG mode (a 3g.40gb and two 1g.10gb devices, a process in each of the first
+    two) beside one that is not, whose processes NVML gives utilization samples for."""
+
+    def test_mig_devices_and_process_placement(self):
+        doc = query_json(scenario="h100-mig.json")
+        g = doc["gpus"][0]
+        self.assertEqual([(m["profile"], m["gpu_instance_id"], m["compute_instance_id"])
+                          for m in g["mig_devices"]],
+                         [("3g.40gb", 2, 0), ("1g.10gb", 7, 0), ("1g.10gb", 8, 0)])
+        m = g["mig_devices"][1]
+        self.assertEqual(m["uuid"], "MIG-7e5b3a1c-9d2f-5e4a-b6c8-0f1e2d3c4b5a")
+        self.assertEqual(m["memory"], {"used_mib": 6144, "total_mib": 9984, "free_mib": 3840})
+        procs = {p["pid"]: p for p in g["processes"]}
+        self.assertEqual(procs[5001]["mig_device"], g["mig_devices"][0]["uuid"])
+        self.assertEqual(procs[5002]["mig_device"], g["mig_devices"][1]["uuid"])
+        # MIG mode: NVML gives no per-process utilization, which is unknown, not 0.
+        self.assertEqual(procs[5001]["utilization"],
+                         {"sm": None, "memory": None, "encoder": None, "decoder": None})
+        # Not in MIG mode: no list of MIG devices at all.
+        self.assertNotIn("mig_devices", doc["gpus"][1])
+
+    def test_process_utilization(self):
+        doc = query_json(scenario="h100-mig.json")
+        procs = {p["pid"]: p for p in doc["gpus"][1]["processes"]}
+        self.assertEqual(procs[6001]["utilization"], {"sm": 87, "memory": 41, "encoder": 0, "decoder": 0})
+        self.assertEqual(procs[6003]["utilization"], {"sm": 2, "memory": 1, "encoder": 12, "decoder": 30})
+        self.assertEqual(procs[6002]["utilization"],
+                         {"sm": None, "memory": None, "encoder": None, "decoder": None})
+        self.assertIsNone(procs[6001]["mig_device"])
+        # A driver that refuses the call: unknown for every process.
+        doc = query_json(nvml=FAKE_NVML_OLD, scenario="h100-mig.json")
+        for g in doc["gpus"]:
+            for p in g["processes"]:
+                self.assertEqual(set(p["utilization"].values()), {None})
+
+    def test_text_view_shows_sm_share_and_mig_profile(self):
+        p = run(["query"], env=env(nvml=FAKE_NVML, scenario="h100-mig.json"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        line = next(l for l in p.stdout.splitlines() if "pid 6001" in l)
+        self.assertIn("sm  87%", line)
+        line = next(l for l in p.stdout.splitlines() if "pid 5002" in l)
+        self.assertIn("MIG 1g.10gb", line)
+        self.assertNotIn("sm ", next(l for l in p.stdout.splitlines() if "pid 6002" in l))
+
+
 if __name__ == "__main__":
     unittest.main()

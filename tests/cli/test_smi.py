@@ -754,5 +754,19 @@ class ExtraReadings(unittest.TestCase):
             "Workload Power Profiles/Enforced Profiles"])
 
 
+class MigList(unittest.TestCase):
+    def test_list_shows_mig_devices_under_their_gpu(self):
+        p = smi(["-L"], scenario="h100-mig.json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # nvidia-smi's columns: "MIG <profile>" padded to 15, the device number to 2.
+        self.assertEqual(p.stdout.splitlines(), [
+            "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-6a3c1e52-7d41-4c8e-9b2a-5f0d3e8c1a47)",
+            "  MIG 3g.40gb     Device  0: (UUID: MIG-0d2c6f9e-4a7b-5c3e-8f1d-2b9a6e4c7d10)",
+            "  MIG 1g.10gb     Device  1: (UUID: MIG-7e5b3a1c-9d2f-5e4a-b6c8-0f1e2d3c4b5a)",
+            "  MIG 1g.10gb     Device  2: (UUID: MIG-a1b2c3d4-e5f6-5a7b-8c9d-0e1f2a3b4c5d)",
+            "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-9f8e7d6c-5b4a-4c3d-8e2f-1a0b9c8d7e6f)",
+        ])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -25,7 +25,8 @@ def scenario(victim_pid):
          "util_mem": 20, "mem_total": 80 * GIB, "mem_used": 40 * GIB, "mem_free": 40 * GIB,
          "temp": 64, "power_mw": 350000, "power_limit_mw": 700000, "fan": 40, "pstate": 0,
          "processes": [{"pid": victim_pid, "used_mem": 20 * GIB, "type": "compute"},
-                       {"pid": 1, "used_mem": 1 * GIB, "type": "compute"}]},
+                       {"pid": 1, "used_mem": 1 * GIB, "type": "compute",
+                        "util": {"sm": 70, "mem": 20, "enc": 0, "dec": 0}}]},
         {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-70700000-0000-4000-8000-000000000001",
          "pci_bus_id": "00000000:2A:00.0", "util_gpu": 3, "util_mem": 1, "mem_total": 40 * GIB,
          "mem_used": 1 * GIB, "mem_free": 39 * GIB, "temp": 31,
@@ -151,6 +152,14 @@ class Top(TmuxScreen, unittest.TestCase):
         self.assertEqual(int(self.process_rows(text)[0].split()[0]), 1)
         self.keys("c")
         self.wait_screen(lambda t: "CPU%*" in t and "sort (CPU)" in t)
+        # S: by SM share, where NVML gave one (pid 1's 70 %); ours has none and reads "-".
+        self.keys("S")
+        def sm_first(t):
+            rows = self.process_rows(t)
+            return "SM%*" in t and "sort (SM)" in t and rows and int(rows[0].split()[0]) == 1
+        rows = self.process_rows(self.wait_screen(sm_first))
+        self.assertRegex(rows[0], r"MiB +70 ")
+        self.assertRegex(rows[1], r"MiB +- ")
         # g: the next GPU's graph; ?: the key list, closed by any key.
         self.keys("g")
         self.wait_screen(lambda t: "GPU 1 utilization" in t)
@@ -410,7 +419,7 @@ class TopWithoutTerminal(unittest.TestCase):
         p = run(["top", "--simulate", "1"], env=env())
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr, "gpumon top: needs a terminal; in scripts use gpumon query -l SECONDS\n")
-        for args, msg in ((["--sort", "size"], 'gpumon top: invalid --sort "size" (expected mem, cpu or pid)'),
+        for args, msg in ((["--sort", "size"], 'gpumon top: invalid --sort "size" (expected mem, cpu, pid or sm)'),
                           (["--interval", "0"], "gpumon top: --interval expects a duration"),
                           (["--connect", "http://127.0.0.1:1", "--simulate", "2"], "--connect reads the daemon's GPUs"),
                           (["--color", "blue"], 'gpumon top: invalid --color "blue"'),

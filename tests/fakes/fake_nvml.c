@@ -84,6 +84,8 @@ typedef fake_gpu *nvmlDevice_t;
 typedef struct fake_mig {
     fake_gpu *parent;
     const char *uuid; /* borrowed from the scenario */
+    json_t *j;        /* the entry when it is an object (a MIG device to enumerate), else NULL */
+    unsigned slot;    /* its index among the parent's enumerable MIG devices */
 } fake_mig;
 
 static struct {
@@ -350,8 +352,15 @@ static int load(void)
     for (unsigned i = 0; i < F.n; i++) {
         json_t *m = json_object_get(F.gpus[i].j, "mig_devices"), *u;
         size_t k;
-        json_array_foreach(m, k, u) if (json_is_string(u)) F.migs[F.nmig++] =
-            (fake_mig){&F.gpus[i], json_string_value(u)};
+        unsigned slot = 0;
+        json_array_foreach(m, k, u)
+        {
+            if (json_is_string(u))
+                F.migs[F.nmig++] = (fake_mig){&F.gpus[i], json_string_value(u), NULL, 0};
+            else if (json_is_object(u) && json_is_string(json_object_get(u, "uuid")))
+                F.migs[F.nmig++] = (fake_mig){
+                    &F.gpus[i], json_string_value(json_object_get(u, "uuid")), u, slot++};
+        }
     }
     return RC_SUCCESS;
 }
@@ -526,6 +535,45 @@ static int metric(nvmlDevice_t d, const char *key, const char *group, unsigned l
 static bool valid_device(nvmlDevice_t d)
 {
     return F.refcount > 0 && d && d >= F.gpus && d < F.gpus + F.n;
+}
+
+/* The MIG device a handle points at, NULL when it is not a MIG device's handle. */
+static fake_mig *as_mig(nvmlDevice_t d)
+{
+    fake_mig *m = (fake_mig *)(void *)d;
+    return F.refcount > 0 && m && m >= F.migs && m < F.migs + F.nmig ? m : NULL;
+}
+
+/* A numeric field of a MIG device's entry; RC_NOT_SUPPORTED when left out. */
+static int mig_num(const fake_mig *m, const char *key, unsigned long long *out)
+{
+    json_t *v = m->j ? json_object_get(m->j, key) : NULL;
+    if (!json_is_integer(v))
+        return RC_NOT_SUPPORTED;
+    *out = (unsigned long long)json_integer_value(v);
+    return RC_SUCCESS;
+}
+
+/* Whether the MIG device was destroyed: "gone_after": N on its entry removes it after its
+ * GPU's Nth read (its handle then answers INVALID_ARGUMENT, as a stale one does). */
+static bool mig_gone(const fake_mig *m)
+{
+    json_t *g = m->j ? json_object_get(m->j, "gone_after") : NULL;
+    return json_is_integer(g) && m->parent->util_calls > (unsigned long)json_integer_value(g);
+}
+
+/* Its memory: total, used and free as the entry gives them, reserved 0. */
+static int mig_memory(const fake_mig *m, unsigned long long *total, unsigned long long *free_b,
+                      unsigned long long *used)
+{
+    if (m->parent->lost)
+        return RC_GPU_IS_LOST;
+    if (mig_gone(m))
+        return RC_INVALID_ARGUMENT;
+    if (mig_num(m, "mem_total", total) || mig_num(m, "mem_used", used) ||
+        mig_num(m, "mem_free", free_b))
+        return RC_NOT_SUPPORTED;
+    return RC_SUCCESS;
 }
 
 static int u32_metric(const char *fn, nvmlDevice_t d, const char *key, const char *group,
@@ -720,11 +768,31 @@ static int identity(const char *fn, nvmlDevice_t d, const char *key, const char 
 
 int nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned length)
 {
+    const fake_mig *m = as_mig(d);
+    if (m) {
+        /* A MIG device is named "<GPU name> MIG <profile>", as the real library names it. */
+        count_call(__func__);
+        const char *n = json_string_value(json_object_get(m->j, "name"));
+        const char *prof = json_string_value(json_object_get(m->j, "profile"));
+        const char *gpu = json_string_value(json_object_get(m->parent->j, "name"));
+        char buf[160];
+        if (!n) {
+            snprintf(buf, sizeof buf, "%s MIG %s", gpu ? gpu : "NVIDIA Fake GPU",
+                     prof ? prof : "1g.10gb");
+            n = buf;
+        }
+        return copy_out(n, name, length);
+    }
     return identity(__func__, d, "name", "NVIDIA Fake GPU", name, length);
 }
 
 int nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned length)
 {
+    const fake_mig *m = as_mig(d);
+    if (m) {
+        count_call(__func__);
+        return copy_out(m->uuid, uuid, length);
+    }
     char def[64];
     snprintf(def, sizeof def, "GPU-fa4e0000-0000-0000-0000-%012u", valid_device(d) ? d->index : 0);
     return identity(__func__, d, "uuid", def, uuid, length);
@@ -841,6 +909,20 @@ static int memory(nvmlDevice_t d, unsigned long long *total, unsigned long long 
 int nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, fake_memory_v2 *m)
 {
     count_call(__func__);
+    const fake_mig *mig = as_mig(d);
+    if (mig && m) {
+        if (m->version != FAKE_MEMORY_V2_VERSION)
+            return RC_ARGUMENT_VERSION_MISMATCH;
+        unsigned long long t, f, u;
+        int rc = mig_memory(mig, &t, &f, &u);
+        if (rc == RC_SUCCESS) {
+            m->total = t;
+            m->reserved = 0;
+            m->free = f;
+            m->used = u;
+        }
+        return rc;
+    }
     if (!valid_device(d) || !m)
         return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
     /* A driver built for another struct revision refuses the call, as "mem_v2_mismatch" mimics. */
@@ -862,6 +944,17 @@ int nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, fake_memory_v2 *m)
 int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, fake_memory_v1 *m)
 {
     count_call(__func__);
+    const fake_mig *mig = as_mig(d);
+    if (mig && m) {
+        unsigned long long t, f, u;
+        int rc = mig_memory(mig, &t, &f, &u);
+        if (rc == RC_SUCCESS) {
+            m->total = t;
+            m->free = f;
+            m->used = u;
+        }
+        return rc;
+    }
     if (!valid_device(d) || !m)
         return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
     unsigned long long t, r, f, u;
@@ -1036,6 +1129,11 @@ static int processes(const char *fn, nvmlDevice_t d, unsigned *count, void *info
                 continue;
             fake_process_v2 e = {0};
             json_t *mem = json_object_get(p, "used_mem");
+            /* Outside MIG mode the driver gives its not-available value for both ids. */
+            json_t *gi = json_object_get(p, "gpu_instance_id");
+            json_t *ci = json_object_get(p, "compute_instance_id");
+            e.gpuInstanceId = json_is_integer(gi) ? (unsigned)json_integer_value(gi) : UINT_MAX;
+            e.computeInstanceId = json_is_integer(ci) ? (unsigned)json_integer_value(ci) : UINT_MAX;
             e.pid = (unsigned)json_integer_value(json_object_get(p, "pid"));
             e.usedGpuMemory = json_is_integer(mem) ? (unsigned long long)json_integer_value(mem)
                                                    : FAKE_VALUE_NOT_AVAILABLE;
@@ -1044,7 +1142,10 @@ static int processes(const char *fn, nvmlDevice_t d, unsigned *count, void *info
         json_t *gp = json_object_get(d->j, "grow_pid");
         unsigned base = json_is_integer(gp) ? (unsigned)json_integer_value(gp) : 90000;
         for (unsigned x = 0; x < extra; x++) {
-            fake_process_v2 e = {.pid = base + x, .usedGpuMemory = 1048576};
+            fake_process_v2 e = {.pid = base + x,
+                                 .usedGpuMemory = 1048576,
+                                 .gpuInstanceId = UINT_MAX,
+                                 .computeInstanceId = UINT_MAX};
             memcpy((char *)infos + k++ * stride, &e, stride);
         }
         *count = total;
@@ -1089,6 +1190,136 @@ int nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned *count, fake_
 {
     return processes(__func__, d, count, p, sizeof *p, "graphics");
 }
+
+/* nvmlProcessUtilizationSample_t. */
+typedef struct {
+    unsigned pid;
+    unsigned long long timeStamp;
+    unsigned smUtil, memUtil, encUtil, decUtil;
+} fake_proc_util;
+
+/* The microsecond time stamp of the GPU's current read: one driver sample per read. */
+#define FAKE_PUTIL_TS0 1700000000000000ULL
+
+/* Each process with a "util" object has one sample per read of the GPU, stamped with that
+ * read; only samples newer than last_seen are given, NOT_FOUND when there is none. A GPU in
+ * MIG mode answers NOT_SUPPORTED, as the real driver does; so does the old-driver build, as
+ * boards before Maxwell do. */
+int nvmlDeviceGetProcessUtilization(nvmlDevice_t d, fake_proc_util *samples, unsigned *count,
+                                    unsigned long long last_seen)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !count)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (FAKE_NVML_OLD_DRIVER)
+        return RC_NOT_SUPPORTED;
+    int rc = call_status(d, "process_util", "process_util");
+    if (rc != RC_SUCCESS)
+        return rc;
+    unsigned long long mig;
+    if (num(d, "mig_mode", &mig) == RC_SUCCESS && mig == 1)
+        return RC_NOT_SUPPORTED;
+    unsigned long long ts = FAKE_PUTIL_TS0 + (unsigned long long)d->util_calls * 1000000ULL;
+    json_t *list = json_object_get(d->j, "processes");
+    unsigned n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(list, i, p) if (json_is_object(json_object_get(p, "util")) &&
+                                       present(d, p) && ts > last_seen) n++;
+    if (n == 0)
+        return RC_NOT_FOUND;
+    if (*count < n || !samples) {
+        *count = n;
+        return RC_INSUFFICIENT_SIZE;
+    }
+    static const char *const keys[4] = {"sm", "mem", "enc", "dec"};
+    unsigned k = 0;
+    json_array_foreach(list, i, p)
+    {
+        json_t *u = json_object_get(p, "util");
+        if (!json_is_object(u) || !present(d, p) || ts <= last_seen)
+            continue;
+        unsigned v[4] = {0, 0, 0, 0};
+        for (int e = 0; e < 4; e++) {
+            json_t *x = current(d, json_object_get(u, keys[e]));
+            v[e] = json_is_integer(x) ? (unsigned)json_integer_value(x) : 0;
+        }
+        samples[k++] = (fake_proc_util){
+            (unsigned)json_integer_value(json_object_get(p, "pid")), ts, v[0], v[1], v[2], v[3]};
+    }
+    *count = k;
+    return RC_SUCCESS;
+}
+
+#if !FAKE_NVML_OLD_DRIVER
+/* ---- MIG ----------------------------------------------------------------------------------- */
+
+/* A GPU with "mig_mode" can hold MIG devices: "mig_max_devices" (default 7). */
+int nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned *count)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !count)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    int rc = call_status(d, "mig", "mig");
+    unsigned long long mode, max;
+    if (rc != RC_SUCCESS)
+        return rc;
+    if (num(d, "mig_mode", &mode) != RC_SUCCESS)
+        return RC_NOT_SUPPORTED;
+    *count = num(d, "mig_max_devices", &max) == RC_SUCCESS ? (unsigned)max : 7;
+    return RC_SUCCESS;
+}
+
+/* The MIG device objects of "mig_devices" in order, at indexes 0.. ("index" moves one). */
+int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned index, nvmlDevice_t *out)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !out)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (d->lost)
+        return RC_GPU_IS_LOST;
+    unsigned long long mode;
+    if (num(d, "mig_mode", &mode) != RC_SUCCESS || mode != 1)
+        return RC_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < F.nmig; i++) {
+        fake_mig *m = &F.migs[i];
+        if (m->parent != d || !m->j || mig_gone(m))
+            continue;
+        json_t *ix = json_object_get(m->j, "index");
+        unsigned at = json_is_integer(ix) ? (unsigned)json_integer_value(ix) : m->slot;
+        if (at == index) {
+            *out = (nvmlDevice_t)(void *)m;
+            return RC_SUCCESS;
+        }
+    }
+    return RC_NOT_FOUND;
+}
+
+static int instance_id(const char *fn, nvmlDevice_t d, const char *key, unsigned *id)
+{
+    count_call(fn);
+    const fake_mig *m = as_mig(d);
+    if (!id)
+        return RC_INVALID_ARGUMENT;
+    if (!m) /* a GPU's own handle */
+        return valid_device(d) ? RC_NOT_SUPPORTED : RC_INVALID_ARGUMENT;
+    unsigned long long v;
+    if (mig_num(m, key, &v) != RC_SUCCESS)
+        return RC_NOT_SUPPORTED;
+    *id = (unsigned)v;
+    return RC_SUCCESS;
+}
+
+int nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned *id)
+{
+    return instance_id(__func__, d, "gpu_instance_id", id);
+}
+
+int nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned *id)
+{
+    return instance_id(__func__, d, "compute_instance_id", id);
+}
+#endif
 
 /* ---- topology ------------------------------------------------------------------------------ */
 

@@ -1281,6 +1281,130 @@ static void test_mig_parent(void **state)
     close_st(st);
 }
 
+static const gm_process *listed(uint32_t pid)
+{
+    for (size_t i = 0; i < snap->proc_count; i++)
+        if (snap->procs[i].pid == pid)
+            return &snap->procs[i];
+    fail_msg("process %u not listed", (unsigned)pid);
+    return NULL;
+}
+
+/* Per-process utilisation: one call per GPU per sample for all its processes, matched by PID;
+ * a process without a sample stays unknown; a GPU that refuses the call is not asked again. */
+static void test_process_utilization(void **state)
+{
+    (void)state;
+    void *st = open_ok(&fake_current, "h100-mig.json");
+    unsigned long c0 = fake_current.calls("nvmlDeviceGetProcessUtilization");
+    sample_ok(st, true);
+    const gm_process *p = listed(6001);
+    assert_int_equal(p->util_valid, 0xf);
+    assert_int_equal(p->util_pct[GM_PROC_UTIL_SM], 87);
+    assert_int_equal(p->util_pct[GM_PROC_UTIL_MEM], 41);
+    assert_int_equal(p->util_pct[GM_PROC_UTIL_ENC], 0);
+    assert_int_equal(p->util_pct[GM_PROC_UTIL_DEC], 0);
+    p = listed(6003);
+    assert_int_equal(p->util_valid, 0xf);
+    assert_int_equal(p->util_pct[GM_PROC_UTIL_ENC], 12);
+    assert_int_equal(p->util_pct[GM_PROC_UTIL_DEC], 30);
+    /* No sample for it in the period: unknown, not 0. */
+    assert_int_equal(listed(6002)->util_valid, 0);
+    /* GPU 0 is in MIG mode, where NVML refuses the call. */
+    assert_int_equal(listed(5001)->util_valid, 0);
+    /* The second sample reads the newer sample, with one call (GPU 0 is not asked again). */
+    sample_ok(st, true);
+    assert_int_equal(listed(6001)->util_pct[GM_PROC_UTIL_SM], 89);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetProcessUtilization") - c0, 2 + 1);
+    /* Without processes, no call. */
+    sample_ok(st, false);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetProcessUtilization") - c0, 3);
+    close_st(st);
+
+    /* A driver or board that lacks it: every process's utilisation unknown. */
+    st = open_ok(&fake_old, "h100-mig.json");
+    sample_ok(st, true);
+    for (size_t i = 0; i < snap->proc_count; i++)
+        assert_int_equal(snap->procs[i].util_valid, 0);
+    close_st(st);
+}
+
+/* MIG: the devices of a GPU in MIG mode with their profile, instance ids and memory; the
+ * processes placed in them; the list read once a minute, the memory every sample. */
+static void test_mig_devices(void **state)
+{
+    (void)state;
+    void *st = open_ok(&fake_current, "h100-mig.json");
+    sample_ok(st, true);
+    const gm_gpu *g = &snap->gpus[0];
+    assert_int_equal(g->mig_count, 3);
+    assert_string_equal(g->mig[0].uuid, "MIG-0d2c6f9e-4a7b-5c3e-8f1d-2b9a6e4c7d10");
+    assert_string_equal(g->mig[0].profile, "3g.40gb");
+    assert_int_equal(g->mig[0].gpu_instance_id, 2);
+    assert_int_equal(g->mig[0].compute_instance_id, 0);
+    assert_true(g->mig[0].mem_valid);
+    assert_int_equal(g->mig[0].mem_total_bytes, 42144366592ULL);
+    assert_int_equal(g->mig[0].mem_used_bytes, 12884901888ULL);
+    assert_int_equal(g->mig[0].mem_free_bytes, 29259464704ULL);
+    assert_string_equal(g->mig[1].profile, "1g.10gb");
+    assert_int_equal(g->mig[1].gpu_instance_id, 7);
+    assert_string_equal(g->mig[2].uuid, "MIG-a1b2c3d4-e5f6-5a7b-8c9d-0e1f2a3b4c5d");
+    const gm_mig_device *m = gm_gpu_process_mig(g, listed(5001));
+    assert_non_null(m);
+    assert_string_equal(m->uuid, g->mig[0].uuid);
+    m = gm_gpu_process_mig(g, listed(5002));
+    assert_non_null(m);
+    assert_string_equal(m->uuid, g->mig[1].uuid);
+    /* GPU 1 is not in MIG mode: no MIG device, its processes in none. */
+    assert_int_equal(snap->gpus[1].mig_count, 0);
+    assert_false(listed(6001)->instance_known);
+    assert_null(gm_gpu_process_mig(&snap->gpus[1], listed(6001)));
+
+    unsigned long list0 = fake_current.calls("nvmlDeviceGetMigDeviceHandleByIndex");
+    unsigned long mem0 = fake_current.calls("nvmlDeviceGetMemoryInfo_v2");
+    sample_ok(st, true);
+    assert_int_equal(snap->gpus[0].mig_count, 3);
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMigDeviceHandleByIndex") - list0, 0);
+    /* Two GPUs and three MIG devices. */
+    assert_int_equal(fake_current.calls("nvmlDeviceGetMemoryInfo_v2") - mem0, 2 + 3);
+    close_st(st);
+
+    /* A MIG device destroyed between listings: its memory call fails, so the devices are
+     * listed again at the next sample, without it. */
+    json_t *root = load_fixture("h100-mig.json");
+    json_object_set_new(
+        json_array_get(
+            json_object_get(json_array_get(json_object_get(root, "gpus"), 0), "mig_devices"), 2),
+        "gone_after", json_integer(1));
+    char path[] = "/tmp/gm-test-nvml-mig-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    setenv("GM_FAKE_NVML_SCENARIO", path, 1);
+    gm_collector_options opt = {.nvml_lib = fake_current.path};
+    gm_error err = {0};
+    st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
+    track(st);
+    sample_ok(st, false);
+    assert_int_equal(snap->gpus[0].mig_count, 3);
+    sample_ok(st, false);
+    assert_int_equal(snap->gpus[0].mig_count, 3);
+    assert_false(snap->gpus[0].mig[2].mem_valid);
+    sample_ok(st, false);
+    assert_int_equal(snap->gpus[0].mig_count, 2);
+    close_st(st);
+    unlink(path);
+
+    /* A driver before MIG: none. */
+    st = open_ok(&fake_old, "h100-mig.json");
+    sample_ok(st, true);
+    assert_int_equal(snap->gpus[0].mig_count, 0);
+    close_st(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1309,6 +1433,8 @@ int main(void)
         cmocka_unit_test_teardown(test_fabric_v2_in_progress, test_teardown),
         cmocka_unit_test_teardown(test_xid_events, test_teardown),
         cmocka_unit_test_teardown(test_mig_parent, test_teardown),
+        cmocka_unit_test_teardown(test_process_utilization, test_teardown),
+        cmocka_unit_test_teardown(test_mig_devices, test_teardown),
         cmocka_unit_test_teardown(test_dropin_reads_present, test_teardown),
         cmocka_unit_test_teardown(test_dropin_reads_absent, test_teardown),
         cmocka_unit_test_teardown(test_smi_extra_h200, test_teardown),

@@ -20,6 +20,7 @@ import type { Hot } from '../lib/overview';
 import type { Store } from '../lib/store';
 import type { Gpu } from '../lib/types';
 import { useTopics } from './hooks';
+import { MigTable } from './MigTable';
 import { isStale, StaleNote } from './StaleNote';
 import { TimeChart } from './TimeChart';
 
@@ -207,6 +208,7 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
           )}
         </p>
       )}
+      {!lost && <MigTable g={g} />}
       <div class="charts">
         <TimeChart store={store} gpu={g.index} kind="load" />
         <TimeChart store={store} gpu={g.index} kind="thermal" />

@@ -3,7 +3,7 @@
 
 import { useState } from 'preact/hooks';
 
-import { fmtMiB, NA } from '../lib/format';
+import { fmtMiB, fmtPercent, NA } from '../lib/format';
 import { allProcesses, filterProcesses, sortProcesses } from '../lib/processes';
 import type { ProcKey, SortDir } from '../lib/processes';
 import type { Store } from '../lib/store';
@@ -15,6 +15,7 @@ const COLUMNS: { key: ProcKey; label: string; short: string; num: boolean }[] = 
   { key: 'pid', label: 'PID', short: 'PID', num: true },
   { key: 'user', label: 'User', short: 'User', num: false },
   { key: 'command', label: 'Command', short: 'Command', num: false },
+  { key: 'sm', label: 'SM %', short: 'SM', num: true },
   { key: 'memory', label: 'GPU memory', short: 'Memory', num: true },
 ];
 
@@ -36,7 +37,7 @@ export function ProcessTable({ store, gpu }: { store: Store; gpu?: number }) {
     else {
       setSortKey(k);
       // Numbers read best largest first, names alphabetically.
-      setDir(k === 'memory' ? 'desc' : 'asc');
+      setDir(k === 'memory' || k === 'sm' ? 'desc' : 'asc');
     }
   };
 
@@ -91,6 +92,13 @@ export function ProcessTable({ store, gpu }: { store: Store; gpu?: number }) {
                 <td class={p.user ? undefined : 'na'}>{p.user ?? NA}</td>
                 <td class={p.command ? 'cmd' : 'cmd na'} title={p.command ?? undefined}>
                   {p.command ?? NA}
+                </td>
+                <td
+                  class={(p.utilization?.sm ?? null) === null ? 'num na' : 'num'}
+                  data-field="sm"
+                  title={p.mig_device ? `MIG device ${p.mig_device}` : undefined}
+                >
+                  {fmtPercent(p.utilization?.sm ?? null)}
                 </td>
                 <td class={p.used_memory_mib === null ? 'num na' : 'num'}>{fmtMiB(p.used_memory_mib)}</td>
               </tr>

@@ -3,7 +3,7 @@
 
 import type { GpuProcess, Snapshot } from './types';
 
-export type ProcKey = 'gpu' | 'pid' | 'user' | 'command' | 'memory';
+export type ProcKey = 'gpu' | 'pid' | 'user' | 'command' | 'memory' | 'sm';
 export type SortDir = 'asc' | 'desc';
 
 /** Every process of the sample, GPU by GPU. */
@@ -40,6 +40,8 @@ function keyOf(p: GpuProcess, k: ProcKey): string | number | null {
       return p.command;
     case 'memory':
       return p.used_memory_bytes;
+    case 'sm':
+      return p.utilization?.sm ?? null;
   }
 }
 

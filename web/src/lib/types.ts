@@ -11,6 +11,19 @@ export interface GpuProcess {
   used_memory_bytes: Num;
   user: string | null;
   command: string | null;
+  /** Share of each engine over the driver's last period (%); null where NVML gave none. */
+  utilization?: { sm: Num; memory: Num; encoder: Num; decoder: Num };
+  /** UUID of the MIG device it runs in; null outside MIG mode. */
+  mig_device?: string | null;
+}
+
+/** A MIG device of a GPU in MIG mode. */
+export interface MigDevice {
+  uuid: string | null;
+  profile: string | null;
+  gpu_instance_id: number;
+  compute_instance_id: number;
+  memory: { used_mib: Num; total_mib: Num; free_mib: Num };
 }
 
 /** The health block of a GPU (absent metrics null: an older driver, or a GPU without ECC). */
@@ -87,6 +100,8 @@ export interface Gpu {
   compute_capability?: string | null;
   compute_mode?: string | null;
   mig_mode?: { current: boolean | null; pending: boolean | null };
+  /** Present only while the GPU is in MIG mode. */
+  mig_devices?: MigDevice[];
 }
 
 export interface HostMetrics {

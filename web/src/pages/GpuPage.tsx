@@ -12,6 +12,7 @@ import { Chart } from '../components/Chart';
 import { GpuName, healthNaNote } from '../components/GpuCard';
 import type { Line } from '../components/Chart';
 import { useTopics } from '../components/hooks';
+import { MigTable } from '../components/MigTable';
 import { ProcessTable } from '../components/ProcessTable';
 import { isStale, StaleNote } from '../components/StaleNote';
 import { WindowPicker } from '../components/WindowPicker';
@@ -454,6 +455,7 @@ export function GpuPage({ app, params }: PageProps) {
           Throttled now: {throttle.filter((r) => r !== 'gpu_idle').map((r) => r.replace(/_/g, ' ')).join(', ')}
         </p>
       )}
+      {!lost && <MigTable g={g} />}
       <div class="chart-tools" data-field="chart-tools">
         <span class="hint">Drag across a chart to zoom every chart; double-click for the whole window.</span>
         {zoomed && (

@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +18,7 @@ import { fmtChange, fmtFig } from '../../src/lib/bench';
 import { fmtPercent } from '../../src/lib/format';
 import type { SessionDoc, SessionList } from '../../src/lib/sessions';
 import { fmtEnergy } from '../../src/lib/sessions';
-import { api, fillStore, launch, sleep, startDaemon, stopDaemon, waitFor } from './helpers';
+import { api, BUILD, fillStore, launch, sleep, startDaemon, stopDaemon, waitFor } from './helpers';
 import type { Daemon, Stored } from './helpers';
 
 const work = mkdtempSync(join(tmpdir(), 'gpumon-web-pages-'));
@@ -432,6 +433,33 @@ describe('pages', () => {
     } finally {
       await p.close();
     }
+  });
+
+  it('MIG devices under their GPU, and the SM share of each process, sortable', async () => {
+    // The fake NVML's H100 in MIG mode (3g.40gb, two 1g.10gb) beside one whose processes have
+    // utilization samples (6001 at 87-89 %, 6003 at 2 %, 6002 with none).
+    const mig = await startDaemon(work, ['--provider', 'nvml', '--db', 'none', '--poll-interval', '250'], 0, {
+      GPU_MONITOR_NVML_LIB: join(BUILD, 'tests', 'fakes', 'nvml-current', 'libnvidia-ml.so.1'),
+      GM_FAKE_NVML_SCENARIO: join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'tests', 'fixtures', 'nvml', 'h100-mig.json'),
+    });
+    others.push(mig);
+    await page.goto(mig.base + '#/');
+    const rows = page.locator('article [data-field=mig-devices] tbody tr');
+    await waitFor('the MIG table', async () => (await rows.count()) === 3);
+    expect(await rows.first().locator('td').first().textContent()).toBe('3g.40gb');
+    expect(await rows.nth(1).getAttribute('data-uuid')).toBe('MIG-7e5b3a1c-9d2f-5e4a-b6c8-0f1e2d3c4b5a');
+    // Only the GPU in MIG mode has one.
+    expect(await page.locator('[data-field=mig-devices]').count()).toBe(1);
+
+    await page.goto(mig.base + '#/gpu/1');
+    const sm = page.locator('section.procs th[data-key=sm]');
+    await sm.locator('button').click();
+    await expect.poll(() => sm.getAttribute('aria-sort')).toBe('descending');
+    const order = (): Promise<number[]> =>
+      page.locator('section.procs tbody tr[data-pid]').evaluateAll((r) => r.map((x) => Number((x as HTMLElement).dataset.pid)));
+    await waitFor('busiest first, unknown last', async () => JSON.stringify(await order()) === '[6001,6003,6002]');
+    const cell = page.locator('section.procs tr[data-pid="6002"] td[data-field=sm]');
+    expect(await cell.getAttribute('class')).toContain('na');
   });
 
   it('raised no page errors', () => {

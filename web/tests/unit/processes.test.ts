@@ -34,6 +34,16 @@ describe('sortProcesses', () => {
     expect(sortProcesses(list, 'pid', 'asc').map((p) => p.pid)).toEqual([5, 20, 300, 1000]);
     expect(sortProcesses(list, 'pid', 'desc').map((p) => p.pid)).toEqual([1000, 300, 20, 5]);
   });
+  it('sorts by SM share, busiest first, unknown (no sample from NVML) last', () => {
+    const withSm = list.map((p, i) => ({
+      ...p,
+      utilization: { sm: [40, null, 95, 0][i] ?? null, memory: null, encoder: null, decoder: null },
+    }));
+    expect(sortProcesses(withSm, 'sm', 'desc').map((p) => p.pid)).toEqual([1000, 300, 5, 20]);
+    expect(sortProcesses(withSm, 'sm', 'asc').map((p) => p.pid)).toEqual([5, 300, 1000, 20]);
+    // A daemon that does not send utilization at all: every process unknown, in GPU/PID order.
+    expect(sortProcesses(list, 'sm', 'desc').map((p) => p.pid)).toEqual([300, 1000, 5, 20]);
+  });
   it('sorts users alphabetically and breaks ties by GPU then PID', () => {
     expect(sortProcesses(list, 'user', 'asc').map((p) => p.user)).toEqual(['alice', 'bob', 'carol', null]);
     expect(sortProcesses(list, 'gpu', 'asc').map((p) => p.pid)).toEqual([300, 1000, 5, 20]);
