@@ -13,7 +13,7 @@ _gpumon_opts_snapshot='-o --output --power-window --interval --power-interval --
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format --json -h --help'
 _gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --gpus --interval --idle-seconds -o --output --label --trace --db --no-db -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size --ready-path --ready-timeout --keep-container --pull --task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices -h --help'
 _gpumon_opts_containers='--format --json --all --dry-run --stop-timeout -h --help'
-_gpumon_opts_history='--db --format --json --limit -o --output --older-than -h --help'
+_gpumon_opts_history='--db --format --point --json --limit -o --output --older-than -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps --help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed'
 _gpumon_opts_cluster='--prometheus --job -n --count --gpus -u --max-util --max-mem-percent --format --json --timeout -h --help'
 _gpumon_opts_top='--connect --token --interval --sort --color --colour --provider --simulate --seed -h --help'
@@ -245,7 +245,10 @@ _gpumon_table_value() {
         return 0
         ;;
     history:--format)
-        COMPREPLY=($(compgen -W 'table json csv' -- "$cur"))
+        COMPREPLY=($(compgen -W 'table json csv vllm html' -- "$cur"))
+        return 0
+        ;;
+    history:--point) # nothing to offer
         return 0
         ;;
     history:--limit) # nothing to offer
