@@ -13,6 +13,7 @@
 
 #include "server/config.h"
 #include "server/fleet_cache.h"
+#include "server/jobs.h"
 #include "server/log.h"
 #include "server/query.h"
 #include "server/request.h"
@@ -71,6 +72,7 @@ typedef struct gm_server {
     gm_sampler *sampler;
     gm_worker *worker;      /* the session worker (POST/GET/DELETE /api/sessions) */
     gm_fleet_cache *fleet;  /* GET /api/fleet's thread; NULL without --prometheus */
+    gm_jobs *jobs;          /* POST /api/benchmarks: the benchmark jobs' queue and thread */
     struct MHD_Daemon *mhd; /* HTTP, driven by the loop (no thread of its own) */
     int epfd;               /* the loop's epoll set */
     int wakefd;             /* eventfd: the sampler, session worker and fleet thread wake the
