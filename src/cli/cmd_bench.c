@@ -794,7 +794,8 @@ int gm_cli_bench(int argc, char **argv)
             gm_cli_ctr_finish(ir.ctr);
             const char *failure = ir.ctr ? gm_cli_ctr_failure(ir.ctr) : NULL;
             if (failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0)) {
-                if ((doc = gm_bench_runner_document(run, col ? NULL : "none"))) {
+                if ((doc = gm_bench_runner_document(run,
+                                                    col ? gm_collector_provider(col) : "none"))) {
                     const char *cu = gm_cli_ctr_url(ir.ctr);
                     json_object_set_new(doc, "url", cu && *cu ? gm_json_str(cu) : json_null());
                     image_json(&ir, doc);
@@ -911,7 +912,7 @@ int gm_cli_bench(int argc, char **argv)
     /* The container's exit state belongs in the document: it is stopped first. */
     if (ir.ctr)
         gm_cli_ctr_finish(ir.ctr);
-    if (!(doc = gm_bench_runner_document(run, col ? NULL : "none"))) {
+    if (!(doc = gm_bench_runner_document(run, col ? gm_collector_provider(col) : "none"))) {
         fprintf(stderr, "gpumon bench: out of memory\n");
         rc = GM_EXIT_FAILURE;
         goto out;

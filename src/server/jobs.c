@@ -479,7 +479,7 @@ static void run_job(gm_jobs *j, job *jb)
         end = JOB_DONE;
     /* What was measured is kept, whatever the end (as the CLI keeps it on Ctrl-C). */
     if (gm_bench_runner_points_done(run) > 0 && j->db_path[0] &&
-        (doc = gm_bench_runner_document(run, col ? NULL : "none"))) {
+        (doc = gm_bench_runner_document(run, col ? gm_collector_provider(col) : "none"))) {
         json_object_set_new(doc, "job", json_pack("{s:s}", "id", jb->id));
         json_t *cmd = json_pack("[s, s]", "POST", "/api/benchmarks");
         int64_t ended = gm_clock_wall_ms();
@@ -702,6 +702,20 @@ json_t *gm_jobs_list(gm_jobs *j)
     pthread_mutex_lock(&j->mu);
     for (size_t i = j->njobs; a && i > 0; i--)
         json_array_append_new(a, job_json(j->jobs[i - 1]));
+    pthread_mutex_unlock(&j->mu);
+    return a;
+}
+
+json_t *gm_jobs_recent(gm_jobs *j, double seconds)
+{
+    json_t *a = json_array();
+    double now = gm_clock_mono_s();
+    pthread_mutex_lock(&j->mu);
+    for (size_t i = 0; a && i < j->njobs; i++) {
+        const job *jb = j->jobs[i];
+        if (!finished(jb->state) || now - jb->state_since <= seconds)
+            json_array_append_new(a, job_json(jb));
+    }
     pthread_mutex_unlock(&j->mu);
     return a;
 }

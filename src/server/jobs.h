@@ -59,6 +59,8 @@ int gm_jobs_submit(gm_jobs *j, gm_jobs_request *req, char *id, gm_error *err);
 /* The jobs, newest first, or one (NULL: no such job): new references. */
 json_t *gm_jobs_list(gm_jobs *j);
 json_t *gm_jobs_get(gm_jobs *j, const char *id);
+/* The jobs not ended, and those ended in the last `seconds`, oldest first (new reference). */
+json_t *gm_jobs_recent(gm_jobs *j, double seconds);
 
 /* GM_OK (cancelled, or being cancelled), GM_ENOENT, GM_ESTATE (already finished). */
 int gm_jobs_cancel(gm_jobs *j, const char *id, gm_error *err);

@@ -900,6 +900,7 @@ static const gm_route routes[] = {
     {"/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_metrics, false, false},
     {"/ws/gpu", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
     {"/ws/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
+    {"/ws/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
 };
 
 const gm_route *gm_route_find(const char *path)

@@ -3,6 +3,7 @@ server runs to done and its result is in history as a CLI run's is; a job waits 
 by `gpumon run` and starts when they are released; cancel during a point keeps what was
 measured and releases the lease; SIGTERM with a job running stops it and releases the lease;
 every field of a bad body is named in a 400; the token is always required."""
+import asyncio
 import json
 import os
 import shutil
@@ -12,6 +13,8 @@ import sys
 import tempfile
 import time
 import unittest
+
+import websockets
 
 from daemon import Daemon
 
@@ -175,6 +178,44 @@ class Jobs(unittest.TestCase):
                     env=env())
         self.assertEqual(shown.returncode, 0, shown.stderr)
         self.assertTrue(json.loads(shown.stdout)["interrupted"])
+
+    def test_progress_on_the_websocket_stream(self):
+        s = self.server("--itl-ms", "5")
+        url = "ws://127.0.0.1:%d/ws/benchmarks?token=%s" % (self.d.port, TOKEN)
+
+        async def watch(seconds):
+            seen = []
+            async with websockets.connect(url, max_size=None, open_timeout=5) as ws:
+                doc = self.submit({"url": s.url, "concurrency": [2], "requests": 60,
+                                   "output_tokens": 10, "idle_seconds": 0})
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < seconds:
+                    try:
+                        msg = await asyncio.wait_for(ws.recv(), timeout=1)
+                    except asyncio.TimeoutError:
+                        continue
+                    jobs = json.loads(msg)["jobs"]
+                    seen.append(jobs)
+                    if jobs and jobs[-1]["state"] == "done":
+                        break
+            return doc["id"], seen
+
+        jid, seen = asyncio.run(watch(30))
+        mine = [j for frame in seen for j in frame if j["id"] == jid]
+        self.assertEqual(mine[-1]["state"], "done")
+        running = [j["progress"] for j in mine if j["state"] == "running" and j["progress"]]
+        self.assertTrue(running, [j["state"] for j in mine])
+        done = [p["requests_done"] for p in running]
+        self.assertEqual(done, sorted(done))
+        self.assertTrue(all(p["ttft_p50_ms"] > 0 and p["ttft_p99_ms"] >= p["ttft_p50_ms"]
+                            for p in running if p["ttft_p50_ms"] is not None))
+        # Without the token the stream is refused.
+        async def refused():
+            async with websockets.connect("ws://127.0.0.1:%d/ws/benchmarks" % self.d.port,
+                                          open_timeout=5):
+                pass
+        with self.assertRaises(Exception):
+            asyncio.run(refused())
 
     def test_bad_bodies_name_their_field(self):
         url = "http://127.0.0.1:9"
