@@ -761,6 +761,7 @@ int gm_cli_bench(int argc, char **argv)
                                   .max_in_flight = raise_nofile(),
                                   .sim_load = &sim_load,
                                   .progress = on_progress,
+                                  .live_figures = pc.tty,
                                   .on_point = on_point,
                                   .gone = on_gone,
                                   .arg = &pc};

@@ -560,10 +560,18 @@ typedef struct point_ctx {
     gm_bench_runner *r;
     const char *load;
     size_t point;
+    /* The live figures, refreshed at most every FIGURES_S: the client's loop calls back at
+     * every completion, and its timing is what is measured. */
+    size_t summed;   /* results whose tokens are in tokens */
+    uint64_t tokens; /* content chunks of those */
+    double next_figures;
+    double p50, p99;
 } point_ctx;
 
-/* The client's progress, turned into figures: TTFT of the latest 256 completed requests
- * (live, and cheap to sort) and output tokens per second so far. */
+#define FIGURES_S 0.25
+
+/* The client's progress, turned into figures (when the caller asked for them): TTFT of the
+ * latest 256 completed requests and output tokens per second so far. */
 static void on_client_progress(void *arg, const gm_bench_point *p, size_t done, size_t total,
                                double elapsed)
 {
@@ -582,24 +590,31 @@ static void on_client_progress(void *arg, const gm_bench_point *p, size_t done, 
                            .ttft_p50_ms = NAN,
                            .ttft_p99_ms = NAN,
                            .output_tokens_per_s = NAN};
-    if (p) {
-        double v[256];
-        size_t n = 0;
-        for (size_t i = p->n; i > 0 && n < 256; i--) {
-            double t = gm_bench_result_ttft_ms(&p->res[i - 1]);
-            if (isfinite(t))
-                v[n++] = t;
+    if (p && r->o.live_figures) {
+        for (; pc->summed < p->n; pc->summed++)
+            pc->tokens += p->res[pc->summed].chunks;
+        double now = gm_clock_mono_s();
+        if (now >= pc->next_figures) {
+            pc->next_figures = now + FIGURES_S;
+            double v[256];
+            size_t n = 0;
+            for (size_t i = p->n; i > 0 && n < 256; i--) {
+                double t = gm_bench_result_ttft_ms(&p->res[i - 1]);
+                if (isfinite(t))
+                    v[n++] = t;
+            }
+            pc->p50 = pc->p99 = NAN;
+            if (n) {
+                qsort(v, n, sizeof *v, cmp_double);
+                /* Nearest rank: p99 is never below p50, whatever n. */
+                pc->p50 = v[(size_t)ceil(0.5 * (double)n) - 1];
+                pc->p99 = v[(size_t)ceil(0.99 * (double)n) - 1];
+            }
         }
-        if (n) {
-            qsort(v, n, sizeof *v, cmp_double);
-            g.ttft_p50_ms = v[n / 2];
-            g.ttft_p99_ms = v[(size_t)((double)(n - 1) * 0.99)];
-        }
-        uint64_t tokens = 0;
-        for (size_t i = 0; i < p->n; i++)
-            tokens += p->res[i].chunks;
+        g.ttft_p50_ms = pc->p50;
+        g.ttft_p99_ms = pc->p99;
         if (elapsed > 0 && p->n)
-            g.output_tokens_per_s = (double)tokens / elapsed;
+            g.output_tokens_per_s = (double)pc->tokens / elapsed;
     }
     r->o.progress(r->o.arg, &g, p);
 }
@@ -621,7 +636,7 @@ int gm_bench_runner_points(gm_bench_runner *r, gm_error *err)
             snprintf(load, sizeof load, isinf(o->rate[i]) ? "rate inf" : "rate %g/s", o->rate[i]);
         else
             snprintf(load, sizeof load, "concurrency %u", o->conc[i]);
-        point_ctx pc = {.r = r, .load = load, .point = i};
+        point_ctx pc = {.r = r, .load = load, .point = i, .p50 = NAN, .p99 = NAN};
         gm_bench_run run = {.open_loop = o->open_loop,
                             .concurrency = o->open_loop ? 0 : o->conc[i],
                             .rate = o->open_loop ? o->rate[i] : 0,

@@ -114,6 +114,9 @@ typedef struct gm_bench_runner_options {
     double *sim_load;                  /* simulated GPUs' load, written between samples; NULL */
     FILE *trace;                       /* one JSON line per measured request; NULL none */
     gm_bench_progress_fn progress;
+    /* Fill the live figures (TTFT p50/p99, tokens/s) of each progress call; without, they are
+     * NAN and cost the client's loop nothing. Refreshed at most every 0.25 s. */
+    bool live_figures;
     gm_bench_point_fn on_point;
     gm_bench_gone_fn gone;
     void *arg;

@@ -454,6 +454,7 @@ static void run_job(gm_jobs *j, job *jb)
                                   .max_in_flight = 1024,
                                   .sim_load = &jb->sim_load,
                                   .progress = on_progress,
+                                  .live_figures = true,
                                   .on_point = on_point,
                                   .arg = &ctx};
     if (gm_bench_runner_new(&ro, &run, &err) < 0 ||

@@ -133,7 +133,7 @@ class Jobs(unittest.TestCase):
         self.assertIsNone(j["benchmark_id"])
 
     def test_cancel_during_a_point_keeps_what_was_measured(self):
-        s = self.server("--itl-ms", "20")
+        s = self.server("--ttft-ms", "3", "--itl-ms", "20")
         doc = self.submit({"url": s.url, "concurrency": [2, 2], "requests": 1000,
                            "output_tokens": 10, "idle_seconds": 0})
         self.wait_state(doc["id"], ("running",))
@@ -180,7 +180,7 @@ class Jobs(unittest.TestCase):
         self.assertTrue(json.loads(shown.stdout)["interrupted"])
 
     def test_progress_on_the_websocket_stream(self):
-        s = self.server("--itl-ms", "5")
+        s = self.server("--ttft-ms", "3", "--itl-ms", "5")
         url = "ws://127.0.0.1:%d/ws/benchmarks?token=%s" % (self.d.port, TOKEN)
 
         async def watch(seconds):
@@ -208,7 +208,7 @@ class Jobs(unittest.TestCase):
         done = [p["requests_done"] for p in running]
         self.assertEqual(done, sorted(done))
         self.assertTrue(all(p["ttft_p50_ms"] > 0 and p["ttft_p99_ms"] >= p["ttft_p50_ms"]
-                            for p in running if p["ttft_p50_ms"] is not None))
+                            for p in running if p["ttft_p50_ms"] is not None), running)
         # Without the token the stream is refused.
         async def refused():
             async with websockets.connect("ws://127.0.0.1:%d/ws/benchmarks" % self.d.port,
