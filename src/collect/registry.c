@@ -4,11 +4,13 @@
 #include <string.h>
 #include <strings.h>
 
-/* Auto order: the richest source first. sim is never picked automatically. */
-const gm_provider *const gm_provider_auto_order[] = {&gm_provider_nvml, &gm_provider_smi, NULL};
+/* Auto order: the richest source of each vendor first, NVIDIA's before AMD's (so NVIDIA GPUs keep
+ * the indices they had on a machine without AMD GPUs). sim is never picked automatically. */
+const gm_provider *const gm_provider_auto_order[] = {&gm_provider_nvml, &gm_provider_smi,
+                                                     &gm_provider_amdgpu, NULL};
 
 static const gm_provider *const all_providers[] = {&gm_provider_nvml, &gm_provider_smi,
-                                                   &gm_provider_sim};
+                                                   &gm_provider_amdgpu, &gm_provider_sim};
 
 const gm_provider *gm_provider_find(const char *name)
 {
@@ -32,5 +34,5 @@ const char *gm_provider_canonical(const char *name)
 
 const char *gm_provider_names(void)
 {
-    return "nvml, nvidia-smi, sim, auto";
+    return "nvml, nvidia-smi, amdgpu, sim, auto";
 }
