@@ -292,8 +292,11 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(EGM, "capabilities.egm")                                     \
     GM_VENDOR_METRIC_MAP(X)
 
-/* Readings other vendors' GPUs give that NVIDIA's do not (AMD's junction, or hotspot, sensor). */
-#define GM_VENDOR_METRIC_MAP(X) X(TEMP_JUNCTION_C, "temperature.junction")
+/* Readings other vendors' GPUs give that NVIDIA's do not: AMD's junction (hotspot) sensor, and
+ * its edge sensor apart (temperature.gpu is the edge's, or the junction's on boards without). */
+#define GM_VENDOR_METRIC_MAP(X)                \
+    X(TEMP_JUNCTION_C, "temperature.junction") \
+    X(TEMP_EDGE_C, "temperature.edge")
 
 /* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
  * location). device_memory and dram are the same counter (location 2), one metric. */
@@ -599,6 +602,9 @@ typedef struct gm_collector_options {
      * are not made (a one-shot query of a few fields then costs a few calls). The set is copied
      * at open. */
     const gm_metric_set *want;
+    /* Auto provider: only providers of this vendor ("NVIDIA", "AMD"); NULL: the best of every
+     * vendor at once. gpumon smi, NVIDIA-only as nvidia-smi is, asks for "NVIDIA". */
+    const char *vendor;
 } gm_collector_options;
 
 typedef struct gm_collector gm_collector;

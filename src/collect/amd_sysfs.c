@@ -153,6 +153,7 @@ static void read_temps(const amd_card *c, gm_gpu *g)
         double celsius = (double)mc / 1000.0;
         if (strcmp(name, "edge") == 0) {
             gm_gpu_set(g, GM_M_TEMP_C, celsius);
+            gm_gpu_set(g, GM_M_TEMP_EDGE_C, celsius);
             edge = true;
         } else if (strcmp(name, "junction") == 0) {
             gm_gpu_set(g, GM_M_TEMP_JUNCTION_C, celsius);
@@ -281,8 +282,7 @@ static int read_card(const amd_card *c, unsigned index, gm_gpu *g)
     }
     /* The board's FRU data (Instinct boards); Radeon boards have none: the name stays empty. */
     gm_sysfs_read_str(c->dir, "product_name", g->name, sizeof g->name);
-    gm_sysfs_read_str(c->dir, "product_number", g->board_part_number,
-                      sizeof g->board_part_number);
+    gm_sysfs_read_str(c->dir, "product_number", g->board_part_number, sizeof g->board_part_number);
     gm_sysfs_read_str(c->dir, "serial_number", g->serial, sizeof g->serial);
     gm_sysfs_read_str(c->dir, "vbios_version", g->vbios, sizeof g->vbios);
     gm_sysfs_read_str(c->dir, "unique_id", g->uuid, sizeof g->uuid);
@@ -294,8 +294,7 @@ static int read_card(const amd_card *c, unsigned index, gm_gpu *g)
     set_u64(g, GM_M_MEM_USED_BYTES, c->dir, "mem_info_vram_used", 1);
     if (gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) && gm_gpu_has(g, GM_M_MEM_USED_BYTES) &&
         g->v[GM_M_MEM_TOTAL_BYTES] >= g->v[GM_M_MEM_USED_BYTES])
-        gm_gpu_set(g, GM_M_MEM_FREE_BYTES,
-                   g->v[GM_M_MEM_TOTAL_BYTES] - g->v[GM_M_MEM_USED_BYTES]);
+        gm_gpu_set(g, GM_M_MEM_FREE_BYTES, g->v[GM_M_MEM_TOTAL_BYTES] - g->v[GM_M_MEM_USED_BYTES]);
     read_temps(c, g);
     read_power(c, g);
     read_clocks(c, g);

@@ -118,7 +118,7 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
             for (size_t k = 0; k < c->nsrc && !covered; k++)
                 covered = p->vendor && c->src[k].prov->vendor &&
                           strcmp(p->vendor, c->src[k].prov->vendor) == 0;
-            if (covered)
+            if (covered || (opt->vendor && (!p->vendor || strcmp(opt->vendor, p->vendor) != 0)))
                 continue;
             perr.msg[0] = '\0';
             void *state = NULL;

@@ -108,6 +108,7 @@ static void test_provider(void **state)
     assert_metric(rx, GM_M_MEM_USED_BYTES, 1073741824.0);
     assert_metric(rx, GM_M_MEM_FREE_BYTES, 7516192768.0);
     assert_metric(rx, GM_M_TEMP_C, 41);
+    assert_metric(rx, GM_M_TEMP_EDGE_C, 41);
     assert_absent(rx, GM_M_TEMP_JUNCTION_C);
     assert_absent(rx, GM_M_TEMP_MEM_C);
     assert_metric(rx, GM_M_POWER_MW, 35000);
@@ -140,6 +141,7 @@ static void test_provider(void **state)
     /* No edge sensor: the GPU's temperature is the junction's. */
     assert_metric(mi, GM_M_TEMP_JUNCTION_C, 52);
     assert_metric(mi, GM_M_TEMP_C, 52);
+    assert_absent(mi, GM_M_TEMP_EDGE_C);
     assert_metric(mi, GM_M_TEMP_MEM_C, 44);
     assert_metric(mi, GM_M_POWER_MW, 321000);
     assert_metric(mi, GM_M_POWER_INSTANT_MW, 321000);
@@ -201,17 +203,15 @@ int main(void)
     snprintf(root, sizeof root, "/tmp/gm-test-amd-sysfs-%ld", (long)getpid());
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
-             "rm -rf '%s' && python3 '%s/tests/fakes/fake_amd_sysfs.py' '%s' --nvidia", root,
-             src, root);
+             "rm -rf '%s' && python3 '%s/tests/fakes/fake_amd_sysfs.py' '%s' --nvidia", root, src,
+             root);
     if (system(cmd) != 0) {
         fprintf(stderr, "cannot write the fake sysfs tree\n");
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_root),
-        cmocka_unit_test(test_parse_dpm),
-        cmocka_unit_test(test_pcie_gen),
-        cmocka_unit_test(test_provider),
+        cmocka_unit_test(test_root),      cmocka_unit_test(test_parse_dpm),
+        cmocka_unit_test(test_pcie_gen),  cmocka_unit_test(test_provider),
         cmocka_unit_test(test_card_gone),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
