@@ -618,7 +618,7 @@ void gm_collector_close(gm_collector *c);
  * auto, NULL when it names no provider. The registry is the one list of names: flags, the
  * environment and the daemon's configuration all ask it. */
 const char *gm_provider_canonical(const char *name);
-/* The accepted names for messages: "nvml, nvidia-smi, amdgpu, sim, auto". */
+/* The accepted names for messages: "nvml, nvidia-smi, amdgpu, nvtop, sim, auto". */
 const char *gm_provider_names(void);
 
 /* Name of the provider in use: "nvml", "nvidia-smi", "sim" or "none". */

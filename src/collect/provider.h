@@ -37,6 +37,7 @@ extern const gm_provider gm_provider_nvml;
 extern const gm_provider gm_provider_smi;
 extern const gm_provider gm_provider_sim;
 extern const gm_provider gm_provider_amdgpu;
+extern const gm_provider gm_provider_nvtop;
 
 /* Providers tried, in order, when none is forced (NULL-terminated): the first that opens of
  * each vendor is used, all of them at once; a provider of no one vendor (vendor NULL) reads

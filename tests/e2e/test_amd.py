@@ -113,6 +113,35 @@ class Mixed(unittest.TestCase):
         self.assertIn("CUDA=1 ROCR=1 HIP=1", p.stdout)
 
 
+class Nvtop(unittest.TestCase):
+    """The fake nvtop on PATH (tests/fixtures/nvtop/snapshot.json: an H100 and an Intel Arc):
+    the last resort adds only the GPU no other provider read."""
+
+    def test_last_resort(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            e = env(nvml=FAKE_NVML, scenario="two_gpus.json",
+                    extra={"GPU_MONITOR_SYSFS_ROOT": fake_tree(tmp),
+                           "PATH": os.path.join(SOURCE, "tests", "fakes") + ":/usr/bin:/bin"})
+            d = run_json(["query"], env=e)
+            self.assertEqual(d["provider"], "nvml+amdgpu+nvtop")
+            self.assertEqual(len(d["gpus"]), 5)
+            arc = d["gpus"][4]
+            self.assertEqual((arc["index"], arc["vendor"], arc["provider"]), (4, "Intel", "nvtop"))
+            self.assertEqual(arc["name"], "Intel(R) Arc(TM) A770 Graphics")
+            self.assertEqual(arc["utilization"]["gpu"], 12)
+            self.assertEqual(arc["utilization"]["encoder"], 3)
+            self.assertEqual(arc["power"]["draw_w"], 48)
+            self.assertIsNone(arc["temperature_c"])
+            self.assertEqual([p["pid"] for p in arc["processes"]], [777])
+            # nvtop alone, forced: both of its GPUs, numbered from 0.
+            d = run_json(["query", "--provider", "nvtop"], env=e)
+            self.assertEqual([g["vendor"] for g in d["gpus"]], ["NVIDIA", "Intel"])
+            # nvtop that sees no GPU, or fails: not used, and said why only when nothing works.
+            for mode in ("none", "fail"):
+                d = run_json(["query"], env=dict(e, GM_FAKE_NVTOP_MODE=mode))
+                self.assertEqual(d["provider"], "nvml+amdgpu")
+
+
 class AmdOnly(unittest.TestCase):
     def test_smi_says_nvidia_only(self):
         with tempfile.TemporaryDirectory() as tmp:
