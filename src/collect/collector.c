@@ -67,6 +67,30 @@ static void diag_append(gm_collector *c, const char *name, const char *msg)
              msg);
 }
 
+static bool already_read(const gm_snapshot *out, unsigned upto, const gm_gpu *g, bool *used);
+static int sample_sources(gm_collector *c, gm_snapshot *out, gm_error *err);
+
+/* Whether the provider p of no one vendor, just opened, reads a GPU the providers already in
+ * use do not: only then is it worth running at every sample (nvtop costs a process each time). */
+static bool adds_gpus(gm_collector *c, const gm_provider *p, void *state)
+{
+    if (!c->nsrc)
+        return true;
+    gm_snapshot *have = gm_snapshot_new(), *more = gm_snapshot_new();
+    bool adds = false, saved = c->want_procs;
+    c->want_procs = false;
+    if (have && more && (c->scratch || (c->scratch = gm_snapshot_new())) &&
+        sample_sources(c, have, NULL) == GM_OK && p->sample(state, more, false, NULL) == GM_OK) {
+        bool used[GM_MAX_GPUS] = {0};
+        for (unsigned i = 0; i < more->gpu_count && !adds; i++)
+            adds = !already_read(have, have->gpu_count, &more->gpus[i], used);
+    }
+    c->want_procs = saved;
+    gm_snapshot_free(have);
+    gm_snapshot_free(more);
+    return adds;
+}
+
 int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_error *err)
 {
     static const gm_collector_options defaults;
@@ -123,6 +147,10 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
             perr.msg[0] = '\0';
             void *state = NULL;
             if (p->open(opt, &state, &perr) == GM_OK) {
+                if (!p->vendor && !adds_gpus(c, p, state)) {
+                    p->close(state);
+                    continue;
+                }
                 if (!c->nsrc)
                     kept = strlen(c->diagnosis);
                 c->src[c->nsrc].prov = p;
@@ -141,7 +169,7 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
         snprintf(c->prov_name + used, sizeof c->prov_name - used, "%s%s", k ? "+" : "",
                  c->src[k].prov->name);
     }
-    if (c->nsrc > 1 && !(c->scratch = gm_snapshot_new())) {
+    if (c->nsrc > 1 && !c->scratch && !(c->scratch = gm_snapshot_new())) {
         rc = gm_error_set(err, GM_ENOMEM, "out of memory");
         goto fail;
     }

@@ -54,9 +54,9 @@ static const char *vendor_of(const char *name)
 {
     static const struct {
         const char *word, *vendor;
-    } words[] = {{"NVIDIA", "NVIDIA"}, {"GeForce", "NVIDIA"}, {"Tesla", "NVIDIA"},
-                 {"Quadro", "NVIDIA"}, {"AMD", "AMD"},        {"Radeon", "AMD"},
-                 {"Instinct", "AMD"},  {"Intel", "Intel"},    {"Apple", "Apple"},
+    } words[] = {{"NVIDIA", "NVIDIA"},   {"GeForce", "NVIDIA"}, {"Tesla", "NVIDIA"},
+                 {"Quadro", "NVIDIA"},   {"AMD", "AMD"},        {"Radeon", "AMD"},
+                 {"Instinct", "AMD"},    {"Intel", "Intel"},    {"Apple", "Apple"},
                  {"Adreno", "Qualcomm"}, {"Ascend", "Huawei"}};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strstr(name, words[i].word))

@@ -121,7 +121,7 @@ class Nvtop(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             e = env(nvml=FAKE_NVML, scenario="two_gpus.json",
                     extra={"GPU_MONITOR_SYSFS_ROOT": fake_tree(tmp),
-                           "PATH": os.path.join(SOURCE, "tests", "fakes") + ":/usr/bin:/bin"})
+                           "GPU_MONITOR_NVTOP": os.path.join(SOURCE, "tests", "fakes", "nvtop-bin", "nvtop")})
             d = run_json(["query"], env=e)
             self.assertEqual(d["provider"], "nvml+amdgpu+nvtop")
             self.assertEqual(len(d["gpus"]), 5)
@@ -136,6 +136,15 @@ class Nvtop(unittest.TestCase):
             # nvtop alone, forced: both of its GPUs, numbered from 0.
             d = run_json(["query", "--provider", "nvtop"], env=e)
             self.assertEqual([g["vendor"] for g in d["gpus"]], ["NVIDIA", "Intel"])
+            # nvtop that sees only GPUs already read is not run at every sample.
+            only_h100 = os.path.join(tmp, "h100.json")
+            with open(os.path.join(SOURCE, "tests", "fixtures", "nvtop", "snapshot.json")) as f:
+                snap = json.load(f)
+            with open(only_h100, "w") as f:
+                json.dump(snap[:1], f)
+            d = run_json(["query"], env=dict(e, GM_FAKE_NVTOP_FILE=only_h100))
+            self.assertEqual(d["provider"], "nvml+amdgpu")
+            self.assertEqual(len(d["gpus"]), 4)
             # nvtop that sees no GPU, or fails: not used, and said why only when nothing works.
             for mode in ("none", "fail"):
                 d = run_json(["query"], env=dict(e, GM_FAKE_NVTOP_MODE=mode))

@@ -54,6 +54,7 @@ static int setup(void **state)
     unsetenv("GM_FAKE_SMI_EXIT");
     /* No AMD GPU: the amdgpu provider reads an empty tree, whatever this machine holds. */
     setenv("GPU_MONITOR_SYSFS_ROOT", "/nonexistent-gm-sysfs", 1);
+    setenv("GPU_MONITOR_NVTOP", "/nonexistent-gm-nvtop", 1);
     setenv("PATH", saved_path, 1);
     return 0;
 }
@@ -243,13 +244,18 @@ static void test_none_when_nothing_works(void **state)
     /* One line per provider tried, in order, each with its reason (and the provider's name
      * said once, not twice). */
     const char *d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 3);
+    assert_int_equal(count_lines(d), 4);
     assert_int_equal(strncmp(d, "nvml: ", 6), 0);
     assert_non_null(strstr(d, NO_NVML));
     const char *second = strchr(d, '\n') + 1;
-    assert_string_equal(second, "nvidia-smi: not found on PATH\n"
-                                "amdgpu: no GPU driven by amdgpu under "
-                                "/nonexistent-gm-sysfs/sys/class/drm");
+    assert_int_equal(strncmp(second,
+                             "nvidia-smi: not found on PATH\n"
+                             "amdgpu: no GPU driven by amdgpu under "
+                             "/nonexistent-gm-sysfs/sys/class/drm\n"
+                             "nvtop: ",
+                             strlen("nvidia-smi: not found on PATH\namdgpu: no GPU driven by "
+                                    "amdgpu under /nonexistent-gm-sysfs/sys/class/drm\nnvtop: ")),
+                     0);
 
     /* It still samples: no GPU, the host. */
     gm_snapshot *s = gm_snapshot_new();
@@ -279,7 +285,7 @@ static void test_none_when_nothing_works(void **state)
     c = open_ok(&o);
     assert_string_equal(gm_collector_provider(c), "none");
     d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 3);
+    assert_int_equal(count_lines(d), 4);
     second = strchr(d, '\n') + 1;
     assert_int_equal(strncmp(second, "nvidia-smi: ", 12), 0);
     assert_non_null(strstr(second, "exited with status 9"));
@@ -684,7 +690,7 @@ static void test_amd_only(void **state)
     gm_collector_options o = options(NULL, NO_NVML);
     gm_collector *c = open_ok(&o);
     assert_string_equal(gm_collector_provider(c), "amdgpu");
-    assert_int_equal(count_lines(gm_collector_diagnosis(c)), 2);
+    assert_int_equal(count_lines(gm_collector_diagnosis(c)), 2); /* nvml, nvidia-smi */
     gm_snapshot *s = gm_snapshot_new();
     gm_error err = {0};
     assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
