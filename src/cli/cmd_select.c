@@ -17,7 +17,7 @@
 
 /* Shared with cmd_wait.c: runs `gpumon <cmd>` for cmd "select" or "wait". */
 
-enum out_format { OUT_LIST, OUT_UUID, OUT_JSON };
+enum out_format { OUT_LIST, OUT_UUID, OUT_JSON, OUT_ENV };
 
 typedef struct select_opts {
     const char *cmd;
@@ -73,8 +73,11 @@ static void usage(FILE *out, bool wait)
                      "                          --check-interval, as in gpumon run, also works)\n"
                      "  -q, --quiet             no progress line on stderr at each check\n");
     fprintf(out,
-            "      --format FMT        list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\") or "
-            "json\n"
+            "      --format FMT        list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\"), "
+            "json,\n"
+            "                          or env (CUDA_VISIBLE_DEVICES=..., and for AMD GPUs\n"
+            "                          ROCR_VISIBLE_DEVICES=... HIP_VISIBLE_DEVICES=..., one a "
+            "line)\n"
             "      --ignore-leases     also choose GPUs that a running `gpumon run` holds\n"
             "      --lease-dir DIR     where leases live (default $%s, else\n"
             "                          $XDG_RUNTIME_DIR/gpumon/leases, else "
@@ -175,9 +178,11 @@ static int parse_args(int argc, char **argv, select_opts *o)
                 o->format = OUT_UUID;
             else if (strcmp(optarg, "json") == 0)
                 o->format = OUT_JSON;
+            else if (strcmp(optarg, "env") == 0)
+                o->format = OUT_ENV;
             else {
                 fprintf(stderr,
-                        "gpumon %s: invalid --format \"%s\" (expected list, uuid or json)\n",
+                        "gpumon %s: invalid --format \"%s\" (expected list, uuid, json or env)\n",
                         o->cmd, optarg);
                 return GM_EXIT_USAGE;
             }
@@ -262,7 +267,14 @@ static void print_result(const select_opts *o, const gm_select_result *r)
         gm_cli_write_json(stdout, j, isatty(STDOUT_FILENO));
         json_decref(j);
     } else if (r->satisfied) {
-        if (o->format == OUT_LIST) {
+        if (o->format == OUT_ENV) {
+            gm_select_env env;
+            gm_select_format_env(r, &env);
+            if (env.has_cuda)
+                printf("CUDA_VISIBLE_DEVICES=%s\n", env.cuda);
+            if (env.has_amd)
+                printf("ROCR_VISIBLE_DEVICES=%s\nHIP_VISIBLE_DEVICES=%s\n", env.amd, env.amd);
+        } else if (o->format == OUT_LIST) {
             char list[GM_MAX_GPUS * 4 + 1];
             gm_select_format_list(r, list, sizeof list);
             printf("%s\n", list);

@@ -83,7 +83,7 @@ typedef struct gm_server {
     atomic_bool quit;
     atomic_bool sample_wake; /* a client is connected: only then does a sample wake the loop */
     int64_t started_mono_ms;
-    char provider[16];
+    char provider[32];
     char diagnosis[1024];
     unsigned port;            /* bound port */
     unsigned conn_limit;      /* connections libmicrohttpd accepts (--max-connections) */
