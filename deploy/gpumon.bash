@@ -85,7 +85,7 @@ _gpumon_table_value() {
         return 0
         ;;
     select:--format)
-        COMPREPLY=($(compgen -W 'list uuid json' -- "$cur"))
+        COMPREPLY=($(compgen -W 'list uuid json env' -- "$cur"))
         return 0
         ;;
     select:--lease-dir)
@@ -115,7 +115,7 @@ _gpumon_table_value() {
         return 0
         ;;
     wait:--format)
-        COMPREPLY=($(compgen -W 'list uuid json' -- "$cur"))
+        COMPREPLY=($(compgen -W 'list uuid json env' -- "$cur"))
         return 0
         ;;
     wait:--lease-dir)

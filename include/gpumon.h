@@ -289,7 +289,14 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(POWER_PROFILES_ENFORCED, "power_profiles.enforced")          \
     X(AUTO_BOOST, "clocks.auto_boost")                             \
     X(AUTO_BOOST_DEFAULT, "clocks.auto_boost_default")             \
-    X(EGM, "capabilities.egm")
+    X(EGM, "capabilities.egm")                                     \
+    GM_VENDOR_METRIC_MAP(X)
+
+/* Readings other vendors' GPUs give that NVIDIA's do not: AMD's junction (hotspot) sensor, and
+ * its edge sensor apart (temperature.gpu is the edge's, or the junction's on boards without). */
+#define GM_VENDOR_METRIC_MAP(X)                \
+    X(TEMP_JUNCTION_C, "temperature.junction") \
+    X(TEMP_EDGE_C, "temperature.edge")
 
 /* ECC counter locations as nvidia-smi names them, with NVML's nvmlMemoryLocation_t: L(id, name,
  * location). device_memory and dram are the same counter (location 2), one metric. */
@@ -422,6 +429,9 @@ typedef struct gm_gpu {
     char gsp_firmware_version[GM_SERIAL_LEN];
     char pdi[GM_SERIAL_LEN];
     bool lost; /* fell off the bus (NVML GPU_IS_LOST); no metric is valid */
+    /* Who made the GPU ("NVIDIA", "AMD", ...; empty when unknown) and which provider read it. */
+    char vendor[16];
+    char provider[16];
     /* Kubernetes (the kubelet's pod-resources API, when the collector reads it): k8s_known says
      * it was read; k8s_containers is how many containers hold this GPU or a part of it (a MIG
      * device, a time-slicing replica); k8s names the container when exactly one does. */
@@ -532,10 +542,12 @@ static inline void gm_host_set(gm_host *h, gm_host_metric m, double value)
 
 /* Everything read in one sampling pass. */
 typedef struct gm_snapshot {
-    uint64_t seq;      /* increases by one per sample taken by a collector */
-    int64_t time_ms;   /* wall clock, milliseconds since the Unix epoch */
-    int64_t mono_ms;   /* CLOCK_MONOTONIC, milliseconds */
-    char provider[16]; /* "nvml", "nvidia-smi", "sim" or "none" */
+    uint64_t seq;    /* increases by one per sample taken by a collector */
+    int64_t time_ms; /* wall clock, milliseconds since the Unix epoch */
+    int64_t mono_ms; /* CLOCK_MONOTONIC, milliseconds */
+    /* "nvml", "nvidia-smi", "amdgpu", "amdsmi", "nvtop", "sim" or "none"; several providers
+     * at once are joined by '+' ("nvml+amdgpu"). */
+    char provider[32];
     char driver_version[GM_VERSION_LEN];
     char cuda_version[GM_VERSION_LEN]; /* "12.4", empty when unknown */
     char nvml_version[GM_VERSION_LEN];
@@ -628,6 +640,9 @@ typedef struct gm_collector_options {
      * are not made (a one-shot query of a few fields then costs a few calls). The set is copied
      * at open. */
     const gm_metric_set *want;
+    /* Auto provider: only providers of this vendor ("NVIDIA", "AMD"); NULL: the best of every
+     * vendor at once. gpumon smi, NVIDIA-only as nvidia-smi is, asks for "NVIDIA". */
+    const char *vendor;
 } gm_collector_options;
 
 typedef struct gm_collector gm_collector;
@@ -641,7 +656,7 @@ void gm_collector_close(gm_collector *c);
  * auto, NULL when it names no provider. The registry is the one list of names: flags, the
  * environment and the daemon's configuration all ask it. */
 const char *gm_provider_canonical(const char *name);
-/* The accepted names for messages: "nvml, nvidia-smi, sim, auto". */
+/* The accepted names for messages: "nvml, nvidia-smi, amdgpu, nvtop, sim, auto". */
 const char *gm_provider_names(void);
 
 /* Name of the provider in use: "nvml", "nvidia-smi", "sim" or "none". */

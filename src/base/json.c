@@ -501,6 +501,9 @@ json_t *gm_json_gpu(const gm_snapshot *s, const gm_gpu *g)
         "pstate", pstate, "throttle_reasons", throttle_json(g), "persistence_mode", persist,
         "processes", procs);
     if (j) {
+        put(j, "vendor", string_or_null(g->vendor));
+        put(j, "provider", string_or_null(g->provider));
+        put(j, "temperature_junction_c", metric(g, GM_M_TEMP_JUNCTION_C));
         add_details(j, g);
         put(j, "health", health_json(s, g));
         put(j, "profiling", profiling_json(g));

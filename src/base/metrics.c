@@ -362,6 +362,10 @@ static const gm_metric_info metric_table[GM_M__COUNT] = {
     {GM_M_AUTO_BOOST_DEFAULT, "clocks.auto_boost_default", "", 1, false,
      "Auto boosted clocks after a reset"},
     {GM_M_EGM, "capabilities.egm", "", 1, false, "1 when the GPU has extended GPU memory (EGM)"},
+    {GM_M_TEMP_JUNCTION_C, "temperature.junction", "C", 1, true,
+     "Junction (hotspot) temperature, the hottest point of the die (AMD)"},
+    {GM_M_TEMP_EDGE_C, "temperature.edge", "C", 1, true,
+     "Edge temperature, the sensor at the die's edge (AMD; MI300-class boards have none)"},
 };
 
 static const char *const host_metric_names[GM_H__COUNT] = {

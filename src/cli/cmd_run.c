@@ -393,16 +393,33 @@ int gm_cli_run(int argc, char **argv)
         attach = NULL; /* stolen */
         goto out;
     }
-    /* Indices as the driver (and nvidia-smi) number GPUs; PCI_BUS_ID makes CUDA number them
-     * the same way (its default is fastest-first). */
-    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
-    setenv("CUDA_VISIBLE_DEVICES", list, 1);
+    /* Each vendor's runtime gets its own GPUs: NVIDIA's by driver index (PCI_BUS_ID makes
+     * CUDA number them the same way; its default is fastest-first), AMD's by ROCm's index. */
+    gm_select_env env;
+    gm_select_format_env(&res, &env);
+    char said[600] = "";
+    if (env.has_cuda) {
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+        setenv("CUDA_VISIBLE_DEVICES", env.cuda, 1);
+        snprintf(said, sizeof said, "CUDA_VISIBLE_DEVICES=%s", env.cuda);
+    }
+    if (env.has_amd) {
+        setenv("ROCR_VISIBLE_DEVICES", env.amd, 1);
+        setenv("HIP_VISIBLE_DEVICES", env.amd, 1);
+        size_t used = strlen(said);
+        snprintf(said + used, sizeof said - used,
+                 "%sROCR_VISIBLE_DEVICES=%s HIP_VISIBLE_DEVICES=%s", used ? " " : "", env.amd,
+                 env.amd);
+    }
     if (!o.quiet)
-        fprintf(stderr, "gpumon run: leased GPU%s %s; CUDA_VISIBLE_DEVICES=%s\n",
-                res.n_selected > 1 ? "s" : "", list, list);
+        fprintf(stderr, "gpumon run: leased GPU%s %s; %s\n", res.n_selected > 1 ? "s" : "", list,
+                said);
 
-    json_object_set_new(json_object_get(attach, "lease"), "cuda_visible_devices",
-                        json_string(list));
+    json_t *jl = json_object_get(attach, "lease");
+    if (env.has_cuda)
+        json_object_set_new(jl, "cuda_visible_devices", json_string(env.cuda));
+    if (env.has_amd)
+        json_object_set_new(jl, "rocr_visible_devices", json_string(env.amd));
 
     gm_cli_record_opts ro;
     if (!record_opts_of(&o, list, &ro)) {

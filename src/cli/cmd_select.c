@@ -16,7 +16,7 @@
 
 /* Shared with cmd_wait.c: runs `gpumon <cmd>` for cmd "select" or "wait". */
 
-enum out_format { OUT_LIST, OUT_UUID, OUT_JSON };
+enum out_format { OUT_LIST, OUT_UUID, OUT_JSON, OUT_ENV };
 
 typedef struct select_opts {
     const char *cmd;
@@ -56,9 +56,11 @@ static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *
         o->format = OUT_UUID;
     else if (strcmp(arg, "json") == 0)
         o->format = OUT_JSON;
+    else if (strcmp(arg, "env") == 0)
+        o->format = OUT_ENV;
     else
-        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected list, uuid or json)",
-                            arg);
+        return gm_error_set(err, GM_EINVAL,
+                            "invalid --format \"%s\" (expected list, uuid, json or env)", arg);
     return GM_OK;
 }
 
@@ -120,8 +122,10 @@ static const gm_opt choice_table[] = {
      .arg = "FMT",
      .set = set_format,
      .group = "Output",
-     .values = "list uuid json",
-     .help = "list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\") or json."},
+     .values = "list uuid json env",
+     .help = "list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\"), json, or env "
+             "(CUDA_VISIBLE_DEVICES=..., and for AMD GPUs ROCR_VISIBLE_DEVICES=... "
+             "HIP_VISIBLE_DEVICES=..., one a line)."},
     {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
     {.type = GM_OPT_FLAG,
      .name = "verbose",
@@ -285,7 +289,14 @@ static void print_result(const select_opts *o, const gm_select_result *r)
         gm_cli_write_json(stdout, j, isatty(STDOUT_FILENO));
         json_decref(j);
     } else if (r->satisfied) {
-        if (o->format == OUT_LIST) {
+        if (o->format == OUT_ENV) {
+            gm_select_env env;
+            gm_select_format_env(r, &env);
+            if (env.has_cuda)
+                printf("CUDA_VISIBLE_DEVICES=%s\n", env.cuda);
+            if (env.has_amd)
+                printf("ROCR_VISIBLE_DEVICES=%s\nHIP_VISIBLE_DEVICES=%s\n", env.amd, env.amd);
+        } else if (o->format == OUT_LIST) {
             char list[GM_MAX_GPUS * 4 + 1];
             gm_select_format_list(r, list, sizeof list);
             printf("%s\n", list);

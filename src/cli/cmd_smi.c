@@ -356,6 +356,26 @@ static size_t is_opt(const char *arg, const char *shrt, const char *lng)
     return 0;
 }
 
+/* On a machine whose GPUs are another vendor's, says so: gpumon smi reads NVIDIA GPUs only. */
+static void say_other_vendors(const gm_collector_options *nv)
+{
+    gm_collector_options o = *nv;
+    o.vendor = NULL;
+    o.provider = NULL;
+    o.want = NULL;
+    gm_collector *c = NULL;
+    gm_snapshot *s = gm_snapshot_new();
+    if (s && gm_collector_open(&o, &c, NULL) == GM_OK && gm_collector_sample(c, s, NULL) == GM_OK &&
+        s->gpu_count > 0)
+        fprintf(stderr,
+                "gpumon smi shows NVIDIA GPUs only, as nvidia-smi does; this machine has %u GPU%s "
+                "of another vendor (%s, read by %s): gpumon query and gpumon serve show them.\n\n",
+                s->gpu_count, s->gpu_count == 1 ? "" : "s",
+                s->gpus[0].vendor[0] ? s->gpus[0].vendor : "unknown", s->provider);
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+}
+
 static int unsupported(const char *arg)
 {
     fprintf(stderr,
@@ -1697,6 +1717,7 @@ int gm_cli_smi(int argc, char **argv)
         gm_smi_fields_want(gpu_ids, nf, &want);
         copt.want = &want;
     }
+    copt.vendor = "NVIDIA"; /* as nvidia-smi: an AMD GPU beside them is not listed */
     gm_collector *c = gm_cli_collector_open("smi", &copt, &rc);
     if (!c)
         return rc;
@@ -1711,6 +1732,7 @@ int gm_cli_smi(int argc, char **argv)
         fprintf(stderr, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
                         "driver. Make sure that the latest NVIDIA driver is installed and "
                         "running.\n\n");
+        say_other_vendors(&copt);
         gm_cli_require_gpu("smi", c, false);
         gm_collector_close(c);
         return 9; /* nvidia-smi's status for "driver not loaded" */

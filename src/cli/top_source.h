@@ -53,7 +53,7 @@ typedef struct gm_top_proc {
 typedef struct gm_top_frame {
     int64_t time_ms; /* of the reading; 0 before the first */
     char hostname[GM_HOSTNAME_LEN];
-    char provider[16];
+    char provider[32];
     char driver[32];
     char cuda[16];
     double host_cpu_pct, host_mem_used_gib, host_mem_total_gib, host_cpus; /* NaN: absent */

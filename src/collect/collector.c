@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,11 +19,23 @@
 #define MIN_CPU_WINDOW_MS 100
 /* Pod UIDs remembered from one sample to the next, to see a new pod's process appear. */
 #define SEEN_PODS_MAX 64
+/* Providers read at once: one per vendor, and one that reads what the others do not. */
+#define MAX_SOURCES 4
+
+/* One provider in use, and how many GPUs of the last sample are its (a run of snapshot
+ * positions starting at first). */
+typedef struct source {
+    const gm_provider *prov;
+    void *state;
+    unsigned first, count;
+} source;
 
 struct gm_collector {
     char hostname[GM_HOSTNAME_LEN + 1]; /* a name given in place of the host's own */
-    const gm_provider *prov;            /* NULL: no GPU source ("none") */
-    void *pstate;
+    source src[MAX_SOURCES]; /* in index order: NVIDIA's GPUs first, then AMD's, then others */
+    size_t nsrc;             /* 0: no GPU source ("none") */
+    char prov_name[32];      /* their names, '+'-joined */
+    gm_snapshot *scratch;    /* where the second and later providers sample */
     gm_host_reader *host;
     char procfs_root[256];
     bool want_procs;
@@ -52,6 +65,30 @@ static void diag_append(gm_collector *c, const char *name, const char *msg)
     }
     snprintf(c->diagnosis + used, sizeof c->diagnosis - used, "%s%s: %s", used ? "\n" : "", name,
              msg);
+}
+
+static bool already_read(const gm_snapshot *out, unsigned upto, const gm_gpu *g, bool *used);
+static int sample_sources(gm_collector *c, gm_snapshot *out, gm_error *err);
+
+/* Whether the provider p of no one vendor, just opened, reads a GPU the providers already in
+ * use do not: only then is it worth running at every sample (nvtop costs a process each time). */
+static bool adds_gpus(gm_collector *c, const gm_provider *p, void *state)
+{
+    if (!c->nsrc)
+        return true;
+    gm_snapshot *have = gm_snapshot_new(), *more = gm_snapshot_new();
+    bool adds = false, saved = c->want_procs;
+    c->want_procs = false;
+    if (have && more && (c->scratch || (c->scratch = gm_snapshot_new())) &&
+        sample_sources(c, have, NULL) == GM_OK && p->sample(state, more, false, NULL) == GM_OK) {
+        bool used[GM_MAX_GPUS] = {0};
+        for (unsigned i = 0; i < more->gpu_count && !adds; i++)
+            adds = !already_read(have, have->gpu_count, &more->gpus[i], used);
+    }
+    c->want_procs = saved;
+    gm_snapshot_free(have);
+    gm_snapshot_free(more);
+    return adds;
 }
 
 int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_error *err)
@@ -85,27 +122,56 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
     if (forced) {
         const gm_provider *p = gm_provider_find(forced);
         if (!p) {
-            rc = gm_error_set(err, GM_EINVAL,
-                              "unknown provider \"%s\" (expected nvml, nvidia-smi, sim or auto)",
-                              forced);
+            rc = gm_error_set(err, GM_EINVAL, "unknown provider \"%s\" (expected %s)", forced,
+                              gm_provider_names());
             goto fail;
         }
-        rc = p->open(opt, &c->pstate, &perr);
+        rc = p->open(opt, &c->src[0].state, &perr);
         if (rc < 0) {
             gm_error_set(err, rc, "%s", perr.msg);
             goto fail;
         }
-        c->prov = p;
+        c->src[0].prov = p;
+        c->nsrc = 1;
     } else {
-        for (size_t i = 0; gm_provider_auto_order[i]; i++) {
+        size_t kept = 0;
+        for (size_t i = 0; gm_provider_auto_order[i] && c->nsrc < MAX_SOURCES; i++) {
             const gm_provider *p = gm_provider_auto_order[i];
+            /* The best provider of a vendor is enough: the next ones would read its GPUs again. */
+            bool covered = false;
+            for (size_t k = 0; k < c->nsrc && !covered; k++)
+                covered = p->vendor && c->src[k].prov->vendor &&
+                          strcmp(p->vendor, c->src[k].prov->vendor) == 0;
+            if (covered || (opt->vendor && (!p->vendor || strcmp(opt->vendor, p->vendor) != 0)))
+                continue;
             perr.msg[0] = '\0';
-            if (p->open(opt, &c->pstate, &perr) == GM_OK) {
-                c->prov = p;
-                break;
+            void *state = NULL;
+            if (p->open(opt, &state, &perr) == GM_OK) {
+                if (!p->vendor && !adds_gpus(c, p, state)) {
+                    p->close(state);
+                    continue;
+                }
+                if (!c->nsrc)
+                    kept = strlen(c->diagnosis);
+                c->src[c->nsrc].prov = p;
+                c->src[c->nsrc++].state = state;
+                continue;
             }
             diag_append(c, p->name, perr.msg[0] ? perr.msg : "failed");
         }
+        /* The diagnosis explains the providers passed over before the first that works; that
+         * a machine has no GPU of another vendor is no news. */
+        if (c->nsrc)
+            c->diagnosis[kept] = '\0';
+    }
+    for (size_t k = 0; k < c->nsrc; k++) {
+        size_t used = strlen(c->prov_name);
+        snprintf(c->prov_name + used, sizeof c->prov_name - used, "%s%s", k ? "+" : "",
+                 c->src[k].prov->name);
+    }
+    if (c->nsrc > 1 && !c->scratch && !(c->scratch = gm_snapshot_new())) {
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+        goto fail;
     }
 
     if (!opt->no_host) {
@@ -140,8 +206,9 @@ void gm_collector_close(gm_collector *c)
         return;
     gm_podres_watch_stop(c->podres);
     gm_podres_table_free(&c->podres_table);
-    if (c->prov)
-        c->prov->close(c->pstate);
+    for (size_t k = 0; k < c->nsrc; k++)
+        c->src[k].prov->close(c->src[k].state);
+    gm_snapshot_free(c->scratch);
     gm_host_reader_close(c->host);
     gm_calltime_free(c->calls);
     free(c);
@@ -154,7 +221,7 @@ size_t gm_collector_call_stats(const gm_collector *c, gm_call_stat *out, size_t 
 
 const char *gm_collector_provider(const gm_collector *c)
 {
-    return c->prov ? c->prov->name : "none";
+    return c->nsrc ? c->prov_name : "none";
 }
 
 const char *gm_collector_diagnosis(const gm_collector *c)
@@ -195,13 +262,16 @@ static bool new_pod_appeared(gm_collector *c, const gm_snapshot *s)
  * provider, a device gone) counts for no GPU. */
 static void place_mig_devices(gm_collector *c)
 {
-    if (!c->prov || !c->prov->mig_parent)
-        return;
     for (size_t i = 0; i < c->podres_table.n; i++) {
         gm_podres_alloc *a = &c->podres_table.allocs[i];
-        if (!a->gpu_uuid[0] && strncmp(a->device_id, "MIG-", 4) == 0 &&
-            c->prov->mig_parent(c->pstate, a->device_id, a->gpu_uuid, sizeof a->gpu_uuid, NULL) !=
-                GM_OK)
+        if (a->gpu_uuid[0] || strncmp(a->device_id, "MIG-", 4) != 0)
+            continue;
+        bool placed = false;
+        for (size_t k = 0; k < c->nsrc && !placed; k++)
+            placed = c->src[k].prov->mig_parent &&
+                     c->src[k].prov->mig_parent(c->src[k].state, a->device_id, a->gpu_uuid,
+                                                sizeof a->gpu_uuid, NULL) == GM_OK;
+        if (!placed)
             a->gpu_uuid[0] = '\0';
     }
 }
@@ -227,19 +297,120 @@ void gm_collector_k8s_status(gm_collector *c, gm_k8s_status *out)
     out->state = GM_K8S_OFF;
 }
 
+/* True when out already holds a GPU that g (from a provider of no one vendor) is: the same
+ * PCI bus id, or, where g has none, a GPU of the same name not matched before (used marks). */
+static bool already_read(const gm_snapshot *out, unsigned upto, const gm_gpu *g, bool *used)
+{
+    for (unsigned i = 0; i < upto; i++) {
+        const gm_gpu *h = &out->gpus[i];
+        if (g->pci_bus_id[0] && h->pci_bus_id[0]) {
+            if (strcasecmp(g->pci_bus_id, h->pci_bus_id) == 0)
+                return true;
+            continue;
+        }
+        if (!used[i] && g->name[0] && strcmp(g->name, h->name) == 0) {
+            used[i] = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Appends the GPUs of scratch (one provider's sample) to out, renumbered after out's, with
+ * their processes. A provider of no one vendor adds only GPUs no earlier provider read. */
+static void merge_source(source *s, gm_snapshot *out, const gm_snapshot *scratch)
+{
+    bool used[GM_MAX_GPUS] = {0};
+    unsigned before = out->gpu_count;
+    int map[GM_MAX_GPUS];
+    s->first = out->gpu_count;
+    for (unsigned i = 0; i < scratch->gpu_count && i < GM_MAX_GPUS; i++) {
+        map[i] = -1;
+        const gm_gpu *g = &scratch->gpus[i];
+        if (!s->prov->vendor && already_read(out, before, g, used))
+            continue;
+        if (out->gpu_count >= GM_MAX_GPUS)
+            break;
+        map[i] = (int)out->gpu_count;
+        gm_gpu *d = &out->gpus[out->gpu_count++];
+        *d = *g;
+        d->index = (unsigned)map[i];
+    }
+    s->count = out->gpu_count - s->first;
+    for (size_t p = 0; p < scratch->proc_count; p++) {
+        gm_process pr = scratch->procs[p];
+        unsigned at = 0;
+        while (at < scratch->gpu_count && scratch->gpus[at].index != pr.gpu_index)
+            at++;
+        if (at >= scratch->gpu_count || at >= GM_MAX_GPUS || map[at] < 0)
+            continue;
+        pr.gpu_index = (unsigned)map[at];
+        gm_snapshot_add_process(out, &pr);
+    }
+    out->proc_dropped += scratch->proc_dropped;
+}
+
+static void label_gpus(const source *s, gm_snapshot *out)
+{
+    for (unsigned i = s->first; i < s->first + s->count && i < out->gpu_count; i++) {
+        gm_gpu *g = &out->gpus[i];
+        if (!g->provider[0])
+            snprintf(g->provider, sizeof g->provider, "%s", s->prov->name);
+        if (!g->vendor[0] && s->prov->vendor)
+            snprintf(g->vendor, sizeof g->vendor, "%s", s->prov->vendor);
+    }
+}
+
+/* Samples every provider: the first straight into out (its indices are the driver's), the
+ * others after it. An error only when none could be read. */
+static int sample_sources(gm_collector *c, gm_snapshot *out, gm_error *err)
+{
+    int rc = GM_OK;
+    bool any = false;
+    gm_error first_err = {0};
+    for (size_t k = 0; k < c->nsrc; k++) {
+        source *s = &c->src[k];
+        int r;
+        if (k == 0) {
+            r = s->prov->sample(s->state, out, c->want_procs, &first_err);
+            if (r < 0) {
+                /* Keep what identifies the sample, drop partial GPU data. */
+                out->gpu_count = 0;
+                out->proc_count = 0;
+            }
+            s->first = 0;
+            s->count = out->gpu_count;
+        } else {
+            gm_snapshot_reset(c->scratch);
+            gm_error e = {0};
+            r = s->prov->sample(s->state, c->scratch, c->want_procs, &e);
+            if (r == GM_OK)
+                merge_source(s, out, c->scratch);
+            else {
+                s->first = out->gpu_count;
+                s->count = 0;
+                if (!first_err.msg[0])
+                    first_err = e;
+            }
+        }
+        if (r == GM_OK)
+            any = true;
+        else if (rc == GM_OK)
+            rc = r;
+        label_gpus(s, out);
+    }
+    if (c->nsrc && !any) {
+        gm_error_set(err, rc, "%s", first_err.msg);
+        return rc;
+    }
+    return GM_OK;
+}
+
 int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
 {
     gm_snapshot_reset(out);
     gm_calltime *prev_calls = gm_calltime_use(c->calls);
-    int rc = GM_OK;
-    if (c->prov) {
-        rc = c->prov->sample(c->pstate, out, c->want_procs, err);
-        if (rc < 0) {
-            /* Keep what identifies the sample, drop partial GPU data. */
-            out->gpu_count = 0;
-            out->proc_count = 0;
-        }
-    }
+    int rc = sample_sources(c, out, err);
     snprintf(out->provider, sizeof out->provider, "%s", gm_collector_provider(c));
 
     if (c->host) {
@@ -281,48 +452,79 @@ int gm_collector_sample(gm_collector *c, gm_snapshot *out, gm_error *err)
     return rc;
 }
 
+/* The source that read the GPU at snapshot position pos (its position there into *local), NULL
+ * when none did. One provider alone owns every position, sampled yet or not. */
+static source *source_of(gm_collector *c, unsigned pos, unsigned *local)
+{
+    if (c->nsrc == 1) {
+        *local = pos;
+        return &c->src[0];
+    }
+    for (size_t k = 0; k < c->nsrc; k++)
+        if (pos >= c->src[k].first && pos < c->src[k].first + c->src[k].count) {
+            *local = pos - c->src[k].first;
+            return &c->src[k];
+        }
+    return NULL;
+}
+
 int gm_collector_p2p(gm_collector *c, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
                      gm_error *err)
 {
-    if (!c->prov || !c->prov->p2p)
+    unsigned la = 0, lb = 0;
+    source *sa = source_of(c, a, &la), *sb = source_of(c, b, &lb);
+    if (!sa || !sa->prov->p2p)
         return gm_error_set(err, GM_ENOTSUP, "provider %s cannot read P2P status",
-                            gm_collector_provider(c));
+                            sa ? sa->prov->name : gm_collector_provider(c));
+    if (sa != sb)
+        return gm_error_set(err, GM_ENOTSUP,
+                            "GPUs %u and %u are read by different providers: P2P unknown", a, b);
     if ((int)cap < 0 || cap >= GM_P2P__COUNT)
         return gm_error_set(err, GM_EINVAL, "unknown P2P capability %d", (int)cap);
-    return c->prov->p2p(c->pstate, a, b, cap, out, err);
+    return sa->prov->p2p(sa->state, la, lb, cap, out, err);
 }
 
 int gm_collector_retired_pages(gm_collector *c, unsigned index, int cause, uint64_t *addr,
                                uint64_t *when, size_t cap, size_t *n, gm_error *err)
 {
     *n = 0;
-    if (!c->prov || !c->prov->retired_pages)
+    unsigned local = 0;
+    source *s = source_of(c, index, &local);
+    if (!s || !s->prov->retired_pages)
         return gm_error_set(err, GM_ENOTSUP, "provider %s cannot list retired pages",
-                            gm_collector_provider(c));
+                            s ? s->prov->name : gm_collector_provider(c));
     if (cause < 0 || cause > 1)
         return gm_error_set(err, GM_EINVAL, "unknown page retirement cause %d", cause);
-    return c->prov->retired_pages(c->pstate, index, cause, addr, when, cap, n, err);
+    return s->prov->retired_pages(s->state, local, cause, addr, when, cap, n, err);
 }
 
 int gm_collector_supported_clocks(gm_collector *c, unsigned index, unsigned mem_mhz, unsigned *mhz,
                                   size_t cap, size_t *n, gm_error *err)
 {
     *n = 0;
-    if (!c->prov || !c->prov->supported_clocks)
+    unsigned local = 0;
+    source *s = source_of(c, index, &local);
+    if (!s || !s->prov->supported_clocks)
         return gm_error_set(err, GM_ENOTSUP, "provider %s cannot list supported clocks",
-                            gm_collector_provider(c));
-    return c->prov->supported_clocks(c->pstate, index, mem_mhz, mhz, cap, n, err);
+                            s ? s->prov->name : gm_collector_provider(c));
+    return s->prov->supported_clocks(s->state, local, mem_mhz, mhz, cap, n, err);
 }
 
 int gm_collector_topology(gm_collector *c, gm_topology *out, gm_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (!c->prov || !c->prov->p2p)
+    bool any_p2p = false;
+    for (size_t k = 0; k < c->nsrc; k++)
+        any_p2p |= c->src[k].prov->p2p != NULL;
+    if (!any_p2p)
         return GM_OK;
     gm_snapshot *s = gm_snapshot_new();
     if (!s)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
-    int rc = c->prov->sample(c->pstate, s, false, err);
+    bool saved = c->want_procs;
+    c->want_procs = false;
+    int rc = sample_sources(c, s, err);
+    c->want_procs = saved;
     unsigned n = rc == GM_OK ? s->gpu_count : 0;
     gm_snapshot_free(s);
     if (rc < 0)
@@ -332,7 +534,7 @@ int gm_collector_topology(gm_collector *c, gm_topology *out, gm_error *err)
         for (unsigned b = 0; b < n; b++)
             for (int cap = 0; cap < GM_P2P__COUNT; cap++) {
                 gm_p2p_status st = GM_P2P_UNKNOWN;
-                if (a != b && c->prov->p2p(c->pstate, a, b, cap, &st, NULL) < 0)
+                if (a != b && gm_collector_p2p(c, a, b, cap, &st, NULL) < 0)
                     st = GM_P2P_UNKNOWN;
                 out->p2p[a][b][cap] = (uint8_t)st;
             }

@@ -2561,6 +2561,7 @@ static int nvml_supported_clocks(void *state, unsigned gpu, unsigned mem_mhz, un
 /* The NVML provider (see provider.h for the contract of each entry). */
 const gm_provider gm_provider_nvml = {
     .name = "nvml",
+    .vendor = "NVIDIA",
     .open = nvml_open,
     .close = nvml_close,
     .sample = nvml_sample,

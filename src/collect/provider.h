@@ -14,6 +14,9 @@
  * are read; return an error only when nothing at all could be read. */
 typedef struct gm_provider {
     const char *name;
+    /* Who makes the GPUs it reads ("NVIDIA", "AMD"); NULL when it reads several vendors' and
+     * says per GPU (gm_gpu.vendor). The collector runs the best provider of each vendor at once. */
+    const char *vendor;
     int (*open)(const gm_collector_options *opt, void **state, gm_error *err);
     void (*close)(void *state);
     int (*sample)(void *state, gm_snapshot *out, bool want_procs, gm_error *err);
@@ -33,11 +36,15 @@ typedef struct gm_provider {
 extern const gm_provider gm_provider_nvml;
 extern const gm_provider gm_provider_smi;
 extern const gm_provider gm_provider_sim;
+extern const gm_provider gm_provider_amdgpu;
+extern const gm_provider gm_provider_nvtop;
 
-/* Providers tried, in order, when none is forced (NULL-terminated). */
+/* Providers tried, in order, when none is forced (NULL-terminated): the first that opens of
+ * each vendor is used, all of them at once; a provider of no one vendor (vendor NULL) reads
+ * only the GPUs the others did not. */
 extern const gm_provider *const gm_provider_auto_order[];
 
-/* Returns the provider named name ("nvml", "nvidia-smi", "sim"), NULL when unknown. */
+/* Returns the provider named name ("nvml", "nvidia-smi", "amdgpu", "sim"), NULL when unknown. */
 const gm_provider *gm_provider_find(const char *name);
 
 #endif

@@ -244,6 +244,7 @@ static int sim_p2p(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_s
 
 const gm_provider gm_provider_sim = {
     .name = "sim",
+    .vendor = "NVIDIA", /* its models are NVIDIA boards, each named "(simulated)" */
     .open = sim_open,
     .close = sim_close,
     .sample = sim_sample,

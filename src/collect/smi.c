@@ -384,6 +384,7 @@ static int smi_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *
 
 const gm_provider gm_provider_smi = {
     .name = "nvidia-smi",
+    .vendor = "NVIDIA",
     .open = smi_open,
     .close = smi_close,
     .sample = smi_sample,

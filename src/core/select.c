@@ -222,6 +222,9 @@ int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease
         e->index = g->index;
         snprintf(e->name, sizeof e->name, "%s", g->name);
         snprintf(e->uuid, sizeof e->uuid, "%s", g->uuid);
+        snprintf(e->vendor, sizeof e->vendor, "%s", g->vendor);
+        for (unsigned k = 0; k < i; k++)
+            e->vendor_index += strcmp(s->gpus[k].vendor, g->vendor) == 0;
         if (!g->lost) {
             e->has_free = gm_gpu_has(g, GM_M_MEM_FREE_BYTES);
             e->has_total = gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES);
@@ -274,6 +277,33 @@ void gm_select_format_list(const gm_select_result *r, char *buf, size_t len)
             return;
         used += (size_t)n;
     }
+}
+
+static bool is_amd(const gm_select_gpu *e)
+{
+    return strcmp(e->vendor, "AMD") == 0;
+}
+
+void gm_select_format_env(const gm_select_result *r, gm_select_env *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t cu = 0, am = 0;
+    for (unsigned i = 0; i < r->n_selected; i++)
+        for (unsigned k = 0; k < r->n_gpus; k++) {
+            const gm_select_gpu *e = &r->gpus[k];
+            if (e->index != r->selected[i])
+                continue;
+            char *buf = is_amd(e) ? out->amd : out->cuda;
+            size_t *used = is_amd(e) ? &am : &cu, cap = sizeof out->cuda;
+            unsigned idx = is_amd(e) ? e->vendor_index : e->index;
+            int w = snprintf(buf + *used, cap - *used, "%s%u", *used ? "," : "", idx);
+            if (w > 0 && *used + (size_t)w < cap)
+                *used += (size_t)w;
+            if (is_amd(e))
+                out->has_amd = true;
+            else
+                out->has_cuda = true;
+        }
 }
 
 /* Appends printf output to buf, silently stopping at its end. */
@@ -452,7 +482,17 @@ json_t *gm_select_result_json(const gm_select_result *r)
                             e->leased, "leased_by_pid",
                             e->leased && e->lease_pid ? json_integer(e->lease_pid) : json_null()));
     }
-    return json_pack("{s:b, s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:s, s:o, s:s, s:s, s:s, s:b, s:o}",
+    gm_select_env env;
+    gm_select_format_env(r, &env);
+    json_t *vis = json_object();
+    if (env.has_cuda)
+        json_object_set_new(vis, "CUDA_VISIBLE_DEVICES", json_string(env.cuda));
+    if (env.has_amd) {
+        json_object_set_new(vis, "ROCR_VISIBLE_DEVICES", json_string(env.amd));
+        json_object_set_new(vis, "HIP_VISIBLE_DEVICES", json_string(env.amd));
+    }
+    return json_pack("{s:b, s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:s, s:o, s:s, s:s, s:s, s:b, s:o,"
+                     " s:o}",
                      "satisfied", r->satisfied, "count", (json_int_t)r->req.count, "min_free_mib",
                      num_or_null(true, r->req.min_free_mib), "max_util_percent",
                      num_or_null(r->req.has_max_util, r->req.max_util_pct), "cuda_visible_devices",
@@ -460,7 +500,7 @@ json_t *gm_select_result_json(const gm_select_result *r)
                      (json_int_t)r->n_eligible, "indices", indices, "uuids", uuids, "selection",
                      list, "reason", r->satisfied ? json_null() : json_string(why), "time", when,
                      "provider", r->provider, "allocation_method", "availability_score",
-                     "ignore_leases", r->req.ignore_leases, "gpus", gpus);
+                     "ignore_leases", r->req.ignore_leases, "gpus", gpus, "visible_devices", vis);
 }
 
 /* ---- waiting ----------------------------------------------------------------------------- */

@@ -64,6 +64,10 @@ typedef struct gm_select_gpu {
     bool leased;      /* a gpumon lease holds it (whether or not that excluded it) */
     pid_t lease_pid;  /* holder's pid when leased and known, else 0 */
     char reason[128]; /* why it was excluded, for people; "" for selected/available */
+    /* Who made it ("NVIDIA", "AMD", "" unknown) and its index among that vendor's GPUs in
+     * snapshot order: what CUDA_VISIBLE_DEVICES or ROCR/HIP_VISIBLE_DEVICES number it by. */
+    char vendor[16];
+    unsigned vendor_index;
 } gm_select_gpu;
 
 /* A selection. gpus[] lists every GPU of the snapshot in rank order: selected ones by score
@@ -81,7 +85,7 @@ typedef struct gm_select_result {
     unsigned n_gpus;
     gm_select_gpu gpus[GM_MAX_GPUS];
     int64_t time_ms; /* the snapshot's time */
-    char provider[16];
+    char provider[32];
 } gm_select_result;
 
 /* Ranks the GPUs of s for req into out. leases is NULL (leases unknown: none excluded) or
@@ -97,6 +101,19 @@ size_t gm_select_candidates(const gm_select_result *r, unsigned *out, size_t cap
 
 /* "0,3": the selected indices for CUDA_VISIBLE_DEVICES ("" when unsatisfied). */
 void gm_select_format_list(const gm_select_result *r, char *buf, size_t len);
+
+/* The environment that hands the selected GPUs to a program, each vendor's runtime numbering
+ * its own GPUs: NVIDIA's (and GPUs of unknown vendor) in CUDA_VISIBLE_DEVICES by driver index;
+ * AMD's in ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES by their index among the AMD GPUs (ROCm
+ * numbers them in PCI bus order, as gpumon lists them). A variable no selected GPU needs is
+ * left out (has_* false): HIP also reads CUDA_VISIBLE_DEVICES, so an AMD-only selection must
+ * not set it. */
+typedef struct gm_select_env {
+    bool has_cuda, has_amd;
+    char cuda[GM_MAX_GPUS * 4 + 1]; /* "0,3" */
+    char amd[GM_MAX_GPUS * 4 + 1];  /* for both ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES */
+} gm_select_env;
+void gm_select_format_env(const gm_select_result *r, gm_select_env *out);
 
 /* One sentence for a person saying what was asked and why it was not met (or what was chosen
  * when it was), e.g. "need 2 GPUs with >= 20000 MiB free and <= 10% utilization; 1 qualifies

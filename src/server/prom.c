@@ -407,8 +407,11 @@ static void put_gpu_labels(buf *b, const gm_gpu *g, const char *hostname, const 
     if (g->pci_bus_id[0])
         put_label(b, &first, "pci_bus_id", g->pci_bus_id,
                   strnlen(g->pci_bus_id, sizeof g->pci_bus_id));
-    n = snprintf(num, sizeof num, "nvidia%u", g->index);
-    put_label(b, &first, "device", num, (size_t)n);
+    /* dcgm-exporter's device names NVIDIA's character device; other GPUs have none. */
+    if (!g->vendor[0] || strcmp(g->vendor, "NVIDIA") == 0) {
+        n = snprintf(num, sizeof num, "nvidia%u", g->index);
+        put_label(b, &first, "device", num, (size_t)n);
+    }
     if (g->name[0])
         put_label(b, &first, "modelName", g->name, strnlen(g->name, sizeof g->name));
     if (hostname[0])
@@ -960,6 +963,122 @@ static void render_nvlink_bw(buf *b, const gm_snapshot *s, const gm_prom_health 
     }
 }
 
+/* ---- AMD GPUs under AMD's names ------------------------------------------------------- */
+
+/* AMD's device-metrics-exporter (ROCm/device-metrics-exporter) names and units, for AMD GPUs
+ * only, so that its Grafana dashboards work on gpumon: gauge per reading, labels in its
+ * (alphabetical) order, gpu_id the GPU's index among the AMD GPUs as amd-smi numbers them. */
+typedef struct amd_family {
+    const char *name;
+    const char *help;
+    gm_metric metric;
+    double scale;
+    const char *clock_type; /* gpu_clock and gpu_max_clock: "system" or "memory" */
+} amd_family;
+
+static const amd_family amd_families[] = {
+    {"gpu_gfx_activity", "Graphics engine usage in Percentage (0-100)", GM_M_UTIL_GPU_PCT, 1, NULL},
+    {"gpu_umc_activity", "Memory engine usage in Percentage (0-100)", GM_M_UTIL_MEM_PCT, 1, NULL},
+    {"gpu_edge_temperature", "Current edge temperature in Celsius", GM_M_TEMP_EDGE_C, 1, NULL},
+    {"gpu_junction_temperature", "Current junction/hotspot temperature in Celsius",
+     GM_M_TEMP_JUNCTION_C, 1, NULL},
+    {"gpu_memory_temperature", "Current memory temperature in Celsius", GM_M_TEMP_MEM_C, 1, NULL},
+    {"gpu_power_usage", "GPU Power usage in Watts", GM_M_POWER_MW, 1e-3, NULL},
+    {"gpu_package_power", "Current socket power in Watts", GM_M_POWER_INSTANT_MW, 1e-3, NULL},
+    {"gpu_average_package_power", "Average socket power in Watts", GM_M_POWER_AVG_MW, 1e-3, NULL},
+    {"gpu_energy_consumed", "Accumulated energy consumed by the GPU in uJ", GM_M_ENERGY_MJ, 1e3,
+     NULL},
+    {"gpu_total_vram", "Total VRAM memory of the GPU (in MB)", GM_M_MEM_TOTAL_BYTES, 0, NULL},
+    {"gpu_used_vram", "Used VRAM memory of the GPU (in MB)", GM_M_MEM_USED_BYTES, 0, NULL},
+    {"gpu_free_vram", "Free VRAM memory of the GPU (in MB)", GM_M_MEM_FREE_BYTES, 0, NULL},
+    {"gpu_clock", "List of current GPU clock frequencies in MHz", GM_M_CLOCK_GR_MHZ, 1, "system"},
+    {"gpu_clock", NULL, GM_M_CLOCK_MEM_MHZ, 1, "memory"},
+    {"gpu_max_clock", "List of current GPU max clock frequencies in MHz", GM_M_CLOCK_MAX_GR_MHZ, 1,
+     "system"},
+    {"gpu_max_clock", NULL, GM_M_CLOCK_MAX_MEM_MHZ, 1, "memory"},
+    {"pcie_speed", "Current PCIe speed in GT/s", GM_M_PCIE_GEN_CUR, -1, NULL},
+    {"pcie_max_speed", "Maximum PCIe speed in GT/s", GM_M_PCIE_GEN_MAX, -1, NULL},
+    {"gpu_ecc_correct_total", "Total Correctable ECC error count", GM_M_ECC_CORR_VOL, 1, NULL},
+    {"gpu_ecc_uncorrect_total", "Total Uncorrectable ECC error count", GM_M_ECC_UNCORR_VOL, 1,
+     NULL},
+};
+
+#define AMD_FAMILY_COUNT (sizeof amd_families / sizeof amd_families[0])
+
+static bool is_amd(const gm_gpu *g)
+{
+    return strcmp(g->vendor, "AMD") == 0;
+}
+
+/* A PCIe generation's transfer rate per lane, GT/s; 0 when unknown. */
+static double pcie_gts(double gen)
+{
+    static const double gts[] = {0, 2.5, 5, 8, 16, 32, 64};
+    return gen >= 1 && gen <= 6 ? gts[(int)gen] : 0;
+}
+
+static void put_amd_labels(buf *b, const gm_gpu *g, unsigned amd_index, const char *hostname,
+                           const char *clock_type)
+{
+    char num[16];
+    bool first = true;
+    const char *model = g->board_part_number[0] ? g->board_part_number : g->name;
+    if (model[0])
+        put_label_str(b, &first, "card_model", model);
+    if (clock_type)
+        put_label_str(b, &first, "clock_type", clock_type);
+    int n = snprintf(num, sizeof num, "%u", amd_index);
+    put_label(b, &first, "gpu_id", num, (size_t)n);
+    if (g->uuid[0])
+        put_label(b, &first, "gpu_uuid", g->uuid, strnlen(g->uuid, sizeof g->uuid));
+    if (hostname[0])
+        put_label_str(b, &first, "hostname", hostname);
+    if (g->serial[0])
+        put_label(b, &first, "serial_number", g->serial, strnlen(g->serial, sizeof g->serial));
+    put_k8s_labels(b, &first, &g->k8s);
+    buf_put(b, "}", 1);
+}
+
+static void render_amd(buf *b, const gm_snapshot *s, const char *hostname)
+{
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS, amd = 0;
+    for (unsigned i = 0; i < n; i++)
+        amd += is_amd(&s->gpus[i]);
+    if (!amd)
+        return;
+    family nodes = {"gpu_nodes_total", "gauge", "Number of GPUs in the node", false};
+    begin_sample(b, &nodes);
+    bool first = true;
+    if (hostname[0])
+        put_label_str(b, &first, "hostname", hostname);
+    if (!first)
+        buf_put(b, "}", 1);
+    put_value(b, amd);
+    family f = {NULL, "gauge", NULL, false};
+    for (size_t fi = 0; fi < AMD_FAMILY_COUNT; fi++) {
+        const amd_family *af = &amd_families[fi];
+        /* A second row of the same family (another clock type) continues its series. */
+        if (!f.name || strcmp(f.name, af->name) != 0)
+            f = (family){af->name, "gauge", af->help, false};
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++) {
+            const gm_gpu *g = &s->gpus[i];
+            if (!is_amd(g))
+                continue;
+            unsigned amd_index = k++;
+            if (g->lost || !gm_gpu_has(g, af->metric) || !isfinite(g->v[af->metric]))
+                continue;
+            double v = g->v[af->metric];
+            v = af->scale == 0 ? floor(v / 1048576.0) : af->scale < 0 ? pcie_gts(v) : v * af->scale;
+            if (af->scale < 0 && v == 0)
+                continue;
+            begin_sample(b, &f);
+            put_amd_labels(b, g, amd_index, hostname, af->clock_type);
+            put_value(b, v);
+        }
+    }
+}
+
 /* ---- entry point ----------------------------------------------------------------------- */
 
 /* A first guess at the output size so that a typical render allocates once. */
@@ -987,6 +1106,7 @@ char *gm_prom_render(const gm_snapshot *s, const gm_prom_health *h, size_t *len)
     if (!buf_reserve(&b, estimate(s, per_core)))
         return NULL;
     render_gpus(&b, s, host);
+    render_amd(&b, s, host);
     render_nvlink_bw(&b, s, h, host);
     render_processes(&b, s, h && h->process_utilization);
     render_host(&b, s, per_core);

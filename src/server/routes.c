@@ -552,10 +552,124 @@ static void h_session(const gm_req *rq, gm_resp *rs)
     resp_defer(rq, rs, j);
 }
 
+/* ---- benchmark jobs ------------------------------------------------------------------------ */
+
+/* Starting work on the GPUs needs the token always, loopback included: without one, any local
+ * user or any page a local browser opens could load a server and hold GPUs. */
+static bool jobs_write_ok(const gm_req *rq, gm_resp *rs)
+{
+    if (rq->srv->cfg->token_set)
+        return true;
+    gm_resp_error(rs, 403,
+                  "benchmark jobs need a token, even from this host: restart gpumon serve with "
+                  "--token (or GPU_MONITOR_TOKEN) and send Authorization: Bearer <token>");
+    return false;
+}
+
+/* POST /api/benchmarks: a job from the body, 202 with its id and URL. */
+static void h_bench_submit(const gm_req *rq, gm_resp *rs)
+{
+    gm_error err = {0};
+    static const char *const none[] = {NULL};
+    if (check_params(rq->q, none, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    if (!jobs_write_ok(rq, rs))
+        return;
+    gm_jobs_request req;
+    const char *field = NULL;
+    int rc = gm_jobs_parse(rq->body, rq->body_len, &req, &field, &err);
+    if (rc < 0) {
+        int status = rc == GM_ENOMEM ? 503 : rc == GM_ENOTSUP ? 501 : 400;
+        resp_json(rs, status,
+                  json_pack("{s:o, s:o}", "error", gm_json_str(err.msg), "field",
+                            field ? gm_json_str(field) : json_null()));
+        return;
+    }
+    char id[GM_SESSION_ID_LEN];
+    rc = gm_jobs_submit(rq->srv->jobs, &req, id, &err);
+    if (rc < 0) {
+        gm_resp_error(rs, rc == GM_EBUSY ? 429 : 503, "%s", err.msg);
+        if (rc == GM_EBUSY)
+            rs->retry_after = 10;
+        return;
+    }
+    char url[96];
+    snprintf(url, sizeof url, "/api/benchmarks/jobs/%s", id);
+    snprintf(rs->location, sizeof rs->location, "%s", url);
+    resp_json(rs, 202, json_pack("{s:s, s:s, s:s}", "id", id, "url", url, "state", "queued"));
+}
+
+/* /api/benchmarks/jobs[/{id}[/cancel]]: answered from the queue's memory, on the loop. */
+static void h_jobs(const gm_req *rq, gm_resp *rs, const char *rest)
+{
+    gm_error err = {0};
+    static const char *const none[] = {NULL};
+    if (check_params(rq->q, none, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    if (!*rest) {
+        if (rq->method == GM_HTTP_POST) {
+            gm_resp_error(rs, 405, "start a benchmark job with POST /api/benchmarks");
+            gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD, rs->allow, sizeof rs->allow);
+            return;
+        }
+        resp_json(rs, 200, json_pack("{s:o}", "jobs", gm_jobs_list(rq->srv->jobs)));
+        return;
+    }
+    if (*rest != '/') {
+        gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
+        return;
+    }
+    rest++;
+    const char *slash = strchr(rest, '/');
+    size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
+    bool cancel = slash && strcmp(slash, "/cancel") == 0;
+    if (!id_ok(rest, idlen) || (slash && !cancel)) {
+        gm_resp_error(rs, 404, "no such endpoint: %s", rq->path);
+        return;
+    }
+    char id[GM_SESSION_ID_LEN];
+    memcpy(id, rest, idlen);
+    id[idlen] = '\0';
+    if (cancel != (rq->method == GM_HTTP_POST)) {
+        gm_resp_error(rs, 405, cancel ? "%s takes POST" : "%s takes GET", rq->path);
+        gm_http_allow_list(cancel ? GM_HTTP_POST : GM_HTTP_GET | GM_HTTP_HEAD, rs->allow,
+                           sizeof rs->allow);
+        return;
+    }
+    if (cancel) {
+        if (!jobs_write_ok(rq, rs))
+            return;
+        int rc = gm_jobs_cancel(rq->srv->jobs, id, &err);
+        if (rc < 0) {
+            gm_resp_error(rs, rc == GM_ENOENT ? 404 : 409, "%s", err.msg);
+            return;
+        }
+    }
+    json_t *j = gm_jobs_get(rq->srv->jobs, id);
+    if (!j) {
+        gm_resp_error(rs, 404, "no benchmark job %s", id);
+        return;
+    }
+    resp_json(rs, cancel ? 202 : 200, j);
+}
+
+static void h_jobs_route(const gm_req *rq, gm_resp *rs)
+{
+    h_jobs(rq, rs, rq->path + strlen("/api/benchmarks/jobs"));
+}
+
 /* GET /api/benchmarks and /api/benchmarks/{id}: read from the store by the session worker,
  * like /api/sessions, so the loop never waits on SQLite. */
 static void h_benchmarks(const gm_req *rq, gm_resp *rs)
 {
+    if (rq->method == GM_HTTP_POST) {
+        h_bench_submit(rq, rs);
+        return;
+    }
     gm_error err = {0};
     static const char *const known[] = {"limit", NULL};
     if (check_params(rq->q, known, &err) < 0) {
@@ -776,7 +890,12 @@ static const gm_route routes[] = {
      h_sessions, false, false},
     {"/api/sessions/", true, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST | GM_HTTP_DELETE, true,
      GM_SESSION_BODY_MAX, h_session, false, false},
-    {"/api/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_benchmarks, false, false},
+    {"/api/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST, true, GM_JOBS_BODY_MAX,
+     h_benchmarks, false, false},
+    {"/api/benchmarks/jobs", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_jobs_route, false,
+     false},
+    {"/api/benchmarks/jobs/", true, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST, true, 0,
+     h_jobs_route, false, false},
     {"/api/benchmarks/", true, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_benchmark, false, false},
     {"/api/allocation", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_allocation, false, false},
     {"/api/fleet", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_fleet_nodes, false, false},
@@ -786,6 +905,7 @@ static const gm_route routes[] = {
     {"/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_metrics, false, false},
     {"/ws/gpu", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
     {"/ws/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
+    {"/ws/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
 };
 
 const gm_route *gm_route_find(const char *path)

@@ -50,7 +50,7 @@ typedef struct gm_published {
     uint64_t seq;       /* the snapshot's sequence number */
     int64_t time_ms;    /* sample wall clock time */
     int64_t mono_ms;    /* CLOCK_MONOTONIC when published */
-    char provider[16];  /* "nvml", "nvidia-smi", "sim", "none" */
+    char provider[32];  /* "nvml", "nvidia-smi", "sim", "none", or several "+"-joined */
     unsigned gpu_count; /* GPUs in the snapshot */
     unsigned lost_count;
     unsigned lost[GM_MAX_GPUS]; /* driver indexes of lost GPUs */

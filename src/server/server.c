@@ -407,6 +407,14 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                               .wake_arg = srv};
     if (gm_worker_start(&mopt, &srv->worker, err) < 0)
         goto stop;
+    gm_jobs_options jopt = {.db_path = srv->db_path,
+                            .lease_dir = srv->lease_dir,
+                            .provider = cfg->provider,
+                            .simulate = cfg->simulate,
+                            .seed = cfg->seed,
+                            .procfs_root = cfg->procfs[0] ? cfg->procfs : NULL};
+    if (gm_jobs_start(&jopt, &srv->jobs, err) < 0)
+        goto stop;
     if (cfg->prometheus[0]) {
         gm_fleet_cache_options fopt = {
             .url = cfg->prometheus, .job = cfg->prometheus_job, .wake = wake_loop, .wake_arg = srv};
@@ -491,12 +499,16 @@ stop:
      * wake the loop through wakefd, which stays open until they are joined. */
     gm_ws_close_all(srv);
     gm_http_stop(srv);
+    /* A running benchmark job stops, keeps what it measured and releases its lease. */
+    gm_jobs_stop(srv->jobs);
     gm_sampler_stop(srv->sampler);
     gm_worker_stop(srv->worker);
     gm_fleet_cache_stop(srv->fleet);
 out:
     gm_ws_close_all(srv);
     gm_http_stop(srv);
+    gm_jobs_free(srv->jobs);
+    srv->jobs = NULL;
     gm_worker_free(srv->worker);
     srv->worker = NULL;
     gm_fleet_cache_free(srv->fleet);

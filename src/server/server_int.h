@@ -13,6 +13,7 @@
 
 #include "server/config.h"
 #include "server/fleet_cache.h"
+#include "server/jobs.h"
 #include "server/log.h"
 #include "server/query.h"
 #include "server/request.h"
@@ -62,6 +63,7 @@ typedef struct gm_conn gm_conn;             /* one TCP connection libmicrohttpd 
 typedef struct gm_resp_cache gm_resp_cache; /* answers built once per sample (http.c) */
 typedef struct gm_http_req gm_http_req;     /* one request on it (http.c) */
 typedef struct gm_ws_client gm_ws_client;
+typedef struct gm_ws_job_frame gm_ws_job_frame; /* /ws/benchmarks' frame (ws.c) */
 struct MHD_Daemon;
 struct MHD_Connection;
 
@@ -71,6 +73,7 @@ typedef struct gm_server {
     gm_sampler *sampler;
     gm_worker *worker;      /* the session worker (POST/GET/DELETE /api/sessions) */
     gm_fleet_cache *fleet;  /* GET /api/fleet's thread; NULL without --prometheus */
+    gm_jobs *jobs;          /* POST /api/benchmarks: the benchmark jobs' queue and thread */
     struct MHD_Daemon *mhd; /* HTTP, driven by the loop (no thread of its own) */
     int epfd;               /* the loop's epoll set */
     int wakefd;             /* eventfd: the sampler, session worker and fleet thread wake the
@@ -80,7 +83,7 @@ typedef struct gm_server {
     atomic_bool quit;
     atomic_bool sample_wake; /* a client is connected: only then does a sample wake the loop */
     int64_t started_mono_ms;
-    char provider[16];
+    char provider[32];
     char diagnosis[1024];
     unsigned port;            /* bound port */
     unsigned conn_limit;      /* connections libmicrohttpd accepts (--max-connections) */
@@ -106,7 +109,8 @@ typedef struct gm_server {
     gm_published *ws_due;        /* the newest bundle due to WebSocket clients, frames framed */
     uint64_t http_refused;       /* requests refused before routing (malformed, deadlines) */
     gm_log_limit ws_refused_log; /* "websocket refused" lines: one per GM_LOG_LIMIT_S */
-    gm_ws_stream ws_streams[2];
+    gm_ws_job_frame *ws_jobs;    /* the newest benchmark jobs' frame (/ws/benchmarks) */
+    gm_ws_stream ws_streams[3];
 } gm_server;
 
 /* ---- routes (routes.c): what each endpoint answers, with no knowledge of sockets ---------- */

@@ -26,7 +26,7 @@
 #include "base/utf8.h"
 #include "server/log.h"
 
-enum { WS_GPU = 1, WS_METRICS = 2 };
+enum { WS_GPU = 1, WS_METRICS = 2, WS_BENCH = 3 };
 
 /* RFC 6455 close codes used here. */
 enum {
@@ -68,7 +68,8 @@ struct gm_ws_client {
     bool hdr_too_big;  /* a data frame's header announced more than a message may hold */
 
     /* out */
-    gm_published *pin; /* the bundle of the data frame being sent */
+    gm_published *pin;     /* the bundle of the data frame being sent */
+    gm_ws_job_frame *jpin; /* or the benchmark jobs' frame being sent (/ws/benchmarks) */
     const uint8_t *out;
     size_t out_len, out_off;
     uint8_t ctlq[OUT_CTL]; /* control frames waiting (sent between data frames) */
@@ -84,7 +85,22 @@ struct gm_ws_client {
 
 static const char *kind_name(int kind)
 {
-    return kind == WS_GPU ? "gpu" : "metrics";
+    return kind == WS_GPU ? "gpu" : kind == WS_BENCH ? "benchmarks" : "metrics";
+}
+
+/* The benchmark jobs' frame (/ws/benchmarks): made by the loop from the queue's state at a
+ * sample's broadcast, shared by every client of the stream; the header's room in front. */
+struct gm_ws_job_frame {
+    unsigned refs; /* loop only */
+    uint64_t seq;
+    size_t len;
+    uint8_t bytes[]; /* 10 bytes of header room, then len bytes of JSON */
+};
+
+static void job_frame_unref(gm_ws_job_frame *f)
+{
+    if (f && --f->refs == 0)
+        free(f);
 }
 
 /* Bytes of the header of a server frame (unmasked) with len payload bytes. */
@@ -136,6 +152,7 @@ static void client_free(gm_server *srv, gm_ws_client *c, const char *why)
     srv->ws_count--;
     gm_server_unwatch(srv, c->fd);
     gm_published_unref(c->pin);
+    job_frame_unref(c->jpin);
     if (c->rx)
         wslay_frame_context_free(c->rx);
     free(c->extra);
@@ -194,6 +211,33 @@ static void watch(gm_server *srv, gm_ws_client *c, bool blocked)
         c->watching = want;
 }
 
+static void start_job_frame(gm_ws_client *c, gm_ws_job_frame *f)
+{
+    size_t h = header_len(f->len);
+    uint8_t *p = f->bytes + 10 - h;
+    /* The same header for every client: written once per client, harmless. */
+    p[0] = 0x80 | WSLAY_TEXT_FRAME;
+    if (h == 2) {
+        p[1] = (uint8_t)f->len;
+    } else if (h == 4) {
+        p[1] = 126;
+        p[2] = (uint8_t)(f->len >> 8);
+        p[3] = (uint8_t)f->len;
+    } else {
+        p[1] = 127;
+        for (int i = 0; i < 8; i++)
+            p[2 + i] = (uint8_t)((uint64_t)f->len >> (56 - 8 * i));
+    }
+    f->refs++;
+    c->jpin = f;
+    c->out = p;
+    c->out_len = f->len + h;
+    c->out_off = 0;
+    c->sent_any = true;
+    c->sent_seq = f->seq;
+    c->last_progress_ms = gm_clock_mono_ms();
+}
+
 static void start_frame(gm_ws_client *c, gm_published *p)
 {
     const gm_blob *b = frame_blob(p, c->kind);
@@ -228,6 +272,11 @@ static bool flush(gm_server *srv, gm_ws_client *c)
             p = c->out;
             off = &c->out_off;
             len = c->out_len;
+        } else if (c->kind == WS_BENCH) {
+            if (c->closing || !srv->ws_jobs || (c->sent_any && c->sent_seq == srv->ws_jobs->seq))
+                break;
+            start_job_frame(c, srv->ws_jobs);
+            continue;
         } else if (!c->closing && srv->ws_due &&
                    (!c->sent_any || c->sent_seq != srv->ws_due->seq)) {
             start_frame(c, srv->ws_due);
@@ -266,6 +315,8 @@ static bool flush(gm_server *srv, gm_ws_client *c)
         } else {
             gm_published_unref(c->pin);
             c->pin = NULL;
+            job_frame_unref(c->jpin);
+            c->jpin = NULL;
             c->out = NULL;
         }
     }
@@ -594,7 +645,9 @@ bool gm_ws_handshake(gm_server *srv, struct MHD_Connection *mc, const gm_route *
     base64_encode_raw(accept, sizeof digest, digest);
     accept[sizeof accept - 1] = '\0';
 
-    int kind = strcmp(r->path, "/ws/gpu") == 0 ? WS_GPU : WS_METRICS;
+    int kind = strcmp(r->path, "/ws/gpu") == 0          ? WS_GPU
+               : strcmp(r->path, "/ws/benchmarks") == 0 ? WS_BENCH
+                                                        : WS_METRICS;
     gm_ws_stream *st = &srv->ws_streams[kind - 1];
     *st = (gm_ws_stream){srv, kind};
     struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, st);
@@ -620,6 +673,27 @@ void gm_ws_broadcast(gm_server *srv)
      * the first time a client of it takes one (never when nobody listens). */
     gm_published_unref(srv->ws_due);
     srv->ws_due = gm_published_ref(p);
+    /* The jobs' frame, at the same cadence, only while a client of that stream listens: the
+     * queue's mutex is held for a copy of a few jobs' state, never while one waits or runs. */
+    bool bench_client = false;
+    for (gm_ws_client *c = srv->ws_head; c && !bench_client; c = c->next)
+        bench_client = c->kind == WS_BENCH;
+    if (bench_client && srv->jobs) {
+        json_t *j = json_pack("{s:o}", "jobs", gm_jobs_recent(srv->jobs, 10));
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        size_t n = text ? strlen(text) : 0;
+        gm_ws_job_frame *f = text ? malloc(sizeof *f + 10 + n) : NULL;
+        if (f) {
+            f->refs = 1;
+            f->seq = p->seq;
+            f->len = n;
+            memcpy(f->bytes + 10, text, n);
+            job_frame_unref(srv->ws_jobs);
+            srv->ws_jobs = f;
+        }
+        free(text);
+    }
     for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
         next = c->next;
         if (!c->out)
@@ -699,4 +773,6 @@ void gm_ws_close_all(gm_server *srv)
     }
     gm_published_unref(srv->ws_due);
     srv->ws_due = NULL;
+    job_frame_unref(srv->ws_jobs);
+    srv->ws_jobs = NULL;
 }

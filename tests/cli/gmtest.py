@@ -24,6 +24,10 @@ def env(nvml=None, scenario=None, smi=False, smi_mode=None, extra=None):
     e = {k: v for k, v in os.environ.items() if not k.startswith("GPU_MONITOR_") and not k.startswith("GM_FAKE_")}
     e["PATH"] = (FAKE_SMI_DIR + ":" if smi else "") + BASE_PATH
     e["GPU_MONITOR_NVML_LIB"] = nvml or MISSING_LIB
+    # No AMD GPU unless a test writes a fake tree: the amdgpu provider never sees this machine's.
+    e["GPU_MONITOR_SYSFS_ROOT"] = "/nonexistent-gm-sysfs"
+    # Nor an nvtop this machine may have installed.
+    e["GPU_MONITOR_NVTOP"] = "/nonexistent-gm-nvtop"
     if scenario:
         e["GM_FAKE_NVML_SCENARIO"] = scenario if os.path.isabs(scenario) else os.path.join(FIXTURES, "nvml", scenario)
     if smi_mode:

@@ -344,6 +344,13 @@ class Bench(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("failed the first request (connection)", p.stderr)
 
+    def test_help_fits_80_columns(self):
+        p = run(["bench", "--help"], env=env(extra={"COLUMNS": "80"}))
+        self.assertEqual(p.returncode, 0)
+        wide = [l for l in p.stdout.splitlines() if len(l) > 80]
+        self.assertEqual(wide, [])
+        self.assertIn("--request-rate LIST", p.stdout)
+
     def test_usage_errors(self):
         cases = [
             ([], "--url or --image is required"),

@@ -294,9 +294,11 @@ class NoGpu(Base):
                 self.assertEqual(lines[0], f"gpumon {cmd}: no GPU found; tried:")
                 self.assertTrue(lines[1].startswith("  nvml: "), p.stderr)
                 self.assertEqual(lines[2], "  nvidia-smi: not found on PATH")
-                self.assertEqual(len(lines), 4 if hint else 3, p.stderr)
+                self.assertTrue(lines[3].startswith("  amdgpu: no GPU driven by amdgpu"), p.stderr)
+                self.assertTrue(lines[4].startswith("  nvtop: "), p.stderr)
+                self.assertEqual(len(lines), 6 if hint else 5, p.stderr)
                 if hint:
-                    self.assertEqual(lines[3], "Use --simulate N to try gpumon with simulated GPUs.")
+                    self.assertEqual(lines[5], "Use --simulate N to try gpumon with simulated GPUs.")
 
     def test_bad_provider_is_a_usage_error(self):
         for cmd in ["query", "snapshot", "select"]:

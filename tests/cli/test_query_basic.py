@@ -130,7 +130,7 @@ class QuerySim(unittest.TestCase):
             (["query", "--format", "xml"], "--format"),
             (["query", "-l", "0"], "--loop"),
             (["query", "--bogus"], "--bogus"),
-            (["query", "--provider", "nvtop"], "nvtop"),
+            (["query", "--provider", "rocm"], "rocm"),
             (["query", "--simulate", "1", "-i", ""], "GPU list"),
         ]
         for args, needle in cases:

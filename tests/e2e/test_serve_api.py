@@ -228,7 +228,7 @@ class Config(unittest.TestCase):
                  ([], {"GPU_MONITOR_WS_MAX_RATE_HZ": "0"}, "GPU_MONITOR_WS_MAX_RATE_HZ"),
                  ([], {"GPU_MONITOR_LOG_LEVEL": "loud"}, "GPU_MONITOR_LOG_LEVEL"),
                  ([], {"GPU_MONITOR_ENABLE_SYSTEM_METRICS": "maybe"}, "GPU_MONITOR_ENABLE_SYSTEM_METRICS"),
-                 ([], {"GPU_MONITOR_TELEMETRY_PROVIDER": "nvtop"}, "GPU_MONITOR_TELEMETRY_PROVIDER"),
+                 ([], {"GPU_MONITOR_TELEMETRY_PROVIDER": "rocm"}, "GPU_MONITOR_TELEMETRY_PROVIDER"),
                  ([], {"GPU_MONITOR_HISTORY": "forever"}, "GPU_MONITOR_HISTORY"),
                  (["--poll-interval", "10"], None, "--poll-interval"),
                  (["--listen", "nowhere:99999"], None, "--listen")]

@@ -52,6 +52,9 @@ static int setup(void **state)
     unsetenv("GM_FAKE_SMI_MODE");
     unsetenv("GM_FAKE_SMI_FILE");
     unsetenv("GM_FAKE_SMI_EXIT");
+    /* No AMD GPU: the amdgpu provider reads an empty tree, whatever this machine holds. */
+    setenv("GPU_MONITOR_SYSFS_ROOT", "/nonexistent-gm-sysfs", 1);
+    setenv("GPU_MONITOR_NVTOP", "/nonexistent-gm-nvtop", 1);
     setenv("PATH", saved_path, 1);
     return 0;
 }
@@ -241,11 +244,18 @@ static void test_none_when_nothing_works(void **state)
     /* One line per provider tried, in order, each with its reason (and the provider's name
      * said once, not twice). */
     const char *d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 2);
+    assert_int_equal(count_lines(d), 4);
     assert_int_equal(strncmp(d, "nvml: ", 6), 0);
     assert_non_null(strstr(d, NO_NVML));
     const char *second = strchr(d, '\n') + 1;
-    assert_string_equal(second, "nvidia-smi: not found on PATH");
+    assert_int_equal(strncmp(second,
+                             "nvidia-smi: not found on PATH\n"
+                             "amdgpu: no GPU driven by amdgpu under "
+                             "/nonexistent-gm-sysfs/sys/class/drm\n"
+                             "nvtop: ",
+                             strlen("nvidia-smi: not found on PATH\namdgpu: no GPU driven by "
+                                    "amdgpu under /nonexistent-gm-sysfs/sys/class/drm\nnvtop: ")),
+                     0);
 
     /* It still samples: no GPU, the host. */
     gm_snapshot *s = gm_snapshot_new();
@@ -275,7 +285,7 @@ static void test_none_when_nothing_works(void **state)
     c = open_ok(&o);
     assert_string_equal(gm_collector_provider(c), "none");
     d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 2);
+    assert_int_equal(count_lines(d), 4);
     second = strchr(d, '\n') + 1;
     assert_int_equal(strncmp(second, "nvidia-smi: ", 12), 0);
     assert_non_null(strstr(second, "exited with status 9"));
@@ -582,6 +592,117 @@ static void test_want_set(void **state)
     gm_collector_close(c);
 }
 
+/* Writes the fake amdgpu tree (an RX 580 at bus 03, an MI300X at bus 83, listed as card1 and
+ * card0, and an NVIDIA card the amdgpu reader must skip) and points the collector at it. */
+static void use_fake_amd_sysfs(char *root, size_t cap)
+{
+    snprintf(root, cap, "/tmp/gm-test-collector-sysfs-%ld", (long)getpid());
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "rm -rf '%s' && python3 '%s/tests/fakes/fake_amd_sysfs.py' '%s' --nvidia", root,
+             getenv("GM_SOURCE_DIR"), root);
+    assert_int_equal(system(cmd), 0);
+    setenv("GPU_MONITOR_SYSFS_ROOT", root, 1);
+}
+
+static void remove_tree(const char *root)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Two NVIDIA GPUs (fake NVML) and two AMD GPUs (fake sysfs) at once: NVIDIA's first with their
+ * driver indices and processes, then AMD's in bus order, each saying its vendor and provider. */
+static void test_nvidia_and_amd_at_once(void **state)
+{
+    (void)state;
+    char root[256];
+    use_fake_amd_sysfs(root, sizeof root);
+    use_scenario("two_gpus.json");
+    gm_collector_options o = options(NULL, fake_nvml());
+    gm_collector *c = open_ok(&o);
+    assert_string_equal(gm_collector_provider(c), "nvml+amdgpu");
+    assert_string_equal(gm_collector_diagnosis(c), "");
+    gm_snapshot *s = gm_snapshot_new();
+    gm_error err = {0};
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
+        assert_string_equal(s->provider, "nvml+amdgpu");
+        assert_int_equal(s->gpu_count, 4);
+        static const char *const bus[] = {"00000000:1B:00.0", "00000000:2A:00.0", "0000:03:00.0",
+                                          "0000:83:00.0"};
+        for (unsigned i = 0; i < 4; i++) {
+            const gm_gpu *g = &s->gpus[i];
+            assert_int_equal(g->index, i);
+            assert_string_equal(g->pci_bus_id, bus[i]);
+            assert_string_equal(g->vendor, i < 2 ? "NVIDIA" : "AMD");
+            assert_string_equal(g->provider, i < 2 ? "nvml" : "amdgpu");
+        }
+        assert_string_equal(s->gpus[3].name, "AMD Instinct MI300X OAM");
+        assert_true(gm_gpu_has(&s->gpus[3], GM_M_UTIL_GPU_PCT));
+        assert_true(s->gpus[3].v[GM_M_UTIL_GPU_PCT] == 37);
+        /* The NVIDIA processes stay on GPU 0. */
+        assert_true(s->proc_count >= 1);
+        for (size_t p = 0; p < s->proc_count; p++)
+            assert_int_equal(s->procs[p].gpu_index, 0);
+    }
+    /* P2P is known between NVML's GPUs, not between an NVIDIA and an AMD GPU. */
+    gm_p2p_status st;
+    assert_int_equal(gm_collector_p2p(c, 0, 1, GM_P2P_READ, &st, &err), GM_OK);
+    assert_int_equal(gm_collector_p2p(c, 0, 3, GM_P2P_READ, &st, &err), GM_ENOTSUP);
+    gm_topology *t = malloc(sizeof *t);
+    assert_int_equal(gm_collector_topology(c, t, &err), GM_OK);
+    assert_true(t->known);
+    assert_int_equal(t->gpu_count, 4);
+    assert_int_equal(t->p2p[0][2][GM_P2P_READ], GM_P2P_UNKNOWN);
+    free(t);
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+
+    /* --provider still forces one: amdgpu alone numbers the AMD GPUs from 0. */
+    o = options("amdgpu", fake_nvml());
+    c = open_ok(&o);
+    assert_string_equal(gm_collector_provider(c), "amdgpu");
+    s = gm_snapshot_new();
+    assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
+    assert_int_equal(s->gpu_count, 2);
+    assert_string_equal(s->gpus[0].pci_bus_id, "0000:03:00.0");
+    assert_string_equal(s->gpus[0].provider, "amdgpu");
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+    /* And nvml alone sees only NVIDIA's. */
+    o = options("nvml", fake_nvml());
+    c = open_ok(&o);
+    assert_string_equal(gm_collector_provider(c), "nvml");
+    gm_collector_close(c);
+    remove_tree(root);
+}
+
+/* Without NVIDIA's library or nvidia-smi the AMD GPUs are still read, and the diagnosis says
+ * why the NVIDIA providers were passed over. */
+static void test_amd_only(void **state)
+{
+    (void)state;
+    char root[256];
+    use_fake_amd_sysfs(root, sizeof root);
+    setenv("PATH", "/nonexistent-gm-dir", 1);
+    gm_collector_options o = options(NULL, NO_NVML);
+    gm_collector *c = open_ok(&o);
+    assert_string_equal(gm_collector_provider(c), "amdgpu");
+    assert_int_equal(count_lines(gm_collector_diagnosis(c)), 2); /* nvml, nvidia-smi */
+    gm_snapshot *s = gm_snapshot_new();
+    gm_error err = {0};
+    assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
+    assert_int_equal(s->gpu_count, 2);
+    assert_int_equal(s->gpus[0].index, 0);
+    assert_string_equal(s->gpus[1].vendor, "AMD");
+    gm_snapshot_free(s);
+    gm_collector_close(c);
+    setenv("PATH", saved_path, 1);
+    remove_tree(root);
+}
+
 int main(void)
 {
     const char *src = getenv("GM_SOURCE_DIR"), *fix = getenv("GM_FIXTURES");
@@ -609,6 +730,8 @@ int main(void)
         cmocka_unit_test_setup(test_call_stats, setup),
         cmocka_unit_test_setup(test_live_hostname, setup),
         cmocka_unit_test_setup(test_want_set, setup),
+        cmocka_unit_test_setup(test_nvidia_and_amd_at_once, setup),
+        cmocka_unit_test_setup(test_amd_only, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,8 @@
 
 #include "collect/provider.h"
 
-static const gm_provider *const every[] = {&gm_provider_nvml, &gm_provider_smi, &gm_provider_sim};
+static const gm_provider *const every[] = {&gm_provider_nvml, &gm_provider_smi, &gm_provider_amdgpu,
+                                           &gm_provider_nvtop, &gm_provider_sim};
 
 static void test_find(void **state)
 {
@@ -87,10 +88,13 @@ static void test_canonical(void **state)
 static void test_auto_order(void **state)
 {
     (void)state;
-    /* The richest source first, then the fallback; the simulator is only ever asked for. */
+    /* The richest source first, then the fallback, NVIDIA's before AMD's; the simulator is
+     * only ever asked for. */
     assert_ptr_equal(gm_provider_auto_order[0], &gm_provider_nvml);
     assert_ptr_equal(gm_provider_auto_order[1], &gm_provider_smi);
-    assert_null(gm_provider_auto_order[2]);
+    assert_ptr_equal(gm_provider_auto_order[2], &gm_provider_amdgpu);
+    assert_ptr_equal(gm_provider_auto_order[3], &gm_provider_nvtop);
+    assert_null(gm_provider_auto_order[4]);
     for (size_t i = 0; gm_provider_auto_order[i]; i++)
         assert_ptr_not_equal(gm_provider_auto_order[i], &gm_provider_sim);
 }
@@ -99,7 +103,7 @@ static void test_names_for_messages(void **state)
 {
     (void)state;
     const char *names = gm_provider_names();
-    assert_string_equal(names, "nvml, nvidia-smi, sim, auto");
+    assert_string_equal(names, "nvml, nvidia-smi, amdgpu, nvtop, sim, auto");
     /* Every name it lists is accepted, and every provider is listed. */
     char copy[128];
     snprintf(copy, sizeof copy, "%s", names);

@@ -10,6 +10,9 @@ import { BenchmarkPage } from './pages/BenchmarkPage';
 import { BenchmarksPage } from './pages/BenchmarksPage';
 import { ComparePage } from './pages/ComparePage';
 import { GpuPage } from './pages/GpuPage';
+import { JobFormPage } from './pages/JobFormPage';
+import { JobPage } from './pages/JobPage';
+import { JobsPage } from './pages/JobsPage';
 import { LivePage } from './pages/LivePage';
 import { SessionPage } from './pages/SessionPage';
 import { SessionsPage } from './pages/SessionsPage';
@@ -21,6 +24,9 @@ export const PAGES: readonly Route<Page>[] = [
   { path: '/sessions/:id', page: SessionPage, section: '/sessions' },
   { path: '/benchmarks', page: BenchmarksPage, nav: 'Benchmarks' },
   { path: '/benchmarks/compare', page: ComparePage, section: '/benchmarks' },
+  { path: '/benchmarks/new', page: JobFormPage, section: '/benchmarks' },
+  { path: '/benchmarks/jobs', page: JobsPage, section: '/benchmarks' },
+  { path: '/benchmarks/jobs/:id', page: JobPage, section: '/benchmarks' },
   { path: '/benchmarks/:id', page: BenchmarkPage, section: '/benchmarks' },
   { path: '/fleet', page: FleetRoutePage, nav: 'Fleet' },
 ];

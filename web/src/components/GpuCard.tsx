@@ -122,6 +122,11 @@ export function GpuCard({ store, index }: { store: Store; index: number }) {
         <span class="ident" id={`gpu-${g.index}-ident`} role="tooltip" data-field="uuid">
           {ident}
         </span>
+        {g.vendor && (
+          <span class="badge badge-vendor" data-field="vendor" title={`Read by ${g.provider ?? 'an unknown provider'}`}>
+            {g.vendor}
+          </span>
+        )}
         {lost ? (
           <span class="badge badge-lost">lost</span>
         ) : (

@@ -58,11 +58,20 @@ export class Api {
     return text ? (JSON.parse(text) as T) : null;
   }
 
-  private async send(path: string, method: string, alsoOk: readonly number[] = []): Promise<Response> {
+  /** POST with a JSON body; the answer's JSON (null for an empty one). */
+  async postJson<T>(path: string, body: unknown): Promise<T | null> {
+    const r = await this.send(path, 'POST', [], JSON.stringify(body));
+    const text = await r.text();
+    return text ? (JSON.parse(text) as T) : null;
+  }
+
+  private async send(path: string, method: string, alsoOk: readonly number[] = [], body?: string): Promise<Response> {
     const ep = this.endpoint();
     let r: Response;
     try {
-      r = await this.fetchFn(ep.http(path), { method, headers: ep.headers(), cache: 'no-store' });
+      const headers: Record<string, string> = { ...ep.headers() };
+      if (body !== undefined) headers['Content-Type'] = 'application/json';
+      r = await this.fetchFn(ep.http(path), { method, headers, cache: 'no-store', ...(body !== undefined ? { body } : {}) });
     } catch (e) {
       throw new HttpError(0, `cannot reach the daemon (${e instanceof Error ? e.message : String(e)})`);
     }

@@ -57,6 +57,8 @@ export interface Gpu {
   name: string;
   uuid: string | null;
   pci_bus_id: string | null;
+  vendor?: string | null; /* "NVIDIA", "AMD", ...: who made it */
+  provider?: string | null; /* which gpumon provider read it */
   lost: boolean;
   utilization: { gpu: Num; memory: Num; encoder: Num; decoder: Num };
   memory: {

@@ -97,6 +97,12 @@ export function BenchmarksPage({ app, query }: PageProps) {
         >
           Compare{ordered.length ? ` (${ordered.length})` : ''}
         </a>
+        <a class="btn" href={href('/benchmarks/jobs')} data-action="queue">
+          Queue
+        </a>
+        <a class="btn btn-primary" href={href('/benchmarks/new')} data-action="new-benchmark">
+          New benchmark
+        </a>
         <button type="button" class="btn" onClick={res.reload}>
           Refresh
         </button>

@@ -1,0 +1,332 @@
+/* amd_sysfs.c - the amdgpu provider: AMD GPUs read from the amdgpu driver's files under
+ * /sys/class/drm/cardN/device (docs.kernel.org, "GPU Power/Thermal Controls and Monitoring" and
+ * "Misc AMDGPU driver information"). No library needed: the fallback where AMD's SMI library is
+ * not installed. What a board does not expose stays absent. */
+#include "collect/calltime.h"
+#include "collect/provider.h"
+#include "collect/sysfs.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define AMD_PCI_VENDOR 0x1002u
+
+typedef struct amd_card {
+    char dir[512];   /* <root>/sys/class/drm/cardN/device */
+    char hwmon[600]; /* its hwmon/hwmonM, "" when none */
+    char bus_id[GM_BUSID_LEN];
+} amd_card;
+
+typedef struct amd_state {
+    unsigned count;
+    amd_card cards[GM_MAX_GPUS];
+} amd_state;
+
+/* The value of KEY=value in a uevent file's text, "" when absent. */
+static void uevent_value(const char *text, const char *key, char *buf, size_t cap)
+{
+    size_t kl = strlen(key);
+    buf[0] = '\0';
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        if (len > kl && strncmp(line, key, kl) == 0 && line[kl] == '=') {
+            snprintf(buf, cap, "%.*s", (int)(len - kl - 1), line + kl + 1);
+            return;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+static void find_hwmon(amd_card *c)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/hwmon", c->dir);
+    c->hwmon[0] = '\0';
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, "hwmon", 5) == 0) {
+            snprintf(c->hwmon, sizeof c->hwmon, "%s/%s", path, e->d_name);
+            break;
+        }
+    closedir(d);
+}
+
+static int by_bus(const void *a, const void *b)
+{
+    return strcmp(((const amd_card *)a)->bus_id, ((const amd_card *)b)->bus_id);
+}
+
+/* The AMD cards under root's /sys/class/drm in PCI bus order, as ROCm numbers them. */
+static unsigned scan_cards(amd_card *cards, unsigned cap)
+{
+    char drm[512];
+    if (!gm_sysfs_path(drm, sizeof drm, "/sys/class/drm"))
+        return 0;
+    DIR *d = opendir(drm);
+    if (!d)
+        return 0;
+    unsigned n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        /* cardN only: cardN-DP-1 and the like are its connectors, renderD* the same GPU. */
+        if (strncmp(e->d_name, "card", 4) != 0 || !e->d_name[4] ||
+            strspn(e->d_name + 4, "0123456789") != strlen(e->d_name + 4))
+            continue;
+        amd_card *c = &cards[n];
+        memset(c, 0, sizeof *c);
+        int len = snprintf(c->dir, sizeof c->dir, "%s/%s/device", drm, e->d_name);
+        if (len < 0 || (size_t)len >= sizeof c->dir)
+            continue;
+        uint64_t vendor;
+        if (!gm_sysfs_read_u64(c->dir, "vendor", &vendor) || vendor != AMD_PCI_VENDOR)
+            continue;
+        char uevent[1024], driver[32];
+        if (!gm_sysfs_read_str(c->dir, "uevent", uevent, sizeof uevent))
+            continue;
+        uevent_value(uevent, "DRIVER", driver, sizeof driver);
+        if (strcmp(driver, "amdgpu") != 0) /* radeon, or no driver bound: nothing to read */
+            continue;
+        uevent_value(uevent, "PCI_SLOT_NAME", c->bus_id, sizeof c->bus_id);
+        bool dup = false;
+        for (unsigned k = 0; k < n && !dup; k++)
+            dup = c->bus_id[0] && strcmp(cards[k].bus_id, c->bus_id) == 0;
+        if (dup)
+            continue;
+        find_hwmon(c);
+        n++;
+    }
+    closedir(d);
+    qsort(cards, n, sizeof *cards, by_bus);
+    return n;
+}
+
+static int amd_open(const gm_collector_options *opt, void **state, gm_error *err)
+{
+    (void)opt;
+    amd_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    st->count = GM_TIMED("/sys/class/drm scan", scan_cards(st->cards, GM_MAX_GPUS));
+    if (st->count == 0) {
+        free(st);
+        return gm_error_set(err, GM_ENODEV, "no GPU driven by amdgpu under %s/sys/class/drm",
+                            strcmp(gm_sysfs_root(), "/") == 0 ? "" : gm_sysfs_root());
+    }
+    *state = st;
+    return GM_OK;
+}
+
+static void amd_close(void *state)
+{
+    free(state);
+}
+
+static void set_u64(gm_gpu *g, gm_metric m, const char *dir, const char *name, double scale)
+{
+    uint64_t v;
+    if (dir[0] && gm_sysfs_read_u64(dir, name, &v))
+        gm_gpu_set(g, m, (double)v * scale);
+}
+
+static void read_temps(const amd_card *c, gm_gpu *g)
+{
+    if (!c->hwmon[0])
+        return;
+    bool edge = false, junction = false;
+    for (int i = 1; i <= 3; i++) {
+        char in[32], label[32], name[32] = "";
+        uint64_t mc;
+        snprintf(in, sizeof in, "temp%d_input", i);
+        snprintf(label, sizeof label, "temp%d_label", i);
+        if (!gm_sysfs_read_u64(c->hwmon, in, &mc))
+            continue;
+        /* Unlabelled (pre-SOC15 boards) there is only temp1, the edge sensor. */
+        if (!gm_sysfs_read_str(c->hwmon, label, name, sizeof name))
+            snprintf(name, sizeof name, "%s", i == 1 ? "edge" : "");
+        double celsius = (double)mc / 1000.0;
+        if (strcmp(name, "edge") == 0) {
+            gm_gpu_set(g, GM_M_TEMP_C, celsius);
+            gm_gpu_set(g, GM_M_TEMP_EDGE_C, celsius);
+            edge = true;
+        } else if (strcmp(name, "junction") == 0) {
+            gm_gpu_set(g, GM_M_TEMP_JUNCTION_C, celsius);
+            junction = true;
+        } else if (strcmp(name, "mem") == 0) {
+            gm_gpu_set(g, GM_M_TEMP_MEM_C, celsius);
+        }
+    }
+    /* MI300-class boards have no edge sensor: the GPU's temperature is then its junction's. */
+    if (!edge && junction)
+        gm_gpu_set(g, GM_M_TEMP_C, g->v[GM_M_TEMP_JUNCTION_C]);
+}
+
+static void read_power(const amd_card *c, gm_gpu *g)
+{
+    if (!c->hwmon[0])
+        return;
+    /* microwatts; older boards give the average, MI300 and newer kernels the instant reading. */
+    set_u64(g, GM_M_POWER_AVG_MW, c->hwmon, "power1_average", 1e-3);
+    set_u64(g, GM_M_POWER_INSTANT_MW, c->hwmon, "power1_input", 1e-3);
+    if (gm_gpu_has(g, GM_M_POWER_AVG_MW))
+        gm_gpu_set(g, GM_M_POWER_MW, g->v[GM_M_POWER_AVG_MW]);
+    else if (gm_gpu_has(g, GM_M_POWER_INSTANT_MW))
+        gm_gpu_set(g, GM_M_POWER_MW, g->v[GM_M_POWER_INSTANT_MW]);
+    set_u64(g, GM_M_POWER_LIMIT_MW, c->hwmon, "power1_cap", 1e-3);
+    set_u64(g, GM_M_POWER_MIN_LIMIT_MW, c->hwmon, "power1_cap_min", 1e-3);
+    set_u64(g, GM_M_POWER_MAX_LIMIT_MW, c->hwmon, "power1_cap_max", 1e-3);
+    set_u64(g, GM_M_POWER_DEFAULT_LIMIT_MW, c->hwmon, "power1_cap_default", 1e-3);
+    /* Energy in microjoules, where the board has a counter. */
+    set_u64(g, GM_M_ENERGY_MJ, c->hwmon, "energy1_input", 1e-3);
+}
+
+static void read_clocks(const amd_card *c, gm_gpu *g)
+{
+    char text[1024];
+    unsigned max, cur;
+    uint64_t hz;
+    bool have_sclk = false;
+    if (c->hwmon[0] && gm_sysfs_read_u64(c->hwmon, "freq1_input", &hz)) {
+        gm_gpu_set(g, GM_M_CLOCK_GR_MHZ, (double)hz / 1e6);
+        have_sclk = true;
+    }
+    if (gm_sysfs_read_str(c->dir, "pp_dpm_sclk", text, sizeof text) &&
+        gm_sysfs_parse_dpm(text, &max, &cur)) {
+        if (max)
+            gm_gpu_set(g, GM_M_CLOCK_MAX_GR_MHZ, max);
+        if (!have_sclk && cur) {
+            gm_gpu_set(g, GM_M_CLOCK_GR_MHZ, cur);
+            have_sclk = true;
+        }
+    }
+    /* One shader clock (sclk) drives the compute units: graphics and SM clock are the same. */
+    if (have_sclk)
+        gm_gpu_set(g, GM_M_CLOCK_SM_MHZ, g->v[GM_M_CLOCK_GR_MHZ]);
+    if (gm_gpu_has(g, GM_M_CLOCK_MAX_GR_MHZ))
+        gm_gpu_set(g, GM_M_CLOCK_MAX_SM_MHZ, g->v[GM_M_CLOCK_MAX_GR_MHZ]);
+    bool have_mclk = false;
+    if (c->hwmon[0] && gm_sysfs_read_u64(c->hwmon, "freq2_input", &hz)) {
+        gm_gpu_set(g, GM_M_CLOCK_MEM_MHZ, (double)hz / 1e6);
+        have_mclk = true;
+    }
+    if (gm_sysfs_read_str(c->dir, "pp_dpm_mclk", text, sizeof text) &&
+        gm_sysfs_parse_dpm(text, &max, &cur)) {
+        if (max)
+            gm_gpu_set(g, GM_M_CLOCK_MAX_MEM_MHZ, max);
+        if (!have_mclk && cur)
+            gm_gpu_set(g, GM_M_CLOCK_MEM_MHZ, cur);
+    }
+}
+
+static void read_pcie(const amd_card *c, gm_gpu *g)
+{
+    char text[64];
+    unsigned gen;
+    if (gm_sysfs_read_str(c->dir, "current_link_speed", text, sizeof text) &&
+        (gen = gm_sysfs_pcie_gen(text)))
+        gm_gpu_set(g, GM_M_PCIE_GEN_CUR, gen);
+    if (gm_sysfs_read_str(c->dir, "max_link_speed", text, sizeof text) &&
+        (gen = gm_sysfs_pcie_gen(text)))
+        gm_gpu_set(g, GM_M_PCIE_GEN_MAX, gen);
+    set_u64(g, GM_M_PCIE_WIDTH_CUR, c->dir, "current_link_width", 1);
+    set_u64(g, GM_M_PCIE_WIDTH_MAX, c->dir, "max_link_width", 1);
+}
+
+/* RAS error counts ("ue: N\nce: M" per block under ras/): their sums since the driver loaded. */
+static void read_ras(const amd_card *c, gm_gpu *g)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/ras", c->dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    double ue = 0, ce = 0;
+    bool any = false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 10 || strcmp(e->d_name + len - 10, "_err_count") != 0)
+            continue;
+        char text[128];
+        if (!gm_sysfs_read_str(path, e->d_name, text, sizeof text))
+            continue;
+        unsigned long long u, k;
+        if (sscanf(text, "ue: %llu ce: %llu", &u, &k) == 2) {
+            ue += (double)u;
+            ce += (double)k;
+            any = true;
+        }
+    }
+    closedir(d);
+    if (any) {
+        gm_gpu_set(g, GM_M_ECC_UNCORR_VOL, ue);
+        gm_gpu_set(g, GM_M_ECC_CORR_VOL, ce);
+    }
+}
+
+static int read_card(const amd_card *c, unsigned index, gm_gpu *g)
+{
+    g->index = index;
+    snprintf(g->vendor, sizeof g->vendor, "AMD");
+    snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", c->bus_id);
+    struct stat sb;
+    if (stat(c->dir, &sb) != 0) {
+        g->lost = true;
+        return GM_ELOST;
+    }
+    /* The board's FRU data (Instinct boards); Radeon boards have none: the name stays empty. */
+    gm_sysfs_read_str(c->dir, "product_name", g->name, sizeof g->name);
+    gm_sysfs_read_str(c->dir, "product_number", g->board_part_number, sizeof g->board_part_number);
+    gm_sysfs_read_str(c->dir, "serial_number", g->serial, sizeof g->serial);
+    gm_sysfs_read_str(c->dir, "vbios_version", g->vbios, sizeof g->vbios);
+    gm_sysfs_read_str(c->dir, "unique_id", g->uuid, sizeof g->uuid);
+    set_u64(g, GM_M_PCI_DEVICE_ID, c->dir, "device", 1);
+
+    set_u64(g, GM_M_UTIL_GPU_PCT, c->dir, "gpu_busy_percent", 1);
+    set_u64(g, GM_M_UTIL_MEM_PCT, c->dir, "mem_busy_percent", 1);
+    set_u64(g, GM_M_MEM_TOTAL_BYTES, c->dir, "mem_info_vram_total", 1);
+    set_u64(g, GM_M_MEM_USED_BYTES, c->dir, "mem_info_vram_used", 1);
+    if (gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) && gm_gpu_has(g, GM_M_MEM_USED_BYTES) &&
+        g->v[GM_M_MEM_TOTAL_BYTES] >= g->v[GM_M_MEM_USED_BYTES])
+        gm_gpu_set(g, GM_M_MEM_FREE_BYTES, g->v[GM_M_MEM_TOTAL_BYTES] - g->v[GM_M_MEM_USED_BYTES]);
+    read_temps(c, g);
+    read_power(c, g);
+    read_clocks(c, g);
+    if (c->hwmon[0]) {
+        /* pwm1 is the fan's duty cycle, 0..255 (pwm1_max where the board says otherwise). */
+        uint64_t pwm, pmax = 255;
+        if (gm_sysfs_read_u64(c->hwmon, "pwm1", &pwm)) {
+            gm_sysfs_read_u64(c->hwmon, "pwm1_max", &pmax);
+            if (pmax > 0 && pwm <= pmax)
+                gm_gpu_set(g, GM_M_FAN_PCT, (double)(pwm * 100 / pmax));
+        }
+    }
+    read_pcie(c, g);
+    read_ras(c, g);
+    return GM_OK;
+}
+
+static int amd_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *err)
+{
+    (void)want_procs;
+    (void)err;
+    amd_state *st = state;
+    for (unsigned i = 0; i < st->count; i++)
+        GM_TIMED("amdgpu sysfs", read_card(&st->cards[i], i, &out->gpus[i]));
+    out->gpu_count = st->count;
+    return GM_OK;
+}
+
+const gm_provider gm_provider_amdgpu = {
+    .name = "amdgpu",
+    .vendor = "AMD",
+    .open = amd_open,
+    .close = amd_close,
+    .sample = amd_sample,
+};

@@ -1,0 +1,758 @@
+/* jobs.c - the daemon's benchmark jobs (jobs.h). */
+#include "server/jobs.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/parse.h"
+#include "core/lease.h"
+#include "core/select.h"
+#include "core/session.h"
+#include "store/store.h"
+
+typedef enum job_state {
+    JOB_QUEUED,
+    JOB_WAITING,
+    JOB_STARTING,
+    JOB_RUNNING,
+    JOB_DONE,
+    JOB_FAILED,
+    JOB_CANCELLED,
+} job_state;
+
+static const char *const state_names[] = {"queued", "waiting_gpus", "starting", "running",
+                                          "done",   "failed",       "cancelled"};
+
+typedef struct job {
+    char id[GM_SESSION_ID_LEN];
+    gm_bench_config cfg;
+    unsigned count;
+    double wait_s;
+    volatile sig_atomic_t stop;
+    double sim_load; /* simulated GPUs' load, written by the engine between samples */
+    /* under the mutex */
+    job_state state;
+    int64_t created_ms, started_ms, ended_ms;
+    double state_since; /* monotonic seconds: when the state began */
+    char reason[512];
+    bool stored;
+    unsigned gpus[GM_MAX_GPUS];
+    size_t ngpus;
+    bool have_progress;
+    gm_bench_progress prog; /* its load points into load */
+    char load[64];
+    size_t points_done;
+} job;
+
+struct gm_jobs {
+    char db_path[4096];
+    char lease_dir[4096];
+    char provider[32];
+    bool have_provider;
+    unsigned simulate;
+    uint64_t seed;
+    char procfs[4096];
+    double check_s;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool started, quit;
+    job **jobs; /* oldest first */
+    size_t njobs, cap;
+};
+
+static bool finished(job_state s)
+{
+    return s == JOB_DONE || s == JOB_FAILED || s == JOB_CANCELLED;
+}
+
+/* Under the mutex. */
+static void set_state(job *jb, job_state s)
+{
+    jb->state = s;
+    jb->state_since = gm_clock_mono_s();
+    if (finished(s))
+        jb->ended_ms = gm_clock_wall_ms();
+}
+
+static void job_free(job *jb)
+{
+    if (!jb)
+        return;
+    gm_bench_config_free(&jb->cfg);
+    free(jb);
+}
+
+/* ---- the body ------------------------------------------------------------------------------ */
+
+/* A JSON value as the command line would spell it: a number as its text, a list as items
+ * joined by commas, slo's object as k=v pairs. */
+static int value_text(const char *key, const json_t *v, char *out, size_t len, gm_error *err)
+{
+    if (json_is_string(v)) {
+        if ((size_t)snprintf(out, len, "%s", json_string_value(v)) >= len)
+            return gm_error_set(err, GM_EINVAL, "%s: too long", key);
+        return GM_OK;
+    }
+    if (json_is_integer(v)) {
+        snprintf(out, len, "%lld", (long long)json_integer_value(v));
+        return GM_OK;
+    }
+    if (json_is_real(v)) {
+        snprintf(out, len, "%.17g", json_real_value(v));
+        return GM_OK;
+    }
+    if (json_is_array(v) || (json_is_object(v) && strcmp(key, "slo") == 0)) {
+        size_t used = 0;
+        out[0] = '\0';
+        const char *k;
+        json_t *item;
+        void *iter = json_is_object(v) ? json_object_iter((json_t *)v) : NULL;
+        for (size_t i = 0;; i++) {
+            char one[64];
+            if (json_is_array(v)) {
+                if (i >= json_array_size(v))
+                    break;
+                item = json_array_get(v, i);
+                k = NULL;
+            } else {
+                if (!iter)
+                    break;
+                k = json_object_iter_key(iter);
+                item = json_object_iter_value(iter);
+                iter = json_object_iter_next((json_t *)v, iter);
+            }
+            if (json_is_array(item) || json_is_object(item) ||
+                value_text(key, item, one, sizeof one, err) < 0 || json_is_boolean(item) ||
+                json_is_null(item))
+                return gm_error_set(err, GM_EINVAL, "%s: expects %s", key,
+                                    json_is_array(v) ? "a list of numbers or strings"
+                                                     : "an object of numbers (ttft, tpot, e2e)");
+            int n = snprintf(out + used, len - used, "%s%s%s%s", used ? "," : "", k ? k : "",
+                             k ? "=" : "", one);
+            if (n < 0 || (size_t)n >= len - used)
+                return gm_error_set(err, GM_EINVAL, "%s: too long", key);
+            used += (size_t)n;
+        }
+        return GM_OK;
+    }
+    return gm_error_set(err, GM_EINVAL, "%s: expects %s", key,
+                        strcmp(key, "slo") == 0 ? "an object such as {\"ttft\": 200}"
+                                                : "a number, a string or a list");
+}
+
+/* Fields of `gpumon bench` that name something on the daemon's host (a file, a variable of
+ * its environment, its database): never taken from a request. */
+static const char *const host_fields[] = {"output",      "trace", "db",       "no_db",    "prompts",
+                                          "api_key_env", "quiet", "provider", "simulate", NULL};
+/* The container's fields: the job queue runs no containers (yet). */
+static const char *const container_fields[] = {
+    "image",         "container_port", "env",  "volume", "shm_size",    "ready_path",
+    "ready_timeout", "keep_container", "pull", "task",   "min_free_mb", "max_util",
+    "lease_dir",     "all_devices",    NULL};
+
+static bool in_list(const char *const *l, const char *k)
+{
+    for (; *l; l++)
+        if (strcmp(*l, k) == 0)
+            return true;
+    return false;
+}
+
+int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char **field,
+                  gm_error *err)
+{
+    memset(req, 0, sizeof *req);
+    gm_bench_config_init(&req->cfg);
+    req->wait_s = 300;
+    *field = NULL;
+    json_error_t je;
+    json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+    if (!root || !json_is_object(root)) {
+        json_decref(root);
+        return gm_error_set(err, GM_EINVAL, "the body is not a JSON object%s%s", root ? "" : ": ",
+                            root ? "" : je.text);
+    }
+    int rc = GM_OK;
+    const char *key;
+    json_t *v;
+    char text[4096];
+    json_object_foreach(root, key, v)
+    {
+        *field = key;
+        if (in_list(host_fields, key)) {
+            rc = gm_error_set(err, GM_EINVAL,
+                              "%s: names a file or setting of the daemon's host, not taken from "
+                              "a request",
+                              key);
+            break;
+        }
+        if (in_list(container_fields, key)) {
+            rc = gm_error_set(err, GM_ENOTSUP,
+                              "%s: the daemon's job queue does not start containers; start the "
+                              "server (gpumon bench --image, or your own) and give its url",
+                              key);
+            break;
+        }
+        if (strcmp(key, "count") == 0 || (strcmp(key, "gpus") == 0 && json_is_integer(v))) {
+            json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+            if (n < 1 || n > GM_MAX_GPUS) {
+                rc = gm_error_set(err, GM_EINVAL, "%s: expects a number of GPUs from 1 to %d", key,
+                                  GM_MAX_GPUS);
+                break;
+            }
+            req->count = (unsigned)n;
+            continue;
+        }
+        if (strcmp(key, "wait") == 0 || strcmp(key, "seed") == 0) {
+            if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
+                break;
+            if (key[0] == 'w') {
+                int64_t ms;
+                if (gm_parse_duration_ms(text, 0, 7 * 86400000LL, &ms) < 0) {
+                    rc = gm_error_set(err, GM_EINVAL,
+                                      "wait: expects a duration from 0s to 604800s (such as 90, "
+                                      "30s, 5m), got \"%s\"",
+                                      text);
+                    break;
+                }
+                req->wait_s = (double)ms / 1000.0;
+            } else {
+                unsigned long long s;
+                if (gm_parse_uint(text, 0, UINT64_MAX, &s) < 0) {
+                    rc = gm_error_set(err, GM_EINVAL, "seed: expects a whole number, got \"%s\"",
+                                      text);
+                    break;
+                }
+                req->cfg.seed = s;
+            }
+            continue;
+        }
+        /* header: one or a list, each set on its own (a value may hold a comma). */
+        if (strcmp(key, "header") == 0 && json_is_array(v)) {
+            size_t i;
+            json_t *h;
+            json_array_foreach(v, i, h)
+            {
+                if (!json_is_string(h)) {
+                    rc = gm_error_set(err, GM_EINVAL, "header: expects strings 'Name: value'");
+                    break;
+                }
+                gm_error e = {0};
+                if ((rc = gm_bench_config_set(&req->cfg, key, json_string_value(h), &e)) < 0) {
+                    gm_error_set(err, rc, "header: %s", e.msg);
+                    break;
+                }
+            }
+            if (rc < 0)
+                break;
+            continue;
+        }
+        if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
+            break;
+        gm_error e = {0};
+        rc = gm_bench_config_set(&req->cfg, key, text, &e);
+        if (rc == GM_ENOENT) {
+            rc = gm_error_set(err, GM_EINVAL, "%s: unknown field", key);
+            break;
+        }
+        if (rc < 0) {
+            gm_error_set(err, rc, "%s: %s", key, e.msg);
+            break;
+        }
+    }
+    if (rc == GM_OK) {
+        gm_error e = {0};
+        *field = NULL;
+        if (gm_bench_config_finish(&req->cfg, false, &e) < 0) {
+            if (!req->cfg.url)
+                *field = "url";
+            rc = gm_error_set(err, GM_EINVAL, "%s", e.msg);
+        } else {
+            char base[GM_BENCH_URL_MAX];
+            if (gm_bench_url_base(req->cfg.url, base, sizeof base, &e) < 0) {
+                *field = "url";
+                rc = gm_error_set(err, GM_EINVAL, "url: %s", e.msg);
+            }
+        }
+    }
+    /* field points into root: kept alive by copying the name. */
+    static __thread char fieldbuf[64];
+    if (*field) {
+        snprintf(fieldbuf, sizeof fieldbuf, "%s", *field);
+        *field = fieldbuf;
+    }
+    json_decref(root);
+    if (rc < 0) {
+        gm_bench_config_free(&req->cfg);
+        return rc == GM_ENOMEM ? GM_ENOMEM : rc == GM_ENOTSUP ? GM_ENOTSUP : GM_EINVAL;
+    }
+    return GM_OK;
+}
+
+/* ---- the runner's thread -------------------------------------------------------------------- */
+
+typedef struct run_ctx {
+    gm_jobs *j;
+    job *jb;
+} run_ctx;
+
+static void on_progress(void *arg, const gm_bench_progress *p, const gm_bench_point *pt)
+{
+    (void)pt;
+    run_ctx *rc = arg;
+    if (p->phase != GM_BENCH_PHASE_POINT)
+        return;
+    pthread_mutex_lock(&rc->j->mu);
+    job *jb = rc->jb;
+    jb->prog = *p;
+    snprintf(jb->load, sizeof jb->load, "%s", p->load ? p->load : "");
+    jb->prog.load = NULL;
+    jb->have_progress = true;
+    if (jb->state != JOB_RUNNING)
+        set_state(jb, JOB_RUNNING);
+    pthread_mutex_unlock(&rc->j->mu);
+}
+
+static void on_point(void *arg, const json_t *pj)
+{
+    (void)pj;
+    run_ctx *rc = arg;
+    pthread_mutex_lock(&rc->j->mu);
+    rc->jb->points_done++;
+    pthread_mutex_unlock(&rc->j->mu);
+}
+
+/* Driver indices of the GPUs a list names (indices or UUIDs) in s. */
+static int resolve_gpus(const char *list, const gm_snapshot *s, unsigned *out, size_t *n,
+                        gm_error *err)
+{
+    *n = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        bool found = false;
+        for (size_t i = 0; i < s->gpu_count && !found; i++) {
+            const gm_gpu *g = &s->gpus[i];
+            char idx[16];
+            snprintf(idx, sizeof idx, "%u", g->index);
+            if (strcmp(t, idx) == 0 || strcmp(t, g->uuid) == 0 || strcmp(t, g->pci_bus_id) == 0) {
+                out[(*n)++] = g->index;
+                found = true;
+            }
+        }
+        if (!found)
+            return gm_error_set(err, GM_EINVAL, "no GPU matches \"%s\" (have %u GPUs)", t,
+                                (unsigned)s->gpu_count);
+        if (*n == GM_MAX_GPUS)
+            break;
+    }
+    return GM_OK;
+}
+
+static void finish(gm_jobs *j, job *jb, job_state s, const char *reason)
+{
+    pthread_mutex_lock(&j->mu);
+    if (reason && !jb->reason[0])
+        snprintf(jb->reason, sizeof jb->reason, "%s", reason);
+    set_state(jb, s);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void run_job(gm_jobs *j, job *jb)
+{
+    gm_error err = {0};
+    gm_collector *col = NULL;
+    gm_snapshot *snap = gm_snapshot_new();
+    gm_lease *lease = NULL;
+    gm_bench_runner *run = NULL;
+    gm_store *st = NULL;
+    json_t *doc = NULL;
+    run_ctx ctx = {j, jb};
+    job_state end = JOB_FAILED;
+    char reason[600] = "";
+    unsigned idx[GM_MAX_GPUS];
+    size_t n = 0;
+
+    gm_collector_options copt = {0};
+    copt.provider = j->have_provider ? j->provider : NULL;
+    copt.simulate = j->simulate;
+    copt.seed = j->seed;
+    copt.no_host = true;
+    copt.slow_period_ms = -1; /* the energy counter at every sample: exact per point */
+    copt.procfs_root = j->procfs[0] ? j->procfs : NULL;
+    jb->sim_load = 0;
+    copt.sim_load = &jb->sim_load;
+    if (!snap) {
+        snprintf(reason, sizeof reason, "out of memory");
+        goto out;
+    }
+    bool have_gpus = gm_collector_open(&copt, &col, &err) == GM_OK &&
+                     strcmp(gm_collector_provider(col), "none") != 0 &&
+                     gm_collector_sample(col, snap, &err) == GM_OK && snap->gpu_count > 0;
+    if (!have_gpus) {
+        gm_collector_close(col);
+        col = NULL;
+        if (jb->cfg.gpus || jb->count) {
+            snprintf(reason, sizeof reason, "no GPU found: %s", err.msg);
+            goto out;
+        }
+    } else {
+        unsigned only[GM_MAX_GPUS];
+        size_t nonly = 0;
+        if (jb->cfg.gpus && resolve_gpus(jb->cfg.gpus, snap, only, &nonly, &err) < 0) {
+            snprintf(reason, sizeof reason, "gpus: %s", err.msg);
+            goto out;
+        }
+        unsigned count = jb->count ? jb->count : nonly ? (unsigned)nonly : 1;
+        if (j->lease_dir[0]) {
+            pthread_mutex_lock(&j->mu);
+            set_state(jb, JOB_WAITING);
+            pthread_mutex_unlock(&j->mu);
+            gm_select_request req = {.count = count, .only = nonly ? only : NULL, .n_only = nonly};
+            gm_wait_options wo = {.timeout_s = jb->wait_s,
+                                  .interval_s = j->check_s,
+                                  .cancel = &jb->stop,
+                                  .lease_dir = j->lease_dir,
+                                  .take_lease = true};
+            gm_select_result res;
+            int wrc = gm_wait_for(col, &req, &wo, snap, &res, &lease, &err);
+            if (wrc == GM_ECANCELED) {
+                end = JOB_CANCELLED;
+                goto out;
+            }
+            if (wrc < 0) {
+                snprintf(reason, sizeof reason, "%s%s",
+                         wrc == GM_ETIMEDOUT ? "timed out waiting for GPUs: " : "", err.msg);
+                goto out;
+            }
+            n = gm_lease_indices(lease, idx, GM_MAX_GPUS);
+        } else {
+            n = nonly;
+            memcpy(idx, only, nonly * sizeof *only);
+        }
+    }
+    pthread_mutex_lock(&j->mu);
+    memcpy(jb->gpus, idx, n * sizeof *idx);
+    jb->ngpus = n;
+    jb->started_ms = gm_clock_wall_ms();
+    set_state(jb, JOB_STARTING);
+    pthread_mutex_unlock(&j->mu);
+
+    gm_bench_runner_options ro = {.cfg = &jb->cfg,
+                                  .id = jb->id,
+                                  .started_ms = jb->started_ms,
+                                  .stop = &jb->stop,
+                                  .max_in_flight = 1024,
+                                  .sim_load = &jb->sim_load,
+                                  .progress = on_progress,
+                                  .live_figures = true,
+                                  .on_point = on_point,
+                                  .arg = &ctx};
+    if (gm_bench_runner_new(&ro, &run, &err) < 0 ||
+        gm_bench_runner_connect(run, jb->cfg.url, &err) < 0 ||
+        (col && gm_bench_runner_gpus(run, col, n ? idx : NULL, n, false, &err) < 0) ||
+        gm_bench_runner_check(run, &err) < 0) {
+        snprintf(reason, sizeof reason, "%s", err.msg);
+        if (jb->stop)
+            end = JOB_CANCELLED;
+        goto out;
+    }
+    pthread_mutex_lock(&j->mu);
+    set_state(jb, JOB_RUNNING);
+    pthread_mutex_unlock(&j->mu);
+    int prc = gm_bench_runner_points(run, &err);
+    if (prc < 0)
+        snprintf(reason, sizeof reason, "%s", err.msg);
+    else if (jb->stop)
+        end = JOB_CANCELLED;
+    else if (gm_bench_runner_any_empty(run))
+        snprintf(reason, sizeof reason, "a point completed no request (see its errors)");
+    else
+        end = JOB_DONE;
+    /* What was measured is kept, whatever the end (as the CLI keeps it on Ctrl-C). */
+    if (gm_bench_runner_points_done(run) > 0 && j->db_path[0] &&
+        (doc = gm_bench_runner_document(run, col ? gm_collector_provider(col) : "none"))) {
+        json_object_set_new(doc, "job", json_pack("{s:s}", "id", jb->id));
+        json_t *cmd = json_pack("[s, s]", "POST", "/api/benchmarks");
+        int64_t ended = gm_clock_wall_ms();
+        if (gm_store_open(j->db_path, &st, &err) < 0 ||
+            gm_store_put_bench(st, doc, cmd, jb->started_ms, ended,
+                               gm_bench_runner_gpu_samples(run), &err) < 0) {
+            if (end == JOB_DONE) {
+                end = JOB_FAILED;
+                snprintf(reason, sizeof reason, "the result could not be stored: %s", err.msg);
+            }
+        } else {
+            pthread_mutex_lock(&j->mu);
+            jb->stored = true;
+            pthread_mutex_unlock(&j->mu);
+        }
+        json_decref(cmd);
+    }
+
+out:
+    json_decref(doc);
+    gm_store_close(st);
+    /* The sampling thread reads the collector: it stops first. Then the lease goes. */
+    gm_bench_runner_free(run);
+    gm_lease_release(lease);
+    gm_collector_close(col);
+    gm_snapshot_free(snap);
+    if (end == JOB_FAILED && !reason[0])
+        snprintf(reason, sizeof reason, "failed");
+    finish(j, jb, end, end == JOB_FAILED ? reason : NULL);
+}
+
+static void *thread_main(void *arg)
+{
+    gm_jobs *j = arg;
+    pthread_mutex_lock(&j->mu);
+    while (!j->quit) {
+        job *next = NULL;
+        for (size_t i = 0; i < j->njobs && !next; i++)
+            if (j->jobs[i]->state == JOB_QUEUED)
+                next = j->jobs[i];
+        if (!next) {
+            pthread_cond_wait(&j->cv, &j->mu);
+            continue;
+        }
+        set_state(next, JOB_STARTING);
+        pthread_mutex_unlock(&j->mu);
+        run_job(j, next);
+        pthread_mutex_lock(&j->mu);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* ---- the loop's calls ----------------------------------------------------------------------- */
+
+int gm_jobs_start(const gm_jobs_options *o, gm_jobs **out, gm_error *err)
+{
+    *out = NULL;
+    gm_jobs *j = calloc(1, sizeof *j);
+    if (!j)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    snprintf(j->db_path, sizeof j->db_path, "%s", o->db_path ? o->db_path : "");
+    snprintf(j->lease_dir, sizeof j->lease_dir, "%s", o->lease_dir ? o->lease_dir : "");
+    j->have_provider = o->provider && *o->provider && strcmp(o->provider, "auto") != 0;
+    snprintf(j->provider, sizeof j->provider, "%s", j->have_provider ? o->provider : "");
+    j->simulate = o->simulate;
+    j->seed = o->seed;
+    snprintf(j->procfs, sizeof j->procfs, "%s", o->procfs_root ? o->procfs_root : "");
+    j->check_s = o->check_s > 0 ? o->check_s : 1;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    if (pthread_create(&j->thread, NULL, thread_main, j) != 0) {
+        gm_jobs_free(j);
+        return gm_error_set(err, GM_EIO, "cannot start the benchmark jobs' thread");
+    }
+    j->started = true;
+    *out = j;
+    return GM_OK;
+}
+
+void gm_jobs_stop(gm_jobs *j)
+{
+    if (!j || !j->started)
+        return;
+    pthread_mutex_lock(&j->mu);
+    j->quit = true;
+    for (size_t i = 0; i < j->njobs; i++) {
+        job *jb = j->jobs[i];
+        jb->stop = 1;
+        if (jb->state == JOB_QUEUED) {
+            snprintf(jb->reason, sizeof jb->reason, "the daemon stopped");
+            set_state(jb, JOB_CANCELLED);
+        }
+    }
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    pthread_join(j->thread, NULL);
+    j->started = false;
+}
+
+void gm_jobs_free(gm_jobs *j)
+{
+    if (!j)
+        return;
+    gm_jobs_stop(j);
+    for (size_t i = 0; i < j->njobs; i++)
+        job_free(j->jobs[i]);
+    free(j->jobs);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+int gm_jobs_submit(gm_jobs *j, gm_jobs_request *req, char *id, gm_error *err)
+{
+    job *jb = calloc(1, sizeof *jb);
+    if (!jb) {
+        gm_bench_config_free(&req->cfg);
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+    jb->cfg = req->cfg;
+    memset(&req->cfg, 0, sizeof req->cfg);
+    jb->count = req->count;
+    jb->wait_s = req->wait_s;
+    jb->created_ms = gm_clock_wall_ms();
+    gm_session_make_id(jb->id, sizeof jb->id, jb->created_ms);
+    pthread_mutex_lock(&j->mu);
+    size_t active = 0, done = 0;
+    for (size_t i = 0; i < j->njobs; i++)
+        finished(j->jobs[i]->state) ? done++ : active++;
+    if (active >= GM_JOBS_QUEUE_MAX) {
+        pthread_mutex_unlock(&j->mu);
+        job_free(jb);
+        return gm_error_set(err, GM_EBUSY, "%d benchmark jobs are queued or running; retry later",
+                            GM_JOBS_QUEUE_MAX);
+    }
+    /* Finished jobs past the last GM_JOBS_KEEP are forgotten (their results stay stored). */
+    while (done >= GM_JOBS_KEEP) {
+        for (size_t i = 0; i < j->njobs; i++)
+            if (finished(j->jobs[i]->state)) {
+                job_free(j->jobs[i]);
+                memmove(j->jobs + i, j->jobs + i + 1, (j->njobs - i - 1) * sizeof *j->jobs);
+                j->njobs--;
+                done--;
+                break;
+            }
+    }
+    if (j->njobs == j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 16;
+        job **nj = realloc(j->jobs, cap * sizeof *nj);
+        if (!nj) {
+            pthread_mutex_unlock(&j->mu);
+            job_free(jb);
+            return gm_error_set(err, GM_ENOMEM, "out of memory");
+        }
+        j->jobs = nj;
+        j->cap = cap;
+    }
+    /* Two jobs in the same second get distinct ids: the id is the stored benchmark's. */
+    for (size_t i = 0; i < j->njobs; i++)
+        if (strcmp(j->jobs[i]->id, jb->id) == 0)
+            gm_session_make_id(jb->id, sizeof jb->id, jb->created_ms), i = (size_t)-1;
+    set_state(jb, JOB_QUEUED);
+    j->jobs[j->njobs++] = jb;
+    snprintf(id, GM_SESSION_ID_LEN, "%s", jb->id);
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return GM_OK;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Under the mutex. */
+static json_t *job_json(const job *jb)
+{
+    char created[40], started[40], ended[40];
+    gm_json_time(jb->created_ms, created, sizeof created);
+    gm_json_time(jb->started_ms, started, sizeof started);
+    gm_json_time(jb->ended_ms, ended, sizeof ended);
+    json_t *gpus = json_array();
+    for (size_t i = 0; gpus && i < jb->ngpus; i++)
+        json_array_append_new(gpus, json_integer(jb->gpus[i]));
+    char url[96];
+    snprintf(url, sizeof url, "/api/benchmarks/jobs/%s", jb->id);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:o, s:o, s:o, s:f, s:o, s:o, s:o, s:o, s:I, s:I}", "id", jb->id, "url",
+        url, "state", state_names[jb->state], "created", json_string(created), "started",
+        jb->started_ms ? json_string(started) : json_null(), "ended",
+        finished(jb->state) ? json_string(ended) : json_null(), "state_seconds",
+        gm_clock_mono_s() - jb->state_since, "server",
+        jb->cfg.url ? gm_json_str(jb->cfg.url) : json_null(), "model",
+        jb->cfg.model ? gm_json_str(jb->cfg.model) : json_null(), "label",
+        jb->cfg.label ? gm_json_str(jb->cfg.label) : json_null(), "gpus", gpus ? gpus : json_null(),
+        "points", (json_int_t)jb->cfg.npoints, "points_done", (json_int_t)jb->points_done);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "benchmark_id", jb->stored ? json_string(jb->id) : json_null());
+    json_object_set_new(o, "reason", jb->reason[0] ? gm_json_str(jb->reason) : json_null());
+    json_t *p = json_null();
+    if (jb->have_progress && !finished(jb->state)) {
+        const gm_bench_progress *g = &jb->prog;
+        p = json_pack("{s:I, s:I, s:s, s:I, s:o, s:f, s:o, s:o, s:o}", "point",
+                      (json_int_t)g->point + 1, "points", (json_int_t)g->npoints, "load", jb->load,
+                      "requests_done", (json_int_t)g->done, "requests_total",
+                      g->total ? json_integer((json_int_t)g->total) : json_null(), "elapsed_s",
+                      g->elapsed_s, "ttft_p50_ms", num_or_null(g->ttft_p50_ms), "ttft_p99_ms",
+                      num_or_null(g->ttft_p99_ms), "output_tokens_per_s",
+                      num_or_null(g->output_tokens_per_s));
+    }
+    json_object_set_new(o, "progress", p ? p : json_null());
+    return o;
+}
+
+json_t *gm_jobs_list(gm_jobs *j)
+{
+    json_t *a = json_array();
+    pthread_mutex_lock(&j->mu);
+    for (size_t i = j->njobs; a && i > 0; i--)
+        json_array_append_new(a, job_json(j->jobs[i - 1]));
+    pthread_mutex_unlock(&j->mu);
+    return a;
+}
+
+json_t *gm_jobs_recent(gm_jobs *j, double seconds)
+{
+    json_t *a = json_array();
+    double now = gm_clock_mono_s();
+    pthread_mutex_lock(&j->mu);
+    for (size_t i = 0; a && i < j->njobs; i++) {
+        const job *jb = j->jobs[i];
+        if (!finished(jb->state) || now - jb->state_since <= seconds)
+            json_array_append_new(a, job_json(jb));
+    }
+    pthread_mutex_unlock(&j->mu);
+    return a;
+}
+
+static job *find(gm_jobs *j, const char *id)
+{
+    for (size_t i = 0; i < j->njobs; i++)
+        if (strcmp(j->jobs[i]->id, id) == 0)
+            return j->jobs[i];
+    return NULL;
+}
+
+json_t *gm_jobs_get(gm_jobs *j, const char *id)
+{
+    pthread_mutex_lock(&j->mu);
+    job *jb = find(j, id);
+    json_t *o = jb ? job_json(jb) : NULL;
+    pthread_mutex_unlock(&j->mu);
+    return o;
+}
+
+int gm_jobs_cancel(gm_jobs *j, const char *id, gm_error *err)
+{
+    pthread_mutex_lock(&j->mu);
+    job *jb = find(j, id);
+    int rc = GM_OK;
+    if (!jb)
+        rc = gm_error_set(err, GM_ENOENT, "no benchmark job %s", id);
+    else if (finished(jb->state))
+        rc = gm_error_set(err, GM_ESTATE, "benchmark job %s has already ended (%s)", id,
+                          state_names[jb->state]);
+    else {
+        jb->stop = 1;
+        if (jb->state == JOB_QUEUED)
+            set_state(jb, JOB_CANCELLED);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}

@@ -1,0 +1,68 @@
+/* jobs.h - the daemon's benchmark jobs (POST /api/benchmarks): a bounded queue and one thread
+ * that runs them in order through the same engine as `gpumon bench` (core/bench_run). A job
+ * leases its GPUs as `gpumon select`/`wait` do (waiting while another holder has them, up to
+ * its wait), samples them, stores the result as a CLI run does, and releases the lease on
+ * every way out: done, failed, cancelled, or the daemon stopping. The loop only adds, reads
+ * and cancels jobs under a mutex; nothing it calls waits on a server, a GPU or SQLite. */
+#ifndef GM_SERVER_JOBS_H
+#define GM_SERVER_JOBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/bench_run.h"
+#include "gpumon.h"
+
+#define GM_JOBS_QUEUE_MAX 16 /* jobs queued or running; more are answered 429 */
+#define GM_JOBS_KEEP      64 /* finished jobs remembered for GET */
+#define GM_JOBS_BODY_MAX  (64u << 10)
+
+typedef struct gm_jobs gm_jobs;
+
+typedef struct gm_jobs_options {
+    const char *db_path;   /* where results are stored; "" none */
+    const char *lease_dir; /* "" none: jobs lease nothing */
+    /* The collector each job opens for its GPUs, as the daemon's (provider, simulation). */
+    const char *provider; /* NULL: auto */
+    unsigned simulate;
+    uint64_t seed;
+    const char *procfs_root;
+    double check_s; /* between looks at the GPUs while waiting for them (default 1) */
+} gm_jobs_options;
+
+int gm_jobs_start(const gm_jobs_options *o, gm_jobs **out, gm_error *err);
+/* Cancels every job (the running one keeps what it measured) and joins the thread: the lease
+ * is released before this returns. */
+void gm_jobs_stop(gm_jobs *j);
+void gm_jobs_free(gm_jobs *j);
+
+/* What a request asks for, besides the benchmark's own options. */
+typedef struct gm_jobs_request {
+    gm_bench_config cfg; /* taken over by gm_jobs_submit (also on failure) */
+    unsigned count;      /* GPUs to lease (0: as many as gpus lists, else 1) */
+    double wait_s;       /* most time queued for GPUs */
+} gm_jobs_request;
+
+/* Fills req from a JSON body: keys are `gpumon bench`'s long option names with '_' for '-'
+ * (numbers, strings, lists as arrays, slo as an object), plus count and wait. GM_OK, or
+ * GM_EINVAL with err naming the field and *field set to it (NULL for a conflict between
+ * fields), or GM_EPERM for a field the daemon does not take (files, the daemon's environment,
+ * images). */
+int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char **field,
+                  gm_error *err);
+
+/* Queues req. id gets the job's id (GM_SESSION_ID_LEN bytes; the stored benchmark's too).
+ * GM_OK, GM_EBUSY (the queue is full), GM_ENOMEM. */
+int gm_jobs_submit(gm_jobs *j, gm_jobs_request *req, char *id, gm_error *err);
+
+/* The jobs, newest first, or one (NULL: no such job): new references. */
+json_t *gm_jobs_list(gm_jobs *j);
+json_t *gm_jobs_get(gm_jobs *j, const char *id);
+/* The jobs not ended, and those ended in the last `seconds`, oldest first (new reference). */
+json_t *gm_jobs_recent(gm_jobs *j, double seconds);
+
+/* GM_OK (cancelled, or being cancelled), GM_ENOENT, GM_ESTATE (already finished). */
+int gm_jobs_cancel(gm_jobs *j, const char *id, gm_error *err);
+
+#endif

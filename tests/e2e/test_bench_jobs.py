@@ -1,0 +1,290 @@
+"""Benchmark jobs through the daemon's API (POST /api/benchmarks): a job against the fake OpenAI
+server runs to done and its result is in history as a CLI run's is; a job waits for GPUs leased
+by `gpumon run` and starts when they are released; cancel during a point keeps what was
+measured and releases the lease; SIGTERM with a job running stops it and releases the lease;
+every field of a bad body is named in a 400; the token is always required."""
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import websockets
+
+from daemon import Daemon
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+from gmtest import GPUMON, env, run  # noqa: E402
+from test_bench import FakeServer  # noqa: E402
+
+TOKEN = "jobs-token-0123456789"
+AUTH = ("Authorization: Bearer " + TOKEN,)
+
+
+class Jobs(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gm-jobs-")
+        self.leases = os.path.join(self.tmp, "leases")
+        self.db = os.path.join(self.tmp, "gpumon.db")
+        self.servers = []
+        self.procs = []
+        self.d = Daemon(["--simulate", "1", "--db", self.db, "--token", TOKEN, "--log-level",
+                         "error"], nvml=None, extra_env={"GPU_MONITOR_LEASE_DIR": self.leases})
+        self.d.start()
+
+    def tearDown(self):
+        self.d.stop()
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for f in (p.stdin, p.stdout):
+                if f and not f.closed:
+                    f.close()
+        for s in self.servers:
+            if s.proc.poll() is None:
+                s.proc.kill()
+                s.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def server(self, *flags):
+        s = FakeServer(self.tmp, *flags)
+        self.servers.append(s)
+        return s
+
+    def submit(self, body, expect=202):
+        status, hdrs, doc = self.d.call("/api/benchmarks", "POST", body, headers=AUTH)
+        self.assertEqual(status, expect, doc)
+        return doc
+
+    def job(self, jid):
+        return self.d.get_json("/api/benchmarks/jobs/" + jid, headers=AUTH)
+
+    def wait_state(self, jid, states, timeout=30):
+        return self.d.wait_for(lambda: (lambda j: j if j["state"] in states else None)(
+            self.job(jid)), timeout=timeout)
+
+    def lease_free(self):
+        """True when GPU 0 can be leased now (nobody holds it)."""
+        p = run(["run", "--simulate", "1", "--lease-dir", self.leases, "--count", "1", "--wait",
+                 "0", "--no-db", "-q", "--", "true"], env=env())
+        return p.returncode == 0
+
+    def test_a_job_runs_to_done_and_is_stored(self):
+        s = self.server()
+        doc = self.submit({"url": s.url, "concurrency": [1, 2], "requests": 6,
+                           "output_tokens": 4, "idle_seconds": 0, "label": "from the api"})
+        self.assertEqual(doc["url"], "/api/benchmarks/jobs/" + doc["id"])
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "done", j)
+        self.assertEqual(j["benchmark_id"], doc["id"])
+        self.assertEqual(j["points_done"], 2)
+        self.assertEqual(j["gpus"], [0])
+        # As GET /api/benchmarks/{id} and gpumon history know it.
+        b = self.d.get_json("/api/benchmarks/" + j["benchmark_id"], headers=AUTH)
+        self.assertEqual(b["label"], "from the api")
+        self.assertEqual([p["concurrency"] for p in b["points"]], [1, 2])
+        self.assertEqual([p["completed"] for p in b["points"]], [6, 6])
+        self.assertEqual(b["config"]["output_tokens"], 4)
+        lst = json.loads(run(["history", "--db", self.db, "list", "--format", "json"],
+                             env=env()).stdout)
+        self.assertIn(doc["id"], json.dumps(lst))
+        listing = self.d.get_json("/api/benchmarks/jobs", headers=AUTH)
+        self.assertEqual([x["id"] for x in listing["jobs"]], [doc["id"]])
+        # The server saw exactly the check request and the measured ones.
+        self.assertEqual(len(s.stop()), 1 + 12)
+        self.assertTrue(self.lease_free())
+
+    def test_a_job_waits_for_gpus_leased_by_gpumon_run(self):
+        s = self.server()
+        holder = subprocess.Popen([GPUMON, "run", "--simulate", "1", "--lease-dir", self.leases,
+                                   "--count", "1", "--no-db", "-q", "--", "sh", "-c",
+                                   "echo held; read x"], env=env(), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        self.procs.append(holder)
+        self.assertEqual(holder.stdout.readline().strip(), "held")
+        doc = self.submit({"url": s.url, "requests": 3, "output_tokens": 2, "idle_seconds": 0,
+                           "wait": "60s"})
+        j = self.wait_state(doc["id"], ("waiting_gpus",))
+        time.sleep(1.5)
+        self.assertEqual(self.job(doc["id"])["state"], "waiting_gpus")
+        holder.stdin.close()
+        holder.wait(timeout=10)
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "done", j)
+
+    def test_a_job_that_waits_too_long_fails_saying_why(self):
+        s = self.server()
+        holder = subprocess.Popen([GPUMON, "run", "--simulate", "1", "--lease-dir", self.leases,
+                                   "--count", "1", "--no-db", "-q", "--", "sh", "-c",
+                                   "echo held; read x"], env=env(), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        self.procs.append(holder)
+        self.assertEqual(holder.stdout.readline().strip(), "held")
+        doc = self.submit({"url": s.url, "requests": 3, "idle_seconds": 0, "wait": 1})
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "failed")
+        self.assertIn("timed out waiting for GPUs", j["reason"])
+        self.assertIsNone(j["benchmark_id"])
+
+    def test_cancel_during_a_point_keeps_what_was_measured(self):
+        s = self.server("--ttft-ms", "3", "--itl-ms", "20")
+        doc = self.submit({"url": s.url, "concurrency": [2, 2], "requests": 1000,
+                           "output_tokens": 10, "idle_seconds": 0})
+        self.wait_state(doc["id"], ("running",))
+        self.d.wait_for(lambda: (self.job(doc["id"])["progress"] or {}).get("requests_done", 0)
+                        >= 4, timeout=30)
+        p = self.job(doc["id"])["progress"]
+        self.assertEqual((p["point"], p["points"], p["load"]), (1, 2, "concurrency 2"))
+        self.assertGreater(p["ttft_p50_ms"], 0)
+        self.assertGreater(p["output_tokens_per_s"], 0)
+        status, _, c = self.d.call("/api/benchmarks/jobs/%s/cancel" % doc["id"], "POST",
+                                   headers=AUTH)
+        self.assertEqual(status, 202, c)
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "cancelled")
+        self.assertEqual(j["benchmark_id"], doc["id"])
+        b = self.d.get_json("/api/benchmarks/" + doc["id"], headers=AUTH)
+        self.assertTrue(b["interrupted"])
+        self.assertEqual(len(b["points"]), 1)
+        self.assertGreaterEqual(b["points"][0]["completed"], 4)
+        self.assertTrue(self.lease_free())
+        # Cancelling what has ended is a conflict; an unknown job is 404.
+        status, _, _ = self.d.call("/api/benchmarks/jobs/%s/cancel" % doc["id"], "POST",
+                                   headers=AUTH)
+        self.assertEqual(status, 409)
+        status, _, _ = self.d.call("/api/benchmarks/jobs/20990101-000000-abcdef/cancel", "POST",
+                                   headers=AUTH)
+        self.assertEqual(status, 404)
+
+    def test_sigterm_with_a_job_running_releases_its_lease(self):
+        s = self.server("--itl-ms", "20")
+        doc = self.submit({"url": s.url, "concurrency": 2, "requests": 1000, "output_tokens": 10,
+                           "idle_seconds": 0})
+        self.wait_state(doc["id"], ("running",))
+        self.assertFalse(self.lease_free())
+        t0 = time.monotonic()
+        self.d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.d.proc.wait(timeout=20), 0)
+        self.assertLess(time.monotonic() - t0, 15)
+        self.assertTrue(self.lease_free())
+        # What was measured until then is stored, marked interrupted.
+        shown = run(["history", "--db", self.db, "show", doc["id"], "--format", "json"],
+                    env=env())
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        self.assertTrue(json.loads(shown.stdout)["interrupted"])
+
+    def test_progress_on_the_websocket_stream(self):
+        s = self.server("--ttft-ms", "3", "--itl-ms", "5")
+        url = "ws://127.0.0.1:%d/ws/benchmarks?token=%s" % (self.d.port, TOKEN)
+
+        async def watch(seconds):
+            seen = []
+            async with websockets.connect(url, max_size=None, open_timeout=5) as ws:
+                doc = self.submit({"url": s.url, "concurrency": [2], "requests": 60,
+                                   "output_tokens": 10, "idle_seconds": 0})
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < seconds:
+                    try:
+                        msg = await asyncio.wait_for(ws.recv(), timeout=1)
+                    except asyncio.TimeoutError:
+                        continue
+                    jobs = json.loads(msg)["jobs"]
+                    seen.append(jobs)
+                    if jobs and jobs[-1]["state"] == "done":
+                        break
+            return doc["id"], seen
+
+        jid, seen = asyncio.run(watch(30))
+        mine = [j for frame in seen for j in frame if j["id"] == jid]
+        self.assertEqual(mine[-1]["state"], "done")
+        running = [j["progress"] for j in mine if j["state"] == "running" and j["progress"]]
+        self.assertTrue(running, [j["state"] for j in mine])
+        done = [p["requests_done"] for p in running]
+        self.assertEqual(done, sorted(done))
+        self.assertTrue(all(p["ttft_p50_ms"] > 0 and p["ttft_p99_ms"] >= p["ttft_p50_ms"]
+                            for p in running if p["ttft_p50_ms"] is not None), running)
+        # Without the token the stream is refused.
+        async def refused():
+            async with websockets.connect("ws://127.0.0.1:%d/ws/benchmarks" % self.d.port,
+                                          open_timeout=5):
+                pass
+        with self.assertRaises(Exception):
+            asyncio.run(refused())
+
+    def test_bad_bodies_name_their_field(self):
+        url = "http://127.0.0.1:9"
+        cases = {
+            "url": {"url": "ftp://x"},
+            "model": {"url": url, "model": ""},
+            "api": {"url": url, "api": "grpc"},
+            "concurrency": {"url": url, "concurrency": [1, 0]},
+            "request_rate": {"url": url, "request_rate": [-1]},
+            "burstiness": {"url": url, "request_rate": [1], "burstiness": 0},
+            "requests": {"url": url, "requests": "many"},
+            "duration": {"url": url, "duration": "forever"},
+            "warmup": {"url": url, "warmup": -1},
+            "input_tokens": {"url": url, "input_tokens": 0},
+            "output_tokens": {"url": url, "output_tokens": 2000000},
+            "slo": {"url": url, "slo": {"ttft": "fast"}},
+            "header": {"url": url, "header": ["no colon"]},
+            "timeout": {"url": url, "timeout": "soon"},
+            "gpus": {"url": url, "gpus": 0},
+            "count": {"url": url, "count": 999},
+            "interval": {"url": url, "interval": 0},
+            "idle_seconds": {"url": url, "idle_seconds": 9999},
+            "label": {"url": url, "label": "x" * 200},
+            "wait": {"url": url, "wait": "later"},
+            "output": {"url": url, "output": "/tmp/x.json"},
+            "db": {"url": url, "db": "/tmp/x.db"},
+            "prompts": {"url": url, "prompts": "/etc/passwd"},
+            "api_key_env": {"url": url, "api_key_env": "HOME"},
+            "colour": {"url": url, "colour": "red"},
+        }
+        for field, body in cases.items():
+            status, _, doc = self.d.call("/api/benchmarks", "POST", body, headers=AUTH)
+            self.assertEqual(status, 400, (field, doc))
+            self.assertEqual(doc["field"], field, doc)
+            self.assertTrue(doc["error"].startswith(field + ":") or field == "url", doc)
+        # The CLI's own words.
+        status, _, doc = self.d.call("/api/benchmarks", "POST", {"url": url, "requests": 0},
+                                     headers=AUTH)
+        self.assertEqual(doc["error"],
+                         "requests: --requests expects a whole number from 1 to 1000000, got \"0\"")
+        # Conflicts between fields, as the CLI says them.
+        status, _, doc = self.d.call("/api/benchmarks", "POST",
+                                     {"url": url, "concurrency": [1], "request_rate": [1]},
+                                     headers=AUTH)
+        self.assertEqual(status, 400)
+        self.assertEqual(doc["error"], "give --concurrency or --request-rate, not both")
+        status, _, doc = self.d.call("/api/benchmarks", "POST", {}, headers=AUTH)
+        self.assertEqual((status, doc["field"]), (400, "url"))
+        status, _, doc = self.d.call("/api/benchmarks", "POST", raw=b"[1]", headers=AUTH)
+        self.assertEqual(status, 400)
+        # Containers are not started by the queue: said, not guessed.
+        status, _, doc = self.d.call("/api/benchmarks", "POST", {"image": "nvcr.io/nim/x"},
+                                     headers=AUTH)
+        self.assertEqual((status, doc["field"]), (501, "image"))
+        self.assertEqual(self.d.get_json("/api/benchmarks/jobs", headers=AUTH)["jobs"], [])
+
+    def test_the_token_is_always_required(self):
+        status, _, _ = self.d.call("/api/benchmarks", "POST", {"url": "http://127.0.0.1:9"})
+        self.assertEqual(status, 401)
+        status, _, _ = self.d.call("/api/benchmarks/jobs", headers=("Authorization: Bearer no",))
+        self.assertEqual(status, 401)
+        # A daemon without a token refuses jobs even from this host, and says why.
+        with Daemon(["--simulate", "1", "--db", "none", "--log-level", "error"], nvml=None) as d:
+            status, _, doc = d.call("/api/benchmarks", "POST", {"url": "http://127.0.0.1:9"})
+            self.assertEqual(status, 403)
+            self.assertIn("--token", doc["error"])
+            status, _, doc = d.call("/api/benchmarks/jobs/20990101-000000-abcdef/cancel", "POST")
+            self.assertEqual(status, 403)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,115 @@
+// Benchmark jobs the daemon runs (POST /api/benchmarks, GET /api/benchmarks/jobs): their shape,
+// and the request body the "New benchmark" form makes (the keys are gpumon bench's long options
+// with '_' for '-'; the daemon checks them with the CLI's own code).
+
+export type JobState = 'queued' | 'waiting_gpus' | 'starting' | 'running' | 'done' | 'failed' | 'cancelled';
+
+export interface JobProgress {
+  point: number;
+  points: number;
+  load: string;
+  requests_done: number;
+  requests_total: number | null;
+  elapsed_s: number;
+  ttft_p50_ms: number | null;
+  ttft_p99_ms: number | null;
+  output_tokens_per_s: number | null;
+}
+
+export interface Job {
+  id: string;
+  url: string;
+  state: JobState;
+  created: string;
+  started: string | null;
+  ended: string | null;
+  state_seconds: number;
+  server: string | null;
+  model: string | null;
+  label: string | null;
+  gpus: number[];
+  points: number;
+  points_done: number;
+  benchmark_id: string | null;
+  reason: string | null;
+  progress: JobProgress | null;
+}
+
+export interface JobList {
+  jobs: Job[];
+}
+
+export interface JobForm {
+  url: string;
+  model: string;
+  concurrency: string;
+  requests: string;
+  inputTokens: string;
+  outputTokens: string;
+  gpus: string;
+  label: string;
+}
+
+export const EMPTY_FORM: JobForm = {
+  url: '',
+  model: '',
+  concurrency: '1,8',
+  requests: '200',
+  inputTokens: '128',
+  outputTokens: '128',
+  gpus: '1',
+  label: '',
+};
+
+/** Whole numbers of a comma list ("1, 8,32" -> [1, 8, 32]); items that are not stay text so the
+ * daemon names them in its answer. */
+function list(text: string): (number | string)[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+}
+
+function num(text: string): number | string {
+  const t = text.trim();
+  return /^\d+$/.test(t) ? Number(t) : t;
+}
+
+/** The body of POST /api/benchmarks for a filled form: empty fields are left to the defaults. */
+export function jobBody(f: JobForm): Record<string, unknown> {
+  const b: Record<string, unknown> = { url: f.url.trim() };
+  if (f.model.trim()) b['model'] = f.model.trim();
+  if (f.concurrency.trim()) b['concurrency'] = list(f.concurrency);
+  if (f.requests.trim()) b['requests'] = num(f.requests);
+  if (f.inputTokens.trim()) b['input_tokens'] = num(f.inputTokens);
+  if (f.outputTokens.trim()) b['output_tokens'] = num(f.outputTokens);
+  if (f.gpus.trim()) b['count'] = num(f.gpus);
+  if (f.label.trim()) b['label'] = f.label.trim();
+  return b;
+}
+
+/** Words for a state, with what it is waiting for. */
+export function stateText(j: Job): string {
+  const s = Math.round(j.state_seconds);
+  switch (j.state) {
+    case 'queued':
+      return 'queued';
+    case 'waiting_gpus':
+      return `waiting for GPUs (${s} s)`;
+    case 'starting':
+      return 'checking the server';
+    case 'running':
+      return j.progress ? `running point ${j.progress.point} of ${j.progress.points} (${j.progress.load})` : 'running';
+    case 'done':
+      return 'done';
+    case 'failed':
+      return 'failed';
+    case 'cancelled':
+      return 'cancelled';
+  }
+}
+
+export function finished(j: Job): boolean {
+  return j.state === 'done' || j.state === 'failed' || j.state === 'cancelled';
+}
