@@ -44,7 +44,7 @@ static const gm_metric_info metric_table[GM_M__COUNT] = {
     {GM_M_THROTTLE_REASONS, "clocks_throttle_reasons.active", "", 1, false,
      "Bit mask of active clock throttle reasons"},
     {GM_M_PERSISTENCE_MODE, "persistence_mode", "", 1, false, "1 when persistence mode is on"},
-    /* ---- health and configuration (issue #12) ---- */
+    /* ---- health and configuration ---- */
     {GM_M_POWER_REQ_LIMIT_MW, "power.limit", "W", 0.001, false,
      "Power limit requested by software (power management limit)"},
     {GM_M_POWER_DEFAULT_LIMIT_MW, "power.default_limit", "W", 0.001, false,

@@ -622,12 +622,16 @@ static int do_import(const history_opts *o, const char *path)
     if (started_ms < 0)
         started_ms = gm_clock_wall_ms(); /* the file does not say when it ran */
     double dur = 0;
+    bool dur_known = false; /* GenAI-Perf's export says no duration: unknown, not 0 s */
     size_t i;
     const json_t *p;
     json_array_foreach(json_object_get(doc, "points"), i, p)
     {
         const json_t *d = json_object_get(p, "duration_s");
-        dur += json_is_number(d) ? json_number_value(d) : 0;
+        if (json_is_number(d)) {
+            dur += json_number_value(d);
+            dur_known = true;
+        }
     }
     int64_t ended_ms = started_ms + (int64_t)llround(dur * 1000);
     char id[GM_SESSION_ID_LEN], started[40], ended[40];
@@ -637,7 +641,7 @@ static int do_import(const history_opts *o, const char *path)
     json_object_set_new(doc, "id", json_string(id));
     json_object_set_new(doc, "started", json_string(started));
     json_object_set_new(doc, "ended", json_string(ended));
-    json_object_set_new(doc, "duration_s", json_real(dur));
+    json_object_set_new(doc, "duration_s", dur_known ? json_real(dur) : json_null());
     json_t *cmd = json_array();
     for (int a = 0; cmd && a < o->argc; a++)
         json_array_append_new(cmd, gm_json_str(o->argv[a]));

@@ -430,13 +430,18 @@ static int print_json(const gm_snapshot *s, const query_opts *o)
     return 0;
 }
 
+/* One field a line in 80 columns: its name, then the CSV header it prints (the unit is in the
+ * header); a long name puts its header on the next line. */
 static void list_fields(void)
 {
-    printf("Fields accepted by --query-gpu (header as printed, unit):\n");
+    printf("Fields accepted by --query-gpu, and the CSV header each prints:\n");
     for (int i = 0; i < GM_SMI_F__COUNT; i++) {
-        const char *unit = gm_smi_field_unit(i);
-        printf("  %-32s %-40s %s\n", gm_smi_field_name(i), gm_smi_field_header(i),
-               unit && *unit ? unit : "");
+        const char *name = gm_smi_field_name(i), *header = gm_smi_field_header(i);
+        int nl = (int)strlen(name), hl = (int)strlen(header);
+        if (2 + 36 + 1 + hl <= 80 && nl <= 36)
+            printf("  %-36s %s\n", name, header);
+        else
+            printf("  %s\n      %s\n", name, header);
     }
 }
 

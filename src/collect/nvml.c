@@ -115,7 +115,7 @@ typedef int (*nv_p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
 typedef int (*nv_proc_util_fn)(nvmlDevice_t, nv_proc_util *, unsigned *, unsigned long long);
 typedef int (*nv_mig_index_fn)(nvmlDevice_t, unsigned, nvmlDevice_t *);
 
-/* Health getters (issue #12). */
+/* Health getters. */
 typedef int (*nv_pair_fn)(nvmlDevice_t, unsigned *, unsigned *);
 typedef int (*nv_triple_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *);
 typedef int (*nv_quad_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *);
@@ -1824,7 +1824,7 @@ static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, co
     }
 }
 
-/* The health and configuration metrics of issue #12 (see the tables above for cadences). */
+/* The health and configuration metrics (see the tables above for cadences). */
 static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
     nvmlDevice_t dev = ng->dev;

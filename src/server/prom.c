@@ -243,7 +243,7 @@ static const gpu_family gpu_families[] = {
      CONV_NONE},
     {"DCGM_FI_DEV_PERSISTENCE_MODE", "gauge", "Persistence mode, 1 on, 0 off.",
      GM_M_PERSISTENCE_MODE, CONV_NONE},
-    /* Health (issue #12), dcgm-exporter's names where DCGM has the field. */
+    /* Health, dcgm-exporter's names where DCGM has the field. */
     {"DCGM_FI_DEV_XID_ERRORS", "gauge",
      "Last XID error the driver reported (0: none since gpumon started watching).", GM_M_XID_LAST,
      CONV_NONE},

@@ -830,8 +830,8 @@ static void h_allocation(const gm_req *rq, gm_resp *rs)
 
 /* GET /api/fleet: the fleet from Prometheus (--prometheus), answered by the fleet thread so the
  * loop never waits for Prometheus. ?max_util= and ?max_mem_percent= set what counts as an idle
- * GPU (seed 003's 30 and 50 by default); ?gpus=N adds the node `gpumon cluster select` would
- * choose, and why each node was or was not. */
+ * GPU (30 and 50 by default, the GPU scheduler's usual thresholds); ?gpus=N adds the node `gpumon
+ * cluster select` would choose, and why each node was or was not. */
 static void h_fleet_nodes(const gm_req *rq, gm_resp *rs)
 {
     gm_server *srv = rq->srv;

@@ -1648,7 +1648,10 @@ int gm_store_put_bench(gm_store *st, const json_t *doc, const json_t *command, i
     sqlite3_bind_text(q, 4, st->host, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 5, started_ms);
     sqlite3_bind_int64(q, 6, ended_ms);
-    sqlite3_bind_double(q, 7, (double)(ended_ms - started_ms) / 1000.0);
+    if (json_is_null(json_object_get(doc, "duration_s"))) /* an import that says none */
+        sqlite3_bind_null(q, 7);
+    else
+        sqlite3_bind_double(q, 7, (double)(ended_ms - started_ms) / 1000.0);
     sqlite3_bind_int64(q, 8, gpu_samples);
     sqlite3_bind_text(q, 9, text, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 10, meta, -1, SQLITE_TRANSIENT);

@@ -156,6 +156,12 @@ class HistoryImport(unittest.TestCase):
         self.assertEqual(p["tpot_ms"]["p50"], 7.88)
         self.assertEqual(p["e2e_ms"]["max"], 1223.4)
         self.assertNotIn("requests", p)  # request_count 0: it ran for a time, not a count
+        # The file says no duration: unknown in the document and the list, never 0 s.
+        self.assertIsNone(doc["duration_s"])
+        out = subprocess.run([GPUMON, "history", "list", "--db", self.db, "--json"],
+                             capture_output=True, text=True, env=env())
+        [row] = [r for r in json.loads(out.stdout) if r["id"] == bid]
+        self.assertIsNone(row["duration_seconds"])
 
     def test_broken_or_foreign_files_are_refused(self):
         with open(os.path.join(IMPORT, "vllm_concurrency8.json")) as f:

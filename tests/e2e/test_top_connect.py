@@ -46,7 +46,7 @@ class TopConnect(TmuxScreen, unittest.TestCase):
         self.assertRegex(text, r"0   H100 80GB HBM3 +UTIL\[")
         self.assertRegex(text, r"1   H100 80GB HBM3 +UTIL\[")
         # Simulated processes have PIDs no process of this host has: not killable.
-        self.keys("k")
+        self.keys("K")
         self.wait_screen(lambda t: "is not a process this host shows in /proc" in t)
 
         # The daemon stops: the error, with the last reading still on the screen.
