@@ -7,7 +7,7 @@ _gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --
 _gpumon_opts_record='-i --id --gpus --interval --label --snapshot --snapshot-window-ms -o --output -q --quiet --db --no-db --provider --simulate --seed -h --help'
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices --provider --simulate --seed -h --help'
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices -t --timeout --interval --check-interval -q --quiet --provider --simulate --seed -h --help'
-_gpumon_opts_estimate='-f --task --tp --pp --dp --method --dtype --kv-dtype --seq-len --context --batch --overhead-mib --list-models --format -h --help'
+_gpumon_opts_estimate='-f --task --tp --pp --dp --dtype --kv-dtype --seq-len --batch --overhead-mib --method --list-models --format -h --help'
 _gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed --image --env --volume --shm-size --container-port --keep-container --pull -h --help'
 _gpumon_opts_snapshot='-o --output --power-window --interval --power-interval --no-processes --provider --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format --json -h --help'
@@ -136,6 +136,42 @@ _gpumon_table_value() {
         return 0
         ;;
     wait:--seed) # nothing to offer
+        return 0
+        ;;
+    estimate:-f | estimate:--task)
+        _filedir
+        return 0
+        ;;
+    estimate:--tp) # nothing to offer
+        return 0
+        ;;
+    estimate:--pp) # nothing to offer
+        return 0
+        ;;
+    estimate:--dp) # nothing to offer
+        return 0
+        ;;
+    estimate:--dtype) # nothing to offer
+        return 0
+        ;;
+    estimate:--kv-dtype) # nothing to offer
+        return 0
+        ;;
+    estimate:--seq-len) # nothing to offer
+        return 0
+        ;;
+    estimate:--batch) # nothing to offer
+        return 0
+        ;;
+    estimate:--overhead-mib) # nothing to offer
+        return 0
+        ;;
+    estimate:--method)
+        COMPREPLY=($(compgen -W 'model size-classes' -- "$cur"))
+        return 0
+        ;;
+    estimate:--format)
+        COMPREPLY=($(compgen -W 'text json' -- "$cur"))
         return 0
         ;;
     run:--task)

@@ -1,5 +1,4 @@
 /* cmd_estimate.c - `gpumon estimate`: GPUs and per-GPU memory a model or a task config needs. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,56 +8,164 @@
 #include "cli/common.h"
 #include "core/estimate.h"
 
-static void usage(FILE *out)
+typedef struct estimate_opts {
+    const char *task;
+    bool json;
+    bool list_models;
+    gm_estimate_options eo;
+} estimate_opts;
+
+static int format_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    fprintf(out, "usage: gpumon estimate MODEL [--tp N] [--pp N] [--dtype D] [--batch N]\n"
-                 "                             [--seq-len N] [options]\n"
-                 "       gpumon estimate --task FILE [options]\n\n"
-                 "Prints how many GPUs a model or an inference task config needs,\n"
-                 "tp x pp x max(dp, cp, dcp), and the memory each GPU should have free.\n"
-                 "MODEL is a built-in model (see --list-models), a Hugging Face config.json or a\n"
-                 "directory holding one, or a name with its size in it (mymodel-13b).\n\n"
-                 "By default (method model), per GPU:\n"
-                 "  P x dtype bytes / (tp x pp)                                  weights\n"
-                 "  + seq-len x batch x 2 x ceil(layers/pp) x ceil(kv_heads/tp)\n"
-                 "    x head_dim x kv bytes                                      KV cache\n"
-                 "  + overhead (2048 MiB: CUDA context, activations, graphs)\n"
-                 "P, layers, KV heads and head size come from the config.json (hidden size,\n"
-                 "layers, vocabulary, heads, KV heads, intermediate size, experts) or the\n"
-                 "built-in model's published shape; for another name, P from the size in it\n"
-                 "(70b, 8x7b = 56B, 1.5B) with layers from P = 12 x layers x (128 x layers)^2\n"
-                 "and 8 KV heads of 128. dtype bytes: fp32 4, fp16/bf16 2, fp8/int8 1,\n"
-                 "int4/awq/gptq 0.5. A model of unknown size gets the size classes:\n"
-                 "65B+ 20000 MiB, 7B-65B 12000 MiB, else 8000 MiB per GPU.\n\n"
-                 "Options:\n"
-                 "  -f, --task FILE       a task config (JSON), a model directory or a\n"
-                 "                        config.json; - reads standard input\n"
-                 "      --tp, --pp, --dp N  tensor, pipeline, data parallel size (default: the\n"
-                 "                        task's largest, else 1)\n"
-                 "      --dtype D         weights' dtype (default: the task's quantization or\n"
-                 "                        dtype, else config.json's torch_dtype, else fp16)\n"
-                 "      --kv-dtype D      KV cache dtype (default: the task's kv-cache-dtype,\n"
-                 "                        else the weights' when 16 or 32 bits, else fp16)\n"
-                 "      --seq-len, --context N\n"
-                 "                        tokens per sequence (default: the task's\n"
-                 "                        max-model-len or context-length, else 4096)\n"
-                 "      --batch N         sequences at that length (default: the task's\n"
-                 "                        batch-size, else 1)\n"
-                 "      --overhead-mib M  per GPU (default 2048)\n"
-                 "      --method M        model (default) or size-classes\n"
-                 "      --list-models     print the built-in models and exit\n"
-                 "      --format FMT      text (default) or json\n"
-                 "  -h, --help            show this help\n\n"
-                 "Task config: {\"model\": {\"id_or_path\": \"llama-3-70b\"},\n"
-                 "              \"parameters\": {\"tp-size\": [1, 2, 4], ...}}\n"
-                 "Each dimension may be spelled tensor-parallel-size, tensor_parallel_size,\n"
-                 "tp-size, tp_size or tp (likewise pipeline/pp, data/dp, context/cp,\n"
-                 "decode-context/dcp); a value is a positive integer or a list of them. Two\n"
-                 "spellings of one dimension with different values are an error. A relative\n"
-                 "model path is also looked for next to the task file.\n\n"
-                 "Exit status: 0 ok, 1 failure, 2 usage error, unknown model or malformed task\n"
-                 "config.\n");
+    (void)row;
+    estimate_opts *o = base;
+    if (strcmp(arg, "json") == 0)
+        o->json = true;
+    else if (strcmp(arg, "text") == 0)
+        o->json = false;
+    else
+        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected text or json)", arg);
+    return GM_OK;
 }
+
+static int method_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    (void)row;
+    estimate_opts *o = base;
+    if (strcmp(arg, "model") == 0)
+        o->eo.method = GM_ESTIMATE_MODEL;
+    else if (strcmp(arg, "size-classes") == 0 || strcmp(arg, "seed") == 0)
+        o->eo.method = GM_ESTIMATE_SEED;
+    else
+        return gm_error_set(err, GM_EINVAL,
+                            "invalid --method \"%s\" (expected model or size-classes)", arg);
+    return GM_OK;
+}
+
+/* --dtype and --kv-dtype: a dtype estimate.c knows the size of. */
+static int dtype_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    if (gm_estimate_dtype_bytes(arg, NULL) == 0)
+        return gm_error_set(err, GM_EINVAL,
+                            "--%s \"%s\" is not a dtype gpumon knows (fp32, fp16, bf16, fp8, "
+                            "int8, int4, awq, gptq...)",
+                            row->name, arg);
+    *(const char **)((char *)base + row->offset) = arg;
+    return GM_OK;
+}
+
+/* A parallel size; the long spellings are rows of their own (hidden) so that a message names
+ * the spelling given. */
+#define SIZE(n, p, ...)                                                                   \
+    {                                                                                     \
+        .type = GM_OPT_UINT, .name = n, .arg = "N", GM_OPT_AT(estimate_opts, eo.size[p]), \
+        .min = 1, .max = GM_ESTIMATE_MAX_SIZE, __VA_ARGS__                                \
+    }
+#define TOKENS(n, f, ...)                                                                     \
+    {                                                                                         \
+        .type = GM_OPT_UINT, .name = n, .arg = "N", GM_OPT_AT(estimate_opts, eo.f), .min = 1, \
+        .max = 100000000, __VA_ARGS__                                                         \
+    }
+
+static const gm_opt estimate_table[] = {
+    {.type = GM_OPT_STRING,
+     .name = "task",
+     .letter = 'f',
+     .arg = "FILE",
+     GM_OPT_AT(estimate_opts, task),
+     .complete = "file",
+     .help = "A task config (JSON), a model directory or a config.json; - reads standard "
+             "input."},
+    SIZE("tp", GM_PAR_TP,
+         .help = "Tensor parallel size (default: the task's largest, else 1; "
+                 "--tensor-parallel-size also works)."),
+    SIZE("tensor-parallel-size", GM_PAR_TP, .flags = GM_OPT_HIDDEN),
+    SIZE("pp", GM_PAR_PP,
+         .help = "Pipeline parallel size (default: the task's largest, else 1; "
+                 "--pipeline-parallel-size also works)."),
+    SIZE("pipeline-parallel-size", GM_PAR_PP, .flags = GM_OPT_HIDDEN),
+    SIZE("dp", GM_PAR_DP,
+         .help = "Data parallel size (default: the task's largest, else 1; "
+                 "--data-parallel-size also works)."),
+    SIZE("data-parallel-size", GM_PAR_DP, .flags = GM_OPT_HIDDEN),
+    {.type = GM_OPT_CALLBACK,
+     .name = "dtype",
+     .arg = "D",
+     GM_OPT_AT(estimate_opts, eo.dtype),
+     .set = dtype_row,
+     .help = "Weights' dtype (default: the task's quantization or dtype, else config.json's "
+             "torch_dtype, else fp16)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "kv-dtype",
+     .arg = "D",
+     GM_OPT_AT(estimate_opts, eo.kv_dtype),
+     .set = dtype_row,
+     .help = "KV cache dtype (default: the task's kv-cache-dtype, else the weights' when 16 or "
+             "32 bits, else fp16)."},
+    TOKENS("seq-len", context,
+           .help = "Tokens per sequence (default: the task's max-model-len or context-length, "
+                   "else 4096; --context and --max-model-len also work)."),
+    TOKENS("context", context, .flags = GM_OPT_HIDDEN),
+    TOKENS("max-model-len", context, .flags = GM_OPT_HIDDEN),
+    TOKENS("batch", batch,
+           .help = "Sequences at that length (default: the task's batch-size, else 1)."),
+    {.type = GM_OPT_DOUBLE,
+     .name = "overhead-mib",
+     .arg = "M",
+     GM_OPT_AT(estimate_opts, eo.overhead_mib),
+     .min = 0,
+     .max = 1e7,
+     .help = "Per GPU (default 2048)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "method",
+     .arg = "M",
+     .set = method_row,
+     .values = "model size-classes",
+     .help = "model (default) or size-classes."},
+    {.type = GM_OPT_FLAG,
+     .name = "list-models",
+     GM_OPT_AT(estimate_opts, list_models),
+     .help = "Print the built-in models and exit."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "format",
+     .arg = "FMT",
+     .set = format_row,
+     .values = "text json",
+     .help = "text (default) or json."},
+    {0},
+};
+
+const gm_opt_command gm_cli_estimate_command = {
+    .name = "estimate",
+    .usage = "estimate MODEL [--tp N] [--pp N] [--dtype D] [--batch N] [options]\n"
+             "estimate --task FILE [options]",
+    .description = "Prints how many GPUs a model or an inference task config needs, tp x pp x "
+                   "max(dp, cp, dcp), and the memory each GPU should have free. MODEL is a "
+                   "built-in model (see --list-models), a Hugging Face config.json or a directory "
+                   "holding one, or a name with its size in it (mymodel-13b).",
+    .table = estimate_table,
+    .epilogue = "By default (method model), per GPU:\n"
+                "  P x dtype bytes / (tp x pp)                                  weights\n"
+                "  + seq-len x batch x 2 x ceil(layers/pp) x ceil(kv_heads/tp)\n"
+                "    x head_dim x kv bytes                                      KV cache\n"
+                "  + overhead (2048 MiB: CUDA context, activations, graphs)\n"
+                "P, layers, KV heads and head size come from the config.json (hidden size,\n"
+                "layers, vocabulary, heads, KV heads, intermediate size, experts) or the\n"
+                "built-in model's published shape; for another name, P from the size in it\n"
+                "(70b, 8x7b = 56B, 1.5B) with layers from P = 12 x layers x (128 x layers)^2\n"
+                "and 8 KV heads of 128. dtype bytes: fp32 4, fp16/bf16 2, fp8/int8 1,\n"
+                "int4/awq/gptq 0.5. A model of unknown size gets the size classes:\n"
+                "65B+ 20000 MiB, 7B-65B 12000 MiB, else 8000 MiB per GPU.\n\n"
+                "Task config: {\"model\": {\"id_or_path\": \"llama-3-70b\"},\n"
+                "              \"parameters\": {\"tp-size\": [1, 2, 4], ...}}\n"
+                "Each dimension may be spelled tensor-parallel-size, tensor_parallel_size,\n"
+                "tp-size, tp_size or tp (likewise pipeline/pp, data/dp, context/cp,\n"
+                "decode-context/dcp); a value is a positive integer or a list of them. Two\n"
+                "spellings of one dimension with different values are an error. A relative\n"
+                "model path is also looked for next to the task file.\n\n"
+                "Exit status: 0 ok, 1 failure, 2 usage error, unknown model or malformed task\n"
+                "config.\n",
+};
 
 static void list_models(void)
 {
@@ -114,136 +221,24 @@ static void print_text(const gm_estimate *e)
 
 int gm_cli_estimate(int argc, char **argv)
 {
-    enum {
-        OPT_FORMAT = 256,
-        OPT_METHOD,
-        OPT_DTYPE,
-        OPT_KV,
-        OPT_CONTEXT,
-        OPT_BATCH,
-        OPT_OVERHEAD,
-        OPT_TP,
-        OPT_PP,
-        OPT_DP,
-        OPT_LIST,
-    };
-    static const struct option longopts[] = {
-        {"task", required_argument, NULL, 'f'},
-        {"tp", required_argument, NULL, OPT_TP},
-        {"tensor-parallel-size", required_argument, NULL, OPT_TP},
-        {"pp", required_argument, NULL, OPT_PP},
-        {"pipeline-parallel-size", required_argument, NULL, OPT_PP},
-        {"dp", required_argument, NULL, OPT_DP},
-        {"data-parallel-size", required_argument, NULL, OPT_DP},
-        {"seq-len", required_argument, NULL, OPT_CONTEXT},
-        {"max-model-len", required_argument, NULL, OPT_CONTEXT},
-        {"list-models", no_argument, NULL, OPT_LIST},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"method", required_argument, NULL, OPT_METHOD},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"kv-dtype", required_argument, NULL, OPT_KV},
-        {"context", required_argument, NULL, OPT_CONTEXT},
-        {"batch", required_argument, NULL, OPT_BATCH},
-        {"overhead-mib", required_argument, NULL, OPT_OVERHEAD},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *task = NULL;
-    bool json = false;
-    gm_estimate_options eo;
-    gm_estimate_options_init(&eo);
-    unsigned long long v;
-    char flag[40];
-    int c;
-    optind = 1;
-    opterr = 0;
-    int li = -1;
-    while ((c = getopt_long(argc, argv, ":f:h", longopts, &li)) != -1) {
-        switch (c) {
-        case 'f':
-            task = optarg;
-            break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "json") == 0)
-                json = true;
-            else if (strcmp(optarg, "text") == 0)
-                json = false;
-            else {
-                fprintf(stderr,
-                        "gpumon estimate: invalid --format \"%s\" (expected text or json)\n",
-                        optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case OPT_METHOD:
-            if (strcmp(optarg, "model") == 0)
-                eo.method = GM_ESTIMATE_MODEL;
-            else if (strcmp(optarg, "size-classes") == 0 || strcmp(optarg, "seed") == 0)
-                eo.method = GM_ESTIMATE_SEED;
-            else {
-                fprintf(
-                    stderr,
-                    "gpumon estimate: invalid --method \"%s\" (expected model or size-classes)\n",
-                    optarg);
-                return GM_EXIT_USAGE;
-            }
-            break;
-        case OPT_DTYPE:
-        case OPT_KV:
-            if (gm_estimate_dtype_bytes(optarg, NULL) == 0) {
-                fprintf(stderr,
-                        "gpumon estimate: %s \"%s\" is not a dtype gpumon knows (fp32, fp16, "
-                        "bf16, fp8, int8, int4, awq, gptq...)\n",
-                        c == OPT_DTYPE ? "--dtype" : "--kv-dtype", optarg);
-                return GM_EXIT_USAGE;
-            }
-            if (c == OPT_DTYPE)
-                eo.dtype = optarg;
-            else
-                eo.kv_dtype = optarg;
-            break;
-        case OPT_CONTEXT:
-        case OPT_BATCH:
-            /* Messages name the spelling given (--seq-len, --context or --max-model-len). */
-            snprintf(flag, sizeof flag, "--%s", li >= 0 ? longopts[li].name : "batch");
-            if (!gm_cli_parse_uint("estimate", flag, optarg, 1, 100000000, &v))
-                return GM_EXIT_USAGE;
-            if (c == OPT_CONTEXT)
-                eo.context = (unsigned)v;
-            else
-                eo.batch = (unsigned)v;
-            break;
-        case OPT_TP:
-        case OPT_PP:
-        case OPT_DP: {
-            gm_parallel p = c == OPT_TP ? GM_PAR_TP : c == OPT_PP ? GM_PAR_PP : GM_PAR_DP;
-            snprintf(flag, sizeof flag, "--%s", li >= 0 ? longopts[li].name : "tp");
-            if (!gm_cli_parse_uint("estimate", flag, optarg, 1, GM_ESTIMATE_MAX_SIZE, &v))
-                return GM_EXIT_USAGE;
-            eo.size[p] = (unsigned)v;
-            break;
-        }
-        case OPT_LIST:
-            list_models();
-            return GM_EXIT_OK;
-        case OPT_OVERHEAD:
-            if (!gm_cli_parse_double("estimate", "--overhead-mib", "a number", optarg, 0, 1e7,
-                                     &eo.overhead_mib))
-                return GM_EXIT_USAGE;
-            break;
-        case 'h':
-            usage(stdout);
-            return GM_EXIT_OK;
-        default:
-            return gm_cli_getopt_error("estimate", c, argv, longopts);
-        }
+    estimate_opts o = {0};
+    gm_estimate_options_init(&o.eo);
+    int first = argc;
+    int rc = gm_cli_parse(&gm_cli_estimate_command, argc, argv, &o, &first);
+    if (rc >= 0)
+        return rc;
+    if (o.list_models) {
+        list_models();
+        return GM_EXIT_OK;
     }
     /* `gpumon estimate MODEL`: a task file, a model directory or config.json, or a name. */
-    const char *model = NULL;
-    if (!task && optind < argc)
-        model = argv[optind++];
-    if (!gm_cli_no_operands("estimate", argc, argv))
+    const char *task = o.task, *model = NULL;
+    if (!task && first < argc)
+        model = argv[first++];
+    if (first < argc) {
+        fprintf(stderr, "gpumon estimate: unexpected argument \"%s\"\n", argv[first]);
         return GM_EXIT_USAGE;
+    }
     if (!task && !model) {
         fprintf(stderr, "gpumon estimate: give a MODEL or --task FILE (see gpumon estimate "
                         "--help)\n");
@@ -253,14 +248,14 @@ int gm_cli_estimate(int argc, char **argv)
     gm_estimate e;
     gm_error err = {0};
     const char *what = task ? task : model;
-    int rc = strcmp(what, "-") == 0 ? read_stdin(&eo, &e, &err)
-             : task                 ? gm_estimate_task_file_opt(task, &eo, &e, &err)
-                                    : gm_estimate_model(model, &eo, &e, &err);
+    rc = strcmp(what, "-") == 0 ? read_stdin(&o.eo, &e, &err)
+         : task                 ? gm_estimate_task_file_opt(task, &o.eo, &e, &err)
+                                : gm_estimate_model(model, &o.eo, &e, &err);
     if (rc < 0) {
         fprintf(stderr, "gpumon estimate: %s\n", err.msg);
         return rc == GM_EIO || rc == GM_ENOMEM ? GM_EXIT_FAILURE : GM_EXIT_USAGE;
     }
-    if (json) {
+    if (o.json) {
         json_t *j = gm_estimate_json(&e);
         if (!j) {
             fprintf(stderr, "gpumon estimate: out of memory\n");

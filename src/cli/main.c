@@ -32,9 +32,8 @@ static const command commands[] = {
      &gm_cli_select_command, NULL},
     {"wait", gm_cli_wait, "block until N GPUs are available, or time out", &gm_cli_wait_command,
      NULL},
-    {"estimate", gm_cli_estimate, "GPUs and memory a task config needs", NULL,
-     "-f --task --tp --pp --dp --method --dtype --kv-dtype --seq-len --context --batch "
-     "--overhead-mib --list-models --format -h --help"},
+    {"estimate", gm_cli_estimate, "GPUs and memory a task config needs", &gm_cli_estimate_command,
+     NULL},
     {"run", gm_cli_run, "estimate, wait, select with a lease, then record a command",
      &gm_cli_run_command, NULL},
     {"snapshot", gm_cli_snapshot, "system inventory for benchmark audits (GPUs, PCIe, P2P, CPU)",

@@ -103,6 +103,22 @@ class EstimateModel(unittest.TestCase):
             self.assertIn(flag, p.stdout)
         self.assertNotIn("seed", p.stdout)
 
+    def test_options_come_from_its_table(self):
+        """One table gives the help, the completion and the docs: estimate is in the dump, and
+        a message still names the spelling given."""
+        doc = json.loads(run(["help", "--dump", "json"]).stdout)
+        names = [r["name"] for r in doc["estimate"]["options"]]
+        for name in ("task", "tp", "seq-len", "overhead-mib", "format"):
+            self.assertIn(name, names)
+        for spelling in ("--seq-len", "--context", "--max-model-len", "--tensor-parallel-size"):
+            p = estimate("llama-3-8b", spelling, "0")
+            self.assertEqual(p.returncode, 2)
+            self.assertTrue(p.stderr.startswith("gpumon estimate: %s expects a whole number"
+                                                % spelling), p.stderr)
+        p = estimate("llama-3-8b", "--format", "xml")
+        self.assertEqual(p.stderr, 'gpumon estimate: invalid --format "xml" (expected text or '
+                                   'json)\n')
+
 
 if __name__ == "__main__":
     unittest.main()
