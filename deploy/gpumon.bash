@@ -11,7 +11,7 @@ _gpumon_opts_estimate='-f --task --tp --pp --dp --dtype --kv-dtype --seq-len --b
 _gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed --image --env --volume --shm-size --container-port --keep-container --pull -h --help'
 _gpumon_opts_snapshot='-o --output --power-window --interval --power-interval --no-processes --provider --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format --json -h --help'
-_gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --gpus --interval --idle-seconds -o --output --label --trace --db --no-db -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size --ready-path --ready-timeout --keep-container --pull --task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices -h --help'
+_gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --id --gpus --interval --idle-seconds -o --output --label --trace --db --no-db -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size --ready-path --ready-timeout --keep-container --pull -n --count --task -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices -h --help'
 _gpumon_opts_containers='--format --json --all --dry-run --stop-timeout -h --help'
 _gpumon_opts_history='--db --format --point --json --limit -o --output --older-than -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps --help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed'
@@ -267,6 +267,134 @@ _gpumon_table_value() {
         ;;
     diff:--format)
         COMPREPLY=($(compgen -W 'text json' -- "$cur"))
+        return 0
+        ;;
+    bench:--url) # nothing to offer
+        return 0
+        ;;
+    bench:--model) # nothing to offer
+        return 0
+        ;;
+    bench:--api)
+        COMPREPLY=($(compgen -W 'completions chat' -- "$cur"))
+        return 0
+        ;;
+    bench:--concurrency) # nothing to offer
+        return 0
+        ;;
+    bench:--request-rate) # nothing to offer
+        return 0
+        ;;
+    bench:--burstiness) # nothing to offer
+        return 0
+        ;;
+    bench:--requests) # nothing to offer
+        return 0
+        ;;
+    bench:--duration) # nothing to offer
+        return 0
+        ;;
+    bench:--warmup) # nothing to offer
+        return 0
+        ;;
+    bench:--input-tokens) # nothing to offer
+        return 0
+        ;;
+    bench:--output-tokens) # nothing to offer
+        return 0
+        ;;
+    bench:--prompts)
+        _filedir
+        return 0
+        ;;
+    bench:--slo) # nothing to offer
+        return 0
+        ;;
+    bench:--header) # nothing to offer
+        return 0
+        ;;
+    bench:--api-key-env) # nothing to offer
+        return 0
+        ;;
+    bench:--timeout) # nothing to offer
+        return 0
+        ;;
+    bench:-i | bench:--id | bench:--gpus) # nothing to offer
+        return 0
+        ;;
+    bench:--interval) # nothing to offer
+        return 0
+        ;;
+    bench:--idle-seconds) # nothing to offer
+        return 0
+        ;;
+    bench:-o | bench:--output)
+        _filedir
+        return 0
+        ;;
+    bench:--label) # nothing to offer
+        return 0
+        ;;
+    bench:--trace)
+        _filedir
+        return 0
+        ;;
+    bench:--db)
+        _filedir
+        return 0
+        ;;
+    bench:--provider)
+        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        return 0
+        ;;
+    bench:--simulate) # nothing to offer
+        return 0
+        ;;
+    bench:--seed) # nothing to offer
+        return 0
+        ;;
+    bench:--image) # nothing to offer
+        return 0
+        ;;
+    bench:--container-port) # nothing to offer
+        return 0
+        ;;
+    bench:--env) # nothing to offer
+        return 0
+        ;;
+    bench:--volume) # nothing to offer
+        return 0
+        ;;
+    bench:--shm-size) # nothing to offer
+        return 0
+        ;;
+    bench:--ready-path) # nothing to offer
+        return 0
+        ;;
+    bench:--ready-timeout) # nothing to offer
+        return 0
+        ;;
+    bench:-n | bench:--count) # nothing to offer
+        return 0
+        ;;
+    bench:--task)
+        _filedir
+        return 0
+        ;;
+    bench:-m | bench:--min-free-mb) # nothing to offer
+        return 0
+        ;;
+    bench:-u | bench:--max-util) # nothing to offer
+        return 0
+        ;;
+    bench:-w | bench:--wait) # nothing to offer
+        return 0
+        ;;
+    bench:--check-interval) # nothing to offer
+        return 0
+        ;;
+    bench:--lease-dir)
+        _filedir -d
         return 0
         ;;
     containers:--format)

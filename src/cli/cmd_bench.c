@@ -3,7 +3,6 @@
  * energy per token and whether each point can be trusted; keep the result in the database and
  * an optional JSON file. docs/BENCH.md describes the command and its output. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,7 +27,7 @@
 
 typedef struct bench_opts {
     gm_bench_config cfg; /* the benchmark's options (core/bench_run) */
-    /* --header and --env values as getopt found them in argv, for redacting the stored
+    /* --header and --env values as the parser found them in argv, for redacting the stored
      * command line */
     const char *header_args[GM_BENCH_HEADERS_MAX];
     size_t nheader_args;
@@ -43,249 +42,231 @@ typedef struct bench_opts {
     size_t nctr_args;
 } bench_opts;
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: gpumon bench --url URL | --image IMAGE [container options] [-- ARGS...]\n"
-            "         [--model NAME] [--api completions|chat]\n"
-            "         [--concurrency N[,N...] | --request-rate R[,R...] [--burstiness B]]\n"
-            "         [--requests N | --duration SECONDS] [--warmup N]\n"
-            "         [--input-tokens N] [--output-tokens N] [--prompts FILE.jsonl]\n"
-            "         [--slo ttft=MS,tpot=MS,e2e=MS] [--header 'K: V'] [--api-key-env VAR]\n"
-            "         [--gpus LIST] [--interval SECONDS] [-o FILE] [--label LABEL]\n"
-            "         [--db PATH | --no-db] [-q]\n"
-            "\n"
-            "Loads an OpenAI-compatible inference server (vLLM, SGLang, TensorRT-LLM,\n"
-            "NIM...) with streaming requests from one thread (libcurl, keep-alive\n"
-            "connections) while sampling its GPUs, and reports TTFT, TPOT, ITL and\n"
-            "end-to-end latency, requests/s, tokens/s, goodput, the GPUs' statistics and\n"
-            "energy, output tokens per joule and joules per request. Each value of\n"
-            "--concurrency or --request-rate is a point, run in order. A point is marked\n"
-            "invalid when a foreign process appeared on the GPUs, their clocks were\n"
-            "throttled, the client itself was saturated, or the server's token usage\n"
-            "contradicted its stream (the chunks are counted then). One request checks\n"
-            "the server first (not measured).\n"
-            "\n"
-            "Options:\n"
-            "      --url URL          the server's base URL (http://host:8000; /v1 may\n"
-            "                         end it)\n"
-            "      --model NAME       model to ask for (default: the first of GET\n"
-            "                         /v1/models)\n"
-            "      --api API          completions (POST /v1/completions, the default) or\n"
-            "                         chat\n"
-            "      --concurrency LIST closed loop: N requests in flight, the next sent\n"
-            "                         when one ends; several values make a sweep\n"
-            "                         (default 1)\n"
-            "      --request-rate LIST  open loop: R requests per second on a seeded\n"
-            "                         schedule, inf for all at once; latencies are also\n"
-            "                         given from each request's scheduled time\n"
-            "      --burstiness B     open loop: gamma gaps of shape B (default 1:\n"
-            "                         Poisson)\n"
-            "      --requests N       measured requests per point (default 1000, at most\n"
-            "                         1000000)\n"
-            "      --duration SECONDS or: send for this long per point (90, 30s, 5m)\n"
-            "      --warmup N         requests before each point, not measured (default 0)\n"
-            "      --input-tokens N   synthetic prompts of about N tokens (default 128): N\n"
-            "                         common words that are one token each in the usual\n"
-            "                         tokenizers\n"
-            "      --output-tokens N  tokens asked for, exactly: max_tokens, ignore_eos\n"
-            "                         and min_tokens (default 128)\n"
-            "      --prompts FILE     JSONL prompts instead: {\"prompt\": ...} or\n"
-            "                         {\"messages\": [...]} per line, optional \"max_tokens\"\n"
-            "      --slo LIST         objectives for goodput: ttft=MS,tpot=MS,e2e=MS (any\n"
-            "                         of them)\n"
-            "      --header 'K: V'    an extra request header (repeatable; values never\n"
-            "                         stored)\n"
-            "      --api-key-env VAR  send the key in environment variable VAR as a\n"
-            "                         bearer token; it is never printed, stored or logged\n"
-            "      --timeout SECONDS  most time one request may take (default 600)\n"
-            "  -i, --gpus LIST        GPUs to sample: indices, UUIDs or PCI bus ids\n"
-            "                         (default: all)\n"
-            "      --interval SECONDS between GPU samples (0.01-3600, default 0.1)\n"
-            "      --idle-seconds S   idle power measured before the first point (0-600,\n"
-            "                         default 2)\n"
-            "  -o, --output FILE      also write the result as JSON\n"
-            "      --label TEXT       a name to find the benchmark by in gpumon history\n"
-            "      --trace FILE       one JSON line per measured request, with its\n"
-            "                         CLOCK_MONOTONIC times in ns (sent, first and last\n"
-            "                         chunk)\n"
-            "      --db PATH          database (default: $GPU_MONITOR_DB, else\n"
-            "                         $XDG_STATE_HOME/gpumon/gpumon.db or\n"
-            "                         ~/.local/state/gpumon/gpumon.db)\n"
-            "      --no-db            do not store the benchmark\n"
-            "  -q, --quiet            no progress or results on stderr\n"
-            "      --provider NAME    nvml, nvidia-smi, amdgpu, nvtop, sim or auto (default:\n"
-            "                         auto)\n"
-            "      --simulate N       use N simulated GPUs\n"
-            "      --seed N           seed of the arrival schedule, the synthetic prompts\n"
-            "                         and the simulated GPUs (default 0)\n"
-            "  -h, --help             show this help\n"
-            "\n"
-            "The server in a container (instead of --url), through the Docker Engine API\n"
-            "($DOCKER_HOST=unix://PATH, else /var/run/docker.sock; podman system service\n"
-            "works):\n"
-            "      --image IMAGE      run the server from IMAGE on GPUs leased as gpumon\n"
-            "                         run does, given to it as HostConfig.DeviceRequests\n"
-            "                         by UUID (never CUDA_VISIBLE_DEVICES); ARGS after --\n"
-            "                         follow its entrypoint\n"
-            "      --container-port P the server's port inside (default 8000), published\n"
-            "                         on a free port of 127.0.0.1\n"
-            "      --env K=V, --env NAME  set a variable in the container (repeatable);\n"
-            "                         NAME alone passes gpumon's own value (NGC_API_KEY),\n"
-            "                         never printed\n"
-            "      --volume HOST:CONTAINER[:ro]  mount (repeatable)\n"
-            "      --shm-size SIZE    /dev/shm of the container (16GB, 512m)\n"
-            "      --ready-path PATH  readiness: GET PATH answers 2xx (default:\n"
-            "                         /v1/health/ready, then /health, then /v1/models,\n"
-            "                         whichever exists)\n"
-            "      --ready-timeout S  most time to wait for it (default 1800: a first NIM\n"
-            "                         start downloads the model)\n"
-            "      --keep-container   leave it running afterwards (default: stopped and\n"
-            "                         removed on every way out, Ctrl-C and errors\n"
-            "                         included)\n"
-            "      --pull             pull IMAGE when it is not here (progress on stderr)\n"
-            "  -n, --count N | --task FILE  GPUs to lease (default 1, or as many as\n"
-            "                         --gpus lists; --task: its estimate, see gpumon\n"
-            "                         estimate)\n"
-            "  -m, --min-free-mb MIB, -u, --max-util PCT, -w, --wait S, --check-interval S,\n"
-            "      --lease-dir DIR, --all-devices   as for gpumon run; --gpus LIST limits\n"
-            "                         the GPUs that may be leased\n"
-            "The container is named gpumon-<id> and labelled gpumon.owner (host:pid) and\n"
-            "gpumon.run (the id); its time to ready, GPU memory after loading, energy\n"
-            "while loading, image id and exit state are stored with the benchmark, and\n"
-            "when it ends on its own its last 50 lines of output are printed and stored.\n"
-            "gpumon containers list|cleanup finds those a killed gpumon left.\n"
-            "\n"
-            "Ctrl-C stops the benchmark and keeps what was measured. Without a GPU the\n"
-            "serving metrics are still measured.\n"
-            "\n"
-            "Exit status: 0 ok; 1 failure (the server cannot be reached or answers\n"
-            "wrongly, a point completed no request, the container ended or could not\n"
-            "start); 2 usage error or malformed prompts; 3 no GPU found (with --gpus or\n"
-            "--image); 4 not enough GPUs (--task); 5 timed out (GPUs not free, or the\n"
-            "container not ready); 130 stopped by Ctrl-C (the result is kept).\n");
-}
-
 /* ---- options ---------------------------------------------------------------------------- */
 
-/* The long name of getopt code c in longopts (its first row), NULL when none. */
-static const char *long_name(const struct option *longopts, int c)
+/* The benchmark's own options: one setter, gm_bench_config_set, the one the daemon's job API
+ * uses, called with the row's long name. */
+static int bench_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
-    for (const struct option *lo = longopts; lo->name; lo++)
-        if (lo->val == c)
-            return lo->name;
-    return NULL;
+    bench_opts *o = base;
+    int rc = gm_bench_config_set(&o->cfg, row->name, arg, err);
+    if (rc < 0)
+        return rc;
+    if (strcmp(row->name, "header") == 0 && o->nheader_args < GM_BENCH_HEADERS_MAX)
+        o->header_args[o->nheader_args++] = arg;
+    return GM_OK;
 }
+
+/* -i/--gpus: the GPUs to sample (the config's list) and the filter that resolves them. */
+static int id_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    bench_opts *o = base;
+    int rc = gm_bench_config_set(&o->cfg, "gpus", arg, err);
+    if (rc < 0)
+        return rc;
+    if ((rc = gm_cli_set_gpu_filter(base, row, arg, err)) < 0)
+        return rc;
+    o->have_filter = true;
+    return GM_OK;
+}
+
+/* The lease and container options go through the parsers run shares (lease.c, container.c),
+ * which print their own messages: an empty message says so to gm_cli_parse. */
+static int lease_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    if (gm_cli_lease_option("bench", row->code, arg, &((bench_opts *)base)->lease) > 0)
+        return GM_OK;
+    return gm_error_set(err, GM_EINVAL, "%s", "");
+}
+
+static int ctr_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
+{
+    if (gm_cli_ctr_option("bench", row->code, arg, &((bench_opts *)base)->ctr) > 0)
+        return GM_OK;
+    return gm_error_set(err, GM_EINVAL, "%s", "");
+}
+
+#define BENCH(...)                                             \
+    {                                                          \
+        .type = GM_OPT_CALLBACK, .set = bench_row, __VA_ARGS__ \
+    }
+#define LEASE(...)                                             \
+    {                                                          \
+        .type = GM_OPT_CALLBACK, .set = lease_row, __VA_ARGS__ \
+    }
+#define CTR(...)                                             \
+    {                                                        \
+        .type = GM_OPT_CALLBACK, .set = ctr_row, __VA_ARGS__ \
+    }
+
+static const gm_opt bench_table[] = {
+    BENCH(.name = "url", .arg = "URL", .group = "Load",
+          .help = "The server's base URL (http://host:8000; /v1 may end it)."),
+    BENCH(.name = "model", .arg = "NAME",
+          .help = "Model to ask for (default: the first of GET /v1/models)."),
+    BENCH(.name = "api", .arg = "API", .values = "completions chat",
+          .help = "completions (POST /v1/completions, the default) or chat."),
+    BENCH(.name = "concurrency", .arg = "LIST",
+          .help = "Closed loop: N requests in flight, the next sent when one ends; several "
+                  "values make a sweep (default 1)."),
+    BENCH(.name = "request-rate", .arg = "LIST",
+          .help = "Open loop: R requests per second on a seeded schedule, inf for all at once; "
+                  "latencies are also given from each request's scheduled time."),
+    BENCH(.name = "burstiness", .arg = "B",
+          .help = "Open loop: gamma gaps of shape B (default 1: Poisson)."),
+    BENCH(.name = "requests", .arg = "N",
+          .help = "Measured requests per point (default 1000, at most 1000000)."),
+    BENCH(.name = "duration", .arg = "SECONDS",
+          .help = "Or: send for this long per point (90, 30s, 5m)."),
+    BENCH(.name = "warmup", .arg = "N",
+          .help = "Requests before each point, not measured (default 0)."),
+    BENCH(.name = "input-tokens", .arg = "N",
+          .help = "Synthetic prompts of about N tokens (default 128): N common words that are "
+                  "one token each in the usual tokenizers."),
+    BENCH(.name = "output-tokens", .arg = "N",
+          .help = "Tokens asked for, exactly: max_tokens, ignore_eos and min_tokens (default "
+                  "128)."),
+    BENCH(.name = "prompts", .arg = "FILE", .complete = "file",
+          .help = "JSONL prompts instead: {\"prompt\": ...} or {\"messages\": [...]} per line, "
+                  "optional \"max_tokens\"."),
+    BENCH(.name = "slo", .arg = "LIST",
+          .help = "Objectives for goodput: ttft=MS,tpot=MS,e2e=MS (any of them)."),
+    BENCH(.name = "header", .arg = "'K: V'", .flags = GM_OPT_REPEAT,
+          .help = "An extra request header (repeatable; values never stored)."),
+    BENCH(.name = "api-key-env", .arg = "VAR",
+          .help = "Send the key in environment variable VAR as a bearer token; it is never "
+                  "printed, stored or logged."),
+    BENCH(.name = "timeout", .arg = "SECONDS",
+          .help = "Most time one request may take (default 600)."),
+    {.type = GM_OPT_CALLBACK,
+     .name = "id",
+     .letter = 'i',
+     .arg = "LIST",
+     GM_OPT_AT(bench_opts, filter),
+     .set = id_row,
+     .complete = "gpus",
+     .aliases = "gpus",
+     .group = "GPUs and results",
+     .help = "GPUs to sample: indices, UUIDs or PCI bus ids, comma-separated (default: all)."},
+    BENCH(.name = "interval", .arg = "SECONDS",
+          .help = "Between GPU samples (0.01-3600, default 0.1)."),
+    BENCH(.name = "idle-seconds", .arg = "S",
+          .help = "Idle power measured before the first point (0-600, default 2)."),
+    BENCH(.name = "output", .letter = 'o', .arg = "FILE", .complete = "file",
+          .flags = GM_OPT_CLI_ONLY, .help = "Also write the result as JSON."),
+    BENCH(.name = "label", .arg = "TEXT",
+          .help = "A name to find the benchmark by in gpumon history."),
+    BENCH(.name = "trace", .arg = "FILE", .complete = "file", .flags = GM_OPT_CLI_ONLY,
+          .help = "One JSON line per measured request, with its CLOCK_MONOTONIC times in ns "
+                  "(sent, first and last chunk)."),
+    BENCH(.name = "db", .arg = "PATH", .complete = "file", .flags = GM_OPT_CLI_ONLY,
+          .help = "Database (default: $GPU_MONITOR_DB, else $XDG_STATE_HOME/gpumon/gpumon.db "
+                  "or ~/.local/state/gpumon/gpumon.db)."),
+    BENCH(.name = "no-db", .help = "Do not store the benchmark."),
+    {.type = GM_OPT_FLAG,
+     .name = "quiet",
+     .letter = 'q',
+     GM_OPT_AT(bench_opts, quiet),
+     .help = "No progress or results on stderr."},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(bench_opts, src)},
+    CTR(.name = "image", .arg = "IMAGE", .code = GM_CLI_OPT_IMAGE,
+        .group = "The server in a container (instead of --url)",
+        .help = "Run the server from IMAGE on GPUs leased as gpumon run does, given to it as "
+                "HostConfig.DeviceRequests by UUID (never CUDA_VISIBLE_DEVICES); ARGS after -- "
+                "follow its entrypoint."),
+    CTR(.name = "container-port", .arg = "P", .code = GM_CLI_OPT_CPORT,
+        .help = "The server's port inside (default 8000), published on a free port of "
+                "127.0.0.1."),
+    CTR(.name = "env", .arg = "K=V|NAME", .code = GM_CLI_OPT_ENV, .flags = GM_OPT_REPEAT,
+        .help = "Set a variable in the container (repeatable); NAME alone passes gpumon's own "
+                "value (NGC_API_KEY), never printed."),
+    CTR(.name = "volume", .arg = "HOST:CONTAINER[:ro]", .code = GM_CLI_OPT_VOLUME,
+        .flags = GM_OPT_REPEAT, .help = "Mount (repeatable)."),
+    CTR(.name = "shm-size", .arg = "SIZE", .code = GM_CLI_OPT_SHM,
+        .help = "/dev/shm of the container (16GB, 512m)."),
+    CTR(.name = "ready-path", .arg = "PATH", .code = GM_CLI_OPT_READY_PATH,
+        .help = "Readiness: GET PATH answers 2xx (default: /v1/health/ready, then /health, then "
+                "/v1/models, whichever exists)."),
+    CTR(.name = "ready-timeout", .arg = "S", .code = GM_CLI_OPT_READY_TIMEOUT,
+        .help = "Most time to wait for it (default 1800: a first NIM start downloads the "
+                "model)."),
+    CTR(.name = "keep-container", .code = GM_CLI_OPT_KEEP,
+        .help = "Leave it running afterwards (default: stopped and removed on every way out, "
+                "Ctrl-C and errors included)."),
+    CTR(.name = "pull", .code = GM_CLI_OPT_PULL,
+        .help = "Pull IMAGE when it is not here (progress on stderr)."),
+    LEASE(.name = "count", .letter = 'n', .arg = "N", .code = GM_CLI_OPT_COUNT,
+          .group = "Its GPUs' lease (as for gpumon run; --gpus limits the GPUs leased)",
+          .help = "GPUs to lease (default 1, or as many as --gpus lists)."),
+    LEASE(.name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
+          .help = "Lease as many as the task config's estimate (see gpumon estimate)."),
+    LEASE(.name = "min-free-mb", .letter = 'm', .arg = "MIB", .code = GM_CLI_OPT_MIN_FREE,
+          .help = "Free memory each GPU needs."),
+    LEASE(.name = "max-util", .letter = 'u', .arg = "PCT", .code = GM_CLI_OPT_MAX_UTIL,
+          .help = "Only GPUs at most PCT % busy."),
+    LEASE(.name = "wait", .letter = 'w', .arg = "SECONDS", .code = GM_CLI_OPT_WAIT,
+          .help = "Wait at most this long for the GPUs (default 300; 0: check once)."),
+    LEASE(.name = "check-interval", .arg = "S", .code = GM_CLI_OPT_CHECK,
+          .help = "Between availability checks while waiting (default 30)."),
+    LEASE(.name = "lease-dir", .arg = "DIR", .code = GM_CLI_OPT_LEASE_DIR, .complete = "dir",
+          .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "
+                  "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."),
+    LEASE(.name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,
+          .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing."),
+    {.type = GM_OPT_REMOVED,
+     .name = "label",
+     .letter = 'l',
+     .help = "-l is --loop, in query and smi"},
+    {0},
+};
+
+const gm_opt_command gm_cli_bench_command = {
+    .name = "bench",
+    .usage = "bench --url URL [options]\n"
+             "bench --image IMAGE [options] [-- ARGS...]",
+    .description = "Loads an OpenAI-compatible inference server (vLLM, SGLang, TensorRT-LLM, "
+                   "NIM...) with streaming requests from one thread (libcurl, keep-alive "
+                   "connections) while sampling its GPUs, and reports TTFT, TPOT, ITL and "
+                   "end-to-end latency, requests/s, tokens/s, goodput, the GPUs' statistics and "
+                   "energy, output tokens per joule and joules per request. Each value of "
+                   "--concurrency or --request-rate is a point, run in order. A point is marked "
+                   "invalid when a foreign process appeared on the GPUs, their clocks were "
+                   "throttled, the client itself was saturated, or the server's token usage "
+                   "contradicted its stream (the chunks are counted then). One request checks "
+                   "the server first (not measured).",
+    .table = bench_table,
+    .epilogue = "--seed also seeds the arrival schedule and the synthetic prompts.\n\n"
+                "Containers go through the Docker Engine API ($DOCKER_HOST=unix://PATH, else\n"
+                "/var/run/docker.sock; podman system service works). The container is named\n"
+                "gpumon-<id> and labelled gpumon.owner (host:pid) and gpumon.run (the id); its\n"
+                "time to ready, GPU memory after loading, energy while loading, image id and\n"
+                "exit state are stored with the benchmark, and when it ends on its own its last\n"
+                "50 lines of output are printed and stored. gpumon containers list|cleanup\n"
+                "finds those a killed gpumon left.\n\n"
+                "Ctrl-C stops the benchmark and keeps what was measured. Without a GPU the\n"
+                "serving metrics are still measured.\n\n"
+                "Exit status: 0 ok; 1 failure (the server cannot be reached or answers\n"
+                "wrongly, a point completed no request, the container ended or could not\n"
+                "start); 2 usage error or malformed prompts; 3 no GPU found (with --gpus or\n"
+                "--image); 4 not enough GPUs (--task); 5 timed out (GPUs not free, or the\n"
+                "container not ready); 130 stopped by Ctrl-C (the result is kept).\n",
+};
 
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
-    enum {
-        OPT_URL = 256,
-        OPT_MODEL,
-        OPT_API,
-        OPT_CONC,
-        OPT_RATE,
-        OPT_BURST,
-        OPT_REQUESTS,
-        OPT_DURATION,
-        OPT_WARMUP,
-        OPT_IN,
-        OPT_OUT,
-        OPT_PROMPTS,
-        OPT_SLO,
-        OPT_HEADER,
-        OPT_KEYENV,
-        OPT_TIMEOUT,
-        OPT_INTERVAL,
-        OPT_IDLE,
-        OPT_TRACE,
-        OPT_LABEL,
-        OPT_DB,
-        OPT_NODB,
-    };
-    static const struct option longopts[] = {
-        {"url", required_argument, NULL, OPT_URL},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"api", required_argument, NULL, OPT_API},
-        {"concurrency", required_argument, NULL, OPT_CONC},
-        {"request-rate", required_argument, NULL, OPT_RATE},
-        {"burstiness", required_argument, NULL, OPT_BURST},
-        {"requests", required_argument, NULL, OPT_REQUESTS},
-        {"duration", required_argument, NULL, OPT_DURATION},
-        {"warmup", required_argument, NULL, OPT_WARMUP},
-        {"input-tokens", required_argument, NULL, OPT_IN},
-        {"output-tokens", required_argument, NULL, OPT_OUT},
-        {"prompts", required_argument, NULL, OPT_PROMPTS},
-        {"slo", required_argument, NULL, OPT_SLO},
-        {"header", required_argument, NULL, OPT_HEADER},
-        {"api-key-env", required_argument, NULL, OPT_KEYENV},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"gpus", required_argument, NULL, 'i'},
-        {"id", required_argument, NULL, 'i'},
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"idle-seconds", required_argument, NULL, OPT_IDLE},
-        {"output", required_argument, NULL, 'o'},
-        {"label", required_argument, NULL, OPT_LABEL},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        {"db", required_argument, NULL, OPT_DB},
-        {"no-db", no_argument, NULL, OPT_NODB},
-        {"quiet", no_argument, NULL, 'q'},
-        GM_CLI_SOURCE_LONGOPTS,
-        GM_CLI_CTR_LONGOPTS,
-        GM_CLI_LEASE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *cmd = "bench";
-    int c;
     gm_error err = {0};
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:n:m:u:w:o:qh", longopts, NULL)) != -1) {
-        /* The lease's letters, as gpumon run, select and wait have them. */
-        c = c == 'n'   ? GM_CLI_OPT_COUNT
-            : c == 'm' ? GM_CLI_OPT_MIN_FREE
-            : c == 'u' ? GM_CLI_OPT_MAX_UTIL
-            : c == 'w' ? GM_CLI_OPT_WAIT
-                       : c;
-        if (c == 'q') {
-            o->quiet = true;
-            continue;
-        }
-        if (c == 'h') {
-            usage(stdout);
-            return GM_EXIT_OK;
-        }
-        /* The benchmark's own options: one setter, the one the daemon's job API uses. */
-        const char *name =
-            (c >= OPT_URL && c <= OPT_NODB) || c == 'i' || c == 'o' ? long_name(longopts, c) : NULL;
-        if (name) {
-            if (gm_bench_config_set(&o->cfg, name, optarg, &err) < 0) {
-                fprintf(stderr, "gpumon bench: %s\n", err.msg);
-                return GM_EXIT_USAGE;
-            }
-            if (c == OPT_HEADER)
-                o->header_args[o->nheader_args++] = optarg;
-            if (c == 'i') {
-                if (!gm_cli_parse_gpu_filter(cmd, optarg, &o->filter))
-                    return GM_EXIT_USAGE;
-                o->have_filter = true;
-            }
-            continue;
-        }
-        int taken = gm_cli_ctr_option(cmd, c, optarg, &o->ctr);
-        if (taken == 0)
-            taken = gm_cli_lease_option(cmd, c, optarg, &o->lease);
-        if (taken < 0)
-            return GM_EXIT_USAGE;
-        if (taken == 0 && !gm_cli_default_option(cmd, c, argv, longopts, &o->src))
-            return GM_EXIT_USAGE;
-    }
+    int first = argc;
+    int rc = gm_cli_parse(&gm_cli_bench_command, argc, argv, o, &first);
+    if (rc >= 0)
+        return rc;
     /* Operands are the container's arguments (after --), so only with --image. */
-    if (!o->ctr.image && !gm_cli_no_operands(cmd, argc, argv))
+    if (!o->ctr.image && first < argc) {
+        fprintf(stderr, "gpumon bench: unexpected argument \"%s\"\n", argv[first]);
         return GM_EXIT_USAGE;
-    o->ctr_args = argv + optind;
-    o->nctr_args = (size_t)(argc - optind);
+    }
+    o->ctr_args = argv + first;
+    o->nctr_args = (size_t)(argc - first);
     if (!gm_cli_ctr_validate(cmd, &o->ctr, true))
         return GM_EXIT_USAGE;
     if (!o->cfg.url != !o->ctr.image && o->lease.given && !o->ctr.image) {

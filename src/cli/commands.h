@@ -39,7 +39,7 @@ struct gm_opt_command;
 extern const struct gm_opt_command gm_cli_query_command, gm_cli_select_command, gm_cli_wait_command,
     gm_cli_top_command, gm_cli_snapshot_command, gm_cli_diff_command, gm_cli_cluster_command,
     gm_cli_history_command, gm_cli_containers_command, gm_cli_record_command, gm_cli_run_command,
-    gm_cli_estimate_command;
+    gm_cli_estimate_command, gm_cli_bench_command;
 
 /* The engine behind `select` and `wait` (cmd is "select" or "wait"). */
 int gm_cli_select_run(const char *cmd, int argc, char **argv);

@@ -40,13 +40,8 @@ static const command commands[] = {
      &gm_cli_snapshot_command, NULL},
     {"diff", gm_cli_diff, "compare two snapshots; exit 1 when the system changed",
      &gm_cli_diff_command, NULL},
-    {"bench", gm_cli_bench, "load an inference server: latency, throughput, energy per token", NULL,
-     "--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup "
-     "--input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --gpus "
-     "--interval --idle-seconds -o --output --label --trace --db --no-db -q --quiet --provider "
-     "--simulate --seed --image --container-port --env --volume --shm-size --ready-path "
-     "--ready-timeout --keep-container --pull --task -n --count -m --min-free-mb -u --max-util -w "
-     "--wait --check-interval --lease-dir --all-devices -h --help"},
+    {"bench", gm_cli_bench, "load an inference server: latency, throughput, energy per token",
+     &gm_cli_bench_command, NULL},
     {"containers", gm_cli_containers,
      "the containers gpumon started; remove those a killed gpumon left", &gm_cli_containers_command,
      NULL},

@@ -351,6 +351,22 @@ class Bench(unittest.TestCase):
         self.assertEqual(wide, [])
         self.assertIn("--request-rate LIST", p.stdout)
 
+    def test_options_come_from_its_table(self):
+        """bench's table gives its help, completion and docs: the benchmark's rows, the shared
+        -i and provider rows, and the lease and container rows as run has them."""
+        doc = json.loads(run(["help", "--dump", "json"]).stdout)
+        self.assertTrue(doc["bench"]["table"])
+        rows = {r["name"]: r for r in doc["bench"]["options"]}
+        for name in ("url", "concurrency", "header", "no-db", "provider", "seed", "image", "env",
+                     "count", "lease-dir"):
+            self.assertIn(name, rows)
+        self.assertEqual((rows["id"].get("letter"), rows["id"].get("complete")), ("i", "gpus"))
+        self.assertEqual(rows["count"].get("letter"), "n")
+        # The value goes through the benchmark's own validator, the one the job API uses.
+        p = run(["bench", "--url", "http://x", "--gpus", "0", "--requests", "0"], env=env())
+        self.assertEqual(p.returncode, 2)
+        self.assertTrue(p.stderr.startswith("gpumon bench: --requests"), p.stderr)
+
     def test_usage_errors(self):
         cases = [
             ([], "--url or --image is required"),
