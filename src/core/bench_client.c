@@ -494,9 +494,10 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
      * wake-up, not with the moment curl got to it, so the 256th stream of a burst is not
      * charged for the parsing of the 255 before it (wake_to_receive reports that work). */
     int64_t t_cb = gm_clock_mono_ns();
-    s->t_recv = c->wake_ns && c->wake_ns <= t_cb ? c->wake_ns : t_cb;
-    if (s->t_recv < s->r.sent_ns)
-        s->t_recv = s->r.sent_ns;
+    /* Only a wake-up after the request went out can have found its answer waiting: on a
+     * loaded machine one long pass may send a request and read its answer, and stamping that
+     * with the pass's start would give a TTFT of 0. */
+    s->t_recv = c->wake_ns && c->wake_ns >= s->r.sent_ns && c->wake_ns <= t_cb ? c->wake_ns : t_cb;
     if (!s->status_checked) {
         long status = 0;
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
