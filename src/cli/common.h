@@ -20,30 +20,6 @@ typedef struct gm_cli_source {
     const char *simulate_arg, *seed_arg;
 } gm_cli_source;
 
-/* getopt_long codes of the provider options, above every command's own codes (256 up). */
-enum { GM_CLI_OPT_PROVIDER = 1000, GM_CLI_OPT_SIMULATE, GM_CLI_OPT_SEED };
-
-/* The --provider, --simulate and --seed rows of a command's struct option table. */
-/* clang-format off */
-#define GM_CLI_SOURCE_LONGOPTS                                                                     \
-    {"provider", required_argument, NULL, GM_CLI_OPT_PROVIDER},                                    \
-    {"simulate", required_argument, NULL, GM_CLI_OPT_SIMULATE},                                    \
-    {"seed", required_argument, NULL, GM_CLI_OPT_SEED}
-/* clang-format on */
-
-/* The default branch of the getopt_long switch of a command with provider options: takes c
- * (with optarg) into src when it is one of them and returns true; otherwise reports an invalid
- * value, a missing value or an unknown option as gm_cli_getopt_error does and returns false. */
-bool gm_cli_default_option(const char *cmd, int c, char **argv, const struct option *longopts,
-                           gm_cli_source *src);
-
-/* Reports getopt_long's ':' (missing value) or '?' as "gpumon <cmd>: ...", using optind and
- * optopt (so call it right after getopt_long, with opterr = 0): a missing value, a value given
- * to an option that takes none, an ambiguous abbreviation, an unknown option (with "did you
- * mean" from longopts, which may be NULL), or a short letter the command no longer has (naming
- * what replaced it; docs/CLI.md). Returns GM_EXIT_USAGE. */
-int gm_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts);
-
 /* True when getopt_long left no operands; otherwise prints "unexpected argument" naming the
  * first one and returns false. */
 bool gm_cli_no_operands(const char *cmd, int argc, char **argv);

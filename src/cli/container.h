@@ -52,19 +52,6 @@ enum {
     GM_CLI_OPT_PULL,
 };
 
-/* clang-format off */
-#define GM_CLI_CTR_LONGOPTS                                                                        \
-    {"image", required_argument, NULL, GM_CLI_OPT_IMAGE},                                          \
-    {"container-port", required_argument, NULL, GM_CLI_OPT_CPORT},                                 \
-    {"env", required_argument, NULL, GM_CLI_OPT_ENV},                                              \
-    {"volume", required_argument, NULL, GM_CLI_OPT_VOLUME},                                        \
-    {"shm-size", required_argument, NULL, GM_CLI_OPT_SHM},                                         \
-    {"ready-path", required_argument, NULL, GM_CLI_OPT_READY_PATH},                                \
-    {"ready-timeout", required_argument, NULL, GM_CLI_OPT_READY_TIMEOUT},                          \
-    {"keep-container", no_argument, NULL, GM_CLI_OPT_KEEP},                                        \
-    {"pull", no_argument, NULL, GM_CLI_OPT_PULL}
-/* clang-format on */
-
 /* Defaults: port 8000, ready timeout 1800 s. */
 void gm_cli_ctr_defaults(gm_cli_ctr_opts *o);
 /* Takes getopt code c with arg when it is a container option: 1 taken, 0 not one, -1 invalid

@@ -39,18 +39,6 @@ enum {
     GM_CLI_OPT_ALL_DEVICES,
 };
 
-/* clang-format off */
-#define GM_CLI_LEASE_LONGOPTS                                                                      \
-    {"task", required_argument, NULL, GM_CLI_OPT_TASK},                                            \
-    {"count", required_argument, NULL, GM_CLI_OPT_COUNT},                                          \
-    {"min-free-mb", required_argument, NULL, GM_CLI_OPT_MIN_FREE},                                 \
-    {"max-util", required_argument, NULL, GM_CLI_OPT_MAX_UTIL},                                    \
-    {"wait", required_argument, NULL, GM_CLI_OPT_WAIT},                                            \
-    {"check-interval", required_argument, NULL, GM_CLI_OPT_CHECK},                                 \
-    {"lease-dir", required_argument, NULL, GM_CLI_OPT_LEASE_DIR},                                  \
-    {"all-devices", no_argument, NULL, GM_CLI_OPT_ALL_DEVICES}
-/* clang-format on */
-
 void gm_cli_lease_defaults(gm_cli_lease_opts *o);
 /* Takes getopt code c with arg when it is one of these options: 1 taken, 0 not one, -1 invalid
  * (message printed). */
