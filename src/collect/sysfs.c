@@ -115,7 +115,9 @@ bool gm_sysfs_parse_dpm(const char *text, unsigned *max_mhz, unsigned *cur_mhz)
             const char *d = p;
             while (p < end && isdigit((unsigned char)*p) && mhz < 1000000)
                 mhz = mhz * 10 + (unsigned long)(*p++ - '0');
-            if (p > d && p + 3 <= end && strncasecmp(p, "mhz", 3) == 0 && mhz < 1000000) {
+            /* A level of 0 MHz is no clock: skipped, so max is 0 only when nothing parsed. */
+            if (p > d && p + 3 <= end && strncasecmp(p, "mhz", 3) == 0 && mhz > 0 &&
+                mhz < 1000000) {
                 any = true;
                 if (mhz > *max_mhz)
                     *max_mhz = (unsigned)mhz;

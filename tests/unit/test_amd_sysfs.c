@@ -51,6 +51,11 @@ static void test_parse_dpm(void **state)
     assert_false(gm_sysfs_parse_dpm("", &max, &cur));
     assert_false(gm_sysfs_parse_dpm("0: fast\n:\n1:", &max, &cur));
     assert_false(gm_sysfs_parse_dpm("0: 99999999999999999999Mhz *", &max, &cur));
+    /* A 0 MHz level is no clock (the fuzzer's find): alone it parses to nothing. */
+    assert_false(gm_sysfs_parse_dpm("0: 000Mhz\n", &max, &cur));
+    assert_true(gm_sysfs_parse_dpm("0: 0Mhz *\n1: 1420Mhz\n", &max, &cur));
+    assert_int_equal(max, 1420);
+    assert_int_equal(cur, 0);
 }
 
 static void test_pcie_gen(void **state)
