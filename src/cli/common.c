@@ -270,27 +270,26 @@ bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g)
     return false;
 }
 
-/* The first item of f that matches no GPU in s, or NULL when all match. */
-static const char *filter_unmatched(const gm_cli_gpu_filter *f, const gm_snapshot *s)
+int gm_cli_gpu_filter_check(const gm_cli_gpu_filter *f, const gm_snapshot *s, gm_error *err)
 {
     for (size_t i = 0; i < f->count; i++) {
         bool found = false;
         for (unsigned g = 0; g < s->gpu_count && !found; g++)
             found = item_matches(f->items[i], &s->gpus[g]);
         if (!found)
-            return f->items[i];
+            return gm_error_set(err, GM_ENOENT, "no GPU matches \"%s\" (have %u GPUs)", f->items[i],
+                                s->gpu_count);
     }
-    return NULL;
+    return GM_OK;
 }
 
 bool gm_cli_gpu_filter_resolve(const char *cmd, const gm_cli_gpu_filter *f, const gm_snapshot *s,
                                unsigned *out, size_t *n)
 {
     *n = 0;
-    const char *missing = filter_unmatched(f, s);
-    if (missing) {
-        fprintf(stderr, "gpumon %s: no GPU matches \"%s\" (have %u GPUs)\n", cmd, missing,
-                s->gpu_count);
+    gm_error err = {0};
+    if (gm_cli_gpu_filter_check(f, s, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
         return false;
     }
     for (unsigned i = 0; i < s->gpu_count; i++)

@@ -73,6 +73,9 @@ typedef struct gm_cli_gpu_filter {
 bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filter *f);
 /* True when g is selected by f. */
 bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g);
+/* GM_OK when every item of f matches a GPU in s; else GM_ENOENT with "no GPU matches \"3\" (have
+ * 2 GPUs)" in err. */
+int gm_cli_gpu_filter_check(const gm_cli_gpu_filter *f, const gm_snapshot *s, gm_error *err);
 /* Writes to out (GM_MAX_GPUS entries) the driver indices of s's GPUs that f selects, in
  * snapshot order, and their number to *n. False, with "no GPU matches ..." printed, when an
  * item of f matches no GPU in s. */
