@@ -82,27 +82,6 @@ static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *
     return GM_OK;
 }
 
-/* --json: gpustat's spelling of --format json. */
-static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    (void)arg;
-    (void)err;
-    query_opts *o = base;
-    o->format = OUT_JSON;
-    o->format_given = true;
-    return GM_OK;
-}
-
-static int set_color(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    if (!gm_term_parse_color(arg, &((query_opts *)base)->color))
-        return gm_error_set(err, GM_EINVAL,
-                            "invalid --color \"%s\" (expected auto, always or never)", arg);
-    return GM_OK;
-}
-
 /* The fields of --format csv without --query-gpu. */
 #define DEFAULT_CSV_FIELDS \
     "index,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw"
@@ -129,7 +108,7 @@ static const gm_opt query_table[] = {
      .group = "Output",
      .values = "table json csv csv,noheader csv,nounits csv,noheader,nounits",
      .help = "table (default), json, or csv[,noheader][,nounits]."},
-    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    GM_CLI_OPT_JSON(query_opts, format, OUT_JSON, GM_OPT_GIVEN(query_opts, format_given)),
     {.type = GM_OPT_STRING,
      .name = "query-gpu",
      .arg = "LIST",
@@ -146,14 +125,9 @@ static const gm_opt query_table[] = {
      .name = "no-processes",
      GM_OPT_AT(query_opts, no_processes),
      .help = "Skip the GPU process list."},
-    {.type = GM_OPT_CALLBACK,
-     .name = "color",
-     .arg = "WHEN",
-     .set = set_color,
-     .aliases = "colour",
-     .values = "auto always never",
-     .help = "Colour the table: auto (default: on a terminal, unless NO_COLOR is set), always "
-             "or never."},
+    GM_CLI_OPT_COLOR(query_opts, color,
+                     .help = "Colour the table: auto (default: on a terminal, unless NO_COLOR is "
+                             "set), always or never."),
     {.type = GM_OPT_FLAG,
      .name = "profile",
      GM_OPT_AT(query_opts, profile),

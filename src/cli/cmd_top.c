@@ -56,15 +56,6 @@ static int set_sort(void *base, const gm_opt *row, const char *arg, gm_error *er
     return GM_OK;
 }
 
-static int set_color(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    if (!gm_term_parse_color(arg, &((top_opts *)base)->color))
-        return gm_error_set(err, GM_EINVAL,
-                            "invalid --color \"%s\" (expected auto, always or never)", arg);
-    return GM_OK;
-}
-
 static const gm_opt top_table[] = {
     GM_CLI_OPT_ID(top_opts, filter, .help = GM_CLI_ID_HELP),
     {.type = GM_OPT_STRING,
@@ -92,13 +83,8 @@ static const gm_opt top_table[] = {
      .values = "mem cpu pid sm",
      .help = "Order of the processes: mem (GPU memory, default), cpu, pid, or sm (share of "
              "the GPU's SMs)."},
-    {.type = GM_OPT_CALLBACK,
-     .name = "color",
-     .arg = "WHEN",
-     .set = set_color,
-     .aliases = "colour",
-     .values = "auto always never",
-     .help = "auto (default: unless NO_COLOR is set), always or never."},
+    GM_CLI_OPT_COLOR(top_opts, color,
+                     .help = "auto (default: unless NO_COLOR is set), always or never."),
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(top_opts, src)},
     {0},
 };
