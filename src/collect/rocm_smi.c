@@ -130,6 +130,7 @@ typedef struct rs_gpu {
     char vbios[GM_SERIAL_LEN];
     bool have_dev_id;
     uint16_t dev_id;
+    bool ever_ok; /* some call answered in an earlier sample */
 } rs_gpu;
 
 typedef struct rs_state {
@@ -675,24 +676,31 @@ static int rs_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *e
     bool any = false;
     for (unsigned i = 0; i < st->count; i++) {
         gm_gpu *g = &out->gpus[i];
+        rs_gpu *r = &st->gpus[i];
         rs_pass p = {0};
-        GM_TIMED("rocm_smi GPU", (read_gpu(st, &st->gpus[i], i, g, &p), 0));
-        if (!p.any_ok && p.hard_rc) {
-            /* Every call failed, and not for lack of support: the GPU is gone. */
+        read_gpu(st, r, i, g, &p);
+        /* Gone: every call failed, and not for lack of support; or everything it answered
+         * before is now "not supported" (the library's word for a file that vanished). */
+        if (!p.any_ok && (p.hard_rc || r->ever_ok)) {
             gm_gpu_clear(g);
             g->lost = true;
-            if (!first_fail.hard_rc)
+            if (!first_fail.hard_fn)
                 first_fail = p;
         } else {
             any = true;
         }
+        r->ever_ok |= p.any_ok;
     }
     out->gpu_count = st->count;
     if (!out->driver_version[0])
         snprintf(out->driver_version, sizeof out->driver_version, "%s", st->driver_version);
-    if (!any && first_fail.hard_rc)
-        return gm_error_set(err, GM_ELOST, "%s: %s (%d)", first_fail.hard_fn,
-                            rs_strerror(st->lib, first_fail.hard_rc), first_fail.hard_rc);
+    if (!any && st->count) {
+        if (first_fail.hard_fn)
+            return gm_error_set(err, GM_ELOST, "%s: %s (%d)", first_fail.hard_fn,
+                                rs_strerror(st->lib, first_fail.hard_rc), first_fail.hard_rc);
+        if (first_fail.hard_rc || out->gpus[0].lost)
+            return gm_error_set(err, GM_ELOST, "ROCm SMI: no GPU answers any more");
+    }
     if (want_procs)
         read_processes(st, out);
     return GM_OK;

@@ -214,7 +214,10 @@ static json_t *gpu_for(uint32_t dv, const char *call, int *rc)
     }
     json_t *gone = json_object_get(g, "gone_after");
     if (json_is_integer(gone) && dv < 64 && F.reads[dv] > json_integer_value(gone)) {
-        *rc = RS_FILE_ERROR; /* its sysfs files went with it */
+        /* Its sysfs files went with it: FILE_ERROR, or what "gone_status" says (the library
+         * answers NOT_SUPPORTED for a file that is not there). */
+        json_t *gs = json_object_get(g, "gone_status");
+        *rc = json_is_integer(gs) ? (int)json_integer_value(gs) : RS_FILE_ERROR;
         return NULL;
     }
     json_t *e = json_object_get(json_object_get(g, "errors"), call);

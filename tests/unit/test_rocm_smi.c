@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collect/provider.h"
 
@@ -220,14 +221,43 @@ static void test_lost(void **state)
     assert_metric(&s->gpus[1], GM_M_UTIL_GPU_PCT, 6);
     gm_snapshot_reset(s);
     assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
-    assert_int_equal(s->gpu_count, 2);
+    assert_int_equal(s->gpu_count, 4);
     assert_false(s->gpus[0].lost);
-    assert_true(s->gpus[1].lost);
+    assert_metric(&s->gpus[0], GM_M_UTIL_GPU_PCT, 5);
+    /* Gone with FILE_ERROR everywhere, and gone with NOT_SUPPORTED where it answered before. */
+    for (unsigned i = 1; i <= 2; i++) {
+        assert_true(s->gpus[i].lost);
+        assert_absent(&s->gpus[i], GM_M_UTIL_GPU_PCT);
+        assert_absent(&s->gpus[i], GM_M_MEM_TOTAL_BYTES);
+    }
     assert_string_equal(s->gpus[1].pci_bus_id, "0000:22:00.0");
-    assert_absent(&s->gpus[1], GM_M_UTIL_GPU_PCT);
-    assert_absent(&s->gpus[1], GM_M_MEM_TOTAL_BYTES);
+    assert_string_equal(s->gpus[2].pci_bus_id, "0000:38:00.0");
+    assert_string_equal(s->gpus[2].name, "AMD Instinct MI300X");
+    /* One that never answered anything is not lost: it supports nothing. */
+    assert_false(s->gpus[3].lost);
+    assert_absent(&s->gpus[3], GM_M_UTIL_GPU_PCT);
     gm_snapshot_free(s);
     gm_provider_rocm_smi.close(st);
+
+    /* The only GPU gone: the sample fails, naming the call and rsmi_status_string's words. */
+    char path[] = "/tmp/gm-test-rsmi-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char one[] = "{\"gpus\": [{\"bus_id\": \"0000:0c:00.0\", \"busy\": 1, "
+                              "\"gone_after\": 1}]}";
+    assert_int_equal(write(fd, one, sizeof one - 1), (ssize_t)(sizeof one - 1));
+    close(fd);
+    setenv("GM_FAKE_RSMI_SCENARIO", path, 1);
+    st = open_ok();
+    s = gm_snapshot_new();
+    assert_int_equal(gm_provider_rocm_smi.sample(st, s, false, &err), GM_OK);
+    gm_snapshot_reset(s);
+    assert_int_equal(gm_provider_rocm_smi.sample(st, s, false, &err), GM_ELOST);
+    assert_string_equal(err.msg, "rsmi_dev_busy_percent_get: RSMI_STATUS_FILE_ERROR: Problem "
+                                 "accessing a file (3)");
+    gm_snapshot_free(s);
+    gm_provider_rocm_smi.close(st);
+    unlink(path);
 }
 
 static void test_open_errors(void **state)
