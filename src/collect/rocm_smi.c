@@ -49,9 +49,10 @@ typedef struct {
 } rs_process_info;
 
 /* rsmi_frequencies_t changed in ROCm 6: a leading bool has_deep_sleep and 33 entries instead of
- * 32, so num_supported, current and the table moved. Read through offsets picked by the
- * library's version; buffers are large enough for both (and rsmi_pcie_bandwidth_t, which starts
- * with one and adds the lanes). */
+ * 32, so num_supported, current and the table moved. Read through offsets picked from what the
+ * call wrote (freq_layout), else by the library's version, which distribution builds do not
+ * always carry (Debian's 5.2.3 says 1.0.0); buffers are large enough for both (and
+ * rsmi_pcie_bandwidth_t, which starts with one and adds the lanes). */
 typedef struct {
     size_t num_off, cur_off, freq_off, lanes_off;
     unsigned max;
@@ -381,6 +382,19 @@ static int rs_open(const gm_collector_options *opt, void **state, gm_error *err)
     return GM_OK;
 }
 
+/* The layout a zeroed rsmi_frequencies_t was filled in: ROCm 6's starts with a bool (word 0 is
+ * 0 or 1), then num_supported (1..33) and current (below it); ROCm 5's with num_supported
+ * (1..32) and current below it. The two never both fit a filled table: where neither does, the
+ * library's version decides. */
+static const rs_freq_layout *freq_layout(const rs_lib *L, const unsigned char *buf)
+{
+    uint32_t w[3];
+    memcpy(w, buf, sizeof w);
+    bool v6 = w[0] <= 1 && w[1] >= 1 && w[1] <= 33 && w[2] < w[1];
+    bool v5 = w[0] >= 1 && w[0] <= 32 && w[1] < w[0];
+    return v6 && !v5 ? &rs_freqs_v6 : v5 && !v6 ? &rs_freqs_v5 : L->freqs;
+}
+
 /* A frequency table (rsmi_frequencies_t at buf): the current entry and the highest, each 0
  * when not given. */
 static void freq_read(const rs_freq_layout *lay, const unsigned char *buf, uint64_t *cur,
@@ -417,7 +431,7 @@ static void read_clock(rs_state *st, rs_pass *p, uint32_t dv, int type, gm_gpu *
         return;
     uint64_t cur, max;
     uint32_t at;
-    freq_read(L->freqs, buf.bytes, &cur, &max, &at);
+    freq_read(freq_layout(L, buf.bytes), buf.bytes, &cur, &max, &at);
     if (cur)
         gm_gpu_set(g, cur_m, (double)cur / 1e6); /* Hz */
     if (max)
@@ -444,7 +458,7 @@ static void read_pcie(rs_state *st, rs_pass *p, uint32_t dv, gm_gpu *g)
     memset(&buf, 0, sizeof buf);
     if (!RS_CALL(p, "rsmi_dev_pci_bandwidth_get", L->pci_bw, dv, buf.bytes))
         return;
-    const rs_freq_layout *lay = L->freqs;
+    const rs_freq_layout *lay = freq_layout(L, buf.bytes);
     uint64_t cur, max;
     uint32_t at, num;
     freq_read(lay, buf.bytes, &cur, &max, &at);

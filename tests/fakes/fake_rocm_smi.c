@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Built twice: FAKE_RSMI_OLD=1 is the library as ROCm 5 ships it (Debian 12's 5.2.3): version
- * 5, the ROCm 5 rsmi_frequencies_t, and none of the entry points ROCm 6 added. */
+/* Built twice: FAKE_RSMI_OLD=1 is the library as ROCm 5 ships it (Debian 12's 5.2.3, which says
+ * version 1.0.0): the ROCm 5 rsmi_frequencies_t, and none of the entry points ROCm 6 added. */
 #ifndef FAKE_RSMI_OLD
 #define FAKE_RSMI_OLD 0
 #endif
@@ -165,10 +165,14 @@ int rsmi_version_get(fake_version *v)
     if (!v)
         return RS_INVALID_ARGS;
 #if FAKE_RSMI_OLD
-    *v = (fake_version){5, 2, 3, ""};
+    *v = (fake_version){1, 0, 0, ""}; /* what Debian's 5.2.3 build answers */
 #else
     *v = (fake_version){7, 4, 0, ""};
 #endif
+    /* GM_FAKE_RSMI_VERSION="1.0.0": a build that does not carry its version. */
+    const char *o = getenv("GM_FAKE_RSMI_VERSION");
+    if (o && *o)
+        sscanf(o, "%u.%u.%u", &v->major, &v->minor, &v->patch);
     return RS_SUCCESS;
 }
 

@@ -167,10 +167,21 @@ static void test_current(void **state)
     assert_int_equal(s->proc_count, 0);
     gm_snapshot_free(s);
     gm_provider_rocm_smi.close(st);
+
+    /* A ROCm 6 build whose version says 1.0.0 (as distribution builds do): the clocks and
+     * links still come out of ROCm 6's layout. */
+    setenv("GM_FAKE_RSMI_VERSION", "1.0.0", 1);
+    st = open_ok();
+    s = gm_snapshot_new();
+    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
+    unsetenv("GM_FAKE_RSMI_VERSION");
+    check_gpus(s, true);
+    gm_snapshot_free(s);
+    gm_provider_rocm_smi.close(st);
 }
 
 /* ROCm 5 lays rsmi_frequencies_t out without has_deep_sleep: the same clocks and PCIe links
- * come out of it. */
+ * come out of it, whether its version says 1.0.0 (Debian's) or 5.2.3. */
 static void test_rocm5(void **state)
 {
     (void)state;
@@ -179,6 +190,15 @@ static void test_rocm5(void **state)
     gm_snapshot *s = gm_snapshot_new();
     gm_error err = {0};
     assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
+    check_gpus(s, false);
+    gm_snapshot_free(s);
+    gm_provider_rocm_smi.close(st);
+
+    setenv("GM_FAKE_RSMI_VERSION", "5.2.3", 1);
+    st = open_ok();
+    s = gm_snapshot_new();
+    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
+    unsetenv("GM_FAKE_RSMI_VERSION");
     check_gpus(s, false);
     gm_snapshot_free(s);
     gm_provider_rocm_smi.close(st);
