@@ -340,72 +340,6 @@ static int read_card(const amd_card *c, unsigned index, gm_gpu *g)
 
 /* ---- processes, from the DRM clients' fdinfo --------------------------------------------- */
 
-/* A size in fdinfo ("8192 KiB", "3 MiB", or bytes without a unit) in bytes. */
-static bool fdinfo_bytes(const char *v, uint64_t *out)
-{
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (end == v)
-        return false;
-    while (*end == ' ' || *end == '\t')
-        end++;
-    uint64_t mul = strncmp(end, "KiB", 3) == 0   ? 1024
-                   : strncmp(end, "MiB", 3) == 0 ? 1048576
-                   : strncmp(end, "GiB", 3) == 0 ? 1073741824
-                                                 : 1;
-    *out = (uint64_t)n * mul;
-    return true;
-}
-
-/* What one DRM client's fdinfo says. */
-typedef struct amd_client {
-    char pdev[GM_BUSID_LEN];
-    bool have_id, have_vram, have_busy, gfx;
-    uint64_t id, vram_bytes, busy_ns;
-} amd_client;
-
-static void parse_fdinfo(char *text, amd_client *c)
-{
-    memset(c, 0, sizeof *c);
-    bool amdgpu = false, resident_known = false;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *colon = strchr(line, ':');
-        if (!colon)
-            continue;
-        *colon = '\0';
-        char *v = colon + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        uint64_t n;
-        if (strcmp(line, "drm-driver") == 0)
-            amdgpu = strcmp(v, "amdgpu") == 0;
-        else if (strcmp(line, "drm-pdev") == 0)
-            snprintf(c->pdev, sizeof c->pdev, "%s", v);
-        else if (strcmp(line, "drm-client-id") == 0)
-            c->have_id = sscanf(v, "%" SCNu64, &c->id) == 1;
-        /* VRAM the client holds: drm-memory-vram, or on kernels that give the common keys
-         * only, drm-resident-vram. */
-        else if (strcmp(line, "drm-memory-vram") == 0 && fdinfo_bytes(v, &n)) {
-            c->vram_bytes = n;
-            c->have_vram = resident_known = true;
-        } else if (strcmp(line, "drm-resident-vram") == 0 && !resident_known &&
-                   fdinfo_bytes(v, &n)) {
-            c->vram_bytes = n;
-            c->have_vram = true;
-        } else if ((strcmp(line, "drm-engine-gfx") == 0 ||
-                    strcmp(line, "drm-engine-compute") == 0) &&
-                   sscanf(v, "%" SCNu64, &n) == 1) {
-            c->busy_ns += n;
-            c->have_busy = true;
-            if (strcmp(line, "drm-engine-gfx") == 0 && n > 0)
-                c->gfx = true;
-        }
-    }
-    if (!amdgpu)
-        c->have_id = false; /* another driver's client: not ours to read */
-}
-
 static int card_of(const amd_state *st, const char *pdev)
 {
     for (unsigned i = 0; i < st->count; i++)
@@ -462,10 +396,10 @@ static void scan_process(amd_state *st, const char *proc, uint32_t pid, size_t *
         snprintf(info, sizeof info, "%s/%u/fdinfo/%s", proc, pid, e->d_name);
         if (gm_sysfs_read(info, text, sizeof text) != GM_OK)
             continue;
-        amd_client c;
-        parse_fdinfo(text, &c);
+        gm_drm_fdinfo c;
+        gm_sysfs_parse_fdinfo(text, &c);
         int card = card_of(st, c.pdev);
-        if (!c.have_id || card < 0)
+        if (!c.amdgpu || !c.have_id || card < 0)
             continue;
         bool dup = false;
         for (size_t k = 0; k < nseen && !dup; k++)

@@ -71,6 +71,36 @@ static void test_pcie_gen(void **state)
     assert_int_equal(gm_sysfs_pcie_gen("12 GT/s"), 0);
 }
 
+static void test_parse_fdinfo(void **state)
+{
+    (void)state;
+    gm_drm_fdinfo c;
+    gm_sysfs_parse_fdinfo("pos:\t0\ndrm-driver:\tamdgpu\ndrm-client-id:\t7\n"
+                          "drm-pdev:\t0000:83:00.0\ndrm-memory-vram:\t8192 KiB\n"
+                          "drm-resident-vram:\t1 KiB\ndrm-engine-gfx:\t10 ns\n"
+                          "drm-engine-compute:\t5 ns\n",
+                          &c);
+    assert_true(c.amdgpu && c.have_id && c.have_vram && c.have_busy && c.gfx);
+    assert_int_equal(c.id, 7);
+    assert_string_equal(c.pdev, "0000:83:00.0");
+    assert_int_equal(c.vram_bytes, 8192 * 1024); /* drm-memory-vram wins */
+    assert_int_equal(c.busy_ns, 15);
+    /* Newer kernels' common keys only; bytes without a unit; another driver. */
+    gm_sysfs_parse_fdinfo("drm-driver:\ti915\ndrm-resident-vram:\t4096\ndrm-engine-gfx:\t0 ns\n",
+                          &c);
+    assert_false(c.amdgpu);
+    assert_false(c.have_id);
+    assert_int_equal(c.vram_bytes, 4096);
+    assert_true(c.have_busy);
+    assert_false(c.gfx);
+    /* Malformed or overflowing values are not read. */
+    gm_sysfs_parse_fdinfo("drm-memory-vram:\tlots\ndrm-client-id:\t-\n"
+                          "drm-resident-vram:\t99999999999999999999 GiB\n",
+                          &c);
+    assert_false(c.have_vram);
+    assert_false(c.have_id);
+}
+
 static void assert_metric(const gm_gpu *g, gm_metric m, double want)
 {
     if (!gm_gpu_has(g, m))
@@ -293,9 +323,10 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_root),      cmocka_unit_test(test_parse_dpm),
-        cmocka_unit_test(test_pcie_gen),  cmocka_unit_test(test_provider),
-        cmocka_unit_test(test_card_gone), cmocka_unit_test(test_processes),
+        cmocka_unit_test(test_root),         cmocka_unit_test(test_parse_dpm),
+        cmocka_unit_test(test_pcie_gen),     cmocka_unit_test(test_provider),
+        cmocka_unit_test(test_card_gone),    cmocka_unit_test(test_processes),
+        cmocka_unit_test(test_parse_fdinfo),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
