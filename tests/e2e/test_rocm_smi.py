@@ -79,6 +79,19 @@ class RocmSmi(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("cannot load ROCm SMI library /nonexistent/librocm_smi64.so.1", p.stderr)
 
+    def test_default_library(self):
+        # No path given: librocm_smi64.so.1 as the dynamic linker finds it (here the fake's
+        # directory on LD_LIBRARY_PATH), loaded only where the amdgpu driver binds a card.
+        e = {k: v for k, v in self.env.items() if k != "GPU_MONITOR_ROCM_SMI_LIB"}
+        e["LD_LIBRARY_PATH"] = os.path.dirname(FAKE_RSMI)
+        self.assertEqual(run_json(["query"], env=e)["provider"], "nvml+rocm_smi")
+        e["GPU_MONITOR_SYSFS_ROOT"] = "/nonexistent-gm-sysfs"
+        d = run_json(["query"], env=e)
+        self.assertEqual(d["provider"], "nvml")
+        p = run(["query", "--provider", "rocm_smi"], env=e)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("no GPU driven by amdgpu under /nonexistent-gm-sysfs/sys/class/drm", p.stderr)
+
     def test_daemon(self):
         with Daemon(["--db", "none"], extra_env=self.extra) as dm:
             doc = dm.get_json("/api/gpus")
