@@ -685,6 +685,9 @@ static void run_job(gm_jobs *j, job *jb)
     if (gm_bench_runner_new(&ro, &run, &err) < 0 ||
         gm_bench_runner_connect(run, jb->cfg.url, &err) < 0 ||
         (col && gm_bench_runner_gpus(run, col, n ? idx : NULL, n, false, &err) < 0) ||
+        (col && ctx.ctr && gm_bench_ctr_pid(ctx.ctr) > 0 &&
+         gm_bench_gpu_add_server(gm_bench_runner_gpu(run), (uint32_t)gm_bench_ctr_pid(ctx.ctr),
+                                 &err) < 0) ||
         gm_bench_runner_check(run, &err) < 0) {
         snprintf(reason, sizeof reason, "%s", err.msg);
         if (jb->stop)
