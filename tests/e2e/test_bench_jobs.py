@@ -477,6 +477,16 @@ class ImageJobs(unittest.TestCase):
         self.assertEqual(self.engine.containers, {})
         self.assertTrue(self.lease_free())
 
+    def test_sigterm_while_loading_removes_the_container(self):
+        self.start()
+        doc = self.submit({"image": "fake/server:1", "ready_path": "/never", "idle_seconds": 0})
+        self.wait_state(doc["id"], ("loading",))
+        self.assertEqual(len(self.engine.containers), 1)
+        self.d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.d.proc.wait(timeout=30), 0)
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+
     def test_jobs_on_disjoint_gpus_run_at_once_and_a_third_waits(self):
         self.start()
         body = {"url": self.srv.url, "concurrency": 1, "requests": 1000, "output_tokens": 10,
