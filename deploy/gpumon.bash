@@ -3,7 +3,7 @@
 # (tests/cli/test_opt_tables.py checks that it is current).
 
 _gpumon_opts_query='-i --id -l --loop --interval --format --json --query-gpu --list-fields --no-processes --color --colour --profile --provider --simulate --seed --connect --token -h --help'
-_gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history --interval --poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname --cors-origin --log-level --no-system-metrics --process-metrics --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs -h --help'
+_gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history --interval --poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname --cors-origin --log-level --no-system-metrics --process-metrics --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs --docker --allow-image -h --help'
 _gpumon_opts_record='-i --id --gpus --interval --label --snapshot --snapshot-window-ms -o --output -q --quiet --db --no-db --provider --simulate --seed -h --help'
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices --provider --simulate --seed -h --help'
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices -t --timeout --interval --check-interval -q --quiet --provider --simulate --seed -h --help'
@@ -628,7 +628,7 @@ _gpumon() {
         --output-tokens | --slo | --header | --timeout | --idle-seconds | --image | \
         --container-port | --shm-size | --ready-path | --ready-timeout | --context | --batch | \
         --overhead-mib | --stop-timeout | --prometheus | --prometheus-job | --job | \
-        --max-mem-percent | --retention | --older-than | --connect)
+        --max-mem-percent | --retention | --older-than | --connect | --allow-image)
         return
         ;;
     esac

@@ -163,7 +163,7 @@ static const char bash_body[] =
     "        --container-port | --shm-size | --ready-path | --ready-timeout | --context | --batch "
     "| \\\n"
     "        --overhead-mib | --stop-timeout | --prometheus | --prometheus-job | --job | \\\n"
-    "        --max-mem-percent | --retention | --older-than | --connect)\n"
+    "        --max-mem-percent | --retention | --older-than | --connect | --allow-image)\n"
     "        return\n"
     "        ;;\n"
     "    esac\n"

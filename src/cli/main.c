@@ -25,7 +25,7 @@ static const command commands[] = {
      "--poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname "
      "--cors-origin --log-level --no-system-metrics --process-metrics --db --retention --web-root "
      "--prometheus "
-     "--prometheus-job --pod-resources --procfs -h --help"},
+     "--prometheus-job --pod-resources --procfs --docker --allow-image -h --help"},
     {"record", gm_cli_record, "run a command while sampling GPUs: statistics, energy, timeline",
      &gm_cli_record_command, NULL},
     {"select", gm_cli_select, "rank GPUs by availability and print the best N",

@@ -5,6 +5,7 @@
 #include "base/parse.h"
 #include "base/suggest.h"
 #include "collect/podres.h"
+#include "core/docker.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -347,6 +348,37 @@ static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const
         c->retention_s = (unsigned)((ms + 999) / 1000);
         return GM_OK;
     }
+    case GM_SET_DOCKER: {
+        /* A bare socket path is taken for unix://PATH; "" (--docker alone) is the default. */
+        char host[GM_SERVE_PATH_MAX];
+        if ((size_t)snprintf(host, sizeof host, "%s%s", v[0] == '/' ? "unix://" : "",
+                             *v ? v : GM_DOCKER_DEFAULT_HOST) >= sizeof host)
+            return gm_error_set(err, GM_EINVAL, "%s: too long", who);
+        gm_docker *d = NULL;
+        if (gm_docker_open(host, &d, &sub) < 0)
+            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
+        gm_docker_close(d);
+        snprintf(c->docker_host, sizeof c->docker_host, "%s", host);
+        return GM_OK;
+    }
+    case GM_SET_ALLOW_IMAGE:
+        /* Repeatable, and a comma-separated list (no image reference holds a comma). */
+        for (const char *p = v; *p;) {
+            size_t len = strcspn(p, ",");
+            if (len == 0 || len >= GM_SERVE_ALLOW_IMAGE_LEN || memchr(p, ' ', len) ||
+                memchr(p, '\t', len))
+                return gm_error_set(err, GM_EINVAL,
+                                    "%s: \"%.*s\" is not an image pattern (such as "
+                                    "nvcr.io/nim/*:1.*, without spaces)",
+                                    who, (int)(len > 80 ? 80 : len), p);
+            if (c->nallow_image == GM_SERVE_ALLOW_IMAGE_MAX)
+                return gm_error_set(err, GM_EINVAL, "%s: at most %d patterns", who,
+                                    GM_SERVE_ALLOW_IMAGE_MAX);
+            snprintf(c->allow_image[c->nallow_image++], GM_SERVE_ALLOW_IMAGE_LEN, "%.*s", (int)len,
+                     p);
+            p += len + (p[len] == ',');
+        }
+        return GM_OK;
     case GM_SET__COUNT:
         break;
     }
@@ -453,6 +485,8 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
             continue;
         }
         const char *v = eq ? eq + 1 : NULL;
+        if (!v && id == GM_SET_DOCKER && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
+            v = ""; /* --docker alone: the default socket */
         if (!v) {
             if (i + 1 >= argc)
                 return gm_error_set(err, GM_EINVAL, "%s needs a value", who);
@@ -521,6 +555,16 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
         c->source[GM_SET_HOSTNAME] = GM_CFG_ENV;
     }
 
+    /* The container tools' own variable enables the engine as it names it. */
+    const char *dh =
+        c->source[GM_SET_DOCKER] == GM_CFG_DEFAULT ? env_get(envp, "DOCKER_HOST") : NULL;
+    if (dh) {
+        int rc = apply(c, GM_SET_DOCKER, "DOCKER_HOST", dh, err);
+        if (rc < 0)
+            return rc;
+        c->source[GM_SET_DOCKER] = GM_CFG_ENV;
+    }
+
     if (simulate_flag) {
         if (c->source[GM_SET_PROVIDER] == GM_CFG_FLAG && strcmp(c->provider, "sim") != 0 &&
             strcmp(c->provider, "auto") != 0)
@@ -579,6 +623,12 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
     rc |= json_object_set_new(j, "prometheus_job", gm_json_str(c->prometheus_job));
     rc |= json_object_set_new(j, "retention_seconds",
                               c->retention_s ? json_integer(c->retention_s) : json_null());
+    rc |= json_object_set_new(j, "docker",
+                              c->docker_host[0] ? gm_json_str(c->docker_host) : json_null());
+    json_t *allow = json_array();
+    for (unsigned i = 0; allow && i < c->nallow_image; i++)
+        json_array_append_new(allow, gm_json_str(c->allow_image[i]));
+    rc |= json_object_set_new(j, "allow_image", allow ? allow : json_null());
     rc |= json_object_set_new(j, "sources", sources);
     sources = NULL;
     if (rc)
@@ -654,6 +704,14 @@ const char *gm_serve_usage(void)
            "                         off)                                 [PROMETHEUS_URL]\n"
            "  --prometheus-job NAME  the daemons' scrape job (default gpumon)\n"
            "                                                              [PROMETHEUS_JOB]\n"
+           "  --docker [HOST]        benchmark jobs may start containers through the\n"
+           "                         engine at HOST (a socket path or unix:///PATH; alone:\n"
+           "                         /var/run/docker.sock); DOCKER_HOST also turns it on.\n"
+           "                         The engine is root on this host: see --allow-image\n"
+           "                                                                 [DOCKER_HOST]\n"
+           "  --allow-image PATTERN  an image jobs may start (fnmatch: nvcr.io/nim/*);\n"
+           "                         repeatable or comma-separated; none: no image\n"
+           "                                                                 [ALLOW_IMAGE]\n"
            "  -h, --help             show this help\n"
            "\n"
            "Variables are named GPU_MONITOR_<NAME>, e.g. GPU_MONITOR_POLL_INTERVAL_MS=500.\n"
