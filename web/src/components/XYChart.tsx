@@ -36,6 +36,15 @@ export interface XYChartProps {
   log?: boolean;
 }
 
+let measureCtx: CanvasRenderingContext2D | null = null;
+
+function labelWidth(font: string, labels: readonly string[]): number {
+  if (!measureCtx) measureCtx = document.createElement('canvas').getContext('2d');
+  if (!measureCtx) return Math.max(0, ...labels.map((l) => l.length * 7));
+  measureCtx.font = font;
+  return Math.ceil(Math.max(0, ...labels.map((l) => measureCtx!.measureText(l).width)));
+}
+
 function maxOf(data: readonly (readonly Num[])[]): number | null {
   let m: number | null = null;
   for (let i = 1; i < data.length; i++) for (const v of data[i] ?? []) if (v !== null && Number.isFinite(v) && (m === null || v > m)) m = v;
@@ -109,7 +118,8 @@ export function XYChart(props: XYChartProps) {
             grid: { stroke: theme.grid, width: 1 },
             ticks: { show: false },
             font: theme.font,
-            size: 58,
+            // Wide enough for the longest label in the axis font, and the gap.
+            size: (_u: uPlot, values: string[] | null) => Math.max(40, 16 + labelWidth(theme.font, values ?? [])),
             space: 24,
             values: (_u: uPlot, splits: number[]) =>
               splits.map((v) => `${Number.isInteger(v) ? v : Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(1)}${sep}${p.unit}`),
