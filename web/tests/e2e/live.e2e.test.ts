@@ -81,7 +81,7 @@ describe('the live job page', () => {
     });
     procs.push(holder);
     await new Promise<void>((resolve) => holder.stdout?.once('data', () => resolve()));
-    const id = await submit({ url: serverUrl, concurrency: [1, 2, 4], requests: 24, output_tokens: 24, idle_seconds: 0, wait: '60s', label: 'live' });
+    const id = await submit({ url: serverUrl, concurrency: [1, 2, 4], requests: 12, output_tokens: 16, idle_seconds: 0, wait: '60s', label: 'live' });
 
     const gets = countJobGets(page, id);
     const sockets: string[] = [];
@@ -93,29 +93,27 @@ describe('the live job page', () => {
     expect(await page.locator('[data-action=cancel]').count()).toBe(1);
     expect(await page.locator('[data-step=waiting_gpus]').getAttribute('class')).toBe('now');
 
-    // Every state the page shows from now on, read as it changes.
-    const seen: string[] = [];
-    const watch = setInterval(() => {
-      void state.getAttribute('data-state', { timeout: 500 }).then(
-        (s) => {
-          if (s && seen[seen.length - 1] !== s) seen.push(s);
-        },
-        () => undefined,
-      );
-    }, 50);
+    // Every state the page shows from now on, recorded in the page as it changes.
+    await page.evaluate(() => {
+      const w = window as unknown as { seenStates: string[] };
+      w.seenStates = [];
+      const note = (): void => {
+        const s = document.querySelector('[data-field=job-state]')?.getAttribute('data-state');
+        if (s && w.seenStates[w.seenStates.length - 1] !== s) w.seenStates.push(s);
+      };
+      note();
+      new MutationObserver(note).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
+    });
     holder.stdin?.end();
-    try {
-      await waitFor('the job running', async () => (await state.getAttribute('data-state')) === 'running', 30_000);
-      const progress = page.locator('[data-field=job-progress]');
-      await waitFor('live progress', async () => /requests/.test((await progress.textContent()) ?? ''));
-      // The leased GPU's utilization and power, from the dashboard's GPU stream, beside the job's figures.
-      await page.locator('figure[data-kind=job-gpu-utilization]').waitFor({ timeout: 15_000 });
-      await page.locator('figure[data-kind=job-gpu-power]').waitFor();
-      expect(await page.locator('figure[data-kind=job-gpu-power] figcaption').textContent()).toContain('GPU 0');
-      await waitFor('the job done', async () => (await state.getAttribute('data-state')) === 'done', 60_000);
-    } finally {
-      clearInterval(watch);
-    }
+    await waitFor('the job running', async () => (await state.getAttribute('data-state')) === 'running', 30_000);
+    const progress = page.locator('[data-field=job-progress]');
+    await waitFor('live progress', async () => /requests/.test((await progress.textContent()) ?? ''));
+    // The leased GPU's utilization and power, from the dashboard's GPU stream, beside the job's figures.
+    await page.locator('figure[data-kind=job-gpu-utilization]').waitFor({ timeout: 15_000 });
+    await page.locator('figure[data-kind=job-gpu-power]').waitFor();
+    expect(await page.locator('figure[data-kind=job-gpu-power] figcaption').textContent()).toContain('GPU 0');
+    await waitFor('the job done', async () => (await state.getAttribute('data-state')) === 'done', 60_000);
+    const seen = await page.evaluate(() => (window as unknown as { seenStates: string[] }).seenStates);
     expect(seen[0]).toBe('waiting_gpus');
     expect(seen).toContain('running');
     expect(seen[seen.length - 1]).toBe('done');
