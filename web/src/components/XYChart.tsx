@@ -31,6 +31,8 @@ export interface XYChartProps {
   fmt: (v: Num) => string;
   /** The x as the readout and the ticks say it. */
   xFmt: (x: number) => string;
+  /** The readout's heading for a point at x; default the x title and xFmt. */
+  xTip?: (x: number) => string;
   /** Ticks only at these x (the loads, the percentiles); default uPlot's. */
   xTicks?: readonly number[];
   log?: boolean;
@@ -133,7 +135,7 @@ export function XYChart(props: XYChartProps) {
                 tip,
                 host,
                 propsRef.current.lines.map((l) => ({ label: l.label, color: l.color, fmt: propsRef.current.fmt })),
-                (x) => `${propsRef.current.xTitle} ${propsRef.current.xFmt(x)}`,
+                (x) => propsRef.current.xTip?.(x) ?? `${propsRef.current.xTitle} ${propsRef.current.xFmt(x)}`,
               ),
           ],
           draw: [
