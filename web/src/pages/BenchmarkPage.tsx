@@ -149,7 +149,7 @@ function SweepCharts({ doc }: { doc: BenchDoc }) {
             lines={[{ label: 'output tokens/s', color: gpuColor(0) }]}
             data={curve.data}
             fmt={fmtTps}
-            xFmt={(x) => (Number.isInteger(x) ? String(x) : Math.abs(x) >= 10 ? x.toFixed(0) : x.toFixed(1))}
+            xFmt={(x) => (Number.isInteger(x) ? String(x) : x.toFixed(1))}
             xTip={(x) => {
               const i = curve.data[0].indexOf(x);
               return `TTFT p99 ${x.toFixed(1)} ms${i >= 0 ? ` (${curve.loads[i]})` : ''}`;
