@@ -74,11 +74,12 @@ export function XYChart(props: XYChartProps) {
       const xs = (p.data[0] ?? []).filter((x): x is number => x !== null);
       const lo = xs.length ? Math.min(...xs) : 0;
       const hi = xs.length ? Math.max(...xs) : 1;
-      // A margin either side so the first and last dots are not cut by the frame.
+      // From 0, as every axis of the dashboard (a log axis cannot), with a margin past the last
+      // dot so the frame does not cut it.
       const xRange = (): Range => {
         if (p.log) return [lo / 1.25, hi * 1.25];
-        const span = hi - lo || Math.max(1, Math.abs(hi));
-        return [Math.max(lo >= 0 ? 0 : -Infinity, lo - span * 0.06), hi + span * 0.06];
+        const from = Math.min(0, lo);
+        return [from, hi + (hi - from || 1) * 0.06];
       };
       const sep = p.unit === '%' ? '' : '\u2009';
       const opts: uPlot.Options = {
