@@ -36,6 +36,8 @@ export interface XYChartProps {
   /** Ticks only at these x (the loads, the percentiles); default uPlot's. */
   xTicks?: readonly number[];
   log?: boolean;
+  /** The x axis spans the data only (a percentile ladder); default from 0. */
+  xFromData?: boolean;
 }
 
 let measureCtx: CanvasRenderingContext2D | null = null;
@@ -78,7 +80,7 @@ export function XYChart(props: XYChartProps) {
       // dot so the frame does not cut it.
       const xRange = (): Range => {
         if (p.log) return [lo / 1.25, hi * 1.25];
-        const from = Math.min(0, lo);
+        const from = p.xFromData ? lo - (hi - lo || 1) * 0.06 : Math.min(0, lo);
         return [from, hi + (hi - from || 1) * 0.06];
       };
       const sep = p.unit === '%' ? '' : '\u2009';

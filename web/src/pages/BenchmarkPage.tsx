@@ -169,6 +169,7 @@ function SweepCharts({ doc }: { doc: BenchDoc }) {
             fmt={fmtMs}
             xFmt={(x) => `p${x}`}
             xTicks={LADDER}
+            xFromData
           />
         ))}
       </div>
