@@ -34,6 +34,16 @@ export class Api {
     private readonly fetchFn: FetchFn = (u, i) => fetch(u, i),
   ) {}
 
+  /** The ws(s) URL of a WebSocket path ("ws/benchmarks") with the token of the moment. */
+  ws(path: string): string {
+    return this.endpoint().ws(path);
+  }
+
+  /** The http(s) URL of a daemon path, for links (no token: a daemon with --token needs file()). */
+  url(path: string): string {
+    return this.endpoint().http(path);
+  }
+
   /** GETs a daemon path as JSON; rejects with HttpError unless 2xx or in `alsoOk`. */
   async json<T>(path: string, alsoOk: readonly number[] = []): Promise<T> {
     const r = await this.send(path, 'GET', alsoOk);

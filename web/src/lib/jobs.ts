@@ -2,7 +2,12 @@
 // and the request body the "New benchmark" form makes (the keys are gpumon bench's long options
 // with '_' for '-'; the daemon checks them with the CLI's own code).
 
-export type JobState = 'queued' | 'waiting_gpus' | 'starting' | 'running' | 'done' | 'failed' | 'cancelled';
+import type { LinkState } from './connection';
+
+export type JobState = 'queued' | 'waiting_gpus' | 'starting' | 'loading' | 'running' | 'done' | 'failed' | 'cancelled';
+
+/** Every state, in the order a job goes through them. */
+export const JOB_STATES: readonly JobState[] = ['queued', 'waiting_gpus', 'starting', 'loading', 'running', 'done', 'failed', 'cancelled'];
 
 export interface JobProgress {
   point: number;
@@ -33,6 +38,10 @@ export interface Job {
   benchmark_id: string | null;
   reason: string | null;
   progress: JobProgress | null;
+  /** The container's image, for a job that starts one. */
+  image?: string | null;
+  /** The last lines of output of the job's container (a failed one), oldest first. */
+  logs?: string[] | null;
 }
 
 export interface JobList {
@@ -98,7 +107,9 @@ export function stateText(j: Job): string {
     case 'waiting_gpus':
       return `waiting for GPUs (${s} s)`;
     case 'starting':
-      return 'checking the server';
+      return j.image ? 'starting the container' : 'checking the server';
+    case 'loading':
+      return `loading the model (${s} s)`;
     case 'running':
       return j.progress ? `running point ${j.progress.point} of ${j.progress.points} (${j.progress.load})` : 'running';
     case 'done':
@@ -110,6 +121,54 @@ export function stateText(j: Job): string {
   }
 }
 
-export function finished(j: Job): boolean {
+export function finished(j: Pick<Job, 'state'>): boolean {
   return j.state === 'done' || j.state === 'failed' || j.state === 'cancelled';
+}
+
+/** Whether cancel applies: a job not ended yet. */
+export function cancellable(j: Job): boolean {
+  return !finished(j);
+}
+
+/** The container's last lines of output, as one text (null when the job has none). */
+export function logText(j: Pick<Job, 'logs'>): string | null {
+  const l = j.logs;
+  if (!Array.isArray(l) || l.length === 0) return null;
+  return l.map((x) => String(x)).join('\n');
+}
+
+/**
+ * The job `id` in a frame of WS /ws/benchmarks (`{"jobs": [...]}`): the job, or null when the
+ * frame does not list it (ended more than 10 s ago, or unknown), or undefined when the text is
+ * not such a frame.
+ */
+export function jobInFrame(text: string, id: string): Job | null | undefined {
+  let f: unknown;
+  try {
+    f = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof f !== 'object' || f === null || !Array.isArray((f as { jobs?: unknown }).jobs)) return undefined;
+  for (const j of (f as { jobs: unknown[] }).jobs)
+    if (typeof j === 'object' && j !== null && (j as { id?: unknown }).id === id) return j as Job;
+  return null;
+}
+
+/**
+ * Whether the live page asks GET /api/benchmarks/jobs/{id} now: only while the job runs and
+ * its WebSocket is down (reconnecting, or connecting again after a failure). A first connect
+ * is not "down": the frames come within a sample.
+ */
+export function shouldPoll(j: Pick<Job, 'state'> | null, link: LinkState): boolean {
+  if (j !== null && finished(j)) return false;
+  switch (link.kind) {
+    case 'live':
+      return false;
+    case 'connecting':
+      return link.failures > 0;
+    case 'reconnecting':
+    case 'stopped':
+      return true;
+  }
 }

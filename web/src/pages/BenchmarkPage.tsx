@@ -1,10 +1,16 @@
 // One benchmark: what was measured against what and with which settings, each point (a
 // concurrency or a request rate) with its throughput, latency percentiles, energy and tokens per
 // joule, whether the point can be trusted and why not, and the GPUs' utilization and power over
-// the run. Export and delete as for sessions.
+// the run; the sweep as curves (figures over the load, the latency-throughput curve, each
+// point's percentile ladder), each chart savable as PNG. Export, the HTML report and delete.
+
+import { useState } from 'preact/hooks';
 
 import type { PageProps } from '../app';
+import type { Api } from '../lib/api';
 import { Chart } from '../components/Chart';
+import { PngButton } from '../components/PngButton';
+import { XYChart } from '../components/XYChart';
 import { RunActions } from '../components/RunActions';
 import { useResource } from '../components/hooks';
 import type { BenchDoc, Dist } from '../lib/bench';
@@ -13,6 +19,8 @@ import { fmtPercent, fmtWatts, NA } from '../lib/format';
 import { href } from '../lib/router';
 import { percentRange, powerRange } from '../lib/scales';
 import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuColor, gpuSummary, runTitle } from '../lib/sessions';
+import { saveBlob } from '../lib/png';
+import { hasDist, ladderColumns, latencyThroughput, LADDER, pct, sweepAxis, sweepColumns } from '../lib/sweep';
 import type { Num } from '../lib/types';
 
 const CHARTS = [
@@ -27,6 +35,145 @@ function Num_({ v, field }: { v: string; field?: string }) {
     <td class={v === NA ? 'num na' : 'num'} data-field={field}>
       {v}
     </td>
+  );
+}
+
+/** The report page's address, relative to the daemon. */
+export const reportPath = (id: string): string => `api/benchmarks/${encodeURIComponent(id)}/report.html`;
+
+/**
+ * "Download report": the self-contained HTML page of GET /api/benchmarks/{id}/report.html. A
+ * link, so it can be copied; clicked, it is fetched with the token (a daemon with --token
+ * refuses a plain link) and saved under the daemon's name for it.
+ */
+function ReportLink({ api, id }: { api: Api; id: string }) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const download = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const f = await api.file(reportPath(id));
+      saveBlob(f.blob, f.filename ?? `gpumon-${id}.html`);
+    } catch (err) {
+      setError(`Report failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <a
+        class={busy ? 'btn busy' : 'btn'}
+        data-action="report"
+        href={api.url(reportPath(id))}
+        download={`gpumon-${id}.html`}
+        title="One HTML file with this benchmark's figures and charts, to share"
+        onClick={(e) => void download(e)}
+      >
+        Download report
+      </a>
+      {error && (
+        <p class="banner" role="alert">
+          {error}
+        </p>
+      )}
+    </>
+  );
+}
+
+const fmtMs = (v: Num): string => (v === null ? NA : `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ms`);
+const fmtTps = (v: Num): string => (v === null ? NA : `${v.toFixed(v >= 100 ? 0 : 1)} tok/s`);
+
+/** The sweep's curves: what changes with the load, and how latency trades for throughput. */
+function SweepCharts({ doc }: { doc: BenchDoc }) {
+  const pts = doc.points;
+  if (pts.length === 0) return null;
+  const axis = sweepAxis(pts);
+  const xFmt = (x: number): string => axis.names?.get(x) ?? (Number.isInteger(x) ? String(x) : x.toFixed(2));
+  const xTicks = [...new Set(axis.xs)].sort((a, b) => a - b);
+  const curve = latencyThroughput(pts);
+  const ladders = (['ttft_ms', 'itl_ms', 'e2e_ms'] as const).filter((m) => hasDist(pts, m));
+  const LADDER_TITLE = { ttft_ms: 'TTFT', itl_ms: 'ITL', e2e_ms: 'End-to-end latency' } as const;
+  return (
+    <section class="card" data-field="sweep">
+      <header class="card-head">
+        <h2>Sweep</h2>
+        <span class="note">one dot per point; hover or arrow keys read the values</span>
+      </header>
+      <div class="session-charts sweep-charts">
+        <XYChart
+          id={doc.id}
+          kind="sweep-throughput"
+          title={`Output tokens per second by ${axis.title.toLowerCase()}`}
+          xTitle={axis.title}
+          unit="tok/s"
+          lines={[{ label: 'output tokens/s', color: gpuColor(0) }]}
+          data={sweepColumns(pts, axis, [(p) => p.output_tokens_per_s])}
+          fmt={fmtTps}
+          xFmt={xFmt}
+          xTicks={xTicks}
+          log={axis.log}
+        />
+        <XYChart
+          id={doc.id}
+          kind="sweep-latency"
+          title={`TTFT and ITL by ${axis.title.toLowerCase()}`}
+          xTitle={axis.title}
+          unit="ms"
+          lines={[
+            { label: 'TTFT p50', color: gpuColor(1) },
+            { label: 'TTFT p99', color: gpuColor(2) },
+            { label: 'ITL p50', color: gpuColor(3), dash: true },
+            { label: 'ITL p99', color: gpuColor(4), dash: true },
+          ]}
+          data={sweepColumns(pts, axis, [
+            (p) => pct(p.ttft_ms, 'p50'),
+            (p) => pct(p.ttft_ms, 'p99'),
+            (p) => pct(p.itl_ms, 'p50'),
+            (p) => pct(p.itl_ms, 'p99'),
+          ])}
+          fmt={fmtMs}
+          xFmt={xFmt}
+          xTicks={xTicks}
+          log={axis.log}
+        />
+        {curve.data[0].length > 0 && (
+          <XYChart
+            id={doc.id}
+            kind="latency-throughput"
+            title="Throughput against TTFT p99"
+            xTitle="TTFT p99 (ms)"
+            unit="tok/s"
+            lines={[{ label: 'output tokens/s', color: gpuColor(0) }]}
+            data={curve.data}
+            fmt={fmtTps}
+            xFmt={(x) => (Number.isInteger(x) ? String(x) : x.toFixed(1))}
+            xTip={(x) => {
+              const i = curve.data[0].indexOf(x);
+              return `TTFT p99 ${x.toFixed(1)} ms${i >= 0 ? ` (${curve.loads[i]})` : ''}`;
+            }}
+          />
+        )}
+        {ladders.map((m) => (
+          <XYChart
+            key={m}
+            id={doc.id}
+            kind={`ladder-${m}`}
+            title={`${LADDER_TITLE[m]} percentiles per point`}
+            xTitle="Percentile"
+            unit="ms"
+            lines={pts.map((p, i) => ({ label: loadLabel(p), color: gpuColor(i) }))}
+            data={ladderColumns(pts, m)}
+            fmt={fmtMs}
+            xFmt={(x) => `p${x}`}
+            xTicks={LADDER}
+            xFromData
+          />
+        ))}
+      </div>
+    </section>
   );
 }
 
@@ -64,6 +211,7 @@ export function BenchmarkPage({ app, params }: PageProps) {
         {doc.provider === 'sim' && <span class="badge badge-sim">simulated GPUs</span>}
         {doc.interrupted && <span class="badge badge-warn">interrupted</span>}
         <div class="spacer" />
+        <ReportLink api={api} id={doc.id} />
         <RunActions
           api={api}
           id={doc.id}
@@ -219,19 +367,22 @@ export function BenchmarkPage({ app, params }: PageProps) {
           idle is not given.
         </p>
       )}
+      <SweepCharts doc={doc} />
       {charted && (
         <div class="session-charts bench-charts" data-field="gpu-charts">
           {CHARTS.map((ch) => (
-            <Chart
-              key={ch.metric}
-              kind={ch.metric}
-              title={`${ch.title} over the run`}
-              unit={ch.unit}
-              lines={gpus.map((g, i) => ({ label: `GPU ${g}`, color: gpuColor(i) }))}
-              data={benchTimelineColumns(doc, gpus, ch.metric)}
-              range={(m) => (ch.metric === 'utilization' ? percentRange() : powerRange(null, m))}
-              fmt={ch.fmt}
-            />
+            <div class="chart-box" key={ch.metric}>
+              <Chart
+                kind={ch.metric}
+                title={`${ch.title} over the run`}
+                unit={ch.unit}
+                lines={gpus.map((g, i) => ({ label: `GPU ${g}`, color: gpuColor(i) }))}
+                data={benchTimelineColumns(doc, gpus, ch.metric)}
+                range={(m) => (ch.metric === 'utilization' ? percentRange() : powerRange(null, m))}
+                fmt={ch.fmt}
+              />
+              <PngButton id={doc.id} kind={ch.metric} />
+            </div>
           ))}
         </div>
       )}

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { Api } from '../../src/lib/api';
 import { makeEndpoint } from '../../src/lib/endpoint';
 import type { Job } from '../../src/lib/jobs';
-import { EMPTY_FORM, finished, jobBody, stateText } from '../../src/lib/jobs';
+import { cancellable, EMPTY_FORM, finished, jobBody, jobInFrame, logText, shouldPoll, stateText } from '../../src/lib/jobs';
 
 describe('jobBody', () => {
   it('sends lists and numbers as the daemon reads them, and leaves empty fields out', () => {
@@ -54,5 +54,54 @@ describe('Api.postJson', () => {
     expect(await api.postJson('api/benchmarks', { url: 'u' })).toEqual({ id: 'x' });
     const h = seen[0]?.headers as Record<string, string>;
     expect([seen[0]?.method, seen[0]?.body, h['Content-Type'], h['Authorization']]).toEqual(['POST', '{"url":"u"}', 'application/json', 'Bearer T']);
+  });
+});
+
+describe('every state the API has', () => {
+  const base: Job = {
+    id: 'j1', url: '', state: 'queued', created: '', started: null, ended: null, state_seconds: 41.6, server: null, model: null,
+    label: null, gpus: [0], points: 2, points_done: 0, benchmark_id: null, reason: null, progress: null,
+  };
+  it('names each, with the seconds of a load and what a start does', () => {
+    expect(stateText(base)).toBe('queued');
+    expect(stateText({ ...base, state: 'starting' })).toBe('checking the server');
+    expect(stateText({ ...base, state: 'starting', image: 'nim:1' })).toBe('starting the container');
+    expect(stateText({ ...base, state: 'loading' })).toBe('loading the model (42 s)');
+    expect(stateText({ ...base, state: 'running' })).toBe('running');
+    expect(['done', 'failed', 'cancelled'].map((s) => stateText({ ...base, state: s as Job['state'] }))).toEqual(['done', 'failed', 'cancelled']);
+  });
+  it('offers cancel until the job ends', () => {
+    for (const s of ['queued', 'waiting_gpus', 'starting', 'loading', 'running'] as const) expect(cancellable({ ...base, state: s })).toBe(true);
+    for (const s of ['done', 'failed', 'cancelled'] as const) expect(cancellable({ ...base, state: s })).toBe(false);
+  });
+  it("gives a failed container's last lines as one text, none when absent", () => {
+    expect(logText({ logs: ['loading weights', 'CUDA out of memory'] })).toBe('loading weights\nCUDA out of memory');
+    expect(logText({ logs: [] })).toBeNull();
+    expect(logText({ logs: null })).toBeNull();
+    expect(logText({})).toBeNull();
+  });
+});
+
+describe('jobInFrame', () => {
+  it('finds the job in a /ws/benchmarks frame, null when not listed, undefined for other text', () => {
+    const frame = JSON.stringify({ jobs: [{ id: 'a', state: 'done' }, { id: 'b', state: 'running' }] });
+    expect(jobInFrame(frame, 'b')?.state).toBe('running');
+    expect(jobInFrame(frame, 'c')).toBeNull();
+    expect(jobInFrame('{"jobs":[]}', 'a')).toBeNull();
+    expect(jobInFrame('not json', 'a')).toBeUndefined();
+    expect(jobInFrame('{"gpus":[]}', 'a')).toBeUndefined();
+  });
+});
+
+describe('shouldPoll', () => {
+  const running = { state: 'running' as const };
+  it('asks the REST API only while the stream is down and the job runs', () => {
+    expect(shouldPoll(running, { kind: 'live' })).toBe(false);
+    // The first connect is not a failure: its frames come within a sample.
+    expect(shouldPoll(running, { kind: 'connecting', failures: 0 })).toBe(false);
+    expect(shouldPoll(running, { kind: 'connecting', failures: 2 })).toBe(true);
+    expect(shouldPoll(running, { kind: 'reconnecting', retryAt: 0, failures: 1 })).toBe(true);
+    expect(shouldPoll({ state: 'done' }, { kind: 'reconnecting', retryAt: 0, failures: 1 })).toBe(false);
+    expect(shouldPoll(null, { kind: 'reconnecting', retryAt: 0, failures: 1 })).toBe(true);
   });
 });

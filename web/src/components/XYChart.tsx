@@ -1,0 +1,214 @@
+// A uPlot chart of figures against a number other than time: a sweep's throughput or latency
+// over the load, the latency-throughput curve, a percentile ladder. Every point is drawn as a
+// dot on its line (a sweep has a few points, each a measurement); the y axis starts at 0; the
+// x axis is the load (logarithmic when it grows by factors) or named ticks. Hover or the arrow
+// keys read the values; "PNG" saves the chart.
+
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+import { niceCeil } from '../lib/scales';
+import type { Range } from '../lib/scales';
+import { onSchemeChange, readChartTheme } from '../lib/theme';
+import { showTip } from '../lib/tooltip';
+import type { Num } from '../lib/types';
+import type { Line } from './Chart';
+import { PngButton } from './PngButton';
+
+export interface XYChartProps {
+  title: string;
+  /** data-kind, and the PNG's name. */
+  kind: string;
+  /** The run the chart belongs to (the PNG's name). */
+  id: string;
+  xTitle: string;
+  /** The y unit on its ticks ("ms", "tok/s"). */
+  unit: string;
+  lines: readonly Line[];
+  /** [x ascending, one column per line]. */
+  data: readonly (readonly Num[])[];
+  fmt: (v: Num) => string;
+  /** The x as the readout and the ticks say it. */
+  xFmt: (x: number) => string;
+  /** The readout's heading for a point at x; default the x title and xFmt. */
+  xTip?: (x: number) => string;
+  /** Ticks only at these x (the loads, the percentiles); default uPlot's. */
+  xTicks?: readonly number[];
+  log?: boolean;
+  /** The x axis spans the data only (a percentile ladder); default from 0. */
+  xFromData?: boolean;
+}
+
+let measureCtx: CanvasRenderingContext2D | null = null;
+
+function labelWidth(font: string, labels: readonly string[]): number {
+  if (!measureCtx) measureCtx = document.createElement('canvas').getContext('2d');
+  if (!measureCtx) return Math.max(0, ...labels.map((l) => l.length * 7));
+  measureCtx.font = font;
+  return Math.ceil(Math.max(0, ...labels.map((l) => measureCtx!.measureText(l).width)));
+}
+
+function maxOf(data: readonly (readonly Num[])[]): number | null {
+  let m: number | null = null;
+  for (let i = 1; i < data.length; i++) for (const v of data[i] ?? []) if (v !== null && Number.isFinite(v) && (m === null || v > m)) m = v;
+  return m;
+}
+
+export function XYChart(props: XYChartProps) {
+  const figRef = useRef<HTMLElement>(null);
+  const plotRef = useRef<HTMLDivElement>(null);
+  const tipRef = useRef<HTMLDivElement>(null);
+  const propsRef = useRef(props);
+  propsRef.current = props;
+  const key = `${props.lines.map((l) => `${l.label}|${l.color}`).join(',')}|${props.log ? 1 : 0}|${props.unit}`;
+
+  useEffect(() => {
+    const fig = figRef.current;
+    const host = plotRef.current;
+    const tip = tipRef.current;
+    if (!fig || !host || !tip) return undefined;
+    let plot: uPlot | null = null;
+    const build = (): void => {
+      plot?.destroy();
+      const p = propsRef.current;
+      const theme = readChartTheme();
+      const xs = (p.data[0] ?? []).filter((x): x is number => x !== null);
+      const lo = xs.length ? Math.min(...xs) : 0;
+      const hi = xs.length ? Math.max(...xs) : 1;
+      // From 0, as every axis of the dashboard (a log axis cannot), with a margin past the last
+      // dot so the frame does not cut it.
+      const xRange = (): Range => {
+        if (p.log) return [lo / 1.25, hi * 1.25];
+        const from = p.xFromData ? lo - (hi - lo || 1) * 0.06 : Math.min(0, lo);
+        return [from, hi + (hi - from || 1) * 0.06];
+      };
+      const sep = p.unit === '%' ? '' : '\u2009';
+      const opts: uPlot.Options = {
+        width: Math.max(100, host.clientWidth),
+        height: Math.max(60, host.clientHeight),
+        legend: { show: false },
+        padding: [8, 16, 0, 0],
+        cursor: { y: false, points: { size: 8 }, drag: { x: false, y: false } },
+        scales: {
+          x: { time: false, ...(p.log ? { distr: 3, log: 2 } : {}), range: () => xRange() },
+          y: { auto: true, range: (): Range => [0, niceCeil(maxOf(propsRef.current.data) ?? 1)] },
+        },
+        series: [
+          {},
+          ...p.lines.map((l) => ({
+            label: l.label,
+            stroke: l.color,
+            width: l.width ?? 1.5,
+            spanGaps: true,
+            points: { show: true, size: 6, fill: l.color },
+            ...(l.dash ? { dash: [6, 4] } : {}),
+          })),
+        ],
+        axes: [
+          {
+            stroke: theme.text,
+            grid: { stroke: theme.grid, width: 1 },
+            ticks: { show: false },
+            font: theme.font,
+            size: 34,
+            label: p.xTitle,
+            labelSize: 14,
+            labelFont: theme.font,
+            ...(p.xTicks ? { splits: () => [...(propsRef.current.xTicks ?? [])] } : {}),
+            values: (_u: uPlot, splits: number[]) => splits.map((v) => propsRef.current.xFmt(v)),
+          },
+          {
+            stroke: theme.text,
+            grid: { stroke: theme.grid, width: 1 },
+            ticks: { show: false },
+            font: theme.font,
+            // Wide enough for the longest label in the axis font, and the gap.
+            size: (_u: uPlot, values: string[] | null) => Math.max(40, 16 + labelWidth(theme.font, values ?? [])),
+            space: 24,
+            values: (_u: uPlot, splits: number[]) =>
+              splits.map((v) => `${Number.isInteger(v) ? v : Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(1)}${sep}${p.unit}`),
+          },
+        ],
+        hooks: {
+          setCursor: [
+            (u) =>
+              showTip(
+                u,
+                tip,
+                host,
+                propsRef.current.lines.map((l) => ({ label: l.label, color: l.color, fmt: propsRef.current.fmt })),
+                (x) => propsRef.current.xTip?.(x) ?? `${propsRef.current.xTitle} ${propsRef.current.xFmt(x)}`,
+              ),
+          ],
+          draw: [
+            (u) => {
+              fig.dataset.xMin = String(u.scales.x?.min ?? '');
+              fig.dataset.xMax = String(u.scales.x?.max ?? '');
+              fig.dataset.yMax = String(u.scales.y?.max ?? '');
+            },
+          ],
+        },
+      };
+      plot = new uPlot(opts, p.data as uPlot.AlignedData, host);
+    };
+    build();
+    const ro = new ResizeObserver(() => {
+      if (plot && (plot.width !== host.clientWidth || plot.height !== host.clientHeight))
+        plot.setSize({ width: Math.max(100, host.clientWidth), height: Math.max(60, host.clientHeight) });
+    });
+    ro.observe(host);
+    const offScheme = onSchemeChange(build);
+    let idx: number | null = null;
+    const onKey = (e: KeyboardEvent): void => {
+      if (!plot) return;
+      const n = plot.data[0].length;
+      if (n === 0) return;
+      let i = idx ?? n - 1;
+      if (e.key === 'ArrowLeft') i = Math.max(0, i - 1);
+      else if (e.key === 'ArrowRight') i = Math.min(n - 1, i + 1);
+      else return;
+      e.preventDefault();
+      idx = i;
+      plot.setCursor({ left: plot.valToPos(plot.data[0][i] as number, 'x'), top: plot.over.clientHeight / 2 });
+    };
+    fig.addEventListener('keydown', onKey);
+    return () => {
+      fig.removeEventListener('keydown', onKey);
+      ro.disconnect();
+      offScheme();
+      plot?.destroy();
+    };
+  }, [key, props.data]);
+
+  const xs = props.data[0] ?? [];
+  return (
+    <div class="chart-box">
+      <figure
+        class="chart xy-chart"
+        ref={figRef}
+        tabIndex={0}
+        data-kind={props.kind}
+        data-points={String(xs.length)}
+        data-lines={String(props.lines.length)}
+        data-x={xs.join(',')}
+        data-log={props.log ? 'yes' : 'no'}
+        aria-label={`${props.title}. Arrow keys read values.`}
+      >
+        <figcaption>
+          <span class="ctitle">{props.title}</span>
+          {props.lines.map((l) => (
+            <span key={l.label} class="lg">
+              <span class="sw" style={{ background: l.color }} />
+              {l.label}
+            </span>
+          ))}
+        </figcaption>
+        <div class="plot" ref={plotRef}>
+          <div class="tip" ref={tipRef} hidden role="status" />
+        </div>
+      </figure>
+      <PngButton id={props.id} kind={props.kind} />
+    </div>
+  );
+}
