@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import unittest
 
 from gmtest import FAKE_NVML, GPUMON, env, run, scenario_file
@@ -174,14 +173,16 @@ class WaitMig(MigBase):
             w = subprocess.Popen([GPUMON, "wait", "--mig", "--timeout", "20", "--interval", "0.1",
                                   "--format", "env"], env=self.env(), stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
-            time.sleep(0.5)
+            # Its first check finds both leased and says so; only then is the lease released.
+            first = w.stderr.readline()
+            self.assertIn("0 of 1 MIG device free", first)
+            self.assertIn("leased by pid %d" % a.pid, first)
             self.assertIsNone(w.poll(), "wait ended while every MIG device was leased")
         finally:
             self.finish(a, gate)
         out, err = w.communicate(timeout=20)
         self.assertEqual(w.returncode, 0, err)
         self.assertIn(out, ("CUDA_VISIBLE_DEVICES=%s\n" % MIG_A, "CUDA_VISIBLE_DEVICES=%s\n" % MIG_B))
-        self.assertIn("0 of 1 MIG device free", err)
 
     def test_wait_times_out_saying_what_is_busy(self):
         p = self.gpumon("wait", "--mig", "-n", "2", "--timeout", "0.3", "--interval", "0.1")
