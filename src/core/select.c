@@ -121,8 +121,9 @@ void gm_select_visible(const char *value, const gm_snapshot *s, bool *visible)
     }
 }
 
-/* A MIG device is visible when the value names it by UUID (or a unique-enough prefix of its
- * "MIG-..." UUID) or names its GPU. */
+/* A MIG device is visible when the value names its GPU, or names it by its "MIG-..." UUID or a
+ * prefix of that longer than "MIG-" (any entry of the list: CUDA's stop at the first invalid
+ * one is gm_select_visible's business for GPUs). */
 static bool mig_visible(const char *value, const char *uuid, bool gpu_visible)
 {
     if (!value || gpu_visible)
