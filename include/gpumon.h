@@ -396,6 +396,14 @@ typedef struct gm_k8s_ref {
 #define GM_MIG_UUID_LEN    64 /* "MIG-" and a UUID; R450's "MIG-GPU-<uuid>/<gi>/<ci>" fits too */
 #define GM_MIG_PROFILE_LEN 24
 
+/* What GPM measures per MIG device (gm_mig_device.prof_pct). */
+enum gm_mig_prof {
+    GM_MIG_PROF_SM_ACTIVE, /* SM activity, as DCGM_FI_PROF_SM_ACTIVE */
+    GM_MIG_PROF_DRAM,      /* DRAM bandwidth used, as DCGM_FI_PROF_DRAM_ACTIVE */
+    GM_MIG_PROF_TENSOR,    /* tensor pipes active, as DCGM_FI_PROF_PIPE_TENSOR_ACTIVE */
+    GM_MIG_PROF__COUNT
+};
+
 /* One MIG device: a compute instance of a GPU instance, a unit CUDA sees by its own UUID. */
 typedef struct gm_mig_device {
     char uuid[GM_MIG_UUID_LEN];
@@ -403,6 +411,11 @@ typedef struct gm_mig_device {
     unsigned gpu_instance_id, compute_instance_id;
     bool mem_valid; /* the memory below was read */
     uint64_t mem_total_bytes, mem_used_bytes, mem_free_bytes;
+    /* GPM activity of this instance over the last sampling interval, in %: bit k of prof_valid
+     * says prof_pct[k] (gm_mig_prof k) was given (never on the first pass, nor where the driver
+     * gives no GPM per GPU instance). */
+    uint8_t prof_valid;
+    double prof_pct[GM_MIG_PROF__COUNT];
 } gm_mig_device;
 
 typedef struct gm_gpu {

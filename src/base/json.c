@@ -139,15 +139,25 @@ static json_t *mig_json(const gm_gpu *g)
     json_t *a = json_array();
     for (unsigned k = 0; k < g->mig_count && k < GM_MAX_MIG; k++) {
         const gm_mig_device *m = &g->mig[k];
+        /* GPM per GPU instance, named as the GPU's own profiling readings. */
+        json_t *u = json_object();
+        static const char *const keys[GM_MIG_PROF__COUNT] = {
+            [GM_MIG_PROF_SM_ACTIVE] = "sm_active_percent",
+            [GM_MIG_PROF_DRAM] = "dram_active_percent",
+            [GM_MIG_PROF_TENSOR] = "tensor_active_percent",
+        };
+        for (int i = 0; i < GM_MIG_PROF__COUNT; i++)
+            put(u, keys[i],
+                (m->prof_valid >> i) & 1u ? integer_or_real(m->prof_pct[i]) : json_null());
         json_array_append_new(
-            a, json_pack("{s:o, s:o, s:I, s:I, s:{s:o, s:o, s:o}}", "uuid",
+            a, json_pack("{s:o, s:o, s:I, s:I, s:{s:o, s:o, s:o}, s:o}", "uuid",
                          gm_json_text(m->uuid, sizeof m->uuid), "profile",
                          gm_json_text(m->profile, sizeof m->profile), "gpu_instance_id",
                          (json_int_t)m->gpu_instance_id, "compute_instance_id",
                          (json_int_t)m->compute_instance_id, "memory", "used_mib",
                          mib_or_null(m->mem_valid, m->mem_used_bytes), "total_mib",
                          mib_or_null(m->mem_valid, m->mem_total_bytes), "free_mib",
-                         mib_or_null(m->mem_valid, m->mem_free_bytes)));
+                         mib_or_null(m->mem_valid, m->mem_free_bytes), "utilization", u));
     }
     return a;
 }

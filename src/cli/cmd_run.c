@@ -88,6 +88,9 @@ static const gm_opt run_table[] = {
                   "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."),
     LEASE(.name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,
           .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing."),
+    LEASE(.name = "mig", .code = GM_CLI_OPT_MIG,
+          .help = "Lease MIG devices instead of whole GPUs; COMMAND gets their MIG-... UUIDs in "
+                  "CUDA_VISIBLE_DEVICES."),
     {.type = GM_OPT_DURATION,
      .name = "interval",
      .arg = "S",
@@ -166,7 +169,8 @@ const gm_opt_command gm_cli_run_command = {
                 "nvidia-smi numbers GPUs) and CUDA_DEVICE_ORDER=PCI_BUS_ID. The second is needed\n"
                 "because CUDA numbers devices fastest-first by default, which differs from the\n"
                 "driver's PCI bus order on hosts mixing GPU models; with PCI_BUS_ID both agree,\n"
-                "so the indices name the leased GPUs and no others.\n\n"
+                "so the indices name the leased GPUs and no others. With --mig it lists the\n"
+                "leased MIG devices by UUID (MIG-...), as CUDA accepts them there.\n\n"
                 "Exit status: COMMAND's; 2 usage error; 3 no GPU found; 5 the GPUs did not become\n"
                 "free in time; 127 COMMAND cannot be run; 128+N interrupted by signal N while\n"
                 "waiting.\n",
@@ -368,11 +372,33 @@ int gm_cli_run(int argc, char **argv)
     gm_collector_close(c);
     c = NULL;
 
-    char list[512];
-    gm_select_format_list(&res, list, sizeof list);
+    /* What is recorded: the leased GPUs, or the GPUs of the leased MIG devices. */
+    char list[512] = "";
+    const char *what = res.n_selected > 1 ? "GPUs" : "GPU";
+    if (o.lease.mig) {
+        what = res.n_selected > 1 ? "MIG devices" : "MIG device";
+        size_t used = 0;
+        for (unsigned i = 0; i < res.n_gpus; i++) {
+            const gm_select_gpu *e = &res.gpus[i];
+            bool seen = false;
+            for (unsigned k = 0; k < i; k++)
+                seen |=
+                    res.gpus[k].status == GM_SEL_SELECTED && res.gpus[k].gpu_index == e->gpu_index;
+            if (e->status != GM_SEL_SELECTED || seen)
+                continue;
+            int w =
+                snprintf(list + used, sizeof list - used, "%s%u", used ? "," : "", e->gpu_index);
+            if (w > 0 && used + (size_t)w < sizeof list)
+                used += (size_t)w;
+        }
+    } else {
+        gm_select_format_list(&res, list, sizeof list);
+    }
+    char shown[GM_MAX_GPUS * GM_MIG_UUID_LEN];
+    gm_select_format_list(&res, shown, sizeof shown);
     if (ctr) {
         if (!o.quiet)
-            fprintf(stderr, "gpumon run: leased GPU%s %s\n", res.n_selected > 1 ? "s" : "", list);
+            fprintf(stderr, "gpumon run: leased %s %s\n", what, shown);
         rc = run_image(&o, ctr, lease, list, attach);
         attach = NULL; /* stolen */
         goto out;
@@ -381,7 +407,7 @@ int gm_cli_run(int argc, char **argv)
      * CUDA number them the same way; its default is fastest-first), AMD's by ROCm's index. */
     gm_select_env env;
     gm_select_format_env(&res, &env);
-    char said[600] = "";
+    char said[sizeof env.cuda + 600] = "";
     if (env.has_cuda) {
         setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
         setenv("CUDA_VISIBLE_DEVICES", env.cuda, 1);
@@ -396,8 +422,7 @@ int gm_cli_run(int argc, char **argv)
                  env.amd);
     }
     if (!o.quiet)
-        fprintf(stderr, "gpumon run: leased GPU%s %s; %s\n", res.n_selected > 1 ? "s" : "", list,
-                said);
+        fprintf(stderr, "gpumon run: leased %s %s; %s\n", what, shown, said);
 
     json_t *jl = json_object_get(attach, "lease");
     if (env.has_cuda)

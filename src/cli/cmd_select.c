@@ -32,6 +32,7 @@ typedef struct select_opts {
     gm_cli_gpu_filter filter;
     bool ignore_leases;
     bool all_devices;
+    bool mig;
     bool verbose;
     bool quiet;
     double started_s; /* when the wait began (monotonic), for its progress lines */
@@ -107,6 +108,11 @@ static const gm_opt choice_table[] = {
      .min = 0,
      .max = 100,
      .help = "Only GPUs at most PCT % busy (utilization.gpu)."},
+    {.type = GM_OPT_FLAG,
+     .name = "mig",
+     GM_OPT_AT(select_opts, mig),
+     .help = "Hand out MIG devices (by their MIG-... UUIDs) instead of whole GPUs: free when "
+             "no process runs in one and its memory is mostly free."},
     GM_CLI_OPT_ID(select_opts, filter, GM_OPT_GIVEN(select_opts, filter_given),
                   .help = "Choose only among these GPUs: indices, UUIDs or PCI bus ids, "
                           "comma-separated."),
@@ -201,7 +207,9 @@ static const gm_opt wait_table[] = {
     "lower index. When CUDA_VISIBLE_DEVICES is set, only the GPUs it names are chosen\n" \
     "(indices are NVML's, as nvidia-smi shows them; set CUDA_DEVICE_ORDER=PCI_BUS_ID\n"  \
     "or use --format uuid so CUDA numbers them the same way). The printed indices are\n" \
-    "ascending.\n\n"
+    "ascending. With --mig the units are MIG devices; --max-util then applies to\n"      \
+    "their SM activity where GPM reports it, and a GPU in MIG mode is never handed\n"    \
+    "out whole while one of its MIG devices is leased or busy.\n\n"
 
 const gm_opt_command gm_cli_select_command = {
     .name = "select",
@@ -233,8 +241,9 @@ static int parse_args(int argc, char **argv, select_opts *o)
                         NULL);
 }
 
-/* Opens the collector without host metrics or process lists (neither is scored, and the host
- * reader's first sample waits for a CPU window). Prints why and returns NULL on failure. */
+/* Opens the collector without host metrics (not scored, and the host reader's first sample
+ * waits for a CPU window); processes are read, since a process in a MIG device makes it busy.
+ * Prints why and returns NULL on failure. */
 static gm_collector *open_collector(const select_opts *o, int *exit_code)
 {
     gm_collector_options copt;
@@ -242,7 +251,6 @@ static gm_collector *open_collector(const select_opts *o, int *exit_code)
     if (!gm_cli_collector_options(o->cmd, &o->src, &copt))
         return NULL;
     copt.no_host = true;
-    copt.no_processes = true;
     gm_collector *c = gm_cli_collector_open(o->cmd, &copt, exit_code);
     if (c && !gm_cli_require_gpu(o->cmd, c, false)) {
         gm_collector_close(c);
@@ -254,8 +262,12 @@ static gm_collector *open_collector(const select_opts *o, int *exit_code)
 
 static void print_verbose(const gm_select_result *r)
 {
-    fprintf(stderr, "%-4s %-6s %10s %10s %5s  %s\n", "GPU", "SCORE", "FREE MiB", "TOTAL MiB",
-            "UTIL", "STATUS");
+    if (r->req.mig)
+        fprintf(stderr, "%-4s %-5s %-8s %-6s %10s %10s %5s  %s\n", "GPU", "GI/CI", "PROFILE",
+                "SCORE", "FREE MiB", "TOTAL MiB", "SM", "STATUS");
+    else
+        fprintf(stderr, "%-4s %-6s %10s %10s %5s  %s\n", "GPU", "SCORE", "FREE MiB", "TOTAL MiB",
+                "UTIL", "STATUS");
     for (unsigned i = 0; i < r->n_gpus; i++) {
         const gm_select_gpu *e = &r->gpus[i];
         char score[16] = "N/A", fr[24] = "N/A", tot[24] = "N/A", ut[16] = "N/A";
@@ -267,9 +279,17 @@ static void print_verbose(const gm_select_result *r)
             snprintf(tot, sizeof tot, "%.0f", floor(e->total_mib));
         if (e->has_util)
             snprintf(ut, sizeof ut, "%.0f%%", e->util_pct);
-        fprintf(stderr, "%-4u %-6s %10s %10s %5s  %s%s%s%s\n", e->index, score, fr, tot, ut,
+        if (e->mig) {
+            char ids[24];
+            snprintf(ids, sizeof ids, "%u/%u", e->gpu_instance_id, e->compute_instance_id);
+            fprintf(stderr, "%-4u %-5s %-8s ", e->gpu_index, ids, e->profile);
+        } else {
+            fprintf(stderr, "%-4u ", e->index);
+        }
+        fprintf(stderr, "%-6s %10s %10s %5s  %s%s%s%s%s%s\n", score, fr, tot, ut,
                 gm_select_status_name(e->status), e->reason[0] ? ": " : "", e->reason,
-                e->leased && e->status != GM_SEL_LEASED ? " (leased, ignored)" : "");
+                e->leased && e->status != GM_SEL_LEASED ? " (leased, ignored)" : "",
+                e->mig ? " " : "", e->mig ? e->uuid : "");
     }
 }
 
@@ -290,7 +310,7 @@ static void print_result(const select_opts *o, const gm_select_result *r)
             if (env.has_amd)
                 printf("ROCR_VISIBLE_DEVICES=%s\nHIP_VISIBLE_DEVICES=%s\n", env.amd, env.amd);
         } else if (o->format == OUT_LIST) {
-            char list[GM_MAX_GPUS * 4 + 1];
+            char list[GM_MAX_GPUS * GM_MIG_UUID_LEN];
             gm_select_format_list(r, list, sizeof list);
             printf("%s\n", list);
         } else {
@@ -381,11 +401,21 @@ int gm_cli_select_run(const char *cmd, int argc, char **argv)
         .n_only = n_only,
         .visible = o.all_devices ? NULL : getenv("CUDA_VISIBLE_DEVICES"),
         .ignore_leases = o.ignore_leases,
+        .mig = o.mig,
     };
+    if (o.mig && gm_lease_mig_count(s) == 0) {
+        fprintf(stderr, "gpumon %s: no GPU is in MIG mode, so there is no MIG device to hand out\n",
+                cmd);
+        rc = GM_EXIT_NO_GPU;
+        goto out;
+    }
 
     if (!o.wait) {
         gm_lease_holder holders[GM_MAX_GPUS];
-        gm_lease_list(lease_dir, s, holders, NULL);
+        if (o.mig)
+            gm_lease_list_mig(lease_dir, s, holders, NULL);
+        else
+            gm_lease_list(lease_dir, s, holders, NULL);
         if (gm_select(s, &req, holders, res, &err) < 0) {
             fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
             rc = GM_EXIT_USAGE;
@@ -397,7 +427,8 @@ int gm_cli_select_run(const char *cmd, int argc, char **argv)
         if (!res->satisfied) {
             char why[2048];
             gm_select_explain(res, why, sizeof why);
-            fprintf(stderr, "gpumon select: not enough GPUs: %s\n", why);
+            fprintf(stderr, "gpumon select: not enough %s: %s\n", o.mig ? "MIG devices" : "GPUs",
+                    why);
             rc = GM_EXIT_NOT_ENOUGH;
         } else {
             rc = GM_EXIT_OK;

@@ -54,6 +54,9 @@ int gm_cli_lease_option(const char *cmd, int c, const char *arg, gm_cli_lease_op
     case GM_CLI_OPT_ALL_DEVICES:
         o->all_devices = true;
         break;
+    case GM_CLI_OPT_MIG:
+        o->mig = true;
+        break;
     default:
         return 0;
     }
@@ -130,6 +133,7 @@ int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector 
         .only = only,
         .n_only = n_only,
         .visible = o->all_devices ? NULL : getenv("CUDA_VISIBLE_DEVICES"),
+        .mig = o->mig,
     };
     progress_ctx pc = {
         .cmd = cmd, .wait_s = o->wait_s, .quiet = quiet, .started_s = gm_clock_mono_s()};
@@ -154,7 +158,7 @@ int gm_cli_lease_gpus(const char *cmd, const gm_cli_lease_opts *o, gm_collector 
                : wrc == GM_EINVAL  ? GM_EXIT_USAGE
                                    : GM_EXIT_FAILURE;
     }
-    char list[512];
+    char list[GM_MAX_GPUS * GM_MIG_UUID_LEN];
     gm_select_format_list(res, list, sizeof list);
     if (attach) {
         json_t *uuids = json_array();

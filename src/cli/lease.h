@@ -24,6 +24,7 @@ typedef struct gm_cli_lease_opts {
     double check_s; /* default 30 */
     const char *lease_dir;
     bool all_devices; /* ignore the caller's CUDA_VISIBLE_DEVICES */
+    bool mig;         /* lease MIG devices, not whole GPUs */
     bool given;       /* any of these was given (they need --image) */
 } gm_cli_lease_opts;
 
@@ -37,6 +38,7 @@ enum {
     GM_CLI_OPT_CHECK,
     GM_CLI_OPT_LEASE_DIR,
     GM_CLI_OPT_ALL_DEVICES,
+    GM_CLI_OPT_MIG,
 };
 
 void gm_cli_lease_defaults(gm_cli_lease_opts *o);

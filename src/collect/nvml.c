@@ -279,6 +279,14 @@ typedef int (*nv_gpm_free_fn)(nvmlGpmSample_t);
 typedef int (*nv_gpm_get_fn)(nvmlDevice_t, nvmlGpmSample_t);
 typedef int (*nv_gpm_support_fn)(nvmlDevice_t, nv_gpm_support *);
 typedef int (*nv_gpm_metrics_fn)(nv_gpm_metrics_get *);
+typedef int (*nv_gpm_mig_get_fn)(nvmlDevice_t, unsigned, nvmlGpmSample_t);
+/* One GPU instance's two GPM samples, alternating like nv_gpu's own. */
+typedef struct nv_mig_gpm {
+    unsigned gi;
+    nvmlGpmSample_t s[2];
+    int cur;   /* the sample the next pass fills */
+    bool prev; /* the other one holds the previous pass's sample */
+} nv_mig_gpm;
 
 /* What nvidia-smi -q prints besides (read_smi_extra). Versioned structs carry
  * sizeof | version << 24 in their first word. */
@@ -635,6 +643,12 @@ typedef struct nv_gpu {
     unsigned mig_count;
     nvmlDevice_t mig_dev[GM_MAX_MIG];
     gm_mig_device mig[GM_MAX_MIG];
+    /* GPM per GPU instance (nvmlGpmMigSampleGet on this GPU with the instance's id): 0 not
+     * asked yet, 1 supported, -1 not supported (not asked again). Slot k follows the k-th
+     * distinct GPU instance id of the listing; its samples stay allocated until close. */
+    int mig_gpm_state;
+    unsigned mig_gpm_n;
+    nv_mig_gpm mig_gpm[GM_MAX_MIG];
 } nv_gpu;
 
 typedef struct nv_state {
@@ -728,7 +742,8 @@ typedef struct nv_state {
     nv_gpm_get_fn gpm_get;
     nv_gpm_support_fn gpm_support;
     nv_gpm_metrics_fn gpm_metrics;
-    nv_gpm_metrics_get *gpm_buf; /* one request buffer (13 KB), reused */
+    nv_gpm_metrics_get *gpm_buf;   /* one request buffer (13 KB), reused */
+    nv_gpm_mig_get_fn gpm_mig_get; /* NULL: no GPM per MIG device */
 
     /* XID events: an event set drained by each sampling pass (only with watch_xid). */
     nv_evset_free_fn evset_free;
@@ -1022,6 +1037,11 @@ static void nvml_close(void *state)
         for (int k = 0; k < 2; k++)
             if (st->gpus[i].gpm[k] && st->gpm_free)
                 st->gpm_free(st->gpus[i].gpm[k]);
+    for (unsigned i = 0; i < st->gpu_count; i++)
+        for (unsigned j = 0; j < GM_MAX_MIG; j++)
+            for (int k = 0; k < 2; k++)
+                if (st->gpus[i].mig_gpm[j].s[k] && st->gpm_free)
+                    st->gpm_free(st->gpus[i].mig_gpm[j].s[k]);
     free(st->gpm_buf);
     if (st->shutdown)
         NV_T("nvmlShutdown", st->shutdown());
@@ -1124,6 +1144,7 @@ static void resolve_optional(nv_state *st)
     st->gpm_get = (nv_gpm_get_fn)dlsym(lib, "nvmlGpmSampleGet");
     st->gpm_support = (nv_gpm_support_fn)dlsym(lib, "nvmlGpmQueryDeviceSupport");
     st->gpm_metrics = (nv_gpm_metrics_fn)dlsym(lib, "nvmlGpmMetricsGet");
+    st->gpm_mig_get = (nv_gpm_mig_get_fn)dlsym(lib, "nvmlGpmMigSampleGet");
     if (!st->gpm_alloc || !st->gpm_free || !st->gpm_get || !st->gpm_support || !st->gpm_metrics)
         st->gpm_alloc = NULL; /* GPM needs all five */
 }
@@ -2276,6 +2297,99 @@ static void list_mig(nv_state *st, nv_gpu *ng, int64_t now)
     }
 }
 
+/* GPM metrics read per GPU instance, into gm_mig_device.prof_pct. */
+static const struct {
+    unsigned id; /* NVML_GPM_METRIC_* */
+    enum gm_mig_prof k;
+} mig_gpm_metrics[] = {
+    {2, GM_MIG_PROF_SM_ACTIVE}, /* SM_UTIL */
+    {10, GM_MIG_PROF_DRAM},     /* DRAM_BW_UTIL */
+    {5, GM_MIG_PROF_TENSOR},    /* ANY_TENSOR_UTIL */
+};
+#define NV_N_MIG_GPM (sizeof mig_gpm_metrics / sizeof *mig_gpm_metrics)
+
+/* The GPM slot of GPU instance gi, made when new. Instances come and go: when every slot is
+ * taken, they are all started afresh (their samples are kept for reuse). */
+static int mig_gpm_slot(nv_gpu *ng, unsigned gi)
+{
+    for (unsigned j = 0; j < ng->mig_gpm_n; j++)
+        if (ng->mig_gpm[j].gi == gi)
+            return (int)j;
+    if (ng->mig_gpm_n >= GM_MAX_MIG)
+        ng->mig_gpm_n = 0;
+    unsigned j = ng->mig_gpm_n++;
+    ng->mig_gpm[j].gi = gi;
+    ng->mig_gpm[j].prev = false;
+    return (int)j;
+}
+
+/* GPM activity of each GPU instance of ng since the previous pass: per instance one sample
+ * and one metrics call (3 metrics), whatever the number of its compute instances. The first
+ * pass only takes samples; a driver that refuses GPM per instance is not asked again. */
+static void read_mig_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out)
+{
+    if (!st->gpm_alloc || !st->gpm_mig_get || ng->mig_gpm_state < 0 || out->mig_count == 0)
+        return;
+    if (!nv_wants(ng, GM_M_PROF_SM_ACTIVE_PCT) && !nv_wants(ng, GM_M_PROF_DRAM_PCT) &&
+        !nv_wants(ng, GM_M_PROF_TENSOR_PCT))
+        return;
+    if (ng->mig_gpm_state == 0) {
+        nv_gpm_support sup = {.version = 1};
+        ng->mig_gpm_state = -1;
+        if (NV_T("nvmlGpmQueryDeviceSupport", st->gpm_support(ng->dev, &sup)) != NV_SUCCESS ||
+            !sup.isSupportedDevice)
+            return;
+        if (!st->gpm_buf && !(st->gpm_buf = malloc(sizeof *st->gpm_buf)))
+            return;
+        ng->mig_gpm_state = 1;
+    }
+    for (unsigned k = 0; k < out->mig_count; k++) {
+        unsigned gi = out->mig[k].gpu_instance_id;
+        bool done = false; /* compute instances of one GPU instance share its reading */
+        for (unsigned j = 0; j < k && !done; j++)
+            if (out->mig[j].gpu_instance_id == gi) {
+                out->mig[k].prof_valid = out->mig[j].prof_valid;
+                memcpy(out->mig[k].prof_pct, out->mig[j].prof_pct, sizeof out->mig[k].prof_pct);
+                done = true;
+            }
+        int slot = done ? -1 : mig_gpm_slot(ng, gi);
+        if (slot < 0)
+            continue;
+        nv_mig_gpm *g = &ng->mig_gpm[slot];
+        if ((!g->s[0] && st->gpm_alloc(&g->s[0]) != NV_SUCCESS) ||
+            (!g->s[1] && st->gpm_alloc(&g->s[1]) != NV_SUCCESS))
+            continue;
+        int rc = NV_T("nvmlGpmMigSampleGet", st->gpm_mig_get(ng->dev, gi, g->s[g->cur]));
+        if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND) {
+            ng->mig_gpm_state = -1;
+            return;
+        }
+        if (rc != NV_SUCCESS) {
+            g->prev = false; /* the instance may be gone; its next sample starts afresh */
+            continue;
+        }
+        if (g->prev) {
+            nv_gpm_metrics_get *q = st->gpm_buf;
+            memset(q, 0,
+                   offsetof(nv_gpm_metrics_get, metrics) + NV_N_MIG_GPM * sizeof q->metrics[0]);
+            q->version = 1;
+            q->numMetrics = NV_N_MIG_GPM;
+            q->sample1 = g->s[1 - g->cur];
+            q->sample2 = g->s[g->cur];
+            for (size_t i = 0; i < NV_N_MIG_GPM; i++)
+                q->metrics[i].metricId = mig_gpm_metrics[i].id;
+            if (NV_T("nvmlGpmMetricsGet", st->gpm_metrics(q)) == NV_SUCCESS)
+                for (size_t i = 0; i < NV_N_MIG_GPM; i++)
+                    if (q->metrics[i].nvmlReturn == NV_SUCCESS && isfinite(q->metrics[i].value)) {
+                        out->mig[k].prof_pct[mig_gpm_metrics[i].k] = q->metrics[i].value;
+                        out->mig[k].prof_valid |= (uint8_t)(1u << mig_gpm_metrics[i].k);
+                    }
+        }
+        g->prev = true;
+        g->cur = 1 - g->cur;
+    }
+}
+
 /* The MIG devices of a GPU in MIG mode, with their memory read now. */
 static void read_mig(nv_state *st, nv_gpu *ng, gm_gpu *out, int64_t now)
 {
@@ -2320,6 +2434,7 @@ static void read_mig(nv_state *st, nv_gpu *ng, gm_gpu *out, int64_t now)
             ng->mig_listed = false; /* the instance is gone: list them again next sample */
         }
     }
+    read_mig_gpm(st, ng, out);
 }
 
 static void put_identity(gm_gpu *g, const nv_gpu *ng)

@@ -44,24 +44,25 @@ int gm_lease_default_dir(char *buf, size_t len, gm_error *err)
 
 /* The lock file of g: its UUID with anything outside [A-Za-z0-9._-] replaced, so a provider's
  * odd UUID can never name a path outside the directory; "index-N" when there is no UUID. */
-static int lock_path(const char *dir, const gm_gpu *g, char *buf, size_t len, gm_error *err)
+static int lock_path(const char *dir, const char *uuid, unsigned index, char *buf, size_t len,
+                     gm_error *err)
 {
     char name[GM_UUID_LEN + 16];
-    if (g->uuid[0]) {
+    if (uuid[0]) {
         size_t i = 0;
-        for (; g->uuid[i] && i < sizeof name - 1; i++) {
-            char c = g->uuid[i];
+        for (; uuid[i] && i < sizeof name - 1; i++) {
+            char c = uuid[i];
             bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '-' || c == '_' || (c == '.' && i > 0);
             name[i] = ok ? c : '_';
         }
         name[i] = '\0';
     } else {
-        snprintf(name, sizeof name, "index-%u", g->index);
+        snprintf(name, sizeof name, "index-%u", index);
     }
     int n = snprintf(buf, len, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= len)
-        return gm_error_set(err, GM_EINVAL, "lease path for GPU %u is too long", g->index);
+        return gm_error_set(err, GM_EINVAL, "lease path for GPU %u is too long", index);
     return GM_OK;
 }
 
@@ -162,32 +163,106 @@ static void write_pid(int fd)
         return;
 }
 
+/* Whether some process holds the lock file of uuid (index when there is none) right now, and
+ * its pid when it wrote one. A missing or unopenable file is not held. */
+static bool probe_held(const char *dir, const char *uuid, unsigned index, pid_t *pid)
+{
+    char path[LEASE_PATH_MAX];
+    if (lock_path(dir, uuid, index, path, sizeof path, NULL) < 0)
+        return false;
+    bool w, held = false;
+    int fd = open_lock(path, false, &w);
+    if (fd < 0)
+        return false;
+    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN);
+    } else if (errno == EWOULDBLOCK) {
+        held = true;
+        if (pid)
+            *pid = read_pid(fd);
+    }
+    close(fd);
+    return held;
+}
+
+/* A GPU is held through its MIG devices when any of them is leased. */
+static bool mig_held(const char *dir, const gm_gpu *g, pid_t *pid)
+{
+    for (unsigned k = 0; k < g->mig_count && k < GM_MAX_MIG; k++)
+        if (g->mig[k].uuid[0] && probe_held(dir, g->mig[k].uuid, k, pid))
+            return true;
+    return false;
+}
+
+static bool dir_exists(const char *dir)
+{
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int gm_lease_list(const char *dir, const gm_snapshot *s, gm_lease_holder *out, gm_error *err)
 {
     if (!dir || !s || !out)
         return gm_error_set(err, GM_EINVAL, "gm_lease_list: NULL argument");
     memset(out, 0, sizeof *out * s->gpu_count);
-    struct stat st;
-    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+    if (!dir_exists(dir))
         return GM_OK; /* nobody ever leased through it */
     gm_error derr = {0};
     int dfd = dir_lock(dir, LOCK_SH, false, &derr);
     /* No .lock file yet means no acquisition ever finished here; probe anyway (cheap). */
     for (unsigned i = 0; i < s->gpu_count; i++) {
-        char path[LEASE_PATH_MAX];
-        if (lock_path(dir, &s->gpus[i], path, sizeof path, NULL) < 0)
-            continue;
-        bool w;
-        int fd = open_lock(path, false, &w);
-        if (fd < 0)
-            continue;
-        if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-            flock(fd, LOCK_UN);
-        } else if (errno == EWOULDBLOCK) {
+        const gm_gpu *g = &s->gpus[i];
+        if (probe_held(dir, g->uuid, g->index, &out[i].pid))
             out[i].held = true;
-            out[i].pid = read_pid(fd);
+        else if (mig_held(dir, g, &out[i].pid))
+            out[i].held = out[i].indirect = true;
+    }
+    if (dfd >= 0)
+        close(dfd);
+    return GM_OK;
+}
+
+unsigned gm_lease_mig_count(const gm_snapshot *s)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        n += s->gpus[i].mig_count < GM_MAX_MIG ? s->gpus[i].mig_count : GM_MAX_MIG;
+    return n < GM_MAX_GPUS ? n : GM_MAX_GPUS;
+}
+
+const gm_mig_device *gm_lease_mig_at(const gm_snapshot *s, unsigned k, const gm_gpu **gpu)
+{
+    if (k >= GM_MAX_GPUS)
+        return NULL;
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        unsigned n = s->gpus[i].mig_count < GM_MAX_MIG ? s->gpus[i].mig_count : GM_MAX_MIG;
+        if (k < n) {
+            if (gpu)
+                *gpu = &s->gpus[i];
+            return &s->gpus[i].mig[k];
         }
-        close(fd);
+        k -= n;
+    }
+    return NULL;
+}
+
+int gm_lease_list_mig(const char *dir, const gm_snapshot *s, gm_lease_holder *out, gm_error *err)
+{
+    if (!dir || !s || !out)
+        return gm_error_set(err, GM_EINVAL, "gm_lease_list_mig: NULL argument");
+    unsigned n = gm_lease_mig_count(s);
+    memset(out, 0, sizeof *out * n);
+    if (!dir_exists(dir))
+        return GM_OK;
+    gm_error derr = {0};
+    int dfd = dir_lock(dir, LOCK_SH, false, &derr);
+    for (unsigned k = 0; k < n; k++) {
+        const gm_gpu *g = NULL;
+        const gm_mig_device *m = gm_lease_mig_at(s, k, &g);
+        if (probe_held(dir, m->uuid, k, &out[k].pid))
+            out[k].held = true;
+        else if (probe_held(dir, g->uuid, g->index, &out[k].pid))
+            out[k].held = out[k].indirect = true;
     }
     if (dfd >= 0)
         close(dfd);
@@ -217,33 +292,30 @@ static int cmp_entry(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int gm_lease_acquire(const char *dir, const gm_snapshot *s, const unsigned *candidates,
-                     size_t n_candidates, size_t n_wanted, gm_lease **out, gm_error *err)
-{
-    if (!out)
-        return gm_error_set(err, GM_EINVAL, "gm_lease_acquire: NULL output");
-    *out = NULL;
-    if (!dir || !s || (!candidates && n_candidates))
-        return gm_error_set(err, GM_EINVAL, "gm_lease_acquire: NULL argument");
-    if (n_wanted == 0 || n_wanted > n_candidates)
-        return gm_error_set(err, GM_EINVAL, "cannot lease %zu GPUs out of %zu candidates", n_wanted,
-                            n_candidates);
-    const gm_gpu *gpus[GM_MAX_GPUS];
-    size_t ng = 0;
-    for (size_t i = 0; i < n_candidates; i++) {
-        const gm_gpu *g = gm_snapshot_gpu(s, candidates[i]);
-        if (!g)
-            return gm_error_set(err, GM_ENOENT, "no GPU %u to lease", candidates[i]);
-        bool dup = false;
-        for (size_t k = 0; k < ng && !dup; k++)
-            dup = gpus[k] == g;
-        if (!dup && ng < GM_MAX_GPUS)
-            gpus[ng++] = g;
-    }
-    if (n_wanted > ng)
-        return gm_error_set(err, GM_EINVAL, "cannot lease %zu GPUs out of %zu distinct candidates",
-                            n_wanted, ng);
+/* One thing a lease can hold: a GPU, or a MIG device of gpu. */
+typedef struct lease_unit {
+    unsigned index; /* driver index of a GPU, number of a MIG device */
+    const char *uuid;
+    const gm_gpu *gpu;        /* the GPU, or the MIG device's GPU */
+    const gm_mig_device *mig; /* NULL for a whole GPU */
+} lease_unit;
 
+/* Another holder keeps u: a lease on its whole GPU (u a MIG device) or on one of its MIG
+ * devices (u a GPU). The caller holds the directory lock, so no acquisition runs meanwhile. */
+static bool excluded(const char *dir, const lease_unit *u, pid_t *pid)
+{
+    if (u->mig)
+        return probe_held(dir, u->gpu->uuid, u->gpu->index, pid);
+    return mig_held(dir, u->gpu, pid);
+}
+
+static int acquire_units(const char *dir, const lease_unit *units, size_t ng, size_t n_wanted,
+                         gm_lease **out, gm_error *err)
+{
+    const char *what = ng && units[0].mig ? "MIG device" : "GPU";
+    if (n_wanted > ng)
+        return gm_error_set(err, GM_EINVAL, "cannot lease %zu %ss out of %zu distinct candidates",
+                            n_wanted, what, ng);
     int rc = make_dir(dir, err);
     if (rc < 0)
         return rc;
@@ -260,46 +332,63 @@ int gm_lease_acquire(const char *dir, const gm_snapshot *s, const unsigned *cand
     char busy[256] = "";
     size_t busy_len = 0;
     for (size_t i = 0; i < ng && l->count < n_wanted; i++) {
+        const lease_unit *u = &units[i];
         char path[LEASE_PATH_MAX];
-        rc = lock_path(dir, gpus[i], path, sizeof path, err);
+        rc = lock_path(dir, u->uuid, u->index, path, sizeof path, err);
         if (rc < 0)
             goto fail;
-        bool writable;
-        int fd = open_lock(path, true, &writable);
-        if (fd < 0) {
-            rc = gm_error_set(err, errno_code(errno), "cannot open lease file %s: %s", path,
-                              strerror(errno));
-            goto fail;
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-            int e = errno;
-            if (e != EWOULDBLOCK) {
-                close(fd);
-                rc = gm_error_set(err, GM_EIO, "cannot lock %s: %s", path, strerror(e));
+        pid_t pid = 0;
+        int fd = -1;
+        bool writable = false, other = excluded(dir, u, &pid);
+        if (!other) {
+            fd = open_lock(path, true, &writable);
+            if (fd < 0) {
+                rc = gm_error_set(err, errno_code(errno), "cannot open lease file %s: %s", path,
+                                  strerror(errno));
                 goto fail;
             }
-            pid_t pid = read_pid(fd);
-            close(fd);
-            int n = pid ? snprintf(busy + busy_len, sizeof busy - busy_len, "%sGPU %u (pid %ld)",
-                                   busy_len ? ", " : "", gpus[i]->index, (long)pid)
-                        : snprintf(busy + busy_len, sizeof busy - busy_len, "%sGPU %u",
-                                   busy_len ? ", " : "", gpus[i]->index);
+            if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                if (e != EWOULDBLOCK) {
+                    close(fd);
+                    rc = gm_error_set(err, GM_EIO, "cannot lock %s: %s", path, strerror(e));
+                    goto fail;
+                }
+                pid = read_pid(fd);
+                close(fd);
+                fd = -1;
+            }
+        }
+        if (fd < 0) {
+            char name[GM_UUID_LEN + 32];
+            if (u->mig)
+                snprintf(name, sizeof name, "%s (GPU %u)", u->uuid, u->gpu->index);
+            else
+                snprintf(name, sizeof name, "GPU %u", u->index);
+            int n = snprintf(busy + busy_len, sizeof busy - busy_len, "%s%s%s",
+                             busy_len ? ", " : "", name,
+                             other ? (u->mig ? " through its GPU" : " through a MIG device") : "");
             if (n > 0 && busy_len + (size_t)n < sizeof busy)
                 busy_len += (size_t)n;
+            if (pid) {
+                n = snprintf(busy + busy_len, sizeof busy - busy_len, " (pid %ld)", (long)pid);
+                if (n > 0 && busy_len + (size_t)n < sizeof busy)
+                    busy_len += (size_t)n;
+            }
             continue;
         }
         if (writable)
             write_pid(fd);
         lease_entry *e = &l->e[l->count++];
-        e->index = gpus[i]->index;
-        snprintf(e->uuid, sizeof e->uuid, "%s", gpus[i]->uuid);
+        e->index = u->index;
+        snprintf(e->uuid, sizeof e->uuid, "%s", u->uuid);
         e->fd = fd;
         e->writable = writable;
     }
     if (l->count < n_wanted) {
-        rc = gm_error_set(err, GM_EBUSY,
-                          "only %zu of %zu GPUs could be leased; leased by others: %s", l->count,
-                          n_wanted, busy_len ? busy : "none");
+        rc =
+            gm_error_set(err, GM_EBUSY, "only %zu of %zu %ss could be leased; leased by others: %s",
+                         l->count, n_wanted, what, busy_len ? busy : "none");
         goto fail;
     }
     close(dfd);
@@ -311,6 +400,62 @@ fail:
     close(dfd);
     free(l);
     return rc;
+}
+
+int gm_lease_acquire(const char *dir, const gm_snapshot *s, const unsigned *candidates,
+                     size_t n_candidates, size_t n_wanted, gm_lease **out, gm_error *err)
+{
+    if (!out)
+        return gm_error_set(err, GM_EINVAL, "gm_lease_acquire: NULL output");
+    *out = NULL;
+    if (!dir || !s || (!candidates && n_candidates))
+        return gm_error_set(err, GM_EINVAL, "gm_lease_acquire: NULL argument");
+    if (n_wanted == 0 || n_wanted > n_candidates)
+        return gm_error_set(err, GM_EINVAL, "cannot lease %zu GPUs out of %zu candidates", n_wanted,
+                            n_candidates);
+    lease_unit units[GM_MAX_GPUS];
+    size_t ng = 0;
+    for (size_t i = 0; i < n_candidates; i++) {
+        const gm_gpu *g = gm_snapshot_gpu(s, candidates[i]);
+        if (!g)
+            return gm_error_set(err, GM_ENOENT, "no GPU %u to lease", candidates[i]);
+        bool dup = false;
+        for (size_t k = 0; k < ng && !dup; k++)
+            dup = units[k].gpu == g;
+        if (!dup && ng < GM_MAX_GPUS)
+            units[ng++] = (lease_unit){.index = g->index, .uuid = g->uuid, .gpu = g};
+    }
+    return acquire_units(dir, units, ng, n_wanted, out, err);
+}
+
+int gm_lease_acquire_mig(const char *dir, const gm_snapshot *s, const unsigned *candidates,
+                         size_t n_candidates, size_t n_wanted, gm_lease **out, gm_error *err)
+{
+    if (!out)
+        return gm_error_set(err, GM_EINVAL, "gm_lease_acquire_mig: NULL output");
+    *out = NULL;
+    if (!dir || !s || (!candidates && n_candidates))
+        return gm_error_set(err, GM_EINVAL, "gm_lease_acquire_mig: NULL argument");
+    if (n_wanted == 0 || n_wanted > n_candidates)
+        return gm_error_set(err, GM_EINVAL, "cannot lease %zu MIG devices out of %zu candidates",
+                            n_wanted, n_candidates);
+    lease_unit units[GM_MAX_GPUS];
+    size_t ng = 0;
+    for (size_t i = 0; i < n_candidates; i++) {
+        const gm_gpu *g = NULL;
+        const gm_mig_device *m = gm_lease_mig_at(s, candidates[i], &g);
+        if (!m)
+            return gm_error_set(err, GM_ENOENT, "no MIG device %u to lease", candidates[i]);
+        if (!m->uuid[0])
+            return gm_error_set(err, GM_ENOENT, "MIG device %u has no UUID to lease it by",
+                                candidates[i]);
+        bool dup = false;
+        for (size_t k = 0; k < ng && !dup; k++)
+            dup = units[k].mig == m;
+        if (!dup && ng < GM_MAX_GPUS)
+            units[ng++] = (lease_unit){.index = candidates[i], .uuid = m->uuid, .gpu = g, .mig = m};
+    }
+    return acquire_units(dir, units, ng, n_wanted, out, err);
 }
 
 size_t gm_lease_count(const gm_lease *l)

@@ -30,6 +30,9 @@ int gm_lease_default_dir(char *buf, size_t len, gm_error *err);
 typedef struct gm_lease_holder {
     bool held; /* some process holds this GPU's lock right now */
     pid_t pid; /* the holder's pid as it wrote it; 0 when unknown (not yet written, unreadable) */
+    /* held through the other side of a MIG split: a lease on one of this GPU's MIG devices, or
+     * (for a MIG device) on its whole GPU. Each excludes the other. */
+    bool indirect;
 } gm_lease_holder;
 
 /* Fills out[i] for s->gpus[i], i < s->gpu_count, by probing each GPU's lock file without
@@ -39,6 +42,26 @@ typedef struct gm_lease_holder {
 int gm_lease_list(const char *dir, const gm_snapshot *s, gm_lease_holder *out, gm_error *err);
 
 typedef struct gm_lease gm_lease;
+
+/* MIG devices as units of their own. Their numbers run over the snapshot's GPUs in order and
+ * each GPU's mig[] in order: GPU 0's first MIG device is 0. A MIG device's lock file is named
+ * after its own UUID ("MIG-..."); a lease on a GPU and one on any of its MIG devices exclude
+ * each other (a whole GPU is listed as held, indirect, while one of its MIG devices is). */
+
+/* How many MIG devices s holds (at most GM_MAX_GPUS are numbered). */
+unsigned gm_lease_mig_count(const gm_snapshot *s);
+
+/* MIG device number k of s and, in *gpu (may be NULL), its GPU; NULL when there is none. */
+const gm_mig_device *gm_lease_mig_at(const gm_snapshot *s, unsigned k, const gm_gpu **gpu);
+
+/* gm_lease_list for MIG devices: out[k] for MIG device k, gm_lease_mig_count(s) entries. */
+int gm_lease_list_mig(const char *dir, const gm_snapshot *s, gm_lease_holder *out, gm_error *err);
+
+/* gm_lease_acquire for MIG devices: candidates are MIG device numbers; the lease's indices are
+ * those numbers and its UUIDs the MIG devices' ("MIG-..."). A MIG device whose GPU is leased
+ * whole counts as busy. */
+int gm_lease_acquire_mig(const char *dir, const gm_snapshot *s, const unsigned *candidates,
+                         size_t n_candidates, size_t n_wanted, gm_lease **out, gm_error *err);
 
 /* Takes leases on n_wanted GPUs of s, trying candidates (driver indices, best first) in order
  * and skipping the ones another holder has; never waits for a GPU (only for the directory lock,

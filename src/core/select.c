@@ -26,6 +26,18 @@ bool gm_select_score(const gm_gpu *g, double *score)
     return true;
 }
 
+bool gm_select_score_mig(const gm_mig_device *m, bool busy, double *score)
+{
+    if (!m->mem_valid || m->mem_total_bytes == 0)
+        return false;
+    double mem = (double)m->mem_free_bytes / (double)m->mem_total_bytes;
+    double idle = busy ? 0 : 1;
+    if (m->prof_valid & (1u << GM_MIG_PROF_SM_ACTIVE))
+        idle = (100.0 - m->prof_pct[GM_MIG_PROF_SM_ACTIVE]) / 100.0;
+    *score = GM_SCORE_W_MEMORY * mem + GM_SCORE_W_IDLE * idle;
+    return true;
+}
+
 const char *gm_select_status_name(gm_select_status st)
 {
     switch (st) {
@@ -109,6 +121,29 @@ void gm_select_visible(const char *value, const gm_snapshot *s, bool *visible)
     }
 }
 
+/* A MIG device is visible when the value names its GPU, or names it by its "MIG-..." UUID or a
+ * prefix of that longer than "MIG-" (any entry of the list: CUDA's stop at the first invalid
+ * one is gm_select_visible's business for GPUs). */
+static bool mig_visible(const char *value, const char *uuid, bool gpu_visible)
+{
+    if (!value || gpu_visible)
+        return true;
+    for (const char *p = value; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len > 4 && strncmp(p, "MIG-", 4) == 0 && strncmp(uuid, p, len) == 0)
+            return true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
 static bool wanted(const gm_select_request *req, unsigned index)
 {
     if (!req->only)
@@ -155,6 +190,18 @@ static void classify(gm_select_gpu *e, const gm_gpu *g, const gm_select_request 
     } else if (g->lost) {
         e->status = GM_SEL_LOST;
         snprintf(e->reason, sizeof e->reason, "fell off the bus");
+    } else if (lh && lh->held && lh->indirect && !req->ignore_leases) {
+        /* In MIG mode a GPU is handed out whole only while none of its instances is taken. */
+        e->status = GM_SEL_LEASED;
+        if (lh->pid)
+            snprintf(e->reason, sizeof e->reason, "a MIG device of it is leased by pid %ld",
+                     (long)lh->pid);
+        else
+            snprintf(e->reason, sizeof e->reason, "a MIG device of it is leased");
+    } else if (e->busy_pid) {
+        e->status = GM_SEL_BUSY;
+        snprintf(e->reason, sizeof e->reason, "process %u runs in a MIG device of it",
+                 (unsigned)e->busy_pid);
     } else if (!e->has_score) {
         e->status = GM_SEL_UNSCORABLE;
         bool mem = e->has_free && e->has_total, util = e->has_util;
@@ -188,6 +235,116 @@ static void classify(gm_select_gpu *e, const gm_gpu *g, const gm_select_request 
     }
 }
 
+/* A process running in MIG device m of g (0: none listed). */
+static uint32_t mig_process(const gm_snapshot *s, const gm_gpu *g, const gm_mig_device *m)
+{
+    for (size_t i = 0; i < s->proc_count; i++) {
+        const gm_process *p = &s->procs[i];
+        if (p->gpu_index == g->index && gm_gpu_process_mig(g, p) == m)
+            return p->pid;
+    }
+    return 0;
+}
+
+/* Any process in a MIG device of g. */
+static uint32_t gpu_mig_process(const gm_snapshot *s, const gm_gpu *g)
+{
+    for (unsigned k = 0; k < g->mig_count && k < GM_MAX_MIG; k++) {
+        uint32_t pid = mig_process(s, g, &g->mig[k]);
+        if (pid)
+            return pid;
+    }
+    return 0;
+}
+
+static void classify_mig(gm_select_gpu *e, const gm_gpu *g, const gm_mig_device *m,
+                         const gm_select_request *req, bool is_visible, const gm_lease_holder *lh)
+{
+    if (lh && lh->held) {
+        e->leased = true;
+        e->lease_pid = lh->pid;
+    }
+    double used = m->mem_valid && m->mem_total_bytes
+                      ? (double)m->mem_used_bytes / (double)m->mem_total_bytes
+                      : 0;
+    if (!wanted(req, g->index)) {
+        e->status = GM_SEL_NOT_WANTED;
+        snprintf(e->reason, sizeof e->reason, "its GPU is not in the requested GPU list");
+    } else if (!is_visible) {
+        e->status = GM_SEL_HIDDEN;
+        snprintf(e->reason, sizeof e->reason, "not in CUDA_VISIBLE_DEVICES");
+    } else if (g->lost) {
+        e->status = GM_SEL_LOST;
+        snprintf(e->reason, sizeof e->reason, "its GPU fell off the bus");
+    } else if (!e->has_score) {
+        e->status = GM_SEL_UNSCORABLE;
+        snprintf(e->reason, sizeof e->reason, "%s",
+                 m->mem_valid ? "total memory reported as 0" : "memory not reported");
+    } else if (e->leased && !req->ignore_leases) {
+        e->status = GM_SEL_LEASED;
+        const char *who = lh->indirect ? "its GPU is leased whole" : "leased";
+        if (e->lease_pid)
+            snprintf(e->reason, sizeof e->reason, "%s by pid %ld", who, (long)e->lease_pid);
+        else
+            snprintf(e->reason, sizeof e->reason, "%s by another gpumon process", who);
+    } else if (e->busy_pid) {
+        e->status = GM_SEL_BUSY;
+        snprintf(e->reason, sizeof e->reason, "process %u runs in it", (unsigned)e->busy_pid);
+    } else if (used > GM_SELECT_MIG_MAX_USED) {
+        e->status = GM_SEL_BUSY;
+        snprintf(e->reason, sizeof e->reason, "%.0f MiB of %.0f MiB used with no process listed",
+                 floor((double)m->mem_used_bytes / MIB), floor(e->total_mib));
+    } else if (e->free_mib < req->min_free_mib) {
+        e->status = GM_SEL_LOW_MEMORY;
+        snprintf(e->reason, sizeof e->reason, "needs >= %.0f MiB free", req->min_free_mib);
+    } else if (req->has_max_util && e->has_util && e->util_pct > req->max_util_pct) {
+        e->status = GM_SEL_BUSY;
+        snprintf(e->reason, sizeof e->reason, "needs <= %g%% SM activity", req->max_util_pct);
+    } else {
+        e->status = GM_SEL_AVAILABLE;
+    }
+}
+
+/* The MIG devices of s as units, numbered as gm_lease_mig_at() numbers them. */
+static unsigned fill_mig(const gm_snapshot *s, const gm_select_request *req,
+                         const gm_lease_holder *leases, gm_select_result *out)
+{
+    bool visible[GM_MAX_GPUS];
+    gm_select_visible(req->visible, s, visible);
+    unsigned n = gm_lease_mig_count(s);
+    for (unsigned k = 0; k < n; k++) {
+        const gm_gpu *g = NULL;
+        const gm_mig_device *m = gm_lease_mig_at(s, k, &g);
+        gm_select_gpu *e = &out->gpus[k];
+        e->index = k;
+        e->mig = true;
+        e->gpu_index = g->index;
+        snprintf(e->name, sizeof e->name, "%s", g->name);
+        snprintf(e->uuid, sizeof e->uuid, "%s", m->uuid);
+        snprintf(e->vendor, sizeof e->vendor, "%s", g->vendor);
+        snprintf(e->profile, sizeof e->profile, "%s", m->profile);
+        e->gpu_instance_id = m->gpu_instance_id;
+        e->compute_instance_id = m->compute_instance_id;
+        if (!g->lost && m->mem_valid) {
+            e->has_free = e->has_total = true;
+            e->free_mib = (double)m->mem_free_bytes / MIB;
+            e->total_mib = (double)m->mem_total_bytes / MIB;
+        }
+        if (!g->lost && (m->prof_valid & (1u << GM_MIG_PROF_SM_ACTIVE))) {
+            e->has_util = true;
+            e->util_pct = m->prof_pct[GM_MIG_PROF_SM_ACTIVE];
+        }
+        e->busy_pid = mig_process(s, g, m);
+        e->has_score = !g->lost && gm_select_score_mig(m, e->busy_pid != 0, &e->score);
+        size_t gi = (size_t)(g - s->gpus);
+        classify_mig(e, g, m, req, mig_visible(req->visible, m->uuid, visible[gi]),
+                     leases ? &leases[k] : NULL);
+        if (e->status == GM_SEL_AVAILABLE)
+            out->n_eligible++;
+    }
+    return n;
+}
+
 int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease_holder *leases,
               gm_select_result *out, gm_error *err)
 {
@@ -213,6 +370,14 @@ int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease
     out->time_ms = s->time_ms;
     snprintf(out->provider, sizeof out->provider, "%s", s->provider);
 
+    if (req->mig) {
+        if (gm_lease_mig_count(s) == 0)
+            return gm_error_set(err, GM_ENODEV,
+                                "no GPU is in MIG mode (--mig hands out MIG "
+                                "devices)");
+        out->n_gpus = fill_mig(s, req, leases, out);
+        goto rank;
+    }
     bool visible[GM_MAX_GPUS];
     unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
     gm_select_visible(req->visible, s, visible);
@@ -234,12 +399,15 @@ int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease
             e->util_pct = e->has_util ? g->v[GM_M_UTIL_GPU_PCT] : 0;
         }
         e->has_score = gm_select_score(g, &e->score);
+        if (!g->lost)
+            e->busy_pid = gpu_mig_process(s, g);
         classify(e, g, req, visible[i], leases ? &leases[i] : NULL);
         if (e->status == GM_SEL_AVAILABLE)
             out->n_eligible++;
     }
     out->n_gpus = n;
-    qsort(out->gpus, n, sizeof out->gpus[0], rank_cmp);
+rank:
+    qsort(out->gpus, out->n_gpus, sizeof out->gpus[0], rank_cmp);
     if (out->n_eligible >= req->count) {
         out->satisfied = true;
         out->n_selected = req->count;
@@ -266,13 +434,25 @@ size_t gm_select_candidates(const gm_select_result *r, unsigned *out, size_t cap
     return n;
 }
 
+/* The entry of unit index in r (NULL when none). */
+static const gm_select_gpu *entry_of(const gm_select_result *r, unsigned index)
+{
+    for (unsigned k = 0; k < r->n_gpus; k++)
+        if (r->gpus[k].index == index)
+            return &r->gpus[k];
+    return NULL;
+}
+
 void gm_select_format_list(const gm_select_result *r, char *buf, size_t len)
 {
     size_t used = 0;
     if (len)
         buf[0] = '\0';
     for (unsigned i = 0; i < r->n_selected; i++) {
-        int n = snprintf(buf + used, len - used, "%s%u", i ? "," : "", r->selected[i]);
+        const gm_select_gpu *e = entry_of(r, r->selected[i]);
+        int n = e && e->mig
+                    ? snprintf(buf + used, len - used, "%s%s", i ? "," : "", e->uuid)
+                    : snprintf(buf + used, len - used, "%s%u", i ? "," : "", r->selected[i]);
         if (n < 0 || used + (size_t)n >= len)
             return;
         used += (size_t)n;
@@ -296,7 +476,8 @@ void gm_select_format_env(const gm_select_result *r, gm_select_env *out)
             char *buf = is_amd(e) ? out->amd : out->cuda;
             size_t *used = is_amd(e) ? &am : &cu, cap = sizeof out->cuda;
             unsigned idx = is_amd(e) ? e->vendor_index : e->index;
-            int w = snprintf(buf + *used, cap - *used, "%s%u", *used ? "," : "", idx);
+            int w = e->mig ? snprintf(buf + *used, cap - *used, "%s%s", *used ? "," : "", e->uuid)
+                           : snprintf(buf + *used, cap - *used, "%s%u", *used ? "," : "", idx);
             if (w > 0 && *used + (size_t)w < cap)
                 *used += (size_t)w;
             if (is_amd(e))
@@ -320,9 +501,24 @@ __attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, 
         *used = *used + (size_t)n < len ? *used + (size_t)n : len;
 }
 
+/* What a person calls the unit: "GPU 3", or "MIG device 1g.10gb GI 7 on GPU 0". */
+static void label(char *buf, size_t len, size_t *used, const gm_select_gpu *e)
+{
+    if (e->mig)
+        append(buf, len, used, "MIG device %s GI %u on GPU %u", e->profile[0] ? e->profile : "?",
+               e->gpu_instance_id, e->gpu_index);
+    else
+        append(buf, len, used, "GPU %u", e->index);
+}
+
+static const char *noun(const gm_select_result *r, unsigned n)
+{
+    return r->req.mig ? (n == 1 ? "MIG device" : "MIG devices") : (n == 1 ? "GPU" : "GPUs");
+}
+
 static void describe(char *buf, size_t len, size_t *used, const gm_select_gpu *e)
 {
-    append(buf, len, used, "GPU %u", e->index);
+    label(buf, len, used, e);
     if (e->has_free && e->has_util)
         append(buf, len, used, " (%.0f MiB free, %.0f%% util)", floor(e->free_mib), e->util_pct);
     else if (e->has_free)
@@ -338,7 +534,7 @@ void gm_select_shortfall(const gm_select_result *r, char *buf, size_t len)
         buf[0] = '\0';
     const gm_select_request *q = &r->req;
     unsigned have = r->satisfied ? r->n_selected : r->n_eligible;
-    append(buf, len, &used, "%u of %u GPU%s free", have, q->count, q->count == 1 ? "" : "s");
+    append(buf, len, &used, "%u of %u %s free", have, q->count, noun(r, q->count));
     if (r->satisfied)
         return;
     if (r->n_gpus == 0) {
@@ -355,7 +551,9 @@ void gm_select_shortfall(const gm_select_result *r, char *buf, size_t len)
             more++;
             continue;
         }
-        append(buf, len, &used, "%sGPU %u: ", named++ ? "; " : " (", e->index);
+        append(buf, len, &used, "%s", named++ ? "; " : " (");
+        label(buf, len, &used, e);
+        append(buf, len, &used, ": ");
         bool low = e->has_free && e->free_mib < q->min_free_mib;
         bool busy = e->has_util && q->has_max_util && e->util_pct > q->max_util_pct;
         if ((e->status == GM_SEL_LOW_MEMORY || e->status == GM_SEL_BUSY) && (low || busy)) {
@@ -383,20 +581,22 @@ void gm_select_explain(const gm_select_result *r, char *buf, size_t len)
     if (r->satisfied) {
         append(buf, len, &used, "selected");
         for (unsigned i = 0; i < r->n_gpus; i++)
-            if (r->gpus[i].status == GM_SEL_SELECTED)
-                append(buf, len, &used, "%s GPU %u (score %.3f)", i ? "," : "", r->gpus[i].index,
-                       r->gpus[i].score);
+            if (r->gpus[i].status == GM_SEL_SELECTED) {
+                append(buf, len, &used, "%s ", i ? "," : "");
+                label(buf, len, &used, &r->gpus[i]);
+                append(buf, len, &used, " (score %.3f)", r->gpus[i].score);
+            }
         return;
     }
     const gm_select_request *q = &r->req;
-    append(buf, len, &used, "need %u GPU%s", q->count, q->count == 1 ? "" : "s");
+    append(buf, len, &used, "need %u %s", q->count, noun(r, q->count));
     if (q->min_free_mib > 0)
         append(buf, len, &used, " with >= %.0f MiB free", q->min_free_mib);
     if (q->has_max_util)
         append(buf, len, &used, "%s <= %g%% util", q->min_free_mib > 0 ? " and" : " with",
                q->max_util_pct);
     if (r->n_gpus == 0) {
-        append(buf, len, &used, "; no GPU was read");
+        append(buf, len, &used, "; no %s was read", noun(r, 1));
         return;
     }
     if (r->n_eligible == 0) {
@@ -405,8 +605,10 @@ void gm_select_explain(const gm_select_result *r, char *buf, size_t len)
         append(buf, len, &used, "; %u qualif%s (", r->n_eligible, r->n_eligible == 1 ? "ies" : "y");
         unsigned k = 0;
         for (unsigned i = 0; i < r->n_gpus; i++)
-            if (r->gpus[i].status == GM_SEL_AVAILABLE)
-                append(buf, len, &used, "%sGPU %u", k++ ? ", " : "", r->gpus[i].index);
+            if (r->gpus[i].status == GM_SEL_AVAILABLE) {
+                append(buf, len, &used, "%s", k++ ? ", " : "");
+                label(buf, len, &used, &r->gpus[i]);
+            }
         append(buf, len, &used, ")");
     }
     /* The GPUs that could have counted, best first, with why they did not. GPUs the caller
@@ -439,8 +641,7 @@ void gm_select_explain(const gm_select_result *r, char *buf, size_t len)
         append(buf, len, &used, ": %s", rest[i]->reason);
     }
     if (ruled_out)
-        append(buf, len, &used, "; %u GPU%s not considered (%s)", ruled_out,
-               ruled_out == 1 ? "" : "s",
+        append(buf, len, &used, "; %u %s not considered (%s)", ruled_out, noun(r, ruled_out),
                r->visible_set ? "-i list or CUDA_VISIBLE_DEVICES" : "-i list");
 }
 
@@ -469,18 +670,27 @@ json_t *gm_select_result_json(const gm_select_result *r)
     }
     for (unsigned i = 0; i < r->n_gpus; i++) {
         const gm_select_gpu *e = &r->gpus[i];
-        json_array_append_new(
-            gpus, json_pack("{s:I, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "index",
-                            (json_int_t)e->index, "name", e->name, "uuid",
-                            e->uuid[0] ? json_string(e->uuid) : json_null(), "status",
-                            gm_select_status_name(e->status), "reason",
-                            e->reason[0] ? json_string(e->reason) : json_null(), "memory_free_mib",
-                            num_or_null(e->has_free, e->free_mib), "memory_total_mib",
-                            num_or_null(e->has_total, e->total_mib), "utilization_percent",
-                            num_or_null(e->has_util, e->util_pct), "availability_score",
-                            num_or_null(e->has_score, round(e->score * 1e6) / 1e6), "leased",
-                            e->leased, "leased_by_pid",
-                            e->leased && e->lease_pid ? json_integer(e->lease_pid) : json_null()));
+        json_t *o = json_pack(
+            "{s:I, s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "index",
+            (json_int_t)e->index, "name", e->name, "uuid",
+            e->uuid[0] ? json_string(e->uuid) : json_null(), "status",
+            gm_select_status_name(e->status), "reason",
+            e->reason[0] ? json_string(e->reason) : json_null(), "memory_free_mib",
+            num_or_null(e->has_free, e->free_mib), "memory_total_mib",
+            num_or_null(e->has_total, e->total_mib), "utilization_percent",
+            num_or_null(e->has_util, e->util_pct), "availability_score",
+            num_or_null(e->has_score, round(e->score * 1e6) / 1e6), "leased", e->leased,
+            "leased_by_pid", e->leased && e->lease_pid ? json_integer(e->lease_pid) : json_null());
+        if (o && e->mig) {
+            json_object_set_new(o, "gpu_index", json_integer(e->gpu_index));
+            json_object_set_new(o, "profile",
+                                e->profile[0] ? json_string(e->profile) : json_null());
+            json_object_set_new(o, "gpu_instance_id", json_integer(e->gpu_instance_id));
+            json_object_set_new(o, "compute_instance_id", json_integer(e->compute_instance_id));
+            json_object_set_new(o, "busy_pid",
+                                e->busy_pid ? json_integer(e->busy_pid) : json_null());
+        }
+        json_array_append_new(gpus, o);
     }
     gm_select_env env;
     gm_select_format_env(r, &env);
@@ -492,7 +702,7 @@ json_t *gm_select_result_json(const gm_select_result *r)
         json_object_set_new(vis, "HIP_VISIBLE_DEVICES", json_string(env.amd));
     }
     return json_pack("{s:b, s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:s, s:o, s:s, s:s, s:s, s:b, s:o,"
-                     " s:o}",
+                     " s:o, s:b}",
                      "satisfied", r->satisfied, "count", (json_int_t)r->req.count, "min_free_mib",
                      num_or_null(true, r->req.min_free_mib), "max_util_percent",
                      num_or_null(r->req.has_max_util, r->req.max_util_pct), "cuda_visible_devices",
@@ -500,7 +710,8 @@ json_t *gm_select_result_json(const gm_select_result *r)
                      (json_int_t)r->n_eligible, "indices", indices, "uuids", uuids, "selection",
                      list, "reason", r->satisfied ? json_null() : json_string(why), "time", when,
                      "provider", r->provider, "allocation_method", "availability_score",
-                     "ignore_leases", r->req.ignore_leases, "gpus", gpus, "visible_devices", vis);
+                     "ignore_leases", r->req.ignore_leases, "gpus", gpus, "visible_devices", vis,
+                     "mig", r->req.mig);
 }
 
 /* ---- waiting ----------------------------------------------------------------------------- */
@@ -560,8 +771,9 @@ int gm_wait_for(gm_collector *c, const gm_select_request *req, const gm_wait_opt
         sample_err[0] = lease_err[0] = '\0';
         if (gm_collector_sample(c, snap, &e) < 0)
             snprintf(sample_err, sizeof sample_err, "%s", e.msg);
-        bool have_leases =
-            opt->lease_dir && gm_lease_list(opt->lease_dir, snap, holders, NULL) == GM_OK;
+        bool have_leases = opt->lease_dir &&
+                           (req->mig ? gm_lease_list_mig(opt->lease_dir, snap, holders, NULL)
+                                     : gm_lease_list(opt->lease_dir, snap, holders, NULL)) == GM_OK;
         int rc = gm_select(snap, req, have_leases ? holders : NULL, out, err);
         if (rc < 0)
             return rc;
@@ -574,20 +786,21 @@ int gm_wait_for(gm_collector *c, const gm_select_request *req, const gm_wait_opt
         }
         if (!sample_err[0] && possible < req->count && possible == out->n_gpus)
             return gm_error_set(err, GM_ENODEV,
-                                "%u GPUs asked for, but there %s only %u here; waiting cannot "
+                                "%u %s asked for, but there %s only %u here; waiting cannot "
                                 "change that",
-                                req->count, possible == 1 ? "is" : "are", possible);
+                                req->count, noun(out, 2), possible == 1 ? "is" : "are", possible);
         if (!sample_err[0] && possible < req->count)
             return gm_error_set(err, GM_ENODEV,
-                                "%u GPU%s asked for, but only %u of the %u here may be chosen "
+                                "%u %s asked for, but only %u of the %u here may be chosen "
                                 "(the others are outside -i/CUDA_VISIBLE_DEVICES or lost); "
                                 "waiting cannot change that",
-                                req->count, req->count == 1 ? "" : "s", possible, out->n_gpus);
+                                req->count, noun(out, req->count), possible, out->n_gpus);
         if (out->satisfied && leasing) {
             unsigned cand[GM_MAX_GPUS];
             size_t nc = gm_select_candidates(out, cand, GM_MAX_GPUS);
             gm_lease *l = NULL;
-            rc = gm_lease_acquire(opt->lease_dir, snap, cand, nc, req->count, &l, &e);
+            rc = req->mig ? gm_lease_acquire_mig(opt->lease_dir, snap, cand, nc, req->count, &l, &e)
+                          : gm_lease_acquire(opt->lease_dir, snap, cand, nc, req->count, &l, &e);
             if (rc == GM_OK) {
                 adopt_lease(out, l);
                 *lease_out = l;

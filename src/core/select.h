@@ -21,6 +21,16 @@
  * free/total or utilization absent, or total memory 0. */
 bool gm_select_score(const gm_gpu *g, double *score);
 
+/* A MIG device counts as busy above this share of its memory used, even with no process listed
+ * in it (a job in another PID namespace, a driver that withholds the list): an idle instance
+ * uses a few MiB, a CUDA context alone hundreds. */
+#define GM_SELECT_MIG_MAX_USED 0.05
+
+/* The score of MIG device m: the same weights, over its own memory; its idle fraction is
+ * 1 - SM activity where GPM gives it, else 1 when no process runs in it and 0 when one does
+ * (busy says so). False when its memory was not read or its total is 0. */
+bool gm_select_score_mig(const gm_mig_device *m, bool busy, double *score);
+
 /* What became of one GPU in a selection. */
 typedef enum gm_select_status {
     GM_SEL_SELECTED,   /* among the N chosen */
@@ -50,6 +60,11 @@ typedef struct gm_select_request {
     const char *visible;  /* a CUDA_VISIBLE_DEVICES value restricting the choice; NULL: none.
                            * See gm_select_visible(). */
     bool ignore_leases;   /* leased GPUs stay eligible (they are still reported as leased) */
+    /* Choose MIG devices instead of whole GPUs: each MIG device is a unit, free when no process
+     * runs in it, at most GM_SELECT_MIG_MAX_USED of its memory is used and it meets min_free_mib
+     * (max_util_pct applies to its GPM SM activity, where given). only and visible still name
+     * GPUs (a MIG device of a listed GPU qualifies; visible may also list MIG UUIDs). */
+    bool mig;
 } gm_select_request;
 
 /* One GPU as the selection saw it. Metric fields are meaningful only when their has_ flag is
@@ -68,6 +83,14 @@ typedef struct gm_select_gpu {
      * snapshot order: what CUDA_VISIBLE_DEVICES or ROCR/HIP_VISIBLE_DEVICES number it by. */
     char vendor[16];
     unsigned vendor_index;
+    /* A MIG device (request.mig): index is its number (gm_lease_mig_at), uuid its "MIG-..."
+     * UUID, name its GPU's; gpu_index is its GPU's driver index. has_util/util_pct are its GPM
+     * SM activity. busy_pid: a process running in it (0: none). */
+    bool mig;
+    unsigned gpu_index;
+    char profile[GM_MIG_PROFILE_LEN];
+    unsigned gpu_instance_id, compute_instance_id;
+    uint32_t busy_pid;
 } gm_select_gpu;
 
 /* A selection. gpus[] lists every GPU of the snapshot in rank order: selected ones by score
@@ -89,9 +112,10 @@ typedef struct gm_select_result {
 } gm_select_result;
 
 /* Ranks the GPUs of s for req into out. leases is NULL (leases unknown: none excluded) or
- * s->gpu_count entries from gm_lease_list(), parallel to s->gpus. Returns GM_OK whether or not
- * enough GPUs qualify (see out->satisfied); GM_EINVAL for a bad request (count 0 or above
- * GM_MAX_GPUS, negative thresholds). Pure: no I/O. */
+ * s->gpu_count entries from gm_lease_list(), parallel to s->gpus (with req->mig: one per MIG
+ * device from gm_lease_list_mig()). Returns GM_OK whether or not enough GPUs qualify (see
+ * out->satisfied); GM_EINVAL for a bad request (count 0 or above GM_MAX_GPUS, negative
+ * thresholds); GM_ENODEV for req->mig when no GPU of s is in MIG mode. Pure: no I/O. */
 int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease_holder *leases,
               gm_select_result *out, gm_error *err);
 
@@ -99,7 +123,8 @@ int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease
  * many (at most cap are written). */
 size_t gm_select_candidates(const gm_select_result *r, unsigned *out, size_t cap);
 
-/* "0,3": the selected indices for CUDA_VISIBLE_DEVICES ("" when unsatisfied). */
+/* "0,3": the selected indices for CUDA_VISIBLE_DEVICES ("" when unsatisfied); for MIG devices
+ * their UUIDs ("MIG-...,MIG-..."), which is how CUDA_VISIBLE_DEVICES names them. */
 void gm_select_format_list(const gm_select_result *r, char *buf, size_t len);
 
 /* The environment that hands the selected GPUs to a program, each vendor's runtime numbering
@@ -110,8 +135,8 @@ void gm_select_format_list(const gm_select_result *r, char *buf, size_t len);
  * not set it. */
 typedef struct gm_select_env {
     bool has_cuda, has_amd;
-    char cuda[GM_MAX_GPUS * 4 + 1]; /* "0,3" */
-    char amd[GM_MAX_GPUS * 4 + 1];  /* for both ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES */
+    char cuda[GM_MAX_GPUS * GM_MIG_UUID_LEN]; /* "0,3"; MIG devices by UUID */
+    char amd[GM_MAX_GPUS * 4 + 1]; /* for both ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES */
 } gm_select_env;
 void gm_select_format_env(const gm_select_result *r, gm_select_env *out);
 
@@ -126,7 +151,9 @@ void gm_select_explain(const gm_select_result *r, char *buf, size_t len);
  * CUDA_VISIBLE_DEVICES) are not named. "2 of 2 GPUs free" when satisfied. */
 void gm_select_shortfall(const gm_select_result *r, char *buf, size_t len);
 
-/* The JSON form, shared by `gpumon select --format json` and GET /api/allocation:
+/* The JSON form, shared by `gpumon select --format json` and GET /api/allocation (with
+ * "mig": true and, per MIG device, "gpu_index", "profile", "gpu_instance_id",
+ * "compute_instance_id" when MIG devices were chosen):
  *   {"satisfied", "count", "min_free_mib", "max_util_percent" (null: none),
  *    "cuda_visible_devices" (the restriction, null: none), "eligible", "indices": [...],
  *    "uuids": [...], "selection": "0,3", "reason" (null when satisfied), "time", "provider",

@@ -429,13 +429,20 @@ static void reopen_labels(buf *b)
         b->len--;
 }
 
-/* The MIG devices' own series of a memory family, in the family's block (Prometheus wants a
- * family's samples together): the GPU's labels plus dcgm-exporter's GPU_I_PROFILE and GPU_I_ID.
- * Memory belongs to the GPU instance, which its compute instances share: one series each. */
+/* The MIG devices' own series of a memory or GPM family, in the family's block (Prometheus
+ * wants a family's samples together): the GPU's labels plus dcgm-exporter's GPU_I_PROFILE and
+ * GPU_I_ID. Memory and GPM belong to the GPU instance, which its compute instances share: one
+ * series each. */
 static void render_mig(buf *b, family *f, gm_metric m, const gm_snapshot *s, const char *hostname,
                        const char *driver)
 {
-    if (m != GM_M_MEM_USED_BYTES && m != GM_M_MEM_FREE_BYTES && m != GM_M_MEM_TOTAL_BYTES)
+    /* GPM per GPU instance gives these three, as dcgm-exporter serves them for MIG. */
+    int prof = m == GM_M_PROF_SM_ACTIVE_PCT ? GM_MIG_PROF_SM_ACTIVE
+               : m == GM_M_PROF_DRAM_PCT    ? GM_MIG_PROF_DRAM
+               : m == GM_M_PROF_TENSOR_PCT  ? GM_MIG_PROF_TENSOR
+                                            : -1;
+    if (m != GM_M_MEM_USED_BYTES && m != GM_M_MEM_FREE_BYTES && m != GM_M_MEM_TOTAL_BYTES &&
+        prof < 0)
         return;
     unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
     for (unsigned i = 0; i < n; i++) {
@@ -445,7 +452,8 @@ static void render_mig(buf *b, family *f, gm_metric m, const gm_snapshot *s, con
             bool seen = false;
             for (unsigned j = 0; j < k; j++)
                 seen |= g->mig[j].gpu_instance_id == d->gpu_instance_id;
-            if (seen || !d->mem_valid)
+            if (seen || (prof < 0 ? !d->mem_valid : !((d->prof_valid >> prof) & 1u)) ||
+                (prof >= 0 && !isfinite(d->prof_pct[prof])))
                 continue;
             uint64_t bytes = m == GM_M_MEM_USED_BYTES   ? d->mem_used_bytes
                              : m == GM_M_MEM_FREE_BYTES ? d->mem_free_bytes
@@ -458,7 +466,8 @@ static void render_mig(buf *b, family *f, gm_metric m, const gm_snapshot *s, con
                 put_label(b, &first, "GPU_I_PROFILE", d->profile,
                           strnlen(d->profile, sizeof d->profile));
             buf_printf(b, ",GPU_I_ID=\"%u\"}", d->gpu_instance_id);
-            put_value(b, convert(CONV_MIB, (double)bytes));
+            put_value(b, prof >= 0 ? convert(CONV_RATIO, d->prof_pct[prof])
+                                   : convert(CONV_MIB, (double)bytes));
         }
     }
 }

@@ -1,7 +1,9 @@
 """/metrics of a daemon over an H100 in MIG mode beside one that is not (the fake NVML's
 h100-mig.json): each MIG device's memory as its own series with dcgm-exporter's GPU_I_PROFILE
-and GPU_I_ID labels, processes labelled with their instance, and per-process utilization only
-with --process-metrics."""
+and GPU_I_ID labels, GPM activity per GPU instance under dcgm-exporter's DCGM_FI_PROF_* names,
+processes labelled with their instance, and per-process utilization only with
+--process-metrics."""
+import json
 import re
 import shutil
 import subprocess
@@ -68,6 +70,43 @@ class MigMetrics(unittest.TestCase):
         # Per-process utilization is off by default (a series per process and engine).
         self.assertNotIn("gpumon_process_utilization_percent", text)
         check_promtool(self, body)
+
+    def test_gpm_per_mig_device(self):
+        # GPM needs two passes: wait for a scrape that has the instances' SM activity.
+        with Daemon(args=["--interval", "0.2"], scenario="h100-mig.json") as d:
+            deadline = time.time() + 10
+            while True:
+                status, _, body = d.request("/metrics")
+                text = body.decode()
+                if "DCGM_FI_PROF_SM_ACTIVE{" in text or time.time() > deadline:
+                    break
+                time.sleep(0.1)
+            status, _, js = d.request("/api/gpus")
+        sm = {(l["GPU_I_PROFILE"], l["GPU_I_ID"]): (l, v)
+              for l, v in series(text, "DCGM_FI_PROF_SM_ACTIVE") if "GPU_I_ID" in l}
+        self.assertEqual(sorted(sm), [("1g.10gb", "7"), ("1g.10gb", "8"), ("3g.40gb", "2")])
+        labels, value = sm[("1g.10gb", "7")]
+        self.assertEqual(value, 0.88)  # a ratio, as dcgm-exporter's
+        self.assertEqual((labels["gpu"], labels["UUID"]), ("0", "GPU-6a3c1e52-7d41-4c8e-9b2a-5f0d3e8c1a47"))
+        self.assertIn(sm[("3g.40gb", "2")][1], (0.625, 0.64))
+        self.assertEqual(sm[("1g.10gb", "8")][1], 0)
+        dram = {l["GPU_I_ID"]: v for l, v in series(text, "DCGM_FI_PROF_DRAM_ACTIVE") if "GPU_I_ID" in l}
+        self.assertEqual(dram, {"2": 0.3125, "7": 0.125, "8": 0})
+        # Not given for GI 7: no series, never a 0.
+        tensor = {l["GPU_I_ID"]: v for l, v in series(text, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
+                  if "GPU_I_ID" in l}
+        self.assertEqual(sorted(tensor), ["2", "8"])
+        # Nor for the GPU itself, which the fake gives no GPU-wide GPM reading.
+        self.assertFalse([l for l, v in series(text, "DCGM_FI_PROF_SM_ACTIVE") if "GPU_I_ID" not in l])
+        check_promtool(self, body)
+        # The JSON: a "utilization" object per MIG device, null where GPM gave nothing.
+        self.assertEqual(status, 200)
+        doc = json.loads(js)
+        gpus = doc["gpus"] if isinstance(doc, dict) else doc
+        util = {m["gpu_instance_id"]: m["utilization"] for m in gpus[0]["mig_devices"]}
+        self.assertEqual(util[7], {"sm_active_percent": 88, "dram_active_percent": 12.5,
+                                   "tensor_active_percent": None})
+        self.assertEqual(util[8]["tensor_active_percent"], 0)
 
     def test_process_metrics_flag(self):
         text, body = self.scrape(["--process-metrics"])

@@ -2071,7 +2071,8 @@ unsigned long fake_nvml_xid_delivered(unsigned index)
 
 typedef struct fake_gpm_sample {
     fake_gpu *g;
-    unsigned long read; /* the GPU's utilisation read when taken */
+    unsigned long read;  /* the GPU's utilisation read when taken */
+    const fake_mig *mig; /* a GPU instance's sample (nvmlGpmMigSampleGet), else NULL */
 } fake_gpm_sample;
 
 typedef struct {
@@ -2126,7 +2127,35 @@ int nvmlGpmSampleGet(nvmlDevice_t d, fake_gpm_sample *s)
         return rc;
     s->g = d;
     s->read = d->util_calls;
+    s->mig = NULL;
     return RC_SUCCESS;
+}
+
+/* A GPU instance's sample: its MIG device's "gpm" object ({"sm", "dram", "tensor"}, numbers
+ * or per-read arrays) answers nvmlGpmMetricsGet; a MIG device without one answers 3
+ * NOT_SUPPORTED (a driver that gives no GPM per instance), a GPU instance id that names no MIG
+ * device 2 INVALID_ARGUMENT. */
+int nvmlGpmMigSampleGet(nvmlDevice_t d, unsigned gi, fake_gpm_sample *s)
+{
+    count_call(__func__);
+    if (!valid_device(d) || !s)
+        return F.refcount ? RC_INVALID_ARGUMENT : RC_UNINITIALIZED;
+    if (d->lost)
+        return RC_GPU_IS_LOST;
+    for (unsigned i = 0; i < F.nmig; i++) {
+        const fake_mig *m = &F.migs[i];
+        json_t *id = m->j ? json_object_get(m->j, "gpu_instance_id") : NULL;
+        if (m->parent != d || mig_gone(m) || !json_is_integer(id) ||
+            (unsigned)json_integer_value(id) != gi)
+            continue;
+        if (!json_is_object(json_object_get(m->j, "gpm")))
+            return RC_NOT_SUPPORTED;
+        s->g = d;
+        s->read = d->util_calls;
+        s->mig = m;
+        return RC_SUCCESS;
+    }
+    return RC_INVALID_ARGUMENT;
 }
 
 int nvmlGpmMetricsGet(fake_gpm_metrics_get *q)
@@ -2143,10 +2172,10 @@ int nvmlGpmMetricsGet(fake_gpm_metrics_get *q)
     if (q->version != 1)
         return RC_ARGUMENT_VERSION_MISMATCH;
     if (!q->sample1 || !q->sample2 || !q->sample1->g || q->sample1->g != q->sample2->g ||
-        q->numMetrics > 333)
+        q->sample1->mig != q->sample2->mig || q->numMetrics > 333)
         return RC_INVALID_ARGUMENT;
     fake_gpu *g = q->sample2->g;
-    json_t *gpm = json_object_get(g->j, "gpm");
+    json_t *gpm = json_object_get(q->sample2->mig ? q->sample2->mig->j : g->j, "gpm");
     for (unsigned i = 0; i < q->numMetrics; i++) {
         fake_gpm_metric *m = &q->metrics[i];
         m->nvmlReturn = RC_NOT_SUPPORTED;

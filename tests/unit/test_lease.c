@@ -459,6 +459,65 @@ static void test_forked_child_release_keeps_parent_lease(void **state)
     assert_false(h[7].held);
 }
 
+/* MIG devices are leased by their own UUIDs, numbered across GPUs; a lease on a MIG device and
+ * one on its whole GPU exclude each other; another GPU's MIG devices stay free. */
+static void test_mig_leases(void **state)
+{
+    for (unsigned i = 6; i < 8; i++) {
+        gm_gpu *g = &snap->gpus[i];
+        g->mig_count = 2;
+        for (unsigned k = 0; k < 2; k++)
+            snprintf(g->mig[k].uuid, sizeof g->mig[k].uuid, "MIG-1ea5e000-0000-5000-8000-%06u%06u",
+                     i, k);
+    }
+    assert_int_equal(gm_lease_mig_count(snap), 4);
+    const gm_gpu *g = NULL;
+    assert_ptr_equal(gm_lease_mig_at(snap, 3, &g), &snap->gpus[7].mig[1]);
+    assert_ptr_equal(g, &snap->gpus[7]);
+    assert_null(gm_lease_mig_at(snap, 4, NULL));
+
+    gm_error err = {0};
+    gm_lease *mig = NULL, *whole = NULL;
+    const unsigned first[] = {0};
+    assert_int_equal(gm_lease_acquire_mig(dir, snap, first, 1, 1, &mig, &err), GM_OK);
+    assert_string_equal(gm_lease_uuid(mig, 0), "MIG-1ea5e000-0000-5000-8000-000006000000");
+    char path[256];
+    snprintf(path, sizeof path, "%s/MIG-1ea5e000-0000-5000-8000-000006000000", dir);
+    assert_int_equal(access(path, F_OK), 0);
+
+    /* GPU 6 cannot be leased whole now; GPU 7 can. Listing shows 6 held, indirectly. */
+    const unsigned six[] = {6}, seven[] = {7};
+    assert_int_equal(gm_lease_acquire(dir, snap, six, 1, 1, &whole, &err), GM_EBUSY);
+    assert_non_null(strstr(err.msg, "GPU 6 through a MIG device"));
+    gm_lease_holder h[GM_MAX_GPUS];
+    assert_int_equal(gm_lease_list(dir, snap, h, &err), GM_OK);
+    assert_true(h[6].held && h[6].indirect);
+    assert_int_equal(h[6].pid, getpid());
+    assert_false(h[7].held);
+
+    /* GPU 7 leased whole: its MIG devices are taken (indirect); GPU 6's second one is not. */
+    assert_int_equal(gm_lease_acquire(dir, snap, seven, 1, 1, &whole, &err), GM_OK);
+    assert_int_equal(gm_lease_list_mig(dir, snap, h, &err), GM_OK);
+    assert_true(h[0].held && !h[0].indirect);
+    assert_false(h[1].held);
+    assert_true(h[2].held && h[2].indirect);
+    assert_true(h[3].held && h[3].indirect);
+    gm_lease *other = NULL;
+    const unsigned rest[] = {2, 3, 1};
+    assert_int_equal(gm_lease_acquire_mig(dir, snap, rest, 3, 2, &other, &err), GM_EBUSY);
+    assert_non_null(strstr(err.msg, "through its GPU"));
+    assert_int_equal(gm_lease_acquire_mig(dir, snap, rest, 3, 1, &other, &err), GM_OK);
+    unsigned idx[4];
+    assert_int_equal(gm_lease_indices(other, idx, 4), 1);
+    assert_int_equal(idx[0], 1);
+    gm_lease_release(other);
+    gm_lease_release(whole);
+    gm_lease_release(mig);
+    assert_int_equal(gm_lease_acquire(dir, snap, six, 1, 1, &whole, &err), GM_OK);
+    gm_lease_release(whole);
+    snap->gpus[6].mig_count = snap->gpus[7].mig_count = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -472,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_exit_without_release_frees),
         cmocka_unit_test(test_exec_child_inherits_nothing),
         cmocka_unit_test(test_forked_child_release_keeps_parent_lease),
+        cmocka_unit_test(test_mig_leases),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1329,6 +1329,53 @@ static void test_process_utilization(void **state)
     close_st(st);
 }
 
+/* GPM per MIG device: one sample per GPU instance per pass and one metrics call for its three
+ * readings; nothing on the first pass; a reading the driver does not give stays absent; a
+ * driver that gives no GPM per instance is asked once, then never again. */
+static void test_mig_gpm(void **state)
+{
+    (void)state;
+    void *st = open_ok(&fake_current, "h100-mig.json");
+    unsigned long s0 = fake_current.calls("nvmlGpmMigSampleGet");
+    sample_ok(st, true);
+    const gm_gpu *g = &snap->gpus[0];
+    assert_int_equal(g->mig_count, 3);
+    for (unsigned k = 0; k < 3; k++)
+        assert_int_equal(g->mig[k].prof_valid, 0);
+    assert_int_equal(fake_current.calls("nvmlGpmMigSampleGet") - s0, 3);
+    unsigned long m0 = fake_current.calls("nvmlGpmMetricsGet");
+    sample_ok(st, true);
+    assert_int_equal(fake_current.calls("nvmlGpmMigSampleGet") - s0, 6);
+    /* 3 instances, plus the GPU's own GPM reading */
+    assert_int_equal(fake_current.calls("nvmlGpmMetricsGet") - m0, 4);
+    const gm_mig_device *m = &g->mig[1];
+    assert_int_equal(m->gpu_instance_id, 7);
+    assert_int_equal(m->prof_valid, (1u << GM_MIG_PROF_SM_ACTIVE) | (1u << GM_MIG_PROF_DRAM));
+    assert_float_equal(m->prof_pct[GM_MIG_PROF_SM_ACTIVE], 88, 0);
+    assert_float_equal(m->prof_pct[GM_MIG_PROF_DRAM], 12.5, 0);
+    m = &g->mig[0];
+    assert_int_equal(m->prof_valid, 7);
+    assert_true(m->prof_pct[GM_MIG_PROF_SM_ACTIVE] == 62.5 ||
+                m->prof_pct[GM_MIG_PROF_SM_ACTIVE] == 64);
+    assert_float_equal(m->prof_pct[GM_MIG_PROF_DRAM], 31.25, 0);
+    assert_int_equal(g->mig[2].prof_valid, 7);
+    assert_float_equal(g->mig[2].prof_pct[GM_MIG_PROF_TENSOR], 0, 0);
+    /* The GPU not in MIG mode has no MIG device to sample. */
+    assert_int_equal(snap->gpus[1].mig_count, 0);
+    close_st(st);
+
+    st = open_ok(&fake_current, "h100-mig-no-instance-gpm.json");
+    s0 = fake_current.calls("nvmlGpmMigSampleGet");
+    for (int i = 0; i < 3; i++) {
+        sample_ok(st, true);
+        assert_int_equal(snap->gpus[0].mig_count, 2);
+        assert_int_equal(snap->gpus[0].mig[0].prof_valid, 0);
+        assert_int_equal(snap->gpus[0].mig[1].prof_valid, 0);
+    }
+    assert_int_equal(fake_current.calls("nvmlGpmMigSampleGet") - s0, 1);
+    close_st(st);
+}
+
 /* MIG: the devices of a GPU in MIG mode with their profile, instance ids and memory; the
  * processes placed in them; the list read once a minute, the memory every sample. */
 static void test_mig_devices(void **state)
@@ -1435,6 +1482,7 @@ int main(void)
         cmocka_unit_test_teardown(test_mig_parent, test_teardown),
         cmocka_unit_test_teardown(test_process_utilization, test_teardown),
         cmocka_unit_test_teardown(test_mig_devices, test_teardown),
+        cmocka_unit_test_teardown(test_mig_gpm, test_teardown),
         cmocka_unit_test_teardown(test_dropin_reads_present, test_teardown),
         cmocka_unit_test_teardown(test_dropin_reads_absent, test_teardown),
         cmocka_unit_test_teardown(test_smi_extra_h200, test_teardown),

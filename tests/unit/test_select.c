@@ -371,6 +371,179 @@ static void test_json(void **state)
 
 /* ---- gm_wait_for against the fake NVML ---------------------------------------------------- */
 
+/* Adds a MIG device to g: total/used in GiB; sm < 0 leaves its GPM SM activity absent. */
+static gm_mig_device *add_mig(gm_gpu *g, const char *profile, unsigned gi, double total_gib,
+                              double used_gib, double sm)
+{
+    gm_mig_device *m = &g->mig[g->mig_count++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->uuid, sizeof m->uuid, "MIG-7e570000-0000-5000-8000-%06u%06u", g->index, gi);
+    snprintf(m->profile, sizeof m->profile, "%s", profile);
+    m->gpu_instance_id = gi;
+    m->mem_valid = true;
+    m->mem_total_bytes = (uint64_t)(total_gib * GIB);
+    m->mem_used_bytes = (uint64_t)(used_gib * GIB);
+    m->mem_free_bytes = m->mem_total_bytes - m->mem_used_bytes;
+    if (sm >= 0) {
+        m->prof_valid |= 1u << GM_MIG_PROF_SM_ACTIVE;
+        m->prof_pct[GM_MIG_PROF_SM_ACTIVE] = sm;
+    }
+    return m;
+}
+
+static void add_proc(unsigned gpu, uint32_t pid, unsigned gi)
+{
+    gm_process *p = &snap->procs[snap->proc_count++];
+    memset(p, 0, sizeof *p);
+    p->gpu_index = gpu;
+    p->pid = pid;
+    p->instance_known = true;
+    p->gpu_instance_id = gi;
+}
+
+static void test_mig_score(void **state)
+{
+    reset();
+    gm_gpu *g = add_gpu(0, 80, 40, -1);
+    double s = -1;
+    /* 8 of 10 GiB free, no GPM, nothing running: 0.6 x 0.8 + 0.4 = 0.88; a process in it
+     * makes its idle part 0: 0.48. With GPM's 25% SM activity: 0.48 + 0.4 x 0.75 = 0.78. */
+    gm_mig_device *m = add_mig(g, "1g.10gb", 7, 10, 2, -1);
+    assert_true(gm_select_score_mig(m, false, &s));
+    assert_float_equal(s, 0.88, 1e-9);
+    assert_true(gm_select_score_mig(m, true, &s));
+    assert_float_equal(s, 0.48, 1e-9);
+    m = add_mig(g, "1g.10gb", 8, 10, 2, 25);
+    assert_true(gm_select_score_mig(m, false, &s));
+    assert_float_equal(s, 0.78, 1e-9);
+    m->mem_valid = false;
+    s = -1;
+    assert_false(gm_select_score_mig(m, false, &s));
+    assert_float_equal(s, -1, 0);
+}
+
+/* MIG devices as units: free ones ranked by score, busy ones (a process, memory used, SM
+ * activity over --max-util) and low-memory ones excluded with reasons naming the device and
+ * its GPU; the env names them by UUID; no MIG device at all is an error. */
+static void test_mig_select(void **state)
+{
+    reset();
+    gm_select_request req = {.count = 1, .mig = true};
+    gm_error err = {0};
+    add_gpu(0, 80, 80, 0);
+    assert_int_equal(gm_select(snap, &req, NULL, &res, &err), GM_ENODEV);
+    assert_non_null(strstr(err.msg, "no GPU is in MIG mode"));
+
+    reset();
+    gm_gpu *g0 = add_gpu(0, 80, 40, -1);
+    add_mig(g0, "3g.40gb", 2, 40, 12, -1);   /* MIG 0: process 5001 runs in it */
+    add_mig(g0, "1g.10gb", 7, 10, 3, -1);    /* MIG 1: 30% used, no process listed */
+    add_mig(g0, "1g.10gb", 8, 10, 0.01, -1); /* MIG 2: free, 0.6 x 0.999 + 0.4 */
+    gm_gpu *g1 = add_gpu(1, 80, 80, -1);
+    add_mig(g1, "2g.20gb", 3, 20, 0.01, 50); /* MIG 3: free, half busy per GPM */
+    add_mig(g1, "1g.10gb", 9, 10, 0.001, 0); /* MIG 4: free, idle */
+    add_proc(0, 5001, 2);
+    assert_int_equal(gm_select(snap, &req, NULL, &res, &err), GM_OK);
+    assert_int_equal(res.n_gpus, 5);
+    assert_true(res.satisfied);
+    assert_int_equal(res.n_eligible, 3);
+    assert_int_equal(res.selected[0], 4); /* best: empty and idle */
+    assert_true(entry(4)->mig);
+    assert_int_equal(entry(4)->gpu_index, 1);
+    assert_string_equal(entry(4)->profile, "1g.10gb");
+    assert_int_equal(entry(0)->status, GM_SEL_BUSY);
+    assert_string_equal(entry(0)->reason, "process 5001 runs in it");
+    assert_int_equal(entry(1)->status, GM_SEL_BUSY);
+    assert_non_null(strstr(entry(1)->reason, "used with no process listed"));
+    assert_int_equal(entry(2)->status, GM_SEL_AVAILABLE);
+    assert_int_equal(entry(3)->status, GM_SEL_AVAILABLE);
+    assert_true(entry(3)->has_util);
+    assert_float_equal(entry(3)->util_pct, 50, 0);
+    assert_false(entry(2)->has_util); /* no GPM: no utilization, never 0 */
+
+    gm_select_env env;
+    gm_select_format_env(&res, &env);
+    assert_true(env.has_cuda);
+    assert_string_equal(env.cuda, "MIG-7e570000-0000-5000-8000-000001000009");
+    char list[4096];
+    gm_select_format_list(&res, list, sizeof list);
+    assert_string_equal(list, env.cuda);
+
+    /* --max-util applies where GPM gives SM activity; --min-free-mb to the device's memory. */
+    req.count = 3;
+    req.has_max_util = true;
+    req.max_util_pct = 10;
+    assert_int_equal(gm_select(snap, &req, NULL, &res, &err), GM_OK);
+    assert_false(res.satisfied);
+    assert_int_equal(entry(3)->status, GM_SEL_BUSY);
+    assert_int_equal(entry(2)->status, GM_SEL_AVAILABLE);
+    char why[2048];
+    gm_select_explain(&res, why, sizeof why);
+    assert_non_null(strstr(why, "need 3 MIG devices"));
+    assert_non_null(strstr(why, "MIG device 2g.20gb GI 3 on GPU 1"));
+    assert_non_null(strstr(why, "MIG device 3g.40gb GI 2 on GPU 0"));
+    gm_select_shortfall(&res, why, sizeof why);
+    assert_non_null(strstr(why, "2 of 3 MIG devices free"));
+    req.has_max_util = false;
+    req.count = 1;
+    req.min_free_mib = 15 * 1024;
+    assert_int_equal(gm_select(snap, &req, NULL, &res, &err), GM_OK);
+    assert_int_equal(res.selected[0], 3); /* only the 2g.20gb has 15 GiB free */
+    assert_int_equal(entry(4)->status, GM_SEL_LOW_MEMORY);
+
+    /* Leases: one on a MIG device, one on its whole GPU (indirect). */
+    req.min_free_mib = 0;
+    gm_lease_holder lh[5] = {{0}};
+    lh[4] = (gm_lease_holder){.held = true, .pid = 4242};
+    lh[2] = (gm_lease_holder){.held = true, .pid = 99, .indirect = true};
+    assert_int_equal(gm_select(snap, &req, lh, &res, &err), GM_OK);
+    assert_int_equal(res.selected[0], 3);
+    assert_string_equal(entry(4)->reason, "leased by pid 4242");
+    assert_string_equal(entry(2)->reason, "its GPU is leased whole by pid 99");
+
+    /* -i names GPUs: only GPU 0's MIG devices. CUDA_VISIBLE_DEVICES may name a MIG UUID. */
+    unsigned only[] = {0};
+    gm_select_request r2 = {.count = 1, .mig = true, .only = only, .n_only = 1};
+    assert_int_equal(gm_select(snap, &r2, NULL, &res, &err), GM_OK);
+    assert_int_equal(res.selected[0], 2);
+    assert_int_equal(entry(4)->status, GM_SEL_NOT_WANTED);
+    gm_select_request r3 = {
+        .count = 1, .mig = true, .visible = "MIG-7e570000-0000-5000-8000-000000000008"};
+    assert_int_equal(gm_select(snap, &r3, NULL, &res, &err), GM_OK);
+    assert_int_equal(res.selected[0], 2);
+    assert_int_equal(entry(3)->status, GM_SEL_HIDDEN);
+
+    json_t *j = gm_select_result_json(&res);
+    assert_true(json_is_true(json_object_get(j, "mig")));
+    json_t *u = json_array_get(json_object_get(j, "uuids"), 0);
+    assert_string_equal(json_string_value(u), "MIG-7e570000-0000-5000-8000-000000000008");
+    json_decref(j);
+}
+
+/* Without --mig a GPU in MIG mode is not handed out whole while one of its MIG devices is
+ * busy or leased. */
+static void test_mig_gpu_whole(void **state)
+{
+    reset();
+    gm_gpu *g0 = add_gpu(0, 80, 70, 0);
+    add_mig(g0, "1g.10gb", 7, 10, 2, -1);
+    add_gpu(1, 80, 60, 0);
+    gm_select_request req = {.count = 1};
+    gm_error err = {0};
+    assert_int_equal(gm_select(snap, &req, NULL, &res, &err), GM_OK);
+    assert_int_equal(res.selected[0], 0);
+    add_proc(0, 777, 7);
+    assert_int_equal(gm_select(snap, &req, NULL, &res, &err), GM_OK);
+    assert_int_equal(res.selected[0], 1);
+    assert_int_equal(entry(0)->status, GM_SEL_BUSY);
+    assert_string_equal(entry(0)->reason, "process 777 runs in a MIG device of it");
+    snap->proc_count = 0;
+    gm_lease_holder lh[2] = {{.held = true, .pid = 31, .indirect = true}, {0}};
+    assert_int_equal(gm_select(snap, &req, lh, &res, &err), GM_OK);
+    assert_int_equal(res.selected[0], 1);
+    assert_string_equal(entry(0)->reason, "a MIG device of it is leased by pid 31");
+}
+
 static gm_collector *open_fake(const char *scenario)
 {
     const char *lib = getenv("GM_FAKE_NVML"), *fx = getenv("GM_FIXTURES");
@@ -542,6 +715,9 @@ int main(void)
         cmocka_unit_test(test_wait_times_out),
         cmocka_unit_test(test_wait_cancel_and_bad_options),
         cmocka_unit_test(test_wait_takes_lease),
+        cmocka_unit_test(test_mig_score),
+        cmocka_unit_test(test_mig_select),
+        cmocka_unit_test(test_mig_gpu_whole),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
