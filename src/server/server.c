@@ -300,7 +300,11 @@ static int serve_loop(gm_server *srv)
             gm_ws_broadcast(srv);
             gm_http_poll_pending(srv);
         }
+        /* Before libmicrohttpd runs: the sockets of clients that died in this turn are handed
+         * back to it to close in this pass. */
+        gm_ws_reap(srv);
         gm_http_run(srv);
+        gm_ws_reap(srv); /* clients that died in its callbacks (an upgrade) */
         now = gm_clock_mono_ms();
         if (now >= next_sweep) {
             gm_http_sweep(srv, now);

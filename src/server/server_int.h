@@ -105,6 +105,7 @@ typedef struct gm_server {
     int64_t turn_work_us;                  /* route time spent in this turn */
     gm_ws_client *ws_head;                 /* connected WebSocket clients */
     unsigned ws_count;                     /* entries in ws_head */
+    unsigned ws_dead;                      /* of them marked dead, freed by gm_ws_reap */
     unsigned ws_every;                     /* the rate cap: clients get every ws_every-th sample */
     gm_published *ws_due;        /* the newest bundle due to WebSocket clients, frames framed */
     uint64_t http_refused;       /* requests refused before routing (malformed, deadlines) */
@@ -252,6 +253,9 @@ void gm_ws_broadcast(gm_server *srv);
 void gm_ws_event(gm_server *srv, gm_poll *tag, unsigned events);
 /* Loop: pings idle clients, drops stuck and dead ones. */
 void gm_ws_sweep(gm_server *srv, int64_t now_ms);
+/* Loop: frees the clients marked dead during the callbacks of this turn (ws.c never frees a
+ * client while a function is working on it). */
+void gm_ws_reap(gm_server *srv);
 /* Loop: says goodbye (1001) to every client and closes them. */
 void gm_ws_close_all(gm_server *srv);
 
