@@ -257,7 +257,8 @@ static int serve_loop(gm_server *srv)
     bool was_busy = false;
     while (!atomic_load(&srv->quit)) {
         int64_t now = gm_clock_mono_ms();
-        bool idle = !srv->conns && !srv->ws_head && !srv->pending;
+        bool idle = gm_list_empty(&srv->conns) && gm_list_empty(&srv->ws_clients) &&
+                    gm_list_empty(&srv->pending);
         /* With a connection open, each sample also runs libmicrohttpd once more: it takes at
          * most 10 new connections a pass, and a backlog left behind the connection cap waits
          * for a turn. With none, samples do not wake the loop. */
@@ -335,6 +336,10 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     srv->started_mono_ms = gm_clock_mono_ms();
     srv->ws_every = ws_every(cfg);
     srv->epfd = srv->wakefd = srv->sigfd = -1;
+    gm_list_init(&srv->conns);
+    gm_list_init(&srv->pending);
+    gm_list_init(&srv->deferred);
+    gm_list_init(&srv->ws_clients);
     atomic_init(&srv->quit, false);
     gm_log_set_level(cfg->log_level);
     errno = 0;

@@ -43,7 +43,7 @@ enum {
 struct gm_ws_client {
     gm_poll tag; /* first: what the epoll event points at */
     gm_server *srv;
-    gm_ws_client *prev, *next;
+    gm_list link; /* on srv->ws_clients */
     int fd;
     const char *dead; /* why it is to be freed (gm_ws_reap, after the loop's callbacks); NULL */
     struct MHD_UpgradeResponseHandle *urh;
@@ -157,12 +157,7 @@ static void mark_dead(gm_server *srv, gm_ws_client *c, const char *why)
 
 static void client_free(gm_server *srv, gm_ws_client *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->ws_head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    gm_list_remove(&c->link);
     srv->ws_count--;
     gm_published_unref(c->pin);
     job_frame_unref(c->jpin);
@@ -181,8 +176,8 @@ void gm_ws_reap(gm_server *srv)
     if (!srv->ws_dead)
         return;
     srv->ws_dead = 0;
-    for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
-        next = c->next;
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
         if (c->dead)
             client_free(srv, c);
     }
@@ -593,14 +588,11 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, co
     }
     /* Samples wake the loop only while a client listens: for the first client the newest
      * sample is made due here (with others connected, the loop is already up to date). */
-    if (!srv->ws_head) {
+    if (gm_list_empty(&srv->ws_clients)) {
         gm_server_refresh(srv);
         gm_ws_broadcast(srv);
     }
-    c->next = srv->ws_head;
-    if (srv->ws_head)
-        srv->ws_head->prev = c;
-    srv->ws_head = c;
+    gm_list_push_front(&srv->ws_clients, &c->link);
     srv->ws_count++;
     gm_log(GM_LOG_DEBUG, "websocket connected", "stream=%s clients=%u", kind_name(c->kind),
            srv->ws_count);
@@ -698,8 +690,8 @@ void gm_ws_broadcast(gm_server *srv)
     /* The jobs' frame, at the same cadence, only while a client of that stream listens: the
      * queue's mutex is held for a copy of a few jobs' state, never while one waits or runs. */
     bool bench_client = false;
-    for (gm_ws_client *c = srv->ws_head; c && !bench_client; c = c->next)
-        bench_client = c->kind == WS_BENCH;
+    gm_list_each(l, next, &srv->ws_clients)
+        bench_client |= gm_list_entry(l, gm_ws_client, link)->kind == WS_BENCH;
     if (bench_client && srv->jobs) {
         json_t *j = json_pack("{s:o}", "jobs", gm_jobs_recent(srv->jobs, 10));
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -716,9 +708,11 @@ void gm_ws_broadcast(gm_server *srv)
         }
         free(text);
     }
-    for (gm_ws_client *c = srv->ws_head; c; c = c->next)
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
         if (!c->out)
             send_queued(srv, c);
+    }
 }
 
 /* Reads and drops what a closed client still sends; marks it dead at its end. */
@@ -756,7 +750,8 @@ void gm_ws_event(gm_server *srv, gm_poll *tag, unsigned events)
 
 void gm_ws_sweep(gm_server *srv, int64_t now)
 {
-    for (gm_ws_client *c = srv->ws_head; c; c = c->next) {
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
         if (c->dead)
             continue;
         if (c->draining) {
@@ -784,7 +779,8 @@ void gm_ws_sweep(gm_server *srv, int64_t now)
 
 void gm_ws_close_all(gm_server *srv)
 {
-    for (gm_ws_client *c = srv->ws_head; c; c = c->next) {
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
         /* A goodbye if the socket takes it at once; no waiting at shutdown. */
         if (!c->dead && (!c->out || c->out_off == 0)) {
             uint8_t bye[4] = {0x80 | WSLAY_CONNECTION_CLOSE, 2, CLOSE_GOING_AWAY >> 8,
