@@ -27,16 +27,16 @@
 #include "base/clock.h"
 #include "base/parse.h"
 
-/* Where a connection is; deadlines apply to the phases where the client owes us bytes. */
-enum { PH_HEAD, PH_BODY, PH_BUSY, PH_PARKED, PH_UPGRADED };
-
 struct gm_conn {
     gm_list link; /* on srv->conns */
     struct MHD_Connection *mc;
     int fd;
-    int phase;
-    int64_t deadline_ms; /* PH_HEAD and PH_BODY: when the connection is closed; 0 none */
-    gm_http_req *req;    /* the request on_uri made, until on_completed frees it */
+    /* While the client owes bytes, when the connection is closed: a request head (between
+     * requests, idle keep-alive included), or the body of req (ST_BODY); 0 while the daemon
+     * owes the answer. The request's stage says which, so there is no second state here. */
+    int64_t deadline_ms;
+    gm_http_req *req; /* the request on_uri made, until on_completed frees it */
+    bool upgraded;    /* handed to ws.c: no more requests, no deadlines */
 };
 
 /* libmicrohttpd closes the connection after an answer queued at the first call (the head), as
@@ -210,7 +210,6 @@ static enum MHD_Result queue(gm_server *srv, struct MHD_Connection *c, gm_http_r
 {
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)rs->status, resp);
     r->stage = ST_ANSWERED;
-    r->conn->phase = PH_BUSY;
     log_request(r, rs->status, r->method == GM_HTTP_HEAD ? 0 : rs->len);
     return ok;
 }
@@ -492,7 +491,6 @@ static enum MHD_Result answer(gm_server *srv, struct MHD_Connection *c, gm_http_
     snprintf(r->location, sizeof r->location, "%s", rs->location);
     r->stage = ST_PARKED;
     r->parked_ms = gm_clock_mono_ms();
-    r->conn->phase = PH_PARKED;
     gm_list_push_front(&srv->pending, &r->link);
     MHD_suspend_connection(c);
     job_submit(srv, r->job);
@@ -571,7 +569,6 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
                              const char *method_name)
 {
     gm_error err = {0};
-    r->conn->phase = PH_BUSY;
     r->conn->deadline_ms = 0;
     r->t0_us = gm_clock_mono_us();
 
@@ -713,7 +710,6 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
         r->body_reserved = (size_t)clen;
         srv->body_bytes += r->body_reserved;
         r->stage = ST_BODY;
-        r->conn->phase = PH_BODY;
         r->conn->deadline_ms = gm_clock_mono_ms() + GM_HTTP_BODY_TIMEOUT_S * 1000;
         return MHD_YES;
     } else {
@@ -743,7 +739,7 @@ static enum MHD_Result ready(gm_server *srv, struct MHD_Connection *c, gm_http_r
         gm_resp rs = {0};
         if (gm_ws_handshake(srv, c, r->route, &r->q, &rs)) {
             r->stage = ST_ANSWERED;
-            r->conn->phase = PH_UPGRADED;
+            r->conn->upgraded = true;
             return MHD_YES;
         }
         rs.close = true;
@@ -797,7 +793,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         r->conn->deadline_ms = 0;
-        r->conn->phase = PH_BUSY;
         return dispatch(srv, c, r);
     case ST_PARKED:
         return r->resumed ? answer_parked(srv, c, r) : MHD_YES;
@@ -879,9 +874,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     gm_http_req *r = *req_cls;
     *req_cls = NULL;
     gm_conn *conn = conn_of(c);
-    if (conn && conn->phase != PH_UPGRADED) {
+    if (conn && !conn->upgraded) {
         /* The next request's head is due within the head timeout (idle keep-alive included). */
-        conn->phase = PH_HEAD;
         conn->deadline_ms = gm_clock_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
     }
     if (!r)
@@ -910,7 +904,6 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         k->fd = ci ? ci->connect_fd : -1;
         k->mc = c;
-        k->phase = PH_HEAD;
         k->deadline_ms = gm_clock_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
         gm_list_push_front(&srv->conns, &k->link);
         *socket_context = k;
@@ -1156,14 +1149,14 @@ void gm_http_sweep(gm_server *srv, int64_t now_ms)
 {
     gm_list_each(l, next, &srv->conns) {
         gm_conn *k = gm_list_entry(l, gm_conn, link);
-        if ((k->phase != PH_HEAD && k->phase != PH_BODY) || !k->deadline_ms ||
-            now_ms < k->deadline_ms || k->fd < 0)
+        if (!k->deadline_ms || now_ms < k->deadline_ms || k->fd < 0)
             continue;
+        bool body = k->req && k->req->stage == ST_BODY;
         /* Out of time while the client still owed bytes (slowloris, a body that never comes,
          * an idle keep-alive): shut the socket, and libmicrohttpd closes it on its next pass. */
         gm_log(GM_LOG_DEBUG, "http connection closed", "reason=%s",
-               k->phase == PH_HEAD ? "head_timeout" : "body_timeout");
-        if (k->phase == PH_BODY)
+               body ? "body_timeout" : "head_timeout");
+        if (body)
             srv->http_refused++;
         shutdown(k->fd, SHUT_RDWR);
         k->deadline_ms = 0;
