@@ -61,7 +61,6 @@ typedef struct gm_ws_stream {
 
 typedef struct gm_resp_cache gm_resp_cache; /* answers built once per sample (http.c) */
 typedef struct gm_conn gm_conn;             /* one TCP connection libmicrohttpd serves (http.c) */
-typedef struct gm_resp_cache gm_resp_cache; /* answers built once per sample (http.c) */
 typedef struct gm_http_req gm_http_req;     /* one request on it (http.c) */
 typedef struct gm_ws_client gm_ws_client;
 typedef struct gm_ws_job_frame gm_ws_job_frame; /* /ws/benchmarks' frame (ws.c) */
