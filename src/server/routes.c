@@ -253,10 +253,10 @@ static void h_system(const gm_req *rq, gm_resp *rs)
     resp_blob(rs, rq->pub, sys, "application/json");
 }
 
-static void h_fleet(const gm_req *rq, gm_resp *rs)
+static void h_gpu_metrics(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_FLEET), "application/json");
+        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_GPU_METRICS), "application/json");
 }
 
 static void h_stats(const gm_req *rq, gm_resp *rs)
@@ -983,7 +983,7 @@ static const gm_route routes[] = {
         .path = "/api/v1/monitoring/gpu-metrics",
         .methods = GM_HTTP_GET | GM_HTTP_HEAD,
         .needs_token = true,
-        .fn = h_fleet,
+        .fn = h_gpu_metrics,
     },
     {
         .path = "/stats",

@@ -69,9 +69,9 @@ static void check_bodies(gm_published *p)
 {
     /* Published with nothing rendered: a sample nobody reads costs only the reading. */
     const gm_blob *json_blobs[] = {
-        gm_published_blob(p, GM_BLOB_FULL),       gm_published_blob(p, GM_BLOB_PROCESSES),
-        gm_published_blob(p, GM_BLOB_FLEET),      gm_published_blob(p, GM_BLOB_STATS),
-        gm_published_blob(p, GM_BLOB_WS_METRICS), gm_published_blob(p, GM_BLOB_SYSTEM)};
+        gm_published_blob(p, GM_BLOB_FULL),        gm_published_blob(p, GM_BLOB_PROCESSES),
+        gm_published_blob(p, GM_BLOB_GPU_METRICS), gm_published_blob(p, GM_BLOB_STATS),
+        gm_published_blob(p, GM_BLOB_WS_METRICS),  gm_published_blob(p, GM_BLOB_SYSTEM)};
     for (size_t i = 0; i < sizeof json_blobs / sizeof *json_blobs; i++) {
         const gm_blob *b = json_blobs[i];
         if (i == 5 && !p->host_valid) {
