@@ -327,9 +327,205 @@ static unsigned ws_every(const gm_serve_config *cfg)
     return every;
 }
 
+/* The loop's descriptors: the epoll set, the eventfd other threads wake it through, and the
+ * signalfd (SIGINT, SIGTERM: blocked by the caller before any thread starts). */
+static int open_loop(gm_server *srv, const sigset_t *signals, gm_error *err)
+{
+    srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+    srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    srv->sigfd = signalfd(-1, signals, SFD_NONBLOCK | SFD_CLOEXEC);
+    srv->wake_tag.kind = GM_POLL_WAKE;
+    srv->sig_tag.kind = GM_POLL_SIGNAL;
+    if (srv->epfd < 0 || srv->wakefd < 0 || srv->sigfd < 0 ||
+        gm_server_watch(srv, srv->wakefd, &srv->wake_tag, EPOLLIN) < 0 ||
+        gm_server_watch(srv, srv->sigfd, &srv->sig_tag, EPOLLIN) < 0)
+        return gm_error_set(err, GM_EIO, "cannot set up the event loop: %s", strerror(errno));
+    return GM_OK;
+}
+
+/* The telemetry provider, as serve's settings choose it. Returns GM_OK or the collector's
+ * error code (GM_EIO when it has none), logged. */
+static int open_collector(gm_server *srv, gm_error *err)
+{
+    const gm_serve_config *cfg = srv->cfg;
+    gm_collector_options copt = {0};
+    copt.provider = strcmp(cfg->provider, "auto") == 0 ? NULL : cfg->provider;
+    copt.simulate = cfg->simulate;
+    copt.seed = cfg->seed;
+    copt.no_host = !cfg->system_metrics;
+    copt.no_first_cpu_wait = true; /* serve the first sample at once; CPU % from the second */
+    copt.hostname = cfg->hostname[0] ? cfg->hostname : NULL;
+    copt.watch_xid = true; /* XID errors from NVML events, on a thread of the collector */
+    copt.procfs_root = cfg->procfs[0] ? cfg->procfs : NULL;
+    /* Kubernetes: the kubelet's allocations, on a thread of the collector too. */
+    copt.pod_resources_socket = cfg->no_pod_resources ? NULL : cfg->pod_resources;
+    char q[1100], q2[300];
+    if (gm_collector_open(&copt, &srv->collector, err) < 0) {
+        gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",
+               cfg->provider, gm_log_quote(err->msg, q, sizeof q));
+        return err->code < 0 ? err->code : GM_EIO;
+    }
+    snprintf(srv->provider, sizeof srv->provider, "%s", gm_collector_provider(srv->collector));
+    snprintf(srv->diagnosis, sizeof srv->diagnosis, "%s", gm_collector_diagnosis(srv->collector));
+    if (strcmp(srv->provider, "none") == 0)
+        gm_log(GM_LOG_WARN, "no GPU found: serving host metrics only", "diagnosis=%s hint=%s",
+               gm_log_quote(srv->diagnosis, q, sizeof q),
+               gm_log_quote("try `make demo` or `gpumon serve --simulate 4`", q2, sizeof q2));
+    return GM_OK;
+}
+
+/* The threads beside the loop: session worker, benchmark jobs, fleet cache (with
+ * --prometheus) and the sampler, whose first sample is waited for. GM_OK; GM_EINVAL when the
+ * first sample says the settings cannot work; GM_EIO otherwise. */
+static int start_threads(gm_server *srv, gm_error *err)
+{
+    const gm_serve_config *cfg = srv->cfg;
+    gm_worker_options mopt = {.db_path = srv->db_path,
+                              .poll_ms = cfg->poll_interval_ms,
+                              /* The collector keeps its default slow period for energy. */
+                              .energy_fresh = false,
+                              .retention_s = cfg->retention_s,
+                              .wake = wake_loop,
+                              .wake_arg = srv};
+    if (gm_worker_start(&mopt, &srv->worker, err) < 0)
+        return GM_EIO;
+    gm_jobs_options jopt = {.db_path = srv->db_path,
+                            .lease_dir = srv->lease_dir,
+                            .provider = cfg->provider,
+                            .simulate = cfg->simulate,
+                            .seed = cfg->seed,
+                            .procfs_root = cfg->procfs[0] ? cfg->procfs : NULL};
+    if (gm_jobs_start(&jopt, &srv->jobs, err) < 0)
+        return GM_EIO;
+    if (cfg->prometheus[0]) {
+        gm_fleet_cache_options fopt = {
+            .url = cfg->prometheus, .job = cfg->prometheus_job, .wake = wake_loop, .wake_arg = srv};
+        if (gm_fleet_cache_start(&fopt, &srv->fleet, err) < 0)
+            return GM_EIO;
+    }
+    gm_sampler_options sopt = {.collector = srv->collector,
+                               .poll_ms = cfg->poll_interval_ms,
+                               .history_s = cfg->history_s,
+                               .history_max_bytes = HISTORY_MAX_BYTES,
+                               .process_metrics = cfg->process_metrics,
+                               .on_sample = feed_sessions,
+                               .on_sample_arg = srv};
+    if (gm_sampler_start(&sopt, sample_ready, srv, &srv->sampler, err) < 0)
+        return GM_EIO;
+    gm_error first = {0};
+    int frc = gm_sampler_wait_first(srv->sampler, FIRST_SAMPLE_WAIT_MS, &first);
+    if (frc == GM_EINVAL) {
+        *err = first;
+        return GM_EINVAL;
+    }
+    char q[1100];
+    if (frc < 0)
+        gm_log(GM_LOG_WARN, "first sample not ready; serving 503 until it is", "error=%s",
+               gm_log_quote(first.msg, q, sizeof q));
+    if (gm_server_refresh(srv))
+        gm_ws_broadcast(srv);
+    return GM_OK;
+}
+
+/* Writes --port-file, then says where the daemon listens: on stderr for a person (with the
+ * dashboard's address when a token was given on a terminal, and what was tried when no GPU was
+ * found) and in the log. GM_EIO with a message when the port file cannot be written. */
+static int announce(gm_server *srv, gm_file_id *port_id, gm_error *err)
+{
+    const gm_serve_config *cfg = srv->cfg;
+    char host[80];
+    if (!cfg->listen.host[0])
+        snprintf(host, sizeof host, "0.0.0.0");
+    else if (cfg->listen.ipv6)
+        snprintf(host, sizeof host, "[%s]", cfg->listen.host);
+    else
+        snprintf(host, sizeof host, "%s", cfg->listen.host);
+    gm_error perr = {0};
+    if (cfg->port_file[0] && write_port_file(cfg->port_file, srv->port, port_id, &perr) < 0) {
+        gm_error_set(err, perr.code, "--port-file: %s", perr.msg);
+        return GM_EIO;
+    }
+    fprintf(stderr, "gpumon: listening on http://%s:%u%s\n", host, srv->port,
+            cfg->listen.host[0] ? "" : " (all interfaces)");
+    if (cfg->token_set && isatty(STDERR_FILENO))
+        print_dashboard_url(cfg, host, srv->port);
+    if (strcmp(srv->provider, "none") == 0) {
+        fprintf(stderr, "gpumon: no GPU found, serving host metrics only. Tried:\n  ");
+        for (const char *p = srv->diagnosis; *p; p++)
+            fputs(*p == '\n' ? "\n  " : (char[]){*p, '\0'}, stderr);
+        fprintf(stderr, "\ngpumon: for a first look with simulated GPUs: make demo (or gpumon "
+                        "serve --simulate 4)\n");
+    }
+    char qdb[PATH_MAX + 8], qweb[PATH_MAX + 8], qprom[GM_PROMETHEUS_URL_MAX + 8];
+    gm_log(GM_LOG_INFO, "listening",
+           "addr=%s:%u provider=%s gpus=%u poll_ms=%u history_s=%u "
+           "ws_max_rate_hz=%g token=%s cors=%s db=%s web=%s prometheus=%s",
+           host, srv->port, srv->provider, srv->current ? srv->current->gpu_count : 0,
+           cfg->poll_interval_ms, cfg->history_s, cfg->ws_max_rate_hz,
+           cfg->token_set ? "set" : "unset", cfg->cors_origin[0] ? cfg->cors_origin : "off",
+           gm_log_quote(srv->db_path[0] ? srv->db_path : "none", qdb, sizeof qdb),
+           gm_log_quote(srv->web_root[0]       ? srv->web_root
+                        : gm_assets_embedded() ? "embedded"
+                                               : "builtin",
+                        qweb, sizeof qweb),
+           gm_log_quote(cfg->prometheus[0] ? cfg->prometheus_display : "off", qprom, sizeof qprom));
+    if (!cfg->token_set && !gm_listen_addr_is_loopback(&cfg->listen))
+        gm_log(GM_LOG_WARN, "listening beyond this host without a token", "addr=%s detail=%s", host,
+               gm_log_quote("anybody who reaches the port can read the GPUs; POST and DELETE "
+                            "are refused from other hosts until --token is set",
+                            qweb, sizeof qweb));
+    return GM_OK;
+}
+
+/* Clients first (they hold bundle references and parked session jobs), then the sampler and
+ * the session worker, which stops the running sessions with their end written. Both wake the
+ * loop through wakefd, which stays open until they are joined. */
+static void stop_threads(gm_server *srv)
+{
+    atomic_store(&srv->quit, true);
+    gm_ws_close_all(srv);
+    gm_http_stop(srv);
+    /* A running benchmark job stops, keeps what it measured and releases its lease. */
+    gm_jobs_stop(srv->jobs);
+    gm_sampler_stop(srv->sampler);
+    gm_worker_stop(srv->worker);
+    gm_fleet_cache_stop(srv->fleet);
+}
+
+/* Frees whatever was started (each part may be absent), and the port file of a clean run. */
+static void free_all(gm_server *srv, const gm_file_id *port_id, int rc)
+{
+    gm_ws_close_all(srv);
+    gm_http_stop(srv);
+    gm_jobs_free(srv->jobs);
+    srv->jobs = NULL;
+    gm_worker_free(srv->worker);
+    srv->worker = NULL;
+    gm_fleet_cache_free(srv->fleet);
+    srv->fleet = NULL;
+    gm_published_unref(srv->current);
+    srv->current = NULL;
+    gm_sampler_free(srv->sampler);
+    gm_collector_close(srv->collector);
+    if (srv->wakefd >= 0)
+        close(srv->wakefd);
+    if (srv->sigfd >= 0) {
+        /* A signal that came while starting or stopping was for this server: taken here, it
+         * cannot end the process when the old mask is restored. */
+        struct signalfd_siginfo si;
+        while (read(srv->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+            ;
+        close(srv->sigfd);
+    }
+    if (srv->epfd >= 0)
+        close(srv->epfd);
+    /* Only the file written above: never a device, a FIFO, or a file put there since. */
+    if (srv->cfg->port_file[0] && rc == GM_OK)
+        gm_file_remove_if_same(port_id);
+}
+
 int gm_server_run(const gm_serve_config *cfg, gm_error *err)
 {
-    int rc = GM_EIO;
     gm_server srv_storage = {0}, *srv = &srv_storage;
     gm_file_id port_id = {0};
     srv->cfg = cfg;
@@ -365,182 +561,27 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
      * retries) instead of the signal killing the daemon. */
     signal(SIGXFSZ, SIG_IGN);
 
-    srv->epfd = epoll_create1(EPOLL_CLOEXEC);
-    srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    srv->wake_tag.kind = GM_POLL_WAKE;
-    srv->sig_tag.kind = GM_POLL_SIGNAL;
-    if (srv->epfd < 0 || srv->wakefd < 0 || srv->sigfd < 0 ||
-        gm_server_watch(srv, srv->wakefd, &srv->wake_tag, EPOLLIN) < 0 ||
-        gm_server_watch(srv, srv->sigfd, &srv->sig_tag, EPOLLIN) < 0) {
-        gm_error_set(err, GM_EIO, "cannot set up the event loop: %s", strerror(errno));
-        goto out;
+    int rc = open_loop(srv, &set, err);
+    if (rc == GM_OK)
+        rc = open_collector(srv, err);
+    if (rc == GM_OK) {
+        char q[1100];
+        if (gm_http_start(srv, err) < 0) {
+            gm_log(GM_LOG_ERROR, "cannot listen", "error=%s", gm_log_quote(err->msg, q, sizeof q));
+            rc = GM_EIO;
+        } else {
+            rc = start_threads(srv, err);
+            if (rc == GM_OK)
+                rc = announce(srv, &port_id, err);
+            srv->listening = rc == GM_OK;
+            if (rc == GM_OK && serve_loop(srv) < 0) {
+                gm_error_set(err, GM_EIO, "the event loop failed: %s", strerror(errno));
+                rc = GM_EIO;
+            }
+            stop_threads(srv);
+        }
     }
-
-    gm_collector_options copt = {0};
-    copt.provider = strcmp(cfg->provider, "auto") == 0 ? NULL : cfg->provider;
-    copt.simulate = cfg->simulate;
-    copt.seed = cfg->seed;
-    copt.no_host = !cfg->system_metrics;
-    copt.no_first_cpu_wait = true; /* serve the first sample at once; CPU % from the second */
-    copt.hostname = cfg->hostname[0] ? cfg->hostname : NULL;
-    copt.watch_xid = true; /* XID errors from NVML events, on a thread of the collector */
-    copt.procfs_root = cfg->procfs[0] ? cfg->procfs : NULL;
-    /* Kubernetes: the kubelet's allocations, on a thread of the collector too. */
-    copt.pod_resources_socket = cfg->no_pod_resources ? NULL : cfg->pod_resources;
-    char q[1100], q2[300];
-    if (gm_collector_open(&copt, &srv->collector, err) < 0) {
-        gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",
-               cfg->provider, gm_log_quote(err->msg, q, sizeof q));
-        rc = err->code < 0 ? err->code : GM_EIO;
-        goto out;
-    }
-    snprintf(srv->provider, sizeof srv->provider, "%s", gm_collector_provider(srv->collector));
-    snprintf(srv->diagnosis, sizeof srv->diagnosis, "%s", gm_collector_diagnosis(srv->collector));
-    if (strcmp(srv->provider, "none") == 0)
-        gm_log(GM_LOG_WARN, "no GPU found: serving host metrics only", "diagnosis=%s hint=%s",
-               gm_log_quote(srv->diagnosis, q, sizeof q),
-               gm_log_quote("try `make demo` or `gpumon serve --simulate 4`", q2, sizeof q2));
-
-    if (gm_http_start(srv, err) < 0) {
-        gm_log(GM_LOG_ERROR, "cannot listen", "error=%s", gm_log_quote(err->msg, q, sizeof q));
-        goto out;
-    }
-
-    gm_worker_options mopt = {.db_path = srv->db_path,
-                              .poll_ms = cfg->poll_interval_ms,
-                              /* The collector keeps its default slow period for energy. */
-                              .energy_fresh = false,
-                              .retention_s = cfg->retention_s,
-                              .wake = wake_loop,
-                              .wake_arg = srv};
-    if (gm_worker_start(&mopt, &srv->worker, err) < 0)
-        goto stop;
-    gm_jobs_options jopt = {.db_path = srv->db_path,
-                            .lease_dir = srv->lease_dir,
-                            .provider = cfg->provider,
-                            .simulate = cfg->simulate,
-                            .seed = cfg->seed,
-                            .procfs_root = cfg->procfs[0] ? cfg->procfs : NULL};
-    if (gm_jobs_start(&jopt, &srv->jobs, err) < 0)
-        goto stop;
-    if (cfg->prometheus[0]) {
-        gm_fleet_cache_options fopt = {
-            .url = cfg->prometheus, .job = cfg->prometheus_job, .wake = wake_loop, .wake_arg = srv};
-        if (gm_fleet_cache_start(&fopt, &srv->fleet, err) < 0)
-            goto stop;
-    }
-    gm_sampler_options sopt = {.collector = srv->collector,
-                               .poll_ms = cfg->poll_interval_ms,
-                               .history_s = cfg->history_s,
-                               .history_max_bytes = HISTORY_MAX_BYTES,
-                               .process_metrics = cfg->process_metrics,
-                               .on_sample = feed_sessions,
-                               .on_sample_arg = srv};
-    if (gm_sampler_start(&sopt, sample_ready, srv, &srv->sampler, err) < 0)
-        goto stop;
-    gm_error first = {0};
-    int frc = gm_sampler_wait_first(srv->sampler, FIRST_SAMPLE_WAIT_MS, &first);
-    if (frc == GM_EINVAL) {
-        *err = first;
-        rc = GM_EINVAL;
-        goto stop;
-    }
-    if (frc < 0)
-        gm_log(GM_LOG_WARN, "first sample not ready; serving 503 until it is", "error=%s",
-               gm_log_quote(first.msg, q, sizeof q));
-    if (gm_server_refresh(srv))
-        gm_ws_broadcast(srv);
-
-    char host[80];
-    if (!cfg->listen.host[0])
-        snprintf(host, sizeof host, "0.0.0.0");
-    else if (cfg->listen.ipv6)
-        snprintf(host, sizeof host, "[%s]", cfg->listen.host);
-    else
-        snprintf(host, sizeof host, "%s", cfg->listen.host);
-    gm_error perr = {0};
-    if (cfg->port_file[0] && write_port_file(cfg->port_file, srv->port, &port_id, &perr) < 0) {
-        gm_error_set(err, perr.code, "--port-file: %s", perr.msg);
-        goto stop;
-    }
-    fprintf(stderr, "gpumon: listening on http://%s:%u%s\n", host, srv->port,
-            cfg->listen.host[0] ? "" : " (all interfaces)");
-    if (cfg->token_set && isatty(STDERR_FILENO))
-        print_dashboard_url(cfg, host, srv->port);
-    if (strcmp(srv->provider, "none") == 0) {
-        fprintf(stderr, "gpumon: no GPU found, serving host metrics only. Tried:\n  ");
-        for (const char *p = srv->diagnosis; *p; p++)
-            fputs(*p == '\n' ? "\n  " : (char[]){*p, '\0'}, stderr);
-        fprintf(stderr, "\ngpumon: for a first look with simulated GPUs: make demo (or gpumon "
-                        "serve --simulate 4)\n");
-    }
-    char qdb[PATH_MAX + 8], qweb[PATH_MAX + 8], qprom[GM_PROMETHEUS_URL_MAX + 8];
-    gm_log(GM_LOG_INFO, "listening",
-           "addr=%s:%u provider=%s gpus=%u poll_ms=%u history_s=%u "
-           "ws_max_rate_hz=%g token=%s cors=%s db=%s web=%s prometheus=%s",
-           host, srv->port, srv->provider, srv->current ? srv->current->gpu_count : 0,
-           cfg->poll_interval_ms, cfg->history_s, cfg->ws_max_rate_hz,
-           cfg->token_set ? "set" : "unset", cfg->cors_origin[0] ? cfg->cors_origin : "off",
-           gm_log_quote(srv->db_path[0] ? srv->db_path : "none", qdb, sizeof qdb),
-           gm_log_quote(srv->web_root[0]       ? srv->web_root
-                        : gm_assets_embedded() ? "embedded"
-                                               : "builtin",
-                        qweb, sizeof qweb),
-           gm_log_quote(cfg->prometheus[0] ? cfg->prometheus_display : "off", qprom, sizeof qprom));
-    if (!cfg->token_set && !gm_listen_addr_is_loopback(&cfg->listen))
-        gm_log(GM_LOG_WARN, "listening beyond this host without a token", "addr=%s detail=%s", host,
-               gm_log_quote("anybody who reaches the port can read the GPUs; POST and DELETE "
-                            "are refused from other hosts until --token is set",
-                            qweb, sizeof qweb));
-    srv->listening = true;
-
-    if (serve_loop(srv) < 0) {
-        gm_error_set(err, GM_EIO, "the event loop failed: %s", strerror(errno));
-        goto stop;
-    }
-    rc = GM_OK;
-
-stop:
-    atomic_store(&srv->quit, true);
-    /* Clients first (they hold bundle references and parked session jobs), then the sampler
-     * and the session worker, which stops the running sessions with their end written. Both
-     * wake the loop through wakefd, which stays open until they are joined. */
-    gm_ws_close_all(srv);
-    gm_http_stop(srv);
-    /* A running benchmark job stops, keeps what it measured and releases its lease. */
-    gm_jobs_stop(srv->jobs);
-    gm_sampler_stop(srv->sampler);
-    gm_worker_stop(srv->worker);
-    gm_fleet_cache_stop(srv->fleet);
-out:
-    gm_ws_close_all(srv);
-    gm_http_stop(srv);
-    gm_jobs_free(srv->jobs);
-    srv->jobs = NULL;
-    gm_worker_free(srv->worker);
-    srv->worker = NULL;
-    gm_fleet_cache_free(srv->fleet);
-    srv->fleet = NULL;
-    gm_published_unref(srv->current);
-    srv->current = NULL;
-    gm_sampler_free(srv->sampler);
-    gm_collector_close(srv->collector);
-    if (srv->wakefd >= 0)
-        close(srv->wakefd);
-    if (srv->sigfd >= 0) {
-        /* A signal that came while starting or stopping was for this server: taken here, it
-         * cannot end the process when the old mask is restored. */
-        struct signalfd_siginfo si;
-        while (read(srv->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-            ;
-        close(srv->sigfd);
-    }
-    if (srv->epfd >= 0)
-        close(srv->epfd);
-    /* Only the file written above: never a device, a FIFO, or a file put there since. */
-    if (cfg->port_file[0] && rc == GM_OK)
-        gm_file_remove_if_same(&port_id);
+    free_all(srv, &port_id, rc);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == GM_OK)
         gm_log(GM_LOG_INFO, "stopped", "%s", "");
