@@ -60,9 +60,9 @@ static unsigned gpu_rows(const gm_snapshot *s)
     return s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
 }
 
-/* ---- GPU Fleet Manager ----------------------------------------------------------------- */
+/* ---- /api/v1/monitoring/gpu-metrics: one node, in the GPU Fleet Manager's shape ------------- */
 
-static json_t *fleet_gpu(const gm_gpu *g)
+static json_t *gpu_metrics_gpu(const gm_gpu *g)
 {
     char id[32];
     snprintf(id, sizeof id, "gpu-%u", g->index);
@@ -76,7 +76,7 @@ static json_t *fleet_gpu(const gm_gpu *g)
         "memory", gpu_whole(g, GM_M_CLOCK_MEM_MHZ));
 }
 
-json_t *gm_compat_fleet(const gm_snapshot *s)
+json_t *gm_compat_gpu_metrics(const gm_snapshot *s)
 {
     char ts[32];
     gm_json_time(s->time_ms, ts, sizeof ts);
@@ -84,7 +84,7 @@ json_t *gm_compat_fleet(const gm_snapshot *s)
     if (!gpus)
         return NULL;
     for (unsigned i = 0; i < gpu_rows(s); i++)
-        if (json_array_append_new(gpus, fleet_gpu(&s->gpus[i])) != 0) {
+        if (json_array_append_new(gpus, gpu_metrics_gpu(&s->gpus[i])) != 0) {
             json_decref(gpus);
             return NULL;
         }

@@ -13,7 +13,7 @@
  * {"total", "used", "free"}, "temperature", "power_usage", "clock_speeds": {"graphics",
  * "memory"}}]}, memory in whole MiB, power in W. A lost GPU keeps its id, name and uuid with
  * every metric null. Returns a new reference, NULL only when out of memory. */
-json_t *gm_compat_fleet(const gm_snapshot *s);
+json_t *gm_compat_gpu_metrics(const gm_snapshot *s);
 
 /* Body of GET /stats, the system inventory a benchmark audit records before and after a run:
  * GPUs (model, index, uuid, PCI bus id, memory, power, PCIe link and its bandwidth, persistence

@@ -27,16 +27,16 @@
 #include "base/clock.h"
 #include "base/parse.h"
 
-/* Where a connection is; deadlines apply to the phases where the client owes us bytes. */
-enum { PH_HEAD, PH_BODY, PH_BUSY, PH_PARKED, PH_UPGRADED };
-
 struct gm_conn {
-    gm_conn *prev, *next;
+    gm_list link; /* on srv->conns */
     struct MHD_Connection *mc;
     int fd;
-    int phase;
-    int64_t deadline_ms; /* PH_HEAD and PH_BODY: when the connection is closed; 0 none */
-    gm_http_req *req;    /* the request on_uri made, until on_completed frees it */
+    /* While the client owes bytes, when the connection is closed: a request head (between
+     * requests, idle keep-alive included), or the body of req (ST_BODY); 0 while the daemon
+     * owes the answer. The request's stage says which, so there is no second state here. */
+    int64_t deadline_ms;
+    gm_http_req *req; /* the request on_uri made, until on_completed frees it */
+    bool upgraded;    /* handed to ws.c: no more requests, no deadlines */
 };
 
 /* libmicrohttpd closes the connection after an answer queued at the first call (the head), as
@@ -63,8 +63,8 @@ struct gm_http_req {
     size_t body_reserved; /* of srv->body_bytes: what Content-Length announced */
     gm_worker_job *job;   /* parked: the session worker's job */
     char location[96];
-    gm_http_req *prev, *next; /* srv->pending, or srv->deferred while ST_DEFERRED */
-    bool linked, resumed, timed_out;
+    gm_list link; /* on srv->pending while ST_PARKED, srv->deferred while ST_DEFERRED */
+    bool resumed, timed_out;
     int64_t t0_us, parked_ms;
 };
 
@@ -210,7 +210,6 @@ static enum MHD_Result queue(gm_server *srv, struct MHD_Connection *c, gm_http_r
 {
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)rs->status, resp);
     r->stage = ST_ANSWERED;
-    r->conn->phase = PH_BUSY;
     log_request(r, rs->status, r->method == GM_HTTP_HEAD ? 0 : rs->len);
     return ok;
 }
@@ -492,33 +491,13 @@ static enum MHD_Result answer(gm_server *srv, struct MHD_Connection *c, gm_http_
     snprintf(r->location, sizeof r->location, "%s", rs->location);
     r->stage = ST_PARKED;
     r->parked_ms = gm_clock_mono_ms();
-    r->conn->phase = PH_PARKED;
-    r->next = srv->pending;
-    r->prev = NULL;
-    if (srv->pending)
-        srv->pending->prev = r;
-    srv->pending = r;
-    r->linked = true;
+    gm_list_push_front(&srv->pending, &r->link);
     MHD_suspend_connection(c);
     job_submit(srv, r->job);
     /* A job refused at once (shutting down) is answered on the next turn of the loop. */
     if (gm_worker_job_done(r->job))
         gm_server_wake(srv);
     return MHD_YES;
-}
-
-static void pending_unlink(gm_server *srv, gm_http_req *r)
-{
-    if (!r->linked)
-        return;
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        srv->pending = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->prev = r->next = NULL;
-    r->linked = false;
 }
 
 /* A parked request after its resumption: the worker's answer, or 503 when it was too slow. */
@@ -556,29 +535,8 @@ static enum MHD_Result answer_parked(gm_server *srv, struct MHD_Connection *c, g
 static void defer(gm_server *srv, struct MHD_Connection *c, gm_http_req *r)
 {
     r->stage = ST_DEFERRED;
-    r->next = NULL;
-    r->prev = srv->deferred_tail;
-    if (srv->deferred_tail)
-        srv->deferred_tail->next = r;
-    else
-        srv->deferred = r;
-    srv->deferred_tail = r;
-    r->linked = true;
+    gm_list_push_back(&srv->deferred, &r->link);
     MHD_suspend_connection(c);
-}
-
-static void deferred_unlink(gm_server *srv, gm_http_req *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        srv->deferred = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        srv->deferred_tail = r->prev;
-    r->prev = r->next = NULL;
-    r->linked = false;
 }
 
 static enum MHD_Result dispatch(gm_server *srv, struct MHD_Connection *c, gm_http_req *r)
@@ -611,7 +569,6 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
                              const char *method_name)
 {
     gm_error err = {0};
-    r->conn->phase = PH_BUSY;
     r->conn->deadline_ms = 0;
     r->t0_us = gm_clock_mono_us();
 
@@ -753,7 +710,6 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
         r->body_reserved = (size_t)clen;
         srv->body_bytes += r->body_reserved;
         r->stage = ST_BODY;
-        r->conn->phase = PH_BODY;
         r->conn->deadline_ms = gm_clock_mono_ms() + GM_HTTP_BODY_TIMEOUT_S * 1000;
         return MHD_YES;
     } else {
@@ -783,7 +739,7 @@ static enum MHD_Result ready(gm_server *srv, struct MHD_Connection *c, gm_http_r
         gm_resp rs = {0};
         if (gm_ws_handshake(srv, c, r->route, &r->q, &rs)) {
             r->stage = ST_ANSWERED;
-            r->conn->phase = PH_UPGRADED;
+            r->conn->upgraded = true;
             return MHD_YES;
         }
         rs.close = true;
@@ -837,12 +793,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         r->conn->deadline_ms = 0;
-        r->conn->phase = PH_BUSY;
         return dispatch(srv, c, r);
     case ST_PARKED:
         return r->resumed ? answer_parked(srv, c, r) : MHD_YES;
     case ST_DEFERRED:
-        if (r->linked) /* still waiting for its turn */
+        if (gm_list_linked(&r->link)) /* still waiting for its turn */
             return MHD_YES;
         *upload_size = 0;
         return dispatch(srv, c, r);
@@ -877,10 +832,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 
 static void req_free(gm_server *srv, gm_http_req *r)
 {
-    if (r->stage == ST_DEFERRED && r->linked)
-        deferred_unlink(srv, r);
-    pending_unlink(srv, r);
-    if (r->job) /* the client left before the worker answered */
+    gm_list_remove(&r->link); /* parked or deferred */
+    if (r->job)               /* the client left before the worker answered */
         job_abandon(srv, r->job);
     if (r->has_ready)
         gm_resp_release(&r->ready);
@@ -921,9 +874,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     gm_http_req *r = *req_cls;
     *req_cls = NULL;
     gm_conn *conn = conn_of(c);
-    if (conn && conn->phase != PH_UPGRADED) {
+    if (conn && !conn->upgraded) {
         /* The next request's head is due within the head timeout (idle keep-alive included). */
-        conn->phase = PH_HEAD;
         conn->deadline_ms = gm_clock_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
     }
     if (!r)
@@ -952,13 +904,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         k->fd = ci ? ci->connect_fd : -1;
         k->mc = c;
-        k->phase = PH_HEAD;
         k->deadline_ms = gm_clock_mono_ms() + GM_HTTP_HEAD_TIMEOUT_S * 1000;
-        k->next = srv->conns;
-        if (srv->conns)
-            srv->conns->prev = k;
-        srv->conns = k;
-        srv->conn_count++;
+        gm_list_push_front(&srv->conns, &k->link);
         *socket_context = k;
         return;
     }
@@ -975,13 +922,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             last_word(k, k->req);
         req_free(srv, k->req);
     }
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        srv->conns = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
-    srv->conn_count--;
+    gm_list_remove(&k->link);
     free(k);
     *socket_context = NULL;
 }
@@ -1164,9 +1105,9 @@ static void accept_waiting(gm_server *srv)
 /* Resumes the oldest deferred requests: they run in this turn, within its budget. */
 static void resume_deferred(gm_server *srv, unsigned max)
 {
-    for (unsigned i = 0; i < max && srv->deferred; i++) {
-        gm_http_req *r = srv->deferred;
-        deferred_unlink(srv, r);
+    for (unsigned i = 0; i < max && !gm_list_empty(&srv->deferred); i++) {
+        gm_http_req *r = gm_list_entry(gm_list_first(&srv->deferred), gm_http_req, link);
+        gm_list_remove(&r->link);
         MHD_resume_connection(r->conn->mc);
     }
 }
@@ -1182,7 +1123,7 @@ void gm_http_run(gm_server *srv)
 int gm_http_timeout_ms(gm_server *srv)
 {
     MHD_UNSIGNED_LONG_LONG t;
-    if (srv->deferred)
+    if (!gm_list_empty(&srv->deferred))
         return 0; /* requests wait for the next turn: no sleeping */
     if (MHD_get_timeout(srv->mhd, &t) != MHD_YES)
         return -1;
@@ -1192,13 +1133,13 @@ int gm_http_timeout_ms(gm_server *srv)
 void gm_http_poll_pending(gm_server *srv)
 {
     int64_t now = gm_clock_mono_ms();
-    for (gm_http_req *r = srv->pending, *next; r; r = next) {
-        next = r->next;
+    gm_list_each(l, next, &srv->pending) {
+        gm_http_req *r = gm_list_entry(l, gm_http_req, link);
         bool overdue = now - r->parked_ms > GM_HTTP_JOB_TIMEOUT_S * 1000;
         if (!overdue && !gm_worker_job_done(r->job))
             continue;
         r->timed_out = overdue && !gm_worker_job_done(r->job);
-        pending_unlink(srv, r);
+        gm_list_remove(&r->link);
         r->resumed = true;
         MHD_resume_connection(r->conn->mc);
     }
@@ -1206,15 +1147,16 @@ void gm_http_poll_pending(gm_server *srv)
 
 void gm_http_sweep(gm_server *srv, int64_t now_ms)
 {
-    for (gm_conn *k = srv->conns; k; k = k->next) {
-        if ((k->phase != PH_HEAD && k->phase != PH_BODY) || !k->deadline_ms ||
-            now_ms < k->deadline_ms || k->fd < 0)
+    gm_list_each(l, next, &srv->conns) {
+        gm_conn *k = gm_list_entry(l, gm_conn, link);
+        if (!k->deadline_ms || now_ms < k->deadline_ms || k->fd < 0)
             continue;
+        bool body = k->req && k->req->stage == ST_BODY;
         /* Out of time while the client still owed bytes (slowloris, a body that never comes,
          * an idle keep-alive): shut the socket, and libmicrohttpd closes it on its next pass. */
         gm_log(GM_LOG_DEBUG, "http connection closed", "reason=%s",
-               k->phase == PH_HEAD ? "head_timeout" : "body_timeout");
-        if (k->phase == PH_BODY)
+               body ? "body_timeout" : "head_timeout");
+        if (body)
             srv->http_refused++;
         shutdown(k->fd, SHUT_RDWR);
         k->deadline_ms = 0;
@@ -1227,8 +1169,8 @@ void gm_http_stop(gm_server *srv)
     if (!srv->mhd)
         return;
     /* Parked requests must be resumed before libmicrohttpd can stop; they get a 503. */
-    for (gm_http_req *r = srv->pending; r; r = r->next)
-        r->parked_ms = 0;
+    gm_list_each(l, next, &srv->pending)
+        gm_list_entry(l, gm_http_req, link)->parked_ms = 0;
     gm_http_poll_pending(srv);
     resume_deferred(srv, UINT_MAX);
     srv->turn_work_us = INT64_MIN; /* none deferred again: they run in the last pass */

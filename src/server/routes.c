@@ -253,10 +253,10 @@ static void h_system(const gm_req *rq, gm_resp *rs)
     resp_blob(rs, rq->pub, sys, "application/json");
 }
 
-static void h_fleet(const gm_req *rq, gm_resp *rs)
+static void h_gpu_metrics(const gm_req *rq, gm_resp *rs)
 {
     if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_FLEET), "application/json");
+        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_GPU_METRICS), "application/json");
 }
 
 static void h_stats(const gm_req *rq, gm_resp *rs)
@@ -878,34 +878,146 @@ static void h_fleet_nodes(const gm_req *rq, gm_resp *rs)
     resp_defer(rq, rs, j);
 }
 
+/* Matched in order (a prefix route after the exact routes it would shadow); a field left out is
+ * off: no prefix match, no request body, no token, not a WebSocket, built per request. */
 static const gm_route routes[] = {
-    {"/api/health", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_health, false, false},
-    {"/api/config", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_config, false, false},
-    {"/api/gpus", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_gpus, false, false},
-    {"/api/gpus/", true, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_gpu, false, false},
-    {"/api/processes", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_processes, false, false},
-    {"/api/system", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_system, false, false},
-    {"/api/history", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_history, false, true},
-    {"/api/sessions", false, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST, true, GM_SESSION_BODY_MAX,
-     h_sessions, false, false},
-    {"/api/sessions/", true, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST | GM_HTTP_DELETE, true,
-     GM_SESSION_BODY_MAX, h_session, false, false},
-    {"/api/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST, true, GM_JOBS_BODY_MAX,
-     h_benchmarks, false, false},
-    {"/api/benchmarks/jobs", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_jobs_route, false,
-     false},
-    {"/api/benchmarks/jobs/", true, GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST, true, 0,
-     h_jobs_route, false, false},
-    {"/api/benchmarks/", true, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_benchmark, false, false},
-    {"/api/allocation", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_allocation, false, false},
-    {"/api/fleet", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_fleet_nodes, false, false},
-    {"/api/v1/monitoring/gpu-metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_fleet, false,
-     false},
-    {"/stats", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_stats, false, false},
-    {"/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_metrics, false, false},
-    {"/ws/gpu", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
-    {"/ws/metrics", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
-    {"/ws/benchmarks", false, GM_HTTP_GET | GM_HTTP_HEAD, true, 0, h_ws_plain, true, false},
+    {
+        .path = "/api/health",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_health,
+    },
+    {
+        .path = "/api/config",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_config,
+    },
+    {
+        .path = "/api/gpus",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_gpus,
+    },
+    {
+        .path = "/api/gpus/",
+        .prefix = true,
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_gpu,
+    },
+    {
+        .path = "/api/processes",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_processes,
+    },
+    {
+        .path = "/api/system",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_system,
+    },
+    {
+        .path = "/api/history",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_history,
+        .per_sample = true,
+    },
+    {
+        .path = "/api/sessions",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST,
+        .needs_token = true,
+        .max_body = GM_SESSION_BODY_MAX,
+        .fn = h_sessions,
+    },
+    {
+        .path = "/api/sessions/",
+        .prefix = true,
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST | GM_HTTP_DELETE,
+        .needs_token = true,
+        .max_body = GM_SESSION_BODY_MAX,
+        .fn = h_session,
+    },
+    {
+        .path = "/api/benchmarks",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST,
+        .needs_token = true,
+        .max_body = GM_JOBS_BODY_MAX,
+        .fn = h_benchmarks,
+    },
+    {
+        .path = "/api/benchmarks/jobs",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_jobs_route,
+    },
+    {
+        .path = "/api/benchmarks/jobs/",
+        .prefix = true,
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD | GM_HTTP_POST,
+        .needs_token = true,
+        .fn = h_jobs_route,
+    },
+    {
+        .path = "/api/benchmarks/",
+        .prefix = true,
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_benchmark,
+    },
+    {
+        .path = "/api/allocation",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_allocation,
+    },
+    {
+        .path = "/api/fleet",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_fleet_nodes,
+    },
+    {
+        .path = "/api/v1/monitoring/gpu-metrics",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_gpu_metrics,
+    },
+    {
+        .path = "/stats",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_stats,
+    },
+    {
+        .path = "/metrics",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_metrics,
+    },
+    {
+        .path = "/ws/gpu",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_ws_plain,
+        .websocket = true,
+    },
+    {
+        .path = "/ws/metrics",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_ws_plain,
+        .websocket = true,
+    },
+    {
+        .path = "/ws/benchmarks",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_ws_plain,
+        .websocket = true,
+    },
 };
 
 const gm_route *gm_route_find(const char *path)

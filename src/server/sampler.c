@@ -171,8 +171,8 @@ const gm_blob *gm_published_blob(gm_published *p, gm_blob_kind k)
     case GM_BLOB_PROM_GZ:
         blob_gzip(b, gm_published_blob(p, GM_BLOB_PROM));
         break;
-    case GM_BLOB_FLEET:
-        blob_json(b, gm_compat_fleet(snap));
+    case GM_BLOB_GPU_METRICS:
+        blob_json(b, gm_compat_gpu_metrics(snap));
         break;
     case GM_BLOB_STATS:
         blob_json(b, stats_with_calls(gm_compat_stats(snap, p->topo), &p->health));

@@ -28,15 +28,15 @@ typedef struct gm_blob {
 
 /* The bodies a sample can be read as. */
 typedef enum gm_blob_kind {
-    GM_BLOB_FULL,       /* gm_json_snapshot: /api/gpus and /ws/gpu frames */
-    GM_BLOB_FULL_GZ,    /* FULL gzip'd */
-    GM_BLOB_PROCESSES,  /* gm_json_processes */
-    GM_BLOB_SYSTEM,     /* gm_json_host; absent when host metrics are off or unread */
-    GM_BLOB_PROM,       /* gm_prom_render */
-    GM_BLOB_PROM_GZ,    /* PROM gzip'd (Prometheus asks for gzip) */
-    GM_BLOB_FLEET,      /* gm_compat_fleet */
-    GM_BLOB_STATS,      /* gm_compat_stats with the topology read at start */
-    GM_BLOB_WS_METRICS, /* gm_compat_ws_metrics: /ws/metrics frames */
+    GM_BLOB_FULL,        /* gm_json_snapshot: /api/gpus and /ws/gpu frames */
+    GM_BLOB_FULL_GZ,     /* FULL gzip'd */
+    GM_BLOB_PROCESSES,   /* gm_json_processes */
+    GM_BLOB_SYSTEM,      /* gm_json_host; absent when host metrics are off or unread */
+    GM_BLOB_PROM,        /* gm_prom_render */
+    GM_BLOB_PROM_GZ,     /* PROM gzip'd (Prometheus asks for gzip) */
+    GM_BLOB_GPU_METRICS, /* gm_compat_gpu_metrics: /api/v1/monitoring/gpu-metrics */
+    GM_BLOB_STATS,       /* gm_compat_stats with the topology read at start */
+    GM_BLOB_WS_METRICS,  /* gm_compat_ws_metrics: /ws/metrics frames */
     GM_BLOB__COUNT
 } gm_blob_kind;
 

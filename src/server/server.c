@@ -257,7 +257,8 @@ static int serve_loop(gm_server *srv)
     bool was_busy = false;
     while (!atomic_load(&srv->quit)) {
         int64_t now = gm_clock_mono_ms();
-        bool idle = !srv->conns && !srv->ws_head && !srv->pending;
+        bool idle = gm_list_empty(&srv->conns) && gm_list_empty(&srv->ws_clients) &&
+                    gm_list_empty(&srv->pending);
         /* With a connection open, each sample also runs libmicrohttpd once more: it takes at
          * most 10 new connections a pass, and a backlog left behind the connection cap waits
          * for a turn. With none, samples do not wake the loop. */
@@ -300,7 +301,11 @@ static int serve_loop(gm_server *srv)
             gm_ws_broadcast(srv);
             gm_http_poll_pending(srv);
         }
+        /* Before libmicrohttpd runs: the sockets of clients that died in this turn are handed
+         * back to it to close in this pass. */
+        gm_ws_reap(srv);
         gm_http_run(srv);
+        gm_ws_reap(srv); /* clients that died in its callbacks (an upgrade) */
         now = gm_clock_mono_ms();
         if (now >= next_sweep) {
             gm_http_sweep(srv, now);
@@ -322,52 +327,27 @@ static unsigned ws_every(const gm_serve_config *cfg)
     return every;
 }
 
-int gm_server_run(const gm_serve_config *cfg, gm_error *err)
+/* The loop's descriptors: the epoll set, the eventfd other threads wake it through, and the
+ * signalfd (SIGINT, SIGTERM: blocked by the caller before any thread starts). */
+static int open_loop(gm_server *srv, const sigset_t *signals, gm_error *err)
 {
-    int rc = GM_EIO;
-    gm_server srv_storage = {0}, *srv = &srv_storage;
-    gm_file_id port_id = {0};
-    srv->cfg = cfg;
-    srv->started_mono_ms = gm_clock_mono_ms();
-    srv->ws_every = ws_every(cfg);
-    srv->epfd = srv->wakefd = srv->sigfd = -1;
-    atomic_init(&srv->quit, false);
-    gm_log_set_level(cfg->log_level);
-    errno = 0;
-    /* A generated token is shown on the terminal only (never into a journal or a file): with
-     * none to show it on, nobody could use the daemon. */
-    if (cfg->token_generated && !isatty(STDERR_FILENO))
-        return gm_error_set(err, GM_EINVAL,
-                            "--token generate shows the token on a terminal, and stderr is not "
-                            "one: give the token (--token T, or GPU_MONITOR_TOKEN from a file "
-                            "only you can read)");
-    if (resolve_paths(srv, err) < 0)
-        return GM_EINVAL;
-
-    /* Signals are read by the loop from a signalfd: block them here before any thread starts,
-     * so every thread (sampler, session worker) inherits the mask. */
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    signal(SIGPIPE, SIG_IGN);
-    /* Under a file-size limit a write fails (the store keeps what it could not write and
-     * retries) instead of the signal killing the daemon. */
-    signal(SIGXFSZ, SIG_IGN);
-
     srv->epfd = epoll_create1(EPOLL_CLOEXEC);
     srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    srv->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    srv->sigfd = signalfd(-1, signals, SFD_NONBLOCK | SFD_CLOEXEC);
     srv->wake_tag.kind = GM_POLL_WAKE;
     srv->sig_tag.kind = GM_POLL_SIGNAL;
     if (srv->epfd < 0 || srv->wakefd < 0 || srv->sigfd < 0 ||
         gm_server_watch(srv, srv->wakefd, &srv->wake_tag, EPOLLIN) < 0 ||
-        gm_server_watch(srv, srv->sigfd, &srv->sig_tag, EPOLLIN) < 0) {
-        gm_error_set(err, GM_EIO, "cannot set up the event loop: %s", strerror(errno));
-        goto out;
-    }
+        gm_server_watch(srv, srv->sigfd, &srv->sig_tag, EPOLLIN) < 0)
+        return gm_error_set(err, GM_EIO, "cannot set up the event loop: %s", strerror(errno));
+    return GM_OK;
+}
 
+/* The telemetry provider, as serve's settings choose it. Returns GM_OK or the collector's
+ * error code (GM_EIO when it has none), logged. */
+static int open_collector(gm_server *srv, gm_error *err)
+{
+    const gm_serve_config *cfg = srv->cfg;
     gm_collector_options copt = {0};
     copt.provider = strcmp(cfg->provider, "auto") == 0 ? NULL : cfg->provider;
     copt.simulate = cfg->simulate;
@@ -383,8 +363,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     if (gm_collector_open(&copt, &srv->collector, err) < 0) {
         gm_log(GM_LOG_ERROR, "cannot open the telemetry provider", "provider=%s error=%s",
                cfg->provider, gm_log_quote(err->msg, q, sizeof q));
-        rc = err->code < 0 ? err->code : GM_EIO;
-        goto out;
+        return err->code < 0 ? err->code : GM_EIO;
     }
     snprintf(srv->provider, sizeof srv->provider, "%s", gm_collector_provider(srv->collector));
     snprintf(srv->diagnosis, sizeof srv->diagnosis, "%s", gm_collector_diagnosis(srv->collector));
@@ -392,12 +371,15 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
         gm_log(GM_LOG_WARN, "no GPU found: serving host metrics only", "diagnosis=%s hint=%s",
                gm_log_quote(srv->diagnosis, q, sizeof q),
                gm_log_quote("try `make demo` or `gpumon serve --simulate 4`", q2, sizeof q2));
+    return GM_OK;
+}
 
-    if (gm_http_start(srv, err) < 0) {
-        gm_log(GM_LOG_ERROR, "cannot listen", "error=%s", gm_log_quote(err->msg, q, sizeof q));
-        goto out;
-    }
-
+/* The threads beside the loop: session worker, benchmark jobs, fleet cache (with
+ * --prometheus) and the sampler, whose first sample is waited for. GM_OK; GM_EINVAL when the
+ * first sample says the settings cannot work; GM_EIO otherwise. */
+static int start_threads(gm_server *srv, gm_error *err)
+{
+    const gm_serve_config *cfg = srv->cfg;
     gm_worker_options mopt = {.db_path = srv->db_path,
                               .poll_ms = cfg->poll_interval_ms,
                               /* The collector keeps its default slow period for energy. */
@@ -406,7 +388,7 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                               .wake = wake_loop,
                               .wake_arg = srv};
     if (gm_worker_start(&mopt, &srv->worker, err) < 0)
-        goto stop;
+        return GM_EIO;
     gm_jobs_options jopt = {.db_path = srv->db_path,
                             .lease_dir = srv->lease_dir,
                             .provider = cfg->provider,
@@ -417,12 +399,12 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                             .allow_image = cfg->allow_image,
                             .nallow_image = cfg->nallow_image};
     if (gm_jobs_start(&jopt, &srv->jobs, err) < 0)
-        goto stop;
+        return GM_EIO;
     if (cfg->prometheus[0]) {
         gm_fleet_cache_options fopt = {
             .url = cfg->prometheus, .job = cfg->prometheus_job, .wake = wake_loop, .wake_arg = srv};
         if (gm_fleet_cache_start(&fopt, &srv->fleet, err) < 0)
-            goto stop;
+            return GM_EIO;
     }
     gm_sampler_options sopt = {.collector = srv->collector,
                                .poll_ms = cfg->poll_interval_ms,
@@ -432,20 +414,28 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                                .on_sample = feed_sessions,
                                .on_sample_arg = srv};
     if (gm_sampler_start(&sopt, sample_ready, srv, &srv->sampler, err) < 0)
-        goto stop;
+        return GM_EIO;
     gm_error first = {0};
     int frc = gm_sampler_wait_first(srv->sampler, FIRST_SAMPLE_WAIT_MS, &first);
     if (frc == GM_EINVAL) {
         *err = first;
-        rc = GM_EINVAL;
-        goto stop;
+        return GM_EINVAL;
     }
+    char q[1100];
     if (frc < 0)
         gm_log(GM_LOG_WARN, "first sample not ready; serving 503 until it is", "error=%s",
                gm_log_quote(first.msg, q, sizeof q));
     if (gm_server_refresh(srv))
         gm_ws_broadcast(srv);
+    return GM_OK;
+}
 
+/* Writes --port-file, then says where the daemon listens: on stderr for a person (with the
+ * dashboard's address when a token was given on a terminal, and what was tried when no GPU was
+ * found) and in the log. GM_EIO with a message when the port file cannot be written. */
+static int announce(gm_server *srv, gm_file_id *port_id, gm_error *err)
+{
+    const gm_serve_config *cfg = srv->cfg;
     char host[80];
     if (!cfg->listen.host[0])
         snprintf(host, sizeof host, "0.0.0.0");
@@ -454,9 +444,9 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
     else
         snprintf(host, sizeof host, "%s", cfg->listen.host);
     gm_error perr = {0};
-    if (cfg->port_file[0] && write_port_file(cfg->port_file, srv->port, &port_id, &perr) < 0) {
+    if (cfg->port_file[0] && write_port_file(cfg->port_file, srv->port, port_id, &perr) < 0) {
         gm_error_set(err, perr.code, "--port-file: %s", perr.msg);
-        goto stop;
+        return GM_EIO;
     }
     fprintf(stderr, "gpumon: listening on http://%s:%u%s\n", host, srv->port,
             cfg->listen.host[0] ? "" : " (all interfaces)");
@@ -487,19 +477,15 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                gm_log_quote("anybody who reaches the port can read the GPUs; POST and DELETE "
                             "are refused from other hosts until --token is set",
                             qweb, sizeof qweb));
-    srv->listening = true;
+    return GM_OK;
+}
 
-    if (serve_loop(srv) < 0) {
-        gm_error_set(err, GM_EIO, "the event loop failed: %s", strerror(errno));
-        goto stop;
-    }
-    rc = GM_OK;
-
-stop:
+/* Clients first (they hold bundle references and parked session jobs), then the sampler and
+ * the session worker, which stops the running sessions with their end written. Both wake the
+ * loop through wakefd, which stays open until they are joined. */
+static void stop_threads(gm_server *srv)
+{
     atomic_store(&srv->quit, true);
-    /* Clients first (they hold bundle references and parked session jobs), then the sampler
-     * and the session worker, which stops the running sessions with their end written. Both
-     * wake the loop through wakefd, which stays open until they are joined. */
     gm_ws_close_all(srv);
     gm_http_stop(srv);
     /* A running benchmark job stops, keeps what it measured and releases its lease. */
@@ -507,7 +493,11 @@ stop:
     gm_sampler_stop(srv->sampler);
     gm_worker_stop(srv->worker);
     gm_fleet_cache_stop(srv->fleet);
-out:
+}
+
+/* Frees whatever was started (each part may be absent), and the port file of a clean run. */
+static void free_all(gm_server *srv, const gm_file_id *port_id, int rc)
+{
     gm_ws_close_all(srv);
     gm_http_stop(srv);
     gm_jobs_free(srv->jobs);
@@ -533,8 +523,68 @@ out:
     if (srv->epfd >= 0)
         close(srv->epfd);
     /* Only the file written above: never a device, a FIFO, or a file put there since. */
-    if (cfg->port_file[0] && rc == GM_OK)
-        gm_file_remove_if_same(&port_id);
+    if (srv->cfg->port_file[0] && rc == GM_OK)
+        gm_file_remove_if_same(port_id);
+}
+
+int gm_server_run(const gm_serve_config *cfg, gm_error *err)
+{
+    gm_server srv_storage = {0}, *srv = &srv_storage;
+    gm_file_id port_id = {0};
+    srv->cfg = cfg;
+    srv->started_mono_ms = gm_clock_mono_ms();
+    srv->ws_every = ws_every(cfg);
+    srv->epfd = srv->wakefd = srv->sigfd = -1;
+    gm_list_init(&srv->conns);
+    gm_list_init(&srv->pending);
+    gm_list_init(&srv->deferred);
+    gm_list_init(&srv->ws_clients);
+    atomic_init(&srv->quit, false);
+    gm_log_set_level(cfg->log_level);
+    errno = 0;
+    /* A generated token is shown on the terminal only (never into a journal or a file): with
+     * none to show it on, nobody could use the daemon. */
+    if (cfg->token_generated && !isatty(STDERR_FILENO))
+        return gm_error_set(err, GM_EINVAL,
+                            "--token generate shows the token on a terminal, and stderr is not "
+                            "one: give the token (--token T, or GPU_MONITOR_TOKEN from a file "
+                            "only you can read)");
+    if (resolve_paths(srv, err) < 0)
+        return GM_EINVAL;
+
+    /* Signals are read by the loop from a signalfd: block them here before any thread starts,
+     * so every thread (sampler, session worker) inherits the mask. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+    /* Under a file-size limit a write fails (the store keeps what it could not write and
+     * retries) instead of the signal killing the daemon. */
+    signal(SIGXFSZ, SIG_IGN);
+
+    int rc = open_loop(srv, &set, err);
+    if (rc == GM_OK)
+        rc = open_collector(srv, err);
+    if (rc == GM_OK) {
+        char q[1100];
+        if (gm_http_start(srv, err) < 0) {
+            gm_log(GM_LOG_ERROR, "cannot listen", "error=%s", gm_log_quote(err->msg, q, sizeof q));
+            rc = GM_EIO;
+        } else {
+            rc = start_threads(srv, err);
+            if (rc == GM_OK)
+                rc = announce(srv, &port_id, err);
+            srv->listening = rc == GM_OK;
+            if (rc == GM_OK && serve_loop(srv) < 0) {
+                gm_error_set(err, GM_EIO, "the event loop failed: %s", strerror(errno));
+                rc = GM_EIO;
+            }
+            stop_threads(srv);
+        }
+    }
+    free_all(srv, &port_id, rc);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == GM_OK)
         gm_log(GM_LOG_INFO, "stopped", "%s", "");

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "base/list.h"
 #include "server/config.h"
 #include "server/fleet_cache.h"
 #include "server/jobs.h"
@@ -60,7 +61,6 @@ typedef struct gm_ws_stream {
 
 typedef struct gm_resp_cache gm_resp_cache; /* answers built once per sample (http.c) */
 typedef struct gm_conn gm_conn;             /* one TCP connection libmicrohttpd serves (http.c) */
-typedef struct gm_resp_cache gm_resp_cache; /* answers built once per sample (http.c) */
 typedef struct gm_http_req gm_http_req;     /* one request on it (http.c) */
 typedef struct gm_ws_client gm_ws_client;
 typedef struct gm_ws_job_frame gm_ws_job_frame; /* /ws/benchmarks' frame (ws.c) */
@@ -97,17 +97,17 @@ typedef struct gm_server {
     gm_published *current; /* the loop's reference to the newest bundle */
     size_t inflight_bytes; /* response bodies held by unfinished HTTP responses */
     size_t body_bytes;     /* request bodies announced by Content-Length and not yet freed */
-    gm_conn *conns;        /* open HTTP connections, for the per-phase deadlines */
+    gm_list conns;         /* open HTTP connections (gm_conn), for the per-phase deadlines */
     gm_resp_cache *resp_cache;
-    unsigned conn_count;                   /* entries in conns */
-    gm_http_req *pending;                  /* requests parked until the session worker answers */
-    gm_http_req *deferred, *deferred_tail; /* waiting for a turn with route time left */
-    int64_t turn_work_us;                  /* route time spent in this turn */
-    gm_ws_client *ws_head;                 /* connected WebSocket clients */
-    unsigned ws_count;                     /* entries in ws_head */
-    unsigned ws_every;                     /* the rate cap: clients get every ws_every-th sample */
-    gm_published *ws_due;        /* the newest bundle due to WebSocket clients, frames framed */
-    uint64_t http_refused;       /* requests refused before routing (malformed, deadlines) */
+    gm_list pending;       /* requests (gm_http_req) parked until the session worker answers */
+    gm_list deferred;      /* requests waiting for a turn with route time left, oldest first */
+    int64_t turn_work_us;  /* route time spent in this turn */
+    gm_list ws_clients;    /* connected WebSocket clients (gm_ws_client) */
+    unsigned ws_count;     /* entries in ws_clients */
+    unsigned ws_dead;      /* of them marked dead, freed by gm_ws_reap */
+    unsigned ws_every;     /* the rate cap: clients get every ws_every-th sample */
+    gm_published *ws_due;  /* the newest bundle due to WebSocket clients, frames framed */
+    uint64_t http_refused; /* requests refused before routing (malformed, deadlines) */
     gm_log_limit ws_refused_log; /* "websocket refused" lines: one per GM_LOG_LIMIT_S */
     gm_ws_job_frame *ws_jobs;    /* the newest benchmark jobs' frame (/ws/benchmarks) */
     gm_ws_stream ws_streams[3];
@@ -252,6 +252,9 @@ void gm_ws_broadcast(gm_server *srv);
 void gm_ws_event(gm_server *srv, gm_poll *tag, unsigned events);
 /* Loop: pings idle clients, drops stuck and dead ones. */
 void gm_ws_sweep(gm_server *srv, int64_t now_ms);
+/* Loop: frees the clients marked dead during the callbacks of this turn (ws.c never frees a
+ * client while a function is working on it). */
+void gm_ws_reap(gm_server *srv);
 /* Loop: says goodbye (1001) to every client and closes them. */
 void gm_ws_close_all(gm_server *srv);
 

@@ -18,18 +18,17 @@
 #include "core/fleet.h"
 #include "core/session.h"
 #include "gpumon.h"
+#include "server/session_body.h"
 
-#define GM_WORKER_MAX_RUNNING   16      /* more POSTs get 409 */
-#define GM_SESSION_MAX_SAMPLES  86400   /* samples a session keeps in memory (then streams) */
-#define GM_SESSION_MAX_VALUES   691200  /* ... and samples x GPUs (a day of 8 GPUs) */
-#define GM_WORKER_QUEUE_MAX     256     /* samples waiting for the worker; more are dropped */
-#define GM_WORKER_KEEP_STOPPED  64      /* stopped sessions kept in memory when not stored */
-#define GM_SESSION_TIMELINE_MAX 200000  /* samples x GPUs in one timeline response */
-#define GM_SESSION_LABEL_MAX    128     /* bytes */
-#define GM_SESSION_BODY_MAX     65536   /* bytes of a POST /api/sessions body */
-#define GM_SESSION_INTERVAL_MAX 86400.0 /* seconds */
-#define GM_WORKER_LIST_MAX      1000    /* entries in one GET /api/sessions */
-#define GM_WORKER_COMPARE_MAX   16      /* benchmarks in one comparison, as history compare */
+#define GM_WORKER_MAX_RUNNING   16     /* more POSTs get 409 */
+#define GM_SESSION_MAX_SAMPLES  86400  /* samples a session keeps in memory (then streams) */
+#define GM_SESSION_MAX_VALUES   691200 /* ... and samples x GPUs (a day of 8 GPUs) */
+#define GM_WORKER_QUEUE_MAX     256    /* samples waiting for the worker; more are dropped */
+#define GM_WORKER_KEEP_STOPPED  64     /* stopped sessions kept in memory when not stored */
+#define GM_SESSION_TIMELINE_MAX 200000 /* samples x GPUs in one timeline response */
+#define GM_SESSION_BODY_MAX     65536  /* bytes of a POST /api/sessions body */
+#define GM_WORKER_LIST_MAX      1000   /* entries in one GET /api/sessions */
+#define GM_WORKER_COMPARE_MAX   16     /* benchmarks in one comparison, as history compare */
 
 typedef struct gm_worker gm_worker;
 
@@ -77,25 +76,6 @@ void gm_worker_free(gm_worker *m);
  * GM_WORKER_QUEUE_MAX samples behind, the sample is dropped and counted (each running
  * session reports "samples_dropped"). */
 void gm_worker_feed(gm_worker *m, const gm_snapshot *snap);
-
-/* A validated POST /api/sessions body. */
-typedef struct gm_session_request {
-    size_t ngpus;
-    unsigned gpus[GM_MAX_GPUS]; /* driver indices, ascending, no duplicates */
-    unsigned every;             /* take every `every`-th published sample (>= 1) */
-    double interval_s;          /* every * poll interval: what the session records */
-    bool has_label;
-    char label[GM_SESSION_LABEL_MAX + 1];
-} gm_session_request;
-
-/* Parses a POST /api/sessions body (len 0: every default) against snap, the latest published
- * sample: {"gpus": [driver indices] (default: every GPU of snap), "interval": seconds (number,
- * default and minimum the poll interval, at most GM_SESSION_INTERVAL_MAX; rounded to the
- * nearest multiple of the poll interval), "label": "text" (at most GM_SESSION_LABEL_MAX bytes,
- * no control characters)}; null means the default. Returns GM_OK or GM_EINVAL with a message
- * fit for a 400 (not JSON, not an object, unknown field, wrong type, no such GPU...). */
-int gm_session_request_parse(const char *body, size_t len, const gm_snapshot *snap,
-                             unsigned poll_ms, gm_session_request *out, gm_error *err);
 
 typedef enum gm_session_op {
     GM_JOB_CREATE,        /* POST /api/sessions -> 201, 409 (too many running) */

@@ -43,8 +43,9 @@ enum {
 struct gm_ws_client {
     gm_poll tag; /* first: what the epoll event points at */
     gm_server *srv;
-    gm_ws_client *prev, *next;
+    gm_list link; /* on srv->ws_clients */
     int fd;
+    const char *dead; /* why it is to be freed (gm_ws_reap, after the loop's callbacks); NULL */
     struct MHD_UpgradeResponseHandle *urh;
     int kind;
     wslay_frame_context_ptr rx;
@@ -141,16 +142,23 @@ static const gm_blob *frame_blob(gm_published *p, int kind)
 
 /* ---- closing ------------------------------------------------------------------------------ */
 
-static void client_free(gm_server *srv, gm_ws_client *c, const char *why)
+/* A client is never freed where it is being worked on: it is marked dead, taken out of the
+ * epoll set so no event reaches it again, and freed by gm_ws_reap once the loop's callbacks are
+ * done with it (as redis frees a client asynchronously). Every function that is handed a client
+ * may rely on it being valid until it returns. */
+static void mark_dead(gm_server *srv, gm_ws_client *c, const char *why)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->ws_head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    srv->ws_count--;
+    if (c->dead)
+        return;
+    c->dead = why;
+    srv->ws_dead++;
     gm_server_unwatch(srv, c->fd);
+}
+
+static void client_free(gm_server *srv, gm_ws_client *c)
+{
+    gm_list_remove(&c->link);
+    srv->ws_count--;
     gm_published_unref(c->pin);
     job_frame_unref(c->jpin);
     if (c->rx)
@@ -159,8 +167,20 @@ static void client_free(gm_server *srv, gm_ws_client *c, const char *why)
     /* Hands the socket back to libmicrohttpd, which closes it. */
     MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
     gm_log(GM_LOG_DEBUG, "websocket closed", "stream=%s reason=%s clients=%u", kind_name(c->kind),
-           why, srv->ws_count);
+           c->dead, srv->ws_count);
     free(c);
+}
+
+void gm_ws_reap(gm_server *srv)
+{
+    if (!srv->ws_dead)
+        return;
+    srv->ws_dead = 0;
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
+        if (c->dead)
+            client_free(srv, c);
+    }
 }
 
 /* Queues a control frame; a close frame makes the client close once it has been sent, and
@@ -254,12 +274,12 @@ static void start_frame(gm_ws_client *c, gm_published *p)
 }
 
 /* Sends what the socket takes: a control frame in progress, else the data frame in progress,
- * else waiting control frames, else the newest due frame. Returns false when the client is
- * gone (freed). */
-static bool flush(gm_server *srv, gm_ws_client *c)
+ * else waiting control frames, else the newest due frame. A failed send marks the client
+ * dead. */
+static void send_queued(gm_server *srv, gm_ws_client *c)
 {
-    if (c->draining)
-        return true;
+    if (c->draining || c->dead)
+        return;
     for (;;) {
         const uint8_t *p;
         size_t *off, len;
@@ -289,11 +309,11 @@ static bool flush(gm_server *srv, gm_ws_client *c)
         ssize_t n = send(c->fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             watch(srv, c, true);
-            return true;
+            return;
         }
         if (n <= 0) {
-            client_free(srv, c, "send failed");
-            return false;
+            mark_dead(srv, c, "send failed");
+            return;
         }
         *off += (size_t)n;
         c->last_progress_ms = gm_clock_mono_ms();
@@ -310,7 +330,7 @@ static bool flush(gm_server *srv, gm_ws_client *c)
                 c->last_progress_ms = gm_clock_mono_ms();
                 gm_server_rewatch(srv, c->fd, &c->tag, EPOLLIN);
                 c->watching = EPOLLIN;
-                return true;
+                return;
             }
         } else {
             gm_published_unref(c->pin);
@@ -321,7 +341,6 @@ static bool flush(gm_server *srv, gm_ws_client *c)
         }
     }
     watch(srv, c, false);
-    return true;
 }
 
 /* ---- receiving ---------------------------------------------------------------------------- */
@@ -398,7 +417,7 @@ static ssize_t on_send_unused(const uint8_t *data, size_t len, int flags, void *
     (void)len;
     (void)flags;
     (void)user;
-    return -1; /* frames out are written by flush(), never through wslay */
+    return -1; /* frames out are written by send_queued(), never through wslay */
 }
 
 /* A protocol violation: say why with a close frame, then go. */
@@ -493,9 +512,10 @@ static void on_payload(gm_ws_client *c, const uint8_t *p, size_t n)
     c->msg_opcode = 0; /* a whole message, ignored */
 }
 
-/* Reads and checks what the client sent; false when it is gone. A chatty client gets a
- * bounded amount of work per wake-up (epoll is level-triggered and comes back). */
-static bool receive(gm_server *srv, gm_ws_client *c)
+/* Reads and checks what the client sent; a client that has gone (or whose socket failed) is
+ * marked dead. A chatty client gets a bounded amount of work per wake-up (epoll is
+ * level-triggered and comes back). */
+static void read_frames(gm_server *srv, gm_ws_client *c)
 {
     for (int i = 0; i < 64 && !c->closing; i++) {
         struct wslay_frame_iocb f;
@@ -510,8 +530,8 @@ static bool receive(gm_server *srv, gm_ws_client *c)
             break;
         }
         if (n < 0) {
-            client_free(srv, c, "receive failed");
-            return false;
+            mark_dead(srv, c, "receive failed");
+            return;
         }
         if (!c->in_frame)
             on_frame_start(c, &f);
@@ -519,11 +539,8 @@ static bool receive(gm_server *srv, gm_ws_client *c)
             break;
         on_payload(c, f.data, f.data_length);
     }
-    if (c->io_error || c->eof) { /* gone: no one to say goodbye to */
-        client_free(srv, c, c->eof ? "peer closed" : "receive failed");
-        return false;
-    }
-    return true;
+    if (c->io_error || c->eof) /* gone: no one to say goodbye to */
+        mark_dead(srv, c, c->eof ? "peer closed" : "receive failed");
 }
 
 /* ---- the loop's entry points -------------------------------------------------------------- */
@@ -571,20 +588,17 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, co
     }
     /* Samples wake the loop only while a client listens: for the first client the newest
      * sample is made due here (with others connected, the loop is already up to date). */
-    if (!srv->ws_head) {
+    if (gm_list_empty(&srv->ws_clients)) {
         gm_server_refresh(srv);
         gm_ws_broadcast(srv);
     }
-    c->next = srv->ws_head;
-    if (srv->ws_head)
-        srv->ws_head->prev = c;
-    srv->ws_head = c;
+    gm_list_push_front(&srv->ws_clients, &c->link);
     srv->ws_count++;
     gm_log(GM_LOG_DEBUG, "websocket connected", "stream=%s clients=%u", kind_name(c->kind),
            srv->ws_count);
-    if (c->extra_len && !receive(srv, c))
-        return;
-    flush(srv, c);
+    if (c->extra_len)
+        read_frames(srv, c);
+    send_queued(srv, c);
 }
 
 bool gm_ws_handshake(gm_server *srv, struct MHD_Connection *mc, const gm_route *r,
@@ -676,8 +690,8 @@ void gm_ws_broadcast(gm_server *srv)
     /* The jobs' frame, at the same cadence, only while a client of that stream listens: the
      * queue's mutex is held for a copy of a few jobs' state, never while one waits or runs. */
     bool bench_client = false;
-    for (gm_ws_client *c = srv->ws_head; c && !bench_client; c = c->next)
-        bench_client = c->kind == WS_BENCH;
+    gm_list_each(l, next, &srv->ws_clients)
+        bench_client |= gm_list_entry(l, gm_ws_client, link)->kind == WS_BENCH;
     if (bench_client && srv->jobs) {
         json_t *j = json_pack("{s:o}", "jobs", gm_jobs_recent(srv->jobs, 10));
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -694,14 +708,14 @@ void gm_ws_broadcast(gm_server *srv)
         }
         free(text);
     }
-    for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
-        next = c->next;
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
         if (!c->out)
-            flush(srv, c);
+            send_queued(srv, c);
     }
 }
 
-/* Reads and drops what a closed client still sends; frees it at its end. */
+/* Reads and drops what a closed client still sends; marks it dead at its end. */
 static void drain(gm_server *srv, gm_ws_client *c)
 {
     char buf[4096];
@@ -711,7 +725,7 @@ static void drain(gm_server *srv, gm_ws_client *c)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return;
-        client_free(srv, c, "closed");
+        mark_dead(srv, c, "closed");
         return;
     }
 }
@@ -719,58 +733,64 @@ static void drain(gm_server *srv, gm_ws_client *c)
 void gm_ws_event(gm_server *srv, gm_poll *tag, unsigned events)
 {
     gm_ws_client *c = (gm_ws_client *)tag;
+    if (c->dead) /* marked earlier in this turn: its events are no longer wanted */
+        return;
     if (c->draining) {
         drain(srv, c);
         return;
     }
     if ((events & (EPOLLHUP | EPOLLERR)) && c->closing) {
-        client_free(srv, c, "peer closed");
+        mark_dead(srv, c, "peer closed");
         return;
     }
-    if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing && !receive(srv, c))
-        return;
-    flush(srv, c);
+    if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing)
+        read_frames(srv, c);
+    send_queued(srv, c);
 }
 
 void gm_ws_sweep(gm_server *srv, int64_t now)
 {
-    for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
-        next = c->next;
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
+        if (c->dead)
+            continue;
         if (c->draining) {
             if (now - c->last_progress_ms > GM_WS_DRAIN_S * 1000)
-                client_free(srv, c, "closed");
+                mark_dead(srv, c, "closed");
             continue;
         }
         bool owing = c->out || c->ctlq_len;
         if (owing && now - c->last_progress_ms > GM_WS_STUCK_S * 1000) {
-            client_free(srv, c, "stuck: took no frame bytes");
+            mark_dead(srv, c, "stuck: took no frame bytes");
             continue;
         }
         if (now - c->last_rx_ms > GM_WS_DEAD_S * 1000) {
-            client_free(srv, c, "no answer to pings");
+            mark_dead(srv, c, "no answer to pings");
             continue;
         }
         if (now - c->last_rx_ms > GM_WS_PING_S * 1000 && c->ping_ms < c->last_rx_ms) {
             c->ping_ms = now;
             queue_ctl(c, WSLAY_PING, NULL, 0);
-            flush(srv, c);
+            send_queued(srv, c);
         }
     }
+    gm_ws_reap(srv);
 }
 
 void gm_ws_close_all(gm_server *srv)
 {
-    for (gm_ws_client *c = srv->ws_head, *next; c; c = next) {
-        next = c->next;
+    gm_list_each(l, next, &srv->ws_clients) {
+        gm_ws_client *c = gm_list_entry(l, gm_ws_client, link);
         /* A goodbye if the socket takes it at once; no waiting at shutdown. */
-        if (!c->out || c->out_off == 0) {
+        if (!c->dead && (!c->out || c->out_off == 0)) {
             uint8_t bye[4] = {0x80 | WSLAY_CONNECTION_CLOSE, 2, CLOSE_GOING_AWAY >> 8,
                               CLOSE_GOING_AWAY & 0xff};
             if (c->ctlq_off == 0)
                 (void)!send(c->fd, bye, sizeof bye, MSG_NOSIGNAL | MSG_DONTWAIT);
         }
-        client_free(srv, c, "shutting down");
+        mark_dead(srv, c, "shutting down");
     }
+    gm_ws_reap(srv);
     gm_published_unref(srv->ws_due);
     srv->ws_due = NULL;
     job_frame_unref(srv->ws_jobs);

@@ -15,11 +15,19 @@ def routes():
         text = f.read()
     table = text.split("static const gm_route routes[] = {", 1)[1].split("\n};", 1)[0]
     out = []
-    for m in re.finditer(r'\{"(/[^"]*)",\s*(true|false),\s*([A-Z_ |]+),', table):
-        methods = {METHODS[w.strip()] for w in m.group(3).split("|") if w.strip() in METHODS}
-        if m.group(1).startswith("/ws/"):
+    # One row per designated initialiser: {.path = "...", .prefix = true, .methods = A | B, ...}
+    for row in re.finditer(r"\{([^{}]*)\}", table):
+        fields = row.group(1)
+        path = re.search(r'\.path\s*=\s*"(/[^"]*)"', fields)
+        methods_m = re.search(r"\.methods\s*=\s*([A-Z_ |]+)", fields)
+        if not path or not methods_m:
+            continue
+        prefix = re.search(r"\.prefix\s*=\s*true", fields) is not None
+        methods = {METHODS[w.strip()] for w in methods_m.group(1).split("|")
+                   if w.strip() in METHODS}
+        if path.group(1).startswith("/ws/"):
             methods = {"WS"}  # a WebSocket stream: the docs write `WS /ws/...`
-        out.append((m.group(1), m.group(2) == "true", methods))
+        out.append((path.group(1), prefix, methods))
     return out
 
 

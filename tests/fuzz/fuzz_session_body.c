@@ -1,5 +1,5 @@
 /* fuzz_session_body.c - the body of POST /api/sessions (gm_session_request_parse in
- * server/worker.c) against a small fixed sample (GPUs 0, 1 and 3: a gap in the indexes) and
+ * server/session_body.c) against a small fixed sample (GPUs 0, 1 and 3: a gap in the indexes) and
  * against a sample with no GPU, at the shortest and the default poll interval; then, as the
  * route does, the session made from an accepted request, with one sample added. Checks
  * what a valid request promises: known GPUs, ascending, no duplicates; an interval that is a
@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "core/session.h"
-#include "server/worker.h"
+#include "server/session_body.h"
 #include "fuzz.h"
 
 static gm_snapshot *sample(unsigned ngpus)

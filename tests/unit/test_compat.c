@@ -93,11 +93,11 @@ static void assert_json(json_t *j, const char *expected)
     json_decref(want);
 }
 
-static void test_fleet(void **state)
+static void test_gpu_metrics(void **state)
 {
     (void)state;
     gm_snapshot *s = snapshot();
-    json_t *j = gm_compat_fleet(s);
+    json_t *j = gm_compat_gpu_metrics(s);
     assert_json(j,
                 "{\"timestamp\": \"2025-11-26T00:42:52.123Z\", \"gpus\": ["
                 "{\"id\": \"gpu-0\", \"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-aaaa\","
@@ -126,7 +126,7 @@ static void test_fleet(void **state)
 
     /* No GPU at all: an empty list, not an error. */
     gm_snapshot *empty = gm_snapshot_new();
-    j = gm_compat_fleet(empty);
+    j = gm_compat_gpu_metrics(empty);
     assert_json(j, "{\"timestamp\": \"1970-01-01T00:00:00.000Z\", \"gpus\": []}");
     json_decref(j);
     gm_snapshot_free(empty);
@@ -254,7 +254,7 @@ static void test_bad_utf8(void **state)
     gm_snapshot *s = snapshot();
     snprintf(s->gpus[0].name, sizeof s->gpus[0].name, "GPU\xff\xfe-x");
     snprintf(s->host.hostname, sizeof s->host.hostname, "host\xc3");
-    json_t *j = gm_compat_fleet(s);
+    json_t *j = gm_compat_gpu_metrics(s);
     assert_non_null(j);
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(json_object_get(j, "gpus"), 0), "name")),
@@ -272,7 +272,7 @@ static void test_bad_utf8(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fleet),
+        cmocka_unit_test(test_gpu_metrics),
         cmocka_unit_test(test_ws_metrics),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_bad_utf8),

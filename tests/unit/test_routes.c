@@ -307,7 +307,7 @@ static void test_gpus_plain_and_gzip(void **state)
         gm_blob_kind kind;
     } blobs[] = {{"/api/processes", GM_BLOB_PROCESSES},
                  {"/stats", GM_BLOB_STATS},
-                 {"/api/v1/monitoring/gpu-metrics", GM_BLOB_FLEET},
+                 {"/api/v1/monitoring/gpu-metrics", GM_BLOB_GPU_METRICS},
                  {"/api/system", GM_BLOB_SYSTEM}};
     for (size_t i = 0; i < sizeof blobs / sizeof *blobs; i++) {
         const gm_blob *b = gm_published_blob(pub, blobs[i].kind);
