@@ -194,9 +194,6 @@ static void put(json_t *o, const char *key, json_t *v)
     json_object_set_new(o, key, v ? v : json_null());
 }
 
-static const char *const compute_modes[] = {"Default", "Exclusive_Thread", "Prohibited",
-                                            "Exclusive_Process"};
-
 /* The health block: XID, ECC, retired pages, remapped rows, violations, NVLink, and the verdict
  * of gm_gpu_degraded at the sample's time. */
 static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
@@ -358,11 +355,7 @@ static void add_details(json_t *j, const gm_gpu *g)
         cc = json_string(v);
     }
     put(j, "compute_capability", cc);
-    json_t *cm = json_null();
-    if (gm_gpu_has(g, GM_M_COMPUTE_MODE) && g->v[GM_M_COMPUTE_MODE] >= 0 &&
-        g->v[GM_M_COMPUTE_MODE] <= 3)
-        cm = json_string(compute_modes[(int)g->v[GM_M_COMPUTE_MODE]]);
-    put(j, "compute_mode", cm);
+    put(j, "compute_mode", enum_word(g, GM_M_COMPUTE_MODE, GM_SMI_K_COMPUTE_MODE));
     json_t *mig = json_object();
     put(mig, "current", flag(g, GM_M_MIG_MODE_CUR));
     put(mig, "pending", flag(g, GM_M_MIG_MODE_PENDING));

@@ -390,9 +390,14 @@ const char *gm_smi_enum_word(gm_smi_kind kind, long long v)
                                            "Drain P2P", "Drain and Reset", "Recover IMEX Domain"};
     /* NVML_GPU_FABRIC_STATE_NOT_SUPPORTED (0) has no word: the field stays at the placeholder. */
     static const char *const fabric[] = {NULL, "Not Started", "In Progress", "Completed"};
+    static const char *const compute_mode[] = {"Default", "Exclusive_Thread", "Prohibited",
+                                               "Exclusive_Process"};
     const char *const *t = NULL;
     long long n = 0;
     switch (kind) {
+    case GM_SMI_K_COMPUTE_MODE:
+        t = compute_mode, n = 4;
+        break;
     case GM_SMI_K_ADDRESSING:
         t = addressing, n = 3;
         break;
@@ -535,18 +540,13 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put(buf, cap, "0x%08llX", to_u64(v) & 0xffffffffULL);
     case GM_SMI_K_HEX:
         return put(buf, cap, "0x%llX", to_u64(v));
-    case GM_SMI_K_COMPUTE_MODE: {
-        static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
-                                            "Exclusive_Process"};
-        long long m = to_i64(v);
-        return m >= 0 && m <= 3 ? put(buf, cap, "%s", modes[m]) : put(buf, cap, "[N/A]");
-    }
     case GM_SMI_K_COMPUTE_CAP: {
         long long c = to_i64(v);
         return put(buf, cap, "%lld.%lld", c / 10, c % 10);
     }
     case GM_SMI_K_PCT2:
         return put(buf, cap, "%.2f%s%s", v, sep, unit);
+    case GM_SMI_K_COMPUTE_MODE:
     case GM_SMI_K_ADDRESSING:
     case GM_SMI_K_RECOVERY:
     case GM_SMI_K_FABRIC_STATE: {
@@ -831,6 +831,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
             return -1;
         gm_gpu_set(g, m, v);
         return 0;
+    case GM_SMI_K_COMPUTE_MODE:
     case GM_SMI_K_ADDRESSING:
     case GM_SMI_K_RECOVERY:
     case GM_SMI_K_FABRIC_STATE:
@@ -852,16 +853,6 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
         return 0;
     case GM_SMI_K_ACTIVE_BIT: /* the mask itself comes from clocks_event_reasons.active */
         return strcmp(text, "Active") == 0 || strcmp(text, "Not Active") == 0 ? 0 : -1;
-    case GM_SMI_K_COMPUTE_MODE: {
-        static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
-                                            "Exclusive_Process"};
-        for (int k = 0; k < 4; k++)
-            if (strcmp(text, modes[k]) == 0) {
-                gm_gpu_set(g, m, k);
-                return 0;
-            }
-        return -1;
-    }
     case GM_SMI_K_COMPUTE_CAP: {
         unsigned major, minor;
         char extra;
