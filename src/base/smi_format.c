@@ -1,5 +1,6 @@
 /* smi_format.c - reads and writes nvidia-smi's --query-gpu CSV with one table of fields. */
 #include "base/smi_format.h"
+#include "base/str.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -730,7 +731,7 @@ static void copy_text(char *dst, size_t cap, const char *src)
 {
     if (classify(src) != VAL_NUMBER)
         return; /* placeholders are not names */
-    snprintf(dst, cap, "%s", src);
+    gm_str_copy(dst, cap, src);
 }
 
 /* Stores the text of field id into g. Returns 0 when stored or absent, 1 when the value says the

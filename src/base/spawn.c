@@ -1,5 +1,6 @@
 /* spawn.c - runs a helper program (nvidia-smi) under a deadline so a hung driver never hangs us. */
 #include "base/spawn.h"
+#include "base/buf.h"
 #include "base/clock.h"
 
 #include <errno.h>
@@ -31,11 +32,6 @@ static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t orphans[MAX_ORPHANS];
 static size_t orphan_count;
 
-typedef struct spawn_buf {
-    char *p;
-    size_t len, cap, max;
-} spawn_buf;
-
 static void reap_orphans(void)
 {
     pthread_mutex_lock(&orphan_lock);
@@ -58,28 +54,17 @@ static void add_orphan(pid_t pid)
     pthread_mutex_unlock(&orphan_lock);
 }
 
-/* Returns 0, 1 when the cap was reached (data kept up to the cap), -1 when out of memory. */
-static int buf_append(spawn_buf *b, const char *data, size_t n)
+/* Appends what fits below the buffer's limit. Returns 0, 1 when the limit was reached (data kept
+ * up to it), -1 when out of memory. */
+static int buf_append(gm_buf *b, const char *data, size_t n)
 {
     int over = 0;
-    if (n > b->max - b->len) {
-        n = b->max - b->len;
+    if (n > b->limit - b->len) {
+        n = b->limit - b->len;
         over = 1;
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return over;
+    gm_buf_put(b, data, n);
+    return b->failed ? -1 : over;
 }
 
 /* Descriptors 0-2 must not be pipe ends: dup2(fd, fd) in the child would keep O_CLOEXEC set. */
@@ -236,10 +221,12 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
         max_output = GM_SPAWN_DEFAULT_MAX_OUTPUT;
     reap_orphans();
 
-    spawn_buf bufs[2] = {{.max = max_output}, {.max = max_output}};
-    if (buf_append(&bufs[0], "", 0) < 0 || buf_append(&bufs[1], "", 0) < 0) {
-        free(bufs[0].p);
-        free(bufs[1].p);
+    gm_buf bufs[2];
+    gm_buf_init(&bufs[0], max_output);
+    gm_buf_init(&bufs[1], max_output);
+    if (!gm_buf_reserve(&bufs[0], 0) || !gm_buf_reserve(&bufs[1], 0)) {
+        gm_buf_free(&bufs[0]);
+        gm_buf_free(&bufs[1]);
         return gm_error_set(err, GM_ENOMEM, "out of memory");
     }
 
@@ -343,11 +330,8 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     close_fd(&fds[0]);
     close_fd(&fds[1]);
 
-    out->out = bufs[0].p;
-    out->out_len = bufs[0].len;
-    out->err = bufs[1].p;
-    out->err_len = bufs[1].len;
-    bufs[0].p = bufs[1].p = NULL;
+    out->out = gm_buf_take(&bufs[0], &out->out_len);
+    out->err = gm_buf_take(&bufs[1], &out->err_len);
 
     if (rc < 0 || timed_out || overflow || nomem) {
         kill_and_reap(pid, out);
@@ -374,7 +358,7 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     return exit_error(err, prog, out);
 
 done:
-    out->out = bufs[0].p;
-    out->err = bufs[1].p;
+    out->out = gm_buf_take(&bufs[0], &out->out_len);
+    out->err = gm_buf_take(&bufs[1], &out->err_len);
     return rc;
 }
