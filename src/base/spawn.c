@@ -208,35 +208,17 @@ static int exit_error(gm_error *err, const char *prog, const gm_spawn_result *ou
     return gm_error_set(err, GM_EIO, "%s %s", prog, what);
 }
 
-int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm_spawn_result *out,
-                 gm_error *err)
+/* Pipes for the child's stdout (po) and stderr (pe), then the child itself in its own process
+ * group; on return the write ends are closed here. GM_OK with *pid set, or the error (pipes
+ * closed). */
+static int start_child(const char *const argv[], int po[2], int pe[2], pid_t *pid, gm_error *err)
 {
-    if (!out)
-        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no result");
-    memset(out, 0, sizeof *out);
-    if (!argv || !argv[0] || !argv[0][0])
-        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no program");
     const char *prog = argv[0];
-    if (max_output == 0)
-        max_output = GM_SPAWN_DEFAULT_MAX_OUTPUT;
-    reap_orphans();
-
-    gm_buf bufs[2];
-    gm_buf_init(&bufs[0], max_output);
-    gm_buf_init(&bufs[1], max_output);
-    if (!gm_buf_reserve(&bufs[0], 0) || !gm_buf_reserve(&bufs[1], 0)) {
-        gm_buf_free(&bufs[0]);
-        gm_buf_free(&bufs[1]);
-        return gm_error_set(err, GM_ENOMEM, "out of memory");
-    }
-
-    int rc = GM_OK;
-    int po[2] = {-1, -1}, pe[2] = {-1, -1};
     if (make_pipe(po) < 0 || make_pipe(pe) < 0) {
-        rc = gm_error_set(err, GM_ESPAWN, "%s: cannot create pipe: %s", prog, strerror(errno));
+        int rc = gm_error_set(err, GM_ESPAWN, "%s: cannot create pipe: %s", prog, strerror(errno));
         close_fd(&po[0]);
         close_fd(&po[1]);
-        goto done;
+        return rc;
     }
 
     posix_spawn_file_actions_t fa;
@@ -263,8 +245,8 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     posix_spawnattr_setsigmask(&attr, &mask);
     posix_spawnattr_setsigdefault(&attr, &defaults);
 
-    pid_t pid = -1;
-    int e = posix_spawnp(&pid, prog, &fa, &attr, (char *const *)argv, environ);
+    *pid = -1;
+    int e = posix_spawnp(pid, prog, &fa, &attr, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close_fd(&po[1]);
@@ -272,17 +254,27 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     if (e != 0) {
         close_fd(&po[0]);
         close_fd(&pe[0]);
-        rc = spawn_error(err, prog, e);
-        goto done;
+        return spawn_error(err, prog, e);
     }
+    return GM_OK;
+}
 
-    int64_t deadline = timeout_ms > 0 ? gm_clock_mono_ms() + timeout_ms : -1;
-    int fds[2] = {po[0], pe[0]};
-    bool timed_out = false, overflow = false, nomem = false;
+/* How reading the child's output ended, when it did not end with both pipes closed. */
+typedef struct read_end {
+    bool timed_out, overflow, nomem;
+} read_end;
+
+/* Reads the two pipes fds (closed on return) into bufs until both close, the deadline (monotonic
+ * ms, <0: none) passes, a buffer reaches its limit, or memory runs out (all noted in *end).
+ * GM_OK, or the poll error. */
+static int read_output(const char *prog, int fds[2], int64_t deadline, gm_buf bufs[2],
+                       read_end *end, gm_error *err)
+{
+    int rc = GM_OK;
     char *chunk = malloc(READ_CHUNK);
     if (!chunk)
-        nomem = true;
-    while (!nomem && (fds[0] >= 0 || fds[1] >= 0)) {
+        end->nomem = true;
+    while (!end->nomem && (fds[0] >= 0 || fds[1] >= 0)) {
         struct pollfd pfd[2];
         int idx[2], n = 0;
         for (int i = 0; i < 2; i++)
@@ -294,7 +286,7 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
         if (deadline >= 0) {
             int64_t left = deadline - gm_clock_mono_ms();
             if (left <= 0) {
-                timed_out = true;
+                end->timed_out = true;
                 break;
             }
             wait = left > INT32_MAX ? INT32_MAX : (int)left;
@@ -319,27 +311,69 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
             }
             int a = buf_append(&bufs[i], chunk, (size_t)got);
             if (a < 0)
-                nomem = true;
+                end->nomem = true;
             else if (a > 0)
-                overflow = true;
+                end->overflow = true;
         }
-        if (overflow)
+        if (end->overflow)
             break;
     }
     free(chunk);
     close_fd(&fds[0]);
     close_fd(&fds[1]);
+    return rc;
+}
 
+/* Hands the captured bytes to out (both "" at least, NULL where a buffer failed). */
+static void take_output(gm_buf bufs[2], gm_spawn_result *out)
+{
     out->out = gm_buf_take(&bufs[0], &out->out_len);
     out->err = gm_buf_take(&bufs[1], &out->err_len);
+}
 
-    if (rc < 0 || timed_out || overflow || nomem) {
+int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm_spawn_result *out,
+                 gm_error *err)
+{
+    if (!out)
+        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no result");
+    memset(out, 0, sizeof *out);
+    if (!argv || !argv[0] || !argv[0][0])
+        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no program");
+    const char *prog = argv[0];
+    if (max_output == 0)
+        max_output = GM_SPAWN_DEFAULT_MAX_OUTPUT;
+    reap_orphans();
+
+    gm_buf bufs[2];
+    gm_buf_init(&bufs[0], max_output);
+    gm_buf_init(&bufs[1], max_output);
+    if (!gm_buf_reserve(&bufs[0], 0) || !gm_buf_reserve(&bufs[1], 0)) {
+        gm_buf_free(&bufs[0]);
+        gm_buf_free(&bufs[1]);
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+
+    int po[2] = {-1, -1}, pe[2] = {-1, -1};
+    pid_t pid = -1;
+    int rc = start_child(argv, po, pe, &pid, err);
+    if (rc < 0) {
+        take_output(bufs, out);
+        return rc;
+    }
+
+    int64_t deadline = timeout_ms > 0 ? gm_clock_mono_ms() + timeout_ms : -1;
+    int fds[2] = {po[0], pe[0]};
+    read_end end = {0};
+    rc = read_output(prog, fds, deadline, bufs, &end, err);
+    take_output(bufs, out);
+
+    if (rc < 0 || end.timed_out || end.overflow || end.nomem) {
         kill_and_reap(pid, out);
         if (rc < 0)
             return rc;
-        if (nomem)
+        if (end.nomem)
             return gm_error_set(err, GM_ENOMEM, "out of memory reading from %s", prog);
-        if (overflow)
+        if (end.overflow)
             return gm_error_set(err, GM_EIO, "%s printed more than %zu bytes", prog, max_output);
         return gm_error_set(err, GM_ETIMEDOUT, "%s did not answer within %d ms", prog, timeout_ms);
     }
@@ -356,9 +390,4 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     if (out->exited && out->exit_code == 0)
         return GM_OK;
     return exit_error(err, prog, out);
-
-done:
-    out->out = gm_buf_take(&bufs[0], &out->out_len);
-    out->err = gm_buf_take(&bufs[1], &out->err_len);
-    return rc;
 }
