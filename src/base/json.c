@@ -111,8 +111,9 @@ static json_t *process_json(const gm_process *p, const gm_gpu *g)
     json_t *mem_b = p->mem_valid && p->used_mem_bytes <= INT64_MAX
                         ? json_integer((json_int_t)p->used_mem_bytes)
                         : json_null();
-    json_t *mem_mib =
-        p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
+    json_t *mem_mib = p->mem_valid
+                          ? json_integer((json_int_t)(p->used_mem_bytes / GM_BYTES_PER_MIB))
+                          : json_null();
     json_t *j =
         json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o}", "gpu", (json_int_t)p->gpu_index, "pid",
                   (json_int_t)p->pid, "type", type, "used_memory_mib", mem_mib, "used_memory_bytes",
@@ -130,7 +131,7 @@ static json_t *process_json(const gm_process *p, const gm_gpu *g)
 
 static json_t *mib_or_null(bool valid, uint64_t bytes)
 {
-    return valid ? json_integer((json_int_t)(bytes / 1048576)) : json_null();
+    return valid ? json_integer((json_int_t)(bytes / GM_BYTES_PER_MIB)) : json_null();
 }
 
 /* The MIG devices of a GPU in MIG mode. */

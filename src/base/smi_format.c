@@ -14,8 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MIB_BYTES 1048576.0
-
 typedef struct smi_field_info {
     const char *name;
     const char *alias;
@@ -516,7 +514,8 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
          * (scripts/nvml-memory-rounding.py). */
         {
             unsigned long long b = to_u64(v);
-            return put(buf, cap, "%llu%s%s", b / 1048576ULL + (b % 1048576ULL != 0), sep, unit);
+            return put(buf, cap, "%llu%s%s", b / GM_BYTES_PER_MIB + (b % GM_BYTES_PER_MIB != 0),
+                       sep, unit);
         }
     case GM_SMI_K_WATT:
         return put(buf, cap, "%.2f%s%s", v / 1000.0, sep, unit);
@@ -800,7 +799,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_MIB:
         if (!parse_number(text, f->unit, &v))
             return -1;
-        gm_gpu_set(g, m, v * MIB_BYTES);
+        gm_gpu_set(g, m, v * (double)GM_BYTES_PER_MIB);
         return 0;
     case GM_SMI_K_WATT:
         if (!parse_number(text, f->unit, &v))
@@ -1149,9 +1148,9 @@ int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t
         double mib;
         if (classify(cols[2]) == VAL_NUMBER && parse_number(cols[2], "MiB", &mib)) {
             /* Converting a double past 2^64 is undefined: such a figure is no reading. */
-            if (mib * MIB_BYTES < 18446744073709551615.0) {
+            if (mib * (double)GM_BYTES_PER_MIB < 18446744073709551615.0) {
                 p.mem_valid = true;
-                p.used_mem_bytes = (uint64_t)(mib * MIB_BYTES);
+                p.used_mem_bytes = (uint64_t)(mib * (double)GM_BYTES_PER_MIB);
             } else {
                 warn_add(warn, cap, "process %llu: used memory \"%s\" is out of range", pid,
                          cols[2]);

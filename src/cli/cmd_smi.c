@@ -736,7 +736,7 @@ static void mib_leaf(emit *e, const gm_gpu *g, const char *xml, const char *labe
 {
     char v[64];
     if (!g->lost && gm_gpu_has(g, m))
-        snprintf(v, sizeof v, "%.0f MiB", ceil(g->v[m] / 1048576.0));
+        snprintf(v, sizeof v, "%.0f MiB", ceil(g->v[m] * gm_metric_get(m)->scale));
     else
         snprintf(v, sizeof v, "N/A");
     leaf(e, xml, label, v);
@@ -1352,7 +1352,7 @@ static void emit_processes(emit *e, const gm_snapshot *s, const gm_gpu *g)
             leaf(e, "process_name", "Name", name[0] ? name : "N/A");
             if (pr->mem_valid)
                 snprintf(v, sizeof v, "%llu MiB",
-                         (unsigned long long)(pr->used_mem_bytes / 1048576));
+                         (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB));
             else
                 snprintf(v, sizeof v, "N/A");
             leaf(e, "used_memory", "Used GPU Memory", v);
@@ -1508,8 +1508,10 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
         fmt_or_na(perf, sizeof perf, g, GM_M_PSTATE, 1, "P%.0f");
         fmt_or_na(pwr, sizeof pwr, g, GM_M_POWER_MW, 0.001, "%.0fW");
         fmt_or_na(cap, sizeof cap, g, GM_M_POWER_LIMIT_MW, 0.001, "%.0fW");
-        fmt_or_na(used, sizeof used, g, GM_M_MEM_USED_BYTES, 1.0 / 1048576.0, "%.0fMiB");
-        fmt_or_na(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES, 1.0 / 1048576.0, "%.0fMiB");
+        fmt_or_na(used, sizeof used, g, GM_M_MEM_USED_BYTES,
+                  gm_metric_get(GM_M_MEM_USED_BYTES)->scale, "%.0fMiB");
+        fmt_or_na(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES,
+                  gm_metric_get(GM_M_MEM_TOTAL_BYTES)->scale, "%.0fMiB");
         fmt_or_na(util, sizeof util, g, GM_M_UTIL_GPU_PCT, 1, "%.0f%%");
         /* The summary abbreviates the exclusive modes, as nvidia-smi's does. */
         static const char *const modes[] = {"Default", "E. Thread", "Prohibited", "E. Process"};
@@ -1557,7 +1559,7 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
         char mem[24];
         if (pr->mem_valid)
             snprintf(mem, sizeof mem, "%lluMiB",
-                     (unsigned long long)(pr->used_mem_bytes / 1048576));
+                     (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB));
         else
             snprintf(mem, sizeof mem, "N/A");
         const char *type = pr->type == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS) ? "C+G"
@@ -1635,7 +1637,8 @@ static void render_apps(gm_buf *b, const gm_snapshot *s, const unsigned *sel, si
             }
             case Q_USED_MEMORY:
                 if (pr->mem_valid)
-                    gm_buf_printf(b, "%llu%s", (unsigned long long)(pr->used_mem_bytes / 1048576),
+                    gm_buf_printf(b, "%llu%s",
+                                  (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB),
                                   flags & GM_SMI_NOUNITS ? "" : " MiB");
                 else
                     gm_buf_puts(b, "[N/A]");

@@ -99,6 +99,9 @@ static void test_units_and_scales_match_the_raw_units(void **state)
             fail_msg("GM_M_%s (%s): unit \"%s\" scale %g, want \"%s\" %g", gpu_map[i].enum_name,
                      m->name, m->unit, m->scale, rules[r].unit, rules[r].scale);
     }
+    /* Bytes shown in MiB convert through the one constant, exactly. */
+    assert_true(GM_BYTES_PER_MIB == 1048576ULL);
+    assert_true(gm_metric_get(GM_M_BAR1_USED_BYTES)->scale * GM_BYTES_PER_MIB == 1.0);
     /* Counters and constants are not time series; the readings that move are. */
     assert_true(gm_metric_get(GM_M_UTIL_GPU_PCT)->numeric_series);
     assert_true(gm_metric_get(GM_M_POWER_MW)->numeric_series);
