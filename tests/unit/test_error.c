@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <limits.h>
 #include <string.h>
 
@@ -35,7 +37,7 @@ static void test_every_code_has_its_own_message(void **state)
         const char *m = gm_strerror(table[i].code);
         assert_non_null(m);
         assert_string_equal(m, table[i].msg);
-        assert_true(m[0] != '\0');
+        check_ne(m[0], '\0');
         assert_string_not_equal(m, "unknown error");
         assert_string_not_equal(m, "success");
         for (size_t k = 0; k < i; k++) {
@@ -59,7 +61,7 @@ static void test_unknown_codes(void **state)
     /* The codes follow each other up from GM__ERR_MIN + 1; all of them stay below zero. */
     for (size_t i = 0; i < NCODES; i++)
         assert_int_equal(table[i].code, GM__ERR_MIN + 1 + (int)i);
-    assert_true(table[NCODES - 1].code + 1 < 0);
+    check_lt(table[NCODES - 1].code + 1, 0);
     const int unknown[] = {1,
                            42,
                            -1000,

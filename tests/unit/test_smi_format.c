@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +120,7 @@ static void test_field_names_and_aliases(void **state)
     };
     for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
         int a = gm_smi_field_find(same[i][0]);
-        assert_true(a >= 0);
+        check_ge(a, 0);
         assert_int_equal(a, gm_smi_field_find(same[i][1]));
     }
     static const char *const known[] = {"index",
@@ -468,9 +470,9 @@ static void test_format_rounding(void **state)
         gm_smi_parse_gpu_csv("In Progress, Reboot, 87.50 %\n", ids, n, p, warn, sizeof warn, NULL),
         GM_OK);
     assert_string_equal(warn, "");
-    assert_true(p->gpus[0].v[GM_M_FABRIC_STATE] == 2);
-    assert_true(p->gpus[0].v[GM_M_RECOVERY_ACTION] == 2);
-    assert_true(p->gpus[0].v[GM_M_EDPP_MULTIPLIER_PCT] == 87.5);
+    check_eq(p->gpus[0].v[GM_M_FABRIC_STATE], 2);
+    check_eq(p->gpus[0].v[GM_M_RECOVERY_ACTION], 2);
+    check_eq(p->gpus[0].v[GM_M_EDPP_MULTIPLIER_PCT], 87.5);
     gm_snapshot_free(p);
     gm_smi_format_value(s, g, GM_SMI_F_EDPP_MULTIPLIER, GM_SMI_NOUNITS, buf, sizeof buf);
     assert_string_equal(buf, "[N/A]");
