@@ -10,9 +10,10 @@
 #include "check.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "gpumon.h"
+#include "base/error.h"
 
 static const struct {
     int code;
@@ -53,6 +54,22 @@ static void test_every_code_has_its_own_message(void **state)
     assert_string_equal(gm_strerror(GM_ENODEV), "no GPU found");
     assert_string_equal(gm_strerror(GM_ETIMEDOUT), "timed out");
     assert_string_equal(gm_strerror(GM_ECANCELED), "cancelled");
+}
+
+/* gm_err_name: each code's name as the source spells it, for logs. */
+static void test_err_name(void **state)
+{
+    (void)state;
+    check_str_eq(gm_err_name(GM_OK), "GM_OK");
+    for (size_t i = 0; i < NCODES; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "GM_%s", table[i].name);
+        check_str_eq(gm_err_name(table[i].code), want);
+    }
+    check_str_eq(gm_err_name(GM_ETIMEDOUT), "GM_ETIMEDOUT");
+    check_str_eq(gm_err_name(1), "GM_UNKNOWN");
+    check_str_eq(gm_err_name(GM__ERR_MIN), "GM_UNKNOWN");
+    check_str_eq(gm_err_name(INT_MIN), "GM_UNKNOWN");
 }
 
 static void test_unknown_codes(void **state)
@@ -127,6 +144,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_code_has_its_own_message),
+        cmocka_unit_test(test_err_name),
         cmocka_unit_test(test_unknown_codes),
         cmocka_unit_test(test_error_set_formats),
         cmocka_unit_test(test_error_set_truncates),
