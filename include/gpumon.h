@@ -321,6 +321,10 @@ typedef enum gm_metric {
         GM_M__COUNT
 } gm_metric;
 
+/* Bytes in a MiB (2^20): memory is kept in bytes and shown in MiB, as nvidia-smi shows it.
+ * Whole, so whole byte counts divide exactly; a double beside it converts it exactly. */
+#define GM_BYTES_PER_MIB 1048576ULL
+
 /* Static description of a GPU metric. */
 typedef struct gm_metric_info {
     gm_metric id;

@@ -1,5 +1,5 @@
-/* error.c - the error table behind gm_strerror and the gm_error helper. */
-#include "gpumon.h"
+/* error.c - the error table behind gm_strerror, gm_err_name and the gm_error helper. */
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +16,21 @@ const char *gm_strerror(int code)
 #undef GM__ERRNO_CASE
     default:
         return "unknown error";
+    }
+}
+
+const char *gm_err_name(int code)
+{
+    switch (code) {
+    case GM_OK:
+        return "GM_OK";
+#define GM__ERRNO_NAME(name, msg) \
+    case GM_##name:               \
+        return "GM_" #name;
+        GM_ERRNO_MAP(GM__ERRNO_NAME)
+#undef GM__ERRNO_NAME
+    default:
+        return "GM_UNKNOWN";
     }
 }
 

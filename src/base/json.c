@@ -111,8 +111,9 @@ static json_t *process_json(const gm_process *p, const gm_gpu *g)
     json_t *mem_b = p->mem_valid && p->used_mem_bytes <= INT64_MAX
                         ? json_integer((json_int_t)p->used_mem_bytes)
                         : json_null();
-    json_t *mem_mib =
-        p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
+    json_t *mem_mib = p->mem_valid
+                          ? json_integer((json_int_t)(p->used_mem_bytes / GM_BYTES_PER_MIB))
+                          : json_null();
     json_t *j =
         json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o}", "gpu", (json_int_t)p->gpu_index, "pid",
                   (json_int_t)p->pid, "type", type, "used_memory_mib", mem_mib, "used_memory_bytes",
@@ -130,7 +131,7 @@ static json_t *process_json(const gm_process *p, const gm_gpu *g)
 
 static json_t *mib_or_null(bool valid, uint64_t bytes)
 {
-    return valid ? json_integer((json_int_t)(bytes / 1048576)) : json_null();
+    return valid ? json_integer((json_int_t)(bytes / GM_BYTES_PER_MIB)) : json_null();
 }
 
 /* The MIG devices of a GPU in MIG mode. */
@@ -203,9 +204,6 @@ static void put(json_t *o, const char *key, json_t *v)
 {
     json_object_set_new(o, key, v ? v : json_null());
 }
-
-static const char *const compute_modes[] = {"Default", "Exclusive_Thread", "Prohibited",
-                                            "Exclusive_Process"};
 
 /* The health block: XID, ECC, retired pages, remapped rows, violations, NVLink, and the verdict
  * of gm_gpu_degraded at the sample's time. */
@@ -368,11 +366,7 @@ static void add_details(json_t *j, const gm_gpu *g)
         cc = json_string(v);
     }
     put(j, "compute_capability", cc);
-    json_t *cm = json_null();
-    if (gm_gpu_has(g, GM_M_COMPUTE_MODE) && g->v[GM_M_COMPUTE_MODE] >= 0 &&
-        g->v[GM_M_COMPUTE_MODE] <= 3)
-        cm = json_string(compute_modes[(int)g->v[GM_M_COMPUTE_MODE]]);
-    put(j, "compute_mode", cm);
+    put(j, "compute_mode", enum_word(g, GM_M_COMPUTE_MODE, GM_SMI_K_COMPUTE_MODE));
     json_t *mig = json_object();
     put(mig, "current", flag(g, GM_M_MIG_MODE_CUR));
     put(mig, "pending", flag(g, GM_M_MIG_MODE_PENDING));

@@ -4,8 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-#define MIB (1.0 / 1048576.0)
-
 /* Indexed by gm_metric; the order must follow GM_GPU_METRIC_MAP (checked in tests). */
 static const gm_metric_info metric_table[GM_M__COUNT] = {
     {GM_M_UTIL_GPU_PCT, "utilization.gpu", "%", 1, true,
@@ -14,11 +12,12 @@ static const gm_metric_info metric_table[GM_M__COUNT] = {
      "Percent of time device memory was read or written over the last sample period"},
     {GM_M_UTIL_ENC_PCT, "utilization.encoder", "%", 1, true, "Video encoder utilisation"},
     {GM_M_UTIL_DEC_PCT, "utilization.decoder", "%", 1, true, "Video decoder utilisation"},
-    {GM_M_MEM_TOTAL_BYTES, "memory.total", "MiB", MIB, false, "Total device memory"},
-    {GM_M_MEM_USED_BYTES, "memory.used", "MiB", MIB, true,
+    {GM_M_MEM_TOTAL_BYTES, "memory.total", "MiB", 1.0 / GM_BYTES_PER_MIB, false,
+     "Total device memory"},
+    {GM_M_MEM_USED_BYTES, "memory.used", "MiB", 1.0 / GM_BYTES_PER_MIB, true,
      "Device memory allocated by processes (excludes driver-reserved memory)"},
-    {GM_M_MEM_FREE_BYTES, "memory.free", "MiB", MIB, true, "Device memory free"},
-    {GM_M_MEM_RESERVED_BYTES, "memory.reserved", "MiB", MIB, false,
+    {GM_M_MEM_FREE_BYTES, "memory.free", "MiB", 1.0 / GM_BYTES_PER_MIB, true, "Device memory free"},
+    {GM_M_MEM_RESERVED_BYTES, "memory.reserved", "MiB", 1.0 / GM_BYTES_PER_MIB, false,
      "Device memory reserved by the driver and firmware"},
     {GM_M_TEMP_C, "temperature.gpu", "C", 1, true, "GPU core temperature"},
     {GM_M_POWER_MW, "power.draw", "W", 0.001, true, "Power draw of the board"},
@@ -215,11 +214,11 @@ static const gm_metric_info metric_table[GM_M__COUNT] = {
      "and reset, 5 recover the IMEX domain"},
     {GM_M_EDPP_MULTIPLIER_PCT, "edpp_multiplier", "%", 1, false,
      "The EDPp multiplier, as a percentage"},
-    {GM_M_PROT_MEM_TOTAL_BYTES, "protected_memory.total", "MiB", MIB, false,
+    {GM_M_PROT_MEM_TOTAL_BYTES, "protected_memory.total", "MiB", 1.0 / GM_BYTES_PER_MIB, false,
      "Confidential-computing protected memory installed"},
-    {GM_M_PROT_MEM_USED_BYTES, "protected_memory.used", "MiB", MIB, false,
+    {GM_M_PROT_MEM_USED_BYTES, "protected_memory.used", "MiB", 1.0 / GM_BYTES_PER_MIB, false,
      "Confidential-computing protected memory allocated by active contexts"},
-    {GM_M_PROT_MEM_FREE_BYTES, "protected_memory.free", "MiB", MIB, false,
+    {GM_M_PROT_MEM_FREE_BYTES, "protected_memory.free", "MiB", 1.0 / GM_BYTES_PER_MIB, false,
      "Confidential-computing protected memory free"},
     {GM_M_FABRIC_STATE, "fabric.state", "", 1, false,
      "NVLink fabric registration: 1 not started, 2 in progress, 3 completed"},
@@ -263,9 +262,11 @@ static const gm_metric_info metric_table[GM_M__COUNT] = {
      "Rows remapped for correctable errors that are no longer in use"},
     {GM_M_REMAP_UNC_INACTIVE, "remapped_rows.uncorrectable_inactive", "", 1, false,
      "Rows remapped for uncorrectable errors that are no longer in use"},
-    {GM_M_BAR1_TOTAL_BYTES, "bar1.total", "MiB", MIB, false, "BAR1 aperture size"},
-    {GM_M_BAR1_USED_BYTES, "bar1.used", "MiB", MIB, false, "BAR1 aperture in use"},
-    {GM_M_BAR1_FREE_BYTES, "bar1.free", "MiB", MIB, false, "BAR1 aperture free"},
+    {GM_M_BAR1_TOTAL_BYTES, "bar1.total", "MiB", 1.0 / GM_BYTES_PER_MIB, false,
+     "BAR1 aperture size"},
+    {GM_M_BAR1_USED_BYTES, "bar1.used", "MiB", 1.0 / GM_BYTES_PER_MIB, false,
+     "BAR1 aperture in use"},
+    {GM_M_BAR1_FREE_BYTES, "bar1.free", "MiB", 1.0 / GM_BYTES_PER_MIB, false, "BAR1 aperture free"},
     {GM_M_BOARD_ID, "board_id", "", 1, false, "Board id (GPUs on one board share it)"},
     {GM_M_MULTI_GPU_BOARD, "multigpu_board", "", 1, false, "1 when the board carries several GPUs"},
     {GM_M_BRAND, "brand", "", 1, false, "Product brand (nvmlBrandType_t)"},

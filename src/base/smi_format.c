@@ -1,5 +1,6 @@
 /* smi_format.c - reads and writes nvidia-smi's --query-gpu CSV with one table of fields. */
 #include "base/smi_format.h"
+#include "base/str.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define MIB_BYTES 1048576.0
 
 typedef struct smi_field_info {
     const char *name;
@@ -390,9 +389,14 @@ const char *gm_smi_enum_word(gm_smi_kind kind, long long v)
                                            "Drain P2P", "Drain and Reset", "Recover IMEX Domain"};
     /* NVML_GPU_FABRIC_STATE_NOT_SUPPORTED (0) has no word: the field stays at the placeholder. */
     static const char *const fabric[] = {NULL, "Not Started", "In Progress", "Completed"};
+    static const char *const compute_mode[] = {"Default", "Exclusive_Thread", "Prohibited",
+                                               "Exclusive_Process"};
     const char *const *t = NULL;
     long long n = 0;
     switch (kind) {
+    case GM_SMI_K_COMPUTE_MODE:
+        t = compute_mode, n = 4;
+        break;
     case GM_SMI_K_ADDRESSING:
         t = addressing, n = 3;
         break;
@@ -510,7 +514,8 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
          * (scripts/nvml-memory-rounding.py). */
         {
             unsigned long long b = to_u64(v);
-            return put(buf, cap, "%llu%s%s", b / 1048576ULL + (b % 1048576ULL != 0), sep, unit);
+            return put(buf, cap, "%llu%s%s", b / GM_BYTES_PER_MIB + (b % GM_BYTES_PER_MIB != 0),
+                       sep, unit);
         }
     case GM_SMI_K_WATT:
         return put(buf, cap, "%.2f%s%s", v / 1000.0, sep, unit);
@@ -535,18 +540,13 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put(buf, cap, "0x%08llX", to_u64(v) & 0xffffffffULL);
     case GM_SMI_K_HEX:
         return put(buf, cap, "0x%llX", to_u64(v));
-    case GM_SMI_K_COMPUTE_MODE: {
-        static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
-                                            "Exclusive_Process"};
-        long long m = to_i64(v);
-        return m >= 0 && m <= 3 ? put(buf, cap, "%s", modes[m]) : put(buf, cap, "[N/A]");
-    }
     case GM_SMI_K_COMPUTE_CAP: {
         long long c = to_i64(v);
         return put(buf, cap, "%lld.%lld", c / 10, c % 10);
     }
     case GM_SMI_K_PCT2:
         return put(buf, cap, "%.2f%s%s", v, sep, unit);
+    case GM_SMI_K_COMPUTE_MODE:
     case GM_SMI_K_ADDRESSING:
     case GM_SMI_K_RECOVERY:
     case GM_SMI_K_FABRIC_STATE: {
@@ -730,7 +730,7 @@ static void copy_text(char *dst, size_t cap, const char *src)
 {
     if (classify(src) != VAL_NUMBER)
         return; /* placeholders are not names */
-    snprintf(dst, cap, "%s", src);
+    gm_str_copy(dst, cap, src);
 }
 
 /* Stores the text of field id into g. Returns 0 when stored or absent, 1 when the value says the
@@ -799,7 +799,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_MIB:
         if (!parse_number(text, f->unit, &v))
             return -1;
-        gm_gpu_set(g, m, v * MIB_BYTES);
+        gm_gpu_set(g, m, v * (double)GM_BYTES_PER_MIB);
         return 0;
     case GM_SMI_K_WATT:
         if (!parse_number(text, f->unit, &v))
@@ -831,6 +831,7 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
             return -1;
         gm_gpu_set(g, m, v);
         return 0;
+    case GM_SMI_K_COMPUTE_MODE:
     case GM_SMI_K_ADDRESSING:
     case GM_SMI_K_RECOVERY:
     case GM_SMI_K_FABRIC_STATE:
@@ -852,16 +853,6 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
         return 0;
     case GM_SMI_K_ACTIVE_BIT: /* the mask itself comes from clocks_event_reasons.active */
         return strcmp(text, "Active") == 0 || strcmp(text, "Not Active") == 0 ? 0 : -1;
-    case GM_SMI_K_COMPUTE_MODE: {
-        static const char *const modes[] = {"Default", "Exclusive_Thread", "Prohibited",
-                                            "Exclusive_Process"};
-        for (int k = 0; k < 4; k++)
-            if (strcmp(text, modes[k]) == 0) {
-                gm_gpu_set(g, m, k);
-                return 0;
-            }
-        return -1;
-    }
     case GM_SMI_K_COMPUTE_CAP: {
         unsigned major, minor;
         char extra;
@@ -925,6 +916,135 @@ static int cmp_gpu_index(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* What reading a --query-gpu CSV has gathered so far. */
+typedef struct csv_parse {
+    const int *ids;
+    size_t n, index_col; /* index_col: the index column, n when there is none */
+    gm_snapshot *out;
+    char *warn;
+    size_t cap;
+    char **cols; /* n columns of the line at hand */
+    char first_bad[160], first_reason[96];
+    size_t rows, bad;
+    bool no_devices;
+    /* nvidia-smi prints one line per GPU in index order, a row or an "Unable to determine"
+     * line, so an unreachable GPU's index is its line's position among them, as long as every
+     * row sits at the position of its own index. */
+    const char *unreachable[GM_MAX_GPUS];
+    size_t unreachable_pos[GM_MAX_GPUS], n_unreachable, pos;
+    bool positional;
+} csv_parse;
+
+/* Counts a line skipped for reason, remembering the first for the error when none is left. */
+static void skip_row(csv_parse *p, const char *raw, const char *reason)
+{
+    p->bad++;
+    if (!p->first_bad[0]) {
+        snprintf(p->first_bad, sizeof p->first_bad, "%s", raw);
+        snprintf(p->first_reason, sizeof p->first_reason, "%s", reason);
+    }
+    warn_add(p->warn, p->cap, "skipped row \"%s\": %s", raw, reason);
+}
+
+/* Why the row with columns have cannot be a GPU of its own (NULL when it can); its index in
+ * *index (the row's position when there is no index column). */
+static const char *row_refusal(csv_parse *p, size_t have, unsigned long long *index, char *why,
+                               size_t why_cap)
+{
+    const char *reason = NULL;
+    *index = p->rows;
+    bool has_index = p->index_col < have && parse_uint(p->cols[p->index_col], ULLONG_MAX, index);
+    if (p->index_col < p->n && !has_index)
+        reason = "no GPU index";
+    if (has_index && *index != p->pos++)
+        p->positional = false;
+    /* Indexes are the driver's enumeration order, so a real one is below the number of GPUs
+     * gpumon keeps; a larger one would name a GPU nothing else can follow. */
+    if (!reason && p->index_col < p->n && *index >= GM_MAX_GPUS) {
+        snprintf(why, why_cap, "GPU index %llu is beyond the %d GPUs gpumon supports", *index,
+                 GM_MAX_GPUS);
+        reason = why;
+    }
+    for (unsigned k = 0; !reason && k < p->out->gpu_count; k++)
+        if (p->out->gpus[k].index == *index)
+            reason = "repeated GPU index";
+    if (!reason && p->out->gpu_count >= GM_MAX_GPUS)
+        reason = "more GPUs than gpumon keeps";
+    return reason;
+}
+
+/* One line of values (trimmed, not blank, not an unreachable GPU): a GPU, a header, or skipped. */
+static void parse_row(csv_parse *p, char *line)
+{
+    char raw[160];
+    quote_line(line, raw, sizeof raw);
+    size_t ncols = split_columns(line, p->cols, p->n);
+    size_t have = ncols < p->n ? ncols : p->n;
+    const int *ids = p->ids;
+    /* A header line (format without noheader) names the first field instead of a value. */
+    if (p->rows == 0 && have > 0 &&
+        (strcmp(p->cols[0], field_table[ids[0]].header) == 0 ||
+         strcmp(p->cols[0], gm_smi_field_header(ids[0])) == 0))
+        return;
+
+    char why[96];
+    unsigned long long index;
+    const char *reason = row_refusal(p, have, &index, why, sizeof why);
+    if (reason) {
+        skip_row(p, raw, reason);
+        return;
+    }
+
+    gm_gpu *g = &p->out->gpus[p->out->gpu_count];
+    memset(g, 0, sizeof *g);
+    g->index = (unsigned)index;
+    bool lost = false;
+    for (size_t i = 0; i < have; i++) {
+        int r = parse_value(ids[i], p->cols[i], g, p->out);
+        if (r > 0)
+            lost = true;
+        else if (r < 0)
+            warn_add(p->warn, p->cap, "GPU %u: %s \"%s\" does not parse", g->index,
+                     field_table[ids[i]].name, p->cols[i]);
+    }
+    if (lost) {
+        /* No reading of a GPU that fell off the bus is trustworthy. */
+        g->lost = true;
+        gm_gpu_clear(g);
+    }
+    p->out->gpu_count++;
+    p->rows++;
+}
+
+/* Unreachable GPUs: reported lost, identified by their bus id, when their index is known. */
+static void place_unreachable(csv_parse *p)
+{
+    gm_snapshot *out = p->out;
+    bool placed = false;
+    for (size_t u = 0; u < p->n_unreachable; u++) {
+        char bus[GM_BUSID_LEN], raw[160];
+        const char *why_not = "";
+        parse_unreachable(p->unreachable[u], bus, sizeof bus, &why_not);
+        quote_line(p->unreachable[u], raw, sizeof raw);
+        unsigned index = (unsigned)p->unreachable_pos[u];
+        if (!p->positional || index >= GM_MAX_GPUS || gm_snapshot_gpu(out, index) ||
+            out->gpu_count >= GM_MAX_GPUS) {
+            skip_row(p, raw, "cannot tell its GPU index");
+            continue;
+        }
+        gm_gpu *g = &out->gpus[out->gpu_count++];
+        memset(g, 0, sizeof *g);
+        g->index = index;
+        g->lost = true;
+        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", bus);
+        quote_line(why_not, raw, sizeof raw);
+        warn_add(p->warn, p->cap, "GPU %u (%s) does not answer: %s", index, bus, raw);
+        placed = true;
+    }
+    if (placed)
+        qsort(out->gpus, out->gpu_count, sizeof *out->gpus, cmp_gpu_index);
+}
+
 int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot *out, char *warn,
                          size_t cap, gm_error *err)
 {
@@ -936,11 +1056,6 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
     for (size_t i = 0; i < n; i++)
         if (!valid_id(ids[i]))
             return gm_error_set(err, GM_EINVAL, "unknown field id %d", ids[i]);
-    size_t index_col = n;
-    for (size_t i = 0; i < n && index_col == n; i++)
-        if (ids[i] == GM_SMI_F_INDEX)
-            index_col = i;
-
     char *copy = strdup(text ? text : "");
     char **cols = malloc(n * sizeof *cols);
     if (!copy || !cols) {
@@ -948,140 +1063,53 @@ int gm_smi_parse_gpu_csv(const char *text, const int *ids, size_t n, gm_snapshot
         free(cols);
         return gm_error_set(err, GM_ENOMEM, "out of memory");
     }
+    csv_parse parse = {
+        .ids = ids, .n = n, .index_col = n, .out = out, .warn = warn, .cap = cap, .cols = cols};
+    csv_parse *p = &parse;
+    for (size_t i = 0; i < n && p->index_col == n; i++)
+        if (ids[i] == GM_SMI_F_INDEX)
+            p->index_col = i;
+    p->positional = p->index_col < n;
 
-    char first_bad[160] = "";
-    char first_reason[96] = "";
-    size_t rows = 0, bad = 0;
-    bool no_devices = false;
-    /* nvidia-smi prints one line per GPU in index order, a row or an "Unable to determine"
-     * line, so an unreachable GPU's index is its line's position among them, as long as every
-     * row sits at the position of its own index. */
-    const char *unreachable[GM_MAX_GPUS];
-    size_t unreachable_pos[GM_MAX_GPUS], n_unreachable = 0, pos = 0;
-    bool positional = index_col < n;
     char *cursor = copy;
     for (char *line; (line = next_line(&cursor));) {
         line = trim(line);
         if (!line[0])
             continue;
         if (strstr(line, "No devices were found")) {
-            no_devices = true;
+            p->no_devices = true;
             continue;
         }
-        char raw[160];
-        quote_line(line, raw, sizeof raw);
         char bus[GM_BUSID_LEN];
         const char *why_not;
-        if (parse_unreachable(line, bus, sizeof bus, &why_not)) {
-            if (n_unreachable < GM_MAX_GPUS) {
-                unreachable[n_unreachable] = line; /* copy lives until the end */
-                unreachable_pos[n_unreachable++] = pos;
-            } else {
-                positional = false;
-            }
-            pos++;
+        if (!parse_unreachable(line, bus, sizeof bus, &why_not)) {
+            parse_row(p, line);
             continue;
         }
-        size_t ncols = split_columns(line, cols, n);
-        size_t have = ncols < n ? ncols : n;
-        /* A header line (format without noheader) names the first field instead of a value. */
-        if (rows == 0 && have > 0 &&
-            (strcmp(cols[0], field_table[ids[0]].header) == 0 ||
-             strcmp(cols[0], gm_smi_field_header(ids[0])) == 0))
-            continue;
-
-        const char *reason = NULL;
-        char why[96];
-        unsigned long long index = rows;
-        bool has_index = index_col < have && parse_uint(cols[index_col], ULLONG_MAX, &index);
-        if (index_col < n && !has_index)
-            reason = "no GPU index";
-        if (has_index && index != pos++)
-            positional = false;
-        /* Indexes are the driver's enumeration order, so a real one is below the number of GPUs
-         * gpumon keeps; a larger one would name a GPU nothing else can follow. */
-        if (!reason && index_col < n && index >= GM_MAX_GPUS) {
-            snprintf(why, sizeof why, "GPU index %llu is beyond the %d GPUs gpumon supports", index,
-                     GM_MAX_GPUS);
-            reason = why;
+        if (p->n_unreachable < GM_MAX_GPUS) {
+            p->unreachable[p->n_unreachable] = line; /* copy lives until the end */
+            p->unreachable_pos[p->n_unreachable++] = p->pos;
+        } else {
+            p->positional = false;
         }
-        for (unsigned k = 0; !reason && k < out->gpu_count; k++)
-            if (out->gpus[k].index == index)
-                reason = "repeated GPU index";
-        if (!reason && out->gpu_count >= GM_MAX_GPUS)
-            reason = "more GPUs than gpumon keeps";
-        if (reason) {
-            bad++;
-            if (!first_bad[0]) {
-                snprintf(first_bad, sizeof first_bad, "%s", raw);
-                snprintf(first_reason, sizeof first_reason, "%s", reason);
-            }
-            warn_add(warn, cap, "skipped row \"%s\": %s", raw, reason);
-            continue;
-        }
-
-        gm_gpu *g = &out->gpus[out->gpu_count];
-        memset(g, 0, sizeof *g);
-        g->index = (unsigned)index;
-        bool lost = false;
-        for (size_t i = 0; i < have; i++) {
-            int r = parse_value(ids[i], cols[i], g, out);
-            if (r > 0)
-                lost = true;
-            else if (r < 0)
-                warn_add(warn, cap, "GPU %u: %s \"%s\" does not parse", g->index,
-                         field_table[ids[i]].name, cols[i]);
-        }
-        if (lost) {
-            /* No reading of a GPU that fell off the bus is trustworthy. */
-            g->lost = true;
-            gm_gpu_clear(g);
-        }
-        out->gpu_count++;
-        rows++;
+        p->pos++;
     }
+    place_unreachable(p);
 
-    /* Unreachable GPUs: reported lost, identified by their bus id, when their index is known. */
-    bool placed = false;
-    for (size_t u = 0; u < n_unreachable; u++) {
-        char bus[GM_BUSID_LEN], raw[160];
-        const char *why_not = "";
-        parse_unreachable(unreachable[u], bus, sizeof bus, &why_not);
-        quote_line(unreachable[u], raw, sizeof raw);
-        unsigned index = (unsigned)unreachable_pos[u];
-        if (!positional || index >= GM_MAX_GPUS || gm_snapshot_gpu(out, index) ||
-            out->gpu_count >= GM_MAX_GPUS) {
-            bad++;
-            if (!first_bad[0]) {
-                snprintf(first_bad, sizeof first_bad, "%s", raw);
-                snprintf(first_reason, sizeof first_reason, "cannot tell its GPU index");
-            }
-            warn_add(warn, cap, "skipped row \"%s\": cannot tell its GPU index", raw);
-            continue;
-        }
-        gm_gpu *g = &out->gpus[out->gpu_count++];
-        memset(g, 0, sizeof *g);
-        g->index = index;
-        g->lost = true;
-        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", bus);
-        quote_line(why_not, raw, sizeof raw);
-        warn_add(warn, cap, "GPU %u (%s) does not answer: %s", index, bus, raw);
-        placed = true;
-    }
-    if (placed)
-        qsort(out->gpus, out->gpu_count, sizeof *out->gpus, cmp_gpu_index);
+    int rc;
+    if (out->gpu_count > 0)
+        rc = GM_OK;
+    else if (p->bad > 0)
+        rc = gm_error_set(err, GM_EPARSE,
+                          "nvidia-smi printed no GPU row gpumon understands: \"%s\" (%s)",
+                          p->first_bad, p->first_reason);
+    else if (p->no_devices)
+        rc = gm_error_set(err, GM_ENODEV, "nvidia-smi: No devices were found");
+    else
+        rc = gm_error_set(err, GM_ENODEV, "nvidia-smi lists no GPU");
     free(copy);
     free(cols);
-
-    if (out->gpu_count > 0)
-        return GM_OK;
-    if (bad > 0)
-        return gm_error_set(err, GM_EPARSE,
-                            "nvidia-smi printed no GPU row gpumon understands: \"%s\" (%s)",
-                            first_bad, first_reason);
-    if (no_devices)
-        return gm_error_set(err, GM_ENODEV, "nvidia-smi: No devices were found");
-    return gm_error_set(err, GM_ENODEV, "nvidia-smi lists no GPU");
+    return rc;
 }
 
 int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t cap, gm_error *err)
@@ -1120,9 +1148,9 @@ int gm_smi_parse_apps_csv(const char *text, gm_snapshot *out, char *warn, size_t
         double mib;
         if (classify(cols[2]) == VAL_NUMBER && parse_number(cols[2], "MiB", &mib)) {
             /* Converting a double past 2^64 is undefined: such a figure is no reading. */
-            if (mib * MIB_BYTES < 18446744073709551615.0) {
+            if (mib * (double)GM_BYTES_PER_MIB < 18446744073709551615.0) {
                 p.mem_valid = true;
-                p.used_mem_bytes = (uint64_t)(mib * MIB_BYTES);
+                p.used_mem_bytes = (uint64_t)(mib * (double)GM_BYTES_PER_MIB);
             } else {
                 warn_add(warn, cap, "process %llu: used memory \"%s\" is out of range", pid,
                          cols[2]);

@@ -579,8 +579,9 @@ enum { GM_SMI_NOHEADER = 1u << 0, GM_SMI_NOUNITS = 1u << 1 };
 /* Returns the field (gm_smi_field) named name or its alias, exactly as nvidia-smi matches them
  * (case-sensitive, no trimming), or -1 when gpumon does not know it. */
 int gm_smi_field_find(const char *name);
-/* nvidia-smi's word for value v of an enumerated kind (GM_SMI_K_RECOVERY: "None", "Reset"...);
- * NULL for a value it has none for. */
+/* nvidia-smi's word for value v of an enumerated kind (GM_SMI_K_COMPUTE_MODE, _ADDRESSING,
+ * _RECOVERY, _FABRIC_STATE: "Default", "None", "Reset"...), the one table every printer and
+ * parser of these words reads; NULL for a value it has none for. */
 const char *gm_smi_enum_word(gm_smi_kind kind, long long v);
 /* Returns the spelling sent to nvidia-smi, NULL when id is out of range. */
 const char *gm_smi_field_name(int id);

@@ -1,5 +1,6 @@
 /* spawn.c - runs a helper program (nvidia-smi) under a deadline so a hung driver never hangs us. */
 #include "base/spawn.h"
+#include "base/buf.h"
 #include "base/clock.h"
 
 #include <errno.h>
@@ -31,11 +32,6 @@ static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t orphans[MAX_ORPHANS];
 static size_t orphan_count;
 
-typedef struct spawn_buf {
-    char *p;
-    size_t len, cap, max;
-} spawn_buf;
-
 static void reap_orphans(void)
 {
     pthread_mutex_lock(&orphan_lock);
@@ -58,28 +54,17 @@ static void add_orphan(pid_t pid)
     pthread_mutex_unlock(&orphan_lock);
 }
 
-/* Returns 0, 1 when the cap was reached (data kept up to the cap), -1 when out of memory. */
-static int buf_append(spawn_buf *b, const char *data, size_t n)
+/* Appends what fits below the buffer's limit. Returns 0, 1 when the limit was reached (data kept
+ * up to it), -1 when out of memory. */
+static int buf_append(gm_buf *b, const char *data, size_t n)
 {
     int over = 0;
-    if (n > b->max - b->len) {
-        n = b->max - b->len;
+    if (n > b->limit - b->len) {
+        n = b->limit - b->len;
         over = 1;
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return over;
+    gm_buf_put(b, data, n);
+    return b->failed ? -1 : over;
 }
 
 /* Descriptors 0-2 must not be pipe ends: dup2(fd, fd) in the child would keep O_CLOEXEC set. */
@@ -223,33 +208,17 @@ static int exit_error(gm_error *err, const char *prog, const gm_spawn_result *ou
     return gm_error_set(err, GM_EIO, "%s %s", prog, what);
 }
 
-int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm_spawn_result *out,
-                 gm_error *err)
+/* Pipes for the child's stdout (po) and stderr (pe), then the child itself in its own process
+ * group; on return the write ends are closed here. GM_OK with *pid set, or the error (pipes
+ * closed). */
+static int start_child(const char *const argv[], int po[2], int pe[2], pid_t *pid, gm_error *err)
 {
-    if (!out)
-        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no result");
-    memset(out, 0, sizeof *out);
-    if (!argv || !argv[0] || !argv[0][0])
-        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no program");
     const char *prog = argv[0];
-    if (max_output == 0)
-        max_output = GM_SPAWN_DEFAULT_MAX_OUTPUT;
-    reap_orphans();
-
-    spawn_buf bufs[2] = {{.max = max_output}, {.max = max_output}};
-    if (buf_append(&bufs[0], "", 0) < 0 || buf_append(&bufs[1], "", 0) < 0) {
-        free(bufs[0].p);
-        free(bufs[1].p);
-        return gm_error_set(err, GM_ENOMEM, "out of memory");
-    }
-
-    int rc = GM_OK;
-    int po[2] = {-1, -1}, pe[2] = {-1, -1};
     if (make_pipe(po) < 0 || make_pipe(pe) < 0) {
-        rc = gm_error_set(err, GM_ESPAWN, "%s: cannot create pipe: %s", prog, strerror(errno));
+        int rc = gm_error_set(err, GM_ESPAWN, "%s: cannot create pipe: %s", prog, strerror(errno));
         close_fd(&po[0]);
         close_fd(&po[1]);
-        goto done;
+        return rc;
     }
 
     posix_spawn_file_actions_t fa;
@@ -276,8 +245,8 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     posix_spawnattr_setsigmask(&attr, &mask);
     posix_spawnattr_setsigdefault(&attr, &defaults);
 
-    pid_t pid = -1;
-    int e = posix_spawnp(&pid, prog, &fa, &attr, (char *const *)argv, environ);
+    *pid = -1;
+    int e = posix_spawnp(pid, prog, &fa, &attr, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close_fd(&po[1]);
@@ -285,17 +254,27 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     if (e != 0) {
         close_fd(&po[0]);
         close_fd(&pe[0]);
-        rc = spawn_error(err, prog, e);
-        goto done;
+        return spawn_error(err, prog, e);
     }
+    return GM_OK;
+}
 
-    int64_t deadline = timeout_ms > 0 ? gm_clock_mono_ms() + timeout_ms : -1;
-    int fds[2] = {po[0], pe[0]};
-    bool timed_out = false, overflow = false, nomem = false;
+/* How reading the child's output ended, when it did not end with both pipes closed. */
+typedef struct read_end {
+    bool timed_out, overflow, nomem;
+} read_end;
+
+/* Reads the two pipes fds (closed on return) into bufs until both close, the deadline (monotonic
+ * ms, <0: none) passes, a buffer reaches its limit, or memory runs out (all noted in *end).
+ * GM_OK, or the poll error. */
+static int read_output(const char *prog, int fds[2], int64_t deadline, gm_buf bufs[2],
+                       read_end *end, gm_error *err)
+{
+    int rc = GM_OK;
     char *chunk = malloc(READ_CHUNK);
     if (!chunk)
-        nomem = true;
-    while (!nomem && (fds[0] >= 0 || fds[1] >= 0)) {
+        end->nomem = true;
+    while (!end->nomem && (fds[0] >= 0 || fds[1] >= 0)) {
         struct pollfd pfd[2];
         int idx[2], n = 0;
         for (int i = 0; i < 2; i++)
@@ -307,7 +286,7 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
         if (deadline >= 0) {
             int64_t left = deadline - gm_clock_mono_ms();
             if (left <= 0) {
-                timed_out = true;
+                end->timed_out = true;
                 break;
             }
             wait = left > INT32_MAX ? INT32_MAX : (int)left;
@@ -332,30 +311,69 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
             }
             int a = buf_append(&bufs[i], chunk, (size_t)got);
             if (a < 0)
-                nomem = true;
+                end->nomem = true;
             else if (a > 0)
-                overflow = true;
+                end->overflow = true;
         }
-        if (overflow)
+        if (end->overflow)
             break;
     }
     free(chunk);
     close_fd(&fds[0]);
     close_fd(&fds[1]);
+    return rc;
+}
 
-    out->out = bufs[0].p;
-    out->out_len = bufs[0].len;
-    out->err = bufs[1].p;
-    out->err_len = bufs[1].len;
-    bufs[0].p = bufs[1].p = NULL;
+/* Hands the captured bytes to out (both "" at least, NULL where a buffer failed). */
+static void take_output(gm_buf bufs[2], gm_spawn_result *out)
+{
+    out->out = gm_buf_take(&bufs[0], &out->out_len);
+    out->err = gm_buf_take(&bufs[1], &out->err_len);
+}
 
-    if (rc < 0 || timed_out || overflow || nomem) {
+int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm_spawn_result *out,
+                 gm_error *err)
+{
+    if (!out)
+        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no result");
+    memset(out, 0, sizeof *out);
+    if (!argv || !argv[0] || !argv[0][0])
+        return gm_error_set(err, GM_EINVAL, "gm_spawn_run: no program");
+    const char *prog = argv[0];
+    if (max_output == 0)
+        max_output = GM_SPAWN_DEFAULT_MAX_OUTPUT;
+    reap_orphans();
+
+    gm_buf bufs[2];
+    gm_buf_init(&bufs[0], max_output);
+    gm_buf_init(&bufs[1], max_output);
+    if (!gm_buf_reserve(&bufs[0], 0) || !gm_buf_reserve(&bufs[1], 0)) {
+        gm_buf_free(&bufs[0]);
+        gm_buf_free(&bufs[1]);
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+
+    int po[2] = {-1, -1}, pe[2] = {-1, -1};
+    pid_t pid = -1;
+    int rc = start_child(argv, po, pe, &pid, err);
+    if (rc < 0) {
+        take_output(bufs, out);
+        return rc;
+    }
+
+    int64_t deadline = timeout_ms > 0 ? gm_clock_mono_ms() + timeout_ms : -1;
+    int fds[2] = {po[0], pe[0]};
+    read_end end = {0};
+    rc = read_output(prog, fds, deadline, bufs, &end, err);
+    take_output(bufs, out);
+
+    if (rc < 0 || end.timed_out || end.overflow || end.nomem) {
         kill_and_reap(pid, out);
         if (rc < 0)
             return rc;
-        if (nomem)
+        if (end.nomem)
             return gm_error_set(err, GM_ENOMEM, "out of memory reading from %s", prog);
-        if (overflow)
+        if (end.overflow)
             return gm_error_set(err, GM_EIO, "%s printed more than %zu bytes", prog, max_output);
         return gm_error_set(err, GM_ETIMEDOUT, "%s did not answer within %d ms", prog, timeout_ms);
     }
@@ -372,9 +390,4 @@ int gm_spawn_run(const char *const argv[], int timeout_ms, size_t max_output, gm
     if (out->exited && out->exit_code == 0)
         return GM_OK;
     return exit_error(err, prog, out);
-
-done:
-    out->out = bufs[0].p;
-    out->err = bufs[1].p;
-    return rc;
 }

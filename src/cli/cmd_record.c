@@ -341,81 +341,62 @@ static bool store_finish(const record_opts *o, gm_store *st, gm_recorder *rec)
     return false;
 }
 
-int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
+/* Opens the collector and takes a first sample into a new *snap. Without a GPU, and no GPU
+ * asked for, it records the command's duration only (*c NULL, *snap empty). False with the exit
+ * status in *rc when it cannot go on. */
+static bool start_reading(const record_opts *o, gm_collector **c, gm_snapshot **snap, int *rc)
 {
-    record_opts o = *ro;
-    if (o.interval_s <= 0)
-        o.interval_s = 1.0;
-    if (!o.snapshot_window_set)
-        o.snapshot_window_ms = GM_AUDIT_DEFAULT_POWER_WINDOW_MS;
-    int rc = GM_EXIT_OK;
     gm_collector_options copt;
-    gm_collector *c = NULL;
-    gm_snapshot *snap = NULL;
-    gm_session *s = NULL;
-    gm_recorder *rec = NULL;
-    gm_store *st = NULL;
-    gm_record_sink sink;
-    json_t *audit_before = NULL;
     gm_error err = {0};
-    /* SIGXFSZ as gpumon was started with, given back to the command. gpumon itself ignores it
-     * until the database is closed: a file-size limit (ulimit -f) reached by a database write
-     * is then a failed write, handled like a full disk, instead of a death that leaves the
-     * command unwatched. */
-    struct sigaction xfsz_orig, ignore = {.sa_handler = SIG_IGN};
-    sigemptyset(&ignore.sa_mask);
-    bool xfsz_ignored = false;
-    if (!gm_cli_collector_options(o.name, &o.src, &copt)) {
-        rc = GM_EXIT_USAGE;
-        goto out;
+    if (!gm_cli_collector_options(o->name, &o->src, &copt)) {
+        *rc = GM_EXIT_USAGE;
+        return false;
     }
-    copt.no_processes = !o.snapshot; /* statistics need no process list; snapshots show it */
-    copt.no_host = !o.snapshot;
+    copt.no_processes = !o->snapshot; /* statistics need no process list; snapshots show it */
+    copt.no_host = !o->snapshot;
     copt.slow_period_ms = -1; /* energy read at every sample: the total must be exact */
-    if (!(c = gm_cli_collector_open(o.name, &copt, &rc)))
-        goto out;
-    if (!(snap = gm_snapshot_new())) {
-        fprintf(stderr, "gpumon %s: out of memory\n", o.name);
-        rc = GM_EXIT_FAILURE;
-        goto out;
+    if (!(*c = gm_cli_collector_open(o->name, &copt, rc)))
+        return false;
+    if (!(*snap = gm_snapshot_new())) {
+        fprintf(stderr, "gpumon %s: out of memory\n", o->name);
+        *rc = GM_EXIT_FAILURE;
+        return false;
     }
-    bool have_gpus = strcmp(gm_collector_provider(c), "none") != 0 &&
-                     gm_collector_sample(c, snap, &err) == GM_OK;
-    if (!have_gpus) {
-        if (o.have_filter) {
-            fprintf(stderr, "gpumon %s: no GPU found: %s\n", o.name,
-                    err.msg[0] ? err.msg : gm_collector_diagnosis(c));
-            rc = GM_EXIT_NO_GPU;
-            goto out;
-        }
-        fprintf(stderr, "gpumon %s: warning: no GPU found; recording the command's duration only\n",
-                o.name);
-        gm_collector_close(c);
-        c = NULL;
-        gm_snapshot_reset(snap);
+    bool have_gpus = strcmp(gm_collector_provider(*c), "none") != 0 &&
+                     gm_collector_sample(*c, *snap, &err) == GM_OK;
+    if (have_gpus)
+        return true;
+    if (o->have_filter) {
+        fprintf(stderr, "gpumon %s: no GPU found: %s\n", o->name,
+                err.msg[0] ? err.msg : gm_collector_diagnosis(*c));
+        *rc = GM_EXIT_NO_GPU;
+        return false;
     }
-    unsigned idx[GM_MAX_GPUS];
-    bool all;
-    int n = resolve_gpus(&o, snap, idx, &all);
-    if (n == -2) {
-        rc = GM_EXIT_USAGE;
-        goto out;
-    }
+    fprintf(stderr, "gpumon %s: warning: no GPU found; recording the command's duration only\n",
+            o->name);
+    gm_collector_close(*c);
+    *c = NULL;
+    gm_snapshot_reset(*snap);
+    return true;
+}
 
-    sigaction(SIGXFSZ, &ignore, &xfsz_orig);
-    xfsz_ignored = true;
-    st = open_store(&o);
-    if (o.snapshot && c)
-        audit_before = take_audit(&o, c, "before");
-
-    if (gm_session_new(o.label, all ? NULL : idx, all ? 0 : (size_t)n, o.interval_s, &s, &err) <
+/* The session of kind over the GPUs idx (all: every one), with what is known before the command
+ * starts attached: provider, driver, host name, and the caller's attach. NULL when it cannot be
+ * made (said). */
+static gm_session *new_session(const record_opts *o, const char *kind, gm_collector *c,
+                               const gm_snapshot *snap, const unsigned *idx, bool all, int n,
+                               json_t *attach)
+{
+    gm_session *s = NULL;
+    gm_error err = {0};
+    if (gm_session_new(o->label, all ? NULL : idx, all ? 0 : (size_t)n, o->interval_s, &s, &err) <
             0 ||
-        gm_session_set_kind(s, kind) < 0 || (o.id && gm_session_set_id(s, o.id) < 0) ||
+        gm_session_set_kind(s, kind) < 0 || (o->id && gm_session_set_id(s, o->id) < 0) ||
         gm_session_set_command(
-            s, (const char *const *)(o.shown_command ? o.shown_command : o.command)) < 0) {
-        fprintf(stderr, "gpumon %s: %s\n", o.name, err.msg[0] ? err.msg : "out of memory");
-        rc = GM_EXIT_FAILURE;
-        goto out;
+            s, (const char *const *)(o->shown_command ? o->shown_command : o->command)) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->name, err.msg[0] ? err.msg : "out of memory");
+        gm_session_free(s);
+        return NULL;
     }
     if (c) {
         gm_session_attach(s, "provider", json_string(gm_collector_provider(c)));
@@ -432,6 +413,110 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
         const char *key;
         json_t *val;
         json_object_foreach(attach, key, val) gm_session_attach(s, key, json_incref(val));
+    }
+    return s;
+}
+
+/* The system snapshot after the command, compared with the one before and attached to rs;
+ * true with the comparison in *verdict when it could be made. */
+static bool audit_after(const record_opts *o, gm_collector *c, gm_session *rs, json_t *before,
+                        gm_audit_verdict *verdict)
+{
+    gm_error err = {0};
+    bool have_verdict = false;
+    json_t *after = take_audit(o, c, "after");
+    if (after && gm_audit_diff(before, after, NULL, verdict, &err) == GM_OK) {
+        have_verdict = true;
+        gm_session_attach(rs, "audit",
+                          json_pack("{s:O, s:O, s:O}", "before", before, "after", after, "diff",
+                                    verdict->report));
+    } else if (after) {
+        fprintf(stderr, "gpumon %s: warning: cannot compare snapshots: %s\n", o->name, err.msg);
+    }
+    json_decref(after);
+    return have_verdict;
+}
+
+/* Ends the recording: attaches what the caller learnt at the end, stores it, writes --output,
+ * prints the summary. The exit status, from the command's own rc. */
+static int finish(const record_opts *o, gm_store *st, gm_recorder *rec, int rc,
+                  const gm_audit_verdict *verdict)
+{
+    gm_session *rs = gm_recorder_session(rec);
+    json_t *late = o->ended ? o->ended(o->ended_arg) : NULL;
+    const char *lkey;
+    json_t *lval;
+    json_object_foreach(late, lkey, lval) gm_session_attach(rs, lkey, json_incref(lval));
+    json_decref(late);
+    gm_recorder_ended(rec);
+    bool stored = st && store_finish(o, st, rec);
+    json_t *doc = gm_session_to_json(rs);
+    bool written = false;
+    if (!doc)
+        fprintf(stderr, "gpumon %s: out of memory rendering the session\n", o->name);
+    else
+        written = write_output(o, doc, rs) == 0;
+    /* The command's own status stays the exit code; a lost --output is still a failure. */
+    if (o->output && !written && rc == GM_EXIT_OK)
+        rc = GM_EXIT_FAILURE;
+    if (!o->quiet && doc) {
+        int width = summary_width();
+        gm_session_print_summary_fit(stderr, doc, width);
+        if (verdict)
+            fprintf(stderr, "system snapshot: %s (%u changed, %u warnings, %u notes)\n",
+                    verdict->changed ? "CHANGED" : "UNCHANGED", verdict->changes, verdict->warnings,
+                    verdict->notes);
+        if (stored)
+            fprintf(stderr, "stored as %s%s(gpumon history show %s)\n", gm_session_id(rs),
+                    width >= 77 ? " " : "\n", gm_session_id(rs));
+        if (o->output && written)
+            fprintf(stderr, "written to %s\n", o->output);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
+{
+    record_opts o = *ro;
+    if (o.interval_s <= 0)
+        o.interval_s = 1.0;
+    if (!o.snapshot_window_set)
+        o.snapshot_window_ms = GM_AUDIT_DEFAULT_POWER_WINDOW_MS;
+    int rc = GM_EXIT_OK;
+    gm_collector *c = NULL;
+    gm_snapshot *snap = NULL;
+    gm_session *s = NULL;
+    gm_recorder *rec = NULL;
+    gm_store *st = NULL;
+    gm_record_sink sink;
+    json_t *audit_before = NULL;
+    gm_error err = {0};
+    /* SIGXFSZ as gpumon was started with, given back to the command. gpumon itself ignores it
+     * until the database is closed: a file-size limit (ulimit -f) reached by a database write
+     * is then a failed write, handled like a full disk, instead of a death that leaves the
+     * command unwatched. */
+    struct sigaction xfsz_orig, ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore.sa_mask);
+    bool xfsz_ignored = false;
+    if (!start_reading(&o, &c, &snap, &rc))
+        goto out;
+    unsigned idx[GM_MAX_GPUS];
+    bool all;
+    int n = resolve_gpus(&o, snap, idx, &all);
+    if (n == -2) {
+        rc = GM_EXIT_USAGE;
+        goto out;
+    }
+
+    sigaction(SIGXFSZ, &ignore, &xfsz_orig);
+    xfsz_ignored = true;
+    st = open_store(&o);
+    if (o.snapshot && c)
+        audit_before = take_audit(&o, c, "before");
+    if (!(s = new_session(&o, kind, c, snap, idx, all, n, attach))) {
+        rc = GM_EXIT_FAILURE;
+        goto out;
     }
 
     say_ctx sc = {.o = &o, .tty = !o.quiet && isatty(STDERR_FILENO)};
@@ -466,54 +551,11 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
     rc = outcome.exit_code;
     if (sc.tty)
         fprintf(stderr, "\r\033[K");
-    gm_session *rs = gm_recorder_session(rec);
 
     gm_audit_verdict verdict = {0};
-    bool have_verdict = false;
-    if (audit_before) {
-        json_t *after = take_audit(&o, c, "after");
-        if (after && gm_audit_diff(audit_before, after, NULL, &verdict, &err) == GM_OK) {
-            have_verdict = true;
-            gm_session_attach(rs, "audit",
-                              json_pack("{s:O, s:O, s:O}", "before", audit_before, "after", after,
-                                        "diff", verdict.report));
-        } else if (after) {
-            fprintf(stderr, "gpumon %s: warning: cannot compare snapshots: %s\n", o.name, err.msg);
-        }
-        json_decref(after);
-    }
-
-    json_t *late = o.ended ? o.ended(o.ended_arg) : NULL;
-    const char *lkey;
-    json_t *lval;
-    json_object_foreach(late, lkey, lval) gm_session_attach(rs, lkey, json_incref(lval));
-    json_decref(late);
-
-    gm_recorder_ended(rec);
-    bool stored = st && store_finish(&o, st, rec);
-    json_t *doc = gm_session_to_json(rs);
-    bool written = false;
-    if (!doc)
-        fprintf(stderr, "gpumon %s: out of memory rendering the session\n", o.name);
-    else
-        written = write_output(&o, doc, rs) == 0;
-    /* The command's own status stays the exit code; a lost --output is still a failure. */
-    if (o.output && !written && rc == GM_EXIT_OK)
-        rc = GM_EXIT_FAILURE;
-    if (!o.quiet && doc) {
-        int width = summary_width();
-        gm_session_print_summary_fit(stderr, doc, width);
-        if (have_verdict)
-            fprintf(stderr, "system snapshot: %s (%u changed, %u warnings, %u notes)\n",
-                    verdict.changed ? "CHANGED" : "UNCHANGED", verdict.changes, verdict.warnings,
-                    verdict.notes);
-        if (stored)
-            fprintf(stderr, "stored as %s%s(gpumon history show %s)\n", gm_session_id(rs),
-                    width >= 77 ? " " : "\n", gm_session_id(rs));
-        if (o.output && written)
-            fprintf(stderr, "written to %s\n", o.output);
-    }
-    json_decref(doc);
+    bool have_verdict =
+        audit_before && audit_after(&o, c, gm_recorder_session(rec), audit_before, &verdict);
+    rc = finish(&o, st, rec, rc, have_verdict ? &verdict : NULL);
     gm_audit_verdict_free(&verdict);
 
 out:

@@ -736,7 +736,7 @@ static void mib_leaf(emit *e, const gm_gpu *g, const char *xml, const char *labe
 {
     char v[64];
     if (!g->lost && gm_gpu_has(g, m))
-        snprintf(v, sizeof v, "%.0f MiB", ceil(g->v[m] / 1048576.0));
+        snprintf(v, sizeof v, "%.0f MiB", ceil(g->v[m] * gm_metric_get(m)->scale));
     else
         snprintf(v, sizeof v, "N/A");
     leaf(e, xml, label, v);
@@ -849,175 +849,178 @@ static void emit_supported_clocks(emit *e, const gm_gpu *g)
     end(e, "supported_clocks");
 }
 
-static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
+/* Identity and modes: product, display, persistence, MIG, serial, board, platform. */
+static void emit_identity(emit *e, const gm_snapshot *s, const gm_gpu *g)
 {
     char v[128];
-    if (e->xml) {
-        indent(e);
-        gm_buf_puts(e->b, "<gpu id=\"");
-        xml_text(e->b, g->pci_bus_id[0] ? g->pci_bus_id : "N/A");
-        gm_buf_puts(e->b, "\">\n");
-    } else {
-        gm_buf_printf(e->b, "GPU %s\n", g->pci_bus_id[0] ? g->pci_bus_id : "N/A");
+    fleaf(e, s, g, "product_name", "Product Name", GM_SMI_F_NAME);
+    leaf(e, "product_brand", "Product Brand", enum_text(g, GM_M_BRAND));
+    leaf(e, "product_architecture", "Product Architecture", enum_text(g, GM_M_ARCHITECTURE));
+    fleaf(e, s, g, "display_mode", "Display Mode", GM_SMI_F_DISPLAY_MODE);
+    fleaf(e, s, g, "display_attached", "Display Attached", GM_SMI_F_DISPLAY_ATTACHED);
+    fleaf(e, s, g, "display_active", "Display Active", GM_SMI_F_DISPLAY_ACTIVE);
+    fleaf(e, s, g, "persistence_mode", "Persistence Mode", GM_SMI_F_PERSISTENCE_MODE);
+    fleaf(e, s, g, "addressing_mode", "Addressing Mode", GM_SMI_F_ADDRESSING_MODE);
+    sec(e, "mig_mode", "MIG Mode", 0);
+    fleaf(e, s, g, "current_mig", "Current", GM_SMI_F_MIG_MODE_CURRENT);
+    fleaf(e, s, g, "pending_mig", "Pending", GM_SMI_F_MIG_MODE_PENDING);
+    end(e, "mig_mode");
+    if (e->xml) /* -q text has no such line (580) */
+        leaf(e, "mig_devices", "MIG Devices", "None");
+    fleaf(e, s, g, "accounting_mode", "Accounting Mode", GM_SMI_F_ACCOUNTING_MODE);
+    fleaf(e, s, g, "accounting_mode_buffer_size", "Accounting Mode Buffer Size",
+          GM_SMI_F_ACCOUNTING_BUFFER_SIZE);
+    sec(e, "driver_model", "Driver Model", 0);
+    leaf(e, "current_dm", "Current", "N/A");
+    leaf(e, "pending_dm", "Pending", "N/A");
+    end(e, "driver_model");
+    fleaf(e, s, g, "serial", "Serial Number", GM_SMI_F_SERIAL);
+    fleaf(e, s, g, "uuid", "GPU UUID", GM_SMI_F_UUID);
+    if (!g->lost && g->pdi[0]) /* drivers before nvmlDeviceGetPdi print no such line */
+        leaf(e, "pdi", "GPU PDI", g->pdi);
+    snprintf(v, sizeof v, "%u", g->index);
+    leaf(e, "minor_number", "Minor Number", v);
+    fleaf(e, s, g, "vbios_version", "VBIOS Version", GM_SMI_F_VBIOS_VERSION);
+    leaf(e, "multigpu_board", "MultiGPU Board", enum_text(g, GM_M_MULTI_GPU_BOARD));
+    if (!g->lost && gm_gpu_has(g, GM_M_BOARD_ID))
+        snprintf(v, sizeof v, "0x%llx", (unsigned long long)g->v[GM_M_BOARD_ID]);
+    else
+        snprintf(v, sizeof v, "N/A");
+    leaf(e, "board_id", "Board ID", v);
+    leaf(e, "board_part_number", "Board Part Number", str_or_na(g, g->board_part_number));
+    /* What nvmlDeviceGetPlatformInfo answers; absent where the driver lacks the call. */
+    if (!g->lost && gm_gpu_has(g, GM_M_PLATFORM_MODULE_ID)) {
+        sec(e, "platformInfo", "Platform Info", 0);
+        leaf(e, "chassis_serial_number", "Chassis Serial Number",
+             g->platform_serial[0] ? g->platform_serial : "N/A");
+        fleaf(e, s, g, "slot_number", "Slot Number", GM_SMI_F_PLATFORM_SLOT_NUMBER);
+        fleaf(e, s, g, "tray_index", "Tray Index", GM_SMI_F_PLATFORM_TRAY_INDEX);
+        fleaf(e, s, g, "host_id", "Host ID", GM_SMI_F_PLATFORM_HOST_ID);
+        fleaf(e, s, g, "peer_type", "Peer Type", GM_SMI_F_PLATFORM_PEER_TYPE);
+        fleaf(e, s, g, "module_id", "Module Id", GM_SMI_F_PLATFORM_MODULE_ID);
+        fleaf(e, s, g, "gpu_fabric_guid", "GPU Fabric GUID", GM_SMI_F_PLATFORM_GPU_FABRIC_GUID);
+        end(e, "platformInfo");
     }
-    e->depth++;
-    unsigned all = e->xml ? 0 : e->display; /* identity lines only without -d */
-    if (!all) {
-        fleaf(e, s, g, "product_name", "Product Name", GM_SMI_F_NAME);
-        leaf(e, "product_brand", "Product Brand", enum_text(g, GM_M_BRAND));
-        leaf(e, "product_architecture", "Product Architecture", enum_text(g, GM_M_ARCHITECTURE));
-        fleaf(e, s, g, "display_mode", "Display Mode", GM_SMI_F_DISPLAY_MODE);
-        fleaf(e, s, g, "display_attached", "Display Attached", GM_SMI_F_DISPLAY_ATTACHED);
-        fleaf(e, s, g, "display_active", "Display Active", GM_SMI_F_DISPLAY_ACTIVE);
-        fleaf(e, s, g, "persistence_mode", "Persistence Mode", GM_SMI_F_PERSISTENCE_MODE);
-        fleaf(e, s, g, "addressing_mode", "Addressing Mode", GM_SMI_F_ADDRESSING_MODE);
-        sec(e, "mig_mode", "MIG Mode", 0);
-        fleaf(e, s, g, "current_mig", "Current", GM_SMI_F_MIG_MODE_CURRENT);
-        fleaf(e, s, g, "pending_mig", "Pending", GM_SMI_F_MIG_MODE_PENDING);
-        end(e, "mig_mode");
-        if (e->xml) /* -q text has no such line (580) */
-            leaf(e, "mig_devices", "MIG Devices", "None");
-        fleaf(e, s, g, "accounting_mode", "Accounting Mode", GM_SMI_F_ACCOUNTING_MODE);
-        fleaf(e, s, g, "accounting_mode_buffer_size", "Accounting Mode Buffer Size",
-              GM_SMI_F_ACCOUNTING_BUFFER_SIZE);
-        sec(e, "driver_model", "Driver Model", 0);
-        leaf(e, "current_dm", "Current", "N/A");
-        leaf(e, "pending_dm", "Pending", "N/A");
-        end(e, "driver_model");
-        fleaf(e, s, g, "serial", "Serial Number", GM_SMI_F_SERIAL);
-        fleaf(e, s, g, "uuid", "GPU UUID", GM_SMI_F_UUID);
-        if (!g->lost && g->pdi[0]) /* drivers before nvmlDeviceGetPdi print no such line */
-            leaf(e, "pdi", "GPU PDI", g->pdi);
-        snprintf(v, sizeof v, "%u", g->index);
-        leaf(e, "minor_number", "Minor Number", v);
-        fleaf(e, s, g, "vbios_version", "VBIOS Version", GM_SMI_F_VBIOS_VERSION);
-        leaf(e, "multigpu_board", "MultiGPU Board", enum_text(g, GM_M_MULTI_GPU_BOARD));
-        if (!g->lost && gm_gpu_has(g, GM_M_BOARD_ID))
-            snprintf(v, sizeof v, "0x%llx", (unsigned long long)g->v[GM_M_BOARD_ID]);
+}
+
+/* Firmware and virtualization: inforom, operation mode, C2C, vGPU, recovery, GSP. */
+static void emit_firmware(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
+    sec(e, "inforom_version", "Inforom Version", 0);
+    fleaf(e, s, g, "img_version", "Image Version", GM_SMI_F_INFOROM_IMG);
+    fleaf(e, s, g, "oem_object", "OEM Object", GM_SMI_F_INFOROM_OEM);
+    fleaf(e, s, g, "ecc_object", "ECC Object", GM_SMI_F_INFOROM_ECC);
+    fleaf(e, s, g, "pwr_object", "Power Management Object", GM_SMI_F_INFOROM_PWR);
+    end(e, "inforom_version");
+    sec(e, "inforom_bbx_flush", "Inforom BBX Object Flush", 0);
+    mleaf(e, g, "latest_timestamp", "Latest Timestamp", GM_M_BBX_FLUSH_TIME, 1, "%.0f");
+    mleaf(e, g, "latest_duration", "Latest Duration", GM_M_BBX_FLUSH_DURATION_US, 1, "%.0f us");
+    end(e, "inforom_bbx_flush");
+    sec(e, "gpu_operation_mode", "GPU Operation Mode", 0);
+    leaf(e, "current_gom", "Current", "N/A");
+    leaf(e, "pending_gom", "Pending", "N/A");
+    end(e, "gpu_operation_mode");
+    fleaf(e, s, g, "c2c_mode", "GPU C2C Mode", GM_SMI_F_C2C_MODE);
+    sec(e, "gpu_virtualization_mode", "GPU Virtualization Mode", 0);
+    leaf(e, "virtualization_mode", "Virtualization Mode", virt_text(g));
+    static const char *const host_vgpu[] = {"Non SR-IOV", "SR-IOV"};
+    leaf(e, "host_vgpu_mode", "Host VGPU Mode",
+         word_text(g, GM_M_HOST_VGPU_MODE, host_vgpu, NQ(host_vgpu)));
+    leaf(e, "vgpu_heterogeneous_mode", "vGPU Heterogeneous Mode",
+         word_text(g, GM_M_VGPU_HETERO_MODE, enabled_words, NQ(enabled_words)));
+    end(e, "gpu_virtualization_mode");
+    fleaf(e, s, g, "gpu_recovery_action", "GPU Recovery Action", GM_SMI_F_GPU_RECOVERY_ACTION);
+    leaf(e, "gsp_firmware_version", "GSP Firmware Version", str_or_na(g, g->gsp_firmware_version));
+}
+
+/* PCI: bus identity, link generation and width, bridge chip, replays, throughput. */
+static void emit_pci(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
+    sec(e, "pci", "PCI", 0);
+    fleaf(e, s, g, "pci_bus", "Bus", GM_SMI_F_PCI_BUS);
+    fleaf(e, s, g, "pci_device", "Device", GM_SMI_F_PCI_DEVICE);
+    fleaf(e, s, g, "pci_domain", "Domain", GM_SMI_F_PCI_DOMAIN);
+    fleaf(e, s, g, "pci_base_class", "Base Classcode", GM_SMI_F_PCI_BASECLASS);
+    fleaf(e, s, g, "pci_sub_class", "Sub Classcode", GM_SMI_F_PCI_SUBCLASS);
+    fleaf(e, s, g, "pci_device_id", "Device Id", GM_SMI_F_PCI_DEVICE_ID);
+    fleaf(e, s, g, "pci_bus_id", "Bus Id", GM_SMI_F_PCI_BUS_ID);
+    fleaf(e, s, g, "pci_sub_system_id", "Sub System Id", GM_SMI_F_PCI_SUB_DEVICE_ID);
+    sec(e, "pci_gpu_link_info", "GPU Link Info", 0);
+    sec(e, "pcie_gen", "PCIe Generation", 0);
+    fleaf(e, s, g, "max_link_gen", "Max", GM_SMI_F_PCIE_GEN_MAX);
+    fleaf(e, s, g, "current_link_gen", "Current", GM_SMI_F_PCIE_GEN_CUR);
+    fleaf(e, s, g, "device_current_link_gen", "Device Current", GM_SMI_F_PCIE_GEN_GPUCUR);
+    fleaf(e, s, g, "max_device_link_gen", "Device Max", GM_SMI_F_PCIE_LINK_GEN_GPUMAX);
+    leaf(e, "max_host_link_gen", "Host Max", "N/A");
+    end(e, "pcie_gen");
+    sec(e, "link_widths", "Link Width", 0);
+    mleaf(e, g, "max_link_width", "Max", GM_M_PCIE_WIDTH_MAX, 1, "%.0fx");
+    mleaf(e, g, "current_link_width", "Current", GM_M_PCIE_WIDTH_CUR, 1, "%.0fx");
+    end(e, "link_widths");
+    end(e, "pci_gpu_link_info");
+    sec(e, "pci_bridge_chip", "Bridge Chip", 0);
+    static const char *const bridges[] = {"PLX", "BR04"}; /* nvmlBridgeChipType_t */
+    leaf(e, "bridge_chip_type", "Type", word_text(g, GM_M_BRIDGE_CHIP_TYPE, bridges, NQ(bridges)));
+    mleaf(e, g, "bridge_chip_fw", "Firmware", GM_M_BRIDGE_CHIP_FW, 1, "%.0f");
+    end(e, "pci_bridge_chip");
+    mleaf(e, g, "replay_counter", "Replays Since Reset", GM_M_PCIE_REPLAY, 1, "%.0f");
+    mleaf(e, g, "replay_rollover_counter", "Replay Number Rollovers", GM_M_PCIE_REPLAY_ROLLOVER, 1,
+          "%.0f");
+    mleaf(e, g, "tx_util", "Tx Throughput", GM_M_PCIE_TX_KBPS, 1, "%.0f KB/s");
+    mleaf(e, g, "rx_util", "Rx Throughput", GM_M_PCIE_RX_KBPS, 1, "%.0f KB/s");
+    /* NVML_PCIE_ATOMICS_CAP_* masks as numbers (no capture shows nvidia-smi's words). */
+    mleaf(e, g, "atomic_caps_outbound", "Atomic Caps Outbound", GM_M_PCIE_ATOMICS_OUT, 1, "%.0f");
+    mleaf(e, g, "atomic_caps_inbound", "Atomic Caps Inbound", GM_M_PCIE_ATOMICS_IN, 1, "%.0f");
+    end(e, "pci");
+}
+
+/* Performance state and the clocks event reasons with their counters. */
+static void emit_performance(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
+    char v[128];
+    fleaf(e, s, g, "performance_state", "Performance State", GM_SMI_F_PSTATE);
+    sec(e, "clocks_event_reasons", "Clocks Event Reasons", D_PERFORMANCE);
+    static const char *const labels[] = {"Idle",
+                                         "Applications Clocks Setting",
+                                         "SW Power Cap",
+                                         "HW Slowdown",
+                                         "Sync Boost",
+                                         "SW Thermal Slowdown",
+                                         "HW Thermal Slowdown",
+                                         "HW Power Brake Slowdown",
+                                         "Display Clock Setting"};
+    /* nvidia-smi 580's order (-q and -q -x); r is the reason's bit. */
+    static const int order[] = {0, 1, 2, 3, 6, 7, 4, 5, 8};
+    for (int k = 0; k < 9; k++) {
+        int r = order[k];
+        char xml[96];
+        snprintf(xml, sizeof xml, "clocks_event_reason_%s", reason_names[r]);
+        if (!g->lost && gm_gpu_has(g, GM_M_THROTTLE_REASONS))
+            snprintf(v, sizeof v, "%s",
+                     ((uint64_t)g->v[GM_M_THROTTLE_REASONS] >> r) & 1 ? "Active" : "Not Active");
         else
             snprintf(v, sizeof v, "N/A");
-        leaf(e, "board_id", "Board ID", v);
-        leaf(e, "board_part_number", "Board Part Number", str_or_na(g, g->board_part_number));
-        /* What nvmlDeviceGetPlatformInfo answers; absent where the driver lacks the call. */
-        if (!g->lost && gm_gpu_has(g, GM_M_PLATFORM_MODULE_ID)) {
-            sec(e, "platformInfo", "Platform Info", 0);
-            leaf(e, "chassis_serial_number", "Chassis Serial Number",
-                 g->platform_serial[0] ? g->platform_serial : "N/A");
-            fleaf(e, s, g, "slot_number", "Slot Number", GM_SMI_F_PLATFORM_SLOT_NUMBER);
-            fleaf(e, s, g, "tray_index", "Tray Index", GM_SMI_F_PLATFORM_TRAY_INDEX);
-            fleaf(e, s, g, "host_id", "Host ID", GM_SMI_F_PLATFORM_HOST_ID);
-            fleaf(e, s, g, "peer_type", "Peer Type", GM_SMI_F_PLATFORM_PEER_TYPE);
-            fleaf(e, s, g, "module_id", "Module Id", GM_SMI_F_PLATFORM_MODULE_ID);
-            fleaf(e, s, g, "gpu_fabric_guid", "GPU Fabric GUID", GM_SMI_F_PLATFORM_GPU_FABRIC_GUID);
-            end(e, "platformInfo");
-        }
-        sec(e, "inforom_version", "Inforom Version", 0);
-        fleaf(e, s, g, "img_version", "Image Version", GM_SMI_F_INFOROM_IMG);
-        fleaf(e, s, g, "oem_object", "OEM Object", GM_SMI_F_INFOROM_OEM);
-        fleaf(e, s, g, "ecc_object", "ECC Object", GM_SMI_F_INFOROM_ECC);
-        fleaf(e, s, g, "pwr_object", "Power Management Object", GM_SMI_F_INFOROM_PWR);
-        end(e, "inforom_version");
-        sec(e, "inforom_bbx_flush", "Inforom BBX Object Flush", 0);
-        mleaf(e, g, "latest_timestamp", "Latest Timestamp", GM_M_BBX_FLUSH_TIME, 1, "%.0f");
-        mleaf(e, g, "latest_duration", "Latest Duration", GM_M_BBX_FLUSH_DURATION_US, 1, "%.0f us");
-        end(e, "inforom_bbx_flush");
-        sec(e, "gpu_operation_mode", "GPU Operation Mode", 0);
-        leaf(e, "current_gom", "Current", "N/A");
-        leaf(e, "pending_gom", "Pending", "N/A");
-        end(e, "gpu_operation_mode");
-        fleaf(e, s, g, "c2c_mode", "GPU C2C Mode", GM_SMI_F_C2C_MODE);
-        sec(e, "gpu_virtualization_mode", "GPU Virtualization Mode", 0);
-        leaf(e, "virtualization_mode", "Virtualization Mode", virt_text(g));
-        static const char *const host_vgpu[] = {"Non SR-IOV", "SR-IOV"};
-        leaf(e, "host_vgpu_mode", "Host VGPU Mode",
-             word_text(g, GM_M_HOST_VGPU_MODE, host_vgpu, NQ(host_vgpu)));
-        leaf(e, "vgpu_heterogeneous_mode", "vGPU Heterogeneous Mode",
-             word_text(g, GM_M_VGPU_HETERO_MODE, enabled_words, NQ(enabled_words)));
-        end(e, "gpu_virtualization_mode");
-        fleaf(e, s, g, "gpu_recovery_action", "GPU Recovery Action", GM_SMI_F_GPU_RECOVERY_ACTION);
-        leaf(e, "gsp_firmware_version", "GSP Firmware Version",
-             str_or_na(g, g->gsp_firmware_version));
-        sec(e, "pci", "PCI", 0);
-        fleaf(e, s, g, "pci_bus", "Bus", GM_SMI_F_PCI_BUS);
-        fleaf(e, s, g, "pci_device", "Device", GM_SMI_F_PCI_DEVICE);
-        fleaf(e, s, g, "pci_domain", "Domain", GM_SMI_F_PCI_DOMAIN);
-        fleaf(e, s, g, "pci_base_class", "Base Classcode", GM_SMI_F_PCI_BASECLASS);
-        fleaf(e, s, g, "pci_sub_class", "Sub Classcode", GM_SMI_F_PCI_SUBCLASS);
-        fleaf(e, s, g, "pci_device_id", "Device Id", GM_SMI_F_PCI_DEVICE_ID);
-        fleaf(e, s, g, "pci_bus_id", "Bus Id", GM_SMI_F_PCI_BUS_ID);
-        fleaf(e, s, g, "pci_sub_system_id", "Sub System Id", GM_SMI_F_PCI_SUB_DEVICE_ID);
-        sec(e, "pci_gpu_link_info", "GPU Link Info", 0);
-        sec(e, "pcie_gen", "PCIe Generation", 0);
-        fleaf(e, s, g, "max_link_gen", "Max", GM_SMI_F_PCIE_GEN_MAX);
-        fleaf(e, s, g, "current_link_gen", "Current", GM_SMI_F_PCIE_GEN_CUR);
-        fleaf(e, s, g, "device_current_link_gen", "Device Current", GM_SMI_F_PCIE_GEN_GPUCUR);
-        fleaf(e, s, g, "max_device_link_gen", "Device Max", GM_SMI_F_PCIE_LINK_GEN_GPUMAX);
-        leaf(e, "max_host_link_gen", "Host Max", "N/A");
-        end(e, "pcie_gen");
-        sec(e, "link_widths", "Link Width", 0);
-        mleaf(e, g, "max_link_width", "Max", GM_M_PCIE_WIDTH_MAX, 1, "%.0fx");
-        mleaf(e, g, "current_link_width", "Current", GM_M_PCIE_WIDTH_CUR, 1, "%.0fx");
-        end(e, "link_widths");
-        end(e, "pci_gpu_link_info");
-        sec(e, "pci_bridge_chip", "Bridge Chip", 0);
-        static const char *const bridges[] = {"PLX", "BR04"}; /* nvmlBridgeChipType_t */
-        leaf(e, "bridge_chip_type", "Type",
-             word_text(g, GM_M_BRIDGE_CHIP_TYPE, bridges, NQ(bridges)));
-        mleaf(e, g, "bridge_chip_fw", "Firmware", GM_M_BRIDGE_CHIP_FW, 1, "%.0f");
-        end(e, "pci_bridge_chip");
-        mleaf(e, g, "replay_counter", "Replays Since Reset", GM_M_PCIE_REPLAY, 1, "%.0f");
-        mleaf(e, g, "replay_rollover_counter", "Replay Number Rollovers", GM_M_PCIE_REPLAY_ROLLOVER,
-              1, "%.0f");
-        mleaf(e, g, "tx_util", "Tx Throughput", GM_M_PCIE_TX_KBPS, 1, "%.0f KB/s");
-        mleaf(e, g, "rx_util", "Rx Throughput", GM_M_PCIE_RX_KBPS, 1, "%.0f KB/s");
-        /* NVML_PCIE_ATOMICS_CAP_* masks as numbers (no capture shows nvidia-smi's words). */
-        mleaf(e, g, "atomic_caps_outbound", "Atomic Caps Outbound", GM_M_PCIE_ATOMICS_OUT, 1,
-              "%.0f");
-        mleaf(e, g, "atomic_caps_inbound", "Atomic Caps Inbound", GM_M_PCIE_ATOMICS_IN, 1, "%.0f");
-        end(e, "pci");
-        fleaf(e, s, g, "fan_speed", "Fan Speed", GM_SMI_F_FAN_SPEED);
+        leaf(e, xml, labels[r], v);
     }
-    if (!all || (all & D_PERFORMANCE)) {
-        fleaf(e, s, g, "performance_state", "Performance State", GM_SMI_F_PSTATE);
-        sec(e, "clocks_event_reasons", "Clocks Event Reasons", D_PERFORMANCE);
-        static const char *const labels[] = {"Idle",
-                                             "Applications Clocks Setting",
-                                             "SW Power Cap",
-                                             "HW Slowdown",
-                                             "Sync Boost",
-                                             "SW Thermal Slowdown",
-                                             "HW Thermal Slowdown",
-                                             "HW Power Brake Slowdown",
-                                             "Display Clock Setting"};
-        /* nvidia-smi 580's order (-q and -q -x); r is the reason's bit. */
-        static const int order[] = {0, 1, 2, 3, 6, 7, 4, 5, 8};
-        for (int k = 0; k < 9; k++) {
-            int r = order[k];
-            char xml[96];
-            snprintf(xml, sizeof xml, "clocks_event_reason_%s", reason_names[r]);
-            if (!g->lost && gm_gpu_has(g, GM_M_THROTTLE_REASONS))
-                snprintf(v, sizeof v, "%s",
-                         ((uint64_t)g->v[GM_M_THROTTLE_REASONS] >> r) & 1 ? "Active"
-                                                                          : "Not Active");
-            else
-                snprintf(v, sizeof v, "N/A");
-            leaf(e, xml, labels[r], v);
-        }
-        end(e, "clocks_event_reasons");
-        /* Time spent in each reason since the driver loaded (nvidia-smi's counters). */
-        sec(e, "clocks_event_reasons_counters", "Clocks Event Reasons Counters", D_PERFORMANCE);
-        fleaf(e, s, g, "clocks_event_reasons_counters_sw_power_cap", "SW Power Capping",
-              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_POWER_CAP);
-        fleaf(e, s, g, "clocks_event_reasons_counters_sync_boost", "Sync Boost",
-              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SYNC_BOOST);
-        fleaf(e, s, g, "clocks_event_reasons_counters_sw_therm_slowdown", "SW Thermal Slowdown",
-              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN);
-        fleaf(e, s, g, "clocks_event_reasons_counters_hw_therm_slowdown", "HW Thermal Slowdown",
-              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN);
-        fleaf(e, s, g, "clocks_event_reasons_counters_hw_power_brake", "HW Power Braking",
-              GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN);
-        end(e, "clocks_event_reasons_counters");
-    }
+    end(e, "clocks_event_reasons");
+    /* Time spent in each reason since the driver loaded (nvidia-smi's counters). */
+    sec(e, "clocks_event_reasons_counters", "Clocks Event Reasons Counters", D_PERFORMANCE);
+    fleaf(e, s, g, "clocks_event_reasons_counters_sw_power_cap", "SW Power Capping",
+          GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_POWER_CAP);
+    fleaf(e, s, g, "clocks_event_reasons_counters_sync_boost", "Sync Boost",
+          GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SYNC_BOOST);
+    fleaf(e, s, g, "clocks_event_reasons_counters_sw_therm_slowdown", "SW Thermal Slowdown",
+          GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN);
+    fleaf(e, s, g, "clocks_event_reasons_counters_hw_therm_slowdown", "HW Thermal Slowdown",
+          GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN);
+    fleaf(e, s, g, "clocks_event_reasons_counters_hw_power_brake", "HW Power Braking",
+          GM_SMI_F_CLOCKS_EVENT_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN);
+    end(e, "clocks_event_reasons_counters");
+}
+
+/* FB, BAR1 and confidential-compute memory. */
+static void emit_memory(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
     sec(e, "fb_memory_usage", "FB Memory Usage", D_MEMORY);
     mib_leaf(e, g, "total", "Total", GM_M_MEM_TOTAL_BYTES);
     mib_leaf(e, g, "reserved", "Reserved", GM_M_MEM_RESERVED_BYTES);
@@ -1034,8 +1037,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     fleaf(e, s, g, "used", "Used", GM_SMI_F_PROTECTED_MEMORY_USED);
     fleaf(e, s, g, "free", "Free", GM_SMI_F_PROTECTED_MEMORY_FREE);
     end(e, "cc_protected_memory_usage");
-    if (!all || (all & D_COMPUTE))
-        fleaf(e, s, g, "compute_mode", "Compute Mode", GM_SMI_F_COMPUTE_MODE);
+}
+
+/* Utilization, encoder and FBC sessions, DRAM encryption. */
+static void emit_utilization(emit *e, const gm_gpu *g)
+{
     sec(e, "utilization", "Utilization", D_UTILIZATION);
     mleaf(e, g, "gpu_util", "GPU", GM_M_UTIL_GPU_PCT, 1, "%.0f %%");
     mleaf(e, g, "memory_util", "Memory", GM_M_UTIL_MEM_PCT, 1, "%.0f %%");
@@ -1060,6 +1066,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     leaf(e, "pending_dram_encryption", "Pending",
          word_text(g, GM_M_DRAM_ENC_PENDING, enabled_words, NQ(enabled_words)));
     end(e, "dram_encryption_mode");
+}
+
+/* ECC mode and error counters, SRAM sources, pending repairs. */
+static void emit_ecc(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
     sec(e, "ecc_mode", "ECC Mode", D_ECC);
     fleaf(e, s, g, "current_ecc", "Current", GM_SMI_F_ECC_MODE_CURRENT);
     fleaf(e, s, g, "pending_ecc", "Pending", GM_SMI_F_ECC_MODE_PENDING);
@@ -1108,6 +1119,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     leaf(e, "unrepairable_memory", "Unrepairable Memory",
          word_text(g, GM_M_UNREPAIRABLE_MEMORY, yes_no_words, NQ(yes_no_words)));
     end(e, "ecc_errors");
+}
+
+/* Retired pages (single and double bit) and the pending blacklist. */
+static void emit_retired_pages(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
     sec(e, "retired_pages", "Retired Pages", D_PAGE_RETIREMENT);
     static const char *const retire_xml[2] = {"multiple_single_bit_retirement",
                                               "double_bit_retirement"};
@@ -1131,6 +1147,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
               GM_SMI_F_RETIRED_PAGES_PENDING);
     fleaf(e, s, g, "pending_retirement", "Pending Page Blacklist", GM_SMI_F_RETIRED_PAGES_PENDING);
     end(e, "retired_pages");
+}
+
+/* Remapped rows and the bank availability histogram. */
+static void emit_remapped_rows(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
     sec(e, "remapped_rows", "Remapped Rows", D_ROW_REMAPPER);
     /* Inactive rows: drivers with nvmlDeviceGetRemappedRows_v2 (580) print them. */
     bool inactive = !g->lost && gm_gpu_has(g, GM_M_REMAP_CORR_INACTIVE);
@@ -1155,6 +1176,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     }
     end(e, "row_remapper_histogram");
     end(e, "remapped_rows");
+}
+
+/* Temperatures and thresholds; the supported target range. */
+static void emit_temperature(emit *e, const gm_gpu *g)
+{
     sec(e, "temperature", "Temperature", D_TEMPERATURE);
     mleaf(e, g, "gpu_temp", "GPU Current Temp", GM_M_TEMP_C, 1, "%.0f C");
     mleaf(e, g, "gpu_temp_tlimit", "GPU T.Limit Temp", GM_M_TEMP_TLIMIT_C, 1, "%.0f C");
@@ -1179,6 +1205,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
               "%.0f C");
         end(e, "supported_gpu_target_temp");
     }
+}
+
+/* GPU, memory and module power readings, smoothing, workload profiles. */
+static void emit_power(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
     sec(e, "gpu_power_readings", "GPU Power Readings", D_POWER);
     if (e->xml)
         fleaf(e, s, g, "power_state", "Power State", GM_SMI_F_PSTATE);
@@ -1226,6 +1257,11 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     bits_leaf(e, g, "power_profile_enforced_profiles", "Enforced Profiles",
               GM_M_POWER_PROFILES_ENFORCED);
     end(e, "power_profiles");
+}
+
+/* Current, application, default, max and boost clocks, clock policy. */
+static void emit_clocks(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
     sec(e, "clocks", "Clocks", D_CLOCK);
     mleaf(e, g, "graphics_clock", "Graphics", GM_M_CLOCK_GR_MHZ, 1, "%.0f MHz");
     mleaf(e, g, "sm_clock", "SM", GM_M_CLOCK_SM_MHZ, 1, "%.0f MHz");
@@ -1255,31 +1291,36 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
     leaf(e, "auto_boost_default", "Auto Boost Default",
          word_text(g, GM_M_AUTO_BOOST_DEFAULT, on_off, NQ(on_off)));
     end(e, "clock_policy");
-    if (!all) {
-        sec(e, "fabric", "Fabric", 0);
-        fleaf(e, s, g, "state", "State", GM_SMI_F_FABRIC_STATE);
-        fleaf(e, s, g, "status", "Status", GM_SMI_F_FABRIC_STATUS);
-        fleaf(e, s, g, "cliqueId", "CliqueId", GM_SMI_F_FABRIC_CLIQUEID);
-        fleaf(e, s, g, "clusterUuid", "ClusterUUID", GM_SMI_F_FABRIC_CLUSTERUUID);
-        sec(e, "health", "Health", 0);
-        fleaf(e, s, g, "summary", "Summary", GM_SMI_F_FABRIC_HEALTH_SUMMARY);
-        fleaf(e, s, g, "bandwidth", "Bandwidth", GM_SMI_F_FABRIC_HEALTH_BANDWIDTH);
-        fleaf(e, s, g, "route_recovery_in_progress", "Route Recovery in progress",
-              GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS);
-        fleaf(e, s, g, "route_unhealthy", "Route Unhealthy",
-              GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY);
-        fleaf(e, s, g, "access_timeout_recovery", "Access Timeout Recovery",
-              GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY);
-        fleaf(e, s, g, "incorrect_configuration", "Incorrect Configuration",
-              GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION);
-        fleaf(e, s, g, "partition_assigned", "Partition Assigned",
-              GM_SMI_F_FABRIC_HEALTH_PARTITION_ASSIGNED);
-        end(e, "health");
-        end(e, "fabric");
-    }
-    emit_supported_clocks(e, g);
+}
 
-    /* Processes: compute and graphics, with their memory (nvidia-smi lists both here). */
+/* Fabric state, status, clique, cluster and health. */
+static void emit_fabric(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
+    sec(e, "fabric", "Fabric", 0);
+    fleaf(e, s, g, "state", "State", GM_SMI_F_FABRIC_STATE);
+    fleaf(e, s, g, "status", "Status", GM_SMI_F_FABRIC_STATUS);
+    fleaf(e, s, g, "cliqueId", "CliqueId", GM_SMI_F_FABRIC_CLIQUEID);
+    fleaf(e, s, g, "clusterUuid", "ClusterUUID", GM_SMI_F_FABRIC_CLUSTERUUID);
+    sec(e, "health", "Health", 0);
+    fleaf(e, s, g, "summary", "Summary", GM_SMI_F_FABRIC_HEALTH_SUMMARY);
+    fleaf(e, s, g, "bandwidth", "Bandwidth", GM_SMI_F_FABRIC_HEALTH_BANDWIDTH);
+    fleaf(e, s, g, "route_recovery_in_progress", "Route Recovery in progress",
+          GM_SMI_F_FABRIC_HEALTH_ROUTE_RECOVERY_IN_PROGRESS);
+    fleaf(e, s, g, "route_unhealthy", "Route Unhealthy", GM_SMI_F_FABRIC_HEALTH_ROUTE_UNHEALTHY);
+    fleaf(e, s, g, "access_timeout_recovery", "Access Timeout Recovery",
+          GM_SMI_F_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY);
+    fleaf(e, s, g, "incorrect_configuration", "Incorrect Configuration",
+          GM_SMI_F_FABRIC_HEALTH_INCORRECT_CONFIGURATION);
+    fleaf(e, s, g, "partition_assigned", "Partition Assigned",
+          GM_SMI_F_FABRIC_HEALTH_PARTITION_ASSIGNED);
+    end(e, "health");
+    end(e, "fabric");
+}
+
+/* Processes: compute and graphics, with their memory (nvidia-smi lists both here). */
+static void emit_processes(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
+    char v[128];
     bool any = false;
     for (size_t p = 0; p < s->proc_count && !any; p++)
         any = s->procs[p].gpu_index == g->index;
@@ -1311,7 +1352,7 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
             leaf(e, "process_name", "Name", name[0] ? name : "N/A");
             if (pr->mem_valid)
                 snprintf(v, sizeof v, "%llu MiB",
-                         (unsigned long long)(pr->used_mem_bytes / 1048576));
+                         (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB));
             else
                 snprintf(v, sizeof v, "N/A");
             leaf(e, "used_memory", "Used GPU Memory", v);
@@ -1319,6 +1360,42 @@ static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
         }
         end(e, "processes");
     }
+}
+
+static void emit_gpu(emit *e, const gm_snapshot *s, const gm_gpu *g)
+{
+    if (e->xml) {
+        indent(e);
+        gm_buf_puts(e->b, "<gpu id=\"");
+        xml_text(e->b, g->pci_bus_id[0] ? g->pci_bus_id : "N/A");
+        gm_buf_puts(e->b, "\">\n");
+    } else {
+        gm_buf_printf(e->b, "GPU %s\n", g->pci_bus_id[0] ? g->pci_bus_id : "N/A");
+    }
+    e->depth++;
+    unsigned all = e->xml ? 0 : e->display; /* identity lines only without -d */
+    if (!all) {
+        emit_identity(e, s, g);
+        emit_firmware(e, s, g);
+        emit_pci(e, s, g);
+        fleaf(e, s, g, "fan_speed", "Fan Speed", GM_SMI_F_FAN_SPEED);
+    }
+    if (!all || (all & D_PERFORMANCE))
+        emit_performance(e, s, g);
+    emit_memory(e, s, g);
+    if (!all || (all & D_COMPUTE))
+        fleaf(e, s, g, "compute_mode", "Compute Mode", GM_SMI_F_COMPUTE_MODE);
+    emit_utilization(e, g);
+    emit_ecc(e, s, g);
+    emit_retired_pages(e, s, g);
+    emit_remapped_rows(e, s, g);
+    emit_temperature(e, g);
+    emit_power(e, s, g);
+    emit_clocks(e, s, g);
+    if (!all)
+        emit_fabric(e, s, g);
+    emit_supported_clocks(e, g);
+    emit_processes(e, s, g);
     if (e->xml) {
         sec(e, "accounted_processes", "Accounted Processes", 0);
         end(e, "accounted_processes");
@@ -1431,8 +1508,10 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
         fmt_or_na(perf, sizeof perf, g, GM_M_PSTATE, 1, "P%.0f");
         fmt_or_na(pwr, sizeof pwr, g, GM_M_POWER_MW, 0.001, "%.0fW");
         fmt_or_na(cap, sizeof cap, g, GM_M_POWER_LIMIT_MW, 0.001, "%.0fW");
-        fmt_or_na(used, sizeof used, g, GM_M_MEM_USED_BYTES, 1.0 / 1048576.0, "%.0fMiB");
-        fmt_or_na(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES, 1.0 / 1048576.0, "%.0fMiB");
+        fmt_or_na(used, sizeof used, g, GM_M_MEM_USED_BYTES,
+                  gm_metric_get(GM_M_MEM_USED_BYTES)->scale, "%.0fMiB");
+        fmt_or_na(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES,
+                  gm_metric_get(GM_M_MEM_TOTAL_BYTES)->scale, "%.0fMiB");
         fmt_or_na(util, sizeof util, g, GM_M_UTIL_GPU_PCT, 1, "%.0f%%");
         /* The summary abbreviates the exclusive modes, as nvidia-smi's does. */
         static const char *const modes[] = {"Default", "E. Thread", "Prohibited", "E. Process"};
@@ -1480,7 +1559,7 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
         char mem[24];
         if (pr->mem_valid)
             snprintf(mem, sizeof mem, "%lluMiB",
-                     (unsigned long long)(pr->used_mem_bytes / 1048576));
+                     (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB));
         else
             snprintf(mem, sizeof mem, "N/A");
         const char *type = pr->type == (GM_PROC_COMPUTE | GM_PROC_GRAPHICS) ? "C+G"
@@ -1558,7 +1637,8 @@ static void render_apps(gm_buf *b, const gm_snapshot *s, const unsigned *sel, si
             }
             case Q_USED_MEMORY:
                 if (pr->mem_valid)
-                    gm_buf_printf(b, "%llu%s", (unsigned long long)(pr->used_mem_bytes / 1048576),
+                    gm_buf_printf(b, "%llu%s",
+                                  (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB),
                                   flags & GM_SMI_NOUNITS ? "" : " MiB");
                 else
                     gm_buf_puts(b, "[N/A]");
@@ -1658,6 +1738,226 @@ static void print_version(FILE *out, const gm_snapshot *s, const gm_smi_profile 
             drv, nvml, drv, s->cuda_version[0] ? s->cuda_version : "N/A");
 }
 
+/* What a query asks for: the --format flags and the fields of the --query-* given. */
+typedef struct smi_query {
+    unsigned flags;
+    int gpu_ids[GM_SMI_MAX_FIELDS];      /* --query-gpu */
+    const qfield *qf[GM_SMI_MAX_FIELDS]; /* --query-compute-apps, -retired-pages, -remapped-rows */
+    size_t nf;
+} smi_query;
+
+/* Reads --format and the fields of the query; false (the complaint printed) when one is wrong. */
+static bool parse_query(const smi_opts *o, smi_query *q)
+{
+    gm_error err = {0};
+    if (o->format && gm_smi_parse_format(o->format, &q->flags, &err) < 0) {
+        fprintf(stderr, "%s\n\n", err.msg);
+        return false;
+    }
+    switch (o->action) {
+    case ACT_CSV_GPU:
+        if (gm_smi_parse_fields(o->query, q->gpu_ids, GM_SMI_MAX_FIELDS, &q->nf, &err) < 0) {
+            fprintf(stderr, "%s\n\n", err.msg);
+            return false;
+        }
+        return true;
+    case ACT_CSV_APPS:
+        return parse_qfields(o->query, apps_fields, NQ(apps_fields), q->qf, &q->nf);
+    case ACT_CSV_RETIRED:
+        return parse_qfields(o->query, retired_fields, NQ(retired_fields), q->qf, &q->nf);
+    case ACT_CSV_REMAPPED:
+        return parse_qfields(o->query, remapped_fields, NQ(remapped_fields), q->qf, &q->nf);
+    default:
+        return true;
+    }
+}
+
+/* Opens the collector reading what the action prints (copt and want are filled here and must
+ * outlive it); NULL with the exit status in *rc. */
+static gm_collector *open_collector(smi_opts *o, const smi_query *q, bool help_gpu,
+                                    gm_collector_options *copt, gm_metric_set *want, int *rc)
+{
+    if (!gm_cli_collector_options("smi", &o->src, copt)) {
+        *rc = GM_EXIT_USAGE;
+        return NULL;
+    }
+    gm_cli_vary_simulation(&o->src, copt);
+    copt->no_host = true;      /* nvidia-smi shows no host metrics (the host name is kept) */
+    copt->slow_period_ms = -1; /* every reading fresh: each line is a request */
+    copt->no_processes =
+        !(o->action == ACT_QUERY || o->action == ACT_SUMMARY || o->action == ACT_CSV_APPS);
+    if (help_gpu)
+        copt->no_processes = true;
+    /* --query-gpu reads what its fields print and nothing else, as nvidia-smi does. */
+    memset(want, 0, sizeof *want);
+    if (o->action == ACT_CSV_GPU && !help_gpu) {
+        gm_smi_fields_want(q->gpu_ids, q->nf, want);
+        copt->want = want;
+    }
+    copt->vendor = "NVIDIA"; /* as nvidia-smi: an AMD GPU beside them is not listed */
+    return gm_cli_collector_open("smi", copt, rc);
+}
+
+/* The GPUs -i selects, or all; false (said) when one is not there. */
+static bool select_gpus(smi_opts *o, const gm_snapshot *s, unsigned *sel, size_t *nsel)
+{
+    *nsel = 0;
+    if (o->filter.count) {
+        if (!gm_cli_gpu_filter_resolve("smi", &o->filter, s, sel, nsel)) {
+            fprintf(stderr, "No devices were found\n");
+            return false;
+        }
+        return true;
+    }
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        sel[(*nsel)++] = s->gpus[i].index;
+    return true;
+}
+
+/* What this driver's nvidia-smi refuses once it has found the GPUs: -q -x with -d on some, a
+ * --query-gpu field it does not know. The exit status, or -1 when nothing is refused. */
+static int profile_refuses(const smi_opts *o, const smi_query *q, const gm_smi_profile *prof,
+                           FILE *out)
+{
+    if (o->action == ACT_QUERY && o->xml && o->display &&
+        gm_smi_profile_refuses_xml_display(prof)) {
+        fprintf(out, "%s\n", gm_smi_profile_xml_display_error());
+        return GM_EXIT_USAGE;
+    }
+    if (o->action == ACT_CSV_GPU) {
+        for (size_t i = 0; i < q->nf; i++)
+            if (!gm_smi_profile_has(prof, q->gpu_ids[i])) {
+                fprintf(stderr, "Field \"%s\" is not a valid field to query.\n\n",
+                        gm_smi_field_name(q->gpu_ids[i]));
+                return GM_EXIT_USAGE;
+            }
+    }
+    return -1;
+}
+
+/* -L: each GPU, then its MIG devices, numbered per GPU, in nvidia-smi's columns. */
+static void render_list(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel)
+{
+    for (size_t k = 0; k < nsel; k++) {
+        const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
+        gm_buf_printf(b, "GPU %u: %s (UUID: %s)\n", g->index, g->name[0] ? g->name : "N/A",
+                      g->uuid[0] ? g->uuid : "N/A");
+        for (unsigned m = 0; m < g->mig_count && m < GM_MAX_MIG; m++) {
+            char mig_name[GM_MIG_PROFILE_LEN + 8];
+            snprintf(mig_name, sizeof mig_name, "MIG %s",
+                     g->mig[m].profile[0] ? g->mig[m].profile : "N/A");
+            gm_buf_printf(b, "  %-15s Device %2u: (UUID: %s)\n", mig_name, m,
+                          g->mig[m].uuid[0] ? g->mig[m].uuid : "N/A");
+        }
+    }
+}
+
+/* --query-gpu: one CSV, the header once (header_done: printed already), then rows at each
+ * interval. */
+static void render_csv_gpu(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel,
+                           const smi_query *q, bool header_done)
+{
+    if (!((q->flags | (header_done ? GM_SMI_NOHEADER : 0)) & GM_SMI_NOHEADER)) {
+        for (size_t i = 0; i < q->nf; i++)
+            gm_buf_printf(b, "%s%s", i ? ", " : "", gm_smi_field_header(q->gpu_ids[i]));
+        gm_buf_puts(b, "\n");
+    }
+    for (size_t k = 0; k < nsel; k++) {
+        const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
+        for (size_t i = 0; i < q->nf; i++) {
+            if (i)
+                gm_buf_puts(b, ", ");
+            csv_gpu_value(b, s, g, q->gpu_ids[i], q->flags);
+        }
+        gm_buf_puts(b, "\n");
+    }
+}
+
+/* One pass of the action over the selected GPUs into b. */
+static void render(gm_buf *b, gm_collector *c, const gm_snapshot *s, const unsigned *sel,
+                   size_t nsel, const smi_opts *o, const smi_query *q, bool header_done)
+{
+    switch (o->action) {
+    case ACT_LIST:
+        render_list(b, s, sel, nsel);
+        break;
+    case ACT_QUERY:
+        render_query(b, c, s, sel, nsel, o);
+        break;
+    case ACT_SUMMARY:
+        render_summary(b, s, sel, nsel);
+        break;
+    case ACT_CSV_GPU:
+        render_csv_gpu(b, s, sel, nsel, q, header_done);
+        break;
+    case ACT_CSV_APPS:
+    case ACT_CSV_RETIRED:
+    case ACT_CSV_REMAPPED:
+        if (!header_done)
+            csv_header(b, q->qf, q->nf, q->flags);
+        if (o->action == ACT_CSV_APPS)
+            render_apps(b, s, sel, nsel, q->qf, q->nf, q->flags);
+        else if (o->action == ACT_CSV_RETIRED)
+            render_retired(b, c, s, sel, nsel, q->qf, q->nf, q->flags);
+        else
+            render_remapped(b, s, sel, nsel, q->qf, q->nf, q->flags);
+        break;
+    }
+}
+
+/* Samples and prints, once or every -l seconds until a signal; the exit status. */
+static int run_loop(smi_opts *o, const smi_query *q, gm_collector *c, gm_snapshot *s, FILE *out,
+                    bool version, bool help_gpu)
+{
+    gm_error err = {0};
+    int rc = GM_EXIT_OK;
+    bool header_done = false;
+    double next = gm_clock_mono_s();
+    do {
+        if (gm_collector_sample(c, s, &err) < 0) {
+            fprintf(stderr, "Unable to read the GPUs: %s\n", err.msg);
+            rc = GM_EXIT_NO_GPU;
+            if (o->loop_s == 0)
+                break;
+            next += o->loop_s;
+            continue;
+        }
+        unsigned sel[GM_MAX_GPUS];
+        size_t nsel = 0;
+        if (!select_gpus(o, s, sel, &nsel))
+            return 6; /* nvidia-smi's status for a GPU not found */
+        const gm_smi_profile *prof = gm_smi_profile_for(s->driver_version);
+        if (help_gpu) {
+            print_help_query_gpu(out, prof);
+            break;
+        }
+        int refused = header_done ? -1 : profile_refuses(o, q, prof, out);
+        if (refused >= 0)
+            return refused;
+        gm_buf b;
+        gm_buf_init(&b, 0);
+        if (version)
+            print_version(out, s, prof);
+        else
+            render(&b, c, s, sel, nsel, o, q, header_done);
+        header_done = true;
+        size_t len = 0;
+        char *text = gm_buf_take(&b, &len);
+        if (!text || fwrite(text, 1, len, out) != len || fflush(out) != 0) {
+            fprintf(stderr, "%s: cannot write %s: %s\n", o->me, o->file ? o->file : "the output",
+                    text ? strerror(errno) : "out of memory");
+            free(text);
+            return GM_EXIT_FAILURE;
+        }
+        free(text);
+        if (version)
+            break;
+        next += o->loop_s;
+        /* nvidia-smi separates the summaries of a loop with a blank line. */
+    } while (o->loop_s > 0 && gm_clock_sleep_until(next, &stop_requested));
+    return rc;
+}
+
 int gm_cli_smi(int argc, char **argv)
 {
     smi_opts o = {0};
@@ -1669,56 +1969,12 @@ int gm_cli_smi(int argc, char **argv)
     if (rc >= 0)
         return rc;
 
-    unsigned flags = 0;
-    gm_error err = {0};
-    if (o.format && gm_smi_parse_format(o.format, &flags, &err) < 0) {
-        fprintf(stderr, "%s\n\n", err.msg);
+    smi_query q = {0};
+    if (!parse_query(&o, &q))
         return GM_EXIT_USAGE;
-    }
-    int gpu_ids[GM_SMI_MAX_FIELDS];
-    const qfield *qf[GM_SMI_MAX_FIELDS];
-    size_t nf = 0;
-    switch (o.action) {
-    case ACT_CSV_GPU:
-        if (gm_smi_parse_fields(o.query, gpu_ids, GM_SMI_MAX_FIELDS, &nf, &err) < 0) {
-            fprintf(stderr, "%s\n\n", err.msg);
-            return GM_EXIT_USAGE;
-        }
-        break;
-    case ACT_CSV_APPS:
-        if (!parse_qfields(o.query, apps_fields, NQ(apps_fields), qf, &nf))
-            return GM_EXIT_USAGE;
-        break;
-    case ACT_CSV_RETIRED:
-        if (!parse_qfields(o.query, retired_fields, NQ(retired_fields), qf, &nf))
-            return GM_EXIT_USAGE;
-        break;
-    case ACT_CSV_REMAPPED:
-        if (!parse_qfields(o.query, remapped_fields, NQ(remapped_fields), qf, &nf))
-            return GM_EXIT_USAGE;
-        break;
-    default:
-        break;
-    }
-
     gm_collector_options copt;
-    if (!gm_cli_collector_options("smi", &o.src, &copt))
-        return GM_EXIT_USAGE;
-    gm_cli_vary_simulation(&o.src, &copt);
-    copt.no_host = true;      /* nvidia-smi shows no host metrics (the host name is kept) */
-    copt.slow_period_ms = -1; /* every reading fresh: each line is a request */
-    copt.no_processes =
-        !(o.action == ACT_QUERY || o.action == ACT_SUMMARY || o.action == ACT_CSV_APPS);
-    if (help_gpu)
-        copt.no_processes = true;
-    /* --query-gpu reads what its fields print and nothing else, as nvidia-smi does. */
-    gm_metric_set want = {0};
-    if (o.action == ACT_CSV_GPU && !help_gpu) {
-        gm_smi_fields_want(gpu_ids, nf, &want);
-        copt.want = &want;
-    }
-    copt.vendor = "NVIDIA"; /* as nvidia-smi: an AMD GPU beside them is not listed */
-    gm_collector *c = gm_cli_collector_open("smi", &copt, &rc);
+    gm_metric_set want;
+    gm_collector *c = open_collector(&o, &q, help_gpu, &copt, &want, &rc);
     if (!c)
         return rc;
     if (help_gpu && strcmp(gm_collector_provider(c), "none") == 0) {
@@ -1738,6 +1994,7 @@ int gm_cli_smi(int argc, char **argv)
         return 9; /* nvidia-smi's status for "driver not loaded" */
     }
 
+    gm_error err = {0};
     FILE *out = stdout;
     gm_file *file = NULL;
     if (o.file) {
@@ -1760,130 +2017,7 @@ int gm_cli_smi(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    rc = GM_EXIT_OK;
-    bool header_done = false;
-    double next = gm_clock_mono_s();
-    do {
-        if (gm_collector_sample(c, s, &err) < 0) {
-            fprintf(stderr, "Unable to read the GPUs: %s\n", err.msg);
-            rc = GM_EXIT_NO_GPU;
-            if (o.loop_s == 0)
-                break;
-            next += o.loop_s;
-            continue;
-        }
-        unsigned sel[GM_MAX_GPUS];
-        size_t nsel = 0;
-        if (o.filter.count) {
-            if (!gm_cli_gpu_filter_resolve("smi", &o.filter, s, sel, &nsel)) {
-                fprintf(stderr, "No devices were found\n");
-                rc = 6; /* nvidia-smi's status for a GPU not found */
-                break;
-            }
-        } else {
-            for (unsigned i = 0; i < s->gpu_count; i++)
-                sel[nsel++] = s->gpus[i].index;
-        }
-        const gm_smi_profile *prof = gm_smi_profile_for(s->driver_version);
-        if (help_gpu) {
-            print_help_query_gpu(out, prof);
-            break;
-        }
-        if (!header_done && o.action == ACT_QUERY && o.xml && o.display &&
-            gm_smi_profile_refuses_xml_display(prof)) {
-            /* This driver's nvidia-smi refuses the combination, after it found the GPUs. */
-            fprintf(out, "%s\n", gm_smi_profile_xml_display_error());
-            rc = GM_EXIT_USAGE;
-            break;
-        }
-        if (!header_done && o.action == ACT_CSV_GPU) {
-            bool known = true;
-            for (size_t i = 0; i < nf && known; i++)
-                if (!gm_smi_profile_has(prof, gpu_ids[i])) {
-                    fprintf(stderr, "Field \"%s\" is not a valid field to query.\n\n",
-                            gm_smi_field_name(gpu_ids[i]));
-                    known = false;
-                }
-            if (!known) {
-                rc = GM_EXIT_USAGE;
-                break;
-            }
-        }
-        gm_buf b;
-        gm_buf_init(&b, 0);
-        if (version) {
-            print_version(out, s, prof);
-        } else {
-            switch (o.action) {
-            case ACT_LIST:
-                for (size_t k = 0; k < nsel; k++) {
-                    const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
-                    gm_buf_printf(&b, "GPU %u: %s (UUID: %s)\n", g->index,
-                                  g->name[0] ? g->name : "N/A", g->uuid[0] ? g->uuid : "N/A");
-                    /* Its MIG devices, numbered per GPU, in nvidia-smi's columns. */
-                    for (unsigned m = 0; m < g->mig_count && m < GM_MAX_MIG; m++) {
-                        char mig_name[GM_MIG_PROFILE_LEN + 8];
-                        snprintf(mig_name, sizeof mig_name, "MIG %s",
-                                 g->mig[m].profile[0] ? g->mig[m].profile : "N/A");
-                        gm_buf_printf(&b, "  %-15s Device %2u: (UUID: %s)\n", mig_name, m,
-                                      g->mig[m].uuid[0] ? g->mig[m].uuid : "N/A");
-                    }
-                }
-                break;
-            case ACT_QUERY:
-                render_query(&b, c, s, sel, nsel, &o);
-                break;
-            case ACT_SUMMARY:
-                render_summary(&b, s, sel, nsel);
-                break;
-            case ACT_CSV_GPU: {
-                /* One CSV: the header once, then rows at each interval. */
-                if (!((flags | (header_done ? GM_SMI_NOHEADER : 0)) & GM_SMI_NOHEADER)) {
-                    for (size_t i = 0; i < nf; i++)
-                        gm_buf_printf(&b, "%s%s", i ? ", " : "", gm_smi_field_header(gpu_ids[i]));
-                    gm_buf_puts(&b, "\n");
-                }
-                for (size_t k = 0; k < nsel; k++) {
-                    const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
-                    for (size_t i = 0; i < nf; i++) {
-                        if (i)
-                            gm_buf_puts(&b, ", ");
-                        csv_gpu_value(&b, s, g, gpu_ids[i], flags);
-                    }
-                    gm_buf_puts(&b, "\n");
-                }
-                break;
-            }
-            case ACT_CSV_APPS:
-            case ACT_CSV_RETIRED:
-            case ACT_CSV_REMAPPED:
-                if (!header_done)
-                    csv_header(&b, qf, nf, flags);
-                if (o.action == ACT_CSV_APPS)
-                    render_apps(&b, s, sel, nsel, qf, nf, flags);
-                else if (o.action == ACT_CSV_RETIRED)
-                    render_retired(&b, c, s, sel, nsel, qf, nf, flags);
-                else
-                    render_remapped(&b, s, sel, nsel, qf, nf, flags);
-                break;
-            }
-        }
-        header_done = true;
-        size_t len = 0;
-        char *text = gm_buf_take(&b, &len);
-        if (!text || fwrite(text, 1, len, out) != len || fflush(out) != 0) {
-            fprintf(stderr, "%s: cannot write %s: %s\n", o.me, o.file ? o.file : "the output",
-                    text ? strerror(errno) : "out of memory");
-            free(text);
-            rc = GM_EXIT_FAILURE;
-            break;
-        }
-        free(text);
-        if (version)
-            break;
-        next += o.loop_s;
-        /* nvidia-smi separates the summaries of a loop with a blank line. */
-    } while (o.loop_s > 0 && gm_clock_sleep_until(next, &stop_requested));
+    rc = run_loop(&o, &q, c, s, out, version, help_gpu);
 
     gm_snapshot_free(s);
     if (file && gm_file_commit(file, NULL, &err) < 0 && rc == GM_EXIT_OK) {

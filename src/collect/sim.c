@@ -172,9 +172,9 @@ static int sim_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *
         double temp_target = 30 + 50 * power_w / m->power_limit_w;
         s->temp += 0.2 * (temp_target - s->temp);
         s->energy_mj += power_w * 1000 * dt;
-        double total_b = m->mem_total_mib * 1048576.0;
+        double total_b = m->mem_total_mib * GM_BYTES_PER_MIB;
         double reserved_b = 0.006 * total_b;
-        double used_b = floor(s->mem_used) * 1048576.0;
+        double used_b = floor(s->mem_used) * GM_BYTES_PER_MIB;
 
         gm_gpu_set(g, GM_M_UTIL_GPU_PCT, round(u));
         gm_gpu_set(g, GM_M_UTIL_MEM_PCT, round(u * 0.55));

@@ -38,7 +38,8 @@ static json_t *gpu_num(const gm_gpu *g, gm_metric m, double scale)
 /* Bytes as whole MiB, rounded down as nvidia-smi prints them (and /stats does). */
 static json_t *gpu_mib(const gm_gpu *g, gm_metric m)
 {
-    return !g->lost && gm_gpu_has(g, m) ? gm_json_number(floor(g->v[m] / 1048576.0)) : json_null();
+    return !g->lost && gm_gpu_has(g, m) ? gm_json_number(floor(g->v[m] * gm_metric_get(m)->scale))
+                                        : json_null();
 }
 
 /* ---- taking a snapshot ----------------------------------------------------------------- */
@@ -59,8 +60,9 @@ static json_t *processes_json(const gm_snapshot *s, const gm_gpu *g)
         const gm_process *p = &s->procs[i];
         if (p->gpu_index != g->index)
             continue;
-        json_t *mem =
-            p->mem_valid ? json_integer((json_int_t)(p->used_mem_bytes / 1048576)) : json_null();
+        json_t *mem = p->mem_valid
+                          ? json_integer((json_int_t)(p->used_mem_bytes / GM_BYTES_PER_MIB))
+                          : json_null();
         if (json_array_append_new(a,
                                   json_pack("{s:I, s:o, s:o, s:o}", "pid", (json_int_t)p->pid,
                                             "user", gm_json_text(p->user, sizeof p->user),
@@ -669,7 +671,7 @@ static void fmt_value(const json_t *v, enum unit u, char *buf, size_t len)
         snprintf(buf, len, "%.0f MiB", x);
         break;
     case U_BYTES_MIB:
-        snprintf(buf, len, "%.0f MiB", floor(x / 1048576.0));
+        snprintf(buf, len, "%.0f MiB", floor(x / GM_BYTES_PER_MIB));
         break;
     case U_BYTES_GIB:
         snprintf(buf, len, "%.2f GiB", x / 1073741824.0);
@@ -888,8 +890,8 @@ static void diff_gpu(differ *d, const gm_audit_tolerance *t, const json_t *b, co
         json_is_number(get(b, "memory_used_bytes")) && json_is_number(get(a, "memory_used_bytes"));
     rise(d, bytes ? "memory_used_bytes" : "memory_used_mib", "memory used", b,
          get(b, bytes ? "memory_used_bytes" : "memory_used_mib"),
-         get(a, bytes ? "memory_used_bytes" : "memory_used_mib"), bytes ? 1.0 / 1048576.0 : 1.0,
-         "MiB", t->mem_mib);
+         get(a, bytes ? "memory_used_bytes" : "memory_used_mib"),
+         bytes ? 1.0 / GM_BYTES_PER_MIB : 1.0, "MiB", t->mem_mib);
     rise(d, "power_draw_w", "mean power", b, get(b, "power_draw_w"), get(a, "power_draw_w"), 1.0,
          "W", t->power_w);
     compare(d, SEV_CHANGED, "power_limit_w", "power limit", U_W, b, get(b, "power_limit_w"),

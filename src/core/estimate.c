@@ -721,8 +721,8 @@ static int model_memory(const json_t *params, const gm_estimate_options *o, gm_e
     double layers_gpu = ceil((double)sh.layers / pp);
     double heads_gpu = ceil((double)sh.kv_heads / tp);
     m->kv_bytes_per_token = 2 * layers_gpu * heads_gpu * sh.head_dim * m->kv_bytes;
-    m->weights_mib = sh.params * m->weight_bytes / ((double)tp * pp) / 1048576.0;
-    m->kv_mib = (double)m->context * m->batch * m->kv_bytes_per_token / 1048576.0;
+    m->weights_mib = sh.params * m->weight_bytes / ((double)tp * pp) / GM_BYTES_PER_MIB;
+    m->kv_mib = (double)m->context * m->batch * m->kv_bytes_per_token / GM_BYTES_PER_MIB;
     double total = ceil(m->weights_mib + m->kv_mib + m->overhead_mib);
     e->memory_mib = total > 4e9 ? 4000000000u : (unsigned)total;
     e->method = GM_ESTIMATE_MODEL;

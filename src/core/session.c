@@ -257,7 +257,8 @@ static void gpu_values(const gm_gpu *g, double *v)
     if (gm_gpu_has(g, GM_M_UTIL_GPU_PCT))
         v[GM_SM_UTIL] = g->v[GM_M_UTIL_GPU_PCT];
     if (gm_gpu_has(g, GM_M_MEM_USED_BYTES)) {
-        v[GM_SM_MEM_USED_MB] = g->v[GM_M_MEM_USED_BYTES] / 1048576.0;
+        v[GM_SM_MEM_USED_MB] =
+            g->v[GM_M_MEM_USED_BYTES] * gm_metric_get(GM_M_MEM_USED_BYTES)->scale;
         if (gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) && g->v[GM_M_MEM_TOTAL_BYTES] > 0)
             v[GM_SM_MEM_PCT] = g->v[GM_M_MEM_USED_BYTES] / g->v[GM_M_MEM_TOTAL_BYTES] * 100.0;
     }

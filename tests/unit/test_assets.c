@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -83,7 +85,7 @@ static void test_assets_table(void **state)
     /* Every dashboard row has a raw twin after its gzip row. */
     for (size_t i = 0; i < gm_web_assets_count; i++)
         if (gm_web_assets[i].gzip) {
-            assert_true(i + 1 < gm_web_assets_count);
+            check_lt(i + 1, gm_web_assets_count);
             assert_string_equal(gm_web_assets[i + 1].path, gm_web_assets[i].path);
             assert_false(gm_web_assets[i + 1].gzip);
         }
@@ -133,7 +135,7 @@ static void test_webroot(void **state)
     assert_int_equal(symlink("app.js", link), 0);
     snprintf(p, sizeof p, "%s/root/big.bin", base);
     int fd = open(p, O_CREAT | O_WRONLY, 0600);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     assert_int_equal(ftruncate(fd, (off_t)GM_WEBROOT_MAX_FILE + 1), 0); /* sparse */
     close(fd);
     snprintf(p, sizeof p, "%s/root", base);
@@ -241,7 +243,7 @@ static void test_gzip_variant_only_when_accepted(void **state)
         /* The same file: same type and caching, and the gzip bytes inflate to the raw ones. */
         assert_string_equal(row->content_type, raw->content_type);
         assert_string_equal(row->cache_control, raw->cache_control);
-        assert_true(row->len < raw->len);
+        check_lt(row->len, raw->len);
         assert_int_equal(row->data[0], 0x1f);
         assert_int_equal(row->data[1], 0x8b);
         size_t len = 0;
@@ -255,7 +257,7 @@ static void test_gzip_variant_only_when_accepted(void **state)
         else
             assert_string_equal(row->cache_control, "no-cache");
     }
-    assert_true(gz_rows > 0);
+    check_gt(gz_rows, 0);
     /* "/" is index.html, byte for byte. */
     const gm_asset *root = gm_assets_find("/", false),
                    *index = gm_assets_find("/index.html", false);

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -601,7 +603,7 @@ static const char *use_scenario(const char *scenario, char *path, size_t len)
         skip();
     snprintf(path, len, "/tmp/gm_audit_scn_XXXXXX");
     int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     assert_int_equal(write(fd, scenario, strlen(scenario)), (ssize_t)strlen(scenario));
     close(fd);
     setenv("GM_FAKE_NVML_SCENARIO", path, 1);
@@ -652,21 +654,21 @@ static void test_take_from_fake_nvml(void **state)
     const json_t *win = json_object_get(doc, "power_window");
     assert_int_equal(json_integer_value(json_object_get(win, "samples")), 4);
     json_t *g0 = gpu(doc, 0), *g1 = gpu(doc, 1);
-    assert_true(json_number_value(json_object_get(g0, "power_draw_w")) == 200.0);
-    assert_true(json_number_value(json_object_get(g0, "power_draw_min_w")) == 100.0);
-    assert_true(json_number_value(json_object_get(g0, "power_draw_max_w")) == 300.0);
+    check_eq(json_number_value(json_object_get(g0, "power_draw_w")), 200.0);
+    check_eq(json_number_value(json_object_get(g0, "power_draw_min_w")), 100.0);
+    check_eq(json_number_value(json_object_get(g0, "power_draw_max_w")), 300.0);
     assert_int_equal(json_integer_value(json_object_get(g0, "power_draw_samples")), 4);
-    assert_true(json_number_value(json_object_get(g0, "power_limit_w")) == 700.0);
+    check_eq(json_number_value(json_object_get(g0, "power_limit_w")), 700.0);
     assert_true(json_is_true(json_object_get(g0, "persistence_mode")));
     /* GPU 1 reports no power and no persistence mode: null, never 0. */
     assert_true(json_is_null(json_object_get(g1, "power_draw_w")));
     assert_int_equal(json_integer_value(json_object_get(g1, "power_draw_samples")), 0);
     assert_true(json_is_null(json_object_get(g1, "persistence_mode")));
     const json_t *pcie = json_object_get(g0, "pcie");
-    assert_true(json_number_value(json_object_get(pcie, "bandwidth_max_gb_per_s")) ==
-                gm_pcie_gbps(5, 16));
-    assert_true(json_number_value(json_object_get(pcie, "bandwidth_current_gb_per_s")) ==
-                gm_pcie_gbps(1, 16));
+    check_eq(json_number_value(json_object_get(pcie, "bandwidth_max_gb_per_s")),
+             gm_pcie_gbps(5, 16));
+    check_eq(json_number_value(json_object_get(pcie, "bandwidth_current_gb_per_s")),
+             gm_pcie_gbps(1, 16));
     assert_true(json_is_null(json_object_get(json_object_get(g1, "pcie"), "gen_max")));
     assert_true(json_is_null(json_object_get(g0, "processes"))); /* not listed: unknown */
     assert_int_equal(json_integer_value(json_object_get(g0, "memory_used_mib")), 1);

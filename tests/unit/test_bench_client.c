@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -60,7 +62,7 @@ static void start(server *s, ...)
         }
         gm_clock_sleep_ms(10);
     }
-    assert_true(s->port > 0);
+    check_gt(s->port, 0);
     snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/v1/", s->port);
 }
 
@@ -154,7 +156,7 @@ static void test_models_and_unreachable(void **state)
     snprintf(head, sizeof head,
              "cannot reach the server at %s: connection refused: nothing listens on that port",
              want);
-    assert_true(strncmp(err.msg, head, strlen(head)) == 0);
+    check_eq(strncmp(err.msg, head, strlen(head)), 0);
     gm_bench_point p;
     gm_bench_point_init(&p);
     gm_bench_run r = {.concurrency = 2, .requests = 4};
@@ -190,15 +192,18 @@ static void test_closed_loop(void **state)
         assert_int_equal(x->prompt_tokens, 8); /* the fake counts words */
         assert_int_equal(x->asked_tokens, 5);
         assert_int_equal(x->http_status, 200);
-        assert_true(x->sent_ns < x->first_ns && x->first_ns < x->last_ns &&
-                    x->last_ns <= x->done_ns);
+        check_lt(x->sent_ns, x->first_ns);
+        check_lt(x->first_ns, x->last_ns);
+        check_le(x->last_ns, x->done_ns);
         double ttft = gm_bench_result_ttft_ms(x);
-        assert_true(ttft >= 4.9 && ttft < 500);
+        check_ge(ttft, 4.9);
+        check_lt(ttft, 500);
     }
     assert_int_equal(p.itl_ms.st.count, 20 * 4);
-    assert_true(p.start_ns && p.end_ns > p.start_ns);
-    assert_true(p.cpu_s > 0);
-    assert_true(p.bytes_received > 0);
+    assert_true(p.start_ns);
+    check_gt(p.end_ns, p.start_ns);
+    check_gt(p.cpu_s, 0);
+    check_gt(p.bytes_received, 0);
     assert_int_equal(p.recv_parse_us.st.count > 0, 1);
     /* One trace line per request. */
     FILE *f = fopen(tpath, "r");
@@ -301,7 +306,7 @@ static void test_lying_usage_is_distrusted(void **state)
         assert_int_equal(p.res[i].output_tokens, 4);
         assert_false(p.res[i].output_from_usage);
         assert_true(p.res[i].usage_distrusted);
-        assert_true(p.res[i].usage_claimed == 1000000000000ULL);
+        check_eq(p.res[i].usage_claimed, 1000000000000ULL);
     }
     json_t *j = gm_bench_point_json(&p, NULL);
     assert_int_equal(json_integer_value(json_object_get(j, "output_tokens")), 24);
@@ -340,7 +345,7 @@ static void test_hostile_streams_end_with_a_reason(void **state)
     gm_bench_point_init(&p);
     assert_int_equal(gm_bench_client_run(c, &r, &p, &err), GM_OK);
     assert_int_equal(count(&p, GM_BENCH_NOT_SSE), 3);
-    assert_true(p.bytes_received < 3 * 10000000ULL);
+    check_lt(p.bytes_received, 3 * 10000000ULL);
     assert_non_null(strstr(json_string_value(json_object_get(p.error_examples, "not_sse")),
                            "a line over the limit"));
     gm_bench_point_free(&p);
@@ -411,9 +416,10 @@ static void test_open_loop(void **state)
     assert_int_equal(p.lag_ms.st.count, 40);
     assert_true(p.open_loop);
     /* 39 gaps of 2.5 ms on average: about 0.1 s, never all at once. */
-    assert_true(took > 0.02 && took < 5);
+    check_gt(took, 0.02);
+    check_lt(took, 5);
     for (size_t i = 0; i < p.n; i++)
-        assert_true(p.res[i].sent_ns >= p.res[i].sched_ns);
+        check_ge(p.res[i].sent_ns, p.res[i].sched_ns);
     gm_bench_point_free(&p);
     gm_bench_client_free(c);
     stop(&s);
@@ -431,9 +437,10 @@ static void test_timed_run(void **state)
     gm_error err = {0};
     assert_int_equal(gm_bench_client_run(c, &r, &p, &err), GM_OK);
     /* About 0.04 s per request, 2 at a time, for 0.3 s. */
-    assert_true(p.n >= 4 && p.n <= 30);
+    check_ge(p.n, 4);
+    check_le(p.n, 30);
     assert_int_equal(count(&p, GM_BENCH_OK), p.n);
-    assert_true(gm_bench_point_duration(&p) >= 0.29);
+    check_ge(gm_bench_point_duration(&p), 0.29);
     gm_bench_point_free(&p);
     gm_bench_client_free(c);
     stop(&s);
@@ -466,7 +473,7 @@ static void test_stop_keeps_what_was_measured(void **state)
     gm_error err = {0};
     int64_t t0 = gm_clock_mono_ns();
     assert_int_equal(gm_bench_client_run(c, &r, &p, &err), GM_OK);
-    assert_true((double)(gm_clock_mono_ns() - t0) / 1e9 < 2);
+    check_lt((double)(gm_clock_mono_ns() - t0) / 1e9, 2);
     assert_true(p.interrupted);
     assert_int_equal(p.n, 0); /* nothing had finished: nothing counted */
     gm_bench_point_free(&p);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -265,11 +267,11 @@ static void test_simulated_gpus_follow_the_benchmark(void **state)
     assert_int_equal(idle.check.foreign_total, 0);
     assert_int_equal(busy.check.foreign_total, 0);
     double idle_w = mean_power(&idle), busy_w = mean_power(&busy);
-    assert_true(idle_w == 140); /* two H100s at 70 W */
-    assert_true(busy_w > 2 * idle_w);
+    check_eq(idle_w, 140); /* two H100s at 70 W */
+    check_gt(busy_w, 2 * idle_w);
     json_t *pt = json_pack("{s:i, s:i}", "output_tokens", 10, "completed", 1);
     assert_int_equal(gm_bench_point_add_gpu(pt, busy.session, idle_w, 0), GM_OK);
-    assert_true(json_number_value(json_object_get(pt, "energy_above_idle_j")) > 0);
+    check_gt(json_number_value(json_object_get(pt, "energy_above_idle_j")), 0);
     assert_true(json_is_false(json_object_get(pt, "idle_power_unreliable")));
     /* An idle figure above what the point drew is flagged, never subtracted into a negative. */
     assert_int_equal(gm_bench_point_add_gpu(pt, busy.session, 10 * busy_w, 0), GM_OK);
@@ -281,10 +283,10 @@ static void test_simulated_gpus_follow_the_benchmark(void **state)
     json_t *tl = json_object_get(pt, "gpu_timeline");
     json_t *ts = json_object_get(tl, "t_s");
     assert_int_equal(json_array_size(ts), gm_session_sample_count(busy.session));
-    assert_true(json_number_value(json_array_get(ts, 0)) >= 0.1);
+    check_ge(json_number_value(json_array_get(ts, 0)), 0.1);
     json_t *w1 = json_object_get(json_object_get(json_object_get(tl, "gpus"), "1"), "power_draw_w");
     assert_int_equal(json_array_size(w1), json_array_size(ts));
-    assert_true(json_number_value(json_array_get(w1, json_array_size(w1) - 1)) > 300);
+    check_gt(json_number_value(json_array_get(w1, json_array_size(w1) - 1)), 300);
     assert_int_equal(gm_bench_point_add_timeline(pt, NULL, started), GM_OK);
     assert_true(json_is_null(json_object_get(pt, "gpu_timeline")));
     json_decref(pt);

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,7 +261,7 @@ static void test_done_errors_and_garbage(void **state)
     assert_int_equal(c.kind, GM_CHUNK_DATA);
     chunk("<html>", &c);
     assert_int_equal(c.kind, GM_CHUNK_MALFORMED);
-    assert_true(strlen(c.error) > 0);
+    check_gt(strlen(c.error), 0);
     chunk("[1,2]", &c);
     assert_int_equal(c.kind, GM_CHUNK_MALFORMED);
     assert_string_equal(c.error, "not a JSON object");
@@ -375,7 +377,7 @@ static void test_prompt_file(void **state)
     (void)state;
     char path[] = "/tmp/gm-prompts-XXXXXX";
     int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     const char *text = "{\"prompt\": \"x\"}\n{\"prompt\": 1}\n";
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
@@ -405,7 +407,8 @@ static void test_synthetic_prompts(void **state)
         for (const char *p = s; *p; p++)
             spaces += *p == ' ';
         assert_int_equal(spaces, 49);
-        assert_true(s[0] != ' ' && s[strlen(s) - 1] != ' ');
+        check_ne(s[0], ' ');
+        check_ne(s[strlen(s) - 1], ' ');
         assert_null(strstr(s, "  "));
         assert_int_equal(a.v[i].input_tokens, 50);
         assert_int_equal(a.v[i].max_tokens, 0);
@@ -449,7 +452,7 @@ static void test_error_text(void **state)
     gm_bench_error_text(b4, strlen(b4), buf, sizeof buf);
     assert_non_null(strstr(buf, "502 Bad Gateway"));
     for (const char *p = buf; *p; p++)
-        assert_true((unsigned char)*p >= 0x20);
+        check_ge((unsigned char)*p, 0x20);
     gm_bench_error_text("", 0, buf, sizeof buf);
     assert_string_equal(buf, "");
     gm_bench_error_text(NULL, 0, buf, sizeof buf);
@@ -457,7 +460,7 @@ static void test_error_text(void **state)
     /* Truncated to the buffer, still a C string. */
     char tiny[8];
     gm_bench_error_text(b1, strlen(b1), tiny, sizeof tiny);
-    assert_true(strlen(tiny) < sizeof tiny);
+    check_lt(strlen(tiny), sizeof tiny);
 }
 
 static void test_models(void **state)

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -25,7 +27,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.conc[0], 1);
     assert_int_equal(c.requests, 1000);
     assert_int_equal(c.input_tokens, 128);
-    assert_true(c.idle_s == 2);
+    check_eq(c.idle_s, 2);
     gm_bench_config_free(&c);
 }
 
@@ -42,11 +44,12 @@ static void test_values(void **state)
     /* '_' is taken for '-': the JSON body's keys. */
     assert_int_equal(gm_bench_config_set(&c, "request_rate", "2.5,inf", &err), GM_OK);
     assert_true(c.open_loop);
-    assert_true(c.rate[0] == 2.5 && isinf(c.rate[1]));
+    check_eq(c.rate[0], 2.5);
+    assert_true(isinf(c.rate[1]));
     assert_int_equal(gm_bench_config_set(&c, "requests", "20", &err), GM_OK);
     assert_int_equal(c.requests, 20);
     assert_int_equal(gm_bench_config_set(&c, "duration", "5m", &err), GM_OK);
-    assert_true(c.duration_s == 300);
+    check_eq(c.duration_s, 300);
     assert_int_equal(gm_bench_config_set(&c, "slo", "ttft=200,e2e=2000", &err), GM_OK);
     assert_int_equal(gm_bench_config_set(&c, "label", "run A", &err), GM_OK);
     assert_string_equal(c.label, "run A");

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdbool.h>
 
@@ -23,12 +25,12 @@ static void test_same_seed_same_schedule(void **state)
     for (int i = 0; i < 1000; i++) {
         double x = gm_bench_schedule_next(&a), y = gm_bench_schedule_next(&b);
         double z = gm_bench_schedule_next(&c);
-        assert_true(x == y);
+        check_eq(x, y);
         differs |= x != z;
-        assert_true(x >= prev); /* offsets from the start, never going back */
+        check_ge(x, prev); /* offsets from the start, never going back */
         prev = x;
         if (i == 0)
-            assert_true(x == 0); /* the first request goes at once */
+            check_eq(x, 0); /* the first request goes at once */
     }
     assert_true(differs);
 }
@@ -72,7 +74,7 @@ static void test_infinite_rate(void **state)
     gm_bench_schedule s;
     gm_bench_schedule_init(&s, INFINITY, 1, 1);
     for (int i = 0; i < 100; i++)
-        assert_true(gm_bench_schedule_next(&s) == 0);
+        check_eq(gm_bench_schedule_next(&s), 0);
 }
 
 static void test_uniform_and_gamma_are_sane(void **state)
@@ -83,7 +85,8 @@ static void test_uniform_and_gamma_are_sane(void **state)
     double sum = 0;
     for (int i = 0; i < 100000; i++) {
         double u = gm_bench_rng_uniform(&r);
-        assert_true(u > 0 && u < 1);
+        check_gt(u, 0);
+        check_lt(u, 1);
         sum += u;
     }
     assert_float_equal(sum / 100000, 0.5, 0.005);
@@ -91,7 +94,8 @@ static void test_uniform_and_gamma_are_sane(void **state)
     sum = 0;
     for (int i = 0; i < 100000; i++) {
         double g = gm_bench_rng_gamma(&r, 0.5, 3);
-        assert_true(g >= 0 && isfinite(g));
+        check_ge(g, 0);
+        assert_true(isfinite(g));
         sum += g;
     }
     assert_float_equal(sum / 100000, 1.5, 0.03);

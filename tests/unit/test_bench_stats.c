@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -96,7 +98,7 @@ static void test_slo(void **state)
         memset(&err, 0, sizeof err);
         if (gm_bench_slo_parse(bad[i], &s, &err) != GM_EINVAL)
             fail_msg("\"%s\" was accepted", bad[i]);
-        assert_true(err.msg[0] != '\0');
+        check_ne(err.msg[0], '\0');
     }
     gm_bench_slo_none(&s);
     assert_false(gm_bench_slo_any(&s));
@@ -258,10 +260,10 @@ static void test_token_counts_are_64_bit(void **state)
     const gm_bench_result *ex = NULL;
     assert_int_equal(gm_bench_point_usage_distrusted(&p, &ex), 1);
     assert_non_null(ex);
-    assert_true(ex->usage_claimed == 1000000000000ULL);
+    check_eq(ex->usage_claimed, 1000000000000ULL);
     json_t *j = gm_bench_point_json(&p, NULL);
-    assert_true(json_integer_value(json_object_get(j, "output_tokens")) == 10000000004LL);
-    assert_true(json_integer_value(json_object_get(j, "input_tokens")) == 12000000100LL);
+    check_eq(json_integer_value(json_object_get(j, "output_tokens")), 10000000004LL);
+    check_eq(json_integer_value(json_object_get(j, "input_tokens")), 12000000100LL);
     assert_int_equal(json_integer_value(json_object_get(j, "usage_distrusted")), 1);
     assert_string_equal(json_string_value(json_object_get(j, "output_tokens_source")), "mixed");
     json_decref(j);
@@ -270,7 +272,7 @@ static void test_token_counts_are_64_bit(void **state)
     d.prompt_tokens = (uint64_t)INT64_MAX;
     assert_int_equal(gm_bench_point_add(&p, &d), GM_OK);
     j = gm_bench_point_json(&p, NULL);
-    assert_true(json_integer_value(json_object_get(j, "input_tokens")) == INT64_MAX);
+    check_eq(json_integer_value(json_object_get(j, "input_tokens")), INT64_MAX);
     json_decref(j);
     gm_bench_point_free(&p);
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -43,11 +45,11 @@ static void test_units_agree(void **state)
         double s = gm_clock_mono_s();
         int64_t us2 = gm_clock_mono_us();
         int64_t ns = gm_clock_mono_ns();
-        assert_true(us1 / 1000 <= ms);
-        assert_true(ms <= us2 / 1000);
-        assert_true(us2 <= ns / 1000);
-        assert_true((double)ms / 1000.0 <= s + 1e-9);
-        assert_true(s <= (double)us2 / 1e6 + 1e-6);
+        check_le(us1 / 1000, ms);
+        check_le(ms, us2 / 1000);
+        check_le(us2, ns / 1000);
+        check_le((double)ms / 1000.0, s + 1e-9);
+        check_le(s, (double)us2 / 1e6 + 1e-6);
     }
     /* CLOCK_MONOTONIC itself, not another clock. */
     struct timespec ts;
@@ -56,7 +58,8 @@ static void test_units_agree(void **state)
     int64_t ms = gm_clock_mono_ms();
     assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
     int64_t after = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    assert_true(before <= ms && ms <= after);
+    check_le(before, ms);
+    check_le(ms, after);
 }
 
 static void test_wall_clock_is_the_epoch(void **state)
@@ -68,9 +71,9 @@ static void test_wall_clock_is_the_epoch(void **state)
     assert_int_equal(clock_gettime(CLOCK_REALTIME, &a), 0);
     int64_t w = gm_clock_wall_ms();
     assert_int_equal(clock_gettime(CLOCK_REALTIME, &b), 0);
-    assert_true(w >= (int64_t)a.tv_sec * 1000 + a.tv_nsec / 1000000);
-    assert_true(w <= (int64_t)b.tv_sec * 1000 + b.tv_nsec / 1000000);
-    assert_true(w > (int64_t)1700000000 * 1000); /* the epoch's milliseconds, not some other base */
+    check_ge(w, (int64_t)a.tv_sec * 1000 + a.tv_nsec / 1000000);
+    check_le(w, (int64_t)b.tv_sec * 1000 + b.tv_nsec / 1000000);
+    check_gt(w, (int64_t)1700000000 * 1000); /* the epoch's milliseconds, not some other base */
 }
 
 static void test_sleep_lasts_at_least_what_was_asked(void **state)
@@ -95,10 +98,10 @@ static void test_sleep_until_reaches_the_deadline(void **state)
     volatile sig_atomic_t cancel = 0;
     double until = gm_clock_mono_s() + 0.12; /* more than two 50 ms slices */
     assert_true(gm_clock_sleep_until(until, &cancel));
-    assert_true(gm_clock_mono_s() >= until);
+    check_ge(gm_clock_mono_s(), until);
     until = gm_clock_mono_s() + 0.02;
     assert_true(gm_clock_sleep_until(until, NULL)); /* no flag at all */
-    assert_true(gm_clock_mono_s() >= until);
+    check_ge(gm_clock_mono_s(), until);
     /* A deadline already past: true at once. */
     assert_true(gm_clock_sleep_until(gm_clock_mono_s() - 10, &cancel));
     assert_true(gm_clock_sleep_until(0, NULL));
@@ -134,7 +137,7 @@ static void test_sleep_until_cancelled_by_a_thread(void **state)
     assert_int_equal(pthread_create(&t, NULL, set_flag_later, NULL), 0);
     double until = gm_clock_mono_s() + 3600;
     assert_false(gm_clock_sleep_until(until, &thread_flag));
-    assert_true(gm_clock_mono_s() < until);
+    check_lt(gm_clock_mono_s(), until);
     assert_int_equal(pthread_join(t, NULL), 0);
 }
 
@@ -183,8 +186,9 @@ static void test_timespec_deadlines(void **state)
     int64_t before = gm_clock_mono_ms();
     struct timespec d = gm_clock_mono_deadline(1500);
     int64_t d_ms = (int64_t)d.tv_sec * 1000 + d.tv_nsec / 1000000;
-    assert_true(d_ms >= before + 1500);
-    assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+    check_ge(d_ms, before + 1500);
+    check_ge(d.tv_nsec, 0);
+    check_lt(d.tv_nsec, 1000000000L);
 }
 
 int main(void)

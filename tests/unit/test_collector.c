@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,10 +111,10 @@ static void test_auto_picks_nvml(void **state)
     assert_string_equal(s->driver_version, "550.54.15");
     assert_int_equal(s->gpu_count, 2);
     assert_string_equal(s->gpus[0].uuid, "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c50");
-    assert_true(s->gpus[0].v[GM_M_UTIL_GPU_PCT] == 87);
+    check_eq(s->gpus[0].v[GM_M_UTIL_GPU_PCT], 87);
     /* A zero the driver reports is a reading, present. */
     assert_true(gm_gpu_has(&s->gpus[1], GM_M_FAN_PCT));
-    assert_true(s->gpus[1].v[GM_M_FAN_PCT] == 0);
+    check_eq(s->gpus[1].v[GM_M_FAN_PCT], 0);
 
     /* Processes: the provider's PIDs, owner and command from the fixture /proc. A PID /proc
      * does not know keeps them empty, never invented. */
@@ -127,7 +129,7 @@ static void test_auto_picks_nvml(void **state)
     assert_non_null(known);
     assert_non_null(unknown);
     assert_string_equal(known->command, "python3 train.py --lr 0.001");
-    assert_true(known->user[0] != '\0');
+    check_ne(known->user[0], '\0');
     assert_string_equal(unknown->command, "");
     assert_string_equal(unknown->user, "");
     /* Its pod and container from its cgroup (a containerd pod under systemd); no names
@@ -146,8 +148,8 @@ static void test_auto_picks_nvml(void **state)
     /* The host from the same /proc. */
     assert_true(s->host_valid);
     assert_string_equal(s->host.hostname, "gpu-node-07");
-    assert_true(s->host.v[GM_H_MEM_TOTAL_BYTES] == 16384000.0 * 1024);
-    assert_true(s->host.v[GM_H_CPU_COUNT] == 2);
+    check_eq(s->host.v[GM_H_MEM_TOTAL_BYTES], 16384000.0 * 1024);
+    check_eq(s->host.v[GM_H_CPU_COUNT], 2);
 
     /* P2P and the topology from NVML: the fixture's NVLink NS and atomics GNS. */
     gm_p2p_status st = GM_P2P_UNKNOWN;
@@ -229,7 +231,7 @@ static void test_falls_back_to_nvidia_smi(void **state)
         d = gm_collector_diagnosis(c);
         assert_int_equal(count_lines(d), 1);
         assert_int_equal(strncmp(d, "nvml: ", 6), 0);
-        assert_true(strlen(d) > 6);
+        check_gt(strlen(d), 6);
         assert_non_null(strstr(d, cases[i].says));
         gm_collector_close(c);
     }
@@ -400,8 +402,10 @@ static void test_absent_metrics_stay_absent(void **state)
         if (gm_gpu_has(g, absent[i]))
             fail_msg("%s is present (%g)", gm_metric_get(absent[i])->name, g->v[absent[i]]);
     /* What the GPU does report is there. */
-    assert_true(gm_gpu_has(g, GM_M_UTIL_GPU_PCT) && g->v[GM_M_UTIL_GPU_PCT] == 55);
-    assert_true(gm_gpu_has(g, GM_M_POWER_MW) && g->v[GM_M_POWER_MW] == 250000);
+    assert_true(gm_gpu_has(g, GM_M_UTIL_GPU_PCT));
+    check_eq(g->v[GM_M_UTIL_GPU_PCT], 55);
+    assert_true(gm_gpu_has(g, GM_M_POWER_MW));
+    check_eq(g->v[GM_M_POWER_MW], 250000);
     assert_true(gm_gpu_has(g, GM_M_CLOCK_MAX_SM_MHZ));
     /* The same on every later sample. */
     assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
@@ -434,7 +438,7 @@ static void test_failed_sample(void **state)
     assert_int_equal(s->proc_count, 0);
     assert_string_equal(s->provider, "nvidia-smi");
     assert_int_equal(s->seq, 2);
-    assert_true(s->time_ms >= before);
+    check_ge(s->time_ms, before);
     assert_true(s->host_valid);
     unsetenv("GM_FAKE_SMI_MODE");
     assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
@@ -460,8 +464,9 @@ static void test_sequence_and_clocks(void **state)
         assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
         int64_t t1 = gm_clock_wall_ms();
         assert_int_equal(s->seq, k); /* one more per sample, from 1 */
-        assert_true(s->time_ms >= t0 && s->time_ms <= t1);
-        assert_true(s->mono_ms >= last_mono);
+        check_ge(s->time_ms, t0);
+        check_le(s->time_ms, t1);
+        check_ge(s->mono_ms, last_mono);
         last_mono = s->mono_ms;
     }
     gm_collector_close(c);
@@ -511,10 +516,12 @@ static void test_call_stats(void **state)
         assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);
     gm_call_stat st[GM_CALLTIME_TEST_CAP];
     size_t n = gm_collector_call_stats(c, st, GM_CALLTIME_TEST_CAP);
-    assert_true(n > 0 && n <= GM_CALLTIME_TEST_CAP);
+    check_gt(n, 0);
+    check_le(n, GM_CALLTIME_TEST_CAP);
     uint64_t util = 0, init = 0, procstat = 0, cpuinfo = 0;
     for (size_t i = 0; i < n; i++) {
-        assert_true(st[i].wall_s >= 0 && st[i].cpu_s >= 0);
+        check_ge(st[i].wall_s, 0);
+        check_ge(st[i].cpu_s, 0);
         if (strcmp(st[i].name, "nvmlDeviceGetUtilizationRates") == 0)
             util = st[i].count;
         else if (strcmp(st[i].name, "nvmlInit_v2") == 0)
@@ -560,7 +567,7 @@ static void test_live_hostname(void **state)
         if (strcmp(st[i].name, "gethostname") == 0)
             calls = st[i].count;
     }
-    assert_true(calls >= 1);
+    check_ge(calls, 1);
     gm_snapshot_free(s);
     gm_collector_close(c);
 }
@@ -648,9 +655,9 @@ static void test_nvidia_and_amd_at_once(void **state)
         }
         assert_string_equal(s->gpus[3].name, "AMD Instinct MI300X OAM");
         assert_true(gm_gpu_has(&s->gpus[3], GM_M_UTIL_GPU_PCT));
-        assert_true(s->gpus[3].v[GM_M_UTIL_GPU_PCT] == 37);
+        check_eq(s->gpus[3].v[GM_M_UTIL_GPU_PCT], 37);
         /* The NVIDIA processes stay on GPU 0. */
-        assert_true(s->proc_count >= 1);
+        check_ge(s->proc_count, 1);
         for (size_t p = 0; p < s->proc_count; p++)
             assert_int_equal(s->procs[p].gpu_index, 0);
     }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -67,7 +69,7 @@ static void test_proc_start(void **state)
     assert_int_equal(gm_container_proc_start(root, 102, &t), GM_ENOENT);
     /* This very process, from the real /proc. */
     assert_int_equal(gm_container_proc_start(NULL, (long)getpid(), &t), GM_OK);
-    assert_true(t > 0);
+    check_gt(t, 0);
 }
 
 static void test_owner(void **state)
@@ -102,7 +104,7 @@ static void test_owner_self(void **state)
     char want[320];
     snprintf(want, sizeof want, "%s:%d", host, (int)getpid());
     assert_string_equal(owner, want);
-    assert_true(start[0] != '\0');
+    check_ne(start[0], '\0');
     /* And this process is alive by its own labels. */
     assert_int_equal(gm_container_owner_check(owner, start, NULL, NULL), GM_OWNER_ALIVE);
 }

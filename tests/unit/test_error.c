@@ -7,10 +7,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "gpumon.h"
+#include "base/error.h"
 
 static const struct {
     int code;
@@ -35,7 +38,7 @@ static void test_every_code_has_its_own_message(void **state)
         const char *m = gm_strerror(table[i].code);
         assert_non_null(m);
         assert_string_equal(m, table[i].msg);
-        assert_true(m[0] != '\0');
+        check_ne(m[0], '\0');
         assert_string_not_equal(m, "unknown error");
         assert_string_not_equal(m, "success");
         for (size_t k = 0; k < i; k++) {
@@ -53,13 +56,29 @@ static void test_every_code_has_its_own_message(void **state)
     assert_string_equal(gm_strerror(GM_ECANCELED), "cancelled");
 }
 
+/* gm_err_name: each code's name as the source spells it, for logs. */
+static void test_err_name(void **state)
+{
+    (void)state;
+    check_str_eq(gm_err_name(GM_OK), "GM_OK");
+    for (size_t i = 0; i < NCODES; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "GM_%s", table[i].name);
+        check_str_eq(gm_err_name(table[i].code), want);
+    }
+    check_str_eq(gm_err_name(GM_ETIMEDOUT), "GM_ETIMEDOUT");
+    check_str_eq(gm_err_name(1), "GM_UNKNOWN");
+    check_str_eq(gm_err_name(GM__ERR_MIN), "GM_UNKNOWN");
+    check_str_eq(gm_err_name(INT_MIN), "GM_UNKNOWN");
+}
+
 static void test_unknown_codes(void **state)
 {
     (void)state;
     /* The codes follow each other up from GM__ERR_MIN + 1; all of them stay below zero. */
     for (size_t i = 0; i < NCODES; i++)
         assert_int_equal(table[i].code, GM__ERR_MIN + 1 + (int)i);
-    assert_true(table[NCODES - 1].code + 1 < 0);
+    check_lt(table[NCODES - 1].code + 1, 0);
     const int unknown[] = {1,
                            42,
                            -1000,
@@ -125,6 +144,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_code_has_its_own_message),
+        cmocka_unit_test(test_err_name),
         cmocka_unit_test(test_unknown_codes),
         cmocka_unit_test(test_error_set_formats),
         cmocka_unit_test(test_error_set_truncates),

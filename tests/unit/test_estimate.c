@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,7 +114,7 @@ static void test_world_size(void **state)
     assert_int_equal(est.gpus, 2);
     assert_int_equal(estimate("{\"parameters\": {\"tp\": 65536, \"pp\": 65536, \"dp\": 65536}}"),
                      GM_OK);
-    assert_true(est.gpus == (uint64_t)65536 * 65536 * 65536);
+    check_eq(est.gpus, (uint64_t)65536 * 65536 * 65536);
 }
 
 static void test_aliases_agreeing_or_not(void **state)
@@ -211,7 +213,7 @@ static void test_model_ids_the_report_must_hold(void **state)
     json_decref(j);
 
     assert_int_equal(estimate("{\"model\": \"m-1e200x1e200b\"}"), GM_OK);
-    assert_true(est.model_params_b == 0);
+    check_eq(est.model_params_b, 0);
     assert_int_equal(est.memory_mib, GM_ESTIMATE_MEM_BASE_MIB);
     j = gm_estimate_json(&est);
     assert_non_null(j);

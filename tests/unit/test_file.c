@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -120,7 +122,7 @@ static void test_regular_file_replaced_whole_keeping_its_mode(void **state)
     stat(at("reg"), &after);
     assert_string_equal(slurp(at("reg")), "new");
     assert_int_equal(after.st_mode & 07777, 0640);
-    assert_true(after.st_ino != before.st_ino); /* renamed into place, not rewritten */
+    check_ne(after.st_ino, before.st_ino); /* renamed into place, not rewritten */
     assert_int_equal(entries(), 1);
 }
 
@@ -168,7 +170,7 @@ static void test_dangling_symlink_and_loop_refused(void **state)
 
     assert_int_equal(symlink("loop2", at("loop1")), 0);
     assert_int_equal(symlink("loop1", at("loop2")), 0);
-    assert_true(gm_file_write(at("loop1"), "x", 1, NULL, &err) < 0);
+    check_lt(gm_file_write(at("loop1"), "x", 1, NULL, &err), 0);
     assert_non_null(strstr(err.msg, strerror(ELOOP)));
     struct stat lb;
     assert_int_equal(lstat(at("loop1"), &lb), 0);
@@ -271,7 +273,7 @@ static void test_own_descriptor_written_directly(void **state)
     (void)state;
     /* /dev/fd/N is this process's descriptor N: written at its offset, never replaced. */
     int fd = open(at("log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     assert_int_equal(write(fd, "first\n", 6), 6);
     char path[64];
     snprintf(path, sizeof path, "/dev/fd/%d", fd);
@@ -396,7 +398,7 @@ static void test_stream_follows_links_like_cp(void **state)
     assert_int_equal(access(at("nowhere"), F_OK), -1);
     assert_int_equal(symlink("loop2", at("loop1")), 0);
     assert_int_equal(symlink("loop1", at("loop2")), 0);
-    assert_true(gm_file_open_output(at("loop1"), GM_FILE_STREAM, &f, &err) < 0);
+    check_lt(gm_file_open_output(at("loop1"), GM_FILE_STREAM, &f, &err), 0);
     assert_non_null(strstr(err.msg, strerror(ELOOP)));
     assert_int_equal(mkdir(at("sub"), 0755), 0);
     assert_int_equal(gm_file_open_output(at("sub"), GM_FILE_STREAM, &f, &err), GM_EINVAL);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,21 +198,22 @@ static void test_nodes(void **state)
     const char *order[] = {"d:9400", "node-a", "node-b", "node-c", "node-e", "node-f", "node-g"};
     for (size_t i = 0; i < 7; i++)
         assert_string_equal(gm_fleet_node_at(f, i)->name, order[i]);
-    assert_true(gm_fleet_time(f) == 1764148800.0);
+    check_eq(gm_fleet_time(f), 1764148800.0);
 
     gm_fleet_node *a = node(f, "node-a");
     assert_true(a->named && a->up);
     assert_int_equal(a->ntargets, 1);
     assert_string_equal(a->targets[0].instance, "a:9400");
-    assert_true(a->last_scrape_s == 1764148799.5);
+    check_eq(a->last_scrape_s, 1764148799.5);
     assert_int_equal(a->ngpus, 2);
     assert_int_equal(a->idle, 1);
     assert_false(a->gpus[0].idle);
     assert_true(a->gpus[1].idle);
-    assert_true(a->util_mean_pct == 45);
-    assert_true(a->mem_used_mib == 40001 && a->mem_total_mib == 160000);
-    assert_true(a->power_w == 570);
-    assert_true(a->hottest_c == 64);
+    check_eq(a->util_mean_pct, 45);
+    check_eq(a->mem_used_mib, 40001);
+    check_eq(a->mem_total_mib, 160000);
+    check_eq(a->power_w, 570);
+    check_eq(a->hottest_c, 64);
     assert_string_equal(a->hottest_gpu, "0");
     assert_int_equal(a->health, GM_FLEET_HEALTH_OK); /* XID series at 0 */
     assert_string_equal(a->problems, "");
@@ -222,7 +225,7 @@ static void test_nodes(void **state)
     assert_true(c->named);
     assert_false(c->up);
     assert_int_equal(c->ngpus, 0);
-    assert_true(c->last_scrape_s == 1764148790);
+    check_eq(c->last_scrape_s, 1764148790);
     assert_true(isnan(c->util_mean_pct) && isnan(c->power_w) && isnan(c->mem_used_pct));
     assert_null(c->hottest_gpu);
     assert_int_equal(c->health, GM_FLEET_HEALTH_UNKNOWN);
@@ -244,7 +247,7 @@ static void test_nodes(void **state)
     assert_true(isnan(e->gpus[1].util_pct));
     assert_false(e->gpus[1].idle);
     assert_int_equal(e->idle, 1);
-    assert_true(e->util_mean_pct == 47.5);
+    check_eq(e->util_mean_pct, 47.5);
     assert_int_equal(e->health, GM_FLEET_HEALTH_DEGRADED);
     assert_string_equal(e->problems, "GPU 1: XID 79; GPU 2: 2 uncorrectable ECC errors; GPU 10: "
                                      "row remapping failed");
@@ -282,7 +285,7 @@ static void test_select(void **state)
     /* Two GPUs: node-b and node-f have two idle at 15 % mean; node-b by name. node-g has four
      * idle but a target down. */
     long i = gm_fleet_select(f, 2);
-    assert_true(i >= 0);
+    check_ge(i, 0);
     assert_string_equal(gm_fleet_node_at(f, (size_t)i)->name, "node-b");
     gm_fleet_node *b = node(f, "node-b");
     assert_true(b->chosen && b->fits);
@@ -362,7 +365,8 @@ static void test_names(void **state)
     assert_int_equal(x->ngpus, 1);
     assert_string_equal(x->gpus[0].uuid, "GPU-x:1-0");
     assert_string_equal(x->gpus[0].model, "NVIDIA H100");
-    assert_true(x->gpus[0].util_pct == 7 && x->gpus[0].fb_free_mib == 99);
+    check_eq(x->gpus[0].util_pct, 7);
+    check_eq(x->gpus[0].fb_free_mib, 99);
     gm_fleet_free(f);
 }
 

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -198,7 +200,7 @@ static void test_answers_and_cache(void **state)
     int w0 = atomic_load(&wakes);
     json_t *d = ask(c, 30, 0, &status);
     assert_int_equal(status, 200);
-    assert_true(atomic_load(&wakes) > w0);
+    check_gt(atomic_load(&wakes), w0);
     assert_int_equal(atomic_load(&p.queries), GM_FLEET_Q__COUNT);
     assert_string_equal(json_string_value(json_object_get(d, "job")), "gpumon");
     assert_non_null(json_object_get(d, "fetched_at"));
@@ -264,7 +266,7 @@ static void test_gzip_for_those_who_take_it(void **state)
     assert_int_equal(plain->status, 200);
     assert_false(plain->gzip);
     assert_true(plain->vary_ae);
-    assert_true(plain->len >= 1024);          /* big enough to be worth gzip */
+    check_ge(plain->len, 1024);               /* big enough to be worth gzip */
     for (int round = 0; round < 2; round++) { /* rendered, then answered again from the cache */
         gm_worker_job *z = job(30, 0);
         z->gzip_ok = true;
@@ -272,7 +274,7 @@ static void test_gzip_for_those_who_take_it(void **state)
         wait_done(z);
         assert_int_equal(z->status, 200);
         assert_true(z->gzip && z->vary_ae);
-        assert_true(z->len < plain->len);
+        check_lt(z->len, plain->len);
         size_t n;
         char *text = gunzip(z->body, z->len, &n);
         assert_int_equal(n, plain->len);
@@ -345,7 +347,7 @@ static void test_abandon_and_stop(void **state)
     /* Stopping cancels the query in flight within about a second and answers what waits. */
     int64_t t0 = gm_clock_mono_ms();
     gm_fleet_cache_stop(c);
-    assert_true(gm_clock_mono_ms() - t0 < 5000);
+    check_lt(gm_clock_mono_ms() - t0, 5000);
     assert_true(gm_worker_job_done(queued));
     assert_int_equal(queued->status, 503);
     assert_non_null(strstr(queued->body, "shutting down"));

@@ -7,6 +7,8 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -146,11 +148,11 @@ static void test_first_read_full_host(void **state)
     assert_int_equal((int)h.v[GM_H_CPU_COUNT], 2);
 
     assert_true(gm_host_has(&h, GM_H_MEM_TOTAL_BYTES));
-    assert_true(h.v[GM_H_MEM_TOTAL_BYTES] == 16384000.0 * 1024);
-    assert_true(h.v[GM_H_MEM_AVAILABLE_BYTES] == 8192000.0 * 1024);
-    assert_true(h.v[GM_H_MEM_USED_BYTES] == (16384000.0 - 8192000.0) * 1024);
-    assert_true(h.v[GM_H_SWAP_TOTAL_BYTES] == 4096 * MIB);
-    assert_true(h.v[GM_H_SWAP_USED_BYTES] == 1024 * MIB);
+    check_eq(h.v[GM_H_MEM_TOTAL_BYTES], 16384000.0 * 1024);
+    check_eq(h.v[GM_H_MEM_AVAILABLE_BYTES], 8192000.0 * 1024);
+    check_eq(h.v[GM_H_MEM_USED_BYTES], (16384000.0 - 8192000.0) * 1024);
+    check_eq(h.v[GM_H_SWAP_TOTAL_BYTES], 4096 * MIB);
+    check_eq(h.v[GM_H_SWAP_USED_BYTES], 1024 * MIB);
 
     assert_float_equal(h.v[GM_H_LOAD1], 0.52, 1e-9);
     assert_float_equal(h.v[GM_H_LOAD5], 1.25, 1e-9);
@@ -263,7 +265,7 @@ static void write_big_stat(const char *root, unsigned ncpu, uint64_t busy, uint6
     for (unsigned i = 0; i < 100000; i++)
         len += (size_t)snprintf(s + len, cap - len, " %u", i);
     len += (size_t)snprintf(s + len, cap - len, "\nctxt 1\n");
-    assert_true(len < cap);
+    check_lt(len, cap);
     write_bytes(root, "stat", s, len);
     free(s);
 }
@@ -297,14 +299,14 @@ static void test_old_kernel(void **state)
     (void)state;
     read_once(fixture("old_kernel"), &h);
     /* No MemAvailable: MemFree + Buffers + Cached. */
-    assert_true(h.v[GM_H_MEM_AVAILABLE_BYTES] == 400000.0 * 1024);
-    assert_true(h.v[GM_H_MEM_USED_BYTES] == 624000.0 * 1024);
-    assert_true(h.v[GM_H_MEM_TOTAL_BYTES] == 1024000.0 * 1024);
+    check_eq(h.v[GM_H_MEM_AVAILABLE_BYTES], 400000.0 * 1024);
+    check_eq(h.v[GM_H_MEM_USED_BYTES], 624000.0 * 1024);
+    check_eq(h.v[GM_H_MEM_TOTAL_BYTES], 1024000.0 * 1024);
     /* No swap configured is a real zero, not an absent value. */
     assert_true(gm_host_has(&h, GM_H_SWAP_TOTAL_BYTES));
-    assert_true(h.v[GM_H_SWAP_TOTAL_BYTES] == 0);
+    check_eq(h.v[GM_H_SWAP_TOTAL_BYTES], 0);
     assert_true(gm_host_has(&h, GM_H_SWAP_USED_BYTES));
-    assert_true(h.v[GM_H_SWAP_USED_BYTES] == 0);
+    check_eq(h.v[GM_H_SWAP_USED_BYTES], 0);
     /* /proc/stat lists one online CPU; it wins over cpuinfo's two processor lines. */
     assert_int_equal((int)h.v[GM_H_CPU_COUNT], 1);
     /* 32-bit ARM with no model name: the Hardware line. */
@@ -364,7 +366,7 @@ static void test_partial_root(void **state)
     read_once(fixture("partial"), &h);
     assert_only_metrics(&h, bit(GM_H_MEM_TOTAL_BYTES) | bit(GM_H_MEM_USED_BYTES) |
                                 bit(GM_H_MEM_AVAILABLE_BYTES));
-    assert_true(h.v[GM_H_MEM_USED_BYTES] == 1024.0 * 1024);
+    check_eq(h.v[GM_H_MEM_USED_BYTES], 1024.0 * 1024);
     /* A fixture root never borrows the machine's own hostname. */
     assert_string_equal(h.hostname, "");
     assert_string_equal(h.kernel, "");
@@ -464,8 +466,8 @@ static void test_process_usage(void **state)
     assert_int_equal(gm_host_process_usage(NULL, (uint32_t)getpid(), &u), GM_OK);
     assert_true(u.has_uid);
     assert_int_equal(u.uid, getuid());
-    assert_true(u.rss_bytes > 0);
-    assert_true(u.start_ticks > 0);
+    check_gt(u.rss_bytes, 0);
+    check_gt(u.start_ticks, 0);
 }
 
 static void test_parent_pid(void **state)
@@ -534,13 +536,13 @@ static void test_real_proc(void **state)
     assert_int_equal(gm_host_reader_open(NULL, &r, &err), GM_OK);
     assert_int_equal(gm_host_reader_read(r, &h, &err), GM_OK);
     assert_true(gm_host_has(&h, GM_H_MEM_TOTAL_BYTES));
-    assert_true(h.v[GM_H_MEM_TOTAL_BYTES] > 0);
+    check_gt(h.v[GM_H_MEM_TOTAL_BYTES], 0);
     assert_true(gm_host_has(&h, GM_H_CPU_COUNT));
-    assert_true(h.v[GM_H_CPU_COUNT] >= 1);
+    check_ge(h.v[GM_H_CPU_COUNT], 1);
     assert_true(gm_host_has(&h, GM_H_UPTIME_S));
-    assert_true(h.v[GM_H_UPTIME_S] > 0);
-    assert_true(h.kernel[0] != '\0');
-    assert_true(h.hostname[0] != '\0');
+    check_gt(h.v[GM_H_UPTIME_S], 0);
+    check_ne(h.kernel[0], '\0');
+    check_ne(h.hostname[0], '\0');
     /* A second read may or may not see jiffies pass; when it does, values are percentages. */
     assert_int_equal(gm_host_reader_read(r, &h, &err), GM_OK);
     if (gm_host_has(&h, GM_H_CPU_UTIL_PCT))
@@ -553,7 +555,7 @@ static void test_real_proc(void **state)
     assert_int_equal(
         gm_host_describe_process(NULL, (uint32_t)getpid(), user, sizeof user, cmd, sizeof cmd),
         GM_OK);
-    assert_true(user[0] != '\0');
+    check_ne(user[0], '\0');
     assert_non_null(strstr(cmd, program_invocation_short_name));
 }
 

@@ -287,6 +287,28 @@ static void test_bar1(void **state)
     gm_snapshot_free(s);
 }
 
+/* compute_mode: the enum table's word when read, null when not read or a value without a word. */
+static void test_compute_mode(void **state)
+{
+    (void)state;
+    gm_snapshot *s = gm_snapshot_new();
+    assert_non_null(s);
+    s->gpu_count = 1;
+    gm_gpu *g = &s->gpus[0];
+    json_t *j = gm_json_gpu(s, g);
+    assert_true(json_is_null(json_object_get(j, "compute_mode")));
+    json_decref(j);
+    gm_gpu_set(g, GM_M_COMPUTE_MODE, 3);
+    j = gm_json_gpu(s, g);
+    assert_string_equal(json_string_value(json_object_get(j, "compute_mode")), "Exclusive_Process");
+    json_decref(j);
+    gm_gpu_set(g, GM_M_COMPUTE_MODE, 4);
+    j = gm_json_gpu(s, g);
+    assert_true(json_is_null(json_object_get(j, "compute_mode")));
+    json_decref(j);
+    gm_snapshot_free(s);
+}
+
 static void test_k8s_fields(void **state)
 {
     (void)state;
@@ -349,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_loadb),
         cmocka_unit_test(test_snapshot_text_not_utf8),
         cmocka_unit_test(test_snapshot_numbers_out_of_range),
+        cmocka_unit_test(test_compute_mode),
         cmocka_unit_test(test_k8s_fields),
         cmocka_unit_test(test_bar1),
     };

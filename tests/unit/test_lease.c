@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -414,7 +416,7 @@ static void test_exec_child_inherits_nothing(void **state)
     int ready[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0); /* closes at exec: our "exec happened" */
     pid_t job = fork();
-    assert_true(job >= 0);
+    check_ge(job, 0);
     if (job == 0) {
         close(ready[0]);
         execl("/bin/sleep", "sleep", "30", (char *)NULL);
@@ -442,7 +444,7 @@ static void test_forked_child_release_keeps_parent_lease(void **state)
     const unsigned cand[] = {7};
     assert_int_equal(gm_lease_acquire(dir, snap, cand, 1, 1, &l, NULL), GM_OK);
     pid_t pid = fork();
-    assert_true(pid >= 0);
+    check_ge(pid, 0);
     if (pid == 0) {
         gm_lease_release(l); /* shares our open files: must not unlock them */
         _exit(0);

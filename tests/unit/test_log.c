@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,7 @@ static void capture_start(void)
     assert_int_equal(pipe(p), 0);
     fflush(stderr);
     saved_fd = dup(STDERR_FILENO);
-    assert_true(saved_fd >= 0);
+    check_ge(saved_fd, 0);
     assert_int_equal(dup2(p[1], STDERR_FILENO), STDERR_FILENO);
     close(p[1]);
     pipe_rd = p[0];
@@ -47,7 +49,7 @@ static char *capture_end(void)
         if (r <= 0)
             break;
         len += (size_t)r;
-        assert_true(len < cap);
+        check_lt(len, cap);
     }
     close(pipe_rd);
     pipe_rd = -1;
@@ -169,7 +171,7 @@ static void test_one_line_per_call(void **state)
     for (int i = 0; i < 3; i++) {
         char *nl = strchr(line, '\n');
         assert_non_null(nl);
-        assert_true(nl - line + 1 <= 2047);
+        check_le(nl - line + 1, 2047);
         assert_int_equal(strncmp(line, "ts=", 3), 0);
         line = nl + 1;
     }
@@ -253,15 +255,15 @@ static void test_quote(void **state)
             memset(out, '#', sizeof out);
             gm_log_quote(inputs[k], out, len);
             size_t n = strlen(out);
-            assert_true(n < len);
-            assert_true(n >= 2);
+            check_lt(n, len);
+            check_ge(n, 2);
             assert_int_equal(out[0], '"');
             assert_int_equal(out[n - 1], '"');
             char plain[64];
             size_t plen = 0;
             if (!unescape(out + 1, n - 2, plain, &plen))
                 fail_msg("input %zu, len %zu: \"%s\" holds a cut escape", k, len, out);
-            assert_true(plen <= strlen(inputs[k]));
+            check_le(plen, strlen(inputs[k]));
             assert_memory_equal(plain, inputs[k], plen);
             for (size_t i = len; i < sizeof out; i++) /* nothing written past len */
                 assert_int_equal(out[i], '#');

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +46,7 @@ static void test_table_complete_and_in_order(void **state)
     (void)state;
     assert_int_equal(sizeof gpu_map / sizeof *gpu_map, GM_M__COUNT);
     /* Validity is one bit per metric in GM_M_WORDS words. */
-    assert_true(GM_M__COUNT <= 64 * GM_M_WORDS);
+    check_le(GM_M__COUNT, 64 * GM_M_WORDS);
     for (int i = 0; i < GM_M__COUNT; i++) {
         const gm_metric_info *m = gm_metric_get((gm_metric)i);
         if (!m)
@@ -57,8 +59,9 @@ static void test_table_complete_and_in_order(void **state)
                      m->name ? m->name : "(null)", gpu_map[i].name);
         assert_non_null(m->unit);
         assert_non_null(m->description);
-        assert_true(strlen(m->description) > 5);
-        assert_true(isfinite(m->scale) && m->scale > 0);
+        check_gt(strlen(m->description), 5);
+        assert_true(isfinite(m->scale));
+        check_gt(m->scale, 0);
     }
     assert_null(gm_metric_get(GM_M__COUNT));
     assert_null(gm_metric_get((gm_metric)(GM_M__COUNT + 1)));
@@ -99,6 +102,9 @@ static void test_units_and_scales_match_the_raw_units(void **state)
             fail_msg("GM_M_%s (%s): unit \"%s\" scale %g, want \"%s\" %g", gpu_map[i].enum_name,
                      m->name, m->unit, m->scale, rules[r].unit, rules[r].scale);
     }
+    /* Bytes shown in MiB convert through the one constant, exactly. */
+    check_eq(GM_BYTES_PER_MIB, 1048576ULL);
+    check_eq(gm_metric_get(GM_M_BAR1_USED_BYTES)->scale * GM_BYTES_PER_MIB, 1.0);
     /* Counters and constants are not time series; the readings that move are. */
     assert_true(gm_metric_get(GM_M_UTIL_GPU_PCT)->numeric_series);
     assert_true(gm_metric_get(GM_M_POWER_MW)->numeric_series);
@@ -141,7 +147,7 @@ static void test_host_metric_names(void **state)
 {
     (void)state;
     assert_int_equal(sizeof host_map / sizeof *host_map, GM_H__COUNT);
-    assert_true(GM_H__COUNT <= 64);
+    check_le(GM_H__COUNT, 64);
     for (int i = 0; i < GM_H__COUNT; i++) {
         const char *name = gm_host_metric_name((gm_host_metric)i);
         assert_non_null(name);
@@ -159,22 +165,22 @@ static void test_host_metric_names(void **state)
 static void test_pcie_bandwidth(void **state)
 {
     (void)state;
-    assert_true(gm_pcie_gbps(1, 1) == 0.25);
-    assert_true(gm_pcie_gbps(2, 8) == 4.0);
-    assert_true(gm_pcie_gbps(3, 16) == 15.76);
-    assert_true(gm_pcie_gbps(4, 16) == 31.504);
-    assert_true(gm_pcie_gbps(5, 16) == 63.008);
-    assert_true(gm_pcie_gbps(6, 16) == 121.008);
-    assert_true(gm_pcie_gbps(7, 1) == 15.125);
-    assert_true(gm_pcie_gbps(0, 16) < 0);
-    assert_true(gm_pcie_gbps(8, 16) < 0);
-    assert_true(gm_pcie_gbps(4, 0) < 0);
+    check_eq(gm_pcie_gbps(1, 1), 0.25);
+    check_eq(gm_pcie_gbps(2, 8), 4.0);
+    check_eq(gm_pcie_gbps(3, 16), 15.76);
+    check_eq(gm_pcie_gbps(4, 16), 31.504);
+    check_eq(gm_pcie_gbps(5, 16), 63.008);
+    check_eq(gm_pcie_gbps(6, 16), 121.008);
+    check_eq(gm_pcie_gbps(7, 1), 15.125);
+    check_lt(gm_pcie_gbps(0, 16), 0);
+    check_lt(gm_pcie_gbps(8, 16), 0);
+    check_lt(gm_pcie_gbps(4, 0), 0);
     /* More lanes, more bandwidth; a newer generation, more per lane. */
     for (unsigned gen = 1; gen <= 7; gen++)
         for (unsigned w = 1; w < 32; w *= 2) {
-            assert_true(gm_pcie_gbps(gen, w * 2) > gm_pcie_gbps(gen, w));
+            check_gt(gm_pcie_gbps(gen, w * 2), gm_pcie_gbps(gen, w));
             if (gen < 7)
-                assert_true(gm_pcie_gbps(gen + 1, w) > gm_pcie_gbps(gen, w));
+                check_gt(gm_pcie_gbps(gen + 1, w), gm_pcie_gbps(gen, w));
         }
 }
 

@@ -1237,10 +1237,16 @@ static void test_xid_events(void **state)
     assert_true(g->v[GM_M_XID_TIME_MS] > 1.7e12);
     close_st(st);
     assert_true(fake_current.calls("nvmlEventSetFree") >= 1);
+}
 
-    /* The old driver has no event API: XID stays absent, nothing fails. */
+/* The old driver has no event API: XID stays absent, nothing fails. */
+static void test_xid_events_old_driver(void **state)
+{
+    (void)state;
     use_scenario("health.json");
-    opt.nvml_lib = fake_old.path;
+    gm_collector_options opt = {.nvml_lib = fake_old.path, .watch_xid = true};
+    gm_error err = {0};
+    void *st = NULL;
     assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
     track(st);
     sample_ok(st, false);
@@ -1479,6 +1485,7 @@ int main(void)
         cmocka_unit_test_teardown(test_modes_fabric_sram, test_teardown),
         cmocka_unit_test_teardown(test_fabric_v2_in_progress, test_teardown),
         cmocka_unit_test_teardown(test_xid_events, test_teardown),
+        cmocka_unit_test_teardown(test_xid_events_old_driver, test_teardown),
         cmocka_unit_test_teardown(test_mig_parent, test_teardown),
         cmocka_unit_test_teardown(test_process_utilization, test_teardown),
         cmocka_unit_test_teardown(test_mig_devices, test_teardown),

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "base/parse.h"
 
 static void test_uint(void **state)
@@ -29,10 +31,10 @@ static void test_number(void **state)
     (void)state;
     double d;
     assert_int_equal(gm_parse_number("0.5", 0.1, 100, &d), GM_OK);
-    assert_true(d == 0.5);
+    check_eq(d, 0.5);
     assert_int_equal(gm_parse_number("100", 0, 100, &d), GM_OK);
     assert_int_equal(gm_parse_number("-3.25", -10, 0, &d), GM_OK);
-    assert_true(d == -3.25);
+    check_eq(d, -3.25);
     /* What strtod would take and a person did not mean: refused everywhere alike. */
     static const char *const bad[] = {".5",   "5.", "1.2.3", "0x64", "nan", "inf", "1e1",
                                       "0.05", "",   " 1",    "1 ",   "+1",  "--1", "100.01"};

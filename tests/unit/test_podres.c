@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,7 +38,7 @@ typedef struct pb {
 static void pb_varint(pb *p, uint64_t v)
 {
     do {
-        assert_true(p->n < sizeof p->b);
+        check_lt(p->n, sizeof p->b);
         p->b[p->n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
         v >>= 7;
     } while (v);
@@ -46,7 +48,7 @@ static void pb_bytes(pb *p, unsigned field, const void *data, size_t len)
 {
     pb_varint(p, (uint64_t)field << 3 | 2);
     pb_varint(p, len);
-    assert_true(p->n + len <= sizeof p->b);
+    check_le(p->n + len, sizeof p->b);
     memcpy(p->b + p->n, data, len);
     p->n += len;
 }
@@ -279,7 +281,7 @@ static gm_process *add_proc(gm_snapshot *s, unsigned gpu, uint32_t pid, const ch
 static void add_alloc(gm_podres_table *t, const char *id, const char *podname, const char *ns,
                       const char *cont)
 {
-    assert_true(t->n < t->cap);
+    check_lt(t->n, t->cap);
     gm_podres_alloc *a = &t->allocs[t->n++];
     memset(a, 0, sizeof *a);
     snprintf(a->device_id, sizeof a->device_id, "%s", id);
@@ -501,7 +503,7 @@ static void test_list(void **state)
     write_file(k.alloc, "{\"delay_s\": 3}");
     int64_t t0 = gm_clock_mono_ms();
     assert_int_equal(gm_podres_list(k.sock, 300, NULL, &t, &err), GM_ETIMEDOUT);
-    assert_true(gm_clock_mono_ms() - t0 < 2500);
+    check_lt(gm_clock_mono_ms() - t0, 2500);
 
     /* Nobody listening on the socket any more. */
     kubelet_kill(&k);
@@ -523,7 +525,7 @@ static void test_list_refused(void **state)
     char path[] = "/tmp/gm_podres_refused.sock";
     unlink(path);
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
     assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
@@ -580,7 +582,7 @@ static void test_watch(void **state)
     gm_podres_watch_status(w, &st);
     assert_int_equal(st.state, GM_K8S_FAILED);
     assert_non_null(strstr(st.message, "UNAVAILABLE"));
-    assert_true(st.changes > changes);
+    check_gt(st.changes, changes);
     changes = st.changes;
     usleep(600000); /* the same failure again and again: no new change */
     gm_podres_watch_status(w, &st);
@@ -595,7 +597,7 @@ static void test_watch(void **state)
     usleep(300000);
     int64_t t0 = gm_clock_mono_ms();
     gm_podres_watch_stop(w);
-    assert_true(gm_clock_mono_ms() - t0 < 2500);
+    check_lt(gm_clock_mono_ms() - t0, 2500);
     gm_podres_table_free(&t);
     kubelet_stop(&k);
 }
@@ -622,7 +624,7 @@ static void test_watch_nudge(void **state)
     write_file(k.alloc, "{\"pods\": []}");
     gm_podres_watch_nudge(w);
     assert_true(wait_take(w, &gen, &t, true, 0, 5000));
-    assert_true(gen != first);
+    check_ne(gen, first);
     gm_podres_watch_stop(w);
     gm_podres_table_free(&t);
     kubelet_stop(&k);

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +144,8 @@ static char *render(const gm_snapshot *s, const gm_prom_health *h)
     char *out = gm_prom_render(s, h, &len);
     assert_non_null(out);
     assert_int_equal(strlen(out), len);
-    assert_true(len > 0 && out[len - 1] == '\n');
+    check_gt(len, 0);
+    check_eq(out[len - 1], '\n');
     return out;
 }
 
@@ -276,7 +279,7 @@ static void test_absent_omitted(void **state)
         const char *line = p;
         while (line > out && line[-1] != '\n')
             line--;
-        assert_true(strncmp(line, "gpumon_gpu_lost{", 16) == 0);
+        check_eq(strncmp(line, "gpumon_gpu_lost{", 16), 0);
         p++;
     }
     assert_no_substr(out, " 99\n");
@@ -414,7 +417,7 @@ static void test_k8s_labels(void **state)
     size_t gpu0_series = 0;
     for (const char *q = out; (q = strstr(q, gpu0)) != NULL; q++)
         gpu0_series++;
-    assert_true(gpu0_series > 10);
+    check_gt(gpu0_series, 10);
     assert_int_equal(pods, gpu0_series + 1);
     free(out);
     gm_snapshot_free(s);
@@ -440,7 +443,7 @@ static void test_families_grouped(void **state)
                 for (size_t i = 0; i < nseen; i++)
                     if (strcmp(seen[i], name) == 0)
                         fail_msg("family %s declared twice", name);
-                assert_true(nseen < 256);
+                check_lt(nseen, 256);
                 snprintf(seen[nseen++], sizeof seen[0], "%s", name);
                 snprintf(current, sizeof current, "%s", name);
                 typed = false;
@@ -451,9 +454,9 @@ static void test_families_grouped(void **state)
             }
             continue;
         }
-        assert_true(line[0] != '#');
+        check_ne(line[0], '#');
         size_t n = strcspn(line, "{ ");
-        assert_true(n < sizeof name);
+        check_lt(n, sizeof name);
         memcpy(name, line, n);
         name[n] = '\0';
         /* A summary's samples are <family>_sum and <family>_count. */
@@ -465,7 +468,7 @@ static void test_families_grouped(void **state)
         assert_true(typed);
     }
     /* DCGM families, process, host and daemon families all present. */
-    assert_true(nseen > 40);
+    check_gt(nseen, 40);
     free(out);
     gm_snapshot_free(s);
 }
@@ -475,7 +478,7 @@ static int promtool_check(const char *text, char *msg, size_t msg_len)
 {
     char path[] = "/tmp/gm_prom_XXXXXX";
     int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     size_t n = strlen(text);
     assert_int_equal(write(fd, text, n), (ssize_t)n);
     close(fd);

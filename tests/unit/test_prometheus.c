@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -80,7 +82,7 @@ static void serve(server *s, int mode, const char *answer)
     s->mode = mode;
     s->answer = answer;
     s->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(s->fd >= 0);
+    check_ge(s->fd, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof a), 0);
     assert_int_equal(listen(s->fd, 8), 0);
@@ -103,10 +105,11 @@ static void unserve(server *s)
 static char *http(int status, const char *ctype, const char *body)
 {
     char *out = NULL;
-    assert_true(asprintf(&out,
-                         "HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                         "Connection: close\r\n\r\n%s",
-                         status, ctype, strlen(body), body) > 0);
+    check_gt(asprintf(&out,
+                      "HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                      "Connection: close\r\n\r\n%s",
+                      status, ctype, strlen(body), body),
+             0);
     return out;
 }
 
@@ -408,7 +411,8 @@ static void test_vector(void **state)
     assert_int_equal(gm_prometheus_vector_each(d, collect, &x, &err), GM_OK);
     assert_int_equal(x.n, 2);
     assert_string_equal(x.inst[0], "a:9400");
-    assert_true(x.v[0] == 1 && x.v[1] == 0);
+    check_eq(x.v[0], 1);
+    check_eq(x.v[1], 0);
     x = (seen){.stop_at = 1};
     assert_int_equal(gm_prometheus_vector_each(d, collect, &x, &err), 7);
     assert_int_equal(x.n, 1);
@@ -423,9 +427,12 @@ static void test_vector(void **state)
     assert_int_equal(gm_prometheus_vector_each(d, collect, &x, &err), GM_OK);
     assert_int_equal(x.n, 5);
     assert_true(isnan(x.v[0]));
-    assert_true(isinf(x.v[1]) && x.v[1] > 0);
-    assert_true(isinf(x.v[2]) && x.v[2] < 0);
-    assert_true(x.v[3] == 1e6 && x.v[4] == -0.25);
+    assert_true(isinf(x.v[1]));
+    check_gt(x.v[1], 0);
+    assert_true(isinf(x.v[2]));
+    check_lt(x.v[2], 0);
+    check_eq(x.v[3], 1e6);
+    check_eq(x.v[4], -0.25);
     json_decref(d);
 
     const char *bad[] = {

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -94,7 +96,7 @@ static void test_exit_status_and_samples(void **state)
     assert_int_equal(out.exit_code, 3);
     assert_int_equal(out.signal, 0);
     /* One before, some during (every 50 ms over 300 ms), one after. */
-    assert_true(samples >= 3);
+    check_ge(samples, 3);
     assert_int_equal(t.n, (int)samples);
     assert_int_equal(begins, 1);
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -42,7 +44,7 @@ static void test_providers_are_whole(void **state)
         assert_non_null(every[i]->close);
         assert_non_null(every[i]->sample);
         /* The names fit the snapshot's provider field. */
-        assert_true(strlen(every[i]->name) < sizeof((gm_snapshot *)0)->provider);
+        check_lt(strlen(every[i]->name), sizeof((gm_snapshot *)0)->provider);
         assert_ptr_equal(gm_provider_find(every[i]->name), every[i]);
     }
     /* P2P: NVML and the simulator can tell, nvidia-smi cannot. */

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -67,8 +69,8 @@ static void test_memory_is_fixed_and_small(void **state)
     size_t bytes = gm_ring_memory_bytes(h);
     size_t rings =
         3600 * (sizeof(int64_t) + sizeof(float) * (8 * gm_ring_gpu_columns() + GM_H__COUNT));
-    assert_true(bytes >= rings);
-    assert_true(bytes < 16u * 1024 * 1024);
+    check_ge(bytes, rings);
+    check_lt(bytes, 16u * 1024 * 1024);
 
     /* Appending far more than the slots does not change the footprint. */
     gm_snapshot *s = gm_snapshot_new();
@@ -106,7 +108,7 @@ static void test_wraparound_keeps_newest_in_order(void **state)
     for (int i = 0; i < 5; i++) {
         assert_int_equal(out.points[i].t_ms, 1000 * (7 + i));
         assert_true(out.points[i].present);
-        assert_true(out.points[i].value == 7 + i);
+        check_eq(out.points[i].value, 7 + i);
     }
     gm_series_free(&out);
     assert_null(out.points);
@@ -150,7 +152,7 @@ static void test_absent_values_stay_absent(void **state)
     gm_series out = run_query(h, &q);
     assert_int_equal(out.count, 2);
     assert_true(out.points[0].present);
-    assert_true(out.points[0].value == 0.0);
+    check_eq(out.points[0].value, 0.0);
     assert_false(out.points[1].present);
     assert_true(isnan(out.points[1].value));
     gm_series_free(&out);
@@ -159,7 +161,7 @@ static void test_absent_values_stay_absent(void **state)
     out = run_query(h, &q);
     assert_false(out.points[0].present);
     assert_true(out.points[1].present);
-    assert_true(out.points[1].value == 30);
+    check_eq(out.points[1].value, 30);
     gm_series_free(&out);
 
     q.gpu = 2;
@@ -182,7 +184,7 @@ static void test_absent_values_stay_absent(void **state)
     assert_int_equal(out.count, 2);
     assert_false(out.points[0].present);
     assert_true(out.points[1].present);
-    assert_true(out.points[1].value == 12.5);
+    check_eq(out.points[1].value, 12.5);
     assert_string_equal(out.name, "cpu.utilization");
     assert_string_equal(out.unit, "%");
     gm_series_free(&out);
@@ -205,12 +207,12 @@ static void test_values_in_display_units(void **state)
     gm_series out = run_query(h, &q);
     assert_string_equal(out.name, "memory.used");
     assert_string_equal(out.unit, "MiB");
-    assert_true(out.points[0].value == 1024.0);
+    check_eq(out.points[0].value, 1024.0);
     gm_series_free(&out);
 
     q.metric = GM_M_MEM_TOTAL_BYTES; /* recorded although not a numeric_series metric */
     out = run_query(h, &q);
-    assert_true(out.points[0].value == 81920.0);
+    check_eq(out.points[0].value, 81920.0);
     gm_series_free(&out);
 
     q.metric = GM_M_POWER_MW;
@@ -228,7 +230,7 @@ static void test_values_in_display_units(void **state)
     out = run_query(h, &q);
     assert_int_equal(out.count, 2);
     assert_false(out.points[0].present);
-    assert_true(out.points[1].value == 51.0);
+    check_eq(out.points[1].value, 51.0);
     gm_series_free(&out);
     /* ...and so do the error and violation counters worth seeing over time (an absent counter
      * stays absent, never 0)... */
@@ -246,7 +248,8 @@ static void test_values_in_display_units(void **state)
     assert_int_equal(out.count, 3);
     assert_false(out.points[0].present);
     assert_false(out.points[1].present);
-    assert_true(out.points[2].present && out.points[2].value == 2.0);
+    assert_true(out.points[2].present);
+    check_eq(out.points[2].value, 2.0);
     gm_series_free(&out);
     q.metric = GM_M_VIOL_POWER_NS;
     out = run_query(h, &q);
@@ -273,7 +276,7 @@ static void test_values_in_display_units(void **state)
     out = run_query(h, &hq);
     assert_string_equal(out.name, "memory.used");
     assert_string_equal(out.unit, "B");
-    assert_true(out.points[0].value == 2147483648.0);
+    check_eq(out.points[0].value, 2147483648.0);
     gm_series_free(&out);
 
     gm_snapshot_free(s);
@@ -383,7 +386,7 @@ static void test_range_clamping(void **state)
     assert_int_equal(out.count, 4);
     assert_false(out.clamped);
     assert_int_equal(out.points[0].t_ms, 7000);
-    assert_true(out.points[3].value == 10);
+    check_eq(out.points[3].value, 10);
     gm_series_free(&out);
 
     q.last_ms = 3600 * 1000; /* an hour, of which 10 s are held */
@@ -457,7 +460,7 @@ static void test_clock_step_back_keeps_order(void **state)
     const double want_v[] = {0, 1, 3, 4};
     for (int i = 0; i < 4; i++) {
         assert_int_equal(out.points[i].t_ms, want_t[i]);
-        assert_true(out.points[i].value == want_v[i]);
+        check_eq(out.points[i].value, want_v[i]);
     }
     gm_series_free(&out);
     gm_snapshot_free(s);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -79,7 +81,7 @@ static void check_bodies(gm_published *p)
             continue;
         }
         assert_non_null(b->data);
-        assert_true(b->len > 0);
+        check_gt(b->len, 0);
         assert_int_equal(b->data[b->len], '\0');
         json_error_t jerr;
         json_t *j = json_loadb((const char *)b->data, b->len, 0, &jerr);
@@ -96,11 +98,13 @@ static void check_bodies(gm_published *p)
     }
     assert_null(gm_published_gpu(p, 63));
     const gm_blob *prom = gm_published_blob(p, GM_BLOB_PROM);
-    assert_true(prom->len > 0);
+    check_gt(prom->len, 0);
     assert_non_null(strstr((const char *)prom->data, "DCGM_FI_DEV_GPU_UTIL"));
     /* gzip'd forms decompress to the plain ones' sizes, which the gzip trailer states. */
     const gm_blob *gz = gm_published_blob(p, GM_BLOB_PROM_GZ);
-    assert_true(gz->len > 18 && gz->data[0] == 0x1f && gz->data[1] == 0x8b);
+    check_gt(gz->len, 18);
+    check_eq(gz->data[0], 0x1f);
+    check_eq(gz->data[1], 0x8b);
     uint32_t isize = (uint32_t)gz->data[gz->len - 4] | (uint32_t)gz->data[gz->len - 3] << 8 |
                      (uint32_t)gz->data[gz->len - 2] << 16 | (uint32_t)gz->data[gz->len - 1] << 24;
     assert_int_equal(isize, prom->len);
@@ -108,7 +112,7 @@ static void check_bodies(gm_published *p)
     assert_non_null(p->snap);
     assert_int_equal(p->snap->gpu_count, p->gpu_count);
     assert_int_equal(p->snap->seq, p->seq);
-    assert_true(p->snap->proc_count > 0); /* the simulator runs two processes per GPU */
+    check_gt(p->snap->proc_count, 0); /* the simulator runs two processes per GPU */
     assert_non_null(p->snap->procs);
 }
 
@@ -148,8 +152,8 @@ static void test_sampler_publishes(void **state)
     for (int k = 0; k < 4; k++) {
         gm_published *p = wait_newer(s, seq);
         assert_non_null(p);
-        assert_true(p->seq > seq);
-        assert_true(p != first);
+        check_gt(p->seq, seq);
+        check_ne(p, first);
         check_bodies(p);
         seq = p->seq;
         gm_published_unref(p);
@@ -168,17 +172,17 @@ static void test_sampler_publishes(void **state)
 
     gm_sampler_stats st;
     gm_sampler_get_stats(s, &st);
-    assert_true(st.samples_total >= 5);
+    check_ge(st.samples_total, 5);
     assert_int_equal(st.errors_total, 0);
-    assert_true(st.last_ok_mono_ms > 0);
+    check_gt(st.last_ok_mono_ms, 0);
     gm_ring *h = gm_sampler_history(s);
     assert_non_null(h);
     assert_int_equal(gm_ring_gpu_count(h), 2);
 
     /* The hook saw every publication, with the snapshot's GPUs; wake ran as often. */
-    assert_true(atomic_load(&hs.calls) >= 5);
+    check_ge(atomic_load(&hs.calls), 5);
     assert_int_equal(atomic_load(&hs.last_gpu_count), 2);
-    assert_true(atomic_load(&hs.wakes) >= 5);
+    check_ge(atomic_load(&hs.wakes), 5);
 
     gm_sampler_stop(s);
     unsigned calls = atomic_load(&hs.calls);

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,7 +370,8 @@ static void test_metadata_and_finish(void **state)
     assert_int_equal(gm_session_new(NULL, NULL, 0, 0.25, &s, NULL), GM_OK);
     /* Generated id: YYYYMMDD-HHMMSS-xxxxxx. */
     assert_int_equal(strlen(gm_session_id(s)), 22);
-    assert_true(gm_session_id(s)[8] == '-' && gm_session_id(s)[15] == '-');
+    check_eq(gm_session_id(s)[8], '-');
+    check_eq(gm_session_id(s)[15], '-');
     assert_string_equal(gm_session_kind(s), "session");
     assert_int_equal(gm_session_set_kind(s, "record"), GM_OK);
     const char *argv[] = {"python", "train.py", "--lr", "1e-3", "it's here", NULL};
@@ -384,7 +387,7 @@ static void test_metadata_and_finish(void **state)
     gm_session_finish(s);
     double d = gm_session_duration(s);
     gm_session_finish(s); /* idempotent: the end does not move */
-    assert_true(gm_session_duration(s) == d);
+    check_eq(gm_session_duration(s), d);
     double v[1] = {0};
     assert_int_equal(gm_session_add_values(s, 1, v, &err), GM_ESTATE);
     json_t *doc = gm_session_to_json(s);
@@ -483,7 +486,7 @@ static void test_sample_limit(void **state)
     /* The newest sample stays readable past the limit (what the daemon stores). */
     assert_int_equal(gm_session_last(bounded, &t, &v), GM_OK);
     assert_int_equal(gm_session_sample(all, 4, &t4, &v4), GM_OK);
-    assert_true(t == t4);
+    check_eq(t, t4);
     assert_memory_equal(v, v4, 2 * GM_SM__COUNT * sizeof *v);
     /* Lowering the limit under what is kept is refused; the same limit is fine. */
     assert_int_equal(gm_session_set_sample_limit(bounded, 2), GM_ESTATE);
@@ -545,7 +548,7 @@ static void test_sample_limit(void **state)
 
     /* A rebuilt session that never finished lasted until its newest sample, kept or not. */
     gm_session_restore(bounded, "restored", gm_session_started_ms(bounded), 0);
-    assert_true(gm_session_duration(bounded) == t4);
+    check_eq(gm_session_duration(bounded), t4);
     json_decref(jall);
     json_decref(jb);
     json_decref(j3);

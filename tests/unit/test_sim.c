@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,7 +151,7 @@ static void test_varied_start(void **state)
         for (size_t m = 0; m < sizeof moving / sizeof *moving; m++)
             differ += v(&sa->gpus[i], moving[m]) != v(&sb->gpus[i], moving[m]);
     }
-    assert_true(differ > 0);
+    check_gt(differ, 0);
     gm_provider_sim.close(a);
     gm_provider_sim.close(b);
     gm_provider_sim.close(c);
@@ -164,30 +166,41 @@ static void check_physical(const gm_snapshot *s, double *last_energy)
         const gm_gpu *g = &s->gpus[i];
         assert_false(g->lost);
         double util = v(g, GM_M_UTIL_GPU_PCT);
-        assert_true(util >= 0 && util <= 100 && util == round(util));
-        assert_true(v(g, GM_M_UTIL_MEM_PCT) >= 0 && v(g, GM_M_UTIL_MEM_PCT) <= 100);
-        assert_true(v(g, GM_M_UTIL_DEC_PCT) >= 0 && v(g, GM_M_UTIL_DEC_PCT) <= 100);
+        check_ge(util, 0);
+        check_le(util, 100);
+        check_eq(util, round(util));
+        check_ge(v(g, GM_M_UTIL_MEM_PCT), 0);
+        check_le(v(g, GM_M_UTIL_MEM_PCT), 100);
+        check_ge(v(g, GM_M_UTIL_DEC_PCT), 0);
+        check_le(v(g, GM_M_UTIL_DEC_PCT), 100);
         double total = v(g, GM_M_MEM_TOTAL_BYTES), used = v(g, GM_M_MEM_USED_BYTES);
         double freeb = v(g, GM_M_MEM_FREE_BYTES), res = v(g, GM_M_MEM_RESERVED_BYTES);
-        assert_true(total > 0 && used >= 0 && freeb >= 0 && res >= 0);
-        assert_true(fabs(used + freeb + res - total) < 1); /* the three parts make the total */
+        check_gt(total, 0);
+        check_ge(used, 0);
+        check_ge(freeb, 0);
+        check_ge(res, 0);
+        check_lt(fabs(used + freeb + res - total), 1); /* the three parts make the total */
         double temp = v(g, GM_M_TEMP_C);
-        assert_true(temp >= 20 && temp <= 95);
+        check_ge(temp, 20);
+        check_le(temp, 95);
         double power = v(g, GM_M_POWER_MW), limit = v(g, GM_M_POWER_LIMIT_MW);
-        assert_true(power > 0 && power <= limit);
+        check_gt(power, 0);
+        check_le(power, limit);
         double energy = v(g, GM_M_ENERGY_MJ);
-        assert_true(energy >= last_energy[i]); /* a counter never goes back */
+        check_ge(energy, last_energy[i]); /* a counter never goes back */
         last_energy[i] = energy;
-        assert_true(v(g, GM_M_CLOCK_SM_MHZ) <= v(g, GM_M_CLOCK_MAX_SM_MHZ));
-        assert_true(v(g, GM_M_CLOCK_GR_MHZ) <= v(g, GM_M_CLOCK_MAX_GR_MHZ));
-        assert_true(v(g, GM_M_CLOCK_MEM_MHZ) <= v(g, GM_M_CLOCK_MAX_MEM_MHZ));
-        assert_true(v(g, GM_M_CLOCK_SM_MHZ) > 0);
-        assert_true(v(g, GM_M_PCIE_GEN_CUR) >= 1 &&
-                    v(g, GM_M_PCIE_GEN_CUR) <= v(g, GM_M_PCIE_GEN_MAX));
-        assert_true(v(g, GM_M_PCIE_WIDTH_CUR) <= v(g, GM_M_PCIE_WIDTH_MAX));
-        assert_true(v(g, GM_M_PCIE_TX_KBPS) >= 0 && v(g, GM_M_PCIE_RX_KBPS) >= 0);
+        check_le(v(g, GM_M_CLOCK_SM_MHZ), v(g, GM_M_CLOCK_MAX_SM_MHZ));
+        check_le(v(g, GM_M_CLOCK_GR_MHZ), v(g, GM_M_CLOCK_MAX_GR_MHZ));
+        check_le(v(g, GM_M_CLOCK_MEM_MHZ), v(g, GM_M_CLOCK_MAX_MEM_MHZ));
+        check_gt(v(g, GM_M_CLOCK_SM_MHZ), 0);
+        check_ge(v(g, GM_M_PCIE_GEN_CUR), 1);
+        check_le(v(g, GM_M_PCIE_GEN_CUR), v(g, GM_M_PCIE_GEN_MAX));
+        check_le(v(g, GM_M_PCIE_WIDTH_CUR), v(g, GM_M_PCIE_WIDTH_MAX));
+        check_ge(v(g, GM_M_PCIE_TX_KBPS), 0);
+        check_ge(v(g, GM_M_PCIE_RX_KBPS), 0);
         double pstate = v(g, GM_M_PSTATE);
-        assert_true(pstate >= 0 && pstate <= 15);
+        check_ge(pstate, 0);
+        check_le(pstate, 15);
         assert_true(v(g, GM_M_PERSISTENCE_MODE) == 0 || v(g, GM_M_PERSISTENCE_MODE) == 1);
         /* Data-centre boards have no fan: absent, never a made-up 0. */
         bool geforce = strstr(g->name, "GeForce") != NULL;
@@ -197,9 +210,9 @@ static void check_physical(const gm_snapshot *s, double *last_energy)
     }
     for (size_t p = 0; p < s->proc_count; p++) {
         const gm_process *pr = &s->procs[p];
-        assert_true(pr->gpu_index < s->gpu_count);
+        check_lt(pr->gpu_index, s->gpu_count);
         assert_true(pr->mem_valid);
-        assert_true((double)pr->used_mem_bytes <= s->gpus[pr->gpu_index].v[GM_M_MEM_USED_BYTES]);
+        check_le((double)pr->used_mem_bytes, s->gpus[pr->gpu_index].v[GM_M_MEM_USED_BYTES]);
     }
 }
 
@@ -259,7 +272,7 @@ static void test_processes(void **state)
         for (size_t p = 0; p < s->proc_count; p++) {
             const gm_process *pr = &s->procs[p];
             /* Above any pid_max Linux allows: a simulated PID never names a real process. */
-            assert_true(pr->pid > LINUX_PID_MAX_LIMIT);
+            check_gt(pr->pid, LINUX_PID_MAX_LIMIT);
             assert_int_equal(pr->type, GM_PROC_COMPUTE);
             assert_string_equal(pr->user, "sim");
             assert_non_null(strstr(pr->command, "--simulated"));
@@ -267,7 +280,7 @@ static void test_processes(void **state)
                 assert_int_not_equal(s->procs[q].pid, pr->pid);
         }
     }
-    assert_true(seen > 0); /* some phase runs work */
+    check_gt(seen, 0); /* some phase runs work */
     /* Without processes: none, the GPUs as before. */
     sample(st, s, false);
     assert_int_equal(s->proc_count, 0);
@@ -305,8 +318,8 @@ static void test_driven_by_a_load(void **state)
     for (int k = 0; k < SAMPLES; k++) {
         sample(st, s, true);
         for (unsigned i = 0; i < 2; i++) {
-            assert_true(v(&s->gpus[i], GM_M_UTIL_GPU_PCT) == 0);
-            assert_true(v(&s->gpus[i], GM_M_POWER_MW) == 70000);
+            check_eq(v(&s->gpus[i], GM_M_UTIL_GPU_PCT), 0);
+            check_eq(v(&s->gpus[i], GM_M_POWER_MW), 70000);
         }
     }
     uint32_t pid0 = s->procs[0].pid;
@@ -315,14 +328,15 @@ static void test_driven_by_a_load(void **state)
     sample(st, s, true);
     sample(st, s, true);
     double util = mean_of(st, s, 50, GM_M_UTIL_GPU_PCT, 2);
-    assert_true(util > 80 && util < 100);
+    check_gt(util, 80);
+    check_lt(util, 100);
     sample(st, s, true);
-    assert_true(v(&s->gpus[0], GM_M_POWER_MW) > 400000);
+    check_gt(v(&s->gpus[0], GM_M_POWER_MW), 400000);
     assert_int_equal(s->procs[0].pid, pid0); /* the same server throughout */
     load = 0;
     for (int k = 0; k < 20; k++)
         sample(st, s, true);
-    assert_true(mean_of(st, s, 10, GM_M_POWER_MW, 2) == 70000);
+    check_eq(mean_of(st, s, 10, GM_M_POWER_MW, 2), 70000);
     gm_provider_sim.close(st);
     gm_snapshot_free(s);
 }

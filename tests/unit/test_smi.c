@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,7 +380,7 @@ static void test_provider_every_gpu_lost_at_open(void **state)
     (void)state;
     char path[] = "/tmp/gm-lost-smi-XXXXXX";
     int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     const char text[] = "Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.  "
                         "Reboot the system to recover this GPU\n";
     assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
@@ -447,7 +449,7 @@ static void test_provider_no_gpu(void **state)
     (void)state;
     char path[] = "/tmp/gm-empty-smi-XXXXXX";
     int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     close(fd);
     setenv("GM_FAKE_SMI_FILE", path, 1);
     gm_collector_options opt = {0};

@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +120,7 @@ static void test_field_names_and_aliases(void **state)
     };
     for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
         int a = gm_smi_field_find(same[i][0]);
-        assert_true(a >= 0);
+        check_ge(a, 0);
         assert_int_equal(a, gm_smi_field_find(same[i][1]));
     }
     static const char *const known[] = {"index",
@@ -468,9 +470,9 @@ static void test_format_rounding(void **state)
         gm_smi_parse_gpu_csv("In Progress, Reboot, 87.50 %\n", ids, n, p, warn, sizeof warn, NULL),
         GM_OK);
     assert_string_equal(warn, "");
-    assert_true(p->gpus[0].v[GM_M_FABRIC_STATE] == 2);
-    assert_true(p->gpus[0].v[GM_M_RECOVERY_ACTION] == 2);
-    assert_true(p->gpus[0].v[GM_M_EDPP_MULTIPLIER_PCT] == 87.5);
+    check_eq(p->gpus[0].v[GM_M_FABRIC_STATE], 2);
+    check_eq(p->gpus[0].v[GM_M_RECOVERY_ACTION], 2);
+    check_eq(p->gpus[0].v[GM_M_EDPP_MULTIPLIER_PCT], 87.5);
     gm_snapshot_free(p);
     gm_smi_format_value(s, g, GM_SMI_F_EDPP_MULTIPLIER, GM_SMI_NOUNITS, buf, sizeof buf);
     assert_string_equal(buf, "[N/A]");
@@ -898,6 +900,43 @@ static void test_parse_apps(void **state)
 
 /* The profile follows the loaded driver: 580 and 590 their own, a newer driver the newest, an
  * older one the oldest, an empty or unparsable version the newest. */
+/* Compute-mode words come from the one enum table: formatted, parsed back, and the same words the
+ * enum table gives; a value without a word stays at the placeholder. */
+static void test_compute_mode_words(void **state)
+{
+    (void)state;
+    static const char *const want[] = {"Default", "Exclusive_Thread", "Prohibited",
+                                       "Exclusive_Process"};
+    gm_snapshot *s = gm_snapshot_new();
+    gm_gpu *g = &s->gpus[0];
+    char buf[64];
+    int ids[1];
+    assert_int_equal(fields("compute_mode", ids), 1);
+    for (int k = 0; k < 4; k++) {
+        assert_string_equal(gm_smi_enum_word(GM_SMI_K_COMPUTE_MODE, k), want[k]);
+        memset(g, 0, sizeof *g);
+        gm_gpu_set(g, GM_M_COMPUTE_MODE, k);
+        gm_smi_format_value(s, g, GM_SMI_F_COMPUTE_MODE, 0, buf, sizeof buf);
+        assert_string_equal(buf, want[k]);
+
+        char row[64], warn[256];
+        snprintf(row, sizeof row, "%s\n", want[k]);
+        gm_snapshot *p = gm_snapshot_new();
+        assert_int_equal(gm_smi_parse_gpu_csv(row, ids, 1, p, warn, sizeof warn, NULL), GM_OK);
+        assert_string_equal(warn, "");
+        assert_true(gm_gpu_has(&p->gpus[0], GM_M_COMPUTE_MODE));
+        assert_int_equal((int)p->gpus[0].v[GM_M_COMPUTE_MODE], k);
+        gm_snapshot_free(p);
+    }
+    assert_null(gm_smi_enum_word(GM_SMI_K_COMPUTE_MODE, 4));
+    assert_null(gm_smi_enum_word(GM_SMI_K_COMPUTE_MODE, -1));
+    memset(g, 0, sizeof *g);
+    gm_gpu_set(g, GM_M_COMPUTE_MODE, 4);
+    gm_smi_format_value(s, g, GM_SMI_F_COMPUTE_MODE, 0, buf, sizeof buf);
+    assert_string_equal(buf, "[N/A]");
+    gm_snapshot_free(s);
+}
+
 static void test_profile_selection(void **state)
 {
     (void)state;
@@ -957,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_parse_index_beyond_limit),
         cmocka_unit_test(test_parse_unreachable_gpu),
         cmocka_unit_test(test_parse_apps),
+        cmocka_unit_test(test_compute_mode_words),
         cmocka_unit_test(test_profile_selection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -47,7 +49,7 @@ static void test_validity_bits(void **state)
     /* A zero with its bit is present: zero is a reading, not "unknown". */
     gm_gpu_set(&g, GM_M_UTIL_GPU_PCT, 0);
     assert_true(gm_gpu_has(&g, GM_M_UTIL_GPU_PCT));
-    assert_true(g.v[GM_M_UTIL_GPU_PCT] == 0);
+    check_eq(g.v[GM_M_UTIL_GPU_PCT], 0);
     /* Each metric has its own bit, the last one included. */
     memset(&g, 0, sizeof g);
     for (int m = 0; m < GM_M__COUNT; m++) {
@@ -68,10 +70,10 @@ static void test_validity_bits(void **state)
     for (int m = 0; m < GM_M__COUNT; m++)
         assert_false(gm_gpu_has(&g2, (gm_metric)m));
     for (int m = 0; m < GM_M__COUNT; m++)
-        assert_true(g.v[m] == m + 0.5);
+        check_eq(g.v[m], m + 0.5);
     /* Setting again replaces the value, the bit stays. */
     gm_gpu_set(&g, GM_M_TEMP_C, 71);
-    assert_true(g.v[GM_M_TEMP_C] == 71);
+    check_eq(g.v[GM_M_TEMP_C], 71);
 
     gm_host h;
     memset(&h, 0, sizeof h);
@@ -162,7 +164,7 @@ static void test_copy_is_deep(void **state)
     assert_true(dst->gpus[1].lost);
     assert_true(gm_gpu_has(&dst->gpus[1], GM_M_POWER_MW));
     assert_true(dst->host_valid);
-    assert_true(dst->host.core_util_pct[1] == 12.5f);
+    check_eq(dst->host.core_util_pct[1], 12.5f);
     assert_string_equal(dst->host.hostname, "node-1");
     /* Changing the source afterwards leaves the copy alone. */
     src->procs[0].pid = 1;
@@ -170,7 +172,7 @@ static void test_copy_is_deep(void **state)
     src->gpus[1].v[GM_M_POWER_MW] = 0;
     assert_int_equal(dst->procs[0].pid, 4000);
     assert_string_equal(dst->procs[1].command, "cmd 4001");
-    assert_true(dst->gpus[1].v[GM_M_POWER_MW] == 123456);
+    check_eq(dst->gpus[1].v[GM_M_POWER_MW], 123456);
     /* A copy of a smaller snapshot over a larger one has the smaller count. */
     gm_snapshot *small = gm_snapshot_new();
     small->gpu_count = 1;

@@ -7,6 +7,8 @@
 
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -181,7 +183,7 @@ static void test_not_executable(void **state)
     (void)state;
     char path[] = "/tmp/gm-spawn-noexec-XXXXXX";
     int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    check_ge(fd, 0);
     assert_int_equal(write(fd, "x\n", 2), 2);
     close(fd);
     chmod(path, 0600);
@@ -229,7 +231,7 @@ static void test_timeout_kills_the_process_group(void **state)
     /* A wrapper whose own child would outlive it unless the whole group is killed. */
     assert_int_equal(run_sh("sleep 60 & echo $!; wait", 300, 0, &r, &e), GM_ETIMEDOUT);
     pid_t grandchild = (pid_t)atoi(r.out);
-    assert_true(grandchild > 0);
+    check_gt(grandchild, 0);
     gm_spawn_result_free(&r);
     int dead = 0;
     for (int i = 0; i < 500 && !(dead = process_dead(grandchild)); i++) {
@@ -313,7 +315,7 @@ static void test_child_inherits_only_stdio(void **state)
     (void)state;
     /* A descriptor opened without O_CLOEXEC (as another thread or library might) stays ours. */
     int leaky = open("/dev/null", O_RDONLY);
-    assert_true(leaky > 2);
+    check_gt(leaky, 2);
     gm_spawn_result r;
     /* ls lists the descriptors of the shell, which is idle meanwhile. */
     int rc = run_sh("ls /proc/$$/fd", 5000, 0, &r, NULL);

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -21,9 +23,9 @@ static void test_one_to_hundred(void **state)
     }
     assert_int_equal(s.count, 100);
     assert_int_equal(s.missing, 0);
-    assert_true(s.min == 1);
-    assert_true(s.max == 100);
-    assert_true(s.sum == 5050);
+    check_eq(s.min, 1);
+    check_eq(s.max, 100);
+    check_eq(s.sum, 5050);
     assert_float_equal(s.mean, 50.5, 1e-12);
     /* Population variance of 1..n is (n^2 - 1) / 12. */
     assert_float_equal(gm_stats_variance(&s), 9999.0 / 12.0, 1e-9);
@@ -44,13 +46,16 @@ static void test_single_value(void **state)
     gm_stats_init(&s);
     gm_stats_add(&s, 5);
     assert_int_equal(s.count, 1);
-    assert_true(s.min == 5 && s.max == 5 && s.mean == 5 && s.sum == 5);
-    assert_true(gm_stats_variance(&s) == 0);
+    check_eq(s.min, 5);
+    check_eq(s.max, 5);
+    check_eq(s.mean, 5);
+    check_eq(s.sum, 5);
+    check_eq(gm_stats_variance(&s), 0);
     double v[] = {5};
-    assert_true(gm_stats_percentile(v, 1, 50) == 5);
-    assert_true(gm_stats_percentile(v, 1, 95) == 5);
-    assert_true(gm_stats_percentile(v, 1, 0) == 5);
-    assert_true(gm_stats_percentile(v, 1, 100) == 5);
+    check_eq(gm_stats_percentile(v, 1, 50), 5);
+    check_eq(gm_stats_percentile(v, 1, 95), 5);
+    check_eq(gm_stats_percentile(v, 1, 0), 5);
+    check_eq(gm_stats_percentile(v, 1, 100), 5);
 }
 
 static void test_empty_is_nan_not_zero(void **state)
@@ -77,13 +82,17 @@ static void test_nan_is_missing(void **state)
         gm_stats_add(&s, v[i]);
     assert_int_equal(s.count, 3);
     assert_int_equal(s.missing, 3);
-    assert_true(s.min == 1 && s.max == 3 && s.sum == 6);
+    check_eq(s.min, 1);
+    check_eq(s.max, 3);
+    check_eq(s.sum, 6);
     assert_float_equal(s.mean, 2.0, 1e-12);
     assert_float_equal(gm_stats_variance(&s), 2.0 / 3.0, 1e-12);
 
     size_t n = gm_stats_sort(v, 6);
     assert_int_equal(n, 3);
-    assert_true(v[0] == 1 && v[1] == 2 && v[2] == 3);
+    check_eq(v[0], 1);
+    check_eq(v[1], 2);
+    check_eq(v[2], 3);
     assert_float_equal(gm_stats_percentile(v, n, 50), 2.0, 1e-12);
     assert_float_equal(gm_stats_percentile(v, n, 95), 2.9, 1e-12);
 }
@@ -101,8 +110,8 @@ static void test_large_offset_is_stable(void **state)
     assert_int_equal(s.count, 4000);
     assert_float_equal(s.mean, 1e9 + 10, 1e-6);
     assert_float_equal(gm_stats_variance(&s), 22.5, 1e-6);
-    assert_true(s.min == 1e9 + 4);
-    assert_true(s.max == 1e9 + 16);
+    check_eq(s.min, 1e9 + 4);
+    check_eq(s.max, 1e9 + 16);
 
     double v[] = {1e9 + 16, 1e9 + 4, 1e9 + 13, 1e9 + 7};
     size_t n = gm_stats_sort(v, 4);
@@ -124,7 +133,8 @@ static void test_merge_matches_single_pass(void **state)
     gm_stats_merge(&a, &b);
     assert_int_equal(a.count, all.count);
     assert_int_equal(a.missing, 1);
-    assert_true(a.min == all.min && a.max == all.max);
+    check_eq(a.min, all.min);
+    check_eq(a.max, all.max);
     assert_float_equal(a.sum, all.sum, 1e-9);
     assert_float_equal(a.mean, all.mean, 1e-9);
     assert_float_equal(gm_stats_variance(&a), gm_stats_variance(&all), 1e-9);
@@ -180,7 +190,7 @@ static void test_sort_shuffled(void **state)
     size_t n = gm_stats_sort(v, 100);
     assert_int_equal(n, 100);
     for (int i = 0; i < 100; i++)
-        assert_true(v[i] == i + 1);
+        check_eq(v[i], i + 1);
     assert_float_equal(gm_stats_percentile(v, n, 95), 95.05, 1e-9);
 }
 

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -102,7 +104,8 @@ static char *without_time(const char *csv, int64_t started_ms)
         const char *end = strchr(line, '\n');
         const char *comma = strchr(line, ',');
         assert_non_null(end);
-        assert_true(comma && comma < end);
+        assert_true(comma);
+        check_lt(comma, end);
         if (row == 0) {
             assert_int_equal(comma - line, 4); /* "time" */
         } else {
@@ -923,7 +926,7 @@ static void test_benchmarks(void **state)
     FILE *f = open_memstream(&text, &len);
     assert_int_equal(gm_store_bench_csv(st, "20261126-010203-abcdef", f, &err), GM_OK);
     fclose(f);
-    assert_true(strncmp(text, "point,load,concurrency,request_rate,requests,completed,", 55) == 0);
+    check_eq(strncmp(text, "point,load,concurrency,request_rate,requests,completed,", 55), 0);
     assert_non_null(strstr(text, "\n0,concurrency 8,8,,100,99,,,9.5,"));
     assert_non_null(strstr(text, "\n1,rate 2.5/s,,2.5,10,10,,,2.4,"));
     assert_non_null(strstr(text, ",1234.5,,,,,,,1,"));
@@ -1474,7 +1477,7 @@ static void test_space_guard_on_a_full_disk(void **state)
     assert_int_equal(mkdir(mnt, 0700), 0);
     fflush(NULL);
     pid_t pid = fork();
-    assert_true(pid >= 0);
+    check_ge(pid, 0);
     if (pid == 0)
         _exit(full_disk_child(mnt));
     int status = 0;

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "base/suggest.h"
 
 static void test_distance(void **state)
@@ -22,7 +24,7 @@ static void test_distance(void **state)
     char long_word[GM_SUGGEST_MAX_LEN + 2];
     memset(long_word, 'a', sizeof long_word - 1);
     long_word[sizeof long_word - 1] = '\0';
-    assert_true(gm_edit_distance(long_word, "a") == SIZE_MAX);
+    check_eq(gm_edit_distance(long_word, "a"), SIZE_MAX);
 }
 
 static void test_suggest(void **state)

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +165,7 @@ static void test_through_a_file(void **state)
     values(0, v);
     for (int i = 0; i < 20000; i++)
         gm_timeline_add(tl, i, 2, gpu, v);
-    assert_true(b.cap < (256u << 10));
+    check_lt(b.cap, (256u << 10));
     assert_int_equal(gm_timeline_close(tl, NULL), GM_OK);
     gm_buf_free(&b);
     long size = ftell(f);
