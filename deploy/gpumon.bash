@@ -33,7 +33,7 @@ _gpumon_table_value() {
         return 0
         ;;
     query:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     query:--simulate) # nothing to offer
@@ -62,7 +62,7 @@ _gpumon_table_value() {
         return 0
         ;;
     serve:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi amdgpu nvtop sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     serve:--simulate) # nothing to offer
@@ -136,7 +136,7 @@ _gpumon_table_value() {
         return 0
         ;;
     record:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     record:--simulate) # nothing to offer
@@ -166,7 +166,7 @@ _gpumon_table_value() {
         return 0
         ;;
     select:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     select:--simulate) # nothing to offer
@@ -202,7 +202,7 @@ _gpumon_table_value() {
         return 0
         ;;
     wait:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     wait:--simulate) # nothing to offer
@@ -288,7 +288,7 @@ _gpumon_table_value() {
         return 0
         ;;
     run:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     run:--simulate) # nothing to offer
@@ -323,7 +323,7 @@ _gpumon_table_value() {
         return 0
         ;;
     snapshot:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     snapshot:--simulate) # nothing to offer
@@ -417,7 +417,7 @@ _gpumon_table_value() {
         return 0
         ;;
     bench:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     bench:--simulate) # nothing to offer
@@ -540,7 +540,7 @@ _gpumon_table_value() {
         return 0
         ;;
     top:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     top:--simulate) # nothing to offer
@@ -604,7 +604,7 @@ _gpumon() {
         return
         ;;
     --provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amdgpu nvtop sim auto' -- "$cur"))
         return
         ;;
     --color)

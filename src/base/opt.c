@@ -573,6 +573,33 @@ int gm_opt_apply_json(const gm_opt *table, void *opts, const json_t *obj, json_t
     return rc;
 }
 
+const char *gm_opt_help_text(const gm_opt *r, char *buf, size_t len)
+{
+    const char *help = r->help ? r->help : "";
+    const char *at = r->words ? strstr(help, "{words}") : NULL;
+    if (at)
+        snprintf(buf, len, "%.*s%s%s", (int)(at - help), help, r->words(), at + strlen("{words}"));
+    else
+        snprintf(buf, len, "%s", help);
+    return buf;
+}
+
+const char *gm_opt_values(const gm_opt *r, char *buf, size_t len)
+{
+    if (r->values) {
+        snprintf(buf, len, "%s", r->values);
+        return buf;
+    }
+    if (!r->words || !len)
+        return NULL;
+    size_t n = 0;
+    for (const char *p = r->words(); *p && n + 1 < len; p++)
+        if (*p != ',')
+            buf[n++] = *p;
+    buf[n] = '\0';
+    return buf;
+}
+
 int gm_opt_help_width(void)
 {
     const char *env = getenv("COLUMNS");
@@ -705,7 +732,8 @@ void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
         else if (r->arg)
             n += snprintf(label + n, sizeof label - (size_t)n, " %s", r->arg);
         fputs(label, out);
-        const char *help = r->help ? r->help : "";
+        char text[1024];
+        const char *help = gm_opt_help_text(r, text, sizeof text);
         if (n + 2 > HELP_COL) {
             fputc('\n', out);
             n = 0;

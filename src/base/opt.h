@@ -65,7 +65,10 @@ typedef struct gm_opt {
     const char *def;              /* GM_OPT_OPTARG: the value when none is given */
     const char *values;   /* accepted words, space-separated, for completion ("auto always") */
     const char *complete; /* completion of the value: "file", "dir", "command" or NULL */
-    int code;             /* the callback's own datum (e.g. which option of a shared parser) */
+    /* The accepted words when a higher layer keeps their list (gm_provider_names: "a, b, c"):
+     * "{words}" in help is replaced by them and completion offers them, as .values. */
+    const char *(*words)(void);
+    int code; /* the callback's own datum (e.g. which option of a shared parser) */
     /* Settings (the daemon's): the environment variable that sets the row when no flag did
      * ("GPU_MONITOR_LISTEN"), the setting's name in a configuration document (/api/config and
      * its "sources"), and where the struct records which of default, variable or flag set it
@@ -140,6 +143,13 @@ const char *gm_opt_env_get(const char *const *envp, const char *name);
 /* Sets row's value in the struct at base from text, as the parser would (for callbacks that
  * parse a typed value and then do more). */
 int gm_opt_set_row(const gm_opt *row, void *base, const char *value, gm_error *err);
+
+/* Row r's help with "{words}" replaced by its words, into buf. Returns buf. */
+const char *gm_opt_help_text(const gm_opt *r, char *buf, size_t len);
+
+/* The words completion offers for r's value, space-separated (.values, or .words without its
+ * commas), into buf; NULL when the row has none. */
+const char *gm_opt_values(const gm_opt *r, char *buf, size_t len);
 
 /* The help width: 80, or $COLUMNS when it is narrower (at least 40). */
 int gm_opt_help_width(void);

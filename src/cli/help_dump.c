@@ -65,7 +65,7 @@ static const char bash_body[] =
     "        return\n"
     "        ;;\n"
     "    --provider)\n"
-    "        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- \"$cur\"))\n"
+    "        COMPREPLY=($(compgen -W '@PROVIDERS@' -- \"$cur\"))\n"
     "        return\n"
     "        ;;\n"
     "    --color)\n"
@@ -231,8 +231,9 @@ static int value_case(const gm_opt *r, void *vctx)
         fprintf(ctx->out, "%s%s:%s", sep, ctx->cmd, w);
         sep = " | ";
     }
-    if (r->values)
-        fprintf(ctx->out, ")\n        COMPREPLY=($(compgen -W '%s' -- \"$cur\"))\n", r->values);
+    char words[512];
+    if (gm_opt_values(r, words, sizeof words))
+        fprintf(ctx->out, ")\n        COMPREPLY=($(compgen -W '%s' -- \"$cur\"))\n", words);
     else if (r->complete && strcmp(r->complete, "file") == 0)
         fprintf(ctx->out, ")\n        _filedir\n");
     else if (r->complete && strcmp(r->complete, "dir") == 0)
@@ -268,7 +269,13 @@ static void dump_bash(const gm_cli_dump_command *cmds, size_t n, FILE *out)
             gm_opt_each(cmds[i].opts->table, value_case, &ctx);
         }
     fprintf(out, "    esac\n    return 1\n}\n\n");
-    fputs(bash_body, out);
+    /* The providers' names come from their registry, like every other list of them. */
+    const char *at = strstr(bash_body, "@PROVIDERS@");
+    fwrite(bash_body, 1, (size_t)(at - bash_body), out);
+    for (const char *p = gm_provider_names(); *p; p++)
+        if (*p != ',')
+            fputc(*p, out);
+    fputs(at + strlen("@PROVIDERS@"), out);
 }
 
 /* Markdown: a cell's text with | escaped. */
@@ -310,7 +317,8 @@ static int md_row(const gm_opt *r, void *vctx)
     fputs(" | ", out);
     if (ctx->env)
         fprintf(out, r->env ? "`%s` | " : " | ", r->env);
-    md_text(out, r->help);
+    char help[1024];
+    md_text(out, gm_opt_help_text(r, help, sizeof help));
     fputs(" |\n", out);
     return 0;
 }
@@ -341,7 +349,8 @@ static int settings_row(const gm_opt *r, void *ctx)
     fprintf(out, "| `--%s%s%s` | ", r->name, r->arg ? " " : "", r->arg ? r->arg : "");
     fprintf(out, r->env ? "`%s` | " : " | ", r->env);
     fprintf(out, r->key ? "`%s` | " : " | ", r->key);
-    md_text(out, r->help);
+    char help[1024];
+    md_text(out, gm_opt_help_text(r, help, sizeof help));
     fputs(" |\n", out);
     return 0;
 }
@@ -392,8 +401,9 @@ static int json_row(const gm_opt *r, void *ctx)
         json_object_set_new(row, "aliases", json_string(r->aliases));
     if (r->complete)
         json_object_set_new(row, "complete", json_string(r->complete));
-    if (r->values)
-        json_object_set_new(row, "values", json_string(r->values));
+    char words[512];
+    if (gm_opt_values(r, words, sizeof words))
+        json_object_set_new(row, "values", json_string(words));
     if (r->env)
         json_object_set_new(row, "env", json_string(r->env));
     if (r->key)

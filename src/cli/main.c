@@ -68,7 +68,7 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\nEnvironment:\n"
-            "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml, nvidia-smi, amdgpu, nvtop, sim or auto\n"
+            "  GPU_MONITOR_TELEMETRY_PROVIDER  %s\n"
             "                                  (default auto: NVIDIA's GPUs by NVML, else\n"
             "                                  nvidia-smi; AMD's by amdgpu; nvtop the rest)\n"
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
@@ -80,7 +80,8 @@ static void usage(FILE *out)
             "GPUs to use, --interval the sampling interval, --label a label, -o/--output a\n"
             "file, -q/--quiet, -h/--help (docs/CLI.md has the table).\n\n"
             "Exit status: 0 ok, 1 failure, 2 usage error, 3 no GPU found, 4 not enough GPUs\n"
-            "qualify (select), 5 timed out (wait).\n");
+            "qualify (select), 5 timed out (wait).\n",
+            gm_provider_names());
 }
 
 static const command *find_command(const char *name)

@@ -172,6 +172,37 @@ class ServeSettings(unittest.TestCase):
                 self.assertEqual(by_flag.stderr.replace(f"--{r['name']}", r["env"], 1), by_env.stderr)
 
 
+class ProviderNames(unittest.TestCase):
+    """The providers' names come from their registry: every help line, completion and message
+    that lists them lists the set the refusal of a bad name gives."""
+
+    def registry(self):
+        p = run(["serve", "--provider", "bogus"])
+        self.assertEqual(p.returncode, 2)
+        names = p.stderr.rsplit("is not one of ", 1)[1].strip()
+        return set(names.split(", "))
+
+    def test_every_list_is_the_registry(self):
+        names = self.registry()
+        self.assertTrue({"nvml", "nvidia-smi", "amdgpu", "nvtop", "sim", "auto"} <= names)
+        doc = json.loads(dump("json"))
+        rows = [(cmd, r) for cmd, t in doc.items() for r in t["options"] if r["name"] == "provider"]
+        self.assertGreaterEqual(len(rows), 5)
+        for cmd, r in rows:
+            with self.subTest(cmd=cmd):
+                self.assertEqual(set(r["values"].split()), names)
+                text = " ".join(run([cmd, "--help"]).stdout.split())
+                self.assertIn(", ".join(sorted(names, key=lambda n: r["values"].split().index(n))), text)
+        listing = ", ".join(r["values"].split())
+        self.assertIn(listing, run(["--help"]).stdout)
+        self.assertIn(listing, run(["smi", "--help"]).stdout)
+        with open(COMPLETION, encoding="utf-8") as f:
+            offered = re.findall(r"compgen -W '([^']*\bnvml\b[^']*)'", f.read())
+        self.assertTrue(offered)
+        for words in offered:
+            self.assertEqual(set(words.split()), names)
+
+
 class EightyColumns(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gm-opt-tables-")
