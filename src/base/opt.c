@@ -611,7 +611,7 @@ int gm_opt_help_width(void)
 
 /* Writes text wrapped into columns [indent, width), the first line starting at column at (the
  * caller has written that much). '\n' in text breaks the line. */
-static void wrap(FILE *out, const char *text, int at, int indent, int width)
+void gm_opt_wrap(FILE *out, const char *text, int at, int indent, int width)
 {
     int col = at;
     bool line_empty = true;
@@ -698,7 +698,7 @@ void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
     }
     if (cmd->description) {
         fputc('\n', out);
-        wrap(out, cmd->description, 0, 0, width);
+        gm_opt_wrap(out, cmd->description, 0, 0, width);
     }
     flat *f = calloc(1, sizeof *f);
     if (!f || flatten(cmd->table, 0, f, NULL) < 0) {
@@ -743,7 +743,7 @@ void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
             snprintf(with_env, sizeof with_env, "%s [%s]", help, r->env);
             help = with_env;
         }
-        wrap(out, help, n, HELP_COL, width);
+        gm_opt_wrap(out, help, n, HELP_COL, width);
     }
     fprintf(out, "%s%-*sShow this help and exit.\n", any ? "" : "\nOptions:\n", HELP_COL,
             "  -h, --help");

@@ -154,6 +154,10 @@ const char *gm_opt_values(const gm_opt *r, char *buf, size_t len);
 /* The help width: 80, or $COLUMNS when it is narrower (at least 40). */
 int gm_opt_help_width(void);
 
+/* Writes text wrapped into columns [indent, width), its first line from column at (the caller
+ * has written that much), and a newline. '\n' in text breaks the line. */
+void gm_opt_wrap(FILE *out, const char *text, int at, int indent, int width);
+
 /* Writes cmd's --help to out, wrapped to width columns (no line wider). */
 void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width);
 

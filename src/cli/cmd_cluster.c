@@ -117,10 +117,7 @@ static const gm_opt cluster_table[] = {
      /* no .values: the completion offers status's and select's words apart */
      .help = "status: table (default) or json; select: text (the node's name, default) or json "
              "(every node, and why it was or was not chosen)."},
-    {.type = GM_OPT_FLAG,
-     .name = "json",
-     GM_OPT_AT(cluster_opts, json),
-     .help = "Same as --format json."},
+    GM_CLI_OPT_JSON(cluster_opts, json, true),
     {.type = GM_OPT_DURATION,
      .name = "timeout",
      .arg = "SECONDS",

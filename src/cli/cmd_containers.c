@@ -262,13 +262,6 @@ static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *
     return GM_OK;
 }
 
-static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row, (void)arg, (void)err;
-    ((containers_opts *)base)->json = ((containers_opts *)base)->format_given = true;
-    return GM_OK;
-}
-
 static const gm_opt containers_table[] = {
     {.type = GM_OPT_CALLBACK,
      .name = "format",
@@ -276,7 +269,7 @@ static const gm_opt containers_table[] = {
      .set = set_format,
      .values = "table json",
      .help = "list: table (default) or json."},
-    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    GM_CLI_OPT_JSON(containers_opts, json, true, GM_OPT_GIVEN(containers_opts, format_given)),
     {.type = GM_OPT_FLAG,
      .name = "all",
      GM_OPT_AT(containers_opts, all),

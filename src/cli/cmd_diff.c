@@ -21,19 +21,6 @@ typedef struct diff_opts {
 _Static_assert((int)GM_AUDIT_DEFAULT_MEM_TOLERANCE_MIB == 256, "help says 256");
 _Static_assert((int)GM_AUDIT_DEFAULT_POWER_TOLERANCE_W == 25, "help says 25");
 
-static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    diff_opts *o = base;
-    if (strcmp(arg, "json") == 0)
-        o->json = true;
-    else if (strcmp(arg, "text") == 0)
-        o->json = false;
-    else
-        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected text or json)", arg);
-    return GM_OK;
-}
-
 static const gm_opt diff_table[] = {
     {.type = GM_OPT_DOUBLE,
      .name = "mem-tolerance-mb",
@@ -53,16 +40,8 @@ static const gm_opt diff_table[] = {
      .name = "strict",
      GM_OPT_AT(diff_opts, tol.strict),
      .help = "Warnings count as changes."},
-    {.type = GM_OPT_CALLBACK,
-     .name = "format",
-     .arg = "FMT",
-     .set = set_format,
-     .values = "text json",
-     .help = "text (default) or json."},
-    {.type = GM_OPT_FLAG,
-     .name = "json",
-     GM_OPT_AT(diff_opts, json),
-     .help = "Same as --format json."},
+    GM_CLI_OPT_FORMAT_TEXT_JSON(diff_opts, json),
+    GM_CLI_OPT_JSON(diff_opts, json, true),
     {0},
 };
 

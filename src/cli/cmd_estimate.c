@@ -15,19 +15,6 @@ typedef struct estimate_opts {
     gm_estimate_options eo;
 } estimate_opts;
 
-static int format_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    estimate_opts *o = base;
-    if (strcmp(arg, "json") == 0)
-        o->json = true;
-    else if (strcmp(arg, "text") == 0)
-        o->json = false;
-    else
-        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected text or json)", arg);
-    return GM_OK;
-}
-
 static int method_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
     (void)row;
@@ -126,12 +113,7 @@ static const gm_opt estimate_table[] = {
      .name = "list-models",
      GM_OPT_AT(estimate_opts, list_models),
      .help = "Print the built-in models and exit."},
-    {.type = GM_OPT_CALLBACK,
-     .name = "format",
-     .arg = "FMT",
-     .set = format_row,
-     .values = "text json",
-     .help = "text (default) or json."},
+    GM_CLI_OPT_FORMAT_TEXT_JSON(estimate_opts, json),
     {0},
 };
 

@@ -60,21 +60,8 @@ static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *
     return GM_OK;
 }
 
-static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row, (void)arg, (void)err;
-    ((history_opts *)base)->format = FMT_JSON;
-    return GM_OK;
-}
-
 static const gm_opt history_table[] = {
-    {.type = GM_OPT_STRING,
-     .name = "db",
-     .arg = "PATH",
-     GM_OPT_AT(history_opts, db),
-     .complete = "file",
-     .help = "Database (default: $GPU_MONITOR_DB, else $XDG_STATE_HOME/gpumon/gpumon.db or "
-             "~/.local/state/gpumon/gpumon.db)."},
+    GM_CLI_OPT_DB(history_opts, db, .help = GM_CLI_DB_HELP),
     {.type = GM_OPT_CALLBACK,
      .name = "format",
      .arg = "FMT",
@@ -88,7 +75,7 @@ static const gm_opt history_table[] = {
      .min = 1,
      .max = 1000000,
      .help = "export --format vllm: point K (1 is the first)."},
-    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    GM_CLI_OPT_JSON(history_opts, format, FMT_JSON),
     {.type = GM_OPT_UINT,
      .name = "limit",
      .arg = "N",
@@ -96,14 +83,7 @@ static const gm_opt history_table[] = {
      .min = 1,
      .max = 1000000000,
      .help = "list: at most N entries."},
-    {.type = GM_OPT_STRING,
-     .name = "output",
-     .letter = 'o',
-     .arg = "FILE",
-     GM_OPT_AT(history_opts, output),
-     .complete = "file",
-     .flags = GM_OPT_CLI_ONLY,
-     .help = "export: into FILE instead of stdout."},
+    GM_CLI_OPT_OUTPUT(history_opts, output, .help = "export: into FILE instead of stdout."),
     {.type = GM_OPT_DURATION,
      .name = "older-than",
      .arg = "D",

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/remote.h"
 #include "cli/term.h"
 #include "base/json.h"
 #include "base/smi_format.h"
@@ -28,6 +29,7 @@ typedef struct query_opts {
     bool profile; /* --profile: where the reading's time went, on stderr */
     bool format_given, list_fields;
     gm_cli_source src;
+    const char *connect, *token; /* --connect: a daemon's GPUs instead of these */
     gm_color_mode color;
     /* The table's layout, decided once output starts. */
     bool redraw;         /* --loop on a terminal: each frame over the last, no scrolling */
@@ -80,27 +82,6 @@ static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *
     return GM_OK;
 }
 
-/* --json: gpustat's spelling of --format json. */
-static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    (void)arg;
-    (void)err;
-    query_opts *o = base;
-    o->format = OUT_JSON;
-    o->format_given = true;
-    return GM_OK;
-}
-
-static int set_color(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    if (!gm_term_parse_color(arg, &((query_opts *)base)->color))
-        return gm_error_set(err, GM_EINVAL,
-                            "invalid --color \"%s\" (expected auto, always or never)", arg);
-    return GM_OK;
-}
-
 /* The fields of --format csv without --query-gpu. */
 #define DEFAULT_CSV_FIELDS \
     "index,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw"
@@ -127,7 +108,7 @@ static const gm_opt query_table[] = {
      .group = "Output",
      .values = "table json csv csv,noheader csv,nounits csv,noheader,nounits",
      .help = "table (default), json, or csv[,noheader][,nounits]."},
-    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    GM_CLI_OPT_JSON(query_opts, format, OUT_JSON, GM_OPT_GIVEN(query_opts, format_given)),
     {.type = GM_OPT_STRING,
      .name = "query-gpu",
      .arg = "LIST",
@@ -144,14 +125,9 @@ static const gm_opt query_table[] = {
      .name = "no-processes",
      GM_OPT_AT(query_opts, no_processes),
      .help = "Skip the GPU process list."},
-    {.type = GM_OPT_CALLBACK,
-     .name = "color",
-     .arg = "WHEN",
-     .set = set_color,
-     .aliases = "colour",
-     .values = "auto always never",
-     .help = "Colour the table: auto (default: on a terminal, unless NO_COLOR is set), always "
-             "or never."},
+    GM_CLI_OPT_COLOR(query_opts, color,
+                     .help = "Colour the table: auto (default: on a terminal, unless NO_COLOR is "
+                             "set), always or never."),
     {.type = GM_OPT_FLAG,
      .name = "profile",
      GM_OPT_AT(query_opts, profile),
@@ -159,19 +135,32 @@ static const gm_opt query_table[] = {
              "with its count, wall and CPU time, slowest first, and the collector's open, "
              "sample and close."},
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(query_opts, src)},
+    {.type = GM_OPT_STRING,
+     .name = "connect",
+     .arg = "URL",
+     GM_OPT_AT(query_opts, connect),
+     .group = "Daemon",
+     .help = "Read the GPUs of the daemon at URL (gpumon serve, e.g. http://127.0.0.1:9401) "
+             "through its REST API instead of the GPUs here; the output is the same."},
+    {.type = GM_OPT_STRING,
+     .name = "token",
+     .arg = "T",
+     GM_OPT_AT(query_opts, token),
+     .help = "The daemon's token (default $GPU_MONITOR_TOKEN)."},
     {0},
 };
 
 const gm_opt_command gm_cli_query_command = {
     .name = "query",
-    .usage = "query [options]",
+    .usage = "query [options]\nquery --connect URL [--token T] [options]",
     .description = "Reads every GPU (and the host) once and prints the result.",
     .table = query_table,
     .epilogue = "The table fits 80 columns (GPU names are shortened on word boundaries). With\n"
                 "--format csv the output matches `nvidia-smi --query-gpu=... --format=csv` field\n"
                 "for field: header names with units, [N/A] for values the GPU does not report.\n\n"
-                "Exit status: 0 ok, 1 failure, 2 usage error (unknown field, bad flag), 3 no GPU\n"
-                "found.\n",
+                "Exit status: 0 ok, 1 failure (with --connect: the daemon cannot be reached,\n"
+                "refuses the token or does not answer with its API), 2 usage error (unknown\n"
+                "field, bad flag, an -i item that matches no GPU), 3 no GPU found.\n",
 };
 
 static void fmt_mib(char *buf, size_t len, const gm_gpu *g, gm_metric m)
@@ -486,6 +475,45 @@ static void print_profile(const gm_call_stat *calls, size_t n, double open_s, do
             calls_wall * 1e3, calls_cpu * 1e3, total > 0 ? 100 * calls_wall / total : 0);
 }
 
+/* Opens the collector the output needs into *out (the time it took in *open_s); -1 to go on,
+ * else the exit status (the reason printed). */
+static int open_local(const query_opts *o, const int *fields, size_t nfields, gm_collector **out,
+                      double *open_s)
+{
+    int rc;
+    gm_collector_options copt;
+    if (!gm_cli_collector_options("query", &o->src, &copt))
+        return GM_EXIT_USAGE;
+    gm_cli_vary_simulation(&o->src, &copt);
+    copt.no_processes = o->no_processes || o->format == OUT_CSV;
+    /* Read only what the output needs: the nvidia-smi CSV has no host fields, so no host
+     * metrics and no CPU window at all (110 ms a call before, 25 ms for nvidia-smi on an H200);
+     * a one-shot table or JSON waits a CPU window, loops use the previous reading. The window
+     * is 150 ms: /proc/stat counts 10 ms ticks, and over 30 ms a busy host could read 0.0 %. */
+    copt.no_host = o->format == OUT_CSV;
+    copt.first_cpu_window_ms = 150;
+    /* Tests give a /proc of their own (a fake /proc/stat); nothing else sets it. */
+    copt.procfs_root = getenv("GM_TEST_PROCFS_ROOT");
+    /* Only the metrics printed are read (JSON prints them all). */
+    gm_metric_set want = {0};
+    if (o->format == OUT_CSV)
+        gm_smi_fields_want(fields, nfields, &want);
+    else if (o->format == OUT_TABLE)
+        table_metrics(&want);
+    copt.want = o->format == OUT_JSON ? NULL : &want;
+    double t_open = gm_clock_mono_s();
+    gm_collector *c = gm_cli_collector_open("query", &copt, &rc);
+    if (!c)
+        return rc;
+    *open_s = gm_clock_mono_s() - t_open;
+    if (!gm_cli_require_gpu("query", c, true)) {
+        gm_collector_close(c);
+        return GM_EXIT_NO_GPU;
+    }
+    *out = c;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, query_opts *o)
 {
     int rc = gm_cli_parse(&gm_cli_query_command, argc, argv, o, NULL);
@@ -503,6 +531,16 @@ static int parse_args(int argc, char **argv, query_opts *o)
         fprintf(stderr, "gpumon query: --query-gpu prints CSV; use --format=csv\n");
         return GM_EXIT_USAGE;
     }
+    if (o->connect && (o->src.provider || o->src.simulate || o->src.seed_arg || o->profile)) {
+        fprintf(stderr, "gpumon query: --connect reads the daemon's GPUs; --provider, --simulate, "
+                        "--seed and --profile are for reading them here\n");
+        return GM_EXIT_USAGE;
+    }
+    if (!o->connect && o->token) {
+        fprintf(stderr, "gpumon query: --token is for --connect\n");
+        return GM_EXIT_USAGE;
+    }
+    o->token = gm_cli_remote_token(o->token);
     return -1;
 }
 
@@ -522,39 +560,23 @@ int gm_cli_query(int argc, char **argv)
         return GM_EXIT_USAGE;
     }
 
-    gm_collector_options copt;
-    if (!gm_cli_collector_options("query", &o.src, &copt))
-        return GM_EXIT_USAGE;
-    gm_cli_vary_simulation(&o.src, &copt);
-    copt.no_processes = o.no_processes || o.format == OUT_CSV;
-    /* Read only what the output needs: the nvidia-smi CSV has no host fields, so no host
-     * metrics and no CPU window at all (110 ms a call before, 25 ms for nvidia-smi on an H200);
-     * a one-shot table or JSON waits a CPU window, loops use the previous reading. The window
-     * is 150 ms: /proc/stat counts 10 ms ticks, and over 30 ms a busy host could read 0.0 %. */
-    copt.no_host = o.format == OUT_CSV;
-    copt.first_cpu_window_ms = 150;
-    /* Tests give a /proc of their own (a fake /proc/stat); nothing else sets it. */
-    copt.procfs_root = getenv("GM_TEST_PROCFS_ROOT");
-    /* Only the metrics printed are read (JSON prints them all). */
-    gm_metric_set want = {0};
-    if (o.format == OUT_CSV)
-        gm_smi_fields_want(fields, nfields, &want);
-    else if (o.format == OUT_TABLE)
-        table_metrics(&want);
-    copt.want = o.format == OUT_JSON ? NULL : &want;
-    double t_open = gm_clock_mono_s();
-    gm_collector *c = gm_cli_collector_open("query", &copt, &rc);
-    if (!c)
+    gm_collector *c = NULL;
+    gm_cli_remote *remote = NULL;
+    double open_s = 0, sample_s = 0;
+    if (o.connect) {
+        remote = gm_cli_remote_open(o.connect, o.token, 5, &err);
+        if (!remote) {
+            fprintf(stderr, "gpumon query: %s\n", err.msg);
+            return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        }
+    } else if ((rc = open_local(&o, fields, nfields, &c, &open_s)) >= 0) {
         return rc;
-    double open_s = gm_clock_mono_s() - t_open, sample_s = 0;
-    if (!gm_cli_require_gpu("query", c, true)) {
-        gm_collector_close(c);
-        return GM_EXIT_NO_GPU;
     }
 
     gm_snapshot *s = gm_snapshot_new();
     if (!s) {
         gm_collector_close(c);
+        gm_cli_remote_close(remote);
         fprintf(stderr, "gpumon query: out of memory\n");
         return GM_EXIT_FAILURE;
     }
@@ -576,11 +598,11 @@ int gm_cli_query(int argc, char **argv)
     double next = gm_clock_mono_s();
     do {
         double t_sample = gm_clock_mono_s();
-        int src = gm_collector_sample(c, s, &err);
+        int src = remote ? gm_cli_remote_read(remote, s, &err) : gm_collector_sample(c, s, &err);
         sample_s += gm_clock_mono_s() - t_sample;
         if (src < 0) {
             fprintf(stderr, "gpumon query: %s\n", err.msg);
-            rc = GM_EXIT_NO_GPU;
+            rc = remote ? GM_EXIT_FAILURE : GM_EXIT_NO_GPU;
             if (o.loop_s == 0)
                 break;
         } else {
@@ -619,6 +641,7 @@ int gm_cli_query(int argc, char **argv)
     } while (o.loop_s > 0 && gm_clock_sleep_until(next, &stop_requested));
 
     gm_snapshot_free(s);
+    gm_cli_remote_close(remote);
     gm_call_stat calls[256];
     size_t ncalls = o.profile ? gm_collector_call_stats(c, calls, 256) : 0;
     if (ncalls > 256)

@@ -64,13 +64,6 @@ static int set_format(void *base, const gm_opt *row, const char *arg, gm_error *
     return GM_OK;
 }
 
-static int set_json(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row, (void)arg, (void)err;
-    ((select_opts *)base)->format = OUT_JSON;
-    return GM_OK;
-}
-
 static int set_lease_dir(void *base, const gm_opt *row, const char *arg, gm_error *err)
 {
     (void)row;
@@ -126,7 +119,7 @@ static const gm_opt choice_table[] = {
      .help = "list (default, \"0,3\"), uuid (\"GPU-...,GPU-...\"), json, or env "
              "(CUDA_VISIBLE_DEVICES=..., and for AMD GPUs ROCR_VISIBLE_DEVICES=... "
              "HIP_VISIBLE_DEVICES=..., one a line)."},
-    {.type = GM_OPT_CALLBACK, .name = "json", .set = set_json, .help = "Same as --format json."},
+    GM_CLI_OPT_JSON(select_opts, format, OUT_JSON),
     {.type = GM_OPT_FLAG,
      .name = "verbose",
      .letter = 'v',

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/remote.h"
 #include "cli/term.h"
 #include "cli/top_source.h"
 #include "cli/top_view.h"
@@ -25,6 +26,7 @@ typedef struct top_opts {
     double timeout_s;
     gm_color_mode color;
     gm_top_sort sort;
+    gm_cli_gpu_filter filter;
     gm_cli_source src;
 } top_opts;
 
@@ -54,16 +56,8 @@ static int set_sort(void *base, const gm_opt *row, const char *arg, gm_error *er
     return GM_OK;
 }
 
-static int set_color(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    (void)row;
-    if (!gm_term_parse_color(arg, &((top_opts *)base)->color))
-        return gm_error_set(err, GM_EINVAL,
-                            "invalid --color \"%s\" (expected auto, always or never)", arg);
-    return GM_OK;
-}
-
 static const gm_opt top_table[] = {
+    GM_CLI_OPT_ID(top_opts, filter, .help = GM_CLI_ID_HELP),
     {.type = GM_OPT_STRING,
      .name = "connect",
      .arg = "URL",
@@ -89,20 +83,15 @@ static const gm_opt top_table[] = {
      .values = "mem cpu pid sm",
      .help = "Order of the processes: mem (GPU memory, default), cpu, pid, or sm (share of "
              "the GPU's SMs)."},
-    {.type = GM_OPT_CALLBACK,
-     .name = "color",
-     .arg = "WHEN",
-     .set = set_color,
-     .aliases = "colour",
-     .values = "auto always never",
-     .help = "auto (default: unless NO_COLOR is set), always or never."},
+    GM_CLI_OPT_COLOR(top_opts, color,
+                     .help = "auto (default: unless NO_COLOR is set), always or never."),
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(top_opts, src)},
     {0},
 };
 
 const gm_opt_command gm_cli_top_command = {
     .name = "top",
-    .usage = "top [--connect URL [--token T]] [options]",
+    .usage = "top [-i LIST] [--connect URL [--token T]] [options]",
     .description = "A live view of the GPUs in the terminal, like nvtop or nvitop: per GPU bars "
                    "of utilization, memory, power and temperature, the history of one GPU as "
                    "graphs, and the processes using the GPUs with their GPU memory, CPU and host "
@@ -128,14 +117,7 @@ static int parse_args(int argc, char **argv, top_opts *o)
                         "--simulate are for reading them here\n");
         return GM_EXIT_USAGE;
     }
-    if (!o->token) {
-        const char *env = getenv("GPU_MONITOR_TOKEN");
-        o->token = env && *env ? env : NULL;
-    }
-    if (o->token && strlen(o->token) > 1000) {
-        fprintf(stderr, "gpumon top: the token is longer than 1000 bytes\n");
-        return GM_EXIT_USAGE;
-    }
+    o->token = gm_cli_remote_token(o->token);
     return -1;
 }
 
@@ -271,7 +253,15 @@ int gm_cli_top(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
 
-    gm_top_read(src, f);
+    gm_top_set_filter(src, &o.filter);
+    /* An id that names no GPU is a usage error, said before the screen is taken, as query says
+     * it; later (a GPU gone from the bus) the screen says it. */
+    if (gm_top_read(src, f) == GM_ENOENT) {
+        fprintf(stderr, "gpumon top: %s\n", f->error);
+        gm_top_close(src);
+        free(f);
+        return GM_EXIT_USAGE;
+    }
     gm_top_sort_procs(f, o.sort);
     gm_top_view_state st = {.sort = o.sort, .interval_s = o.interval_s, .where = gm_top_where(src)};
     gm_top_view_start(gm_term_use_color(o.color, STDOUT_FILENO));
@@ -384,7 +374,14 @@ int gm_cli_top(int argc, char **argv)
             uint32_t pid;
             unsigned gpu;
             selection(f, &st, &pid, &gpu);
+            /* The graph stays on its GPU when the frame's GPUs move. */
+            char graphed[GM_UUID_LEN] = "";
+            if (st.graph_gpu < f->ngpu)
+                snprintf(graphed, sizeof graphed, "%s", f->gpus[st.graph_gpu].uuid);
             gm_top_read(src, f);
+            for (unsigned i = 0; graphed[0] && i < f->ngpu; i++)
+                if (strcmp(f->gpus[i].uuid, graphed) == 0)
+                    st.graph_gpu = i;
             gm_top_sort_procs(f, st.sort);
             keep_selection(f, &st, pid, gpu);
             next += o.interval_s;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/term.h"
 #include "base/clock.h"
 #include "base/parse.h"
 #include "base/suggest.h"
@@ -269,33 +270,67 @@ bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g)
     return false;
 }
 
-/* The first item of f that matches no GPU in s, or NULL when all match. */
-static const char *filter_unmatched(const gm_cli_gpu_filter *f, const gm_snapshot *s)
+int gm_cli_gpu_filter_check(const gm_cli_gpu_filter *f, const gm_snapshot *s, gm_error *err)
 {
     for (size_t i = 0; i < f->count; i++) {
         bool found = false;
         for (unsigned g = 0; g < s->gpu_count && !found; g++)
             found = item_matches(f->items[i], &s->gpus[g]);
         if (!found)
-            return f->items[i];
+            return gm_error_set(err, GM_ENOENT, "no GPU matches \"%s\" (have %u GPUs)", f->items[i],
+                                s->gpu_count);
     }
-    return NULL;
+    return GM_OK;
 }
 
 bool gm_cli_gpu_filter_resolve(const char *cmd, const gm_cli_gpu_filter *f, const gm_snapshot *s,
                                unsigned *out, size_t *n)
 {
     *n = 0;
-    const char *missing = filter_unmatched(f, s);
-    if (missing) {
-        fprintf(stderr, "gpumon %s: no GPU matches \"%s\" (have %u GPUs)\n", cmd, missing,
-                s->gpu_count);
+    gm_error err = {0};
+    if (gm_cli_gpu_filter_check(f, s, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
         return false;
     }
     for (unsigned i = 0; i < s->gpu_count; i++)
         if (gm_cli_gpu_selected(f, &s->gpus[i]))
             out[(*n)++] = s->gpus[i].index;
     return true;
+}
+
+int gm_cli_set_color(void *base, const gm_opt *row, const char *value, gm_error *err)
+{
+    if (!value || !gm_term_parse_color(value, (gm_color_mode *)((char *)base + row->offset)))
+        return gm_error_set(err, GM_EINVAL,
+                            "invalid --color \"%s\" (expected auto, always or never)",
+                            value ? value : "");
+    return GM_OK;
+}
+
+int gm_cli_set_text_json(void *base, const gm_opt *row, const char *value, gm_error *err)
+{
+    bool *json = (bool *)((char *)base + row->offset);
+    if (value && strcmp(value, "json") == 0)
+        *json = true;
+    else if (value && strcmp(value, "text") == 0)
+        *json = false;
+    else
+        return gm_error_set(err, GM_EINVAL, "invalid --format \"%s\" (expected text or json)",
+                            value ? value : "");
+    return GM_OK;
+}
+
+int gm_cli_set_json(void *base, const gm_opt *row, const char *value, gm_error *err)
+{
+    (void)value;
+    char *p = (char *)base + row->offset;
+    if (row->size == sizeof(bool))
+        *(bool *)p = row->code != 0;
+    else if (row->size == sizeof(int))
+        *(int *)p = row->code;
+    else
+        return gm_error_set(err, GM_EINVAL, "--%s cannot be set", row->name);
+    return GM_OK;
 }
 
 int gm_cli_write_json(FILE *f, const json_t *j, bool pretty)

@@ -73,6 +73,9 @@ typedef struct gm_cli_gpu_filter {
 bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filter *f);
 /* True when g is selected by f. */
 bool gm_cli_gpu_selected(const gm_cli_gpu_filter *f, const gm_gpu *g);
+/* GM_OK when every item of f matches a GPU in s; else GM_ENOENT with "no GPU matches \"3\" (have
+ * 2 GPUs)" in err. */
+int gm_cli_gpu_filter_check(const gm_cli_gpu_filter *f, const gm_snapshot *s, gm_error *err);
 /* Writes to out (GM_MAX_GPUS entries) the driver indices of s's GPUs that f selects, in
  * snapshot order, and their number to *n. False, with "no GPU matches ..." printed, when an
  * item of f matches no GPU in s. */
@@ -98,6 +101,58 @@ int gm_cli_set_gpu_filter(void *base, const gm_opt *row, const char *value, gm_e
 
 /* The help text of -i/--id. */
 #define GM_CLI_ID_HELP "Only these GPUs: indices, UUIDs or PCI bus ids, comma-separated."
+
+/* ---- shared option groups: each row declared once, used by every command that takes it ----
+ * The macros take the options struct T, the field, and further members (help, group, flags,
+ * given) after them, where commands word the same option for their own case. */
+
+/* --color WHEN (alias --colour): auto, always or never into the gm_color_mode field f. */
+int gm_cli_set_color(void *base, const gm_opt *row, const char *value, gm_error *err);
+#define GM_CLI_OPT_COLOR(T, f, ...)                                                              \
+    {                                                                                            \
+        .type = GM_OPT_CALLBACK, .name = "color", .arg = "WHEN", GM_OPT_AT(T, f),                \
+        .set = gm_cli_set_color, .aliases = "colour", .values = "auto always never", __VA_ARGS__ \
+    }
+
+/* --format text|json into the bool field f (true: json), for commands that print text or
+ * JSON. */
+int gm_cli_set_text_json(void *base, const gm_opt *row, const char *value, gm_error *err);
+#define GM_CLI_OPT_FORMAT_TEXT_JSON(T, f, ...)                                                 \
+    {                                                                                          \
+        .type = GM_OPT_CALLBACK, .name = "format", .arg = "FMT", GM_OPT_AT(T, f),              \
+        .set = gm_cli_set_text_json, .values = "text json", .help = "text (default) or json.", \
+        __VA_ARGS__                                                                            \
+    }
+
+/* --json, gpustat's spelling of --format json: sets the field f (a bool, or an int-sized enum)
+ * to value. */
+int gm_cli_set_json(void *base, const gm_opt *row, const char *value, gm_error *err);
+#define GM_CLI_OPT_JSON(T, f, value, ...)                                                 \
+    {                                                                                     \
+        .type = GM_OPT_CALLBACK, .name = "json", GM_OPT_AT(T, f), .set = gm_cli_set_json, \
+        .code = (value), .help = "Same as --format json.", __VA_ARGS__                    \
+    }
+
+/* -o/--output FILE into the string field f. */
+#define GM_CLI_OPT_OUTPUT(T, f, ...)                                                            \
+    {                                                                                           \
+        .type = GM_OPT_STRING, .name = "output", .letter = 'o', .arg = "FILE", GM_OPT_AT(T, f), \
+        .complete = "file", .flags = GM_OPT_CLI_ONLY, __VA_ARGS__                               \
+    }
+
+/* The database group: --db PATH (the string field f) and --no-db (the bool field f). */
+#define GM_CLI_DB_HELP                                                              \
+    "Database (default: $GPU_MONITOR_DB, else $XDG_STATE_HOME/gpumon/gpumon.db or " \
+    "~/.local/state/gpumon/gpumon.db)."
+#define GM_CLI_OPT_DB(T, f, ...)                                                                 \
+    {                                                                                            \
+        .type = GM_OPT_STRING, .name = "db", .arg = "PATH", GM_OPT_AT(T, f), .complete = "file", \
+        .flags = GM_OPT_CLI_ONLY, __VA_ARGS__                                                    \
+    }
+#define GM_CLI_OPT_NO_DB(T, f, ...)                                        \
+    {                                                                      \
+        .type = GM_OPT_FLAG, .name = "no-db", GM_OPT_AT(T, f), __VA_ARGS__ \
+    }
 
 /* Parses argv with cmd's table into opts: prints the help (returns GM_EXIT_OK) or the error as
  * "gpumon <cmd>: <message>" (returns GM_EXIT_USAGE); returns -1 to go on, with *first_operand

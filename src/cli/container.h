@@ -3,8 +3,8 @@
  * present (pulled with --pull), the container created on the leased GPUs (DeviceRequests by
  * UUID, never CUDA_VISIBLE_DEVICES), its port published on 127.0.0.1, owner labels, started,
  * waited for until its server answers, and stopped and removed on every way out unless
- * --keep-container. Messages go to stderr as "gpumon <cmd>: ..."; functions that can fail
- * return an exit status (GM_EXIT_*). */
+ * --keep-container (the life itself is core/bench_container's). Messages go to stderr as "gpumon
+ * <cmd>: ..."; functions that can fail return an exit status (GM_EXIT_*). */
 #ifndef GM_CLI_CONTAINER_H
 #define GM_CLI_CONTAINER_H
 
@@ -16,28 +16,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define GM_CLI_CTR_ENV_MAX     128
-#define GM_CLI_CTR_VOLUMES_MAX 64
-/* Lines of a container's output printed and kept when it ends on its own. */
-#define GM_CLI_CTR_LOG_LINES 50
-/* Seconds a container gets to exit after SIGTERM when gpumon stops it. */
-#define GM_CLI_CTR_STOP_S 10
+#include "core/bench_container.h"
 
-typedef struct gm_cli_ctr_opts {
-    const char *image;
-    unsigned port; /* --container-port (default 8000) */
-    bool port_given;
-    const char *env[GM_CLI_CTR_ENV_MAX]; /* as given: "K=V", or "NAME" passed through */
-    size_t nenv;
-    const char *volumes[GM_CLI_CTR_VOLUMES_MAX]; /* "HOST:CONTAINER[:OPTIONS]" */
-    size_t nvolumes;
-    int64_t shm_bytes;      /* 0: the engine's default */
-    const char *ready_path; /* NULL: /v1/health/ready, then /health, then /v1/models */
-    double ready_timeout_s; /* default 1800 */
-    bool keep, pull;
-    bool ready_given;  /* --ready-path or --ready-timeout */
-    const char *given; /* the first container option given (for "needs --image") */
-} gm_cli_ctr_opts;
+/* Lines of a container's output printed and kept when it ends on its own. */
+#define GM_CLI_CTR_LOG_LINES GM_BENCH_CTR_LOG_LINES
+/* Seconds a container gets to exit after SIGTERM when gpumon stops it. */
+#define GM_CLI_CTR_STOP_S GM_BENCH_CTR_STOP_S
+
+/* The options and their checks are the engine's (core/bench_container), shared with the
+ * daemon's job queue. */
+typedef gm_bench_ctr_opts gm_cli_ctr_opts;
 
 /* getopt_long codes of the container options, above the provider options (1000 up). */
 enum {

@@ -66,12 +66,17 @@ static void usage(FILE *out)
                  "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nEnvironment:\n"
+                 "  GPU_MONITOR_TELEMETRY_PROVIDER  ");
+    char providers[512];
+    snprintf(providers, sizeof providers,
+             "%s (default auto: NVIDIA's GPUs by NVML, else nvidia-smi; AMD's by rocm_smi, else "
+             "amdgpu; nvtop the rest)",
+             gm_provider_names());
+    gm_opt_wrap(out, providers, 34, 34, 80);
     fprintf(out,
-            "\nEnvironment:\n"
-            "  GPU_MONITOR_TELEMETRY_PROVIDER  %s\n"
-            "                                  (default auto: NVIDIA's GPUs by NVML, else\n"
-            "                                  nvidia-smi; AMD's by amdgpu; nvtop the rest)\n"
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
+            "  GPU_MONITOR_ROCM_SMI_LIB        path of librocm_smi64.so.1 to load\n"
             "  GPU_MONITOR_DB                  SQLite database of sessions, runs, snapshots\n"
             "                                  (default $XDG_STATE_HOME/gpumon/gpumon.db)\n"
             "  GPU_MONITOR_LEASE_DIR           where GPU leases live (share it between users)\n"
@@ -80,8 +85,7 @@ static void usage(FILE *out)
             "GPUs to use, --interval the sampling interval, --label a label, -o/--output a\n"
             "file, -q/--quiet, -h/--help (docs/CLI.md has the table).\n\n"
             "Exit status: 0 ok, 1 failure, 2 usage error, 3 no GPU found, 4 not enough GPUs\n"
-            "qualify (select), 5 timed out (wait).\n",
-            gm_provider_names());
+            "qualify (select), 5 timed out (wait).\n");
 }
 
 static const command *find_command(const char *name)

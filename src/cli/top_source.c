@@ -1,9 +1,8 @@
-/* top_source.c - `gpumon top`'s readings: a local collector or a daemon's /api/gpus, made into
- * one frame with per-GPU history, and each local process's CPU rate from two /proc readings. */
+/* top_source.c - `gpumon top`'s readings: a local collector or a daemon's /api/gpus (both as a
+ * snapshot), made into one frame with per-GPU history, and each local process's CPU rate from two
+ * /proc readings. */
 #include "cli/top_source.h"
 
-#include <curl/curl.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +10,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "base/buf.h"
 #include "base/clock.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "collect/host.h"
 
 /* The previous CPU reading of a process, for its rate. */
@@ -27,12 +26,11 @@ struct gm_top_source {
     /* Local. */
     gm_collector *collector;
     gm_snapshot *snap;
-    /* Remote. */
-    CURL *curl;
-    struct curl_slist *headers;
-    char url[1024]; /* .../api/gpus */
+    /* Remote: the daemon's /api/gpus, read into snap as well. */
+    gm_cli_remote *remote;
     char where[1024];
     bool loopback;
+    gm_cli_gpu_filter filter; /* -i: the GPUs shown (none given: all) */
     /* CPU rates: last reading of each process seen, swapped each read. */
     proc_prev *prev, *cur;
     size_t nprev, ncur;
@@ -49,7 +47,8 @@ static gm_top_source *alloc_source(void)
     s->prev = calloc(GM_TOP_MAX_PROCS, sizeof *s->prev);
     s->cur = calloc(GM_TOP_MAX_PROCS, sizeof *s->cur);
     s->old = calloc(GM_MAX_GPUS, sizeof *s->old);
-    if (!s->prev || !s->cur || !s->old) {
+    s->snap = gm_snapshot_new();
+    if (!s->prev || !s->cur || !s->old || !s->snap) {
         gm_top_close(s);
         return NULL;
     }
@@ -79,81 +78,32 @@ gm_top_source *gm_top_open_local(const gm_cli_source *src, int *exit_code)
         gm_top_close(s);
         return NULL;
     }
-    s->snap = gm_snapshot_new();
-    if (!s->snap) {
-        fprintf(stderr, "gpumon top: out of memory\n");
-        *exit_code = GM_EXIT_FAILURE;
-        gm_top_close(s);
-        return NULL;
-    }
     snprintf(s->where, sizeof s->where, "%s", gm_collector_provider(s->collector));
     s->loopback = true;
     return s;
 }
 
-/* Whether host (as written in a URL) is this machine. */
-static bool host_is_loopback(const char *host, size_t len)
-{
-    return (len == 9 && strncasecmp(host, "localhost", 9) == 0) ||
-           (len >= 4 && strncmp(host, "127.", 4) == 0) ||
-           (len == 5 && strncmp(host, "[::1]", 5) == 0);
-}
-
 gm_top_source *gm_top_open_remote(const char *url, const char *token, double timeout_s,
                                   gm_error *err)
 {
-    const char *rest = url;
-    const char *scheme = "http://";
-    if (strncmp(url, "http://", 7) == 0)
-        rest = url + 7;
-    else if (strncmp(url, "https://", 8) == 0) {
-        rest = url + 8;
-        scheme = "https://";
-    } else if (strstr(url, "://")) {
-        gm_error_set(err, GM_EINVAL, "--connect \"%s\": only http:// and https:// URLs", url);
+    gm_cli_remote *r = gm_cli_remote_open(url, token, timeout_s, err);
+    if (!r)
         return NULL;
-    }
-    size_t hostlen = strcspn(rest, ":/");
-    if (rest[0] == '[') {
-        const char *close = strchr(rest, ']');
-        hostlen = close ? (size_t)(close - rest) + 1 : strlen(rest);
-    }
-    size_t len = strlen(rest);
-    while (len && rest[len - 1] == '/')
-        len--;
-    if (hostlen == 0 || len + strlen(scheme) + 16 > 1000) {
-        gm_error_set(err, GM_EINVAL, "--connect \"%s\" is not a URL such as http://127.0.0.1:9401",
-                     url);
-        return NULL;
-    }
     gm_top_source *s = alloc_source();
     if (!s) {
+        gm_cli_remote_close(r);
         gm_error_set(err, GM_ENOMEM, "out of memory");
         return NULL;
     }
-    snprintf(s->where, sizeof s->where, "%s%.*s", scheme, (int)len, rest);
-    snprintf(s->url, sizeof s->url, "%s/api/gpus", s->where);
-    s->loopback = host_is_loopback(rest, hostlen);
-    s->curl = curl_easy_init();
-    if (!s->curl) {
-        gm_error_set(err, GM_ENOMEM, "cannot start libcurl");
-        gm_top_close(s);
-        return NULL;
-    }
-    if (token && *token) {
-        char h[64 + 1024];
-        snprintf(h, sizeof h, "Authorization: Bearer %s", token);
-        s->headers = curl_slist_append(NULL, h);
-    }
-    long ms = (long)(timeout_s * 1000);
-    curl_easy_setopt(s->curl, CURLOPT_URL, s->url);
-    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->headers);
-    curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 2000);
-    curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 2000);
-    curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(s->curl, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(s->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    s->remote = r;
+    snprintf(s->where, sizeof s->where, "%s", gm_cli_remote_where(r));
+    s->loopback = gm_cli_remote_loopback(r);
     return s;
+}
+
+void gm_top_set_filter(gm_top_source *s, const gm_cli_gpu_filter *f)
+{
+    s->filter = *f;
 }
 
 void gm_top_close(gm_top_source *s)
@@ -162,9 +112,7 @@ void gm_top_close(gm_top_source *s)
         return;
     gm_collector_close(s->collector);
     gm_snapshot_free(s->snap);
-    if (s->curl)
-        curl_easy_cleanup(s->curl);
-    curl_slist_free_all(s->headers);
+    gm_cli_remote_close(s->remote);
     free(s->prev);
     free(s->cur);
     free(s->old);
@@ -183,10 +131,27 @@ const char *gm_top_where(const gm_top_source *s)
 
 /* ---- the frame ------------------------------------------------------------------------------ */
 
-/* Appends each GPU's readings to its history (by index; a GPU new to the frame starts one). */
+const gm_top_gpu *gm_top_history_of(const gm_top_gpu *old, size_t nold, const gm_top_gpu *g)
+{
+    for (size_t i = 0; i < nold; i++) {
+        const gm_top_gpu *o = &old[i];
+        bool same;
+        if (g->uuid[0])
+            same = strcmp(o->uuid, g->uuid) == 0;
+        else if (g->bus_id[0])
+            same = !o->uuid[0] && strcmp(o->bus_id, g->bus_id) == 0;
+        else
+            same = !o->uuid[0] && !o->bus_id[0] && o->index == g->index;
+        if (same)
+            return o;
+    }
+    return NULL;
+}
+
+/* Appends g's readings to its history, continuing old's (NULL: a GPU new to the frame). */
 static void push_history(gm_top_gpu *g, const gm_top_gpu *old)
 {
-    if (old && old->index == g->index && strcmp(old->uuid, g->uuid) == 0) {
+    if (old) {
         memcpy(g->hist, old->hist, sizeof g->hist);
         g->nhist = old->nhist;
     } else {
@@ -239,24 +204,8 @@ static void proc_usage(gm_top_source *s, gm_top_proc *p, double now, double upti
         s->cur[s->ncur++] = (proc_prev){p->pid, u.start_ticks, u.cpu_s, now};
 }
 
-static double num(const json_t *j)
-{
-    return json_is_number(j) ? json_number_value(j) : NAN;
-}
-
-static double path_num(const json_t *j, const char *a, const char *b)
-{
-    const json_t *x = json_object_get(j, a);
-    return num(b ? json_object_get(x, b) : x);
-}
-
-static void copy_str(char *dst, size_t len, const json_t *j)
-{
-    snprintf(dst, len, "%s", json_is_string(j) ? json_string_value(j) : "");
-}
-
-/* The frame from a snapshot read here. */
-static void from_snapshot(const gm_snapshot *sn, gm_top_frame *f)
+/* The frame from a snapshot (read here or from a daemon): the GPUs filter selects. */
+static void from_snapshot(const gm_snapshot *sn, const gm_cli_gpu_filter *filter, gm_top_frame *f)
 {
     f->time_ms = sn->time_ms;
     snprintf(f->hostname, sizeof f->hostname, "%s", sn->host.hostname);
@@ -271,14 +220,17 @@ static void from_snapshot(const gm_snapshot *sn, gm_top_frame *f)
                gm_host_has(h, GM_H_MEM_TOTAL_BYTES);
     f->host_mem_used_gib = mem ? h->v[GM_H_MEM_USED_BYTES] / 1073741824.0 : NAN;
     f->host_mem_total_gib = mem ? h->v[GM_H_MEM_TOTAL_BYTES] / 1073741824.0 : NAN;
-    f->ngpu = sn->gpu_count;
+    f->ngpu = 0;
     for (unsigned i = 0; i < sn->gpu_count; i++) {
         const gm_gpu *g = &sn->gpus[i];
-        gm_top_gpu *t = &f->gpus[i];
+        if (!gm_cli_gpu_selected(filter, g))
+            continue;
+        gm_top_gpu *t = &f->gpus[f->ngpu++];
 #define V(m, scale) (gm_gpu_has(g, m) ? g->v[m] * (scale) : NAN)
         t->index = g->index;
         snprintf(t->name, sizeof t->name, "%s", g->name);
         snprintf(t->uuid, sizeof t->uuid, "%s", g->uuid);
+        snprintf(t->bus_id, sizeof t->bus_id, "%s", g->pci_bus_id);
         t->lost = g->lost;
         t->util_pct = V(GM_M_UTIL_GPU_PCT, 1);
         t->mem_used_mib = V(GM_M_MEM_USED_BYTES, 1.0 / 1048576);
@@ -297,6 +249,9 @@ static void from_snapshot(const gm_snapshot *sn, gm_top_frame *f)
     f->proc_dropped = sn->proc_dropped;
     for (size_t i = 0; i < sn->proc_count; i++) {
         const gm_process *p = &sn->procs[i];
+        const gm_gpu *pg = gm_snapshot_gpu(sn, p->gpu_index);
+        if (pg && !gm_cli_gpu_selected(filter, pg))
+            continue;
         if (f->nproc == GM_TOP_MAX_PROCS) {
             f->proc_dropped++;
             continue;
@@ -312,133 +267,26 @@ static void from_snapshot(const gm_snapshot *sn, gm_top_frame *f)
     }
 }
 
-/* The frame from the daemon's GET /api/gpus document (the model gpumon query --format json
- * prints). */
-static void from_json(const json_t *doc, gm_top_frame *f)
-{
-    f->time_ms = (int64_t)json_integer_value(json_object_get(doc, "timestamp_ms"));
-    copy_str(f->hostname, sizeof f->hostname, json_object_get(doc, "hostname"));
-    copy_str(f->provider, sizeof f->provider, json_object_get(doc, "provider"));
-    copy_str(f->driver, sizeof f->driver, json_object_get(doc, "driver_version"));
-    copy_str(f->cuda, sizeof f->cuda, json_object_get(doc, "cuda_version"));
-    const json_t *sys = json_object_get(doc, "system");
-    f->host_cpu_pct = path_num(sys, "cpu_percent", NULL);
-    f->host_cpus = path_num(sys, "cpu_count", NULL);
-    f->host_mem_used_gib = path_num(sys, "memory", "used_bytes") / 1073741824.0;
-    f->host_mem_total_gib = path_num(sys, "memory", "total_bytes") / 1073741824.0;
-    const json_t *gpus = json_object_get(doc, "gpus");
-    f->ngpu = 0;
-    f->nproc = 0;
-    f->proc_dropped = (size_t)json_integer_value(json_object_get(doc, "processes_dropped"));
-    size_t i;
-    const json_t *g;
-    json_array_foreach(gpus, i, g)
-    {
-        if (f->ngpu == GM_MAX_GPUS)
-            break;
-        gm_top_gpu *t = &f->gpus[f->ngpu++];
-        t->index = (unsigned)json_integer_value(json_object_get(g, "index"));
-        copy_str(t->name, sizeof t->name, json_object_get(g, "name"));
-        copy_str(t->uuid, sizeof t->uuid, json_object_get(g, "uuid"));
-        t->lost = json_is_true(json_object_get(g, "lost"));
-        t->util_pct = path_num(g, "utilization", "gpu");
-        t->mem_used_mib = path_num(g, "memory", "used_bytes") / 1048576.0;
-        t->mem_total_mib = path_num(g, "memory", "total_bytes") / 1048576.0;
-        t->power_w = path_num(g, "power", "draw_w");
-        t->power_limit_w = path_num(g, "power", "limit_w");
-        t->temp_c = path_num(g, "temperature_c", NULL);
-        t->fan_pct = path_num(g, "fan_percent", NULL);
-        copy_str(t->pstate, sizeof t->pstate, json_object_get(g, "pstate"));
-        size_t k;
-        const json_t *p;
-        json_array_foreach(json_object_get(g, "processes"), k, p)
-        {
-            if (f->nproc == GM_TOP_MAX_PROCS) {
-                f->proc_dropped++;
-                continue;
-            }
-            gm_top_proc *tp = &f->procs[f->nproc++];
-            memset(tp, 0, sizeof *tp);
-            tp->gpu = t->index;
-            tp->pid = (uint32_t)json_integer_value(json_object_get(p, "pid"));
-            tp->gpu_mem_mib = num(json_object_get(p, "used_memory_bytes")) / 1048576.0;
-            tp->sm_pct = path_num(p, "utilization", "sm");
-            copy_str(tp->user, sizeof tp->user, json_object_get(p, "user"));
-            copy_str(tp->command, sizeof tp->command, json_object_get(p, "command"));
-        }
-    }
-}
-
-static size_t on_body(char *data, size_t size, size_t n, void *ud)
-{
-    gm_buf *b = ud;
-    /* A /api/gpus body is some KiB per GPU; refuse anything absurd rather than grow forever. */
-    if (b->len + size * n > (64u << 20))
-        return 0;
-    gm_buf_put(b, data, size * n);
-    return b->failed ? 0 : size * n;
-}
-
-/* GET /api/gpus into doc; GM_OK, or an error with f->error set. */
-static int fetch(gm_top_source *s, gm_top_frame *f, json_t **doc)
-{
-    gm_buf b;
-    gm_buf_init(&b, 0);
-    curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, &b);
-    CURLcode cc = curl_easy_perform(s->curl);
-    long status = 0;
-    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
-    int rc = GM_OK;
-    if (cc != CURLE_OK) {
-        snprintf(f->error, sizeof f->error, "%s: %s", s->where, curl_easy_strerror(cc));
-        rc = GM_EIO;
-    } else if (status == 401 || status == 403) {
-        snprintf(f->error, sizeof f->error,
-                 "%s answered %ld: give its token with --token or GPU_MONITOR_TOKEN", s->where,
-                 status);
-        rc = GM_EPERM;
-    } else if (status != 200) {
-        snprintf(f->error, sizeof f->error, "%s answered %ld to GET /api/gpus", s->where, status);
-        rc = GM_EIO;
-    } else {
-        json_error_t jerr;
-        *doc = json_loadb(b.p ? b.p : "", b.len, 0, &jerr);
-        if (!json_is_object(*doc)) {
-            json_decref(*doc);
-            *doc = NULL;
-            snprintf(f->error, sizeof f->error, "%s: /api/gpus is not the JSON expected: %s",
-                     s->where, jerr.text);
-            rc = GM_EIO;
-        }
-    }
-    gm_buf_free(&b);
-    return rc;
-}
-
 int gm_top_read(gm_top_source *s, gm_top_frame *f)
 {
     gm_top_gpu *old = s->old;
     unsigned nold = f->ngpu;
     memcpy(old, f->gpus, nold * sizeof *old);
-    if (s->collector) {
-        gm_error err = {0};
-        if (gm_collector_sample(s->collector, s->snap, &err) < 0) {
-            snprintf(f->error, sizeof f->error, "%s", err.msg);
-            return GM_EIO;
-        }
-        from_snapshot(s->snap, f);
-    } else {
-        json_t *doc = NULL;
-        int rc = fetch(s, f, &doc);
-        if (rc < 0)
-            return rc;
-        from_json(doc, f);
-        json_decref(doc);
+    gm_error err = {0};
+    int rc = s->collector ? gm_collector_sample(s->collector, s->snap, &err)
+                          : gm_cli_remote_read(s->remote, s->snap, &err);
+    if (rc < 0) {
+        snprintf(f->error, sizeof f->error, "%s (showing the last reading)", err.msg);
+        return rc == GM_EPERM ? GM_EPERM : GM_EIO;
     }
-    f->error[0] = '\0';
+    /* A GPU asked for that is not there: said, while the others are shown. */
+    rc = gm_cli_gpu_filter_check(&s->filter, s->snap, &err);
+    snprintf(f->error, sizeof f->error, "%s", rc < 0 ? err.msg : "");
+    from_snapshot(s->snap, &s->filter, f);
+    /* By UUID, not position: a filter, a GPU gone from the bus or a daemon listing its GPUs in
+     * another order never continues one GPU's graph with another's readings. */
     for (unsigned i = 0; i < f->ngpu; i++)
-        push_history(&f->gpus[i], i < nold ? &old[i] : NULL);
+        push_history(&f->gpus[i], gm_top_history_of(old, nold, &f->gpus[i]));
     double now = gm_clock_mono_s();
     /* A process's start is in clock ticks after boot: its age needs the seconds since boot. */
     char up[64];
@@ -452,7 +300,7 @@ int gm_top_read(gm_top_source *s, gm_top_frame *f)
     s->prev = s->cur;
     s->cur = t;
     s->nprev = s->ncur;
-    return GM_OK;
+    return rc < 0 ? GM_ENOENT : GM_OK;
 }
 
 /* ---- sorting -------------------------------------------------------------------------------- */

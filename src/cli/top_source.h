@@ -26,6 +26,7 @@ typedef struct gm_top_gpu {
     unsigned index;
     char name[GM_NAME_LEN];
     char uuid[GM_UUID_LEN];
+    char bus_id[GM_BUSID_LEN]; /* PCI bus id, "" when unknown */
     bool lost;
     double util_pct, mem_used_mib, mem_total_mib, power_w, power_limit_w, temp_c, fan_pct;
     char pstate[8]; /* "P0", "" when unknown */
@@ -62,8 +63,8 @@ typedef struct gm_top_frame {
     size_t nproc;
     size_t proc_dropped; /* processes past GM_TOP_MAX_PROCS */
     gm_top_proc procs[GM_TOP_MAX_PROCS];
-    char error[256]; /* the last read's failure ("" when it worked); the frame keeps the last good
-                      * reading meanwhile */
+    char error[320]; /* the last read's failure ("" when it worked), as shown: the frame keeps
+                      * the last good reading meanwhile, which the text says */
 } gm_top_frame;
 
 typedef struct gm_top_source gm_top_source;
@@ -78,8 +79,13 @@ gm_top_source *gm_top_open_local(const gm_cli_source *src, int *exit_code);
 gm_top_source *gm_top_open_remote(const char *url, const char *token, double timeout_s,
                                   gm_error *err);
 
+/* Shows only the GPUs f selects (-i: indices, UUIDs or PCI bus ids), from the next reading on. */
+void gm_top_set_filter(gm_top_source *s, const gm_cli_gpu_filter *f);
+
 /* Takes a reading into f (a frame kept across reads: its history grows). On failure f keeps
- * its last reading, f->error says why and GM_EIO (or GM_EPERM for a 401/403) is returned. */
+ * its last reading, f->error says why and GM_EIO (or GM_EPERM for a 401/403) is returned.
+ * When an item of the filter matches no GPU, the frame has the GPUs that match and GM_ENOENT
+ * is returned with f->error "no GPU matches ...". */
 int gm_top_read(gm_top_source *s, gm_top_frame *f);
 
 /* Whether the processes' PIDs are this host's: reading locally, or a daemon on a loopback
@@ -90,6 +96,11 @@ bool gm_top_local_pids(const gm_top_source *s);
 const char *gm_top_where(const gm_top_source *s);
 
 void gm_top_close(gm_top_source *s);
+
+/* The GPU of old (nold entries, the previous frame) whose history g continues: the one with
+ * g's UUID; without a UUID, the one with its bus id; without either, its index; NULL when none
+ * (a GPU new to the frame starts a history of its own). */
+const gm_top_gpu *gm_top_history_of(const gm_top_gpu *old, size_t nold, const gm_top_gpu *g);
 
 /* The frame's processes ordered: by GPU memory, CPU use, PID or SM share, descending (PID
  * ascending);

@@ -315,8 +315,7 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
 
     /* Host, or why the last reading failed. */
     if (f->error[0]) {
-        snprintf(line, sizeof line, "%s (showing the last reading)", f->error);
-        put(1, 0, COLS, pair(C_RED) | A_BOLD, line);
+        put(1, 0, COLS, pair(C_RED) | A_BOLD, f->error);
     } else {
         size_t n = (size_t)snprintf(line, sizeof line, "host");
         if (!isnan(f->host_cpu_pct))

@@ -1,7 +1,9 @@
 /* amd_sysfs.c - the amdgpu provider: AMD GPUs read from the amdgpu driver's files under
  * /sys/class/drm/cardN/device (docs.kernel.org, "GPU Power/Thermal Controls and Monitoring" and
- * "Misc AMDGPU driver information"). No library needed: the fallback where AMD's SMI library is
- * not installed. What a board does not expose stays absent. */
+ * "Misc AMDGPU driver information"), and their processes from the DRM clients' fdinfo
+ * ("DRM client usage stats"). No library needed: the fallback where AMD's SMI library is not
+ * installed. What a board does not expose stays absent. */
+#include "base/clock.h"
 #include "collect/calltime.h"
 #include "collect/provider.h"
 #include "collect/sysfs.h"
@@ -9,8 +11,11 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define AMD_PCI_VENDOR 0x1002u
 
@@ -20,9 +25,25 @@ typedef struct amd_card {
     char bus_id[GM_BUSID_LEN];
 } amd_card;
 
+/* One process's use of one GPU, summed over its DRM clients there. */
+typedef struct amd_use {
+    uint32_t pid;
+    unsigned card;
+    bool mem_valid, busy_valid;
+    uint64_t vram_bytes;
+    uint64_t busy_ns; /* gfx and compute engine time since the client opened */
+    unsigned type;
+} amd_use;
+
+#define AMD_MAX_USES 1024
+
 typedef struct amd_state {
     unsigned count;
     amd_card cards[GM_MAX_GPUS];
+    /* The previous sample's engine times, for a utilization over the interval between two. */
+    amd_use *prev, *cur;
+    size_t nprev;
+    int64_t prev_ns;
 } amd_state;
 
 /* The value of KEY=value in a uevent file's text, "" when absent. */
@@ -125,7 +146,12 @@ static int amd_open(const gm_collector_options *opt, void **state, gm_error *err
 
 static void amd_close(void *state)
 {
-    free(state);
+    amd_state *st = state;
+    if (!st)
+        return;
+    free(st->prev);
+    free(st->cur);
+    free(st);
 }
 
 static void set_u64(gm_gpu *g, gm_metric m, const char *dir, const char *name, double scale)
@@ -312,14 +338,167 @@ static int read_card(const amd_card *c, unsigned index, gm_gpu *g)
     return GM_OK;
 }
 
+/* ---- processes, from the DRM clients' fdinfo --------------------------------------------- */
+
+static int card_of(const amd_state *st, const char *pdev)
+{
+    for (unsigned i = 0; i < st->count; i++)
+        if (pdev[0] && strcasecmp(st->cards[i].bus_id, pdev) == 0)
+            return (int)i;
+    return -1;
+}
+
+static amd_use *use_of(amd_state *st, size_t *n, uint32_t pid, unsigned card)
+{
+    for (size_t i = *n; i-- > 0;) {
+        if (st->cur[i].pid != pid)
+            break; /* one pid's entries are together */
+        if (st->cur[i].card == card)
+            return &st->cur[i];
+    }
+    if (*n >= AMD_MAX_USES)
+        return NULL;
+    amd_use *u = &st->cur[(*n)++];
+    memset(u, 0, sizeof *u);
+    u->pid = pid;
+    u->card = card;
+    return u;
+}
+
+/* The DRM clients of process pid (its fds open on /dev/dri/renderD* or card*), each counted
+ * once however many fds share it, added up per GPU into st->cur. */
+static void scan_process(amd_state *st, const char *proc, uint32_t pid, size_t *n)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/%u/fd", proc, pid);
+    DIR *d = opendir(dir); /* another user's: not readable, skipped */
+    if (!d)
+        return;
+    struct {
+        unsigned card;
+        uint64_t id;
+    } seen[64];
+    size_t nseen = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char link[700], target[128];
+        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        if (strncmp(target, "/dev/dri/renderD", 16) != 0 &&
+            strncmp(target, "/dev/dri/card", 13) != 0)
+            continue;
+        char info[700], text[4096];
+        snprintf(info, sizeof info, "%s/%u/fdinfo/%s", proc, pid, e->d_name);
+        if (gm_sysfs_read(info, text, sizeof text) != GM_OK)
+            continue;
+        gm_drm_fdinfo c;
+        gm_sysfs_parse_fdinfo(text, &c);
+        int card = card_of(st, c.pdev);
+        if (!c.amdgpu || !c.have_id || card < 0)
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nseen && !dup; k++)
+            dup = seen[k].card == (unsigned)card && seen[k].id == c.id;
+        if (dup)
+            continue;
+        if (nseen < sizeof seen / sizeof *seen) {
+            seen[nseen].card = (unsigned)card;
+            seen[nseen++].id = c.id;
+        }
+        amd_use *u = use_of(st, n, pid, (unsigned)card);
+        if (!u)
+            break;
+        if (c.have_vram) {
+            u->vram_bytes += c.vram_bytes;
+            u->mem_valid = true;
+        }
+        if (c.have_busy) {
+            u->busy_ns += c.busy_ns;
+            u->busy_valid = true;
+        }
+        u->type |= c.gfx ? GM_PROC_GRAPHICS : GM_PROC_COMPUTE;
+    }
+    closedir(d);
+}
+
+static int by_card_pid(const void *a, const void *b)
+{
+    const amd_use *x = a, *y = b;
+    if (x->card != y->card)
+        return x->card < y->card ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Processes using our GPUs, with the VRAM their DRM clients hold and, from the second sample
+ * on, their share of the gfx and compute engines since the previous one. */
+static void read_processes(amd_state *st, gm_snapshot *out)
+{
+    if (!st->cur && !(st->cur = calloc(AMD_MAX_USES, sizeof *st->cur)))
+        return;
+    if (!st->prev && !(st->prev = calloc(AMD_MAX_USES, sizeof *st->prev)))
+        return;
+    char proc[512];
+    if (!gm_sysfs_path(proc, sizeof proc, "/proc"))
+        return;
+    DIR *d = opendir(proc);
+    if (!d)
+        return;
+    int64_t now = gm_clock_mono_ns();
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        unsigned long pid = strtoul(e->d_name, &end, 10);
+        if (*end || end == e->d_name || pid == 0 || pid > UINT32_MAX)
+            continue;
+        scan_process(st, proc, (uint32_t)pid, &n);
+    }
+    closedir(d);
+    qsort(st->cur, n, sizeof *st->cur, by_card_pid);
+    double elapsed = (double)(now - st->prev_ns);
+    for (size_t i = 0; i < n; i++) {
+        const amd_use *u = &st->cur[i];
+        if (out->gpus[u->card].lost)
+            continue;
+        gm_process p;
+        memset(&p, 0, sizeof p);
+        p.gpu_index = out->gpus[u->card].index;
+        p.pid = u->pid;
+        p.type = u->type ? u->type : GM_PROC_COMPUTE;
+        p.mem_valid = u->mem_valid;
+        p.used_mem_bytes = u->vram_bytes;
+        for (size_t k = 0; k < st->nprev && u->busy_valid && elapsed > 0; k++) {
+            const amd_use *q = &st->prev[k];
+            if (q->pid != u->pid || q->card != u->card || !q->busy_valid || q->busy_ns > u->busy_ns)
+                continue;
+            double pct = (double)(u->busy_ns - q->busy_ns) * 100.0 / elapsed;
+            p.util_pct[GM_PROC_UTIL_SM] = (uint8_t)(pct > 100 ? 100 : pct + 0.5);
+            p.util_valid |= 1u << GM_PROC_UTIL_SM;
+            break;
+        }
+        gm_snapshot_add_process(out, &p);
+    }
+    amd_use *t = st->prev;
+    st->prev = st->cur;
+    st->cur = t;
+    st->nprev = n;
+    st->prev_ns = now;
+}
+
 static int amd_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *err)
 {
-    (void)want_procs;
     (void)err;
     amd_state *st = state;
     for (unsigned i = 0; i < st->count; i++)
         GM_TIMED("amdgpu sysfs", read_card(&st->cards[i], i, &out->gpus[i]));
     out->gpu_count = st->count;
+    if (want_procs)
+        GM_TIMED("/proc/PID/fdinfo (DRM clients)", (read_processes(st, out), 0));
     return GM_OK;
 }
 

@@ -142,3 +142,88 @@ unsigned gm_sysfs_pcie_gen(const char *text)
             return i + 1;
     return 0;
 }
+
+/* A size in fdinfo ("8192 KiB", "3 MiB", or bytes without a unit) in bytes; false when it is
+ * not a number or does not fit. */
+static bool fdinfo_bytes(const char *v, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*v))
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno)
+        return false;
+    while (*end == ' ' || *end == '\t')
+        end++;
+    uint64_t mul = strncmp(end, "KiB", 3) == 0   ? 1024
+                   : strncmp(end, "MiB", 3) == 0 ? 1048576
+                   : strncmp(end, "GiB", 3) == 0 ? 1073741824
+                                                 : 1;
+    if (n > UINT64_MAX / mul)
+        return false;
+    *out = (uint64_t)n * mul;
+    return true;
+}
+
+static bool fdinfo_u64(const char *v, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*v))
+        return false;
+    errno = 0;
+    unsigned long long n = strtoull(v, NULL, 10);
+    if (errno)
+        return false;
+    *out = n;
+    return true;
+}
+
+void gm_sysfs_parse_fdinfo(const char *text, gm_drm_fdinfo *c)
+{
+    memset(c, 0, sizeof *c);
+    bool memory_vram = false;
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        const char *colon = memchr(line, ':', len);
+        char key[64], v[128];
+        if (colon && (size_t)(colon - line) < sizeof key) {
+            size_t kl = (size_t)(colon - line);
+            memcpy(key, line, kl);
+            key[kl] = '\0';
+            const char *val = colon + 1;
+            while (val < line + len && (*val == ' ' || *val == '\t'))
+                val++;
+            size_t vl = (size_t)(line + len - val);
+            if (vl >= sizeof v)
+                vl = sizeof v - 1;
+            memcpy(v, val, vl);
+            v[vl] = '\0';
+            uint64_t n;
+            if (strcmp(key, "drm-driver") == 0)
+                c->amdgpu = strcmp(v, "amdgpu") == 0;
+            else if (strcmp(key, "drm-pdev") == 0)
+                snprintf(c->pdev, sizeof c->pdev, "%s", v);
+            else if (strcmp(key, "drm-client-id") == 0)
+                c->have_id = fdinfo_u64(v, &c->id);
+            /* The VRAM the client holds: drm-memory-vram, or on kernels that give only the
+             * common keys, drm-resident-vram. */
+            else if (strcmp(key, "drm-memory-vram") == 0 && fdinfo_bytes(v, &n)) {
+                c->vram_bytes = n;
+                c->have_vram = memory_vram = true;
+            } else if (strcmp(key, "drm-resident-vram") == 0 && !memory_vram &&
+                       fdinfo_bytes(v, &n)) {
+                c->vram_bytes = n;
+                c->have_vram = true;
+            } else if ((strcmp(key, "drm-engine-gfx") == 0 ||
+                        strcmp(key, "drm-engine-compute") == 0) &&
+                       fdinfo_u64(v, &n)) {
+                c->busy_ns = n > UINT64_MAX - c->busy_ns ? UINT64_MAX : c->busy_ns + n;
+                c->have_busy = true;
+                if (key[11] == 'g' && n > 0) /* "drm-engine-gfx" */
+                    c->gfx = true;
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+}

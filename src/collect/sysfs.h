@@ -35,4 +35,19 @@ bool gm_sysfs_parse_dpm(const char *text, unsigned *max_mhz, unsigned *cur_mhz);
  * 0 when unknown. */
 unsigned gm_sysfs_pcie_gen(const char *text);
 
+/* What a DRM client's /proc/PID/fdinfo/FD says (the kernel's "DRM client usage stats"). */
+typedef struct gm_drm_fdinfo {
+    bool amdgpu;             /* drm-driver is amdgpu */
+    char pdev[GM_BUSID_LEN]; /* drm-pdev, the GPU's PCI bus id; "" when absent */
+    bool have_id;            /* drm-client-id given, in id */
+    bool have_vram;          /* drm-memory-vram (else drm-resident-vram) given, in vram_bytes */
+    bool have_busy;          /* drm-engine-gfx or -compute given, their sum in busy_ns */
+    bool gfx;                /* the gfx engine ran */
+    uint64_t id, vram_bytes, busy_ns;
+} gm_drm_fdinfo;
+
+/* Parses fdinfo text ("key:\tvalue" lines; sizes with an optional KiB/MiB/GiB unit, engine
+ * times in ns) into out. Unknown keys and malformed values are skipped. */
+void gm_sysfs_parse_fdinfo(const char *text, gm_drm_fdinfo *out);
+
 #endif

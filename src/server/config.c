@@ -6,6 +6,7 @@
 #include "base/json.h"
 #include "base/parse.h"
 #include "collect/podres.h"
+#include "core/docker.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -447,6 +448,45 @@ static int set_retention(void *base, const gm_opt *row, const char *v, gm_error 
     return GM_OK;
 }
 
+/* A bare socket path is taken for unix://PATH; "" (--docker alone) is the default. */
+static int set_docker(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    char host[GM_SERVE_PATH_MAX];
+    gm_error sub = {0};
+    if (!v)
+        v = "";
+    if ((size_t)snprintf(host, sizeof host, "%s%s", v[0] == '/' ? "unix://" : "",
+                         *v ? v : GM_DOCKER_DEFAULT_HOST) >= sizeof host)
+        return refuse(err, row, "too long");
+    gm_docker *d = NULL;
+    if (gm_docker_open(host, &d, &sub) < 0)
+        return refuse(err, row, "%s", sub.msg);
+    gm_docker_close(d);
+    snprintf(c->docker_host, sizeof c->docker_host, "%s", host);
+    return GM_OK;
+}
+
+/* Repeatable, and a comma-separated list (no image reference holds a comma). */
+static int set_allow_image(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    for (const char *p = v; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= GM_SERVE_ALLOW_IMAGE_LEN || memchr(p, ' ', len) ||
+            memchr(p, '\t', len))
+            return refuse(err, row,
+                          "\"%.*s\" is not an image pattern (such as nvcr.io/nim/*:1.*, without "
+                          "spaces)",
+                          (int)(len > 80 ? 80 : len), p);
+        if (c->nallow_image == GM_SERVE_ALLOW_IMAGE_MAX)
+            return refuse(err, row, "at most %d patterns", GM_SERVE_ALLOW_IMAGE_MAX);
+        snprintf(c->allow_image[c->nallow_image++], GM_SERVE_ALLOW_IMAGE_LEN, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+    }
+    return GM_OK;
+}
+
 /* Where the row records who set setting id. */
 #define FROM(id) GM_OPT_SOURCE(gm_serve_config, source[GM_SET_##id])
 
@@ -658,6 +698,29 @@ const gm_opt gm_serve_options[] = {
      FROM(WEB_ROOT),
      .complete = "dir",
      .help = "Serve the dashboard from DIR instead of the embedded copy (development)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "docker",
+     .arg = "HOST",
+     .flags = GM_OPT_OPTARG,
+     .def = "",
+     .set = set_docker,
+     .env = "GPU_MONITOR_DOCKER_HOST",
+     .key = "docker",
+     FROM(DOCKER),
+     .group = "Benchmark jobs",
+     .help = "Jobs may start containers through the engine at HOST (a socket path or "
+             "unix:///PATH; alone: /var/run/docker.sock); DOCKER_HOST also turns it on. The "
+             "engine is root on this host: see --allow-image."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "allow-image",
+     .arg = "PATTERN",
+     .flags = GM_OPT_REPEAT,
+     .set = set_allow_image,
+     .env = "GPU_MONITOR_ALLOW_IMAGE",
+     .key = "allow_image",
+     FROM(ALLOW_IMAGE),
+     .help = "An image jobs may start (fnmatch: nvcr.io/nim/*); repeatable or comma-separated; "
+             "none: no image."},
     {0},
 };
 
@@ -702,6 +765,16 @@ int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *
         if (set_hostname(c, &(gm_opt){.name = "hostname"}, node, &sub) < 0)
             return gm_error_set(err, GM_EINVAL, "NODE_NAME%s", sub.msg + strlen("--hostname"));
         c->source[GM_SET_HOSTNAME] = GM_CFG_ENV;
+    }
+
+    /* The container tools' own variable enables the engine as it names it. */
+    const char *dh =
+        c->source[GM_SET_DOCKER] == GM_CFG_DEFAULT ? gm_opt_env_get(envp, "DOCKER_HOST") : NULL;
+    if (dh) {
+        gm_error sub = {0};
+        if (set_docker(c, &(gm_opt){.name = "docker"}, dh, &sub) < 0)
+            return gm_error_set(err, GM_EINVAL, "DOCKER_HOST%s", sub.msg + strlen("--docker"));
+        c->source[GM_SET_DOCKER] = GM_CFG_ENV;
     }
 
     if (c->simulate) { /* only --simulate sets it */
@@ -765,6 +838,12 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
     rc |= json_object_set_new(j, "prometheus_job", gm_json_str(c->prometheus_job));
     rc |= json_object_set_new(j, "retention_seconds",
                               c->retention_s ? json_integer(c->retention_s) : json_null());
+    rc |= json_object_set_new(j, "docker",
+                              c->docker_host[0] ? gm_json_str(c->docker_host) : json_null());
+    json_t *allow = json_array();
+    for (unsigned i = 0; allow && i < c->nallow_image; i++)
+        json_array_append_new(allow, gm_json_str(c->allow_image[i]));
+    rc |= json_object_set_new(j, "allow_image", allow ? allow : json_null());
     rc |= json_object_set_new(j, "sources", sources);
     sources = NULL;
     if (rc)

@@ -33,6 +33,8 @@
 #define GM_SERVE_CONN_IP_DEFAULT   1024 /* per client address; 0: no limit */
 #define GM_SERVE_RETENTION_MIN_S   1
 #define GM_SERVE_RETENTION_MAX_S   (100u * 366u * 86400u)
+#define GM_SERVE_ALLOW_IMAGE_MAX   32 /* --allow-image patterns */
+#define GM_SERVE_ALLOW_IMAGE_LEN   256
 
 typedef enum gm_log_level {
     GM_LOG_DEBUG = 0,
@@ -70,6 +72,8 @@ typedef enum gm_serve_setting {
     GM_SET_PROMETHEUS,
     GM_SET_PROMETHEUS_JOB,
     GM_SET_RETENTION,
+    GM_SET_DOCKER,
+    GM_SET_ALLOW_IMAGE,
     GM_SET__COUNT
 } gm_serve_setting;
 
@@ -121,6 +125,12 @@ typedef struct gm_serve_config {
     /* Stored sessions, runs and benchmarks older than this are deleted, at start and then
      * periodically by the session worker; 0 keeps everything. */
     unsigned retention_s;
+    /* Benchmark jobs with an image: the engine's address ("unix:///PATH"), "" when the daemon
+     * has no engine access (--docker [HOST], GPU_MONITOR_DOCKER_HOST or DOCKER_HOST), and the
+     * fnmatch patterns of the images they may start (--allow-image; none: no image). */
+    char docker_host[GM_SERVE_PATH_MAX];
+    char allow_image[GM_SERVE_ALLOW_IMAGE_MAX][GM_SERVE_ALLOW_IMAGE_LEN];
+    unsigned nallow_image;
     bool help; /* --help was given: print usage, run nothing */
     gm_cfg_source source[GM_SET__COUNT];
 } gm_serve_config;

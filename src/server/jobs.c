@@ -1,6 +1,7 @@
 /* jobs.c - the daemon's benchmark jobs (jobs.h). */
 #include "server/jobs.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,14 +20,15 @@ typedef enum job_state {
     JOB_QUEUED,
     JOB_WAITING,
     JOB_STARTING,
+    JOB_LOADING,
     JOB_RUNNING,
     JOB_DONE,
     JOB_FAILED,
     JOB_CANCELLED,
 } job_state;
 
-static const char *const state_names[] = {"queued", "waiting_gpus", "starting", "running",
-                                          "done",   "failed",       "cancelled"};
+static const char *const state_names[] = {"queued",  "waiting_gpus", "starting", "loading",
+                                          "running", "done",         "failed",   "cancelled"};
 
 typedef struct job {
     char id[GM_SESSION_ID_LEN];
@@ -47,6 +49,17 @@ typedef struct job {
     gm_bench_progress prog; /* its load points into load */
     char load[64];
     size_t points_done;
+    /* An image: the options (strings in body), and what its container said. */
+    gm_bench_ctr_opts ctr;
+    json_t *body;
+    char ctr_name[80];
+    char ctr_error[512];           /* the last failure it said */
+    double loading_since, ready_s; /* monotonic; NAN until ready */
+    json_t *logs;                  /* its last lines of output, kept when it failed */
+    /* the runner's thread only: a server that dies mid-point, as gpumon bench watches it */
+    bool failing, server_gone;
+    size_t seen, seen_point;
+    double next_check;
 } job;
 
 struct gm_jobs {
@@ -58,9 +71,13 @@ struct gm_jobs {
     uint64_t seed;
     char procfs[4096];
     double check_s;
+    char docker_host[4096];
+    char (*allow)[GM_SERVE_ALLOW_IMAGE_LEN];
+    size_t nallow;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_t thread;
+    pthread_t threads[GM_JOBS_RUNNERS];
+    size_t nthreads, running;
     bool started, quit;
     job **jobs; /* oldest first */
     size_t njobs, cap;
@@ -85,6 +102,8 @@ static void job_free(job *jb)
     if (!jb)
         return;
     gm_bench_config_free(&jb->cfg);
+    json_decref(jb->body);
+    json_decref(jb->logs);
     free(jb);
 }
 
@@ -150,11 +169,73 @@ static int value_text(const char *key, const json_t *v, char *out, size_t len, g
  * its environment, its database): never taken from a request. */
 static const char *const host_fields[] = {"output",      "trace", "db",       "no_db",    "prompts",
                                           "api_key_env", "quiet", "provider", "simulate", NULL};
-/* The container's fields: the job queue runs no containers (yet). */
-static const char *const container_fields[] = {
-    "image",         "container_port", "env",  "volume", "shm_size",    "ready_path",
-    "ready_timeout", "keep_container", "pull", "task",   "min_free_mb", "max_util",
-    "lease_dir",     "all_devices",    NULL};
+/* The lease's own options of `gpumon bench`: a job takes gpus and count. */
+static const char *const lease_fields[] = {"task",      "min_free_mb", "max_util",
+                                           "lease_dir", "all_devices", NULL};
+/* The container's, set through the CLI's setter. Strings stay in the body. */
+static const char *const container_fields[] = {"image",         "container_port", "env",
+                                               "volume",        "shm_size",       "ready_path",
+                                               "ready_timeout", "pull",           NULL};
+
+/* A volume from a request names an engine-managed volume, never a host path: the engine is
+ * root on the host, and a bind of / (or of the daemon's database) would hand it over. */
+static bool named_volume(const char *v)
+{
+    const char *colon = strchr(v, ':');
+    if (!colon || !((v[0] >= 'A' && v[0] <= 'Z') || (v[0] >= 'a' && v[0] <= 'z') ||
+                    (v[0] >= '0' && v[0] <= '9')))
+        return false;
+    for (const char *p = v; p < colon; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '.' || *p == '-'))
+            return false;
+    return true;
+}
+
+/* One container field of the body into req->ctr. */
+static int container_field(gm_jobs_request *req, const char *key, json_t *v, gm_error *err)
+{
+    gm_error e = {0};
+    int rc;
+    if (strcmp(key, "pull") == 0) {
+        if (!json_is_boolean(v))
+            return gm_error_set(err, GM_EINVAL, "pull: expects true or false");
+        if (json_is_true(v) && (rc = gm_bench_ctr_set(&req->ctr, key, NULL, &e)) < 0)
+            return gm_error_set(err, rc, "%s: %s", key, e.msg);
+        return GM_OK;
+    }
+    bool list = strcmp(key, "env") == 0 || strcmp(key, "volume") == 0;
+    if (list || strcmp(key, "image") == 0 || strcmp(key, "ready_path") == 0) {
+        size_t n = json_is_array(v) && list ? json_array_size(v) : 1;
+        for (size_t i = 0; i < n; i++) {
+            json_t *item = json_is_array(v) && list ? json_array_get(v, i) : v;
+            if (!json_is_string(item))
+                return gm_error_set(err, GM_EINVAL, "%s: expects %s", key,
+                                    list ? "a string or a list of strings" : "a string");
+            const char *t = json_string_value(item);
+            if (strcmp(key, "env") == 0 && !strchr(t, '='))
+                return gm_error_set(err, GM_EINVAL,
+                                    "env: expects NAME=VALUE (the daemon's own environment is "
+                                    "not handed out), got \"%.64s\"",
+                                    t);
+            if (strcmp(key, "volume") == 0 && strchr(t, ':') && !named_volume(t))
+                return gm_error_set(err, GM_EINVAL,
+                                    "volume: \"%.128s\" names a host path; a job mounts only "
+                                    "the engine's named volumes (NAME:/path, such as "
+                                    "nim-cache:/opt/nim/.cache)",
+                                    t);
+            if ((rc = gm_bench_ctr_set(&req->ctr, key, t, &e)) < 0)
+                return gm_error_set(err, rc, "%s: %s", key, e.msg);
+        }
+        return GM_OK;
+    }
+    char text[256];
+    if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
+        return rc;
+    if ((rc = gm_bench_ctr_set(&req->ctr, key, text, &e)) < 0)
+        return gm_error_set(err, rc, "%s: %s", key, e.msg);
+    return GM_OK;
+}
 
 static bool in_list(const char *const *l, const char *k)
 {
@@ -169,6 +250,7 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
 {
     memset(req, 0, sizeof *req);
     gm_bench_config_init(&req->cfg);
+    gm_bench_ctr_defaults(&req->ctr);
     req->wait_s = 300;
     *field = NULL;
     json_error_t je;
@@ -192,12 +274,22 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
                               key);
             break;
         }
-        if (in_list(container_fields, key)) {
+        if (in_list(lease_fields, key)) {
             rc = gm_error_set(err, GM_ENOTSUP,
-                              "%s: the daemon's job queue does not start containers; start the "
-                              "server (gpumon bench --image, or your own) and give its url",
-                              key);
+                              "%s: the job queue leases GPUs by gpus and count only, not by %s",
+                              key, key);
             break;
+        }
+        if (strcmp(key, "keep_container") == 0) {
+            rc = gm_error_set(err, GM_EINVAL,
+                              "keep_container: a job's container is always removed when the "
+                              "job ends");
+            break;
+        }
+        if (in_list(container_fields, key)) {
+            if ((rc = container_field(req, key, v, err)) < 0)
+                break;
+            continue;
         }
         if (strcmp(key, "count") == 0 || (strcmp(key, "gpus") == 0 && json_is_integer(v))) {
             json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
@@ -268,12 +360,19 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
     }
     if (rc == GM_OK) {
         gm_error e = {0};
+        bool image = req->ctr.image != NULL;
         *field = NULL;
-        if (gm_bench_config_finish(&req->cfg, false, &e) < 0) {
-            if (!req->cfg.url)
+        if (!image && req->ctr.given) {
+            *field = req->ctr.given + 2;
+            rc = gm_error_set(err, GM_EINVAL, "%s: is for an image (give image)", *field);
+        } else if (image && req->cfg.url) {
+            *field = "url";
+            rc = gm_error_set(err, GM_EINVAL, "url: give url or image, not both");
+        } else if (gm_bench_config_finish(&req->cfg, image, &e) < 0) {
+            if (!req->cfg.url && !image)
                 *field = "url";
             rc = gm_error_set(err, GM_EINVAL, "%s", e.msg);
-        } else {
+        } else if (!image) {
             char base[GM_BENCH_URL_MAX];
             if (gm_bench_url_base(req->cfg.url, base, sizeof base, &e) < 0) {
                 *field = "url";
@@ -285,13 +384,19 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
     static __thread char fieldbuf[64];
     if (*field) {
         snprintf(fieldbuf, sizeof fieldbuf, "%s", *field);
+        for (char *c = fieldbuf; *c; c++)
+            if (*c == '-')
+                *c = '_';
         *field = fieldbuf;
     }
-    json_decref(root);
     if (rc < 0) {
+        json_decref(root);
         gm_bench_config_free(&req->cfg);
+        gm_bench_ctr_defaults(&req->ctr);
         return rc == GM_ENOMEM ? GM_ENOMEM : rc == GM_ENOTSUP ? GM_ENOTSUP : GM_EINVAL;
     }
+    /* The container's strings point into the body: it goes with the request. */
+    req->body = root;
     return GM_OK;
 }
 
@@ -300,14 +405,60 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
 typedef struct run_ctx {
     gm_jobs *j;
     job *jb;
+    gm_bench_ctr *ctr; /* an image's container, NULL without */
 } run_ctx;
+
+/* A server that dies mid-point turns every request into a connection failure at full speed:
+ * when requests fail, the engine is asked (at most once a second) whether the container has
+ * ended, and the run stops if it has (as gpumon bench does). */
+static void watch_server(run_ctx *rc, const gm_bench_progress *g, const gm_bench_point *p)
+{
+    job *jb = rc->jb;
+    if (!rc->ctr || jb->server_gone)
+        return;
+    if (g->point != jb->seen_point) {
+        jb->seen_point = g->point;
+        jb->seen = 0;
+    }
+    for (; p && jb->seen < p->n; jb->seen++)
+        if (p->res[jb->seen].outcome != GM_BENCH_OK)
+            jb->failing = true;
+    double now = gm_clock_mono_s();
+    if (!jb->failing || now < jb->next_check)
+        return;
+    jb->failing = false;
+    jb->next_check = now + 1;
+    if (gm_bench_ctr_ended(rc->ctr)) {
+        jb->server_gone = true;
+        jb->stop = 1;
+    }
+}
+
+static bool on_gone(void *arg, bool before)
+{
+    run_ctx *rc = arg;
+    if (before && rc->ctr && !rc->jb->server_gone && gm_bench_ctr_ended(rc->ctr))
+        rc->jb->server_gone = true;
+    return rc->jb->server_gone;
+}
+
+/* What the container's life says: its failures are the job's reason. */
+static void on_ctr_say(void *arg, gm_bench_ctr_say kind, const char *text)
+{
+    run_ctx *rc = arg;
+    if (kind != GM_BENCH_CTR_ERROR)
+        return;
+    pthread_mutex_lock(&rc->j->mu);
+    snprintf(rc->jb->ctr_error, sizeof rc->jb->ctr_error, "%s", text);
+    pthread_mutex_unlock(&rc->j->mu);
+}
 
 static void on_progress(void *arg, const gm_bench_progress *p, const gm_bench_point *pt)
 {
-    (void)pt;
     run_ctx *rc = arg;
     if (p->phase != GM_BENCH_PHASE_POINT)
         return;
+    watch_server(rc, p, pt);
     pthread_mutex_lock(&rc->j->mu);
     job *jb = rc->jb;
     jb->prog = *p;
@@ -358,6 +509,69 @@ static int resolve_gpus(const char *list, const gm_snapshot *s, unsigned *out, s
     return GM_OK;
 }
 
+static void set_job_state(gm_jobs *j, job *jb, job_state s)
+{
+    pthread_mutex_lock(&j->mu);
+    set_state(jb, s);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* The image's container on the leased GPUs, made ready: its URL becomes the job's server.
+ * GM_OK, GM_ECANCELED, or another code with reason set. */
+static int start_container(gm_jobs *j, job *jb, run_ctx *ctx, const gm_snapshot *snap,
+                           const unsigned *idx, size_t n, gm_lease *lease, char *reason,
+                           size_t rlen)
+{
+    gm_error err = {0};
+    gm_bench_ctr_callbacks cb = {.say = on_ctr_say, .arg = ctx};
+    int rc = gm_bench_ctr_open(&jb->ctr, j->docker_host, jb->ctr.env, jb->ctr.nenv, &cb, &ctx->ctr,
+                               &err);
+    if (rc < 0) {
+        snprintf(reason, rlen, "%s", err.msg);
+        return rc;
+    }
+    if ((rc = gm_bench_ctr_image(ctx->ctr, &jb->stop)) < 0)
+        goto failed;
+    /* The engine gets the leased GPUs by UUID (an index only where none is known). */
+    char ids[GM_MAX_GPUS][GM_UUID_LEN];
+    const char *idp[GM_MAX_GPUS];
+    for (size_t i = 0; i < n; i++) {
+        const char *u = lease ? gm_lease_uuid(lease, i) : NULL;
+        for (size_t k = 0; (!u || !*u) && snap && k < snap->gpu_count; k++)
+            if (snap->gpus[k].index == idx[i])
+                u = snap->gpus[k].uuid;
+        if (u && *u)
+            snprintf(ids[i], sizeof ids[i], "%s", u);
+        else
+            snprintf(ids[i], sizeof ids[i], "%u", idx[i]);
+        idp[i] = ids[i];
+    }
+    if ((rc = gm_bench_ctr_start(ctx->ctr, jb->id, NULL, 0, idp, n, true)) < 0)
+        goto failed;
+    pthread_mutex_lock(&j->mu);
+    snprintf(jb->ctr_name, sizeof jb->ctr_name, "%s", gm_bench_ctr_name(ctx->ctr));
+    jb->loading_since = gm_clock_mono_s();
+    set_state(jb, JOB_LOADING);
+    pthread_mutex_unlock(&j->mu);
+    if ((rc = gm_bench_ctr_wait_ready(ctx->ctr, &jb->stop)) < 0)
+        goto failed;
+    pthread_mutex_lock(&j->mu);
+    jb->ready_s = gm_clock_mono_s() - jb->loading_since;
+    pthread_mutex_unlock(&j->mu);
+    if ((rc = gm_bench_config_set(&jb->cfg, "url", gm_bench_ctr_url(ctx->ctr), &err)) < 0) {
+        snprintf(reason, rlen, "%s", err.msg);
+        return rc;
+    }
+    return GM_OK;
+failed:
+    if (rc != GM_ECANCELED) {
+        pthread_mutex_lock(&j->mu);
+        snprintf(reason, rlen, "%s", jb->ctr_error[0] ? jb->ctr_error : gm_strerror(rc));
+        pthread_mutex_unlock(&j->mu);
+    }
+    return rc;
+}
+
 static void finish(gm_jobs *j, job *jb, job_state s, const char *reason)
 {
     pthread_mutex_lock(&j->mu);
@@ -376,7 +590,7 @@ static void run_job(gm_jobs *j, job *jb)
     gm_bench_runner *run = NULL;
     gm_store *st = NULL;
     json_t *doc = NULL;
-    run_ctx ctx = {j, jb};
+    run_ctx ctx = {j, jb, NULL};
     job_state end = JOB_FAILED;
     char reason[600] = "";
     unsigned idx[GM_MAX_GPUS];
@@ -446,6 +660,16 @@ static void run_job(gm_jobs *j, job *jb)
     jb->started_ms = gm_clock_wall_ms();
     set_state(jb, JOB_STARTING);
     pthread_mutex_unlock(&j->mu);
+    if (jb->ctr.image) {
+        int crc =
+            start_container(j, jb, &ctx, col ? snap : NULL, idx, n, lease, reason, sizeof reason);
+        if (crc == GM_ECANCELED || (crc < 0 && jb->stop && !jb->server_gone)) {
+            end = JOB_CANCELLED;
+            goto out;
+        }
+        if (crc < 0)
+            goto out;
+    }
 
     gm_bench_runner_options ro = {.cfg = &jb->cfg,
                                   .id = jb->id,
@@ -456,32 +680,43 @@ static void run_job(gm_jobs *j, job *jb)
                                   .progress = on_progress,
                                   .live_figures = true,
                                   .on_point = on_point,
+                                  .gone = jb->ctr.image ? on_gone : NULL,
                                   .arg = &ctx};
     if (gm_bench_runner_new(&ro, &run, &err) < 0 ||
         gm_bench_runner_connect(run, jb->cfg.url, &err) < 0 ||
         (col && gm_bench_runner_gpus(run, col, n ? idx : NULL, n, false, &err) < 0) ||
+        (col && ctx.ctr && gm_bench_ctr_pid(ctx.ctr) > 0 &&
+         gm_bench_gpu_add_server(gm_bench_runner_gpu(run), (uint32_t)gm_bench_ctr_pid(ctx.ctr),
+                                 &err) < 0) ||
         gm_bench_runner_check(run, &err) < 0) {
         snprintf(reason, sizeof reason, "%s", err.msg);
         if (jb->stop)
             end = JOB_CANCELLED;
         goto out;
     }
-    pthread_mutex_lock(&j->mu);
-    set_state(jb, JOB_RUNNING);
-    pthread_mutex_unlock(&j->mu);
+    set_job_state(j, jb, JOB_RUNNING);
     int prc = gm_bench_runner_points(run, &err);
     if (prc < 0)
         snprintf(reason, sizeof reason, "%s", err.msg);
-    else if (jb->stop)
+    else if (jb->server_gone) {
+        pthread_mutex_lock(&j->mu);
+        snprintf(reason, sizeof reason, "%s",
+                 jb->ctr_error[0] ? jb->ctr_error : "the container ended during the benchmark");
+        pthread_mutex_unlock(&j->mu);
+    } else if (jb->stop)
         end = JOB_CANCELLED;
     else if (gm_bench_runner_any_empty(run))
         snprintf(reason, sizeof reason, "a point completed no request (see its errors)");
     else
         end = JOB_DONE;
     /* What was measured is kept, whatever the end (as the CLI keeps it on Ctrl-C). */
+    /* The container goes before the result is stored, so the record says it was removed. */
+    gm_bench_ctr_finish(ctx.ctr, end != JOB_DONE && end != JOB_CANCELLED);
     if (gm_bench_runner_points_done(run) > 0 && j->db_path[0] &&
         (doc = gm_bench_runner_document(run, col ? gm_collector_provider(col) : "none"))) {
         json_object_set_new(doc, "job", json_pack("{s:s}", "id", jb->id));
+        if (ctx.ctr)
+            json_object_set_new(doc, "container", gm_bench_ctr_json(ctx.ctr));
         json_t *cmd = json_pack("[s, s]", "POST", "/api/benchmarks");
         int64_t ended = gm_clock_wall_ms();
         if (gm_store_open(j->db_path, &st, &err) < 0 ||
@@ -502,8 +737,18 @@ static void run_job(gm_jobs *j, job *jb)
 out:
     json_decref(doc);
     gm_store_close(st);
-    /* The sampling thread reads the collector: it stops first. Then the lease goes. */
+    /* The sampling thread reads the collector: it stops first. Then the container (stopped
+     * and removed: its last lines kept when the job failed), then the lease. */
     gm_bench_runner_free(run);
+    if (ctx.ctr) {
+        gm_bench_ctr_finish(ctx.ctr, end == JOB_FAILED);
+        const json_t *logs = gm_bench_ctr_logs(ctx.ctr);
+        pthread_mutex_lock(&j->mu);
+        if (logs && end == JOB_FAILED)
+            jb->logs = json_deep_copy(logs);
+        pthread_mutex_unlock(&j->mu);
+        gm_bench_ctr_close(ctx.ctr);
+    }
     gm_lease_release(lease);
     gm_collector_close(col);
     gm_snapshot_free(snap);
@@ -512,6 +757,9 @@ out:
     finish(j, jb, end, end == JOB_FAILED ? reason : NULL);
 }
 
+/* Each runner takes the oldest queued job. A job waiting for its GPUs holds only its runner,
+ * so the jobs behind it run on the others; the leases keep running jobs' GPUs disjoint.
+ * Without a lease directory nothing would, so jobs then run one at a time. */
 static void *thread_main(void *arg)
 {
     gm_jobs *j = arg;
@@ -521,14 +769,17 @@ static void *thread_main(void *arg)
         for (size_t i = 0; i < j->njobs && !next; i++)
             if (j->jobs[i]->state == JOB_QUEUED)
                 next = j->jobs[i];
-        if (!next) {
+        if (!next || (!j->lease_dir[0] && j->running > 0)) {
             pthread_cond_wait(&j->cv, &j->mu);
             continue;
         }
         set_state(next, JOB_STARTING);
+        j->running++;
         pthread_mutex_unlock(&j->mu);
         run_job(j, next);
         pthread_mutex_lock(&j->mu);
+        j->running--;
+        pthread_cond_broadcast(&j->cv);
     }
     pthread_mutex_unlock(&j->mu);
     return NULL;
@@ -550,13 +801,23 @@ int gm_jobs_start(const gm_jobs_options *o, gm_jobs **out, gm_error *err)
     j->seed = o->seed;
     snprintf(j->procfs, sizeof j->procfs, "%s", o->procfs_root ? o->procfs_root : "");
     j->check_s = o->check_s > 0 ? o->check_s : 1;
+    snprintf(j->docker_host, sizeof j->docker_host, "%s", o->docker_host ? o->docker_host : "");
+    if (o->nallow_image && !(j->allow = calloc(o->nallow_image, sizeof *j->allow))) {
+        free(j);
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < o->nallow_image; i++)
+        snprintf(j->allow[j->nallow++], sizeof *j->allow, "%s", o->allow_image[i]);
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
-    if (pthread_create(&j->thread, NULL, thread_main, j) != 0) {
-        gm_jobs_free(j);
-        return gm_error_set(err, GM_EIO, "cannot start the benchmark jobs' thread");
-    }
     j->started = true;
+    for (size_t i = 0; i < GM_JOBS_RUNNERS; i++) {
+        if (pthread_create(&j->threads[i], NULL, thread_main, j) != 0) {
+            gm_jobs_free(j);
+            return gm_error_set(err, GM_EIO, "cannot start the benchmark jobs' threads");
+        }
+        j->nthreads++;
+    }
     *out = j;
     return GM_OK;
 }
@@ -577,7 +838,9 @@ void gm_jobs_stop(gm_jobs *j)
     }
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    pthread_join(j->thread, NULL);
+    for (size_t i = 0; i < j->nthreads; i++)
+        pthread_join(j->threads[i], NULL);
+    j->nthreads = 0;
     j->started = false;
 }
 
@@ -589,20 +852,52 @@ void gm_jobs_free(gm_jobs *j)
     for (size_t i = 0; i < j->njobs; i++)
         job_free(j->jobs[i]);
     free(j->jobs);
+    free(j->allow);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);
 }
 
+/* Whether the daemon may start req's image: an engine, and a pattern that admits it. */
+static int image_admitted(const gm_jobs *j, const char *image, gm_error *err)
+{
+    if (!j->docker_host[0])
+        return gm_error_set(err, GM_EPERM,
+                            "image: this daemon starts no containers; start the daemon with "
+                            "--docker [HOST] (or DOCKER_HOST) and --allow-image PATTERN");
+    char pats[1024] = "";
+    for (size_t i = 0, used = 0; i < j->nallow; i++) {
+        if (fnmatch(j->allow[i], image, 0) == 0)
+            return GM_OK;
+        if (used < sizeof pats)
+            used += (size_t)snprintf(pats + used, sizeof pats - used, "%s%s", i ? ", " : "",
+                                     j->allow[i]);
+    }
+    if (!j->nallow)
+        return gm_error_set(err, GM_EPERM,
+                            "image: %s is not admitted: the daemon was started with no "
+                            "--allow-image PATTERN, so no image is",
+                            image);
+    return gm_error_set(err, GM_EPERM, "image: %s is not admitted by --allow-image %s", image,
+                        pats);
+}
+
 int gm_jobs_submit(gm_jobs *j, gm_jobs_request *req, char *id, gm_error *err)
 {
-    job *jb = calloc(1, sizeof *jb);
+    int arc = req->ctr.image ? image_admitted(j, req->ctr.image, err) : GM_OK;
+    job *jb = arc == GM_OK ? calloc(1, sizeof *jb) : NULL;
     if (!jb) {
         gm_bench_config_free(&req->cfg);
-        return gm_error_set(err, GM_ENOMEM, "out of memory");
+        json_decref(req->body);
+        req->body = NULL;
+        return arc < 0 ? arc : gm_error_set(err, GM_ENOMEM, "out of memory");
     }
     jb->cfg = req->cfg;
     memset(&req->cfg, 0, sizeof req->cfg);
+    jb->ctr = req->ctr;
+    jb->body = req->body;
+    req->body = NULL;
+    jb->ready_s = NAN;
     jb->count = req->count;
     jb->wait_s = req->wait_s;
     jb->created_ms = gm_clock_wall_ms();
@@ -681,6 +976,15 @@ static json_t *job_json(const job *jb)
     if (!o)
         return NULL;
     json_object_set_new(o, "benchmark_id", jb->stored ? json_string(jb->id) : json_null());
+    /* An image's job: its container, how long it has been loading (or took to), its output's
+     * last lines when it failed. */
+    json_object_set_new(o, "image", jb->ctr.image ? gm_json_str(jb->ctr.image) : json_null());
+    json_object_set_new(o, "container", jb->ctr_name[0] ? gm_json_str(jb->ctr_name) : json_null());
+    json_object_set_new(o, "loading_seconds",
+                        jb->state == JOB_LOADING ? json_real(gm_clock_mono_s() - jb->loading_since)
+                        : isfinite(jb->ready_s)  ? json_real(jb->ready_s)
+                                                 : json_null());
+    json_object_set_new(o, "logs", jb->logs ? json_incref(jb->logs) : json_null());
     json_object_set_new(o, "reason", jb->reason[0] ? gm_json_str(jb->reason) : json_null());
     json_t *p = json_null();
     if (jb->have_progress && !finished(jb->state)) {

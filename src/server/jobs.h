@@ -1,9 +1,11 @@
-/* jobs.h - the daemon's benchmark jobs (POST /api/benchmarks): a bounded queue and one thread
- * that runs them in order through the same engine as `gpumon bench` (core/bench_run). A job
- * leases its GPUs as `gpumon select`/`wait` do (waiting while another holder has them, up to
- * its wait), samples them, stores the result as a CLI run does, and releases the lease on
- * every way out: done, failed, cancelled, or the daemon stopping. The loop only adds, reads
- * and cancels jobs under a mutex; nothing it calls waits on a server, a GPU or SQLite. */
+/* jobs.h - the daemon's benchmark jobs (POST /api/benchmarks): a bounded queue and a few
+ * threads that run them through the same engine as `gpumon bench` (core/bench_run), jobs on
+ * disjoint GPUs at the same time. A job leases its GPUs as `gpumon select`/`wait` do (waiting
+ * while another holder has them, up to its wait, without holding up the jobs behind it), starts
+ * its image's container on them when it has one (core/bench_container, as `bench --image`),
+ * samples them, stores the result as a CLI run does, and removes the container and releases
+ * the lease on every way out: done, failed, cancelled, or the daemon stopping. The loop only adds,
+ * reads and cancels jobs under a mutex; nothing it calls waits on a server, a GPU or SQLite. */
 #ifndef GM_SERVER_JOBS_H
 #define GM_SERVER_JOBS_H
 
@@ -11,12 +13,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/bench_container.h"
 #include "core/bench_run.h"
 #include "gpumon.h"
+#include "server/config.h"
 
 #define GM_JOBS_QUEUE_MAX 16 /* jobs queued or running; more are answered 429 */
 #define GM_JOBS_KEEP      64 /* finished jobs remembered for GET */
 #define GM_JOBS_BODY_MAX  (64u << 10)
+/* Jobs run at once (each on its own lease); without a lease directory, one. */
+#define GM_JOBS_RUNNERS 4
 
 typedef struct gm_jobs gm_jobs;
 
@@ -29,6 +35,11 @@ typedef struct gm_jobs_options {
     uint64_t seed;
     const char *procfs_root;
     double check_s; /* between looks at the GPUs while waiting for them (default 1) */
+    /* Jobs with an image: the engine ("unix:///PATH"; NULL or "": no image is started) and
+     * the fnmatch patterns of the images admitted (none: no image). */
+    const char *docker_host;
+    const char (*allow_image)[GM_SERVE_ALLOW_IMAGE_LEN];
+    size_t nallow_image;
 } gm_jobs_options;
 
 int gm_jobs_start(const gm_jobs_options *o, gm_jobs **out, gm_error *err);
@@ -39,21 +50,24 @@ void gm_jobs_free(gm_jobs *j);
 
 /* What a request asks for, besides the benchmark's own options. */
 typedef struct gm_jobs_request {
-    gm_bench_config cfg; /* taken over by gm_jobs_submit (also on failure) */
-    unsigned count;      /* GPUs to lease (0: as many as gpus lists, else 1) */
-    double wait_s;       /* most time queued for GPUs */
+    gm_bench_config cfg;   /* taken over by gm_jobs_submit (also on failure) */
+    unsigned count;        /* GPUs to lease (0: as many as gpus lists, else 1) */
+    double wait_s;         /* most time queued for GPUs */
+    gm_bench_ctr_opts ctr; /* image: its strings point into body */
+    json_t *body;          /* taken over with cfg */
 } gm_jobs_request;
 
 /* Fills req from a JSON body: keys are `gpumon bench`'s long option names with '_' for '-'
  * (numbers, strings, lists as arrays, slo as an object), plus count and wait. GM_OK, or
  * GM_EINVAL with err naming the field and *field set to it (NULL for a conflict between
- * fields), or GM_EPERM for a field the daemon does not take (files, the daemon's environment,
- * images). */
+ * fields), or GM_ENOTSUP for a field the daemon does not take (the lease's own options). Host
+ * paths in volume and env values from the daemon's environment are refused (GM_EINVAL). */
 int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char **field,
                   gm_error *err);
 
 /* Queues req. id gets the job's id (GM_SESSION_ID_LEN bytes; the stored benchmark's too).
- * GM_OK, GM_EBUSY (the queue is full), GM_ENOMEM. */
+ * GM_OK, GM_EBUSY (the queue is full), GM_EPERM (an image while the daemon has no engine, or
+ * one no --allow-image pattern admits: err says which), GM_ENOMEM. */
 int gm_jobs_submit(gm_jobs *j, gm_jobs_request *req, char *id, gm_error *err);
 
 /* The jobs, newest first, or one (NULL: no such job): new references. */

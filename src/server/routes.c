@@ -590,7 +590,7 @@ static void h_bench_submit(const gm_req *rq, gm_resp *rs)
     char id[GM_SESSION_ID_LEN];
     rc = gm_jobs_submit(rq->srv->jobs, &req, id, &err);
     if (rc < 0) {
-        gm_resp_error(rs, rc == GM_EBUSY ? 429 : 503, "%s", err.msg);
+        gm_resp_error(rs, rc == GM_EBUSY ? 429 : rc == GM_EPERM ? 403 : 503, "%s", err.msg);
         if (rc == GM_EBUSY)
             rs->retry_after = 10;
         return;

@@ -412,7 +412,10 @@ int gm_server_run(const gm_serve_config *cfg, gm_error *err)
                             .provider = cfg->provider,
                             .simulate = cfg->simulate,
                             .seed = cfg->seed,
-                            .procfs_root = cfg->procfs[0] ? cfg->procfs : NULL};
+                            .procfs_root = cfg->procfs[0] ? cfg->procfs : NULL,
+                            .docker_host = cfg->docker_host,
+                            .allow_image = cfg->allow_image,
+                            .nallow_image = cfg->nallow_image};
     if (gm_jobs_start(&jopt, &srv->jobs, err) < 0)
         goto stop;
     if (cfg->prometheus[0]) {

@@ -10,6 +10,7 @@ SOURCE = os.environ.get("GM_SOURCE_DIR") or os.path.join(os.path.dirname(__file_
 GPUMON = os.path.join(BUILD, "gpumon")
 FAKE_NVML = os.environ.get("GM_FAKE_NVML") or os.path.join(BUILD, "tests/fakes/nvml-current/libnvidia-ml.so.1")
 FAKE_NVML_OLD = os.environ.get("GM_FAKE_NVML_OLD") or os.path.join(BUILD, "tests/fakes/nvml-old/libnvidia-ml.so.1")
+FAKE_RSMI = os.environ.get("GM_FAKE_RSMI") or os.path.join(BUILD, "tests/fakes/rocm-smi-current/librocm_smi64.so.1")
 FIXTURES = os.environ.get("GM_FIXTURES") or os.path.join(SOURCE, "tests", "fixtures")
 FAKE_SMI_DIR = os.path.join(SOURCE, "tests", "fakes")
 MISSING_LIB = "/nonexistent/libnvidia-ml.so.1"
@@ -26,6 +27,8 @@ def env(nvml=None, scenario=None, smi=False, smi_mode=None, extra=None):
     e["GPU_MONITOR_NVML_LIB"] = nvml or MISSING_LIB
     # No AMD GPU unless a test writes a fake tree: the amdgpu provider never sees this machine's.
     e["GPU_MONITOR_SYSFS_ROOT"] = "/nonexistent-gm-sysfs"
+    # Nor AMD's SMI library, where this machine has it installed.
+    e["GPU_MONITOR_ROCM_SMI_LIB"] = "/nonexistent/librocm_smi64.so.1"
     # Nor an nvtop this machine may have installed.
     e["GPU_MONITOR_NVTOP"] = "/nonexistent-gm-nvtop"
     if scenario:

@@ -165,8 +165,10 @@ class ServeSettings(unittest.TestCase):
             if "env" not in r or "arg" not in r or r.get("complete") in ("file", "dir"):
                 continue  # a path takes any text (test_config.c tries one too long)
             with self.subTest(flag=r["name"]):
-                by_flag = run(["serve", f"--{r['name']}=\x01"])
-                by_env = run(["serve"], env=env(extra={r["env"]: "\x01"}))
+                # A bad --listen after it stops the daemon should the value be taken.
+                by_flag = run(["serve", f"--{r['name']}=\x01 x", "--listen=nowhere"])
+                self.assertNotIn("nowhere", by_flag.stderr)
+                by_env = run(["serve"], env=env(extra={r["env"]: "\x01 x"}))
                 self.assertEqual(by_flag.returncode, 2)
                 self.assertEqual(by_env.returncode, 2)
                 self.assertEqual(by_flag.stderr.replace(f"--{r['name']}", r["env"], 1), by_env.stderr)
@@ -194,8 +196,8 @@ class ProviderNames(unittest.TestCase):
                 text = " ".join(run([cmd, "--help"]).stdout.split())
                 self.assertIn(", ".join(sorted(names, key=lambda n: r["values"].split().index(n))), text)
         listing = ", ".join(r["values"].split())
-        self.assertIn(listing, run(["--help"]).stdout)
-        self.assertIn(listing, run(["smi", "--help"]).stdout)
+        self.assertIn(listing, " ".join(run(["--help"]).stdout.split()))
+        self.assertIn(listing, " ".join(run(["smi", "--help"]).stdout.split()))
         with open(COMPLETION, encoding="utf-8") as f:
             offered = re.findall(r"compgen -W '([^']*\bnvml\b[^']*)'", f.read())
         self.assertTrue(offered)

@@ -224,6 +224,37 @@ class Top(TmuxScreen, unittest.TestCase):
         self.keys("q")
         self.assertEqual(self.exit_status(), 0)
 
+    def test_id_filter(self):
+        # -i as query reads it: an index, a UUID, a PCI bus id (short or whole).
+        for ids in ("1", "GPU-70700000-0000-4000-8000-000000000001", "2A:00.0",
+                    "00000000:2a:00.0"):
+            with self.subTest(ids=ids):
+                self.start(["--interval", "0.2", "-i", ids])
+                # The key line is the frame's last row: the frame is whole once it is there.
+                text = self.wait_screen(lambda t: "GPU 1 utilization" in t and "q quit" in t)
+                self.assertIn("1 GPU", text.splitlines()[1])
+                self.assertRegex(text, r"1   NVIDIA A100-SXM4-40GB +UTIL\[")
+                self.assertNotIn("H100", text)
+                # GPU 0's processes go with it.
+                self.assertNotIn("gm-top-victim", text)
+                self.assertIn("no GPU processes", text)
+                self.keys("q")
+                self.assertEqual(self.exit_status(), 0)
+                self.tmux("kill-server")
+                self.socket += "-b"
+                os.unlink(self.status)
+        self.start(["--interval", "0.2", "-i", "0,1"])
+        text = self.wait_screen(lambda t: "gm-top-victim" in t and "q quit" in t)
+        self.assertIn("2 GPUs", text.splitlines()[1])
+        self.keys("q")
+        self.assertEqual(self.exit_status(), 0)
+
+    def test_unknown_id(self):
+        # Said as query says it, before the screen is taken, with the usage status.
+        self.start(["-i", "7"])
+        self.assertEqual(self.exit_status(), 2)
+        self.assertIn('gpumon top: no GPU matches "7" (have 2 GPUs)', self.screen())
+
     def test_colour_and_no_color(self):
         self.start(["--interval", "0.2"])
         self.wait_screen(lambda t: "gm-top-victim" in t)
@@ -427,6 +458,7 @@ class TopWithoutTerminal(unittest.TestCase):
                           (["--interval", "0"], "gpumon top: --interval expects a duration"),
                           (["--connect", "http://127.0.0.1:1", "--simulate", "2"], "--connect reads the daemon's GPUs"),
                           (["--color", "blue"], 'gpumon top: invalid --color "blue"'),
+                          (["-i", "0,,1"], 'gpumon top: invalid GPU list "0,,1"'),
                           (["--conect", "x"], 'gpumon top: unknown option "--conect"; did you mean "--connect"?')):
             with self.subTest(args=args):
                 p = run(["top"] + args, env=env())

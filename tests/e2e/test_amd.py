@@ -151,6 +151,29 @@ class Nvtop(unittest.TestCase):
                 self.assertEqual(d["provider"], "nvml+amdgpu")
 
 
+class SysfsProcesses(unittest.TestCase):
+    """Without AMD's library, the amdgpu reader's processes come from the DRM clients' fdinfo
+    (fake_amd_sysfs.py --procs)."""
+
+    def test_query_and_metrics(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "sysfs")
+            subprocess.run([sys.executable, os.path.join(SOURCE, "tests", "fakes", "fake_amd_sysfs.py"), root,
+                            "--procs"], check=True)
+            e = env(extra={"GPU_MONITOR_SYSFS_ROOT": root})
+            d = run_json(["query"], env=e)
+            rx, mi = d["gpus"]
+            self.assertEqual([(p["pid"], p["used_memory_mib"]) for p in mi["processes"]], [(5001, 8192), (5002, 1024)])
+            self.assertEqual([(p["pid"], p["used_memory_mib"]) for p in rx["processes"]], [(5001, 256)])
+            self.assertEqual(mi["processes"][0]["type"], "graphics")
+            self.assertIsNone(mi["processes"][0]["utilization"]["memory"])
+            with Daemon(["--db", "none"], nvml=None, scenario=None, extra_env={"GPU_MONITOR_SYSFS_ROOT": root}) as dm:
+                with urllib.request.urlopen(dm.base + "/metrics", timeout=10) as r:
+                    text = r.read().decode()
+            self.assertRegex(text, r'(?m)^gpumon_process_gpu_memory_bytes\{gpu="1",UUID="5f2c7a31b4e0d001",'
+                                   r'pid="5001"[^}]*\} 8589934592$')
+
+
 class AmdOnly(unittest.TestCase):
     def test_smi_says_nvidia_only(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,14 @@
 server runs to done and its result is in history as a CLI run's is; a job waits for GPUs leased
 by `gpumon run` and starts when they are released; cancel during a point keeps what was
 measured and releases the lease; SIGTERM with a job running stops it and releases the lease;
-every field of a bad body is named in a 400; the token is always required."""
+every field of a bad body is named in a 400; the token is always required.
+
+Jobs with an image, against the fake Docker engine of tests/cli/test_containers.py: the states
+(starting, loading with its seconds, running, done, failed with the reason and the container's
+last lines, cancelled) and the container removed and the lease released on every way out
+(done, failed, cancel while loading or running, SIGTERM); the engine and the allow list guard
+them (403). Jobs on disjoint GPUs run at the same time. And one real image job through podman's
+engine where test_containers.py can run it."""
 import asyncio
 import json
 import os
@@ -21,6 +28,8 @@ from daemon import Daemon
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
 from gmtest import GPUMON, env, run  # noqa: E402
 from test_bench import FakeServer  # noqa: E402
+import test_containers  # noqa: E402
+from test_containers import FakeEngine  # noqa: E402
 
 TOKEN = "jobs-token-0123456789"
 AUTH = ("Authorization: Bearer " + TOKEN,)
@@ -266,10 +275,32 @@ class Jobs(unittest.TestCase):
         self.assertEqual((status, doc["field"]), (400, "url"))
         status, _, doc = self.d.call("/api/benchmarks", "POST", raw=b"[1]", headers=AUTH)
         self.assertEqual(status, 400)
-        # Containers are not started by the queue: said, not guessed.
+        # Container fields, with the CLI's setter and words, and what a request may not name.
+        img = "fake/server:1"
+        ctr_cases = {
+            "image": ({"image": "-bad"}, "--image \"-bad\" is not an image reference"),
+            "container_port": ({"image": img, "container_port": 0}, "--container-port expects"),
+            "env": ({"image": img, "env": ["HOME"]}, "NAME=VALUE"),
+            "volume": ({"image": img, "volume": ["/:/host"]}, "host path"),
+            "shm_size": ({"image": img, "shm_size": "1k"}, "--shm-size expects"),
+            "ready_path": ({"image": img, "ready_path": "health"}, "--ready-path expects"),
+            "ready_timeout": ({"image": img, "ready_timeout": "never"}, "--ready-timeout"),
+            "pull": ({"image": img, "pull": "yes"}, "true or false"),
+            "keep_container": ({"image": img, "keep_container": True}, "always removed"),
+        }
+        for field, (body, words) in ctr_cases.items():
+            status, _, doc = self.d.call("/api/benchmarks", "POST", body, headers=AUTH)
+            self.assertEqual((status, doc["field"]), (400, field), doc)
+            self.assertIn(words, doc["error"])
+            self.assertTrue(doc["error"].startswith(field + ":"), doc)
+        status, _, doc = self.d.call("/api/benchmarks", "POST", {"url": url, "env": ["A=1"]},
+                                     headers=AUTH)
+        self.assertEqual((status, doc["field"]), (400, "env"), doc)
+        # This daemon has no engine: an image is refused, saying how to give it one.
         status, _, doc = self.d.call("/api/benchmarks", "POST", {"image": "nvcr.io/nim/x"},
                                      headers=AUTH)
-        self.assertEqual((status, doc["field"]), (501, "image"))
+        self.assertEqual(status, 403, doc)
+        self.assertIn("start the daemon with --docker", doc["error"])
         self.assertEqual(self.d.get_json("/api/benchmarks/jobs", headers=AUTH)["jobs"], [])
 
     def test_the_token_is_always_required(self):
@@ -284,6 +315,238 @@ class Jobs(unittest.TestCase):
             self.assertIn("--token", doc["error"])
             status, _, doc = d.call("/api/benchmarks/jobs/20990101-000000-abcdef/cancel", "POST")
             self.assertEqual(status, 403)
+
+
+class ImageJobs(unittest.TestCase):
+    """Jobs with an image, on two simulated GPUs, through the fake engine."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gm-ijobs-")
+        self.leases = os.path.join(self.tmp, "leases")
+        self.db = os.path.join(self.tmp, "gpumon.db")
+        self.srv = FakeServer(self.tmp, "--itl-ms", "20")
+        self.engine = FakeEngine(self.tmp, self.srv.port)
+        self.d = None
+
+    def start(self, *extra):
+        self.d = Daemon(["--simulate", "2", "--db", self.db, "--token", TOKEN, "--log-level",
+                         "error", "--docker", self.engine.path, "--allow-image", "fake/*",
+                         "--allow-image", "other/x:1"] + list(extra), nvml=None,
+                        extra_env={"GPU_MONITOR_LEASE_DIR": self.leases})
+        self.d.start()
+
+    def tearDown(self):
+        if self.d:
+            self.d.stop()
+        self.engine.stop()
+        if self.srv.proc.poll() is None:
+            self.srv.proc.kill()
+            self.srv.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    submit = Jobs.submit
+    job = Jobs.job
+    wait_state = Jobs.wait_state
+
+    def lease_free(self):
+        p = run(["run", "--simulate", "2", "--lease-dir", self.leases, "--count", "2", "--wait",
+                 "0", "--no-db", "-q", "--", "true"], env=env())
+        return p.returncode == 0
+
+    def states_until_end(self, jid, timeout=60):
+        seen = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            j = self.job(jid)
+            if not seen or seen[-1] != j["state"]:
+                seen.append(j["state"])
+            if j["state"] in ("done", "failed", "cancelled"):
+                return seen, j
+            time.sleep(0.02)
+        self.fail("job %s did not end: %s" % (jid, seen))
+
+    def test_an_image_job_runs_to_done_and_removes_its_container(self):
+        self.start()
+        doc = self.submit({"image": "fake/server:1", "requests": 4, "output_tokens": 2,
+                           "idle_seconds": 0, "env": ["A=1"], "volume": "cache:/cache",
+                           "shm_size": "1g", "label": "image job"})
+        seen, j = self.states_until_end(doc["id"])
+        self.assertEqual(j["state"], "done", j)
+        self.assertIn("running", seen)
+        self.assertEqual(j["image"], "fake/server:1")
+        self.assertEqual(j["container"], "gpumon-" + doc["id"])
+        self.assertIsNotNone(j["loading_seconds"])
+        self.assertIsNone(j["logs"])
+        # Created on the leased GPU by UUID, port on 127.0.0.1, as gpumon bench --image does.
+        body = self.engine.create_bodies()[0]
+        self.assertEqual(body["Image"], "fake/server:1")
+        self.assertIn("A=1", body["Env"])
+        self.assertEqual(body["HostConfig"]["Binds"], ["cache:/cache"])
+        uuids = body["HostConfig"]["DeviceRequests"][0]["DeviceIDs"]
+        self.assertEqual(len(uuids), 1)
+        self.assertTrue(uuids[0].startswith("GPU-"), uuids)
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+        b = self.d.get_json("/api/benchmarks/" + doc["id"], headers=AUTH)
+        self.assertEqual(b["points"][0]["completed"], 4)
+        self.assertEqual(b["label"], "image job")
+
+    def test_an_image_not_admitted_is_refused(self):
+        self.start()
+        status, _, doc = self.d.call("/api/benchmarks", "POST", {"image": "nvcr.io/nim/x:1"},
+                                     headers=AUTH)
+        self.assertEqual(status, 403, doc)
+        self.assertIn("nvcr.io/nim/x:1", doc["error"])
+        self.assertIn("fake/*", doc["error"])
+        self.assertIn("other/x:1", doc["error"])
+        cfg = self.d.get_json("/api/config", headers=AUTH)
+        self.assertEqual(cfg["allow_image"], ["fake/*", "other/x:1"])
+        self.assertEqual(cfg["docker"], "unix://" + self.engine.path)
+        self.assertEqual(self.engine.create_bodies(), [])
+
+    def test_never_ready_fails_with_its_last_lines_and_is_removed(self):
+        self.start()
+        doc = self.submit({"image": "fake/server:1", "ready_path": "/never",
+                           "ready_timeout": "2s", "idle_seconds": 0})
+        j = self.wait_state(doc["id"], ("loading",))
+        self.assertGreaterEqual(j["loading_seconds"], 0)
+        time.sleep(1)
+        self.assertGreater(self.job(doc["id"])["loading_seconds"], j["loading_seconds"])
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "failed", j)
+        self.assertIn("was not ready after 2 s", j["reason"])
+        self.assertEqual(j["logs"], ["fake server output"])
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+
+    def test_exits_before_ready_fails_saying_how(self):
+        self.start()
+        orig = self.engine.handle
+
+        def handle(h, method, body):
+            orig(h, method, body)
+            if h.path.endswith("/start"):
+                for c in self.engine.containers.values():
+                    c["status"], c["exit"] = "exited", 3
+        self.engine.handle = handle
+        doc = self.submit({"image": "fake/server:1", "idle_seconds": 0})
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "failed", j)
+        self.assertIn("exited with status 3", j["reason"])
+        self.assertEqual(j["logs"], ["fake server output"])
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+
+    def test_cancel_while_loading_removes_the_container(self):
+        self.start()
+        doc = self.submit({"image": "fake/server:1", "ready_path": "/never", "idle_seconds": 0})
+        self.wait_state(doc["id"], ("loading",))
+        self.assertEqual(len(self.engine.containers), 1)
+        status, _, _ = self.d.call("/api/benchmarks/jobs/%s/cancel" % doc["id"], "POST",
+                                   headers=AUTH)
+        self.assertEqual(status, 202)
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "cancelled", j)
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+
+    def test_cancel_while_running_removes_the_container_and_keeps_the_points(self):
+        self.start()
+        doc = self.submit({"image": "fake/server:1", "concurrency": [2, 2], "requests": 1000,
+                           "output_tokens": 10, "idle_seconds": 0})
+        self.wait_state(doc["id"], ("running",))
+        self.d.wait_for(lambda: (self.job(doc["id"])["progress"] or {}).get("requests_done", 0)
+                        >= 2, timeout=30)
+        self.d.call("/api/benchmarks/jobs/%s/cancel" % doc["id"], "POST", headers=AUTH)
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "cancelled", j)
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+        b = self.d.get_json("/api/benchmarks/" + doc["id"], headers=AUTH)
+        self.assertTrue(b["interrupted"])
+        self.assertTrue(b["container"]["removed"])
+
+    def test_sigterm_while_running_removes_the_container(self):
+        self.start()
+        doc = self.submit({"image": "fake/server:1", "concurrency": 2, "requests": 1000,
+                           "output_tokens": 10, "idle_seconds": 0})
+        self.wait_state(doc["id"], ("running",))
+        self.assertEqual(len(self.engine.containers), 1)
+        self.d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.d.proc.wait(timeout=30), 0)
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+
+    def test_sigterm_while_loading_removes_the_container(self):
+        self.start()
+        doc = self.submit({"image": "fake/server:1", "ready_path": "/never", "idle_seconds": 0})
+        self.wait_state(doc["id"], ("loading",))
+        self.assertEqual(len(self.engine.containers), 1)
+        self.d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.d.proc.wait(timeout=30), 0)
+        self.assertEqual(self.engine.containers, {})
+        self.assertTrue(self.lease_free())
+
+    def test_jobs_on_disjoint_gpus_run_at_once_and_a_third_waits(self):
+        self.start()
+        body = {"url": self.srv.url, "concurrency": 1, "requests": 1000, "output_tokens": 10,
+                "idle_seconds": 0, "count": 1, "wait": "60s"}
+        a = self.submit(body)["id"]
+        b = self.submit(body)["id"]
+        c = self.submit(body)["id"]
+        both = self.d.wait_for(lambda: (lambda x, y: (x, y) if x["state"] == y["state"] ==
+                                        "running" else None)(self.job(a), self.job(b)),
+                               timeout=30)
+        self.assertNotEqual(both[0]["gpus"], both[1]["gpus"])
+        self.assertEqual(sorted(both[0]["gpus"] + both[1]["gpus"]), [0, 1])
+        self.wait_state(c, ("waiting_gpus",))
+        time.sleep(1)
+        self.assertEqual(self.job(c)["state"], "waiting_gpus")
+        # When one ends, the waiting one gets its GPU.
+        self.d.call("/api/benchmarks/jobs/%s/cancel" % a, "POST", headers=AUTH)
+        j = self.wait_state(c, ("running",))
+        self.assertEqual(j["gpus"], self.job(a)["gpus"])
+        for x in (b, c):
+            self.d.call("/api/benchmarks/jobs/%s/cancel" % x, "POST", headers=AUTH)
+            self.wait_state(x, ("cancelled",))
+        self.assertTrue(self.lease_free())
+
+
+class PodmanImageJob(unittest.TestCase):
+    """One real image job through podman's engine, as test_containers.py runs it."""
+
+    @classmethod
+    def setUpClass(cls):
+        test_containers.setUpModule()
+
+    @classmethod
+    def tearDownClass(cls):
+        test_containers.tearDownModule()
+
+    def test_a_real_image_job(self):
+        if test_containers.SKIP:
+            self.skipTest(test_containers.SKIP)
+        podman = test_containers.PODMAN
+        tmp = tempfile.mkdtemp(prefix="gm-pjobs-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        db = os.path.join(tmp, "gpumon.db")
+        d = Daemon(["--simulate", "1", "--db", db, "--token", TOKEN, "--log-level", "error",
+                    "--docker", podman.sock, "--allow-image", "localhost/gpumon-test-*"],
+                   nvml=None, extra_env={"GPU_MONITOR_LEASE_DIR": os.path.join(tmp, "leases")})
+        with d:
+            status, _, doc = d.call("/api/benchmarks", "POST",
+                                    {"image": test_containers.IMAGE, "requests": 5,
+                                     "output_tokens": 2, "idle_seconds": 0}, headers=AUTH)
+            self.assertEqual(status, 202, doc)
+            j = d.wait_for(lambda: (lambda x: x if x["state"] in ("done", "failed",
+                                                                   "cancelled") else None)(
+                d.get_json("/api/benchmarks/jobs/" + doc["id"], headers=AUTH)), timeout=120)
+            self.assertEqual(j["state"], "done", j)
+            b = d.get_json("/api/benchmarks/" + doc["id"], headers=AUTH)
+            self.assertEqual(b["points"][0]["completed"], 5)
+            self.assertEqual(b["container"]["engine"].split()[0], "Podman")
+            self.assertTrue(b["container"]["removed"])
+        self.assertEqual(podman.gpumon_containers(), [])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """Writes a fake /sys tree holding the amdgpu driver's files of AMD GPUs, for
 GPU_MONITOR_SYSFS_ROOT (tests/fakes/README.md).
 
-    fake_amd_sysfs.py ROOT [--cards mi300x,rx580] [--nvidia]
+    fake_amd_sysfs.py ROOT [--cards mi300x,rx580] [--nvidia] [--procs]
 
 File names, units and which files a board has follow the kernel's amdgpu documentation
 ("GPU Power/Thermal Controls and Monitoring", "Misc AMDGPU driver information"): hwmon
@@ -111,12 +111,42 @@ def card(root, n, vendor, device, driver, slot, files, hwmon):
     os.makedirs(os.path.join(root, "sys/class/drm", "card%d-DP-1" % n), exist_ok=True)
 
 
+# DRM clients in ROOT/proc (--procs), as the kernel's "DRM client usage stats" lays out
+# /proc/PID/fdinfo/FD of an amdgpu render node: (pid, fd, device, client id, pdev, VRAM KiB,
+# gfx ns, compute ns). PID 5001 holds client 7 of the MI300X twice (a dup'ed fd: counted
+# once) and a client of the RX 580; 5002 computes on the MI300X; 5003's only fd is /dev/null.
+PROCS = [
+    (5001, 3, "renderD128", 7, "0000:83:00.0", 8388608, 1000000000, 0),
+    (5001, 4, "renderD128", 7, "0000:83:00.0", 8388608, 1000000000, 0),
+    (5001, 5, "renderD129", 3, "0000:03:00.0", 262144, 0, 0),
+    (5002, 3, "renderD128", 9, "0000:83:00.0", 1048576, 0, 500000000),
+]
+
+
+def procs(root):
+    for pid, fd, dev, client, pdev, vram_kib, gfx, compute in PROCS:
+        base = os.path.join(root, "proc", str(pid))
+        os.makedirs(os.path.join(base, "fd"), exist_ok=True)
+        os.symlink("/dev/dri/" + dev, os.path.join(base, "fd", str(fd)))
+        write(os.path.join(base, "fdinfo", str(fd)),
+              "pos:\t0\nflags:\t02100002\nmnt_id:\t26\nino:\t685\ndrm-driver:\tamdgpu\n"
+              "drm-client-id:\t%d\ndrm-pdev:\t%s\npasid:\t32771\ndrm-memory-vram:\t%d KiB\n"
+              "drm-memory-gtt:\t2048 KiB\ndrm-memory-cpu:\t0 KiB\namd-memory-visible-vram:\t0 KiB\n"
+              "drm-engine-gfx:\t%d ns\ndrm-engine-compute:\t%d ns\ndrm-engine-dma:\t0 ns\n"
+              % (client, pdev, vram_kib, gfx, compute))
+    os.makedirs(os.path.join(root, "proc", "5003", "fd"), exist_ok=True)
+    os.symlink("/dev/null", os.path.join(root, "proc", "5003", "fd", "0"))
+    os.makedirs(os.path.join(root, "proc", "self"), exist_ok=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
     ap.add_argument("--cards", default="mi300x,rx580")
     ap.add_argument("--nvidia", action="store_true",
                     help="also an NVIDIA card (driver nvidia), which the amdgpu reader skips")
+    ap.add_argument("--procs", action="store_true",
+                    help="also processes holding DRM clients of the cards, under ROOT/proc")
     a = ap.parse_args()
     n = 0
     for name in [c for c in a.cards.split(",") if c]:
@@ -127,6 +157,8 @@ def main():
         card(a.root, n, "0x10de", "0x2330", "nvidia", "0000:1b:00.0", {}, {})
     os.makedirs(os.path.join(a.root, "sys/class/drm"), exist_ok=True)
     write(os.path.join(a.root, "sys/class/drm/version"), "drm 1.1.0 20060810")
+    if a.procs:
+        procs(a.root)
 
 
 if __name__ == "__main__":

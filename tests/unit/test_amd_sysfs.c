@@ -71,6 +71,36 @@ static void test_pcie_gen(void **state)
     assert_int_equal(gm_sysfs_pcie_gen("12 GT/s"), 0);
 }
 
+static void test_parse_fdinfo(void **state)
+{
+    (void)state;
+    gm_drm_fdinfo c;
+    gm_sysfs_parse_fdinfo("pos:\t0\ndrm-driver:\tamdgpu\ndrm-client-id:\t7\n"
+                          "drm-pdev:\t0000:83:00.0\ndrm-memory-vram:\t8192 KiB\n"
+                          "drm-resident-vram:\t1 KiB\ndrm-engine-gfx:\t10 ns\n"
+                          "drm-engine-compute:\t5 ns\n",
+                          &c);
+    assert_true(c.amdgpu && c.have_id && c.have_vram && c.have_busy && c.gfx);
+    assert_int_equal(c.id, 7);
+    assert_string_equal(c.pdev, "0000:83:00.0");
+    assert_int_equal(c.vram_bytes, 8192 * 1024); /* drm-memory-vram wins */
+    assert_int_equal(c.busy_ns, 15);
+    /* Newer kernels' common keys only; bytes without a unit; another driver. */
+    gm_sysfs_parse_fdinfo("drm-driver:\ti915\ndrm-resident-vram:\t4096\ndrm-engine-gfx:\t0 ns\n",
+                          &c);
+    assert_false(c.amdgpu);
+    assert_false(c.have_id);
+    assert_int_equal(c.vram_bytes, 4096);
+    assert_true(c.have_busy);
+    assert_false(c.gfx);
+    /* Malformed or overflowing values are not read. */
+    gm_sysfs_parse_fdinfo("drm-memory-vram:\tlots\ndrm-client-id:\t-\n"
+                          "drm-resident-vram:\t99999999999999999999 GiB\n",
+                          &c);
+    assert_false(c.have_vram);
+    assert_false(c.have_id);
+}
+
 static void assert_metric(const gm_gpu *g, gm_metric m, double want)
 {
     if (!gm_gpu_has(g, m))
@@ -198,6 +228,84 @@ static void test_card_gone(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static const gm_process *proc_on(const gm_snapshot *s, uint32_t pid, unsigned gpu)
+{
+    for (size_t i = 0; i < s->proc_count; i++)
+        if (s->procs[i].pid == pid && s->procs[i].gpu_index == gpu)
+            return &s->procs[i];
+    return NULL;
+}
+
+/* Processes from the DRM clients' fdinfo under the same root: each client once however many
+ * fds share it, its VRAM, the GPU by drm-pdev; the engines' share over the interval from the
+ * second sample on. */
+static void test_processes(void **state)
+{
+    (void)state;
+    char tree[300], cmd[1500];
+    snprintf(tree, sizeof tree, "%s-procs", root);
+    snprintf(cmd, sizeof cmd,
+             "rm -rf '%s' && python3 '%s/tests/fakes/fake_amd_sysfs.py' '%s' --nvidia --procs",
+             tree, getenv("GM_SOURCE_DIR"), tree);
+    assert_int_equal(system(cmd), 0);
+    setenv("GPU_MONITOR_SYSFS_ROOT", tree, 1);
+    gm_collector_options o = {0};
+    void *st = NULL;
+    gm_error err = {0};
+    assert_int_equal(gm_provider_amdgpu.open(&o, &st, &err), GM_OK);
+    gm_snapshot *s = gm_snapshot_new();
+    assert_int_equal(gm_provider_amdgpu.sample(st, s, true, &err), GM_OK);
+    assert_int_equal(s->proc_count, 3);
+    /* Grouped by GPU: the RX 580 (GPU 0) first. */
+    assert_int_equal(s->procs[0].gpu_index, 0);
+    const gm_process *a = proc_on(s, 5001, 0), *b = proc_on(s, 5001, 1), *c = proc_on(s, 5002, 1);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    assert_true(a->mem_valid);
+    assert_int_equal(a->used_mem_bytes, 262144ull * 1024);
+    assert_int_equal(b->used_mem_bytes, 8388608ull * 1024); /* two fds, one client */
+    assert_int_equal(b->type, GM_PROC_GRAPHICS);
+    assert_int_equal(c->used_mem_bytes, 1048576ull * 1024);
+    assert_int_equal(c->type, GM_PROC_COMPUTE);
+    assert_int_equal(b->util_valid, 0); /* one reading: no interval yet */
+    assert_null(proc_on(s, 5003, 0));
+    assert_null(proc_on(s, 5003, 1));
+
+    /* 50 ms more of gfx for 5001 and of compute for 5002, read at least 100 ms later: at most
+     * half of the interval. */
+    snprintf(
+        cmd, sizeof cmd,
+        "sed -i 's/^drm-engine-gfx:.*/drm-engine-gfx:\t1050000000 ns/' '%s/proc/5001/fdinfo/3' "
+        "'%s/proc/5001/fdinfo/4' && sed -i "
+        "'s/^drm-engine-compute:.*/drm-engine-compute:\t550000000 ns/' '%s/proc/5002/fdinfo/3'",
+        tree, tree, tree);
+    assert_int_equal(system(cmd), 0);
+    usleep(100000);
+    gm_snapshot_reset(s);
+    assert_int_equal(gm_provider_amdgpu.sample(st, s, true, &err), GM_OK);
+    b = proc_on(s, 5001, 1);
+    c = proc_on(s, 5002, 1);
+    a = proc_on(s, 5001, 0);
+    assert_non_null(b);
+    assert_true(b->util_valid & (1u << GM_PROC_UTIL_SM));
+    assert_in_range(b->util_pct[GM_PROC_UTIL_SM], 0, 50);
+    assert_true(c->util_valid & (1u << GM_PROC_UTIL_SM));
+    assert_in_range(c->util_pct[GM_PROC_UTIL_SM], 0, 50);
+    assert_true(a->util_valid & (1u << GM_PROC_UTIL_SM));
+    assert_int_equal(a->util_pct[GM_PROC_UTIL_SM], 0); /* no engine time on the RX 580 */
+    assert_false(b->util_valid & (1u << GM_PROC_UTIL_MEM));
+
+    /* Not asked for: not read. */
+    gm_snapshot_reset(s);
+    assert_int_equal(gm_provider_amdgpu.sample(st, s, false, &err), GM_OK);
+    assert_int_equal(s->proc_count, 0);
+    gm_snapshot_free(s);
+    gm_provider_amdgpu.close(st);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tree);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const char *src = getenv("GM_SOURCE_DIR");
@@ -215,9 +323,10 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_root),      cmocka_unit_test(test_parse_dpm),
-        cmocka_unit_test(test_pcie_gen),  cmocka_unit_test(test_provider),
-        cmocka_unit_test(test_card_gone),
+        cmocka_unit_test(test_root),         cmocka_unit_test(test_parse_dpm),
+        cmocka_unit_test(test_pcie_gen),     cmocka_unit_test(test_provider),
+        cmocka_unit_test(test_card_gone),    cmocka_unit_test(test_processes),
+        cmocka_unit_test(test_parse_fdinfo),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

@@ -54,6 +54,8 @@ static int setup(void **state)
     unsetenv("GM_FAKE_SMI_EXIT");
     /* No AMD GPU: the amdgpu provider reads an empty tree, whatever this machine holds. */
     setenv("GPU_MONITOR_SYSFS_ROOT", "/nonexistent-gm-sysfs", 1);
+    /* Nor AMD's library, where this machine has it. */
+    setenv("GPU_MONITOR_ROCM_SMI_LIB", "/nonexistent-gm/librocm_smi64.so.1", 1);
     setenv("GPU_MONITOR_NVTOP", "/nonexistent-gm-nvtop", 1);
     setenv("PATH", saved_path, 1);
     return 0;
@@ -244,16 +246,21 @@ static void test_none_when_nothing_works(void **state)
     /* One line per provider tried, in order, each with its reason (and the provider's name
      * said once, not twice). */
     const char *d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 4);
+    assert_int_equal(count_lines(d), 5);
     assert_int_equal(strncmp(d, "nvml: ", 6), 0);
     assert_non_null(strstr(d, NO_NVML));
     const char *second = strchr(d, '\n') + 1;
-    assert_int_equal(strncmp(second,
-                             "nvidia-smi: not found on PATH\n"
+    static const char want[] =
+        "nvidia-smi: not found on PATH\n"
+        "rocm_smi: cannot load ROCm SMI library "
+        "/nonexistent-gm/librocm_smi64.so.1 (from GPU_MONITOR_ROCM_SMI_LIB): ";
+    assert_int_equal(strncmp(second, want, strlen(want)), 0);
+    const char *fourth = strchr(strchr(second, '\n') + 1, '\n') + 1;
+    assert_int_equal(strncmp(fourth,
                              "amdgpu: no GPU driven by amdgpu under "
                              "/nonexistent-gm-sysfs/sys/class/drm\n"
                              "nvtop: ",
-                             strlen("nvidia-smi: not found on PATH\namdgpu: no GPU driven by "
+                             strlen("amdgpu: no GPU driven by "
                                     "amdgpu under /nonexistent-gm-sysfs/sys/class/drm\nnvtop: ")),
                      0);
 
@@ -285,7 +292,7 @@ static void test_none_when_nothing_works(void **state)
     c = open_ok(&o);
     assert_string_equal(gm_collector_provider(c), "none");
     d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 4);
+    assert_int_equal(count_lines(d), 5);
     second = strchr(d, '\n') + 1;
     assert_int_equal(strncmp(second, "nvidia-smi: ", 12), 0);
     assert_non_null(strstr(second, "exited with status 9"));
@@ -690,7 +697,8 @@ static void test_amd_only(void **state)
     gm_collector_options o = options(NULL, NO_NVML);
     gm_collector *c = open_ok(&o);
     assert_string_equal(gm_collector_provider(c), "amdgpu");
-    assert_int_equal(count_lines(gm_collector_diagnosis(c)), 2); /* nvml, nvidia-smi */
+    /* nvml, nvidia-smi, and AMD's library, which the sysfs reader stands in for */
+    assert_int_equal(count_lines(gm_collector_diagnosis(c)), 3);
     gm_snapshot *s = gm_snapshot_new();
     gm_error err = {0};
     assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);

@@ -407,6 +407,51 @@ static void test_interval_retention_and_typos(void **state)
     assert_string_equal(err.msg, "unexpected argument \"extra\"");
 }
 
+/* --docker [HOST] gives benchmark jobs an engine (DOCKER_HOST too); --allow-image the images
+ * they may start, repeatable. */
+static void test_docker_and_allow_image(void **state)
+{
+    (void)state;
+    gm_serve_config c;
+    gm_error err;
+    assert_int_equal(load(&c, NULL, &err, NULL), GM_OK);
+    assert_string_equal(c.docker_host, "");
+    assert_int_equal(c.nallow_image, 0);
+    assert_int_equal(load(&c, NULL, &err, "--docker", NULL), GM_OK);
+    assert_string_equal(c.docker_host, "unix:///var/run/docker.sock");
+    assert_int_equal(load(&c, NULL, &err, "--docker", "--token", "t", NULL), GM_OK);
+    assert_string_equal(c.docker_host, "unix:///var/run/docker.sock");
+    assert_true(c.token_set);
+    assert_int_equal(load(&c, NULL, &err, "--docker", "/run/podman/podman.sock", NULL), GM_OK);
+    assert_string_equal(c.docker_host, "unix:///run/podman/podman.sock");
+    assert_int_equal(load(&c, NULL, &err, "--docker=unix:///x.sock", NULL), GM_OK);
+    assert_string_equal(c.docker_host, "unix:///x.sock");
+    assert_int_equal(load(&c, NULL, &err, "--docker", "tcp://h:2375", NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--docker"));
+    static const char *const env_dh[] = {"DOCKER_HOST=unix:///e.sock", NULL};
+    assert_int_equal(load(&c, env_dh, &err, NULL), GM_OK);
+    assert_string_equal(c.docker_host, "unix:///e.sock");
+    assert_int_equal(c.source[GM_SET_DOCKER], GM_CFG_ENV);
+    static const char *const env_both[] = {"DOCKER_HOST=unix:///e.sock",
+                                           "GPU_MONITOR_DOCKER_HOST=/g.sock", NULL};
+    assert_int_equal(load(&c, env_both, &err, NULL), GM_OK);
+    assert_string_equal(c.docker_host, "unix:///g.sock");
+
+    assert_int_equal(
+        load(&c, NULL, &err, "--allow-image", "nvcr.io/nim/*", "--allow-image", "a/b:1,c/*", NULL),
+        GM_OK);
+    assert_int_equal(c.nallow_image, 3);
+    assert_string_equal(c.allow_image[0], "nvcr.io/nim/*");
+    assert_string_equal(c.allow_image[2], "c/*");
+    json_t *j = gm_serve_config_json(&c);
+    assert_int_equal(json_array_size(json_object_get(j, "allow_image")), 3);
+    assert_true(json_is_null(json_object_get(j, "docker")));
+    json_decref(j);
+    assert_int_equal(load(&c, NULL, &err, "--allow-image", "a b", NULL), GM_EINVAL);
+    assert_int_equal(load(&c, NULL, &err, "--allow-image", "a,,b", NULL), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "--allow-image"));
+}
+
 static void test_generated_token(void **state)
 {
     (void)state;
@@ -475,7 +520,8 @@ static void test_each_setting_by_flag_variable_and_key(void **state)
     memset(longest, 'x', sizeof longest - 1);
     longest[sizeof longest - 1] = '\0';
     const char *bad[] = {"\x01", longest};
-    const char *good[] = {"5", "1000", "true", "info", "auto", "http://prom:9090", "*"};
+    const char *good[] = {
+        "5", "1000", "true", "info", "auto", "http://prom:9090", "*", "/run/gm-test.sock"};
     size_t rows = 0;
     for (const gm_opt *r = gm_serve_options; r->type != GM_OPT_END; r++) {
         if (!r->env)
@@ -535,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_prometheus),
         cmocka_unit_test(test_pod_resources_and_procfs),
         cmocka_unit_test(test_generated_token),
+        cmocka_unit_test(test_docker_and_allow_image),
         cmocka_unit_test(test_config_json_hides_token),
         cmocka_unit_test(test_interval_retention_and_typos),
         cmocka_unit_test(test_each_setting_by_flag_variable_and_key),

@@ -208,14 +208,15 @@ static void test_provider_hang(void **state)
 static void test_provider_hang_while_sampling(void **state)
 {
     (void)state;
-    gm_collector_options opt = {.smi_timeout_ms = 400};
+    gm_collector_options opt = {.smi_timeout_ms =
+                                    3000}; /* a loaded machine starts the fake slowly */
     void *st = NULL;
     gm_error e = {0};
     assert_int_equal(open_smi(&opt, &st, &e), GM_OK);
     setenv("GM_FAKE_SMI_MODE", "hang", 1);
     gm_snapshot *s = gm_snapshot_new();
     assert_int_equal(gm_provider_smi.sample(st, s, true, &e), GM_ETIMEDOUT);
-    assert_string_equal(e.msg, "nvidia-smi did not answer within 400 ms");
+    assert_string_equal(e.msg, "nvidia-smi did not answer within 3000 ms");
     /* The driver recovers: the next sample works again. */
     unsetenv("GM_FAKE_SMI_MODE");
     gm_snapshot_reset(s);
