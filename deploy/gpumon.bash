@@ -3,7 +3,7 @@
 # (tests/cli/test_opt_tables.py checks that it is current).
 
 _gpumon_opts_query='-i --id -l --loop --interval --format --json --query-gpu --list-fields --no-processes --color --colour --profile --provider --simulate --seed --connect --token -h --help'
-_gpumon_opts_serve='--listen --port-file --provider --simulate --seed --token --history --interval --poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname --cors-origin --log-level --no-system-metrics --process-metrics --db --retention --web-root --prometheus --prometheus-job --pod-resources --procfs --docker --allow-image -h --help'
+_gpumon_opts_serve='--listen --port-file --token --cors-origin --max-connections --max-connections-per-ip --provider --simulate --seed --interval --poll-interval --history --ws-max-rate --no-system-metrics --process-metrics --procfs --pod-resources --hostname --db --retention --prometheus --prometheus-job --log-level --web-root --docker --allow-image -h --help'
 _gpumon_opts_record='-i --id --gpus --interval --label --snapshot --snapshot-window-ms -o --output -q --quiet --db --no-db --provider --simulate --seed -h --help'
 _gpumon_opts_select='-n --count -m --min-free-mb -u --max-util --mig -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices --provider --simulate --seed -h --help'
 _gpumon_opts_wait='-n --count -m --min-free-mb -u --max-util --mig -i --id --format --json -v --verbose --ignore-leases --lease-dir --all-devices -t --timeout --interval --check-interval -q --quiet --provider --simulate --seed -h --help'
@@ -33,7 +33,7 @@ _gpumon_table_value() {
         return 0
         ;;
     query:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     query:--simulate) # nothing to offer
@@ -46,6 +46,82 @@ _gpumon_table_value() {
         return 0
         ;;
     query:--token) # nothing to offer
+        return 0
+        ;;
+    serve:--listen) # nothing to offer
+        return 0
+        ;;
+    serve:--port-file)
+        _filedir
+        return 0
+        ;;
+    serve:--token) # nothing to offer
+        return 0
+        ;;
+    serve:--cors-origin) # nothing to offer
+        return 0
+        ;;
+    serve:--max-connections) # nothing to offer
+        return 0
+        ;;
+    serve:--max-connections-per-ip) # nothing to offer
+        return 0
+        ;;
+    serve:--provider)
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        return 0
+        ;;
+    serve:--simulate) # nothing to offer
+        return 0
+        ;;
+    serve:--seed) # nothing to offer
+        return 0
+        ;;
+    serve:--interval) # nothing to offer
+        return 0
+        ;;
+    serve:--poll-interval) # nothing to offer
+        return 0
+        ;;
+    serve:--history) # nothing to offer
+        return 0
+        ;;
+    serve:--ws-max-rate) # nothing to offer
+        return 0
+        ;;
+    serve:--procfs)
+        _filedir -d
+        return 0
+        ;;
+    serve:--pod-resources)
+        _filedir
+        return 0
+        ;;
+    serve:--hostname) # nothing to offer
+        return 0
+        ;;
+    serve:--db)
+        _filedir
+        return 0
+        ;;
+    serve:--retention) # nothing to offer
+        return 0
+        ;;
+    serve:--prometheus) # nothing to offer
+        return 0
+        ;;
+    serve:--prometheus-job) # nothing to offer
+        return 0
+        ;;
+    serve:--log-level)
+        COMPREPLY=($(compgen -W 'debug info warn error' -- "$cur"))
+        return 0
+        ;;
+    serve:--web-root)
+        _filedir -d
+        return 0
+        ;;
+    serve:--allow-image) # nothing to offer
         return 0
         ;;
     record:-i | record:--id | record:--gpus) # nothing to offer
@@ -69,7 +145,7 @@ _gpumon_table_value() {
         return 0
         ;;
     record:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     record:--simulate) # nothing to offer
@@ -99,7 +175,7 @@ _gpumon_table_value() {
         return 0
         ;;
     select:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     select:--simulate) # nothing to offer
@@ -135,7 +211,7 @@ _gpumon_table_value() {
         return 0
         ;;
     wait:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     wait:--simulate) # nothing to offer
@@ -221,7 +297,7 @@ _gpumon_table_value() {
         return 0
         ;;
     run:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     run:--simulate) # nothing to offer
@@ -256,7 +332,7 @@ _gpumon_table_value() {
         return 0
         ;;
     snapshot:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     snapshot:--simulate) # nothing to offer
@@ -350,7 +426,7 @@ _gpumon_table_value() {
         return 0
         ;;
     bench:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     bench:--simulate) # nothing to offer
@@ -476,7 +552,7 @@ _gpumon_table_value() {
         return 0
         ;;
     top:--provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     top:--simulate) # nothing to offer
@@ -540,7 +616,7 @@ _gpumon() {
         return
         ;;
     --provider)
-        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return
         ;;
     --color)
@@ -580,28 +656,16 @@ _gpumon() {
         _filedir
         return
         ;;
-    --log-level)
-        COMPREPLY=($(compgen -W 'debug info warn error' -- "$cur"))
-        return
-        ;;
     -d | --display)
         [[ $cmd == smi ]] && COMPREPLY=($(compgen -W 'MEMORY UTILIZATION ECC TEMPERATURE POWER
             CLOCK COMPUTE PIDS PERFORMANCE PAGE_RETIREMENT ENCODER_STATS ROW_REMAPPER' -- "$cur"))
         return
         ;;
-    -o | --output | --port-file | --db | -f | --task | --filename)
+    -o | --output | --db | -f | --task | --filename)
         _filedir
         return
         ;;
-    --lease-dir | --web-root)
-        _filedir -d
-        return
-        ;;
-    --pod-resources) # the kubelet's socket, or none
-        _filedir
-        return
-        ;;
-    --procfs)
+    --lease-dir)
         _filedir -d
         return
         ;;
@@ -618,17 +682,15 @@ _gpumon() {
     --query-compute-apps | --query-retired-pages | --query-remapped-rows | -lms | --loop-ms)
         return
         ;;
-    -i | --id | --gpus | -l | --loop | --simulate | --seed | --listen | --token | --history | \
-        --poll-interval | --ws-max-rate | --max-connections | --max-connections-per-ip | --hostname | --cors-origin | -n | \
-        --interval | --label | \
+    -i | --id | --gpus | -l | --loop | --simulate | --seed | -n | --interval | --label | \
         --snapshot-window-ms | -m | --min-free-mb | -u | --max-util | -t | --timeout | -c | \
         --count | -w | --wait | --check-interval | --power-window | --power-interval | \
         --mem-tolerance-mb | --power-tolerance-w | --limit | --url | --model | --concurrency | \
         --request-rate | --burstiness | --requests | --duration | --warmup | --input-tokens | \
         --output-tokens | --slo | --header | --timeout | --idle-seconds | --image | \
         --container-port | --shm-size | --ready-path | --ready-timeout | --context | --batch | \
-        --overhead-mib | --stop-timeout | --prometheus | --prometheus-job | --job | \
-        --max-mem-percent | --retention | --older-than | --connect | --allow-image)
+        --overhead-mib | --stop-timeout | --prometheus | --job | --max-mem-percent | \
+        --older-than | --connect)
         return
         ;;
     esac

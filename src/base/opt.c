@@ -142,7 +142,61 @@ int gm_opt_set_row(const gm_opt *r, void *base, const char *value, gm_error *err
     }
     if (r->given)
         *((bool *)((char *)base + r->given - 1)) = true;
+    if (r->source)
+        *((gm_opt_source *)((char *)base + r->source - 1)) = GM_OPT_FROM_FLAG;
     return GM_OK;
+}
+
+const char *gm_opt_env_get(const char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return (*envp)[n + 1] ? *envp + n + 1 : NULL;
+    return NULL;
+}
+
+/* Row r from its variable's value v: the flag's message with the variable's name for "--NAME". */
+static int set_from_env(const gm_opt *r, void *base, const char *v, gm_error *err)
+{
+    gm_error e = {0};
+    int rc = gm_opt_set_row(r, base, v, &e);
+    if (rc < 0) {
+        size_t n = strlen(r->name);
+        char after = strncmp(e.msg, "--", 2) == 0 && strncmp(e.msg + 2, r->name, n) == 0
+                         ? e.msg[2 + n]
+                         : '-';
+        if (after == '\0' || after == ' ' || after == ':')
+            return gm_error_set(err, rc, "%s%s", r->env, e.msg + 2 + n);
+        return gm_error_set(err, rc, "%s: %s", r->env, e.msg); /* a message naming no flag */
+    }
+    *((gm_opt_source *)((char *)base + r->source - 1)) = GM_OPT_FROM_ENV;
+    return GM_OK;
+}
+
+int gm_opt_apply_env(const gm_opt *table, void *opts, const char *const *envp, gm_error *err)
+{
+    flat *f = calloc(1, sizeof *f);
+    if (!f)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    int rc = flatten(table, 0, f, err);
+    for (size_t i = 0; rc == GM_OK && i < f->n; i++) {
+        const gm_opt *r = f->rows[i].row;
+        char *base = (char *)opts + f->rows[i].base;
+        if (!r->env || r->type == GM_OPT_REMOVED)
+            continue;
+        if (!r->source) {
+            rc = gm_error_set(err, GM_EINVAL, "--%s has a variable but no source", r->name);
+            break;
+        }
+        if (*(gm_opt_source *)(base + r->source - 1) == GM_OPT_FROM_FLAG)
+            continue;
+        const char *v = gm_opt_env_get(envp, r->env);
+        if (v)
+            rc = set_from_env(r, base, v, err);
+    }
+    free(f);
+    return rc;
 }
 
 /* The value of an optional-value row: attached, the next word, or the row's default. */
@@ -519,6 +573,33 @@ int gm_opt_apply_json(const gm_opt *table, void *opts, const json_t *obj, json_t
     return rc;
 }
 
+const char *gm_opt_help_text(const gm_opt *r, char *buf, size_t len)
+{
+    const char *help = r->help ? r->help : "";
+    const char *at = r->words ? strstr(help, "{words}") : NULL;
+    if (at)
+        snprintf(buf, len, "%.*s%s%s", (int)(at - help), help, r->words(), at + strlen("{words}"));
+    else
+        snprintf(buf, len, "%s", help);
+    return buf;
+}
+
+const char *gm_opt_values(const gm_opt *r, char *buf, size_t len)
+{
+    if (r->values) {
+        snprintf(buf, len, "%s", r->values);
+        return buf;
+    }
+    if (!r->words || !len)
+        return NULL;
+    size_t n = 0;
+    for (const char *p = r->words(); *p && n + 1 < len; p++)
+        if (*p != ',')
+            buf[n++] = *p;
+    buf[n] = '\0';
+    return buf;
+}
+
 int gm_opt_help_width(void)
 {
     const char *env = getenv("COLUMNS");
@@ -530,7 +611,7 @@ int gm_opt_help_width(void)
 
 /* Writes text wrapped into columns [indent, width), the first line starting at column at (the
  * caller has written that much). '\n' in text breaks the line. */
-static void wrap(FILE *out, const char *text, int at, int indent, int width)
+void gm_opt_wrap(FILE *out, const char *text, int at, int indent, int width)
 {
     int col = at;
     bool line_empty = true;
@@ -617,7 +698,7 @@ void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
     }
     if (cmd->description) {
         fputc('\n', out);
-        wrap(out, cmd->description, 0, 0, width);
+        gm_opt_wrap(out, cmd->description, 0, 0, width);
     }
     flat *f = calloc(1, sizeof *f);
     if (!f || flatten(cmd->table, 0, f, NULL) < 0) {
@@ -651,12 +732,18 @@ void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width)
         else if (r->arg)
             n += snprintf(label + n, sizeof label - (size_t)n, " %s", r->arg);
         fputs(label, out);
-        const char *help = r->help ? r->help : "";
+        char text[1024];
+        const char *help = gm_opt_help_text(r, text, sizeof text);
         if (n + 2 > HELP_COL) {
             fputc('\n', out);
             n = 0;
         }
-        wrap(out, help, n, HELP_COL, width);
+        char with_env[1024];
+        if (r->env) { /* the variable, as the epilogue of such a command explains */
+            snprintf(with_env, sizeof with_env, "%s [%s]", help, r->env);
+            help = with_env;
+        }
+        gm_opt_wrap(out, help, n, HELP_COL, width);
     }
     fprintf(out, "%s%-*sShow this help and exit.\n", any ? "" : "\nOptions:\n", HELP_COL,
             "  -h, --help");

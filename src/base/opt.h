@@ -34,7 +34,16 @@ enum {
                                * next word does not start with '-'; absent, def is used */
 };
 
+/* Where a value came from, for rows that record it (GM_OPT_SOURCE): the higher wins. */
+typedef enum gm_opt_source {
+    GM_OPT_FROM_DEFAULT = 0,
+    GM_OPT_FROM_ENV,  /* its environment variable (gm_opt_apply_env) */
+    GM_OPT_FROM_FLAG, /* argv, gm_opt_set or a JSON object */
+} gm_opt_source;
+
 struct gm_opt;
+/* A callback's message starts with "--NAME" (its row's long name), as the built-in types' do:
+ * gm_opt_apply_env puts the variable's name in its place. */
 typedef int (*gm_opt_setter)(void *base, const struct gm_opt *row, const char *value,
                              gm_error *err);
 
@@ -56,7 +65,17 @@ typedef struct gm_opt {
     const char *def;              /* GM_OPT_OPTARG: the value when none is given */
     const char *values;   /* accepted words, space-separated, for completion ("auto always") */
     const char *complete; /* completion of the value: "file", "dir", "command" or NULL */
-    int code;             /* the callback's own datum (e.g. which option of a shared parser) */
+    /* The accepted words when a higher layer keeps their list (gm_provider_names: "a, b, c"):
+     * "{words}" in help is replaced by them and completion offers them, as .values. */
+    const char *(*words)(void);
+    int code; /* the callback's own datum (e.g. which option of a shared parser) */
+    /* Settings (the daemon's): the environment variable that sets the row when no flag did
+     * ("GPU_MONITOR_LISTEN"), the setting's name in a configuration document (/api/config and
+     * its "sources"), and where the struct records which of default, variable or flag set it
+     * (offset + 1 of a gm_opt_source; rows with env must have one). */
+    const char *env;
+    const char *key;
+    size_t source;
 } gm_opt;
 
 /* Where a row's value lands: T is the options struct, f its field. Rows are written with
@@ -64,6 +83,18 @@ typedef struct gm_opt {
  * GM_OPT_AT(T, count), .min = 1, .max = 64, .help = "..."}. */
 #define GM_OPT_AT(T, f)    .offset = offsetof(T, f), .size = sizeof(((T *)0)->f)
 #define GM_OPT_GIVEN(T, f) .given = offsetof(T, f) + 1
+/* The gm_opt_source that records where the row's value came from (f may index an array:
+ * source[GM_SET_LISTEN]). Two rows may share one (--interval and --poll-interval). */
+#define GM_OPT_SOURCE(T, f) .source = offsetof(T, f) + 1
+
+/* Adding a setting of `gpumon serve` (server/config.c's table, gm_serve_options): give its field
+ * in gm_serve_config a row there with .name, .arg, .help and .set (a callback that validates and
+ * stores, its message starting "--NAME: "), plus .env ("GPU_MONITOR_..."), .key (its name in
+ * /api/config) and GM_OPT_SOURCE(gm_serve_config, source[GM_SET_X]) with a new GM_SET_X in
+ * config.h when a variable can set it; then `make man`. Flag, variable, --help, the man page,
+ * completion, docs/CLI.md and docs/API.md's settings table all follow from that one row. The
+ * order is flag > variable > default; a repeatable setting takes GM_OPT_REPEAT (each value is
+ * passed to the callback) and its variable one comma-separated list, split by the callback. */
 
 /* A command: its name ("query", "cluster select"), usage lines after "usage: gpumon "
  * ('\n'-separated), a description paragraph, the table and a verbatim epilogue. */
@@ -100,12 +131,32 @@ int gm_opt_set(const gm_opt *table, void *opts, const char *name, const char *va
 int gm_opt_apply_json(const gm_opt *table, void *opts, const json_t *obj, json_t *keep,
                       gm_error *err);
 
+/* For each row of table with an environment variable that no flag set (its source is not
+ * GM_OPT_FROM_FLAG): its value in envp (a NULL-terminated "NAME=value" array; NULL for none; an
+ * empty value counts as unset) is set as the flag's would be, and recorded as GM_OPT_FROM_ENV. An
+ * error names the variable: "GPU_MONITOR_LISTEN: ..." where the flag's said "--listen: ...". */
+int gm_opt_apply_env(const gm_opt *table, void *opts, const char *const *envp, gm_error *err);
+
+/* The value of NAME in envp, NULL when unset or empty. */
+const char *gm_opt_env_get(const char *const *envp, const char *name);
+
 /* Sets row's value in the struct at base from text, as the parser would (for callbacks that
  * parse a typed value and then do more). */
 int gm_opt_set_row(const gm_opt *row, void *base, const char *value, gm_error *err);
 
+/* Row r's help with "{words}" replaced by its words, into buf. Returns buf. */
+const char *gm_opt_help_text(const gm_opt *r, char *buf, size_t len);
+
+/* The words completion offers for r's value, space-separated (.values, or .words without its
+ * commas), into buf; NULL when the row has none. */
+const char *gm_opt_values(const gm_opt *r, char *buf, size_t len);
+
 /* The help width: 80, or $COLUMNS when it is narrower (at least 40). */
 int gm_opt_help_width(void);
+
+/* Writes text wrapped into columns [indent, width), its first line from column at (the caller
+ * has written that much), and a newline. '\n' in text breaks the line. */
+void gm_opt_wrap(FILE *out, const char *text, int at, int indent, int width);
 
 /* Writes cmd's --help to out, wrapped to width columns (no line wider). */
 void gm_opt_help(const gm_opt_command *cmd, FILE *out, int width);

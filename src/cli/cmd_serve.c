@@ -2,6 +2,7 @@
  * defaults) and runs the daemon. */
 #include <stdio.h>
 
+#include "base/opt.h"
 #include "cli/commands.h"
 #include "server/config.h"
 #include "server/server.h"
@@ -17,7 +18,7 @@ int gm_cli_serve(int argc, char **argv)
         return GM_EXIT_USAGE;
     }
     if (cfg.help) {
-        fputs(gm_serve_usage(), stdout);
+        gm_opt_help(&gm_serve_command, stdout, gm_opt_help_width());
         return GM_EXIT_OK;
     }
     int rc = gm_server_run(&cfg, &err);

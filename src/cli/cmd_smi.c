@@ -244,8 +244,13 @@ static void print_help(FILE *out, const char *me)
             "                             list the --query-retired-pages fields\n"
             "      --help-query-remapped-rows\n"
             "                             list the --query-remapped-rows fields\n"
-            "      --provider NAME        nvml, nvidia-smi, sim or auto (default: auto, or\n"
-            "                             $GPU_MONITOR_TELEMETRY_PROVIDER)\n"
+            "      --provider NAME        ",
+            me);
+    char providers[512];
+    snprintf(providers, sizeof providers,
+             "one of %s (default: auto, or $GPU_MONITOR_TELEMETRY_PROVIDER)", gm_provider_names());
+    gm_opt_wrap(out, providers, 29, 29, 80);
+    fprintf(out,
             "      --simulate N           use N simulated GPUs (provider sim, 1-%d)\n"
             "      --seed N               simulated GPUs read the same for the same N\n"
             "                             (default: each run reads differently, as real\n"
@@ -254,7 +259,7 @@ static void print_help(FILE *out, const char *me)
             "  ln -s \"$(command -v gpumon)\" ~/bin/nvidia-smi\n\n"
             "Exit status: 0 ok, 2 usage error (unknown option or field), 6 no GPU matches\n"
             "-i, 9 no GPU could be read (as nvidia-smi when the driver does not answer).\n",
-            me, GM_MAX_GPUS);
+            GM_MAX_GPUS);
 }
 
 /* The --help-query-gpu text of field i: the metric's description, or what the field is. */

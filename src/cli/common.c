@@ -209,9 +209,8 @@ const gm_opt gm_cli_source_table[] = {
      .arg = "NAME",
      GM_OPT_AT(gm_cli_source, provider),
      .group = "Provider",
-     .values = "auto nvml nvidia-smi sim",
-     .help = "nvml, nvidia-smi, rocm_smi, amdgpu, nvtop, sim or auto (default: auto, or "
-             "$GPU_MONITOR_TELEMETRY_PROVIDER)."},
+     .words = gm_provider_names,
+     .help = "One of {words} (default: auto, or $GPU_MONITOR_TELEMETRY_PROVIDER)."},
     {.type = GM_OPT_CALLBACK,
      .name = "simulate",
      .arg = "N",

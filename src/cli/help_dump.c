@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 
 /* The completion's fixed part: command words, `--` of record and run, and the values of the
- * options of commands that parse their own (bench, estimate, smi, serve, run). */
+ * options of the command that parses its own (smi). */
 static const char bash_body[] =
     "_gpumon() {\n"
     "    local cur prev words cword\n"
@@ -65,7 +65,7 @@ static const char bash_body[] =
     "        return\n"
     "        ;;\n"
     "    --provider)\n"
-    "        COMPREPLY=($(compgen -W 'auto nvml nvidia-smi sim' -- \"$cur\"))\n"
+    "        COMPREPLY=($(compgen -W '@PROVIDERS@' -- \"$cur\"))\n"
     "        return\n"
     "        ;;\n"
     "    --color)\n"
@@ -105,10 +105,6 @@ static const char bash_body[] =
     "        _filedir\n"
     "        return\n"
     "        ;;\n"
-    "    --log-level)\n"
-    "        COMPREPLY=($(compgen -W 'debug info warn error' -- \"$cur\"))\n"
-    "        return\n"
-    "        ;;\n"
     "    -d | --display)\n"
     "        [[ $cmd == smi ]] && COMPREPLY=($(compgen -W 'MEMORY UTILIZATION ECC TEMPERATURE "
     "POWER\n"
@@ -116,19 +112,11 @@ static const char bash_body[] =
     "\"$cur\"))\n"
     "        return\n"
     "        ;;\n"
-    "    -o | --output | --port-file | --db | -f | --task | --filename)\n"
+    "    -o | --output | --db | -f | --task | --filename)\n"
     "        _filedir\n"
     "        return\n"
     "        ;;\n"
-    "    --lease-dir | --web-root)\n"
-    "        _filedir -d\n"
-    "        return\n"
-    "        ;;\n"
-    "    --pod-resources) # the kubelet's socket, or none\n"
-    "        _filedir\n"
-    "        return\n"
-    "        ;;\n"
-    "    --procfs)\n"
+    "    --lease-dir)\n"
     "        _filedir -d\n"
     "        return\n"
     "        ;;\n"
@@ -147,11 +135,7 @@ static const char bash_body[] =
     "    --query-compute-apps | --query-retired-pages | --query-remapped-rows | -lms | --loop-ms)\n"
     "        return\n"
     "        ;;\n"
-    "    -i | --id | --gpus | -l | --loop | --simulate | --seed | --listen | --token | --history | "
-    "\\\n"
-    "        --poll-interval | --ws-max-rate | --max-connections | --max-connections-per-ip | "
-    "--hostname | --cors-origin | -n | \\\n"
-    "        --interval | --label | \\\n"
+    "    -i | --id | --gpus | -l | --loop | --simulate | --seed | -n | --interval | --label | \\\n"
     "        --snapshot-window-ms | -m | --min-free-mb | -u | --max-util | -t | --timeout | -c | "
     "\\\n"
     "        --count | -w | --wait | --check-interval | --power-window | --power-interval | \\\n"
@@ -162,8 +146,8 @@ static const char bash_body[] =
     "        --output-tokens | --slo | --header | --timeout | --idle-seconds | --image | \\\n"
     "        --container-port | --shm-size | --ready-path | --ready-timeout | --context | --batch "
     "| \\\n"
-    "        --overhead-mib | --stop-timeout | --prometheus | --prometheus-job | --job | \\\n"
-    "        --max-mem-percent | --retention | --older-than | --connect | --allow-image)\n"
+    "        --overhead-mib | --stop-timeout | --prometheus | --job | --max-mem-percent | \\\n"
+    "        --older-than | --connect)\n"
     "        return\n"
     "        ;;\n"
     "    esac\n"
@@ -247,8 +231,9 @@ static int value_case(const gm_opt *r, void *vctx)
         fprintf(ctx->out, "%s%s:%s", sep, ctx->cmd, w);
         sep = " | ";
     }
-    if (r->values)
-        fprintf(ctx->out, ")\n        COMPREPLY=($(compgen -W '%s' -- \"$cur\"))\n", r->values);
+    char words[512];
+    if (gm_opt_values(r, words, sizeof words))
+        fprintf(ctx->out, ")\n        COMPREPLY=($(compgen -W '%s' -- \"$cur\"))\n", words);
     else if (r->complete && strcmp(r->complete, "file") == 0)
         fprintf(ctx->out, ")\n        _filedir\n");
     else if (r->complete && strcmp(r->complete, "dir") == 0)
@@ -284,7 +269,13 @@ static void dump_bash(const gm_cli_dump_command *cmds, size_t n, FILE *out)
             gm_opt_each(cmds[i].opts->table, value_case, &ctx);
         }
     fprintf(out, "    esac\n    return 1\n}\n\n");
-    fputs(bash_body, out);
+    /* The providers' names come from their registry, like every other list of them. */
+    const char *at = strstr(bash_body, "@PROVIDERS@");
+    fwrite(bash_body, 1, (size_t)(at - bash_body), out);
+    for (const char *p = gm_provider_names(); *p; p++)
+        if (*p != ',')
+            fputc(*p, out);
+    fputs(at + strlen("@PROVIDERS@"), out);
 }
 
 /* Markdown: a cell's text with | escaped. */
@@ -294,9 +285,21 @@ static void md_text(FILE *out, const char *s)
         fputs(*s == '|' ? "\\|" : (char[]){*s, 0}, out);
 }
 
-static int md_row(const gm_opt *r, void *ctx)
+typedef struct md_ctx {
+    FILE *out;
+    bool env; /* the table has a variable column */
+} md_ctx;
+
+static int has_env(const gm_opt *r, void *ctx)
 {
-    FILE *out = ctx;
+    (void)ctx;
+    return listed(r) && r->env ? 1 : 0;
+}
+
+static int md_row(const gm_opt *r, void *vctx)
+{
+    md_ctx *ctx = vctx;
+    FILE *out = ctx->out;
     if (!listed(r))
         return 0;
     fputs("| ", out);
@@ -312,7 +315,10 @@ static int md_row(const gm_opt *r, void *ctx)
     if (r->arg)
         fprintf(out, (r->flags & GM_OPT_OPTARG) ? "[%s]" : "%s", r->arg);
     fputs(" | ", out);
-    md_text(out, r->help);
+    if (ctx->env)
+        fprintf(out, r->env ? "`%s` | " : " | ", r->env);
+    char help[1024];
+    md_text(out, gm_opt_help_text(r, help, sizeof help));
     fputs(" |\n", out);
     return 0;
 }
@@ -323,11 +329,39 @@ static void dump_markdown(const gm_cli_dump_command *cmds, size_t n, FILE *out)
     for (size_t i = 0; i < n; i++) {
         if (!cmds[i].opts)
             continue;
-        fprintf(out, "%s#### gpumon %s\n\n| option | value | meaning |\n|---|---|---|\n",
-                first ? "" : "\n", cmds[i].name);
-        gm_opt_each(cmds[i].opts->table, md_row, out);
+        md_ctx ctx = {out, gm_opt_each(cmds[i].opts->table, has_env, NULL) == 1};
+        fprintf(out, "%s#### gpumon %s\n\n", first ? "" : "\n", cmds[i].name);
+        if (ctx.env)
+            fputs("| option | value | variable | meaning |\n|---|---|---|---|\n", out);
+        else
+            fputs("| option | value | meaning |\n|---|---|---|\n", out);
+        gm_opt_each(cmds[i].opts->table, md_row, &ctx);
         first = false;
     }
+}
+
+/* The settings table of docs/API.md: each row with a variable or a configuration key. */
+static int settings_row(const gm_opt *r, void *ctx)
+{
+    FILE *out = ctx;
+    if (!listed(r) || (!r->env && !r->key))
+        return 0;
+    fprintf(out, "| `--%s%s%s` | ", r->name, r->arg ? " " : "", r->arg ? r->arg : "");
+    fprintf(out, r->env ? "`%s` | " : " | ", r->env);
+    fprintf(out, r->key ? "`%s` | " : " | ", r->key);
+    char help[1024];
+    md_text(out, gm_opt_help_text(r, help, sizeof help));
+    fputs(" |\n", out);
+    return 0;
+}
+
+static void dump_settings(const gm_cli_dump_command *cmds, size_t n, FILE *out)
+{
+    for (size_t i = 0; i < n; i++)
+        if (cmds[i].opts && gm_opt_each(cmds[i].opts->table, has_env, NULL) == 1) {
+            fprintf(out, "| flag | variable | `/api/config` key | meaning |\n|---|---|---|---|\n");
+            gm_opt_each(cmds[i].opts->table, settings_row, out);
+        }
 }
 
 static const char *type_name(gm_opt_type t)
@@ -367,8 +401,13 @@ static int json_row(const gm_opt *r, void *ctx)
         json_object_set_new(row, "aliases", json_string(r->aliases));
     if (r->complete)
         json_object_set_new(row, "complete", json_string(r->complete));
-    if (r->values)
-        json_object_set_new(row, "values", json_string(r->values));
+    char words[512];
+    if (gm_opt_values(r, words, sizeof words))
+        json_object_set_new(row, "values", json_string(words));
+    if (r->env)
+        json_object_set_new(row, "env", json_string(r->env));
+    if (r->key)
+        json_object_set_new(row, "key", json_string(r->key));
     json_object_set_new(row, "hidden", json_boolean(r->flags & GM_OPT_HIDDEN));
     json_object_set_new(row, "optional_value", json_boolean(r->flags & GM_OPT_OPTARG));
     if (r->type == GM_OPT_UINT || r->type == GM_OPT_DOUBLE || r->type == GM_OPT_DURATION) {
@@ -403,8 +442,10 @@ int gm_cli_help_dump(const char *format, const gm_cli_dump_command *cmds, size_t
         dump_markdown(cmds, n, out);
     else if (strcmp(format, "json") == 0)
         dump_json(cmds, n, out);
+    else if (strcmp(format, "settings") == 0)
+        dump_settings(cmds, n, out);
     else {
-        fprintf(stderr, "gpumon help: --dump takes bash, markdown or json\n");
+        fprintf(stderr, "gpumon help: --dump takes bash, markdown, json or settings\n");
         return GM_EXIT_USAGE;
     }
     return fflush(out) == 0 ? GM_EXIT_OK : GM_EXIT_FAILURE;

@@ -1,6 +1,6 @@
 /* help_dump.h - what `gpumon help --dump FORMAT` writes from the commands' option tables: the
- * bash completion (deploy/gpumon.bash), the Markdown option tables of docs/CLI.md, or the
- * tables as JSON (for tests). */
+ * bash completion (deploy/gpumon.bash), the Markdown option tables of docs/CLI.md, the daemon's
+ * settings table of docs/API.md (flag, variable, /api/config key), or the tables as JSON. */
 #ifndef GM_CLI_HELP_DUMP_H
 #define GM_CLI_HELP_DUMP_H
 
@@ -16,8 +16,8 @@ typedef struct gm_cli_dump_command {
     const char *legacy;
 } gm_cli_dump_command;
 
-/* Writes format ("bash", "markdown" or "json") for the n commands to out. Returns 0, or 2 (a
- * message on stderr) for an unknown format. */
+/* Writes format ("bash", "markdown", "settings" or "json") for the n commands to out. Returns 0, or
+ * 2 (a message on stderr) for an unknown format. */
 int gm_cli_help_dump(const char *format, const gm_cli_dump_command *cmds, size_t n, FILE *out);
 
 #endif

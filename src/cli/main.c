@@ -7,6 +7,7 @@
 #include "base/opt.h"
 #include "base/suggest.h"
 #include "cli/help_dump.h"
+#include "server/config.h"
 #include "gpumon.h"
 
 typedef struct command {
@@ -20,12 +21,8 @@ typedef struct command {
 static const command commands[] = {
     {"query", gm_cli_query, "GPU and host metrics, once or in a loop (table, JSON, CSV)",
      &gm_cli_query_command, NULL},
-    {"serve", gm_cli_serve, "run the daemon: REST API, WebSocket stream, Prometheus /metrics", NULL,
-     "--listen --port-file --provider --simulate --seed --token --history --interval "
-     "--poll-interval --ws-max-rate --max-connections --max-connections-per-ip --hostname "
-     "--cors-origin --log-level --no-system-metrics --process-metrics --db --retention --web-root "
-     "--prometheus "
-     "--prometheus-job --pod-resources --procfs --docker --allow-image -h --help"},
+    {"serve", gm_cli_serve, "run the daemon: REST API, WebSocket stream, Prometheus /metrics",
+     &gm_serve_command, NULL},
     {"record", gm_cli_record, "run a command while sampling GPUs: statistics, energy, timeline",
      &gm_cli_record_command, NULL},
     {"select", gm_cli_select, "rank GPUs by availability and print the best N",
@@ -69,12 +66,15 @@ static void usage(FILE *out)
                  "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nEnvironment:\n"
+                 "  GPU_MONITOR_TELEMETRY_PROVIDER  ");
+    char providers[512];
+    snprintf(providers, sizeof providers,
+             "%s (default auto: NVIDIA's GPUs by NVML, else nvidia-smi; AMD's by rocm_smi, else "
+             "amdgpu; nvtop the rest)",
+             gm_provider_names());
+    gm_opt_wrap(out, providers, 34, 34, 80);
     fprintf(out,
-            "\nEnvironment:\n"
-            "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml, nvidia-smi, rocm_smi, amdgpu, nvtop,\n"
-            "                                  sim or auto (default auto: NVIDIA's GPUs by\n"
-            "                                  NVML, else nvidia-smi; AMD's by rocm_smi, else\n"
-            "                                  amdgpu; nvtop the rest)\n"
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
             "  GPU_MONITOR_ROCM_SMI_LIB        path of librocm_smi64.so.1 to load\n"
             "  GPU_MONITOR_DB                  SQLite database of sessions, runs, snapshots\n"
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "help") == 0 && argc > 2 && strcmp(argv[2], "--dump") == 0) {
         /* Not in the help: what deploy/gpumon.bash and docs/CLI.md are generated from. */
         if (argc != 4) {
-            fprintf(stderr, "gpumon help: --dump takes bash, markdown or json\n");
+            fprintf(stderr, "gpumon help: --dump takes bash, markdown, json or settings\n");
             return GM_EXIT_USAGE;
         }
         gm_cli_dump_command dump[NCOMMANDS];

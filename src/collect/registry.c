@@ -1,6 +1,8 @@
 /* registry.c - the one place that lists every provider and the automatic order. */
 #include "collect/provider.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -35,7 +37,20 @@ const char *gm_provider_canonical(const char *name)
     return NULL;
 }
 
+static char names[128];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_build(void)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof all_providers / sizeof *all_providers; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s, ", all_providers[i]->name);
+    snprintf(names + used, sizeof names - used, "auto");
+}
+
+/* Written once from the list above, so no help text or message can name another set. */
 const char *gm_provider_names(void)
 {
-    return "nvml, nvidia-smi, rocm_smi, amdgpu, nvtop, sim, auto";
+    pthread_once(&names_once, names_build);
+    return names;
 }

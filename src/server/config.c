@@ -1,9 +1,10 @@
 /* config.c - parses `gpumon serve` flags and GPU_MONITOR_* variables into one validated
- * configuration; pure functions (no getenv, no printing) so every rule is unit-tested. */
+ * configuration; pure functions (no getenv, no printing) so every rule is unit-tested. The
+ * settings are the rows of gm_serve_options: flag, variable, /api/config key, parser and help
+ * in one place, read by base/opt for argv, the environment and --help. */
 #include "server/config.h"
 #include "base/json.h"
 #include "base/parse.h"
-#include "base/suggest.h"
 #include "collect/podres.h"
 #include "core/docker.h"
 
@@ -11,21 +12,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
-
-static const struct {
-    const char *flag;
-    const char *env;
-    const char *key;
-} settings[GM_SET__COUNT] = {
-#define GM__SETTING_ROW(id, flag, env, key) [GM_SET_##id] = {flag, "GPU_MONITOR_" env, key},
-    GM_SERVE_SETTING_MAP(GM__SETTING_ROW)
-#undef GM__SETTING_ROW
-};
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -182,390 +174,610 @@ static bool hostname_ok(const char *s)
     return true;
 }
 
-static int parse_provider(const char *v, gm_serve_config *c)
+#define CFG(base) ((gm_serve_config *)(base))
+
+/* "--NAME: ..." (gm_opt_apply_env names the variable in its place). */
+static int refuse(gm_error *err, const gm_opt *row, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse(gm_error *err, const gm_opt *row, const char *fmt, ...)
 {
+    char msg[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return gm_error_set(err, GM_EINVAL, "--%s: %s", row->name, msg);
+}
+
+static int set_listen(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_error sub = {0};
+    if (gm_config_parse_listen(v, &CFG(base)->listen, &sub) < 0)
+        return refuse(err, row, "%s", sub.msg);
+    return GM_OK;
+}
+
+static int set_port_file(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!*v || strlen(v) >= sizeof c->port_file)
+        return refuse(err, row, "a path of 1 to %zu bytes", sizeof c->port_file - 1);
+    snprintf(c->port_file, sizeof c->port_file, "%s", v);
+    return GM_OK;
+}
+
+static int set_provider(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
     const char *name = gm_provider_canonical(v);
     if (!name)
-        return GM_EINVAL;
+        return refuse(err, row, "\"%s\" is not one of %s", v, gm_provider_names());
     snprintf(c->provider, sizeof c->provider, "%s", name);
     return GM_OK;
 }
 
-/* Applies one setting's text to c. `who` names its origin for messages ("--poll-interval",
- * "GPU_MONITOR_POLL_INTERVAL_MS"). */
-static int apply(gm_serve_config *c, gm_serve_setting id, const char *who, const char *v,
-                 gm_error *err)
+static int set_simulate(void *base, const gm_opt *row, const char *v, gm_error *err)
 {
-    gm_error sub = {0};
     unsigned long long n;
-    switch (id) {
-    case GM_SET_LISTEN:
-        if (gm_config_parse_listen(v, &c->listen, &sub) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
-        return GM_OK;
-    case GM_SET_PROVIDER:
-        if (parse_provider(v, c) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not one of %s", who, v,
-                                gm_provider_names());
-        return GM_OK;
-    case GM_SET_TOKEN:
-        if (strcmp(v, "generate") == 0) {
-            /* 128 random bits as 32 hex digits: nothing to quote in a header or a URL. */
-            unsigned char r[16];
-            if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-                return gm_error_set(err, GM_EIO, "%s generate: no random bytes: %s", who,
-                                    strerror(errno));
-            for (size_t i = 0; i < sizeof r; i++)
-                snprintf(c->token + 2 * i, 3, "%02x", r[i]);
-            c->token_set = c->token_generated = true;
-            return GM_OK;
-        }
-        if (!token_ok(v))
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: the token must be 1 to %d visible ASCII characters", who,
-                                GM_SERVE_TOKEN_MAX);
-        snprintf(c->token, sizeof c->token, "%s", v);
-        c->token_set = true;
-        return GM_OK;
-    case GM_SET_HISTORY: {
-        int64_t ms;
-        if (gm_parse_duration_ms(v, 0, (int64_t)GM_SERVE_HISTORY_MAX_S * 1000, &ms) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not %s, at most %ud", who, v,
-                                gm_parse_duration_help(), GM_SERVE_HISTORY_MAX_S / 86400);
-        c->history_s = (unsigned)((ms + 999) / 1000); /* whole seconds, never rounded to 0 */
-        return GM_OK;
-    }
-    case GM_SET_POLL:
-        if (gm_parse_uint(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &n) < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%s\" is not a whole number of milliseconds from %d to %d",
-                                who, v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS);
-        c->poll_interval_ms = (unsigned)n;
-        return GM_OK;
-    case GM_SET_WS_RATE:
-        if (gm_parse_number(v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX, &c->ws_max_rate_hz) < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%s\" is not a rate in Hz from %g to %g (e.g. 5 or 0.5)", who,
-                                v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX);
-        return GM_OK;
-    case GM_SET_CORS:
-        if (!origin_ok(v))
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%s\" is not an origin (use \"*\" or scheme://host[:port], "
-                                "e.g. http://localhost:5173)",
-                                who, v);
-        snprintf(c->cors_origin, sizeof c->cors_origin, "%s", v);
-        return GM_OK;
-    case GM_SET_LOG_LEVEL:
-        if (gm_config_parse_log_level(v, &c->log_level) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not one of debug, info, warn, error",
-                                who, v);
-        return GM_OK;
-    case GM_SET_SYSTEM:
-        if (gm_parse_bool(v, &c->system_metrics) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not true or false", who, v);
-        return GM_OK;
-    case GM_SET_PROCESS_METRICS:
-        if (gm_parse_bool(v, &c->process_metrics) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not true or false", who, v);
-        return GM_OK;
-    case GM_SET_DB:
-        if (!*v || strlen(v) >= sizeof c->db)
-            return gm_error_set(err, GM_EINVAL, "%s: a path of 1 to %zu bytes, or \"none\"", who,
-                                sizeof c->db - 1);
-        c->no_db = strcmp(v, "none") == 0;
-        snprintf(c->db, sizeof c->db, "%s", c->no_db ? "" : v);
-        return GM_OK;
-    case GM_SET_POD_RESOURCES:
-        /* Whether a socket is there is the watcher's business: the kubelet may come later. */
-        if (!*v || strlen(v) > GM_SERVE_SOCKET_PATH_MAX)
-            return gm_error_set(err, GM_EINVAL, "%s: a socket path of 1 to %d bytes, or \"none\"",
-                                who, GM_SERVE_SOCKET_PATH_MAX);
-        c->no_pod_resources = strcmp(v, "none") == 0;
-        snprintf(c->pod_resources, sizeof c->pod_resources, "%s", c->no_pod_resources ? "" : v);
-        return GM_OK;
-    case GM_SET_PROCFS:
-        if (!*v || strlen(v) >= sizeof c->procfs)
-            return gm_error_set(err, GM_EINVAL, "%s: a directory path of 1 to %zu bytes", who,
-                                sizeof c->procfs - 1);
-        snprintf(c->procfs, sizeof c->procfs, "%s", v);
-        return GM_OK;
-    case GM_SET_WEB_ROOT:
-        /* Whether it exists is checked when the daemon starts (config parsing touches no file). */
-        if (!*v || strlen(v) >= sizeof c->web_root)
-            return gm_error_set(err, GM_EINVAL, "%s: a directory path of 1 to %zu bytes", who,
-                                sizeof c->web_root - 1);
-        snprintf(c->web_root, sizeof c->web_root, "%s", v);
-        return GM_OK;
-    case GM_SET_MAX_CONN:
-        if (gm_parse_uint(v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX, &n) < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%s\" is not a whole number of connections from %d to %d",
-                                who, v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX);
-        c->max_connections = (unsigned)n;
-        return GM_OK;
-    case GM_SET_MAX_CONN_IP:
-        if (gm_parse_uint(v, 0, GM_SERVE_CONN_MAX, &n) < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%s\" is not a whole number of connections from 0 (no limit) "
-                                "to %d",
-                                who, v, GM_SERVE_CONN_MAX);
-        c->max_connections_per_ip = (unsigned)n;
-        return GM_OK;
-    case GM_SET_HOSTNAME:
-        if (!hostname_ok(v))
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%.64s\" is not a host name (1 to %d letters, digits, '.', "
-                                "'-' or '_')",
-                                who, v, GM_HOSTNAME_LEN - 1);
-        snprintf(c->hostname, sizeof c->hostname, "%s", v);
-        return GM_OK;
-    case GM_SET_PROMETHEUS:
-        if (gm_prometheus_url_check(v, c->prometheus_display, sizeof c->prometheus_display, &sub) <
-            0)
-            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
-        snprintf(c->prometheus, sizeof c->prometheus, "%s", v);
-        return GM_OK;
-    case GM_SET_PROMETHEUS_JOB:
-        if (!gm_fleet_job_ok(v))
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%.64s\" is not a job name (1 to %d letters, digits, '_', "
-                                "'-', '.', ':', '/')",
-                                who, v, GM_FLEET_JOB_MAX - 1);
-        snprintf(c->prometheus_job, sizeof c->prometheus_job, "%s", v);
-        return GM_OK;
-    case GM_SET_RETENTION: {
-        int64_t ms;
-        if (strcmp(v, "0") == 0 || strcasecmp(v, "forever") == 0) {
-            c->retention_s = 0;
-            return GM_OK;
-        }
-        if (gm_parse_duration_ms(v, (int64_t)GM_SERVE_RETENTION_MIN_S * 1000,
-                                 (int64_t)GM_SERVE_RETENTION_MAX_S * 1000, &ms) < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "%s: \"%s\" is not %s of at least 1s (or 0: keep everything)", who,
-                                v, gm_parse_duration_help());
-        c->retention_s = (unsigned)((ms + 999) / 1000);
-        return GM_OK;
-    }
-    case GM_SET_DOCKER: {
-        /* A bare socket path is taken for unix://PATH; "" (--docker alone) is the default. */
-        char host[GM_SERVE_PATH_MAX];
-        if ((size_t)snprintf(host, sizeof host, "%s%s", v[0] == '/' ? "unix://" : "",
-                             *v ? v : GM_DOCKER_DEFAULT_HOST) >= sizeof host)
-            return gm_error_set(err, GM_EINVAL, "%s: too long", who);
-        gm_docker *d = NULL;
-        if (gm_docker_open(host, &d, &sub) < 0)
-            return gm_error_set(err, GM_EINVAL, "%s: %s", who, sub.msg);
-        gm_docker_close(d);
-        snprintf(c->docker_host, sizeof c->docker_host, "%s", host);
-        return GM_OK;
-    }
-    case GM_SET_ALLOW_IMAGE:
-        /* Repeatable, and a comma-separated list (no image reference holds a comma). */
-        for (const char *p = v; *p;) {
-            size_t len = strcspn(p, ",");
-            if (len == 0 || len >= GM_SERVE_ALLOW_IMAGE_LEN || memchr(p, ' ', len) ||
-                memchr(p, '\t', len))
-                return gm_error_set(err, GM_EINVAL,
-                                    "%s: \"%.*s\" is not an image pattern (such as "
-                                    "nvcr.io/nim/*:1.*, without spaces)",
-                                    who, (int)(len > 80 ? 80 : len), p);
-            if (c->nallow_image == GM_SERVE_ALLOW_IMAGE_MAX)
-                return gm_error_set(err, GM_EINVAL, "%s: at most %d patterns", who,
-                                    GM_SERVE_ALLOW_IMAGE_MAX);
-            snprintf(c->allow_image[c->nallow_image++], GM_SERVE_ALLOW_IMAGE_LEN, "%.*s", (int)len,
-                     p);
-            p += len + (p[len] == ',');
-        }
-        return GM_OK;
-    case GM_SET__COUNT:
-        break;
-    }
-    return gm_error_set(err, GM_EINVAL, "%s: unknown setting", who);
+    if (gm_parse_uint(v, 1, GM_MAX_GPUS, &n) < 0)
+        return refuse(err, row, "\"%s\" is not a number of GPUs from 1 to %d", v, GM_MAX_GPUS);
+    CFG(base)->simulate = (unsigned)n;
+    return GM_OK;
 }
 
-/* Value of NAME in envp, NULL when unset or empty (an empty variable counts as unset). */
-static const char *env_get(const char *const *envp, const char *name)
+static int set_seed(void *base, const gm_opt *row, const char *v, gm_error *err)
 {
-    size_t n = strlen(name);
-    for (; envp && *envp; envp++)
-        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
-            return (*envp)[n + 1] ? *envp + n + 1 : NULL;
-    return NULL;
+    unsigned long long n;
+    if (gm_parse_uint(v, 0, UINT64_MAX, &n) < 0)
+        return refuse(err, row, "\"%s\" is not a whole number", v);
+    CFG(base)->seed = n;
+    return GM_OK;
 }
 
-/* Flags that exist only as flags. --interval is the sampling period as a duration, the name
- * every gpumon command gives it (--poll-interval takes milliseconds, as its variable does). */
-enum {
-    EXTRA_PORT_FILE = GM_SET__COUNT,
-    EXTRA_SIMULATE,
-    EXTRA_SEED,
-    EXTRA_HELP,
-    EXTRA_INTERVAL,
-    EXTRA__END
+static int set_token(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (strcmp(v, "generate") == 0) {
+        /* 128 random bits as 32 hex digits: nothing to quote in a header or a URL. */
+        unsigned char r[16];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+            return gm_error_set(err, GM_EIO, "--%s generate: no random bytes: %s", row->name,
+                                strerror(errno));
+        for (size_t i = 0; i < sizeof r; i++)
+            snprintf(c->token + 2 * i, 3, "%02x", r[i]);
+        c->token_set = c->token_generated = true;
+        return GM_OK;
+    }
+    if (!token_ok(v))
+        return refuse(err, row, "the token must be 1 to %d visible ASCII characters",
+                      GM_SERVE_TOKEN_MAX);
+    snprintf(c->token, sizeof c->token, "%s", v);
+    c->token_set = true;
+    return GM_OK;
+}
+
+static int set_history(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    int64_t ms;
+    if (gm_parse_duration_ms(v, 0, (int64_t)GM_SERVE_HISTORY_MAX_S * 1000, &ms) < 0)
+        return refuse(err, row, "\"%s\" is not %s, at most %ud", v, gm_parse_duration_help(),
+                      GM_SERVE_HISTORY_MAX_S / 86400);
+    CFG(base)->history_s = (unsigned)((ms + 999) / 1000); /* whole seconds, never rounded to 0 */
+    return GM_OK;
+}
+
+/* --interval is the sampling period as a duration, the name every gpumon command gives it;
+ * --poll-interval takes milliseconds, as its variable does. Both set one setting. */
+static int set_interval(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    int64_t ms;
+    if (gm_parse_duration_ms(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &ms) < 0)
+        return refuse(err, row, "\"%s\" is not %s from %gs to %gs", v, gm_parse_duration_help(),
+                      GM_SERVE_POLL_MIN_MS / 1000.0, GM_SERVE_POLL_MAX_MS / 1000.0);
+    CFG(base)->poll_interval_ms = (unsigned)ms;
+    return GM_OK;
+}
+
+static int set_poll(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    unsigned long long n;
+    if (gm_parse_uint(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &n) < 0)
+        return refuse(err, row, "\"%s\" is not a whole number of milliseconds from %d to %d", v,
+                      GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS);
+    CFG(base)->poll_interval_ms = (unsigned)n;
+    return GM_OK;
+}
+
+static int set_ws_rate(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    if (gm_parse_number(v, GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX, &CFG(base)->ws_max_rate_hz) <
+        0)
+        return refuse(err, row, "\"%s\" is not a rate in Hz from %g to %g (e.g. 5 or 0.5)", v,
+                      GM_SERVE_WS_RATE_MIN, GM_SERVE_WS_RATE_MAX);
+    return GM_OK;
+}
+
+static int set_cors(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!origin_ok(v))
+        return refuse(err, row,
+                      "\"%s\" is not an origin (use \"*\" or scheme://host[:port], e.g. "
+                      "http://localhost:5173)",
+                      v);
+    snprintf(c->cors_origin, sizeof c->cors_origin, "%s", v);
+    return GM_OK;
+}
+
+static int set_log_level(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    if (gm_config_parse_log_level(v, &CFG(base)->log_level) < 0)
+        return refuse(err, row, "\"%s\" is not one of debug, info, warn, error", v);
+    return GM_OK;
+}
+
+/* The flag turns host metrics off; its variable says true or false. */
+static int set_system(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!v)
+        c->system_metrics = false;
+    else if (gm_parse_bool(v, &c->system_metrics) < 0)
+        return refuse(err, row, "\"%s\" is not true or false", v);
+    return GM_OK;
+}
+
+static int set_process_metrics(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!v)
+        c->process_metrics = true;
+    else if (gm_parse_bool(v, &c->process_metrics) < 0)
+        return refuse(err, row, "\"%s\" is not true or false", v);
+    return GM_OK;
+}
+
+static int set_db(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!*v || strlen(v) >= sizeof c->db)
+        return refuse(err, row, "a path of 1 to %zu bytes, or \"none\"", sizeof c->db - 1);
+    c->no_db = strcmp(v, "none") == 0;
+    snprintf(c->db, sizeof c->db, "%s", c->no_db ? "" : v);
+    return GM_OK;
+}
+
+static int set_pod_resources(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    /* Whether a socket is there is the watcher's business: the kubelet may come later. */
+    if (!*v || strlen(v) > GM_SERVE_SOCKET_PATH_MAX)
+        return refuse(err, row, "a socket path of 1 to %d bytes, or \"none\"",
+                      GM_SERVE_SOCKET_PATH_MAX);
+    c->no_pod_resources = strcmp(v, "none") == 0;
+    snprintf(c->pod_resources, sizeof c->pod_resources, "%s", c->no_pod_resources ? "" : v);
+    return GM_OK;
+}
+
+static int set_procfs(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!*v || strlen(v) >= sizeof c->procfs)
+        return refuse(err, row, "a directory path of 1 to %zu bytes", sizeof c->procfs - 1);
+    snprintf(c->procfs, sizeof c->procfs, "%s", v);
+    return GM_OK;
+}
+
+static int set_web_root(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    /* Whether it exists is checked when the daemon starts (config parsing touches no file). */
+    if (!*v || strlen(v) >= sizeof c->web_root)
+        return refuse(err, row, "a directory path of 1 to %zu bytes", sizeof c->web_root - 1);
+    snprintf(c->web_root, sizeof c->web_root, "%s", v);
+    return GM_OK;
+}
+
+static int set_max_conn(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    unsigned long long n;
+    if (gm_parse_uint(v, GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX, &n) < 0)
+        return refuse(err, row, "\"%s\" is not a whole number of connections from %d to %d", v,
+                      GM_SERVE_CONN_MIN, GM_SERVE_CONN_MAX);
+    CFG(base)->max_connections = (unsigned)n;
+    return GM_OK;
+}
+
+static int set_max_conn_ip(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    unsigned long long n;
+    if (gm_parse_uint(v, 0, GM_SERVE_CONN_MAX, &n) < 0)
+        return refuse(err, row,
+                      "\"%s\" is not a whole number of connections from 0 (no limit) to %d", v,
+                      GM_SERVE_CONN_MAX);
+    CFG(base)->max_connections_per_ip = (unsigned)n;
+    return GM_OK;
+}
+
+static int set_hostname(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!hostname_ok(v))
+        return refuse(err, row,
+                      "\"%.64s\" is not a host name (1 to %d letters, digits, '.', '-' or '_')", v,
+                      GM_HOSTNAME_LEN - 1);
+    snprintf(c->hostname, sizeof c->hostname, "%s", v);
+    return GM_OK;
+}
+
+static int set_prometheus(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    gm_error sub = {0};
+    if (gm_prometheus_url_check(v, c->prometheus_display, sizeof c->prometheus_display, &sub) < 0)
+        return refuse(err, row, "%s", sub.msg);
+    snprintf(c->prometheus, sizeof c->prometheus, "%s", v);
+    return GM_OK;
+}
+
+static int set_prometheus_job(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    if (!gm_fleet_job_ok(v))
+        return refuse(err, row,
+                      "\"%.64s\" is not a job name (1 to %d letters, digits, '_', '-', '.', ':', "
+                      "'/')",
+                      v, GM_FLEET_JOB_MAX - 1);
+    snprintf(c->prometheus_job, sizeof c->prometheus_job, "%s", v);
+    return GM_OK;
+}
+
+static int set_retention(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    int64_t ms;
+    if (strcmp(v, "0") == 0 || strcasecmp(v, "forever") == 0) {
+        c->retention_s = 0;
+        return GM_OK;
+    }
+    if (gm_parse_duration_ms(v, (int64_t)GM_SERVE_RETENTION_MIN_S * 1000,
+                             (int64_t)GM_SERVE_RETENTION_MAX_S * 1000, &ms) < 0)
+        return refuse(err, row, "\"%s\" is not %s of at least 1s (or 0: keep everything)", v,
+                      gm_parse_duration_help());
+    c->retention_s = (unsigned)((ms + 999) / 1000);
+    return GM_OK;
+}
+
+/* A bare socket path is taken for unix://PATH; "" (--docker alone) is the default. */
+static int set_docker(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    char host[GM_SERVE_PATH_MAX];
+    gm_error sub = {0};
+    if (!v)
+        v = "";
+    if ((size_t)snprintf(host, sizeof host, "%s%s", v[0] == '/' ? "unix://" : "",
+                         *v ? v : GM_DOCKER_DEFAULT_HOST) >= sizeof host)
+        return refuse(err, row, "too long");
+    gm_docker *d = NULL;
+    if (gm_docker_open(host, &d, &sub) < 0)
+        return refuse(err, row, "%s", sub.msg);
+    gm_docker_close(d);
+    snprintf(c->docker_host, sizeof c->docker_host, "%s", host);
+    return GM_OK;
+}
+
+/* Repeatable, and a comma-separated list (no image reference holds a comma). */
+static int set_allow_image(void *base, const gm_opt *row, const char *v, gm_error *err)
+{
+    gm_serve_config *c = CFG(base);
+    for (const char *p = v; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= GM_SERVE_ALLOW_IMAGE_LEN || memchr(p, ' ', len) ||
+            memchr(p, '\t', len))
+            return refuse(err, row,
+                          "\"%.*s\" is not an image pattern (such as nvcr.io/nim/*:1.*, without "
+                          "spaces)",
+                          (int)(len > 80 ? 80 : len), p);
+        if (c->nallow_image == GM_SERVE_ALLOW_IMAGE_MAX)
+            return refuse(err, row, "at most %d patterns", GM_SERVE_ALLOW_IMAGE_MAX);
+        snprintf(c->allow_image[c->nallow_image++], GM_SERVE_ALLOW_IMAGE_LEN, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+    }
+    return GM_OK;
+}
+
+/* Where the row records who set setting id. */
+#define FROM(id) GM_OPT_SOURCE(gm_serve_config, source[GM_SET_##id])
+
+const gm_opt gm_serve_options[] = {
+    {.type = GM_OPT_CALLBACK,
+     .name = "listen",
+     .arg = "ADDR",
+     .set = set_listen,
+     .env = "GPU_MONITOR_LISTEN",
+     .key = "listen",
+     FROM(LISTEN),
+     .group = "Listening",
+     .help = "127.0.0.1:9401 (default), [::1]:9401, :9401 (all interfaces) or 9401 "
+             "(loopback); port 0 picks a free port."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "port-file",
+     .arg = "PATH",
+     .set = set_port_file,
+     .complete = "file",
+     .help = "Write the bound port to PATH once listening."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "token",
+     .arg = "T",
+     .set = set_token,
+     .env = "GPU_MONITOR_TOKEN",
+     .key = "token_set",
+     FROM(TOKEN),
+     .help = "Require \"Authorization: Bearer T\" (WebSocket: also ?token=T), 1 to 256 visible "
+             "ASCII characters; \"generate\": a random one, shown with the dashboard's address "
+             "on the terminal."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "cors-origin",
+     .arg = "ORIGIN",
+     .set = set_cors,
+     .env = "GPU_MONITOR_CORS_ORIGIN",
+     .key = "cors_origin",
+     FROM(CORS),
+     .help = "Send Access-Control-Allow-Origin: ORIGIN (\"*\" or scheme://host[:port]) and "
+             "answer preflights (default off)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "max-connections",
+     .arg = "N",
+     .set = set_max_conn,
+     .env = "GPU_MONITOR_MAX_CONNECTIONS",
+     .key = "max_connections",
+     FROM(MAX_CONN),
+     .help = "HTTP and WebSocket connections at once, 16 to 65536 (default 4096, or what the "
+             "open-file limit allows)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "max-connections-per-ip",
+     .arg = "N",
+     .set = set_max_conn_ip,
+     .env = "GPU_MONITOR_MAX_CONNECTIONS_PER_IP",
+     .key = "max_connections_per_ip",
+     FROM(MAX_CONN_IP),
+     .help = "Of them from one client address, 0 (no limit) to 65536 (default 1024); a reverse "
+             "proxy on this host is one address for all its clients."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "provider",
+     .arg = "NAME",
+     .set = set_provider,
+     .env = "GPU_MONITOR_TELEMETRY_PROVIDER",
+     .key = "provider",
+     FROM(PROVIDER),
+     .group = "Sampling",
+     .words = gm_provider_names,
+     .help = "One of {words} (default auto), case-insensitive."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "simulate",
+     .arg = "N",
+     .set = set_simulate,
+     .help = "N simulated GPUs, 1 to 64 (provider sim)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "seed",
+     .arg = "N",
+     .set = set_seed,
+     .help = "Seed of the simulation (default 0)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "interval",
+     .arg = "D",
+     .set = set_interval,
+     FROM(POLL),
+     .help = "Sampling period: 1, 0.5, 500ms, 2m (0.1s to 1h, default 1s); the setting of "
+             "--poll-interval, as a duration."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "poll-interval",
+     .arg = "MS",
+     .set = set_poll,
+     .env = "GPU_MONITOR_POLL_INTERVAL_MS",
+     .key = "poll_interval_ms",
+     FROM(POLL),
+     .help = "Sampling period in milliseconds, 100 to 3600000 (default 1000)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "history",
+     .arg = "D",
+     .set = set_history,
+     .env = "GPU_MONITOR_HISTORY",
+     .key = "history_seconds",
+     FROM(HISTORY),
+     .help = "History kept: 3600, 90s, 15m, 1h, 2h30m, 1d (default 1h, at most 7d; 0 keeps "
+             "none)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "ws-max-rate",
+     .arg = "HZ",
+     .set = set_ws_rate,
+     .env = "GPU_MONITOR_WS_MAX_RATE_HZ",
+     .key = "ws_max_rate_hz",
+     FROM(WS_RATE),
+     .help = "Most WebSocket frames per second per client, 0.1 to 100 (default 5)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "no-system-metrics",
+     .set = set_system,
+     .env = "GPU_MONITOR_ENABLE_SYSTEM_METRICS",
+     .key = "system_metrics",
+     FROM(SYSTEM),
+     .help = "Skip host metrics (the variable: false skips them; default true)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "process-metrics",
+     .set = set_process_metrics,
+     .env = "GPU_MONITOR_PROCESS_METRICS",
+     .key = "process_metrics",
+     FROM(PROCESS_METRICS),
+     .help = "Per-process utilization on /metrics, one series per process and engine (the "
+             "variable: true or false; default false)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "procfs",
+     .arg = "DIR",
+     .set = set_procfs,
+     .env = "GPU_MONITOR_PROCFS",
+     .key = "procfs",
+     FROM(PROCFS),
+     .complete = "dir",
+     .help = "Where the host's /proc is mounted: host metrics, GPU processes' users, commands "
+             "and cgroups (default /proc)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "pod-resources",
+     .arg = "PATH",
+     .set = set_pod_resources,
+     .env = "GPU_MONITOR_POD_RESOURCES",
+     .key = "pod_resources",
+     FROM(POD_RESOURCES),
+     .complete = "file",
+     .help = "The kubelet's pod-resources socket, read for the pods and containers that hold "
+             "the GPUs; \"none\" never reads it (default "
+             "/var/lib/kubelet/pod-resources/kubelet.sock)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "hostname",
+     .arg = "NAME",
+     .set = set_hostname,
+     .env = "GPU_MONITOR_HOSTNAME",
+     .key = "hostname",
+     FROM(HOSTNAME),
+     .help = "The node's name in the Hostname label, JSON and the dashboard (default: "
+             "$NODE_NAME, else this host's)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "db",
+     .arg = "PATH",
+     .set = set_db,
+     .env = "GPU_MONITOR_DB",
+     .key = "db",
+     FROM(DB),
+     .complete = "file",
+     .group = "Storage",
+     .help = "Session store (SQLite), created when a session first needs it; \"none\" keeps "
+             "sessions in memory (default $XDG_STATE_HOME/gpumon/gpumon.db)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "retention",
+     .arg = "D",
+     .set = set_retention,
+     .env = "GPU_MONITOR_RETENTION",
+     .key = "retention_seconds",
+     FROM(RETENTION),
+     .help = "Delete stored sessions, runs and benchmarks that ended more than D ago (30d, "
+             "12h...), at start and then periodically; 0 keeps all (default)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "prometheus",
+     .arg = "URL",
+     .set = set_prometheus,
+     .env = "GPU_MONITOR_PROMETHEUS_URL",
+     .key = "prometheus",
+     FROM(PROMETHEUS),
+     .group = "Fleet",
+     .help = "The Prometheus that scrapes the fleet's daemons: serves GET /api/fleet and the "
+             "dashboard's Fleet page (default off)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "prometheus-job",
+     .arg = "NAME",
+     .set = set_prometheus_job,
+     .env = "GPU_MONITOR_PROMETHEUS_JOB",
+     .key = "prometheus_job",
+     FROM(PROMETHEUS_JOB),
+     .help = "The daemons' scrape job (default gpumon)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "log-level",
+     .arg = "L",
+     .set = set_log_level,
+     .env = "GPU_MONITOR_LOG_LEVEL",
+     .key = "log_level",
+     FROM(LOG_LEVEL),
+     .values = "debug info warn error",
+     .group = "Other",
+     .help = "debug, info (default), warn or error."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "web-root",
+     .arg = "DIR",
+     .set = set_web_root,
+     .env = "GPU_MONITOR_WEB_ROOT",
+     .key = "web_root",
+     FROM(WEB_ROOT),
+     .complete = "dir",
+     .help = "Serve the dashboard from DIR instead of the embedded copy (development)."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "docker",
+     .arg = "HOST",
+     .flags = GM_OPT_OPTARG,
+     .def = "",
+     .set = set_docker,
+     .env = "GPU_MONITOR_DOCKER_HOST",
+     .key = "docker",
+     FROM(DOCKER),
+     .group = "Benchmark jobs",
+     .help = "Jobs may start containers through the engine at HOST (a socket path or "
+             "unix:///PATH; alone: /var/run/docker.sock); DOCKER_HOST also turns it on. The "
+             "engine is root on this host: see --allow-image."},
+    {.type = GM_OPT_CALLBACK,
+     .name = "allow-image",
+     .arg = "PATTERN",
+     .flags = GM_OPT_REPEAT,
+     .set = set_allow_image,
+     .env = "GPU_MONITOR_ALLOW_IMAGE",
+     .key = "allow_image",
+     FROM(ALLOW_IMAGE),
+     .help = "An image jobs may start (fnmatch: nvcr.io/nim/*); repeatable or comma-separated; "
+             "none: no image."},
+    {0},
 };
-static const char *const extra[] = {"port-file", "simulate", "seed", "help", "interval"};
 
-/* The flag closest to a mistyped one, NULL when none is close. */
-static const char *suggest_flag(const char *name, size_t len)
-{
-    const char *names[GM_SET__COUNT + EXTRA__END];
-    size_t n = 0;
-    char word[GM_SUGGEST_MAX_LEN + 1];
-    if (len > GM_SUGGEST_MAX_LEN)
-        return NULL;
-    snprintf(word, sizeof word, "%.*s", (int)len, name);
-    for (int i = 0; i < GM_SET__COUNT; i++)
-        names[n++] = settings[i].flag;
-    for (int i = 0; i < EXTRA__END - GM_SET__COUNT; i++)
-        names[n++] = extra[i];
-    return gm_suggest(word, names, n);
-}
-
-static int find_flag(const char *name, size_t len)
-{
-    for (int i = 0; i < GM_SET__COUNT; i++)
-        if (strlen(settings[i].flag) == len && strncmp(settings[i].flag, name, len) == 0)
-            return i;
-    for (int i = 0; i < EXTRA__END - GM_SET__COUNT; i++)
-        if (strlen(extra[i]) == len && strncmp(extra[i], name, len) == 0)
-            return GM_SET__COUNT + i;
-    return -1;
-}
+const gm_opt_command gm_serve_command = {
+    .name = "serve",
+    .usage = "serve [options]",
+    .description = "Runs the daemon: one sampler thread reads the GPUs every poll interval and "
+                   "serves the latest sample over REST, WebSocket and Prometheus /metrics.",
+    .table = gm_serve_options,
+    .epilogue = "An option with a [VARIABLE] is read from it when not given as a flag (an empty\n"
+                "variable counts as unset); a flag's variable takes true or false.\n"
+                "Endpoints: /api/health /api/config /api/gpus[/N] /api/processes /api/system\n"
+                "/api/history /api/sessions /api/allocation /api/fleet /metrics /stats\n"
+                "/api/v1/monitoring/gpu-metrics, WebSocket /ws/gpu and /ws/metrics. See\n"
+                "docs/API.md.\n"
+                "\n"
+                "Exit status: 0 after SIGINT/SIGTERM, 1 runtime failure, 2 bad configuration.\n",
+};
 
 int gm_serve_config_load(gm_serve_config *c, int argc, char **argv, const char *const *envp,
                          gm_error *err)
 {
     gm_serve_config_defaults(c);
-    bool simulate_flag = false;
-
-    /* Flags first, remembering which settings they fixed; the environment then fills the rest. */
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0) {
-            c->help = true;
-            return GM_OK;
-        }
-        /* serve has long options only; a short one is still an option, named as such. */
-        if (arg[0] == '-' && arg[1] && arg[1] != '-')
-            return gm_error_set(err, GM_EINVAL, "unknown option \"%s\" (see gpumon serve --help)",
-                                arg);
-        if (strncmp(arg, "--", 2) != 0 || !arg[2])
-            return gm_error_set(err, GM_EINVAL, "unexpected argument \"%s\"", arg);
-        const char *name = arg + 2, *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        int id = find_flag(name, nlen);
-        const char *guess = id < 0 ? suggest_flag(name, nlen) : NULL;
-        if (guess)
-            return gm_error_set(err, GM_EINVAL, "unknown option \"--%.*s\"; did you mean \"--%s\"?",
-                                (int)nlen, name, guess);
-        if (id < 0)
-            return gm_error_set(err, GM_EINVAL,
-                                "unknown option \"--%.*s\" (see gpumon serve --help)", (int)nlen,
-                                name);
-        char who[48];
-        snprintf(who, sizeof who, "--%.*s", (int)nlen, name);
-        if (id == EXTRA_HELP) {
-            c->help = true;
-            return GM_OK;
-        }
-        if (id == GM_SET_SYSTEM) { /* --no-system-metrics takes no value */
-            if (eq)
-                return gm_error_set(err, GM_EINVAL, "%s takes no value", who);
-            c->system_metrics = false;
-            c->source[id] = GM_CFG_FLAG;
-            continue;
-        }
-        if (id == GM_SET_PROCESS_METRICS) { /* --process-metrics takes no value */
-            if (eq)
-                return gm_error_set(err, GM_EINVAL, "%s takes no value", who);
-            c->process_metrics = true;
-            c->source[id] = GM_CFG_FLAG;
-            continue;
-        }
-        const char *v = eq ? eq + 1 : NULL;
-        if (!v && id == GM_SET_DOCKER && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
-            v = ""; /* --docker alone: the default socket */
-        if (!v) {
-            if (i + 1 >= argc)
-                return gm_error_set(err, GM_EINVAL, "%s needs a value", who);
-            v = argv[++i];
-        }
-        int rc;
-        unsigned long long n;
-        switch (id) {
-        case EXTRA_PORT_FILE:
-            if (!*v || strlen(v) >= sizeof c->port_file)
-                return gm_error_set(err, GM_EINVAL, "%s: a path of 1 to %zu bytes", who,
-                                    sizeof c->port_file - 1);
-            snprintf(c->port_file, sizeof c->port_file, "%s", v);
-            break;
-        case EXTRA_SIMULATE:
-            if (gm_parse_uint(v, 1, GM_MAX_GPUS, &n) < 0)
-                return gm_error_set(err, GM_EINVAL,
-                                    "%s: \"%s\" is not a number of GPUs from 1 to %d", who, v,
-                                    GM_MAX_GPUS);
-            c->simulate = (unsigned)n;
-            simulate_flag = true;
-            break;
-        case EXTRA_INTERVAL: {
-            int64_t ms;
-            if (gm_parse_duration_ms(v, GM_SERVE_POLL_MIN_MS, GM_SERVE_POLL_MAX_MS, &ms) < 0)
-                return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not %s from %gs to %gs", who, v,
-                                    gm_parse_duration_help(), GM_SERVE_POLL_MIN_MS / 1000.0,
-                                    GM_SERVE_POLL_MAX_MS / 1000.0);
-            c->poll_interval_ms = (unsigned)ms;
-            c->source[GM_SET_POLL] = GM_CFG_FLAG;
-            break;
-        }
-        case EXTRA_SEED:
-            if (gm_parse_uint(v, 0, UINT64_MAX, &n) < 0)
-                return gm_error_set(err, GM_EINVAL, "%s: \"%s\" is not a whole number", who, v);
-            c->seed = n;
-            break;
-        default:
-            rc = apply(c, (gm_serve_setting)id, who, v, err);
-            if (rc < 0)
-                return rc;
-            c->source[id] = GM_CFG_FLAG;
-            break;
-        }
+    int first = argc;
+    int rc = gm_opt_parse(&gm_serve_command, argc, argv, c, &first, err);
+    if (rc == GM_OPT_HELP_REQUESTED) {
+        c->help = true;
+        return GM_OK;
     }
-
-    for (int id = 0; id < GM_SET__COUNT; id++) {
-        if (c->source[id] == GM_CFG_FLAG)
-            continue;
-        const char *v = env_get(envp, settings[id].env);
-        if (!v)
-            continue;
-        int rc = apply(c, (gm_serve_setting)id, settings[id].env, v, err);
-        if (rc < 0)
-            return rc;
-        c->source[id] = GM_CFG_ENV;
-    }
+    if (rc < 0)
+        return rc;
+    if (first < argc)
+        return gm_error_set(err, GM_EINVAL, "unexpected argument \"%s\"", argv[first]);
+    if ((rc = gm_opt_apply_env(gm_serve_options, c, envp, err)) < 0)
+        return rc;
 
     /* Under Kubernetes the node's name comes as NODE_NAME (the DaemonSet's downward API). */
     const char *node =
-        c->source[GM_SET_HOSTNAME] == GM_CFG_DEFAULT ? env_get(envp, "NODE_NAME") : NULL;
+        c->source[GM_SET_HOSTNAME] == GM_CFG_DEFAULT ? gm_opt_env_get(envp, "NODE_NAME") : NULL;
     if (node) {
-        int rc = apply(c, GM_SET_HOSTNAME, "NODE_NAME", node, err);
-        if (rc < 0)
-            return rc;
+        gm_error sub = {0};
+        if (set_hostname(c, &(gm_opt){.name = "hostname"}, node, &sub) < 0)
+            return gm_error_set(err, GM_EINVAL, "NODE_NAME%s", sub.msg + strlen("--hostname"));
         c->source[GM_SET_HOSTNAME] = GM_CFG_ENV;
     }
 
     /* The container tools' own variable enables the engine as it names it. */
     const char *dh =
-        c->source[GM_SET_DOCKER] == GM_CFG_DEFAULT ? env_get(envp, "DOCKER_HOST") : NULL;
+        c->source[GM_SET_DOCKER] == GM_CFG_DEFAULT ? gm_opt_env_get(envp, "DOCKER_HOST") : NULL;
     if (dh) {
-        int rc = apply(c, GM_SET_DOCKER, "DOCKER_HOST", dh, err);
-        if (rc < 0)
-            return rc;
+        gm_error sub = {0};
+        if (set_docker(c, &(gm_opt){.name = "docker"}, dh, &sub) < 0)
+            return gm_error_set(err, GM_EINVAL, "DOCKER_HOST%s", sub.msg + strlen("--docker"));
         c->source[GM_SET_DOCKER] = GM_CFG_ENV;
     }
 
-    if (simulate_flag) {
+    if (c->simulate) { /* only --simulate sets it */
         if (c->source[GM_SET_PROVIDER] == GM_CFG_FLAG && strcmp(c->provider, "sim") != 0 &&
             strcmp(c->provider, "auto") != 0)
             return gm_error_set(err, GM_EINVAL, "--simulate conflicts with --provider %s",
@@ -589,8 +801,11 @@ json_t *gm_serve_config_json(const gm_serve_config *c)
     json_t *j = json_object();
     if (!sources || !j)
         goto oom;
-    for (int id = 0; id < GM_SET__COUNT; id++)
-        if (json_object_set_new(sources, settings[id].key, json_string(source_name(c->source[id]))))
+    for (const gm_opt *r = gm_serve_options; r->type != GM_OPT_END; r++)
+        if (r->key && r->source &&
+            json_object_set_new(sources, r->key,
+                                json_string(source_name(
+                                    *(const gm_cfg_source *)((const char *)c + r->source - 1)))))
             goto oom;
     int rc = 0;
     rc |= json_object_set_new(j, "listen", json_string(listen));
@@ -638,87 +853,4 @@ oom:
     json_decref(sources);
     json_decref(j);
     return NULL;
-}
-
-const char *gm_serve_usage(void)
-{
-    return "usage: gpumon serve [options]\n"
-           "\n"
-           "Runs the daemon: one sampler thread reads the GPUs every poll interval and\n"
-           "serves the latest sample over REST, WebSocket and Prometheus /metrics.\n"
-           "\n"
-           "Options (each overrides its GPU_MONITOR_* variable, which overrides the\n"
-           "default):\n"
-           "  --listen ADDR          127.0.0.1:9401 | [::1]:9401 | :9401 (all interfaces) |\n"
-           "                         9401 (loopback); port 0 picks a free port      [LISTEN]\n"
-           "  --port-file PATH       write the bound port to PATH once listening\n"
-           "  --provider P           nvml | nvidia-smi | amdgpu | nvtop | sim | auto\n"
-           "                                                   [TELEMETRY_PROVIDER]\n"
-           "  --simulate N           N simulated GPUs (provider sim)\n"
-           "  --seed N               seed of the simulation\n"
-           "  --token T              require \"Authorization: Bearer T\" (WebSocket: also\n"
-           "                         ?token=T); \"generate\": a random one, shown with the\n"
-           "                         dashboard's address on the terminal           [TOKEN]\n"
-           "  --history D            history kept: 3600, 90s, 15m, 1h, 2h30m, 1d (default\n"
-           "                         1h; 0 keeps none)                           [HISTORY]\n"
-           "  --interval D           sampling period: 1, 0.5, 500ms, 2m (0.1s to 1h,\n"
-           "                         default 1s)\n"
-           "  --poll-interval MS     the same in milliseconds, 100 to 3600000\n"
-           "                                                            [POLL_INTERVAL_MS]\n"
-           "  --ws-max-rate HZ       most WebSocket frames per second per client, 0.1 to 100\n"
-           "                         (default 5)                          [WS_MAX_RATE_HZ]\n"
-           "  --cors-origin ORIGIN   send Access-Control-Allow-Origin: ORIGIN and answer\n"
-           "                         preflights (default off)                [CORS_ORIGIN]\n"
-           "  --log-level L          debug | info | warn | error (default info) [LOG_LEVEL]\n"
-           "  --no-system-metrics    skip host metrics        [ENABLE_SYSTEM_METRICS=false]\n"
-           "  --process-metrics      per-process utilisation on /metrics (one series per\n"
-           "                         process and engine)           [PROCESS_METRICS=true]\n"
-           "  --db PATH              session store (SQLite); \"none\" keeps sessions in memory\n"
-           "                         (default $XDG_STATE_HOME/gpumon/gpumon.db)         [DB]\n"
-           "  --retention D          delete stored sessions, runs and benchmarks that ended\n"
-           "                         more than D ago (30d, 12h...), at start and then\n"
-           "                         periodically; 0 keeps all (default)      [RETENTION]\n"
-           "  --web-root DIR         serve the dashboard from DIR instead of the embedded\n"
-           "                         copy (development)                          [WEB_ROOT]\n"
-           "  --pod-resources PATH   the kubelet's pod-resources socket, read for the pods\n"
-           "                         and containers that hold the GPUs; \"none\" never\n"
-           "                         reads it (default\n"
-           "                         /var/lib/kubelet/pod-resources/kubelet.sock)\n"
-           "                                                               [POD_RESOURCES]\n"
-           "  --procfs DIR           where the host's /proc is mounted: host metrics, GPU\n"
-           "                         processes' users, commands and cgroups (default /proc)\n"
-           "                                                                      [PROCFS]\n"
-           "  --hostname NAME        the node's name in the Hostname label, JSON and the\n"
-           "                         dashboard (default: $NODE_NAME, else this host's)\n"
-           "                                                                    [HOSTNAME]\n"
-           "  --max-connections N    HTTP and WebSocket connections at once, 16 to 65536\n"
-           "                         (default 4096, or what the open-file limit allows)\n"
-           "                                                             [MAX_CONNECTIONS]\n"
-           "  --max-connections-per-ip N\n"
-           "                         of them from one client address, 0 (no limit) to 65536\n"
-           "                         (default 1024); a reverse proxy on this host is one\n"
-           "                         address for all its clients\n"
-           "                                                      [MAX_CONNECTIONS_PER_IP]\n"
-           "  --prometheus URL       the Prometheus that scrapes the fleet's daemons: serves\n"
-           "                         GET /api/fleet and the dashboard's Fleet page (default\n"
-           "                         off)                                 [PROMETHEUS_URL]\n"
-           "  --prometheus-job NAME  the daemons' scrape job (default gpumon)\n"
-           "                                                              [PROMETHEUS_JOB]\n"
-           "  --docker [HOST]        benchmark jobs may start containers through the\n"
-           "                         engine at HOST (a socket path or unix:///PATH; alone:\n"
-           "                         /var/run/docker.sock); DOCKER_HOST also turns it on.\n"
-           "                         The engine is root on this host: see --allow-image\n"
-           "                                                                 [DOCKER_HOST]\n"
-           "  --allow-image PATTERN  an image jobs may start (fnmatch: nvcr.io/nim/*);\n"
-           "                         repeatable or comma-separated; none: no image\n"
-           "                                                                 [ALLOW_IMAGE]\n"
-           "  -h, --help             show this help\n"
-           "\n"
-           "Variables are named GPU_MONITOR_<NAME>, e.g. GPU_MONITOR_POLL_INTERVAL_MS=500.\n"
-           "Endpoints: /api/health /api/config /api/gpus[/N] /api/processes /api/system\n"
-           "/api/history /api/sessions /api/allocation /api/fleet /metrics /stats\n"
-           "/api/v1/monitoring/gpu-metrics, WebSocket /ws/gpu and /ws/metrics. See\n"
-           "docs/API.md.\n"
-           "\n"
-           "Exit status: 0 after SIGINT/SIGTERM, 1 runtime failure, 2 bad configuration.\n";
 }

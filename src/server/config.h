@@ -1,5 +1,6 @@
 /* config.h - the daemon's configuration: flags, then GPU_MONITOR_* environment, then defaults,
- * parsed by pure functions so tests feed argv and an environment array. */
+ * parsed by pure functions so tests feed argv and an environment array. Each setting is one row
+ * of gm_serve_options (base/opt.h says how to add one). */
 #ifndef GM_SERVER_CONFIG_H
 #define GM_SERVER_CONFIG_H
 
@@ -7,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/opt.h"
 #include "core/fleet.h"
 #include "core/prometheus.h"
 #include "gpumon.h"
@@ -42,39 +44,37 @@ typedef enum gm_log_level {
 } gm_log_level;
 
 /* Where an effective value came from, reported by /api/config. */
-typedef enum gm_cfg_source { GM_CFG_DEFAULT = 0, GM_CFG_ENV, GM_CFG_FLAG } gm_cfg_source;
+typedef gm_opt_source gm_cfg_source;
+#define GM_CFG_DEFAULT GM_OPT_FROM_DEFAULT
+#define GM_CFG_ENV     GM_OPT_FROM_ENV
+#define GM_CFG_FLAG    GM_OPT_FROM_FLAG
 
-/* Settings that have a flag, an environment variable and a default, in X-macro form:
- * id, flag (without "--"), environment variable (without GPU_MONITOR_), JSON key. */
-#define GM_SERVE_SETTING_MAP(X)                                                                  \
-    X(LISTEN, "listen", "LISTEN", "listen")                                                      \
-    X(PROVIDER, "provider", "TELEMETRY_PROVIDER", "provider")                                    \
-    X(TOKEN, "token", "TOKEN", "token_set")                                                      \
-    X(HISTORY, "history", "HISTORY", "history_seconds")                                          \
-    X(POLL, "poll-interval", "POLL_INTERVAL_MS", "poll_interval_ms")                             \
-    X(WS_RATE, "ws-max-rate", "WS_MAX_RATE_HZ", "ws_max_rate_hz")                                \
-    X(CORS, "cors-origin", "CORS_ORIGIN", "cors_origin")                                         \
-    X(LOG_LEVEL, "log-level", "LOG_LEVEL", "log_level")                                          \
-    X(SYSTEM, "no-system-metrics", "ENABLE_SYSTEM_METRICS", "system_metrics")                    \
-    X(PROCESS_METRICS, "process-metrics", "PROCESS_METRICS", "process_metrics")                  \
-    X(DB, "db", "DB", "db")                                                                      \
-    X(POD_RESOURCES, "pod-resources", "POD_RESOURCES", "pod_resources")                          \
-    X(PROCFS, "procfs", "PROCFS", "procfs")                                                      \
-    X(WEB_ROOT, "web-root", "WEB_ROOT", "web_root")                                              \
-    X(MAX_CONN, "max-connections", "MAX_CONNECTIONS", "max_connections")                         \
-    X(MAX_CONN_IP, "max-connections-per-ip", "MAX_CONNECTIONS_PER_IP", "max_connections_per_ip") \
-    X(HOSTNAME, "hostname", "HOSTNAME", "hostname")                                              \
-    X(PROMETHEUS, "prometheus", "PROMETHEUS_URL", "prometheus")                                  \
-    X(PROMETHEUS_JOB, "prometheus-job", "PROMETHEUS_JOB", "prometheus_job")                      \
-    X(RETENTION, "retention", "RETENTION", "retention_seconds")                                  \
-    X(DOCKER, "docker", "DOCKER_HOST", "docker")                                                 \
-    X(ALLOW_IMAGE, "allow-image", "ALLOW_IMAGE", "allow_image")
-
+/* The settings whose origin /api/config reports: each indexes gm_serve_config.source, and its
+ * row in config.c's table (gm_serve_options) gives its flag, variable, key and parser. */
 typedef enum gm_serve_setting {
-#define GM__SETTING_ENUM(id, flag, env, key) GM_SET_##id,
-    GM_SERVE_SETTING_MAP(GM__SETTING_ENUM)
-#undef GM__SETTING_ENUM
-        GM_SET__COUNT
+    GM_SET_LISTEN,
+    GM_SET_PROVIDER,
+    GM_SET_TOKEN,
+    GM_SET_HISTORY,
+    GM_SET_POLL,
+    GM_SET_WS_RATE,
+    GM_SET_CORS,
+    GM_SET_LOG_LEVEL,
+    GM_SET_SYSTEM,
+    GM_SET_PROCESS_METRICS,
+    GM_SET_DB,
+    GM_SET_POD_RESOURCES,
+    GM_SET_PROCFS,
+    GM_SET_WEB_ROOT,
+    GM_SET_MAX_CONN,
+    GM_SET_MAX_CONN_IP,
+    GM_SET_HOSTNAME,
+    GM_SET_PROMETHEUS,
+    GM_SET_PROMETHEUS_JOB,
+    GM_SET_RETENTION,
+    GM_SET_DOCKER,
+    GM_SET_ALLOW_IMAGE,
+    GM_SET__COUNT
 } gm_serve_setting;
 
 /* A listening address. */
@@ -165,7 +165,9 @@ void gm_listen_addr_format(const gm_listen_addr *a, char *buf, size_t len);
  * only as "token_set". New reference, NULL when out of memory. */
 json_t *gm_serve_config_json(const gm_serve_config *c);
 
-/* The usage text of `gpumon serve`. */
-const char *gm_serve_usage(void);
+/* `gpumon serve`'s options: one row per setting with its flag, GPU_MONITOR_* variable,
+ * /api/config key, parser and help. gm_opt_help(&gm_serve_command, ...) is its --help. */
+extern const gm_opt gm_serve_options[];
+extern const gm_opt_command gm_serve_command;
 
 #endif

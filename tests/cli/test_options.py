@@ -46,7 +46,7 @@ class GetoptErrors(Base):
             with self.subTest(cmd=cmd):
                 self.usage_error([cmd, "--bogus"],
                                  f'gpumon {cmd}: unknown option "--bogus" (see gpumon {cmd} --help)')
-        # serve parses its own options (flags, then GPU_MONITOR_*), with the same words.
+        # serve reads its table's flags, then GPU_MONITOR_*: the same words.
         for flag in ("--bogus", "-Z", "-v"):
             with self.subTest(cmd="serve", flag=flag):
                 self.usage_error(["serve", flag],

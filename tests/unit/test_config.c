@@ -488,6 +488,82 @@ static void test_config_json_hides_token(void **state)
     json_decref(j);
 }
 
+/* The flag's message for value of row r ("--NAME..."), by argv or, for a row without a value,
+ * as a configuration document would set it. */
+static int by_flag(const gm_opt *r, const char *value, gm_serve_config *c, gm_error *err)
+{
+    char arg[1200];
+    if (!r->arg) {
+        gm_serve_config_defaults(c);
+        memset(err, 0, sizeof *err);
+        return gm_opt_set(gm_serve_options, c, r->name, value, err);
+    }
+    snprintf(arg, sizeof arg, "--%s=%s", r->name, value);
+    return load(c, NULL, err, arg, NULL);
+}
+
+static int by_env(const gm_opt *r, const char *value, gm_serve_config *c, gm_error *err)
+{
+    char var[1200];
+    snprintf(var, sizeof var, "%s=%s", r->env, value);
+    const char *env[] = {var, NULL};
+    return load(c, env, err, NULL);
+}
+
+/* Every setting with a variable is one row: its flag and its variable take the same values with
+ * the same message (naming the one used), and /api/config reports it under the row's key with
+ * where it came from. Read from the table, so a new row is held to it too. */
+static void test_each_setting_by_flag_variable_and_key(void **state)
+{
+    (void)state;
+    char longest[1101];
+    memset(longest, 'x', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    const char *bad[] = {"\x01", longest};
+    const char *good[] = {
+        "5", "1000", "true", "info", "auto", "http://prom:9090", "*", "/run/gm-test.sock"};
+    size_t rows = 0;
+    for (const gm_opt *r = gm_serve_options; r->type != GM_OPT_END; r++) {
+        if (!r->env)
+            continue;
+        rows++;
+        gm_serve_config c;
+        gm_error ef, ee;
+        assert_non_null(r->key);
+        assert_int_not_equal(r->source, 0);
+
+        size_t b = 0;
+        while (b < 2 && by_flag(r, bad[b], &c, &ef) == GM_OK)
+            b++;
+        if (b == 2)
+            fail_msg("--%s: no value refused", r->name);
+        assert_int_equal(by_env(r, bad[b], &c, &ee), GM_EINVAL);
+        size_t nl = strlen(r->name), el = strlen(r->env);
+        if (strncmp(ef.msg, "--", 2) != 0 || strncmp(ef.msg + 2, r->name, nl) != 0 ||
+            strncmp(ee.msg, r->env, el) != 0 || strncmp(ef.msg + 2 + nl, ee.msg + el, 60) != 0)
+            fail_msg("--%s and %s refuse differently:\n  %s\n  %s", r->name, r->env, ef.msg,
+                     ee.msg);
+
+        size_t g = 0;
+        while (g < sizeof good / sizeof *good && by_flag(r, good[g], &c, &ef) != GM_OK)
+            g++;
+        if (g == sizeof good / sizeof *good)
+            fail_msg("--%s: no value accepted", r->name);
+        if (by_env(r, good[g], &c, &ee) != GM_OK)
+            fail_msg("%s=%s refused where --%s took it: %s", r->env, good[g], r->name, ee.msg);
+        json_t *j = gm_serve_config_json(&c);
+        assert_non_null(j);
+        if (!json_object_get(j, r->key))
+            fail_msg("/api/config has no \"%s\" (--%s)", r->key, r->name);
+        const char *from =
+            json_string_value(json_object_get(json_object_get(j, "sources"), r->key));
+        if (!from || strcmp(from, "environment") != 0)
+            fail_msg("%s=%s: sources.%s is %s", r->env, good[g], r->key, from ? from : "absent");
+        json_decref(j);
+    }
+    assert_int_equal(rows, GM_SET__COUNT); /* each origin /api/config reports has its row */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_docker_and_allow_image),
         cmocka_unit_test(test_config_json_hides_token),
         cmocka_unit_test(test_interval_retention_and_typos),
+        cmocka_unit_test(test_each_setting_by_flag_variable_and_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
