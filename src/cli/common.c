@@ -210,7 +210,8 @@ const gm_opt gm_cli_source_table[] = {
      GM_OPT_AT(gm_cli_source, provider),
      .group = "Provider",
      .values = "auto nvml nvidia-smi sim",
-     .help = "nvml, nvidia-smi, rocm_smi, amdgpu, nvtop, sim or auto (default: auto, or "
+     .help = "nvml, nvidia-smi, amd_smi, rocm_smi, amdgpu, nvtop, sim or auto (default: auto, "
+             "or "
              "$GPU_MONITOR_TELEMETRY_PROVIDER)."},
     {.type = GM_OPT_CALLBACK,
      .name = "simulate",

@@ -71,11 +71,12 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\nEnvironment:\n"
-            "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml, nvidia-smi, rocm_smi, amdgpu, nvtop,\n"
-            "                                  sim or auto (default auto: NVIDIA's GPUs by\n"
-            "                                  NVML, else nvidia-smi; AMD's by rocm_smi, else\n"
-            "                                  amdgpu; nvtop the rest)\n"
+            "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml, nvidia-smi, amd_smi, rocm_smi, amdgpu,\n"
+            "                                  nvtop, sim or auto (default auto: NVIDIA's GPUs\n"
+            "                                  by NVML, else nvidia-smi; AMD's by amd_smi, else\n"
+            "                                  rocm_smi, else amdgpu; nvtop the rest)\n"
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
+            "  GPU_MONITOR_AMD_SMI_LIB         path of libamd_smi.so to load\n"
             "  GPU_MONITOR_ROCM_SMI_LIB        path of librocm_smi64.so.1 to load\n"
             "  GPU_MONITOR_DB                  SQLite database of sessions, runs, snapshots\n"
             "                                  (default $XDG_STATE_HOME/gpumon/gpumon.db)\n"
