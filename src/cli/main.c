@@ -71,10 +71,11 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\nEnvironment:\n"
-            "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml, nvidia-smi, amd_smi, rocm_smi, amdgpu,\n"
-            "                                  nvtop, sim or auto (default auto: NVIDIA's GPUs\n"
-            "                                  by NVML, else nvidia-smi; AMD's by amd_smi, else\n"
-            "                                  rocm_smi, else amdgpu; nvtop the rest)\n"
+            "  GPU_MONITOR_TELEMETRY_PROVIDER  nvml, nvidia-smi, amd_smi, rocm_smi,\n"
+            "                                  amdgpu, nvtop, sim or auto (default auto:\n"
+            "                                  NVIDIA's GPUs by NVML, else nvidia-smi;\n"
+            "                                  AMD's by amd_smi, else rocm_smi, else\n"
+            "                                  amdgpu; nvtop the rest)\n"
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
             "  GPU_MONITOR_AMD_SMI_LIB         path of libamd_smi.so to load\n"
             "  GPU_MONITOR_ROCM_SMI_LIB        path of librocm_smi64.so.1 to load\n"
