@@ -120,6 +120,25 @@ typedef struct {
     uint32_t reserved[4];
 } as_proc_info;
 
+typedef struct {
+    struct {
+        uint16_t max_pcie_width;
+        uint32_t max_pcie_speed; /* MT/s */
+        uint32_t pcie_interface_version;
+        int slot_type;
+        uint64_t reserved[10];
+    } pcie_static;
+    struct {
+        uint16_t pcie_width;
+        uint32_t pcie_speed; /* MT/s */
+        uint32_t pcie_bandwidth;
+        uint64_t pcie_replay_count, pcie_l0_to_recovery_count, pcie_replay_roll_over_count;
+        uint64_t pcie_nak_sent_count, pcie_nak_received_count;
+        uint64_t reserved[13];
+    } pcie_metric;
+    uint64_t reserved[32];
+} as_pcie_info;
+
 /* amdsmi_bdf_t: function bits 2..0, device 7..3, bus 15..8, domain 63..16. */
 typedef uint64_t as_bdf;
 
@@ -150,7 +169,7 @@ typedef struct as_lib {
     as_status_string_fn status_string;
     as_sockets_fn sockets;
     as_procs_of_fn processors;
-    as_buf_fn activity, vram, power, bdf, asic, board, driver, ecc;
+    as_buf_fn activity, vram, power, bdf, asic, board, driver, ecc, pcie;
     as_uuid_fn uuid;
     as_temp_fn temp;
     as_energy_fn energy;
@@ -274,6 +293,7 @@ static int lib_acquire(const char *path, bool explicit_path, as_lib **out, gm_er
     L->board = (as_buf_fn)dlsym(dl, "amdsmi_get_gpu_board_info");
     L->driver = (as_buf_fn)dlsym(dl, "amdsmi_get_gpu_driver_info");
     L->ecc = (as_buf_fn)dlsym(dl, "amdsmi_get_gpu_total_ecc_count");
+    L->pcie = (as_buf_fn)dlsym(dl, "amdsmi_get_pcie_info");
     L->uuid = (as_uuid_fn)dlsym(dl, "amdsmi_get_gpu_device_uuid");
     L->temp = (as_temp_fn)dlsym(dl, "amdsmi_get_temp_metric");
     L->energy = (as_energy_fn)dlsym(dl, "amdsmi_get_energy_count");
@@ -501,6 +521,36 @@ static void read_power(as_state *st, as_pass *p, as_handle h, gm_gpu *g)
         gm_gpu_set(g, GM_M_ENERGY_MJ, (double)count * (double)res / 1e3); /* uJ per count */
 }
 
+/* The PCIe generation of a transfer rate in MT/s (2500 is gen 1 ... 64000 gen 6), 0 when none. */
+static unsigned pcie_gen_of(uint32_t mts)
+{
+    static const uint32_t rates[] = {2500, 5000, 8000, 16000, 32000, 64000};
+    for (unsigned i = 0; i < sizeof rates / sizeof *rates; i++)
+        if (mts == rates[i])
+            return i + 1;
+    return 0;
+}
+
+static void read_pcie(as_state *st, as_pass *p, as_handle h, gm_gpu *g)
+{
+    if (!wants(st, GM_M_PCIE_GEN_CUR) && !wants(st, GM_M_PCIE_GEN_MAX) &&
+        !wants(st, GM_M_PCIE_WIDTH_CUR) && !wants(st, GM_M_PCIE_WIDTH_MAX))
+        return;
+    as_pcie_info pi;
+    memset(&pi, 0, sizeof pi);
+    if (!AS_CALL(p, "amdsmi_get_pcie_info", st->lib->pcie, h, &pi))
+        return;
+    unsigned gen;
+    if ((gen = pcie_gen_of(pi.pcie_metric.pcie_speed)))
+        gm_gpu_set(g, GM_M_PCIE_GEN_CUR, gen);
+    if (pi.pcie_static.pcie_interface_version >= 1 && pi.pcie_static.pcie_interface_version <= 6)
+        gm_gpu_set(g, GM_M_PCIE_GEN_MAX, pi.pcie_static.pcie_interface_version);
+    if (pi.pcie_metric.pcie_width && pi.pcie_metric.pcie_width != AS_NA)
+        gm_gpu_set(g, GM_M_PCIE_WIDTH_CUR, pi.pcie_metric.pcie_width);
+    if (pi.pcie_static.max_pcie_width && pi.pcie_static.max_pcie_width != AS_NA)
+        gm_gpu_set(g, GM_M_PCIE_WIDTH_MAX, pi.pcie_static.max_pcie_width);
+}
+
 static void read_temps(as_state *st, as_pass *p, as_handle h, gm_gpu *g)
 {
     static const struct {
@@ -571,6 +621,7 @@ static void read_gpu(as_state *st, const as_gpu *r, unsigned index, gm_gpu *g, a
         AS_CALL(p, "amdsmi_get_gpu_fan_speed_max", L->fan_max, h, 0, &speed_max) && speed_max &&
         speed >= 0 && (uint64_t)speed <= speed_max)
         gm_gpu_set(g, GM_M_FAN_PCT, (double)((uint64_t)speed * 100 / speed_max));
+    read_pcie(st, p, h, g);
     as_error_count ec;
     memset(&ec, 0, sizeof ec);
     if ((wants(st, GM_M_ECC_CORR_VOL) || wants(st, GM_M_ECC_UNCORR_VOL)) &&

@@ -136,6 +136,7 @@ class AmdSmi(unittest.TestCase):
         self.assertRegex(text, r'(?m)^gpu_used_vram\{[^}]*gpu_id="0"[^}]*\} 81920$')
         self.assertRegex(text, r'(?m)^gpu_clock\{card_model="AMD Instinct MI300X",clock_type="system",'
                                r'gpu_id="0"[^}]*\} 1420$')
+        self.assertRegex(text, r'(?m)^pcie_speed\{[^}]*gpu_id="0"[^}]*\} 32$')
         self.assertRegex(text, r'(?m)^gpu_ecc_correct_total\{[^}]*gpu_id="0"[^}]*\} 5$')
         self.assertRegex(text, r'(?m)^gpu_ecc_uncorrect_total\{[^}]*gpu_id="0"[^}]*\} 1$')
         self.assertNotRegex(text, r'(?m)^gpu_ecc_correct_total\{[^}]*gpu_id="1"')

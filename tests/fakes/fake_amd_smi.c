@@ -107,6 +107,22 @@ typedef struct {
     uint32_t reserved[4];
 } fake_proc_info;
 
+typedef struct {
+    struct {
+        uint16_t max_pcie_width;
+        uint32_t max_pcie_speed, pcie_interface_version;
+        int slot_type;
+        uint64_t reserved[10];
+    } pcie_static;
+    struct {
+        uint16_t pcie_width;
+        uint32_t pcie_speed, pcie_bandwidth;
+        uint64_t replay, l0_to_recovery, replay_roll_over, nak_sent, nak_received;
+        uint64_t reserved[13];
+    } pcie_metric;
+    uint64_t reserved[32];
+} fake_pcie_info;
+
 #define MAX_GPUS 64
 
 static struct {
@@ -487,6 +503,35 @@ int amdsmi_get_clock_info(void *h, int type, fake_clk_info *ci)
         if (i == at)
             ci->clk = mhz;
     }
+    return AS_SUCCESS;
+}
+
+/* From the scenario's link table ("pcie": GT/s per level, "pcie_lanes", "pcie_current"): the
+ * highest level as the static maximum, the current one as the metric, speeds in MT/s. */
+int amdsmi_get_pcie_info(void *h, fake_pcie_info *pi)
+{
+    GPU_OR_RETURN(h, "amdsmi_get_pcie_info", g, dv);
+    json_t *rates = json_object_get(g, "pcie"), *lanes = json_object_get(g, "pcie_lanes");
+    if (!json_array_size(rates))
+        return AS_NOT_SUPPORTED;
+    size_t at = (size_t)json_integer_value(json_object_get(g, "pcie_current"));
+    memset(pi, 0, sizeof *pi);
+    for (size_t i = 0; i < json_array_size(rates); i++) {
+        uint32_t mts = (uint32_t)(json_number_value(json_array_get(rates, i)) * 1000);
+        uint16_t w = (uint16_t)json_integer_value(json_array_get(lanes, i));
+        if (mts > pi->pcie_static.max_pcie_speed)
+            pi->pcie_static.max_pcie_speed = mts;
+        if (w > pi->pcie_static.max_pcie_width)
+            pi->pcie_static.max_pcie_width = w;
+        if (i == at) {
+            pi->pcie_metric.pcie_speed = mts;
+            pi->pcie_metric.pcie_width = w;
+        }
+    }
+    static const uint32_t gens[] = {2500, 5000, 8000, 16000, 32000, 64000};
+    for (unsigned i = 0; i < 6; i++)
+        if (pi->pcie_static.max_pcie_speed == gens[i])
+            pi->pcie_static.pcie_interface_version = i + 1;
     return AS_SUCCESS;
 }
 

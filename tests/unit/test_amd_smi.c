@@ -93,6 +93,10 @@ static void check_common(const gm_snapshot *s)
     assert_metric(mi, GM_M_CLOCK_MEM_MHZ, 1300);
     assert_metric(mi, GM_M_CLOCK_MAX_MEM_MHZ, 1300);
     assert_absent(mi, GM_M_FAN_PCT);
+    assert_metric(mi, GM_M_PCIE_GEN_CUR, 5);
+    assert_metric(mi, GM_M_PCIE_GEN_MAX, 5);
+    assert_metric(mi, GM_M_PCIE_WIDTH_CUR, 16);
+    assert_metric(mi, GM_M_PCIE_WIDTH_MAX, 16);
 
     assert_string_equal(w->name, "AMD Radeon PRO W7900");
     assert_string_equal(w->pci_bus_id, "0000:8a:00.0");
@@ -105,6 +109,10 @@ static void check_common(const gm_snapshot *s)
     assert_absent(w, GM_M_ENERGY_MJ); /* NOT_SUPPORTED */
     assert_absent(w, GM_M_ECC_CORR_VOL);
     assert_absent(w, GM_M_CLOCK_MEM_MHZ);
+    assert_metric(w, GM_M_PCIE_GEN_CUR, 3);
+    assert_metric(w, GM_M_PCIE_GEN_MAX, 4);
+    assert_metric(w, GM_M_PCIE_WIDTH_CUR, 8);
+    assert_metric(w, GM_M_PCIE_WIDTH_MAX, 16);
 }
 
 static void test_current(void **state)
