@@ -33,7 +33,7 @@ _gpumon_table_value() {
         return 0
         ;;
     query:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     query:--simulate) # nothing to offer
@@ -68,7 +68,7 @@ _gpumon_table_value() {
         return 0
         ;;
     serve:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     serve:--simulate) # nothing to offer
@@ -145,7 +145,7 @@ _gpumon_table_value() {
         return 0
         ;;
     record:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     record:--simulate) # nothing to offer
@@ -175,7 +175,7 @@ _gpumon_table_value() {
         return 0
         ;;
     select:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     select:--simulate) # nothing to offer
@@ -211,7 +211,7 @@ _gpumon_table_value() {
         return 0
         ;;
     wait:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     wait:--simulate) # nothing to offer
@@ -297,7 +297,7 @@ _gpumon_table_value() {
         return 0
         ;;
     run:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     run:--simulate) # nothing to offer
@@ -332,7 +332,7 @@ _gpumon_table_value() {
         return 0
         ;;
     snapshot:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     snapshot:--simulate) # nothing to offer
@@ -426,7 +426,7 @@ _gpumon_table_value() {
         return 0
         ;;
     bench:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     bench:--simulate) # nothing to offer
@@ -552,7 +552,7 @@ _gpumon_table_value() {
         return 0
         ;;
     top:--provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return 0
         ;;
     top:--simulate) # nothing to offer
@@ -616,7 +616,7 @@ _gpumon() {
         return
         ;;
     --provider)
-        COMPREPLY=($(compgen -W 'nvml nvidia-smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
+        COMPREPLY=($(compgen -W 'nvml nvidia-smi amd_smi rocm_smi amdgpu nvtop sim auto' -- "$cur"))
         return
         ;;
     --color)

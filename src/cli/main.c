@@ -70,12 +70,13 @@ static void usage(FILE *out)
                  "  GPU_MONITOR_TELEMETRY_PROVIDER  ");
     char providers[512];
     snprintf(providers, sizeof providers,
-             "%s (default auto: NVIDIA's GPUs by NVML, else nvidia-smi; AMD's by rocm_smi, else "
-             "amdgpu; nvtop the rest)",
+             "%s (default auto: NVIDIA's GPUs by NVML, else nvidia-smi; AMD's by amd_smi, else "
+             "rocm_smi, else amdgpu; nvtop the rest)",
              gm_provider_names());
     gm_opt_wrap(out, providers, 34, 34, 80);
     fprintf(out,
             "  GPU_MONITOR_NVML_LIB            path of libnvidia-ml.so.1 to load\n"
+            "  GPU_MONITOR_AMD_SMI_LIB         path of libamd_smi.so to load\n"
             "  GPU_MONITOR_ROCM_SMI_LIB        path of librocm_smi64.so.1 to load\n"
             "  GPU_MONITOR_DB                  SQLite database of sessions, runs, snapshots\n"
             "                                  (default $XDG_STATE_HOME/gpumon/gpumon.db)\n"

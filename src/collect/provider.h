@@ -36,6 +36,7 @@ typedef struct gm_provider {
 extern const gm_provider gm_provider_nvml;
 extern const gm_provider gm_provider_smi;
 extern const gm_provider gm_provider_sim;
+extern const gm_provider gm_provider_amd_smi;
 extern const gm_provider gm_provider_rocm_smi;
 extern const gm_provider gm_provider_amdgpu;
 extern const gm_provider gm_provider_nvtop;

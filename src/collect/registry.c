@@ -9,13 +9,17 @@
 /* Auto order: the richest source of each vendor first, NVIDIA's before AMD's (so NVIDIA GPUs keep
  * the indices they had on a machine without AMD GPUs), nvtop last for the GPUs no other reads.
  * sim is never picked automatically. */
-const gm_provider *const gm_provider_auto_order[] = {&gm_provider_nvml,     &gm_provider_smi,
-                                                     &gm_provider_rocm_smi, &gm_provider_amdgpu,
-                                                     &gm_provider_nvtop,    NULL};
+const gm_provider *const gm_provider_auto_order[] = {&gm_provider_nvml,
+                                                     &gm_provider_smi,
+                                                     &gm_provider_amd_smi,
+                                                     &gm_provider_rocm_smi,
+                                                     &gm_provider_amdgpu,
+                                                     &gm_provider_nvtop,
+                                                     NULL};
 
-static const gm_provider *const all_providers[] = {&gm_provider_nvml,     &gm_provider_smi,
-                                                   &gm_provider_rocm_smi, &gm_provider_amdgpu,
-                                                   &gm_provider_nvtop,    &gm_provider_sim};
+static const gm_provider *const all_providers[] = {
+    &gm_provider_nvml,   &gm_provider_smi,   &gm_provider_amd_smi, &gm_provider_rocm_smi,
+    &gm_provider_amdgpu, &gm_provider_nvtop, &gm_provider_sim};
 
 const gm_provider *gm_provider_find(const char *name)
 {

@@ -7,7 +7,6 @@
 #include "collect/provider.h"
 #include "collect/sysfs.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -335,29 +334,6 @@ static void rs_close(void *state)
     free(st);
 }
 
-/* Whether the amdgpu driver binds a card under the sysfs root (its uevent says so). */
-static bool amdgpu_bound(void)
-{
-    char drm[512];
-    if (!gm_sysfs_path(drm, sizeof drm, "/sys/class/drm"))
-        return false;
-    DIR *d = opendir(drm);
-    if (!d)
-        return false;
-    bool found = false;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        if (strncmp(e->d_name, "card", 4) != 0 || strchr(e->d_name, '-'))
-            continue;
-        char dir[800], uevent[1024];
-        snprintf(dir, sizeof dir, "%s/%s/device", drm, e->d_name);
-        found = gm_sysfs_read_str(dir, "uevent", uevent, sizeof uevent) &&
-                strstr(uevent, "DRIVER=amdgpu\n");
-    }
-    closedir(d);
-    return found;
-}
-
 /* Opens the library from $GPU_MONITOR_ROCM_SMI_LIB, else librocm_smi64.so.1: GM_ENOLIB when it
  * does not load, GM_EINIT when rsmi_init fails, GM_ENODEV when it sees no GPU. The default
  * library is not even loaded where no card is driven by amdgpu: a machine with NVIDIA GPUs only
@@ -368,7 +344,7 @@ static int rs_open(const gm_collector_options *opt, void **state, gm_error *err)
     bool explicit_path = path && *path;
     if (!explicit_path)
         path = RS_DEFAULT_LIB;
-    if (!explicit_path && !GM_TIMED("/sys/class/drm scan", amdgpu_bound()))
+    if (!explicit_path && !GM_TIMED("/sys/class/drm scan", gm_sysfs_amdgpu_bound()))
         return gm_error_set(err, GM_ENODEV, "no GPU driven by amdgpu under %s/sys/class/drm",
                             strcmp(gm_sysfs_root(), "/") == 0 ? "" : gm_sysfs_root());
     rs_state *st = calloc(1, sizeof *st);

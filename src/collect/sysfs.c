@@ -2,6 +2,7 @@
 #include "collect/sysfs.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -226,4 +227,26 @@ void gm_sysfs_parse_fdinfo(const char *text, gm_drm_fdinfo *c)
         }
         line = nl ? nl + 1 : NULL;
     }
+}
+
+bool gm_sysfs_amdgpu_bound(void)
+{
+    char drm[512];
+    if (!gm_sysfs_path(drm, sizeof drm, "/sys/class/drm"))
+        return false;
+    DIR *d = opendir(drm);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        if (strncmp(e->d_name, "card", 4) != 0 || strchr(e->d_name, '-'))
+            continue;
+        char dir[800], uevent[1024];
+        snprintf(dir, sizeof dir, "%s/%s/device", drm, e->d_name);
+        found = gm_sysfs_read_str(dir, "uevent", uevent, sizeof uevent) &&
+                strstr(uevent, "DRIVER=amdgpu\n");
+    }
+    closedir(d);
+    return found;
 }

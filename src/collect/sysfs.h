@@ -50,4 +50,8 @@ typedef struct gm_drm_fdinfo {
  * times in ns) into out. Unknown keys and malformed values are skipped. */
 void gm_sysfs_parse_fdinfo(const char *text, gm_drm_fdinfo *out);
 
+/* Whether the amdgpu driver binds a card under the root (a card's device/uevent says
+ * DRIVER=amdgpu): AMD's SMI libraries are loaded only where it does. */
+bool gm_sysfs_amdgpu_bound(void);
+
 #endif

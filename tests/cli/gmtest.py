@@ -11,6 +11,9 @@ GPUMON = os.path.join(BUILD, "gpumon")
 FAKE_NVML = os.environ.get("GM_FAKE_NVML") or os.path.join(BUILD, "tests/fakes/nvml-current/libnvidia-ml.so.1")
 FAKE_NVML_OLD = os.environ.get("GM_FAKE_NVML_OLD") or os.path.join(BUILD, "tests/fakes/nvml-old/libnvidia-ml.so.1")
 FAKE_RSMI = os.environ.get("GM_FAKE_RSMI") or os.path.join(BUILD, "tests/fakes/rocm-smi-current/librocm_smi64.so.1")
+FAKE_AMDSMI = os.environ.get("GM_FAKE_AMDSMI") or os.path.join(BUILD, "tests/fakes/amd-smi-current/libamd_smi.so")
+FAKE_AMDSMI_OTHER = os.environ.get("GM_FAKE_AMDSMI_OTHER") or os.path.join(
+    BUILD, "tests/fakes/amd-smi-other/libamd_smi.so")
 FIXTURES = os.environ.get("GM_FIXTURES") or os.path.join(SOURCE, "tests", "fixtures")
 FAKE_SMI_DIR = os.path.join(SOURCE, "tests", "fakes")
 MISSING_LIB = "/nonexistent/libnvidia-ml.so.1"
@@ -28,6 +31,7 @@ def env(nvml=None, scenario=None, smi=False, smi_mode=None, extra=None):
     # No AMD GPU unless a test writes a fake tree: the amdgpu provider never sees this machine's.
     e["GPU_MONITOR_SYSFS_ROOT"] = "/nonexistent-gm-sysfs"
     # Nor AMD's SMI library, where this machine has it installed.
+    e["GPU_MONITOR_AMD_SMI_LIB"] = "/nonexistent/libamd_smi.so"
     e["GPU_MONITOR_ROCM_SMI_LIB"] = "/nonexistent/librocm_smi64.so.1"
     # Nor an nvtop this machine may have installed.
     e["GPU_MONITOR_NVTOP"] = "/nonexistent-gm-nvtop"

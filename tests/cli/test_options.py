@@ -294,12 +294,13 @@ class NoGpu(Base):
                 self.assertEqual(lines[0], f"gpumon {cmd}: no GPU found; tried:")
                 self.assertTrue(lines[1].startswith("  nvml: "), p.stderr)
                 self.assertEqual(lines[2], "  nvidia-smi: not found on PATH")
-                self.assertTrue(lines[3].startswith("  rocm_smi: cannot load ROCm SMI library"), p.stderr)
-                self.assertTrue(lines[4].startswith("  amdgpu: no GPU driven by amdgpu"), p.stderr)
-                self.assertTrue(lines[5].startswith("  nvtop: "), p.stderr)
-                self.assertEqual(len(lines), 7 if hint else 6, p.stderr)
+                self.assertTrue(lines[3].startswith("  amd_smi: cannot load amdsmi library"), p.stderr)
+                self.assertTrue(lines[4].startswith("  rocm_smi: cannot load ROCm SMI library"), p.stderr)
+                self.assertTrue(lines[5].startswith("  amdgpu: no GPU driven by amdgpu"), p.stderr)
+                self.assertTrue(lines[6].startswith("  nvtop: "), p.stderr)
+                self.assertEqual(len(lines), 8 if hint else 7, p.stderr)
                 if hint:
-                    self.assertEqual(lines[6], "Use --simulate N to try gpumon with simulated GPUs.")
+                    self.assertEqual(lines[7], "Use --simulate N to try gpumon with simulated GPUs.")
 
     def test_bad_provider_is_a_usage_error(self):
         for cmd in ["query", "snapshot", "select"]:

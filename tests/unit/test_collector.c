@@ -56,7 +56,8 @@ static int setup(void **state)
     unsetenv("GM_FAKE_SMI_EXIT");
     /* No AMD GPU: the amdgpu provider reads an empty tree, whatever this machine holds. */
     setenv("GPU_MONITOR_SYSFS_ROOT", "/nonexistent-gm-sysfs", 1);
-    /* Nor AMD's library, where this machine has it. */
+    /* Nor AMD's libraries, where this machine has them. */
+    setenv("GPU_MONITOR_AMD_SMI_LIB", "/nonexistent-gm/libamd_smi.so", 1);
     setenv("GPU_MONITOR_ROCM_SMI_LIB", "/nonexistent-gm/librocm_smi64.so.1", 1);
     setenv("GPU_MONITOR_NVTOP", "/nonexistent-gm-nvtop", 1);
     setenv("PATH", saved_path, 1);
@@ -248,17 +249,21 @@ static void test_none_when_nothing_works(void **state)
     /* One line per provider tried, in order, each with its reason (and the provider's name
      * said once, not twice). */
     const char *d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 5);
+    assert_int_equal(count_lines(d), 6);
     assert_int_equal(strncmp(d, "nvml: ", 6), 0);
     assert_non_null(strstr(d, NO_NVML));
     const char *second = strchr(d, '\n') + 1;
-    static const char want[] =
-        "nvidia-smi: not found on PATH\n"
+    static const char want[] = "nvidia-smi: not found on PATH\n"
+                               "amd_smi: cannot load amdsmi library /nonexistent-gm/libamd_smi.so "
+                               "(from GPU_MONITOR_AMD_SMI_LIB): ";
+    assert_int_equal(strncmp(second, want, strlen(want)), 0);
+    const char *third = strchr(strchr(second, '\n') + 1, '\n') + 1;
+    static const char want3[] =
         "rocm_smi: cannot load ROCm SMI library "
         "/nonexistent-gm/librocm_smi64.so.1 (from GPU_MONITOR_ROCM_SMI_LIB): ";
-    assert_int_equal(strncmp(second, want, strlen(want)), 0);
-    const char *fourth = strchr(strchr(second, '\n') + 1, '\n') + 1;
-    assert_int_equal(strncmp(fourth,
+    assert_int_equal(strncmp(third, want3, strlen(want3)), 0);
+    const char *fifth = strchr(third, '\n') + 1;
+    assert_int_equal(strncmp(fifth,
                              "amdgpu: no GPU driven by amdgpu under "
                              "/nonexistent-gm-sysfs/sys/class/drm\n"
                              "nvtop: ",
@@ -294,7 +299,7 @@ static void test_none_when_nothing_works(void **state)
     c = open_ok(&o);
     assert_string_equal(gm_collector_provider(c), "none");
     d = gm_collector_diagnosis(c);
-    assert_int_equal(count_lines(d), 5);
+    assert_int_equal(count_lines(d), 6);
     second = strchr(d, '\n') + 1;
     assert_int_equal(strncmp(second, "nvidia-smi: ", 12), 0);
     assert_non_null(strstr(second, "exited with status 9"));
@@ -704,8 +709,8 @@ static void test_amd_only(void **state)
     gm_collector_options o = options(NULL, NO_NVML);
     gm_collector *c = open_ok(&o);
     assert_string_equal(gm_collector_provider(c), "amdgpu");
-    /* nvml, nvidia-smi, and AMD's library, which the sysfs reader stands in for */
-    assert_int_equal(count_lines(gm_collector_diagnosis(c)), 3);
+    /* nvml, nvidia-smi, and AMD's two libraries, which the sysfs reader stands in for */
+    assert_int_equal(count_lines(gm_collector_diagnosis(c)), 4);
     gm_snapshot *s = gm_snapshot_new();
     gm_error err = {0};
     assert_int_equal(gm_collector_sample(c, s, &err), GM_OK);

@@ -14,9 +14,9 @@
 
 #include "collect/provider.h"
 
-static const gm_provider *const every[] = {&gm_provider_nvml,     &gm_provider_smi,
-                                           &gm_provider_rocm_smi, &gm_provider_amdgpu,
-                                           &gm_provider_nvtop,    &gm_provider_sim};
+static const gm_provider *const every[] = {
+    &gm_provider_nvml,   &gm_provider_smi,   &gm_provider_amd_smi, &gm_provider_rocm_smi,
+    &gm_provider_amdgpu, &gm_provider_nvtop, &gm_provider_sim};
 
 static void test_find(void **state)
 {
@@ -25,6 +25,7 @@ static void test_find(void **state)
     assert_ptr_equal(gm_provider_find("nvidia-smi"), &gm_provider_smi);
     assert_ptr_equal(gm_provider_find("sim"), &gm_provider_sim);
     assert_ptr_equal(gm_provider_find("rocm_smi"), &gm_provider_rocm_smi);
+    assert_ptr_equal(gm_provider_find("amd_smi"), &gm_provider_amd_smi);
     /* Exact names only: callers canonicalise first. */
     static const char *const unknown[] = {"NVML",       "auto",  "none",      "",    "smi",
                                           "nvidia_smi", "nvml ", "simulator", "rocm"};
@@ -96,11 +97,13 @@ static void test_auto_order(void **state)
      * only ever asked for. */
     assert_ptr_equal(gm_provider_auto_order[0], &gm_provider_nvml);
     assert_ptr_equal(gm_provider_auto_order[1], &gm_provider_smi);
-    /* AMD's library before the amdgpu sysfs reader: the first that opens reads AMD's GPUs. */
-    assert_ptr_equal(gm_provider_auto_order[2], &gm_provider_rocm_smi);
-    assert_ptr_equal(gm_provider_auto_order[3], &gm_provider_amdgpu);
-    assert_ptr_equal(gm_provider_auto_order[4], &gm_provider_nvtop);
-    assert_null(gm_provider_auto_order[5]);
+    /* AMD's libraries, the newer first, before the amdgpu sysfs reader: the first that opens
+     * reads AMD's GPUs. */
+    assert_ptr_equal(gm_provider_auto_order[2], &gm_provider_amd_smi);
+    assert_ptr_equal(gm_provider_auto_order[3], &gm_provider_rocm_smi);
+    assert_ptr_equal(gm_provider_auto_order[4], &gm_provider_amdgpu);
+    assert_ptr_equal(gm_provider_auto_order[5], &gm_provider_nvtop);
+    assert_null(gm_provider_auto_order[6]);
     for (size_t i = 0; gm_provider_auto_order[i]; i++)
         assert_ptr_not_equal(gm_provider_auto_order[i], &gm_provider_sim);
 }
@@ -109,7 +112,7 @@ static void test_names_for_messages(void **state)
 {
     (void)state;
     const char *names = gm_provider_names();
-    assert_string_equal(names, "nvml, nvidia-smi, rocm_smi, amdgpu, nvtop, sim, auto");
+    assert_string_equal(names, "nvml, nvidia-smi, amd_smi, rocm_smi, amdgpu, nvtop, sim, auto");
     /* Every name it lists is accepted, and every provider is listed. */
     char copy[128];
     snprintf(copy, sizeof copy, "%s", names);
