@@ -94,6 +94,10 @@ export function ComparePage({ app, query }: PageProps) {
   const metrics = c ? comparedMetrics(c) : [];
   // Runs asked to do different things differ for that reason: their changes are shown, not judged.
   const differ = c ? settingsDiffer(c) : [];
+  // In the table's order, so that a line's colour is its column's.
+  const byId = new Map((docs.data ?? []).map((d) => [d.id, d]));
+  const ordered = c ? c.benchmarks.map((b) => byId.get(b.id)) : [];
+  const curveDocs = c && ordered.every((d) => d !== undefined) ? (ordered as BenchDoc[]) : null;
 
   return (
     <div class="page page-compare">
@@ -104,9 +108,7 @@ export function ComparePage({ app, query }: PageProps) {
         <h2 class="page-title">Compare {ids.length} benchmarks</h2>
       </div>
       {res.error && <p class="banner">Cannot compare: {res.error}</p>}
-      {c && docs.data && docs.data.length === c.benchmarks.length && (
-        <CompareCurves docs={docs.data} differ={differ.length > 0} />
-      )}
+      {curveDocs && <CompareCurves docs={curveDocs} differ={differ.length > 0} />}
       {c && (
         <section class="card">
           {differ.length > 0 ? (
