@@ -4,7 +4,7 @@
 // again. A server is given by its URL, or started from an image when the daemon may start
 // containers (GET /api/config: docker, allow_image). The GPU count says how many are free now.
 
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 
 import type { PageProps } from '../app';
 import { useResource } from '../components/hooks';
@@ -13,6 +13,8 @@ import { clearHistory, historyLabel, loadHistory, pushHistory, saveHistory } fro
 import type { JobForm } from '../lib/jobs';
 import { EMPTY_FORM, jobBody } from '../lib/jobs';
 import { href } from '../lib/router';
+
+const ALLOC_REFRESH_MS = 3000;
 
 interface DaemonConfig {
   docker?: string | null;
@@ -69,6 +71,11 @@ export function JobFormPage({ app }: PageProps) {
   const [error, setError] = useState<{ msg: string; field: string | null } | null>(null);
   const [busy, setBusy] = useState(false);
   const alloc = useResource(() => api.json<Allocation>('api/allocation?count=1', [503]), []);
+  // "Free now" stays true while the form is open: leases come and go.
+  useEffect(() => {
+    const t = setInterval(() => alloc.reload(), ALLOC_REFRESH_MS);
+    return () => clearInterval(t);
+  }, []);
   const total = alloc.data?.gpus?.length ?? null;
   const free = alloc.data?.eligible ?? null;
   const cfg = useResource(() => api.json<DaemonConfig>('api/config'), []);

@@ -4,6 +4,7 @@
 // compared run, and the "New benchmark" form restores a kept configuration and says why it
 // cannot start images on a daemon without a container engine.
 
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { fillStore, launch, startDaemon, stopDaemon, waitFor } from './helpers';
+import { fillStore, GPUMON, launch, startDaemon, stopDaemon, waitFor } from './helpers';
 import type { Daemon, Stored } from './helpers';
 
 const work = mkdtempSync(join(tmpdir(), 'gpumon-web-results-'));
@@ -118,6 +119,22 @@ describe('the New benchmark form', () => {
     await page.locator('[data-action=clear-history]').click();
     await waitFor('the list gone', async () => (await page.locator('[data-field=form-history]').count()) === 0);
     expect(await page.evaluate(() => localStorage.getItem('gpumon.bench.forms'))).toBeNull();
+  });
+
+  it('says how many GPUs are free now, and follows a lease taken while it is open', async () => {
+    await page.goto(`${daemon.base}#/benchmarks/new`);
+    const hint = page.locator('[data-field=gpus-free]');
+    await waitFor('1 of 1 free', async () => /1 of 1 free now/.test((await hint.textContent()) ?? ''));
+    // `gpumon run` leases the daemon's one GPU in the daemon's lease directory.
+    const held = spawn(GPUMON, ['run', '--simulate', '1', '--no-db', '-q', '--wait', '0', '--lease-dir', join(work, 'leases'), '--', 'sleep', '30'], {
+      stdio: 'ignore',
+    });
+    try {
+      await waitFor('0 of 1 free', async () => /0 of 1 free now/.test((await hint.textContent()) ?? ''), 15_000);
+    } finally {
+      held.kill('SIGTERM');
+    }
+    await waitFor('free again', async () => /1 of 1 free now/.test((await hint.textContent()) ?? ''), 15_000);
   });
 
   it('disables the image mode, with the reason, on a daemon without a container engine', async () => {
