@@ -2,7 +2,7 @@
 // over the load, the latency-throughput curve, a percentile ladder. Every point is drawn as a
 // dot on its line (a sweep has a few points, each a measurement); the y axis starts at 0; the
 // x axis is the load (logarithmic when it grows by factors) or named ticks. Hover or the arrow
-// keys read the values; "PNG" saves the chart.
+// keys read the values; "PNG" saves the chart as drawn, "SVG" as vector graphics from its series.
 
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
@@ -15,6 +15,7 @@ import { showTip } from '../lib/tooltip';
 import type { Num } from '../lib/types';
 import type { Line } from './Chart';
 import { PngButton } from './PngButton';
+import { SvgButton } from './SvgButton';
 
 export interface XYChartProps {
   title: string;
@@ -208,6 +209,24 @@ export function XYChart(props: XYChartProps) {
           <div class="tip" ref={tipRef} hidden role="status" />
         </div>
       </figure>
+      <SvgButton
+        id={props.id}
+        kind={props.kind}
+        chart={() => {
+          const p = propsRef.current;
+          return {
+            title: p.title,
+            xTitle: p.xTitle,
+            unit: p.unit,
+            lines: p.lines,
+            data: p.data,
+            xFmt: p.xFmt,
+            ...(p.xTicks ? { xTicks: p.xTicks } : {}),
+            log: p.log === true,
+            xFromData: p.xFromData === true,
+          };
+        }}
+      />
       <PngButton id={props.id} kind={props.kind} />
     </div>
   );

@@ -120,6 +120,37 @@ export interface BenchDoc {
   config?: BenchConfig | null;
   idle_power_w?: Num;
   container?: { image?: string | null } | null;
+  /** A run with the machine audited (snapshot before and after): whether it changed meanwhile. */
+  audit?: BenchAudit | null;
+}
+
+/** The system snapshots before and after an audited run, as their difference. */
+export interface BenchAudit {
+  verdict: 'unchanged' | 'changed' | 'unknown';
+  changes?: { what: string; gpu: number | null; before: unknown; after: unknown }[] | null;
+  /** Why there is no verdict (a snapshot could not be read). */
+  reason?: string | null;
+}
+
+const auditValue = (v: unknown): string => (v === null || v === undefined ? 'none' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+
+/** Each change of an audited run in words: "clocks.max GPU 0: 1980 -> 1755". */
+export function auditChanges(a: BenchAudit | null | undefined): string[] {
+  if (!a || !Array.isArray(a.changes)) return [];
+  return a.changes.map(
+    (c) => `${c.what}${typeof c.gpu === 'number' ? ` GPU ${c.gpu}` : ''}: ${auditValue(c.before)} \u2192 ${auditValue(c.after)}`,
+  );
+}
+
+/** The audit verdict as a badge: its words and how it looks; null for a run not audited. */
+export function auditBadge(a: BenchAudit | null | undefined): { text: string; state: 'ok' | 'warn' | 'unknown' } | null {
+  if (!a || typeof a.verdict !== 'string') return null;
+  if (a.verdict === 'unchanged') return { text: 'machine unchanged', state: 'ok' };
+  if (a.verdict === 'changed') {
+    const n = Array.isArray(a.changes) ? a.changes.length : 0;
+    return { text: `machine changed${n ? ` (${n})` : ''}`, state: 'warn' };
+  }
+  return { text: 'audit unknown', state: 'unknown' };
 }
 
 /** The run's settings as label and value, in the order people read them; absent ones left out. */

@@ -49,7 +49,10 @@ export interface JobList {
 }
 
 export interface JobForm {
+  /** What is benchmarked: a running server (url) or a server the daemon starts from an image. */
+  mode: 'url' | 'image';
   url: string;
+  image: string;
   model: string;
   concurrency: string;
   requests: string;
@@ -57,10 +60,14 @@ export interface JobForm {
   outputTokens: string;
   gpus: string;
   label: string;
+  /** A system snapshot before and after the run, and whether the machine changed meanwhile. */
+  snapshot: boolean;
 }
 
 export const EMPTY_FORM: JobForm = {
+  mode: 'url',
   url: '',
+  image: '',
   model: '',
   concurrency: '1,8',
   requests: '200',
@@ -68,6 +75,7 @@ export const EMPTY_FORM: JobForm = {
   outputTokens: '128',
   gpus: '1',
   label: '',
+  snapshot: false,
 };
 
 /** Whole numbers of a comma list ("1, 8,32" -> [1, 8, 32]); items that are not stay text so the
@@ -87,7 +95,7 @@ function num(text: string): number | string {
 
 /** The body of POST /api/benchmarks for a filled form: empty fields are left to the defaults. */
 export function jobBody(f: JobForm): Record<string, unknown> {
-  const b: Record<string, unknown> = { url: f.url.trim() };
+  const b: Record<string, unknown> = f.mode === 'image' ? { image: f.image.trim() } : { url: f.url.trim() };
   if (f.model.trim()) b['model'] = f.model.trim();
   if (f.concurrency.trim()) b['concurrency'] = list(f.concurrency);
   if (f.requests.trim()) b['requests'] = num(f.requests);
@@ -95,6 +103,7 @@ export function jobBody(f: JobForm): Record<string, unknown> {
   if (f.outputTokens.trim()) b['output_tokens'] = num(f.outputTokens);
   if (f.gpus.trim()) b['count'] = num(f.gpus);
   if (f.label.trim()) b['label'] = f.label.trim();
+  if (f.snapshot) b['snapshot'] = true;
   return b;
 }
 

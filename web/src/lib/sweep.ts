@@ -93,3 +93,43 @@ export function ladderColumns(points: readonly BenchPoint[], metric: 'ttft_ms' |
 export function hasDist(points: readonly BenchPoint[], metric: 'ttft_ms' | 'itl_ms' | 'tpot_ms' | 'e2e_ms'): boolean {
   return points.some((p) => pct(p[metric], 'p50') !== null);
 }
+
+export interface CompareSweep {
+  axis: SweepAxis;
+  /** [x ascending (the loads of every run), one column per run: its figure at that load or null]. */
+  data: Num[][];
+}
+
+/**
+ * Compared runs' sweeps on one axis: the loads of all of them (concurrency, request rate, or the
+ * load's words when a rate is "inf" or the runs load differently), each run's figure at each
+ * load, null where the run has no such point.
+ */
+export function compareSweep(runs: readonly (readonly BenchPoint[])[], f: (p: BenchPoint) => Num): CompareSweep {
+  const all = runs.flat();
+  const base = sweepAxis(all);
+  let xOf: (p: BenchPoint) => number;
+  let names: Map<number, string> | null = null;
+  if (base.kind === 'point') {
+    const labels = [...new Set(all.map((p) => loadLabel(p)))];
+    names = new Map(labels.map((l, i) => [i + 1, l]));
+    xOf = (p) => labels.indexOf(loadLabel(p)) + 1;
+  } else if (base.kind === 'concurrency') {
+    xOf = (p) => p.concurrency as number;
+  } else {
+    xOf = (p) => p.request_rate as number;
+  }
+  const xs = [...new Set(all.map(xOf))].sort((a, b) => a - b);
+  const data: Num[][] = [
+    xs,
+    ...runs.map((r) =>
+      xs.map((x) => {
+        const p = r.find((q) => xOf(q) === x);
+        if (!p) return null;
+        const v = f(p);
+        return finite(v) ? v : null;
+      }),
+    ),
+  ];
+  return { axis: { ...base, xs, names, log: base.kind === 'point' ? false : base.log }, data };
+}

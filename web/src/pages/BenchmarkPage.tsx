@@ -2,7 +2,9 @@
 // concurrency or a request rate) with its throughput, latency percentiles, energy and tokens per
 // joule, whether the point can be trusted and why not, and the GPUs' utilization and power over
 // the run; the sweep as curves (figures over the load, the latency-throughput curve, each
-// point's percentile ladder), each chart savable as PNG. Export, the HTML report and delete.
+// point's percentile ladder, tokens per joule over the load), each chart savable as PNG or SVG;
+// an audited run's verdict (did the machine change while it ran) beside each point's validity.
+// Export, the HTML report and delete.
 
 import { useState } from 'preact/hooks';
 
@@ -10,12 +12,13 @@ import type { PageProps } from '../app';
 import type { Api } from '../lib/api';
 import { Chart } from '../components/Chart';
 import { PngButton } from '../components/PngButton';
+import { SvgButton } from '../components/SvgButton';
 import { XYChart } from '../components/XYChart';
 import { RunActions } from '../components/RunActions';
 import { useResource } from '../components/hooks';
 import type { BenchDoc, Dist } from '../lib/bench';
-import { benchSettings, benchTimelineColumns, fmtFig, invalidLines, loadLabel } from '../lib/bench';
-import { fmtPercent, fmtWatts, NA } from '../lib/format';
+import { auditBadge, auditChanges, benchSettings, benchTimelineColumns, fmtFig, invalidLines, loadLabel } from '../lib/bench';
+import { fmtClock, fmtPercent, fmtWatts, NA } from '../lib/format';
 import { href } from '../lib/router';
 import { percentRange, powerRange } from '../lib/scales';
 import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuColor, gpuSummary, runTitle } from '../lib/sessions';
@@ -85,6 +88,7 @@ function ReportLink({ api, id }: { api: Api; id: string }) {
 
 const fmtMs = (v: Num): string => (v === null ? NA : `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ms`);
 const fmtTps = (v: Num): string => (v === null ? NA : `${v.toFixed(v >= 100 ? 0 : 1)} tok/s`);
+const fmtTpj = (v: Num): string => (v === null ? NA : `${v.toFixed(v >= 10 ? 1 : 3)} tok/J`);
 
 /** The sweep's curves: what changes with the load, and how latency trades for throughput. */
 function SweepCharts({ doc }: { doc: BenchDoc }) {
@@ -116,6 +120,21 @@ function SweepCharts({ doc }: { doc: BenchDoc }) {
           xTicks={xTicks}
           log={axis.log}
         />
+        {pts.some((p) => typeof p.output_tokens_per_joule === 'number') && (
+          <XYChart
+            id={doc.id}
+            kind="sweep-tokens-per-joule"
+            title={`Output tokens per joule by ${axis.title.toLowerCase()}`}
+            xTitle={axis.title}
+            unit="tok/J"
+            lines={[{ label: 'output tokens/J', color: gpuColor(5) }]}
+            data={sweepColumns(pts, axis, [(p) => p.output_tokens_per_joule])}
+            fmt={fmtTpj}
+            xFmt={xFmt}
+            xTicks={xTicks}
+            log={axis.log}
+          />
+        )}
         <XYChart
           id={doc.id}
           kind="sweep-latency"
@@ -198,6 +217,8 @@ export function BenchmarkPage({ app, params }: PageProps) {
   const gpus = (doc.gpus ?? []).map((g) => g.index).sort((a, b) => a - b);
   const charted = gpus.length > 0 && doc.points.some((pt) => (pt.gpu_timeline?.t_s.length ?? 0) > 0);
   const unreliable = doc.points.some((pt) => pt.idle_power_unreliable === true);
+  const audit = auditBadge(doc.audit);
+  const auditLines = auditChanges(doc.audit);
 
   return (
     <div class="page page-benchmark" data-id={doc.id}>
@@ -338,8 +359,18 @@ export function BenchmarkPage({ app, params }: PageProps) {
                   <Num_ v={energy(pt.energy_j)} field="energy" />
                   <Num_ v={fmtFig(pt.output_tokens_per_joule, 3)} field="tok-per-j" />
                   <Num_ v={fmtFig(pt.joules_per_request, 1)} />
-                  <td class={pt.valid ? 'status-ok' : 'status-bad'} title={pt.invalid_reasons.join('\n')}>
+                  <td class={pt.valid ? 'status-ok' : 'status-bad'} title={pt.invalid_reasons.join('\n')} data-field="valid">
                     {pt.valid ? 'yes' : `no: ${pt.invalid_reasons.map((r) => r.split(':')[0]).join(', ')}`}
+                    {audit && (
+                      <span
+                        class={`badge badge-audit badge-${audit.state}`}
+                        data-field="audit"
+                        data-verdict={doc.audit?.verdict}
+                        title={auditLines.join('\n') || doc.audit?.reason || undefined}
+                      >
+                        {audit.text}
+                      </span>
+                    )}
                   </td>
                 </tr>
               ))}
@@ -361,6 +392,26 @@ export function BenchmarkPage({ app, params }: PageProps) {
           </ul>
         </section>
       )}
+      {doc.audit?.verdict === 'changed' && (
+        <section class="card" data-field="audit-changes">
+          <header class="card-head">
+            <h2>The machine changed during the run</h2>
+            <span class="note">system snapshots before the first point and after the last differ</span>
+          </header>
+          <ul class="reasons">
+            {auditLines.map((r, i) => (
+              <li key={i}>
+                <code>{r}</code>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      {doc.audit?.verdict === 'unknown' && (
+        <p class="banner banner-soft" data-field="audit-unknown">
+          The machine was to be audited but a snapshot could not be read{doc.audit.reason ? `: ${doc.audit.reason}` : ''}.
+        </p>
+      )}
       {unreliable && (
         <p class="banner banner-soft" data-field="idle-unreliable">
           The GPUs drew more power during the idle measurement than under load (something else ran on them then): the energy above
@@ -380,6 +431,21 @@ export function BenchmarkPage({ app, params }: PageProps) {
                 data={benchTimelineColumns(doc, gpus, ch.metric)}
                 range={(m) => (ch.metric === 'utilization' ? percentRange() : powerRange(null, m))}
                 fmt={ch.fmt}
+              />
+              <SvgButton
+                id={doc.id}
+                kind={ch.metric}
+                chart={() => ({
+                  title: `${ch.title} over the run`,
+                  xTitle: 'Time',
+                  unit: ch.unit,
+                  lines: gpus.map((g, i) => ({ label: `GPU ${g}`, color: gpuColor(i) })),
+                  data: benchTimelineColumns(doc, gpus, ch.metric),
+                  xFmt: (x) => fmtClock(x * 1000),
+                  xFromData: true,
+                  breakAtNull: true,
+                  dots: false,
+                })}
               />
               <PngButton id={doc.id} kind={ch.metric} />
             </div>

@@ -69,7 +69,7 @@ describe('screenshots', () => {
         page.locator('table.points tbody tr').nth(1).waitFor(),
       );
       await shot('compare', `${four.base}#/benchmarks/compare?ids=${stored.benches.join(',')}`, () =>
-        page.locator('table.compare tbody').nth(1).waitFor(),
+        Promise.all([page.locator('table.compare tbody').nth(1).waitFor(), page.locator('[data-field=compare-sweep] figure').first().waitFor()]),
       );
       await shot('overview-16', sixteen.base, async () => {
         await page.locator('.tile').nth(15).waitFor();
@@ -89,7 +89,7 @@ describe('screenshots', () => {
       await shot('phone-gpu', `${four.base}#/gpu/1`, () => points(page, 20, 'figure.chart[data-kind=utilization]'));
       await shot('phone-benchmarks', `${four.base}#/benchmarks`, () => page.locator('table.benches tbody tr').nth(1).waitFor());
       await shot('phone-compare', `${four.base}#/benchmarks/compare?ids=${stored.benches.join(',')}`, () =>
-        page.locator('table.compare tbody').nth(1).waitFor(),
+        Promise.all([page.locator('table.compare tbody').nth(1).waitFor(), page.locator('[data-field=compare-sweep] figure').first().waitFor()]),
       );
 
       // The truthful states, at 1600x1000 and 390x844: a daemon that wants a token; the stream gone.

@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { BenchCompare, BenchDoc, BenchPoint, BenchPointBrief } from '../../src/lib/bench';
 import {
   allValid,
+  auditBadge,
+  auditChanges,
   benchMatches,
   benchSettings,
   benchTimelineColumns,
@@ -213,5 +215,26 @@ describe('bench', () => {
       ],
     };
     expect(comparedMetrics(c).map((m) => m.key)).toEqual(['requests_per_s', 'ttft_ms.p99']);
+  });
+});
+
+describe('auditBadge and auditChanges', () => {
+  it('is nothing for a run not audited', () => {
+    expect(auditBadge(undefined)).toBeNull();
+    expect(auditBadge(null)).toBeNull();
+    expect(auditChanges(undefined)).toEqual([]);
+  });
+  it('says unchanged, changed with the count, or unknown', () => {
+    expect(auditBadge({ verdict: 'unchanged', changes: [] })).toEqual({ text: 'machine unchanged', state: 'ok' });
+    const changed = {
+      verdict: 'changed' as const,
+      changes: [
+        { what: 'clocks.max', gpu: 0, before: 1980, after: 1755 },
+        { what: 'driver', gpu: null, before: '550.54', after: '550.90' },
+      ],
+    };
+    expect(auditBadge(changed)).toEqual({ text: 'machine changed (2)', state: 'warn' });
+    expect(auditChanges(changed)).toEqual(['clocks.max GPU 0: 1980 \u2192 1755', 'driver: 550.54 \u2192 550.90']);
+    expect(auditBadge({ verdict: 'unknown', reason: 'no NVML' })?.state).toBe('unknown');
   });
 });

@@ -105,3 +105,13 @@ describe('shouldPoll', () => {
     expect(shouldPoll(null, { kind: 'reconnecting', retryAt: 0, failures: 1 })).toBe(true);
   });
 });
+
+describe('jobBody for an image and an audited run', () => {
+  it('sends the image instead of the url, and snapshot only when asked', () => {
+    const b = jobBody({ ...EMPTY_FORM, mode: 'image', url: 'http://ignored', image: ' nvcr.io/nim/x:1 ', snapshot: true });
+    expect(b['image']).toBe('nvcr.io/nim/x:1');
+    expect('url' in b).toBe(false);
+    expect(b['snapshot']).toBe(true);
+    expect('snapshot' in jobBody({ ...EMPTY_FORM, url: 'u' })).toBe(false);
+  });
+});

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { BenchPoint, Dist } from '../../src/lib/bench';
-import { hasDist, ladderColumns, latencyThroughput, sweepAxis, sweepColumns } from '../../src/lib/sweep';
+import { compareSweep, hasDist, ladderColumns, latencyThroughput, sweepAxis, sweepColumns } from '../../src/lib/sweep';
 
 const dist = (p50: number, p99: number, p95?: number): Dist => ({
   mean: p50, min: p50 / 2, p50, p90: (p50 + p99) / 2, ...(p95 === undefined ? {} : { p95 }), p99, max: p99 * 1.1, count: 10,
@@ -55,5 +55,32 @@ describe('ladderColumns', () => {
     expect(ladderColumns(pts, 'ttft_ms')).toEqual([[50, 90, 95, 99], [4, 6, 7, 8], [10, 15, null, 20]]);
     expect(hasDist(pts, 'ttft_ms')).toBe(true);
     expect(hasDist(pts, 'itl_ms')).toBe(false);
+  });
+});
+
+describe('compareSweep', () => {
+  it('puts every run on the loads of all of them, null where a run has no such point', () => {
+    const a = [point({ concurrency: 1, output_tokens_per_s: 100 }), point({ concurrency: 8, output_tokens_per_s: 700 })];
+    const b = [point({ concurrency: 8, output_tokens_per_s: 650 }), point({ concurrency: 32, output_tokens_per_s: 900 })];
+    const s = compareSweep([a, b], (p) => p.output_tokens_per_s);
+    expect(s.axis.kind).toBe('concurrency');
+    expect(s.data).toEqual([
+      [1, 8, 32],
+      [100, 700, null],
+      [null, 650, 900],
+    ]);
+    expect(s.axis.log).toBe(true);
+  });
+  it('names the loads when the runs do not share a numeric axis', () => {
+    const a = [point({ concurrency: 4, output_tokens_per_s: 1 })];
+    const b = [point({ request_rate: 'inf', output_tokens_per_s: 2 })];
+    const s = compareSweep([a, b], (p) => p.output_tokens_per_s);
+    expect(s.axis.kind).toBe('point');
+    expect([...(s.axis.names ?? new Map()).values()]).toEqual(['concurrency 4', 'rate inf']);
+    expect(s.data).toEqual([
+      [1, 2],
+      [1, null],
+      [null, 2],
+    ]);
   });
 });
