@@ -204,8 +204,8 @@ static void frame_done(client *c)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         char *t = strstr(c->head, "\"timestamp_ms\":");
-        fprintf(cadence, "%.3f %lld %s\n", (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6,
-                seq, t ? strtok(t + 15, ",}") : "-");
+        fprintf(cadence, "%.3f %lld %s\n", (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6, seq,
+                t ? strtok(t + 15, ",}") : "-");
         fflush(cadence); /* readable while the run goes on, and complete if killed */
     }
 }
