@@ -5,8 +5,12 @@
  *
  * Build: cc -O2 -o ws_fanout ws_fanout.c   (bench/ws-fanout.sh does it)
  * Usage: ws_fanout -p PORT [-h 127.0.0.1] [-P /ws/gpu] [-n 1000] [-d 60] [-w 3] [-r 5] [-s PID]
+ *                  [-t FILE]
  *   -n clients, -d window seconds, -w warm-up seconds after the last connect, -r expected frames
- *   per second, -s server pid (CPU read from /proc/PID/stat at window start and end).
+ *   per second, -s server pid (CPU read from /proc/PID/stat at window start and end), -t a
+ *   cadence log: one line per frame the first client receives inside the window, "RECV_MS SEQ
+ *   TIMESTAMP_MS" (its arrival on CLOCK_REALTIME, the frame's "seq" and "timestamp_ms").
+ *   SIGUSR1 ends the window early (the figures are then per the window's actual length).
  * Prints one JSON object on stdout. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -15,6 +19,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +168,15 @@ static int in_window;           /* 1 while frames count towards the window */
 static int recording;           /* 1 from the window start until the grace period ends */
 static long long base_seq = -1; /* first sample published after the window started */
 static long long max_seq = -1;  /* newest seq any client has received */
+static FILE *cadence;           /* -t: the first client's frames, with arrival times */
+static client *cadence_client;
+static volatile sig_atomic_t end_window; /* SIGUSR1: the watched run is over */
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    end_window = 1;
+}
 
 static void frame_done(client *c)
 {
@@ -186,6 +200,14 @@ static void frame_done(client *c)
         max_seq = seq;
     if (recording && seq >= base_seq && seq - base_seq < SEQ_BITS)
         c->got[(seq - base_seq) / 8] |= (unsigned char)(1u << ((seq - base_seq) % 8));
+    if (cadence && c == cadence_client && in_window) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        char *t = strstr(c->head, "\"timestamp_ms\":");
+        fprintf(cadence, "%.3f %lld %s\n", (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6, seq,
+                t ? strtok(t + 15, ",}") : "-");
+        fflush(cadence); /* readable while the run goes on, and complete if killed */
+    }
 }
 
 /* Feeds received bytes through the frame parser. */
@@ -330,9 +352,10 @@ int main(int argc, char **argv)
 {
     const char *host = "127.0.0.1", *path = "/ws/gpu";
     int port = 0, n = 1000, pid = 0;
+    const char *cadence_path = NULL;
     double dur = 60, warm = 3, rate = 5;
     int opt;
-    while ((opt = getopt(argc, argv, "h:p:P:n:d:w:r:s:")) != -1) {
+    while ((opt = getopt(argc, argv, "h:p:P:n:d:w:r:s:t:")) != -1) {
         switch (opt) {
         case 'h':
             host = optarg;
@@ -358,10 +381,13 @@ int main(int argc, char **argv)
         case 's':
             pid = atoi(optarg);
             break;
+        case 't':
+            cadence_path = optarg;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -p PORT [-h HOST] [-P PATH] [-n N] [-d S] [-w S] [-r HZ] "
-                    "[-s PID]\n",
+                    "[-s PID] [-t FILE]\n",
                     argv[0]);
             return 2;
         }
@@ -415,7 +441,18 @@ int main(int argc, char **argv)
             on_event(evs[i].data.ptr, evs[i].events, ep, req, (size_t)req_len);
     }
     double t_connected = now_s();
+    for (int i = 0; cadence_path && i < n; i++)
+        if (cs[i].state == ST_OPEN) {
+            cadence_client = &cs[i];
+            break;
+        }
+    if (cadence_path && !(cadence = fopen(cadence_path, "w"))) {
+        perror(cadence_path);
+        return 1;
+    }
 
+    struct sigaction sa_usr1 = {.sa_handler = on_usr1};
+    sigaction(SIGUSR1, &sa_usr1, NULL);
     /* Warm-up, then the window. */
     double t0 = t_connected + warm, t1 = t0 + dur;
     long long srv_t0 = -1, srv_t1 = -1, srv_ns0 = -1, srv_ns1 = -1, rss0 = -1, rss1 = -1;
@@ -435,7 +472,11 @@ int main(int argc, char **argv)
                 rss0 = proc_rss_kib(pid);
             }
             getrusage(RUSAGE_SELF, &ru0);
-        } else if (phase == 1 && t >= t1) {
+        } else if (phase == 1 && (t >= t1 || end_window)) {
+            if (t < t1) { /* ended early: the window is what it was */
+                t1 = t;
+                dur = t1 - t0;
+            }
             phase = 2;
             in_window = 0;
             last_seq = max_seq;
@@ -520,6 +561,8 @@ int main(int argc, char **argv)
            k ? pct_dur[k / 2] : 0, k ? pct_dur[k - 1] : 0, below98,
            srv_cpu_ticks >= 0 ? 100.0 * srv_cpu_ticks / dur : -1,
            srv_cpu_ns >= 0 ? 100.0 * srv_cpu_ns / dur : -1, rss0, rss1, 100.0 * cli_cpu / dur);
+    if (cadence)
+        fclose(cadence);
     for (int i = 0; i < n; i++)
         if (cs[i].fd > 2)
             close(cs[i].fd);
