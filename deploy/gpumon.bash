@@ -11,7 +11,7 @@ _gpumon_opts_estimate='-f --task --tp --pp --dp --dtype --kv-dtype --seq-len --b
 _gpumon_opts_run='--task -n --count -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices --mig --interval -o --output --label --snapshot --snapshot-window-ms --db --no-db -q --quiet --provider --simulate --seed --image --env --volume --shm-size --container-port --keep-container --pull -h --help'
 _gpumon_opts_snapshot='-o --output --power-window --interval --power-interval --no-processes --provider --simulate --seed -h --help'
 _gpumon_opts_diff='--mem-tolerance-mb --power-tolerance-w --strict --format --json -h --help'
-_gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --id --gpus --interval --idle-seconds -o --output --label --trace --db --no-db -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size --ready-path --ready-timeout --keep-container --pull -n --count --task -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices -h --help'
+_gpumon_opts_bench='--url --model --api --concurrency --request-rate --burstiness --requests --duration --warmup --input-tokens --output-tokens --prompts --slo --header --api-key-env --timeout -i --id --gpus --interval --idle-seconds -o --output --label --trace --db --no-db --snapshot --snapshot-window-ms -q --quiet --provider --simulate --seed --image --container-port --env --volume --shm-size --ready-path --ready-timeout --keep-container --pull -n --count --task -m --min-free-mb -u --max-util -w --wait --check-interval --lease-dir --all-devices -h --help'
 _gpumon_opts_containers='--format --json --all --dry-run --stop-timeout -h --help'
 _gpumon_opts_history='--db --format --point --json --limit -o --output --older-than -h --help'
 _gpumon_opts_smi='-h --help --version -L --list-gpus -q --query -x --xml-format --dtd -d --display -i --id -f --filename -l --loop -lms --loop-ms --query-gpu --query-compute-apps --query-retired-pages --query-remapped-rows --format --help-query-gpu --help-query-compute-apps --help-query-retired-pages --help-query-remapped-rows --provider --simulate --seed'
@@ -423,6 +423,9 @@ _gpumon_table_value() {
         ;;
     bench:--db)
         _filedir
+        return 0
+        ;;
+    bench:--snapshot-window-ms) # nothing to offer
         return 0
         ;;
     bench:--provider)

@@ -163,6 +163,8 @@ static const gm_opt bench_table[] = {
           .help = "Database (default: $GPU_MONITOR_DB, else $XDG_STATE_HOME/gpumon/gpumon.db "
                   "or ~/.local/state/gpumon/gpumon.db)."),
     BENCH(.name = "no-db", .help = "Do not store the benchmark."),
+    GM_CLI_OPT_SNAPSHOT(.type = GM_OPT_CALLBACK, .set = bench_row),
+    GM_CLI_OPT_SNAPSHOT_WINDOW(.type = GM_OPT_CALLBACK, .set = bench_row),
     {.type = GM_OPT_FLAG,
      .name = "quiet",
      .letter = 'q',
@@ -561,7 +563,7 @@ static int image_start(bench_opts *o, const char *id, image_run *ir, gm_bench_ru
     gm_collector_options colopt;
     if (!gm_cli_collector_options(cmd, &o->src, &colopt))
         return GM_EXIT_USAGE;
-    colopt.no_host = true;
+    colopt.no_host = !o->cfg.snapshot; /* a snapshot names the host */
     colopt.slow_period_ms = -1;
     sim_load = -1; /* the simulated GPUs are empty until the container starts */
     colopt.sim_load = &sim_load;
@@ -681,6 +683,10 @@ static int keep_result(const bench_opts *o, int argc, char **argv, gm_store *st,
     if (!o->quiet) {
         if (npoints > 1)
             gm_bench_print_table(stderr, doc);
+        char audit[2048];
+        gm_bench_audit_text(json_object_get(doc, "audit"), audit, sizeof audit);
+        if (audit[0])
+            fprintf(stderr, "%s\n", audit);
         if (stored)
             fprintf(stderr, "stored as %s (gpumon history show %s)\n", id, id);
         if (o->cfg.output && rc != GM_EXIT_FAILURE)
@@ -810,8 +816,8 @@ int gm_cli_bench(int argc, char **argv)
             rc = GM_EXIT_USAGE;
             goto out;
         }
-        colopt.no_host = true;
-        colopt.slow_period_ms = -1; /* the energy counter at every sample: exact per point */
+        colopt.no_host = !o.cfg.snapshot; /* a snapshot names the host */
+        colopt.slow_period_ms = -1;       /* the energy counter at every sample: exact per point */
         sim_load = 0; /* simulated GPUs: a server idles on them until a point loads it */
         colopt.sim_load = &sim_load;
         if (!(snap = gm_snapshot_new())) {

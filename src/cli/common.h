@@ -149,6 +149,20 @@ int gm_cli_set_json(void *base, const gm_opt *row, const char *value, gm_error *
         .type = GM_OPT_STRING, .name = "db", .arg = "PATH", GM_OPT_AT(T, f), .complete = "file", \
         .flags = GM_OPT_CLI_ONLY, __VA_ARGS__                                                    \
     }
+/* --snapshot and --snapshot-window-ms, the same rows in record and bench: each command adds
+ * how its value is kept (record: fields of its options; bench: its config's setter). */
+#define GM_CLI_OPT_SNAPSHOT(...)                                                                \
+    {                                                                                           \
+        .name = "snapshot",                                                                     \
+        .help = "Take a system snapshot before and after; the output gets both and their diff " \
+                "(did the machine change during the run?).",                                    \
+        __VA_ARGS__                                                                             \
+    }
+#define GM_CLI_OPT_SNAPSHOT_WINDOW(...)                                                \
+    {                                                                                  \
+        .name = "snapshot-window-ms", .arg = "MS", .min = 0, .max = 60000,             \
+        .help = "Power averaging window of each snapshot (default 2000).", __VA_ARGS__ \
+    }
 #define GM_CLI_OPT_NO_DB(T, f, ...)                                        \
     {                                                                      \
         .type = GM_OPT_FLAG, .name = "no-db", GM_OPT_AT(T, f), __VA_ARGS__ \

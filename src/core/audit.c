@@ -82,7 +82,7 @@ static json_t *gpu_json(const gm_snapshot *s, const gm_gpu *g, const gm_stats *p
     json_t *persist = !g->lost && gm_gpu_has(g, GM_M_PERSISTENCE_MODE)
                           ? json_boolean(g->v[GM_M_PERSISTENCE_MODE] != 0)
                           : json_null();
-    return json_pack(
+    json_t *j = json_pack(
         "{s:I, s:o, s:o, s:o, s:b,"
         " s:o, s:o, s:o, s:o,"
         " s:o, s:o, s:o, s:I, s:o, s:o,"
@@ -109,6 +109,20 @@ static json_t *gpu_json(const gm_snapshot *s, const gm_gpu *g, const gm_stats *p
         gm_json_pcie_gbps(g, GM_M_PCIE_GEN_MAX, GM_M_PCIE_WIDTH_MAX),
         /* who used the GPU; null when the caller's collector does not list processes */
         "processes", procs && !g->lost ? processes_json(s, g) : json_null());
+    /* The clocks a GPU may reach and the application clocks set on it: what nvidia-smi -ac
+     * or a changed board setting moves between two runs. */
+    static const struct {
+        const char *key;
+        gm_metric m;
+    } clocks[] = {
+        {"clock_max_sm_mhz", GM_M_CLOCK_MAX_SM_MHZ},
+        {"clock_max_mem_mhz", GM_M_CLOCK_MAX_MEM_MHZ},
+        {"clock_applications_graphics_mhz", GM_M_CLOCK_APP_GR_MHZ},
+        {"clock_applications_memory_mhz", GM_M_CLOCK_APP_MEM_MHZ},
+    };
+    for (size_t i = 0; j && i < sizeof clocks / sizeof *clocks; i++)
+        json_object_set_new(j, clocks[i].key, gpu_num(g, clocks[i].m, 1.0));
+    return j;
 }
 
 typedef struct window {
@@ -330,6 +344,10 @@ static const key_rule gpu_rules[] = {
     {"power_draw_samples", T_INT | T_NULL, false},
     {"power_limit_w", T_NUM | T_NULL, false},
     {"persistence_mode", T_BOOL | T_NULL, false},
+    {"clock_max_sm_mhz", T_NUM | T_NULL, false},
+    {"clock_max_mem_mhz", T_NUM | T_NULL, false},
+    {"clock_applications_graphics_mhz", T_NUM | T_NULL, false},
+    {"clock_applications_memory_mhz", T_NUM | T_NULL, false},
     {"pcie", T_OBJ | T_NULL, false},
     {"processes", T_ARR | T_NULL, false},
 };
@@ -619,6 +637,7 @@ enum unit {
     U_BYTES_MIB, /* bytes shown as MiB */
     U_BYTES_GIB, /* bytes shown as GiB */
     U_WIDTH,     /* PCIe lanes: x16 */
+    U_MHZ,       /* clocks, whole MHz */
 };
 
 typedef struct differ {
@@ -678,6 +697,9 @@ static void fmt_value(const json_t *v, enum unit u, char *buf, size_t len)
         break;
     case U_WIDTH:
         snprintf(buf, len, "x%.0f", x);
+        break;
+    case U_MHZ:
+        snprintf(buf, len, "%.0f MHz", x);
         break;
     default:
         snprintf(buf, len, x == floor(x) && fabs(x) < 1e15 ? "%.0f" : "%g", x);
@@ -898,6 +920,17 @@ static void diff_gpu(differ *d, const gm_audit_tolerance *t, const json_t *b, co
             get(a, "power_limit_w"), NULL);
     compare(d, SEV_CHANGED, "persistence_mode", "persistence mode", U_ONOFF, b,
             get(b, "persistence_mode"), get(a, "persistence_mode"), NULL);
+    static const struct {
+        const char *key, *label;
+    } clocks[] = {
+        {"clock_max_sm_mhz", "max SM clock"},
+        {"clock_max_mem_mhz", "max memory clock"},
+        {"clock_applications_graphics_mhz", "application graphics clock"},
+        {"clock_applications_memory_mhz", "application memory clock"},
+    };
+    for (size_t i = 0; i < sizeof clocks / sizeof *clocks; i++)
+        compare(d, SEV_CHANGED, clocks[i].key, clocks[i].label, U_MHZ, b, get(b, clocks[i].key),
+                get(a, clocks[i].key), NULL);
     compare(d, SEV_CHANGED, "pcie.gen_max", "PCIe max link generation", U_PLAIN, b,
             get2(b, "pcie", "gen_max"), get2(a, "pcie", "gen_max"), NULL);
     compare(d, SEV_CHANGED, "pcie.width_max", "PCIe max link width", U_WIDTH, b,

@@ -11,7 +11,8 @@
  *    "gpu_count", "gpus": [{"index", "name", "uuid", "pci_bus_id", "lost",
  *        "memory_total_mib", "memory_used_mib", "memory_total_bytes", "memory_used_bytes",
  *        "power_draw_w" (mean over the window), "power_draw_min_w", "power_draw_max_w",
- *        "power_draw_samples", "power_limit_w", "persistence_mode",
+ *        "power_draw_samples", "power_limit_w", "persistence_mode", "clock_max_sm_mhz",
+ *        "clock_max_mem_mhz", "clock_applications_graphics_mhz", "clock_applications_memory_mhz",
  *        "pcie": {"gen_current", "gen_max", "width_current", "width_max",
  *                 "bandwidth_current_gb_per_s", "bandwidth_max_gb_per_s"},
  *        "processes": [{"pid", "user", "command", "used_memory_mib"}]}],
@@ -25,8 +26,9 @@
  * The diff sorts every difference into one of three severities:
  * - changed: an invariant differs (driver, CUDA, NVML, host name, kernel, CPU model, CPU count,
  *   host memory, GPU set by UUID, GPU index, model, bus id, memory capacity, power limit,
- *   persistence mode, maximum PCIe link, P2P matrix, a GPU lost), or a GPU's memory used or mean
- *   power rose by more than the tolerance. Any such item makes the verdict CHANGED.
+ *   persistence mode, maximum or application clocks, maximum PCIe link, P2P matrix, a GPU lost), or
+ * a GPU's memory used or mean power rose by more than the tolerance. Any such item makes the
+ * verdict CHANGED.
  * - warning: the current PCIe link generation or width differs (GPUs train their links down at
  *   idle, so gen1 at rest is normal and not a changed system), the provider differs, the P2P
  *   matrix or a field is known on one side only. CHANGED only under `strict`.

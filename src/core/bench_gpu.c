@@ -305,3 +305,11 @@ void gm_bench_gpu_point_free(gm_bench_gpu_point *p)
     gm_session_free(p->session);
     memset(p, 0, sizeof *p);
 }
+
+int gm_bench_gpu_with_collector(gm_bench_gpu *g, int (*fn)(gm_collector *c, void *arg), void *arg)
+{
+    pthread_mutex_lock(&g->mu);
+    int rc = g->running ? GM_ESTATE : fn(g->c, arg);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}

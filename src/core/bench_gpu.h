@@ -75,4 +75,10 @@ int gm_bench_gpu_begin(gm_bench_gpu *g, const char *label, gm_error *err);
 int gm_bench_gpu_end(gm_bench_gpu *g, gm_bench_gpu_point *out, gm_error *err);
 void gm_bench_gpu_point_free(gm_bench_gpu_point *p);
 
+/* Calls fn(collector, arg) on the caller's thread while no point is running (between points the
+ * sampling thread leaves the collector alone; its lock is held meanwhile, so it cannot begin
+ * one): for reads of the collector outside the points, such as a system snapshot. fn's return,
+ * or GM_ESTATE when a point is running. */
+int gm_bench_gpu_with_collector(gm_bench_gpu *g, int (*fn)(gm_collector *c, void *arg), void *arg);
+
 #endif

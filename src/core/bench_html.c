@@ -437,6 +437,39 @@ static void points_table(FILE *out, const json_t *doc)
     fprintf(out, "</tbody></table>\n");
 }
 
+/* bench --snapshot: did the machine stay the same from the first point to the last? */
+static void audit_block(FILE *out, const json_t *doc)
+{
+    const json_t *a = json_object_get(doc, "audit");
+    if (!json_is_object(a))
+        return;
+    const char *v = str(a, "verdict");
+    bool changed = v && strcmp(v, "changed") == 0;
+    bool same = v && strcmp(v, "unchanged") == 0;
+    fprintf(out, "<p class=\"audit%s\"><strong>System snapshot:</strong> ", changed ? " warn" : "");
+    if (same) {
+        fprintf(out, "the machine was unchanged during the run.</p>\n");
+        return;
+    }
+    if (!changed) {
+        fprintf(out, "no verdict (");
+        esc(out, str(a, "reason") ? str(a, "reason") : "unknown");
+        fprintf(out, ").</p>\n");
+        return;
+    }
+    fprintf(out, "the machine changed during the run:</p>\n"
+                 "<ul class=\"audit-changes\">\n");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(a, "changes"), i, c)
+    {
+        fprintf(out, "<li>");
+        esc(out, str(c, "message") ? str(c, "message") : str(c, "what") ? str(c, "what") : "?");
+        fprintf(out, "</li>\n");
+    }
+    fprintf(out, "</ul>\n");
+}
+
 static void dl_item(FILE *out, const char *k, const char *v)
 {
     if (!v || !*v)
@@ -591,6 +624,7 @@ int gm_bench_html_report(FILE *out, const json_t *const *docs, size_t n, gm_erro
         esc(out, name);
         fprintf(out, ": points</h2>\n");
         points_table(out, docs[d]);
+        audit_block(out, docs[d]);
         fprintf(out, "<h3>The GPUs over the run</h3>\n<div class=\"charts\">\n");
         rc = gpu_charts(out, docs[d]);
         fprintf(out, "</div>\n");

@@ -197,7 +197,45 @@ static void latency_block(FILE *out, const json_t *p, const char *key, const cha
     row(out, l, num(p, key, "p99"), 2);
 }
 
+void gm_bench_audit_text(const json_t *audit, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    buf[0] = '\0';
+    if (!json_is_object(audit))
+        return;
+    const char *v = json_string_value(json_object_get(audit, "verdict"));
+    if (v && strcmp(v, "unchanged") == 0) {
+        snprintf(buf, len, "Machine unchanged during the run");
+        return;
+    }
+    if (!v || strcmp(v, "changed") != 0) {
+        const char *why = json_string_value(json_object_get(audit, "reason"));
+        snprintf(buf, len, "Machine state unknown: %s", why ? why : "no verdict");
+        return;
+    }
+    size_t used = (size_t)snprintf(buf, len, "Machine changed during the run");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(audit, "changes"), i, c)
+    {
+        const char *m = json_string_value(json_object_get(c, "message"));
+        const char *what = json_string_value(json_object_get(c, "what"));
+        if (used >= len)
+            break;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : ": ",
+                                 m      ? m
+                                 : what ? what
+                                        : "?");
+    }
+}
+
 void gm_bench_print_point(FILE *out, const json_t *p)
+{
+    gm_bench_print_point_audit(out, p, NULL);
+}
+
+void gm_bench_print_point_audit(FILE *out, const json_t *p, const json_t *audit)
 {
     char load[64], head[96];
     gm_bench_point_load(p, load, sizeof load);
@@ -300,6 +338,10 @@ void gm_bench_print_point(FILE *out, const json_t *p)
     } else if (json_is_true(json_object_get(p, "valid"))) {
         fprintf(out, "%-40s %s\n", "Valid:", "yes");
     }
+    char line[2048];
+    gm_bench_audit_text(audit, line, sizeof line);
+    if (line[0])
+        fprintf(out, "%s\n", line);
     if (json_is_true(json_object_get(p, "interrupted")))
         fprintf(out, "(interrupted: the point was stopped by a signal)\n");
     for (int i = 0; i < 50; i++)
@@ -411,7 +453,9 @@ void gm_bench_print_report_width(FILE *out, const json_t *doc, int width)
     gm_bench_print_container(out, doc);
     size_t i;
     const json_t *p;
-    json_array_foreach(json_object_get(doc, "points"), i, p) gm_bench_print_point(out, p);
+    const json_t *audit = json_object_get(doc, "audit");
+    json_array_foreach(json_object_get(doc, "points"), i, p)
+        gm_bench_print_point_audit(out, p, audit);
     if (json_array_size(json_object_get(doc, "points")) > 1)
         print_table(out, doc, width);
 }

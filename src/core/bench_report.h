@@ -46,6 +46,13 @@ void gm_bench_point_load(const json_t *point, char *buf, size_t len);
 
 /* The result block of one point. */
 void gm_bench_print_point(FILE *out, const json_t *point);
+/* The same with the benchmark's "audit" (bench --snapshot; NULL: none) on a line under
+ * "Valid:", as gm_bench_audit_text words it. */
+void gm_bench_print_point_audit(FILE *out, const json_t *point, const json_t *audit);
+/* A benchmark's "audit" in one line for a person (into buf, cut to len): "Machine unchanged
+ * during the run", "Machine changed during the run: GPU 0 power limit 700 W -> 600 W, ..." (each
+ * change as the diff words it), "Machine state unknown: <reason>". Empty when audit is NULL. */
+void gm_bench_audit_text(const json_t *audit, char *buf, size_t len);
 /* A line per point: load, throughput, latency percentiles, energy, validity. */
 void gm_bench_print_table(FILE *out, const json_t *doc);
 /* The points as CSV: a header, then a line per point (point, load, the counts and rates, every

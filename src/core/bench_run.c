@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/parse.h"
+#include "core/audit.h"
 #include "core/bench_report.h"
 #include "core/bench_validity.h"
 #include "core/session.h"
@@ -28,6 +29,7 @@ void gm_bench_config_init(gm_bench_config *c)
     c->timeout_s = 600;
     c->interval_s = 0.1;
     c->idle_s = 2;
+    c->snapshot_window_ms = GM_AUDIT_DEFAULT_POWER_WINDOW_MS;
     gm_bench_slo_none(&c->slo);
 }
 
@@ -186,7 +188,21 @@ int gm_bench_config_set(gm_bench_config *o, const char *name, const char *value,
         return gm_error_set(err, GM_ENOENT, "unknown option \"%.40s\"", name);
     for (size_t i = 0; i <= len; i++)
         n[i] = name[i] == '_' ? '-' : name[i];
-    bool flag_only = strcmp(n, "no-db") == 0;
+    bool flag_only = strcmp(n, "no-db") == 0 || strcmp(n, "snapshot") == 0;
+    if (strcmp(n, "snapshot") == 0) {
+        /* A flag: no value on the command line; true or false from a JSON body. */
+        if (value && strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+            return gm_error_set(err, GM_EINVAL, "--snapshot takes no value (true or false)");
+        o->snapshot = !value || strcmp(value, "true") == 0;
+        return GM_OK;
+    }
+    if (strcmp(n, "snapshot-window-ms") == 0 && value) {
+        unsigned long long ms;
+        int rc = want_uint("--snapshot-window-ms", value, 0, 60000, &ms, err);
+        if (rc == GM_OK)
+            o->snapshot_window_ms = (unsigned)ms;
+        return rc;
+    }
     if (!flag_only && !value)
         return gm_error_set(err, GM_EINVAL, "--%s needs a value", n);
     const char *v = value;
@@ -329,6 +345,7 @@ struct gm_bench_runner {
     double idle_w;
     int64_t gpu_samples;
     bool any_empty, cut_short;
+    json_t *audit; /* cfg->snapshot: the document's "audit", once the points are over */
 };
 
 int gm_bench_runner_new(const gm_bench_runner_options *o, gm_bench_runner **out, gm_error *err)
@@ -375,6 +392,7 @@ void gm_bench_runner_free(gm_bench_runner *r)
     gm_bench_prompts_free(&r->prompts);
     json_decref(r->gpus_json);
     json_decref(r->points);
+    json_decref(r->audit);
     free(r);
 }
 
@@ -624,7 +642,108 @@ static bool gone(gm_bench_runner *r, bool before)
     return r->o.gone && r->o.gone(r->o.arg, before);
 }
 
+/* ---- the system snapshots (--snapshot) ------------------------------------------------------ */
+
+typedef struct audit_take {
+    const gm_bench_config *cfg;
+    json_t *doc;
+    gm_error err;
+} audit_take;
+
+static int take_snapshot(gm_collector *c, void *arg)
+{
+    audit_take *t = arg;
+    gm_audit_options ao;
+    gm_audit_options_init(&ao);
+    ao.power_window_ms = t->cfg->snapshot_window_ms;
+    /* The sampler's collector lists processes (the foreign-process rule needs them). */
+    ao.with_processes = true;
+    return gm_audit_take(c, &ao, &t->doc, &t->err);
+}
+
+/* A snapshot through the GPU sampler's collector; NULL with why in reason. */
+static json_t *snapshot_now(gm_bench_runner *r, const char *when, char *reason, size_t len)
+{
+    if (!r->gpu) {
+        snprintf(reason, len, "no GPU was sampled, so no snapshot was taken");
+        return NULL;
+    }
+    audit_take t = {.cfg = r->cfg};
+    int rc = gm_bench_gpu_with_collector(r->gpu, take_snapshot, &t);
+    if (rc < 0) {
+        snprintf(reason, len, "the snapshot %s the run failed: %s", when,
+                 t.err.msg[0] ? t.err.msg : "a point was being sampled");
+        json_decref(t.doc);
+        return NULL;
+    }
+    return t.doc;
+}
+
+json_t *gm_bench_audit_json(const json_t *before, const json_t *after, const char *reason)
+{
+    gm_audit_verdict v = {0};
+    gm_error e = {0};
+    char why[512];
+    if (before && after && gm_audit_diff(before, after, NULL, &v, &e) < 0) {
+        if (e.code == GM_ENOMEM)
+            return NULL;
+        snprintf(why, sizeof why, "the snapshots cannot be compared: %s", e.msg);
+        reason = why;
+    }
+    json_t *changes = json_array();
+    if (!changes) {
+        gm_audit_verdict_free(&v);
+        return NULL;
+    }
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(v.report, "differences"), i, d)
+    {
+        if (strcmp(json_string_value(json_object_get(d, "severity")) ?: "", "changed") != 0)
+            continue;
+        json_array_append_new(
+            changes,
+            json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "what", json_object_get(d, "field"), "gpu",
+                      json_object_get(d, "gpu"), "before", json_object_get(d, "before"), "after",
+                      json_object_get(d, "after"), "message", json_object_get(d, "message")));
+    }
+    const char *verdict = !v.report ? "unknown" : v.changed ? "changed" : "unchanged";
+    json_t *a = json_pack("{s:s, s:o, s:O?, s:O?, s:O?}", "verdict", verdict, "changes", changes,
+                          "before", before, "after", after, "diff", v.report);
+    if (a && !v.report)
+        json_object_set_new(a, "reason",
+                            json_string(reason ? reason : "no snapshot could be compared"));
+    gm_audit_verdict_free(&v);
+    return a;
+}
+
+/* After the points: the snapshot after them and the verdict, in r->audit. */
+static void audit_end(gm_bench_runner *r, json_t *before, const char *before_reason)
+{
+    char reason[600] = "";
+    json_t *after = NULL;
+    if (before)
+        after = snapshot_now(r, "after", reason, sizeof reason);
+    json_decref(r->audit);
+    r->audit = gm_bench_audit_json(before, after, before ? reason : before_reason);
+    json_decref(after);
+}
+
+static int run_points(gm_bench_runner *r, gm_error *err);
+
 int gm_bench_runner_points(gm_bench_runner *r, gm_error *err)
+{
+    if (!r->cfg->snapshot || stopped(r))
+        return run_points(r, err);
+    char reason[600] = "";
+    json_t *before = snapshot_now(r, "before", reason, sizeof reason);
+    int rc = run_points(r, err);
+    audit_end(r, before, reason);
+    json_decref(before);
+    return rc;
+}
+
+static int run_points(gm_bench_runner *r, gm_error *err)
 {
     const gm_bench_config *o = r->cfg;
     gm_error e = {0};
@@ -797,6 +916,11 @@ json_t *gm_bench_runner_document(gm_bench_runner *r, const char *provider)
     const char *driver = r->gpu ? gm_bench_gpu_first(r->gpu)->driver_version : NULL;
     if (driver && *driver)
         json_object_set_new(doc, "driver_version", gm_json_str(driver));
+    if (o->snapshot)
+        json_object_set_new(
+            doc, "audit",
+            r->audit ? json_incref(r->audit)
+                     : gm_bench_audit_json(NULL, NULL, "the run ended before its first point"));
     return doc;
 }
 

@@ -58,6 +58,10 @@ typedef struct gm_bench_config {
     char *db;
     bool no_db;
     uint64_t seed; /* the arrival schedule's and the synthetic prompts' (--seed) */
+    /* --snapshot: a system snapshot (core/audit) before the first point and after the last,
+     * both in the document's "audit" with their diff's verdict */
+    bool snapshot;
+    unsigned snapshot_window_ms; /* each snapshot's power window (default 2000) */
 } gm_bench_config;
 
 /* The defaults of `gpumon bench`. */
@@ -149,11 +153,22 @@ void gm_bench_runner_add_samples(gm_bench_runner *r, int64_t n);
  * how). */
 int gm_bench_runner_check(gm_bench_runner *r, gm_error *err);
 
-/* Runs the points in order until done or stopped. GM_OK (stopped included), GM_EIO. */
+/* Runs the points in order until done or stopped. GM_OK (stopped included), GM_EIO. With
+ * cfg->snapshot, a system snapshot is taken before the first point and after the last (also
+ * when the points end early), through the GPU sampler's collector. */
 int gm_bench_runner_points(gm_bench_runner *r, gm_error *err);
 
 /* The result: the document as `gpumon bench` writes and stores it (new reference), with
- * provider (NULL: the collector's, else "none"). Points measured so far are in it. */
+ * provider (NULL: the collector's, else "none"). Points measured so far are in it. With
+ * cfg->snapshot it has "audit":
+ *   {"verdict": "unchanged" | "changed" | "unknown",
+ *    "reason" (only with "unknown": why there is no verdict),
+ *    "changes": [{"what" (the diff's field: "power_limit_w", "driver_version", "pcie.width_max",
+ *        "gpu"...), "gpu" (driver index or null), "before", "after", "message"}] (the diff's
+ *        items of severity changed),
+ *    "before", "after" (the snapshots, as `gpumon snapshot` writes them, or null),
+ *    "diff" (gm_audit_diff's report, as `gpumon diff --format json` gives it, or null)}
+ * which is what `record --snapshot` stores ("before", "after", "diff") plus the verdict. */
 json_t *gm_bench_runner_document(gm_bench_runner *r, const char *provider);
 
 /* After the points: a point completed no request; the last point was cut short by the server
@@ -162,5 +177,10 @@ bool gm_bench_runner_any_empty(const gm_bench_runner *r);
 bool gm_bench_runner_cut_short(const gm_bench_runner *r);
 int64_t gm_bench_runner_gpu_samples(const gm_bench_runner *r);
 size_t gm_bench_runner_points_done(const gm_bench_runner *r);
+
+/* The document's "audit" object from two snapshots (either NULL when it could not be taken)
+ * and why one is missing (reason, may be NULL): the diff's verdict, or "unknown" with the
+ * reason. New reference; NULL when out of memory. */
+json_t *gm_bench_audit_json(const json_t *before, const json_t *after, const char *reason);
 
 #endif

@@ -345,7 +345,10 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
                 break;
             continue;
         }
-        if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
+        /* true or false: a flag's value (snapshot), as the setter takes it. */
+        if (json_is_boolean(v))
+            snprintf(text, sizeof text, "%s", json_is_true(v) ? "true" : "false");
+        else if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
             break;
         gm_error e = {0};
         rc = gm_bench_config_set(&req->cfg, key, text, &e);
@@ -600,8 +603,8 @@ static void run_job(gm_jobs *j, job *jb)
     copt.provider = j->have_provider ? j->provider : NULL;
     copt.simulate = j->simulate;
     copt.seed = j->seed;
-    copt.no_host = true;
-    copt.slow_period_ms = -1; /* the energy counter at every sample: exact per point */
+    copt.no_host = !jb->cfg.snapshot; /* a snapshot names the host */
+    copt.slow_period_ms = -1;         /* the energy counter at every sample: exact per point */
     copt.procfs_root = j->procfs[0] ? j->procfs : NULL;
     jb->sim_load = 0;
     copt.sim_load = &jb->sim_load;

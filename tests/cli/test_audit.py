@@ -215,6 +215,16 @@ class Diff(Tmp):
         self.assertEqual((report["verdict"], report["changed"], report["differences"]),
                          ("UNCHANGED", False, []))
 
+    def test_clocks_changed(self):
+        scn = two_gpus()
+        scn["gpus"][0]["clock_max_sm"] = 1755
+        before, after = self.pair(self.scenario(scn))
+        with open(before) as f:
+            self.assertEqual(json.load(f)["gpus"][0]["clock_max_sm_mhz"], 1980)
+        p = self.diff(before, after)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("CHANGED: GPU 0 max SM clock 1980 MHz -> 1755 MHz\n", p.stdout)
+
     def test_driver_and_memory_changed(self):
         scn = two_gpus()
         scn["driver_version"] = "550.90.07"

@@ -533,6 +533,82 @@ class Bench(unittest.TestCase):
         self.assertAlmostEqual(pt["energy_j"], 200 * dur, delta=200 * 0.06)
         self.assertGreater(pt["gpu_monitoring"]["sample_count"], 2)
 
+    # ---- audited runs (--snapshot) -----------------------------------------------------------
+
+    def test_snapshot_unchanged_machine(self):
+        s = self.server("--ttft-ms", "2", "--itl-ms", "1")
+        p, doc, _ = self.bench(s.url, "--requests", "4", "--output-tokens", "4", "--concurrency",
+                               "1,2", "--snapshot", "--snapshot-window-ms", "0", "--interval",
+                               "3600", nvml=FAKE_NVML, db=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        audit = doc["audit"]
+        self.assertEqual(audit["verdict"], "unchanged", audit.get("diff"))
+        self.assertEqual(audit["changes"], [])
+        # Both snapshots as `gpumon snapshot` writes them, and the diff as `gpumon diff` gives it.
+        for side in ("before", "after"):
+            self.assertEqual(audit[side]["kind"], "gpumon-snapshot")
+            self.assertEqual(audit[side]["gpu_count"], 1)
+            self.assertIsNotNone(audit[side]["system"]["hostname"])
+        self.assertEqual(audit["diff"]["verdict"], "UNCHANGED")
+        self.assertLessEqual(audit["before"]["timestamp_ms"], audit["after"]["timestamp_ms"])
+        # Stored with the run: the text report says it under each point's validity.
+        shown = run(["history", "show", doc["id"], "--db", self.db], env=env())
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        lines = shown.stdout.splitlines()
+        valid = [i for i, x in enumerate(lines) if x.startswith("Valid:")]
+        self.assertEqual(len(valid), 2, shown.stdout)
+        for i in valid:
+            self.assertEqual(lines[i + 1], "Machine unchanged during the run")
+        stored = json.loads(run(["history", "show", doc["id"], "--db", self.db, "--format",
+                                 "json"], env=env()).stdout)
+        self.assertEqual(stored["audit"]["verdict"], "unchanged")
+        html = run(["history", "export", doc["id"], "--db", self.db, "--format", "html"],
+                   env=env())
+        self.assertEqual(html.returncode, 0, html.stderr)
+        self.assertIn("the machine was unchanged during the run", html.stdout)
+
+    def test_snapshot_sees_a_power_limit_lowered_during_the_run(self):
+        # Reads: 0 the first look, 1 the baseline, 2 the snapshot before (a window of 0: one
+        # reading), 3-4 the point, 5 the snapshot after. The power limit falls from the 3rd.
+        # (Clocks are read once a minute by the collector: a short run cannot see them move.)
+        limit = [700000] * 3 + [600000] * 97
+        sc = scenario_file({"gpus": [{"util_gpu": 50, "util_mem": 5, "power_mw": 200000,
+                                      "power_limit_mw": limit, "energy_mj": 1000}]})
+        s = self.server("--ttft-ms", "2", "--itl-ms", "1")
+        p, doc, _ = self.bench(s.url, "--requests", "4", "--output-tokens", "4", "--snapshot",
+                               "--snapshot-window-ms", "0", "--interval", "3600",
+                               nvml=FAKE_NVML, scenario=sc)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        audit = doc["audit"]
+        self.assertEqual(audit["verdict"], "changed", audit)
+        self.assertEqual(audit["before"]["gpus"][0]["power_limit_w"], 700)
+        self.assertEqual(audit["after"]["gpus"][0]["power_limit_w"], 600)
+        self.assertEqual([(c["what"], c["gpu"], c["before"], c["after"]) for c in audit["changes"]],
+                         [("power_limit_w", 0, 700, 600)])
+        # The point itself stays valid: the verdict is beside it, not in it.
+        self.assertTrue(doc["points"][0]["valid"])
+        p = run(["bench", "--url", s.url, "--requests", "2", "--output-tokens", "2",
+                 "--idle-seconds", "0", "--snapshot", "--snapshot-window-ms", "0", "--interval",
+                 "3600", "--no-db"], env=env(nvml=FAKE_NVML, scenario=sc))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Machine changed during the run: GPU 0 power limit 700.0 W -> 600.0 W\n",
+                      p.stderr)
+
+    def test_snapshot_without_gpus_is_unknown_and_the_run_completes(self):
+        s = self.server()
+        p, doc, _ = self.bench(s.url, "--requests", "3", "--snapshot")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(doc["points"]), 1)
+        self.assertEqual(doc["audit"]["verdict"], "unknown")
+        self.assertIn("no GPU", doc["audit"]["reason"])
+        self.assertIsNone(doc["audit"]["before"])
+        # Without --snapshot the document has no audit at all.
+        p, doc, _ = self.bench(s.url, "--requests", "3")
+        self.assertNotIn("audit", doc)
+        p, _, _ = self.bench(s.url, "--requests", "3", "--snapshot-window-ms", "x")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--snapshot-window-ms expects a whole number from 0 to 60000", p.stderr)
+
     def test_without_gpus(self):
         s = self.server()
         p, doc, _ = self.bench(s.url, "--requests", "3")

@@ -109,6 +109,21 @@ class Jobs(unittest.TestCase):
         self.assertEqual(len(s.stop()), 1 + 12)
         self.assertTrue(self.lease_free())
 
+    def test_an_audited_job_has_its_verdict(self):
+        s = self.server()
+        doc = self.submit({"url": s.url, "requests": 3, "output_tokens": 2, "idle_seconds": 0,
+                           "snapshot": True, "snapshot_window_ms": 0})
+        j = self.wait_state(doc["id"], ("done", "failed", "cancelled"))
+        self.assertEqual(j["state"], "done", j)
+        b = self.d.get_json("/api/benchmarks/" + j["benchmark_id"], headers=AUTH)
+        self.assertIn(b["audit"]["verdict"], ("unchanged", "changed"), b["audit"])
+        self.assertEqual(b["audit"]["before"]["kind"], "gpumon-snapshot")
+        self.assertEqual(b["audit"]["after"]["kind"], "gpumon-snapshot")
+        self.assertIsInstance(b["audit"]["changes"], list)
+        # A flag takes true or false only, in the CLI's words.
+        bad = self.submit({"url": s.url, "snapshot": "yes"}, expect=400)
+        self.assertTrue(bad["error"].startswith("snapshot: --snapshot takes no value"), bad)
+
     def test_a_job_waits_for_gpus_leased_by_gpumon_run(self):
         s = self.server()
         holder = subprocess.Popen([GPUMON, "run", "--simulate", "1", "--lease-dir", self.leases,

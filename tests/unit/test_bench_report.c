@@ -259,12 +259,70 @@ static void test_validity_and_load(void **state)
     json_decref(p);
 }
 
+/* bench --snapshot's verdict in one line, and that line under each point's "Valid:". */
+static void test_audit_text(void **state)
+{
+    (void)state;
+    char line[512];
+    gm_bench_audit_text(NULL, line, sizeof line);
+    assert_string_equal(line, "");
+    json_t *same = json_pack("{s:s, s:[]}", "verdict", "unchanged", "changes");
+    gm_bench_audit_text(same, line, sizeof line);
+    assert_string_equal(line, "Machine unchanged during the run");
+    json_t *changed = json_pack(
+        "{s:s, s:[{s:s, s:i, s:i, s:i, s:s}, {s:s, s:n, s:s, s:s, s:s}]}", "verdict", "changed",
+        "changes", "what", "power_limit_w", "gpu", 0, "before", 700, "after", 600, "message",
+        "GPU 0 power limit 700 W -> 600 W", "what", "driver_version", "gpu", "before", "550.54",
+        "after", "560.28", "message", "driver 550.54 -> 560.28");
+    gm_bench_audit_text(changed, line, sizeof line);
+    assert_string_equal(line, "Machine changed during the run: GPU 0 power limit 700 W -> 600 W, "
+                              "driver 550.54 -> 560.28");
+    /* Cut to the buffer, never past it. */
+    char small[20];
+    gm_bench_audit_text(changed, small, sizeof small);
+    assert_string_equal(small, "Machine changed dur");
+    json_t *unknown = json_pack("{s:s, s:s, s:[]}", "verdict", "unknown", "reason",
+                                "no GPU was sampled", "changes");
+    gm_bench_audit_text(unknown, line, sizeof line);
+    assert_string_equal(line, "Machine state unknown: no GPU was sampled");
+
+    /* The report: the line right under "Valid:" of every point. */
+    json_error_t je;
+    json_t *pt = json_loads(point_a, 0, &je);
+    assert_non_null(pt);
+    json_t *doc = json_pack("{s:s, s:s, s:[O, O], s:O}", "id", "b1", "kind", "bench", "points", pt,
+                            pt, "audit", changed);
+    char *text = render(gm_bench_print_report, doc);
+    const char *at = text;
+    int seen = 0;
+    while ((at = strstr(at, "Valid:"))) {
+        const char *next = strstr(strchr(at, '\n') + 1, "  throttled: GPU 0 hw_thermal_slowdown\n");
+        assert_non_null(next);
+        const char *want = "Machine changed during the run: GPU 0 power limit 700 W";
+        assert_true(strncmp(next + strlen("  throttled: GPU 0 hw_thermal_slowdown\n"), want,
+                            strlen(want)) == 0);
+        seen++;
+        at++;
+    }
+    assert_int_equal(seen, 2);
+    free(text);
+    /* A point printed alone (as the run goes) has no such line. */
+    text = render(gm_bench_print_point, pt);
+    assert_null(strstr(text, "Machine"));
+    free(text);
+    json_decref(doc);
+    json_decref(pt);
+    json_decref(same);
+    json_decref(changed);
+    json_decref(unknown);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_point_block),       cmocka_unit_test(test_report_and_table),
         cmocka_unit_test(test_compare),           cmocka_unit_test(test_csv_has_every_statistic),
-        cmocka_unit_test(test_validity_and_load),
+        cmocka_unit_test(test_validity_and_load), cmocka_unit_test(test_audit_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -121,12 +121,52 @@ static void test_messages(void **state)
     gm_bench_config_free(&c);
 }
 
+/* --snapshot: a flag on the command line, true/false from a JSON body; its window as record's. */
+static void test_snapshot_options(void **state)
+{
+    (void)state;
+    gm_bench_config c;
+    gm_bench_config_init(&c);
+    gm_error err = {0};
+    assert_false(c.snapshot);
+    assert_int_equal(c.snapshot_window_ms, 2000);
+    assert_int_equal(gm_bench_config_set(&c, "snapshot", NULL, &err), GM_OK);
+    assert_true(c.snapshot);
+    assert_int_equal(gm_bench_config_set(&c, "snapshot", "false", &err), GM_OK);
+    assert_false(c.snapshot);
+    assert_int_equal(gm_bench_config_set(&c, "snapshot", "true", &err), GM_OK);
+    assert_true(c.snapshot);
+    assert_int_equal(gm_bench_config_set(&c, "snapshot", "yes", &err), GM_EINVAL);
+    assert_string_equal(err.msg, "--snapshot takes no value (true or false)");
+    assert_int_equal(gm_bench_config_set(&c, "snapshot_window_ms", "0", &err), GM_OK);
+    assert_int_equal(c.snapshot_window_ms, 0);
+    assert_int_equal(gm_bench_config_set(&c, "snapshot-window-ms", "60001", &err), GM_EINVAL);
+    assert_string_equal(
+        err.msg, "--snapshot-window-ms expects a whole number from 0 to 60000, got \"60001\"");
+    gm_bench_config_free(&c);
+}
+
+/* Without two snapshots there is no verdict: "unknown" with the reason, never "unchanged". */
+static void test_audit_unknown(void **state)
+{
+    (void)state;
+    json_t *a = gm_bench_audit_json(NULL, NULL, "no GPU was sampled, so no snapshot was taken");
+    assert_non_null(a);
+    assert_string_equal(json_string_value(json_object_get(a, "verdict")), "unknown");
+    assert_string_equal(json_string_value(json_object_get(a, "reason")),
+                        "no GPU was sampled, so no snapshot was taken");
+    assert_int_equal(json_array_size(json_object_get(a, "changes")), 0);
+    assert_true(json_is_null(json_object_get(a, "before")));
+    assert_true(json_is_null(json_object_get(a, "diff")));
+    json_decref(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_values),
-        cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_values),
+        cmocka_unit_test(test_messages),      cmocka_unit_test(test_snapshot_options),
+        cmocka_unit_test(test_audit_unknown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
