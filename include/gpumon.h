@@ -108,7 +108,7 @@ int gm_error_set(gm_error *err, int code, const char *fmt, ...)
     X(PERSISTENCE_MODE, "persistence_mode")               \
     GM_HEALTH_METRIC_MAP(X)
 
-/* The health and configuration metrics (issue #12): configuration read once a minute, counters
+/* The health and configuration metrics: configuration read once a minute, counters
  * at the slow period, XID from NVML's event set, profiling ratios from GPM (Hopper and newer).
  * The rings keep these only when their table row says numeric_series (ring.c). */
 #define GM_HEALTH_METRIC_MAP(X)                                                        \

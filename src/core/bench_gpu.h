@@ -1,5 +1,5 @@
 /* bench_gpu.h - the GPU side of `gpumon bench`: a thread of its own samples the benchmarked GPUs
- * at an interval into one monitoring session per point (core/session: the seed 003 statistics and
+ * at an interval into one monitoring session per point (core/session: min/max/mean statistics and
  * the energy, from the energy counter's increase over the point, else integrated power), and
  * notes what can invalidate the point (core/bench_validity: a foreign process appearing,
  * throttled clocks).

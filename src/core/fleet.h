@@ -7,7 +7,7 @@
  * fixed set of instant queries (gm_fleet_query), so it can be tested on canned answers and
  * fetched by anything that speaks to Prometheus (gm_fleet_fetch).
  *
- * A GPU is idle under seed 003's rule: utilization below max_util_pct and memory used below
+ * A GPU is idle under select's rule: utilization below max_util_pct and memory used below
  * max_mem_pct of used + free (the recording rule Hostname:gpumon_gpus_idle:count). A GPU
  * without both readings is not idle. Absent readings are NaN, never 0. */
 #ifndef GM_FLEET_H

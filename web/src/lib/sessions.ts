@@ -1,5 +1,5 @@
 // Recorded runs (GET /api/sessions, /api/sessions/{id}): their shapes and what the Sessions pages
-// make of them: the table's cells, seed 003's per-GPU statistics (mean with min-max) and the
+// make of them: the table's cells, the per-GPU statistics (mean with min-max) and the
 // timeline as chart columns. No DOM here.
 
 import { fmtDuration, fmtMiB, fmtPercent, fmtTemp, fmtWatts, NA } from './format';
@@ -146,7 +146,7 @@ export function isSessionKind(kind: string): boolean {
   return kind !== 'bench';
 }
 
-/** A statistics cell of seed 003: the mean, and the min-max range beside it. */
+/** A statistics cell: the mean, and the min-max range beside it. */
 export interface StatCell {
   mean: string;
   range: string;

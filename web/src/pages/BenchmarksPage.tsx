@@ -1,4 +1,4 @@
-// Benchmarks `gpumon bench` stored (seed 000's Benchmark History): one row per run with its best
+// Benchmarks `gpumon bench` stored (the benchmark history): one row per run with its best
 // figures; pick two or more to compare them point by point.
 
 import { useState } from 'preact/hooks';

@@ -1,4 +1,4 @@
-// One recorded run, as seed 003 shows an experiment: a summary box (duration and samples), the
+// One recorded run, shown as an experiment: a summary box (duration and samples), the
 // per-GPU statistics (mean with min-max), and charts of utilization, memory, temperature and
 // power over its timeline, one line per GPU; export and delete. A running session refreshes.
 
