@@ -216,6 +216,7 @@ static json_t *take_audit(const record_opts *o, gm_collector *c, const char *whe
     gm_audit_options ao;
     gm_audit_options_init(&ao);
     ao.power_window_ms = o->snapshot_window_ms;
+    ao.with_processes = true; /* start_reading lists processes under --snapshot */
     json_t *doc = NULL;
     gm_error err = {0};
     if (gm_audit_take(c, &ao, &doc, &err) < 0) {
@@ -264,7 +265,55 @@ static int write_output(const record_opts *o, const json_t *doc, const gm_sessio
 typedef struct say_ctx {
     const record_opts *o;
     bool tty;
+    /* With --snapshot: the GPU processes of the command's own tree seen at any sample, which
+     * the audit's diff must not report as another job on the machine. */
+    const gm_snapshot *snap;
+    pid_t run_pids[256];
+    size_t run_pid_count;
 } say_ctx;
+
+/* The parent of pid from /proc/PID/stat (after the command's name, which may hold ") "), or 0. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    const char *end = strrchr(line, ')');
+    char state;
+    long ppid;
+    return end && sscanf(end + 1, " %c %ld", &state, &ppid) == 2 && ppid > 0 ? (pid_t)ppid : 0;
+}
+
+/* Whether pid is gpumon's descendant: the recorded command or a process it started. */
+static bool of_this_run(pid_t pid)
+{
+    pid_t self = getpid();
+    for (int depth = 0; pid > 1 && depth < 64; depth++) {
+        pid = parent_of(pid);
+        if (pid == self)
+            return true;
+    }
+    return false;
+}
+
+static void note_run_processes(say_ctx *sc)
+{
+    const gm_snapshot *snap = sc->snap;
+    for (size_t i = 0; snap && i < snap->proc_count; i++) {
+        pid_t pid = (pid_t)snap->procs[i].pid;
+        size_t k = 0;
+        while (k < sc->run_pid_count && sc->run_pids[k] != pid)
+            k++;
+        if (k == sc->run_pid_count && k < sizeof sc->run_pids / sizeof *sc->run_pids &&
+            of_this_run(pid))
+            sc->run_pids[sc->run_pid_count++] = pid;
+    }
+}
 
 static void on_record_event(void *arg, const gm_session *s, gm_record_event ev, const char *detail)
 {
@@ -285,7 +334,9 @@ static void on_warn(void *arg, const char *msg)
 
 static void on_tick(void *arg, const gm_session *s)
 {
-    const say_ctx *sc = arg;
+    say_ctx *sc = arg;
+    if (sc->o->snapshot)
+        note_run_processes(sc);
     if (sc->tty)
         progress(s);
 }
@@ -410,12 +461,16 @@ static gm_session *new_session(const record_opts *o, const char *kind, gm_collec
 /* The system snapshot after the command, compared with the one before and attached to rs;
  * true with the comparison in *verdict when it could be made. */
 static bool audit_after(const record_opts *o, gm_collector *c, gm_session *rs, json_t *before,
-                        gm_audit_verdict *verdict)
+                        const say_ctx *sc, gm_audit_verdict *verdict)
 {
     gm_error err = {0};
     bool have_verdict = false;
     json_t *after = take_audit(o, c, "after");
-    if (after && gm_audit_diff(before, after, NULL, verdict, &err) == GM_OK) {
+    gm_audit_tolerance tol;
+    gm_audit_tolerance_init(&tol);
+    tol.ignore_pids = sc->run_pids;
+    tol.ignore_pid_count = sc->run_pid_count;
+    if (after && gm_audit_diff(before, after, &tol, verdict, &err) == GM_OK) {
         have_verdict = true;
         gm_session_attach(rs, "audit",
                           json_pack("{s:O, s:O, s:O}", "before", before, "after", after, "diff",
@@ -509,7 +564,7 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
         goto out;
     }
 
-    say_ctx sc = {.o = &o, .tty = !o.quiet && isatty(STDERR_FILENO)};
+    say_ctx sc = {.o = &o, .tty = !o.quiet && isatty(STDERR_FILENO), .snap = snap};
     if (st)
         gm_store_record_sink(st, &sink);
     /* The first retry after the database fails: a sample interval, at least a second. */
@@ -544,7 +599,7 @@ int gm_cli_record_exec(const record_opts *ro, const char *kind, json_t *attach)
 
     gm_audit_verdict verdict = {0};
     bool have_verdict =
-        audit_before && audit_after(&o, c, gm_recorder_session(rec), audit_before, &verdict);
+        audit_before && audit_after(&o, c, gm_recorder_session(rec), audit_before, &sc, &verdict);
     rc = finish(&o, st, rec, rc, have_verdict ? &verdict : NULL);
     gm_audit_verdict_free(&verdict);
 

@@ -352,6 +352,14 @@ static const key_rule gpu_rules[] = {
     {"processes", T_ARR | T_NULL, false},
 };
 
+static const key_rule process_rules[] = {
+    {"pid", T_INT, true},
+    {"user", T_STR | T_NULL, false},
+    {"command", T_STR | T_NULL, false},
+    {"used_memory_mib", T_NUM | T_NULL, false},
+    {"start_time", T_INT | T_NULL, false},
+};
+
 static const key_rule pcie_rules[] = {
     {"gen_current", T_NUM | T_NULL, false},
     {"gen_max", T_NUM | T_NULL, false},
@@ -510,6 +518,17 @@ int gm_audit_validate(const json_t *doc, gm_error *err)
                                  err)) < 0)
                 return rc;
         }
+        const json_t *procs = json_object_get(g, "processes");
+        for (size_t k = 0; k < json_array_size(procs); k++) {
+            const json_t *p = json_array_get(procs, k);
+            char pwhere[64];
+            snprintf(pwhere, sizeof pwhere, "%s.processes[%zu]", where, k);
+            if (!json_is_object(p))
+                return gm_error_set(err, GM_EPARSE, "%s must be an object", pwhere);
+            if ((rc = check_keys(p, pwhere, process_rules,
+                                 sizeof process_rules / sizeof *process_rules, err)) < 0)
+                return rc;
+        }
         /* The diff pairs GPUs by UUID and P2P rows by index: both must name one GPU. */
         const char *uuid = str_or_null(json_object_get(g, "uuid"));
         json_int_t index = json_integer_value(json_object_get(g, "index"));
@@ -623,6 +642,8 @@ void gm_audit_tolerance_init(gm_audit_tolerance *t)
     t->mem_mib = GM_AUDIT_DEFAULT_MEM_TOLERANCE_MIB;
     t->power_w = GM_AUDIT_DEFAULT_POWER_TOLERANCE_W;
     t->strict = false;
+    t->ignore_pids = NULL;
+    t->ignore_pid_count = 0;
 }
 
 enum severity { SEV_NOTE, SEV_WARNING, SEV_CHANGED };
@@ -884,6 +905,88 @@ static void added_or_removed(differ *d, const json_t *g, bool removed)
     json_decref(id);
 }
 
+/* The same process: same pid, and the same start time when both recorded it (a pid reused by
+ * a new process then differs), else the same command. */
+static bool same_process(const json_t *x, const json_t *y)
+{
+    if (json_integer_value(get(x, "pid")) != json_integer_value(get(y, "pid")))
+        return false;
+    const json_t *sx = get(x, "start_time"), *sy = get(y, "start_time");
+    if (json_is_integer(sx) && json_is_integer(sy))
+        return json_integer_value(sx) == json_integer_value(sy);
+    const char *cx = str_or_null(get(x, "command")), *cy = str_or_null(get(y, "command"));
+    return strcmp(cx ? cx : "", cy ? cy : "") == 0;
+}
+
+static bool ignored_pid(const gm_audit_tolerance *t, const json_t *p)
+{
+    json_int_t pid = json_integer_value(get(p, "pid"));
+    for (size_t i = 0; t->ignore_pids && i < t->ignore_pid_count; i++)
+        if ((json_int_t)t->ignore_pids[i] == pid)
+            return true;
+    return false;
+}
+
+/* Processes on one side of a GPU only: each in `from` unmatched in `to` started (ended when
+ * `ended`) during the run. */
+static void process_changes(differ *d, const gm_audit_tolerance *t, const json_t *gpu,
+                            const json_t *from, const json_t *to, bool ended)
+{
+    size_t nf = json_array_size(from), nt = json_array_size(to);
+    bool *taken = calloc(nt + 1, sizeof *taken);
+    if (!taken) {
+        d->rc = GM_ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < nf; i++) {
+        const json_t *p = json_array_get(from, i);
+        size_t j = 0;
+        while (j < nt && (taken[j] || !same_process(p, json_array_get(to, j))))
+            j++;
+        if (j < nt) {
+            taken[j] = true;
+            continue;
+        }
+        if (ignored_pid(t, p))
+            continue;
+        /* A process holding GPU memory is work sharing the GPU's memory, SMs and bandwidth with
+         * the run: its numbers were not measured on the machine of the other snapshot. One with
+         * a few MiB or an amount the driver withholds (a tool that opened the device to read it,
+         * a context being torn down) is worth seeing but is no evidence of shared work. */
+        const json_t *mem = get(p, "used_memory_mib");
+        bool heavy = json_is_number(mem) && json_number_value(mem) > GM_AUDIT_PROCESS_MEM_MIB;
+        char amount[48];
+        if (json_is_number(mem))
+            snprintf(amount, sizeof amount, "%.0f MiB", json_number_value(mem));
+        else
+            snprintf(amount, sizeof amount, "memory unknown");
+        const char *cmd = str_or_null(get(p, "command"));
+        add(d, heavy ? SEV_CHANGED : SEV_WARNING, "processes", gpu, ended ? p : NULL,
+            ended ? NULL : p, "GPU %lld: process %lld (%s) %s during the run, %s",
+            (long long)json_integer_value(get(gpu, "index")),
+            (long long)json_integer_value(get(p, "pid")), cmd && *cmd ? cmd : "command unknown",
+            ended ? "ended" : "started", amount);
+    }
+    free(taken);
+}
+
+static void diff_processes(differ *d, const gm_audit_tolerance *t, const json_t *b, const json_t *a)
+{
+    const json_t *pb = get(b, "processes"), *pa = get(a, "processes");
+    bool lb = json_is_array(pb), la = json_is_array(pa);
+    if (lb != la) {
+        /* One side was taken without the process list: unknown, not "none". */
+        add(d, SEV_WARNING, "processes", b, NULL, NULL, "GPU %lld: processes %s before, %s after",
+            (long long)json_integer_value(get(b, "index")), lb ? "listed" : "not listed",
+            la ? "listed" : "not listed");
+        return;
+    }
+    if (!lb)
+        return;
+    process_changes(d, t, a, pa, pb, false);
+    process_changes(d, t, b, pb, pa, true);
+}
+
 static void diff_gpu(differ *d, const gm_audit_tolerance *t, const json_t *b, const json_t *a)
 {
     compare(d, SEV_CHANGED, "index", "index", U_PLAIN, b, get(b, "index"), get(a, "index"),
@@ -942,6 +1045,7 @@ static void diff_gpu(differ *d, const gm_audit_tolerance *t, const json_t *b, co
             get2(b, "pcie", "gen_current"), get2(a, "pcie", "gen_current"), idle);
     compare(d, SEV_WARNING, "pcie.width_current", "PCIe current link width", U_WIDTH, b,
             get2(b, "pcie", "width_current"), get2(a, "pcie", "width_current"), idle);
+    diff_processes(d, t, b, a);
 }
 
 /* Row of the GPU with driver index `index` in a P2P matrix, -1 when absent. */

@@ -15,7 +15,10 @@
  *        "clock_max_mem_mhz", "clock_applications_graphics_mhz", "clock_applications_memory_mhz",
  *        "pcie": {"gen_current", "gen_max", "width_current", "width_max",
  *                 "bandwidth_current_gb_per_s", "bandwidth_max_gb_per_s"},
- *        "processes": [{"pid", "user", "command", "used_memory_mib"}]}],
+ *        "processes": [{"pid", "user", "command", "used_memory_mib", "start_time" (optional: the
+ *            process's start in clock ticks since boot, /proc/PID/stat's field 22; this version
+ *            does not write it, the diff uses it when both sides have it)}] or null (not
+ *            listed)}],
  *    "p2p_known", "p2p": {"gpus": [row driver indices], "read": [[code...]], "write",
  *        "nvlink", "atomics", "pci"} or null, "p2p_error" (only when the matrix could not be
  *        read)}
@@ -27,11 +30,14 @@
  * - changed: an invariant differs (driver, CUDA, NVML, host name, kernel, CPU model, CPU count,
  *   host memory, GPU set by UUID, GPU index, model, bus id, memory capacity, power limit,
  *   persistence mode, maximum or application clocks, maximum PCIe link, P2P matrix, a GPU lost), or
- * a GPU's memory used or mean power rose by more than the tolerance. Any such item makes the
- * verdict CHANGED.
+ * a GPU's memory used or mean power rose by more than the tolerance, or a process holding more
+ * than GM_AUDIT_PROCESS_MEM_MIB of a GPU's memory started or ended between the snapshots. Any
+ * such item makes the verdict CHANGED.
  * - warning: the current PCIe link generation or width differs (GPUs train their links down at
  *   idle, so gen1 at rest is normal and not a changed system), the provider differs, the P2P
- *   matrix or a field is known on one side only. CHANGED only under `strict`.
+ *   matrix or a field is known on one side only, a process holding at most
+ *   GM_AUDIT_PROCESS_MEM_MIB (or an unknown amount) started or ended. CHANGED only under
+ *   `strict`.
  * - note: memory used or power moved within the tolerance (or fell), gpumon version differs.
  *   Never changes the verdict. */
 #ifndef GM_AUDIT_H
@@ -39,6 +45,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -50,6 +57,7 @@
 #define GM_AUDIT_DEFAULT_POWER_INTERVAL_MS 200
 #define GM_AUDIT_DEFAULT_MEM_TOLERANCE_MIB 256.0
 #define GM_AUDIT_DEFAULT_POWER_TOLERANCE_W 25.0
+#define GM_AUDIT_PROCESS_MEM_MIB           64.0 /* a process above this is competing work */
 
 /* How a snapshot is taken. */
 typedef struct gm_audit_options {
@@ -96,9 +104,13 @@ typedef struct gm_audit_tolerance {
     double mem_mib; /* a GPU's memory used may rise this many MiB */
     double power_w; /* a GPU's mean power may rise this many watts */
     bool strict;    /* warnings make the verdict CHANGED too */
+    /* Processes of the measured run itself (a recorded command's process tree): on a GPU in
+     * either snapshot they are no change of the machine. NULL when there are none. */
+    const pid_t *ignore_pids;
+    size_t ignore_pid_count;
 } gm_audit_tolerance;
 
-/* Fills t with the defaults: 256 MiB, 25 W, not strict. */
+/* Fills t with the defaults: 256 MiB, 25 W, not strict, no process ignored. */
 void gm_audit_tolerance_init(gm_audit_tolerance *t);
 
 /* The result of a diff. report is
@@ -119,7 +131,10 @@ typedef struct gm_audit_verdict {
 
 /* Compares two snapshots (each validated first; a message starts with "before: " or "after: "
  * naming the bad one). GPUs are matched by UUID (by PCI bus id when either lacks a UUID, by
- * index when both lack both); the unmatched are reported as removed / added. t NULL means the
+ * index when both lack both); the unmatched are reported as removed / added. A matched GPU's
+ * processes are matched by pid and start time when both sides recorded it, else by pid and
+ * command; one on one side only (and not in t->ignore_pids) started or ended during the run
+ * (field "processes", its entry as "before" or "after"). t NULL means the
  * defaults. On success fills *out (zeroed first). Returns GM_EPARSE or GM_ENOMEM. */
 int gm_audit_diff(const json_t *before, const json_t *after, const gm_audit_tolerance *t,
                   gm_audit_verdict *out, gm_error *err);

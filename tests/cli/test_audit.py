@@ -297,6 +297,38 @@ class Diff(Tmp):
         self.assertIn("CHANGED: GPU 1 added: NVIDIA H100 80GB HBM3 "
                       "GPU-5a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c51", p.stdout)
 
+    def test_process_started_and_ended(self):
+        # Between the snapshots a job took 20 GiB of GPU 1 and the 1 GiB graphics client on
+        # GPU 0 went away; the 38 GiB job on GPU 0, in both, is no change.
+        scn = two_gpus()
+        scn["gpus"][1]["processes"] = [{"pid": 3999999, "used_mem": 20480 * MIB, "type": "compute"}]
+        scn["gpus"][0]["processes"] = [p for p in scn["gpus"][0]["processes"] if p["pid"] != 5151]
+        before, after = self.pair(self.scenario(scn))
+        p = self.diff(before, after)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"\nCHANGED: GPU 1: process 3999999 \([^\n]*\) started during the "
+                                   r"run, 20480 MiB\n")
+        self.assertRegex(p.stdout, r"\nCHANGED: GPU 0: process 5151 \([^\n]*\) ended during the "
+                                   r"run, 1024 MiB\n")
+        self.assertNotIn("process 4242", p.stdout)
+        report = json.loads(self.diff(before, after, "--format", "json").stdout)
+        procs = [d for d in report["differences"] if d["field"] == "processes"]
+        self.assertEqual([(d["severity"], d["gpu"], d["before"] and d["before"]["pid"],
+                           d["after"] and d["after"]["pid"]) for d in procs],
+                         [("changed", 0, 5151, None), ("changed", 1, None, 3999999)])
+        self.assertEqual(procs[1]["after"]["used_memory_mib"], 20480)
+
+    def test_process_without_memory_is_a_warning(self):
+        scn = two_gpus()
+        scn["gpus"][1]["processes"] = [{"pid": 3999998, "used_mem": 0, "type": "compute"}]
+        before, after = self.pair(self.scenario(scn))
+        p = self.diff(before, after)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"\nWARNING: GPU 1: process 3999998 \([^\n]*\) started during "
+                                   r"the run, 0 MiB\n")
+        self.assertTrue(p.stdout.endswith("UNCHANGED (1 warning)\n"), p.stdout)
+        self.assertEqual(self.diff("--strict", before, after).returncode, 1)
+
     def test_committed_snapshots(self):
         # Files written by gpumon 0.1.0 (schema 1) stay readable, with this exact verdict.
         before = os.path.join(AUDIT, "before.json")

@@ -594,6 +594,26 @@ class Bench(unittest.TestCase):
         self.assertIn("Machine changed during the run: GPU 0 power limit 700.0 W -> 600.0 W\n",
                       p.stderr)
 
+    def test_snapshot_sees_a_process_started_during_the_run(self):
+        # Reads as above: a 20 GiB job appears on the GPU with the point (read 3) and is still
+        # there at the snapshot after; the diff names it beside the power limit that stayed.
+        sc = scenario_file({"gpus": [{"util_gpu": 50, "util_mem": 5, "power_mw": 200000,
+                                      "energy_mj": 1000,
+                                      "processes": [{"pid": 3999996, "used_mem": 20480 * 1048576,
+                                                     "from_read": 3}]}]})
+        s = self.server("--ttft-ms", "2", "--itl-ms", "1")
+        p, doc, _ = self.bench(s.url, "--requests", "4", "--output-tokens", "4", "--snapshot",
+                               "--snapshot-window-ms", "0", "--interval", "3600",
+                               nvml=FAKE_NVML, scenario=sc)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        audit = doc["audit"]
+        self.assertEqual(audit["verdict"], "changed", audit)
+        self.assertEqual(audit["before"]["gpus"][0]["processes"], [])
+        self.assertEqual([(c["what"], c["gpu"], c["before"], c["after"]["pid"])
+                          for c in audit["changes"]], [("processes", 0, None, 3999996)])
+        self.assertRegex(audit["changes"][0]["message"],
+                         r"^GPU 0: process 3999996 \(.*\) started during the run, 20480 MiB$")
+
     def test_snapshot_without_gpus_is_unknown_and_the_run_completes(self):
         s = self.server()
         p, doc, _ = self.bench(s.url, "--requests", "3", "--snapshot")

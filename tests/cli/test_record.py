@@ -586,5 +586,57 @@ class Snapshot(RecordBase):
         self.assertIn("system snapshot: " + audit["diff"]["verdict"], p.stderr)
 
 
+    def test_snapshot_names_a_process_that_came_during_the_command(self):
+        # A 20 GiB job appears on the GPU from its 4th read on: after the snapshot before, in
+        # the one after. The command's own processes are never on the fake's GPU, so this is
+        # another job, and the verdict says so.
+        scn = os.path.join(self.tmp, "proc.json")
+        with open(scn, "w") as f:
+            json.dump({"gpus": [{"util_gpu": 50, "power_mw": 200000, "processes": [
+                {"pid": 3999995, "used_mem": 20480 * 1048576, "from_read": 3}]}]}, f)
+        out = os.path.join(self.tmp, "run.json")
+        p = self.record(["--snapshot", "--snapshot-window-ms", "0", "--interval", "0.1", "-o", out],
+                        ["sleep", "0.3"], env=env(nvml=FAKE_NVML, scenario=scn))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        audit = load(out)["audit"]
+        self.assertEqual(audit["before"]["gpus"][0]["processes"], [])
+        self.assertEqual([x["pid"] for x in audit["after"]["gpus"][0]["processes"]], [3999995])
+        procs = [d for d in audit["diff"]["differences"] if d["field"] == "processes"]
+        self.assertEqual([(d["severity"], d["after"]["pid"]) for d in procs],
+                         [("changed", 3999995)])
+        self.assertIn("system snapshot: CHANGED", p.stderr)
+
+    def test_snapshot_leaves_out_the_commands_own_processes(self):
+        # In a PID namespace of its own, gpumon is PID 1 and the command and its child small
+        # PIDs; the fake lists PIDs 2-40 on the GPU from the command's start on. Those two are
+        # the run's own work; the others (none of them gpumon's descendants) are reported.
+        if not shutil.which("unshare") or subprocess.run(
+                ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc",
+                 "true"], capture_output=True).returncode != 0:
+            self.skipTest("no unprivileged PID namespaces here")
+        scn = os.path.join(self.tmp, "proc.json")
+        with open(scn, "w") as f:
+            json.dump({"gpus": [{"util_gpu": 50, "power_mw": 200000, "processes": [
+                {"pid": pid, "used_mem": 1024 * 1048576, "from_read": 2}
+                for pid in range(2, 41)]}]}, f)
+        out, pidfile = os.path.join(self.tmp, "run.json"), os.path.join(self.tmp, "pid")
+        p = subprocess.run(
+            ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", GPUMON,
+             "record", "--db", self.db, "--snapshot", "--snapshot-window-ms", "0", "--interval",
+             "0.1", "-o", out, "--", "sh", "-c", 'echo $$ > "$0"; sleep 0.5 & echo $! >> "$0"; wait',
+             pidfile],
+            capture_output=True, text=True, timeout=60, env=env(nvml=FAKE_NVML, scenario=scn))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(pidfile) as f:
+            own = [int(x) for x in f.read().split()]
+        self.assertEqual(len(own), 2)
+        self.assertTrue(all(2 <= pid <= 40 for pid in own), own)
+        audit = load(out)["audit"]
+        self.assertEqual(audit["before"]["gpus"][0]["processes"], [])
+        self.assertEqual(len(audit["after"]["gpus"][0]["processes"]), 39)
+        reported = [d["after"]["pid"] for d in audit["diff"]["differences"]
+                    if d["field"] == "processes"]
+        self.assertEqual(sorted(reported), [pid for pid in range(2, 41) if pid not in own])
+
 if __name__ == "__main__":
     unittest.main()

@@ -479,6 +479,90 @@ static void test_lost_and_unknown(void **state)
     json_decref(a);
 }
 
+static json_t *proc(long long pid, const char *command, json_t *mib)
+{
+    json_t *p = json_pack("{s:I, s:s, s:s, s:o}", "pid", (json_int_t)pid, "user", "alice",
+                          "command", command, "used_memory_mib", mib);
+    assert_non_null(p);
+    return p;
+}
+
+static void test_processes(void **state)
+{
+    json_t *b = base(), *a = base();
+    json_t *pb = json_object_get(gpu(b, 0), "processes"),
+           *pa = json_object_get(gpu(a, 0), "processes");
+    /* A server in both snapshots is no change. */
+    json_array_append_new(pb, proc(100, "vllm serve", json_integer(70000)));
+    json_array_append_new(pa, proc(100, "vllm serve", json_integer(70000)));
+    /* A training job came, a tool with no memory came, a small job left. */
+    json_array_append_new(pa, proc(4242, "python train.py", json_integer(20480)));
+    json_array_append_new(pa, proc(4343, "nvidia-smi", json_integer(0)));
+    json_array_append_new(pb, proc(5151, "python eval.py", json_null()));
+    /* The run's own process (a recorded command) is not a change. */
+    json_array_append_new(pa, proc(777, "./bench.sh", json_integer(30000)));
+    pid_t mine[] = {12, 777};
+    gm_audit_tolerance t;
+    gm_audit_tolerance_init(&t);
+    t.ignore_pids = mine;
+    t.ignore_pid_count = 2;
+    gm_audit_verdict v;
+    diff(b, a, &t, &v);
+    assert_true(v.changed);
+    assert_int_equal(v.changes, 1);
+    assert_int_equal(v.warnings, 2);
+    assert_int_equal(item_count(&v), 3);
+    const json_t *it =
+        item(&v, 0, "changed",
+             "GPU 0: process 4242 (python train.py) started during the run, 20480 MiB");
+    assert_string_equal(json_string_value(json_object_get(it, "field")), "processes");
+    assert_int_equal(json_integer_value(json_object_get(it, "gpu")), 0);
+    assert_true(json_is_null(json_object_get(it, "before")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(it, "after"), "pid")),
+                     4242);
+    item(&v, 1, "warning", "GPU 0: process 4343 (nvidia-smi) started during the run, 0 MiB");
+    it = item(&v, 2, "warning",
+              "GPU 0: process 5151 (python eval.py) ended during the run, memory unknown");
+    assert_true(json_is_null(json_object_get(it, "after")));
+    char *txt = text_of(&v);
+    assert_non_null(
+        strstr(txt, "CHANGED: GPU 0: process 4242 (python train.py) started during the run"));
+    free(txt);
+    gm_audit_verdict_free(&v);
+
+    /* Without the ignore list the run's own process shows. */
+    diff(b, a, NULL, &v);
+    assert_int_equal(v.changes, 2);
+    gm_audit_verdict_free(&v);
+
+    /* A pid reused by another command is another process; with start times, those decide. */
+    json_decref(a);
+    a = base();
+    pa = json_object_get(gpu(a, 0), "processes");
+    json_array_append_new(pa, proc(100, "python other.py", json_integer(70000)));
+    json_array_append_new(pa, proc(5151, "python eval.py", json_null()));
+    diff(b, a, NULL, &v);
+    assert_int_equal(v.changes, 2);
+    item(&v, 0, "changed",
+         "GPU 0: process 100 (python other.py) started during the run, 70000 MiB");
+    item(&v, 1, "changed", "GPU 0: process 100 (vllm serve) ended during the run, 70000 MiB");
+    gm_audit_verdict_free(&v);
+    json_object_set_new(json_array_get(pb, 0), "start_time", json_integer(5000));
+    json_object_set_new(json_array_get(pa, 0), "start_time", json_integer(5000));
+    diff(b, a, NULL, &v);
+    assert_int_equal(item_count(&v), 0);
+    gm_audit_verdict_free(&v);
+
+    /* A list taken on one side only is unknown, not "none": a warning. */
+    json_object_set_new(gpu(a, 1), "processes", json_array());
+    diff(b, a, NULL, &v);
+    assert_int_equal(item_count(&v), 1);
+    item(&v, 0, "warning", "GPU 1: processes not listed before, listed after");
+    gm_audit_verdict_free(&v);
+    json_decref(b);
+    json_decref(a);
+}
+
 static void expect_parse_error(const char *doc, const char *fragment)
 {
     json_t *out = (json_t *)1;
@@ -528,6 +612,10 @@ static void test_malformed(void **state)
                       "gpus[0].pcie.gen_max must be a number or null, not true or false");
     expect_edit_error("\"cpu_count\": 192", "\"cpu_count\": [192]",
                       "system.cpu_count must be a number or null, not an array");
+    expect_edit_error("\"processes\": []", "\"processes\": [{\"pid\": \"1\"}]",
+                      "gpus[0].processes[0].pid must be an integer, not a string");
+    expect_edit_error("\"processes\": []", "\"processes\": [7]",
+                      "gpus[0].processes[0] must be an object");
     expect_edit_error("\"gpu_count\": 2", "\"gpu_count\": 3", "gpu_count is 3 but gpus lists 2");
     expect_edit_error("GPU-bbbb", "GPU-aaaa", "gpus[0] and gpus[1] have one UUID GPU-aaaa");
     expect_edit_error("\"index\": 1", "\"index\": 0", "gpus[0] and gpus[1] have one index 0");
@@ -747,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_p2p_unknown_is_a_warning),
         cmocka_unit_test(test_pcie_links),
         cmocka_unit_test(test_lost_and_unknown),
+        cmocka_unit_test(test_processes),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_write_and_load),
         cmocka_unit_test(test_take_from_fake_nvml),
