@@ -24,6 +24,7 @@
  * copies the image's layers on some storage drivers; a stop waits for the container). */
 #define CONNECT_TIMEOUT_MS 10000L
 #define REQUEST_TIMEOUT_MS 300000L
+#define IMAGES_TIMEOUT_MS  10000L
 
 struct gm_docker {
     char socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -147,6 +148,7 @@ typedef struct request {
     char pull_error[512];
     bool cancelled;
     double last_tick;
+    long timeout_ms; /* a whole answer's limit; 0: REQUEST_TIMEOUT_MS */
 } request;
 
 static void pull_line(request *r, const char *text, size_t len);
@@ -245,7 +247,7 @@ static int perform(gm_docker *d, const char *method, const char *path, const cha
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     if (!stream)
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms ? r->timeout_ms : REQUEST_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
     if (r->s && r->s->tick) {
@@ -841,6 +843,55 @@ int gm_docker_list(gm_docker *d, const char *label, json_t **out, gm_error *err)
             rc = gm_error_set(err, GM_ENOMEM, "out of memory");
             break;
         }
+    }
+    json_decref(j);
+    request_free(&r);
+    if (rc < 0) {
+        json_decref(list);
+        return rc;
+    }
+    *out = list;
+    return GM_OK;
+}
+
+int gm_docker_images(gm_docker *d, json_t **out, gm_error *err)
+{
+    *out = NULL;
+    const char *what = "cannot list the engine's images";
+    /* A listing is asked for by a page that waits for it: an engine that hangs fails it soon. */
+    request r = {.kind = ANSWER_WHOLE, .timeout_ms = IMAGES_TIMEOUT_MS};
+    int rc = perform(d, "GET", "/images/json", NULL, &r, false, what, err);
+    json_t *j = NULL, *list = NULL;
+    if (rc == GM_OK && r.status != 200)
+        rc = answer_error(d, &r, GM_EIO, what, err);
+    if (rc == GM_OK)
+        rc = answer_json(d, &r, what, &j, err);
+    if (rc == GM_OK && !json_is_array(j))
+        rc = gm_error_set(err, GM_EIO, "%s: the engine's answer is not a list", what);
+    if (rc == GM_OK && !(list = json_array()))
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+    size_t i, k;
+    json_t *im, *tag;
+    json_array_foreach(rc == GM_OK ? j : NULL, i, im)
+    {
+        /* One entry per name: an image tagged twice is offered under both. Untagged layers
+         * ("<none>:<none>") name nothing a job could start. */
+        json_array_foreach(json_object_get(im, "RepoTags"), k, tag)
+        {
+            const char *name = json_string_value(tag);
+            if (!name || !*name || strncmp(name, "<none>", 6) == 0)
+                continue;
+            json_t *e = json_pack("{s:s, s:s, s:I, s:I}", "image", name, "id",
+                                  json_string_value(json_object_get(im, "Id")) ?: "", "size_bytes",
+                                  json_integer_value(json_object_get(im, "Size")), "created",
+                                  json_integer_value(json_object_get(im, "Created")));
+            if (!e || json_array_append_new(list, e) < 0) {
+                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        if (rc < 0)
+            break;
     }
     json_decref(j);
     request_free(&r);

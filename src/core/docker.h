@@ -60,6 +60,11 @@ typedef struct gm_docker_stream {
     void *arg;
 } gm_docker_stream;
 
+/* The engine's local images (GET /images/json), one entry per name an image carries, as a JSON
+ * array of {"image": "repo:tag", "id", "size_bytes", "created" (epoch s)}; untagged images are
+ * left out. New reference in *out. GM_EIO when the engine cannot be reached or fails. */
+int gm_docker_images(gm_docker *d, json_t **out, gm_error *err);
+
 /* Pulls image (a tag; "latest" when the reference names none), calling s->data with sentences
  * such as "a1b2c3d4e5f6: Downloading 12.3 of 45.6 MB" as the engine reports them. GM_ENOENT when
  * the registry does not know it; an error the engine reports inside its answer fails the call

@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/parse.h"
+#include "core/docker.h"
 #include "core/lease.h"
 #include "core/select.h"
 #include "core/session.h"
@@ -883,6 +884,73 @@ static int image_admitted(const gm_jobs *j, const char *image, gm_error *err)
                             image);
     return gm_error_set(err, GM_EPERM, "image: %s is not admitted by --allow-image %s", image,
                         pats);
+}
+
+/* The model a NIM image serves, read from its name: nvcr.io/nim/<org>/<model>:<tag> ->
+ * "<org>/<model>"; NULL for any other image. */
+static json_t *nim_model(const char *image)
+{
+    static const char prefix[] = "nvcr.io/nim/";
+    if (strncmp(image, prefix, sizeof prefix - 1) != 0)
+        return json_null();
+    const char *m = image + sizeof prefix - 1;
+    const char *slash = strrchr(m, '/');
+    size_t len = strcspn(slash ? slash : m, ":@") + (size_t)(slash ? slash - m : 0);
+    return len ? json_stringn(m, len) : json_null();
+}
+
+static int image_cmp(const void *a, const void *b)
+{
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "image")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "image")));
+}
+
+int gm_jobs_images(gm_jobs *j, json_t **out, gm_error *err)
+{
+    *out = NULL;
+    if (!j->docker_host[0])
+        return gm_error_set(err, GM_ENOTSUP,
+                            "this daemon starts no containers, so it lists no images; start the "
+                            "daemon with --docker [HOST] (or DOCKER_HOST) and --allow-image "
+                            "PATTERN");
+    gm_docker *d = NULL;
+    json_t *all = NULL;
+    int rc = gm_docker_open(j->docker_host, &d, err);
+    if (rc == GM_OK)
+        rc = gm_docker_images(d, &all, err);
+    gm_docker_close(d);
+    if (rc < 0)
+        return rc;
+    size_t n = json_array_size(all), kept = 0;
+    json_t **v = calloc(n ? n : 1, sizeof *v);
+    if (!v) {
+        json_decref(all);
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(all, i);
+        gm_error ignored = {0};
+        if (image_admitted(j, json_string_value(json_object_get(e, "image")), &ignored) == GM_OK)
+            v[kept++] = e;
+    }
+    qsort(v, kept, sizeof *v, image_cmp);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < kept; i++) {
+        const char *name = json_string_value(json_object_get(v[i], "image"));
+        json_t *e = json_pack("{s:s, s:O, s:O, s:o}", "image", name, "size_bytes",
+                              json_object_get(v[i], "size_bytes"), "created",
+                              json_object_get(v[i], "created"), "model", nim_model(name));
+        if (!e || json_array_append_new(list, e) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    free(v);
+    json_decref(all);
+    if (!list)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    *out = list;
+    return GM_OK;
 }
 
 int gm_jobs_submit(gm_jobs *j, gm_jobs_request *req, char *id, gm_error *err)

@@ -70,6 +70,13 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
  * one no --allow-image pattern admits: err says which), GM_ENOMEM. */
 int gm_jobs_submit(gm_jobs *j, gm_jobs_request *req, char *id, gm_error *err);
 
+/* The engine's local images that an --allow-image pattern admits, sorted by name, as a JSON
+ * array of {"image": "repo:tag", "size_bytes", "created", "model"} (model: the NIM an
+ * nvcr.io/nim/<org>/<model> image serves, "<org>/<model>", else null). Asks the engine, so it
+ * waits on it: call it off the loop. New reference in *out. GM_ENOTSUP when the daemon has no
+ * engine, GM_EIO when the engine fails (err has its message), GM_ENOMEM. */
+int gm_jobs_images(gm_jobs *j, json_t **out, gm_error *err);
+
 /* The jobs, newest first, or one (NULL: no such job): new references. */
 json_t *gm_jobs_list(gm_jobs *j);
 json_t *gm_jobs_get(gm_jobs *j, const char *id);

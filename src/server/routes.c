@@ -756,6 +756,26 @@ static void h_benchmark(const gm_req *rq, gm_resp *rs)
     resp_defer(rq, rs, j);
 }
 
+/* GET /api/images: the engine's images a job may start, asked by the session worker so the loop
+ * never waits on the engine. */
+static void h_images(const gm_req *rq, gm_resp *rs)
+{
+    gm_error err = {0};
+    static const char *const none[] = {NULL};
+    if (check_params(rq->q, none, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return;
+    }
+    if (!rq->srv->jobs) {
+        gm_resp_error(rs, 503, "the benchmark jobs are not running");
+        return;
+    }
+    gm_worker_job *j = gm_worker_job_new(GM_JOB_IMAGES);
+    if (j)
+        j->jobs = rq->srv->jobs;
+    resp_defer(rq, rs, j);
+}
+
 /* GET /api/allocation: gm_select over the latest sample. Lease files are probed here, on the
  * loop: one open, flock(LOCK_NB) and short read per GPU, never a wait, so the cost is bounded
  * by the GPU count. */
@@ -966,6 +986,12 @@ static const gm_route routes[] = {
         .methods = GM_HTTP_GET | GM_HTTP_HEAD,
         .needs_token = true,
         .fn = h_benchmark,
+    },
+    {
+        .path = "/api/images",
+        .methods = GM_HTTP_GET | GM_HTTP_HEAD,
+        .needs_token = true,
+        .fn = h_images,
     },
     {
         .path = "/api/allocation",

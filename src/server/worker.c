@@ -21,6 +21,7 @@
 #include "core/bench_report.h"
 #include "core/recorder.h"
 #include "core/timeline.h"
+#include "server/jobs.h"
 #include "server/log.h"
 #include "server/sampler.h"
 #include "store/store.h"
@@ -1077,6 +1078,23 @@ static void do_bench_get(gm_worker *m, gm_worker_job *j)
     job_json(j, 200, doc);
 }
 
+/* GET /api/images: asked of the engine here, off the loop (an engine's answer is bounded by
+ * the listing's own timeout). */
+static void do_images(gm_worker_job *j)
+{
+    gm_error err = {0};
+    json_t *list = NULL;
+    int rc = gm_jobs_images(j->jobs, &list, &err);
+    if (rc == GM_ENOTSUP)
+        job_error(j, 503, "%s", err.msg);
+    else if (rc == GM_ENOMEM)
+        job_error(j, 503, "out of memory");
+    else if (rc < 0)
+        job_error(j, 502, "%s", err.msg);
+    else
+        job_json(j, 200, json_pack("{s:o}", "images", list));
+}
+
 static void run_job(gm_worker *m, gm_worker_job *j)
 {
     switch (j->op) {
@@ -1106,6 +1124,9 @@ static void run_job(gm_worker *m, gm_worker_job *j)
         break;
     case GM_JOB_BENCH_GET:
         do_bench_get(m, j);
+        break;
+    case GM_JOB_IMAGES:
+        do_images(j);
         break;
     case GM_JOB_FLEET: /* the fleet thread's, never queued here */
         job_error(j, 500, "the fleet query reached the session worker");

@@ -31,6 +31,7 @@
 #define GM_WORKER_COMPARE_MAX   16     /* benchmarks in one comparison, as history compare */
 
 typedef struct gm_worker gm_worker;
+struct gm_jobs;
 
 typedef struct gm_worker_options {
     const char *db_path; /* the store; NULL or "" keeps sessions in memory only */
@@ -87,6 +88,7 @@ typedef enum gm_session_op {
     GM_JOB_BENCH_GET,     /* GET /api/benchmarks/{id} -> 200, 404 */
     GM_JOB_EXPORT,        /* GET /api/sessions/{id}/export -> 200 (a file: CSV or JSON), 404, 413 */
     GM_JOB_BENCH_COMPARE, /* GET /api/benchmarks/compare?ids= -> 200, 404 */
+    GM_JOB_IMAGES,        /* GET /api/images -> 200, 502 (the engine failed), 503 (no engine) */
     GM_JOB_FLEET,         /* GET /api/fleet: answered by the fleet thread (fleet_cache.h), never
                            * by this worker, so a slow Prometheus never delays a session */
 } gm_session_op;
@@ -109,6 +111,7 @@ typedef struct gm_worker_job {
     bool csv;                   /* EXPORT: CSV, else JSON */
     bool html;                  /* BENCH_GET: the report page (core/bench_html.h), not JSON */
     char ids[GM_WORKER_COMPARE_MAX][GM_SESSION_ID_LEN]; /* BENCH_COMPARE */
+    struct gm_jobs *jobs; /* IMAGES: the engine and allow list to list by */
     size_t nids;
     int status;        /* the answer: HTTP status */
     char *body;        /* JSON (or ctype), malloc'd; NULL for 204 */

@@ -110,6 +110,12 @@ class FakeEngine:
         if p == "/version":
             return h.send(200, {"Components": [{"Name": "Engine", "Version": "0-fake"}],
                                 "Version": "0-fake"})
+        if p == "/images/json":
+            return h.send(200, [{"Id": "sha256:fake" + n, "RepoTags": [n], "Size": 1000 + i,
+                                 "Created": 1700000000 + i}
+                                for i, n in enumerate(sorted(self.images))]
+                          + [{"Id": "sha256:untagged", "RepoTags": ["<none>:<none>"], "Size": 1,
+                              "Created": 1}])
         m = re.fullmatch(r"/images/(.+)/json", p)
         if m:
             if m.group(1) in self.images:

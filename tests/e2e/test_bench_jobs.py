@@ -318,6 +318,11 @@ class Jobs(unittest.TestCase):
         self.assertIn("start the daemon with --docker", doc["error"])
         self.assertEqual(self.d.get_json("/api/benchmarks/jobs", headers=AUTH)["jobs"], [])
 
+    def test_no_images_without_an_engine(self):
+        status, _, doc = self.d.call("/api/images", headers=AUTH)
+        self.assertEqual(status, 503, doc)
+        self.assertIn("--docker", doc["error"])
+
     def test_the_token_is_always_required(self):
         status, _, _ = self.d.call("/api/benchmarks", "POST", {"url": "http://127.0.0.1:9"})
         self.assertEqual(status, 401)
@@ -418,6 +423,28 @@ class ImageJobs(unittest.TestCase):
         self.assertEqual(cfg["allow_image"], ["fake/*", "other/x:1"])
         self.assertEqual(cfg["docker"], "unix://" + self.engine.path)
         self.assertEqual(self.engine.create_bodies(), [])
+
+    def test_the_images_offered_are_the_engines_that_the_allow_list_admits(self):
+        nim = "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.0"
+        self.engine.images = {"fake/server:2", "fake/server:1", "other/x:1", "other/x:2",
+                              "elsewhere/y:1", nim, "nvcr.io/nim/nvidia/nv-embedqa:latest"}
+        self.start("--allow-image", "nvcr.io/nim/meta/*")
+        known = {n: (1000 + i, 1700000000 + i)
+                 for i, n in enumerate(sorted(self.engine.images))}
+        status, _, doc = self.d.call("/api/images", headers=AUTH)
+        self.assertEqual(status, 200, doc)
+        self.assertEqual([e["image"] for e in doc["images"]],
+                         ["fake/server:1", "fake/server:2", nim, "other/x:1"])
+        for e in doc["images"]:
+            self.assertEqual((e["size_bytes"], e["created"]), known[e["image"]])
+            self.assertEqual(e["model"], "meta/llama-3.1-8b-instruct" if e["image"] == nim
+                             else None)
+        self.assertEqual(self.d.call("/api/images")[0], 401)
+        # The engine gone: its failure, said as the engine's client says it.
+        self.engine.stop()
+        status, _, doc = self.d.call("/api/images", headers=AUTH)
+        self.assertEqual(status, 502, doc)
+        self.assertIn(self.engine.path, doc["error"])
 
     def test_never_ready_fails_with_its_last_lines_and_is_removed(self):
         self.start()

@@ -612,6 +612,37 @@ static void test_list(void **state)
     gm_docker_close(d);
 }
 
+static void test_images(void **state)
+{
+    (void)state;
+    answer a[] = {{.status = 200,
+                   .body =
+                       "[{\"Id\": \"sha256:1\", \"RepoTags\": [\"a/b:1\", \"a/b:latest\"], "
+                       "\"Size\": 5000, \"Created\": 1700000000},"
+                       " {\"Id\": \"sha256:2\", \"RepoTags\": [\"<none>:<none>\"], \"Size\": 1},"
+                       " {\"Id\": \"sha256:3\", \"RepoTags\": null, \"Size\": 2}]"},
+                  {.status = 500, .body = "{\"message\": \"storage is broken\"}"}};
+    engine *e = engine_start(a, 2);
+    gm_docker *d = client(e);
+    gm_error err = {0};
+    json_t *list = NULL;
+    assert_int_equal(gm_docker_images(d, &list, &err), GM_OK);
+    json_t *want = json_loads("[{\"image\": \"a/b:1\", \"id\": \"sha256:1\", \"size_bytes\": 5000,"
+                              " \"created\": 1700000000}, {\"image\": \"a/b:latest\", \"id\": "
+                              "\"sha256:1\", \"size_bytes\": 5000, \"created\": 1700000000}]",
+                              0, NULL);
+    assert_true(json_equal(list, want));
+    json_decref(want);
+    json_decref(list);
+    assert_int_equal(gm_docker_images(d, &list, &err), GM_EIO);
+    assert_null(list);
+    assert_non_null(strstr(err.msg, "cannot list the engine's images: storage is broken"));
+    engine_wait(e);
+    assert_string_equal(e->request[0], "GET /v1.41/images/json");
+    engine_stop(e);
+    gm_docker_close(d);
+}
+
 static void test_stop_remove(void **state)
 {
     (void)state;
@@ -653,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_pull),
         cmocka_unit_test(test_tick_cancels),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_images),
         cmocka_unit_test(test_stop_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,9 @@
 // daemon queues the job on leased GPUs and the page goes to the job's live page. The last five
 // configurations are kept in this browser (lib/formhistory.ts), each one click from the form
 // again. A server is given by its URL, or started from an image when the daemon may start
-// containers (GET /api/config: docker, allow_image). The GPU count says how many are free now.
+// containers (GET /api/config: docker, allow_image); the image field offers the engine's local
+// images those patterns admit (GET /api/images), NIM ones by model, and still takes any name (an
+// image not pulled yet). The GPU count says how many are free now.
 
 import { useEffect, useState } from 'preact/hooks';
 
@@ -29,6 +31,15 @@ const store = (): Storage | null => {
   }
 };
 
+interface LocalImage {
+  image: string;
+  size_bytes: number;
+  model: string | null;
+}
+
+const imageLabel = (i: LocalImage): string =>
+  i.model ? `NIM ${i.model} (${(i.size_bytes / 1e9).toFixed(1)} GB)` : `${(i.size_bytes / 1e9).toFixed(1)} GB`;
+
 interface Allocation {
   eligible?: number;
   gpus?: { index: number; leased?: boolean }[];
@@ -42,6 +53,7 @@ function Field({
   hint,
   type,
   field,
+  list,
 }: {
   label: string;
   name: keyof JobForm;
@@ -50,11 +62,12 @@ function Field({
   hint?: string;
   type?: string;
   field?: string;
+  list?: string;
 }) {
   return (
     <label class="form-row">
       <span class="form-label">{label}</span>
-      <input name={name} type={type ?? 'text'} value={value} onInput={(e) => onInput((e.currentTarget as HTMLInputElement).value)} />
+      <input name={name} type={type ?? 'text'} list={list} value={value} onInput={(e) => onInput((e.currentTarget as HTMLInputElement).value)} />
       {hint && (
         <span class="note" data-field={field}>
           {hint}
@@ -91,6 +104,13 @@ export function JobFormPage({ app }: PageProps) {
           ? 'the daemon admits no image: start it with --allow-image PATTERN'
           : null;
   const mode = imageOff !== null ? 'url' : form.mode;
+  // Asked only once the daemon is known to have an engine: without one the answer is 503.
+  const canList = typeof docker === 'string' && allow.length > 0;
+  const images = useResource(
+    () => (canList ? api.json<{ images: LocalImage[] }>('api/images') : Promise.resolve({ images: [] as LocalImage[] })),
+    [canList],
+  );
+  const local = images.data?.images ?? [];
   const set = (k: keyof JobForm) => (v: string) => setForm((f) => ({ ...f, [k]: v }));
 
   const submit = async (e: Event): Promise<void> => {
@@ -99,7 +119,10 @@ export function JobFormPage({ app }: PageProps) {
     setError(null);
     try {
       const sent = { ...form, mode };
-      const r = await api.postJson<{ id: string }>('api/benchmarks', jobBody(sent));
+      const body = jobBody(sent);
+      // A name the engine does not have locally is pulled first, as bench --image --pull does.
+      if (mode === 'image' && images.data && !local.some((i) => i.image === form.image.trim())) body['pull'] = true;
+      const r = await api.postJson<{ id: string }>('api/benchmarks', body);
       const next = pushHistory(history, sent);
       saveHistory(store(), next);
       setHistory(next);
@@ -178,14 +201,33 @@ export function JobFormPage({ app }: PageProps) {
         {mode === 'url' ? (
           <Field label="Server URL" name="url" value={form.url} onInput={set('url')} hint="an OpenAI-compatible server: http://host:8000" />
         ) : (
-          <Field
-            label="Image"
-            name="image"
-            value={form.image}
-            onInput={set('image')}
-            field="allow-image"
-            hint={`the daemon starts only images these patterns admit: ${allow.join(', ')}`}
-          />
+          <>
+            <Field
+              label="Image"
+              name="image"
+              value={form.image}
+              onInput={set('image')}
+              list="job-images"
+              field="allow-image"
+              hint={`the daemon starts only images these patterns admit: ${allow.join(', ')}`}
+            />
+            <datalist id="job-images" data-field="local-images">
+              {local.map((i) => (
+                <option key={i.image} value={i.image} label={imageLabel(i)} data-model={i.model ?? ''}>
+                  {imageLabel(i)}
+                </option>
+              ))}
+            </datalist>
+            <p class="note form-row" data-field="local-images-note">
+              {images.error
+                ? `Local images: ${images.error}`
+                : images.loading
+                  ? 'Local images: asking the engine...'
+                  : local.length === 0
+                    ? 'No local image is admitted: type a name, and the job pulls it first'
+                    : `${local.length} local image${local.length === 1 ? '' : 's'} admitted: pick one, or type another name and the job pulls it first`}
+            </p>
+          </>
         )}
         <Field label="Model" name="model" value={form.model} onInput={set('model')} hint="empty: the first the server lists" />
         <Field label="Concurrency" name="concurrency" value={form.concurrency} onInput={set('concurrency')} hint="one point per value: 1,8,32" />

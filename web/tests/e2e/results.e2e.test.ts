@@ -1,10 +1,12 @@
 // Browser test of the benchmark results and the form's extras, over a store filled by the real
 // `gpumon bench` against the fake OpenAI server: a chart saved as SVG is an <svg> drawing, an
 // audited run shows its verdict beside each point's validity, the compare page draws one line per
-// compared run, and the "New benchmark" form restores a kept configuration and says why it
-// cannot start images on a daemon without a container engine.
+// compared run, and the "New benchmark" form restores a kept configuration, says why it cannot
+// start images on a daemon without a container engine, and offers an engine's local images.
 
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,13 +152,27 @@ describe('the New benchmark form', () => {
 
 describe('the New benchmark form on a daemon that may start containers', () => {
   let withDocker: Daemon;
+  let engine: Server | null = null;
   afterAll(async () => {
     await stopDaemon(withDocker);
+    await new Promise((done) => (engine ? engine.close(done) : done(undefined)));
   });
 
-  it('shows the allowed images and sends the image and the audit', async () => {
-    // The engine is only reached when a job starts a container: the form needs its setting alone.
-    withDocker = await startDaemon(work, ['--simulate', '1', '--db', 'none', '--docker', join(work, 'no-engine.sock'), '--allow-image', 'nvcr.io/nim/*'], 0, {
+  it('shows the allowed images, offers the local ones and sends the image and the audit', async () => {
+    // An engine that only lists its images (Docker Engine API): no job reaches it here.
+    const sock = join(work, 'engine.sock');
+    const local = [
+      { Id: 'sha256:a', RepoTags: ['nvcr.io/nim/meta/llama-3.1-8b-instruct:1.0'], Size: 9e9, Created: 1700000000 },
+      { Id: 'sha256:b', RepoTags: ['nvcr.io/nim/mistralai/mistral-7b-instruct-v0.3:latest'], Size: 8e9, Created: 1700000001 },
+      { Id: 'sha256:c', RepoTags: ['docker.io/library/ubuntu:24.04'], Size: 1e8, Created: 1700000002 },
+    ];
+    engine = createServer((req, res) => {
+      const ok = req.url === '/v1.41/images/json';
+      res.writeHead(ok ? 200 : 404, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(ok ? local : { message: 'not faked' }));
+    });
+    await new Promise((done) => engine?.listen(sock, () => done(undefined)));
+    withDocker = await startDaemon(work, ['--simulate', '1', '--db', 'none', '--docker', sock, '--allow-image', 'nvcr.io/nim/*'], 0, {
       GPU_MONITOR_LEASE_DIR: join(work, 'leases'),
     });
     let body: Record<string, unknown> | null = null;
@@ -170,11 +186,22 @@ describe('the New benchmark form on a daemon that may start containers', () => {
     await waitFor('the image mode enabled', async () => (await image.count()) === 1 && !(await image.isDisabled()));
     await image.check();
     expect(await page.locator('[data-field=allow-image]').textContent()).toContain('nvcr.io/nim/*');
+    // The local images the allow list admits, sorted, each NIM named by its model.
+    const options = page.locator('#job-images option');
+    await waitFor('the local images listed', async () => (await options.count()) === 2);
+    expect(await options.evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.getAttribute('data-model')]))).toEqual([
+      ['nvcr.io/nim/meta/llama-3.1-8b-instruct:1.0', 'meta/llama-3.1-8b-instruct'],
+      ['nvcr.io/nim/mistralai/mistral-7b-instruct-v0.3:latest', 'mistralai/mistral-7b-instruct-v0.3'],
+    ]);
+    expect(await options.first().getAttribute('label')).toContain('NIM meta/llama-3.1-8b-instruct');
+    expect(await page.locator('input[name=image]').getAttribute('list')).toBe('job-images');
+    expect(await page.locator('[data-field=local-images-note]').textContent()).toContain('2 local images admitted');
     await page.locator('input[name=image]').fill('nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3');
     await page.locator('input[name=snapshot]').check();
     await page.locator('[data-action=start]').click();
     await page.locator('[data-field=job-error]').waitFor();
-    expect(body).toMatchObject({ image: 'nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3', snapshot: true });
+    // A tag the engine does not have is typed by hand: the job pulls it.
+    expect(body).toMatchObject({ image: 'nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3', snapshot: true, pull: true });
     expect(body !== null && 'url' in (body as object)).toBe(false);
     await page.unroute('**/api/benchmarks');
     expect(pageErrors).toEqual([]);
