@@ -353,7 +353,8 @@ static json_t *enum_word(const gm_gpu *g, gm_metric m, gm_smi_kind kind)
     return w ? json_string(w) : json_null();
 }
 
-/* The fields nvidia-smi -q shows beside the counters that are not health: power limits and readings, identity, modes. */
+/* The fields nvidia-smi -q shows beside the counters that are not health: power limits and
+ * readings, identity, modes. */
 static void add_details(json_t *j, const gm_gpu *g)
 {
     put(j, "serial", string_or_null(g->serial));

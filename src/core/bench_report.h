@@ -4,8 +4,8 @@
  * a sweep's points, and a comparison of several benchmarks side by side.
  *
  * The GPU side of a point comes from its monitoring session (core/session): "gpu_monitoring"
- * is the session's statistics in the monitoring API's shape, and the energy is the session's: the energy
- * counter's increase over the point, else power integrated over the samples
+ * is the session's statistics in the monitoring API's shape, and the energy is the session's: the
+ * energy counter's increase over the point, else power integrated over the samples
  * ("energy_source" says which). */
 #ifndef GM_BENCH_REPORT_H
 #define GM_BENCH_REPORT_H

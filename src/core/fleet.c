@@ -501,8 +501,8 @@ static void evaluate_node(gm_fleet_node *n, const gm_fleet_thresholds *t)
     for (size_t i = 0; i < n->ngpus; i++) {
         gm_fleet_gpu *g = &n->gpus[i];
         double mp = mem_pct(g);
-        /* The idle rule of select, as the recording rule writes it: both readings present, both below
-         * their threshold. */
+        /* The idle rule of select, as the recording rule writes it: both readings present, both
+         * below their threshold. */
         g->idle = isfinite(g->util_pct) && isfinite(mp) && g->util_pct < t->max_util_pct &&
                   mp < t->max_mem_pct;
         n->idle += g->idle;

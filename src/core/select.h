@@ -11,8 +11,8 @@
 #include "core/lease.h"
 #include "gpumon.h"
 
-/* Weights of the availability score (as the GPU schedulers gpumon replaces weigh it): free memory matters more than idleness because
- * memory is a hard constraint for a job and utilisation a soft one. */
+/* Weights of the availability score: free memory matters more than idleness because memory is a
+ * hard constraint for a job and utilisation a soft one. */
 #define GM_SCORE_W_MEMORY 0.6
 #define GM_SCORE_W_IDLE   0.4
 

@@ -166,9 +166,9 @@ void gm_session_set_gpu(gm_session *s, unsigned index, const char *name, const c
  * first samples p50/p95 cover: sample_count, or the limit once passed), gpus [{index, name,
  * uuid}], gpu_stats keyed by index as a string ("0") with name, uuid, the five metric blocks
  * {min, max, mean, p50, p95, count} (null when the metric was absent in every sample; count,
- * min, max and mean cover every sample; utilization also carries "samples", as the monitoring API always has),
- * energy_j and energy_source; a top-level energy_j (sum over GPUs, null when any GPU lacks
- * one); and the attached fields. The timeline is not in it: core/timeline.c writes it (after
+ * min, max and mean cover every sample; utilization also carries "samples", as the monitoring API
+ * always has), energy_j and energy_source; a top-level energy_j (sum over GPUs, null when any GPU
+ * lacks one); and the attached fields. The timeline is not in it: core/timeline.c writes it (after
  * the document, with gm_timeline_open_doc). New reference, NULL when out of memory.
  * Percentiles sort the stored values, hence the non-const s. */
 json_t *gm_session_to_json(gm_session *s);
