@@ -369,6 +369,12 @@ double gm_pcie_gbps(unsigned gen, unsigned width);
 /* Returns the canonical name of a host metric ("cpu.utilization"), NULL when out of range. */
 const char *gm_host_metric_name(gm_host_metric id);
 
+/* The clock event reasons of GM_M_THROTTLE_REASONS (NVML's nvmlClocksEventReason* bits 0..8). */
+#define GM_CLOCK_REASON_COUNT 9
+/* Returns gpumon's word for the reason at bit position bit ("sw_power_cap"), as JSON, /metrics
+ * and benchmark reports name it; NULL past the last. */
+const char *gm_clock_reason_name(unsigned bit);
+
 /* ---- samples ----------------------------------------------------------------------------- */
 
 /* One GPU at one instant. A metric is present only when its bit in `valid` is set; values of

@@ -11,19 +11,6 @@
 #include "base/smi_format.h"
 #include "base/utf8.h"
 
-static const char *const throttle_names[] = {
-    /* NVML clocks event reason bits, in bit order (nvml.h nvmlClocksEventReason*). */
-    "gpu_idle",
-    "applications_clocks_setting",
-    "sw_power_cap",
-    "hw_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "display_clock_setting",
-};
-
 /* Integral values as JSON integers, so clients see 45, not 45.0; the rest as reals. */
 static json_t *integer_or_real(double v)
 {
@@ -174,16 +161,16 @@ static json_t *throttle_json(const gm_gpu *g)
     char hex[24];
     snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)mask);
     json_t *active = json_array();
-    for (size_t i = 0; i < sizeof throttle_names / sizeof *throttle_names; i++)
+    for (unsigned i = 0; i < GM_CLOCK_REASON_COUNT; i++)
         if (mask & (UINT64_C(1) << i))
-            json_array_append_new(active, json_string(throttle_names[i]));
+            json_array_append_new(active, json_string(gm_clock_reason_name(i)));
     /* Each reason the GPU reports, as a boolean (all nine when it does not say which). */
     json_t *reasons = json_object();
     uint64_t sup = gm_gpu_has(g, GM_M_THROTTLE_SUPPORTED) ? (uint64_t)g->v[GM_M_THROTTLE_SUPPORTED]
                                                           : UINT64_MAX;
-    for (size_t i = 0; i < sizeof throttle_names / sizeof *throttle_names; i++)
+    for (unsigned i = 0; i < GM_CLOCK_REASON_COUNT; i++)
         if (sup >> i & 1)
-            json_object_set_new(reasons, throttle_names[i], json_boolean(mask >> i & 1));
+            json_object_set_new(reasons, gm_clock_reason_name(i), json_boolean(mask >> i & 1));
     json_t *supported = json_null();
     if (gm_gpu_has(g, GM_M_THROTTLE_SUPPORTED)) {
         char shex[24];

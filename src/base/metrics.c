@@ -392,6 +392,22 @@ int gm_metric_find(const char *name)
     return -1;
 }
 
+const char *gm_clock_reason_name(unsigned bit)
+{
+    static const char *const names[GM_CLOCK_REASON_COUNT] = {
+        "gpu_idle",
+        "applications_clocks_setting",
+        "sw_power_cap",
+        "hw_slowdown",
+        "sync_boost",
+        "sw_thermal_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+        "display_clock_setting",
+    };
+    return bit < GM_CLOCK_REASON_COUNT ? names[bit] : NULL;
+}
+
 const char *gm_host_metric_name(gm_host_metric id)
 {
     if ((int)id < 0 || id >= GM_H__COUNT)

@@ -583,18 +583,6 @@ static void qvalue(const gm_snapshot *s, const gm_gpu *g, int field, char *buf, 
     }
 }
 
-static const char *reason_names[] = {
-    "gpu_idle",
-    "applications_clocks_setting",
-    "sw_power_cap",
-    "hw_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "display_clocks_setting",
-};
-
 /* ---- -q and -q -x: one walk, two renderings ------------------------------------------------- */
 
 typedef struct emit {
@@ -985,27 +973,33 @@ static void emit_performance(emit *e, const gm_snapshot *s, const gm_gpu *g)
     char v[128];
     fleaf(e, s, g, "performance_state", "Performance State", GM_SMI_F_PSTATE);
     sec(e, "clocks_event_reasons", "Clocks Event Reasons", D_PERFORMANCE);
-    static const char *const labels[] = {"Idle",
-                                         "Applications Clocks Setting",
-                                         "SW Power Cap",
-                                         "HW Slowdown",
-                                         "Sync Boost",
-                                         "SW Thermal Slowdown",
-                                         "HW Thermal Slowdown",
-                                         "HW Power Brake Slowdown",
-                                         "Display Clock Setting"};
-    /* nvidia-smi 580's order (-q and -q -x); r is the reason's bit. */
-    static const int order[] = {0, 1, 2, 3, 6, 7, 4, 5, 8};
-    for (int k = 0; k < 9; k++) {
-        int r = order[k];
+    /* nvidia-smi's own words, which are not gpumon's JSON words: its XML says
+     * "display_clocks_setting" where gpumon says "display_clock_setting". r is the reason's bit;
+     * rows are in nvidia-smi 580's order (-q and -q -x). */
+    static const struct {
+        int r;
+        const char *xml, *label;
+    } rows[] = {
+        {0, "gpu_idle", "Idle"},
+        {1, "applications_clocks_setting", "Applications Clocks Setting"},
+        {2, "sw_power_cap", "SW Power Cap"},
+        {3, "hw_slowdown", "HW Slowdown"},
+        {6, "hw_thermal_slowdown", "HW Thermal Slowdown"},
+        {7, "hw_power_brake_slowdown", "HW Power Brake Slowdown"},
+        {4, "sync_boost", "Sync Boost"},
+        {5, "sw_thermal_slowdown", "SW Thermal Slowdown"},
+        {8, "display_clocks_setting", "Display Clock Setting"},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
+        int r = rows[k].r;
         char xml[96];
-        snprintf(xml, sizeof xml, "clocks_event_reason_%s", reason_names[r]);
+        snprintf(xml, sizeof xml, "clocks_event_reason_%s", rows[k].xml);
         if (!g->lost && gm_gpu_has(g, GM_M_THROTTLE_REASONS))
             snprintf(v, sizeof v, "%s",
                      ((uint64_t)g->v[GM_M_THROTTLE_REASONS] >> r) & 1 ? "Active" : "Not Active");
         else
             snprintf(v, sizeof v, "N/A");
-        leaf(e, xml, labels[r], v);
+        leaf(e, xml, rows[k].label, v);
     }
     end(e, "clocks_event_reasons");
     /* Time spent in each reason since the driver loaded (nvidia-smi's counters). */

@@ -5,26 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct {
-    uint64_t bit;
-    const char *name;
-} throttle_names[] = {
-    {0x1, "gpu_idle"},
-    {0x2, "applications_clocks_setting"},
-    {0x4, "sw_power_cap"},
-    {0x8, "hw_slowdown"},
-    {0x10, "sync_boost"},
-    {0x20, "sw_thermal_slowdown"},
-    {0x40, "hw_thermal_slowdown"},
-    {0x80, "hw_power_brake_slowdown"},
-    {0x100, "display_clock_setting"},
-};
-
 const char *gm_bench_throttle_name(uint64_t bit)
 {
-    for (size_t i = 0; i < sizeof throttle_names / sizeof *throttle_names; i++)
-        if (throttle_names[i].bit == bit)
-            return throttle_names[i].name;
+    /* bit is a one-bit mask; the table is indexed by its position. */
+    for (unsigned i = 0; i < GM_CLOCK_REASON_COUNT; i++)
+        if (bit == UINT64_C(1) << i)
+            return gm_clock_reason_name(i);
     return NULL;
 }
 

@@ -162,6 +162,20 @@ static void test_host_metric_names(void **state)
     assert_string_equal(gm_host_metric_name(GM_H_UPTIME_S), "uptime");
 }
 
+/* The words JSON, /metrics and benchmark reports use for the clock event reason bits. */
+static void test_clock_reason_names(void **state)
+{
+    (void)state;
+    assert_string_equal(gm_clock_reason_name(0), "gpu_idle");
+    assert_string_equal(gm_clock_reason_name(2), "sw_power_cap");
+    assert_string_equal(gm_clock_reason_name(7), "hw_power_brake_slowdown");
+    assert_string_equal(gm_clock_reason_name(8), "display_clock_setting");
+    assert_null(gm_clock_reason_name(GM_CLOCK_REASON_COUNT));
+    for (unsigned i = 0; i < GM_CLOCK_REASON_COUNT; i++)
+        for (unsigned j = i + 1; j < GM_CLOCK_REASON_COUNT; j++)
+            assert_string_not_equal(gm_clock_reason_name(i), gm_clock_reason_name(j));
+}
+
 static void test_pcie_bandwidth(void **state)
 {
     (void)state;
@@ -191,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_units_and_scales_match_the_raw_units),
         cmocka_unit_test(test_names_unique_and_find_round_trips),
         cmocka_unit_test(test_host_metric_names),
+        cmocka_unit_test(test_clock_reason_names),
         cmocka_unit_test(test_pcie_bandwidth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
