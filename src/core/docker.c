@@ -781,6 +781,73 @@ int gm_docker_logs_tail(gm_docker *d, const char *ref, unsigned n, json_t **out,
     return GM_OK;
 }
 
+/* GETs path, whose answer must be a JSON list, into *out: add turns each item into zero or more
+ * entries (a negative return: out of memory). timeout_ms 0 is the usual limit. */
+static int get_list(gm_docker *d, const char *path, long timeout_ms, const char *what,
+                    int (*add)(json_t *item, json_t *list), json_t **out, gm_error *err)
+{
+    *out = NULL;
+    request r = {.kind = ANSWER_WHOLE, .timeout_ms = timeout_ms};
+    int rc = perform(d, "GET", path, NULL, &r, false, what, err);
+    json_t *j = NULL, *list = NULL;
+    if (rc == GM_OK && r.status != 200)
+        rc = answer_error(d, &r, GM_EIO, what, err);
+    if (rc == GM_OK)
+        rc = answer_json(d, &r, what, &j, err);
+    if (rc == GM_OK && !json_is_array(j))
+        rc = gm_error_set(err, GM_EIO, "%s: the engine's answer is not a list", what);
+    if (rc == GM_OK && !(list = json_array()))
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+    size_t i;
+    json_t *item;
+    json_array_foreach(rc == GM_OK ? j : NULL, i, item)
+    {
+        if (add(item, list) < 0) {
+            rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+            break;
+        }
+    }
+    json_decref(j);
+    request_free(&r);
+    if (rc < 0) {
+        json_decref(list);
+        return rc;
+    }
+    *out = list;
+    return GM_OK;
+}
+
+static int add_container(json_t *c, json_t *list)
+{
+    const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+    json_t *ports = json_array();
+    size_t k;
+    json_t *p;
+    json_array_foreach(json_object_get(c, "Ports"), k, p)
+    {
+        const char *type = json_string_value(json_object_get(p, "Type"));
+        if (type && strcmp(type, "tcp") != 0)
+            continue;
+        json_array_append_new(
+            ports, json_pack("{s:I, s:s, s:I}", "container_port",
+                             json_integer_value(json_object_get(p, "PrivatePort")), "host_ip",
+                             json_string_value(json_object_get(p, "IP")) ?: "", "host_port",
+                             json_integer_value(json_object_get(p, "PublicPort"))));
+    }
+    json_t *labels = json_object_get(c, "Labels");
+    labels = json_is_object(labels) ? json_incref(labels) : json_object();
+    json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "id",
+                          json_string_value(json_object_get(c, "Id")) ?: "", "name",
+                          name ? name + (name[0] == '/') : "", "image",
+                          json_string_value(json_object_get(c, "Image")) ?: "", "image_id",
+                          json_string_value(json_object_get(c, "ImageID")) ?: "", "state",
+                          json_string_value(json_object_get(c, "State")) ?: "", "status",
+                          json_string_value(json_object_get(c, "Status")) ?: "", "created",
+                          json_integer_value(json_object_get(c, "Created")), "labels", labels,
+                          "ports", ports ? ports : json_array());
+    return e ? json_array_append_new(list, e) : -1;
+}
+
 int gm_docker_list(gm_docker *d, const char *label, json_t **out, gm_error *err)
 {
     *out = NULL;
@@ -798,107 +865,33 @@ int gm_docker_list(gm_docker *d, const char *label, json_t **out, gm_error *err)
     snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", enc);
     curl_free(enc);
     snprintf(what, sizeof what, "cannot list the containers labelled %s", label ? label : "");
-    request r = {.kind = ANSWER_WHOLE};
-    rc = perform(d, "GET", path, NULL, &r, false, what, err);
-    json_t *j = NULL, *list = NULL;
-    if (rc == GM_OK && r.status != 200)
-        rc = answer_error(d, &r, GM_EIO, what, err);
-    if (rc == GM_OK)
-        rc = answer_json(d, &r, what, &j, err);
-    if (rc == GM_OK && !json_is_array(j))
-        rc = gm_error_set(err, GM_EIO, "%s: the engine's answer is not a list", what);
-    if (rc == GM_OK && !(list = json_array()))
-        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-    size_t i;
-    json_t *c;
-    json_array_foreach(rc == GM_OK ? j : NULL, i, c)
+    return get_list(d, path, 0, what, add_container, out, err);
+}
+
+/* One entry per name: an image tagged twice is offered under both. Untagged layers
+ * ("<none>:<none>") name nothing a job could start. */
+static int add_image(json_t *im, json_t *list)
+{
+    size_t k;
+    json_t *tag;
+    json_array_foreach(json_object_get(im, "RepoTags"), k, tag)
     {
-        const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
-        json_t *ports = json_array();
-        size_t k;
-        json_t *p;
-        json_array_foreach(json_object_get(c, "Ports"), k, p)
-        {
-            const char *type = json_string_value(json_object_get(p, "Type"));
-            if (type && strcmp(type, "tcp") != 0)
-                continue;
-            json_array_append_new(
-                ports, json_pack("{s:I, s:s, s:I}", "container_port",
-                                 json_integer_value(json_object_get(p, "PrivatePort")), "host_ip",
-                                 json_string_value(json_object_get(p, "IP")) ?: "", "host_port",
-                                 json_integer_value(json_object_get(p, "PublicPort"))));
-        }
-        json_t *labels = json_object_get(c, "Labels");
-        labels = json_is_object(labels) ? json_incref(labels) : json_object();
-        json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "id",
-                              json_string_value(json_object_get(c, "Id")) ?: "", "name",
-                              name ? name + (name[0] == '/') : "", "image",
-                              json_string_value(json_object_get(c, "Image")) ?: "", "image_id",
-                              json_string_value(json_object_get(c, "ImageID")) ?: "", "state",
-                              json_string_value(json_object_get(c, "State")) ?: "", "status",
-                              json_string_value(json_object_get(c, "Status")) ?: "", "created",
-                              json_integer_value(json_object_get(c, "Created")), "labels", labels,
-                              "ports", ports ? ports : json_array());
-        if (!e || json_array_append_new(list, e) < 0) {
-            rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-            break;
-        }
+        const char *name = json_string_value(tag);
+        if (!name || !*name || strncmp(name, "<none>", 6) == 0)
+            continue;
+        json_t *e = json_pack("{s:s, s:s, s:I, s:I}", "image", name, "id",
+                              json_string_value(json_object_get(im, "Id")) ?: "", "size_bytes",
+                              json_integer_value(json_object_get(im, "Size")), "created",
+                              json_integer_value(json_object_get(im, "Created")));
+        if (!e || json_array_append_new(list, e) < 0)
+            return -1;
     }
-    json_decref(j);
-    request_free(&r);
-    if (rc < 0) {
-        json_decref(list);
-        return rc;
-    }
-    *out = list;
-    return GM_OK;
+    return 0;
 }
 
 int gm_docker_images(gm_docker *d, json_t **out, gm_error *err)
 {
-    *out = NULL;
-    const char *what = "cannot list the engine's images";
     /* A listing is asked for by a page that waits for it: an engine that hangs fails it soon. */
-    request r = {.kind = ANSWER_WHOLE, .timeout_ms = IMAGES_TIMEOUT_MS};
-    int rc = perform(d, "GET", "/images/json", NULL, &r, false, what, err);
-    json_t *j = NULL, *list = NULL;
-    if (rc == GM_OK && r.status != 200)
-        rc = answer_error(d, &r, GM_EIO, what, err);
-    if (rc == GM_OK)
-        rc = answer_json(d, &r, what, &j, err);
-    if (rc == GM_OK && !json_is_array(j))
-        rc = gm_error_set(err, GM_EIO, "%s: the engine's answer is not a list", what);
-    if (rc == GM_OK && !(list = json_array()))
-        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-    size_t i, k;
-    json_t *im, *tag;
-    json_array_foreach(rc == GM_OK ? j : NULL, i, im)
-    {
-        /* One entry per name: an image tagged twice is offered under both. Untagged layers
-         * ("<none>:<none>") name nothing a job could start. */
-        json_array_foreach(json_object_get(im, "RepoTags"), k, tag)
-        {
-            const char *name = json_string_value(tag);
-            if (!name || !*name || strncmp(name, "<none>", 6) == 0)
-                continue;
-            json_t *e = json_pack("{s:s, s:s, s:I, s:I}", "image", name, "id",
-                                  json_string_value(json_object_get(im, "Id")) ?: "", "size_bytes",
-                                  json_integer_value(json_object_get(im, "Size")), "created",
-                                  json_integer_value(json_object_get(im, "Created")));
-            if (!e || json_array_append_new(list, e) < 0) {
-                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-                break;
-            }
-        }
-        if (rc < 0)
-            break;
-    }
-    json_decref(j);
-    request_free(&r);
-    if (rc < 0) {
-        json_decref(list);
-        return rc;
-    }
-    *out = list;
-    return GM_OK;
+    return get_list(d, "/images/json", IMAGES_TIMEOUT_MS, "cannot list the engine's images",
+                    add_image, out, err);
 }
