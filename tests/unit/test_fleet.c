@@ -1,8 +1,9 @@
 /* test_fleet.c - the fleet model on canned Prometheus answers: the PromQL it asks, nodes built
  * from targets and GPU series (a down target under its node's earlier name, a target without
- * Hostname, a node with two targets), idle GPUs under seed 003's rule and other thresholds,
- * aggregates and health, the choice of a node (most idle GPUs, then lowest mean utilization,
- * then name; never a node with a target down) with every node's reason, and the JSON. */
+ * Hostname, a node with two targets), idle GPUs under the default rule (utilization under 30 %,
+ * memory under 50 %) and other thresholds, aggregates and health, the choice of a node (most idle
+ * GPUs, then lowest mean utilization, then name; never a node with a target down) with every node's
+ * reason, and the JSON. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +19,8 @@
 
 #include "core/fleet.h"
 
-static const gm_fleet_thresholds seed003 = {30, 50};
+static const gm_fleet_thresholds default_rule = {GM_FLEET_MAX_UTIL_DEFAULT,
+                                                 GM_FLEET_MAX_MEM_DEFAULT};
 
 /* ---- canned answers ----------------------------------------------------------------------- */
 
@@ -146,7 +148,7 @@ static gm_fleet *fleet(void)
         "{\"__name__\":\"DCGM_FI_DEV_SM_CLOCK\",\"instance\":\"a:9400\",\"gpu\":\"0\"}", "1755",
         NULL};
     add_gpus(f, ids, readings);
-    gm_fleet_evaluate(f, &seed003);
+    gm_fleet_evaluate(f, &default_rule);
     return f;
 }
 
@@ -316,7 +318,7 @@ static void test_select(void **state)
                               UTIL("f:1", HOST("node-f"), "0", "10"), NULL},
              (const char *[]){READ("b:1", HOST("node-b"), "0", "1", "99", "1", "1"),
                               READ("f:1", HOST("node-f"), "0", "1", "99", "1", "1"), NULL});
-    gm_fleet_evaluate(g, &seed003);
+    gm_fleet_evaluate(g, &default_rule);
     i = gm_fleet_select(g, 1);
     assert_string_equal(gm_fleet_node_at(g, (size_t)i)->name, "node-f");
     assert_string_equal(node(g, "node-b")->reason,
@@ -348,7 +350,7 @@ static void test_names(void **state)
     /* x:1 is up and its series now say new-x: that wins over the window's old name. */
     add_gpus(f, (const char *[]){UTIL("x:1", HOST("new-x"), "0", "1"), NULL},
              (const char *[]){READ("x:1", HOST("new-x"), "0", "1", "99", "1", "1"), NULL});
-    gm_fleet_evaluate(f, &seed003);
+    gm_fleet_evaluate(f, &default_rule);
     assert_int_equal(gm_fleet_node_count(f), 2);
     assert_string_equal(gm_fleet_node_at(f, 0)->name, "new-x");
     assert_int_equal(gm_fleet_node_at(f, 0)->ngpus, 1);
@@ -360,7 +362,7 @@ static void test_names(void **state)
     add(f, GM_FLEET_Q_READINGS,
         (const char *[]){READ("x:1", HOST("x"), "0", "1", "99", "1", "1"), NULL});
     add(f, GM_FLEET_Q_GPUS, (const char *[]){UTIL("x:1", HOST("x"), "0", "7"), NULL});
-    gm_fleet_evaluate(f, &seed003);
+    gm_fleet_evaluate(f, &default_rule);
     gm_fleet_node *x = gm_fleet_node_at(f, 0);
     assert_int_equal(x->ngpus, 1);
     assert_string_equal(x->gpus[0].uuid, "GPU-x:1-0");
@@ -404,7 +406,7 @@ static void test_json(void **state)
     (void)state;
     gm_fleet *f = fleet();
     gm_fleet_select(f, 2);
-    json_t *j = gm_fleet_json(f, &seed003, true);
+    json_t *j = gm_fleet_json(f, &default_rule, true);
     assert_non_null(j);
     assert_string_equal(json_string_value(json_object_get(j, "time")), "2025-11-26T09:20:00.000Z");
     json_t *tot = json_object_get(j, "totals");
@@ -459,7 +461,7 @@ static void test_json(void **state)
     json_decref(j);
 
     /* Without the selection, no fits/chosen/reason. */
-    j = gm_fleet_json(f, &seed003, false);
+    j = gm_fleet_json(f, &default_rule, false);
     assert_null(json_object_get(json_array_get(json_object_get(j, "nodes"), 0), "reason"));
     json_decref(j);
     gm_fleet_free(f);
@@ -471,11 +473,11 @@ static void test_empty_and_malformed(void **state)
     gm_fleet *f = NULL;
     gm_error err = {0};
     assert_int_equal(gm_fleet_new(&f, &err), GM_OK);
-    gm_fleet_evaluate(f, &seed003);
+    gm_fleet_evaluate(f, &default_rule);
     assert_int_equal(gm_fleet_node_count(f), 0);
     assert_int_equal(gm_fleet_select(f, 1), -1);
     assert_true(isnan(gm_fleet_time(f)));
-    json_t *j = gm_fleet_json(f, &seed003, false);
+    json_t *j = gm_fleet_json(f, &default_rule, false);
     assert_true(json_is_null(json_object_get(j, "time")));
     assert_int_equal(json_array_size(json_object_get(j, "nodes")), 0);
     json_decref(j);
