@@ -217,56 +217,149 @@ static void do_kill(gm_top_view_state *st, const gm_top_proc *target)
     snprintf(st->message, sizeof st->message, "sent SIGTERM to pid %u", target->pid);
 }
 
-int gm_cli_top(int argc, char **argv)
+/* A key while a filter is typed, the help is shown or a kill awaits y/n: true when one of those
+ * took it (the help closes on any key; anything but y leaves the process alone). */
+static bool modal_key(const gm_top_frame *f, gm_top_view_state *st, const gm_top_proc *target,
+                      int ch)
 {
-    top_opts o = {.interval_s = 1, .timeout_s = 2};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        fprintf(stderr, "gpumon top: needs a terminal; in scripts use gpumon query -l SECONDS\n");
-        return GM_EXIT_USAGE;
+    if (st->input) {
+        filter_key(f, st, ch);
+        return true;
     }
-    gm_top_source *src;
-    if (o.connect) {
-        gm_error err = {0};
-        if (o.interval_s < o.timeout_s)
-            o.timeout_s = o.interval_s < 0.5 ? 0.5 : o.interval_s;
-        src = gm_top_open_remote(o.connect, o.token, o.timeout_s, &err);
-        if (!src) {
-            fprintf(stderr, "gpumon top: %s\n", err.msg);
-            return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
-        }
-    } else if (!(src = gm_top_open_local(&o.src, &rc))) {
-        return rc;
+    if (st->help) {
+        st->help = false;
+        return true;
     }
-    gm_top_frame *f = calloc(1, sizeof *f);
-    if (!f) {
-        gm_top_close(src);
-        fprintf(stderr, "gpumon top: out of memory\n");
-        return GM_EXIT_FAILURE;
+    if (!st->confirm)
+        return false;
+    st->confirm = false;
+    if (ch == 'y' || ch == 'Y') {
+        do_kill(st, target);
+    } else {
+        st->message_error = false;
+        snprintf(st->message, sizeof st->message, "not sent");
     }
-    /* Caught before curses starts, so curses leaves them to us and the terminal is restored
-     * by endwin on the way out. */
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    return true;
+}
 
-    gm_top_set_filter(src, &o.filter);
-    /* An id that names no GPU is a usage error, said before the screen is taken, as query says
-     * it; later (a GPU gone from the bus) the screen says it. */
-    if (gm_top_read(src, f) == GM_ENOENT) {
-        fprintf(stderr, "gpumon top: %s\n", f->error);
-        gm_top_close(src);
-        free(f);
-        return GM_EXIT_USAGE;
+/* Moves the selection for Up/Down (j/k), PgUp/PgDn, Home and End; false for another key. */
+static bool move_key(const gm_top_frame *f, gm_top_view_state *st, int ch)
+{
+    size_t page = st->list_rows ? st->list_rows : 1;
+    size_t nvis = gm_top_view_count(f, st);
+    switch (ch) {
+    case KEY_UP:
+    case 'k':
+        if (st->selected > 0)
+            st->selected--;
+        return true;
+    case KEY_DOWN:
+    case 'j':
+        if (st->selected + 1 < nvis)
+            st->selected++;
+        return true;
+    case KEY_PPAGE:
+        st->selected = st->selected > page ? st->selected - page : 0;
+        return true;
+    case KEY_NPAGE:
+        st->selected = nvis ? (st->selected + page < nvis ? st->selected + page : nvis - 1) : 0;
+        return true;
+    case KEY_HOME:
+        st->selected = 0;
+        return true;
+    case KEY_END:
+        st->selected = nvis ? nvis - 1 : 0;
+        return true;
+    default:
+        return false;
     }
-    gm_top_sort_procs(f, o.sort);
-    gm_top_view_state st = {.sort = o.sort, .interval_s = o.interval_s, .where = gm_top_where(src)};
-    gm_top_view_start(gm_term_use_color(o.color, STDOUT_FILENO));
-    double next = gm_clock_mono_s() + o.interval_s;
-    gm_top_proc target = {0};
+}
+
+/* Sorts by the column a key names (s: the next one), the selection staying on its process. */
+static void sort_key(gm_top_frame *f, gm_top_view_state *st, int ch)
+{
+    uint32_t pid;
+    unsigned gpu;
+    selection(f, st, &pid, &gpu);
+    st->sort = ch == 'm'   ? GM_TOP_SORT_GPU_MEM
+               : ch == 'c' ? GM_TOP_SORT_CPU
+               : ch == 'p' ? GM_TOP_SORT_PID
+               : ch == 'S' ? GM_TOP_SORT_SM
+                           : (gm_top_sort)((st->sort + 1) % GM_TOP_SORT__COUNT);
+    gm_top_sort_procs(f, st->sort);
+    keep_selection(f, st, pid, gpu);
+}
+
+/* A key of the screen itself: quit, kill, sort, the next graph, help or a filter. */
+static void command_key(gm_top_source *src, gm_top_frame *f, gm_top_view_state *st,
+                        gm_top_proc *target, int ch)
+{
+    switch (ch) {
+    case 'q':
+    case 'Q':
+    case KEY_F(10):
+        stop_requested = 1;
+        break;
+    case 'K':
+    case KEY_F(9):
+        ask_kill(f, st, gm_top_local_pids(src), target);
+        break;
+    case 's':
+    case 'm':
+    case 'c':
+    case 'p':
+    case 'S':
+        sort_key(f, st, ch);
+        break;
+    case 'g':
+    case '\t':
+        st->graph_gpu = f->ngpu ? (st->graph_gpu + 1) % f->ngpu : 0;
+        break;
+    case '?':
+    case 'h':
+        st->help = true;
+        break;
+    case 'u':
+    case '/':
+        st->input = true;
+        st->input_kind = (char)ch;
+        /* The filter of the same kind is there to edit; the other kind starts empty. */
+        snprintf(st->input_buf, sizeof st->input_buf, "%s",
+                 st->filter_user == (ch == 'u') ? st->filter : "");
+        break;
+    default:
+        break;
+    }
+}
+
+/* Takes the next reading into f, the selection staying on its process and the graph on its GPU
+ * when the frame's GPUs move. */
+static void read_next(gm_top_source *src, gm_top_frame *f, gm_top_view_state *st)
+{
+    uint32_t pid;
+    unsigned gpu;
+    selection(f, st, &pid, &gpu);
+    char graphed[GM_UUID_LEN] = "";
+    if (st->graph_gpu < f->ngpu)
+        snprintf(graphed, sizeof graphed, "%s", f->gpus[st->graph_gpu].uuid);
+    gm_top_read(src, f);
+    for (unsigned i = 0; graphed[0] && i < f->ngpu; i++)
+        if (strcmp(f->gpus[i].uuid, graphed) == 0)
+            st->graph_gpu = i;
+    gm_top_sort_procs(f, st->sort);
+    keep_selection(f, st, pid, gpu);
+}
+
+/* The screen until q or a signal: redrawn after a key, a resize or a reading, readings every
+ * interval (never to catch up after a slow one), keys in between. */
+static void run_screen(gm_top_source *src, gm_top_frame *f, const top_opts *o)
+{
+    gm_top_sort_procs(f, o->sort);
+    gm_top_view_state st = {
+        .sort = o->sort, .interval_s = o->interval_s, .where = gm_top_where(src)};
+    gm_top_view_start(gm_term_use_color(o->color, STDOUT_FILENO));
+    double next = gm_clock_mono_s() + o->interval_s;
+    gm_top_proc target = {0}; /* the process a kill question is about */
     bool dirty = true;
     while (!stop_requested) {
         if (dirty)
@@ -280,118 +373,80 @@ int gm_cli_top(int argc, char **argv)
         } else if (ch != ERR) {
             dirty = true;
             st.message[0] = '\0';
-            if (st.input) {
-                filter_key(f, &st, ch);
+            if (modal_key(f, &st, &target, ch))
                 continue;
-            }
-            if (st.help) {
-                st.help = false;
-                continue;
-            }
-            if (st.confirm) {
-                st.confirm = false;
-                if (ch == 'y' || ch == 'Y')
-                    do_kill(&st, &target);
-                else {
-                    st.message_error = false;
-                    snprintf(st.message, sizeof st.message, "not sent");
-                }
-                continue;
-            }
-            size_t page = st.list_rows ? st.list_rows : 1;
-            size_t nvis = gm_top_view_count(f, &st);
-            switch (ch) {
-            case 'q':
-            case 'Q':
-            case KEY_F(10):
-                stop_requested = 1;
-                break;
-            case KEY_UP:
-            case 'k':
-                if (st.selected > 0)
-                    st.selected--;
-                break;
-            case KEY_DOWN:
-            case 'j':
-                if (st.selected + 1 < nvis)
-                    st.selected++;
-                break;
-            case KEY_PPAGE:
-                st.selected = st.selected > page ? st.selected - page : 0;
-                break;
-            case KEY_NPAGE:
-                st.selected =
-                    nvis ? (st.selected + page < nvis ? st.selected + page : nvis - 1) : 0;
-                break;
-            case KEY_HOME:
-                st.selected = 0;
-                break;
-            case KEY_END:
-                st.selected = nvis ? nvis - 1 : 0;
-                break;
-            case 'K':
-            case KEY_F(9):
-                ask_kill(f, &st, gm_top_local_pids(src), &target);
-                break;
-            case 's':
-            case 'm':
-            case 'c':
-            case 'p':
-            case 'S': {
-                uint32_t pid;
-                unsigned gpu;
-                selection(f, &st, &pid, &gpu);
-                st.sort = ch == 'm'   ? GM_TOP_SORT_GPU_MEM
-                          : ch == 'c' ? GM_TOP_SORT_CPU
-                          : ch == 'p' ? GM_TOP_SORT_PID
-                          : ch == 'S' ? GM_TOP_SORT_SM
-                                      : (gm_top_sort)((st.sort + 1) % GM_TOP_SORT__COUNT);
-                gm_top_sort_procs(f, st.sort);
-                keep_selection(f, &st, pid, gpu);
-                break;
-            }
-            case 'g':
-            case '\t':
-                st.graph_gpu = f->ngpu ? (st.graph_gpu + 1) % f->ngpu : 0;
-                break;
-            case '?':
-            case 'h':
-                st.help = true;
-                break;
-            case 'u':
-            case '/':
-                st.input = true;
-                st.input_kind = (char)ch;
-                /* The filter of the same kind is there to edit; the other kind starts empty. */
-                snprintf(st.input_buf, sizeof st.input_buf, "%s",
-                         st.filter_user == (ch == 'u') ? st.filter : "");
-                break;
-            default:
-                break;
-            }
+            if (!move_key(f, &st, ch))
+                command_key(src, f, &st, &target, ch);
         }
         if (gm_clock_mono_s() >= next) {
-            uint32_t pid;
-            unsigned gpu;
-            selection(f, &st, &pid, &gpu);
-            /* The graph stays on its GPU when the frame's GPUs move. */
-            char graphed[GM_UUID_LEN] = "";
-            if (st.graph_gpu < f->ngpu)
-                snprintf(graphed, sizeof graphed, "%s", f->gpus[st.graph_gpu].uuid);
-            gm_top_read(src, f);
-            for (unsigned i = 0; graphed[0] && i < f->ngpu; i++)
-                if (strcmp(f->gpus[i].uuid, graphed) == 0)
-                    st.graph_gpu = i;
-            gm_top_sort_procs(f, st.sort);
-            keep_selection(f, &st, pid, gpu);
-            next += o.interval_s;
+            read_next(src, f, &st);
+            next += o->interval_s;
             if (next < gm_clock_mono_s()) /* a slow reading: do not try to catch up */
-                next = gm_clock_mono_s() + o.interval_s;
+                next = gm_clock_mono_s() + o->interval_s;
             dirty = true;
         }
     }
     gm_top_view_end();
+}
+
+/* Opens what o watches: the daemon of --connect (each request given at most the interval, and
+ * at least half a second) or the GPUs here. Returns NULL with *exit_code set after saying why. */
+static gm_top_source *open_source(top_opts *o, int *exit_code)
+{
+    if (!o->connect)
+        return gm_top_open_local(&o->src, exit_code);
+    gm_error err = {0};
+    if (o->interval_s < o->timeout_s)
+        o->timeout_s = o->interval_s < 0.5 ? 0.5 : o->interval_s;
+    gm_top_source *src = gm_top_open_remote(o->connect, o->token, o->timeout_s, &err);
+    if (!src) {
+        fprintf(stderr, "gpumon top: %s\n", err.msg);
+        *exit_code = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+    }
+    return src;
+}
+
+/* The first reading, with -i applied. An id that names no GPU is a usage error, said before the
+ * screen is taken, as query says it; later (a GPU gone from the bus) the screen says it. */
+static int read_first(gm_top_source *src, const top_opts *o, gm_top_frame *f)
+{
+    gm_top_set_filter(src, &o->filter);
+    if (gm_top_read(src, f) == GM_ENOENT) {
+        fprintf(stderr, "gpumon top: %s\n", f->error);
+        return GM_EXIT_USAGE;
+    }
+    return GM_EXIT_OK;
+}
+
+int gm_cli_top(int argc, char **argv)
+{
+    top_opts o = {.interval_s = 1, .timeout_s = 2};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "gpumon top: needs a terminal; in scripts use gpumon query -l SECONDS\n");
+        return GM_EXIT_USAGE;
+    }
+    gm_top_source *src = open_source(&o, &rc);
+    if (!src)
+        return rc;
+    gm_top_frame *f = calloc(1, sizeof *f);
+    if (!f) {
+        gm_top_close(src);
+        fprintf(stderr, "gpumon top: out of memory\n");
+        return GM_EXIT_FAILURE;
+    }
+    /* Caught before curses starts, so curses leaves them to us and the terminal is restored
+     * by endwin on the way out. */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    rc = read_first(src, &o, f);
+    if (rc == GM_EXIT_OK)
+        run_screen(src, f, &o);
     gm_top_close(src);
     free(f);
-    return GM_EXIT_OK;
+    return rc;
 }

@@ -287,16 +287,113 @@ static void fmt_elapsed(char *buf, size_t len, double s)
         snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
 }
 
-void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
-{
-    if (COLS < GM_TOP_MIN_COLS || LINES < GM_TOP_MIN_ROWS) {
-        too_small();
-        return;
-    }
-    erase();
-    char line[512];
+/* Rows: title, host, the GPUs, the graphs, the list's header and rows, the keys. The GPUs come
+ * first; the list gets a row per process (at least 3) up to half of what is left; the graphs
+ * take the rest, so a taller terminal draws taller graphs. */
+enum { GRAPH_MIN_ROWS = 8 }; /* a graph: a title row and 7 rows */
 
-    /* Title. */
+/* The GPUs' rows from row 2; returns the row below them. */
+static int layout_gpus(const gm_top_frame *f, int rows, gm_top_layout *l)
+{
+    int avail = rows - 3 - 1 - 3; /* what the GPUs and the graph may take, 3 list rows kept */
+    int n = (int)f->ngpu;
+    /* Two rows each while a graph still fits under them, or when one row each leaves no room
+     * for a graph anyway. */
+    bool two =
+        2 * n + GRAPH_MIN_ROWS <= avail || (2 * n <= avail && n > 0 && n + GRAPH_MIN_ROWS > avail);
+    int per = two ? 2 : 1;
+    int gpu_rows = per * n;
+    if (gpu_rows > avail)
+        gpu_rows = avail;
+    int shown = per * n > gpu_rows ? (gpu_rows - 1) / per : n; /* a row says how many more */
+    l->gpu_y = 2;
+    l->gpu_two_rows = two;
+    l->gpu_name_w = two ? 22 : 14;
+    l->gpus_shown = (unsigned)shown;
+    int y = l->gpu_y + per * shown;
+    if (shown < n)
+        l->more_gpus_y = y++;
+    return y;
+}
+
+/* The graphs' rows from row y, what the list leaves; returns the row below them. */
+static int layout_graphs(const gm_top_frame *f, const gm_top_view_state *st, int cols, int rows,
+                         int y, gm_top_layout *l)
+{
+    int rest = rows - 1 - y - 1; /* below the GPUs: the graphs and the list without its header */
+    int want = (int)l->nvis + (f->proc_dropped ? 1 : 0);
+    if (want > rest / 2)
+        want = rest / 2;
+    if (want < 3)
+        want = 3;
+    int gh = rest - want;
+    l->graph_gpu = st->graph_gpu;
+    if (gh < GRAPH_MIN_ROWS || f->ngpu == 0)
+        return y;
+    if (l->graph_gpu >= f->ngpu)
+        l->graph_gpu = 0;
+    l->graph_y = y;
+    l->graph_rows = gh;
+    l->graph_w = (cols - 3) / 2;
+    /* Utilization and memory side by side, and power and temperature under them when there
+     * is room for two rows of graphs. */
+    l->graph_four = gh >= 2 * GRAPH_MIN_ROWS;
+    l->graph_top_rows = l->graph_four ? gh / 2 : gh;
+    return y + gh;
+}
+
+/* The list from row y: a window of it that follows the selection, its last row saying how many
+ * more there are when they do not all fit, and which filter hides some. */
+static void layout_list(const gm_top_frame *f, const gm_top_view_state *st, int rows, int y,
+                        gm_top_layout *l)
+{
+    size_t nvis = l->nvis;
+    l->header_y = y;
+    l->list_y = y + 1;
+    l->list_rows = rows - 1 - l->list_y;
+    if (l->list_rows < 0)
+        l->list_rows = 0;
+    size_t list_rows = (size_t)l->list_rows;
+    bool more = nvis > list_rows || (f->proc_dropped && nvis >= list_rows);
+    bool status = (more || st->filter[0]) && list_rows > 0;
+    l->proc_rows = status ? l->list_rows - 1 : l->list_rows;
+    l->status_y = status ? l->list_y + l->list_rows - 1 : -1;
+    size_t pr = (size_t)l->proc_rows;
+    l->page = pr > 0 ? pr : 1;
+
+    size_t sel = st->selected, first = st->first;
+    if (sel >= nvis)
+        sel = nvis ? nvis - 1 : 0;
+    if (sel < first)
+        first = sel;
+    if (pr > 0 && sel >= first + pr)
+        first = sel - pr + 1;
+    if (first + pr > nvis) /* a shorter list: no empty rows below it */
+        first = nvis > pr ? nvis - pr : 0;
+    l->selected = sel;
+    l->first = first;
+    l->procs_drawn = nvis - first < pr ? nvis - first : pr;
+    l->below = nvis - first - l->procs_drawn;
+}
+
+void gm_top_view_layout(const gm_top_frame *f, const gm_top_view_state *st, int cols, int rows,
+                        gm_top_layout *out)
+{
+    *out = (gm_top_layout){.more_gpus_y = -1, .graph_y = -1, .status_y = -1};
+    out->too_small = cols < GM_TOP_MIN_COLS || rows < GM_TOP_MIN_ROWS;
+    if (out->too_small)
+        return;
+    out->nvis = gm_top_view_count(f, st);
+    int y = layout_gpus(f, rows, out);
+    y = layout_graphs(f, st, cols, rows, y, out);
+    layout_list(f, st, rows, y, out);
+    out->keys_y = rows - 1;
+}
+
+/* The title row: what is watched, the host, driver and CUDA, the interval and the time. */
+static void draw_title(const gm_top_frame *f, const gm_top_view_state *st)
+{
+    char line[512];
     char when[16] = "--:--:--";
     if (f->time_ms) {
         time_t t = (time_t)(f->time_ms / 1000);
@@ -312,112 +409,96 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
     mvaddnstr(0, 0, line, COLS - 9);
     mvaddnstr(0, COLS - 9, when, 8);
     attroff(pair(C_TITLE) | A_BOLD | A_REVERSE);
+}
 
-    /* Host, or why the last reading failed. */
+/* The host's row, or why the last reading failed. */
+static void draw_host(const gm_top_frame *f)
+{
     if (f->error[0]) {
         put(1, 0, COLS, pair(C_RED) | A_BOLD, f->error);
-    } else {
-        size_t n = (size_t)snprintf(line, sizeof line, "host");
-        if (!isnan(f->host_cpu_pct))
-            n += (size_t)snprintf(line + n, sizeof line - n, "  cpu %.1f%%", f->host_cpu_pct);
-        else if (!isnan(f->host_cpus)) /* the first reading has no CPU rate yet */
-            n += (size_t)snprintf(line + n, sizeof line - n, "  cpu --");
-        if (!isnan(f->host_cpus))
-            n += (size_t)snprintf(line + n, sizeof line - n, " of %.0f", f->host_cpus);
-        if (!isnan(f->host_mem_used_gib))
-            n += (size_t)snprintf(line + n, sizeof line - n, "  mem %.1f / %.1f GiB",
-                                  f->host_mem_used_gib, f->host_mem_total_gib);
-        snprintf(line + n, sizeof line - n, "  %u GPU%s  %zu process%s  provider %s", f->ngpu,
-                 f->ngpu == 1 ? "" : "s", f->nproc + f->proc_dropped,
-                 f->nproc + f->proc_dropped == 1 ? "" : "es", f->provider);
-        put(1, 0, COLS, 0, line);
+        return;
     }
+    char line[512];
+    size_t n = (size_t)snprintf(line, sizeof line, "host");
+    if (!isnan(f->host_cpu_pct))
+        n += (size_t)snprintf(line + n, sizeof line - n, "  cpu %.1f%%", f->host_cpu_pct);
+    else if (!isnan(f->host_cpus)) /* the first reading has no CPU rate yet */
+        n += (size_t)snprintf(line + n, sizeof line - n, "  cpu --");
+    if (!isnan(f->host_cpus))
+        n += (size_t)snprintf(line + n, sizeof line - n, " of %.0f", f->host_cpus);
+    if (!isnan(f->host_mem_used_gib))
+        n += (size_t)snprintf(line + n, sizeof line - n, "  mem %.1f / %.1f GiB",
+                              f->host_mem_used_gib, f->host_mem_total_gib);
+    snprintf(line + n, sizeof line - n, "  %u GPU%s  %zu process%s  provider %s", f->ngpu,
+             f->ngpu == 1 ? "" : "s", f->nproc + f->proc_dropped,
+             f->nproc + f->proc_dropped == 1 ? "" : "es", f->provider);
+    put(1, 0, COLS, 0, line);
+}
 
-    /* Rows: title, host, the GPUs, the graphs, the list's header and rows, the keys. The GPUs
-     * come first; the list gets a row per process (at least 3) up to half of what is left; the
-     * graphs take the rest, so a taller terminal draws taller graphs. */
-    const int gmin = 8;            /* a graph: a title row and 7 rows */
-    int avail = LINES - 3 - 1 - 3; /* what the GPUs and the graph may take, 3 list rows kept */
-    int n = (int)f->ngpu;
-    bool two = 2 * n + gmin <= avail || (2 * n <= avail && n > 0 && n + gmin > avail);
-    int gpu_rows = two ? 2 * n : n;
-    if (gpu_rows > avail)
-        gpu_rows = avail;
-    int y = 2;
-    int name_w = two ? 22 : 14, per = two ? 2 : 1;
-    int shown = per * n > gpu_rows ? (gpu_rows - 1) / per : n; /* a row says how many more */
-    for (int i = 0; i < shown; i++) {
-        const gm_top_gpu *g = &f->gpus[i];
-        char name[GM_NAME_LEN];
-        gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
-        snprintf(line, sizeof line, "%-3u %-*s", g->index, name_w, name);
-        put(y, 0, 4 + name_w, (unsigned)i == st->graph_gpu ? A_BOLD | A_UNDERLINE : A_BOLD, line);
-        int x = 4 + name_w + 1;
-        if (g->lost) {
-            put(y, x, COLS - x, pair(C_RED) | A_BOLD, "GPU is lost (fell off the bus)");
-            y += two ? 2 : 1;
-            continue;
-        }
-        if (two) {
-            char fan[16];
-            fmt_num(fan, sizeof fan, g->fan_pct, "%");
-            snprintf(line, sizeof line, "    %-3s fan %s", g->pstate[0] ? g->pstate : "", fan);
-            put(y + 1, 0, 4 + name_w, 0, line);
-        }
-        gpu_bars(g, y, x, COLS - x, two);
-        y += two ? 2 : 1;
+/* One GPU from row y: its index and name (underlined when graphed), then its bars. */
+static void draw_gpu(const gm_top_gpu *g, int y, const gm_top_layout *l, bool graphed)
+{
+    char line[512];
+    int name_w = l->gpu_name_w;
+    char name[GM_NAME_LEN];
+    gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
+    snprintf(line, sizeof line, "%-3u %-*s", g->index, name_w, name);
+    put(y, 0, 4 + name_w, graphed ? A_BOLD | A_UNDERLINE : A_BOLD, line);
+    int x = 4 + name_w + 1;
+    if (g->lost) {
+        put(y, x, COLS - x, pair(C_RED) | A_BOLD, "GPU is lost (fell off the bus)");
+        return;
     }
-    if (shown < n) {
-        snprintf(line, sizeof line, "... %d more GPU%s (a taller terminal shows them)", n - shown,
-                 n - shown == 1 ? "" : "s");
-        put(y++, 0, COLS, pair(C_DIM), line);
+    if (l->gpu_two_rows) {
+        char fan[16];
+        fmt_num(fan, sizeof fan, g->fan_pct, "%");
+        snprintf(line, sizeof line, "    %-3s fan %s", g->pstate[0] ? g->pstate : "", fan);
+        put(y + 1, 0, 4 + name_w, 0, line);
     }
+    gpu_bars(g, y, x, COLS - x, l->gpu_two_rows);
+}
 
-    size_t nvis = gm_top_view_count(f, st);
-    int rest = LINES - 1 - y - 1; /* below the GPUs: the graphs and the list without its header */
-    int want = (int)nvis + (f->proc_dropped ? 1 : 0);
-    if (want > rest / 2)
-        want = rest / 2;
-    if (want < 3)
-        want = 3;
-    int gh = rest - want;
-    if (gh >= gmin && n > 0) {
-        /* The selected GPU's history: utilization and memory side by side, and power and
-         * temperature under them when there is room for two rows of graphs. */
-        if (st->graph_gpu >= f->ngpu)
-            st->graph_gpu = 0;
-        const gm_top_gpu *g = &f->gpus[st->graph_gpu];
-        int w = (COLS - 3) / 2;
-        bool four = gh >= 2 * gmin;
-        int h1 = four ? gh / 2 : gh;
-        char title[128];
-        snprintf(title, sizeof title, "GPU %u utilization %% (%.0f s)", g->index,
-                 st->interval_s * w);
-        graph(y, 1, w, h1 - 1, title, g->hist[GM_TOP_H_UTIL], g->nhist, 70, 90);
-        snprintf(title, sizeof title, "GPU %u memory used %%", g->index);
-        graph(y, w + 2, w, h1 - 1, title, g->hist[GM_TOP_H_MEM], g->nhist, 70, 90);
-        if (four) {
-            snprintf(title, sizeof title, "GPU %u power %% of its limit", g->index);
-            graph(y + h1, 1, w, gh - h1 - 1, title, g->hist[GM_TOP_H_POWER], g->nhist, 80, 95);
-            snprintf(title, sizeof title, "GPU %u temperature C", g->index);
-            graph(y + h1, w + 2, w, gh - h1 - 1, title, g->hist[GM_TOP_H_TEMP], g->nhist, 70, 85);
-        }
-        y += gh;
+static void draw_gpus(const gm_top_frame *f, const gm_top_view_state *st, const gm_top_layout *l)
+{
+    int per = l->gpu_two_rows ? 2 : 1;
+    for (unsigned i = 0; i < l->gpus_shown; i++)
+        draw_gpu(&f->gpus[i], l->gpu_y + per * (int)i, l, i == st->graph_gpu);
+    if (l->more_gpus_y >= 0) {
+        char line[128];
+        unsigned more = f->ngpu - l->gpus_shown;
+        snprintf(line, sizeof line, "... %u more GPU%s (a taller terminal shows them)", more,
+                 more == 1 ? "" : "s");
+        put(l->more_gpus_y, 0, COLS, pair(C_DIM), line);
     }
+}
 
-    /* Processes: a window of the list that follows the selection, its last row saying how many
-     * more there are when they do not all fit. */
-    int list_y = y + 1, list_rows = LINES - 1 - list_y;
-    if (list_rows < 0)
-        list_rows = 0;
-    bool more = nvis > (size_t)list_rows || (f->proc_dropped && nvis >= (size_t)list_rows);
-    /* The list's last row says how many more there are, and which filter hides some. */
-    bool status = more || st->filter[0];
-    int proc_rows = status && list_rows > 0 ? list_rows - 1 : list_rows;
-    st->list_rows = proc_rows > 0 ? (size_t)proc_rows : 1;
+/* The graphed GPU's history: utilization and memory, then power and temperature. */
+static void draw_graphs(const gm_top_frame *f, const gm_top_view_state *st, const gm_top_layout *l)
+{
+    if (!l->graph_rows)
+        return;
+    const gm_top_gpu *g = &f->gpus[l->graph_gpu];
+    int y = l->graph_y, w = l->graph_w, h1 = l->graph_top_rows;
+    char title[128];
+    snprintf(title, sizeof title, "GPU %u utilization %% (%.0f s)", g->index, st->interval_s * w);
+    graph(y, 1, w, h1 - 1, title, g->hist[GM_TOP_H_UTIL], g->nhist, 70, 90);
+    snprintf(title, sizeof title, "GPU %u memory used %%", g->index);
+    graph(y, w + 2, w, h1 - 1, title, g->hist[GM_TOP_H_MEM], g->nhist, 70, 90);
+    if (!l->graph_four)
+        return;
+    int h2 = l->graph_rows - h1 - 1;
+    snprintf(title, sizeof title, "GPU %u power %% of its limit", g->index);
+    graph(y + h1, 1, w, h2, title, g->hist[GM_TOP_H_POWER], g->nhist, 80, 95);
+    snprintf(title, sizeof title, "GPU %u temperature C", g->index);
+    graph(y + h1, w + 2, w, h2, title, g->hist[GM_TOP_H_TEMP], g->nhist, 70, 85);
+}
+
+/* The list's header: '*' marks the column the list is sorted by. */
+static void draw_list_header(const gm_top_view_state *st, int y)
+{
+    char line[256];
     attron(A_BOLD | A_REVERSE);
     mvhline(y, 0, ' ', COLS);
-    /* '*' marks the column the list is sorted by. */
     snprintf(line, sizeof line, "%7s %-10s %3s %9s %4s %6s %8s %8s  %s",
              st->sort == GM_TOP_SORT_PID ? "PID*" : "PID", "USER", "GPU",
              st->sort == GM_TOP_SORT_GPU_MEM ? "GPU-MEM*" : "GPU-MEM",
@@ -425,68 +506,80 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
              st->sort == GM_TOP_SORT_CPU ? "CPU%*" : "CPU%", "HOST-MEM", "ELAPSED", "COMMAND");
     mvaddnstr(y, 0, line, COLS);
     attroff(A_BOLD | A_REVERSE);
-    if (nvis == 0 && proc_rows > 0)
-        put(list_y, 2, COLS - 2, pair(C_DIM),
+}
+
+/* A process's row, absent readings as N/A (GPU memory) or '-'. */
+static void fmt_proc(char *line, size_t len, const gm_top_proc *p)
+{
+    char gm[16], cpu[16], rss[16], age[16], sm[8] = "-";
+    if (isnan(p->gpu_mem_mib))
+        snprintf(gm, sizeof gm, "N/A");
+    else
+        snprintf(gm, sizeof gm, "%.0fMiB", p->gpu_mem_mib);
+    if (!isnan(p->sm_pct))
+        snprintf(sm, sizeof sm, "%.0f", p->sm_pct);
+    if (isnan(p->cpu_pct))
+        snprintf(cpu, sizeof cpu, "-");
+    else
+        snprintf(cpu, sizeof cpu, "%.1f", p->cpu_pct);
+    if (isnan(p->rss_mib))
+        snprintf(rss, sizeof rss, "-");
+    else
+        snprintf(rss, sizeof rss, "%.0fMiB", p->rss_mib);
+    fmt_elapsed(age, sizeof age, p->elapsed_s);
+    snprintf(line, len, "%7u %-10.10s %3u %9s %4s %6s %8s %8s  %s", p->pid,
+             p->user[0] ? p->user : "?", p->gpu, gm, sm, cpu, rss, age,
+             p->command[0] ? p->command : "?");
+}
+
+/* The processes' rows, the selected one reversed, or why there are none. */
+static void draw_procs(const gm_top_frame *f, const gm_top_view_state *st, const gm_top_layout *l)
+{
+    if (l->nvis == 0 && l->proc_rows > 0)
+        put(l->list_y, 2, COLS - 2, pair(C_DIM),
             f->nproc ? "no process matches the filter (u or / changes it, Enter alone clears it)"
                      : "no GPU processes");
-    if (st->selected >= nvis)
-        st->selected = nvis ? nvis - 1 : 0;
-    if (st->selected < st->first)
-        st->first = st->selected;
-    if (proc_rows > 0 && st->selected >= st->first + (size_t)proc_rows)
-        st->first = st->selected - (size_t)proc_rows + 1;
-    if (st->first + (size_t)proc_rows > nvis) /* a shorter list: no empty rows below it */
-        st->first = nvis > (size_t)proc_rows ? nvis - (size_t)proc_rows : 0;
-    int r = 0;
-    for (; r < proc_rows && st->first + (size_t)r < nvis; r++) {
-        const gm_top_proc *p = gm_top_view_proc(f, st, st->first + (size_t)r);
-        char gm[16], cpu[16], rss[16], age[16], sm[8] = "-";
-        if (isnan(p->gpu_mem_mib))
-            snprintf(gm, sizeof gm, "N/A");
-        else
-            snprintf(gm, sizeof gm, "%.0fMiB", p->gpu_mem_mib);
-        if (!isnan(p->sm_pct))
-            snprintf(sm, sizeof sm, "%.0f", p->sm_pct);
-        if (isnan(p->cpu_pct))
-            snprintf(cpu, sizeof cpu, "-");
-        else
-            snprintf(cpu, sizeof cpu, "%.1f", p->cpu_pct);
-        if (isnan(p->rss_mib))
-            snprintf(rss, sizeof rss, "-");
-        else
-            snprintf(rss, sizeof rss, "%.0fMiB", p->rss_mib);
-        fmt_elapsed(age, sizeof age, p->elapsed_s);
-        snprintf(line, sizeof line, "%7u %-10.10s %3u %9s %4s %6s %8s %8s  %s", p->pid,
-                 p->user[0] ? p->user : "?", p->gpu, gm, sm, cpu, rss, age,
-                 p->command[0] ? p->command : "?");
-        bool sel = st->first + (size_t)r == st->selected;
+    for (size_t r = 0; r < l->procs_drawn; r++) {
+        char line[512];
+        int y = l->list_y + (int)r;
+        fmt_proc(line, sizeof line, gm_top_view_proc(f, st, l->first + r));
+        bool sel = l->first + r == l->selected;
         if (sel) {
             attron(A_REVERSE);
-            mvhline(list_y + r, 0, ' ', COLS);
+            mvhline(y, 0, ' ', COLS);
         }
-        mvaddnstr(list_y + r, 0, line, COLS);
+        mvaddnstr(y, 0, line, COLS);
         if (sel)
             attroff(A_REVERSE);
     }
-    if (status && list_rows > 0) {
-        size_t below = nvis - (st->first + (size_t)r);
-        size_t n2 = 0;
-        if (st->filter[0])
-            n2 = (size_t)snprintf(line, sizeof line, "  %s %s: %zu of %zu",
-                                  st->filter_user ? "user" : "filter", st->filter, nvis, f->nproc);
-        if (below)
-            n2 += (size_t)snprintf(line + n2, sizeof line - n2, "  +%zu more", below);
-        else if (st->first)
-            n2 += (size_t)snprintf(line + n2, sizeof line - n2, "  %zu above", st->first);
-        if (f->proc_dropped)
-            n2 += (size_t)snprintf(line + n2, sizeof line - n2, " (and %zu not read)",
-                                   f->proc_dropped);
-        if (nvis > (size_t)proc_rows)
-            snprintf(line + n2, sizeof line - n2, "  (Up/Down, PgUp/PgDn scroll)");
-        put(list_y + list_rows - 1, 0, COLS, pair(C_DIM), line);
-    }
+}
 
-    /* Keys, a question, or the last action's result. */
+/* The list's last row: the filter, how many more (or above), and how to scroll. */
+static void draw_list_status(const gm_top_frame *f, const gm_top_view_state *st,
+                             const gm_top_layout *l)
+{
+    if (l->status_y < 0)
+        return;
+    char line[512] = "";
+    size_t n = 0;
+    if (st->filter[0])
+        n = (size_t)snprintf(line, sizeof line, "  %s %s: %zu of %zu",
+                             st->filter_user ? "user" : "filter", st->filter, l->nvis, f->nproc);
+    if (l->below)
+        n += (size_t)snprintf(line + n, sizeof line - n, "  +%zu more", l->below);
+    else if (l->first)
+        n += (size_t)snprintf(line + n, sizeof line - n, "  %zu above", l->first);
+    if (f->proc_dropped)
+        n += (size_t)snprintf(line + n, sizeof line - n, " (and %zu not read)", f->proc_dropped);
+    if (l->nvis > (size_t)l->proc_rows)
+        snprintf(line + n, sizeof line - n, "  (Up/Down, PgUp/PgDn scroll)");
+    put(l->status_y, 0, COLS, pair(C_DIM), line);
+}
+
+/* The bottom row: a filter being typed, a question, the last action's result, or the keys. */
+static void draw_keys(const gm_top_view_state *st, int y)
+{
+    char line[512];
     attr_t a = 0;
     if (st->input) {
         snprintf(line, sizeof line, "%s: %s_   (Enter apply, Esc cancel)",
@@ -505,8 +598,32 @@ void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
                  sort_name(st->sort));
         a = pair(C_CYAN);
     }
-    put(LINES - 1, 0, COLS, a, line);
+    put(y, 0, COLS, a, line);
+}
+
+void gm_top_view_draw(const gm_top_frame *f, gm_top_view_state *st)
+{
+    gm_top_layout l;
+    gm_top_view_layout(f, st, COLS, LINES, &l);
+    if (l.too_small) {
+        too_small();
+        return;
+    }
+    erase();
+    draw_title(f, st);
+    draw_host(f);
+    draw_gpus(f, st, &l);
+    draw_graphs(f, st, &l);
+    draw_list_header(st, l.header_y);
+    draw_procs(f, st, &l);
+    draw_list_status(f, st, &l);
+    draw_keys(st, l.keys_y);
     if (st->help)
         draw_help();
     refresh();
+    /* The layout keeps the selection in the list and the graph on a GPU of the frame. */
+    st->graph_gpu = l.graph_gpu;
+    st->selected = l.selected;
+    st->first = l.first;
+    st->list_rows = l.page;
 }

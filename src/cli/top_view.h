@@ -1,8 +1,9 @@
 /* top_view.h - `gpumon top`'s screen on ncurses: a title, the host, per-GPU bars (utilization,
  * memory, power, temperature), the history graphs of one GPU, the process list with a selected
  * row, and a line of keys, prompts and messages. Graphs are block characters where the locale
- * is UTF-8, ASCII elsewhere. It draws a frame (top_source.h) and the
- * state the keys change; reading keys and acting on them is cmd_top.c's. */
+ * is UTF-8, ASCII elsewhere. It draws a frame (top_source.h) and the state the keys change, in
+ * two steps: the layout (where each part goes, computed without the terminal) and the drawing
+ * of it. Reading keys and acting on them is cmd_top.c's. */
 #ifndef GM_CLI_TOP_VIEW_H
 #define GM_CLI_TOP_VIEW_H
 
@@ -37,6 +38,42 @@ typedef struct gm_top_view_state {
     char input_kind;
     char input_buf[64];
 } gm_top_view_state;
+
+/* Where each part of the screen goes, for a frame, the view's state and a terminal size: rows
+ * count from 0 at the top, and a row of -1 is a part not drawn. Computed apart from the
+ * terminal, which gm_top_view_draw then draws it on. */
+typedef struct gm_top_layout {
+    bool too_small; /* below the minimum: the screen only says so, and nothing else is set */
+    /* The GPUs from gpu_y, gpus_shown of them: each on two rows (bars in pairs, p-state and fan
+     * under the name) or on one (four narrow bars), then a row saying how many more when not
+     * all fit. */
+    int gpu_y;
+    bool gpu_two_rows;
+    int gpu_name_w;
+    unsigned gpus_shown;
+    int more_gpus_y;
+    /* The history of graph_gpu over graph_rows rows from graph_y (0: no graphs), two graphs of
+     * graph_w columns side by side; with graph_four, two more from graph_y + graph_top_rows.
+     * graph_gpu is the state's, or the first GPU when graphs are drawn and the state's has left
+     * the frame. */
+    unsigned graph_gpu;
+    int graph_y, graph_rows, graph_top_rows, graph_w;
+    bool graph_four;
+    /* The process list: its header, then list_rows rows from list_y. proc_rows of them show
+     * processes from the first-th (procs_drawn of them, the selected one reversed); the last,
+     * status_y (-1: none), says how many more there are and which filter hides some. */
+    int header_y, list_y, list_rows, proc_rows, status_y;
+    size_t nvis;     /* processes matching the filter */
+    size_t selected; /* the selection, within them */
+    size_t first, procs_drawn;
+    size_t below; /* processes past the last row drawn: the "+N more" */
+    size_t page;  /* rows PgUp/PgDn move by */
+    int keys_y;   /* the keys, a question or a message */
+} gm_top_layout;
+
+/* The layout of f and st on a terminal of cols x rows: touches no terminal. */
+void gm_top_view_layout(const gm_top_frame *f, const gm_top_view_state *st, int cols, int rows,
+                        gm_top_layout *out);
 
 /* Takes the terminal (curses mode, no echo, keys as codes, hidden cursor), with colour when
  * color and the terminal has it. */
