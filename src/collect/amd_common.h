@@ -138,7 +138,8 @@ typedef struct gm_amd_ops {
 } gm_amd_ops;
 
 /* Opens the library of ops from its variable, else its default path: GM_ENOLIB when it does not
- * load, GM_EINIT when it does not initialise (or what load says), GM_ENODEV when it sees no GPU.
+ * load, GM_EINIT when it does not initialise (or what its ready says), GM_ENODEV when it sees no
+ * GPU.
  * The default library is not even loaded where no card is driven by amdgpu: a machine with
  * NVIDIA GPUs only that has it installed pays nothing, and hears nothing of what its init prints
  * on stderr. */
