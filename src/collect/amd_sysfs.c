@@ -4,6 +4,7 @@
  * ("DRM client usage stats"). No library needed: the fallback where AMD's SMI library is not
  * installed. What a board does not expose stays absent. */
 #include "base/clock.h"
+#include "collect/amd_common.h"
 #include "collect/calltime.h"
 #include "collect/provider.h"
 #include "collect/sysfs.h"
@@ -165,7 +166,6 @@ static void read_temps(const amd_card *c, gm_gpu *g)
 {
     if (!c->hwmon[0])
         return;
-    bool edge = false, junction = false;
     for (int i = 1; i <= 3; i++) {
         char in[32], label[32], name[32] = "";
         uint64_t mc;
@@ -177,20 +177,13 @@ static void read_temps(const amd_card *c, gm_gpu *g)
         if (!gm_sysfs_read_str(c->hwmon, label, name, sizeof name))
             snprintf(name, sizeof name, "%s", i == 1 ? "edge" : "");
         double celsius = (double)mc / 1000.0;
-        if (strcmp(name, "edge") == 0) {
-            gm_gpu_set(g, GM_M_TEMP_C, celsius);
+        if (strcmp(name, "edge") == 0)
             gm_gpu_set(g, GM_M_TEMP_EDGE_C, celsius);
-            edge = true;
-        } else if (strcmp(name, "junction") == 0) {
+        else if (strcmp(name, "junction") == 0)
             gm_gpu_set(g, GM_M_TEMP_JUNCTION_C, celsius);
-            junction = true;
-        } else if (strcmp(name, "mem") == 0) {
+        else if (strcmp(name, "mem") == 0)
             gm_gpu_set(g, GM_M_TEMP_MEM_C, celsius);
-        }
     }
-    /* MI300-class boards have no edge sensor: the GPU's temperature is then its junction's. */
-    if (!edge && junction)
-        gm_gpu_set(g, GM_M_TEMP_C, g->v[GM_M_TEMP_JUNCTION_C]);
 }
 
 static void read_power(const amd_card *c, gm_gpu *g)
@@ -200,10 +193,6 @@ static void read_power(const amd_card *c, gm_gpu *g)
     /* microwatts; older boards give the average, MI300 and newer kernels the instant reading. */
     set_u64(g, GM_M_POWER_AVG_MW, c->hwmon, "power1_average", 1e-3);
     set_u64(g, GM_M_POWER_INSTANT_MW, c->hwmon, "power1_input", 1e-3);
-    if (gm_gpu_has(g, GM_M_POWER_AVG_MW))
-        gm_gpu_set(g, GM_M_POWER_MW, g->v[GM_M_POWER_AVG_MW]);
-    else if (gm_gpu_has(g, GM_M_POWER_INSTANT_MW))
-        gm_gpu_set(g, GM_M_POWER_MW, g->v[GM_M_POWER_INSTANT_MW]);
     set_u64(g, GM_M_POWER_LIMIT_MW, c->hwmon, "power1_cap", 1e-3);
     set_u64(g, GM_M_POWER_MIN_LIMIT_MW, c->hwmon, "power1_cap_min", 1e-3);
     set_u64(g, GM_M_POWER_MAX_LIMIT_MW, c->hwmon, "power1_cap_max", 1e-3);
@@ -226,16 +215,9 @@ static void read_clocks(const amd_card *c, gm_gpu *g)
         gm_sysfs_parse_dpm(text, &max, &cur)) {
         if (max)
             gm_gpu_set(g, GM_M_CLOCK_MAX_GR_MHZ, max);
-        if (!have_sclk && cur) {
+        if (!have_sclk && cur)
             gm_gpu_set(g, GM_M_CLOCK_GR_MHZ, cur);
-            have_sclk = true;
-        }
     }
-    /* One shader clock (sclk) drives the compute units: graphics and SM clock are the same. */
-    if (have_sclk)
-        gm_gpu_set(g, GM_M_CLOCK_SM_MHZ, g->v[GM_M_CLOCK_GR_MHZ]);
-    if (gm_gpu_has(g, GM_M_CLOCK_MAX_GR_MHZ))
-        gm_gpu_set(g, GM_M_CLOCK_MAX_SM_MHZ, g->v[GM_M_CLOCK_MAX_GR_MHZ]);
     bool have_mclk = false;
     if (c->hwmon[0] && gm_sysfs_read_u64(c->hwmon, "freq2_input", &hz)) {
         gm_gpu_set(g, GM_M_CLOCK_MEM_MHZ, (double)hz / 1e6);
@@ -318,9 +300,6 @@ static int read_card(const amd_card *c, unsigned index, gm_gpu *g)
     set_u64(g, GM_M_UTIL_MEM_PCT, c->dir, "mem_busy_percent", 1);
     set_u64(g, GM_M_MEM_TOTAL_BYTES, c->dir, "mem_info_vram_total", 1);
     set_u64(g, GM_M_MEM_USED_BYTES, c->dir, "mem_info_vram_used", 1);
-    if (gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) && gm_gpu_has(g, GM_M_MEM_USED_BYTES) &&
-        g->v[GM_M_MEM_TOTAL_BYTES] >= g->v[GM_M_MEM_USED_BYTES])
-        gm_gpu_set(g, GM_M_MEM_FREE_BYTES, g->v[GM_M_MEM_TOTAL_BYTES] - g->v[GM_M_MEM_USED_BYTES]);
     read_temps(c, g);
     read_power(c, g);
     read_clocks(c, g);
@@ -329,12 +308,12 @@ static int read_card(const amd_card *c, unsigned index, gm_gpu *g)
         uint64_t pwm, pmax = 255;
         if (gm_sysfs_read_u64(c->hwmon, "pwm1", &pwm)) {
             gm_sysfs_read_u64(c->hwmon, "pwm1_max", &pmax);
-            if (pmax > 0 && pwm <= pmax)
-                gm_gpu_set(g, GM_M_FAN_PCT, (double)(pwm * 100 / pmax));
+            gm_amd_set_fan(g, pwm, pmax);
         }
     }
     read_pcie(c, g);
     read_ras(c, g);
+    gm_amd_derive(g);
     return GM_OK;
 }
 

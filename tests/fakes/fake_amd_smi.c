@@ -2,8 +2,8 @@
  * ($GM_FAKE_AMDSMI_SCENARIO), so the amd_smi provider is tested through the same dlopen path as
  * AMD's library (format: tests/fakes/README.md). Prototypes, enum values, units and structure
  * layouts follow amdsmi.h of ROCm 6.2 (amdsmi 24.6). */
-#include <jansson.h>
-#include <pthread.h>
+#include "fake_amd_common.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,76 +123,26 @@ typedef struct {
     uint64_t reserved[32];
 } fake_pcie_info;
 
-#define MAX_GPUS 64
+#define MAX_GPUS FAKE_AMD_MAX_GPUS
 
-static struct {
-    pthread_mutex_t mu;
-    unsigned refcount;
-    unsigned long init_calls, shutdown_calls;
-    json_t *scenario; /* owned while refcount > 0 */
-    unsigned reads[MAX_GPUS];
-    char sockets[MAX_GPUS], processors[MAX_GPUS]; /* their addresses are the handles */
-} F = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static char sockets[MAX_GPUS], processors[MAX_GPUS]; /* their addresses are the handles */
 
-/* Test hooks. */
-unsigned long fake_amdsmi_init_calls(void)
-{
-    return F.init_calls;
-}
+/* not initialised, no such GPU, its files gone, not supported */
+static const fake_amd_codes codes = {AS_NOT_INIT, AS_NOT_FOUND, AS_FILE_ERROR, AS_NOT_SUPPORTED};
 
-unsigned long fake_amdsmi_shutdown_calls(void)
-{
-    return F.shutdown_calls;
-}
-
-unsigned fake_amdsmi_refcount(void)
-{
-    return F.refcount;
-}
-
-static json_t *default_scenario(void)
-{
-    return json_pack("{s:[{s:s, s:s, s:i, s:I, s:I}]}", "gpus", "name", "AMD Instinct MI300X",
-                     "bus_id", "0000:83:00.0", "busy", 10, "vram_total", (json_int_t)206141652992,
-                     "vram_used", (json_int_t)1073741824);
-}
+FAKE_AMD_HOOKS(fake_amdsmi)
 
 int amdsmi_init(uint64_t flags)
 {
     if (!(flags & (1u << 1))) /* AMDSMI_INIT_AMD_GPUS */
         return AS_INVAL;
-    pthread_mutex_lock(&F.mu);
-    F.init_calls++;
-    if (F.refcount++ == 0) {
-        const char *path = getenv("GM_FAKE_AMDSMI_SCENARIO");
-        json_error_t je;
-        F.scenario = path && *path ? json_load_file(path, 0, &je) : default_scenario();
-        memset(F.reads, 0, sizeof F.reads);
-        json_t *ie = F.scenario ? json_object_get(F.scenario, "init_error") : NULL;
-        if (!F.scenario || json_is_integer(ie)) {
-            int rc = F.scenario ? (int)json_integer_value(ie) : AS_INIT_ERROR;
-            if (!F.scenario)
-                fprintf(stderr, "fake amd_smi: %s: %s\n", path, je.text);
-            json_decref(F.scenario);
-            F.scenario = NULL;
-            F.refcount = 0;
-            pthread_mutex_unlock(&F.mu);
-            return rc;
-        }
-    }
-    pthread_mutex_unlock(&F.mu);
-    return AS_SUCCESS;
+    int rc = fake_amd_init("GM_FAKE_AMDSMI_SCENARIO", "amd_smi", AS_INIT_ERROR);
+    return rc ? rc : AS_SUCCESS;
 }
 
 int amdsmi_shut_down(void)
 {
-    pthread_mutex_lock(&F.mu);
-    F.shutdown_calls++;
-    if (F.refcount > 0 && --F.refcount == 0) {
-        json_decref(F.scenario);
-        F.scenario = NULL;
-    }
-    pthread_mutex_unlock(&F.mu);
+    fake_amd_shut_down();
     return AS_SUCCESS;
 }
 
@@ -240,7 +190,7 @@ int amdsmi_get_lib_version(fake_version *v)
 
 static json_t *gpus(void)
 {
-    return F.scenario ? json_object_get(F.scenario, "gpus") : NULL;
+    return fake_amd_top("gpus");
 }
 
 int amdsmi_get_socket_handles(uint32_t *count, void **handles)
@@ -258,7 +208,7 @@ int amdsmi_get_socket_handles(uint32_t *count, void **handles)
     }
     /* One GPU per socket, as on an MI300X platform. */
     for (size_t i = 0; i < n && i < *count; i++)
-        handles[i] = &F.sockets[i];
+        handles[i] = &sockets[i];
     *count = (uint32_t)(n < *count ? n : *count);
     return AS_SUCCESS;
 }
@@ -268,75 +218,30 @@ int amdsmi_get_processor_handles(void *socket, uint32_t *count, void **handles)
     if (!F.scenario)
         return AS_NOT_INIT;
     char *s = socket;
-    if (!count || s < F.sockets || s >= F.sockets + MAX_GPUS)
+    if (!count || s < sockets || s >= sockets + MAX_GPUS)
         return AS_INVAL;
     if (handles && *count >= 1)
-        handles[0] = &F.processors[s - F.sockets];
+        handles[0] = &processors[s - sockets];
     *count = 1;
     return AS_SUCCESS;
 }
 
-static bool listed(json_t *g, const char *call)
-{
-    json_t *a = json_object_get(g, "unsupported"), *v;
-    size_t i;
-    json_array_foreach(a, i, v)
-    {
-        if (json_is_string(v) &&
-            (strcmp(json_string_value(v), call) == 0 || strcmp(json_string_value(v), "*") == 0))
-            return true;
-    }
-    return false;
-}
-
-/* The GPU of a processor handle for the call named call (as the scenario's "unsupported" and
- * "errors" name it), with its position in *dv, or an amdsmi_status_t other than 0 in *rc. */
+/* The GPU of a processor handle for the call named call, with its position in *dv, or an
+ * amdsmi_status_t other than 0 in *rc. */
 static json_t *gpu_for(void *h, const char *call, unsigned *dv, int *rc)
 {
     char *p = h;
-    *rc = AS_SUCCESS;
-    if (!F.scenario) {
-        *rc = AS_NOT_INIT;
-        return NULL;
-    }
-    if (p < F.processors || p >= F.processors + MAX_GPUS) {
+    if (F.scenario && (p < processors || p >= processors + MAX_GPUS)) {
         *rc = AS_INVAL;
         return NULL;
     }
-    *dv = (unsigned)(p - F.processors);
-    json_t *g = json_array_get(gpus(), *dv);
-    if (!g) {
-        *rc = AS_NOT_FOUND;
-        return NULL;
-    }
-    json_t *gone = json_object_get(g, "gone_after");
-    if (json_is_integer(gone) && F.reads[*dv] > json_integer_value(gone)) {
-        json_t *gs = json_object_get(g, "gone_status");
-        *rc = json_is_integer(gs) ? (int)json_integer_value(gs) : AS_FILE_ERROR;
-        return NULL;
-    }
-    json_t *e = json_object_get(json_object_get(g, "errors"), call);
-    if (json_is_integer(e)) {
-        *rc = (int)json_integer_value(e);
-        return NULL;
-    }
-    if (listed(g, call)) {
-        *rc = AS_NOT_SUPPORTED;
-        return NULL;
-    }
-    return g;
+    *dv = F.scenario ? (unsigned)(p - processors) : 0;
+    return fake_amd_gpu(*dv, call, &codes, rc);
 }
 
-/* A number of g, an array read at the GPU's read count; false when left out or null. */
 static bool num(json_t *g, unsigned dv, const char *key, double *out)
 {
-    json_t *v = json_object_get(g, key);
-    if (json_is_array(v) && json_array_size(v))
-        v = json_array_get(v, (F.reads[dv] - (F.reads[dv] > 0)) % json_array_size(v));
-    if (!json_is_number(v))
-        return false;
-    *out = json_number_value(v);
-    return true;
+    return fake_amd_num(g, dv, key, out);
 }
 
 static uint32_t num_or_na(json_t *g, unsigned dv, const char *key, double scale)
@@ -409,7 +314,7 @@ int amdsmi_get_gpu_driver_info(void *h, fake_driver_info *d)
     GPU_OR_RETURN(h, "amdsmi_get_gpu_driver_info", g, dv);
     (void)g;
     memset(d, 0, sizeof *d);
-    const char *v = json_string_value(json_object_get(F.scenario, "driver_version"));
+    const char *v = json_string_value(fake_amd_top("driver_version"));
     if (!v)
         return AS_NOT_SUPPORTED;
     snprintf(d->driver_version, sizeof d->driver_version, "%s", v);
@@ -421,8 +326,8 @@ int amdsmi_get_gpu_driver_info(void *h, fake_driver_info *d)
 int amdsmi_get_gpu_activity(void *h, fake_engine_usage *u)
 {
     char *p = h;
-    if (p >= F.processors && p < F.processors + MAX_GPUS)
-        F.reads[p - F.processors]++;
+    if (p >= processors && p < processors + MAX_GPUS)
+        fake_amd_count_read((unsigned)(p - processors));
     GPU_OR_RETURN(h, "amdsmi_get_gpu_activity", g, dv);
     memset(u, 0, sizeof *u);
     u->gfx_activity = num_or_na(g, dv, "busy", 1);
@@ -581,7 +486,7 @@ int amdsmi_get_gpu_process_list(void *h, uint32_t *max, fake_proc_info *list)
     if (!max)
         return AS_INVAL;
     uint32_t cap = *max, n = 0;
-    json_t *procs = json_object_get(F.scenario, "processes"), *p;
+    json_t *procs = fake_amd_top("processes"), *p;
     size_t i;
     json_array_foreach(procs, i, p)
     {

@@ -1,8 +1,8 @@
 /* fake_rocm_smi.c - a stand-in librocm_smi64.so.1 whose GPUs come from a JSON scenario file, so
  * the ROCm SMI provider is tested through the same dlopen path as AMD's library (format:
  * tests/fakes/README.md). Prototypes, enum values and struct layouts follow rocm_smi.h. */
-#include <jansson.h>
-#include <pthread.h>
+#include "fake_amd_common.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,76 +67,22 @@ typedef struct {
     const char *build;
 } fake_version;
 
-static struct {
-    pthread_mutex_t mu;
-    unsigned refcount;
-    unsigned long init_calls, shutdown_calls;
-    json_t *scenario; /* owned while refcount > 0 */
-    unsigned reads[64];
-} F = {.mu = PTHREAD_MUTEX_INITIALIZER};
+/* not initialised, no such GPU, its files gone, not supported */
+static const fake_amd_codes codes = {RS_INIT_ERROR, RS_INVALID_ARGS, RS_FILE_ERROR,
+                                     RS_NOT_SUPPORTED};
 
-/* Test hooks. */
-unsigned long fake_rsmi_init_calls(void)
-{
-    return F.init_calls;
-}
-
-unsigned long fake_rsmi_shutdown_calls(void)
-{
-    return F.shutdown_calls;
-}
-
-unsigned fake_rsmi_refcount(void)
-{
-    return F.refcount;
-}
-
-static json_t *default_scenario(void)
-{
-    return json_pack("{s:[{s:s, s:s, s:s, s:i, s:I, s:I}]}", "gpus", "name", "AMD Instinct MI300X",
-                     "unique_id", "5f2c7a31b4e0d001", "bus_id", "0000:83:00.0", "busy", 10,
-                     "vram_total", (json_int_t)206141652992, "vram_used", (json_int_t)1073741824);
-}
+FAKE_AMD_HOOKS(fake_rsmi)
 
 int rsmi_init(uint64_t flags)
 {
     (void)flags;
-    pthread_mutex_lock(&F.mu);
-    F.init_calls++;
-    if (F.refcount++ == 0) {
-        const char *path = getenv("GM_FAKE_RSMI_SCENARIO");
-        json_error_t je;
-        F.scenario = path && *path ? json_load_file(path, 0, &je) : default_scenario();
-        memset(F.reads, 0, sizeof F.reads);
-        if (!F.scenario) {
-            fprintf(stderr, "fake rocm_smi: %s: %s\n", path, je.text);
-            F.refcount = 0;
-            pthread_mutex_unlock(&F.mu);
-            return RS_UNKNOWN_ERROR;
-        }
-        json_t *ie = json_object_get(F.scenario, "init_error");
-        if (json_is_integer(ie)) {
-            int rc = (int)json_integer_value(ie);
-            json_decref(F.scenario);
-            F.scenario = NULL;
-            F.refcount = 0;
-            pthread_mutex_unlock(&F.mu);
-            return rc;
-        }
-    }
-    pthread_mutex_unlock(&F.mu);
-    return RS_SUCCESS;
+    int rc = fake_amd_init("GM_FAKE_RSMI_SCENARIO", "rocm_smi", RS_UNKNOWN_ERROR);
+    return rc ? rc : RS_SUCCESS;
 }
 
 int rsmi_shut_down(void)
 {
-    pthread_mutex_lock(&F.mu);
-    F.shutdown_calls++;
-    if (F.refcount > 0 && --F.refcount == 0) {
-        json_decref(F.scenario);
-        F.scenario = NULL;
-    }
-    pthread_mutex_unlock(&F.mu);
+    fake_amd_shut_down();
     return RS_SUCCESS;
 }
 
@@ -178,7 +124,7 @@ int rsmi_version_get(fake_version *v)
 
 static json_t *gpus(void)
 {
-    return F.scenario ? json_object_get(F.scenario, "gpus") : NULL;
+    return fake_amd_top("gpus");
 }
 
 int rsmi_num_monitor_devices(uint32_t *n)
@@ -189,63 +135,15 @@ int rsmi_num_monitor_devices(uint32_t *n)
     return RS_SUCCESS;
 }
 
-static bool listed(json_t *g, const char *list, const char *call)
-{
-    json_t *a = json_object_get(g, list), *v;
-    size_t i;
-    json_array_foreach(a, i, v)
-    {
-        if (json_is_string(v) &&
-            (strcmp(json_string_value(v), call) == 0 || strcmp(json_string_value(v), "*") == 0))
-            return true;
-    }
-    return false;
-}
-
-/* The GPU dv for a call named call (its "unsupported"/"errors" names), or an rsmi_status_t
- * other than 0 in *rc: an unknown index, a GPU gone, a call made to fail. */
+/* The GPU dv for a call named call, or an rsmi_status_t other than 0 in *rc. */
 static json_t *gpu_for(uint32_t dv, const char *call, int *rc)
 {
-    json_t *g = json_array_get(gpus(), dv);
-    *rc = RS_SUCCESS;
-    if (!F.scenario) {
-        *rc = RS_INIT_ERROR;
-        return NULL;
-    }
-    if (!g) {
-        *rc = RS_INVALID_ARGS;
-        return NULL;
-    }
-    json_t *gone = json_object_get(g, "gone_after");
-    if (json_is_integer(gone) && dv < 64 && F.reads[dv] > json_integer_value(gone)) {
-        /* Its sysfs files went with it: FILE_ERROR, or what "gone_status" says (the library
-         * answers NOT_SUPPORTED for a file that is not there). */
-        json_t *gs = json_object_get(g, "gone_status");
-        *rc = json_is_integer(gs) ? (int)json_integer_value(gs) : RS_FILE_ERROR;
-        return NULL;
-    }
-    json_t *e = json_object_get(json_object_get(g, "errors"), call);
-    if (json_is_integer(e)) {
-        *rc = (int)json_integer_value(e);
-        return NULL;
-    }
-    if (listed(g, "unsupported", call)) {
-        *rc = RS_NOT_SUPPORTED;
-        return NULL;
-    }
-    return g;
+    return fake_amd_gpu(dv, call, &codes, rc);
 }
 
-/* A number of g, an array read at the GPU's read count; false when left out or null. */
 static bool num(json_t *g, uint32_t dv, const char *key, double *out)
 {
-    json_t *v = json_object_get(g, key);
-    if (json_is_array(v) && json_array_size(v))
-        v = json_array_get(v, (dv < 64 ? F.reads[dv] - (F.reads[dv] > 0) : 0) % json_array_size(v));
-    if (!json_is_number(v))
-        return false;
-    *out = json_number_value(v);
-    return true;
+    return fake_amd_num(g, dv, key, out);
 }
 
 #define GPU_OR_RC(call)                  \
@@ -320,8 +218,8 @@ int rsmi_dev_id_get(uint32_t dv, uint16_t *id)
  * gone_after count them). */
 int rsmi_dev_busy_percent_get(uint32_t dv, uint32_t *pct)
 {
-    if (dv < 64 && F.scenario)
-        F.reads[dv]++;
+    if (F.scenario)
+        fake_amd_count_read(dv);
     GPU_OR_RC("busy");
     NUM_OR_UNSUPPORTED("busy", v);
     *pct = (uint32_t)v;
@@ -503,7 +401,7 @@ int rsmi_version_str_get(int component, char *buf, uint32_t len)
 {
     if (component != 0) /* RSMI_SW_COMP_DRIVER */
         return RS_INVALID_ARGS;
-    json_t *s = F.scenario ? json_object_get(F.scenario, "driver_version") : NULL;
+    json_t *s = fake_amd_top("driver_version");
     if (!F.scenario)
         return RS_INIT_ERROR;
     snprintf(buf, len, "%s", json_is_string(s) ? json_string_value(s) : "6.8.5");
@@ -514,7 +412,7 @@ int rsmi_version_str_get(int component, char *buf, uint32_t len)
  * per GPU]}]; KFD reports a process's VRAM over all its GPUs. */
 static json_t *procs(void)
 {
-    return F.scenario ? json_object_get(F.scenario, "processes") : NULL;
+    return fake_amd_top("processes");
 }
 
 static json_t *proc_of(uint32_t pid)

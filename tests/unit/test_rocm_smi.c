@@ -2,87 +2,29 @@
  * (tests/fakes/fake_rocm_smi.c) in its ROCm 6 and ROCm 5 builds: every reading of an MI300X
  * and a Radeon PRO W7900, what a call answers NOT_SUPPORTED for absent, processes with their
  * VRAM per GPU, a GPU that disappears, init failures, and one rsmi_init per process. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "amd_checks.h" /* and cmocka */
 
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include "collect/provider.h"
-
-static void use(const char *lib_env, const char *fixture)
-{
-    const char *lib = getenv(lib_env);
-    assert_non_null(lib);
-    setenv("GPU_MONITOR_ROCM_SMI_LIB", lib, 1);
-    char path[512];
-    snprintf(path, sizeof path, "%s/rocm_smi/%s", getenv("GM_FIXTURES"), fixture);
-    setenv("GM_FAKE_RSMI_SCENARIO", path, 1);
-}
-
-static void *open_ok(void)
-{
-    gm_collector_options o = {0};
-    void *st = NULL;
-    gm_error err = {0};
-    int rc = gm_provider_rocm_smi.open(&o, &st, &err);
-    if (rc != GM_OK)
-        fail_msg("open: %d %s", rc, err.msg);
-    return st;
-}
-
-static void assert_metric(const gm_gpu *g, gm_metric m, double want)
-{
-    if (!gm_gpu_has(g, m))
-        fail_msg("GPU %u: %s absent", g->index, gm_metric_get(m)->name);
-    if (g->v[m] != want)
-        fail_msg("GPU %u: %s = %.17g, want %g", g->index, gm_metric_get(m)->name, g->v[m], want);
-}
-
-static void assert_absent(const gm_gpu *g, gm_metric m)
-{
-    if (gm_gpu_has(g, m))
-        fail_msg("GPU %u: %s = %g, want absent", g->index, gm_metric_get(m)->name, g->v[m]);
-}
-
-static const gm_process *find_proc(const gm_snapshot *s, uint32_t pid, unsigned gpu)
-{
-    for (size_t i = 0; i < s->proc_count; i++)
-        if (s->procs[i].pid == pid && s->procs[i].gpu_index == gpu)
-            return &s->procs[i];
-    return NULL;
-}
+static const amd_lib L = {
+    .provider = &gm_provider_rocm_smi,
+    .fake_env = "GM_FAKE_RSMI",
+    .lib_var = "GPU_MONITOR_ROCM_SMI_LIB",
+    .scenario_var = "GM_FAKE_RSMI_SCENARIO",
+    .fixtures = "rocm_smi",
+    .init_failed = "rsmi_init failed: RSMI_STATUS_INIT_ERROR",
+    .lost = "rsmi_dev_busy_percent_get: RSMI_STATUS_FILE_ERROR: Problem accessing a file (3)",
+    .hooks = "rsmi",
+};
 
 /* Both builds read the same GPUs: only the process VRAM and socket power differ. */
 static void check_gpus(const gm_snapshot *s, bool rocm6)
 {
-    assert_int_equal(s->gpu_count, 2);
-    assert_string_equal(s->driver_version, "6.8.5");
+    amd_check_two_gpus(s);
     const gm_gpu *mi = &s->gpus[0], *w = &s->gpus[1];
-    assert_string_equal(mi->vendor, "AMD");
-    assert_string_equal(mi->name, "AMD Instinct MI300X");
     assert_string_equal(mi->uuid, "5f2c7a31b4e0d001");
-    assert_string_equal(mi->pci_bus_id, "0000:0c:00.0");
-    assert_string_equal(mi->serial, "692251001124");
     assert_string_equal(mi->vbios, "113-M3000100-102");
-    assert_false(mi->lost);
-    assert_metric(mi, GM_M_PCI_DEVICE_ID, 0x74a1);
-    assert_metric(mi, GM_M_UTIL_GPU_PCT, 37);
-    assert_absent(mi, GM_M_UTIL_MEM_PCT); /* answered NOT_SUPPORTED */
     assert_metric(mi, GM_M_MEM_TOTAL_BYTES, 206141652992.0);
     assert_metric(mi, GM_M_MEM_USED_BYTES, 85899345920.0);
     assert_metric(mi, GM_M_MEM_FREE_BYTES, 206141652992.0 - 85899345920.0);
-    assert_absent(mi, GM_M_TEMP_EDGE_C);
-    assert_metric(mi, GM_M_TEMP_JUNCTION_C, 52);
-    assert_metric(mi, GM_M_TEMP_C, 52); /* no edge sensor: the junction's */
-    assert_metric(mi, GM_M_TEMP_MEM_C, 44);
-    assert_absent(mi, GM_M_POWER_AVG_MW);
     if (rocm6) {
         assert_metric(mi, GM_M_POWER_INSTANT_MW, 321000);
         assert_metric(mi, GM_M_POWER_MW, 321000);
@@ -90,18 +32,6 @@ static void check_gpus(const gm_snapshot *s, bool rocm6)
         assert_absent(mi, GM_M_POWER_INSTANT_MW);
         assert_absent(mi, GM_M_POWER_MW);
     }
-    assert_metric(mi, GM_M_POWER_LIMIT_MW, 750000);
-    assert_metric(mi, GM_M_ENERGY_MJ, 15625); /* 1e6 counts of 15.625 uJ */
-    assert_metric(mi, GM_M_CLOCK_GR_MHZ, 1420);
-    assert_metric(mi, GM_M_CLOCK_SM_MHZ, 1420);
-    assert_metric(mi, GM_M_CLOCK_MAX_GR_MHZ, 2100);
-    assert_metric(mi, GM_M_CLOCK_MEM_MHZ, 1300);
-    assert_metric(mi, GM_M_CLOCK_MAX_MEM_MHZ, 1300);
-    assert_absent(mi, GM_M_FAN_PCT);
-    assert_metric(mi, GM_M_PCIE_GEN_CUR, 5);
-    assert_metric(mi, GM_M_PCIE_GEN_MAX, 5);
-    assert_metric(mi, GM_M_PCIE_WIDTH_CUR, 16);
-    assert_metric(mi, GM_M_PCIE_WIDTH_MAX, 16);
     assert_absent(mi, GM_M_PCIE_TX_KBPS);
     assert_metric(mi, GM_M_ECC_CORR_VOL, 5);
     assert_metric(mi, GM_M_ECC_UNCORR_VOL, 1);
@@ -109,24 +39,9 @@ static void check_gpus(const gm_snapshot *s, bool rocm6)
     assert_metric(mi, GM_M_ECC_UNCORR_VOL_DRAM, 1);
     assert_absent(mi, GM_M_UTIL_ENC_PCT);
     assert_absent(mi, GM_M_PSTATE);
-
-    assert_string_equal(w->name, "AMD Radeon PRO W7900");
-    assert_string_equal(w->serial, ""); /* not given: not invented */
-    assert_metric(w, GM_M_UTIL_MEM_PCT, 4);
-    assert_metric(w, GM_M_TEMP_EDGE_C, 41);
-    assert_metric(w, GM_M_TEMP_C, 41);
-    assert_metric(w, GM_M_POWER_AVG_MW, 95000);
-    assert_metric(w, GM_M_POWER_MW, 95000);
-    assert_absent(w, GM_M_ENERGY_MJ);
     assert_metric(w, GM_M_FAN_PCT, 40);
     assert_metric(w, GM_M_CLOCK_GR_MHZ, 800);
     assert_metric(w, GM_M_CLOCK_MAX_GR_MHZ, 2495);
-    assert_absent(w, GM_M_CLOCK_MEM_MHZ);
-    assert_metric(w, GM_M_PCIE_GEN_CUR, 3);
-    assert_metric(w, GM_M_PCIE_GEN_MAX, 4);
-    assert_metric(w, GM_M_PCIE_WIDTH_CUR, 8);
-    assert_metric(w, GM_M_PCIE_WIDTH_MAX, 16);
-    assert_absent(w, GM_M_ECC_CORR_VOL);
     assert_absent(w, GM_M_ECC_UNCORR_VOL);
 
     /* A process on one GPU: its VRAM. On two: ROCm 6 tells it per GPU, ROCm 5 only the
@@ -153,187 +68,56 @@ static void check_gpus(const gm_snapshot *s, bool rocm6)
 static void test_current(void **state)
 {
     (void)state;
-    use("GM_FAKE_RSMI", "two_gpus.json");
-    void *st = open_ok();
-    gm_snapshot *s = gm_snapshot_new();
-    gm_error err = {0};
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
+    gm_snapshot *s;
+    void *st = amd_first_sample(&L, "GM_FAKE_RSMI", "two_gpus.json", &s);
     check_gpus(s, true);
-    /* Per-read values: the W7900's utilization moves with each sample. */
-    assert_metric(&s->gpus[1], GM_M_UTIL_GPU_PCT, 10);
-    gm_snapshot_reset(s);
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, false, &err), GM_OK);
-    assert_metric(&s->gpus[1], GM_M_UTIL_GPU_PCT, 20);
-    assert_int_equal(s->proc_count, 0);
-    gm_snapshot_free(s);
-    gm_provider_rocm_smi.close(st);
+    amd_done(&L, st, s);
+}
 
-    /* A ROCm 6 build whose version says 1.0.0 (as distribution builds do): the clocks and
-     * links still come out of ROCm 6's layout. */
+/* A ROCm 6 build whose version says 1.0.0 (as distribution builds do): the clocks and links
+ * still come out of ROCm 6's layout. */
+static void test_rocm6_unversioned(void **state)
+{
+    (void)state;
     setenv("GM_FAKE_RSMI_VERSION", "1.0.0", 1);
-    st = open_ok();
-    s = gm_snapshot_new();
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
+    gm_snapshot *s;
+    void *st = amd_first_sample(&L, "GM_FAKE_RSMI", "two_gpus.json", &s);
     unsetenv("GM_FAKE_RSMI_VERSION");
     check_gpus(s, true);
-    gm_snapshot_free(s);
-    gm_provider_rocm_smi.close(st);
+    amd_done(&L, st, s);
 }
 
 /* ROCm 5 lays rsmi_frequencies_t out without has_deep_sleep: the same clocks and PCIe links
- * come out of it, whether its version says 1.0.0 (Debian's) or 5.2.3. */
+ * come out of it when its version says 1.0.0, as Debian's 5.2.3 does. */
 static void test_rocm5(void **state)
 {
     (void)state;
-    use("GM_FAKE_RSMI_OLD", "two_gpus.json");
-    void *st = open_ok();
-    gm_snapshot *s = gm_snapshot_new();
-    gm_error err = {0};
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
+    gm_snapshot *s;
+    void *st = amd_first_sample(&L, "GM_FAKE_RSMI_OLD", "two_gpus.json", &s);
     check_gpus(s, false);
-    gm_snapshot_free(s);
-    gm_provider_rocm_smi.close(st);
+    amd_done(&L, st, s);
+}
 
+/* The same when it carries its version, 5.2.3. */
+static void test_rocm5_versioned(void **state)
+{
+    (void)state;
     setenv("GM_FAKE_RSMI_VERSION", "5.2.3", 1);
-    st = open_ok();
-    s = gm_snapshot_new();
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
+    gm_snapshot *s;
+    void *st = amd_first_sample(&L, "GM_FAKE_RSMI_OLD", "two_gpus.json", &s);
     unsetenv("GM_FAKE_RSMI_VERSION");
     check_gpus(s, false);
-    gm_snapshot_free(s);
-    gm_provider_rocm_smi.close(st);
-}
-
-/* Only the metrics asked for are read. */
-static void test_want(void **state)
-{
-    (void)state;
-    use("GM_FAKE_RSMI", "two_gpus.json");
-    gm_metric_set want = {0};
-    gm_metric_set_add(&want, GM_M_UTIL_GPU_PCT);
-    gm_metric_set_add(&want, GM_M_MEM_USED_BYTES);
-    gm_collector_options o = {.want = &want};
-    void *st = NULL;
-    gm_error err = {0};
-    assert_int_equal(gm_provider_rocm_smi.open(&o, &st, &err), GM_OK);
-    gm_snapshot *s = gm_snapshot_new();
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, false, &err), GM_OK);
-    assert_metric(&s->gpus[0], GM_M_UTIL_GPU_PCT, 37);
-    assert_absent(&s->gpus[0], GM_M_TEMP_JUNCTION_C);
-    assert_absent(&s->gpus[0], GM_M_ECC_CORR_VOL);
-    assert_absent(&s->gpus[0], GM_M_CLOCK_GR_MHZ);
-    assert_string_equal(s->gpus[0].name, "AMD Instinct MI300X"); /* identity always */
-    gm_snapshot_free(s);
-    gm_provider_rocm_smi.close(st);
-}
-
-/* A GPU whose every call fails (its files gone) is lost, identity kept; the other is read.
- * When none is left the sample fails, saying which call and rsmi_status_string's words. */
-static void test_lost(void **state)
-{
-    (void)state;
-    use("GM_FAKE_RSMI", "lost.json");
-    void *st = open_ok();
-    gm_snapshot *s = gm_snapshot_new();
-    gm_error err = {0};
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
-    assert_false(s->gpus[1].lost);
-    assert_metric(&s->gpus[1], GM_M_UTIL_GPU_PCT, 6);
-    gm_snapshot_reset(s);
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, true, &err), GM_OK);
-    assert_int_equal(s->gpu_count, 4);
-    assert_false(s->gpus[0].lost);
-    assert_metric(&s->gpus[0], GM_M_UTIL_GPU_PCT, 5);
-    /* Gone with FILE_ERROR everywhere, and gone with NOT_SUPPORTED where it answered before. */
-    for (unsigned i = 1; i <= 2; i++) {
-        assert_true(s->gpus[i].lost);
-        assert_absent(&s->gpus[i], GM_M_UTIL_GPU_PCT);
-        assert_absent(&s->gpus[i], GM_M_MEM_TOTAL_BYTES);
-    }
-    assert_string_equal(s->gpus[1].pci_bus_id, "0000:22:00.0");
-    assert_string_equal(s->gpus[2].pci_bus_id, "0000:38:00.0");
-    assert_string_equal(s->gpus[2].name, "AMD Instinct MI300X");
-    /* One that never answered anything is not lost: it supports nothing. */
-    assert_false(s->gpus[3].lost);
-    assert_absent(&s->gpus[3], GM_M_UTIL_GPU_PCT);
-    gm_snapshot_free(s);
-    gm_provider_rocm_smi.close(st);
-
-    /* The only GPU gone: the sample fails, naming the call and rsmi_status_string's words. */
-    char path[] = "/tmp/gm-test-rsmi-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    static const char one[] = "{\"gpus\": [{\"bus_id\": \"0000:0c:00.0\", \"busy\": 1, "
-                              "\"gone_after\": 1}]}";
-    assert_int_equal(write(fd, one, sizeof one - 1), (ssize_t)(sizeof one - 1));
-    close(fd);
-    setenv("GM_FAKE_RSMI_SCENARIO", path, 1);
-    st = open_ok();
-    s = gm_snapshot_new();
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, false, &err), GM_OK);
-    gm_snapshot_reset(s);
-    assert_int_equal(gm_provider_rocm_smi.sample(st, s, false, &err), GM_ELOST);
-    assert_string_equal(err.msg, "rsmi_dev_busy_percent_get: RSMI_STATUS_FILE_ERROR: Problem "
-                                 "accessing a file (3)");
-    gm_snapshot_free(s);
-    gm_provider_rocm_smi.close(st);
-    unlink(path);
-}
-
-static void test_open_errors(void **state)
-{
-    (void)state;
-    gm_collector_options o = {0};
-    void *st = NULL;
-    gm_error err = {0};
-    use("GM_FAKE_RSMI", "init_error.json");
-    assert_int_equal(gm_provider_rocm_smi.open(&o, &st, &err), GM_EINIT);
-    assert_non_null(strstr(err.msg, "rsmi_init failed: RSMI_STATUS_INIT_ERROR"));
-    use("GM_FAKE_RSMI", "no_gpus.json");
-    assert_int_equal(gm_provider_rocm_smi.open(&o, &st, &err), GM_ENODEV);
-    setenv("GPU_MONITOR_ROCM_SMI_LIB", "/nonexistent-gm/librocm_smi64.so.1", 1);
-    assert_int_equal(gm_provider_rocm_smi.open(&o, &st, &err), GM_ENOLIB);
-    assert_non_null(strstr(err.msg, "/nonexistent-gm/librocm_smi64.so.1"));
-}
-
-/* Two opens in one process: one rsmi_init, and rsmi_shut_down once the last closes. */
-static void test_init_once(void **state)
-{
-    (void)state;
-    use("GM_FAKE_RSMI", "two_gpus.json");
-    void *dl = dlopen(getenv("GM_FAKE_RSMI"), RTLD_NOW | RTLD_LOCAL);
-    assert_non_null(dl);
-    unsigned long (*inits)(void) = (unsigned long (*)(void))dlsym(dl, "fake_rsmi_init_calls");
-    unsigned long (*downs)(void) = (unsigned long (*)(void))dlsym(dl, "fake_rsmi_shutdown_calls");
-    unsigned (*refs)(void) = (unsigned (*)(void))dlsym(dl, "fake_rsmi_refcount");
-    assert_non_null(inits);
-    unsigned long i0 = inits(), d0 = downs();
-    void *a = open_ok(), *b = open_ok();
-    assert_int_equal(inits() - i0, 1);
-    assert_int_equal(refs(), 1);
-    gm_snapshot *s = gm_snapshot_new();
-    gm_error err = {0};
-    assert_int_equal(gm_provider_rocm_smi.sample(b, s, false, &err), GM_OK);
-    gm_provider_rocm_smi.close(a);
-    assert_int_equal(downs() - d0, 0);
-    assert_int_equal(gm_provider_rocm_smi.sample(b, s, false, &err), GM_OK);
-    gm_provider_rocm_smi.close(b);
-    assert_int_equal(downs() - d0, 1);
-    assert_int_equal(refs(), 0);
-    gm_snapshot_free(s);
-    dlclose(dl);
+    amd_done(&L, st, s);
 }
 
 int main(void)
 {
-    if (!getenv("GM_FAKE_RSMI") || !getenv("GM_FIXTURES")) {
-        fprintf(stderr, "GM_FAKE_RSMI and GM_FIXTURES must be set (ctest sets them)\n");
-        return 1;
-    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_current),     cmocka_unit_test(test_rocm5),
-        cmocka_unit_test(test_want),        cmocka_unit_test(test_lost),
-        cmocka_unit_test(test_open_errors), cmocka_unit_test(test_init_once),
+        cmocka_unit_test(test_current),
+        cmocka_unit_test(test_rocm6_unversioned),
+        cmocka_unit_test(test_rocm5),
+        cmocka_unit_test(test_rocm5_versioned),
+        AMD_LIB_TESTS(&L),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return amd_run(&L, tests, sizeof tests / sizeof *tests);
 }
