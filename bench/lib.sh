@@ -93,3 +93,50 @@ machine() {
 median() {
     printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
+
+# NVML call costs on the fake NVML (tests/fakes) with a cost profile, for the scripts that
+# measure what one feature adds to a sampling pass (mig-gpm-cost.sh, proc-util-cost.sh).
+# nvml_cost_setup : SECS (default 10), FAKE_NVML (the fake beside the binary, or GM_FAKE_NVML),
+# COSTS (default the H200/580 profile) and SCENARIO (an H100 in MIG mode with three MIG
+# devices, beside an H100 with three processes: tests/fixtures/nvml/h100-mig.json).
+nvml_cost_setup() {
+    SECS=${SECS:-10}
+    SCENARIO=$ROOT/tests/fixtures/nvml/h100-mig.json
+    export SCENARIO # used by the scripts that source this file
+    FAKE_NVML=${GM_FAKE_NVML:-$(dirname "$GPUMON")/tests/fakes/nvml-current/libnvidia-ml.so.1}
+    COSTS=${COSTS:-$ROOT/tests/fixtures/nvml/costs-h200-580.json}
+}
+
+# nvml_scenario_variant NAME : BASELINE, the path of a copy of SCENARIO (in WORK, named NAME)
+# that the Python code on stdin changed: it edits `d`, the scenario as parsed JSON.
+nvml_scenario_variant() {
+    BASELINE=$WORK/$1
+    "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.stdin.read())
+json.dump(d, open(sys.argv[2], "w"))' "$SCENARIO" "$BASELINE"
+}
+
+# nvml_call_cost LABEL SCENARIO CALLS : `gpumon serve` at 10 Hz for SECS seconds on the fake NVML
+# with the cost profile and SCENARIO, then from its /stats call table: the count and CPU per
+# sample of each NVML call whose name matches the Python regular expression CALLS, and the CPU
+# per sample of the NVML calls made every sample.
+nvml_call_cost() {
+    GPU_MONITOR_NVML_LIB="$FAKE_NVML" GM_FAKE_NVML_COSTS="$COSTS" GM_FAKE_NVML_SCENARIO="$2" \
+        start_daemon --interval 0.1 --db none --pod-resources none
+    sleep "$SECS"
+    curl -s "$BASE/stats" >"$WORK/stats.json"
+    stop_daemon
+    "$PY" - "$1" "$WORK/stats.json" "$3" <<'PY'
+import json, re, sys
+calls = json.load(open(sys.argv[2]))["sampler_calls"]
+n = max(c["count"] for c in calls if c["call"] == "/proc/stat")
+nvml = [c for c in calls if c["call"].startswith("nvml") and not c["call"].startswith(("nvmlInit", "nvmlEventSet"))]
+steady = sum(c["cpu_seconds"] for c in nvml if c["count"] >= n - 1)
+print("== %s: %d samples" % (sys.argv[1], n))
+for c in nvml:
+    if re.search(sys.argv[3], c["call"]):
+        print("  %-40s %5.2f calls/sample  %6.1f us CPU/sample" % (c["call"], c["count"] / n, c["cpu_seconds"] / n * 1e6))
+print("  NVML calls made every sample: %.1f us CPU/sample" % (steady / n * 1e6))
+PY
+}

@@ -7,25 +7,17 @@
 
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
 
 import type { ChartGroup } from '../lib/chartsync';
 import { fmtClock } from '../lib/format';
 import type { RunMark } from '../lib/marks';
+import { axisStyle, bindCursorKeys, labelWidth, lineSeries, maxOfLines, mountPlot, unitTicks } from '../lib/plot';
+import type { Line, PlotOptions, PlotSpec } from '../lib/plot';
 import type { Range } from '../lib/scales';
-import { onSchemeChange, readChartTheme } from '../lib/theme';
+import type { ChartTheme } from '../lib/theme';
 import { showTip as showChartTip } from '../lib/tooltip';
 import type { Num } from '../lib/types';
 
-export interface Line {
-  label: string;
-  color: string;
-  /** Drawn as steps (a state such as "throttled"), not slopes. */
-  step?: boolean;
-  dash?: boolean;
-  /** Line width in CSS pixels (default 1.5). */
-  width?: number;
-}
 
 export interface ChartProps {
   title: string;
@@ -64,27 +56,19 @@ const MARK_EDGE: Record<RunMark['kind'], string> = {
   benchmark: 'rgba(211, 84, 0, 0.6)',
 };
 
-let measureCtx: CanvasRenderingContext2D | null = null;
-
-/** The width in CSS pixels of the widest label in the given canvas font. */
-function labelWidth(font: string, labels: readonly string[]): number {
-  if (!measureCtx && typeof document !== 'undefined') measureCtx = document.createElement('canvas').getContext('2d');
-  if (!measureCtx) return Math.max(0, ...labels.map((l) => l.length * 7));
-  measureCtx.font = font;
-  return Math.ceil(Math.max(0, ...labels.map((l) => measureCtx!.measureText(l).width)));
-}
-
-function unitTicks(unit: string): (u: uPlot, splits: number[]) => string[] {
-  const sep = unit === '%' || unit === '°C' || unit === '' ? '' : '\u2009';
-  return (_u, splits) =>
-    splits.map((v) => `${Number.isInteger(v) ? v : Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(1)}${sep}${unit}`);
-}
-
-function maxOfCols(data: readonly (readonly Num[])[]): number | null {
-  let m: number | null = null;
-  for (let i = 1; i < data.length; i++)
-    for (const v of data[i] ?? []) if (v !== null && Number.isFinite(v) && (m === null || v > m)) m = v;
-  return m;
+/** The title and each line's swatch and name above a chart (the PNG export draws them too). */
+export function ChartCaption({ title, lines }: { title: string; lines: readonly Line[] }) {
+  return (
+    <figcaption>
+      <span class="ctitle">{title}</span>
+      {lines.map((l) => (
+        <span key={l.label} class="lg">
+          <span class="sw" style={{ background: l.color }} />
+          {l.label}
+        </span>
+      ))}
+    </figcaption>
+  );
 }
 
 export function Chart(props: ChartProps) {
@@ -105,7 +89,7 @@ export function Chart(props: ChartProps) {
     for (const v of d[1] ?? []) if (v !== null && v !== undefined) n++;
     fig.dataset.points = String(n);
     fig.dataset.lines = String(Math.max(0, d.length - 1));
-    const m = maxOfCols(d);
+    const m = maxOfLines(d);
     fig.dataset.max = m === null ? '' : String(m);
     const y = plot.scales.y;
     fig.dataset.yMin = String(y?.min ?? '');
@@ -158,8 +142,6 @@ export function Chart(props: ChartProps) {
     const host = plotRef.current;
     const tip = tipRef.current;
     if (!fig || !host || !tip) return;
-    let theme = readChartTheme();
-    let lastIdx: number | null = null;
 
     // The readout: each line's value under the cursor, with the date on runs longer than a day.
     const showTip = (u: uPlot): void => {
@@ -168,16 +150,13 @@ export function Chart(props: ChartProps) {
       showChartTip(u, tip, host, p.lines.map((l) => ({ label: l.label, color: l.color, fmt: p.fmt })), time);
     };
 
-    const build = (): void => {
-      plotObj.current?.destroy();
+    const make = (theme: ChartTheme): PlotSpec => {
       const p = propsRef.current;
       const group = p.group;
       const stepped = uPlot.paths.stepped?.({ align: 1 });
       // The last time label is centred on the right edge: half of it must fit in the padding.
       const rightPad = Math.ceil(labelWidth(theme.font, [p.dates ? '00/00 00:00' : '00:00:00']) / 2) + 4;
-      const opts: uPlot.Options = {
-        width: Math.max(100, host.clientWidth),
-        height: Math.max(60, host.clientHeight),
+      const opts: PlotOptions = {
         legend: { show: false },
         padding: [8, rightPad, 0, 0],
         cursor: {
@@ -192,26 +171,18 @@ export function Chart(props: ChartProps) {
             time: true,
             range: (_u, min, max): Range => propsRef.current.group?.zoom ?? propsRef.current.xRange?.() ?? [min, max],
           },
-          y: { auto: true, range: (_u, _min, _max): Range => propsRef.current.range(maxOfCols(propsRef.current.data)) },
+          y: { auto: true, range: (_u, _min, _max): Range => propsRef.current.range(maxOfLines(propsRef.current.data)) },
         },
         series: [
           {},
           ...p.lines.map((l) => ({
-            label: l.label,
-            stroke: l.color,
-            width: l.width ?? 1.5,
-            points: { show: false },
-            spanGaps: false,
-            ...(l.dash ? { dash: [6, 4] } : {}),
+            ...lineSeries(l, { points: { show: false }, spanGaps: false }),
             ...(l.step && stepped ? { paths: stepped } : {}),
           })),
         ],
         axes: [
           {
-            stroke: theme.text,
-            grid: { stroke: theme.grid, width: 1 },
-            ticks: { show: false },
-            font: theme.font,
+            ...axisStyle(theme),
             space: 70,
             size: 22,
             ...(propsRef.current.dates
@@ -225,10 +196,7 @@ export function Chart(props: ChartProps) {
                 }),
           },
           {
-            stroke: theme.text,
-            grid: { stroke: theme.grid, width: 1 },
-            ticks: { show: false },
-            font: theme.font,
+            ...axisStyle(theme),
             // Wide enough for the longest label, measured in the axis font, and the gap.
             size: (_u: uPlot, values: string[] | null) => {
               const w = labelWidth(theme.font, values ?? []);
@@ -274,43 +242,15 @@ export function Chart(props: ChartProps) {
           ],
         },
       };
-      const plot = new uPlot(opts, p.data as uPlot.AlignedData, host);
-      plotObj.current = plot;
-      plot.over.addEventListener('dblclick', () => group?.setZoom(null));
-      describe();
+      return { opts, data: p.data as uPlot.AlignedData };
     };
 
-    build();
-    const ro = new ResizeObserver(() => {
-      const plot = plotObj.current;
-      if (plot && (plot.width !== host.clientWidth || plot.height !== host.clientHeight))
-        plot.setSize({ width: Math.max(100, host.clientWidth), height: Math.max(60, host.clientHeight) });
+    const mounted = mountPlot(host, make, (plot) => {
+      plotObj.current = plot;
+      plot.over.addEventListener('dblclick', () => propsRef.current.group?.setZoom(null));
+      describe();
     });
-    ro.observe(host);
-    const offScheme = onSchemeChange(() => {
-      theme = readChartTheme();
-      build();
-    });
-    const onKey = (e: KeyboardEvent): void => {
-      const plot = plotObj.current;
-      if (!plot) return;
-      const n = plot.data[0].length;
-      if (n === 0) return;
-      let idx = lastIdx ?? n - 1;
-      if (e.key === 'ArrowLeft') idx = Math.max(0, idx - 1);
-      else if (e.key === 'ArrowRight') idx = Math.min(n - 1, idx + 1);
-      else if (e.key === 'Home') idx = 0;
-      else if (e.key === 'End') idx = n - 1;
-      else if (e.key === 'Escape') {
-        lastIdx = null;
-        plot.setCursor({ left: -10, top: -10 });
-        return;
-      } else return;
-      e.preventDefault();
-      lastIdx = idx;
-      plot.setCursor({ left: plot.valToPos(plot.data[0][idx] as number, 'x'), top: plot.over.clientHeight / 2 });
-    };
-    fig.addEventListener('keydown', onKey);
+    const offKeys = bindCursorKeys(fig, () => mounted.plot, { jumps: true });
     // A zoom of the group, from any of its charts: this one's time axis follows.
     const offZoom = propsRef.current.group?.onZoom((r) => {
       const plot = plotObj.current;
@@ -323,10 +263,8 @@ export function Chart(props: ChartProps) {
     fig.dataset.zoomed = propsRef.current.group?.zoom ? 'yes' : 'no';
     return () => {
       offZoom?.();
-      ro.disconnect();
-      offScheme();
-      fig.removeEventListener('keydown', onKey);
-      plotObj.current?.destroy();
+      offKeys();
+      mounted.destroy();
       plotObj.current = null;
     };
   }, [linesKey, props.unit, props.group]);
@@ -348,15 +286,7 @@ export function Chart(props: ChartProps) {
 
   return (
     <figure class="chart" ref={figRef} tabIndex={0} data-kind={props.kind} aria-label={`${props.title}. Arrow keys read values.`}>
-      <figcaption>
-        <span class="ctitle">{props.title}</span>
-        {props.lines.map((l) => (
-          <span key={l.label} class="lg">
-            <span class="sw" style={{ background: l.color }} />
-            {l.label}
-          </span>
-        ))}
-      </figcaption>
+      <ChartCaption title={props.title} lines={props.lines} />
       <div class="plot" ref={plotRef}>
         <div class="tip" ref={tipRef} hidden role="status" />
       </div>

@@ -3,7 +3,8 @@
 
 import { useRef, useState } from 'preact/hooks';
 
-import { chartPng, pngName, saveBlob } from '../lib/png';
+import { saveBlob } from '../lib/download';
+import { chartPng, pngName } from '../lib/png';
 
 export function PngButton({ id, kind }: { id: string; kind: string }) {
   const ref = useRef<HTMLButtonElement>(null);

@@ -8,6 +8,7 @@ import { allProcesses, filterProcesses, sortProcesses } from '../lib/processes';
 import type { ProcKey, SortDir } from '../lib/processes';
 import type { Store } from '../lib/store';
 import { useTopics } from './hooks';
+import { FilterInput } from './ListParts';
 
 /** `short`: the header on a phone, where the columns are narrow. */
 const COLUMNS: { key: ProcKey; label: string; short: string; num: boolean }[] = [
@@ -48,14 +49,7 @@ export function ProcessTable({ store, gpu }: { store: Store; gpu?: number }) {
         <span class="count" data-field="process-count">
           {query ? `${rows.length} of ${all.length}` : all.length}
         </span>
-        <input
-          type="search"
-          class="filter"
-          placeholder="Filter: PID, user, command"
-          aria-label="Filter processes"
-          value={query}
-          onInput={(e) => setQuery((e.currentTarget as HTMLInputElement).value)}
-        />
+        <FilterInput label="Filter processes" placeholder="Filter: PID, user, command" value={query} onInput={setQuery} />
       </header>
       {snap && snap.processes_dropped > 0 && (
         <p class="note">{snap.processes_dropped} more processes were not listed by the daemon (limit reached).</p>

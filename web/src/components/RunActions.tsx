@@ -5,20 +5,7 @@
 import { useState } from 'preact/hooks';
 
 import type { Api } from '../lib/api';
-
-/** Saves a blob under a name, as a browser download. */
-function save(blob: Blob, name: string): void {
-  const url = URL.createObjectURL(blob);
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.rel = 'noopener';
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  // The download has started from the URL; it can go once the click is handled.
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
+import { saveBlob } from '../lib/download';
 
 export interface RunActionsProps {
   api: Api;
@@ -42,7 +29,7 @@ export function RunActions({ api, id, what, onDeleted, canDelete, whyNot }: RunA
     setError(null);
     try {
       const f = await api.file(`api/sessions/${encodeURIComponent(id)}/export?format=${format}`);
-      save(f.blob, f.filename ?? `gpumon-${id}.${format}`);
+      saveBlob(f.blob, f.filename ?? `gpumon-${id}.${format}`);
     } catch (e) {
       setError(`Export failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {

@@ -1,7 +1,7 @@
 // "SVG" beside a chart: the chart rebuilt as vector graphics from its series (lib/svg.ts), in
 // the page's colours, saved as a file.
 
-import { saveBlob } from '../lib/png';
+import { saveBlob } from '../lib/download';
 import type { SvgChart } from '../lib/svg';
 import { chartSvg, svgName } from '../lib/svg';
 

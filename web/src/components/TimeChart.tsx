@@ -3,15 +3,15 @@
 // so a new sample never re-renders the component tree.
 
 import { useEffect, useRef } from 'preact/hooks';
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
+import type uPlot from 'uplot';
 
 import { fmtClock, fmtPercent, fmtTemp, fmtWatts, fmtWindow } from '../lib/format';
 import { COL_MEM, COL_POWER, COL_TEMP, COL_UTIL } from '../lib/history';
+import { axisStyle, bindCursorKeys, lineSeries, mountPlot, unitTicks } from '../lib/plot';
+import type { PlotOptions } from '../lib/plot';
 import { percentRange, powerRange, temperatureRange } from '../lib/scales';
 import type { Range } from '../lib/scales';
 import type { Store } from '../lib/store';
-import { onSchemeChange, readChartTheme } from '../lib/theme';
 import type { ChartTheme } from '../lib/theme';
 import { showTip as showChartTip } from '../lib/tooltip';
 import type { Num } from '../lib/types';
@@ -48,11 +48,8 @@ const SPECS: Record<ChartKind, ChartSpec> = {
   },
 };
 
-/** Tick labels carry the unit, so every axis says what it measures. */
-function unitTicks(unit: string): (u: uPlot, splits: number[]) => string[] {
-  const sep = unit === '%' || unit === '°C' ? '' : '\u2009';
-  return (_u, splits) => splits.map((v) => `${Number.isInteger(v) ? v : v.toFixed(1)}${sep}${unit}`);
-}
+/** The live axes keep one decimal at any size (half a power limit such as 131.3 W). */
+const oneDecimal = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(1));
 
 interface Props {
   store: Store;
@@ -74,7 +71,6 @@ export function TimeChart({ store, gpu, kind }: Props) {
     let plot: uPlot | null = null;
     let visible = true;
     let pending = true;
-    let lastIdx: number | null = null;
 
     const data = (): uPlot.AlignedData => {
       const b = store.buffer(gpu);
@@ -90,13 +86,12 @@ export function TimeChart({ store, gpu, kind }: Props) {
       return powerRange(powerLimit(), max);
     };
 
+    // The colours of the last build (set before its plot exists, so before any readout).
+    let theme!: ChartTheme;
     const showTip = (u: uPlot): void =>
       showChartTip(u, tip, host, spec.series.map((s) => ({ label: s.label, color: theme[s.color], fmt: s.fmt })), (x) => fmtClock(x * 1000));
 
-    let theme = readChartTheme();
-    const options = (width: number, height: number): uPlot.Options => ({
-      width,
-      height,
+    const options = (): PlotOptions => ({
       legend: { show: false },
       padding: [8, 4, 0, 0],
       cursor: {
@@ -119,21 +114,14 @@ export function TimeChart({ store, gpu, kind }: Props) {
       series: [
         { value: (_u, v) => (v === null ? '' : fmtClock(v * 1000)) },
         ...spec.series.map((s) => ({
-          label: s.label,
+          ...lineSeries({ label: s.label, color: theme[s.color] }, { points: { show: false }, spanGaps: false }),
           scale: s.scale,
-          stroke: theme[s.color],
-          width: 1.5,
-          points: { show: false },
-          spanGaps: false,
           value: (_u: uPlot, v: number | null) => s.fmt(v),
         })),
       ],
       axes: [
         {
-          stroke: theme.text,
-          grid: { stroke: theme.grid, width: 1 },
-          ticks: { show: false },
-          font: theme.font,
+          ...axisStyle(theme),
           space: 64,
           size: 22,
           // One line of local clock time; seconds only where the window is short enough to need them.
@@ -141,28 +129,23 @@ export function TimeChart({ store, gpu, kind }: Props) {
             splits.map((v) => (store.window >= 900 ? fmtClock(v * 1000).slice(0, 5) : fmtClock(v * 1000))),
         },
         {
+          ...axisStyle(theme),
           scale: spec.series[0].scale,
-          stroke: theme.text,
-          grid: { stroke: theme.grid, width: 1 },
-          ticks: { show: false },
-          font: theme.font,
           size: 48,
           space: 24,
-          values: unitTicks(spec.series[0].scale),
+          values: unitTicks(spec.series[0].scale, oneDecimal),
           ...(spec.series[0].scale === '%' ? { splits: () => [0, 25, 50, 75, 100] } : {}),
         },
         ...(spec.series[1].scale !== spec.series[0].scale
           ? [
               {
+                ...axisStyle(theme),
                 scale: spec.series[1].scale,
                 side: 1 as const,
-                stroke: theme.text,
                 grid: { show: false },
-                ticks: { show: false },
-                font: theme.font,
                 size: 52,
                 space: 24,
-                values: unitTicks(spec.series[1].scale),
+                values: unitTicks(spec.series[1].scale, oneDecimal),
                 // Power: 0, half and the full limit, so the cap is always labelled.
                 splits: (u: uPlot) => {
                   const max = u.scales[spec.series[1].scale]?.max ?? 0;
@@ -207,15 +190,6 @@ export function TimeChart({ store, gpu, kind }: Props) {
       fig.dataset.generation = String(store.seriesGeneration);
     };
 
-    const build = (): void => {
-      plot?.destroy();
-      const w = Math.max(100, host.clientWidth);
-      const h = Math.max(60, host.clientHeight);
-      plot = new uPlot(options(w, h), data(), host);
-      pending = false;
-      describe();
-    };
-
     const update = (): void => {
       if (!visible || !plot) {
         pending = true;
@@ -227,62 +201,36 @@ export function TimeChart({ store, gpu, kind }: Props) {
       if (!tip.hidden) showTip(plot);
     };
 
-    build();
+    const mounted = mountPlot(
+      host,
+      (th) => {
+        theme = th;
+        return { opts: options(), data: data() };
+      },
+      (built) => {
+        plot = built;
+        pending = false;
+        describe();
+      },
+    );
     const offFrame = store.subscribe('frame', update);
     const offSeries = store.subscribe('series', update);
     const offWindow = store.subscribe('window', update);
-    const ro = new ResizeObserver(() => {
-      if (plot && (plot.width !== host.clientWidth || plot.height !== host.clientHeight))
-        plot.setSize({ width: Math.max(100, host.clientWidth), height: Math.max(60, host.clientHeight) });
-    });
-    ro.observe(host);
     const io = new IntersectionObserver((entries) => {
       visible = entries.some((e) => e.isIntersecting);
       if (visible && pending) update();
     });
     io.observe(fig);
-    const offScheme = onSchemeChange(() => {
-      theme = readChartTheme();
-      build();
-    });
-
-    // Keyboard: arrows walk the samples, Home/End jump, Escape hides the readout.
-    const onKey = (e: KeyboardEvent): void => {
-      if (!plot) return;
-      const n = plot.data[0].length;
-      if (n === 0) return;
-      let idx = lastIdx ?? n - 1;
-      if (e.key === 'ArrowLeft') idx = Math.max(0, idx - 1);
-      else if (e.key === 'ArrowRight') idx = Math.min(n - 1, idx + 1);
-      else if (e.key === 'Home') idx = 0;
-      else if (e.key === 'End') idx = n - 1;
-      else if (e.key === 'Escape') {
-        lastIdx = null;
-        plot.setCursor({ left: -10, top: -10 });
-        return;
-      } else return;
-      e.preventDefault();
-      lastIdx = idx;
-      const x = plot.data[0][idx] as number;
-      plot.setCursor({ left: plot.valToPos(x, 'x'), top: plot.over.clientHeight / 2 });
-    };
-    const onBlur = (): void => {
-      lastIdx = null;
-      plot?.setCursor({ left: -10, top: -10 });
-    };
-    fig.addEventListener('keydown', onKey);
-    fig.addEventListener('blur', onBlur);
+    // Keyboard: arrows walk the samples, Home/End jump, Escape or leaving hides the readout.
+    const offKeys = bindCursorKeys(fig, () => plot, { jumps: true, blurClears: true });
 
     return () => {
       offFrame();
       offSeries();
       offWindow();
-      offScheme();
-      ro.disconnect();
       io.disconnect();
-      fig.removeEventListener('keydown', onKey);
-      fig.removeEventListener('blur', onBlur);
-      plot?.destroy();
+      offKeys();
+      mounted.destroy();
       plot = null;
     };
   }, [store, gpu, kind]);

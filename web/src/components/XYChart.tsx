@@ -5,15 +5,16 @@
 // keys read the values; "PNG" saves the chart as drawn, "SVG" as vector graphics from its series.
 
 import { useEffect, useRef } from 'preact/hooks';
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
+import type uPlot from 'uplot';
 
+import { axisStyle, bindCursorKeys, lineSeries, maxOfLines, mountPlot, unitTicks, yAxisWidth } from '../lib/plot';
+import type { Line, PlotOptions, PlotSpec } from '../lib/plot';
 import { niceCeil } from '../lib/scales';
 import type { Range } from '../lib/scales';
-import { onSchemeChange, readChartTheme } from '../lib/theme';
+import type { ChartTheme } from '../lib/theme';
 import { showTip } from '../lib/tooltip';
 import type { Num } from '../lib/types';
-import type { Line } from './Chart';
+import { ChartCaption } from './Chart';
 import { PngButton } from './PngButton';
 import { SvgButton } from './SvgButton';
 
@@ -41,21 +42,6 @@ export interface XYChartProps {
   xFromData?: boolean;
 }
 
-let measureCtx: CanvasRenderingContext2D | null = null;
-
-function labelWidth(font: string, labels: readonly string[]): number {
-  if (!measureCtx) measureCtx = document.createElement('canvas').getContext('2d');
-  if (!measureCtx) return Math.max(0, ...labels.map((l) => l.length * 7));
-  measureCtx.font = font;
-  return Math.ceil(Math.max(0, ...labels.map((l) => measureCtx!.measureText(l).width)));
-}
-
-function maxOf(data: readonly (readonly Num[])[]): number | null {
-  let m: number | null = null;
-  for (let i = 1; i < data.length; i++) for (const v of data[i] ?? []) if (v !== null && Number.isFinite(v) && (m === null || v > m)) m = v;
-  return m;
-}
-
 export function XYChart(props: XYChartProps) {
   const figRef = useRef<HTMLElement>(null);
   const plotRef = useRef<HTMLDivElement>(null);
@@ -69,11 +55,8 @@ export function XYChart(props: XYChartProps) {
     const host = plotRef.current;
     const tip = tipRef.current;
     if (!fig || !host || !tip) return undefined;
-    let plot: uPlot | null = null;
-    const build = (): void => {
-      plot?.destroy();
+    const make = (theme: ChartTheme): PlotSpec => {
       const p = propsRef.current;
-      const theme = readChartTheme();
       const xs = (p.data[0] ?? []).filter((x): x is number => x !== null);
       const lo = xs.length ? Math.min(...xs) : 0;
       const hi = xs.length ? Math.max(...xs) : 1;
@@ -84,34 +67,21 @@ export function XYChart(props: XYChartProps) {
         const from = p.xFromData ? lo - (hi - lo || 1) * 0.06 : Math.min(0, lo);
         return [from, hi + (hi - from || 1) * 0.06];
       };
-      const sep = p.unit === '%' ? '' : '\u2009';
-      const opts: uPlot.Options = {
-        width: Math.max(100, host.clientWidth),
-        height: Math.max(60, host.clientHeight),
+      const opts: PlotOptions = {
         legend: { show: false },
         padding: [8, 16, 0, 0],
         cursor: { y: false, points: { size: 8 }, drag: { x: false, y: false } },
         scales: {
           x: { time: false, ...(p.log ? { distr: 3, log: 2 } : {}), range: () => xRange() },
-          y: { auto: true, range: (): Range => [0, niceCeil(maxOf(propsRef.current.data) ?? 1)] },
+          y: { auto: true, range: (): Range => [0, niceCeil(maxOfLines(propsRef.current.data) ?? 1)] },
         },
         series: [
           {},
-          ...p.lines.map((l) => ({
-            label: l.label,
-            stroke: l.color,
-            width: l.width ?? 1.5,
-            spanGaps: true,
-            points: { show: true, size: 6, fill: l.color },
-            ...(l.dash ? { dash: [6, 4] } : {}),
-          })),
+          ...p.lines.map((l) => lineSeries(l, { points: { show: true, size: 6, fill: l.color }, spanGaps: true })),
         ],
         axes: [
           {
-            stroke: theme.text,
-            grid: { stroke: theme.grid, width: 1 },
-            ticks: { show: false },
-            font: theme.font,
+            ...axisStyle(theme),
             size: 34,
             label: p.xTitle,
             labelSize: 14,
@@ -120,15 +90,10 @@ export function XYChart(props: XYChartProps) {
             values: (_u: uPlot, splits: number[]) => splits.map((v) => propsRef.current.xFmt(v)),
           },
           {
-            stroke: theme.text,
-            grid: { stroke: theme.grid, width: 1 },
-            ticks: { show: false },
-            font: theme.font,
-            // Wide enough for the longest label in the axis font, and the gap.
-            size: (_u: uPlot, values: string[] | null) => Math.max(40, 16 + labelWidth(theme.font, values ?? [])),
+            ...axisStyle(theme),
+            size: (_u: uPlot, values: string[] | null) => yAxisWidth(theme.font, values ?? []),
             space: 24,
-            values: (_u: uPlot, splits: number[]) =>
-              splits.map((v) => `${Number.isInteger(v) ? v : Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(1)}${sep}${p.unit}`),
+            values: unitTicks(p.unit),
           },
         ],
         hooks: {
@@ -151,34 +116,13 @@ export function XYChart(props: XYChartProps) {
           ],
         },
       };
-      plot = new uPlot(opts, p.data as uPlot.AlignedData, host);
+      return { opts, data: p.data as uPlot.AlignedData };
     };
-    build();
-    const ro = new ResizeObserver(() => {
-      if (plot && (plot.width !== host.clientWidth || plot.height !== host.clientHeight))
-        plot.setSize({ width: Math.max(100, host.clientWidth), height: Math.max(60, host.clientHeight) });
-    });
-    ro.observe(host);
-    const offScheme = onSchemeChange(build);
-    let idx: number | null = null;
-    const onKey = (e: KeyboardEvent): void => {
-      if (!plot) return;
-      const n = plot.data[0].length;
-      if (n === 0) return;
-      let i = idx ?? n - 1;
-      if (e.key === 'ArrowLeft') i = Math.max(0, i - 1);
-      else if (e.key === 'ArrowRight') i = Math.min(n - 1, i + 1);
-      else return;
-      e.preventDefault();
-      idx = i;
-      plot.setCursor({ left: plot.valToPos(plot.data[0][i] as number, 'x'), top: plot.over.clientHeight / 2 });
-    };
-    fig.addEventListener('keydown', onKey);
+    const mounted = mountPlot(host, make);
+    const offKeys = bindCursorKeys(fig, () => mounted.plot, { jumps: false });
     return () => {
-      fig.removeEventListener('keydown', onKey);
-      ro.disconnect();
-      offScheme();
-      plot?.destroy();
+      offKeys();
+      mounted.destroy();
     };
   }, [key, props.data]);
 
@@ -196,15 +140,7 @@ export function XYChart(props: XYChartProps) {
         data-log={props.log ? 'yes' : 'no'}
         aria-label={`${props.title}. Arrow keys read values.`}
       >
-        <figcaption>
-          <span class="ctitle">{props.title}</span>
-          {props.lines.map((l) => (
-            <span key={l.label} class="lg">
-              <span class="sw" style={{ background: l.color }} />
-              {l.label}
-            </span>
-          ))}
-        </figcaption>
+        <ChartCaption title={props.title} lines={props.lines} />
         <div class="plot" ref={plotRef}>
           <div class="tip" ref={tipRef} hidden role="status" />
         </div>

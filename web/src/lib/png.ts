@@ -7,19 +7,6 @@ export function pngName(id: string, kind: string): string {
   return `gpumon-${id}-${kind}.png`.replace(/[^A-Za-z0-9._-]+/g, '_');
 }
 
-/** Saves a blob under a name, as a browser download. */
-export function saveBlob(blob: Blob, name: string): void {
-  const url = URL.createObjectURL(blob);
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.rel = 'noopener';
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
 /** The PNG of the chart drawn in `fig` (a figure with a caption and uPlot's canvas), or null. */
 export async function chartPng(fig: HTMLElement): Promise<Blob | null> {
   const plot = fig.querySelector('canvas');

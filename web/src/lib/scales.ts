@@ -39,3 +39,8 @@ export function powerRange(limitW: number | null, dataMax: number | null): Range
   if (limitW !== null && limitW > 0) return [0, peak > limitW ? niceCeil(peak) : limitW];
   return [0, niceCeil(Math.max(peak, 1))];
 }
+
+/** A tick's number: whole numbers as they are, others to the digits a tick needs. */
+export function tickNumber(v: number): string {
+  return Number.isInteger(v) ? String(v) : Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(1);
+}

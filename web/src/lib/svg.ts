@@ -2,7 +2,7 @@
 // title, the legend, both axes with their ticks and titles, one polyline per series and a dot per
 // value. Vector text and lines stay sharp at any size and can be edited. No DOM here.
 
-import { niceCeil } from './scales';
+import { niceCeil, tickNumber } from './scales';
 import type { Num } from './types';
 
 export interface SvgLine {
@@ -51,7 +51,7 @@ const finite = (v: Num | undefined): v is number => typeof v === 'number' && Num
 const r2 = (v: number): string => String(Math.round(v * 100) / 100);
 
 function yTick(v: number, unit: string): string {
-  const n = Number.isInteger(v) ? String(v) : Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(1);
+  const n = tickNumber(v);
   return unit === '%' ? `${n}%` : `${n} ${unit}`;
 }
 

@@ -1,6 +1,6 @@
 // The readout box of a uPlot chart (hover or arrow keys): the time of the point under the
-// cursor and each line's value, placed beside the cursor inside the plot. Shared by the live
-// cards' charts (TimeChart) and the GPU and run pages' charts (Chart).
+// cursor and each line's value, placed beside the cursor inside the plot. Shared by every chart:
+// the live cards' (TimeChart), the GPU and run pages' (Chart) and the sweeps' (XYChart).
 
 import type { Num } from './types';
 

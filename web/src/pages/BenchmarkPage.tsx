@@ -18,11 +18,11 @@ import { RunActions } from '../components/RunActions';
 import { useResource } from '../components/hooks';
 import type { BenchDoc, Dist } from '../lib/bench';
 import { auditBadge, auditChanges, benchSettings, benchTimelineColumns, fmtFig, invalidLines, loadLabel } from '../lib/bench';
+import { saveBlob } from '../lib/download';
 import { fmtClock, fmtPercent, fmtWatts, NA } from '../lib/format';
 import { href } from '../lib/router';
 import { percentRange, powerRange } from '../lib/scales';
 import { fmtDateTime, fmtEnergy, fmtRunDuration, gpuColor, gpuSummary, runTitle } from '../lib/sessions';
-import { saveBlob } from '../lib/png';
 import { hasDist, ladderColumns, latencyThroughput, LADDER, pct, sweepAxis, sweepColumns } from '../lib/sweep';
 import type { Num } from '../lib/types';
 

@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 
 import type { PageProps } from '../app';
 import { useResource } from '../components/hooks';
+import { FilterInput, ListBanners } from '../components/ListParts';
 import type { Api } from '../lib/api';
 import type { BenchBrief, BenchList, BenchPointBrief } from '../lib/bench';
 import { benchMatches, bestAt, fmtFig, serverShort, validitySummary } from '../lib/bench';
@@ -80,14 +81,7 @@ export function BenchmarksPage({ app, query }: PageProps) {
           {list ? (filter.trim() ? `${rows.length} of ${all.length}` : `${all.length} stored`) : ''}
         </span>
         <div class="spacer" />
-        <input
-          type="search"
-          class="filter"
-          placeholder="Filter: label, model, server, id"
-          aria-label="Filter benchmarks"
-          value={filter}
-          onInput={(e) => setFilter((e.currentTarget as HTMLInputElement).value)}
-        />
+        <FilterInput label="Filter benchmarks" placeholder="Filter: label, model, server, id" value={filter} onInput={setFilter} />
         <a
           class={`btn btn-primary${ordered.length < 2 ? ' disabled' : ''}`}
           data-action="compare"
@@ -107,13 +101,7 @@ export function BenchmarksPage({ app, query }: PageProps) {
           Refresh
         </button>
       </div>
-      {deleted && (
-        <p class="banner banner-ok" role="status" data-field="deleted">
-          Deleted {deleted}.
-        </p>
-      )}
-      {res.error && <p class="banner">Cannot list the benchmarks: {res.error}</p>}
-      {list?.store_error && <p class="banner banner-soft">The store could not be read: {list.store_error}</p>}
+      <ListBanners what="benchmarks" deleted={deleted} error={res.error} storeError={list?.store_error} />
       {list && all.length === 0 && (
         <section class="card empty-state">
           <p>No benchmark stored yet.</p>

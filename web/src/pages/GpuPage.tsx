@@ -10,7 +10,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { PageProps } from '../app';
 import { Chart } from '../components/Chart';
 import { GpuName, healthNaNote } from '../components/GpuCard';
-import type { Line } from '../components/Chart';
+import type { Line } from '../lib/plot';
 import { useTopics } from '../components/hooks';
 import { MigTable } from '../components/MigTable';
 import { ProcessTable } from '../components/ProcessTable';

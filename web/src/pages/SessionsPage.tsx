@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 
 import type { PageProps } from '../app';
 import { useResource } from '../components/hooks';
+import { FilterInput, ListBanners } from '../components/ListParts';
 import { fmtPercent, NA } from '../lib/format';
 import { href } from '../lib/router';
 import type { SessionList } from '../lib/sessions';
@@ -32,25 +33,12 @@ export function SessionsPage({ app, query }: PageProps) {
           {list ? (q ? `${shown.length} of ${rows.length}` : `${rows.length} recorded`) : ''}
         </span>
         <div class="spacer" />
-        <input
-          type="search"
-          class="filter"
-          placeholder="Filter: label, command, id"
-          aria-label="Filter sessions"
-          value={filter}
-          onInput={(e) => setFilter((e.currentTarget as HTMLInputElement).value)}
-        />
+        <FilterInput label="Filter sessions" placeholder="Filter: label, command, id" value={filter} onInput={setFilter} />
         <button type="button" class="btn" onClick={res.reload}>
           Refresh
         </button>
       </div>
-      {deleted && (
-        <p class="banner banner-ok" role="status" data-field="deleted">
-          Deleted {deleted}.
-        </p>
-      )}
-      {res.error && <p class="banner">Cannot list the sessions: {res.error}</p>}
-      {list?.store_error && <p class="banner banner-soft">The store could not be read: {list.store_error}</p>}
+      <ListBanners what="sessions" deleted={deleted} error={res.error} storeError={list?.store_error} />
       {list && rows.length === 0 && (
         <section class="card empty-state">
           <p>No run recorded yet.</p>

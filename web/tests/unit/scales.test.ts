@@ -2,7 +2,7 @@
 // into the data's own spread.
 import { describe, expect, it } from 'vitest';
 
-import { maxOf, niceCeil, percentRange, powerRange, temperatureRange } from '../../src/lib/scales';
+import { maxOf, niceCeil, percentRange, powerRange, temperatureRange, tickNumber } from '../../src/lib/scales';
 
 describe('percent axis', () => {
   it('holds 0-100 when every value is small', () => {
@@ -31,5 +31,14 @@ describe('other axes', () => {
     expect(powerRange(700, 760)).toEqual([0, 1000]);
     expect(powerRange(null, 72)).toEqual([0, 100]);
     expect(powerRange(null, null)).toEqual([0, 1]);
+  });
+});
+
+describe('tick numbers', () => {
+  it('keeps whole numbers, rounds from 10 up and keeps one decimal below', () => {
+    expect(tickNumber(50)).toBe('50');
+    expect(tickNumber(131.25)).toBe('131');
+    expect(tickNumber(2.5)).toBe('2.5');
+    expect(tickNumber(-12.5)).toBe('-13');
   });
 });
