@@ -605,8 +605,7 @@ typedef struct nv_gpu {
     bool cache_primed;
     int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
     gm_gpu cache;               /* the readings served between reads (only valid and v used) */
-    gm_gpu nosup;               /* health metrics the GPU answered NOT_SUPPORTED: not asked again */
-    gm_metric_set every_nosup;  /* NV_EVERY getters answered NOT_SUPPORTED (every_due) */
+    gm_metric_set nosup;        /* metrics the GPU answered NOT_SUPPORTED (read_due) */
     char serial[GM_SERIAL_LEN];
     char vbios[GM_SERIAL_LEN];
     unsigned pci_device_id, pci_subsys_id; /* 0 when unknown */
@@ -1388,7 +1387,23 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
     }
 }
 
-/* Keeps the reading of a cached getter (or forgets it when the call failed) and reports it. */
+/* ---- the cadence path: how every getter of the tables and of the health reads is read ----
+ * 1. cache_serve: a pass starts from the last readings of the NV_STATIC and NV_SLOW getters;
+ * 2. read_due: a getter is called only when due at its cadence, wanted, and not refused before;
+ * 3. read_put: its answer is recorded in the pass, a refusal remembered (the metric stays absent,
+ *    never 0), the reading kept for its cadence and reported, replacing the served one. */
+
+/* Reports the last readings of the cached getters; those called this pass replace them. */
+static void cache_serve(const nv_gpu *ng, gm_gpu *out)
+{
+    for (int w = 0; w < GM_M_WORDS; w++)
+        for (uint64_t bits = ng->cache.valid[w]; bits; bits &= bits - 1) {
+            gm_metric m = (gm_metric)(w * 64 + __builtin_ctzll(bits));
+            gm_gpu_set(out, m, ng->cache.v[m]);
+        }
+}
+
+/* Keeps the reading of a cached getter and reports it, or forgets it when there is none. */
 static void cache_put(nv_gpu *g, gm_gpu *out, gm_metric m, bool ok, double v)
 {
     if (ok) {
@@ -1396,45 +1411,35 @@ static void cache_put(nv_gpu *g, gm_gpu *out, gm_metric m, bool ok, double v)
         gm_gpu_set(out, m, v);
     } else {
         gm_gpu_unset(&g->cache, m);
+        gm_gpu_unset(out, m);
     }
 }
 
-/* Reports the last reading of a cached getter that is not due this sample. */
-static void cache_get(const nv_gpu *g, gm_gpu *out, gm_metric m)
+/* True when the getter of metrics m..m+n-1 (one call; consecutive in the metric table, or
+ * n = 1) is to be called now. A getter the GPU answered NOT_SUPPORTED is not called again; one
+ * read every sample is asked again when the slow getters are due, as such an answer can change
+ * with the GPU's state (the fan of a board that stopped it), but rarely. */
+static bool read_due(const nv_gpu *ng, gm_metric m, int n, enum nv_cadence c, const bool *due)
 {
-    if (gm_gpu_has(&g->cache, m))
-        gm_gpu_set(out, m, g->cache.v[m]);
-}
-
-/* True when the health metrics m..m+n-1 of one call (consecutive in the table, or n = 1) are
- * to be read now. A call the GPU said it does not support is never made again; one not due this
- * sample reports the cached readings. */
-static bool health_due_n(nv_gpu *ng, gm_gpu *out, gm_metric m, int n, enum nv_cadence c,
-                         const bool *due)
-{
-    if (gm_gpu_has(&ng->nosup, m) || !nv_wants_n(ng, m, n))
+    if (!nv_wants_n(ng, m, n))
         return false;
-    if (c != NV_EVERY && !due[c]) {
-        for (int k = 0; k < n; k++)
-            cache_get(ng, out, (gm_metric)(m + k));
-        return false;
-    }
-    return true;
+    if (gm_metric_set_has(&ng->nosup, m))
+        return c == NV_EVERY && due[NV_SLOW];
+    return due[c];
 }
 
-static bool health_due(nv_gpu *ng, gm_gpu *out, gm_metric m, enum nv_cadence c, const bool *due)
+/* Books one reading of metric m by the call fn that answered rc: recorded in the pass,
+ * NOT_SUPPORTED remembered for read_due, the value (NAN: the call gave none this time) reported
+ * and, unless read every sample, cached. */
+static void read_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv_cadence c, int rc,
+                     const char *fn, double v)
 {
-    return health_due_n(ng, out, m, 1, c, due);
-}
-
-/* Books the outcome of one health reading: reported when rc is success (and cached unless read
- * every sample), remembered as unsupported when the GPU says so. */
-static void health_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv_cadence c, int rc,
-                       const char *fn, double v)
-{
-    bool ok = pass_ok(p, rc, fn);
+    bool ok = pass_ok(p, rc, fn) && !isnan(v);
+    uint64_t bit = UINT64_C(1) << (m % 64);
     if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
-        gm_gpu_set(&ng->nosup, m, 1);
+        ng->nosup.bits[m / 64] |= bit;
+    else
+        ng->nosup.bits[m / 64] &= ~bit;
     if (c == NV_EVERY) {
         if (ok)
             gm_gpu_set(out, m, v);
@@ -1451,9 +1456,9 @@ static void read_mem_triple(nv_gpu *ng, gm_gpu *out, nv_pass *p, nv_mem1_fn fn, 
     nv_memory_v1 m;
     memset(&m, 0, sizeof m);
     int rc = NV_T(sym, fn(ng->dev, &m));
-    health_put(ng, out, p, total, NV_SLOW, rc, sym, (double)m.total);
-    health_put(ng, out, p, (gm_metric)(total + 1), NV_SLOW, rc, sym, (double)m.used);
-    health_put(ng, out, p, (gm_metric)(total + 2), NV_SLOW, rc, sym, (double)m.free);
+    read_put(ng, out, p, total, NV_SLOW, rc, sym, (double)m.total);
+    read_put(ng, out, p, (gm_metric)(total + 1), NV_SLOW, rc, sym, (double)m.used);
+    read_put(ng, out, p, (gm_metric)(total + 2), NV_SLOW, rc, sym, (double)m.free);
 }
 
 static double field_double(const nv_field_value *f)
@@ -1487,7 +1492,7 @@ static void read_fields(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     int n = 0;
     for (size_t i = 0; i < NV_N_FIELDS; i++) {
         enum nv_cadence c = field_metrics[i].cadence;
-        if ((c != NV_EVERY) != slow_class || !health_due(ng, out, field_metrics[i].m, c, due))
+        if ((c != NV_EVERY) != slow_class || !read_due(ng, field_metrics[i].m, 1, c, due))
             continue;
         memset(&fv[n], 0, sizeof fv[n]);
         fv[n].fieldId = field_metrics[i].id;
@@ -1504,7 +1509,7 @@ static void read_fields(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         double v = field_double(&fv[k]);
         if (frc == NV_SUCCESS && !isfinite(v))
             frc = NV_ERROR_NOT_SUPPORTED;
-        health_put(ng, out, p, which[k], c, frc, "nvmlDeviceGetFieldValues", v);
+        read_put(ng, out, p, which[k], c, frc, "nvmlDeviceGetFieldValues", v);
     }
 }
 
@@ -1603,28 +1608,28 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
                        bool ecc_off)
 {
     nvmlDevice_t dev = ng->dev;
-    if (!p->lost && st->addressing && health_due(ng, out, GM_M_ADDRESSING_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->addressing && read_due(ng, GM_M_ADDRESSING_MODE, 1, NV_STATIC, due)) {
         nv_addressing_mode am = {NV_ADDRESSING_MODE_V1, 0};
         int rc = NV_T("nvmlDeviceGetAddressingMode", st->addressing(dev, &am));
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH || (rc == NV_SUCCESS && am.value > 2))
             rc = NV_ERROR_NOT_SUPPORTED; /* a revision or a mode this build does not know */
-        health_put(ng, out, p, GM_M_ADDRESSING_MODE, NV_STATIC, rc, "nvmlDeviceGetAddressingMode",
-                   am.value);
+        read_put(ng, out, p, GM_M_ADDRESSING_MODE, NV_STATIC, rc, "nvmlDeviceGetAddressingMode",
+                 am.value);
     }
-    if (!p->lost && st->c2c && health_due(ng, out, GM_M_C2C_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->c2c && read_due(ng, GM_M_C2C_MODE, 1, NV_STATIC, due)) {
         nv_c2c_mode cm = {0};
         int rc = NV_T("nvmlDeviceGetC2cModeInfoV", st->c2c(dev, &cm));
-        health_put(ng, out, p, GM_M_C2C_MODE, NV_STATIC, rc, "nvmlDeviceGetC2cModeInfoV",
-                   cm.isC2cEnabled != 0);
+        read_put(ng, out, p, GM_M_C2C_MODE, NV_STATIC, rc, "nvmlDeviceGetC2cModeInfoV",
+                 cm.isC2cEnabled != 0);
     }
     if (!p->lost && (st->fabric || st->fabric_v1) &&
-        health_due_n(ng, out, GM_M_FABRIC_STATE, 3, NV_SLOW, due)) {
+        read_due(ng, GM_M_FABRIC_STATE, 3, NV_SLOW, due)) {
         nv_fabric_info f;
         int rc = read_fabric(st, dev, &f);
         if (rc == NV_SUCCESS && (f.state == 0 || f.state > NV_FABRIC_COMPLETED))
             rc = NV_ERROR_NOT_SUPPORTED; /* NVML_GPU_FABRIC_STATE_NOT_SUPPORTED */
         const char *fn = "nvmlDeviceGetGpuFabricInfoV";
-        health_put(ng, out, p, GM_M_FABRIC_STATE, NV_SLOW, rc, fn, f.state);
+        read_put(ng, out, p, GM_M_FABRIC_STATE, NV_SLOW, rc, fn, f.state);
         /* Status, clique and cluster belong to a completed registration. */
         bool done = rc == NV_SUCCESS && f.state == NV_FABRIC_COMPLETED;
         cache_put(ng, out, GM_M_FABRIC_STATUS, done, f.status);
@@ -1640,13 +1645,12 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             copy_str(ng->fabric_status, sizeof ng->fabric_status, nv_strerror(st, f.status));
         }
     }
-    if (!p->lost && st->protected_mem &&
-        health_due_n(ng, out, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
+    if (!p->lost && st->protected_mem && read_due(ng, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
         read_mem_triple(ng, out, p, st->protected_mem,
                         "nvmlDeviceGetConfComputeProtectedMemoryUsage", GM_M_PROT_MEM_TOTAL_BYTES);
     }
     if (!p->lost && st->sram && !ecc_off &&
-        health_due_n(ng, out, GM_M_SRAM_UNCORR_VOL_PARITY, 10, NV_SLOW, due)) {
+        read_due(ng, GM_M_SRAM_UNCORR_VOL_PARITY, 10, NV_SLOW, due)) {
         nv_sram_status e;
         memset(&e, 0, sizeof e);
         e.version = NV_SRAM_STATUS_V1;
@@ -1670,7 +1674,7 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             {GM_M_SRAM_UNCORR_AGG_OTHER, (double)e.aggregateUncBucketOther},
         };
         for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-            health_put(ng, out, p, rows[k].m, NV_SLOW, rc, fn, rows[k].v);
+            read_put(ng, out, p, rows[k].m, NV_SLOW, rc, fn, rows[k].v);
     }
 }
 
@@ -1680,9 +1684,6 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
 static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
     nvmlDevice_t dev = ng->dev;
-    static const gm_metric once[] = {GM_M_INFOROM_VALID,      GM_M_PLATFORM_SLOT,
-                                     GM_M_PLATFORM_TRAY,      GM_M_PLATFORM_HOST_ID,
-                                     GM_M_PLATFORM_PEER_TYPE, GM_M_PLATFORM_MODULE_ID};
     /* Only for a caller that prints them: the validation alone reads the whole infoROM. */
     bool inforom = st->validate_inforom && nv_wants(ng, GM_M_INFOROM_VALID);
     bool platform = st->platform && nv_wants_n(ng, GM_M_PLATFORM_SLOT, 5);
@@ -1719,23 +1720,19 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
                 snprintf(ng->platform_guid, sizeof ng->platform_guid, "0x%016llX", guid);
             }
         }
-    } else {
-        for (size_t k = 0; k < sizeof once / sizeof *once; k++)
-            cache_get(ng, out, once[k]);
     }
     copy_str(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
     copy_str(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
-    if (!p->lost && st->bar1 && health_due_n(ng, out, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
+    if (!p->lost && st->bar1 && read_due(ng, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
         read_mem_triple(ng, out, p, st->bar1, "nvmlDeviceGetBAR1MemoryInfo", GM_M_BAR1_TOTAL_BYTES);
     }
-    if (!p->lost && st->remapped_v2 &&
-        health_due_n(ng, out, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
+    if (!p->lost && st->remapped_v2 && read_due(ng, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
         nv_remapped_v2 r;
         memset(&r, 0, sizeof r);
         int rc = NV_T("nvmlDeviceGetRemappedRows_v2", st->remapped_v2(dev, &r));
         const char *fn = "nvmlDeviceGetRemappedRows_v2";
-        health_put(ng, out, p, GM_M_REMAP_CORR_INACTIVE, NV_SLOW, rc, fn, r.corrInactive);
-        health_put(ng, out, p, GM_M_REMAP_UNC_INACTIVE, NV_SLOW, rc, fn, r.uncInactive);
+        read_put(ng, out, p, GM_M_REMAP_CORR_INACTIVE, NV_SLOW, rc, fn, r.corrInactive);
+        read_put(ng, out, p, GM_M_REMAP_UNC_INACTIVE, NV_SLOW, rc, fn, r.uncInactive);
     }
 }
 
@@ -1751,27 +1748,27 @@ static int nv_bounded(int rc, unsigned v, unsigned max)
 static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
     nvmlDevice_t dev = ng->dev;
-    if (!p->lost && st->bbx && health_due_n(ng, out, GM_M_BBX_FLUSH_TIME, 2, NV_SLOW, due)) {
+    if (!p->lost && st->bbx && read_due(ng, GM_M_BBX_FLUSH_TIME, 2, NV_SLOW, due)) {
         unsigned long long ts = 0;
         unsigned long us = 0;
         int rc = NV_T("nvmlDeviceGetLastBBXFlushTime", st->bbx(dev, &ts, &us));
         const char *fn = "nvmlDeviceGetLastBBXFlushTime";
-        health_put(ng, out, p, GM_M_BBX_FLUSH_TIME, NV_SLOW, rc, fn, (double)ts);
-        health_put(ng, out, p, GM_M_BBX_FLUSH_DURATION_US, NV_SLOW, rc, fn, (double)us);
+        read_put(ng, out, p, GM_M_BBX_FLUSH_TIME, NV_SLOW, rc, fn, (double)ts);
+        read_put(ng, out, p, GM_M_BBX_FLUSH_DURATION_US, NV_SLOW, rc, fn, (double)us);
     }
-    if (!p->lost && st->host_vgpu && health_due(ng, out, GM_M_HOST_VGPU_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->host_vgpu && read_due(ng, GM_M_HOST_VGPU_MODE, 1, NV_STATIC, due)) {
         unsigned v = 0;
         int rc = nv_bounded(NV_T("nvmlDeviceGetHostVgpuMode", st->host_vgpu(dev, &v)), v, 1);
-        health_put(ng, out, p, GM_M_HOST_VGPU_MODE, NV_STATIC, rc, "nvmlDeviceGetHostVgpuMode", v);
+        read_put(ng, out, p, GM_M_HOST_VGPU_MODE, NV_STATIC, rc, "nvmlDeviceGetHostVgpuMode", v);
     }
-    if (!p->lost && st->vgpu_hetero && health_due(ng, out, GM_M_VGPU_HETERO_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->vgpu_hetero && read_due(ng, GM_M_VGPU_HETERO_MODE, 1, NV_STATIC, due)) {
         nv_versioned_u32 m = {NV_VERSIONED_U32_V1, 0};
         int rc = NV_T("nvmlDeviceGetVgpuHeterogeneousMode", st->vgpu_hetero(dev, &m));
         rc = nv_bounded(rc, m.mode, 1);
-        health_put(ng, out, p, GM_M_VGPU_HETERO_MODE, NV_STATIC, rc,
-                   "nvmlDeviceGetVgpuHeterogeneousMode", m.mode);
+        read_put(ng, out, p, GM_M_VGPU_HETERO_MODE, NV_STATIC, rc,
+                 "nvmlDeviceGetVgpuHeterogeneousMode", m.mode);
     }
-    if (!p->lost && st->bridge && health_due_n(ng, out, GM_M_BRIDGE_CHIP_TYPE, 2, NV_STATIC, due)) {
+    if (!p->lost && st->bridge && read_due(ng, GM_M_BRIDGE_CHIP_TYPE, 2, NV_STATIC, due)) {
         nv_bridge_hierarchy h;
         memset(&h, 0, sizeof h);
         int rc = NV_T("nvmlDeviceGetBridgeChipInfo", st->bridge(dev, &h));
@@ -1779,69 +1776,65 @@ static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, co
         if (rc == NV_SUCCESS && h.bridgeCount == 0)
             rc = NV_ERROR_NOT_SUPPORTED;
         const char *fn = "nvmlDeviceGetBridgeChipInfo";
-        health_put(ng, out, p, GM_M_BRIDGE_CHIP_TYPE, NV_STATIC, rc, fn, h.bridgeChipInfo[0].type);
-        health_put(ng, out, p, GM_M_BRIDGE_CHIP_FW, NV_STATIC, rc, fn,
-                   h.bridgeChipInfo[0].fwVersion);
+        read_put(ng, out, p, GM_M_BRIDGE_CHIP_TYPE, NV_STATIC, rc, fn, h.bridgeChipInfo[0].type);
+        read_put(ng, out, p, GM_M_BRIDGE_CHIP_FW, NV_STATIC, rc, fn, h.bridgeChipInfo[0].fwVersion);
     }
-    if (!p->lost && st->fbc && health_due_n(ng, out, GM_M_FBC_SESSIONS, 3, NV_SLOW, due)) {
+    if (!p->lost && st->fbc && read_due(ng, GM_M_FBC_SESSIONS, 3, NV_SLOW, due)) {
         nv_fbc_stats f = {0, 0, 0};
         int rc = NV_T("nvmlDeviceGetFBCStats", st->fbc(dev, &f));
         const char *fn = "nvmlDeviceGetFBCStats";
-        health_put(ng, out, p, GM_M_FBC_SESSIONS, NV_SLOW, rc, fn, f.sessionsCount);
-        health_put(ng, out, p, GM_M_FBC_FPS, NV_SLOW, rc, fn, f.averageFPS);
-        health_put(ng, out, p, GM_M_FBC_LATENCY_US, NV_SLOW, rc, fn, f.averageLatency);
+        read_put(ng, out, p, GM_M_FBC_SESSIONS, NV_SLOW, rc, fn, f.sessionsCount);
+        read_put(ng, out, p, GM_M_FBC_FPS, NV_SLOW, rc, fn, f.averageFPS);
+        read_put(ng, out, p, GM_M_FBC_LATENCY_US, NV_SLOW, rc, fn, f.averageLatency);
     }
-    if (!p->lost && st->dram_enc && health_due_n(ng, out, GM_M_DRAM_ENC_CUR, 2, NV_STATIC, due)) {
+    if (!p->lost && st->dram_enc && read_due(ng, GM_M_DRAM_ENC_CUR, 2, NV_STATIC, due)) {
         nv_versioned_u32 cur = {NV_VERSIONED_U32_V1, 0}, pend = {NV_VERSIONED_U32_V1, 0};
         int rc = NV_T("nvmlDeviceGetDramEncryptionMode", st->dram_enc(dev, &cur, &pend));
         rc = nv_bounded(nv_bounded(rc, cur.mode, 1), pend.mode, 1);
         const char *fn = "nvmlDeviceGetDramEncryptionMode";
-        health_put(ng, out, p, GM_M_DRAM_ENC_CUR, NV_STATIC, rc, fn, cur.mode);
-        health_put(ng, out, p, GM_M_DRAM_ENC_PENDING, NV_STATIC, rc, fn, pend.mode);
+        read_put(ng, out, p, GM_M_DRAM_ENC_CUR, NV_STATIC, rc, fn, cur.mode);
+        read_put(ng, out, p, GM_M_DRAM_ENC_PENDING, NV_STATIC, rc, fn, pend.mode);
     }
-    if (!p->lost && st->repair &&
-        health_due_n(ng, out, GM_M_REPAIR_CHANNEL_PENDING, 2, NV_SLOW, due)) {
+    if (!p->lost && st->repair && read_due(ng, GM_M_REPAIR_CHANNEL_PENDING, 2, NV_SLOW, due)) {
         nv_repair_status r = {NV_REPAIR_STATUS_V1, 0, 0};
         int rc = NV_T("nvmlDeviceGetRepairStatus", st->repair(dev, &r));
         const char *fn = "nvmlDeviceGetRepairStatus";
-        health_put(ng, out, p, GM_M_REPAIR_CHANNEL_PENDING, NV_SLOW, rc, fn,
-                   r.bChannelRepairPending != 0);
-        health_put(ng, out, p, GM_M_REPAIR_TPC_PENDING, NV_SLOW, rc, fn, r.bTpcRepairPending != 0);
+        read_put(ng, out, p, GM_M_REPAIR_CHANNEL_PENDING, NV_SLOW, rc, fn,
+                 r.bChannelRepairPending != 0);
+        read_put(ng, out, p, GM_M_REPAIR_TPC_PENDING, NV_SLOW, rc, fn, r.bTpcRepairPending != 0);
     }
-    if (!p->lost && st->unrepairable &&
-        health_due(ng, out, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, due)) {
+    if (!p->lost && st->unrepairable && read_due(ng, GM_M_UNREPAIRABLE_MEMORY, 1, NV_SLOW, due)) {
         unsigned v = 0;
         int rc = NV_T("nvmlDeviceGetUnrepairableMemoryFlag_v1", st->unrepairable(dev, &v));
-        health_put(ng, out, p, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, rc,
-                   "nvmlDeviceGetUnrepairableMemoryFlag_v1", v != 0);
+        read_put(ng, out, p, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, rc,
+                 "nvmlDeviceGetUnrepairableMemoryFlag_v1", v != 0);
     }
     if (!p->lost && st->power_profiles &&
-        health_due_n(ng, out, GM_M_POWER_PROFILES_REQUESTED, 2, NV_STATIC, due)) {
+        read_due(ng, GM_M_POWER_PROFILES_REQUESTED, 2, NV_STATIC, due)) {
         nv_power_profiles pp;
         memset(&pp, 0, sizeof pp);
         pp.version = NV_POWER_PROFILES_V1;
         int rc =
             NV_T("nvmlDeviceWorkloadPowerProfileGetCurrentProfiles", st->power_profiles(dev, &pp));
         const char *fn = "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles";
-        health_put(ng, out, p, GM_M_POWER_PROFILES_REQUESTED, NV_STATIC, rc, fn,
-                   pp.requestedProfilesMask[0]);
-        health_put(ng, out, p, GM_M_POWER_PROFILES_ENFORCED, NV_STATIC, rc, fn,
-                   pp.enforcedProfilesMask[0]);
+        read_put(ng, out, p, GM_M_POWER_PROFILES_REQUESTED, NV_STATIC, rc, fn,
+                 pp.requestedProfilesMask[0]);
+        read_put(ng, out, p, GM_M_POWER_PROFILES_ENFORCED, NV_STATIC, rc, fn,
+                 pp.enforcedProfilesMask[0]);
     }
-    if (!p->lost && st->auto_boost && health_due_n(ng, out, GM_M_AUTO_BOOST, 2, NV_STATIC, due)) {
+    if (!p->lost && st->auto_boost && read_due(ng, GM_M_AUTO_BOOST, 2, NV_STATIC, due)) {
         unsigned on = 0, def = 0;
         int rc = NV_T("nvmlDeviceGetAutoBoostedClocksEnabled", st->auto_boost(dev, &on, &def));
         rc = nv_bounded(nv_bounded(rc, on, 1), def, 1);
         const char *fn = "nvmlDeviceGetAutoBoostedClocksEnabled";
-        health_put(ng, out, p, GM_M_AUTO_BOOST, NV_STATIC, rc, fn, on);
-        health_put(ng, out, p, GM_M_AUTO_BOOST_DEFAULT, NV_STATIC, rc, fn, def);
+        read_put(ng, out, p, GM_M_AUTO_BOOST, NV_STATIC, rc, fn, on);
+        read_put(ng, out, p, GM_M_AUTO_BOOST_DEFAULT, NV_STATIC, rc, fn, def);
     }
-    if (!p->lost && st->capabilities && health_due(ng, out, GM_M_EGM, NV_STATIC, due)) {
+    if (!p->lost && st->capabilities && read_due(ng, GM_M_EGM, 1, NV_STATIC, due)) {
         nv_versioned_u32 caps = {NV_VERSIONED_U32_V1, 0};
         int rc = NV_T("nvmlDeviceGetCapabilities", st->capabilities(dev, &caps));
         /* NVML_DEV_CAP_EGM, bit 0 */
-        health_put(ng, out, p, GM_M_EGM, NV_STATIC, rc, "nvmlDeviceGetCapabilities",
-                   caps.mode & 1u);
+        read_put(ng, out, p, GM_M_EGM, NV_STATIC, rc, "nvmlDeviceGetCapabilities", caps.mode & 1u);
     }
 }
 
@@ -1851,53 +1844,52 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     nvmlDevice_t dev = ng->dev;
     unsigned a = 0, b = 0, c = 0, d = 0;
     for (size_t i = 0; i < NV_N_CODEC && !p->lost; i++)
-        if (st->codec[i] && health_due(ng, out, codec_metrics[i].m, NV_EVERY, due)) {
+        if (st->codec[i] && read_due(ng, codec_metrics[i].m, 1, NV_EVERY, due)) {
             int rc = NV_T(codec_metrics[i].sym, st->codec[i](dev, &a, &b));
-            health_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, a);
+            read_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, a);
         }
     for (size_t i = 0; i < NV_N_PAIR && !p->lost; i++) {
         enum nv_cadence cad = pair_metrics[i].cadence;
-        if (!st->pair[i])
+        if (!st->pair[i] || !read_due(ng, pair_metrics[i].a, 1, cad, due))
             continue;
-        if (!health_due(ng, out, pair_metrics[i].a, cad, due)) {
-            if (!gm_gpu_has(&ng->nosup, pair_metrics[i].a) && cad != NV_EVERY && !due[cad])
-                cache_get(ng, out, pair_metrics[i].b);
-            continue;
-        }
         int rc = NV_T(pair_metrics[i].sym, st->pair[i](dev, &a, &b));
         unsigned max = pair_metrics[i].max;
         if (rc == NV_SUCCESS && max && (a > max || b > max))
             rc = NV_ERROR_NOT_SUPPORTED; /* an enable state NVML does not define */
-        health_put(ng, out, p, pair_metrics[i].a, cad, rc, pair_metrics[i].sym, a);
-        health_put(ng, out, p, pair_metrics[i].b, cad, rc, pair_metrics[i].sym, b);
+        read_put(ng, out, p, pair_metrics[i].a, cad, rc, pair_metrics[i].sym, a);
+        read_put(ng, out, p, pair_metrics[i].b, cad, rc, pair_metrics[i].sym, b);
     }
-    if (!p->lost && st->compute_cap && health_due(ng, out, GM_M_COMPUTE_CAP, NV_STATIC, due)) {
+    if (!p->lost && st->compute_cap && read_due(ng, GM_M_COMPUTE_CAP, 1, NV_STATIC, due)) {
         int major = 0, minor = 0;
         int rc = NV_T("nvmlDeviceGetCudaComputeCapability",
                       st->compute_cap(dev, (unsigned *)&major, (unsigned *)&minor));
         if (rc == NV_SUCCESS && (major < 0 || minor < 0 || minor > 9))
             rc = NV_ERROR_NOT_SUPPORTED;
-        health_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc,
-                   "nvmlDeviceGetCudaComputeCapability", major * 10 + minor);
+        read_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc, "nvmlDeviceGetCudaComputeCapability",
+                 major * 10 + minor);
     }
-    if (!p->lost && st->margin_temp && health_due(ng, out, GM_M_TEMP_TLIMIT_C, NV_EVERY, due)) {
+    if (!p->lost && st->margin_temp && read_due(ng, GM_M_TEMP_TLIMIT_C, 1, NV_EVERY, due)) {
         nv_margin_temp mt = {NV_MARGIN_TEMP_V1, 0};
         int rc = NV_T("nvmlDeviceGetMarginTemperature", st->margin_temp(dev, &mt));
-        health_put(ng, out, p, GM_M_TEMP_TLIMIT_C, NV_EVERY, rc, "nvmlDeviceGetMarginTemperature",
-                   mt.marginTemperature);
+        read_put(ng, out, p, GM_M_TEMP_TLIMIT_C, NV_EVERY, rc, "nvmlDeviceGetMarginTemperature",
+                 mt.marginTemperature);
     }
-    if (!p->lost && st->enc_stats && health_due_n(ng, out, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
+    if (!p->lost && st->enc_stats && read_due(ng, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
         int rc = NV_T("nvmlDeviceGetEncoderStats", st->enc_stats(dev, &a, &b, &c));
-        health_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", a);
-        health_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", b);
-        health_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", c);
+        read_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", a);
+        read_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", b);
+        read_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", c);
     }
     /* ECC counters mean nothing with ECC off (nvidia-smi prints [N/A] then): not asked. */
     bool ecc_off = gm_gpu_has(out, GM_M_ECC_MODE_CUR) && out->v[GM_M_ECC_MODE_CUR] == 0;
+    for (size_t i = 0; i < NV_N_ECC && ecc_off; i++)
+        gm_gpu_unset(out, ecc_metrics[i].m); /* nor served from before it was turned off */
+    for (int k = 0; k < 10 && ecc_off; k++)
+        gm_gpu_unset(out, (gm_metric)(GM_M_SRAM_UNCORR_VOL_PARITY + k));
     for (size_t i = 0; i < NV_N_ECC && !p->lost && !ecc_off; i++) {
         gm_metric m = ecc_metrics[i].m;
         bool total = ecc_metrics[i].location < 0;
-        if ((total ? !st->ecc_total : !st->ecc_loc) || !health_due(ng, out, m, NV_SLOW, due))
+        if ((total ? !st->ecc_total : !st->ecc_loc) || !read_due(ng, m, 1, NV_SLOW, due))
             continue;
         unsigned long long n = 0;
         int rc = total ? NV_T("nvmlDeviceGetTotalEccErrors",
@@ -1905,43 +1897,41 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
                        : NV_T("nvmlDeviceGetMemoryErrorCounter",
                               st->ecc_loc(dev, ecc_metrics[i].type, ecc_metrics[i].counter,
                                           ecc_metrics[i].location, &n));
-        health_put(ng, out, p, m, NV_SLOW, rc,
-                   total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
-                   (double)n);
+        read_put(ng, out, p, m, NV_SLOW, rc,
+                 total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
+                 (double)n);
     }
     if (!p->lost && (st->retired_v2 || st->retired_v1)) {
         static const gm_metric by_cause[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
         for (int cause = 0; cause < 2 && !p->lost; cause++)
-            if (health_due(ng, out, by_cause[cause], NV_SLOW, due)) {
+            if (read_due(ng, by_cause[cause], 1, NV_SLOW, due)) {
                 int rc = retired_count(st, dev, cause, &a);
-                health_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages",
-                           a);
+                read_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages", a);
             }
     }
-    if (!p->lost && st->retired_pending &&
-        health_due(ng, out, GM_M_RETIRED_PENDING, NV_SLOW, due)) {
+    if (!p->lost && st->retired_pending && read_due(ng, GM_M_RETIRED_PENDING, 1, NV_SLOW, due)) {
         int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &a));
-        health_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
-                   "nvmlDeviceGetRetiredPagesPendingStatus", a != 0);
+        read_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
+                 "nvmlDeviceGetRetiredPagesPendingStatus", a != 0);
     }
-    if (!p->lost && st->remapped && health_due_n(ng, out, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
+    if (!p->lost && st->remapped && read_due(ng, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
         int rc = NV_T("nvmlDeviceGetRemappedRows", st->remapped(dev, &a, &b, &c, &d));
         const char *fn = "nvmlDeviceGetRemappedRows";
-        health_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, a);
-        health_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, b);
-        health_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, c != 0);
-        health_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, d != 0);
+        read_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, a);
+        read_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, b);
+        read_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, c != 0);
+        read_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, d != 0);
     }
-    if (!p->lost && st->histogram && health_due_n(ng, out, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
+    if (!p->lost && st->histogram && read_due(ng, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
         nv_remap_histogram h;
         memset(&h, 0, sizeof h);
         int rc = NV_T("nvmlDeviceGetRowRemapperHistogram", st->histogram(dev, &h));
         const char *fn = "nvmlDeviceGetRowRemapperHistogram";
-        health_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
-        health_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
-        health_put(ng, out, p, GM_M_REMAP_HIST_PARTIAL, NV_SLOW, rc, fn, h.partial);
-        health_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
-        health_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
+        read_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
+        read_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
+        read_put(ng, out, p, GM_M_REMAP_HIST_PARTIAL, NV_SLOW, rc, fn, h.partial);
+        read_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
+        read_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
     }
     if (!p->lost)
         read_modes(st, ng, out, p, due, ecc_off);
@@ -1954,7 +1944,7 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         if (!p->lost)
             read_fields(st, ng, out, p, due, true);
     }
-    if (!p->lost && st->link_state && health_due(ng, out, GM_M_NVLINK_ACTIVE, NV_SLOW, due)) {
+    if (!p->lost && st->link_state && read_due(ng, GM_M_NVLINK_ACTIVE, 1, NV_SLOW, due)) {
         /* Links answer until the index passes the GPU's last one. */
         unsigned links = 0, active = 0;
         int rc = NV_ERROR_NOT_SUPPORTED;
@@ -1970,7 +1960,7 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         }
         if (links > 0)
             rc = NV_SUCCESS;
-        health_put(ng, out, p, GM_M_NVLINK_ACTIVE, NV_SLOW, rc, "nvmlDeviceGetNvLinkState", active);
+        read_put(ng, out, p, GM_M_NVLINK_ACTIVE, NV_SLOW, rc, "nvmlDeviceGetNvLinkState", active);
     }
     if (!p->lost)
         read_gpm(st, ng, out, p);
@@ -1978,28 +1968,12 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
 
 /* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. Getters of the
  * NV_STATIC and NV_SLOW classes are called only when due and served from the cache otherwise. */
-/* An NV_EVERY getter the GPU answered NOT_SUPPORTED (the fan of a board without one) is asked
- * again only when the slow getters are due, not every sample: such an answer can change with
- * the GPU's state, but rarely. True when metric m's getter is to be called now. */
-static bool every_due(const nv_gpu *ng, gm_metric m, const bool *due)
-{
-    return !gm_metric_set_has(&ng->every_nosup, m) || due[NV_SLOW];
-}
-
-static void every_note(nv_gpu *ng, gm_metric m, int rc)
-{
-    uint64_t bit = UINT64_C(1) << (m % 64);
-    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
-        ng->every_nosup.bits[m / 64] |= bit;
-    else
-        ng->every_nosup.bits[m / 64] &= ~bit;
-}
-
 static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int64_t now)
 {
     nvmlDevice_t dev = ng->dev;
     bool due[3] = {true, !ng->cache_primed || now - ng->static_ms >= NV_STATIC_MS,
                    !ng->cache_primed || now - ng->slow_ms >= st->slow_period_ms};
+    cache_serve(ng, out);
     /* Utilisation first: it is the call a fallen GPU answers with GPU_IS_LOST soonest. */
     if (st->util && nv_wants_n(ng, GM_M_UTIL_GPU_PCT, 2)) {
         nv_utilization u;
@@ -2009,81 +1983,44 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
             gm_gpu_set(out, GM_M_UTIL_MEM_PCT, u.memory);
         }
     }
-    unsigned v, period;
+    unsigned enc_pct, enc_period_us, dec_pct, dec_period_us;
     if (!p->lost && st->enc && nv_wants(ng, GM_M_UTIL_ENC_PCT) &&
-        pass_ok(p, NV_T("nvmlDeviceGetEncoderUtilization", st->enc(dev, &v, &period)),
+        pass_ok(p, NV_T("nvmlDeviceGetEncoderUtilization", st->enc(dev, &enc_pct, &enc_period_us)),
                 "nvmlDeviceGetEncoderUtilization"))
-        gm_gpu_set(out, GM_M_UTIL_ENC_PCT, v);
+        gm_gpu_set(out, GM_M_UTIL_ENC_PCT, enc_pct);
     if (!p->lost && st->dec && nv_wants(ng, GM_M_UTIL_DEC_PCT) &&
-        pass_ok(p, NV_T("nvmlDeviceGetDecoderUtilization", st->dec(dev, &v, &period)),
+        pass_ok(p, NV_T("nvmlDeviceGetDecoderUtilization", st->dec(dev, &dec_pct, &dec_period_us)),
                 "nvmlDeviceGetDecoderUtilization"))
-        gm_gpu_set(out, GM_M_UTIL_DEC_PCT, v);
+        gm_gpu_set(out, GM_M_UTIL_DEC_PCT, dec_pct);
     if (!p->lost && nv_wants_n(ng, GM_M_MEM_TOTAL_BYTES, 4))
         read_memory(st, dev, out, p);
     for (size_t i = 0; i < NV_N_ARG && !p->lost; i++) {
-        if (!st->arg[i] || !nv_wants(ng, arg_metrics[i].m))
-            continue;
         gm_metric m = arg_metrics[i].m;
-        if (!due[arg_metrics[i].cadence]) {
-            cache_get(ng, out, m);
+        const char *fn = arg_metrics[i].sym;
+        if (!st->arg[i] || !read_due(ng, m, 1, arg_metrics[i].cadence, due))
             continue;
-        }
-        bool every = arg_metrics[i].cadence == NV_EVERY;
-        if (every && !every_due(ng, m, due))
-            continue;
-        int rc = NV_T(arg_metrics[i].sym, st->arg[i](dev, arg_metrics[i].arg, &v));
-        bool ok = pass_ok(p, rc, arg_metrics[i].sym);
-        if (every) {
-            every_note(ng, m, rc);
-            if (ok)
-                gm_gpu_set(out, m, v);
-        } else {
-            cache_put(ng, out, m, ok, v);
-        }
+        unsigned v = 0;
+        int rc = NV_T(fn, st->arg[i](dev, arg_metrics[i].arg, &v));
+        read_put(ng, out, p, m, arg_metrics[i].cadence, rc, fn, v);
     }
     for (size_t i = 0; i < NV_N_U32 && !p->lost; i++) {
-        if (!st->u32[i] || !nv_wants(ng, u32_metrics[i].m))
-            continue;
         gm_metric m = u32_metrics[i].m;
-        if (!due[u32_metrics[i].cadence]) {
-            cache_get(ng, out, m);
+        const char *fn = u32_metrics[i].sym;
+        if (!st->u32[i] || !read_due(ng, m, 1, u32_metrics[i].cadence, due))
             continue;
-        }
-        bool every = u32_metrics[i].cadence == NV_EVERY;
-        if (every && !every_due(ng, m, due))
-            continue;
-        int rc = NV_T(u32_metrics[i].sym, st->u32[i](dev, &v));
-        bool ok = pass_ok(p, rc, u32_metrics[i].sym) &&
-                  (u32_metrics[i].max == 0 || v <= u32_metrics[i].max);
-        if (every) {
-            every_note(ng, m, rc);
-            if (ok)
-                gm_gpu_set(out, m, v);
-        } else {
-            cache_put(ng, out, m, ok, v);
-        }
+        unsigned v = 0;
+        int rc = NV_T(fn, st->u32[i](dev, &v));
+        unsigned max = u32_metrics[i].max; /* past it: a value this build does not know */
+        read_put(ng, out, p, m, u32_metrics[i].cadence, rc, fn, max && v > max ? NAN : v);
     }
     for (size_t i = 0; i < NV_N_U64 && !p->lost; i++) {
-        if (!st->u64[i] || !nv_wants(ng, u64_metrics[i].m))
-            continue;
         gm_metric m = u64_metrics[i].m;
-        if (!due[u64_metrics[i].cadence]) {
-            cache_get(ng, out, m);
+        const char *fn = u64_metrics[i].sym[0];
+        if (!st->u64[i] || !read_due(ng, m, 1, u64_metrics[i].cadence, due))
             continue;
-        }
-        bool every = u64_metrics[i].cadence == NV_EVERY;
-        if (every && !every_due(ng, m, due))
-            continue;
-        unsigned long long x = 0;
-        int rc = NV_T(u64_metrics[i].sym[0], st->u64[i](dev, &x));
-        bool ok = pass_ok(p, rc, u64_metrics[i].sym[0]);
-        if (every) {
-            every_note(ng, m, rc);
-            if (ok)
-                gm_gpu_set(out, m, (double)x);
-        } else {
-            cache_put(ng, out, m, ok, (double)x);
-        }
+        unsigned long long v = 0;
+        int rc = NV_T(fn, st->u64[i](dev, &v));
+        read_put(ng, out, p, m, u64_metrics[i].cadence, rc, fn, (double)v);
     }
     if (!p->lost)
         read_health(st, ng, out, p, due);

@@ -735,6 +735,33 @@ static void test_every_unsupported_asked_rarely(void **state)
     close_st(st2);
 }
 
+/* A getter of the metric tables read at the slow period that the GPU answered NOT_SUPPORTED
+ * (energy, PCIe throughput here) is not asked again, even with the slow getters due every
+ * sample, as the health getters; an unknown value (pstate 32) is no refusal: asked each sample. */
+static void test_slow_unsupported_not_asked_again(void **state)
+{
+    (void)state;
+    const char *energy = "nvmlDeviceGetTotalEnergyConsumption",
+               *pcie = "nvmlDeviceGetPcieThroughput", *pstate = "nvmlDeviceGetPerformanceState";
+    use_scenario("unsupported.json");
+    gm_collector_options fast = {.nvml_lib = fake_current.path, .slow_period_ms = -1};
+    unsigned long energy0 = fake_current.calls(energy), pcie0 = fake_current.calls(pcie),
+                  pstate0 = fake_current.calls(pstate);
+    void *st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&fast, &st, NULL), GM_OK);
+    track(st);
+    for (int i = 0; i < 3; i++) {
+        sample_ok(st, false);
+        check_absent(&snap->gpus[0], GM_M_ENERGY_MJ);
+        check_absent(&snap->gpus[0], GM_M_PCIE_TX_KBPS);
+        check_absent(&snap->gpus[0], GM_M_PSTATE);
+    }
+    assert_int_equal(fake_current.calls(energy) - energy0, 1);
+    assert_int_equal(fake_current.calls(pcie) - pcie0, 2); /* TX and RX, once each */
+    assert_int_equal(fake_current.calls(pstate) - pstate0, 3);
+    close_st(st);
+}
+
 /* Persistence mode is configuration an administrator changes: read once a minute, the last
  * reading served in between (as compute mode). */
 static void test_persistence_mode_once_a_minute(void **state)
@@ -1480,6 +1507,7 @@ int main(void)
         cmocka_unit_test_teardown(test_every_unsupported_asked_rarely, test_teardown),
         cmocka_unit_test_teardown(test_persistence_mode_once_a_minute, test_teardown),
         cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
+        cmocka_unit_test_teardown(test_slow_unsupported_not_asked_again, test_teardown),
         cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
         cmocka_unit_test_teardown(test_static_identity_fields, test_teardown),
         cmocka_unit_test_teardown(test_modes_fabric_sram, test_teardown),
