@@ -93,39 +93,78 @@ typedef struct {
     unsigned smUtil, memUtil, encUtil, decUtil;
 } nv_proc_util;
 
-typedef int (*nv_void_fn)(void);
-typedef const char *(*nv_errstr_fn)(int);
-typedef int (*nv_count_fn)(unsigned *);
-typedef int (*nv_handle_fn)(unsigned, nvmlDevice_t *);
-typedef int (*nv_uuid_handle_fn)(const char *, nvmlDevice_t *);
-typedef int (*nv_mig_parent_fn)(nvmlDevice_t, nvmlDevice_t *);
-typedef int (*nv_devstr_fn)(nvmlDevice_t, char *, unsigned);
-typedef int (*nv_sysstr_fn)(char *, unsigned);
-typedef int (*nv_int_fn)(int *);
-typedef int (*nv_pci_fn)(nvmlDevice_t, nv_pci_info *);
-typedef int (*nv_util_fn)(nvmlDevice_t, nv_utilization *);
-typedef int (*nv_codec_fn)(nvmlDevice_t, unsigned *, unsigned *);
-typedef int (*nv_mem1_fn)(nvmlDevice_t, nv_memory_v1 *);
-typedef int (*nv_mem2_fn)(nvmlDevice_t, nv_memory_v2 *);
-typedef int (*nv_u32_fn)(nvmlDevice_t, unsigned *);
-typedef int (*nv_arg_u32_fn)(nvmlDevice_t, int, unsigned *);
-typedef int (*nv_u64_fn)(nvmlDevice_t, unsigned long long *);
-typedef int (*nv_procs_fn)(nvmlDevice_t, unsigned *, void *);
-typedef int (*nv_p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
-typedef int (*nv_proc_util_fn)(nvmlDevice_t, nv_proc_util *, unsigned *, unsigned long long);
-typedef int (*nv_mig_index_fn)(nvmlDevice_t, unsigned, nvmlDevice_t *);
+/* Entry points, each typed as nvml.h declares it and named after it (a _v2 or older revision
+ * that resolves in its place has the same prototype). Enumerations are int-sized: enable
+ * states, modes and counts are read as the unsigned they hold, selectors passed as int. */
+typedef int nvmlReturn_t;
+typedef nvmlReturn_t (*nvmlInit_fn)(void); /* nvmlInit_v2, nvmlInit */
+typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
+typedef const char *(*nvmlErrorString_fn)(nvmlReturn_t);
+typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned, nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByUUID_fn)(const char *, nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t,
+                                                                        nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetUUID_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetSerial_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetVbiosVersion_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetInforomImageVersion_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetInforomVersion_fn)(nvmlDevice_t, int object, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetBoardPartNumber_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char *, unsigned);
+typedef nvmlReturn_t (*nvmlSystemGetNVMLVersion_fn)(char *, unsigned);
+typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_fn)(int *);
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nv_pci_info *);
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nv_utilization *);
+typedef nvmlReturn_t (*nvmlDeviceGetEncoderUtilization_fn)(nvmlDevice_t, unsigned *pct,
+                                                           unsigned *period_us);
+typedef nvmlReturn_t (*nvmlDeviceGetDecoderUtilization_fn)(nvmlDevice_t, unsigned *pct,
+                                                           unsigned *period_us);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nv_memory_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t, nv_memory_v2 *);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_fn)(nvmlDevice_t, unsigned *,
+                                                                void *); /* and Graphics */
+typedef nvmlReturn_t (*nvmlDeviceGetP2PStatus_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
+typedef nvmlReturn_t (*nvmlDeviceGetProcessUtilization_fn)(nvmlDevice_t, nv_proc_util *, unsigned *,
+                                                           unsigned long long);
+typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned,
+                                                               nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t, unsigned *);
+
+/* The getters of each metric table (below) share one prototype: the table's name. */
+typedef nvmlReturn_t (*u32_metrics_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*arg_metrics_fn)(nvmlDevice_t, int, unsigned *);
+typedef nvmlReturn_t (*u64_metrics_fn)(nvmlDevice_t, unsigned long long *);
+typedef nvmlReturn_t (*pair_metrics_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef nvmlReturn_t (*codec_metrics_fn)(nvmlDevice_t, unsigned *pct, unsigned *period_us);
 
 /* Health getters. */
-typedef int (*nv_pair_fn)(nvmlDevice_t, unsigned *, unsigned *);
-typedef int (*nv_triple_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *);
-typedef int (*nv_quad_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *);
-typedef int (*nv_ecc_total_fn)(nvmlDevice_t, int, int, unsigned long long *);
-typedef int (*nv_ecc_loc_fn)(nvmlDevice_t, int, int, int, unsigned long long *);
-typedef int (*nv_retired_v1_fn)(nvmlDevice_t, int, unsigned *, unsigned long long *);
-typedef int (*nv_retired_v2_fn)(nvmlDevice_t, int, unsigned *, unsigned long long *,
-                                unsigned long long *);
-typedef int (*nv_link_state_fn)(nvmlDevice_t, unsigned, unsigned *);
-typedef int (*nv_inforom_fn)(nvmlDevice_t, int, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t, int *major, int *minor);
+typedef nvmlReturn_t (*nvmlDeviceGetEncoderStats_fn)(nvmlDevice_t, unsigned *sessions,
+                                                     unsigned *fps, unsigned *latency_us);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned *corr, unsigned *unc,
+                                                     unsigned *pending, unsigned *failure);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, int type, int counter,
+                                                       unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryErrorCounter_fn)(nvmlDevice_t, int type, int counter,
+                                                           int location, unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_fn)(nvmlDevice_t, int cause, unsigned *,
+                                                     unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_v2_fn)(nvmlDevice_t, int cause, unsigned *,
+                                                        unsigned long long *, unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetConfComputeProtectedMemoryUsage_fn)(nvmlDevice_t,
+                                                                        nv_memory_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetBAR1MemoryInfo_fn)(nvmlDevice_t, nv_memory_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetHostVgpuMode_fn)(nvmlDevice_t, unsigned *);
+/* nvmlUnrepairableMemoryStatus_v1_t: one unsigned, no version word. */
+typedef nvmlReturn_t (*nvmlDeviceGetUnrepairableMemoryFlag_v1_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetAutoBoostedClocksEnabled_fn)(nvmlDevice_t, unsigned *on,
+                                                                 unsigned *default_on);
 
 /* nvmlPciInfoExt_v1_t (driver 550 and newer): nvmlPciInfo_t's ids plus the class codes. */
 typedef struct {
@@ -134,7 +173,7 @@ typedef struct {
     char busId[32];
 } nv_pci_info_ext;
 #define NV_PCI_INFO_EXT_V1 ((unsigned)(sizeof(nv_pci_info_ext) | 1u << 24))
-typedef int (*nv_pci_ext_fn)(nvmlDevice_t, nv_pci_info_ext *);
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfoExt_fn)(nvmlDevice_t, nv_pci_info_ext *);
 
 /* nvmlPlatformInfo_v2_t (44 bytes) and nvmlRemappedRowsInfo_v2_t (no version word). */
 typedef struct {
@@ -144,14 +183,15 @@ typedef struct {
     unsigned char slotNumber, trayIndex, hostId, peerType, moduleId;
 } nv_platform_info;
 #define NV_PLATFORM_INFO_V2 ((unsigned)(sizeof(nv_platform_info) | 2u << 24))
-typedef int (*nv_platform_fn)(nvmlDevice_t, nv_platform_info *);
+typedef nvmlReturn_t (*nvmlDeviceGetPlatformInfo_fn)(nvmlDevice_t, nv_platform_info *);
 typedef struct {
     unsigned corrActive, corrInactive, uncActive, uncInactive, pending, failure;
 } nv_remapped_v2;
-typedef int (*nv_remapped_v2_fn)(nvmlDevice_t, nv_remapped_v2 *);
-typedef int (*nv_dev_fn)(nvmlDevice_t);
-typedef int (*nv_mem_clocks_fn)(nvmlDevice_t, unsigned *, unsigned *);
-typedef int (*nv_gr_clocks_fn)(nvmlDevice_t, unsigned, unsigned *, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_v2_fn)(nvmlDevice_t, nv_remapped_v2 *);
+typedef nvmlReturn_t (*nvmlDeviceValidateInforom_fn)(nvmlDevice_t);
+typedef nvmlReturn_t (*nvmlDeviceGetSupportedMemoryClocks_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetSupportedGraphicsClocks_fn)(nvmlDevice_t, unsigned, unsigned *,
+                                                                unsigned *);
 
 /* nvmlMarginTemperature_v1_t: degrees to the nearest slowdown threshold (nvidia-smi's T.Limit). */
 typedef struct {
@@ -159,20 +199,20 @@ typedef struct {
     int marginTemperature;
 } nv_margin_temp;
 #define NV_MARGIN_TEMP_V1 ((unsigned)(sizeof(nv_margin_temp) | 1u << 24))
-typedef int (*nv_margin_temp_fn)(nvmlDevice_t, nv_margin_temp *);
+typedef nvmlReturn_t (*nvmlDeviceGetMarginTemperature_fn)(nvmlDevice_t, nv_margin_temp *);
 
 /* nvmlDeviceAddressingMode_v1_t: value NONE 0, HMM 1, ATS 2. */
 typedef struct {
     unsigned version, value;
 } nv_addressing_mode;
 #define NV_ADDRESSING_MODE_V1 ((unsigned)(sizeof(nv_addressing_mode) | 1u << 24))
-typedef int (*nv_addressing_fn)(nvmlDevice_t, nv_addressing_mode *);
+typedef nvmlReturn_t (*nvmlDeviceGetAddressingMode_fn)(nvmlDevice_t, nv_addressing_mode *);
 
 /* nvmlC2cModeInfo_v1_t: no version word, despite the V of its getter. */
 typedef struct {
     unsigned isC2cEnabled;
 } nv_c2c_mode;
-typedef int (*nv_c2c_fn)(nvmlDevice_t, nv_c2c_mode *);
+typedef nvmlReturn_t (*nvmlDeviceGetC2cModeInfoV_fn)(nvmlDevice_t, nv_c2c_mode *);
 
 /* nvmlGpuFabricInfo_v3_t (v2 is its prefix without healthSummary: 36 bytes, v3 40) and the
  * unversioned nvmlGpuFabricInfo_t of drivers before 550. state: NVML_GPU_FABRIC_STATE_*
@@ -196,8 +236,8 @@ typedef struct {
     unsigned cliqueId;
     unsigned char state;
 } nv_fabric_info_v1;
-typedef int (*nv_fabric_fn)(nvmlDevice_t, nv_fabric_info *);
-typedef int (*nv_fabric_v1_fn)(nvmlDevice_t, nv_fabric_info_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfoV_fn)(nvmlDevice_t, nv_fabric_info *);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t, nv_fabric_info_v1 *);
 #define NV_FABRIC_COMPLETED 3
 
 /* nvmlEccSramErrorStatus_v1_t (104 bytes): SRAM error counters by kind and by unit. */
@@ -213,13 +253,13 @@ typedef struct {
 _Static_assert(sizeof(nv_sram_status) == 104, "nvmlEccSramErrorStatus_v1_t is 104 bytes");
 _Static_assert(sizeof(nv_fabric_info) == 40 && offsetof(nv_fabric_info, healthSummary) == 36,
                "nvmlGpuFabricInfo_v3_t is 40 bytes, v2 36");
-typedef int (*nv_sram_fn)(nvmlDevice_t, nv_sram_status *);
+typedef nvmlReturn_t (*nvmlDeviceGetSramEccErrorStatus_fn)(nvmlDevice_t, nv_sram_status *);
 
 /* nvmlRowRemapperHistogramValues_t: banks by how many spare rows they have left. */
 typedef struct {
     unsigned max, high, partial, low, none;
 } nv_remap_histogram;
-typedef int (*nv_histogram_fn)(nvmlDevice_t, nv_remap_histogram *);
+typedef nvmlReturn_t (*nvmlDeviceGetRowRemapperHistogram_fn)(nvmlDevice_t, nv_remap_histogram *);
 
 /* nvmlFieldValue_t (40 bytes): set fieldId and scopeId, read nvmlReturn, then the value in the
  * member valueType names. */
@@ -239,7 +279,7 @@ typedef struct {
         unsigned short us;
     } value;
 } nv_field_value;
-typedef int (*nv_fields_fn)(nvmlDevice_t, int, nv_field_value *);
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t, int, nv_field_value *);
 
 /* Events (nvmlEventSet*): nvmlEventData_t, v2 layout (v1 lacks the instance ids and is a
  * prefix of it). */
@@ -250,10 +290,11 @@ typedef struct {
     unsigned gpuInstanceId, computeInstanceId;
 } nv_event_data;
 #define NV_EVENT_XID 0x8ULL /* nvmlEventTypeXidCriticalError */
-typedef int (*nv_evset_create_fn)(nvmlEventSet_t *);
-typedef int (*nv_ev_register_fn)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
-typedef int (*nv_evset_wait_fn)(nvmlEventSet_t, nv_event_data *, unsigned);
-typedef int (*nv_evset_free_fn)(nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *);
+typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long,
+                                                    nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t, nv_event_data *, unsigned);
+typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t);
 
 /* GPM (Hopper and newer): two samples and the metrics between them. */
 typedef struct nv_gpm_sample *nvmlGpmSample_t;
@@ -274,12 +315,12 @@ typedef struct {
     nvmlGpmSample_t sample1, sample2;
     nv_gpm_metric metrics[NV_GPM_METRIC_MAX];
 } nv_gpm_metrics_get;
-typedef int (*nv_gpm_alloc_fn)(nvmlGpmSample_t *);
-typedef int (*nv_gpm_free_fn)(nvmlGpmSample_t);
-typedef int (*nv_gpm_get_fn)(nvmlDevice_t, nvmlGpmSample_t);
-typedef int (*nv_gpm_support_fn)(nvmlDevice_t, nv_gpm_support *);
-typedef int (*nv_gpm_metrics_fn)(nv_gpm_metrics_get *);
-typedef int (*nv_gpm_mig_get_fn)(nvmlDevice_t, unsigned, nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t *);
+typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t, nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t, nv_gpm_support *);
+typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nv_gpm_metrics_get *);
+typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t, unsigned, nvmlGpmSample_t);
 /* One GPU instance's two GPM samples, alternating like nv_gpu's own. */
 typedef struct nv_mig_gpm {
     unsigned gi;
@@ -295,17 +336,21 @@ typedef struct {
     unsigned long long value;
 } nv_pdi; /* nvmlPdi_v1_t */
 #define NV_PDI_V1 ((unsigned)(sizeof(nv_pdi) | 1u << 24))
-typedef int (*nv_pdi_fn)(nvmlDevice_t, nv_pdi *);
-typedef int (*nv_gsp_version_fn)(nvmlDevice_t, char *); /* NVML_GSP_FIRMWARE_VERSION_BUF_SIZE */
+typedef nvmlReturn_t (*nvmlDeviceGetPdi_fn)(nvmlDevice_t, nv_pdi *);
+typedef nvmlReturn_t (*nvmlDeviceGetGspFirmwareVersion_fn)(
+    nvmlDevice_t, char *); /* NVML_GSP_FIRMWARE_VERSION_BUF_SIZE */
 #define NV_GSP_VERSION_LEN 64
-typedef int (*nv_bbx_fn)(nvmlDevice_t, unsigned long long *, unsigned long *);
+typedef nvmlReturn_t (*nvmlDeviceGetLastBBXFlushTime_fn)(nvmlDevice_t, unsigned long long *,
+                                                         unsigned long *);
 typedef struct {
     unsigned version, mode;
 } nv_versioned_u32; /* nvmlVgpuHeterogeneousMode_v1_t, nvmlDramEncryptionInfo_v1_t,
                      * nvmlDeviceCapabilities_v1_t: a version word and one value */
 #define NV_VERSIONED_U32_V1 ((unsigned)(sizeof(nv_versioned_u32) | 1u << 24))
-typedef int (*nv_versioned_fn)(nvmlDevice_t, nv_versioned_u32 *);
-typedef int (*nv_dram_enc_fn)(nvmlDevice_t, nv_versioned_u32 *, nv_versioned_u32 *);
+typedef nvmlReturn_t (*nvmlDeviceGetVgpuHeterogeneousMode_fn)(nvmlDevice_t, nv_versioned_u32 *);
+typedef nvmlReturn_t (*nvmlDeviceGetCapabilities_fn)(nvmlDevice_t, nv_versioned_u32 *);
+typedef nvmlReturn_t (*nvmlDeviceGetDramEncryptionMode_fn)(nvmlDevice_t, nv_versioned_u32 *,
+                                                           nv_versioned_u32 *);
 #define NV_MAX_BRIDGES 128 /* NVML_MAX_PHYSICAL_BRIDGE */
 typedef struct {
     unsigned char bridgeCount;
@@ -314,22 +359,23 @@ typedef struct {
         unsigned fwVersion;
     } bridgeChipInfo[NV_MAX_BRIDGES];
 } nv_bridge_hierarchy;
-typedef int (*nv_bridge_fn)(nvmlDevice_t, nv_bridge_hierarchy *);
+typedef nvmlReturn_t (*nvmlDeviceGetBridgeChipInfo_fn)(nvmlDevice_t, nv_bridge_hierarchy *);
 typedef struct {
     unsigned version, bChannelRepairPending, bTpcRepairPending;
 } nv_repair_status; /* nvmlRepairStatus_v1_t */
 #define NV_REPAIR_STATUS_V1 ((unsigned)(sizeof(nv_repair_status) | 1u << 24))
-typedef int (*nv_repair_fn)(nvmlDevice_t, nv_repair_status *);
+typedef nvmlReturn_t (*nvmlDeviceGetRepairStatus_fn)(nvmlDevice_t, nv_repair_status *);
 typedef struct {
     unsigned version;
     unsigned perfProfilesMask[8], requestedProfilesMask[8], enforcedProfilesMask[8]; /* 255 bits */
 } nv_power_profiles; /* nvmlWorkloadPowerProfileCurrentProfiles_v1_t */
 #define NV_POWER_PROFILES_V1 ((unsigned)(sizeof(nv_power_profiles) | 1u << 24))
-typedef int (*nv_power_profiles_fn)(nvmlDevice_t, nv_power_profiles *);
+typedef nvmlReturn_t (*nvmlDeviceWorkloadPowerProfileGetCurrentProfiles_fn)(nvmlDevice_t,
+                                                                            nv_power_profiles *);
 typedef struct {
     unsigned sessionsCount, averageFPS, averageLatency; /* latency in us */
 } nv_fbc_stats;                                         /* nvmlFBCStats_t */
-typedef int (*nv_fbc_fn)(nvmlDevice_t, nv_fbc_stats *);
+typedef nvmlReturn_t (*nvmlDeviceGetFBCStats_fn)(nvmlDevice_t, nv_fbc_stats *);
 _Static_assert(sizeof(nv_pdi) == 16 && sizeof(nv_bridge_hierarchy) == 1028 &&
                    sizeof(nv_power_profiles) == 100,
                "nvmlPdi_v1_t 16 bytes, nvmlBridgeChipHierarchy_t 1028, current profiles 100");
@@ -654,35 +700,37 @@ typedef struct nv_state {
     void *lib;
     char path[256];
 
-    nv_void_fn shutdown;
-    nv_errstr_fn error_string;
-    nv_count_fn count;
-    nv_handle_fn handle;
+    nvmlShutdown_fn shutdown;
+    nvmlErrorString_fn error_string;
+    nvmlDeviceGetCount_fn count;
+    nvmlDeviceGetHandleByIndex_fn handle;
     const char *handle_sym;
-    nv_devstr_fn name;
-    nv_devstr_fn uuid;
-    nv_pci_fn pci;
+    nvmlDeviceGetName_fn name;
+    nvmlDeviceGetUUID_fn uuid;
+    nvmlDeviceGetPciInfo_fn pci;
     const char *pci_sym;
     bool pci_v1; /* the v1 call writes the short busId into the first 16 bytes */
-    nv_util_fn util;
-    nv_codec_fn enc, dec;
-    nv_mem2_fn mem2;
-    nv_mem1_fn mem1;
-    nv_u32_fn u32[NV_N_U32];
-    nv_arg_u32_fn arg[NV_N_ARG];
-    nv_u64_fn u64[NV_N_U64];
-    nv_procs_fn procs[2];
+    nvmlDeviceGetUtilizationRates_fn util;
+    nvmlDeviceGetEncoderUtilization_fn enc;
+    nvmlDeviceGetDecoderUtilization_fn dec;
+    nvmlDeviceGetMemoryInfo_v2_fn mem2;
+    nvmlDeviceGetMemoryInfo_fn mem1;
+    u32_metrics_fn u32[NV_N_U32];
+    arg_metrics_fn arg[NV_N_ARG];
+    u64_metrics_fn u64[NV_N_U64];
+    nvmlDeviceGetComputeRunningProcesses_fn procs[2];
     const char *proc_sym[2];
     size_t proc_stride[2];
-    nv_p2p_fn p2p;
+    nvmlDeviceGetP2PStatus_fn p2p;
     /* A MIG device's GPU (Kubernetes allocates MIG devices by their own UUIDs). */
-    nv_uuid_handle_fn handle_by_uuid;
-    nv_mig_parent_fn mig_parent;
+    nvmlDeviceGetHandleByUUID_fn handle_by_uuid;
+    nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn mig_parent;
     /* MIG enumeration and per-process utilisation; each NULL when the library lacks it. */
-    nv_u32_fn mig_max;
-    nv_mig_index_fn mig_by_index;
-    nv_u32_fn gi_id, ci_id;
-    nv_proc_util_fn proc_util;
+    nvmlDeviceGetMaxMigDeviceCount_fn mig_max;
+    nvmlDeviceGetMigDeviceHandleByIndex_fn mig_by_index;
+    nvmlDeviceGetGpuInstanceId_fn gi_id;
+    nvmlDeviceGetComputeInstanceId_fn ci_id;
+    nvmlDeviceGetProcessUtilization_fn proc_util;
     nv_proc_util *putil_buf; /* reused by every GPU */
     unsigned putil_cap;
     int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
@@ -690,63 +738,64 @@ typedef struct nv_state {
     gm_metric_set want;     /* those, with what reading them needs (nv_want_closure) */
 
     /* Health getters; each NULL when the library lacks it. */
-    nv_devstr_fn serial, vbios;
-    nv_pci_ext_fn pci_ext;
-    nv_devstr_fn inforom_image;
-    nv_inforom_fn inforom_version;
-    nv_margin_temp_fn margin_temp;
-    nv_pair_fn pair[NV_N_PAIR];
-    nv_codec_fn codec[NV_N_CODEC];
-    nv_pair_fn compute_cap; /* (int *major, int *minor) */
-    nv_triple_fn enc_stats;
-    nv_ecc_total_fn ecc_total;
-    nv_ecc_loc_fn ecc_loc;
-    nv_retired_v2_fn retired_v2;
-    nv_retired_v1_fn retired_v1;
-    nv_u32_fn retired_pending;
-    nv_quad_fn remapped;
-    nv_histogram_fn histogram;
-    nv_fields_fn fields;
-    nv_link_state_fn link_state;
-    nv_addressing_fn addressing;
-    nv_c2c_fn c2c;
-    nv_fabric_fn fabric;
+    nvmlDeviceGetSerial_fn serial;
+    nvmlDeviceGetVbiosVersion_fn vbios;
+    nvmlDeviceGetPciInfoExt_fn pci_ext;
+    nvmlDeviceGetInforomImageVersion_fn inforom_image;
+    nvmlDeviceGetInforomVersion_fn inforom_version;
+    nvmlDeviceGetMarginTemperature_fn margin_temp;
+    pair_metrics_fn pair[NV_N_PAIR];
+    codec_metrics_fn codec[NV_N_CODEC];
+    nvmlDeviceGetCudaComputeCapability_fn compute_cap;
+    nvmlDeviceGetEncoderStats_fn enc_stats;
+    nvmlDeviceGetTotalEccErrors_fn ecc_total;
+    nvmlDeviceGetMemoryErrorCounter_fn ecc_loc;
+    nvmlDeviceGetRetiredPages_v2_fn retired_v2;
+    nvmlDeviceGetRetiredPages_fn retired_v1;
+    nvmlDeviceGetRetiredPagesPendingStatus_fn retired_pending;
+    nvmlDeviceGetRemappedRows_fn remapped;
+    nvmlDeviceGetRowRemapperHistogram_fn histogram;
+    nvmlDeviceGetFieldValues_fn fields;
+    nvmlDeviceGetNvLinkState_fn link_state;
+    nvmlDeviceGetAddressingMode_fn addressing;
+    nvmlDeviceGetC2cModeInfoV_fn c2c;
+    nvmlDeviceGetGpuFabricInfoV_fn fabric;
     unsigned fabric_version; /* NV_FABRIC_INFO_V3, or V2 once the driver refused v3 */
-    nv_fabric_v1_fn fabric_v1;
-    nv_mem1_fn protected_mem;
-    nv_sram_fn sram;
+    nvmlDeviceGetGpuFabricInfo_fn fabric_v1;
+    nvmlDeviceGetConfComputeProtectedMemoryUsage_fn protected_mem;
+    nvmlDeviceGetSramEccErrorStatus_fn sram;
     /* What nvidia-smi -q prints besides (read_board); each NULL when the library lacks it. */
-    nv_mem1_fn bar1;
-    nv_platform_fn platform;
-    nv_dev_fn validate_inforom;
-    nv_remapped_v2_fn remapped_v2;
-    nv_devstr_fn board_part;
-    nv_gsp_version_fn gsp_version;
-    nv_pdi_fn pdi;
-    nv_bbx_fn bbx;
-    nv_u32_fn host_vgpu;
-    nv_versioned_fn vgpu_hetero;
-    nv_bridge_fn bridge;
-    nv_fbc_fn fbc;
-    nv_dram_enc_fn dram_enc;
-    nv_repair_fn repair;
-    nv_u32_fn unrepairable; /* nvmlUnrepairableMemoryStatus_v1_t: one unsigned, no version */
-    nv_power_profiles_fn power_profiles;
-    nv_pair_fn auto_boost;
-    nv_versioned_fn capabilities;
-    nv_mem_clocks_fn mem_clocks; /* nvmlDeviceGetSupportedMemoryClocks */
-    nv_gr_clocks_fn gr_clocks;   /* nvmlDeviceGetSupportedGraphicsClocks */
-    nv_gpm_alloc_fn gpm_alloc;
-    nv_gpm_free_fn gpm_free;
-    nv_gpm_get_fn gpm_get;
-    nv_gpm_support_fn gpm_support;
-    nv_gpm_metrics_fn gpm_metrics;
-    nv_gpm_metrics_get *gpm_buf;   /* one request buffer (13 KB), reused */
-    nv_gpm_mig_get_fn gpm_mig_get; /* NULL: no GPM per MIG device */
+    nvmlDeviceGetBAR1MemoryInfo_fn bar1;
+    nvmlDeviceGetPlatformInfo_fn platform;
+    nvmlDeviceValidateInforom_fn validate_inforom;
+    nvmlDeviceGetRemappedRows_v2_fn remapped_v2;
+    nvmlDeviceGetBoardPartNumber_fn board_part;
+    nvmlDeviceGetGspFirmwareVersion_fn gsp_version;
+    nvmlDeviceGetPdi_fn pdi;
+    nvmlDeviceGetLastBBXFlushTime_fn bbx;
+    nvmlDeviceGetHostVgpuMode_fn host_vgpu;
+    nvmlDeviceGetVgpuHeterogeneousMode_fn vgpu_hetero;
+    nvmlDeviceGetBridgeChipInfo_fn bridge;
+    nvmlDeviceGetFBCStats_fn fbc;
+    nvmlDeviceGetDramEncryptionMode_fn dram_enc;
+    nvmlDeviceGetRepairStatus_fn repair;
+    nvmlDeviceGetUnrepairableMemoryFlag_v1_fn unrepairable;
+    nvmlDeviceWorkloadPowerProfileGetCurrentProfiles_fn power_profiles;
+    nvmlDeviceGetAutoBoostedClocksEnabled_fn auto_boost;
+    nvmlDeviceGetCapabilities_fn capabilities;
+    nvmlDeviceGetSupportedMemoryClocks_fn mem_clocks;  /* nvmlDeviceGetSupportedMemoryClocks */
+    nvmlDeviceGetSupportedGraphicsClocks_fn gr_clocks; /* nvmlDeviceGetSupportedGraphicsClocks */
+    nvmlGpmSampleAlloc_fn gpm_alloc;
+    nvmlGpmSampleFree_fn gpm_free;
+    nvmlGpmSampleGet_fn gpm_get;
+    nvmlGpmQueryDeviceSupport_fn gpm_support;
+    nvmlGpmMetricsGet_fn gpm_metrics;
+    nv_gpm_metrics_get *gpm_buf;        /* one request buffer (13 KB), reused */
+    nvmlGpmMigSampleGet_fn gpm_mig_get; /* NULL: no GPM per MIG device */
 
     /* XID events: an event set drained by each sampling pass (only with watch_xid). */
-    nv_evset_free_fn evset_free;
-    nv_evset_wait_fn evset_wait;
+    nvmlEventSetFree_fn evset_free;
+    nvmlEventSetWait_fn evset_wait;
     const char *evset_wait_sym;
     int64_t evset_drained_ms; /* CLOCK_MONOTONIC of the last drain */
     nvmlEventSet_t evset;
@@ -1051,99 +1100,103 @@ static void nvml_close(void *state)
     free(st);
 }
 
+/* The optional entry points: the nv_state member and the NVML function it holds, typed as that
+ * function's prototype (<function>_fn). A member stays NULL when the library lacks it. */
+#define NV_OPTIONAL(X)                                                  \
+    X(error_string, nvmlErrorString)                                    \
+    X(uuid, nvmlDeviceGetUUID)                                          \
+    X(util, nvmlDeviceGetUtilizationRates)                              \
+    X(enc, nvmlDeviceGetEncoderUtilization)                             \
+    X(dec, nvmlDeviceGetDecoderUtilization)                             \
+    X(mem2, nvmlDeviceGetMemoryInfo_v2)                                 \
+    X(mem1, nvmlDeviceGetMemoryInfo)                                    \
+    X(p2p, nvmlDeviceGetP2PStatus)                                      \
+    X(handle_by_uuid, nvmlDeviceGetHandleByUUID)                        \
+    X(mig_parent, nvmlDeviceGetDeviceHandleFromMigDeviceHandle)         \
+    X(mig_max, nvmlDeviceGetMaxMigDeviceCount)                          \
+    X(mig_by_index, nvmlDeviceGetMigDeviceHandleByIndex)                \
+    X(gi_id, nvmlDeviceGetGpuInstanceId)                                \
+    X(ci_id, nvmlDeviceGetComputeInstanceId)                            \
+    X(proc_util, nvmlDeviceGetProcessUtilization)                       \
+    X(serial, nvmlDeviceGetSerial)                                      \
+    X(vbios, nvmlDeviceGetVbiosVersion)                                 \
+    X(pci_ext, nvmlDeviceGetPciInfoExt)                                 \
+    X(inforom_image, nvmlDeviceGetInforomImageVersion)                  \
+    X(inforom_version, nvmlDeviceGetInforomVersion)                     \
+    X(margin_temp, nvmlDeviceGetMarginTemperature)                      \
+    X(compute_cap, nvmlDeviceGetCudaComputeCapability)                  \
+    X(enc_stats, nvmlDeviceGetEncoderStats)                             \
+    X(ecc_total, nvmlDeviceGetTotalEccErrors)                           \
+    X(ecc_loc, nvmlDeviceGetMemoryErrorCounter)                         \
+    X(retired_v2, nvmlDeviceGetRetiredPages_v2)                         \
+    X(retired_v1, nvmlDeviceGetRetiredPages)                            \
+    X(retired_pending, nvmlDeviceGetRetiredPagesPendingStatus)          \
+    X(remapped, nvmlDeviceGetRemappedRows)                              \
+    X(histogram, nvmlDeviceGetRowRemapperHistogram)                     \
+    X(fields, nvmlDeviceGetFieldValues)                                 \
+    X(link_state, nvmlDeviceGetNvLinkState)                             \
+    X(addressing, nvmlDeviceGetAddressingMode)                          \
+    X(c2c, nvmlDeviceGetC2cModeInfoV)                                   \
+    X(fabric, nvmlDeviceGetGpuFabricInfoV)                              \
+    X(fabric_v1, nvmlDeviceGetGpuFabricInfo)                            \
+    X(protected_mem, nvmlDeviceGetConfComputeProtectedMemoryUsage)      \
+    X(sram, nvmlDeviceGetSramEccErrorStatus)                            \
+    X(bar1, nvmlDeviceGetBAR1MemoryInfo)                                \
+    X(platform, nvmlDeviceGetPlatformInfo)                              \
+    X(validate_inforom, nvmlDeviceValidateInforom)                      \
+    X(remapped_v2, nvmlDeviceGetRemappedRows_v2)                        \
+    X(board_part, nvmlDeviceGetBoardPartNumber)                         \
+    X(gsp_version, nvmlDeviceGetGspFirmwareVersion)                     \
+    X(pdi, nvmlDeviceGetPdi)                                            \
+    X(bbx, nvmlDeviceGetLastBBXFlushTime)                               \
+    X(host_vgpu, nvmlDeviceGetHostVgpuMode)                             \
+    X(vgpu_hetero, nvmlDeviceGetVgpuHeterogeneousMode)                  \
+    X(bridge, nvmlDeviceGetBridgeChipInfo)                              \
+    X(fbc, nvmlDeviceGetFBCStats)                                       \
+    X(dram_enc, nvmlDeviceGetDramEncryptionMode)                        \
+    X(repair, nvmlDeviceGetRepairStatus)                                \
+    X(unrepairable, nvmlDeviceGetUnrepairableMemoryFlag_v1)             \
+    X(power_profiles, nvmlDeviceWorkloadPowerProfileGetCurrentProfiles) \
+    X(auto_boost, nvmlDeviceGetAutoBoostedClocksEnabled)                \
+    X(capabilities, nvmlDeviceGetCapabilities)                          \
+    X(mem_clocks, nvmlDeviceGetSupportedMemoryClocks)                   \
+    X(gr_clocks, nvmlDeviceGetSupportedGraphicsClocks)                  \
+    X(gpm_alloc, nvmlGpmSampleAlloc)                                    \
+    X(gpm_free, nvmlGpmSampleFree)                                      \
+    X(gpm_get, nvmlGpmSampleGet)                                        \
+    X(gpm_support, nvmlGpmQueryDeviceSupport)                           \
+    X(gpm_metrics, nvmlGpmMetricsGet)                                   \
+    X(gpm_mig_get, nvmlGpmMigSampleGet)
+
 static void resolve_optional(nv_state *st)
 {
     void *lib = st->lib;
-    const char *found = NULL;
-    st->error_string = (nv_errstr_fn)dlsym(lib, "nvmlErrorString");
-    st->uuid = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetUUID");
-    st->pci = (nv_pci_fn)resolve(lib, sym_pci, &st->pci_sym);
-    found = st->pci_sym;
-    st->pci_v1 = st->pci && strcmp(found, "nvmlDeviceGetPciInfo") == 0;
-    st->util = (nv_util_fn)dlsym(lib, "nvmlDeviceGetUtilizationRates");
-    st->enc = (nv_codec_fn)dlsym(lib, "nvmlDeviceGetEncoderUtilization");
-    st->dec = (nv_codec_fn)dlsym(lib, "nvmlDeviceGetDecoderUtilization");
-    st->mem2 = (nv_mem2_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo_v2");
-    st->mem1 = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
+#define NV_RESOLVE(member, fn) st->member = (fn##_fn)dlsym(lib, #fn);
+    NV_OPTIONAL(NV_RESOLVE)
+#undef NV_RESOLVE
+    st->pci = (nvmlDeviceGetPciInfo_fn)resolve(lib, sym_pci, &st->pci_sym);
+    st->pci_v1 = st->pci && strcmp(st->pci_sym, "nvmlDeviceGetPciInfo") == 0;
     for (size_t i = 0; i < NV_N_U32; i++)
-        st->u32[i] = (nv_u32_fn)dlsym(lib, u32_metrics[i].sym);
+        st->u32[i] = (u32_metrics_fn)dlsym(lib, u32_metrics[i].sym);
     for (size_t i = 0; i < NV_N_ARG; i++)
-        st->arg[i] = (nv_arg_u32_fn)dlsym(lib, arg_metrics[i].sym);
+        st->arg[i] = (arg_metrics_fn)dlsym(lib, arg_metrics[i].sym);
     for (size_t i = 0; i < NV_N_U64; i++) {
         const char *names[3] = {u64_metrics[i].sym[0], u64_metrics[i].sym[1], NULL};
-        st->u64[i] = (nv_u64_fn)resolve(lib, names, NULL);
+        st->u64[i] = (u64_metrics_fn)resolve(lib, names, NULL);
     }
     for (size_t l = 0; l < 2; l++) {
-        st->procs[l] = (nv_procs_fn)resolve(lib, sym_procs[l], &st->proc_sym[l]);
+        st->procs[l] =
+            (nvmlDeviceGetComputeRunningProcesses_fn)resolve(lib, sym_procs[l], &st->proc_sym[l]);
         /* The unversioned name is the v1 ABI with 16-byte entries. */
         st->proc_stride[l] = st->procs[l] && strcmp(st->proc_sym[l], sym_procs[l][2]) == 0
                                  ? NV_PROC_V1_SIZE
                                  : NV_PROC_V2_SIZE;
     }
-    st->p2p = (nv_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
-    st->handle_by_uuid = (nv_uuid_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByUUID");
-    st->mig_parent = (nv_mig_parent_fn)dlsym(lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
-    st->mig_max = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
-    st->mig_by_index = (nv_mig_index_fn)dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
-    st->gi_id = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetGpuInstanceId");
-    st->ci_id = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetComputeInstanceId");
-    st->proc_util = (nv_proc_util_fn)dlsym(lib, "nvmlDeviceGetProcessUtilization");
-
-    st->serial = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetSerial");
-    st->vbios = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetVbiosVersion");
-    st->pci_ext = (nv_pci_ext_fn)dlsym(lib, "nvmlDeviceGetPciInfoExt");
-    st->inforom_image = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetInforomImageVersion");
-    st->inforom_version = (nv_inforom_fn)dlsym(lib, "nvmlDeviceGetInforomVersion");
-    st->margin_temp = (nv_margin_temp_fn)dlsym(lib, "nvmlDeviceGetMarginTemperature");
     for (size_t i = 0; i < NV_N_PAIR; i++)
-        st->pair[i] = (nv_pair_fn)dlsym(lib, pair_metrics[i].sym);
+        st->pair[i] = (pair_metrics_fn)dlsym(lib, pair_metrics[i].sym);
     for (size_t i = 0; i < NV_N_CODEC; i++)
-        st->codec[i] = (nv_codec_fn)dlsym(lib, codec_metrics[i].sym);
-    st->compute_cap = (nv_pair_fn)dlsym(lib, "nvmlDeviceGetCudaComputeCapability");
-    st->enc_stats = (nv_triple_fn)dlsym(lib, "nvmlDeviceGetEncoderStats");
-    st->ecc_total = (nv_ecc_total_fn)dlsym(lib, "nvmlDeviceGetTotalEccErrors");
-    st->ecc_loc = (nv_ecc_loc_fn)dlsym(lib, "nvmlDeviceGetMemoryErrorCounter");
-    st->retired_v2 = (nv_retired_v2_fn)dlsym(lib, "nvmlDeviceGetRetiredPages_v2");
-    st->retired_v1 = (nv_retired_v1_fn)dlsym(lib, "nvmlDeviceGetRetiredPages");
-    st->retired_pending = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
-    st->remapped = (nv_quad_fn)dlsym(lib, "nvmlDeviceGetRemappedRows");
-    st->histogram = (nv_histogram_fn)dlsym(lib, "nvmlDeviceGetRowRemapperHistogram");
-    st->fields = (nv_fields_fn)dlsym(lib, "nvmlDeviceGetFieldValues");
-    st->link_state = (nv_link_state_fn)dlsym(lib, "nvmlDeviceGetNvLinkState");
-    st->addressing = (nv_addressing_fn)dlsym(lib, "nvmlDeviceGetAddressingMode");
-    st->c2c = (nv_c2c_fn)dlsym(lib, "nvmlDeviceGetC2cModeInfoV");
-    st->fabric = (nv_fabric_fn)dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
+        st->codec[i] = (codec_metrics_fn)dlsym(lib, codec_metrics[i].sym);
     st->fabric_version = NV_FABRIC_INFO_V3;
-    st->fabric_v1 = (nv_fabric_v1_fn)dlsym(lib, "nvmlDeviceGetGpuFabricInfo");
-    st->protected_mem = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetConfComputeProtectedMemoryUsage");
-    st->sram = (nv_sram_fn)dlsym(lib, "nvmlDeviceGetSramEccErrorStatus");
-    st->bar1 = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetBAR1MemoryInfo");
-    st->platform = (nv_platform_fn)dlsym(lib, "nvmlDeviceGetPlatformInfo");
-    st->validate_inforom = (nv_dev_fn)dlsym(lib, "nvmlDeviceValidateInforom");
-    st->remapped_v2 = (nv_remapped_v2_fn)dlsym(lib, "nvmlDeviceGetRemappedRows_v2");
-    st->board_part = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetBoardPartNumber");
-    st->gsp_version = (nv_gsp_version_fn)dlsym(lib, "nvmlDeviceGetGspFirmwareVersion");
-    st->pdi = (nv_pdi_fn)dlsym(lib, "nvmlDeviceGetPdi");
-    st->bbx = (nv_bbx_fn)dlsym(lib, "nvmlDeviceGetLastBBXFlushTime");
-    st->host_vgpu = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetHostVgpuMode");
-    st->vgpu_hetero = (nv_versioned_fn)dlsym(lib, "nvmlDeviceGetVgpuHeterogeneousMode");
-    st->bridge = (nv_bridge_fn)dlsym(lib, "nvmlDeviceGetBridgeChipInfo");
-    st->fbc = (nv_fbc_fn)dlsym(lib, "nvmlDeviceGetFBCStats");
-    st->dram_enc = (nv_dram_enc_fn)dlsym(lib, "nvmlDeviceGetDramEncryptionMode");
-    st->repair = (nv_repair_fn)dlsym(lib, "nvmlDeviceGetRepairStatus");
-    st->unrepairable = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetUnrepairableMemoryFlag_v1");
-    st->power_profiles =
-        (nv_power_profiles_fn)dlsym(lib, "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles");
-    st->auto_boost = (nv_pair_fn)dlsym(lib, "nvmlDeviceGetAutoBoostedClocksEnabled");
-    st->capabilities = (nv_versioned_fn)dlsym(lib, "nvmlDeviceGetCapabilities");
-    st->mem_clocks = (nv_mem_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedMemoryClocks");
-    st->gr_clocks = (nv_gr_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedGraphicsClocks");
-    st->gpm_alloc = (nv_gpm_alloc_fn)dlsym(lib, "nvmlGpmSampleAlloc");
-    st->gpm_free = (nv_gpm_free_fn)dlsym(lib, "nvmlGpmSampleFree");
-    st->gpm_get = (nv_gpm_get_fn)dlsym(lib, "nvmlGpmSampleGet");
-    st->gpm_support = (nv_gpm_support_fn)dlsym(lib, "nvmlGpmQueryDeviceSupport");
-    st->gpm_metrics = (nv_gpm_metrics_fn)dlsym(lib, "nvmlGpmMetricsGet");
-    st->gpm_mig_get = (nv_gpm_mig_get_fn)dlsym(lib, "nvmlGpmMigSampleGet");
     if (!st->gpm_alloc || !st->gpm_free || !st->gpm_get || !st->gpm_support || !st->gpm_metrics)
         st->gpm_alloc = NULL; /* GPM needs all five */
 }
@@ -1185,11 +1238,12 @@ static void events_drain(nv_state *st, int64_t now)
  * API or no GPU takes the registration (then XID stays absent). */
 static void events_start(nv_state *st)
 {
-    nv_evset_create_fn create = (nv_evset_create_fn)dlsym(st->lib, "nvmlEventSetCreate");
-    nv_ev_register_fn reg = (nv_ev_register_fn)dlsym(st->lib, "nvmlDeviceRegisterEvents");
+    nvmlEventSetCreate_fn create = (nvmlEventSetCreate_fn)dlsym(st->lib, "nvmlEventSetCreate");
+    nvmlDeviceRegisterEvents_fn reg =
+        (nvmlDeviceRegisterEvents_fn)dlsym(st->lib, "nvmlDeviceRegisterEvents");
     static const char *const wait_syms[] = {"nvmlEventSetWait_v2", "nvmlEventSetWait", NULL};
-    st->evset_wait = (nv_evset_wait_fn)resolve(st->lib, wait_syms, &st->evset_wait_sym);
-    st->evset_free = (nv_evset_free_fn)dlsym(st->lib, "nvmlEventSetFree");
+    st->evset_wait = (nvmlEventSetWait_fn)resolve(st->lib, wait_syms, &st->evset_wait_sym);
+    st->evset_free = (nvmlEventSetFree_fn)dlsym(st->lib, "nvmlEventSetFree");
     if (!create || !reg || !st->evset_wait || !st->evset_free)
         return;
     if (create(&st->evset) != NV_SUCCESS) {
@@ -1222,9 +1276,12 @@ static void events_stop(nv_state *st)
 static void read_versions(nv_state *st)
 {
     char buf[NV_SYS_STRING_LEN];
-    nv_sysstr_fn drv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetDriverVersion");
-    nv_sysstr_fn nv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetNVMLVersion");
-    nv_int_fn cuda = (nv_int_fn)resolve(st->lib, sym_cuda, NULL);
+    nvmlSystemGetDriverVersion_fn drv =
+        (nvmlSystemGetDriverVersion_fn)dlsym(st->lib, "nvmlSystemGetDriverVersion");
+    nvmlSystemGetNVMLVersion_fn nv =
+        (nvmlSystemGetNVMLVersion_fn)dlsym(st->lib, "nvmlSystemGetNVMLVersion");
+    nvmlSystemGetCudaDriverVersion_fn cuda =
+        (nvmlSystemGetCudaDriverVersion_fn)resolve(st->lib, sym_cuda, NULL);
     if (drv && NV_T("nvmlSystemGetDriverVersion", drv(buf, sizeof buf)) == NV_SUCCESS) {
         buf[sizeof buf - 1] = '\0';
         copy_str(st->driver_version, sizeof st->driver_version, buf);
@@ -1280,11 +1337,11 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     }
 
     const char *init_sym = NULL, *count_sym = NULL;
-    nv_void_fn init = (nv_void_fn)resolve(st->lib, sym_init, &init_sym);
-    nv_void_fn shutdown = (nv_void_fn)dlsym(st->lib, "nvmlShutdown");
-    st->count = (nv_count_fn)resolve(st->lib, sym_count, &count_sym);
-    st->handle = (nv_handle_fn)resolve(st->lib, sym_handle, &st->handle_sym);
-    st->name = (nv_devstr_fn)dlsym(st->lib, "nvmlDeviceGetName");
+    nvmlInit_fn init = (nvmlInit_fn)resolve(st->lib, sym_init, &init_sym);
+    nvmlShutdown_fn shutdown = (nvmlShutdown_fn)dlsym(st->lib, "nvmlShutdown");
+    st->count = (nvmlDeviceGetCount_fn)resolve(st->lib, sym_count, &count_sym);
+    st->handle = (nvmlDeviceGetHandleByIndex_fn)resolve(st->lib, sym_handle, &st->handle_sym);
+    st->name = (nvmlDeviceGetName_fn)dlsym(st->lib, "nvmlDeviceGetName");
     const char *missing = !init         ? "nvmlInit_v2/nvmlInit"
                           : !shutdown   ? "nvmlShutdown"
                           : !st->count  ? "nvmlDeviceGetCount_v2/nvmlDeviceGetCount"
@@ -1448,17 +1505,15 @@ static void read_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv_c
     }
 }
 
-/* A total/used/free memory reading (nvmlMemory_t) into the three metrics from `total` on, in
- * that order: protected memory and BAR1 share the layout and the slow cadence. */
-static void read_mem_triple(nv_gpu *ng, gm_gpu *out, nv_pass *p, nv_mem1_fn fn, const char *sym,
-                            gm_metric total)
+/* A total/used/free memory reading (nvmlMemory_t) of the call fn that answered rc, into the
+ * three metrics from `total` on, in that order: protected memory and BAR1 share the layout and
+ * the slow cadence. */
+static void put_mem_triple(nv_gpu *ng, gm_gpu *out, nv_pass *p, int rc, const char *fn,
+                           const nv_memory_v1 *m, gm_metric total)
 {
-    nv_memory_v1 m;
-    memset(&m, 0, sizeof m);
-    int rc = NV_T(sym, fn(ng->dev, &m));
-    read_put(ng, out, p, total, NV_SLOW, rc, sym, (double)m.total);
-    read_put(ng, out, p, (gm_metric)(total + 1), NV_SLOW, rc, sym, (double)m.used);
-    read_put(ng, out, p, (gm_metric)(total + 2), NV_SLOW, rc, sym, (double)m.free);
+    read_put(ng, out, p, total, NV_SLOW, rc, fn, (double)m->total);
+    read_put(ng, out, p, (gm_metric)(total + 1), NV_SLOW, rc, fn, (double)m->used);
+    read_put(ng, out, p, (gm_metric)(total + 2), NV_SLOW, rc, fn, (double)m->free);
 }
 
 static double field_double(const nv_field_value *f)
@@ -1646,8 +1701,10 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
         }
     }
     if (!p->lost && st->protected_mem && read_due(ng, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
-        read_mem_triple(ng, out, p, st->protected_mem,
-                        "nvmlDeviceGetConfComputeProtectedMemoryUsage", GM_M_PROT_MEM_TOTAL_BYTES);
+        const char *fn = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
+        nv_memory_v1 prot = {0, 0, 0};
+        int rc = NV_T(fn, st->protected_mem(dev, &prot));
+        put_mem_triple(ng, out, p, rc, fn, &prot, GM_M_PROT_MEM_TOTAL_BYTES);
     }
     if (!p->lost && st->sram && !ecc_off &&
         read_due(ng, GM_M_SRAM_UNCORR_VOL_PARITY, 10, NV_SLOW, due)) {
@@ -1724,7 +1781,10 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
     copy_str(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
     copy_str(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
     if (!p->lost && st->bar1 && read_due(ng, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
-        read_mem_triple(ng, out, p, st->bar1, "nvmlDeviceGetBAR1MemoryInfo", GM_M_BAR1_TOTAL_BYTES);
+        const char *fn = "nvmlDeviceGetBAR1MemoryInfo";
+        nv_memory_v1 bar1 = {0, 0, 0};
+        int rc = NV_T(fn, st->bar1(dev, &bar1));
+        put_mem_triple(ng, out, p, rc, fn, &bar1, GM_M_BAR1_TOTAL_BYTES);
     }
     if (!p->lost && st->remapped_v2 && read_due(ng, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
         nv_remapped_v2 r;
@@ -1861,8 +1921,7 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     }
     if (!p->lost && st->compute_cap && read_due(ng, GM_M_COMPUTE_CAP, 1, NV_STATIC, due)) {
         int major = 0, minor = 0;
-        int rc = NV_T("nvmlDeviceGetCudaComputeCapability",
-                      st->compute_cap(dev, (unsigned *)&major, (unsigned *)&minor));
+        int rc = NV_T("nvmlDeviceGetCudaComputeCapability", st->compute_cap(dev, &major, &minor));
         if (rc == NV_SUCCESS && (major < 0 || minor < 0 || minor > 9))
             rc = NV_ERROR_NOT_SUPPORTED;
         read_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc, "nvmlDeviceGetCudaComputeCapability",
