@@ -3,6 +3,7 @@
  */
 #include "provider.h"
 #include "base/clock.h"
+#include "base/str.h"
 #include "collect/calltime.h"
 
 #include <dlfcn.h>
@@ -602,10 +603,10 @@ static const struct {
     {11, GM_M_PROF_FP64_PCT, 1},
     {12, GM_M_PROF_FP32_PCT, 1},
     {13, GM_M_PROF_FP16_PCT, 1},
-    {20, GM_M_PROF_PCIE_TX_BPS, 1048576.0}, /* MiB/s */
-    {21, GM_M_PROF_PCIE_RX_BPS, 1048576.0},
-    {61, GM_M_PROF_NVLINK_TX_BPS, 1048576.0},
-    {60, GM_M_PROF_NVLINK_RX_BPS, 1048576.0},
+    {20, GM_M_PROF_PCIE_TX_BPS, (double)GM_BYTES_PER_MIB}, /* MiB/s */
+    {21, GM_M_PROF_PCIE_RX_BPS, (double)GM_BYTES_PER_MIB},
+    {61, GM_M_PROF_NVLINK_TX_BPS, (double)GM_BYTES_PER_MIB},
+    {60, GM_M_PROF_NVLINK_RX_BPS, (double)GM_BYTES_PER_MIB},
 };
 #define NV_N_GPM (sizeof gpm_metrics / sizeof *gpm_metrics)
 
@@ -826,14 +827,6 @@ typedef struct nv_pass {
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
-/* Copies a NUL-terminated string, truncating to fit. */
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* Returns the first of names the library exports, and that name in *found. */
 static void *resolve(void *lib, const char *const *names, const char **found)
 {
@@ -928,8 +921,9 @@ static bool nv_is_soft(int rc)
     }
 }
 
-/* Records the outcome of one call; true on success. */
-static bool pass_ok(nv_pass *p, int rc, const char *fn)
+/* Records the outcome rc of the call fn in the pass (success, GPU lost, or the first hard
+ * failure) and answers whether the call succeeded. */
+static bool pass_record_ok(nv_pass *p, int rc, const char *fn)
 {
     if (rc == NV_SUCCESS) {
         p->any_ok = true;
@@ -984,7 +978,7 @@ static void normalise_bus_id(char *dst, size_t cap, const char *src)
     if (sscanf(src, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
         snprintf(dst, cap, "%08X:%02X:%02X.%X", dom, bus & 0xffu, dev & 0xffu, fn & 0xfu);
     else
-        copy_str(dst, cap, src);
+        gm_str_copy(dst, cap, src);
 }
 
 /* Reads name, UUID and PCI bus id; a field the driver will not tell stays as it was. Returns
@@ -994,9 +988,9 @@ static int read_identity(nv_state *st, nv_gpu *g)
     char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
     int rc = NV_T("nvmlDeviceGetName", st->name(g->dev, buf, sizeof buf));
     if (rc == NV_SUCCESS)
-        copy_str(g->name, sizeof g->name, buf);
+        gm_str_copy(g->name, sizeof g->name, buf);
     if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(g->dev, buf, sizeof buf)) == NV_SUCCESS)
-        copy_str(g->uuid, sizeof g->uuid, buf);
+        gm_str_copy(g->uuid, sizeof g->uuid, buf);
     nv_pci_info pci;
     memset(&pci, 0, sizeof pci);
     if (st->pci && NV_T(st->pci_sym, st->pci(g->dev, &pci)) == NV_SUCCESS) {
@@ -1006,7 +1000,7 @@ static int read_identity(nv_state *st, nv_gpu *g)
             normalise_bus_id(g->bus_id, sizeof g->bus_id, legacy);
         } else {
             pci.busId[sizeof pci.busId - 1] = '\0';
-            copy_str(g->bus_id, sizeof g->bus_id, pci.busId);
+            gm_str_copy(g->bus_id, sizeof g->bus_id, pci.busId);
         }
         g->pci_device_id = pci.pciDeviceId;
         g->pci_subsys_id = pci.pciSubSystemId;
@@ -1017,12 +1011,12 @@ static int read_identity(nv_state *st, nv_gpu *g)
     if (board && st->serial &&
         NV_T("nvmlDeviceGetSerial", st->serial(g->dev, text, sizeof text)) == NV_SUCCESS) {
         text[sizeof text - 1] = '\0';
-        copy_str(g->serial, sizeof g->serial, text);
+        gm_str_copy(g->serial, sizeof g->serial, text);
     }
     if (board && st->vbios &&
         NV_T("nvmlDeviceGetVbiosVersion", st->vbios(g->dev, text, sizeof text)) == NV_SUCCESS) {
         text[sizeof text - 1] = '\0';
-        copy_str(g->vbios, sizeof g->vbios, text);
+        gm_str_copy(g->vbios, sizeof g->vbios, text);
     }
     /* PCI class codes and infoROM versions: fixed by the board and its firmware, read here
      * once rather than with the samples. */
@@ -1041,14 +1035,14 @@ static int read_identity(nv_state *st, nv_gpu *g)
         NV_T("nvmlDeviceGetInforomImageVersion", st->inforom_image(g->dev, ver, sizeof ver)) ==
             NV_SUCCESS) {
         ver[sizeof ver - 1] = '\0';
-        copy_str(g->inforom[GM_INFOROM_IMG], GM_INFOROM_LEN, ver);
+        gm_str_copy(g->inforom[GM_INFOROM_IMG], GM_INFOROM_LEN, ver);
     }
     /* nvmlInforomObject_t: OEM 0, ECC 1, POWER 2. */
     for (int obj = 0; obj < 3 && board && st->inforom_version; obj++)
         if (NV_T("nvmlDeviceGetInforomVersion",
                  st->inforom_version(g->dev, obj, ver, sizeof ver)) == NV_SUCCESS) {
             ver[sizeof ver - 1] = '\0';
-            copy_str(g->inforom[GM_INFOROM_OEM + obj], GM_INFOROM_LEN, ver);
+            gm_str_copy(g->inforom[GM_INFOROM_OEM + obj], GM_INFOROM_LEN, ver);
         }
     /* The board part number, the GSP firmware's version (the driver's, fixed while it runs) and
      * the PDI: nvidia-smi -q prints them; read with the serial. */
@@ -1057,13 +1051,13 @@ static int read_identity(nv_state *st, nv_gpu *g)
         NV_T("nvmlDeviceGetBoardPartNumber", st->board_part(g->dev, part, sizeof part)) ==
             NV_SUCCESS) {
         part[sizeof part - 1] = '\0';
-        copy_str(g->board_part, sizeof g->board_part, part);
+        gm_str_copy(g->board_part, sizeof g->board_part, part);
     }
     char gsp[NV_GSP_VERSION_LEN] = {0};
     if (board && st->gsp_version &&
         NV_T("nvmlDeviceGetGspFirmwareVersion", st->gsp_version(g->dev, gsp)) == NV_SUCCESS) {
         gsp[sizeof gsp - 1] = '\0';
-        copy_str(g->gsp_version, sizeof g->gsp_version, gsp);
+        gm_str_copy(g->gsp_version, sizeof g->gsp_version, gsp);
     }
     nv_pdi pdi = {NV_PDI_V1, 0};
     if (board && st->pdi && NV_T("nvmlDeviceGetPdi", st->pdi(g->dev, &pdi)) == NV_SUCCESS)
@@ -1284,11 +1278,11 @@ static void read_versions(nv_state *st)
         (nvmlSystemGetCudaDriverVersion_fn)resolve(st->lib, sym_cuda, NULL);
     if (drv && NV_T("nvmlSystemGetDriverVersion", drv(buf, sizeof buf)) == NV_SUCCESS) {
         buf[sizeof buf - 1] = '\0';
-        copy_str(st->driver_version, sizeof st->driver_version, buf);
+        gm_str_copy(st->driver_version, sizeof st->driver_version, buf);
     }
     if (nv && NV_T("nvmlSystemGetNVMLVersion", nv(buf, sizeof buf)) == NV_SUCCESS) {
         buf[sizeof buf - 1] = '\0';
-        copy_str(st->nvml_version, sizeof st->nvml_version, buf);
+        gm_str_copy(st->nvml_version, sizeof st->nvml_version, buf);
     }
     int v = 0;
     if (cuda && NV_T("nvmlSystemGetCudaDriverVersion", cuda(&v)) == NV_SUCCESS &&
@@ -1315,7 +1309,7 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
     nv_state *st = calloc(1, sizeof *st);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
-    copy_str(st->path, sizeof st->path, path);
+    gm_str_copy(st->path, sizeof st->path, path);
     st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
                          : opt->slow_period_ms < 0        ? 0
                                                           : opt->slow_period_ms;
@@ -1422,7 +1416,7 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH) {
             st->mem2 = NULL; /* this driver wants another struct revision: use v1 from now on */
         } else {
-            if (pass_ok(p, rc, "nvmlDeviceGetMemoryInfo_v2")) {
+            if (pass_record_ok(p, rc, "nvmlDeviceGetMemoryInfo_v2")) {
                 gm_gpu_set(out, GM_M_MEM_TOTAL_BYTES, (double)m.total);
                 gm_gpu_set(out, GM_M_MEM_USED_BYTES, (double)m.used);
                 gm_gpu_set(out, GM_M_MEM_FREE_BYTES, (double)m.free);
@@ -1435,8 +1429,8 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
         /* v1 "used" includes reserved memory and reserved itself is unknown: left absent. */
         nv_memory_v1 m;
         memset(&m, 0, sizeof m);
-        if (pass_ok(p, NV_T("nvmlDeviceGetMemoryInfo", st->mem1(dev, &m)),
-                    "nvmlDeviceGetMemoryInfo")) {
+        if (pass_record_ok(p, NV_T("nvmlDeviceGetMemoryInfo", st->mem1(dev, &m)),
+                           "nvmlDeviceGetMemoryInfo")) {
             gm_gpu_set(out, GM_M_MEM_TOTAL_BYTES, (double)m.total);
             gm_gpu_set(out, GM_M_MEM_USED_BYTES, (double)m.used);
             gm_gpu_set(out, GM_M_MEM_FREE_BYTES, (double)m.free);
@@ -1491,7 +1485,7 @@ static bool read_due(const nv_gpu *ng, gm_metric m, int n, enum nv_cadence c, co
 static void read_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv_cadence c, int rc,
                      const char *fn, double v)
 {
-    bool ok = pass_ok(p, rc, fn) && !isnan(v);
+    bool ok = pass_record_ok(p, rc, fn) && !isnan(v);
     uint64_t bit = UINT64_C(1) << (m % 64);
     if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
         ng->nosup.bits[m / 64] |= bit;
@@ -1592,8 +1586,8 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
         ng->gpm_state = 1;
     }
     int cur = ng->gpm_cur;
-    if (!pass_ok(p, NV_T("nvmlGpmSampleGet", st->gpm_get(ng->dev, ng->gpm[cur])),
-                 "nvmlGpmSampleGet")) {
+    if (!pass_record_ok(p, NV_T("nvmlGpmSampleGet", st->gpm_get(ng->dev, ng->gpm[cur])),
+                        "nvmlGpmSampleGet")) {
         ng->gpm_prev = false;
         return;
     }
@@ -1606,7 +1600,7 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
         q->sample2 = ng->gpm[cur];
         for (size_t i = 0; i < NV_N_GPM; i++)
             q->metrics[i].metricId = gpm_metrics[i].id;
-        if (pass_ok(p, NV_T("nvmlGpmMetricsGet", st->gpm_metrics(q)), "nvmlGpmMetricsGet"))
+        if (pass_record_ok(p, NV_T("nvmlGpmMetricsGet", st->gpm_metrics(q)), "nvmlGpmMetricsGet"))
             for (size_t i = 0; i < NV_N_GPM; i++)
                 if (q->metrics[i].nvmlReturn == NV_SUCCESS && isfinite(q->metrics[i].value))
                     gm_gpu_set(out, gpm_metrics[i].m, q->metrics[i].value * gpm_metrics[i].scale);
@@ -1697,7 +1691,7 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
                      u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
                      u[13], u[14], u[15]);
             /* nvidia-smi words the status as nvmlErrorString does ("Success"). */
-            copy_str(ng->fabric_status, sizeof ng->fabric_status, nv_strerror(st, f.status));
+            gm_str_copy(ng->fabric_status, sizeof ng->fabric_status, nv_strerror(st, f.status));
         }
     }
     if (!p->lost && st->protected_mem && read_due(ng, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
@@ -1751,7 +1745,7 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             /* CORRUPTED_INFOROM is the answer "invalid", not a failure to answer. */
             bool known = rc == NV_SUCCESS || rc == NV_ERROR_CORRUPTED_INFOROM;
             if (!known)
-                pass_ok(p, rc, "nvmlDeviceValidateInforom");
+                pass_record_ok(p, rc, "nvmlDeviceValidateInforom");
             cache_put(ng, out, GM_M_INFOROM_VALID, known, rc == NV_SUCCESS);
         }
         if (platform) {
@@ -1759,7 +1753,7 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             memset(&pi, 0, sizeof pi);
             pi.version = NV_PLATFORM_INFO_V2;
             int rc = NV_T("nvmlDeviceGetPlatformInfo", st->platform(dev, &pi));
-            bool ok = pass_ok(p, rc, "nvmlDeviceGetPlatformInfo");
+            bool ok = pass_record_ok(p, rc, "nvmlDeviceGetPlatformInfo");
             cache_put(ng, out, GM_M_PLATFORM_SLOT, ok, pi.slotNumber);
             cache_put(ng, out, GM_M_PLATFORM_TRAY, ok, pi.trayIndex);
             cache_put(ng, out, GM_M_PLATFORM_HOST_ID, ok, pi.hostId);
@@ -1778,8 +1772,8 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             }
         }
     }
-    copy_str(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
-    copy_str(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
+    gm_str_copy(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
+    gm_str_copy(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
     if (!p->lost && st->bar1 && read_due(ng, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
         const char *fn = "nvmlDeviceGetBAR1MemoryInfo";
         nv_memory_v1 bar1 = {0, 0, 0};
@@ -2036,20 +2030,22 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
     /* Utilisation first: it is the call a fallen GPU answers with GPU_IS_LOST soonest. */
     if (st->util && nv_wants_n(ng, GM_M_UTIL_GPU_PCT, 2)) {
         nv_utilization u;
-        if (pass_ok(p, NV_T("nvmlDeviceGetUtilizationRates", st->util(dev, &u)),
-                    "nvmlDeviceGetUtilizationRates")) {
+        if (pass_record_ok(p, NV_T("nvmlDeviceGetUtilizationRates", st->util(dev, &u)),
+                           "nvmlDeviceGetUtilizationRates")) {
             gm_gpu_set(out, GM_M_UTIL_GPU_PCT, u.gpu);
             gm_gpu_set(out, GM_M_UTIL_MEM_PCT, u.memory);
         }
     }
     unsigned enc_pct, enc_period_us, dec_pct, dec_period_us;
     if (!p->lost && st->enc && nv_wants(ng, GM_M_UTIL_ENC_PCT) &&
-        pass_ok(p, NV_T("nvmlDeviceGetEncoderUtilization", st->enc(dev, &enc_pct, &enc_period_us)),
-                "nvmlDeviceGetEncoderUtilization"))
+        pass_record_ok(
+            p, NV_T("nvmlDeviceGetEncoderUtilization", st->enc(dev, &enc_pct, &enc_period_us)),
+            "nvmlDeviceGetEncoderUtilization"))
         gm_gpu_set(out, GM_M_UTIL_ENC_PCT, enc_pct);
     if (!p->lost && st->dec && nv_wants(ng, GM_M_UTIL_DEC_PCT) &&
-        pass_ok(p, NV_T("nvmlDeviceGetDecoderUtilization", st->dec(dev, &dec_pct, &dec_period_us)),
-                "nvmlDeviceGetDecoderUtilization"))
+        pass_record_ok(
+            p, NV_T("nvmlDeviceGetDecoderUtilization", st->dec(dev, &dec_pct, &dec_period_us)),
+            "nvmlDeviceGetDecoderUtilization"))
         gm_gpu_set(out, GM_M_UTIL_DEC_PCT, dec_pct);
     if (!p->lost && nv_wants_n(ng, GM_M_MEM_TOTAL_BYTES, 4))
         read_memory(st, dev, out, p);
@@ -2131,7 +2127,7 @@ static void read_proc_list(nv_state *st, unsigned list, unsigned gpu_index, nvml
                            gm_snapshot *out, size_t start, nv_pass *p)
 {
     unsigned n = 0;
-    if (!st->procs[list] || !pass_ok(p, fetch_procs(st, list, dev, &n), st->proc_sym[list]))
+    if (!st->procs[list] || !pass_record_ok(p, fetch_procs(st, list, dev, &n), st->proc_sym[list]))
         return;
     size_t stride = st->proc_stride[list];
     unsigned type = proc_types[list];
@@ -2256,7 +2252,7 @@ static void mig_profile(char *dst, size_t cap, const char *name)
     for (const char *q = strstr(name, "MIG "); q; q = strstr(q + 1, "MIG "))
         if (q == name || q[-1] == ' ')
             p = q + 4;
-    copy_str(dst, cap, p ? p : "");
+    gm_str_copy(dst, cap, p ? p : "");
 }
 
 /* Lists the MIG devices of a GPU in MIG mode: handle, UUID, profile, instance ids. */
@@ -2284,7 +2280,7 @@ static void list_mig(nv_state *st, nv_gpu *ng, int64_t now)
         m->compute_instance_id = ci;
         char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
         if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(md, buf, sizeof buf)) == NV_SUCCESS)
-            copy_str(m->uuid, sizeof m->uuid, buf);
+            gm_str_copy(m->uuid, sizeof m->uuid, buf);
         if (NV_T("nvmlDeviceGetName", st->name(md, buf, sizeof buf)) == NV_SUCCESS) {
             buf[sizeof buf - 1] = '\0';
             mig_profile(m->profile, sizeof m->profile, buf);
@@ -2435,16 +2431,16 @@ static void read_mig(nv_state *st, nv_gpu *ng, gm_gpu *out, int64_t now)
 
 static void put_identity(gm_gpu *g, const nv_gpu *ng)
 {
-    copy_str(g->name, sizeof g->name, ng->name);
-    copy_str(g->uuid, sizeof g->uuid, ng->uuid);
-    copy_str(g->pci_bus_id, sizeof g->pci_bus_id, ng->bus_id);
-    copy_str(g->serial, sizeof g->serial, ng->serial);
-    copy_str(g->vbios, sizeof g->vbios, ng->vbios);
+    gm_str_copy(g->name, sizeof g->name, ng->name);
+    gm_str_copy(g->uuid, sizeof g->uuid, ng->uuid);
+    gm_str_copy(g->pci_bus_id, sizeof g->pci_bus_id, ng->bus_id);
+    gm_str_copy(g->serial, sizeof g->serial, ng->serial);
+    gm_str_copy(g->vbios, sizeof g->vbios, ng->vbios);
     for (int k = 0; k < GM_INFOROM__COUNT; k++)
-        copy_str(g->inforom[k], GM_INFOROM_LEN, ng->inforom[k]);
-    copy_str(g->board_part_number, sizeof g->board_part_number, ng->board_part);
-    copy_str(g->gsp_firmware_version, sizeof g->gsp_firmware_version, ng->gsp_version);
-    copy_str(g->pdi, sizeof g->pdi, ng->pdi);
+        gm_str_copy(g->inforom[k], GM_INFOROM_LEN, ng->inforom[k]);
+    gm_str_copy(g->board_part_number, sizeof g->board_part_number, ng->board_part);
+    gm_str_copy(g->gsp_firmware_version, sizeof g->gsp_firmware_version, ng->gsp_version);
+    gm_str_copy(g->pdi, sizeof g->pdi, ng->pdi);
 }
 
 /* What the driver told at open and the XID watcher since: reported with the readings. */
@@ -2458,8 +2454,8 @@ static void put_static(nv_state *st, gm_gpu *g, nv_gpu *ng)
         gm_gpu_set(g, GM_M_PCI_BASE_CLASS, ng->pci_base_class);
         gm_gpu_set(g, GM_M_PCI_SUB_CLASS, ng->pci_sub_class);
     }
-    copy_str(g->fabric_cluster_uuid, sizeof g->fabric_cluster_uuid, ng->fabric_uuid);
-    copy_str(g->fabric_status, sizeof g->fabric_status, ng->fabric_status);
+    gm_str_copy(g->fabric_cluster_uuid, sizeof g->fabric_cluster_uuid, ng->fabric_uuid);
+    gm_str_copy(g->fabric_status, sizeof g->fabric_status, ng->fabric_status);
     if (!ng->xid_watched)
         return;
     /* Watching and nothing seen is a reading: no XID since gpumon started (0, as DCGM). */
@@ -2485,9 +2481,9 @@ static bool reprobe(nv_state *st, unsigned i)
 static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *err)
 {
     nv_state *st = state;
-    copy_str(out->driver_version, sizeof out->driver_version, st->driver_version);
-    copy_str(out->nvml_version, sizeof out->nvml_version, st->nvml_version);
-    copy_str(out->cuda_version, sizeof out->cuda_version, st->cuda_version);
+    gm_str_copy(out->driver_version, sizeof out->driver_version, st->driver_version);
+    gm_str_copy(out->nvml_version, sizeof out->nvml_version, st->nvml_version);
+    gm_str_copy(out->cuda_version, sizeof out->cuda_version, st->cuda_version);
     out->gpu_count = st->gpu_count;
 
     int64_t now = gm_clock_mono_ms();
@@ -2554,7 +2550,6 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
     return GM_OK;
 }
 
-/* P2P status of GPUs a and b for one capability. GM_ENOTSUP when the library lacks the query. */
 /* The UUID of the GPU a MIG device (named by its own UUID, "MIG-...") is part of: NVML
  * finds the device by its UUID and gives its parent (drivers R470 and later). */
 static int nvml_mig_parent(void *state, const char *mig_uuid, char *uuid, size_t cap, gm_error *err)
@@ -2571,10 +2566,11 @@ static int nvml_mig_parent(void *state, const char *mig_uuid, char *uuid, size_t
         rc = st->uuid(parent, buf, sizeof buf);
     if (rc != NV_SUCCESS)
         return nv_fail(st, err, rc, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
-    copy_str(uuid, cap, buf);
+    gm_str_copy(uuid, cap, buf);
     return GM_OK;
 }
 
+/* P2P status of GPUs a and b for one capability. GM_ENOTSUP when the library lacks the query. */
 static int nvml_p2p(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
                     gm_error *err)
 {
