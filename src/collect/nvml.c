@@ -55,6 +55,8 @@ enum {
 #define NV_VALUE_NOT_AVAILABLE ((unsigned long long)-1)
 #define NV_PSTATE_MAX          15 /* NVML_PSTATE_UNKNOWN is 32 */
 #define NV_SYS_STRING_LEN      80 /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
+/* What a device name or UUID is asked into: room for either. */
+#define NV_ID_BUF_LEN (GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN)
 
 typedef struct nv_device *nvmlDevice_t;
 
@@ -985,12 +987,12 @@ static void normalise_bus_id(char *dst, size_t cap, const char *src)
  * the NVML code of the name call (GPU_IS_LOST matters to the caller). */
 static int read_identity(nv_state *st, nv_gpu *g)
 {
-    char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
-    int rc = NV_T("nvmlDeviceGetName", st->name(g->dev, buf, sizeof buf));
+    char name[NV_ID_BUF_LEN], uuid[NV_ID_BUF_LEN];
+    int rc = NV_T("nvmlDeviceGetName", st->name(g->dev, name, sizeof name));
     if (rc == NV_SUCCESS)
-        gm_str_copy(g->name, sizeof g->name, buf);
-    if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(g->dev, buf, sizeof buf)) == NV_SUCCESS)
-        gm_str_copy(g->uuid, sizeof g->uuid, buf);
+        gm_str_copy(g->name, sizeof g->name, name);
+    if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(g->dev, uuid, sizeof uuid)) == NV_SUCCESS)
+        gm_str_copy(g->uuid, sizeof g->uuid, uuid);
     nv_pci_info pci;
     memset(&pci, 0, sizeof pci);
     if (st->pci && NV_T(st->pci_sym, st->pci(g->dev, &pci)) == NV_SUCCESS) {
@@ -1006,17 +1008,17 @@ static int read_identity(nv_state *st, nv_gpu *g)
         g->pci_subsys_id = pci.pciSubSystemId;
     }
     /* Board serial and VBIOS: fixed for the board's life, read with the identity. */
-    char text[GM_SERIAL_LEN * 2];
+    char serial[GM_SERIAL_LEN * 2], vbios[GM_SERIAL_LEN * 2];
     bool board = !st->want_some || st->want.board_strings;
     if (board && st->serial &&
-        NV_T("nvmlDeviceGetSerial", st->serial(g->dev, text, sizeof text)) == NV_SUCCESS) {
-        text[sizeof text - 1] = '\0';
-        gm_str_copy(g->serial, sizeof g->serial, text);
+        NV_T("nvmlDeviceGetSerial", st->serial(g->dev, serial, sizeof serial)) == NV_SUCCESS) {
+        serial[sizeof serial - 1] = '\0';
+        gm_str_copy(g->serial, sizeof g->serial, serial);
     }
     if (board && st->vbios &&
-        NV_T("nvmlDeviceGetVbiosVersion", st->vbios(g->dev, text, sizeof text)) == NV_SUCCESS) {
-        text[sizeof text - 1] = '\0';
-        gm_str_copy(g->vbios, sizeof g->vbios, text);
+        NV_T("nvmlDeviceGetVbiosVersion", st->vbios(g->dev, vbios, sizeof vbios)) == NV_SUCCESS) {
+        vbios[sizeof vbios - 1] = '\0';
+        gm_str_copy(g->vbios, sizeof g->vbios, vbios);
     }
     /* PCI class codes and infoROM versions: fixed by the board and its firmware, read here
      * once rather than with the samples. */
@@ -1269,25 +1271,26 @@ static void events_stop(nv_state *st)
 /* Driver, NVML and CUDA versions do not change while the library is loaded: read them once. */
 static void read_versions(nv_state *st)
 {
-    char buf[NV_SYS_STRING_LEN];
+    char driver[NV_SYS_STRING_LEN], nvml[NV_SYS_STRING_LEN];
     nvmlSystemGetDriverVersion_fn drv =
         (nvmlSystemGetDriverVersion_fn)dlsym(st->lib, "nvmlSystemGetDriverVersion");
     nvmlSystemGetNVMLVersion_fn nv =
         (nvmlSystemGetNVMLVersion_fn)dlsym(st->lib, "nvmlSystemGetNVMLVersion");
     nvmlSystemGetCudaDriverVersion_fn cuda =
         (nvmlSystemGetCudaDriverVersion_fn)resolve(st->lib, sym_cuda, NULL);
-    if (drv && NV_T("nvmlSystemGetDriverVersion", drv(buf, sizeof buf)) == NV_SUCCESS) {
-        buf[sizeof buf - 1] = '\0';
-        gm_str_copy(st->driver_version, sizeof st->driver_version, buf);
+    if (drv && NV_T("nvmlSystemGetDriverVersion", drv(driver, sizeof driver)) == NV_SUCCESS) {
+        driver[sizeof driver - 1] = '\0';
+        gm_str_copy(st->driver_version, sizeof st->driver_version, driver);
     }
-    if (nv && NV_T("nvmlSystemGetNVMLVersion", nv(buf, sizeof buf)) == NV_SUCCESS) {
-        buf[sizeof buf - 1] = '\0';
-        gm_str_copy(st->nvml_version, sizeof st->nvml_version, buf);
+    if (nv && NV_T("nvmlSystemGetNVMLVersion", nv(nvml, sizeof nvml)) == NV_SUCCESS) {
+        nvml[sizeof nvml - 1] = '\0';
+        gm_str_copy(st->nvml_version, sizeof st->nvml_version, nvml);
     }
-    int v = 0;
-    if (cuda && NV_T("nvmlSystemGetCudaDriverVersion", cuda(&v)) == NV_SUCCESS &&
-        v > 0) /* 12040 -> "12.4" */
-        snprintf(st->cuda_version, sizeof st->cuda_version, "%d.%d", v / 1000, (v % 1000) / 10);
+    int cuda_v = 0;
+    if (cuda && NV_T("nvmlSystemGetCudaDriverVersion", cuda(&cuda_v)) == NV_SUCCESS &&
+        cuda_v > 0) /* 12040 -> "12.4" */
+        snprintf(st->cuda_version, sizeof st->cuda_version, "%d.%d", cuda_v / 1000,
+                 (cuda_v % 1000) / 10);
 }
 
 /* Opens NVML from opt->nvml_lib, else $GPU_MONITOR_NVML_LIB, else libnvidia-ml.so.1: one
@@ -1896,22 +1899,24 @@ static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, co
 static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
     nvmlDevice_t dev = ng->dev;
-    unsigned a = 0, b = 0, c = 0, d = 0;
     for (size_t i = 0; i < NV_N_CODEC && !p->lost; i++)
         if (st->codec[i] && read_due(ng, codec_metrics[i].m, 1, NV_EVERY, due)) {
-            int rc = NV_T(codec_metrics[i].sym, st->codec[i](dev, &a, &b));
-            read_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, a);
+            unsigned pct = 0, period_us = 0;
+            int rc = NV_T(codec_metrics[i].sym, st->codec[i](dev, &pct, &period_us));
+            read_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, pct);
         }
     for (size_t i = 0; i < NV_N_PAIR && !p->lost; i++) {
         enum nv_cadence cad = pair_metrics[i].cadence;
         if (!st->pair[i] || !read_due(ng, pair_metrics[i].a, 1, cad, due))
             continue;
-        int rc = NV_T(pair_metrics[i].sym, st->pair[i](dev, &a, &b));
+        unsigned first = 0,
+                 second = 0; /* current and pending, min and max, ... (the table's a, b) */
+        int rc = NV_T(pair_metrics[i].sym, st->pair[i](dev, &first, &second));
         unsigned max = pair_metrics[i].max;
-        if (rc == NV_SUCCESS && max && (a > max || b > max))
+        if (rc == NV_SUCCESS && max && (first > max || second > max))
             rc = NV_ERROR_NOT_SUPPORTED; /* an enable state NVML does not define */
-        read_put(ng, out, p, pair_metrics[i].a, cad, rc, pair_metrics[i].sym, a);
-        read_put(ng, out, p, pair_metrics[i].b, cad, rc, pair_metrics[i].sym, b);
+        read_put(ng, out, p, pair_metrics[i].a, cad, rc, pair_metrics[i].sym, first);
+        read_put(ng, out, p, pair_metrics[i].b, cad, rc, pair_metrics[i].sym, second);
     }
     if (!p->lost && st->compute_cap && read_due(ng, GM_M_COMPUTE_CAP, 1, NV_STATIC, due)) {
         int major = 0, minor = 0;
@@ -1928,10 +1933,12 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
                  mt.marginTemperature);
     }
     if (!p->lost && st->enc_stats && read_due(ng, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
-        int rc = NV_T("nvmlDeviceGetEncoderStats", st->enc_stats(dev, &a, &b, &c));
-        read_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", a);
-        read_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", b);
-        read_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", c);
+        unsigned sessions = 0, fps = 0, latency_us = 0;
+        const char *fn = "nvmlDeviceGetEncoderStats";
+        int rc = NV_T(fn, st->enc_stats(dev, &sessions, &fps, &latency_us));
+        read_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, fn, sessions);
+        read_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, fn, fps);
+        read_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, fn, latency_us);
     }
     /* ECC counters mean nothing with ECC off (nvidia-smi prints [N/A] then): not asked. */
     bool ecc_off = gm_gpu_has(out, GM_M_ECC_MODE_CUR) && out->v[GM_M_ECC_MODE_CUR] == 0;
@@ -1958,22 +1965,26 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         static const gm_metric by_cause[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
         for (int cause = 0; cause < 2 && !p->lost; cause++)
             if (read_due(ng, by_cause[cause], 1, NV_SLOW, due)) {
-                int rc = retired_count(st, dev, cause, &a);
-                read_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages", a);
+                unsigned pages = 0;
+                int rc = retired_count(st, dev, cause, &pages);
+                read_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages",
+                         pages);
             }
     }
     if (!p->lost && st->retired_pending && read_due(ng, GM_M_RETIRED_PENDING, 1, NV_SLOW, due)) {
-        int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &a));
+        unsigned pending = 0;
+        int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &pending));
         read_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
-                 "nvmlDeviceGetRetiredPagesPendingStatus", a != 0);
+                 "nvmlDeviceGetRetiredPagesPendingStatus", pending != 0);
     }
     if (!p->lost && st->remapped && read_due(ng, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
-        int rc = NV_T("nvmlDeviceGetRemappedRows", st->remapped(dev, &a, &b, &c, &d));
+        unsigned corr = 0, unc = 0, pending = 0, failure = 0;
         const char *fn = "nvmlDeviceGetRemappedRows";
-        read_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, a);
-        read_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, b);
-        read_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, c != 0);
-        read_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, d != 0);
+        int rc = NV_T(fn, st->remapped(dev, &corr, &unc, &pending, &failure));
+        read_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, corr);
+        read_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, unc);
+        read_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, pending != 0);
+        read_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, failure != 0);
     }
     if (!p->lost && st->histogram && read_due(ng, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
         nv_remap_histogram h;
@@ -2278,12 +2289,12 @@ static void list_mig(nv_state *st, nv_gpu *ng, int64_t now)
         memset(m, 0, sizeof *m);
         m->gpu_instance_id = gi;
         m->compute_instance_id = ci;
-        char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
-        if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(md, buf, sizeof buf)) == NV_SUCCESS)
-            gm_str_copy(m->uuid, sizeof m->uuid, buf);
-        if (NV_T("nvmlDeviceGetName", st->name(md, buf, sizeof buf)) == NV_SUCCESS) {
-            buf[sizeof buf - 1] = '\0';
-            mig_profile(m->profile, sizeof m->profile, buf);
+        char uuid[NV_ID_BUF_LEN], name[NV_ID_BUF_LEN];
+        if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(md, uuid, sizeof uuid)) == NV_SUCCESS)
+            gm_str_copy(m->uuid, sizeof m->uuid, uuid);
+        if (NV_T("nvmlDeviceGetName", st->name(md, name, sizeof name)) == NV_SUCCESS) {
+            name[sizeof name - 1] = '\0';
+            mig_profile(m->profile, sizeof m->profile, name);
         }
         ng->mig_dev[ng->mig_count++] = md;
     }
