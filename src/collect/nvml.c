@@ -706,6 +706,7 @@ typedef struct nv_state {
     nvmlShutdown_fn shutdown;
     nvmlErrorString_fn error_string;
     nvmlDeviceGetCount_fn count;
+    const char *count_sym;
     nvmlDeviceGetHandleByIndex_fn handle;
     const char *handle_sym;
     nvmlDeviceGetName_fn name;
@@ -1293,6 +1294,96 @@ static void read_versions(nv_state *st)
                  (cuda_v % 1000) / 10);
 }
 
+/* A state for the library at path with the caller's options; NULL when out of memory. */
+static nv_state *state_new(const gm_collector_options *opt, const char *path)
+{
+    nv_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    gm_str_copy(st->path, sizeof st->path, path);
+    st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
+                         : opt->slow_period_ms < 0        ? 0
+                                                          : opt->slow_period_ms;
+    if (opt && opt->want) {
+        st->want_some = true;
+        st->want = *opt->want;
+        nv_want_closure(&st->want);
+    }
+    for (unsigned i = 0; i < GM_MAX_GPUS; i++)
+        st->gpus[i].want = st->want_some ? &st->want : NULL;
+    return st;
+}
+
+/* Loads the library (origin: where its path came from, for the message), resolves its entry
+ * points and calls nvmlInit. GM_ENOLIB, GM_ENOSYM or GM_EINIT on failure. */
+static int load_library(nv_state *st, const char *origin, gm_error *err)
+{
+    st->lib = dlopen(st->path, RTLD_NOW | RTLD_LOCAL);
+    if (!st->lib) {
+        const char *why = dlerror();
+        return gm_error_set(err, GM_ENOLIB, "cannot load NVML library %s%s: %s", st->path, origin,
+                            why ? why : "unknown dlopen error");
+    }
+    const char *init_sym = NULL;
+    nvmlInit_fn init = (nvmlInit_fn)resolve(st->lib, sym_init, &init_sym);
+    nvmlShutdown_fn shutdown = (nvmlShutdown_fn)dlsym(st->lib, "nvmlShutdown");
+    st->count = (nvmlDeviceGetCount_fn)resolve(st->lib, sym_count, &st->count_sym);
+    st->handle = (nvmlDeviceGetHandleByIndex_fn)resolve(st->lib, sym_handle, &st->handle_sym);
+    st->name = (nvmlDeviceGetName_fn)dlsym(st->lib, "nvmlDeviceGetName");
+    const char *missing = !init         ? "nvmlInit_v2/nvmlInit"
+                          : !shutdown   ? "nvmlShutdown"
+                          : !st->count  ? "nvmlDeviceGetCount_v2/nvmlDeviceGetCount"
+                          : !st->handle ? "nvmlDeviceGetHandleByIndex_v2/nvmlDeviceGetHandleByIndex"
+                          : !st->name   ? "nvmlDeviceGetName"
+                                        : NULL;
+    if (missing)
+        return gm_error_set(err, GM_ENOSYM, "%s does not export %s: not an NVML library?", st->path,
+                            missing);
+    resolve_optional(st);
+    int init_rc = NV_T(init_sym, init());
+    if (init_rc != NV_SUCCESS)
+        return gm_error_set(err, GM_EINIT, "%s failed: %s (%d)", init_sym, nv_strerror(st, init_rc),
+                            init_rc);
+    st->shutdown = shutdown; /* from here on close() owes nvmlShutdown */
+    return GM_OK;
+}
+
+/* Counts the GPUs and caches each one's handle and identity. A GPU whose handle or name cannot
+ * be read now is kept as lost and probed again later, so one bad board does not hide the
+ * others. GM_ENODEV when there is none; an error when no GPU answers, unless they are lost. */
+static int open_gpus(nv_state *st, gm_error *err)
+{
+    unsigned n = 0;
+    int count_rc = NV_T(st->count_sym, st->count(&n));
+    if (count_rc != NV_SUCCESS)
+        return nv_fail(st, err, count_rc, st->count_sym);
+    if (n == 0)
+        return gm_error_set(err, GM_ENODEV, "NVML (%s) found no GPU", st->path);
+    st->gpu_count = n > GM_MAX_GPUS ? GM_MAX_GPUS : n; /* the sample model holds no more */
+    int first_rc = NV_SUCCESS;
+    unsigned usable = 0;
+    int64_t now = gm_clock_mono_ms();
+    for (unsigned i = 0; i < st->gpu_count; i++) {
+        nv_gpu *g = &st->gpus[i];
+        int rc = NV_T(st->handle_sym, st->handle(i, &g->dev));
+        if (rc == NV_SUCCESS)
+            rc = read_identity(st, g);
+        else
+            g->dev = NULL;
+        if (rc == NV_SUCCESS) {
+            usable++;
+            continue;
+        }
+        if (first_rc == NV_SUCCESS)
+            first_rc = rc;
+        g->lost = true;
+        g->lost_ms = now;
+    }
+    if (usable == 0 && first_rc != NV_ERROR_GPU_IS_LOST)
+        return nv_fail(st, err, first_rc, st->handle_sym);
+    return GM_OK;
+}
+
 /* Opens NVML from opt->nvml_lib, else $GPU_MONITOR_NVML_LIB, else libnvidia-ml.so.1: one
  * nvmlInit per open, identity of every GPU cached. GM_ENOLIB when the library does not load,
  * GM_ENOSYM when a required entry point is missing, GM_EINIT when nvmlInit fails, GM_ENODEV
@@ -1309,102 +1400,21 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
         path = NV_DEFAULT_LIB;
         origin = "";
     }
-    nv_state *st = calloc(1, sizeof *st);
+    nv_state *st = state_new(opt, path);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
-    gm_str_copy(st->path, sizeof st->path, path);
-    st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
-                         : opt->slow_period_ms < 0        ? 0
-                                                          : opt->slow_period_ms;
-    if (opt && opt->want) {
-        st->want_some = true;
-        st->want = *opt->want;
-        nv_want_closure(&st->want);
-    }
-    for (unsigned i = 0; i < GM_MAX_GPUS; i++)
-        st->gpus[i].want = st->want_some ? &st->want : NULL;
-
-    int rc;
-    st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!st->lib) {
-        const char *why = dlerror();
-        rc = gm_error_set(err, GM_ENOLIB, "cannot load NVML library %s%s: %s", path, origin,
-                          why ? why : "unknown dlopen error");
-        goto fail;
-    }
-
-    const char *init_sym = NULL, *count_sym = NULL;
-    nvmlInit_fn init = (nvmlInit_fn)resolve(st->lib, sym_init, &init_sym);
-    nvmlShutdown_fn shutdown = (nvmlShutdown_fn)dlsym(st->lib, "nvmlShutdown");
-    st->count = (nvmlDeviceGetCount_fn)resolve(st->lib, sym_count, &count_sym);
-    st->handle = (nvmlDeviceGetHandleByIndex_fn)resolve(st->lib, sym_handle, &st->handle_sym);
-    st->name = (nvmlDeviceGetName_fn)dlsym(st->lib, "nvmlDeviceGetName");
-    const char *missing = !init         ? "nvmlInit_v2/nvmlInit"
-                          : !shutdown   ? "nvmlShutdown"
-                          : !st->count  ? "nvmlDeviceGetCount_v2/nvmlDeviceGetCount"
-                          : !st->handle ? "nvmlDeviceGetHandleByIndex_v2/nvmlDeviceGetHandleByIndex"
-                          : !st->name   ? "nvmlDeviceGetName"
-                                        : NULL;
-    if (missing) {
-        rc = gm_error_set(err, GM_ENOSYM, "%s does not export %s: not an NVML library?", path,
-                          missing);
-        goto fail;
-    }
-    resolve_optional(st);
-
-    int nrc = NV_T(init_sym, init());
-    if (nrc != NV_SUCCESS) {
-        rc = gm_error_set(err, GM_EINIT, "%s failed: %s (%d)", init_sym, nv_strerror(st, nrc), nrc);
-        goto fail;
-    }
-    st->shutdown = shutdown; /* from here on close() owes nvmlShutdown */
-
-    unsigned n = 0;
-    nrc = NV_T(count_sym, st->count(&n));
-    if (nrc != NV_SUCCESS) {
-        rc = nv_fail(st, err, nrc, count_sym);
-        goto fail;
-    }
-    if (n == 0) {
-        rc = gm_error_set(err, GM_ENODEV, "NVML (%s) found no GPU", path);
-        goto fail;
-    }
-    st->gpu_count = n > GM_MAX_GPUS ? GM_MAX_GPUS : n; /* the sample model holds no more */
-
-    /* A GPU whose handle or name cannot be read now is kept as lost and probed again later, so
-     * one bad board does not hide the others. */
-    int first_rc = NV_SUCCESS;
-    unsigned usable = 0;
-    int64_t now = gm_clock_mono_ms();
-    for (unsigned i = 0; i < st->gpu_count; i++) {
-        nv_gpu *g = &st->gpus[i];
-        nrc = NV_T(st->handle_sym, st->handle(i, &g->dev));
-        if (nrc == NV_SUCCESS)
-            nrc = read_identity(st, g);
-        else
-            g->dev = NULL;
-        if (nrc == NV_SUCCESS) {
-            usable++;
-            continue;
-        }
-        if (first_rc == NV_SUCCESS)
-            first_rc = nrc;
-        g->lost = true;
-        g->lost_ms = now;
-    }
-    if (usable == 0 && first_rc != NV_ERROR_GPU_IS_LOST) {
-        rc = nv_fail(st, err, first_rc, st->handle_sym);
-        goto fail;
+    int rc = load_library(st, origin, err);
+    if (rc == GM_OK)
+        rc = open_gpus(st, err);
+    if (rc != GM_OK) {
+        nvml_close(st);
+        return rc;
     }
     read_versions(st);
     if (opt && opt->watch_xid)
         events_start(st);
     *state = st;
     return GM_OK;
-
-fail:
-    nvml_close(st);
-    return rc;
 }
 
 /* ---- sampling -------------------------------------------------------------------------------- */
@@ -1895,6 +1905,101 @@ static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, co
     }
 }
 
+/* The ECC error counters (the slow period). They mean nothing with ECC off (nvidia-smi prints
+ * [N/A] then): neither asked nor served then. Returns whether ECC is off. */
+static bool read_ecc(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    bool ecc_off = gm_gpu_has(out, GM_M_ECC_MODE_CUR) && out->v[GM_M_ECC_MODE_CUR] == 0;
+    for (size_t i = 0; i < NV_N_ECC && ecc_off; i++)
+        gm_gpu_unset(out, ecc_metrics[i].m); /* nor served from before it was turned off */
+    for (int k = 0; k < 10 && ecc_off; k++)
+        gm_gpu_unset(out, (gm_metric)(GM_M_SRAM_UNCORR_VOL_PARITY + k));
+    for (size_t i = 0; i < NV_N_ECC && !p->lost && !ecc_off; i++) {
+        gm_metric m = ecc_metrics[i].m;
+        bool total = ecc_metrics[i].location < 0;
+        if ((total ? !st->ecc_total : !st->ecc_loc) || !read_due(ng, m, 1, NV_SLOW, due))
+            continue;
+        unsigned long long n = 0;
+        int rc = total ? NV_T("nvmlDeviceGetTotalEccErrors",
+                              st->ecc_total(dev, ecc_metrics[i].type, ecc_metrics[i].counter, &n))
+                       : NV_T("nvmlDeviceGetMemoryErrorCounter",
+                              st->ecc_loc(dev, ecc_metrics[i].type, ecc_metrics[i].counter,
+                                          ecc_metrics[i].location, &n));
+        read_put(ng, out, p, m, NV_SLOW, rc,
+                 total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
+                 (double)n);
+    }
+    return ecc_off;
+}
+
+/* Memory retirement: pages retired by cause and pending, rows remapped and the remapper's
+ * spare-row histogram (the slow period). */
+static void read_retirement(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    if (!p->lost && (st->retired_v2 || st->retired_v1)) {
+        static const gm_metric by_cause[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
+        for (int cause = 0; cause < 2 && !p->lost; cause++)
+            if (read_due(ng, by_cause[cause], 1, NV_SLOW, due)) {
+                unsigned pages = 0;
+                int rc = retired_count(st, dev, cause, &pages);
+                read_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages",
+                         pages);
+            }
+    }
+    if (!p->lost && st->retired_pending && read_due(ng, GM_M_RETIRED_PENDING, 1, NV_SLOW, due)) {
+        unsigned pending = 0;
+        int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &pending));
+        read_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
+                 "nvmlDeviceGetRetiredPagesPendingStatus", pending != 0);
+    }
+    if (!p->lost && st->remapped && read_due(ng, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
+        unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+        const char *fn = "nvmlDeviceGetRemappedRows";
+        int rc = NV_T(fn, st->remapped(dev, &corr, &unc, &pending, &failure));
+        read_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, corr);
+        read_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, unc);
+        read_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, pending != 0);
+        read_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, failure != 0);
+    }
+    if (!p->lost && st->histogram && read_due(ng, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
+        nv_remap_histogram h;
+        memset(&h, 0, sizeof h);
+        int rc = NV_T("nvmlDeviceGetRowRemapperHistogram", st->histogram(dev, &h));
+        const char *fn = "nvmlDeviceGetRowRemapperHistogram";
+        read_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
+        read_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
+        read_put(ng, out, p, GM_M_REMAP_HIST_PARTIAL, NV_SLOW, rc, fn, h.partial);
+        read_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
+        read_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
+    }
+}
+
+/* How many NVLink links are active (the slow period). */
+static void read_nvlink(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    if (!p->lost && st->link_state && read_due(ng, GM_M_NVLINK_ACTIVE, 1, NV_SLOW, due)) {
+        /* Links answer until the index passes the GPU's last one. */
+        unsigned links = 0, active = 0;
+        int rc = NV_ERROR_NOT_SUPPORTED;
+        for (unsigned l = 0; l < NV_NVLINK_MAX; l++) {
+            unsigned on = 0;
+            int lrc = NV_T("nvmlDeviceGetNvLinkState", st->link_state(dev, l, &on));
+            if (lrc == NV_ERROR_GPU_IS_LOST)
+                rc = lrc;
+            if (lrc != NV_SUCCESS)
+                break;
+            links++;
+            active += on == 1;
+        }
+        if (links > 0)
+            rc = NV_SUCCESS;
+        read_put(ng, out, p, GM_M_NVLINK_ACTIVE, NV_SLOW, rc, "nvmlDeviceGetNvLinkState", active);
+    }
+}
+
 /* The health and configuration metrics (see the tables above for cadences). */
 static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
@@ -1940,63 +2045,9 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         read_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, fn, fps);
         read_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, fn, latency_us);
     }
-    /* ECC counters mean nothing with ECC off (nvidia-smi prints [N/A] then): not asked. */
-    bool ecc_off = gm_gpu_has(out, GM_M_ECC_MODE_CUR) && out->v[GM_M_ECC_MODE_CUR] == 0;
-    for (size_t i = 0; i < NV_N_ECC && ecc_off; i++)
-        gm_gpu_unset(out, ecc_metrics[i].m); /* nor served from before it was turned off */
-    for (int k = 0; k < 10 && ecc_off; k++)
-        gm_gpu_unset(out, (gm_metric)(GM_M_SRAM_UNCORR_VOL_PARITY + k));
-    for (size_t i = 0; i < NV_N_ECC && !p->lost && !ecc_off; i++) {
-        gm_metric m = ecc_metrics[i].m;
-        bool total = ecc_metrics[i].location < 0;
-        if ((total ? !st->ecc_total : !st->ecc_loc) || !read_due(ng, m, 1, NV_SLOW, due))
-            continue;
-        unsigned long long n = 0;
-        int rc = total ? NV_T("nvmlDeviceGetTotalEccErrors",
-                              st->ecc_total(dev, ecc_metrics[i].type, ecc_metrics[i].counter, &n))
-                       : NV_T("nvmlDeviceGetMemoryErrorCounter",
-                              st->ecc_loc(dev, ecc_metrics[i].type, ecc_metrics[i].counter,
-                                          ecc_metrics[i].location, &n));
-        read_put(ng, out, p, m, NV_SLOW, rc,
-                 total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
-                 (double)n);
-    }
-    if (!p->lost && (st->retired_v2 || st->retired_v1)) {
-        static const gm_metric by_cause[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
-        for (int cause = 0; cause < 2 && !p->lost; cause++)
-            if (read_due(ng, by_cause[cause], 1, NV_SLOW, due)) {
-                unsigned pages = 0;
-                int rc = retired_count(st, dev, cause, &pages);
-                read_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages",
-                         pages);
-            }
-    }
-    if (!p->lost && st->retired_pending && read_due(ng, GM_M_RETIRED_PENDING, 1, NV_SLOW, due)) {
-        unsigned pending = 0;
-        int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &pending));
-        read_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
-                 "nvmlDeviceGetRetiredPagesPendingStatus", pending != 0);
-    }
-    if (!p->lost && st->remapped && read_due(ng, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
-        unsigned corr = 0, unc = 0, pending = 0, failure = 0;
-        const char *fn = "nvmlDeviceGetRemappedRows";
-        int rc = NV_T(fn, st->remapped(dev, &corr, &unc, &pending, &failure));
-        read_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, corr);
-        read_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, unc);
-        read_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, pending != 0);
-        read_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, failure != 0);
-    }
-    if (!p->lost && st->histogram && read_due(ng, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
-        nv_remap_histogram h;
-        memset(&h, 0, sizeof h);
-        int rc = NV_T("nvmlDeviceGetRowRemapperHistogram", st->histogram(dev, &h));
-        const char *fn = "nvmlDeviceGetRowRemapperHistogram";
-        read_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
-        read_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
-        read_put(ng, out, p, GM_M_REMAP_HIST_PARTIAL, NV_SLOW, rc, fn, h.partial);
-        read_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
-        read_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
-    }
+    bool ecc_off = read_ecc(st, ng, out, p, due);
+    if (!p->lost)
+        read_retirement(st, ng, out, p, due);
     if (!p->lost)
         read_modes(st, ng, out, p, due, ecc_off);
     if (!p->lost)
@@ -2008,24 +2059,8 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         if (!p->lost)
             read_fields(st, ng, out, p, due, true);
     }
-    if (!p->lost && st->link_state && read_due(ng, GM_M_NVLINK_ACTIVE, 1, NV_SLOW, due)) {
-        /* Links answer until the index passes the GPU's last one. */
-        unsigned links = 0, active = 0;
-        int rc = NV_ERROR_NOT_SUPPORTED;
-        for (unsigned l = 0; l < NV_NVLINK_MAX; l++) {
-            unsigned on = 0;
-            int lrc = NV_T("nvmlDeviceGetNvLinkState", st->link_state(dev, l, &on));
-            if (lrc == NV_ERROR_GPU_IS_LOST)
-                rc = lrc;
-            if (lrc != NV_SUCCESS)
-                break;
-            links++;
-            active += on == 1;
-        }
-        if (links > 0)
-            rc = NV_SUCCESS;
-        read_put(ng, out, p, GM_M_NVLINK_ACTIVE, NV_SLOW, rc, "nvmlDeviceGetNvLinkState", active);
-    }
+    if (!p->lost)
+        read_nvlink(st, ng, out, p, due);
     if (!p->lost)
         read_gpm(st, ng, out, p);
 }
