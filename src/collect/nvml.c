@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "base/str.h"
 #include "collect/calltime.h"
+#include "collect/nvml_int.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -15,50 +16,13 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- NVML declarations (no header is packaged in Debian main; layouts from nvml.h, x86_64) ----
- */
+/* ---- NVML declarations: the rest (return codes, handle, process layouts) in nvml_int.h ---- */
 
-enum {
-    NV_SUCCESS = 0,
-    NV_ERROR_UNINITIALIZED = 1,
-    NV_ERROR_INVALID_ARGUMENT = 2,
-    NV_ERROR_NOT_SUPPORTED = 3,
-    NV_ERROR_NO_PERMISSION = 4,
-    NV_ERROR_ALREADY_INITIALIZED = 5,
-    NV_ERROR_NOT_FOUND = 6,
-    NV_ERROR_INSUFFICIENT_SIZE = 7,
-    NV_ERROR_INSUFFICIENT_POWER = 8,
-    NV_ERROR_DRIVER_NOT_LOADED = 9,
-    NV_ERROR_TIMEOUT = 10,
-    NV_ERROR_IRQ_ISSUE = 11,
-    NV_ERROR_LIBRARY_NOT_FOUND = 12,
-    NV_ERROR_FUNCTION_NOT_FOUND = 13,
-    NV_ERROR_CORRUPTED_INFOROM = 14,
-    NV_ERROR_GPU_IS_LOST = 15,
-    NV_ERROR_RESET_REQUIRED = 16,
-    NV_ERROR_OPERATING_SYSTEM = 17,
-    NV_ERROR_LIB_RM_VERSION_MISMATCH = 18,
-    NV_ERROR_IN_USE = 19,
-    NV_ERROR_MEMORY = 20,
-    NV_ERROR_NO_DATA = 21,
-    NV_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
-    NV_ERROR_INSUFFICIENT_RESOURCES = 23,
-    NV_ERROR_FREQ_NOT_SUPPORTED = 24,
-    NV_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
-    NV_ERROR_DEPRECATED = 26,
-    NV_ERROR_NOT_READY = 27,
-    NV_ERROR_GPU_NOT_FOUND = 28,
-    NV_ERROR_INVALID_STATE = 29,
-};
-
-#define NV_MEMORY_V2_VERSION   0x02000028u /* sizeof(nvmlMemory_v2_t) | 2 << 24 */
-#define NV_VALUE_NOT_AVAILABLE ((unsigned long long)-1)
-#define NV_PSTATE_MAX          15 /* NVML_PSTATE_UNKNOWN is 32 */
-#define NV_SYS_STRING_LEN      80 /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
+#define NV_MEMORY_V2_VERSION 0x02000028u /* sizeof(nvmlMemory_v2_t) | 2 << 24 */
+#define NV_PSTATE_MAX        15          /* NVML_PSTATE_UNKNOWN is 32 */
+#define NV_SYS_STRING_LEN    80          /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
 /* What a device name or UUID is asked into: room for either. */
 #define NV_ID_BUF_LEN (GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN)
-
-typedef struct nv_device *nvmlDevice_t;
 
 typedef struct {
     unsigned gpu, memory; /* percent */
@@ -79,27 +43,9 @@ typedef struct {
     char busId[32];
 } nv_pci_info;
 
-/* nvmlProcessInfo_t: v1 is {pid, usedGpuMemory} (16 bytes); v2/v3 append two instance ids
- * (24 bytes). pid and usedGpuMemory sit at the same offsets in both. */
-#define NV_PROC_PID_OFF 0
-#define NV_PROC_MEM_OFF 8
-#define NV_PROC_V1_SIZE 16
-#define NV_PROC_V2_SIZE 24
-#define NV_PROC_GI_OFF  16 /* v2/v3: gpuInstanceId, then computeInstanceId */
-#define NV_PROC_CI_OFF  20
-
-/* nvmlProcessUtilizationSample_t: one process's share of each engine at one driver sample
- * (timeStamp in microseconds of the CPU clock), 32 bytes. */
-typedef struct {
-    unsigned pid;
-    unsigned long long timeStamp;
-    unsigned smUtil, memUtil, encUtil, decUtil;
-} nv_proc_util;
-
 /* Entry points, each typed as nvml.h declares it and named after it (a _v2 or older revision
  * that resolves in its place has the same prototype). Enumerations are int-sized: enable
  * states, modes and counts are read as the unsigned they hold, selectors passed as int. */
-typedef int nvmlReturn_t;
 typedef nvmlReturn_t (*nvmlInit_fn)(void); /* nvmlInit_v2, nvmlInit */
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
 typedef const char *(*nvmlErrorString_fn)(nvmlReturn_t);
@@ -126,11 +72,7 @@ typedef nvmlReturn_t (*nvmlDeviceGetDecoderUtilization_fn)(nvmlDevice_t, unsigne
                                                            unsigned *period_us);
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nv_memory_v1 *);
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t, nv_memory_v2 *);
-typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_fn)(nvmlDevice_t, unsigned *,
-                                                                void *); /* and Graphics */
 typedef nvmlReturn_t (*nvmlDeviceGetP2PStatus_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
-typedef nvmlReturn_t (*nvmlDeviceGetProcessUtilization_fn)(nvmlDevice_t, nv_proc_util *, unsigned *,
-                                                           unsigned long long);
 typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t, unsigned *);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned,
                                                                nvmlDevice_t *);
@@ -628,15 +570,11 @@ static const char *const sym_procs[2][4] = {
     {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2",
      "nvmlDeviceGetGraphicsRunningProcesses", NULL},
 };
-static const unsigned proc_types[2] = {GM_PROC_COMPUTE, GM_PROC_GRAPHICS};
 
 #define NV_DEFAULT_LIB     "libnvidia-ml.so.1"
 #define NV_REPROBE_MS      30000 /* a lost GPU is asked again at most this often */
 #define NV_STATIC_MS       60000 /* NV_STATIC getters: read again this often, in case */
 #define NV_SLOW_DEFAULT_MS 10000 /* NV_SLOW getters when the options leave it at 0 */
-#define NV_PROC_RETRIES    4     /* process lists that keep growing give up after this */
-#define NV_PROC_MAX        65536 /* entries; bounds what a confused driver can make us allocate */
-#define NV_PUTIL_INITIAL   64 /* process samples the first buffer holds: one call in most cases */
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -680,10 +618,7 @@ typedef struct nv_gpu {
     bool xid_watched;
     unsigned long long xid_last, xid_count;
     int64_t xid_time_ms;
-    /* Per-process utilisation: the newest sample time seen (only newer ones are asked for) and
-     * whether the GPU refused the call (not asked again: MIG mode, older boards). */
-    unsigned long long putil_last_ts;
-    bool putil_nosup;
+    nv_gpu_procs procs; /* its per-process utilisation (nvml_proc.c) */
     /* MIG devices as last enumerated (every NV_STATIC_MS while in MIG mode): their handles and
      * identity; memory is read per sample. */
     bool mig_listed;
@@ -722,9 +657,6 @@ typedef struct nv_state {
     u32_metrics_fn u32[NV_N_U32];
     arg_metrics_fn arg[NV_N_ARG];
     u64_metrics_fn u64[NV_N_U64];
-    nvmlDeviceGetComputeRunningProcesses_fn procs[2];
-    const char *proc_sym[2];
-    size_t proc_stride[2];
     nvmlDeviceGetP2PStatus_fn p2p;
     /* A MIG device's GPU (Kubernetes allocates MIG devices by their own UUIDs). */
     nvmlDeviceGetHandleByUUID_fn handle_by_uuid;
@@ -734,9 +666,6 @@ typedef struct nv_state {
     nvmlDeviceGetMigDeviceHandleByIndex_fn mig_by_index;
     nvmlDeviceGetGpuInstanceId_fn gi_id;
     nvmlDeviceGetComputeInstanceId_fn ci_id;
-    nvmlDeviceGetProcessUtilization_fn proc_util;
-    nv_proc_util *putil_buf; /* reused by every GPU */
-    unsigned putil_cap;
     int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
     bool want_some;         /* the caller named the metrics it wants: only those are read */
     gm_metric_set want;     /* those, with what reading them needs (nv_want_closure) */
@@ -811,22 +740,8 @@ typedef struct nv_state {
     unsigned gpu_count;
     nv_gpu gpus[GM_MAX_GPUS];
 
-    /* One process-info buffer reused by every list of every GPU, so steady-state sampling does
-     * not allocate. */
-    unsigned char *proc_buf;
-    size_t proc_buf_bytes;
+    nv_proc_reader procs; /* the process getters and buffers (nvml_proc.c) */
 } nv_state;
-
-/* What one pass over a GPU learned about it. */
-typedef struct nv_pass {
-    bool any_ok;         /* at least one call succeeded */
-    bool lost;           /* GPU_IS_LOST seen */
-    int hard_rc;         /* first failure that is not "this GPU lacks the feature" */
-    const char *hard_fn; /* and the call that gave it */
-} nv_pass;
-
-/* Times one NVML call under its NVML name (see calltime.h): every call site goes through it. */
-#define NV_T(name, call) GM_TIMED(name, call)
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
@@ -903,42 +818,6 @@ static int nv_to_gm(int rc)
 static int nv_fail(const nv_state *st, gm_error *err, int rc, const char *what)
 {
     return gm_error_set(err, nv_to_gm(rc), "%s failed: %s (%d)", what, nv_strerror(st, rc), rc);
-}
-
-/* Codes meaning the GPU lacks a feature or withholds it: the metric is absent, nothing failed. */
-static bool nv_is_soft(int rc)
-{
-    switch (rc) {
-    case NV_ERROR_NOT_SUPPORTED:
-    case NV_ERROR_NO_PERMISSION:
-    case NV_ERROR_NOT_FOUND:
-    case NV_ERROR_NO_DATA:
-    case NV_ERROR_FUNCTION_NOT_FOUND:
-    case NV_ERROR_VGPU_ECC_NOT_SUPPORTED:
-    case NV_ERROR_FREQ_NOT_SUPPORTED:
-    case NV_ERROR_ARGUMENT_VERSION_MISMATCH:
-    case NV_ERROR_DEPRECATED:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Records the outcome rc of the call fn in the pass (success, GPU lost, or the first hard
- * failure) and answers whether the call succeeded. */
-static bool pass_record_ok(nv_pass *p, int rc, const char *fn)
-{
-    if (rc == NV_SUCCESS) {
-        p->any_ok = true;
-        return true;
-    }
-    if (rc == NV_ERROR_GPU_IS_LOST)
-        p->lost = true;
-    else if (!nv_is_soft(rc) && p->hard_rc == NV_SUCCESS) {
-        p->hard_rc = rc;
-        p->hard_fn = fn;
-    }
-    return false;
 }
 
 /* True when the caller wants metric m, or one of m..m+n-1. */
@@ -1092,8 +971,7 @@ static void nvml_close(void *state)
         NV_T("nvmlShutdown", st->shutdown());
     if (st->lib)
         dlclose(st->lib);
-    free(st->proc_buf);
-    free(st->putil_buf);
+    gm_nvml_procs_free(&st->procs);
     free(st);
 }
 
@@ -1114,7 +992,7 @@ static void nvml_close(void *state)
     X(mig_by_index, nvmlDeviceGetMigDeviceHandleByIndex)                \
     X(gi_id, nvmlDeviceGetGpuInstanceId)                                \
     X(ci_id, nvmlDeviceGetComputeInstanceId)                            \
-    X(proc_util, nvmlDeviceGetProcessUtilization)                       \
+    X(procs.util, nvmlDeviceGetProcessUtilization)                      \
     X(serial, nvmlDeviceGetSerial)                                      \
     X(vbios, nvmlDeviceGetVbiosVersion)                                 \
     X(pci_ext, nvmlDeviceGetPciInfoExt)                                 \
@@ -1182,12 +1060,12 @@ static void resolve_optional(nv_state *st)
         st->u64[i] = (u64_metrics_fn)resolve(lib, names, NULL);
     }
     for (size_t l = 0; l < 2; l++) {
-        st->procs[l] =
-            (nvmlDeviceGetComputeRunningProcesses_fn)resolve(lib, sym_procs[l], &st->proc_sym[l]);
+        st->procs.list[l] =
+            (nvmlDeviceGetComputeRunningProcesses_fn)resolve(lib, sym_procs[l], &st->procs.sym[l]);
         /* The unversioned name is the v1 ABI with 16-byte entries. */
-        st->proc_stride[l] = st->procs[l] && strcmp(st->proc_sym[l], sym_procs[l][2]) == 0
-                                 ? NV_PROC_V1_SIZE
-                                 : NV_PROC_V2_SIZE;
+        st->procs.stride[l] = st->procs.list[l] && strcmp(st->procs.sym[l], sym_procs[l][2]) == 0
+                                  ? NV_PROC_V1_SIZE
+                                  : NV_PROC_V2_SIZE;
     }
     for (size_t i = 0; i < NV_N_PAIR; i++)
         st->pair[i] = (pair_metrics_fn)dlsym(lib, pair_metrics[i].sym);
@@ -2136,161 +2014,6 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
     ng->cache_primed = true;
 }
 
-/* Fetches one process list into st->proc_buf, growing it while the driver says it is too
- * small (the list can grow between calls). The first call of a fresh state passes count 0,
- * the documented size query; later ones reuse the capacity already there. */
-static int fetch_procs(nv_state *st, unsigned list, nvmlDevice_t dev, unsigned *n_out)
-{
-    size_t stride = st->proc_stride[list];
-    for (int attempt = 0; attempt <= NV_PROC_RETRIES; attempt++) {
-        unsigned cap = (unsigned)(st->proc_buf_bytes / stride);
-        unsigned n = cap;
-        int rc = NV_T(st->proc_sym[list], st->procs[list](dev, &n, cap ? st->proc_buf : NULL));
-        if (rc == NV_SUCCESS) {
-            *n_out = n < cap ? n : cap;
-            return rc;
-        }
-        if (rc != NV_ERROR_INSUFFICIENT_SIZE)
-            return rc;
-        if (n <= cap || n > NV_PROC_MAX)
-            return NV_ERROR_INSUFFICIENT_SIZE; /* nonsense answer: give up on this list */
-        /* Headroom so a few new processes do not cost another round trip next second. */
-        size_t want = (size_t)n + n / 4 + 8;
-        /* Sized for the larger entry so either list revision fits. */
-        unsigned char *buf = realloc(st->proc_buf, want * NV_PROC_V2_SIZE);
-        if (!buf)
-            return NV_ERROR_MEMORY;
-        st->proc_buf = buf;
-        st->proc_buf_bytes = want * NV_PROC_V2_SIZE;
-    }
-    return NV_ERROR_INSUFFICIENT_SIZE;
-}
-
-/* Adds the processes of one list to out, merging PIDs already listed for this GPU (from
- * index start on): across lists the type bits join; within one list (one entry per MIG
- * instance) the memory adds up. */
-static void read_proc_list(nv_state *st, unsigned list, unsigned gpu_index, nvmlDevice_t dev,
-                           gm_snapshot *out, size_t start, nv_pass *p)
-{
-    unsigned n = 0;
-    if (!st->procs[list] || !pass_record_ok(p, fetch_procs(st, list, dev, &n), st->proc_sym[list]))
-        return;
-    size_t stride = st->proc_stride[list];
-    unsigned type = proc_types[list];
-    for (unsigned k = 0; k < n; k++) {
-        unsigned pid;
-        unsigned long long mem;
-        memcpy(&pid, st->proc_buf + k * stride + NV_PROC_PID_OFF, sizeof pid);
-        memcpy(&mem, st->proc_buf + k * stride + NV_PROC_MEM_OFF, sizeof mem);
-        bool mem_valid = mem != NV_VALUE_NOT_AVAILABLE;
-        /* v2/v3 name the MIG instance; outside MIG mode the ids are NVML's "not available". */
-        unsigned gi = UINT_MAX, ci = UINT_MAX;
-        if (stride >= NV_PROC_V2_SIZE) {
-            memcpy(&gi, st->proc_buf + k * stride + NV_PROC_GI_OFF, sizeof gi);
-            memcpy(&ci, st->proc_buf + k * stride + NV_PROC_CI_OFF, sizeof ci);
-        }
-        gm_process *e = NULL;
-        for (size_t j = start; j < out->proc_count; j++) {
-            if (out->procs[j].pid == pid) {
-                e = &out->procs[j];
-                break;
-            }
-        }
-        if (!e) {
-            gm_process np;
-            memset(&np, 0, sizeof np);
-            np.gpu_index = gpu_index;
-            np.pid = pid;
-            np.type = type;
-            np.mem_valid = mem_valid;
-            np.used_mem_bytes = mem_valid ? mem : 0;
-            np.instance_known = gi != UINT_MAX && ci != UINT_MAX;
-            np.gpu_instance_id = np.instance_known ? gi : 0;
-            np.compute_instance_id = np.instance_known ? ci : 0;
-            gm_snapshot_add_process(out, &np);
-            continue;
-        }
-        if ((e->type & type) && e->mem_valid && mem_valid)
-            e->used_mem_bytes += mem;
-        else if (!e->mem_valid && mem_valid) {
-            e->mem_valid = true;
-            e->used_mem_bytes = mem;
-        }
-        e->type |= type;
-    }
-}
-
-/* Fetches the process samples newer than the GPU's last into st->putil_buf: one call while the
- * buffer is large enough. NVML answers NOT_FOUND when there is no newer sample. */
-static int fetch_proc_util(nv_state *st, nv_gpu *ng, unsigned *n_out)
-{
-    for (int attempt = 0; attempt <= NV_PROC_RETRIES; attempt++) {
-        if (!st->putil_buf) {
-            st->putil_buf = calloc(NV_PUTIL_INITIAL, sizeof *st->putil_buf);
-            if (!st->putil_buf)
-                return NV_ERROR_MEMORY;
-            st->putil_cap = NV_PUTIL_INITIAL;
-        }
-        unsigned n = st->putil_cap;
-        int rc = NV_T("nvmlDeviceGetProcessUtilization",
-                      st->proc_util(ng->dev, st->putil_buf, &n, ng->putil_last_ts));
-        if (rc == NV_SUCCESS) {
-            *n_out = n < st->putil_cap ? n : st->putil_cap;
-            return rc;
-        }
-        if (rc != NV_ERROR_INSUFFICIENT_SIZE)
-            return rc;
-        if (n <= st->putil_cap || n > NV_PROC_MAX)
-            return NV_ERROR_INSUFFICIENT_SIZE;
-        unsigned want = n + n / 4 + 8;
-        nv_proc_util *buf = realloc(st->putil_buf, want * sizeof *buf);
-        if (!buf)
-            return NV_ERROR_MEMORY;
-        st->putil_buf = buf;
-        st->putil_cap = want;
-    }
-    return NV_ERROR_INSUFFICIENT_SIZE;
-}
-
-/* Gives the processes of this GPU (out->procs from start on) their newest utilisation sample:
- * one call for all of them, none when the GPU has no process or refused the call before. A
- * process without a sample (it did not run in the period) keeps its utilisation unknown. */
-static void read_proc_util(nv_state *st, nv_gpu *ng, gm_snapshot *out, size_t start)
-{
-    if (!st->proc_util || ng->putil_nosup || out->proc_count <= start)
-        return;
-    unsigned n = 0;
-    int rc = fetch_proc_util(st, ng, &n);
-    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND) {
-        ng->putil_nosup = true;
-        return;
-    }
-    if (rc != NV_SUCCESS)
-        return;
-    unsigned long long newest = ng->putil_last_ts;
-    for (unsigned k = 0; k < n; k++)
-        if (st->putil_buf[k].timeStamp > newest)
-            newest = st->putil_buf[k].timeStamp;
-    ng->putil_last_ts = newest;
-    for (size_t j = start; j < out->proc_count; j++) {
-        gm_process *e = &out->procs[j];
-        const nv_proc_util *best = NULL;
-        for (unsigned k = 0; k < n; k++)
-            if (st->putil_buf[k].pid == e->pid &&
-                (!best || st->putil_buf[k].timeStamp >= best->timeStamp))
-                best = &st->putil_buf[k];
-        if (!best)
-            continue;
-        const unsigned v[GM_PROC_UTIL__COUNT] = {best->smUtil, best->memUtil, best->encUtil,
-                                                 best->decUtil};
-        for (int u = 0; u < GM_PROC_UTIL__COUNT; u++)
-            if (v[u] <= 100) { /* past 100 is no percentage: left unknown */
-                e->util_pct[u] = (uint8_t)v[u];
-                e->util_valid |= (uint8_t)(1u << u);
-            }
-    }
-}
-
 /* The profile of a MIG device from its name: NVML names it "<GPU name> MIG 1g.10gb". */
 static void mig_profile(char *dst, size_t cap, const char *name)
 {
@@ -2559,10 +2282,8 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
         read_metrics(st, ng, g, &p, now);
         if (!p.lost)
             read_mig(st, ng, g, now);
-        for (unsigned l = 0; want_procs && l < 2 && !p.lost; l++)
-            read_proc_list(st, l, i, ng->dev, out, proc_start, &p);
         if (want_procs && !p.lost)
-            read_proc_util(st, ng, out, proc_start);
+            gm_nvml_procs_read(&st->procs, &ng->procs, i, ng->dev, out, proc_start, &p);
         if (p.lost) {
             ng->lost = true;
             ng->lost_ms = now;
