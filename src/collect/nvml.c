@@ -3,7 +3,9 @@
  */
 #include "provider.h"
 #include "base/clock.h"
+#include "base/str.h"
 #include "collect/calltime.h"
+#include "collect/nvml_int.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -14,48 +16,13 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- NVML declarations (no header is packaged in Debian main; layouts from nvml.h, x86_64) ----
- */
+/* ---- NVML declarations: the rest (return codes, handle, process layouts) in nvml_int.h ---- */
 
-enum {
-    NV_SUCCESS = 0,
-    NV_ERROR_UNINITIALIZED = 1,
-    NV_ERROR_INVALID_ARGUMENT = 2,
-    NV_ERROR_NOT_SUPPORTED = 3,
-    NV_ERROR_NO_PERMISSION = 4,
-    NV_ERROR_ALREADY_INITIALIZED = 5,
-    NV_ERROR_NOT_FOUND = 6,
-    NV_ERROR_INSUFFICIENT_SIZE = 7,
-    NV_ERROR_INSUFFICIENT_POWER = 8,
-    NV_ERROR_DRIVER_NOT_LOADED = 9,
-    NV_ERROR_TIMEOUT = 10,
-    NV_ERROR_IRQ_ISSUE = 11,
-    NV_ERROR_LIBRARY_NOT_FOUND = 12,
-    NV_ERROR_FUNCTION_NOT_FOUND = 13,
-    NV_ERROR_CORRUPTED_INFOROM = 14,
-    NV_ERROR_GPU_IS_LOST = 15,
-    NV_ERROR_RESET_REQUIRED = 16,
-    NV_ERROR_OPERATING_SYSTEM = 17,
-    NV_ERROR_LIB_RM_VERSION_MISMATCH = 18,
-    NV_ERROR_IN_USE = 19,
-    NV_ERROR_MEMORY = 20,
-    NV_ERROR_NO_DATA = 21,
-    NV_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
-    NV_ERROR_INSUFFICIENT_RESOURCES = 23,
-    NV_ERROR_FREQ_NOT_SUPPORTED = 24,
-    NV_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
-    NV_ERROR_DEPRECATED = 26,
-    NV_ERROR_NOT_READY = 27,
-    NV_ERROR_GPU_NOT_FOUND = 28,
-    NV_ERROR_INVALID_STATE = 29,
-};
-
-#define NV_MEMORY_V2_VERSION   0x02000028u /* sizeof(nvmlMemory_v2_t) | 2 << 24 */
-#define NV_VALUE_NOT_AVAILABLE ((unsigned long long)-1)
-#define NV_PSTATE_MAX          15 /* NVML_PSTATE_UNKNOWN is 32 */
-#define NV_SYS_STRING_LEN      80 /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
-
-typedef struct nv_device *nvmlDevice_t;
+#define NV_MEMORY_V2_VERSION 0x02000028u /* sizeof(nvmlMemory_v2_t) | 2 << 24 */
+#define NV_PSTATE_MAX        15          /* NVML_PSTATE_UNKNOWN is 32 */
+#define NV_SYS_STRING_LEN    80          /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
+/* What a device name or UUID is asked into: room for either. */
+#define NV_ID_BUF_LEN (GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN)
 
 typedef struct {
     unsigned gpu, memory; /* percent */
@@ -76,56 +43,73 @@ typedef struct {
     char busId[32];
 } nv_pci_info;
 
-/* nvmlProcessInfo_t: v1 is {pid, usedGpuMemory} (16 bytes); v2/v3 append two instance ids
- * (24 bytes). pid and usedGpuMemory sit at the same offsets in both. */
-#define NV_PROC_PID_OFF 0
-#define NV_PROC_MEM_OFF 8
-#define NV_PROC_V1_SIZE 16
-#define NV_PROC_V2_SIZE 24
-#define NV_PROC_GI_OFF  16 /* v2/v3: gpuInstanceId, then computeInstanceId */
-#define NV_PROC_CI_OFF  20
+/* Entry points, each typed as nvml.h declares it and named after it (a _v2 or older revision
+ * that resolves in its place has the same prototype). Enumerations are int-sized: enable
+ * states, modes and counts are read as the unsigned they hold, selectors passed as int. */
+typedef nvmlReturn_t (*nvmlInit_fn)(void); /* nvmlInit_v2, nvmlInit */
+typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
+typedef const char *(*nvmlErrorString_fn)(nvmlReturn_t);
+typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned, nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByUUID_fn)(const char *, nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t,
+                                                                        nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetUUID_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetSerial_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetVbiosVersion_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetInforomImageVersion_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetInforomVersion_fn)(nvmlDevice_t, int object, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetBoardPartNumber_fn)(nvmlDevice_t, char *, unsigned);
+typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char *, unsigned);
+typedef nvmlReturn_t (*nvmlSystemGetNVMLVersion_fn)(char *, unsigned);
+typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_fn)(int *);
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nv_pci_info *);
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nv_utilization *);
+typedef nvmlReturn_t (*nvmlDeviceGetEncoderUtilization_fn)(nvmlDevice_t, unsigned *pct,
+                                                           unsigned *period_us);
+typedef nvmlReturn_t (*nvmlDeviceGetDecoderUtilization_fn)(nvmlDevice_t, unsigned *pct,
+                                                           unsigned *period_us);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nv_memory_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t, nv_memory_v2 *);
+typedef nvmlReturn_t (*nvmlDeviceGetP2PStatus_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
+typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned,
+                                                               nvmlDevice_t *);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t, unsigned *);
 
-/* nvmlProcessUtilizationSample_t: one process's share of each engine at one driver sample
- * (timeStamp in microseconds of the CPU clock), 32 bytes. */
-typedef struct {
-    unsigned pid;
-    unsigned long long timeStamp;
-    unsigned smUtil, memUtil, encUtil, decUtil;
-} nv_proc_util;
-
-typedef int (*nv_void_fn)(void);
-typedef const char *(*nv_errstr_fn)(int);
-typedef int (*nv_count_fn)(unsigned *);
-typedef int (*nv_handle_fn)(unsigned, nvmlDevice_t *);
-typedef int (*nv_uuid_handle_fn)(const char *, nvmlDevice_t *);
-typedef int (*nv_mig_parent_fn)(nvmlDevice_t, nvmlDevice_t *);
-typedef int (*nv_devstr_fn)(nvmlDevice_t, char *, unsigned);
-typedef int (*nv_sysstr_fn)(char *, unsigned);
-typedef int (*nv_int_fn)(int *);
-typedef int (*nv_pci_fn)(nvmlDevice_t, nv_pci_info *);
-typedef int (*nv_util_fn)(nvmlDevice_t, nv_utilization *);
-typedef int (*nv_codec_fn)(nvmlDevice_t, unsigned *, unsigned *);
-typedef int (*nv_mem1_fn)(nvmlDevice_t, nv_memory_v1 *);
-typedef int (*nv_mem2_fn)(nvmlDevice_t, nv_memory_v2 *);
-typedef int (*nv_u32_fn)(nvmlDevice_t, unsigned *);
-typedef int (*nv_arg_u32_fn)(nvmlDevice_t, int, unsigned *);
-typedef int (*nv_u64_fn)(nvmlDevice_t, unsigned long long *);
-typedef int (*nv_procs_fn)(nvmlDevice_t, unsigned *, void *);
-typedef int (*nv_p2p_fn)(nvmlDevice_t, nvmlDevice_t, int, int *);
-typedef int (*nv_proc_util_fn)(nvmlDevice_t, nv_proc_util *, unsigned *, unsigned long long);
-typedef int (*nv_mig_index_fn)(nvmlDevice_t, unsigned, nvmlDevice_t *);
+/* The getters of each metric table (below) share one prototype: the table's name. */
+typedef nvmlReturn_t (*u32_metrics_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*arg_metrics_fn)(nvmlDevice_t, int, unsigned *);
+typedef nvmlReturn_t (*u64_metrics_fn)(nvmlDevice_t, unsigned long long *);
+typedef nvmlReturn_t (*pair_metrics_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef nvmlReturn_t (*codec_metrics_fn)(nvmlDevice_t, unsigned *pct, unsigned *period_us);
 
 /* Health getters. */
-typedef int (*nv_pair_fn)(nvmlDevice_t, unsigned *, unsigned *);
-typedef int (*nv_triple_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *);
-typedef int (*nv_quad_fn)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *);
-typedef int (*nv_ecc_total_fn)(nvmlDevice_t, int, int, unsigned long long *);
-typedef int (*nv_ecc_loc_fn)(nvmlDevice_t, int, int, int, unsigned long long *);
-typedef int (*nv_retired_v1_fn)(nvmlDevice_t, int, unsigned *, unsigned long long *);
-typedef int (*nv_retired_v2_fn)(nvmlDevice_t, int, unsigned *, unsigned long long *,
-                                unsigned long long *);
-typedef int (*nv_link_state_fn)(nvmlDevice_t, unsigned, unsigned *);
-typedef int (*nv_inforom_fn)(nvmlDevice_t, int, char *, unsigned);
+typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t, int *major, int *minor);
+typedef nvmlReturn_t (*nvmlDeviceGetEncoderStats_fn)(nvmlDevice_t, unsigned *sessions,
+                                                     unsigned *fps, unsigned *latency_us);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned *corr, unsigned *unc,
+                                                     unsigned *pending, unsigned *failure);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, int type, int counter,
+                                                       unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryErrorCounter_fn)(nvmlDevice_t, int type, int counter,
+                                                           int location, unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_fn)(nvmlDevice_t, int cause, unsigned *,
+                                                     unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_v2_fn)(nvmlDevice_t, int cause, unsigned *,
+                                                        unsigned long long *, unsigned long long *);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetConfComputeProtectedMemoryUsage_fn)(nvmlDevice_t,
+                                                                        nv_memory_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetBAR1MemoryInfo_fn)(nvmlDevice_t, nv_memory_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetHostVgpuMode_fn)(nvmlDevice_t, unsigned *);
+/* nvmlUnrepairableMemoryStatus_v1_t: one unsigned, no version word. */
+typedef nvmlReturn_t (*nvmlDeviceGetUnrepairableMemoryFlag_v1_fn)(nvmlDevice_t, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetAutoBoostedClocksEnabled_fn)(nvmlDevice_t, unsigned *on,
+                                                                 unsigned *default_on);
 
 /* nvmlPciInfoExt_v1_t (driver 550 and newer): nvmlPciInfo_t's ids plus the class codes. */
 typedef struct {
@@ -134,7 +118,7 @@ typedef struct {
     char busId[32];
 } nv_pci_info_ext;
 #define NV_PCI_INFO_EXT_V1 ((unsigned)(sizeof(nv_pci_info_ext) | 1u << 24))
-typedef int (*nv_pci_ext_fn)(nvmlDevice_t, nv_pci_info_ext *);
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfoExt_fn)(nvmlDevice_t, nv_pci_info_ext *);
 
 /* nvmlPlatformInfo_v2_t (44 bytes) and nvmlRemappedRowsInfo_v2_t (no version word). */
 typedef struct {
@@ -144,14 +128,15 @@ typedef struct {
     unsigned char slotNumber, trayIndex, hostId, peerType, moduleId;
 } nv_platform_info;
 #define NV_PLATFORM_INFO_V2 ((unsigned)(sizeof(nv_platform_info) | 2u << 24))
-typedef int (*nv_platform_fn)(nvmlDevice_t, nv_platform_info *);
+typedef nvmlReturn_t (*nvmlDeviceGetPlatformInfo_fn)(nvmlDevice_t, nv_platform_info *);
 typedef struct {
     unsigned corrActive, corrInactive, uncActive, uncInactive, pending, failure;
 } nv_remapped_v2;
-typedef int (*nv_remapped_v2_fn)(nvmlDevice_t, nv_remapped_v2 *);
-typedef int (*nv_dev_fn)(nvmlDevice_t);
-typedef int (*nv_mem_clocks_fn)(nvmlDevice_t, unsigned *, unsigned *);
-typedef int (*nv_gr_clocks_fn)(nvmlDevice_t, unsigned, unsigned *, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_v2_fn)(nvmlDevice_t, nv_remapped_v2 *);
+typedef nvmlReturn_t (*nvmlDeviceValidateInforom_fn)(nvmlDevice_t);
+typedef nvmlReturn_t (*nvmlDeviceGetSupportedMemoryClocks_fn)(nvmlDevice_t, unsigned *, unsigned *);
+typedef nvmlReturn_t (*nvmlDeviceGetSupportedGraphicsClocks_fn)(nvmlDevice_t, unsigned, unsigned *,
+                                                                unsigned *);
 
 /* nvmlMarginTemperature_v1_t: degrees to the nearest slowdown threshold (nvidia-smi's T.Limit). */
 typedef struct {
@@ -159,20 +144,20 @@ typedef struct {
     int marginTemperature;
 } nv_margin_temp;
 #define NV_MARGIN_TEMP_V1 ((unsigned)(sizeof(nv_margin_temp) | 1u << 24))
-typedef int (*nv_margin_temp_fn)(nvmlDevice_t, nv_margin_temp *);
+typedef nvmlReturn_t (*nvmlDeviceGetMarginTemperature_fn)(nvmlDevice_t, nv_margin_temp *);
 
 /* nvmlDeviceAddressingMode_v1_t: value NONE 0, HMM 1, ATS 2. */
 typedef struct {
     unsigned version, value;
 } nv_addressing_mode;
 #define NV_ADDRESSING_MODE_V1 ((unsigned)(sizeof(nv_addressing_mode) | 1u << 24))
-typedef int (*nv_addressing_fn)(nvmlDevice_t, nv_addressing_mode *);
+typedef nvmlReturn_t (*nvmlDeviceGetAddressingMode_fn)(nvmlDevice_t, nv_addressing_mode *);
 
 /* nvmlC2cModeInfo_v1_t: no version word, despite the V of its getter. */
 typedef struct {
     unsigned isC2cEnabled;
 } nv_c2c_mode;
-typedef int (*nv_c2c_fn)(nvmlDevice_t, nv_c2c_mode *);
+typedef nvmlReturn_t (*nvmlDeviceGetC2cModeInfoV_fn)(nvmlDevice_t, nv_c2c_mode *);
 
 /* nvmlGpuFabricInfo_v3_t (v2 is its prefix without healthSummary: 36 bytes, v3 40) and the
  * unversioned nvmlGpuFabricInfo_t of drivers before 550. state: NVML_GPU_FABRIC_STATE_*
@@ -196,8 +181,8 @@ typedef struct {
     unsigned cliqueId;
     unsigned char state;
 } nv_fabric_info_v1;
-typedef int (*nv_fabric_fn)(nvmlDevice_t, nv_fabric_info *);
-typedef int (*nv_fabric_v1_fn)(nvmlDevice_t, nv_fabric_info_v1 *);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfoV_fn)(nvmlDevice_t, nv_fabric_info *);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t, nv_fabric_info_v1 *);
 #define NV_FABRIC_COMPLETED 3
 
 /* nvmlEccSramErrorStatus_v1_t (104 bytes): SRAM error counters by kind and by unit. */
@@ -213,13 +198,13 @@ typedef struct {
 _Static_assert(sizeof(nv_sram_status) == 104, "nvmlEccSramErrorStatus_v1_t is 104 bytes");
 _Static_assert(sizeof(nv_fabric_info) == 40 && offsetof(nv_fabric_info, healthSummary) == 36,
                "nvmlGpuFabricInfo_v3_t is 40 bytes, v2 36");
-typedef int (*nv_sram_fn)(nvmlDevice_t, nv_sram_status *);
+typedef nvmlReturn_t (*nvmlDeviceGetSramEccErrorStatus_fn)(nvmlDevice_t, nv_sram_status *);
 
 /* nvmlRowRemapperHistogramValues_t: banks by how many spare rows they have left. */
 typedef struct {
     unsigned max, high, partial, low, none;
 } nv_remap_histogram;
-typedef int (*nv_histogram_fn)(nvmlDevice_t, nv_remap_histogram *);
+typedef nvmlReturn_t (*nvmlDeviceGetRowRemapperHistogram_fn)(nvmlDevice_t, nv_remap_histogram *);
 
 /* nvmlFieldValue_t (40 bytes): set fieldId and scopeId, read nvmlReturn, then the value in the
  * member valueType names. */
@@ -239,7 +224,7 @@ typedef struct {
         unsigned short us;
     } value;
 } nv_field_value;
-typedef int (*nv_fields_fn)(nvmlDevice_t, int, nv_field_value *);
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t, int, nv_field_value *);
 
 /* Events (nvmlEventSet*): nvmlEventData_t, v2 layout (v1 lacks the instance ids and is a
  * prefix of it). */
@@ -250,10 +235,11 @@ typedef struct {
     unsigned gpuInstanceId, computeInstanceId;
 } nv_event_data;
 #define NV_EVENT_XID 0x8ULL /* nvmlEventTypeXidCriticalError */
-typedef int (*nv_evset_create_fn)(nvmlEventSet_t *);
-typedef int (*nv_ev_register_fn)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
-typedef int (*nv_evset_wait_fn)(nvmlEventSet_t, nv_event_data *, unsigned);
-typedef int (*nv_evset_free_fn)(nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t *);
+typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long,
+                                                    nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t, nv_event_data *, unsigned);
+typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t);
 
 /* GPM (Hopper and newer): two samples and the metrics between them. */
 typedef struct nv_gpm_sample *nvmlGpmSample_t;
@@ -274,12 +260,12 @@ typedef struct {
     nvmlGpmSample_t sample1, sample2;
     nv_gpm_metric metrics[NV_GPM_METRIC_MAX];
 } nv_gpm_metrics_get;
-typedef int (*nv_gpm_alloc_fn)(nvmlGpmSample_t *);
-typedef int (*nv_gpm_free_fn)(nvmlGpmSample_t);
-typedef int (*nv_gpm_get_fn)(nvmlDevice_t, nvmlGpmSample_t);
-typedef int (*nv_gpm_support_fn)(nvmlDevice_t, nv_gpm_support *);
-typedef int (*nv_gpm_metrics_fn)(nv_gpm_metrics_get *);
-typedef int (*nv_gpm_mig_get_fn)(nvmlDevice_t, unsigned, nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t *);
+typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t, nvmlGpmSample_t);
+typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t, nv_gpm_support *);
+typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nv_gpm_metrics_get *);
+typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t, unsigned, nvmlGpmSample_t);
 /* One GPU instance's two GPM samples, alternating like nv_gpu's own. */
 typedef struct nv_mig_gpm {
     unsigned gi;
@@ -295,17 +281,21 @@ typedef struct {
     unsigned long long value;
 } nv_pdi; /* nvmlPdi_v1_t */
 #define NV_PDI_V1 ((unsigned)(sizeof(nv_pdi) | 1u << 24))
-typedef int (*nv_pdi_fn)(nvmlDevice_t, nv_pdi *);
-typedef int (*nv_gsp_version_fn)(nvmlDevice_t, char *); /* NVML_GSP_FIRMWARE_VERSION_BUF_SIZE */
+typedef nvmlReturn_t (*nvmlDeviceGetPdi_fn)(nvmlDevice_t, nv_pdi *);
+typedef nvmlReturn_t (*nvmlDeviceGetGspFirmwareVersion_fn)(
+    nvmlDevice_t, char *); /* NVML_GSP_FIRMWARE_VERSION_BUF_SIZE */
 #define NV_GSP_VERSION_LEN 64
-typedef int (*nv_bbx_fn)(nvmlDevice_t, unsigned long long *, unsigned long *);
+typedef nvmlReturn_t (*nvmlDeviceGetLastBBXFlushTime_fn)(nvmlDevice_t, unsigned long long *,
+                                                         unsigned long *);
 typedef struct {
     unsigned version, mode;
 } nv_versioned_u32; /* nvmlVgpuHeterogeneousMode_v1_t, nvmlDramEncryptionInfo_v1_t,
                      * nvmlDeviceCapabilities_v1_t: a version word and one value */
 #define NV_VERSIONED_U32_V1 ((unsigned)(sizeof(nv_versioned_u32) | 1u << 24))
-typedef int (*nv_versioned_fn)(nvmlDevice_t, nv_versioned_u32 *);
-typedef int (*nv_dram_enc_fn)(nvmlDevice_t, nv_versioned_u32 *, nv_versioned_u32 *);
+typedef nvmlReturn_t (*nvmlDeviceGetVgpuHeterogeneousMode_fn)(nvmlDevice_t, nv_versioned_u32 *);
+typedef nvmlReturn_t (*nvmlDeviceGetCapabilities_fn)(nvmlDevice_t, nv_versioned_u32 *);
+typedef nvmlReturn_t (*nvmlDeviceGetDramEncryptionMode_fn)(nvmlDevice_t, nv_versioned_u32 *,
+                                                           nv_versioned_u32 *);
 #define NV_MAX_BRIDGES 128 /* NVML_MAX_PHYSICAL_BRIDGE */
 typedef struct {
     unsigned char bridgeCount;
@@ -314,22 +304,23 @@ typedef struct {
         unsigned fwVersion;
     } bridgeChipInfo[NV_MAX_BRIDGES];
 } nv_bridge_hierarchy;
-typedef int (*nv_bridge_fn)(nvmlDevice_t, nv_bridge_hierarchy *);
+typedef nvmlReturn_t (*nvmlDeviceGetBridgeChipInfo_fn)(nvmlDevice_t, nv_bridge_hierarchy *);
 typedef struct {
     unsigned version, bChannelRepairPending, bTpcRepairPending;
 } nv_repair_status; /* nvmlRepairStatus_v1_t */
 #define NV_REPAIR_STATUS_V1 ((unsigned)(sizeof(nv_repair_status) | 1u << 24))
-typedef int (*nv_repair_fn)(nvmlDevice_t, nv_repair_status *);
+typedef nvmlReturn_t (*nvmlDeviceGetRepairStatus_fn)(nvmlDevice_t, nv_repair_status *);
 typedef struct {
     unsigned version;
     unsigned perfProfilesMask[8], requestedProfilesMask[8], enforcedProfilesMask[8]; /* 255 bits */
 } nv_power_profiles; /* nvmlWorkloadPowerProfileCurrentProfiles_v1_t */
 #define NV_POWER_PROFILES_V1 ((unsigned)(sizeof(nv_power_profiles) | 1u << 24))
-typedef int (*nv_power_profiles_fn)(nvmlDevice_t, nv_power_profiles *);
+typedef nvmlReturn_t (*nvmlDeviceWorkloadPowerProfileGetCurrentProfiles_fn)(nvmlDevice_t,
+                                                                            nv_power_profiles *);
 typedef struct {
     unsigned sessionsCount, averageFPS, averageLatency; /* latency in us */
 } nv_fbc_stats;                                         /* nvmlFBCStats_t */
-typedef int (*nv_fbc_fn)(nvmlDevice_t, nv_fbc_stats *);
+typedef nvmlReturn_t (*nvmlDeviceGetFBCStats_fn)(nvmlDevice_t, nv_fbc_stats *);
 _Static_assert(sizeof(nv_pdi) == 16 && sizeof(nv_bridge_hierarchy) == 1028 &&
                    sizeof(nv_power_profiles) == 100,
                "nvmlPdi_v1_t 16 bytes, nvmlBridgeChipHierarchy_t 1028, current profiles 100");
@@ -556,10 +547,10 @@ static const struct {
     {11, GM_M_PROF_FP64_PCT, 1},
     {12, GM_M_PROF_FP32_PCT, 1},
     {13, GM_M_PROF_FP16_PCT, 1},
-    {20, GM_M_PROF_PCIE_TX_BPS, 1048576.0}, /* MiB/s */
-    {21, GM_M_PROF_PCIE_RX_BPS, 1048576.0},
-    {61, GM_M_PROF_NVLINK_TX_BPS, 1048576.0},
-    {60, GM_M_PROF_NVLINK_RX_BPS, 1048576.0},
+    {20, GM_M_PROF_PCIE_TX_BPS, (double)GM_BYTES_PER_MIB}, /* MiB/s */
+    {21, GM_M_PROF_PCIE_RX_BPS, (double)GM_BYTES_PER_MIB},
+    {61, GM_M_PROF_NVLINK_TX_BPS, (double)GM_BYTES_PER_MIB},
+    {60, GM_M_PROF_NVLINK_RX_BPS, (double)GM_BYTES_PER_MIB},
 };
 #define NV_N_GPM (sizeof gpm_metrics / sizeof *gpm_metrics)
 
@@ -579,15 +570,11 @@ static const char *const sym_procs[2][4] = {
     {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2",
      "nvmlDeviceGetGraphicsRunningProcesses", NULL},
 };
-static const unsigned proc_types[2] = {GM_PROC_COMPUTE, GM_PROC_GRAPHICS};
 
 #define NV_DEFAULT_LIB     "libnvidia-ml.so.1"
 #define NV_REPROBE_MS      30000 /* a lost GPU is asked again at most this often */
 #define NV_STATIC_MS       60000 /* NV_STATIC getters: read again this often, in case */
 #define NV_SLOW_DEFAULT_MS 10000 /* NV_SLOW getters when the options leave it at 0 */
-#define NV_PROC_RETRIES    4     /* process lists that keep growing give up after this */
-#define NV_PROC_MAX        65536 /* entries; bounds what a confused driver can make us allocate */
-#define NV_PUTIL_INITIAL   64 /* process samples the first buffer holds: one call in most cases */
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -605,8 +592,7 @@ typedef struct nv_gpu {
     bool cache_primed;
     int64_t static_ms, slow_ms; /* when each class was last read (CLOCK_MONOTONIC) */
     gm_gpu cache;               /* the readings served between reads (only valid and v used) */
-    gm_gpu nosup;               /* health metrics the GPU answered NOT_SUPPORTED: not asked again */
-    gm_metric_set every_nosup;  /* NV_EVERY getters answered NOT_SUPPORTED (every_due) */
+    gm_metric_set nosup;        /* metrics the GPU answered NOT_SUPPORTED (read_due) */
     char serial[GM_SERIAL_LEN];
     char vbios[GM_SERIAL_LEN];
     unsigned pci_device_id, pci_subsys_id; /* 0 when unknown */
@@ -632,10 +618,7 @@ typedef struct nv_gpu {
     bool xid_watched;
     unsigned long long xid_last, xid_count;
     int64_t xid_time_ms;
-    /* Per-process utilisation: the newest sample time seen (only newer ones are asked for) and
-     * whether the GPU refused the call (not asked again: MIG mode, older boards). */
-    unsigned long long putil_last_ts;
-    bool putil_nosup;
+    nv_gpu_procs procs; /* its per-process utilisation (nvml_proc.c) */
     /* MIG devices as last enumerated (every NV_STATIC_MS while in MIG mode): their handles and
      * identity; memory is read per sample. */
     bool mig_listed;
@@ -655,99 +638,97 @@ typedef struct nv_state {
     void *lib;
     char path[256];
 
-    nv_void_fn shutdown;
-    nv_errstr_fn error_string;
-    nv_count_fn count;
-    nv_handle_fn handle;
+    nvmlShutdown_fn shutdown;
+    nvmlErrorString_fn error_string;
+    nvmlDeviceGetCount_fn count;
+    const char *count_sym;
+    nvmlDeviceGetHandleByIndex_fn handle;
     const char *handle_sym;
-    nv_devstr_fn name;
-    nv_devstr_fn uuid;
-    nv_pci_fn pci;
+    nvmlDeviceGetName_fn name;
+    nvmlDeviceGetUUID_fn uuid;
+    nvmlDeviceGetPciInfo_fn pci;
     const char *pci_sym;
     bool pci_v1; /* the v1 call writes the short busId into the first 16 bytes */
-    nv_util_fn util;
-    nv_codec_fn enc, dec;
-    nv_mem2_fn mem2;
-    nv_mem1_fn mem1;
-    nv_u32_fn u32[NV_N_U32];
-    nv_arg_u32_fn arg[NV_N_ARG];
-    nv_u64_fn u64[NV_N_U64];
-    nv_procs_fn procs[2];
-    const char *proc_sym[2];
-    size_t proc_stride[2];
-    nv_p2p_fn p2p;
+    nvmlDeviceGetUtilizationRates_fn util;
+    nvmlDeviceGetEncoderUtilization_fn enc;
+    nvmlDeviceGetDecoderUtilization_fn dec;
+    nvmlDeviceGetMemoryInfo_v2_fn mem2;
+    nvmlDeviceGetMemoryInfo_fn mem1;
+    u32_metrics_fn u32[NV_N_U32];
+    arg_metrics_fn arg[NV_N_ARG];
+    u64_metrics_fn u64[NV_N_U64];
+    nvmlDeviceGetP2PStatus_fn p2p;
     /* A MIG device's GPU (Kubernetes allocates MIG devices by their own UUIDs). */
-    nv_uuid_handle_fn handle_by_uuid;
-    nv_mig_parent_fn mig_parent;
+    nvmlDeviceGetHandleByUUID_fn handle_by_uuid;
+    nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn mig_parent;
     /* MIG enumeration and per-process utilisation; each NULL when the library lacks it. */
-    nv_u32_fn mig_max;
-    nv_mig_index_fn mig_by_index;
-    nv_u32_fn gi_id, ci_id;
-    nv_proc_util_fn proc_util;
-    nv_proc_util *putil_buf; /* reused by every GPU */
-    unsigned putil_cap;
+    nvmlDeviceGetMaxMigDeviceCount_fn mig_max;
+    nvmlDeviceGetMigDeviceHandleByIndex_fn mig_by_index;
+    nvmlDeviceGetGpuInstanceId_fn gi_id;
+    nvmlDeviceGetComputeInstanceId_fn ci_id;
     int64_t slow_period_ms; /* NV_SLOW getters: at most this often; 0 = every sample */
     bool want_some;         /* the caller named the metrics it wants: only those are read */
     gm_metric_set want;     /* those, with what reading them needs (nv_want_closure) */
 
     /* Health getters; each NULL when the library lacks it. */
-    nv_devstr_fn serial, vbios;
-    nv_pci_ext_fn pci_ext;
-    nv_devstr_fn inforom_image;
-    nv_inforom_fn inforom_version;
-    nv_margin_temp_fn margin_temp;
-    nv_pair_fn pair[NV_N_PAIR];
-    nv_codec_fn codec[NV_N_CODEC];
-    nv_pair_fn compute_cap; /* (int *major, int *minor) */
-    nv_triple_fn enc_stats;
-    nv_ecc_total_fn ecc_total;
-    nv_ecc_loc_fn ecc_loc;
-    nv_retired_v2_fn retired_v2;
-    nv_retired_v1_fn retired_v1;
-    nv_u32_fn retired_pending;
-    nv_quad_fn remapped;
-    nv_histogram_fn histogram;
-    nv_fields_fn fields;
-    nv_link_state_fn link_state;
-    nv_addressing_fn addressing;
-    nv_c2c_fn c2c;
-    nv_fabric_fn fabric;
+    nvmlDeviceGetSerial_fn serial;
+    nvmlDeviceGetVbiosVersion_fn vbios;
+    nvmlDeviceGetPciInfoExt_fn pci_ext;
+    nvmlDeviceGetInforomImageVersion_fn inforom_image;
+    nvmlDeviceGetInforomVersion_fn inforom_version;
+    nvmlDeviceGetMarginTemperature_fn margin_temp;
+    pair_metrics_fn pair[NV_N_PAIR];
+    codec_metrics_fn codec[NV_N_CODEC];
+    nvmlDeviceGetCudaComputeCapability_fn compute_cap;
+    nvmlDeviceGetEncoderStats_fn enc_stats;
+    nvmlDeviceGetTotalEccErrors_fn ecc_total;
+    nvmlDeviceGetMemoryErrorCounter_fn ecc_loc;
+    nvmlDeviceGetRetiredPages_v2_fn retired_v2;
+    nvmlDeviceGetRetiredPages_fn retired_v1;
+    nvmlDeviceGetRetiredPagesPendingStatus_fn retired_pending;
+    nvmlDeviceGetRemappedRows_fn remapped;
+    nvmlDeviceGetRowRemapperHistogram_fn histogram;
+    nvmlDeviceGetFieldValues_fn fields;
+    nvmlDeviceGetNvLinkState_fn link_state;
+    nvmlDeviceGetAddressingMode_fn addressing;
+    nvmlDeviceGetC2cModeInfoV_fn c2c;
+    nvmlDeviceGetGpuFabricInfoV_fn fabric;
     unsigned fabric_version; /* NV_FABRIC_INFO_V3, or V2 once the driver refused v3 */
-    nv_fabric_v1_fn fabric_v1;
-    nv_mem1_fn protected_mem;
-    nv_sram_fn sram;
+    nvmlDeviceGetGpuFabricInfo_fn fabric_v1;
+    nvmlDeviceGetConfComputeProtectedMemoryUsage_fn protected_mem;
+    nvmlDeviceGetSramEccErrorStatus_fn sram;
     /* What nvidia-smi -q prints besides (read_board); each NULL when the library lacks it. */
-    nv_mem1_fn bar1;
-    nv_platform_fn platform;
-    nv_dev_fn validate_inforom;
-    nv_remapped_v2_fn remapped_v2;
-    nv_devstr_fn board_part;
-    nv_gsp_version_fn gsp_version;
-    nv_pdi_fn pdi;
-    nv_bbx_fn bbx;
-    nv_u32_fn host_vgpu;
-    nv_versioned_fn vgpu_hetero;
-    nv_bridge_fn bridge;
-    nv_fbc_fn fbc;
-    nv_dram_enc_fn dram_enc;
-    nv_repair_fn repair;
-    nv_u32_fn unrepairable; /* nvmlUnrepairableMemoryStatus_v1_t: one unsigned, no version */
-    nv_power_profiles_fn power_profiles;
-    nv_pair_fn auto_boost;
-    nv_versioned_fn capabilities;
-    nv_mem_clocks_fn mem_clocks; /* nvmlDeviceGetSupportedMemoryClocks */
-    nv_gr_clocks_fn gr_clocks;   /* nvmlDeviceGetSupportedGraphicsClocks */
-    nv_gpm_alloc_fn gpm_alloc;
-    nv_gpm_free_fn gpm_free;
-    nv_gpm_get_fn gpm_get;
-    nv_gpm_support_fn gpm_support;
-    nv_gpm_metrics_fn gpm_metrics;
-    nv_gpm_metrics_get *gpm_buf;   /* one request buffer (13 KB), reused */
-    nv_gpm_mig_get_fn gpm_mig_get; /* NULL: no GPM per MIG device */
+    nvmlDeviceGetBAR1MemoryInfo_fn bar1;
+    nvmlDeviceGetPlatformInfo_fn platform;
+    nvmlDeviceValidateInforom_fn validate_inforom;
+    nvmlDeviceGetRemappedRows_v2_fn remapped_v2;
+    nvmlDeviceGetBoardPartNumber_fn board_part;
+    nvmlDeviceGetGspFirmwareVersion_fn gsp_version;
+    nvmlDeviceGetPdi_fn pdi;
+    nvmlDeviceGetLastBBXFlushTime_fn bbx;
+    nvmlDeviceGetHostVgpuMode_fn host_vgpu;
+    nvmlDeviceGetVgpuHeterogeneousMode_fn vgpu_hetero;
+    nvmlDeviceGetBridgeChipInfo_fn bridge;
+    nvmlDeviceGetFBCStats_fn fbc;
+    nvmlDeviceGetDramEncryptionMode_fn dram_enc;
+    nvmlDeviceGetRepairStatus_fn repair;
+    nvmlDeviceGetUnrepairableMemoryFlag_v1_fn unrepairable;
+    nvmlDeviceWorkloadPowerProfileGetCurrentProfiles_fn power_profiles;
+    nvmlDeviceGetAutoBoostedClocksEnabled_fn auto_boost;
+    nvmlDeviceGetCapabilities_fn capabilities;
+    nvmlDeviceGetSupportedMemoryClocks_fn mem_clocks;  /* nvmlDeviceGetSupportedMemoryClocks */
+    nvmlDeviceGetSupportedGraphicsClocks_fn gr_clocks; /* nvmlDeviceGetSupportedGraphicsClocks */
+    nvmlGpmSampleAlloc_fn gpm_alloc;
+    nvmlGpmSampleFree_fn gpm_free;
+    nvmlGpmSampleGet_fn gpm_get;
+    nvmlGpmQueryDeviceSupport_fn gpm_support;
+    nvmlGpmMetricsGet_fn gpm_metrics;
+    nv_gpm_metrics_get *gpm_buf;        /* one request buffer (13 KB), reused */
+    nvmlGpmMigSampleGet_fn gpm_mig_get; /* NULL: no GPM per MIG device */
 
     /* XID events: an event set drained by each sampling pass (only with watch_xid). */
-    nv_evset_free_fn evset_free;
-    nv_evset_wait_fn evset_wait;
+    nvmlEventSetFree_fn evset_free;
+    nvmlEventSetWait_fn evset_wait;
     const char *evset_wait_sym;
     int64_t evset_drained_ms; /* CLOCK_MONOTONIC of the last drain */
     nvmlEventSet_t evset;
@@ -759,32 +740,10 @@ typedef struct nv_state {
     unsigned gpu_count;
     nv_gpu gpus[GM_MAX_GPUS];
 
-    /* One process-info buffer reused by every list of every GPU, so steady-state sampling does
-     * not allocate. */
-    unsigned char *proc_buf;
-    size_t proc_buf_bytes;
+    nv_proc_reader procs; /* the process getters and buffers (nvml_proc.c) */
 } nv_state;
 
-/* What one pass over a GPU learned about it. */
-typedef struct nv_pass {
-    bool any_ok;         /* at least one call succeeded */
-    bool lost;           /* GPU_IS_LOST seen */
-    int hard_rc;         /* first failure that is not "this GPU lacks the feature" */
-    const char *hard_fn; /* and the call that gave it */
-} nv_pass;
-
-/* Times one NVML call under its NVML name (see calltime.h): every call site goes through it. */
-#define NV_T(name, call) GM_TIMED(name, call)
-
 /* ---- helpers --------------------------------------------------------------------------------- */
-
-/* Copies a NUL-terminated string, truncating to fit. */
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = strnlen(src, cap - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
 
 /* Returns the first of names the library exports, and that name in *found. */
 static void *resolve(void *lib, const char *const *names, const char **found)
@@ -861,41 +820,6 @@ static int nv_fail(const nv_state *st, gm_error *err, int rc, const char *what)
     return gm_error_set(err, nv_to_gm(rc), "%s failed: %s (%d)", what, nv_strerror(st, rc), rc);
 }
 
-/* Codes meaning the GPU lacks a feature or withholds it: the metric is absent, nothing failed. */
-static bool nv_is_soft(int rc)
-{
-    switch (rc) {
-    case NV_ERROR_NOT_SUPPORTED:
-    case NV_ERROR_NO_PERMISSION:
-    case NV_ERROR_NOT_FOUND:
-    case NV_ERROR_NO_DATA:
-    case NV_ERROR_FUNCTION_NOT_FOUND:
-    case NV_ERROR_VGPU_ECC_NOT_SUPPORTED:
-    case NV_ERROR_FREQ_NOT_SUPPORTED:
-    case NV_ERROR_ARGUMENT_VERSION_MISMATCH:
-    case NV_ERROR_DEPRECATED:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Records the outcome of one call; true on success. */
-static bool pass_ok(nv_pass *p, int rc, const char *fn)
-{
-    if (rc == NV_SUCCESS) {
-        p->any_ok = true;
-        return true;
-    }
-    if (rc == NV_ERROR_GPU_IS_LOST)
-        p->lost = true;
-    else if (!nv_is_soft(rc) && p->hard_rc == NV_SUCCESS) {
-        p->hard_rc = rc;
-        p->hard_fn = fn;
-    }
-    return false;
-}
-
 /* True when the caller wants metric m, or one of m..m+n-1. */
 static bool nv_wants_n(const nv_gpu *g, gm_metric m, int n)
 {
@@ -936,19 +860,19 @@ static void normalise_bus_id(char *dst, size_t cap, const char *src)
     if (sscanf(src, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
         snprintf(dst, cap, "%08X:%02X:%02X.%X", dom, bus & 0xffu, dev & 0xffu, fn & 0xfu);
     else
-        copy_str(dst, cap, src);
+        gm_str_copy(dst, cap, src);
 }
 
 /* Reads name, UUID and PCI bus id; a field the driver will not tell stays as it was. Returns
  * the NVML code of the name call (GPU_IS_LOST matters to the caller). */
 static int read_identity(nv_state *st, nv_gpu *g)
 {
-    char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
-    int rc = NV_T("nvmlDeviceGetName", st->name(g->dev, buf, sizeof buf));
+    char name[NV_ID_BUF_LEN], uuid[NV_ID_BUF_LEN];
+    int rc = NV_T("nvmlDeviceGetName", st->name(g->dev, name, sizeof name));
     if (rc == NV_SUCCESS)
-        copy_str(g->name, sizeof g->name, buf);
-    if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(g->dev, buf, sizeof buf)) == NV_SUCCESS)
-        copy_str(g->uuid, sizeof g->uuid, buf);
+        gm_str_copy(g->name, sizeof g->name, name);
+    if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(g->dev, uuid, sizeof uuid)) == NV_SUCCESS)
+        gm_str_copy(g->uuid, sizeof g->uuid, uuid);
     nv_pci_info pci;
     memset(&pci, 0, sizeof pci);
     if (st->pci && NV_T(st->pci_sym, st->pci(g->dev, &pci)) == NV_SUCCESS) {
@@ -958,23 +882,23 @@ static int read_identity(nv_state *st, nv_gpu *g)
             normalise_bus_id(g->bus_id, sizeof g->bus_id, legacy);
         } else {
             pci.busId[sizeof pci.busId - 1] = '\0';
-            copy_str(g->bus_id, sizeof g->bus_id, pci.busId);
+            gm_str_copy(g->bus_id, sizeof g->bus_id, pci.busId);
         }
         g->pci_device_id = pci.pciDeviceId;
         g->pci_subsys_id = pci.pciSubSystemId;
     }
     /* Board serial and VBIOS: fixed for the board's life, read with the identity. */
-    char text[GM_SERIAL_LEN * 2];
+    char serial[GM_SERIAL_LEN * 2], vbios[GM_SERIAL_LEN * 2];
     bool board = !st->want_some || st->want.board_strings;
     if (board && st->serial &&
-        NV_T("nvmlDeviceGetSerial", st->serial(g->dev, text, sizeof text)) == NV_SUCCESS) {
-        text[sizeof text - 1] = '\0';
-        copy_str(g->serial, sizeof g->serial, text);
+        NV_T("nvmlDeviceGetSerial", st->serial(g->dev, serial, sizeof serial)) == NV_SUCCESS) {
+        serial[sizeof serial - 1] = '\0';
+        gm_str_copy(g->serial, sizeof g->serial, serial);
     }
     if (board && st->vbios &&
-        NV_T("nvmlDeviceGetVbiosVersion", st->vbios(g->dev, text, sizeof text)) == NV_SUCCESS) {
-        text[sizeof text - 1] = '\0';
-        copy_str(g->vbios, sizeof g->vbios, text);
+        NV_T("nvmlDeviceGetVbiosVersion", st->vbios(g->dev, vbios, sizeof vbios)) == NV_SUCCESS) {
+        vbios[sizeof vbios - 1] = '\0';
+        gm_str_copy(g->vbios, sizeof g->vbios, vbios);
     }
     /* PCI class codes and infoROM versions: fixed by the board and its firmware, read here
      * once rather than with the samples. */
@@ -993,14 +917,14 @@ static int read_identity(nv_state *st, nv_gpu *g)
         NV_T("nvmlDeviceGetInforomImageVersion", st->inforom_image(g->dev, ver, sizeof ver)) ==
             NV_SUCCESS) {
         ver[sizeof ver - 1] = '\0';
-        copy_str(g->inforom[GM_INFOROM_IMG], GM_INFOROM_LEN, ver);
+        gm_str_copy(g->inforom[GM_INFOROM_IMG], GM_INFOROM_LEN, ver);
     }
     /* nvmlInforomObject_t: OEM 0, ECC 1, POWER 2. */
     for (int obj = 0; obj < 3 && board && st->inforom_version; obj++)
         if (NV_T("nvmlDeviceGetInforomVersion",
                  st->inforom_version(g->dev, obj, ver, sizeof ver)) == NV_SUCCESS) {
             ver[sizeof ver - 1] = '\0';
-            copy_str(g->inforom[GM_INFOROM_OEM + obj], GM_INFOROM_LEN, ver);
+            gm_str_copy(g->inforom[GM_INFOROM_OEM + obj], GM_INFOROM_LEN, ver);
         }
     /* The board part number, the GSP firmware's version (the driver's, fixed while it runs) and
      * the PDI: nvidia-smi -q prints them; read with the serial. */
@@ -1009,13 +933,13 @@ static int read_identity(nv_state *st, nv_gpu *g)
         NV_T("nvmlDeviceGetBoardPartNumber", st->board_part(g->dev, part, sizeof part)) ==
             NV_SUCCESS) {
         part[sizeof part - 1] = '\0';
-        copy_str(g->board_part, sizeof g->board_part, part);
+        gm_str_copy(g->board_part, sizeof g->board_part, part);
     }
     char gsp[NV_GSP_VERSION_LEN] = {0};
     if (board && st->gsp_version &&
         NV_T("nvmlDeviceGetGspFirmwareVersion", st->gsp_version(g->dev, gsp)) == NV_SUCCESS) {
         gsp[sizeof gsp - 1] = '\0';
-        copy_str(g->gsp_version, sizeof g->gsp_version, gsp);
+        gm_str_copy(g->gsp_version, sizeof g->gsp_version, gsp);
     }
     nv_pdi pdi = {NV_PDI_V1, 0};
     if (board && st->pdi && NV_T("nvmlDeviceGetPdi", st->pdi(g->dev, &pdi)) == NV_SUCCESS)
@@ -1047,104 +971,107 @@ static void nvml_close(void *state)
         NV_T("nvmlShutdown", st->shutdown());
     if (st->lib)
         dlclose(st->lib);
-    free(st->proc_buf);
-    free(st->putil_buf);
+    gm_nvml_procs_free(&st->procs);
     free(st);
 }
+
+/* The optional entry points: the nv_state member and the NVML function it holds, typed as that
+ * function's prototype (<function>_fn). A member stays NULL when the library lacks it. */
+#define NV_OPTIONAL(X)                                                  \
+    X(error_string, nvmlErrorString)                                    \
+    X(uuid, nvmlDeviceGetUUID)                                          \
+    X(util, nvmlDeviceGetUtilizationRates)                              \
+    X(enc, nvmlDeviceGetEncoderUtilization)                             \
+    X(dec, nvmlDeviceGetDecoderUtilization)                             \
+    X(mem2, nvmlDeviceGetMemoryInfo_v2)                                 \
+    X(mem1, nvmlDeviceGetMemoryInfo)                                    \
+    X(p2p, nvmlDeviceGetP2PStatus)                                      \
+    X(handle_by_uuid, nvmlDeviceGetHandleByUUID)                        \
+    X(mig_parent, nvmlDeviceGetDeviceHandleFromMigDeviceHandle)         \
+    X(mig_max, nvmlDeviceGetMaxMigDeviceCount)                          \
+    X(mig_by_index, nvmlDeviceGetMigDeviceHandleByIndex)                \
+    X(gi_id, nvmlDeviceGetGpuInstanceId)                                \
+    X(ci_id, nvmlDeviceGetComputeInstanceId)                            \
+    X(procs.util, nvmlDeviceGetProcessUtilization)                      \
+    X(serial, nvmlDeviceGetSerial)                                      \
+    X(vbios, nvmlDeviceGetVbiosVersion)                                 \
+    X(pci_ext, nvmlDeviceGetPciInfoExt)                                 \
+    X(inforom_image, nvmlDeviceGetInforomImageVersion)                  \
+    X(inforom_version, nvmlDeviceGetInforomVersion)                     \
+    X(margin_temp, nvmlDeviceGetMarginTemperature)                      \
+    X(compute_cap, nvmlDeviceGetCudaComputeCapability)                  \
+    X(enc_stats, nvmlDeviceGetEncoderStats)                             \
+    X(ecc_total, nvmlDeviceGetTotalEccErrors)                           \
+    X(ecc_loc, nvmlDeviceGetMemoryErrorCounter)                         \
+    X(retired_v2, nvmlDeviceGetRetiredPages_v2)                         \
+    X(retired_v1, nvmlDeviceGetRetiredPages)                            \
+    X(retired_pending, nvmlDeviceGetRetiredPagesPendingStatus)          \
+    X(remapped, nvmlDeviceGetRemappedRows)                              \
+    X(histogram, nvmlDeviceGetRowRemapperHistogram)                     \
+    X(fields, nvmlDeviceGetFieldValues)                                 \
+    X(link_state, nvmlDeviceGetNvLinkState)                             \
+    X(addressing, nvmlDeviceGetAddressingMode)                          \
+    X(c2c, nvmlDeviceGetC2cModeInfoV)                                   \
+    X(fabric, nvmlDeviceGetGpuFabricInfoV)                              \
+    X(fabric_v1, nvmlDeviceGetGpuFabricInfo)                            \
+    X(protected_mem, nvmlDeviceGetConfComputeProtectedMemoryUsage)      \
+    X(sram, nvmlDeviceGetSramEccErrorStatus)                            \
+    X(bar1, nvmlDeviceGetBAR1MemoryInfo)                                \
+    X(platform, nvmlDeviceGetPlatformInfo)                              \
+    X(validate_inforom, nvmlDeviceValidateInforom)                      \
+    X(remapped_v2, nvmlDeviceGetRemappedRows_v2)                        \
+    X(board_part, nvmlDeviceGetBoardPartNumber)                         \
+    X(gsp_version, nvmlDeviceGetGspFirmwareVersion)                     \
+    X(pdi, nvmlDeviceGetPdi)                                            \
+    X(bbx, nvmlDeviceGetLastBBXFlushTime)                               \
+    X(host_vgpu, nvmlDeviceGetHostVgpuMode)                             \
+    X(vgpu_hetero, nvmlDeviceGetVgpuHeterogeneousMode)                  \
+    X(bridge, nvmlDeviceGetBridgeChipInfo)                              \
+    X(fbc, nvmlDeviceGetFBCStats)                                       \
+    X(dram_enc, nvmlDeviceGetDramEncryptionMode)                        \
+    X(repair, nvmlDeviceGetRepairStatus)                                \
+    X(unrepairable, nvmlDeviceGetUnrepairableMemoryFlag_v1)             \
+    X(power_profiles, nvmlDeviceWorkloadPowerProfileGetCurrentProfiles) \
+    X(auto_boost, nvmlDeviceGetAutoBoostedClocksEnabled)                \
+    X(capabilities, nvmlDeviceGetCapabilities)                          \
+    X(mem_clocks, nvmlDeviceGetSupportedMemoryClocks)                   \
+    X(gr_clocks, nvmlDeviceGetSupportedGraphicsClocks)                  \
+    X(gpm_alloc, nvmlGpmSampleAlloc)                                    \
+    X(gpm_free, nvmlGpmSampleFree)                                      \
+    X(gpm_get, nvmlGpmSampleGet)                                        \
+    X(gpm_support, nvmlGpmQueryDeviceSupport)                           \
+    X(gpm_metrics, nvmlGpmMetricsGet)                                   \
+    X(gpm_mig_get, nvmlGpmMigSampleGet)
 
 static void resolve_optional(nv_state *st)
 {
     void *lib = st->lib;
-    const char *found = NULL;
-    st->error_string = (nv_errstr_fn)dlsym(lib, "nvmlErrorString");
-    st->uuid = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetUUID");
-    st->pci = (nv_pci_fn)resolve(lib, sym_pci, &st->pci_sym);
-    found = st->pci_sym;
-    st->pci_v1 = st->pci && strcmp(found, "nvmlDeviceGetPciInfo") == 0;
-    st->util = (nv_util_fn)dlsym(lib, "nvmlDeviceGetUtilizationRates");
-    st->enc = (nv_codec_fn)dlsym(lib, "nvmlDeviceGetEncoderUtilization");
-    st->dec = (nv_codec_fn)dlsym(lib, "nvmlDeviceGetDecoderUtilization");
-    st->mem2 = (nv_mem2_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo_v2");
-    st->mem1 = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetMemoryInfo");
+#define NV_RESOLVE(member, fn) st->member = (fn##_fn)dlsym(lib, #fn);
+    NV_OPTIONAL(NV_RESOLVE)
+#undef NV_RESOLVE
+    st->pci = (nvmlDeviceGetPciInfo_fn)resolve(lib, sym_pci, &st->pci_sym);
+    st->pci_v1 = st->pci && strcmp(st->pci_sym, "nvmlDeviceGetPciInfo") == 0;
     for (size_t i = 0; i < NV_N_U32; i++)
-        st->u32[i] = (nv_u32_fn)dlsym(lib, u32_metrics[i].sym);
+        st->u32[i] = (u32_metrics_fn)dlsym(lib, u32_metrics[i].sym);
     for (size_t i = 0; i < NV_N_ARG; i++)
-        st->arg[i] = (nv_arg_u32_fn)dlsym(lib, arg_metrics[i].sym);
+        st->arg[i] = (arg_metrics_fn)dlsym(lib, arg_metrics[i].sym);
     for (size_t i = 0; i < NV_N_U64; i++) {
         const char *names[3] = {u64_metrics[i].sym[0], u64_metrics[i].sym[1], NULL};
-        st->u64[i] = (nv_u64_fn)resolve(lib, names, NULL);
+        st->u64[i] = (u64_metrics_fn)resolve(lib, names, NULL);
     }
     for (size_t l = 0; l < 2; l++) {
-        st->procs[l] = (nv_procs_fn)resolve(lib, sym_procs[l], &st->proc_sym[l]);
+        st->procs.list[l] =
+            (nvmlDeviceGetComputeRunningProcesses_fn)resolve(lib, sym_procs[l], &st->procs.sym[l]);
         /* The unversioned name is the v1 ABI with 16-byte entries. */
-        st->proc_stride[l] = st->procs[l] && strcmp(st->proc_sym[l], sym_procs[l][2]) == 0
-                                 ? NV_PROC_V1_SIZE
-                                 : NV_PROC_V2_SIZE;
+        st->procs.stride[l] = st->procs.list[l] && strcmp(st->procs.sym[l], sym_procs[l][2]) == 0
+                                  ? NV_PROC_V1_SIZE
+                                  : NV_PROC_V2_SIZE;
     }
-    st->p2p = (nv_p2p_fn)dlsym(lib, "nvmlDeviceGetP2PStatus");
-    st->handle_by_uuid = (nv_uuid_handle_fn)dlsym(lib, "nvmlDeviceGetHandleByUUID");
-    st->mig_parent = (nv_mig_parent_fn)dlsym(lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
-    st->mig_max = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
-    st->mig_by_index = (nv_mig_index_fn)dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
-    st->gi_id = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetGpuInstanceId");
-    st->ci_id = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetComputeInstanceId");
-    st->proc_util = (nv_proc_util_fn)dlsym(lib, "nvmlDeviceGetProcessUtilization");
-
-    st->serial = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetSerial");
-    st->vbios = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetVbiosVersion");
-    st->pci_ext = (nv_pci_ext_fn)dlsym(lib, "nvmlDeviceGetPciInfoExt");
-    st->inforom_image = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetInforomImageVersion");
-    st->inforom_version = (nv_inforom_fn)dlsym(lib, "nvmlDeviceGetInforomVersion");
-    st->margin_temp = (nv_margin_temp_fn)dlsym(lib, "nvmlDeviceGetMarginTemperature");
     for (size_t i = 0; i < NV_N_PAIR; i++)
-        st->pair[i] = (nv_pair_fn)dlsym(lib, pair_metrics[i].sym);
+        st->pair[i] = (pair_metrics_fn)dlsym(lib, pair_metrics[i].sym);
     for (size_t i = 0; i < NV_N_CODEC; i++)
-        st->codec[i] = (nv_codec_fn)dlsym(lib, codec_metrics[i].sym);
-    st->compute_cap = (nv_pair_fn)dlsym(lib, "nvmlDeviceGetCudaComputeCapability");
-    st->enc_stats = (nv_triple_fn)dlsym(lib, "nvmlDeviceGetEncoderStats");
-    st->ecc_total = (nv_ecc_total_fn)dlsym(lib, "nvmlDeviceGetTotalEccErrors");
-    st->ecc_loc = (nv_ecc_loc_fn)dlsym(lib, "nvmlDeviceGetMemoryErrorCounter");
-    st->retired_v2 = (nv_retired_v2_fn)dlsym(lib, "nvmlDeviceGetRetiredPages_v2");
-    st->retired_v1 = (nv_retired_v1_fn)dlsym(lib, "nvmlDeviceGetRetiredPages");
-    st->retired_pending = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
-    st->remapped = (nv_quad_fn)dlsym(lib, "nvmlDeviceGetRemappedRows");
-    st->histogram = (nv_histogram_fn)dlsym(lib, "nvmlDeviceGetRowRemapperHistogram");
-    st->fields = (nv_fields_fn)dlsym(lib, "nvmlDeviceGetFieldValues");
-    st->link_state = (nv_link_state_fn)dlsym(lib, "nvmlDeviceGetNvLinkState");
-    st->addressing = (nv_addressing_fn)dlsym(lib, "nvmlDeviceGetAddressingMode");
-    st->c2c = (nv_c2c_fn)dlsym(lib, "nvmlDeviceGetC2cModeInfoV");
-    st->fabric = (nv_fabric_fn)dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
+        st->codec[i] = (codec_metrics_fn)dlsym(lib, codec_metrics[i].sym);
     st->fabric_version = NV_FABRIC_INFO_V3;
-    st->fabric_v1 = (nv_fabric_v1_fn)dlsym(lib, "nvmlDeviceGetGpuFabricInfo");
-    st->protected_mem = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetConfComputeProtectedMemoryUsage");
-    st->sram = (nv_sram_fn)dlsym(lib, "nvmlDeviceGetSramEccErrorStatus");
-    st->bar1 = (nv_mem1_fn)dlsym(lib, "nvmlDeviceGetBAR1MemoryInfo");
-    st->platform = (nv_platform_fn)dlsym(lib, "nvmlDeviceGetPlatformInfo");
-    st->validate_inforom = (nv_dev_fn)dlsym(lib, "nvmlDeviceValidateInforom");
-    st->remapped_v2 = (nv_remapped_v2_fn)dlsym(lib, "nvmlDeviceGetRemappedRows_v2");
-    st->board_part = (nv_devstr_fn)dlsym(lib, "nvmlDeviceGetBoardPartNumber");
-    st->gsp_version = (nv_gsp_version_fn)dlsym(lib, "nvmlDeviceGetGspFirmwareVersion");
-    st->pdi = (nv_pdi_fn)dlsym(lib, "nvmlDeviceGetPdi");
-    st->bbx = (nv_bbx_fn)dlsym(lib, "nvmlDeviceGetLastBBXFlushTime");
-    st->host_vgpu = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetHostVgpuMode");
-    st->vgpu_hetero = (nv_versioned_fn)dlsym(lib, "nvmlDeviceGetVgpuHeterogeneousMode");
-    st->bridge = (nv_bridge_fn)dlsym(lib, "nvmlDeviceGetBridgeChipInfo");
-    st->fbc = (nv_fbc_fn)dlsym(lib, "nvmlDeviceGetFBCStats");
-    st->dram_enc = (nv_dram_enc_fn)dlsym(lib, "nvmlDeviceGetDramEncryptionMode");
-    st->repair = (nv_repair_fn)dlsym(lib, "nvmlDeviceGetRepairStatus");
-    st->unrepairable = (nv_u32_fn)dlsym(lib, "nvmlDeviceGetUnrepairableMemoryFlag_v1");
-    st->power_profiles =
-        (nv_power_profiles_fn)dlsym(lib, "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles");
-    st->auto_boost = (nv_pair_fn)dlsym(lib, "nvmlDeviceGetAutoBoostedClocksEnabled");
-    st->capabilities = (nv_versioned_fn)dlsym(lib, "nvmlDeviceGetCapabilities");
-    st->mem_clocks = (nv_mem_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedMemoryClocks");
-    st->gr_clocks = (nv_gr_clocks_fn)dlsym(lib, "nvmlDeviceGetSupportedGraphicsClocks");
-    st->gpm_alloc = (nv_gpm_alloc_fn)dlsym(lib, "nvmlGpmSampleAlloc");
-    st->gpm_free = (nv_gpm_free_fn)dlsym(lib, "nvmlGpmSampleFree");
-    st->gpm_get = (nv_gpm_get_fn)dlsym(lib, "nvmlGpmSampleGet");
-    st->gpm_support = (nv_gpm_support_fn)dlsym(lib, "nvmlGpmQueryDeviceSupport");
-    st->gpm_metrics = (nv_gpm_metrics_fn)dlsym(lib, "nvmlGpmMetricsGet");
-    st->gpm_mig_get = (nv_gpm_mig_get_fn)dlsym(lib, "nvmlGpmMigSampleGet");
     if (!st->gpm_alloc || !st->gpm_free || !st->gpm_get || !st->gpm_support || !st->gpm_metrics)
         st->gpm_alloc = NULL; /* GPM needs all five */
 }
@@ -1186,11 +1113,12 @@ static void events_drain(nv_state *st, int64_t now)
  * API or no GPU takes the registration (then XID stays absent). */
 static void events_start(nv_state *st)
 {
-    nv_evset_create_fn create = (nv_evset_create_fn)dlsym(st->lib, "nvmlEventSetCreate");
-    nv_ev_register_fn reg = (nv_ev_register_fn)dlsym(st->lib, "nvmlDeviceRegisterEvents");
+    nvmlEventSetCreate_fn create = (nvmlEventSetCreate_fn)dlsym(st->lib, "nvmlEventSetCreate");
+    nvmlDeviceRegisterEvents_fn reg =
+        (nvmlDeviceRegisterEvents_fn)dlsym(st->lib, "nvmlDeviceRegisterEvents");
     static const char *const wait_syms[] = {"nvmlEventSetWait_v2", "nvmlEventSetWait", NULL};
-    st->evset_wait = (nv_evset_wait_fn)resolve(st->lib, wait_syms, &st->evset_wait_sym);
-    st->evset_free = (nv_evset_free_fn)dlsym(st->lib, "nvmlEventSetFree");
+    st->evset_wait = (nvmlEventSetWait_fn)resolve(st->lib, wait_syms, &st->evset_wait_sym);
+    st->evset_free = (nvmlEventSetFree_fn)dlsym(st->lib, "nvmlEventSetFree");
     if (!create || !reg || !st->evset_wait || !st->evset_free)
         return;
     if (create(&st->evset) != NV_SUCCESS) {
@@ -1222,22 +1150,116 @@ static void events_stop(nv_state *st)
 /* Driver, NVML and CUDA versions do not change while the library is loaded: read them once. */
 static void read_versions(nv_state *st)
 {
-    char buf[NV_SYS_STRING_LEN];
-    nv_sysstr_fn drv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetDriverVersion");
-    nv_sysstr_fn nv = (nv_sysstr_fn)dlsym(st->lib, "nvmlSystemGetNVMLVersion");
-    nv_int_fn cuda = (nv_int_fn)resolve(st->lib, sym_cuda, NULL);
-    if (drv && NV_T("nvmlSystemGetDriverVersion", drv(buf, sizeof buf)) == NV_SUCCESS) {
-        buf[sizeof buf - 1] = '\0';
-        copy_str(st->driver_version, sizeof st->driver_version, buf);
+    char driver[NV_SYS_STRING_LEN], nvml[NV_SYS_STRING_LEN];
+    nvmlSystemGetDriverVersion_fn drv =
+        (nvmlSystemGetDriverVersion_fn)dlsym(st->lib, "nvmlSystemGetDriverVersion");
+    nvmlSystemGetNVMLVersion_fn nv =
+        (nvmlSystemGetNVMLVersion_fn)dlsym(st->lib, "nvmlSystemGetNVMLVersion");
+    nvmlSystemGetCudaDriverVersion_fn cuda =
+        (nvmlSystemGetCudaDriverVersion_fn)resolve(st->lib, sym_cuda, NULL);
+    if (drv && NV_T("nvmlSystemGetDriverVersion", drv(driver, sizeof driver)) == NV_SUCCESS) {
+        driver[sizeof driver - 1] = '\0';
+        gm_str_copy(st->driver_version, sizeof st->driver_version, driver);
     }
-    if (nv && NV_T("nvmlSystemGetNVMLVersion", nv(buf, sizeof buf)) == NV_SUCCESS) {
-        buf[sizeof buf - 1] = '\0';
-        copy_str(st->nvml_version, sizeof st->nvml_version, buf);
+    if (nv && NV_T("nvmlSystemGetNVMLVersion", nv(nvml, sizeof nvml)) == NV_SUCCESS) {
+        nvml[sizeof nvml - 1] = '\0';
+        gm_str_copy(st->nvml_version, sizeof st->nvml_version, nvml);
     }
-    int v = 0;
-    if (cuda && NV_T("nvmlSystemGetCudaDriverVersion", cuda(&v)) == NV_SUCCESS &&
-        v > 0) /* 12040 -> "12.4" */
-        snprintf(st->cuda_version, sizeof st->cuda_version, "%d.%d", v / 1000, (v % 1000) / 10);
+    int cuda_v = 0;
+    if (cuda && NV_T("nvmlSystemGetCudaDriverVersion", cuda(&cuda_v)) == NV_SUCCESS &&
+        cuda_v > 0) /* 12040 -> "12.4" */
+        snprintf(st->cuda_version, sizeof st->cuda_version, "%d.%d", cuda_v / 1000,
+                 (cuda_v % 1000) / 10);
+}
+
+/* A state for the library at path with the caller's options; NULL when out of memory. */
+static nv_state *state_new(const gm_collector_options *opt, const char *path)
+{
+    nv_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    gm_str_copy(st->path, sizeof st->path, path);
+    st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
+                         : opt->slow_period_ms < 0        ? 0
+                                                          : opt->slow_period_ms;
+    if (opt && opt->want) {
+        st->want_some = true;
+        st->want = *opt->want;
+        nv_want_closure(&st->want);
+    }
+    for (unsigned i = 0; i < GM_MAX_GPUS; i++)
+        st->gpus[i].want = st->want_some ? &st->want : NULL;
+    return st;
+}
+
+/* Loads the library (origin: where its path came from, for the message), resolves its entry
+ * points and calls nvmlInit. GM_ENOLIB, GM_ENOSYM or GM_EINIT on failure. */
+static int load_library(nv_state *st, const char *origin, gm_error *err)
+{
+    st->lib = dlopen(st->path, RTLD_NOW | RTLD_LOCAL);
+    if (!st->lib) {
+        const char *why = dlerror();
+        return gm_error_set(err, GM_ENOLIB, "cannot load NVML library %s%s: %s", st->path, origin,
+                            why ? why : "unknown dlopen error");
+    }
+    const char *init_sym = NULL;
+    nvmlInit_fn init = (nvmlInit_fn)resolve(st->lib, sym_init, &init_sym);
+    nvmlShutdown_fn shutdown = (nvmlShutdown_fn)dlsym(st->lib, "nvmlShutdown");
+    st->count = (nvmlDeviceGetCount_fn)resolve(st->lib, sym_count, &st->count_sym);
+    st->handle = (nvmlDeviceGetHandleByIndex_fn)resolve(st->lib, sym_handle, &st->handle_sym);
+    st->name = (nvmlDeviceGetName_fn)dlsym(st->lib, "nvmlDeviceGetName");
+    const char *missing = !init         ? "nvmlInit_v2/nvmlInit"
+                          : !shutdown   ? "nvmlShutdown"
+                          : !st->count  ? "nvmlDeviceGetCount_v2/nvmlDeviceGetCount"
+                          : !st->handle ? "nvmlDeviceGetHandleByIndex_v2/nvmlDeviceGetHandleByIndex"
+                          : !st->name   ? "nvmlDeviceGetName"
+                                        : NULL;
+    if (missing)
+        return gm_error_set(err, GM_ENOSYM, "%s does not export %s: not an NVML library?", st->path,
+                            missing);
+    resolve_optional(st);
+    int init_rc = NV_T(init_sym, init());
+    if (init_rc != NV_SUCCESS)
+        return gm_error_set(err, GM_EINIT, "%s failed: %s (%d)", init_sym, nv_strerror(st, init_rc),
+                            init_rc);
+    st->shutdown = shutdown; /* from here on close() owes nvmlShutdown */
+    return GM_OK;
+}
+
+/* Counts the GPUs and caches each one's handle and identity. A GPU whose handle or name cannot
+ * be read now is kept as lost and probed again later, so one bad board does not hide the
+ * others. GM_ENODEV when there is none; an error when no GPU answers, unless they are lost. */
+static int open_gpus(nv_state *st, gm_error *err)
+{
+    unsigned n = 0;
+    int count_rc = NV_T(st->count_sym, st->count(&n));
+    if (count_rc != NV_SUCCESS)
+        return nv_fail(st, err, count_rc, st->count_sym);
+    if (n == 0)
+        return gm_error_set(err, GM_ENODEV, "NVML (%s) found no GPU", st->path);
+    st->gpu_count = n > GM_MAX_GPUS ? GM_MAX_GPUS : n; /* the sample model holds no more */
+    int first_rc = NV_SUCCESS;
+    unsigned usable = 0;
+    int64_t now = gm_clock_mono_ms();
+    for (unsigned i = 0; i < st->gpu_count; i++) {
+        nv_gpu *g = &st->gpus[i];
+        int rc = NV_T(st->handle_sym, st->handle(i, &g->dev));
+        if (rc == NV_SUCCESS)
+            rc = read_identity(st, g);
+        else
+            g->dev = NULL;
+        if (rc == NV_SUCCESS) {
+            usable++;
+            continue;
+        }
+        if (first_rc == NV_SUCCESS)
+            first_rc = rc;
+        g->lost = true;
+        g->lost_ms = now;
+    }
+    if (usable == 0 && first_rc != NV_ERROR_GPU_IS_LOST)
+        return nv_fail(st, err, first_rc, st->handle_sym);
+    return GM_OK;
 }
 
 /* Opens NVML from opt->nvml_lib, else $GPU_MONITOR_NVML_LIB, else libnvidia-ml.so.1: one
@@ -1256,102 +1278,21 @@ static int nvml_open(const gm_collector_options *opt, void **state, gm_error *er
         path = NV_DEFAULT_LIB;
         origin = "";
     }
-    nv_state *st = calloc(1, sizeof *st);
+    nv_state *st = state_new(opt, path);
     if (!st)
         return gm_error_set(err, GM_ENOMEM, "out of memory opening NVML");
-    copy_str(st->path, sizeof st->path, path);
-    st->slow_period_ms = !opt || opt->slow_period_ms == 0 ? NV_SLOW_DEFAULT_MS
-                         : opt->slow_period_ms < 0        ? 0
-                                                          : opt->slow_period_ms;
-    if (opt && opt->want) {
-        st->want_some = true;
-        st->want = *opt->want;
-        nv_want_closure(&st->want);
-    }
-    for (unsigned i = 0; i < GM_MAX_GPUS; i++)
-        st->gpus[i].want = st->want_some ? &st->want : NULL;
-
-    int rc;
-    st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!st->lib) {
-        const char *why = dlerror();
-        rc = gm_error_set(err, GM_ENOLIB, "cannot load NVML library %s%s: %s", path, origin,
-                          why ? why : "unknown dlopen error");
-        goto fail;
-    }
-
-    const char *init_sym = NULL, *count_sym = NULL;
-    nv_void_fn init = (nv_void_fn)resolve(st->lib, sym_init, &init_sym);
-    nv_void_fn shutdown = (nv_void_fn)dlsym(st->lib, "nvmlShutdown");
-    st->count = (nv_count_fn)resolve(st->lib, sym_count, &count_sym);
-    st->handle = (nv_handle_fn)resolve(st->lib, sym_handle, &st->handle_sym);
-    st->name = (nv_devstr_fn)dlsym(st->lib, "nvmlDeviceGetName");
-    const char *missing = !init         ? "nvmlInit_v2/nvmlInit"
-                          : !shutdown   ? "nvmlShutdown"
-                          : !st->count  ? "nvmlDeviceGetCount_v2/nvmlDeviceGetCount"
-                          : !st->handle ? "nvmlDeviceGetHandleByIndex_v2/nvmlDeviceGetHandleByIndex"
-                          : !st->name   ? "nvmlDeviceGetName"
-                                        : NULL;
-    if (missing) {
-        rc = gm_error_set(err, GM_ENOSYM, "%s does not export %s: not an NVML library?", path,
-                          missing);
-        goto fail;
-    }
-    resolve_optional(st);
-
-    int nrc = NV_T(init_sym, init());
-    if (nrc != NV_SUCCESS) {
-        rc = gm_error_set(err, GM_EINIT, "%s failed: %s (%d)", init_sym, nv_strerror(st, nrc), nrc);
-        goto fail;
-    }
-    st->shutdown = shutdown; /* from here on close() owes nvmlShutdown */
-
-    unsigned n = 0;
-    nrc = NV_T(count_sym, st->count(&n));
-    if (nrc != NV_SUCCESS) {
-        rc = nv_fail(st, err, nrc, count_sym);
-        goto fail;
-    }
-    if (n == 0) {
-        rc = gm_error_set(err, GM_ENODEV, "NVML (%s) found no GPU", path);
-        goto fail;
-    }
-    st->gpu_count = n > GM_MAX_GPUS ? GM_MAX_GPUS : n; /* the sample model holds no more */
-
-    /* A GPU whose handle or name cannot be read now is kept as lost and probed again later, so
-     * one bad board does not hide the others. */
-    int first_rc = NV_SUCCESS;
-    unsigned usable = 0;
-    int64_t now = gm_clock_mono_ms();
-    for (unsigned i = 0; i < st->gpu_count; i++) {
-        nv_gpu *g = &st->gpus[i];
-        nrc = NV_T(st->handle_sym, st->handle(i, &g->dev));
-        if (nrc == NV_SUCCESS)
-            nrc = read_identity(st, g);
-        else
-            g->dev = NULL;
-        if (nrc == NV_SUCCESS) {
-            usable++;
-            continue;
-        }
-        if (first_rc == NV_SUCCESS)
-            first_rc = nrc;
-        g->lost = true;
-        g->lost_ms = now;
-    }
-    if (usable == 0 && first_rc != NV_ERROR_GPU_IS_LOST) {
-        rc = nv_fail(st, err, first_rc, st->handle_sym);
-        goto fail;
+    int rc = load_library(st, origin, err);
+    if (rc == GM_OK)
+        rc = open_gpus(st, err);
+    if (rc != GM_OK) {
+        nvml_close(st);
+        return rc;
     }
     read_versions(st);
     if (opt && opt->watch_xid)
         events_start(st);
     *state = st;
     return GM_OK;
-
-fail:
-    nvml_close(st);
-    return rc;
 }
 
 /* ---- sampling -------------------------------------------------------------------------------- */
@@ -1366,7 +1307,7 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH) {
             st->mem2 = NULL; /* this driver wants another struct revision: use v1 from now on */
         } else {
-            if (pass_ok(p, rc, "nvmlDeviceGetMemoryInfo_v2")) {
+            if (pass_record_ok(p, rc, "nvmlDeviceGetMemoryInfo_v2")) {
                 gm_gpu_set(out, GM_M_MEM_TOTAL_BYTES, (double)m.total);
                 gm_gpu_set(out, GM_M_MEM_USED_BYTES, (double)m.used);
                 gm_gpu_set(out, GM_M_MEM_FREE_BYTES, (double)m.free);
@@ -1379,8 +1320,8 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
         /* v1 "used" includes reserved memory and reserved itself is unknown: left absent. */
         nv_memory_v1 m;
         memset(&m, 0, sizeof m);
-        if (pass_ok(p, NV_T("nvmlDeviceGetMemoryInfo", st->mem1(dev, &m)),
-                    "nvmlDeviceGetMemoryInfo")) {
+        if (pass_record_ok(p, NV_T("nvmlDeviceGetMemoryInfo", st->mem1(dev, &m)),
+                           "nvmlDeviceGetMemoryInfo")) {
             gm_gpu_set(out, GM_M_MEM_TOTAL_BYTES, (double)m.total);
             gm_gpu_set(out, GM_M_MEM_USED_BYTES, (double)m.used);
             gm_gpu_set(out, GM_M_MEM_FREE_BYTES, (double)m.free);
@@ -1388,7 +1329,23 @@ static void read_memory(nv_state *st, nvmlDevice_t dev, gm_gpu *out, nv_pass *p)
     }
 }
 
-/* Keeps the reading of a cached getter (or forgets it when the call failed) and reports it. */
+/* ---- the cadence path: how every getter of the tables and of the health reads is read ----
+ * 1. cache_serve: a pass starts from the last readings of the NV_STATIC and NV_SLOW getters;
+ * 2. read_due: a getter is called only when due at its cadence, wanted, and not refused before;
+ * 3. read_put: its answer is recorded in the pass, a refusal remembered (the metric stays absent,
+ *    never 0), the reading kept for its cadence and reported, replacing the served one. */
+
+/* Reports the last readings of the cached getters; those called this pass replace them. */
+static void cache_serve(const nv_gpu *ng, gm_gpu *out)
+{
+    for (int w = 0; w < GM_M_WORDS; w++)
+        for (uint64_t bits = ng->cache.valid[w]; bits; bits &= bits - 1) {
+            gm_metric m = (gm_metric)(w * 64 + __builtin_ctzll(bits));
+            gm_gpu_set(out, m, ng->cache.v[m]);
+        }
+}
+
+/* Keeps the reading of a cached getter and reports it, or forgets it when there is none. */
 static void cache_put(nv_gpu *g, gm_gpu *out, gm_metric m, bool ok, double v)
 {
     if (ok) {
@@ -1396,45 +1353,35 @@ static void cache_put(nv_gpu *g, gm_gpu *out, gm_metric m, bool ok, double v)
         gm_gpu_set(out, m, v);
     } else {
         gm_gpu_unset(&g->cache, m);
+        gm_gpu_unset(out, m);
     }
 }
 
-/* Reports the last reading of a cached getter that is not due this sample. */
-static void cache_get(const nv_gpu *g, gm_gpu *out, gm_metric m)
+/* True when the getter of metrics m..m+n-1 (one call; consecutive in the metric table, or
+ * n = 1) is to be called now. A getter the GPU answered NOT_SUPPORTED is not called again; one
+ * read every sample is asked again when the slow getters are due, as such an answer can change
+ * with the GPU's state (the fan of a board that stopped it), but rarely. */
+static bool read_due(const nv_gpu *ng, gm_metric m, int n, enum nv_cadence c, const bool *due)
 {
-    if (gm_gpu_has(&g->cache, m))
-        gm_gpu_set(out, m, g->cache.v[m]);
-}
-
-/* True when the health metrics m..m+n-1 of one call (consecutive in the table, or n = 1) are
- * to be read now. A call the GPU said it does not support is never made again; one not due this
- * sample reports the cached readings. */
-static bool health_due_n(nv_gpu *ng, gm_gpu *out, gm_metric m, int n, enum nv_cadence c,
-                         const bool *due)
-{
-    if (gm_gpu_has(&ng->nosup, m) || !nv_wants_n(ng, m, n))
+    if (!nv_wants_n(ng, m, n))
         return false;
-    if (c != NV_EVERY && !due[c]) {
-        for (int k = 0; k < n; k++)
-            cache_get(ng, out, (gm_metric)(m + k));
-        return false;
-    }
-    return true;
+    if (gm_metric_set_has(&ng->nosup, m))
+        return c == NV_EVERY && due[NV_SLOW];
+    return due[c];
 }
 
-static bool health_due(nv_gpu *ng, gm_gpu *out, gm_metric m, enum nv_cadence c, const bool *due)
+/* Books one reading of metric m by the call fn that answered rc: recorded in the pass,
+ * NOT_SUPPORTED remembered for read_due, the value (NAN: the call gave none this time) reported
+ * and, unless read every sample, cached. */
+static void read_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv_cadence c, int rc,
+                     const char *fn, double v)
 {
-    return health_due_n(ng, out, m, 1, c, due);
-}
-
-/* Books the outcome of one health reading: reported when rc is success (and cached unless read
- * every sample), remembered as unsupported when the GPU says so. */
-static void health_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv_cadence c, int rc,
-                       const char *fn, double v)
-{
-    bool ok = pass_ok(p, rc, fn);
+    bool ok = pass_record_ok(p, rc, fn) && !isnan(v);
+    uint64_t bit = UINT64_C(1) << (m % 64);
     if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
-        gm_gpu_set(&ng->nosup, m, 1);
+        ng->nosup.bits[m / 64] |= bit;
+    else
+        ng->nosup.bits[m / 64] &= ~bit;
     if (c == NV_EVERY) {
         if (ok)
             gm_gpu_set(out, m, v);
@@ -1443,17 +1390,15 @@ static void health_put(nv_gpu *ng, gm_gpu *out, nv_pass *p, gm_metric m, enum nv
     }
 }
 
-/* A total/used/free memory reading (nvmlMemory_t) into the three metrics from `total` on, in
- * that order: protected memory and BAR1 share the layout and the slow cadence. */
-static void read_mem_triple(nv_gpu *ng, gm_gpu *out, nv_pass *p, nv_mem1_fn fn, const char *sym,
-                            gm_metric total)
+/* A total/used/free memory reading (nvmlMemory_t) of the call fn that answered rc, into the
+ * three metrics from `total` on, in that order: protected memory and BAR1 share the layout and
+ * the slow cadence. */
+static void put_mem_triple(nv_gpu *ng, gm_gpu *out, nv_pass *p, int rc, const char *fn,
+                           const nv_memory_v1 *m, gm_metric total)
 {
-    nv_memory_v1 m;
-    memset(&m, 0, sizeof m);
-    int rc = NV_T(sym, fn(ng->dev, &m));
-    health_put(ng, out, p, total, NV_SLOW, rc, sym, (double)m.total);
-    health_put(ng, out, p, (gm_metric)(total + 1), NV_SLOW, rc, sym, (double)m.used);
-    health_put(ng, out, p, (gm_metric)(total + 2), NV_SLOW, rc, sym, (double)m.free);
+    read_put(ng, out, p, total, NV_SLOW, rc, fn, (double)m->total);
+    read_put(ng, out, p, (gm_metric)(total + 1), NV_SLOW, rc, fn, (double)m->used);
+    read_put(ng, out, p, (gm_metric)(total + 2), NV_SLOW, rc, fn, (double)m->free);
 }
 
 static double field_double(const nv_field_value *f)
@@ -1487,7 +1432,7 @@ static void read_fields(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
     int n = 0;
     for (size_t i = 0; i < NV_N_FIELDS; i++) {
         enum nv_cadence c = field_metrics[i].cadence;
-        if ((c != NV_EVERY) != slow_class || !health_due(ng, out, field_metrics[i].m, c, due))
+        if ((c != NV_EVERY) != slow_class || !read_due(ng, field_metrics[i].m, 1, c, due))
             continue;
         memset(&fv[n], 0, sizeof fv[n]);
         fv[n].fieldId = field_metrics[i].id;
@@ -1504,7 +1449,7 @@ static void read_fields(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         double v = field_double(&fv[k]);
         if (frc == NV_SUCCESS && !isfinite(v))
             frc = NV_ERROR_NOT_SUPPORTED;
-        health_put(ng, out, p, which[k], c, frc, "nvmlDeviceGetFieldValues", v);
+        read_put(ng, out, p, which[k], c, frc, "nvmlDeviceGetFieldValues", v);
     }
 }
 
@@ -1532,8 +1477,8 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
         ng->gpm_state = 1;
     }
     int cur = ng->gpm_cur;
-    if (!pass_ok(p, NV_T("nvmlGpmSampleGet", st->gpm_get(ng->dev, ng->gpm[cur])),
-                 "nvmlGpmSampleGet")) {
+    if (!pass_record_ok(p, NV_T("nvmlGpmSampleGet", st->gpm_get(ng->dev, ng->gpm[cur])),
+                        "nvmlGpmSampleGet")) {
         ng->gpm_prev = false;
         return;
     }
@@ -1546,7 +1491,7 @@ static void read_gpm(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p)
         q->sample2 = ng->gpm[cur];
         for (size_t i = 0; i < NV_N_GPM; i++)
             q->metrics[i].metricId = gpm_metrics[i].id;
-        if (pass_ok(p, NV_T("nvmlGpmMetricsGet", st->gpm_metrics(q)), "nvmlGpmMetricsGet"))
+        if (pass_record_ok(p, NV_T("nvmlGpmMetricsGet", st->gpm_metrics(q)), "nvmlGpmMetricsGet"))
             for (size_t i = 0; i < NV_N_GPM; i++)
                 if (q->metrics[i].nvmlReturn == NV_SUCCESS && isfinite(q->metrics[i].value))
                     gm_gpu_set(out, gpm_metrics[i].m, q->metrics[i].value * gpm_metrics[i].scale);
@@ -1603,28 +1548,28 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
                        bool ecc_off)
 {
     nvmlDevice_t dev = ng->dev;
-    if (!p->lost && st->addressing && health_due(ng, out, GM_M_ADDRESSING_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->addressing && read_due(ng, GM_M_ADDRESSING_MODE, 1, NV_STATIC, due)) {
         nv_addressing_mode am = {NV_ADDRESSING_MODE_V1, 0};
         int rc = NV_T("nvmlDeviceGetAddressingMode", st->addressing(dev, &am));
         if (rc == NV_ERROR_ARGUMENT_VERSION_MISMATCH || (rc == NV_SUCCESS && am.value > 2))
             rc = NV_ERROR_NOT_SUPPORTED; /* a revision or a mode this build does not know */
-        health_put(ng, out, p, GM_M_ADDRESSING_MODE, NV_STATIC, rc, "nvmlDeviceGetAddressingMode",
-                   am.value);
+        read_put(ng, out, p, GM_M_ADDRESSING_MODE, NV_STATIC, rc, "nvmlDeviceGetAddressingMode",
+                 am.value);
     }
-    if (!p->lost && st->c2c && health_due(ng, out, GM_M_C2C_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->c2c && read_due(ng, GM_M_C2C_MODE, 1, NV_STATIC, due)) {
         nv_c2c_mode cm = {0};
         int rc = NV_T("nvmlDeviceGetC2cModeInfoV", st->c2c(dev, &cm));
-        health_put(ng, out, p, GM_M_C2C_MODE, NV_STATIC, rc, "nvmlDeviceGetC2cModeInfoV",
-                   cm.isC2cEnabled != 0);
+        read_put(ng, out, p, GM_M_C2C_MODE, NV_STATIC, rc, "nvmlDeviceGetC2cModeInfoV",
+                 cm.isC2cEnabled != 0);
     }
     if (!p->lost && (st->fabric || st->fabric_v1) &&
-        health_due_n(ng, out, GM_M_FABRIC_STATE, 3, NV_SLOW, due)) {
+        read_due(ng, GM_M_FABRIC_STATE, 3, NV_SLOW, due)) {
         nv_fabric_info f;
         int rc = read_fabric(st, dev, &f);
         if (rc == NV_SUCCESS && (f.state == 0 || f.state > NV_FABRIC_COMPLETED))
             rc = NV_ERROR_NOT_SUPPORTED; /* NVML_GPU_FABRIC_STATE_NOT_SUPPORTED */
         const char *fn = "nvmlDeviceGetGpuFabricInfoV";
-        health_put(ng, out, p, GM_M_FABRIC_STATE, NV_SLOW, rc, fn, f.state);
+        read_put(ng, out, p, GM_M_FABRIC_STATE, NV_SLOW, rc, fn, f.state);
         /* Status, clique and cluster belong to a completed registration. */
         bool done = rc == NV_SUCCESS && f.state == NV_FABRIC_COMPLETED;
         cache_put(ng, out, GM_M_FABRIC_STATUS, done, f.status);
@@ -1637,16 +1582,17 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
                      u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
                      u[13], u[14], u[15]);
             /* nvidia-smi words the status as nvmlErrorString does ("Success"). */
-            copy_str(ng->fabric_status, sizeof ng->fabric_status, nv_strerror(st, f.status));
+            gm_str_copy(ng->fabric_status, sizeof ng->fabric_status, nv_strerror(st, f.status));
         }
     }
-    if (!p->lost && st->protected_mem &&
-        health_due_n(ng, out, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
-        read_mem_triple(ng, out, p, st->protected_mem,
-                        "nvmlDeviceGetConfComputeProtectedMemoryUsage", GM_M_PROT_MEM_TOTAL_BYTES);
+    if (!p->lost && st->protected_mem && read_due(ng, GM_M_PROT_MEM_TOTAL_BYTES, 3, NV_SLOW, due)) {
+        const char *fn = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
+        nv_memory_v1 prot = {0, 0, 0};
+        int rc = NV_T(fn, st->protected_mem(dev, &prot));
+        put_mem_triple(ng, out, p, rc, fn, &prot, GM_M_PROT_MEM_TOTAL_BYTES);
     }
     if (!p->lost && st->sram && !ecc_off &&
-        health_due_n(ng, out, GM_M_SRAM_UNCORR_VOL_PARITY, 10, NV_SLOW, due)) {
+        read_due(ng, GM_M_SRAM_UNCORR_VOL_PARITY, 10, NV_SLOW, due)) {
         nv_sram_status e;
         memset(&e, 0, sizeof e);
         e.version = NV_SRAM_STATUS_V1;
@@ -1670,7 +1616,7 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             {GM_M_SRAM_UNCORR_AGG_OTHER, (double)e.aggregateUncBucketOther},
         };
         for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-            health_put(ng, out, p, rows[k].m, NV_SLOW, rc, fn, rows[k].v);
+            read_put(ng, out, p, rows[k].m, NV_SLOW, rc, fn, rows[k].v);
     }
 }
 
@@ -1680,9 +1626,6 @@ static void read_modes(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
 static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
     nvmlDevice_t dev = ng->dev;
-    static const gm_metric once[] = {GM_M_INFOROM_VALID,      GM_M_PLATFORM_SLOT,
-                                     GM_M_PLATFORM_TRAY,      GM_M_PLATFORM_HOST_ID,
-                                     GM_M_PLATFORM_PEER_TYPE, GM_M_PLATFORM_MODULE_ID};
     /* Only for a caller that prints them: the validation alone reads the whole infoROM. */
     bool inforom = st->validate_inforom && nv_wants(ng, GM_M_INFOROM_VALID);
     bool platform = st->platform && nv_wants_n(ng, GM_M_PLATFORM_SLOT, 5);
@@ -1693,7 +1636,7 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             /* CORRUPTED_INFOROM is the answer "invalid", not a failure to answer. */
             bool known = rc == NV_SUCCESS || rc == NV_ERROR_CORRUPTED_INFOROM;
             if (!known)
-                pass_ok(p, rc, "nvmlDeviceValidateInforom");
+                pass_record_ok(p, rc, "nvmlDeviceValidateInforom");
             cache_put(ng, out, GM_M_INFOROM_VALID, known, rc == NV_SUCCESS);
         }
         if (platform) {
@@ -1701,7 +1644,7 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
             memset(&pi, 0, sizeof pi);
             pi.version = NV_PLATFORM_INFO_V2;
             int rc = NV_T("nvmlDeviceGetPlatformInfo", st->platform(dev, &pi));
-            bool ok = pass_ok(p, rc, "nvmlDeviceGetPlatformInfo");
+            bool ok = pass_record_ok(p, rc, "nvmlDeviceGetPlatformInfo");
             cache_put(ng, out, GM_M_PLATFORM_SLOT, ok, pi.slotNumber);
             cache_put(ng, out, GM_M_PLATFORM_TRAY, ok, pi.trayIndex);
             cache_put(ng, out, GM_M_PLATFORM_HOST_ID, ok, pi.hostId);
@@ -1719,23 +1662,22 @@ static void read_board(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const 
                 snprintf(ng->platform_guid, sizeof ng->platform_guid, "0x%016llX", guid);
             }
         }
-    } else {
-        for (size_t k = 0; k < sizeof once / sizeof *once; k++)
-            cache_get(ng, out, once[k]);
     }
-    copy_str(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
-    copy_str(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
-    if (!p->lost && st->bar1 && health_due_n(ng, out, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
-        read_mem_triple(ng, out, p, st->bar1, "nvmlDeviceGetBAR1MemoryInfo", GM_M_BAR1_TOTAL_BYTES);
+    gm_str_copy(out->platform_serial, sizeof out->platform_serial, ng->platform_serial);
+    gm_str_copy(out->platform_guid, sizeof out->platform_guid, ng->platform_guid);
+    if (!p->lost && st->bar1 && read_due(ng, GM_M_BAR1_TOTAL_BYTES, 3, NV_SLOW, due)) {
+        const char *fn = "nvmlDeviceGetBAR1MemoryInfo";
+        nv_memory_v1 bar1 = {0, 0, 0};
+        int rc = NV_T(fn, st->bar1(dev, &bar1));
+        put_mem_triple(ng, out, p, rc, fn, &bar1, GM_M_BAR1_TOTAL_BYTES);
     }
-    if (!p->lost && st->remapped_v2 &&
-        health_due_n(ng, out, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
+    if (!p->lost && st->remapped_v2 && read_due(ng, GM_M_REMAP_CORR_INACTIVE, 2, NV_SLOW, due)) {
         nv_remapped_v2 r;
         memset(&r, 0, sizeof r);
         int rc = NV_T("nvmlDeviceGetRemappedRows_v2", st->remapped_v2(dev, &r));
         const char *fn = "nvmlDeviceGetRemappedRows_v2";
-        health_put(ng, out, p, GM_M_REMAP_CORR_INACTIVE, NV_SLOW, rc, fn, r.corrInactive);
-        health_put(ng, out, p, GM_M_REMAP_UNC_INACTIVE, NV_SLOW, rc, fn, r.uncInactive);
+        read_put(ng, out, p, GM_M_REMAP_CORR_INACTIVE, NV_SLOW, rc, fn, r.corrInactive);
+        read_put(ng, out, p, GM_M_REMAP_UNC_INACTIVE, NV_SLOW, rc, fn, r.uncInactive);
     }
 }
 
@@ -1751,27 +1693,27 @@ static int nv_bounded(int rc, unsigned v, unsigned max)
 static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
     nvmlDevice_t dev = ng->dev;
-    if (!p->lost && st->bbx && health_due_n(ng, out, GM_M_BBX_FLUSH_TIME, 2, NV_SLOW, due)) {
+    if (!p->lost && st->bbx && read_due(ng, GM_M_BBX_FLUSH_TIME, 2, NV_SLOW, due)) {
         unsigned long long ts = 0;
         unsigned long us = 0;
         int rc = NV_T("nvmlDeviceGetLastBBXFlushTime", st->bbx(dev, &ts, &us));
         const char *fn = "nvmlDeviceGetLastBBXFlushTime";
-        health_put(ng, out, p, GM_M_BBX_FLUSH_TIME, NV_SLOW, rc, fn, (double)ts);
-        health_put(ng, out, p, GM_M_BBX_FLUSH_DURATION_US, NV_SLOW, rc, fn, (double)us);
+        read_put(ng, out, p, GM_M_BBX_FLUSH_TIME, NV_SLOW, rc, fn, (double)ts);
+        read_put(ng, out, p, GM_M_BBX_FLUSH_DURATION_US, NV_SLOW, rc, fn, (double)us);
     }
-    if (!p->lost && st->host_vgpu && health_due(ng, out, GM_M_HOST_VGPU_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->host_vgpu && read_due(ng, GM_M_HOST_VGPU_MODE, 1, NV_STATIC, due)) {
         unsigned v = 0;
         int rc = nv_bounded(NV_T("nvmlDeviceGetHostVgpuMode", st->host_vgpu(dev, &v)), v, 1);
-        health_put(ng, out, p, GM_M_HOST_VGPU_MODE, NV_STATIC, rc, "nvmlDeviceGetHostVgpuMode", v);
+        read_put(ng, out, p, GM_M_HOST_VGPU_MODE, NV_STATIC, rc, "nvmlDeviceGetHostVgpuMode", v);
     }
-    if (!p->lost && st->vgpu_hetero && health_due(ng, out, GM_M_VGPU_HETERO_MODE, NV_STATIC, due)) {
+    if (!p->lost && st->vgpu_hetero && read_due(ng, GM_M_VGPU_HETERO_MODE, 1, NV_STATIC, due)) {
         nv_versioned_u32 m = {NV_VERSIONED_U32_V1, 0};
         int rc = NV_T("nvmlDeviceGetVgpuHeterogeneousMode", st->vgpu_hetero(dev, &m));
         rc = nv_bounded(rc, m.mode, 1);
-        health_put(ng, out, p, GM_M_VGPU_HETERO_MODE, NV_STATIC, rc,
-                   "nvmlDeviceGetVgpuHeterogeneousMode", m.mode);
+        read_put(ng, out, p, GM_M_VGPU_HETERO_MODE, NV_STATIC, rc,
+                 "nvmlDeviceGetVgpuHeterogeneousMode", m.mode);
     }
-    if (!p->lost && st->bridge && health_due_n(ng, out, GM_M_BRIDGE_CHIP_TYPE, 2, NV_STATIC, due)) {
+    if (!p->lost && st->bridge && read_due(ng, GM_M_BRIDGE_CHIP_TYPE, 2, NV_STATIC, due)) {
         nv_bridge_hierarchy h;
         memset(&h, 0, sizeof h);
         int rc = NV_T("nvmlDeviceGetBridgeChipInfo", st->bridge(dev, &h));
@@ -1779,125 +1721,82 @@ static void read_smi_extra(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, co
         if (rc == NV_SUCCESS && h.bridgeCount == 0)
             rc = NV_ERROR_NOT_SUPPORTED;
         const char *fn = "nvmlDeviceGetBridgeChipInfo";
-        health_put(ng, out, p, GM_M_BRIDGE_CHIP_TYPE, NV_STATIC, rc, fn, h.bridgeChipInfo[0].type);
-        health_put(ng, out, p, GM_M_BRIDGE_CHIP_FW, NV_STATIC, rc, fn,
-                   h.bridgeChipInfo[0].fwVersion);
+        read_put(ng, out, p, GM_M_BRIDGE_CHIP_TYPE, NV_STATIC, rc, fn, h.bridgeChipInfo[0].type);
+        read_put(ng, out, p, GM_M_BRIDGE_CHIP_FW, NV_STATIC, rc, fn, h.bridgeChipInfo[0].fwVersion);
     }
-    if (!p->lost && st->fbc && health_due_n(ng, out, GM_M_FBC_SESSIONS, 3, NV_SLOW, due)) {
+    if (!p->lost && st->fbc && read_due(ng, GM_M_FBC_SESSIONS, 3, NV_SLOW, due)) {
         nv_fbc_stats f = {0, 0, 0};
         int rc = NV_T("nvmlDeviceGetFBCStats", st->fbc(dev, &f));
         const char *fn = "nvmlDeviceGetFBCStats";
-        health_put(ng, out, p, GM_M_FBC_SESSIONS, NV_SLOW, rc, fn, f.sessionsCount);
-        health_put(ng, out, p, GM_M_FBC_FPS, NV_SLOW, rc, fn, f.averageFPS);
-        health_put(ng, out, p, GM_M_FBC_LATENCY_US, NV_SLOW, rc, fn, f.averageLatency);
+        read_put(ng, out, p, GM_M_FBC_SESSIONS, NV_SLOW, rc, fn, f.sessionsCount);
+        read_put(ng, out, p, GM_M_FBC_FPS, NV_SLOW, rc, fn, f.averageFPS);
+        read_put(ng, out, p, GM_M_FBC_LATENCY_US, NV_SLOW, rc, fn, f.averageLatency);
     }
-    if (!p->lost && st->dram_enc && health_due_n(ng, out, GM_M_DRAM_ENC_CUR, 2, NV_STATIC, due)) {
+    if (!p->lost && st->dram_enc && read_due(ng, GM_M_DRAM_ENC_CUR, 2, NV_STATIC, due)) {
         nv_versioned_u32 cur = {NV_VERSIONED_U32_V1, 0}, pend = {NV_VERSIONED_U32_V1, 0};
         int rc = NV_T("nvmlDeviceGetDramEncryptionMode", st->dram_enc(dev, &cur, &pend));
         rc = nv_bounded(nv_bounded(rc, cur.mode, 1), pend.mode, 1);
         const char *fn = "nvmlDeviceGetDramEncryptionMode";
-        health_put(ng, out, p, GM_M_DRAM_ENC_CUR, NV_STATIC, rc, fn, cur.mode);
-        health_put(ng, out, p, GM_M_DRAM_ENC_PENDING, NV_STATIC, rc, fn, pend.mode);
+        read_put(ng, out, p, GM_M_DRAM_ENC_CUR, NV_STATIC, rc, fn, cur.mode);
+        read_put(ng, out, p, GM_M_DRAM_ENC_PENDING, NV_STATIC, rc, fn, pend.mode);
     }
-    if (!p->lost && st->repair &&
-        health_due_n(ng, out, GM_M_REPAIR_CHANNEL_PENDING, 2, NV_SLOW, due)) {
+    if (!p->lost && st->repair && read_due(ng, GM_M_REPAIR_CHANNEL_PENDING, 2, NV_SLOW, due)) {
         nv_repair_status r = {NV_REPAIR_STATUS_V1, 0, 0};
         int rc = NV_T("nvmlDeviceGetRepairStatus", st->repair(dev, &r));
         const char *fn = "nvmlDeviceGetRepairStatus";
-        health_put(ng, out, p, GM_M_REPAIR_CHANNEL_PENDING, NV_SLOW, rc, fn,
-                   r.bChannelRepairPending != 0);
-        health_put(ng, out, p, GM_M_REPAIR_TPC_PENDING, NV_SLOW, rc, fn, r.bTpcRepairPending != 0);
+        read_put(ng, out, p, GM_M_REPAIR_CHANNEL_PENDING, NV_SLOW, rc, fn,
+                 r.bChannelRepairPending != 0);
+        read_put(ng, out, p, GM_M_REPAIR_TPC_PENDING, NV_SLOW, rc, fn, r.bTpcRepairPending != 0);
     }
-    if (!p->lost && st->unrepairable &&
-        health_due(ng, out, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, due)) {
+    if (!p->lost && st->unrepairable && read_due(ng, GM_M_UNREPAIRABLE_MEMORY, 1, NV_SLOW, due)) {
         unsigned v = 0;
         int rc = NV_T("nvmlDeviceGetUnrepairableMemoryFlag_v1", st->unrepairable(dev, &v));
-        health_put(ng, out, p, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, rc,
-                   "nvmlDeviceGetUnrepairableMemoryFlag_v1", v != 0);
+        read_put(ng, out, p, GM_M_UNREPAIRABLE_MEMORY, NV_SLOW, rc,
+                 "nvmlDeviceGetUnrepairableMemoryFlag_v1", v != 0);
     }
     if (!p->lost && st->power_profiles &&
-        health_due_n(ng, out, GM_M_POWER_PROFILES_REQUESTED, 2, NV_STATIC, due)) {
+        read_due(ng, GM_M_POWER_PROFILES_REQUESTED, 2, NV_STATIC, due)) {
         nv_power_profiles pp;
         memset(&pp, 0, sizeof pp);
         pp.version = NV_POWER_PROFILES_V1;
         int rc =
             NV_T("nvmlDeviceWorkloadPowerProfileGetCurrentProfiles", st->power_profiles(dev, &pp));
         const char *fn = "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles";
-        health_put(ng, out, p, GM_M_POWER_PROFILES_REQUESTED, NV_STATIC, rc, fn,
-                   pp.requestedProfilesMask[0]);
-        health_put(ng, out, p, GM_M_POWER_PROFILES_ENFORCED, NV_STATIC, rc, fn,
-                   pp.enforcedProfilesMask[0]);
+        read_put(ng, out, p, GM_M_POWER_PROFILES_REQUESTED, NV_STATIC, rc, fn,
+                 pp.requestedProfilesMask[0]);
+        read_put(ng, out, p, GM_M_POWER_PROFILES_ENFORCED, NV_STATIC, rc, fn,
+                 pp.enforcedProfilesMask[0]);
     }
-    if (!p->lost && st->auto_boost && health_due_n(ng, out, GM_M_AUTO_BOOST, 2, NV_STATIC, due)) {
+    if (!p->lost && st->auto_boost && read_due(ng, GM_M_AUTO_BOOST, 2, NV_STATIC, due)) {
         unsigned on = 0, def = 0;
         int rc = NV_T("nvmlDeviceGetAutoBoostedClocksEnabled", st->auto_boost(dev, &on, &def));
         rc = nv_bounded(nv_bounded(rc, on, 1), def, 1);
         const char *fn = "nvmlDeviceGetAutoBoostedClocksEnabled";
-        health_put(ng, out, p, GM_M_AUTO_BOOST, NV_STATIC, rc, fn, on);
-        health_put(ng, out, p, GM_M_AUTO_BOOST_DEFAULT, NV_STATIC, rc, fn, def);
+        read_put(ng, out, p, GM_M_AUTO_BOOST, NV_STATIC, rc, fn, on);
+        read_put(ng, out, p, GM_M_AUTO_BOOST_DEFAULT, NV_STATIC, rc, fn, def);
     }
-    if (!p->lost && st->capabilities && health_due(ng, out, GM_M_EGM, NV_STATIC, due)) {
+    if (!p->lost && st->capabilities && read_due(ng, GM_M_EGM, 1, NV_STATIC, due)) {
         nv_versioned_u32 caps = {NV_VERSIONED_U32_V1, 0};
         int rc = NV_T("nvmlDeviceGetCapabilities", st->capabilities(dev, &caps));
         /* NVML_DEV_CAP_EGM, bit 0 */
-        health_put(ng, out, p, GM_M_EGM, NV_STATIC, rc, "nvmlDeviceGetCapabilities",
-                   caps.mode & 1u);
+        read_put(ng, out, p, GM_M_EGM, NV_STATIC, rc, "nvmlDeviceGetCapabilities", caps.mode & 1u);
     }
 }
 
-/* The health and configuration metrics (see the tables above for cadences). */
-static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+/* The ECC error counters (the slow period). They mean nothing with ECC off (nvidia-smi prints
+ * [N/A] then): neither asked nor served then. Returns whether ECC is off. */
+static bool read_ecc(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
 {
     nvmlDevice_t dev = ng->dev;
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    for (size_t i = 0; i < NV_N_CODEC && !p->lost; i++)
-        if (st->codec[i] && health_due(ng, out, codec_metrics[i].m, NV_EVERY, due)) {
-            int rc = NV_T(codec_metrics[i].sym, st->codec[i](dev, &a, &b));
-            health_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, a);
-        }
-    for (size_t i = 0; i < NV_N_PAIR && !p->lost; i++) {
-        enum nv_cadence cad = pair_metrics[i].cadence;
-        if (!st->pair[i])
-            continue;
-        if (!health_due(ng, out, pair_metrics[i].a, cad, due)) {
-            if (!gm_gpu_has(&ng->nosup, pair_metrics[i].a) && cad != NV_EVERY && !due[cad])
-                cache_get(ng, out, pair_metrics[i].b);
-            continue;
-        }
-        int rc = NV_T(pair_metrics[i].sym, st->pair[i](dev, &a, &b));
-        unsigned max = pair_metrics[i].max;
-        if (rc == NV_SUCCESS && max && (a > max || b > max))
-            rc = NV_ERROR_NOT_SUPPORTED; /* an enable state NVML does not define */
-        health_put(ng, out, p, pair_metrics[i].a, cad, rc, pair_metrics[i].sym, a);
-        health_put(ng, out, p, pair_metrics[i].b, cad, rc, pair_metrics[i].sym, b);
-    }
-    if (!p->lost && st->compute_cap && health_due(ng, out, GM_M_COMPUTE_CAP, NV_STATIC, due)) {
-        int major = 0, minor = 0;
-        int rc = NV_T("nvmlDeviceGetCudaComputeCapability",
-                      st->compute_cap(dev, (unsigned *)&major, (unsigned *)&minor));
-        if (rc == NV_SUCCESS && (major < 0 || minor < 0 || minor > 9))
-            rc = NV_ERROR_NOT_SUPPORTED;
-        health_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc,
-                   "nvmlDeviceGetCudaComputeCapability", major * 10 + minor);
-    }
-    if (!p->lost && st->margin_temp && health_due(ng, out, GM_M_TEMP_TLIMIT_C, NV_EVERY, due)) {
-        nv_margin_temp mt = {NV_MARGIN_TEMP_V1, 0};
-        int rc = NV_T("nvmlDeviceGetMarginTemperature", st->margin_temp(dev, &mt));
-        health_put(ng, out, p, GM_M_TEMP_TLIMIT_C, NV_EVERY, rc, "nvmlDeviceGetMarginTemperature",
-                   mt.marginTemperature);
-    }
-    if (!p->lost && st->enc_stats && health_due_n(ng, out, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
-        int rc = NV_T("nvmlDeviceGetEncoderStats", st->enc_stats(dev, &a, &b, &c));
-        health_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", a);
-        health_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", b);
-        health_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, "nvmlDeviceGetEncoderStats", c);
-    }
-    /* ECC counters mean nothing with ECC off (nvidia-smi prints [N/A] then): not asked. */
     bool ecc_off = gm_gpu_has(out, GM_M_ECC_MODE_CUR) && out->v[GM_M_ECC_MODE_CUR] == 0;
+    for (size_t i = 0; i < NV_N_ECC && ecc_off; i++)
+        gm_gpu_unset(out, ecc_metrics[i].m); /* nor served from before it was turned off */
+    for (int k = 0; k < 10 && ecc_off; k++)
+        gm_gpu_unset(out, (gm_metric)(GM_M_SRAM_UNCORR_VOL_PARITY + k));
     for (size_t i = 0; i < NV_N_ECC && !p->lost && !ecc_off; i++) {
         gm_metric m = ecc_metrics[i].m;
         bool total = ecc_metrics[i].location < 0;
-        if ((total ? !st->ecc_total : !st->ecc_loc) || !health_due(ng, out, m, NV_SLOW, due))
+        if ((total ? !st->ecc_total : !st->ecc_loc) || !read_due(ng, m, 1, NV_SLOW, due))
             continue;
         unsigned long long n = 0;
         int rc = total ? NV_T("nvmlDeviceGetTotalEccErrors",
@@ -1905,56 +1804,61 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
                        : NV_T("nvmlDeviceGetMemoryErrorCounter",
                               st->ecc_loc(dev, ecc_metrics[i].type, ecc_metrics[i].counter,
                                           ecc_metrics[i].location, &n));
-        health_put(ng, out, p, m, NV_SLOW, rc,
-                   total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
-                   (double)n);
+        read_put(ng, out, p, m, NV_SLOW, rc,
+                 total ? "nvmlDeviceGetTotalEccErrors" : "nvmlDeviceGetMemoryErrorCounter",
+                 (double)n);
     }
+    return ecc_off;
+}
+
+/* Memory retirement: pages retired by cause and pending, rows remapped and the remapper's
+ * spare-row histogram (the slow period). */
+static void read_retirement(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
     if (!p->lost && (st->retired_v2 || st->retired_v1)) {
         static const gm_metric by_cause[2] = {GM_M_RETIRED_SBE, GM_M_RETIRED_DBE};
         for (int cause = 0; cause < 2 && !p->lost; cause++)
-            if (health_due(ng, out, by_cause[cause], NV_SLOW, due)) {
-                int rc = retired_count(st, dev, cause, &a);
-                health_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages",
-                           a);
+            if (read_due(ng, by_cause[cause], 1, NV_SLOW, due)) {
+                unsigned pages = 0;
+                int rc = retired_count(st, dev, cause, &pages);
+                read_put(ng, out, p, by_cause[cause], NV_SLOW, rc, "nvmlDeviceGetRetiredPages",
+                         pages);
             }
     }
-    if (!p->lost && st->retired_pending &&
-        health_due(ng, out, GM_M_RETIRED_PENDING, NV_SLOW, due)) {
-        int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &a));
-        health_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
-                   "nvmlDeviceGetRetiredPagesPendingStatus", a != 0);
+    if (!p->lost && st->retired_pending && read_due(ng, GM_M_RETIRED_PENDING, 1, NV_SLOW, due)) {
+        unsigned pending = 0;
+        int rc = NV_T("nvmlDeviceGetRetiredPagesPendingStatus", st->retired_pending(dev, &pending));
+        read_put(ng, out, p, GM_M_RETIRED_PENDING, NV_SLOW, rc,
+                 "nvmlDeviceGetRetiredPagesPendingStatus", pending != 0);
     }
-    if (!p->lost && st->remapped && health_due_n(ng, out, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
-        int rc = NV_T("nvmlDeviceGetRemappedRows", st->remapped(dev, &a, &b, &c, &d));
+    if (!p->lost && st->remapped && read_due(ng, GM_M_REMAP_CORR, 4, NV_SLOW, due)) {
+        unsigned corr = 0, unc = 0, pending = 0, failure = 0;
         const char *fn = "nvmlDeviceGetRemappedRows";
-        health_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, a);
-        health_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, b);
-        health_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, c != 0);
-        health_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, d != 0);
+        int rc = NV_T(fn, st->remapped(dev, &corr, &unc, &pending, &failure));
+        read_put(ng, out, p, GM_M_REMAP_CORR, NV_SLOW, rc, fn, corr);
+        read_put(ng, out, p, GM_M_REMAP_UNCORR, NV_SLOW, rc, fn, unc);
+        read_put(ng, out, p, GM_M_REMAP_PENDING, NV_SLOW, rc, fn, pending != 0);
+        read_put(ng, out, p, GM_M_REMAP_FAILURE, NV_SLOW, rc, fn, failure != 0);
     }
-    if (!p->lost && st->histogram && health_due_n(ng, out, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
+    if (!p->lost && st->histogram && read_due(ng, GM_M_REMAP_HIST_MAX, 5, NV_SLOW, due)) {
         nv_remap_histogram h;
         memset(&h, 0, sizeof h);
         int rc = NV_T("nvmlDeviceGetRowRemapperHistogram", st->histogram(dev, &h));
         const char *fn = "nvmlDeviceGetRowRemapperHistogram";
-        health_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
-        health_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
-        health_put(ng, out, p, GM_M_REMAP_HIST_PARTIAL, NV_SLOW, rc, fn, h.partial);
-        health_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
-        health_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
+        read_put(ng, out, p, GM_M_REMAP_HIST_MAX, NV_SLOW, rc, fn, h.max);
+        read_put(ng, out, p, GM_M_REMAP_HIST_HIGH, NV_SLOW, rc, fn, h.high);
+        read_put(ng, out, p, GM_M_REMAP_HIST_PARTIAL, NV_SLOW, rc, fn, h.partial);
+        read_put(ng, out, p, GM_M_REMAP_HIST_LOW, NV_SLOW, rc, fn, h.low);
+        read_put(ng, out, p, GM_M_REMAP_HIST_NONE, NV_SLOW, rc, fn, h.none);
     }
-    if (!p->lost)
-        read_modes(st, ng, out, p, due, ecc_off);
-    if (!p->lost)
-        read_board(st, ng, out, p, due);
-    if (!p->lost)
-        read_smi_extra(st, ng, out, p, due);
-    if (!p->lost && st->fields) {
-        read_fields(st, ng, out, p, due, false);
-        if (!p->lost)
-            read_fields(st, ng, out, p, due, true);
-    }
-    if (!p->lost && st->link_state && health_due(ng, out, GM_M_NVLINK_ACTIVE, NV_SLOW, due)) {
+}
+
+/* How many NVLink links are active (the slow period). */
+static void read_nvlink(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    if (!p->lost && st->link_state && read_due(ng, GM_M_NVLINK_ACTIVE, 1, NV_SLOW, due)) {
         /* Links answer until the index passes the GPU's last one. */
         unsigned links = 0, active = 0;
         int rc = NV_ERROR_NOT_SUPPORTED;
@@ -1970,120 +1874,132 @@ static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const
         }
         if (links > 0)
             rc = NV_SUCCESS;
-        health_put(ng, out, p, GM_M_NVLINK_ACTIVE, NV_SLOW, rc, "nvmlDeviceGetNvLinkState", active);
+        read_put(ng, out, p, GM_M_NVLINK_ACTIVE, NV_SLOW, rc, "nvmlDeviceGetNvLinkState", active);
     }
+}
+
+/* The health and configuration metrics (see the tables above for cadences). */
+static void read_health(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, const bool *due)
+{
+    nvmlDevice_t dev = ng->dev;
+    for (size_t i = 0; i < NV_N_CODEC && !p->lost; i++)
+        if (st->codec[i] && read_due(ng, codec_metrics[i].m, 1, NV_EVERY, due)) {
+            unsigned pct = 0, period_us = 0;
+            int rc = NV_T(codec_metrics[i].sym, st->codec[i](dev, &pct, &period_us));
+            read_put(ng, out, p, codec_metrics[i].m, NV_EVERY, rc, codec_metrics[i].sym, pct);
+        }
+    for (size_t i = 0; i < NV_N_PAIR && !p->lost; i++) {
+        enum nv_cadence cad = pair_metrics[i].cadence;
+        if (!st->pair[i] || !read_due(ng, pair_metrics[i].a, 1, cad, due))
+            continue;
+        unsigned first = 0,
+                 second = 0; /* current and pending, min and max, ... (the table's a, b) */
+        int rc = NV_T(pair_metrics[i].sym, st->pair[i](dev, &first, &second));
+        unsigned max = pair_metrics[i].max;
+        if (rc == NV_SUCCESS && max && (first > max || second > max))
+            rc = NV_ERROR_NOT_SUPPORTED; /* an enable state NVML does not define */
+        read_put(ng, out, p, pair_metrics[i].a, cad, rc, pair_metrics[i].sym, first);
+        read_put(ng, out, p, pair_metrics[i].b, cad, rc, pair_metrics[i].sym, second);
+    }
+    if (!p->lost && st->compute_cap && read_due(ng, GM_M_COMPUTE_CAP, 1, NV_STATIC, due)) {
+        int major = 0, minor = 0;
+        int rc = NV_T("nvmlDeviceGetCudaComputeCapability", st->compute_cap(dev, &major, &minor));
+        if (rc == NV_SUCCESS && (major < 0 || minor < 0 || minor > 9))
+            rc = NV_ERROR_NOT_SUPPORTED;
+        read_put(ng, out, p, GM_M_COMPUTE_CAP, NV_STATIC, rc, "nvmlDeviceGetCudaComputeCapability",
+                 major * 10 + minor);
+    }
+    if (!p->lost && st->margin_temp && read_due(ng, GM_M_TEMP_TLIMIT_C, 1, NV_EVERY, due)) {
+        nv_margin_temp mt = {NV_MARGIN_TEMP_V1, 0};
+        int rc = NV_T("nvmlDeviceGetMarginTemperature", st->margin_temp(dev, &mt));
+        read_put(ng, out, p, GM_M_TEMP_TLIMIT_C, NV_EVERY, rc, "nvmlDeviceGetMarginTemperature",
+                 mt.marginTemperature);
+    }
+    if (!p->lost && st->enc_stats && read_due(ng, GM_M_ENC_SESSIONS, 3, NV_SLOW, due)) {
+        unsigned sessions = 0, fps = 0, latency_us = 0;
+        const char *fn = "nvmlDeviceGetEncoderStats";
+        int rc = NV_T(fn, st->enc_stats(dev, &sessions, &fps, &latency_us));
+        read_put(ng, out, p, GM_M_ENC_SESSIONS, NV_SLOW, rc, fn, sessions);
+        read_put(ng, out, p, GM_M_ENC_FPS, NV_SLOW, rc, fn, fps);
+        read_put(ng, out, p, GM_M_ENC_LATENCY_US, NV_SLOW, rc, fn, latency_us);
+    }
+    bool ecc_off = read_ecc(st, ng, out, p, due);
+    if (!p->lost)
+        read_retirement(st, ng, out, p, due);
+    if (!p->lost)
+        read_modes(st, ng, out, p, due, ecc_off);
+    if (!p->lost)
+        read_board(st, ng, out, p, due);
+    if (!p->lost)
+        read_smi_extra(st, ng, out, p, due);
+    if (!p->lost && st->fields) {
+        read_fields(st, ng, out, p, due, false);
+        if (!p->lost)
+            read_fields(st, ng, out, p, due, true);
+    }
+    if (!p->lost)
+        read_nvlink(st, ng, out, p, due);
     if (!p->lost)
         read_gpm(st, ng, out, p);
 }
 
 /* Reads every metric of one GPU into out; stops at the first GPU_IS_LOST. Getters of the
  * NV_STATIC and NV_SLOW classes are called only when due and served from the cache otherwise. */
-/* An NV_EVERY getter the GPU answered NOT_SUPPORTED (the fan of a board without one) is asked
- * again only when the slow getters are due, not every sample: such an answer can change with
- * the GPU's state, but rarely. True when metric m's getter is to be called now. */
-static bool every_due(const nv_gpu *ng, gm_metric m, const bool *due)
-{
-    return !gm_metric_set_has(&ng->every_nosup, m) || due[NV_SLOW];
-}
-
-static void every_note(nv_gpu *ng, gm_metric m, int rc)
-{
-    uint64_t bit = UINT64_C(1) << (m % 64);
-    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND)
-        ng->every_nosup.bits[m / 64] |= bit;
-    else
-        ng->every_nosup.bits[m / 64] &= ~bit;
-}
-
 static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int64_t now)
 {
     nvmlDevice_t dev = ng->dev;
     bool due[3] = {true, !ng->cache_primed || now - ng->static_ms >= NV_STATIC_MS,
                    !ng->cache_primed || now - ng->slow_ms >= st->slow_period_ms};
+    cache_serve(ng, out);
     /* Utilisation first: it is the call a fallen GPU answers with GPU_IS_LOST soonest. */
     if (st->util && nv_wants_n(ng, GM_M_UTIL_GPU_PCT, 2)) {
         nv_utilization u;
-        if (pass_ok(p, NV_T("nvmlDeviceGetUtilizationRates", st->util(dev, &u)),
-                    "nvmlDeviceGetUtilizationRates")) {
+        if (pass_record_ok(p, NV_T("nvmlDeviceGetUtilizationRates", st->util(dev, &u)),
+                           "nvmlDeviceGetUtilizationRates")) {
             gm_gpu_set(out, GM_M_UTIL_GPU_PCT, u.gpu);
             gm_gpu_set(out, GM_M_UTIL_MEM_PCT, u.memory);
         }
     }
-    unsigned v, period;
+    unsigned enc_pct, enc_period_us, dec_pct, dec_period_us;
     if (!p->lost && st->enc && nv_wants(ng, GM_M_UTIL_ENC_PCT) &&
-        pass_ok(p, NV_T("nvmlDeviceGetEncoderUtilization", st->enc(dev, &v, &period)),
-                "nvmlDeviceGetEncoderUtilization"))
-        gm_gpu_set(out, GM_M_UTIL_ENC_PCT, v);
+        pass_record_ok(
+            p, NV_T("nvmlDeviceGetEncoderUtilization", st->enc(dev, &enc_pct, &enc_period_us)),
+            "nvmlDeviceGetEncoderUtilization"))
+        gm_gpu_set(out, GM_M_UTIL_ENC_PCT, enc_pct);
     if (!p->lost && st->dec && nv_wants(ng, GM_M_UTIL_DEC_PCT) &&
-        pass_ok(p, NV_T("nvmlDeviceGetDecoderUtilization", st->dec(dev, &v, &period)),
-                "nvmlDeviceGetDecoderUtilization"))
-        gm_gpu_set(out, GM_M_UTIL_DEC_PCT, v);
+        pass_record_ok(
+            p, NV_T("nvmlDeviceGetDecoderUtilization", st->dec(dev, &dec_pct, &dec_period_us)),
+            "nvmlDeviceGetDecoderUtilization"))
+        gm_gpu_set(out, GM_M_UTIL_DEC_PCT, dec_pct);
     if (!p->lost && nv_wants_n(ng, GM_M_MEM_TOTAL_BYTES, 4))
         read_memory(st, dev, out, p);
     for (size_t i = 0; i < NV_N_ARG && !p->lost; i++) {
-        if (!st->arg[i] || !nv_wants(ng, arg_metrics[i].m))
-            continue;
         gm_metric m = arg_metrics[i].m;
-        if (!due[arg_metrics[i].cadence]) {
-            cache_get(ng, out, m);
+        const char *fn = arg_metrics[i].sym;
+        if (!st->arg[i] || !read_due(ng, m, 1, arg_metrics[i].cadence, due))
             continue;
-        }
-        bool every = arg_metrics[i].cadence == NV_EVERY;
-        if (every && !every_due(ng, m, due))
-            continue;
-        int rc = NV_T(arg_metrics[i].sym, st->arg[i](dev, arg_metrics[i].arg, &v));
-        bool ok = pass_ok(p, rc, arg_metrics[i].sym);
-        if (every) {
-            every_note(ng, m, rc);
-            if (ok)
-                gm_gpu_set(out, m, v);
-        } else {
-            cache_put(ng, out, m, ok, v);
-        }
+        unsigned v = 0;
+        int rc = NV_T(fn, st->arg[i](dev, arg_metrics[i].arg, &v));
+        read_put(ng, out, p, m, arg_metrics[i].cadence, rc, fn, v);
     }
     for (size_t i = 0; i < NV_N_U32 && !p->lost; i++) {
-        if (!st->u32[i] || !nv_wants(ng, u32_metrics[i].m))
-            continue;
         gm_metric m = u32_metrics[i].m;
-        if (!due[u32_metrics[i].cadence]) {
-            cache_get(ng, out, m);
+        const char *fn = u32_metrics[i].sym;
+        if (!st->u32[i] || !read_due(ng, m, 1, u32_metrics[i].cadence, due))
             continue;
-        }
-        bool every = u32_metrics[i].cadence == NV_EVERY;
-        if (every && !every_due(ng, m, due))
-            continue;
-        int rc = NV_T(u32_metrics[i].sym, st->u32[i](dev, &v));
-        bool ok = pass_ok(p, rc, u32_metrics[i].sym) &&
-                  (u32_metrics[i].max == 0 || v <= u32_metrics[i].max);
-        if (every) {
-            every_note(ng, m, rc);
-            if (ok)
-                gm_gpu_set(out, m, v);
-        } else {
-            cache_put(ng, out, m, ok, v);
-        }
+        unsigned v = 0;
+        int rc = NV_T(fn, st->u32[i](dev, &v));
+        unsigned max = u32_metrics[i].max; /* past it: a value this build does not know */
+        read_put(ng, out, p, m, u32_metrics[i].cadence, rc, fn, max && v > max ? NAN : v);
     }
     for (size_t i = 0; i < NV_N_U64 && !p->lost; i++) {
-        if (!st->u64[i] || !nv_wants(ng, u64_metrics[i].m))
-            continue;
         gm_metric m = u64_metrics[i].m;
-        if (!due[u64_metrics[i].cadence]) {
-            cache_get(ng, out, m);
+        const char *fn = u64_metrics[i].sym[0];
+        if (!st->u64[i] || !read_due(ng, m, 1, u64_metrics[i].cadence, due))
             continue;
-        }
-        bool every = u64_metrics[i].cadence == NV_EVERY;
-        if (every && !every_due(ng, m, due))
-            continue;
-        unsigned long long x = 0;
-        int rc = NV_T(u64_metrics[i].sym[0], st->u64[i](dev, &x));
-        bool ok = pass_ok(p, rc, u64_metrics[i].sym[0]);
-        if (every) {
-            every_note(ng, m, rc);
-            if (ok)
-                gm_gpu_set(out, m, (double)x);
-        } else {
-            cache_put(ng, out, m, ok, (double)x);
-        }
+        unsigned long long v = 0;
+        int rc = NV_T(fn, st->u64[i](dev, &v));
+        read_put(ng, out, p, m, u64_metrics[i].cadence, rc, fn, (double)v);
     }
     if (!p->lost)
         read_health(st, ng, out, p, due);
@@ -2098,161 +2014,6 @@ static void read_metrics(nv_state *st, nv_gpu *ng, gm_gpu *out, nv_pass *p, int6
     ng->cache_primed = true;
 }
 
-/* Fetches one process list into st->proc_buf, growing it while the driver says it is too
- * small (the list can grow between calls). The first call of a fresh state passes count 0,
- * the documented size query; later ones reuse the capacity already there. */
-static int fetch_procs(nv_state *st, unsigned list, nvmlDevice_t dev, unsigned *n_out)
-{
-    size_t stride = st->proc_stride[list];
-    for (int attempt = 0; attempt <= NV_PROC_RETRIES; attempt++) {
-        unsigned cap = (unsigned)(st->proc_buf_bytes / stride);
-        unsigned n = cap;
-        int rc = NV_T(st->proc_sym[list], st->procs[list](dev, &n, cap ? st->proc_buf : NULL));
-        if (rc == NV_SUCCESS) {
-            *n_out = n < cap ? n : cap;
-            return rc;
-        }
-        if (rc != NV_ERROR_INSUFFICIENT_SIZE)
-            return rc;
-        if (n <= cap || n > NV_PROC_MAX)
-            return NV_ERROR_INSUFFICIENT_SIZE; /* nonsense answer: give up on this list */
-        /* Headroom so a few new processes do not cost another round trip next second. */
-        size_t want = (size_t)n + n / 4 + 8;
-        /* Sized for the larger entry so either list revision fits. */
-        unsigned char *buf = realloc(st->proc_buf, want * NV_PROC_V2_SIZE);
-        if (!buf)
-            return NV_ERROR_MEMORY;
-        st->proc_buf = buf;
-        st->proc_buf_bytes = want * NV_PROC_V2_SIZE;
-    }
-    return NV_ERROR_INSUFFICIENT_SIZE;
-}
-
-/* Adds the processes of one list to out, merging PIDs already listed for this GPU (from
- * index start on): across lists the type bits join; within one list (one entry per MIG
- * instance) the memory adds up. */
-static void read_proc_list(nv_state *st, unsigned list, unsigned gpu_index, nvmlDevice_t dev,
-                           gm_snapshot *out, size_t start, nv_pass *p)
-{
-    unsigned n = 0;
-    if (!st->procs[list] || !pass_ok(p, fetch_procs(st, list, dev, &n), st->proc_sym[list]))
-        return;
-    size_t stride = st->proc_stride[list];
-    unsigned type = proc_types[list];
-    for (unsigned k = 0; k < n; k++) {
-        unsigned pid;
-        unsigned long long mem;
-        memcpy(&pid, st->proc_buf + k * stride + NV_PROC_PID_OFF, sizeof pid);
-        memcpy(&mem, st->proc_buf + k * stride + NV_PROC_MEM_OFF, sizeof mem);
-        bool mem_valid = mem != NV_VALUE_NOT_AVAILABLE;
-        /* v2/v3 name the MIG instance; outside MIG mode the ids are NVML's "not available". */
-        unsigned gi = UINT_MAX, ci = UINT_MAX;
-        if (stride >= NV_PROC_V2_SIZE) {
-            memcpy(&gi, st->proc_buf + k * stride + NV_PROC_GI_OFF, sizeof gi);
-            memcpy(&ci, st->proc_buf + k * stride + NV_PROC_CI_OFF, sizeof ci);
-        }
-        gm_process *e = NULL;
-        for (size_t j = start; j < out->proc_count; j++) {
-            if (out->procs[j].pid == pid) {
-                e = &out->procs[j];
-                break;
-            }
-        }
-        if (!e) {
-            gm_process np;
-            memset(&np, 0, sizeof np);
-            np.gpu_index = gpu_index;
-            np.pid = pid;
-            np.type = type;
-            np.mem_valid = mem_valid;
-            np.used_mem_bytes = mem_valid ? mem : 0;
-            np.instance_known = gi != UINT_MAX && ci != UINT_MAX;
-            np.gpu_instance_id = np.instance_known ? gi : 0;
-            np.compute_instance_id = np.instance_known ? ci : 0;
-            gm_snapshot_add_process(out, &np);
-            continue;
-        }
-        if ((e->type & type) && e->mem_valid && mem_valid)
-            e->used_mem_bytes += mem;
-        else if (!e->mem_valid && mem_valid) {
-            e->mem_valid = true;
-            e->used_mem_bytes = mem;
-        }
-        e->type |= type;
-    }
-}
-
-/* Fetches the process samples newer than the GPU's last into st->putil_buf: one call while the
- * buffer is large enough. NVML answers NOT_FOUND when there is no newer sample. */
-static int fetch_proc_util(nv_state *st, nv_gpu *ng, unsigned *n_out)
-{
-    for (int attempt = 0; attempt <= NV_PROC_RETRIES; attempt++) {
-        if (!st->putil_buf) {
-            st->putil_buf = calloc(NV_PUTIL_INITIAL, sizeof *st->putil_buf);
-            if (!st->putil_buf)
-                return NV_ERROR_MEMORY;
-            st->putil_cap = NV_PUTIL_INITIAL;
-        }
-        unsigned n = st->putil_cap;
-        int rc = NV_T("nvmlDeviceGetProcessUtilization",
-                      st->proc_util(ng->dev, st->putil_buf, &n, ng->putil_last_ts));
-        if (rc == NV_SUCCESS) {
-            *n_out = n < st->putil_cap ? n : st->putil_cap;
-            return rc;
-        }
-        if (rc != NV_ERROR_INSUFFICIENT_SIZE)
-            return rc;
-        if (n <= st->putil_cap || n > NV_PROC_MAX)
-            return NV_ERROR_INSUFFICIENT_SIZE;
-        unsigned want = n + n / 4 + 8;
-        nv_proc_util *buf = realloc(st->putil_buf, want * sizeof *buf);
-        if (!buf)
-            return NV_ERROR_MEMORY;
-        st->putil_buf = buf;
-        st->putil_cap = want;
-    }
-    return NV_ERROR_INSUFFICIENT_SIZE;
-}
-
-/* Gives the processes of this GPU (out->procs from start on) their newest utilisation sample:
- * one call for all of them, none when the GPU has no process or refused the call before. A
- * process without a sample (it did not run in the period) keeps its utilisation unknown. */
-static void read_proc_util(nv_state *st, nv_gpu *ng, gm_snapshot *out, size_t start)
-{
-    if (!st->proc_util || ng->putil_nosup || out->proc_count <= start)
-        return;
-    unsigned n = 0;
-    int rc = fetch_proc_util(st, ng, &n);
-    if (rc == NV_ERROR_NOT_SUPPORTED || rc == NV_ERROR_FUNCTION_NOT_FOUND) {
-        ng->putil_nosup = true;
-        return;
-    }
-    if (rc != NV_SUCCESS)
-        return;
-    unsigned long long newest = ng->putil_last_ts;
-    for (unsigned k = 0; k < n; k++)
-        if (st->putil_buf[k].timeStamp > newest)
-            newest = st->putil_buf[k].timeStamp;
-    ng->putil_last_ts = newest;
-    for (size_t j = start; j < out->proc_count; j++) {
-        gm_process *e = &out->procs[j];
-        const nv_proc_util *best = NULL;
-        for (unsigned k = 0; k < n; k++)
-            if (st->putil_buf[k].pid == e->pid &&
-                (!best || st->putil_buf[k].timeStamp >= best->timeStamp))
-                best = &st->putil_buf[k];
-        if (!best)
-            continue;
-        const unsigned v[GM_PROC_UTIL__COUNT] = {best->smUtil, best->memUtil, best->encUtil,
-                                                 best->decUtil};
-        for (int u = 0; u < GM_PROC_UTIL__COUNT; u++)
-            if (v[u] <= 100) { /* past 100 is no percentage: left unknown */
-                e->util_pct[u] = (uint8_t)v[u];
-                e->util_valid |= (uint8_t)(1u << u);
-            }
-    }
-}
-
 /* The profile of a MIG device from its name: NVML names it "<GPU name> MIG 1g.10gb". */
 static void mig_profile(char *dst, size_t cap, const char *name)
 {
@@ -2260,7 +2021,7 @@ static void mig_profile(char *dst, size_t cap, const char *name)
     for (const char *q = strstr(name, "MIG "); q; q = strstr(q + 1, "MIG "))
         if (q == name || q[-1] == ' ')
             p = q + 4;
-    copy_str(dst, cap, p ? p : "");
+    gm_str_copy(dst, cap, p ? p : "");
 }
 
 /* Lists the MIG devices of a GPU in MIG mode: handle, UUID, profile, instance ids. */
@@ -2286,12 +2047,12 @@ static void list_mig(nv_state *st, nv_gpu *ng, int64_t now)
         memset(m, 0, sizeof *m);
         m->gpu_instance_id = gi;
         m->compute_instance_id = ci;
-        char buf[GM_NAME_LEN > GM_UUID_LEN ? GM_NAME_LEN : GM_UUID_LEN];
-        if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(md, buf, sizeof buf)) == NV_SUCCESS)
-            copy_str(m->uuid, sizeof m->uuid, buf);
-        if (NV_T("nvmlDeviceGetName", st->name(md, buf, sizeof buf)) == NV_SUCCESS) {
-            buf[sizeof buf - 1] = '\0';
-            mig_profile(m->profile, sizeof m->profile, buf);
+        char uuid[NV_ID_BUF_LEN], name[NV_ID_BUF_LEN];
+        if (st->uuid && NV_T("nvmlDeviceGetUUID", st->uuid(md, uuid, sizeof uuid)) == NV_SUCCESS)
+            gm_str_copy(m->uuid, sizeof m->uuid, uuid);
+        if (NV_T("nvmlDeviceGetName", st->name(md, name, sizeof name)) == NV_SUCCESS) {
+            name[sizeof name - 1] = '\0';
+            mig_profile(m->profile, sizeof m->profile, name);
         }
         ng->mig_dev[ng->mig_count++] = md;
     }
@@ -2439,16 +2200,16 @@ static void read_mig(nv_state *st, nv_gpu *ng, gm_gpu *out, int64_t now)
 
 static void put_identity(gm_gpu *g, const nv_gpu *ng)
 {
-    copy_str(g->name, sizeof g->name, ng->name);
-    copy_str(g->uuid, sizeof g->uuid, ng->uuid);
-    copy_str(g->pci_bus_id, sizeof g->pci_bus_id, ng->bus_id);
-    copy_str(g->serial, sizeof g->serial, ng->serial);
-    copy_str(g->vbios, sizeof g->vbios, ng->vbios);
+    gm_str_copy(g->name, sizeof g->name, ng->name);
+    gm_str_copy(g->uuid, sizeof g->uuid, ng->uuid);
+    gm_str_copy(g->pci_bus_id, sizeof g->pci_bus_id, ng->bus_id);
+    gm_str_copy(g->serial, sizeof g->serial, ng->serial);
+    gm_str_copy(g->vbios, sizeof g->vbios, ng->vbios);
     for (int k = 0; k < GM_INFOROM__COUNT; k++)
-        copy_str(g->inforom[k], GM_INFOROM_LEN, ng->inforom[k]);
-    copy_str(g->board_part_number, sizeof g->board_part_number, ng->board_part);
-    copy_str(g->gsp_firmware_version, sizeof g->gsp_firmware_version, ng->gsp_version);
-    copy_str(g->pdi, sizeof g->pdi, ng->pdi);
+        gm_str_copy(g->inforom[k], GM_INFOROM_LEN, ng->inforom[k]);
+    gm_str_copy(g->board_part_number, sizeof g->board_part_number, ng->board_part);
+    gm_str_copy(g->gsp_firmware_version, sizeof g->gsp_firmware_version, ng->gsp_version);
+    gm_str_copy(g->pdi, sizeof g->pdi, ng->pdi);
 }
 
 /* What the driver told at open and the XID watcher since: reported with the readings. */
@@ -2462,8 +2223,8 @@ static void put_static(nv_state *st, gm_gpu *g, nv_gpu *ng)
         gm_gpu_set(g, GM_M_PCI_BASE_CLASS, ng->pci_base_class);
         gm_gpu_set(g, GM_M_PCI_SUB_CLASS, ng->pci_sub_class);
     }
-    copy_str(g->fabric_cluster_uuid, sizeof g->fabric_cluster_uuid, ng->fabric_uuid);
-    copy_str(g->fabric_status, sizeof g->fabric_status, ng->fabric_status);
+    gm_str_copy(g->fabric_cluster_uuid, sizeof g->fabric_cluster_uuid, ng->fabric_uuid);
+    gm_str_copy(g->fabric_status, sizeof g->fabric_status, ng->fabric_status);
     if (!ng->xid_watched)
         return;
     /* Watching and nothing seen is a reading: no XID since gpumon started (0, as DCGM). */
@@ -2489,9 +2250,9 @@ static bool reprobe(nv_state *st, unsigned i)
 static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error *err)
 {
     nv_state *st = state;
-    copy_str(out->driver_version, sizeof out->driver_version, st->driver_version);
-    copy_str(out->nvml_version, sizeof out->nvml_version, st->nvml_version);
-    copy_str(out->cuda_version, sizeof out->cuda_version, st->cuda_version);
+    gm_str_copy(out->driver_version, sizeof out->driver_version, st->driver_version);
+    gm_str_copy(out->nvml_version, sizeof out->nvml_version, st->nvml_version);
+    gm_str_copy(out->cuda_version, sizeof out->cuda_version, st->cuda_version);
     out->gpu_count = st->gpu_count;
 
     int64_t now = gm_clock_mono_ms();
@@ -2521,10 +2282,8 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
         read_metrics(st, ng, g, &p, now);
         if (!p.lost)
             read_mig(st, ng, g, now);
-        for (unsigned l = 0; want_procs && l < 2 && !p.lost; l++)
-            read_proc_list(st, l, i, ng->dev, out, proc_start, &p);
         if (want_procs && !p.lost)
-            read_proc_util(st, ng, out, proc_start);
+            gm_nvml_procs_read(&st->procs, &ng->procs, i, ng->dev, out, proc_start, &p);
         if (p.lost) {
             ng->lost = true;
             ng->lost_ms = now;
@@ -2558,7 +2317,6 @@ static int nvml_sample(void *state, gm_snapshot *out, bool want_procs, gm_error 
     return GM_OK;
 }
 
-/* P2P status of GPUs a and b for one capability. GM_ENOTSUP when the library lacks the query. */
 /* The UUID of the GPU a MIG device (named by its own UUID, "MIG-...") is part of: NVML
  * finds the device by its UUID and gives its parent (drivers R470 and later). */
 static int nvml_mig_parent(void *state, const char *mig_uuid, char *uuid, size_t cap, gm_error *err)
@@ -2575,10 +2333,11 @@ static int nvml_mig_parent(void *state, const char *mig_uuid, char *uuid, size_t
         rc = st->uuid(parent, buf, sizeof buf);
     if (rc != NV_SUCCESS)
         return nv_fail(st, err, rc, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
-    copy_str(uuid, cap, buf);
+    gm_str_copy(uuid, cap, buf);
     return GM_OK;
 }
 
+/* P2P status of GPUs a and b for one capability. GM_ENOTSUP when the library lacks the query. */
 static int nvml_p2p(void *state, unsigned a, unsigned b, gm_p2p_cap cap, gm_p2p_status *out,
                     gm_error *err)
 {

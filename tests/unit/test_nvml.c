@@ -34,36 +34,48 @@ static struct fake {
 
 static gm_snapshot *snap;
 
-/* States a test opened and has not closed yet; the teardown closes them when an assertion
- * ended the test early, so the fake's global state does not leak into the next test. */
-static void *open_states[4];
+/* A test's fixture state: the NVML states it opened (open_ok, track) and has not closed. Its
+ * teardown closes them, also when an assertion ended the test early, so the fake's global
+ * state does not leak into the next test. */
+#define HELD_MAX 4
+typedef struct held {
+    void *st[HELD_MAX];
+} held;
 
-static void track(void *st)
+static int test_setup(void **state)
 {
-    for (size_t i = 0; i < 4; i++)
-        if (!open_states[i]) {
-            open_states[i] = st;
-            return;
-        }
-    fail_msg("too many open states");
-}
-
-static void close_st(void *st)
-{
-    for (size_t i = 0; i < 4; i++)
-        if (open_states[i] == st)
-            open_states[i] = NULL;
-    gm_provider_nvml.close(st);
+    *state = calloc(1, sizeof(held));
+    return *state ? 0 : -1;
 }
 
 static int test_teardown(void **state)
 {
-    for (size_t i = 0; i < 4; i++)
-        if (open_states[i]) {
-            gm_provider_nvml.close(open_states[i]);
-            open_states[i] = NULL;
-        }
+    held *h = *state;
+    for (size_t i = 0; i < HELD_MAX; i++)
+        if (h->st[i])
+            gm_provider_nvml.close(h->st[i]);
+    free(h);
     return 0;
+}
+
+static void track(void **state, void *st)
+{
+    held *h = *state;
+    for (size_t i = 0; i < HELD_MAX; i++)
+        if (!h->st[i]) {
+            h->st[i] = st;
+            return;
+        }
+    fail_msg("a test holds at most %d open states", HELD_MAX);
+}
+
+static void close_st(void **state, void *st)
+{
+    held *h = *state;
+    for (size_t i = 0; i < HELD_MAX; i++)
+        if (h->st[i] == st)
+            h->st[i] = NULL;
+    gm_provider_nvml.close(st);
 }
 
 static int load_fake(struct fake *f)
@@ -112,7 +124,7 @@ static void use_scenario(const char *name)
     setenv("GM_FAKE_NVML_SCENARIO", path, 1);
 }
 
-static void *open_ok(const struct fake *f, const char *scenario)
+static void *open_ok(void **state, const struct fake *f, const char *scenario)
 {
     use_scenario(scenario);
     gm_collector_options opt = {.nvml_lib = f->path};
@@ -121,7 +133,7 @@ static void *open_ok(const struct fake *f, const char *scenario)
     int rc = gm_provider_nvml.open(&opt, &st, &err);
     if (rc != GM_OK)
         fail_msg("open %s with %s: %d %s", f->path, scenario ? scenario : "(default)", rc, err.msg);
-    track(st);
+    track(state, st);
     return st;
 }
 
@@ -236,16 +248,16 @@ static void check_two_gpus(bool mem_v1)
 
 static void test_current_driver_all_fields(void **state)
 {
-    void *st = open_ok(&fake_current, "two_gpus.json");
+    void *st = open_ok(state, &fake_current, "two_gpus.json");
     sample_ok(st, false);
     check_two_gpus(false);
     assert_int_equal(snap->proc_count, 0); /* not asked for */
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_old_driver_fallbacks(void **state)
 {
-    void *st = open_ok(&fake_old, "two_gpus.json");
+    void *st = open_ok(state, &fake_old, "two_gpus.json");
     sample_ok(st, true);
     check_two_gpus(true);
     /* v1 process entries (16 bytes) decode to the same PIDs and memory. */
@@ -258,13 +270,13 @@ static void test_old_driver_fallbacks(void **state)
     assert_int_equal(snap->procs[1].type, GM_PROC_GRAPHICS);
     assert_int_equal(snap->procs[1].used_mem_bytes, 1073741824ULL);
     assert_int_equal(fake_old.calls("nvmlDeviceGetCurrentClocksThrottleReasons") > 0, 1);
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_memory_v2_version_mismatch_falls_back(void **state)
 {
     unsigned long v2_before = fake_current.calls("nvmlDeviceGetMemoryInfo_v2");
-    void *st = open_ok(&fake_current, "mem_v2_mismatch.json");
+    void *st = open_ok(state, &fake_current, "mem_v2_mismatch.json");
     sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
     check_metric(g, GM_M_MEM_TOTAL_BYTES, 85520809984.0);
@@ -275,12 +287,12 @@ static void test_memory_v2_version_mismatch_falls_back(void **state)
     check_metric(&snap->gpus[0], GM_M_MEM_USED_BYTES, 42949672960.0 + 560971776.0);
     /* Refused once, the v2 call is not retried every sample. */
     assert_int_equal(fake_current.calls("nvmlDeviceGetMemoryInfo_v2") - v2_before, 1);
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_unsupported_fields_absent(void **state)
 {
-    void *st = open_ok(&fake_current, "unsupported.json");
+    void *st = open_ok(state, &fake_current, "unsupported.json");
     sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
     assert_false(g->lost);
@@ -307,7 +319,7 @@ static void test_unsupported_fields_absent(void **state)
     check_metric(g, GM_M_MEM_RESERVED_BYTES, 536870912);
     check_metric(g, GM_M_PCIE_WIDTH_CUR, 16);
     assert_string_equal(snap->cuda_version, "12.2");
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_default_scenario_and_env_path(void **state)
@@ -321,13 +333,13 @@ static void test_default_scenario_and_env_path(void **state)
     int rc = gm_provider_nvml.open(&opt, &st, &err);
     unsetenv("GPU_MONITOR_NVML_LIB");
     assert_int_equal(rc, GM_OK);
-    track(st);
+    track(state, st);
     sample_ok(st, true);
     assert_int_equal(snap->gpu_count, 1);
     assert_string_equal(snap->gpus[0].pci_bus_id, "00000000:01:00.0");
     check_metric(&snap->gpus[0], GM_M_UTIL_GPU_PCT, 10);
     assert_int_equal(snap->proc_count, 0);
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_one_init_per_open(void **state)
@@ -335,24 +347,24 @@ static void test_one_init_per_open(void **state)
     unsigned long init0 = fake_current.calls("nvmlInit_v2");
     unsigned long init_v1 = fake_current.calls("nvmlInit");
     unsigned long shut0 = fake_current.calls("nvmlShutdown");
-    void *st = open_ok(&fake_current, "two_gpus.json");
+    void *st = open_ok(state, &fake_current, "two_gpus.json");
     assert_int_equal(fake_current.refcount(), 1);
     for (int i = 0; i < 3; i++)
         sample_ok(st, true);
     assert_int_equal(fake_current.calls("nvmlInit_v2") - init0, 1);
     assert_int_equal(fake_current.calls("nvmlInit") - init_v1, 0);
-    close_st(st);
+    close_st(state, st);
     assert_int_equal(fake_current.calls("nvmlShutdown") - shut0, 1);
     assert_int_equal(fake_current.refcount(), 0);
 
     /* Two opens are independent states over the one library. */
-    void *a = open_ok(&fake_current, "two_gpus.json");
-    void *b = open_ok(&fake_current, "two_gpus.json");
+    void *a = open_ok(state, &fake_current, "two_gpus.json");
+    void *b = open_ok(state, &fake_current, "two_gpus.json");
     assert_int_equal(fake_current.refcount(), 2);
-    close_st(a);
+    close_st(state, a);
     sample_ok(b, false);
     check_two_gpus(false);
-    close_st(b);
+    close_st(state, b);
     assert_int_equal(fake_current.refcount(), 0);
 }
 
@@ -365,7 +377,7 @@ static void test_costly_getters_cadence(void **state)
     gm_error err = {0};
     void *st = NULL;
     assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
-    track(st);
+    track(state, st);
     unsigned long energy0 = fake_current.calls("nvmlDeviceGetTotalEnergyConsumption");
     unsigned long maxclk0 = fake_current.calls("nvmlDeviceGetMaxClockInfo");
     unsigned long tput0 = fake_current.calls("nvmlDeviceGetPcieThroughput");
@@ -380,19 +392,19 @@ static void test_costly_getters_cadence(void **state)
     assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 4);
     assert_int_equal(fake_current.calls("nvmlDeviceGetPcieThroughput") - tput0, 2 * 2);
     assert_int_equal(fake_current.calls("nvmlDeviceGetTemperature") - temp0, 2 * 4);
-    close_st(st);
+    close_st(state, st);
 
     /* A negative period reads the counters at every sample (exact energy for `record`). */
     opt.slow_period_ms = -1;
     assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
-    track(st);
+    track(state, st);
     energy0 = fake_current.calls("nvmlDeviceGetTotalEnergyConsumption");
     maxclk0 = fake_current.calls("nvmlDeviceGetMaxClockInfo");
     for (int i = 0; i < 3; i++)
         sample_ok(st, false);
     assert_int_equal(fake_current.calls("nvmlDeviceGetTotalEnergyConsumption") - energy0, 2 * 3);
     assert_int_equal(fake_current.calls("nvmlDeviceGetMaxClockInfo") - maxclk0, 2 * 4);
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_init_failure_message(void **state)
@@ -441,7 +453,7 @@ static void test_no_gpus(void **state)
 static void test_gpu_lost_others_keep_updating(void **state)
 {
     static const double util0[] = {10, 20, 30, 40, 50};
-    void *st = open_ok(&fake_current, "lost.json");
+    void *st = open_ok(state, &fake_current, "lost.json");
     unsigned long handles0 = fake_current.calls("nvmlDeviceGetHandleByIndex_v2");
     for (unsigned s = 0; s < 5; s++) {
         sample_ok(st, true);
@@ -471,12 +483,12 @@ static void test_gpu_lost_others_keep_updating(void **state)
     assert_int_equal(fake_current.util_calls(1), 3);
     assert_int_equal(fake_current.util_calls(0), 5);
     assert_int_equal(fake_current.calls("nvmlDeviceGetHandleByIndex_v2") - handles0, 0);
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_only_gpu_lost_is_not_an_error(void **state)
 {
-    void *st = open_ok(&fake_current, "lost_only.json");
+    void *st = open_ok(state, &fake_current, "lost_only.json");
     sample_ok(st, false);
     assert_false(snap->gpus[0].lost);
     check_metric(&snap->gpus[0], GM_M_UTIL_GPU_PCT, 12);
@@ -487,27 +499,27 @@ static void test_only_gpu_lost_is_not_an_error(void **state)
         assert_int_equal(snap->gpus[0].valid[0] | snap->gpus[0].valid[GM_M_WORDS - 1], 0);
         assert_string_equal(snap->gpus[0].uuid, "GPU-7e570000-0000-0000-0000-000000000000");
     }
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_gpu_failing_alone_and_all_failing(void **state)
 {
-    void *st = open_ok(&fake_current, "errors.json");
+    void *st = open_ok(state, &fake_current, "errors.json");
     sample_ok(st, false);
     assert_false(snap->gpus[0].lost);
     check_metric(&snap->gpus[0], GM_M_TEMP_C, 48);
     assert_true(snap->gpus[1].lost); /* every call failed: reported lost for this sample */
     assert_int_equal(snap->gpus[1].valid[0] | snap->gpus[1].valid[GM_M_WORDS - 1], 0);
     assert_string_equal(snap->gpus[1].pci_bus_id, "00000000:18:00.0");
-    close_st(st);
+    close_st(state, st);
 
-    st = open_ok(&fake_current, "errors_all.json");
+    st = open_ok(state, &fake_current, "errors_all.json");
     gm_error err = {0};
     gm_snapshot_reset(snap);
     assert_int_equal(gm_provider_nvml.sample(st, snap, true, &err), GM_ETIMEDOUT);
     assert_non_null(strstr(err.msg, "Timeout (10)"));
     assert_non_null(strstr(err.msg, "GPU 0"));
-    close_st(st);
+    close_st(state, st);
 }
 
 static const gm_process *find_proc(unsigned gpu, uint32_t pid)
@@ -560,7 +572,7 @@ static void test_processes_grow_retry_and_dedupe(void **state)
     const char *sym[] = {"nvmlDeviceGetComputeRunningProcesses_v3",
                          "nvmlDeviceGetComputeRunningProcesses"};
     for (int i = 0; i < 2; i++) {
-        void *st = open_ok(fakes[i], "processes.json");
+        void *st = open_ok(state, fakes[i], "processes.json");
         unsigned long c0 = fakes[i]->calls(sym[i]);
         sample_ok(st, true);
         check_processes();
@@ -572,13 +584,13 @@ static void test_processes_grow_retry_and_dedupe(void **state)
         sample_ok(st, true);
         check_processes();
         assert_int_equal(fakes[i]->calls(sym[i]) - c0, 2);
-        close_st(st);
+        close_st(state, st);
     }
 }
 
 static void test_p2p(void **state)
 {
-    void *st = open_ok(&fake_current, "two_gpus.json");
+    void *st = open_ok(state, &fake_current, "two_gpus.json");
     gm_p2p_status s = GM_P2P_UNKNOWN;
     gm_error err = {0};
     assert_int_equal(gm_provider_nvml.p2p(st, 0, 1, GM_P2P_READ, &s, &err), GM_OK);
@@ -592,13 +604,13 @@ static void test_p2p(void **state)
     assert_int_equal(gm_provider_nvml.p2p(st, 0, 2, GM_P2P_READ, &s, &err), GM_EINVAL);
     assert_int_equal(gm_provider_nvml.p2p(st, 1, 1, GM_P2P_READ, &s, &err), GM_OK);
     assert_int_equal(s, GM_P2P_NOT_SUPPORTED);
-    close_st(st);
+    close_st(state, st);
 
     /* A scenario without a "p2p" section: the driver says NOT_SUPPORTED. */
-    st = open_ok(&fake_current, "processes.json");
+    st = open_ok(state, &fake_current, "processes.json");
     assert_int_equal(gm_provider_nvml.p2p(st, 0, 1, GM_P2P_READ, &s, &err), GM_ENOTSUP);
     assert_non_null(strstr(err.msg, "Not Supported (3)"));
-    close_st(st);
+    close_st(state, st);
 }
 
 /* ---- health (issue #12) ------------------------------------------------------------------- */
@@ -607,7 +619,7 @@ typedef unsigned long (*xid_delivered_fn)(unsigned);
 
 static void test_health_current_driver(void **state)
 {
-    void *st = open_ok(&fake_current, "health.json");
+    void *st = open_ok(state, &fake_current, "health.json");
     sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
     assert_string_equal(g->serial, "1652923012345");
@@ -697,7 +709,7 @@ static void test_health_current_driver(void **state)
     assert_int_equal(gm_provider_nvml.retired_pages(st, 0, 0, addr, when, 4, &n, &err), GM_OK);
     assert_int_equal(n, 0);
     assert_int_equal(gm_provider_nvml.retired_pages(st, 1, 0, addr, when, 4, &n, &err), GM_ENOTSUP);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* An every-sample getter the GPU answered NOT_SUPPORTED (the fan here) is asked again only at
@@ -705,12 +717,11 @@ static void test_health_current_driver(void **state)
  * asked every sample. The metric stays absent either way. */
 static void test_every_unsupported_asked_rarely(void **state)
 {
-    (void)state;
     const char *fan = "nvmlDeviceGetFanSpeed", *temp = "nvmlDeviceGetTemperature",
                *limit = "nvmlDeviceGetEnforcedPowerLimit";
     unsigned long fan0 = fake_current.calls(fan), temp0 = fake_current.calls(temp),
                   limit0 = fake_current.calls(limit);
-    void *st = open_ok(&fake_current, "unsupported.json"); /* default slow period: 10 s */
+    void *st = open_ok(state, &fake_current, "unsupported.json"); /* default slow period: 10 s */
     for (int i = 0; i < 3; i++) {
         sample_ok(st, false);
         check_absent(&snap->gpus[0], GM_M_FAN_PCT);
@@ -719,43 +730,68 @@ static void test_every_unsupported_asked_rarely(void **state)
     assert_int_equal(fake_current.calls(fan) - fan0, 1);
     assert_int_equal(fake_current.calls(temp) - temp0, 3);
     assert_int_equal(fake_current.calls(limit) - limit0, 3); /* NO_PERMISSION: asked again */
-    close_st(st);
+    close_st(state, st);
 
     /* At the slow period it is asked again (here every sample). */
     use_scenario("unsupported.json");
     gm_collector_options fast = {.nvml_lib = fake_current.path, .slow_period_ms = -1};
     void *st2 = NULL;
     assert_int_equal(gm_provider_nvml.open(&fast, &st2, NULL), GM_OK);
-    track(st2);
+    track(state, st2);
     fan0 = fake_current.calls(fan);
     sample_ok(st2, false);
     sample_ok(st2, false);
     assert_int_equal(fake_current.calls(fan) - fan0, 2);
     check_absent(&snap->gpus[0], GM_M_FAN_PCT);
-    close_st(st2);
+    close_st(state, st2);
+}
+
+/* A getter of the metric tables read at the slow period that the GPU answered NOT_SUPPORTED
+ * (energy, PCIe throughput here) is not asked again, even with the slow getters due every
+ * sample, as the health getters; an unknown value (pstate 32) is no refusal: asked each sample. */
+static void test_slow_unsupported_not_asked_again(void **state)
+{
+    const char *energy = "nvmlDeviceGetTotalEnergyConsumption",
+               *pcie = "nvmlDeviceGetPcieThroughput", *pstate = "nvmlDeviceGetPerformanceState";
+    use_scenario("unsupported.json");
+    gm_collector_options fast = {.nvml_lib = fake_current.path, .slow_period_ms = -1};
+    unsigned long energy0 = fake_current.calls(energy), pcie0 = fake_current.calls(pcie),
+                  pstate0 = fake_current.calls(pstate);
+    void *st = NULL;
+    assert_int_equal(gm_provider_nvml.open(&fast, &st, NULL), GM_OK);
+    track(state, st);
+    for (int i = 0; i < 3; i++) {
+        sample_ok(st, false);
+        check_absent(&snap->gpus[0], GM_M_ENERGY_MJ);
+        check_absent(&snap->gpus[0], GM_M_PCIE_TX_KBPS);
+        check_absent(&snap->gpus[0], GM_M_PSTATE);
+    }
+    assert_int_equal(fake_current.calls(energy) - energy0, 1);
+    assert_int_equal(fake_current.calls(pcie) - pcie0, 2); /* TX and RX, once each */
+    assert_int_equal(fake_current.calls(pstate) - pstate0, 3);
+    close_st(state, st);
 }
 
 /* Persistence mode is configuration an administrator changes: read once a minute, the last
  * reading served in between (as compute mode). */
 static void test_persistence_mode_once_a_minute(void **state)
 {
-    (void)state;
     const char *fn = "nvmlDeviceGetPersistenceMode";
     unsigned long n0 = fake_current.calls(fn);
-    void *st = open_ok(&fake_current, "two_gpus.json");
+    void *st = open_ok(state, &fake_current, "two_gpus.json");
     for (int i = 0; i < 3; i++) {
         sample_ok(st, false);
         check_metric(&snap->gpus[0], GM_M_PERSISTENCE_MODE, 1);
         check_metric(&snap->gpus[1], GM_M_PERSISTENCE_MODE, 0);
     }
     assert_int_equal(fake_current.calls(fn) - n0, 2); /* once per GPU */
-    close_st(st);
+    close_st(state, st);
 }
 
 /* Unsupported health getters are asked once, then no more. */
 static void test_health_unsupported_not_asked_again(void **state)
 {
-    void *st = open_ok(&fake_current, "health.json");
+    void *st = open_ok(state, &fake_current, "health.json");
     gm_collector_options opt = {0};
     (void)opt;
     unsigned long ecc0 = fake_current.calls("nvmlDeviceGetMemoryErrorCounter");
@@ -763,25 +799,25 @@ static void test_health_unsupported_not_asked_again(void **state)
     unsigned long first = fake_current.calls("nvmlDeviceGetMemoryErrorCounter") - ecc0;
     /* GPU 0 only (ECC is off on GPU 1): 7 locations x 4 counters. */
     assert_int_equal(first, 28);
-    close_st(st);
+    close_st(state, st);
 
     /* With every sample due (slow period < 0), the unsupported locations are skipped. */
     use_scenario("health.json");
     gm_collector_options fast = {.nvml_lib = fake_current.path, .slow_period_ms = -1};
     void *st2 = NULL;
     assert_int_equal(gm_provider_nvml.open(&fast, &st2, NULL), GM_OK);
-    track(st2);
+    track(state, st2);
     sample_ok(st2, false);
     ecc0 = fake_current.calls("nvmlDeviceGetMemoryErrorCounter");
     sample_ok(st2, false);
     /* dram and sram: 2 locations x 4 counters answered; the 5 others said NOT_SUPPORTED. */
     assert_int_equal(fake_current.calls("nvmlDeviceGetMemoryErrorCounter") - ecc0, 8);
-    close_st(st2);
+    close_st(state, st2);
 }
 
 static void test_health_old_driver_absent(void **state)
 {
-    void *st = open_ok(&fake_old, "health.json");
+    void *st = open_ok(state, &fake_old, "health.json");
     sample_ok(st, false);
     sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
@@ -800,7 +836,7 @@ static void test_health_old_driver_absent(void **state)
     size_t n;
     gm_error err = {0};
     assert_int_equal(gm_provider_nvml.retired_pages(st, 0, 1, addr, when, 1, &n, &err), GM_ENOTSUP);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* PCI class codes and infoROM versions are read with the identity, once; accounting and GSP modes
@@ -810,7 +846,7 @@ static void test_static_identity_fields(void **state)
     unsigned long ext0 = fake_current.calls("nvmlDeviceGetPciInfoExt");
     unsigned long rom0 = fake_current.calls("nvmlDeviceGetInforomVersion");
     unsigned long img0 = fake_current.calls("nvmlDeviceGetInforomImageVersion");
-    void *st = open_ok(&fake_current, "h100-590.json");
+    void *st = open_ok(state, &fake_current, "h100-590.json");
     sample_ok(st, false);
     unsigned long acct1 = fake_current.calls("nvmlDeviceGetAccountingMode");
     unsigned long gsp1 = fake_current.calls("nvmlDeviceGetGspFirmwareMode");
@@ -837,9 +873,9 @@ static void test_static_identity_fields(void **state)
     assert_int_equal(fake_current.calls("nvmlDeviceGetAccountingMode"), acct1);
     assert_int_equal(fake_current.calls("nvmlDeviceGetGspFirmwareMode"), gsp1);
     assert_int_equal(fake_current.calls("nvmlDeviceGetMarginTemperature") - margin1, 2);
-    close_st(st);
+    close_st(state, st);
 
-    st = open_ok(&fake_old, "h100-590.json");
+    st = open_ok(state, &fake_old, "h100-590.json");
     sample_ok(st, false);
     g = &snap->gpus[0];
     check_metric(g, GM_M_TEMP_C, 41);
@@ -850,7 +886,7 @@ static void test_static_identity_fields(void **state)
         check_absent(g, absent[i]);
     for (int k = 0; k < GM_INFOROM__COUNT; k++)
         assert_string_equal(g->inforom[k], "");
-    close_st(st);
+    close_st(state, st);
 }
 
 static const gm_metric mode_metrics[] = {
@@ -872,7 +908,7 @@ static const gm_metric mode_metrics[] = {
  * none of them. */
 static void test_modes_fabric_sram(void **state)
 {
-    void *st = open_ok(&fake_current, "h100-590.json");
+    void *st = open_ok(state, &fake_current, "h100-590.json");
     sample_ok(st, false);
     static const char *const once[] = {
         "nvmlDeviceGetDisplayMode",        "nvmlDeviceGetDisplayActive",
@@ -905,9 +941,9 @@ static void test_modes_fabric_sram(void **state)
         if (fake_current.calls(once[i]) != first[i] || first[i] == 0)
             fail_msg("%s: %lu calls after the first sample, %lu after three", once[i], first[i],
                      fake_current.calls(once[i]));
-    close_st(st);
+    close_st(state, st);
 
-    st = open_ok(&fake_old, "h100-590.json");
+    st = open_ok(state, &fake_old, "h100-590.json");
     sample_ok(st, false);
     g = &snap->gpus[0];
     check_metric(g, GM_M_TEMP_C, 41);
@@ -915,7 +951,7 @@ static void test_modes_fabric_sram(void **state)
         check_absent(g, mode_metrics[i]);
     assert_string_equal(g->fabric_cluster_uuid, "");
     assert_string_equal(g->fabric_status, "");
-    close_st(st);
+    close_st(state, st);
 }
 
 /* A driver that knows only the v2 fabric struct gets v2; a registration still in progress
@@ -927,10 +963,9 @@ static void test_modes_fabric_sram(void **state)
  * board does not support stays absent. */
 static void test_dropin_reads_present(void **state)
 {
-    (void)state;
     unsigned long virt0 = fake_current.calls("nvmlDeviceGetVirtualizationMode");
     unsigned long boost0 = fake_current.calls("nvmlDeviceGetMaxCustomerBoostClock");
-    void *st = open_ok(&fake_current, "h200-580.json");
+    void *st = open_ok(state, &fake_current, "h200-580.json");
     for (int i = 0; i < 3; i++)
         sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
@@ -961,14 +996,13 @@ static void test_dropin_reads_present(void **state)
     /* A short buffer still tells the count. */
     assert_int_equal(gm_provider_nvml.supported_clocks(st, 0, 3201, mhz, 4, &n, &err), GM_OK);
     assert_int_equal(n, 110);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* The same scenario on a library without those symbols: each read absent, nothing else lost. */
 static void test_dropin_reads_absent(void **state)
 {
-    (void)state;
-    void *st = open_ok(&fake_old, "h200-580.json");
+    void *st = open_ok(state, &fake_old, "h200-580.json");
     sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
     check_metric(g, GM_M_UTIL_GPU_PCT, 0);
@@ -984,11 +1018,11 @@ static void test_dropin_reads_absent(void **state)
     size_t n = 7;
     gm_error err = {0};
     assert_int_equal(gm_provider_nvml.supported_clocks(st, 0, 0, mhz, 4, &n, &err), GM_ENOTSUP);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* Opens the current fake on a scenario given as text (written to a temporary file). */
-static void *open_text(const char *scenario)
+static void *open_text(void **state, const char *scenario)
 {
     char path[] = "/tmp/gm-test-nvml-XXXXXX";
     int fd = mkstemp(path);
@@ -1004,7 +1038,7 @@ static void *open_text(const char *scenario)
     unlink(path);
     if (rc != GM_OK)
         fail_msg("open: %s", err.msg);
-    track(st);
+    track(state, st);
     return st;
 }
 
@@ -1014,7 +1048,6 @@ static void *open_text(const char *scenario)
  * several samples. */
 static void test_smi_extra_h200(void **state)
 {
-    (void)state;
     static const char *const fns[] = {"nvmlDeviceGetBoardPartNumber",
                                       "nvmlDeviceGetGspFirmwareVersion",
                                       "nvmlDeviceGetPdi",
@@ -1028,7 +1061,7 @@ static void test_smi_extra_h200(void **state)
     unsigned long before[NF];
     for (size_t i = 0; i < NF; i++)
         before[i] = fake_current.calls(fns[i]);
-    void *st = open_ok(&fake_current, "h200-580.json");
+    void *st = open_ok(state, &fake_current, "h200-580.json");
     for (int i = 0; i < 3; i++)
         sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
@@ -1070,15 +1103,15 @@ static void test_smi_extra_h200(void **state)
     for (size_t i = 0; i < NF; i++)
         if (fake_current.calls(fns[i]) - before[i] != 1)
             fail_msg("%s called %lu times", fns[i], fake_current.calls(fns[i]) - before[i]);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* A board that answers them all: each value decoded from its struct (version words checked by
  * the fake), the module power and limits from the module scope, masks as NVML gives them. */
 static void test_smi_extra_supported(void **state)
 {
-    (void)state;
     void *st = open_text(
+        state,
         "{\"gpus\": [{\"name\": \"NVIDIA GB200\", \"temp\": 40, \"power_avg_mw\": 500000,"
         " \"bbx_flush_time\": 1700000000, \"bbx_flush_duration_us\": 1500,"
         " \"host_vgpu_mode\": 1, \"vgpu_heterogeneous_mode\": 1,"
@@ -1139,15 +1172,14 @@ static void test_smi_extra_supported(void **state)
     assert_string_equal(g->board_part_number, "");
     assert_string_equal(g->gsp_firmware_version, "");
     assert_string_equal(g->pdi, "");
-    close_st(st);
+    close_st(state, st);
 }
 
 /* A library without the entry points (the old-driver fake): every one absent, nothing else
  * lost, nothing failed. */
 static void test_smi_extra_absent_symbols(void **state)
 {
-    (void)state;
-    void *st = open_ok(&fake_old, "h200-580.json");
+    void *st = open_ok(state, &fake_old, "h200-580.json");
     sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
     check_metric(g, GM_M_UTIL_GPU_PCT, 0);
@@ -1156,7 +1188,7 @@ static void test_smi_extra_absent_symbols(void **state)
     assert_string_equal(g->pdi, "");
     for (int m = GM_M_BBX_FLUSH_TIME; m <= GM_M_EGM; m++)
         check_absent(g, (gm_metric)m);
-    close_st(st);
+    close_st(state, st);
 }
 
 static void test_fabric_v2_in_progress(void **state)
@@ -1179,7 +1211,7 @@ static void test_fabric_v2_in_progress(void **state)
     unlink(path);
     if (rc != GM_OK)
         fail_msg("open: %s", err.msg);
-    track(st);
+    track(state, st);
     sample_ok(st, false);
     const gm_gpu *g = &snap->gpus[0];
     check_metric(g, GM_M_FABRIC_STATE, 2);
@@ -1194,7 +1226,7 @@ static void test_fabric_v2_in_progress(void **state)
                                        GM_M_SRAM_UNCORR_VOL_PARITY};
     for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
         check_absent(g, absent[i]);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* XID errors are taken from the event set by the sampling pass, without waiting and at most
@@ -1209,7 +1241,7 @@ static void test_xid_events(void **state)
     gm_error err = {0};
     void *st = NULL;
     assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
-    track(st);
+    track(state, st);
     sample_ok(st, false); /* read 1: nothing yet */
     check_metric(&snap->gpus[0], GM_M_XID_LAST, 0);
     check_metric(&snap->gpus[0], GM_M_XID_COUNT, 0);
@@ -1235,30 +1267,28 @@ static void test_xid_events(void **state)
     check_metric(g, GM_M_XID_COUNT, 2);
     assert_true(gm_gpu_has(g, GM_M_XID_TIME_MS));
     assert_true(g->v[GM_M_XID_TIME_MS] > 1.7e12);
-    close_st(st);
+    close_st(state, st);
     assert_true(fake_current.calls("nvmlEventSetFree") >= 1);
 }
 
 /* The old driver has no event API: XID stays absent, nothing fails. */
 static void test_xid_events_old_driver(void **state)
 {
-    (void)state;
     use_scenario("health.json");
     gm_collector_options opt = {.nvml_lib = fake_old.path, .watch_xid = true};
     gm_error err = {0};
     void *st = NULL;
     assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
-    track(st);
+    track(state, st);
     sample_ok(st, false);
     check_absent(&snap->gpus[0], GM_M_XID_LAST);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* A MIG device's GPU, by the MIG device's own UUID (how Kubernetes allocates it). */
 static void test_mig_parent(void **state)
 {
-    (void)state;
-    void *st = open_ok(&fake_current, "mig.json");
+    void *st = open_ok(state, &fake_current, "mig.json");
     char uuid[GM_UUID_LEN];
     gm_error err = {0};
     assert_int_equal(gm_provider_nvml.mig_parent(st, "MIG-5a2d0e2c-1c7e-5c4b-9c8e-0a6f8d5c2b11",
@@ -1277,14 +1307,14 @@ static void test_mig_parent(void **state)
     assert_true(gm_provider_nvml.mig_parent(st, "GPU-3b9d0000-0000-4000-8000-000000000001", uuid,
                                             sizeof uuid, &err) < 0);
     assert_string_equal(uuid, "");
-    close_st(st);
+    close_st(state, st);
 
     /* A driver before MIG cannot tell. */
-    st = open_ok(&fake_old, "mig.json");
+    st = open_ok(state, &fake_old, "mig.json");
     assert_int_equal(gm_provider_nvml.mig_parent(st, "MIG-5a2d0e2c-1c7e-5c4b-9c8e-0a6f8d5c2b11",
                                                  uuid, sizeof uuid, &err),
                      GM_ENOTSUP);
-    close_st(st);
+    close_st(state, st);
 }
 
 static const gm_process *listed(uint32_t pid)
@@ -1300,8 +1330,7 @@ static const gm_process *listed(uint32_t pid)
  * a process without a sample stays unknown; a GPU that refuses the call is not asked again. */
 static void test_process_utilization(void **state)
 {
-    (void)state;
-    void *st = open_ok(&fake_current, "h100-mig.json");
+    void *st = open_ok(state, &fake_current, "h100-mig.json");
     unsigned long c0 = fake_current.calls("nvmlDeviceGetProcessUtilization");
     sample_ok(st, true);
     const gm_process *p = listed(6001);
@@ -1325,14 +1354,14 @@ static void test_process_utilization(void **state)
     /* Without processes, no call. */
     sample_ok(st, false);
     assert_int_equal(fake_current.calls("nvmlDeviceGetProcessUtilization") - c0, 3);
-    close_st(st);
+    close_st(state, st);
 
     /* A driver or board that lacks it: every process's utilisation unknown. */
-    st = open_ok(&fake_old, "h100-mig.json");
+    st = open_ok(state, &fake_old, "h100-mig.json");
     sample_ok(st, true);
     for (size_t i = 0; i < snap->proc_count; i++)
         assert_int_equal(snap->procs[i].util_valid, 0);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* GPM per MIG device: one sample per GPU instance per pass and one metrics call for its three
@@ -1340,8 +1369,7 @@ static void test_process_utilization(void **state)
  * driver that gives no GPM per instance is asked once, then never again. */
 static void test_mig_gpm(void **state)
 {
-    (void)state;
-    void *st = open_ok(&fake_current, "h100-mig.json");
+    void *st = open_ok(state, &fake_current, "h100-mig.json");
     unsigned long s0 = fake_current.calls("nvmlGpmMigSampleGet");
     sample_ok(st, true);
     const gm_gpu *g = &snap->gpus[0];
@@ -1368,9 +1396,9 @@ static void test_mig_gpm(void **state)
     assert_float_equal(g->mig[2].prof_pct[GM_MIG_PROF_TENSOR], 0, 0);
     /* The GPU not in MIG mode has no MIG device to sample. */
     assert_int_equal(snap->gpus[1].mig_count, 0);
-    close_st(st);
+    close_st(state, st);
 
-    st = open_ok(&fake_current, "h100-mig-no-instance-gpm.json");
+    st = open_ok(state, &fake_current, "h100-mig-no-instance-gpm.json");
     s0 = fake_current.calls("nvmlGpmMigSampleGet");
     for (int i = 0; i < 3; i++) {
         sample_ok(st, true);
@@ -1379,15 +1407,14 @@ static void test_mig_gpm(void **state)
         assert_int_equal(snap->gpus[0].mig[1].prof_valid, 0);
     }
     assert_int_equal(fake_current.calls("nvmlGpmMigSampleGet") - s0, 1);
-    close_st(st);
+    close_st(state, st);
 }
 
 /* MIG: the devices of a GPU in MIG mode with their profile, instance ids and memory; the
  * processes placed in them; the list read once a minute, the memory every sample. */
 static void test_mig_devices(void **state)
 {
-    (void)state;
-    void *st = open_ok(&fake_current, "h100-mig.json");
+    void *st = open_ok(state, &fake_current, "h100-mig.json");
     sample_ok(st, true);
     const gm_gpu *g = &snap->gpus[0];
     assert_int_equal(g->mig_count, 3);
@@ -1420,7 +1447,7 @@ static void test_mig_devices(void **state)
     assert_int_equal(fake_current.calls("nvmlDeviceGetMigDeviceHandleByIndex") - list0, 0);
     /* Two GPUs and three MIG devices. */
     assert_int_equal(fake_current.calls("nvmlDeviceGetMemoryInfo_v2") - mem0, 2 + 3);
-    close_st(st);
+    close_st(state, st);
 
     /* A MIG device destroyed between listings: its memory call fails, so the devices are
      * listed again at the next sample, without it. */
@@ -1440,7 +1467,7 @@ static void test_mig_devices(void **state)
     gm_error err = {0};
     st = NULL;
     assert_int_equal(gm_provider_nvml.open(&opt, &st, &err), GM_OK);
-    track(st);
+    track(state, st);
     sample_ok(st, false);
     assert_int_equal(snap->gpus[0].mig_count, 3);
     sample_ok(st, false);
@@ -1448,53 +1475,64 @@ static void test_mig_devices(void **state)
     assert_false(snap->gpus[0].mig[2].mem_valid);
     sample_ok(st, false);
     assert_int_equal(snap->gpus[0].mig_count, 2);
-    close_st(st);
+    close_st(state, st);
     unlink(path);
 
     /* A driver before MIG: none. */
-    st = open_ok(&fake_old, "h100-mig.json");
+    st = open_ok(state, &fake_old, "h100-mig.json");
     sample_ok(st, true);
     assert_int_equal(snap->gpus[0].mig_count, 0);
-    close_st(st);
+    close_st(state, st);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_current_driver_all_fields, test_teardown),
-        cmocka_unit_test_teardown(test_old_driver_fallbacks, test_teardown),
-        cmocka_unit_test_teardown(test_memory_v2_version_mismatch_falls_back, test_teardown),
-        cmocka_unit_test_teardown(test_unsupported_fields_absent, test_teardown),
-        cmocka_unit_test_teardown(test_default_scenario_and_env_path, test_teardown),
-        cmocka_unit_test_teardown(test_one_init_per_open, test_teardown),
-        cmocka_unit_test_teardown(test_costly_getters_cadence, test_teardown),
-        cmocka_unit_test_teardown(test_init_failure_message, test_teardown),
-        cmocka_unit_test_teardown(test_library_not_found, test_teardown),
-        cmocka_unit_test_teardown(test_no_gpus, test_teardown),
-        cmocka_unit_test_teardown(test_gpu_lost_others_keep_updating, test_teardown),
-        cmocka_unit_test_teardown(test_only_gpu_lost_is_not_an_error, test_teardown),
-        cmocka_unit_test_teardown(test_gpu_failing_alone_and_all_failing, test_teardown),
-        cmocka_unit_test_teardown(test_processes_grow_retry_and_dedupe, test_teardown),
-        cmocka_unit_test_teardown(test_p2p, test_teardown),
-        cmocka_unit_test_teardown(test_health_current_driver, test_teardown),
-        cmocka_unit_test_teardown(test_every_unsupported_asked_rarely, test_teardown),
-        cmocka_unit_test_teardown(test_persistence_mode_once_a_minute, test_teardown),
-        cmocka_unit_test_teardown(test_health_unsupported_not_asked_again, test_teardown),
-        cmocka_unit_test_teardown(test_health_old_driver_absent, test_teardown),
-        cmocka_unit_test_teardown(test_static_identity_fields, test_teardown),
-        cmocka_unit_test_teardown(test_modes_fabric_sram, test_teardown),
-        cmocka_unit_test_teardown(test_fabric_v2_in_progress, test_teardown),
-        cmocka_unit_test_teardown(test_xid_events, test_teardown),
-        cmocka_unit_test_teardown(test_xid_events_old_driver, test_teardown),
-        cmocka_unit_test_teardown(test_mig_parent, test_teardown),
-        cmocka_unit_test_teardown(test_process_utilization, test_teardown),
-        cmocka_unit_test_teardown(test_mig_devices, test_teardown),
-        cmocka_unit_test_teardown(test_mig_gpm, test_teardown),
-        cmocka_unit_test_teardown(test_dropin_reads_present, test_teardown),
-        cmocka_unit_test_teardown(test_dropin_reads_absent, test_teardown),
-        cmocka_unit_test_teardown(test_smi_extra_h200, test_teardown),
-        cmocka_unit_test_teardown(test_smi_extra_supported, test_teardown),
-        cmocka_unit_test_teardown(test_smi_extra_absent_symbols, test_teardown),
+        cmocka_unit_test_setup_teardown(test_current_driver_all_fields, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_old_driver_fallbacks, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_memory_v2_version_mismatch_falls_back, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_fields_absent, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_default_scenario_and_env_path, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_one_init_per_open, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_costly_getters_cadence, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_init_failure_message, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_library_not_found, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_no_gpus, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_lost_others_keep_updating, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_only_gpu_lost_is_not_an_error, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_failing_alone_and_all_failing, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_processes_grow_retry_and_dedupe, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_p2p, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_health_current_driver, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_every_unsupported_asked_rarely, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_persistence_mode_once_a_minute, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_health_unsupported_not_asked_again, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_slow_unsupported_not_asked_again, test_setup,
+                                        test_teardown),
+        cmocka_unit_test_setup_teardown(test_health_old_driver_absent, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_static_identity_fields, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_modes_fabric_sram, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_fabric_v2_in_progress, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_xid_events, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_xid_events_old_driver, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_mig_parent, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_process_utilization, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_mig_devices, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_mig_gpm, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_dropin_reads_present, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_dropin_reads_absent, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_smi_extra_h200, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_smi_extra_supported, test_setup, test_teardown),
+        cmocka_unit_test_setup_teardown(test_smi_extra_absent_symbols, test_setup, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
