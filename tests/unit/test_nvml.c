@@ -613,7 +613,7 @@ static void test_p2p(void **state)
     close_st(state, st);
 }
 
-/* ---- health (issue #12) ------------------------------------------------------------------- */
+/* ---- health and board readings, their cadences and the not-supported rule ------------------ */
 
 typedef unsigned long (*xid_delivered_fn)(unsigned);
 
