@@ -18,7 +18,8 @@ static json_t *whole(double v)
 /* Bytes as whole MiB, rounded down as nvidia-smi and NVML-based tools print them. */
 static json_t *mib(double bytes)
 {
-    return isfinite(bytes) ? json_integer((json_int_t)floor(bytes / 1048576.0)) : json_null();
+    return isfinite(bytes) ? json_integer((json_int_t)floor(bytes / (double)GM_BYTES_PER_MIB))
+                           : json_null();
 }
 
 static json_t *gpu_num(const gm_gpu *g, gm_metric m)

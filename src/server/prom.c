@@ -363,7 +363,7 @@ static double convert(enum conv c, double v)
 {
     switch (c) {
     case CONV_MIB:
-        return floor(v / 1048576.0);
+        return floor(v / (double)GM_BYTES_PER_MIB);
     case CONV_WATT:
         return v / 1000.0;
     case CONV_US:
@@ -1078,7 +1078,9 @@ static void render_amd(buf *b, const gm_snapshot *s, const char *hostname)
             if (g->lost || !gm_gpu_has(g, af->metric) || !isfinite(g->v[af->metric]))
                 continue;
             double v = g->v[af->metric];
-            v = af->scale == 0 ? floor(v / 1048576.0) : af->scale < 0 ? pcie_gts(v) : v * af->scale;
+            v = af->scale == 0  ? floor(v / (double)GM_BYTES_PER_MIB)
+                : af->scale < 0 ? pcie_gts(v)
+                                : v * af->scale;
             if (af->scale < 0 && v == 0)
                 continue;
             begin_sample(b, &f);
