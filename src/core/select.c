@@ -13,8 +13,6 @@
 #include "base/json.h"
 #include "base/clock.h"
 
-#define MIB 1048576.0
-
 bool gm_select_score(const gm_gpu *g, double *score)
 {
     if (g->lost || !gm_gpu_has(g, GM_M_MEM_FREE_BYTES) || !gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) ||
@@ -75,6 +73,19 @@ static bool uuid_prefix(const char *tok, size_t len, const char *uuid)
            strncmp(uuid + 4, tok, len) == 0;
 }
 
+/* The entry of a CUDA_VISIBLE_DEVICES list that starts at *p, blanks trimmed: moves *p to its
+ * first character and returns its length; *comma is the comma after it, NULL at the end. */
+static size_t list_entry(const char **p, const char **comma)
+{
+    *comma = strchr(*p, ',');
+    size_t len = *comma ? (size_t)(*comma - *p) : strlen(*p);
+    while (len && (**p == ' ' || **p == '\t'))
+        (*p)++, len--;
+    while (len && ((*p)[len - 1] == ' ' || (*p)[len - 1] == '\t'))
+        len--;
+    return len;
+}
+
 void gm_select_visible(const char *value, const gm_snapshot *s, bool *visible)
 {
     for (unsigned i = 0; i < s->gpu_count; i++)
@@ -83,12 +94,8 @@ void gm_select_visible(const char *value, const gm_snapshot *s, bool *visible)
         return;
     const char *p = value;
     for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        while (len && (*p == ' ' || *p == '\t'))
-            p++, len--;
-        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-            len--;
+        const char *comma;
+        size_t len = list_entry(&p, &comma);
         if (len == 0)
             return; /* CUDA stops at the first entry it cannot use */
         size_t digits = 0;
@@ -129,12 +136,8 @@ static bool mig_visible(const char *value, const char *uuid, bool gpu_visible)
     if (!value || gpu_visible)
         return true;
     for (const char *p = value; *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        while (len && (*p == ' ' || *p == '\t'))
-            p++, len--;
-        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-            len--;
+        const char *comma;
+        size_t len = list_entry(&p, &comma);
         if (len > 4 && strncmp(p, "MIG-", 4) == 0 && strncmp(uuid, p, len) == 0)
             return true;
         if (!comma)
@@ -174,65 +177,89 @@ static int uint_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void classify(gm_select_gpu *e, const gm_gpu *g, const gm_select_request *req,
-                     bool is_visible, const gm_lease_holder *lh)
+/* Leaves e out with status st and the reason why. Returns true. */
+static bool set_status(gm_select_gpu *e, gm_select_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool set_status(gm_select_gpu *e, gm_select_status st, const char *fmt, ...)
+{
+    e->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->reason, sizeof e->reason, fmt, ap);
+    va_end(ap);
+    return true;
+}
+
+/* The reasons checked first, for a GPU and for a MIG device (which speaks of "its GPU"). */
+static const struct {
+    gm_select_status status;
+    const char *gpu, *mig;
+} early_reasons[] = {
+    {GM_SEL_NOT_WANTED, "not in the requested GPU list",
+     "its GPU is not in the requested GPU list"},
+    {GM_SEL_HIDDEN, "not in CUDA_VISIBLE_DEVICES", "not in CUDA_VISIBLE_DEVICES"},
+    {GM_SEL_LOST, "fell off the bus", "its GPU fell off the bus"},
+};
+
+/* Notes e's lease and leaves it out for the first reason of early_reasons that applies: true
+ * when one did. g is the GPU (a MIG device's parent when mig). */
+static bool classify_early(gm_select_gpu *e, const gm_gpu *g, const gm_select_request *req,
+                           bool is_visible, const gm_lease_holder *lh, bool mig)
 {
     if (lh && lh->held) {
         e->leased = true;
         e->lease_pid = lh->pid;
     }
-    if (!wanted(req, g->index)) {
-        e->status = GM_SEL_NOT_WANTED;
-        snprintf(e->reason, sizeof e->reason, "not in the requested GPU list");
-    } else if (!is_visible) {
-        e->status = GM_SEL_HIDDEN;
-        snprintf(e->reason, sizeof e->reason, "not in CUDA_VISIBLE_DEVICES");
-    } else if (g->lost) {
-        e->status = GM_SEL_LOST;
-        snprintf(e->reason, sizeof e->reason, "fell off the bus");
-    } else if (lh && lh->held && lh->indirect && !req->ignore_leases) {
+    bool applies[] = {!wanted(req, g->index), !is_visible, g->lost};
+    for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
+        if (applies[i])
+            return set_status(e, early_reasons[i].status, "%s",
+                              mig ? early_reasons[i].mig : early_reasons[i].gpu);
+    return false;
+}
+
+/* Leaves e out as leased: who is "leased" or what else holds it. */
+static void set_leased(gm_select_gpu *e, const char *who)
+{
+    if (e->lease_pid)
+        set_status(e, GM_SEL_LEASED, "%s by pid %ld", who, (long)e->lease_pid);
+    else
+        set_status(e, GM_SEL_LEASED, "%s by another gpumon process", who);
+}
+
+static void classify(gm_select_gpu *e, const gm_gpu *g, const gm_select_request *req,
+                     bool is_visible, const gm_lease_holder *lh)
+{
+    if (classify_early(e, g, req, is_visible, lh, false))
+        return;
+    bool low = e->free_mib < req->min_free_mib;
+    bool busy = req->has_max_util && e->util_pct > req->max_util_pct;
+    bool mem = e->has_free && e->has_total, util = e->has_util;
+    if (lh && lh->held && lh->indirect && !req->ignore_leases) {
         /* In MIG mode a GPU is handed out whole only while none of its instances is taken. */
-        e->status = GM_SEL_LEASED;
         if (lh->pid)
-            snprintf(e->reason, sizeof e->reason, "a MIG device of it is leased by pid %ld",
-                     (long)lh->pid);
+            set_status(e, GM_SEL_LEASED, "a MIG device of it is leased by pid %ld", (long)lh->pid);
         else
-            snprintf(e->reason, sizeof e->reason, "a MIG device of it is leased");
-    } else if (e->busy_pid) {
-        e->status = GM_SEL_BUSY;
-        snprintf(e->reason, sizeof e->reason, "process %u runs in a MIG device of it",
-                 (unsigned)e->busy_pid);
-    } else if (!e->has_score) {
-        e->status = GM_SEL_UNSCORABLE;
-        bool mem = e->has_free && e->has_total, util = e->has_util;
-        snprintf(e->reason, sizeof e->reason, "%s",
-                 !mem && !util ? "memory and utilization not reported"
-                 : !mem        ? "memory not reported"
-                 : !util       ? "utilization not reported"
-                               : "total memory reported as 0");
-    } else if (e->leased && !req->ignore_leases) {
-        e->status = GM_SEL_LEASED;
-        if (e->lease_pid)
-            snprintf(e->reason, sizeof e->reason, "leased by pid %ld", (long)e->lease_pid);
-        else
-            snprintf(e->reason, sizeof e->reason, "leased by another gpumon process");
-    } else {
-        bool low = e->free_mib < req->min_free_mib;
-        bool busy = req->has_max_util && e->util_pct > req->max_util_pct;
-        if (low && busy) {
-            e->status = GM_SEL_LOW_MEMORY;
-            snprintf(e->reason, sizeof e->reason, "needs >= %.0f MiB free and <= %g%% util",
-                     req->min_free_mib, req->max_util_pct);
-        } else if (low) {
-            e->status = GM_SEL_LOW_MEMORY;
-            snprintf(e->reason, sizeof e->reason, "needs >= %.0f MiB free", req->min_free_mib);
-        } else if (busy) {
-            e->status = GM_SEL_BUSY;
-            snprintf(e->reason, sizeof e->reason, "needs <= %g%% util", req->max_util_pct);
-        } else {
-            e->status = GM_SEL_AVAILABLE;
-        }
-    }
+            set_status(e, GM_SEL_LEASED, "a MIG device of it is leased");
+    } else if (e->busy_pid)
+        set_status(e, GM_SEL_BUSY, "process %u runs in a MIG device of it", (unsigned)e->busy_pid);
+    else if (!e->has_score)
+        set_status(e, GM_SEL_UNSCORABLE, "%s",
+                   !mem && !util ? "memory and utilization not reported"
+                   : !mem        ? "memory not reported"
+                   : !util       ? "utilization not reported"
+                                 : "total memory reported as 0");
+    else if (e->leased && !req->ignore_leases)
+        set_leased(e, "leased");
+    else if (low && busy)
+        set_status(e, GM_SEL_LOW_MEMORY, "needs >= %.0f MiB free and <= %g%% util",
+                   req->min_free_mib, req->max_util_pct);
+    else if (low)
+        set_status(e, GM_SEL_LOW_MEMORY, "needs >= %.0f MiB free", req->min_free_mib);
+    else if (busy)
+        set_status(e, GM_SEL_BUSY, "needs <= %g%% util", req->max_util_pct);
+    else
+        e->status = GM_SEL_AVAILABLE;
 }
 
 /* A process running in MIG device m of g (0: none listed). */
@@ -260,49 +287,28 @@ static uint32_t gpu_mig_process(const gm_snapshot *s, const gm_gpu *g)
 static void classify_mig(gm_select_gpu *e, const gm_gpu *g, const gm_mig_device *m,
                          const gm_select_request *req, bool is_visible, const gm_lease_holder *lh)
 {
-    if (lh && lh->held) {
-        e->leased = true;
-        e->lease_pid = lh->pid;
-    }
+    if (classify_early(e, g, req, is_visible, lh, true))
+        return;
     double used = m->mem_valid && m->mem_total_bytes
                       ? (double)m->mem_used_bytes / (double)m->mem_total_bytes
                       : 0;
-    if (!wanted(req, g->index)) {
-        e->status = GM_SEL_NOT_WANTED;
-        snprintf(e->reason, sizeof e->reason, "its GPU is not in the requested GPU list");
-    } else if (!is_visible) {
-        e->status = GM_SEL_HIDDEN;
-        snprintf(e->reason, sizeof e->reason, "not in CUDA_VISIBLE_DEVICES");
-    } else if (g->lost) {
-        e->status = GM_SEL_LOST;
-        snprintf(e->reason, sizeof e->reason, "its GPU fell off the bus");
-    } else if (!e->has_score) {
-        e->status = GM_SEL_UNSCORABLE;
-        snprintf(e->reason, sizeof e->reason, "%s",
-                 m->mem_valid ? "total memory reported as 0" : "memory not reported");
-    } else if (e->leased && !req->ignore_leases) {
-        e->status = GM_SEL_LEASED;
-        const char *who = lh->indirect ? "its GPU is leased whole" : "leased";
-        if (e->lease_pid)
-            snprintf(e->reason, sizeof e->reason, "%s by pid %ld", who, (long)e->lease_pid);
-        else
-            snprintf(e->reason, sizeof e->reason, "%s by another gpumon process", who);
-    } else if (e->busy_pid) {
-        e->status = GM_SEL_BUSY;
-        snprintf(e->reason, sizeof e->reason, "process %u runs in it", (unsigned)e->busy_pid);
-    } else if (used > GM_SELECT_MIG_MAX_USED) {
-        e->status = GM_SEL_BUSY;
-        snprintf(e->reason, sizeof e->reason, "%.0f MiB of %.0f MiB used with no process listed",
-                 floor((double)m->mem_used_bytes / MIB), floor(e->total_mib));
-    } else if (e->free_mib < req->min_free_mib) {
-        e->status = GM_SEL_LOW_MEMORY;
-        snprintf(e->reason, sizeof e->reason, "needs >= %.0f MiB free", req->min_free_mib);
-    } else if (req->has_max_util && e->has_util && e->util_pct > req->max_util_pct) {
-        e->status = GM_SEL_BUSY;
-        snprintf(e->reason, sizeof e->reason, "needs <= %g%% SM activity", req->max_util_pct);
-    } else {
+    if (!e->has_score)
+        set_status(e, GM_SEL_UNSCORABLE, "%s",
+                   m->mem_valid ? "total memory reported as 0" : "memory not reported");
+    else if (e->leased && !req->ignore_leases)
+        set_leased(e, lh->indirect ? "its GPU is leased whole" : "leased");
+    else if (e->busy_pid)
+        set_status(e, GM_SEL_BUSY, "process %u runs in it", (unsigned)e->busy_pid);
+    else if (used > GM_SELECT_MIG_MAX_USED)
+        set_status(e, GM_SEL_BUSY, "%.0f MiB of %.0f MiB used with no process listed",
+                   floor((double)m->mem_used_bytes / (double)GM_BYTES_PER_MIB),
+                   floor(e->total_mib));
+    else if (e->free_mib < req->min_free_mib)
+        set_status(e, GM_SEL_LOW_MEMORY, "needs >= %.0f MiB free", req->min_free_mib);
+    else if (req->has_max_util && e->has_util && e->util_pct > req->max_util_pct)
+        set_status(e, GM_SEL_BUSY, "needs <= %g%% SM activity", req->max_util_pct);
+    else
         e->status = GM_SEL_AVAILABLE;
-    }
 }
 
 /* The MIG devices of s as units, numbered as gm_lease_mig_at() numbers them. */
@@ -327,8 +333,8 @@ static unsigned fill_mig(const gm_snapshot *s, const gm_select_request *req,
         e->compute_instance_id = m->compute_instance_id;
         if (!g->lost && m->mem_valid) {
             e->has_free = e->has_total = true;
-            e->free_mib = (double)m->mem_free_bytes / MIB;
-            e->total_mib = (double)m->mem_total_bytes / MIB;
+            e->free_mib = (double)m->mem_free_bytes / (double)GM_BYTES_PER_MIB;
+            e->total_mib = (double)m->mem_total_bytes / (double)GM_BYTES_PER_MIB;
         }
         if (!g->lost && (m->prof_valid & (1u << GM_MIG_PROF_SM_ACTIVE))) {
             e->has_util = true;
@@ -394,8 +400,8 @@ int gm_select(const gm_snapshot *s, const gm_select_request *req, const gm_lease
             e->has_free = gm_gpu_has(g, GM_M_MEM_FREE_BYTES);
             e->has_total = gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES);
             e->has_util = gm_gpu_has(g, GM_M_UTIL_GPU_PCT);
-            e->free_mib = e->has_free ? g->v[GM_M_MEM_FREE_BYTES] / MIB : 0;
-            e->total_mib = e->has_total ? g->v[GM_M_MEM_TOTAL_BYTES] / MIB : 0;
+            e->free_mib = e->has_free ? g->v[GM_M_MEM_FREE_BYTES] / (double)GM_BYTES_PER_MIB : 0;
+            e->total_mib = e->has_total ? g->v[GM_M_MEM_TOTAL_BYTES] / (double)GM_BYTES_PER_MIB : 0;
             e->util_pct = e->has_util ? g->v[GM_M_UTIL_GPU_PCT] : 0;
         }
         e->has_score = gm_select_score(g, &e->score);

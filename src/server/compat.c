@@ -18,7 +18,8 @@ static json_t *whole(double v)
 /* Bytes as whole MiB, rounded down as nvidia-smi and NVML-based tools print them. */
 static json_t *mib(double bytes)
 {
-    return isfinite(bytes) ? json_integer((json_int_t)floor(bytes / 1048576.0)) : json_null();
+    return isfinite(bytes) ? json_integer((json_int_t)floor(bytes / (double)GM_BYTES_PER_MIB))
+                           : json_null();
 }
 
 static json_t *gpu_num(const gm_gpu *g, gm_metric m)
@@ -55,9 +56,17 @@ static json_t *host_mib(const gm_snapshot *s, gm_host_metric m)
     return s->host_valid && gm_host_has(&s->host, m) ? mib(s->host.v[m]) : json_null();
 }
 
-static unsigned gpu_rows(const gm_snapshot *s)
+/* The array of row(g) for each GPU of s, NULL when out of memory. */
+static json_t *gpu_array(const gm_snapshot *s, json_t *(*row)(const gm_gpu *g))
 {
-    return s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
+    json_t *gpus = json_array();
+    for (unsigned i = 0; gpus && i < n; i++)
+        if (json_array_append_new(gpus, row(&s->gpus[i])) != 0) {
+            json_decref(gpus);
+            return NULL;
+        }
+    return gpus;
 }
 
 /* ---- /api/v1/monitoring/gpu-metrics: one node, in the GPU Fleet Manager's shape ------------- */
@@ -80,15 +89,8 @@ json_t *gm_compat_gpu_metrics(const gm_snapshot *s)
 {
     char ts[32];
     gm_json_time(s->time_ms, ts, sizeof ts);
-    json_t *gpus = json_array();
-    if (!gpus)
-        return NULL;
-    for (unsigned i = 0; i < gpu_rows(s); i++)
-        if (json_array_append_new(gpus, gpu_metrics_gpu(&s->gpus[i])) != 0) {
-            json_decref(gpus);
-            return NULL;
-        }
-    return json_pack("{s:s, s:o}", "timestamp", ts, "gpus", gpus);
+    json_t *gpus = gpu_array(s, gpu_metrics_gpu);
+    return gpus ? json_pack("{s:s, s:o}", "timestamp", ts, "gpus", gpus) : NULL;
 }
 
 /* ---- /stats system inventory ----------------------------------------------------------- */
@@ -117,14 +119,9 @@ json_t *gm_compat_stats(const gm_snapshot *s, const gm_topology *t)
 {
     char ts[32];
     gm_json_time(s->time_ms, ts, sizeof ts);
-    json_t *gpus = json_array();
+    json_t *gpus = gpu_array(s, stats_gpu);
     if (!gpus)
         return NULL;
-    for (unsigned i = 0; i < gpu_rows(s); i++)
-        if (json_array_append_new(gpus, stats_gpu(&s->gpus[i])) != 0) {
-            json_decref(gpus);
-            return NULL;
-        }
     bool known = t && t->known;
     json_t *p2p = gm_json_p2p(s, t);
     if (!p2p) {
@@ -171,14 +168,9 @@ json_t *gm_compat_ws_metrics(const gm_snapshot *s)
 {
     char ts[32];
     gm_json_time(s->time_ms, ts, sizeof ts);
-    json_t *gpus = json_array();
+    json_t *gpus = gpu_array(s, ws_gpu);
     if (!gpus)
         return NULL;
-    for (unsigned i = 0; i < gpu_rows(s); i++)
-        if (json_array_append_new(gpus, ws_gpu(&s->gpus[i])) != 0) {
-            json_decref(gpus);
-            return NULL;
-        }
     const gm_host *h = &s->host;
     bool hv = s->host_valid;
     json_t *cpu = gm_json_host_number(s, GM_H_CPU_UTIL_PCT);

@@ -565,6 +565,99 @@ static enum MHD_Result dispatch(gm_server *srv, struct MHD_Connection *c, gm_htt
 
 /* The head has arrived: decide whether the request goes on, and answer it when it has no
  * body. */
+/* Reads the request head's headers into hc: what check_header finds, and a value that runs on
+ * past its end (only NULs may follow it). */
+static void check_head(struct MHD_Connection *c, const char *method_name, head_check *hc)
+{
+    const union MHD_ConnectionInfo *hi =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (hi && hi->header_size <= GM_HTTP_CONN_MEMORY) {
+        hc->head = method_name;
+        hc->head_end = method_name + hi->header_size;
+    }
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, check_header, hc);
+    if (!hc->bad_name && !hc->bad_value && hc->prev_end &&
+        !only_nuls(hc, hc->prev_end, hc->head_end)) {
+        hc->bad_value = true;
+        snprintf(hc->bad, sizeof hc->bad, "%.*s", (int)(hc->prev_klen < 40 ? hc->prev_klen : 40),
+                 hc->prev_key);
+    }
+}
+
+/* A path no route has: a file of the dashboard asked for with another method is a 405 (or an
+ * OPTIONS preflight), anything else a 404. */
+static void answer_unrouted(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                            const gm_req *rq, gm_resp *rs, bool has_body)
+{
+    bool file = gm_route_static(srv, r->path, rq, rs) && rs->status != 404;
+    gm_resp_release(rs);
+    if (file && r->method == GM_HTTP_OPTIONS) {
+        rs->status = 204;
+        rs->preflight = true;
+        gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD, rs->allow, sizeof rs->allow);
+    } else if (file) {
+        gm_resp_error(rs, 405, "%s is not allowed on %s", gm_http_method_name(r->method), r->path);
+        gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD, rs->allow, sizeof rs->allow);
+    } else {
+        gm_resp_error(rs, 404, "no such endpoint: %s", r->path);
+    }
+    /* A refused upgrade closes: its client may send frames next, which are no request. */
+    rs->close = has_body || header(c, "Upgrade");
+}
+
+/* The route's rules a request allowed on it may still break: the token, who may write, and
+ * the body (clen bytes announced). True with the refusal in rs; false when it goes on. */
+static bool route_refuses(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
+                          unsigned long long clen, gm_resp *rs)
+{
+    const gm_route *rt = r->route;
+    bool has_body = clen > 0;
+    bool writes = r->method == GM_HTTP_POST || r->method == GM_HTTP_DELETE;
+    struct sockaddr_storage peer;
+    socklen_t peer_len = 0;
+    bool have_peer = writes && peer_address(c, &peer, &peer_len);
+    if (rt->needs_token && !gm_server_authorized(srv, header(c, "Authorization"), NULL)) {
+        gm_resp_error(rs, 401,
+                      "missing or wrong bearer token (send Authorization: Bearer <token>)");
+        rs->www_auth = true;
+        rs->close = has_body;
+    } else if (writes && gm_server_write_access(srv->cfg->token_set,
+                                                have_peer ? (const struct sockaddr *)&peer : NULL,
+                                                peer_len) != 0) {
+        gm_resp_error(rs, 403,
+                      "%s from another host needs a token: restart gpumon serve with --token "
+                      "(or GPU_MONITOR_TOKEN) and send Authorization: Bearer <token>",
+                      gm_http_method_name(r->method));
+        rs->close = has_body;
+    } else if (writes && !srv->cfg->token_set &&
+               !gm_server_origin_allowed(header(c, "Origin"), header(c, "Host"),
+                                         srv->cfg->cors_origin)) {
+        gm_resp_error(rs, 403,
+                      "%s from a web page of another origin is refused without a token: set "
+                      "--token, or --cors-origin to that origin",
+                      gm_http_method_name(r->method));
+        rs->close = has_body;
+    } else if (has_body && rt->max_body == 0) {
+        gm_resp_error(rs, 413, "%s takes no request body", r->path);
+        rs->close = true;
+    } else if (has_body && clen > rt->max_body) {
+        gm_resp_error(rs, 413, "request body over the limit of %zu bytes", rt->max_body);
+        rs->close = true;
+    } else if (has_body && !json_content_type(c)) {
+        gm_resp_error(rs, 415, "send the request body as Content-Type: application/json");
+        rs->close = true;
+    } else if (has_body && srv->body_bytes + clen > GM_HTTP_BODY_BUDGET) {
+        /* Bodies announced and not yet answered share one budget, so connections announcing
+         * large bodies and sending nothing cannot hold memory each. */
+        gm_resp_error(rs, 503, "too many request bodies in progress; retry");
+        rs->retry_after = 1;
+        rs->close = true;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_req *r,
                              const char *method_name)
 {
@@ -579,18 +672,7 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
     if (!r->method)
         return refuse(srv, c, r, 501, "method %.16s is not implemented", method_name);
     head_check hc = {0};
-    const union MHD_ConnectionInfo *hi =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-    if (hi && hi->header_size <= GM_HTTP_CONN_MEMORY) {
-        hc.head = method_name;
-        hc.head_end = method_name + hi->header_size;
-    }
-    MHD_get_connection_values_n(c, MHD_HEADER_KIND, check_header, &hc);
-    if (!hc.bad_name && !hc.bad_value && hc.prev_end && !only_nuls(&hc, hc.prev_end, hc.head_end)) {
-        hc.bad_value = true;
-        snprintf(hc.bad, sizeof hc.bad, "%.*s", (int)(hc.prev_klen < 40 ? hc.prev_klen : 40),
-                 hc.prev_key);
-    }
+    check_head(c, method_name, &hc);
     if (hc.bad_name)
         return refuse(srv, c, r, 400, "malformed header name \"%s\"", hc.bad);
     if (hc.bad_value)
@@ -629,28 +711,9 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
     if (is_static)
         goto later;
     unsigned allowed = rt ? rt->methods : 0;
-    bool writes = r->method == GM_HTTP_POST || r->method == GM_HTTP_DELETE;
-    struct sockaddr_storage peer;
-    socklen_t peer_len = 0;
-    bool have_peer = writes && peer_address(c, &peer, &peer_len);
 
     if (!rt) {
-        /* A file of the dashboard asked for with another method is a 405, else a 404. */
-        bool file = gm_route_static(srv, r->path, &rq, &rs) && rs.status != 404;
-        gm_resp_release(&rs);
-        if (file && r->method == GM_HTTP_OPTIONS) {
-            rs.status = 204;
-            rs.preflight = true;
-            gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD, rs.allow, sizeof rs.allow);
-        } else if (file) {
-            gm_resp_error(&rs, 405, "%s is not allowed on %s", gm_http_method_name(r->method),
-                          r->path);
-            gm_http_allow_list(GM_HTTP_GET | GM_HTTP_HEAD, rs.allow, sizeof rs.allow);
-        } else {
-            gm_resp_error(&rs, 404, "no such endpoint: %s", r->path);
-        }
-        /* A refused upgrade closes: its client may send frames next, which are no request. */
-        rs.close = has_body || header(c, "Upgrade");
+        answer_unrouted(srv, c, r, &rq, &rs, has_body);
     } else if (r->method == GM_HTTP_OPTIONS) {
         /* Preflight: answered without the token (browsers never send it here). */
         rs.status = 204;
@@ -667,42 +730,8 @@ static enum MHD_Result begin(gm_server *srv, struct MHD_Connection *c, gm_http_r
         r->stage = ST_READY; /* the handshake is answered at the next call */
         r->upgrade = true;
         return MHD_YES;
-    } else if (rt->needs_token && !gm_server_authorized(srv, header(c, "Authorization"), NULL)) {
-        gm_resp_error(&rs, 401,
-                      "missing or wrong bearer token (send Authorization: Bearer <token>)");
-        rs.www_auth = true;
-        rs.close = has_body;
-    } else if (writes && gm_server_write_access(srv->cfg->token_set,
-                                                have_peer ? (const struct sockaddr *)&peer : NULL,
-                                                peer_len) != 0) {
-        gm_resp_error(&rs, 403,
-                      "%s from another host needs a token: restart gpumon serve with --token "
-                      "(or GPU_MONITOR_TOKEN) and send Authorization: Bearer <token>",
-                      gm_http_method_name(r->method));
-        rs.close = has_body;
-    } else if (writes && !srv->cfg->token_set &&
-               !gm_server_origin_allowed(header(c, "Origin"), header(c, "Host"),
-                                         srv->cfg->cors_origin)) {
-        gm_resp_error(&rs, 403,
-                      "%s from a web page of another origin is refused without a token: set "
-                      "--token, or --cors-origin to that origin",
-                      gm_http_method_name(r->method));
-        rs.close = has_body;
-    } else if (has_body && rt->max_body == 0) {
-        gm_resp_error(&rs, 413, "%s takes no request body", r->path);
-        rs.close = true;
-    } else if (has_body && clen > rt->max_body) {
-        gm_resp_error(&rs, 413, "request body over the limit of %zu bytes", rt->max_body);
-        rs.close = true;
-    } else if (has_body && !json_content_type(c)) {
-        gm_resp_error(&rs, 415, "send the request body as Content-Type: application/json");
-        rs.close = true;
-    } else if (has_body && srv->body_bytes + clen > GM_HTTP_BODY_BUDGET) {
-        /* Bodies announced and not yet answered share one budget, so connections announcing
-         * large bodies and sending nothing cannot hold memory each. */
-        gm_resp_error(&rs, 503, "too many request bodies in progress; retry");
-        rs.retry_after = 1;
-        rs.close = true;
+    } else if (route_refuses(srv, c, r, clen, &rs)) {
+        /* rs says why */
     } else if (has_body) {
         /* The body comes in the next calls; the route runs once it is complete. Memory is
          * taken as bytes arrive, not when Content-Length announces them. */

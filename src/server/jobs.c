@@ -246,6 +246,121 @@ static bool in_list(const char *const *l, const char *k)
     return false;
 }
 
+/* wait (a duration) or seed (a whole number). */
+static int parse_wait_seed(gm_jobs_request *req, const char *key, const json_t *v, gm_error *err)
+{
+    char text[4096];
+    int rc = value_text(key, v, text, sizeof text, err);
+    if (rc < 0)
+        return rc;
+    if (key[0] == 'w') {
+        int64_t ms;
+        if (gm_parse_duration_ms(text, 0, 7 * 86400000LL, &ms) < 0)
+            return gm_error_set(err, GM_EINVAL,
+                                "wait: expects a duration from 0s to 604800s (such as 90, "
+                                "30s, 5m), got \"%s\"",
+                                text);
+        req->wait_s = (double)ms / 1000.0;
+        return GM_OK;
+    }
+    unsigned long long s;
+    if (gm_parse_uint(text, 0, UINT64_MAX, &s) < 0)
+        return gm_error_set(err, GM_EINVAL, "seed: expects a whole number, got \"%s\"", text);
+    req->cfg.seed = s;
+    return GM_OK;
+}
+
+/* header as a list: each set on its own (a value may hold a comma). */
+static int parse_headers(gm_jobs_request *req, const char *key, const json_t *v, gm_error *err)
+{
+    size_t i;
+    const json_t *h;
+    json_array_foreach(v, i, h)
+    {
+        if (!json_is_string(h))
+            return gm_error_set(err, GM_EINVAL, "header: expects strings 'Name: value'");
+        gm_error e = {0};
+        int rc = gm_bench_config_set(&req->cfg, key, json_string_value(h), &e);
+        if (rc < 0)
+            return gm_error_set(err, rc, "header: %s", e.msg);
+    }
+    return GM_OK;
+}
+
+/* One field of the body into req. */
+static int parse_field(gm_jobs_request *req, const char *key, json_t *v, gm_error *err)
+{
+    if (in_list(host_fields, key))
+        return gm_error_set(err, GM_EINVAL,
+                            "%s: names a file or setting of the daemon's host, not taken from "
+                            "a request",
+                            key);
+    if (in_list(lease_fields, key))
+        return gm_error_set(err, GM_ENOTSUP,
+                            "%s: the job queue leases GPUs by gpus and count only, not by %s", key,
+                            key);
+    if (strcmp(key, "keep_container") == 0)
+        return gm_error_set(err, GM_EINVAL,
+                            "keep_container: a job's container is always removed when the "
+                            "job ends");
+    if (in_list(container_fields, key))
+        return container_field(req, key, v, err);
+    if (strcmp(key, "count") == 0 || (strcmp(key, "gpus") == 0 && json_is_integer(v))) {
+        json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (n < 1 || n > GM_MAX_GPUS)
+            return gm_error_set(err, GM_EINVAL, "%s: expects a number of GPUs from 1 to %d", key,
+                                GM_MAX_GPUS);
+        req->count = (unsigned)n;
+        return GM_OK;
+    }
+    if (strcmp(key, "wait") == 0 || strcmp(key, "seed") == 0)
+        return parse_wait_seed(req, key, v, err);
+    if (strcmp(key, "header") == 0 && json_is_array(v))
+        return parse_headers(req, key, v, err);
+    /* true or false: a flag's value (snapshot), as the setter takes it. */
+    char text[4096];
+    int rc;
+    if (json_is_boolean(v))
+        snprintf(text, sizeof text, "%s", json_is_true(v) ? "true" : "false");
+    else if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
+        return rc;
+    gm_error e = {0};
+    rc = gm_bench_config_set(&req->cfg, key, text, &e);
+    if (rc == GM_ENOENT)
+        return gm_error_set(err, GM_EINVAL, "%s: unknown field", key);
+    if (rc < 0)
+        return gm_error_set(err, rc, "%s: %s", key, e.msg);
+    return GM_OK;
+}
+
+/* The fields together: an image's settings only with an image, url or image, a usable url.
+ * *field names the field at fault. */
+static int check_request(gm_jobs_request *req, const char **field, gm_error *err)
+{
+    gm_error e = {0};
+    bool image = req->ctr.image != NULL;
+    *field = NULL;
+    if (!image && req->ctr.given) {
+        *field = req->ctr.given + 2;
+        return gm_error_set(err, GM_EINVAL, "%s: is for an image (give image)", *field);
+    }
+    if (image && req->cfg.url) {
+        *field = "url";
+        return gm_error_set(err, GM_EINVAL, "url: give url or image, not both");
+    }
+    if (gm_bench_config_finish(&req->cfg, image, &e) < 0) {
+        if (!req->cfg.url && !image)
+            *field = "url";
+        return gm_error_set(err, GM_EINVAL, "%s", e.msg);
+    }
+    char base[GM_BENCH_URL_MAX];
+    if (!image && gm_bench_url_base(req->cfg.url, base, sizeof base, &e) < 0) {
+        *field = "url";
+        return gm_error_set(err, GM_EINVAL, "url: %s", e.msg);
+    }
+    return GM_OK;
+}
+
 int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char **field,
                   gm_error *err)
 {
@@ -264,126 +379,14 @@ int gm_jobs_parse(const char *body, size_t len, gm_jobs_request *req, const char
     int rc = GM_OK;
     const char *key;
     json_t *v;
-    char text[4096];
     json_object_foreach(root, key, v)
     {
         *field = key;
-        if (in_list(host_fields, key)) {
-            rc = gm_error_set(err, GM_EINVAL,
-                              "%s: names a file or setting of the daemon's host, not taken from "
-                              "a request",
-                              key);
+        if ((rc = parse_field(req, key, v, err)) < 0)
             break;
-        }
-        if (in_list(lease_fields, key)) {
-            rc = gm_error_set(err, GM_ENOTSUP,
-                              "%s: the job queue leases GPUs by gpus and count only, not by %s",
-                              key, key);
-            break;
-        }
-        if (strcmp(key, "keep_container") == 0) {
-            rc = gm_error_set(err, GM_EINVAL,
-                              "keep_container: a job's container is always removed when the "
-                              "job ends");
-            break;
-        }
-        if (in_list(container_fields, key)) {
-            if ((rc = container_field(req, key, v, err)) < 0)
-                break;
-            continue;
-        }
-        if (strcmp(key, "count") == 0 || (strcmp(key, "gpus") == 0 && json_is_integer(v))) {
-            json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
-            if (n < 1 || n > GM_MAX_GPUS) {
-                rc = gm_error_set(err, GM_EINVAL, "%s: expects a number of GPUs from 1 to %d", key,
-                                  GM_MAX_GPUS);
-                break;
-            }
-            req->count = (unsigned)n;
-            continue;
-        }
-        if (strcmp(key, "wait") == 0 || strcmp(key, "seed") == 0) {
-            if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
-                break;
-            if (key[0] == 'w') {
-                int64_t ms;
-                if (gm_parse_duration_ms(text, 0, 7 * 86400000LL, &ms) < 0) {
-                    rc = gm_error_set(err, GM_EINVAL,
-                                      "wait: expects a duration from 0s to 604800s (such as 90, "
-                                      "30s, 5m), got \"%s\"",
-                                      text);
-                    break;
-                }
-                req->wait_s = (double)ms / 1000.0;
-            } else {
-                unsigned long long s;
-                if (gm_parse_uint(text, 0, UINT64_MAX, &s) < 0) {
-                    rc = gm_error_set(err, GM_EINVAL, "seed: expects a whole number, got \"%s\"",
-                                      text);
-                    break;
-                }
-                req->cfg.seed = s;
-            }
-            continue;
-        }
-        /* header: one or a list, each set on its own (a value may hold a comma). */
-        if (strcmp(key, "header") == 0 && json_is_array(v)) {
-            size_t i;
-            json_t *h;
-            json_array_foreach(v, i, h)
-            {
-                if (!json_is_string(h)) {
-                    rc = gm_error_set(err, GM_EINVAL, "header: expects strings 'Name: value'");
-                    break;
-                }
-                gm_error e = {0};
-                if ((rc = gm_bench_config_set(&req->cfg, key, json_string_value(h), &e)) < 0) {
-                    gm_error_set(err, rc, "header: %s", e.msg);
-                    break;
-                }
-            }
-            if (rc < 0)
-                break;
-            continue;
-        }
-        /* true or false: a flag's value (snapshot), as the setter takes it. */
-        if (json_is_boolean(v))
-            snprintf(text, sizeof text, "%s", json_is_true(v) ? "true" : "false");
-        else if ((rc = value_text(key, v, text, sizeof text, err)) < 0)
-            break;
-        gm_error e = {0};
-        rc = gm_bench_config_set(&req->cfg, key, text, &e);
-        if (rc == GM_ENOENT) {
-            rc = gm_error_set(err, GM_EINVAL, "%s: unknown field", key);
-            break;
-        }
-        if (rc < 0) {
-            gm_error_set(err, rc, "%s: %s", key, e.msg);
-            break;
-        }
     }
-    if (rc == GM_OK) {
-        gm_error e = {0};
-        bool image = req->ctr.image != NULL;
-        *field = NULL;
-        if (!image && req->ctr.given) {
-            *field = req->ctr.given + 2;
-            rc = gm_error_set(err, GM_EINVAL, "%s: is for an image (give image)", *field);
-        } else if (image && req->cfg.url) {
-            *field = "url";
-            rc = gm_error_set(err, GM_EINVAL, "url: give url or image, not both");
-        } else if (gm_bench_config_finish(&req->cfg, image, &e) < 0) {
-            if (!req->cfg.url && !image)
-                *field = "url";
-            rc = gm_error_set(err, GM_EINVAL, "%s", e.msg);
-        } else if (!image) {
-            char base[GM_BENCH_URL_MAX];
-            if (gm_bench_url_base(req->cfg.url, base, sizeof base, &e) < 0) {
-                *field = "url";
-                rc = gm_error_set(err, GM_EINVAL, "url: %s", e.msg);
-            }
-        }
-    }
+    if (rc == GM_OK)
+        rc = check_request(req, field, err);
     /* field points into root: kept alive by copying the name. */
     static __thread char fieldbuf[64];
     if (*field) {
@@ -585,21 +588,29 @@ static void finish(gm_jobs *j, job *jb, job_state s, const char *reason)
     pthread_mutex_unlock(&j->mu);
 }
 
-static void run_job(gm_jobs *j, job *jb)
-{
-    gm_error err = {0};
-    gm_collector *col = NULL;
-    gm_snapshot *snap = gm_snapshot_new();
-    gm_lease *lease = NULL;
-    gm_bench_runner *run = NULL;
-    gm_store *st = NULL;
-    json_t *doc = NULL;
-    run_ctx ctx = {j, jb, NULL};
-    job_state end = JOB_FAILED;
-    char reason[600] = "";
-    unsigned idx[GM_MAX_GPUS];
-    size_t n = 0;
+/* One job's run: what run_job takes, step by step, and gives back at its end. */
+typedef struct job_run {
+    gm_jobs *j;
+    job *jb;
+    run_ctx ctx;
+    gm_collector *col; /* NULL: no GPU (a job that asked for none) */
+    gm_snapshot *snap;
+    gm_lease *lease;
+    gm_bench_runner *run;
+    job_state end;
+    char reason[600];
+    unsigned idx[GM_MAX_GPUS]; /* the GPUs the job runs on */
+    size_t n;
+} job_run;
 
+/* Opens the collector and takes the job's GPUs: its lease (waiting while another holder has
+ * them) or, without a lease directory, the GPUs it named. GM_OK, else < 0 with r->reason (or
+ * r->end JOB_CANCELLED). */
+static int take_gpus(job_run *r)
+{
+    gm_jobs *j = r->j;
+    job *jb = r->jb;
+    gm_error err = {0};
     gm_collector_options copt = {0};
     copt.provider = j->have_provider ? j->provider : NULL;
     copt.simulate = j->simulate;
@@ -609,72 +620,75 @@ static void run_job(gm_jobs *j, job *jb)
     copt.procfs_root = j->procfs[0] ? j->procfs : NULL;
     jb->sim_load = 0;
     copt.sim_load = &jb->sim_load;
-    if (!snap) {
-        snprintf(reason, sizeof reason, "out of memory");
-        goto out;
-    }
-    bool have_gpus = gm_collector_open(&copt, &col, &err) == GM_OK &&
-                     strcmp(gm_collector_provider(col), "none") != 0 &&
-                     gm_collector_sample(col, snap, &err) == GM_OK && snap->gpu_count > 0;
+    bool have_gpus = gm_collector_open(&copt, &r->col, &err) == GM_OK &&
+                     strcmp(gm_collector_provider(r->col), "none") != 0 &&
+                     gm_collector_sample(r->col, r->snap, &err) == GM_OK && r->snap->gpu_count > 0;
     if (!have_gpus) {
-        gm_collector_close(col);
-        col = NULL;
+        gm_collector_close(r->col);
+        r->col = NULL;
         if (jb->cfg.gpus || jb->count) {
-            snprintf(reason, sizeof reason, "no GPU found: %s", err.msg);
-            goto out;
+            snprintf(r->reason, sizeof r->reason, "no GPU found: %s", err.msg);
+            return GM_ENODEV;
         }
-    } else {
-        unsigned only[GM_MAX_GPUS];
-        size_t nonly = 0;
-        if (jb->cfg.gpus && resolve_gpus(jb->cfg.gpus, snap, only, &nonly, &err) < 0) {
-            snprintf(reason, sizeof reason, "gpus: %s", err.msg);
-            goto out;
-        }
-        unsigned count = jb->count ? jb->count : nonly ? (unsigned)nonly : 1;
-        if (j->lease_dir[0]) {
-            pthread_mutex_lock(&j->mu);
-            set_state(jb, JOB_WAITING);
-            pthread_mutex_unlock(&j->mu);
-            gm_select_request req = {.count = count, .only = nonly ? only : NULL, .n_only = nonly};
-            gm_wait_options wo = {.timeout_s = jb->wait_s,
-                                  .interval_s = j->check_s,
-                                  .cancel = &jb->stop,
-                                  .lease_dir = j->lease_dir,
-                                  .take_lease = true};
-            gm_select_result res;
-            int wrc = gm_wait_for(col, &req, &wo, snap, &res, &lease, &err);
-            if (wrc == GM_ECANCELED) {
-                end = JOB_CANCELLED;
-                goto out;
-            }
-            if (wrc < 0) {
-                snprintf(reason, sizeof reason, "%s%s",
-                         wrc == GM_ETIMEDOUT ? "timed out waiting for GPUs: " : "", err.msg);
-                goto out;
-            }
-            n = gm_lease_indices(lease, idx, GM_MAX_GPUS);
-        } else {
-            n = nonly;
-            memcpy(idx, only, nonly * sizeof *only);
-        }
+        return GM_OK;
     }
+    unsigned only[GM_MAX_GPUS];
+    size_t nonly = 0;
+    if (jb->cfg.gpus && resolve_gpus(jb->cfg.gpus, r->snap, only, &nonly, &err) < 0) {
+        snprintf(r->reason, sizeof r->reason, "gpus: %s", err.msg);
+        return GM_EINVAL;
+    }
+    if (!j->lease_dir[0]) {
+        r->n = nonly;
+        memcpy(r->idx, only, nonly * sizeof *only);
+        return GM_OK;
+    }
+    unsigned count = jb->count ? jb->count : nonly ? (unsigned)nonly : 1;
     pthread_mutex_lock(&j->mu);
-    memcpy(jb->gpus, idx, n * sizeof *idx);
-    jb->ngpus = n;
+    set_state(jb, JOB_WAITING);
+    pthread_mutex_unlock(&j->mu);
+    gm_select_request req = {.count = count, .only = nonly ? only : NULL, .n_only = nonly};
+    gm_wait_options wo = {.timeout_s = jb->wait_s,
+                          .interval_s = j->check_s,
+                          .cancel = &jb->stop,
+                          .lease_dir = j->lease_dir,
+                          .take_lease = true};
+    gm_select_result res;
+    int wrc = gm_wait_for(r->col, &req, &wo, r->snap, &res, &r->lease, &err);
+    if (wrc == GM_ECANCELED) {
+        r->end = JOB_CANCELLED;
+        return wrc;
+    }
+    if (wrc < 0) {
+        snprintf(r->reason, sizeof r->reason, "%s%s",
+                 wrc == GM_ETIMEDOUT ? "timed out waiting for GPUs: " : "", err.msg);
+        return wrc;
+    }
+    r->n = gm_lease_indices(r->lease, r->idx, GM_MAX_GPUS);
+    return GM_OK;
+}
+
+/* The job starts on its GPUs: its image's container when it has one, then the runner,
+ * connected and checked. GM_OK, else < 0 with r->reason (or r->end JOB_CANCELLED). */
+static int start_run(job_run *r)
+{
+    gm_jobs *j = r->j;
+    job *jb = r->jb;
+    pthread_mutex_lock(&j->mu);
+    memcpy(jb->gpus, r->idx, r->n * sizeof *r->idx);
+    jb->ngpus = r->n;
     jb->started_ms = gm_clock_wall_ms();
     set_state(jb, JOB_STARTING);
     pthread_mutex_unlock(&j->mu);
     if (jb->ctr.image) {
-        int crc =
-            start_container(j, jb, &ctx, col ? snap : NULL, idx, n, lease, reason, sizeof reason);
-        if (crc == GM_ECANCELED || (crc < 0 && jb->stop && !jb->server_gone)) {
-            end = JOB_CANCELLED;
-            goto out;
-        }
+        int crc = start_container(j, jb, &r->ctx, r->col ? r->snap : NULL, r->idx, r->n, r->lease,
+                                  r->reason, sizeof r->reason);
+        if (crc == GM_ECANCELED || (crc < 0 && jb->stop && !jb->server_gone))
+            r->end = JOB_CANCELLED;
         if (crc < 0)
-            goto out;
+            return crc;
     }
-
+    gm_error err = {0};
     gm_bench_runner_options ro = {.cfg = &jb->cfg,
                                   .id = jb->id,
                                   .started_ms = jb->started_ms,
@@ -685,80 +699,118 @@ static void run_job(gm_jobs *j, job *jb)
                                   .live_figures = true,
                                   .on_point = on_point,
                                   .gone = jb->ctr.image ? on_gone : NULL,
-                                  .arg = &ctx};
-    if (gm_bench_runner_new(&ro, &run, &err) < 0 ||
-        gm_bench_runner_connect(run, jb->cfg.url, &err) < 0 ||
-        (col && gm_bench_runner_gpus(run, col, n ? idx : NULL, n, false, &err) < 0) ||
-        (col && ctx.ctr && gm_bench_ctr_pid(ctx.ctr) > 0 &&
-         gm_bench_gpu_add_server(gm_bench_runner_gpu(run), (uint32_t)gm_bench_ctr_pid(ctx.ctr),
+                                  .arg = &r->ctx};
+    gm_bench_ctr *ctr = r->ctx.ctr;
+    if (gm_bench_runner_new(&ro, &r->run, &err) < 0 ||
+        gm_bench_runner_connect(r->run, jb->cfg.url, &err) < 0 ||
+        (r->col &&
+         gm_bench_runner_gpus(r->run, r->col, r->n ? r->idx : NULL, r->n, false, &err) < 0) ||
+        (r->col && ctr && gm_bench_ctr_pid(ctr) > 0 &&
+         gm_bench_gpu_add_server(gm_bench_runner_gpu(r->run), (uint32_t)gm_bench_ctr_pid(ctr),
                                  &err) < 0) ||
-        gm_bench_runner_check(run, &err) < 0) {
-        snprintf(reason, sizeof reason, "%s", err.msg);
+        gm_bench_runner_check(r->run, &err) < 0) {
+        snprintf(r->reason, sizeof r->reason, "%s", err.msg);
         if (jb->stop)
-            end = JOB_CANCELLED;
-        goto out;
+            r->end = JOB_CANCELLED;
+        return err.code ? err.code : GM_EIO;
     }
+    return GM_OK;
+}
+
+/* Runs the points and says how the job ended. */
+static void measure(job_run *r)
+{
+    gm_jobs *j = r->j;
+    job *jb = r->jb;
+    gm_error err = {0};
     set_job_state(j, jb, JOB_RUNNING);
-    int prc = gm_bench_runner_points(run, &err);
+    int prc = gm_bench_runner_points(r->run, &err);
     if (prc < 0)
-        snprintf(reason, sizeof reason, "%s", err.msg);
+        snprintf(r->reason, sizeof r->reason, "%s", err.msg);
     else if (jb->server_gone) {
         pthread_mutex_lock(&j->mu);
-        snprintf(reason, sizeof reason, "%s",
+        snprintf(r->reason, sizeof r->reason, "%s",
                  jb->ctr_error[0] ? jb->ctr_error : "the container ended during the benchmark");
         pthread_mutex_unlock(&j->mu);
     } else if (jb->stop)
-        end = JOB_CANCELLED;
-    else if (gm_bench_runner_any_empty(run))
-        snprintf(reason, sizeof reason, "a point completed no request (see its errors)");
+        r->end = JOB_CANCELLED;
+    else if (gm_bench_runner_any_empty(r->run))
+        snprintf(r->reason, sizeof r->reason, "a point completed no request (see its errors)");
     else
-        end = JOB_DONE;
-    /* What was measured is kept, whatever the end (as the CLI keeps it on Ctrl-C). */
-    /* The container goes before the result is stored, so the record says it was removed. */
-    gm_bench_ctr_finish(ctx.ctr, end != JOB_DONE && end != JOB_CANCELLED);
-    if (gm_bench_runner_points_done(run) > 0 && j->db_path[0] &&
-        (doc = gm_bench_runner_document(run, col ? gm_collector_provider(col) : "none"))) {
-        json_object_set_new(doc, "job", json_pack("{s:s}", "id", jb->id));
-        if (ctx.ctr)
-            json_object_set_new(doc, "container", gm_bench_ctr_json(ctx.ctr));
-        json_t *cmd = json_pack("[s, s]", "POST", "/api/benchmarks");
-        int64_t ended = gm_clock_wall_ms();
-        if (gm_store_open(j->db_path, &st, &err) < 0 ||
-            gm_store_put_bench(st, doc, cmd, jb->started_ms, ended,
-                               gm_bench_runner_gpu_samples(run), &err) < 0) {
-            if (end == JOB_DONE) {
-                end = JOB_FAILED;
-                snprintf(reason, sizeof reason, "the result could not be stored: %s", err.msg);
-            }
-        } else {
-            pthread_mutex_lock(&j->mu);
-            jb->stored = true;
-            pthread_mutex_unlock(&j->mu);
-        }
-        json_decref(cmd);
-    }
+        r->end = JOB_DONE;
+}
 
-out:
+/* Stores what was measured, whatever the end (as the CLI keeps it on Ctrl-C); a job done
+ * whose result cannot be stored failed. */
+static void store_result(job_run *r)
+{
+    gm_jobs *j = r->j;
+    job *jb = r->jb;
+    json_t *doc = NULL;
+    if (gm_bench_runner_points_done(r->run) == 0 || !j->db_path[0] ||
+        !(doc = gm_bench_runner_document(r->run, r->col ? gm_collector_provider(r->col) : "none")))
+        return;
+    json_object_set_new(doc, "job", json_pack("{s:s}", "id", jb->id));
+    if (r->ctx.ctr)
+        json_object_set_new(doc, "container", gm_bench_ctr_json(r->ctx.ctr));
+    json_t *cmd = json_pack("[s, s]", "POST", "/api/benchmarks");
+    int64_t ended = gm_clock_wall_ms();
+    gm_error err = {0};
+    gm_store *st = NULL;
+    if (gm_store_open(j->db_path, &st, &err) < 0 ||
+        gm_store_put_bench(st, doc, cmd, jb->started_ms, ended, gm_bench_runner_gpu_samples(r->run),
+                           &err) < 0) {
+        if (r->end == JOB_DONE) {
+            r->end = JOB_FAILED;
+            snprintf(r->reason, sizeof r->reason, "the result could not be stored: %s", err.msg);
+        }
+    } else {
+        pthread_mutex_lock(&j->mu);
+        jb->stored = true;
+        pthread_mutex_unlock(&j->mu);
+    }
+    json_decref(cmd);
     json_decref(doc);
     gm_store_close(st);
-    /* The sampling thread reads the collector: it stops first. Then the container (stopped
-     * and removed: its last lines kept when the job failed), then the lease. */
-    gm_bench_runner_free(run);
-    if (ctx.ctr) {
-        gm_bench_ctr_finish(ctx.ctr, end == JOB_FAILED);
-        const json_t *logs = gm_bench_ctr_logs(ctx.ctr);
-        pthread_mutex_lock(&j->mu);
-        if (logs && end == JOB_FAILED)
-            jb->logs = json_deep_copy(logs);
-        pthread_mutex_unlock(&j->mu);
-        gm_bench_ctr_close(ctx.ctr);
+}
+
+/* Gives back what the run took. The sampling thread reads the collector: it stops first. Then
+ * the container (stopped and removed: its last lines kept when the job failed), then the
+ * lease. */
+static void release_run(job_run *r)
+{
+    gm_bench_runner_free(r->run);
+    if (r->ctx.ctr) {
+        gm_bench_ctr_finish(r->ctx.ctr, r->end == JOB_FAILED);
+        const json_t *logs = gm_bench_ctr_logs(r->ctx.ctr);
+        pthread_mutex_lock(&r->j->mu);
+        if (logs && r->end == JOB_FAILED)
+            r->jb->logs = json_deep_copy(logs);
+        pthread_mutex_unlock(&r->j->mu);
+        gm_bench_ctr_close(r->ctx.ctr);
     }
-    gm_lease_release(lease);
-    gm_collector_close(col);
-    gm_snapshot_free(snap);
-    if (end == JOB_FAILED && !reason[0])
-        snprintf(reason, sizeof reason, "failed");
-    finish(j, jb, end, end == JOB_FAILED ? reason : NULL);
+    gm_lease_release(r->lease);
+    gm_collector_close(r->col);
+    gm_snapshot_free(r->snap);
+}
+
+static void run_job(gm_jobs *j, job *jb)
+{
+    job_run r = {.j = j, .jb = jb, .ctx = {j, jb, NULL}, .end = JOB_FAILED};
+    r.snap = gm_snapshot_new();
+    if (!r.snap)
+        snprintf(r.reason, sizeof r.reason, "out of memory");
+    else if (take_gpus(&r) == GM_OK && start_run(&r) == GM_OK) {
+        measure(&r);
+        /* The container goes before the result is stored, so the record says it was
+         * removed. */
+        gm_bench_ctr_finish(r.ctx.ctr, r.end != JOB_DONE && r.end != JOB_CANCELLED);
+        store_result(&r);
+    }
+    release_run(&r);
+    if (r.end == JOB_FAILED && !r.reason[0])
+        snprintf(r.reason, sizeof r.reason, "failed");
+    finish(j, jb, r.end, r.end == JOB_FAILED ? r.reason : NULL);
 }
 
 /* Each runner takes the oldest queued job. A job waiting for its GPUs holds only its runner,

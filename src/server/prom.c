@@ -363,7 +363,7 @@ static double convert(enum conv c, double v)
 {
     switch (c) {
     case CONV_MIB:
-        return floor(v / 1048576.0);
+        return floor(v / (double)GM_BYTES_PER_MIB);
     case CONV_WATT:
         return v / 1000.0;
     case CONV_US:
@@ -472,12 +472,11 @@ static void render_mig(buf *b, family *f, gm_metric m, const gm_snapshot *s, con
     }
 }
 
-static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
+/* The families of gpu_families: one series per GPU, then its MIG devices' own. */
+static void render_gpu_families(buf *b, const gm_snapshot *s, const char *hostname,
+                                const char *driver)
 {
     unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
-    char driver[GM_VERSION_LEN + 1];
-    snprintf(driver, sizeof driver, "%.*s", (int)sizeof s->driver_version, s->driver_version);
-
     for (size_t fi = 0; fi < GPU_FAMILY_COUNT; fi++) {
         const gpu_family *gf = &gpu_families[fi];
         family f = {gf->name, gf->type, gf->help, false};
@@ -492,9 +491,13 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
         }
         render_mig(b, &f, gf->metric, s, hostname, driver);
     }
+}
 
-    /* Families with a label of their own: one series per clock event reason the GPU reports,
-     * per ECC location and counter, per remapping availability bucket. */
+/* One series per clock event reason the GPU reports. */
+static void render_clock_reasons(buf *b, const gm_snapshot *s, const char *hostname,
+                                 const char *driver)
+{
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
     static const char *const reasons[] = {
         /* NVML clocksEventReason bits, in bit order. */
         "gpu_idle",
@@ -529,7 +532,12 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
             put_value(b, (double)(mask >> r & 1));
         }
     }
+}
 
+/* One series per ECC location, error kind and counter. */
+static void render_ecc(buf *b, const gm_snapshot *s, const char *hostname, const char *driver)
+{
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
     static const struct {
         const char *location, *error, *counter;
         gm_metric m;
@@ -558,7 +566,13 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
                        ecc_series[k].error, ecc_series[k].counter);
             put_value(b, g->v[ecc_series[k].m]);
         }
+}
 
+/* One series per remapping availability bucket. */
+static void render_remap_banks(buf *b, const gm_snapshot *s, const char *hostname,
+                               const char *driver)
+{
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
     static const char *const buckets[] = {"max", "high", "partial", "low", "none"};
     family hist = {"gpumon_gpu_remapped_rows_banks", "gauge",
                    "Memory banks by how many spare rows for remapping they have left.", false};
@@ -575,7 +589,12 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
             put_value(b, g->v[m]);
         }
     }
+}
 
+/* The labels that tell a board apart: serial, VBIOS, compute capability. */
+static void render_info(buf *b, const gm_snapshot *s, const char *hostname, const char *driver)
+{
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
     family info = {"gpumon_gpu_info", "gauge",
                    "Always 1; the labels tell the board serial, VBIOS and CUDA compute "
                    "capability (unknown ones are left out).",
@@ -598,7 +617,12 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
         }
         buf_puts(b, "} 1\n");
     }
+}
 
+/* Whether each GPU is lost: the one series a lost GPU still has. */
+static void render_lost(buf *b, const gm_snapshot *s, const char *hostname, const char *driver)
+{
+    unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
     family lost = {"gpumon_gpu_lost", "gauge",
                    "1 when the GPU fell off the bus or stopped answering (no other metric is "
                    "reported for it), 0 otherwise.",
@@ -608,6 +632,18 @@ static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
         put_gpu_labels(b, &s->gpus[i], hostname, driver);
         put_value(b, s->gpus[i].lost ? 1 : 0);
     }
+}
+
+static void render_gpus(buf *b, const gm_snapshot *s, const char *hostname)
+{
+    char driver[GM_VERSION_LEN + 1];
+    snprintf(driver, sizeof driver, "%.*s", (int)sizeof s->driver_version, s->driver_version);
+    render_gpu_families(b, s, hostname, driver);
+    render_clock_reasons(b, s, hostname, driver);
+    render_ecc(b, s, hostname, driver);
+    render_remap_banks(b, s, hostname, driver);
+    render_info(b, s, hostname, driver);
+    render_lost(b, s, hostname, driver);
 }
 
 /* ---- processes ------------------------------------------------------------------------- */
@@ -1078,7 +1114,9 @@ static void render_amd(buf *b, const gm_snapshot *s, const char *hostname)
             if (g->lost || !gm_gpu_has(g, af->metric) || !isfinite(g->v[af->metric]))
                 continue;
             double v = g->v[af->metric];
-            v = af->scale == 0 ? floor(v / 1048576.0) : af->scale < 0 ? pcie_gts(v) : v * af->scale;
+            v = af->scale == 0  ? floor(v / (double)GM_BYTES_PER_MIB)
+                : af->scale < 0 ? pcie_gts(v)
+                                : v * af->scale;
             if (af->scale < 0 && v == 0)
                 continue;
             begin_sample(b, &f);

@@ -107,6 +107,13 @@ static bool need_sample(const gm_req *rq, gm_resp *rs)
     return false;
 }
 
+/* The newest sample's answer of kind, pre-rendered (a 503 before the first sample). */
+static void sample_json(const gm_req *rq, gm_resp *rs, gm_blob_kind kind)
+{
+    if (need_sample(rq, rs))
+        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, kind), "application/json");
+}
+
 /* ---- handlers ----------------------------------------------------------------------------- */
 
 static void h_health(const gm_req *rq, gm_resp *rs)
@@ -233,8 +240,7 @@ static void h_gpu(const gm_req *rq, gm_resp *rs)
 
 static void h_processes(const gm_req *rq, gm_resp *rs)
 {
-    if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_PROCESSES), "application/json");
+    sample_json(rq, rs, GM_BLOB_PROCESSES);
 }
 
 static void h_system(const gm_req *rq, gm_resp *rs)
@@ -255,14 +261,12 @@ static void h_system(const gm_req *rq, gm_resp *rs)
 
 static void h_gpu_metrics(const gm_req *rq, gm_resp *rs)
 {
-    if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_GPU_METRICS), "application/json");
+    sample_json(rq, rs, GM_BLOB_GPU_METRICS);
 }
 
 static void h_stats(const gm_req *rq, gm_resp *rs)
 {
-    if (need_sample(rq, rs))
-        resp_blob(rs, rq->pub, gm_published_blob(rq->pub, GM_BLOB_STATS), "application/json");
+    sample_json(rq, rs, GM_BLOB_STATS);
 }
 
 static void h_metrics(const gm_req *rq, gm_resp *rs)
@@ -385,6 +389,26 @@ static int check_params(const gm_query *q, const char *const *known, gm_error *e
     return GM_OK;
 }
 
+/* A listing's query: no parameter outside known, and limit (1 to GM_WORKER_LIST_MAX, default
+ * 100). False with a 400 in rs otherwise. */
+static bool list_query(const gm_req *rq, gm_resp *rs, const char *const *known, size_t *limit)
+{
+    gm_error err = {0};
+    if (check_params(rq->q, known, &err) < 0) {
+        gm_resp_error(rs, 400, "%s", err.msg);
+        return false;
+    }
+    unsigned long long n = 100;
+    const char *v = gm_query_get(rq->q, "limit");
+    if (v && gm_parse_uint(v, 1, GM_WORKER_LIST_MAX, &n) < 0) {
+        gm_resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
+                      GM_WORKER_LIST_MAX);
+        return false;
+    }
+    *limit = (size_t)n;
+    return true;
+}
+
 /* Hands j to the session worker: the answer is sent when it is done. */
 static void resp_defer(const gm_req *rq, gm_resp *rs, gm_worker_job *j)
 {
@@ -435,17 +459,9 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
         return;
     }
     static const char *const known[] = {"limit", "kind", NULL};
-    if (check_params(rq->q, known, &err) < 0) {
-        gm_resp_error(rs, 400, "%s", err.msg);
+    size_t limit;
+    if (!list_query(rq, rs, known, &limit))
         return;
-    }
-    unsigned long long limit = 100;
-    const char *v = gm_query_get(rq->q, "limit");
-    if (v && gm_parse_uint(v, 1, GM_WORKER_LIST_MAX, &limit) < 0) {
-        gm_resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
-                      GM_WORKER_LIST_MAX);
-        return;
-    }
     const char *kind = gm_query_get(rq->q, "kind");
     if (kind &&
         (strlen(kind) >= 16 || strspn(kind, "abcdefghijklmnopqrstuvwxyz_-") != strlen(kind))) {
@@ -454,7 +470,7 @@ static void h_sessions(const gm_req *rq, gm_resp *rs)
     }
     gm_worker_job *j = gm_worker_job_new(GM_JOB_LIST);
     if (j) {
-        j->limit = (size_t)limit;
+        j->limit = limit;
         snprintf(j->kind, sizeof j->kind, "%s", kind ? kind : "");
     }
     resp_defer(rq, rs, j);
@@ -670,22 +686,13 @@ static void h_benchmarks(const gm_req *rq, gm_resp *rs)
         h_bench_submit(rq, rs);
         return;
     }
-    gm_error err = {0};
     static const char *const known[] = {"limit", NULL};
-    if (check_params(rq->q, known, &err) < 0) {
-        gm_resp_error(rs, 400, "%s", err.msg);
+    size_t limit;
+    if (!list_query(rq, rs, known, &limit))
         return;
-    }
-    unsigned long long limit = 100;
-    const char *v = gm_query_get(rq->q, "limit");
-    if (v && gm_parse_uint(v, 1, GM_WORKER_LIST_MAX, &limit) < 0) {
-        gm_resp_error(rs, 400, "limit=\"%.32s\" is not a whole number from 1 to %d", v,
-                      GM_WORKER_LIST_MAX);
-        return;
-    }
     gm_worker_job *j = gm_worker_job_new(GM_JOB_BENCH_LIST);
     if (j)
-        j->limit = (size_t)limit;
+        j->limit = limit;
     resp_defer(rq, rs, j);
 }
 

@@ -278,8 +278,8 @@ static int make_history(gm_sampler *s, const gm_snapshot *snap, char *msg, size_
         snprintf(msg, msg_len,
                  "history of %u s at %u ms for %u GPU(s) needs %.0f MiB, over the %zu MiB "
                  "limit: shorten --history or lengthen --poll-interval",
-                 s->opt.history_s, s->opt.poll_ms, gpus, bytes / 1048576.0,
-                 s->opt.history_max_bytes >> 20);
+                 s->opt.history_s, s->opt.poll_ms, gpus, bytes / (double)GM_BYTES_PER_MIB,
+                 (size_t)(s->opt.history_max_bytes / GM_BYTES_PER_MIB));
         return GM_EINVAL;
     }
     gm_ring *h = NULL;
