@@ -291,7 +291,7 @@ static void read_k8s(const json_t *o, gm_k8s_ref *r)
 
 static uint64_t mib_bytes(const json_t *j)
 {
-    return (uint64_t)json_integer_value(j) * 1048576u;
+    return (uint64_t)json_integer_value(j) * GM_BYTES_PER_MIB;
 }
 
 static void read_mig(const json_t *g, gm_gpu *out)

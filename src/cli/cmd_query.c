@@ -166,7 +166,8 @@ const gm_opt_command gm_cli_query_command = {
 static void fmt_mib(char *buf, size_t len, const gm_gpu *g, gm_metric m)
 {
     if (gm_gpu_has(g, m))
-        snprintf(buf, len, "%.0f", ceil(g->v[m] / 1048576.0)); /* as nvidia-smi rounds */
+        snprintf(buf, len, "%.0f",
+                 ceil(g->v[m] / (double)GM_BYTES_PER_MIB)); /* as nvidia-smi rounds */
     else
         snprintf(buf, len, "N/A");
 }
@@ -361,7 +362,7 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
             char pmem[24];
             if (pr->mem_valid)
                 snprintf(pmem, sizeof pmem, "%llu MiB",
-                         (unsigned long long)(pr->used_mem_bytes / 1048576));
+                         (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB));
             else
                 snprintf(pmem, sizeof pmem, "N/A");
             /* SM share only where the driver gave one; the MIG device's profile where known. */

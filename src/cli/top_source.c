@@ -182,7 +182,7 @@ static void proc_usage(gm_top_source *s, gm_top_proc *p, double now, double upti
     gm_host_proc_usage u;
     if (!s->loopback || gm_host_process_usage(NULL, p->pid, &u) < 0)
         return;
-    p->rss_mib = (double)u.rss_bytes / 1048576.0;
+    p->rss_mib = (double)u.rss_bytes / (double)GM_BYTES_PER_MIB;
     p->has_uid = u.has_uid;
     p->uid = u.uid;
     p->start_ticks = u.start_ticks;
@@ -233,8 +233,8 @@ static void from_snapshot(const gm_snapshot *sn, const gm_cli_gpu_filter *filter
         snprintf(t->bus_id, sizeof t->bus_id, "%s", g->pci_bus_id);
         t->lost = g->lost;
         t->util_pct = V(GM_M_UTIL_GPU_PCT, 1);
-        t->mem_used_mib = V(GM_M_MEM_USED_BYTES, 1.0 / 1048576);
-        t->mem_total_mib = V(GM_M_MEM_TOTAL_BYTES, 1.0 / 1048576);
+        t->mem_used_mib = V(GM_M_MEM_USED_BYTES, 1.0 / (double)GM_BYTES_PER_MIB);
+        t->mem_total_mib = V(GM_M_MEM_TOTAL_BYTES, 1.0 / (double)GM_BYTES_PER_MIB);
         t->power_w = V(GM_M_POWER_MW, 1e-3);
         t->power_limit_w = V(GM_M_POWER_LIMIT_MW, 1e-3);
         t->temp_c = V(GM_M_TEMP_C, 1);
@@ -260,7 +260,7 @@ static void from_snapshot(const gm_snapshot *sn, const gm_cli_gpu_filter *filter
         memset(t, 0, sizeof *t);
         t->gpu = p->gpu_index;
         t->pid = p->pid;
-        t->gpu_mem_mib = p->mem_valid ? (double)p->used_mem_bytes / 1048576.0 : NAN;
+        t->gpu_mem_mib = p->mem_valid ? (double)p->used_mem_bytes / (double)GM_BYTES_PER_MIB : NAN;
         t->sm_pct = p->util_valid & (1u << GM_PROC_UTIL_SM) ? p->util_pct[GM_PROC_UTIL_SM] : NAN;
         snprintf(t->user, sizeof t->user, "%s", p->user);
         snprintf(t->command, sizeof t->command, "%s", p->command);

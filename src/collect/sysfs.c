@@ -158,8 +158,8 @@ static bool fdinfo_bytes(const char *v, uint64_t *out)
     while (*end == ' ' || *end == '\t')
         end++;
     uint64_t mul = strncmp(end, "KiB", 3) == 0   ? 1024
-                   : strncmp(end, "MiB", 3) == 0 ? 1048576
-                   : strncmp(end, "GiB", 3) == 0 ? 1073741824
+                   : strncmp(end, "MiB", 3) == 0 ? GM_BYTES_PER_MIB
+                   : strncmp(end, "GiB", 3) == 0 ? GM_BYTES_PER_MIB * 1024
                                                  : 1;
     if (n > UINT64_MAX / mul)
         return false;

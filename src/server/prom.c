@@ -498,18 +498,6 @@ static void render_clock_reasons(buf *b, const gm_snapshot *s, const char *hostn
                                  const char *driver)
 {
     unsigned n = s->gpu_count < GM_MAX_GPUS ? s->gpu_count : GM_MAX_GPUS;
-    static const char *const reasons[] = {
-        /* NVML clocksEventReason bits, in bit order. */
-        "gpu_idle",
-        "applications_clocks_setting",
-        "sw_power_cap",
-        "hw_slowdown",
-        "sync_boost",
-        "sw_thermal_slowdown",
-        "hw_thermal_slowdown",
-        "hw_power_brake_slowdown",
-        "display_clock_setting",
-    };
     family ev = {"gpumon_gpu_clock_event_reason_active", "gauge",
                  "1 while the clock event (throttle) reason holds the clocks down, 0 otherwise; "
                  "only the reasons the GPU reports.",
@@ -522,13 +510,13 @@ static void render_clock_reasons(buf *b, const gm_snapshot *s, const char *hostn
         uint64_t sup = gm_gpu_has(g, GM_M_THROTTLE_SUPPORTED)
                            ? (uint64_t)g->v[GM_M_THROTTLE_SUPPORTED]
                            : UINT64_MAX;
-        for (size_t r = 0; r < sizeof reasons / sizeof *reasons; r++) {
+        for (unsigned r = 0; r < GM_CLOCK_REASON_COUNT; r++) {
             if (!(sup >> r & 1))
                 continue;
             begin_sample(b, &ev);
             put_gpu_labels(b, g, hostname, driver);
             reopen_labels(b); /* the reason joins the GPU's labels */
-            buf_printf(b, ",reason=\"%s\"}", reasons[r]);
+            buf_printf(b, ",reason=\"%s\"}", gm_clock_reason_name(r));
             put_value(b, (double)(mask >> r & 1));
         }
     }
