@@ -1,6 +1,8 @@
 /* file.c - output files written by the rules in file.h. */
 #include "base/file.h"
 
+#include "base/buf.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -350,4 +352,50 @@ int gm_file_remove_if_same(const gm_file_id *id)
     if (!S_ISREG(sb.st_mode) || sb.st_dev != id->dev || sb.st_ino != id->ino)
         return GM_ESTATE;
     return unlink(id->path) == 0 ? GM_OK : GM_EIO;
+}
+
+/* errno of a failed open as gpumon's code. */
+static int open_code(int e)
+{
+    return e == ENOENT ? GM_ENOENT : (e == EACCES || e == EPERM) ? GM_EPERM : GM_EIO;
+}
+
+int gm_file_read_all(const char *path, size_t max, const char *what, char **out, size_t *len,
+                     gm_error *err)
+{
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rbe");
+    if (!f) {
+        int e = errno;
+        return gm_error_set(err, open_code(e), "cannot read %s: %s", path, strerror(e));
+    }
+    gm_buf b;
+    gm_buf_init(&b, 0);
+    char chunk[65536];
+    size_t n;
+    bool over = false;
+    while (!b.failed && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (n > max - b.len) {
+            over = true;
+            break;
+        }
+        gm_buf_put(&b, chunk, n);
+    }
+    int rc = GM_OK;
+    if (over) {
+        char limit[32];
+        if (max % GM_BYTES_PER_MIB == 0)
+            snprintf(limit, sizeof limit, "%zu MiB", max / (size_t)GM_BYTES_PER_MIB);
+        else
+            snprintf(limit, sizeof limit, "%zu bytes", max);
+        rc = gm_error_set(err, GM_EPARSE, "%s: larger than %s, not a %s", path, limit, what);
+    } else if (ferror(f)) {
+        rc = gm_error_set(err, GM_EIO, "cannot read %s: %s", path, strerror(errno));
+    } else if (!(*out = gm_buf_take(&b, len))) {
+        rc = gm_error_set(err, GM_ENOMEM, "%s: out of memory", path);
+    }
+    gm_buf_free(&b);
+    fclose(f);
+    return rc;
 }

@@ -69,6 +69,14 @@ void gm_file_abort(gm_file *f);
 /* Writes len bytes of data to path in one go (open, write, commit). */
 int gm_file_write(const char *path, const void *data, size_t len, gm_file_id *id, gm_error *err);
 
+/* The one way gpumon reads a whole input file (a snapshot, a task config, prompts, a result to
+ * import): into *out (malloc'd, NUL-terminated; *len bytes before the NUL), at most max bytes,
+ * so /dev/zero or a runaway file is refused rather than read into memory. Errors name the path:
+ * GM_ENOENT, GM_EPERM or GM_EIO "cannot read PATH: why"; GM_EPARSE "PATH: larger than 16 MiB,
+ * not a WHAT" (what: "task config"); GM_ENOMEM. */
+int gm_file_read_all(const char *path, size_t max, const char *what, char **out, size_t *len,
+                     gm_error *err);
+
 /* Removes the file id names, only if it is still the regular file written then (same device and
  * inode): never a device, a FIFO, or a file put there since. GM_OK when removed, GM_ENOENT
  * when nothing is there, GM_ESTATE when something else is. */

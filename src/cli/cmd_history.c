@@ -597,7 +597,10 @@ static int do_import(const history_opts *o, const char *path)
     int rc = gm_bench_import_file(o->id, &doc, &started_ms, &err);
     if (rc < 0) {
         fprintf(stderr, "gpumon history: %s\n", err.msg);
-        return rc == GM_EIO || rc == GM_ENOMEM ? GM_EXIT_FAILURE : GM_EXIT_USAGE;
+        /* A file that cannot be read fails; one that is not a result is the user's mistake. */
+        return rc == GM_EIO || rc == GM_ENOENT || rc == GM_EPERM || rc == GM_ENOMEM
+                   ? GM_EXIT_FAILURE
+                   : GM_EXIT_USAGE;
     }
     if (started_ms < 0)
         started_ms = gm_clock_wall_ms(); /* the file does not say when it ran */

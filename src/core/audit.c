@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/clock.h"
 #include "base/file.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/utf8.h"
 #include "core/stats.h"
@@ -571,46 +571,16 @@ int gm_audit_parse(const char *text_in, size_t len, const char *name, json_t **o
 int gm_audit_load(const char *path, json_t **out, gm_error *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gm_error_set(err, GM_EIO, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    int rc = GM_OK;
-    while (buf) {
-        if (len == cap) {
-            if (cap >= MAX_SNAPSHOT_BYTES) {
-                rc = gm_error_set(err, GM_EPARSE, "%s: larger than %u MiB, not a snapshot", path,
-                                  MAX_SNAPSHOT_BYTES >> 20);
-                goto done;
-            }
-            char *grown = realloc(buf, cap * 2);
-            if (!grown)
-                break;
-            buf = grown;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (!buf) {
-        rc = gm_error_set(err, GM_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    if (ferror(f)) {
-        rc = gm_error_set(err, GM_EIO, "%s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (len == 0) {
+    char *buf;
+    size_t len;
+    int rc = gm_file_read_all(path, MAX_SNAPSHOT_BYTES, "snapshot", &buf, &len, err);
+    if (rc < 0)
+        return rc;
+    if (len == 0)
         rc = gm_error_set(err, GM_EPARSE, "%s: empty file, not a snapshot", path);
-        goto done;
-    }
-    rc = gm_audit_parse(buf, len, path, out, err);
-done:
+    else
+        rc = gm_audit_parse(buf, len, path, out, err);
     free(buf);
-    fclose(f);
     return rc;
 }
 

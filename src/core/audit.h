@@ -90,7 +90,8 @@ int gm_audit_validate(const json_t *doc, gm_error *err);
  * (with line and column) or not a valid snapshot, GM_ENOMEM. */
 int gm_audit_parse(const char *text, size_t len, const char *name, json_t **out, gm_error *err);
 
-/* gm_audit_parse of a file's contents. GM_EIO (with errno's text) when it cannot be read. */
+/* gm_audit_parse of a file's contents (at most 64 MiB), read by gm_file_read_all: GM_ENOENT,
+ * GM_EPERM or GM_EIO when it cannot be read. */
 int gm_audit_load(const char *path, json_t **out, gm_error *err);
 
 /* Writes doc as indented JSON plus a newline. path NULL or "-": to stdout. Otherwise atomically:

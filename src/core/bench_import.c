@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/file.h"
 #include "base/json.h"
 
 /* Python's json module writes NaN, Infinity and -Infinity, which JSON does not have: outside
@@ -539,41 +540,13 @@ int gm_bench_import_file(const char *path, json_t **out, int64_t *started_ms, gm
 {
     *out = NULL;
     *started_ms = -1;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gm_error_set(err, GM_EIO, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    int rc = GM_OK;
-    while (buf && rc == GM_OK) {
-        if (len == cap) {
-            if (cap >= GM_BENCH_IMPORT_MAX_BYTES) {
-                rc = gm_error_set(err, GM_EPARSE, "%s: larger than %u MiB, not a result file", path,
-                                  GM_BENCH_IMPORT_MAX_BYTES >> 20);
-                break;
-            }
-            char *grown = realloc(buf, cap * 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (rc == GM_OK && !buf)
-        rc = gm_error_set(err, GM_ENOMEM, "%s: out of memory", path);
-    else if (rc == GM_OK && ferror(f))
-        rc = gm_error_set(err, GM_EIO, "%s: %s", path, strerror(errno));
-    else if (rc == GM_OK)
-        rc = gm_bench_import(buf, len, path, out, started_ms, err);
+    char *buf;
+    size_t len;
+    int rc = gm_file_read_all(path, GM_BENCH_IMPORT_MAX_BYTES, "result file", &buf, &len, err);
+    if (rc < 0)
+        return rc;
+    rc = gm_bench_import(buf, len, path, out, started_ms, err);
     free(buf);
-    fclose(f);
     return rc;
 }
 

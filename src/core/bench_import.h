@@ -44,8 +44,8 @@
 int gm_bench_import(const char *text, size_t len, const char *name, json_t **out,
                     int64_t *started_ms, gm_error *err);
 
-/* Reads the file at path (at most GM_BENCH_IMPORT_MAX_BYTES) and gm_bench_import's it.
- * Also GM_EIO (cannot read it: the message names path and why). */
+/* Reads the file at path (at most GM_BENCH_IMPORT_MAX_BYTES) and gm_bench_import's it; as
+ * gm_file_read_all when it cannot be read (the message names path and why). */
 #define GM_BENCH_IMPORT_MAX_BYTES (256u << 20)
 int gm_bench_import_file(const char *path, json_t **out, int64_t *started_ms, gm_error *err);
 

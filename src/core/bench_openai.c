@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "base/json.h"
 #include "base/buf.h"
 #include "base/utf8.h"
@@ -158,26 +159,14 @@ int gm_bench_prompts_load(const char *path, gm_bench_api api, gm_bench_prompts *
 {
     out->v = NULL;
     out->n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gm_error_set(err, GM_EIO, "cannot read %s: %s", path, strerror(errno));
-    gm_buf b;
-    gm_buf_init(&b, GM_BENCH_PROMPT_FILE_MAX);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && !b.failed)
-        gm_buf_put(&b, chunk, n);
-    bool read_err = ferror(f);
-    fclose(f);
-    if (read_err || b.failed) {
-        gm_buf_free(&b);
-        return read_err ? gm_error_set(err, GM_EIO, "cannot read %s", path)
-                        : gm_error_set(err, GM_EINVAL, "%s: larger than %u MiB", path,
-                                       GM_BENCH_PROMPT_FILE_MAX >> 20);
-    }
+    char *buf;
+    size_t len;
+    int rc = gm_file_read_all(path, GM_BENCH_PROMPT_FILE_MAX, "prompt file", &buf, &len, err);
+    if (rc < 0)
+        return rc;
     gm_error e = {0};
-    int rc = gm_bench_prompts_parse(b.p ? b.p : "", b.len, api, out, &e);
-    gm_buf_free(&b);
+    rc = gm_bench_prompts_parse(buf, len, api, out, &e);
+    free(buf);
     if (rc < 0)
         return gm_error_set(err, rc, "%s: %s", path, e.msg);
     return GM_OK;

@@ -61,8 +61,9 @@ void gm_bench_prompts_free(gm_bench_prompts *ps);
  * GM_BENCH_PROMPTS_MAX prompts; GM_ENOMEM. */
 int gm_bench_prompts_parse(const char *text, size_t len, gm_bench_api api, gm_bench_prompts *out,
                            gm_error *err);
-/* Reads and parses the file at path (at most GM_BENCH_PROMPT_FILE_MAX bytes); GM_EIO when it
- * cannot be read, else as gm_bench_prompts_parse (messages name the file). */
+/* Reads and parses the file at path (at most GM_BENCH_PROMPT_FILE_MAX bytes); as
+ * gm_file_read_all when it cannot be read, else as gm_bench_prompts_parse (messages name the
+ * file). */
 int gm_bench_prompts_load(const char *path, gm_bench_api api, gm_bench_prompts *out, gm_error *err);
 /* count synthetic prompts of input_tokens words each (see above), different from each other,
  * the same for the same seed. GM_OK, GM_EINVAL (0 tokens or prompts, too many), GM_ENOMEM. */

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "base/file.h"
 #include "base/json.h"
 #include "base/utf8.h"
 
@@ -906,48 +907,15 @@ int gm_estimate_task_file_opt(const char *path, const gm_estimate_options *opt, 
         snprintf(dir, sizeof dir, "%s", path);
         o.base_dir = dirname(dir);
     }
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gm_error_set(err,
-                            errno == ENOENT                       ? GM_ENOENT
-                            : (errno == EACCES || errno == EPERM) ? GM_EPERM
-                                                                  : GM_EIO,
-                            "cannot read %s: %s", path, strerror(errno));
-    size_t cap = 65536, len = 0;
-    char *buf = malloc(cap);
-    int rc = GM_OK;
-    for (;;) {
-        if (!buf) {
-            rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-            break;
-        }
-        if (len == cap) {
-            if (cap >= MAX_TASK_SIZE) {
-                rc = gm_error_set(err, GM_EPARSE, "%s: larger than %zu MiB, not a task config",
-                                  path, MAX_TASK_SIZE >> 20);
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f))
-                rc = gm_error_set(err, GM_EIO, "cannot read %s: %s", path, strerror(errno));
-            else if (looks_like_model_config(buf, len))
-                rc = estimate_model_path(path, &o, out, err);
-            else
-                rc = gm_estimate_task_text_opt(buf, len, path, &o, out, err);
-            break;
-        }
-    }
-    fclose(f);
+    char *buf;
+    size_t len;
+    int rc = gm_file_read_all(path, MAX_TASK_SIZE, "task config", &buf, &len, err);
+    if (rc < 0)
+        return rc;
+    if (looks_like_model_config(buf, len))
+        rc = estimate_model_path(path, &o, out, err);
+    else
+        rc = gm_estimate_task_text_opt(buf, len, path, &o, out, err);
     free(buf);
     return rc;
 }

@@ -97,4 +97,13 @@ static inline const char *check_fmt_p(char *buf, size_t cap, const volatile void
                      check_b_ ? check_b_ : "(null)");                                              \
     } while (0)
 
+/* haystack contains needle; prints both. */
+#define check_str_contains(haystack, needle)                                    \
+    do {                                                                        \
+        const char *check_h_ = (haystack), *check_n_ = (needle);                \
+        if (!check_h_ || !strstr(check_h_, check_n_))                           \
+            fail_msg("%s contains %s: \"%s\" lacks \"%s\"", #haystack, #needle, \
+                     check_h_ ? check_h_ : "(null)", check_n_);                 \
+    } while (0)
+
 #endif

@@ -387,7 +387,7 @@ static void test_prompt_file(void **state)
     assert_non_null(strstr(err.msg, path));
     assert_non_null(strstr(err.msg, "line 2"));
     unlink(path);
-    assert_int_equal(gm_bench_prompts_load(path, GM_BENCH_API_COMPLETIONS, &ps, &err), GM_EIO);
+    assert_int_equal(gm_bench_prompts_load(path, GM_BENCH_API_COMPLETIONS, &ps, &err), GM_ENOENT);
     assert_non_null(strstr(err.msg, "cannot read"));
 }
 

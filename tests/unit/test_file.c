@@ -430,6 +430,44 @@ static void test_stream_device_written_never_replaced(void **state)
     assert_true(S_ISCHR(sb.st_mode));
 }
 
+/* A whole input file: its bytes NUL-terminated, exactly max bytes accepted and one more refused
+ * by name and limit, an endless device refused rather than read into memory, a missing file
+ * said to be missing. */
+static void test_read_all(void **state)
+{
+    (void)state;
+    gm_error err = {0};
+    char *text = NULL;
+    size_t len = 99;
+    const char *p = at("in.json");
+    assert_int_equal(gm_file_write(p, "{\"a\": 1}", 8, NULL, &err), GM_OK);
+    assert_int_equal(gm_file_read_all(p, 8, "thing", &text, &len, &err), GM_OK);
+    check_eq(len, 8);
+    assert_string_equal(text, "{\"a\": 1}");
+    free(text);
+
+    assert_int_equal(gm_file_read_all(p, 7, "thing", &text, &len, &err), GM_EPARSE);
+    assert_null(text);
+    check_str_contains(err.msg, "in.json: larger than 7 bytes, not a thing");
+
+    assert_int_equal(gm_file_read_all("/dev/zero", 1u << 20, "task config", &text, &len, &err),
+                     GM_EPARSE);
+    assert_string_equal(err.msg, "/dev/zero: larger than 1 MiB, not a task config");
+
+    assert_int_equal(gm_file_write(at("empty"), "", 0, NULL, &err), GM_OK);
+    assert_int_equal(gm_file_read_all(at("empty"), 8, "thing", &text, &len, &err), GM_OK);
+    check_eq(len, 0);
+    assert_string_equal(text, "");
+    free(text);
+
+    assert_int_equal(gm_file_read_all(at("nothing"), 8, "thing", &text, &len, &err), GM_ENOENT);
+    assert_null(text);
+    check_str_contains(err.msg, "cannot read ");
+    check_str_contains(err.msg, "nothing: No such file or directory");
+    assert_int_equal(gm_file_read_all(dir, 8, "thing", &text, &len, &err), GM_EIO);
+    check_str_contains(err.msg, "Is a directory");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -451,6 +489,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stream_written_in_place_as_it_goes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_follows_links_like_cp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_device_written_never_replaced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_all, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
