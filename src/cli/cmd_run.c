@@ -344,7 +344,11 @@ int gm_cli_run(int argc, char **argv)
         json_decref(attach);
         return rc;
     }
-    gm_collector *c = gm_cli_open_collector("run", &o.src);
+    gm_collector_options copt;
+    int open_rc;
+    gm_collector *c = gm_cli_collector_options("run", &o.src, &copt)
+                          ? gm_cli_collector_open("run", &copt, &open_rc)
+                          : NULL;
     gm_lease *lease = NULL;
     if (!c) {
         rc = GM_EXIT_NO_GPU;

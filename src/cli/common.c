@@ -109,15 +109,6 @@ gm_collector *gm_cli_collector_open(const char *cmd, const gm_collector_options 
     return c;
 }
 
-gm_collector *gm_cli_open_collector(const char *cmd, const gm_cli_source *src)
-{
-    gm_collector_options opt;
-    int exit_code;
-    if (!gm_cli_collector_options(cmd, src, &opt))
-        return NULL;
-    return gm_cli_collector_open(cmd, &opt, &exit_code);
-}
-
 bool gm_cli_require_gpu(const char *cmd, gm_collector *c, bool hint)
 {
     if (strcmp(gm_collector_provider(c), "none") != 0)

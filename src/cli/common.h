@@ -54,9 +54,6 @@ bool gm_cli_collector_options(const char *cmd, const gm_cli_source *src, gm_coll
 gm_collector *gm_cli_collector_open(const char *cmd, const gm_collector_options *opt,
                                     int *exit_code);
 
-/* Opens a collector from src alone; on failure prints "gpumon <cmd>: ..." and returns NULL. */
-gm_collector *gm_cli_open_collector(const char *cmd, const gm_cli_source *src);
-
 /* True when c reads GPUs through some provider. Otherwise prints "gpumon <cmd>: no GPU found;
  * tried:" and the collector's diagnosis, one provider per line, plus (with hint) how to try
  * simulated GPUs, and returns false. */
