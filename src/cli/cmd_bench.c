@@ -70,33 +70,9 @@ static int id_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
     return GM_OK;
 }
 
-/* The lease and container options go through the parsers run shares (lease.c, container.c),
- * which print their own messages: an empty message says so to gm_cli_parse. */
-static int lease_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_lease_option("bench", row->code, arg, &((bench_opts *)base)->lease) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
-static int ctr_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_ctr_option("bench", row->code, arg, &((bench_opts *)base)->ctr) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
 #define BENCH(...)                                             \
     {                                                          \
         .type = GM_OPT_CALLBACK, .set = bench_row, __VA_ARGS__ \
-    }
-#define LEASE(...)                                             \
-    {                                                          \
-        .type = GM_OPT_CALLBACK, .set = lease_row, __VA_ARGS__ \
-    }
-#define CTR(...)                                             \
-    {                                                        \
-        .type = GM_OPT_CALLBACK, .set = ctr_row, __VA_ARGS__ \
     }
 
 static const gm_opt bench_table[] = {
@@ -171,50 +147,47 @@ static const gm_opt bench_table[] = {
      GM_OPT_AT(bench_opts, quiet),
      .help = "No progress or results on stderr."},
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(bench_opts, src)},
-    CTR(.name = "image", .arg = "IMAGE", .code = GM_CLI_OPT_IMAGE,
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "image", .arg = "IMAGE",
         .group = "The server in a container (instead of --url)",
         .help = "Run the server from IMAGE on GPUs leased as gpumon run does, given to it as "
                 "HostConfig.DeviceRequests by UUID (never CUDA_VISIBLE_DEVICES); ARGS after -- "
                 "follow its entrypoint."),
-    CTR(.name = "container-port", .arg = "P", .code = GM_CLI_OPT_CPORT,
-        .help = "The server's port inside (default 8000), published on a free port of "
-                "127.0.0.1."),
-    CTR(.name = "env", .arg = "K=V|NAME", .code = GM_CLI_OPT_ENV, .flags = GM_OPT_REPEAT,
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "container-port", .arg = "P",
+                   .help = "The server's port inside (default 8000), published on a free port of "
+                           "127.0.0.1."),
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "env", .arg = "K=V|NAME", .flags = GM_OPT_REPEAT,
         .help = "Set a variable in the container (repeatable); NAME alone passes gpumon's own "
                 "value (NGC_API_KEY), never printed."),
-    CTR(.name = "volume", .arg = "HOST:CONTAINER[:ro]", .code = GM_CLI_OPT_VOLUME,
-        .flags = GM_OPT_REPEAT, .help = "Mount (repeatable)."),
-    CTR(.name = "shm-size", .arg = "SIZE", .code = GM_CLI_OPT_SHM,
-        .help = "/dev/shm of the container (16GB, 512m)."),
-    CTR(.name = "ready-path", .arg = "PATH", .code = GM_CLI_OPT_READY_PATH,
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "volume", .arg = "HOST:CONTAINER[:ro]",
+                   .flags = GM_OPT_REPEAT, .help = "Mount (repeatable)."),
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "shm-size", .arg = "SIZE",
+                   .help = "/dev/shm of the container (16GB, 512m)."),
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "ready-path", .arg = "PATH",
         .help = "Readiness: GET PATH answers 2xx (default: /v1/health/ready, then /health, then "
                 "/v1/models, whichever exists)."),
-    CTR(.name = "ready-timeout", .arg = "S", .code = GM_CLI_OPT_READY_TIMEOUT,
-        .help = "Most time to wait for it (default 1800: a first NIM start downloads the "
-                "model)."),
-    CTR(.name = "keep-container", .code = GM_CLI_OPT_KEEP,
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "ready-timeout", .arg = "S",
+                   .help =
+                       "Most time to wait for it (default 1800: a first NIM start downloads the "
+                       "model)."),
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "keep-container",
         .help = "Leave it running afterwards (default: stopped and removed on every way out, "
                 "Ctrl-C and errors included)."),
-    CTR(.name = "pull", .code = GM_CLI_OPT_PULL,
-        .help = "Pull IMAGE when it is not here (progress on stderr)."),
-    LEASE(.name = "count", .letter = 'n', .arg = "N", .code = GM_CLI_OPT_COUNT,
-          .group = "Its GPUs' lease (as for gpumon run; --gpus limits the GPUs leased)",
-          .help = "GPUs to lease (default 1, or as many as --gpus lists)."),
-    LEASE(.name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
-          .help = "Lease as many as the task config's estimate (see gpumon estimate)."),
-    LEASE(.name = "min-free-mb", .letter = 'm', .arg = "MIB", .code = GM_CLI_OPT_MIN_FREE,
-          .help = "Free memory each GPU needs."),
-    LEASE(.name = "max-util", .letter = 'u', .arg = "PCT", .code = GM_CLI_OPT_MAX_UTIL,
-          .help = "Only GPUs at most PCT % busy."),
-    LEASE(.name = "wait", .letter = 'w', .arg = "SECONDS", .code = GM_CLI_OPT_WAIT,
-          .help = "Wait at most this long for the GPUs (default 300; 0: check once)."),
-    LEASE(.name = "check-interval", .arg = "S", .code = GM_CLI_OPT_CHECK,
-          .help = "Between availability checks while waiting (default 30)."),
-    LEASE(.name = "lease-dir", .arg = "DIR", .code = GM_CLI_OPT_LEASE_DIR, .complete = "dir",
-          .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "
-                  "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."),
-    LEASE(.name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,
-          .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing."),
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "pull",
+                   .help = "Pull IMAGE when it is not here (progress on stderr)."),
+    GM_CLI_OPT_LEASE(bench_opts, lease, .name = "count", .letter = 'n', .arg = "N",
+                     .code = GM_CLI_OPT_COUNT,
+                     .group = "Its GPUs' lease (as for gpumon run; --gpus limits the GPUs leased)",
+                     .help = "GPUs to lease (default 1, or as many as --gpus lists)."),
+    GM_CLI_OPT_LEASE(bench_opts, lease, .name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK,
+                     .complete = "file",
+                     .help = "Lease as many as the task config's estimate (see gpumon estimate)."),
+    GM_CLI_OPT_LEASE(bench_opts, lease, .name = "min-free-mb", .letter = 'm', .arg = "MIB",
+                     .code = GM_CLI_OPT_MIN_FREE, .help = "Free memory each GPU needs."),
+    GM_CLI_OPT_LEASE_WAITING(bench_opts, lease),
     {.type = GM_OPT_REMOVED,
      .name = "label",
      .letter = 'l',

@@ -42,55 +42,24 @@ static void on_signal(int sig)
     cancelled = sig;
 }
 
-/* The lease and container options go through the parsers bench shares (lease.c,
- * container.c), which print their own messages: an empty message says so to gm_cli_parse. */
-static int lease_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_lease_option("run", row->code, arg, &((run_opts *)base)->lease) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
-static int ctr_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_ctr_option("run", row->code, arg, &((run_opts *)base)->ctr) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
-#define LEASE(...)                                             \
-    {                                                          \
-        .type = GM_OPT_CALLBACK, .set = lease_row, __VA_ARGS__ \
-    }
-#define CTR(...)                                             \
-    {                                                        \
-        .type = GM_OPT_CALLBACK, .set = ctr_row, __VA_ARGS__ \
-    }
-
 static const gm_opt run_table[] = {
-    LEASE(.name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
-          .help = "Estimate GPUs and memory per GPU from a task config (tp x pp x max(dp, cp, "
-                  "dcp); see gpumon estimate)."),
-    LEASE(.name = "count", .letter = 'n', .arg = "N", .code = GM_CLI_OPT_COUNT,
-          .help = "GPUs wanted (default 1; not with --task; -c also works)."),
-    LEASE(.name = NULL, .letter = 'c', .arg = "N", .code = GM_CLI_OPT_COUNT,
-          .flags = GM_OPT_HIDDEN),
-    LEASE(.name = "min-free-mb", .letter = 'm', .arg = "MIB", .code = GM_CLI_OPT_MIN_FREE,
-          .help = "Free memory each GPU needs (overrides the task's estimate)."),
-    LEASE(.name = "max-util", .letter = 'u', .arg = "PCT", .code = GM_CLI_OPT_MAX_UTIL,
-          .help = "Only GPUs at most PCT % busy."),
-    LEASE(.name = "wait", .letter = 'w', .arg = "SECONDS", .code = GM_CLI_OPT_WAIT,
-          .help = "Wait at most this long for the GPUs (default 300; 0: check once)."),
-    LEASE(.name = "check-interval", .arg = "S", .code = GM_CLI_OPT_CHECK,
-          .help = "Between availability checks while waiting (default 30)."),
-    LEASE(.name = "lease-dir", .arg = "DIR", .code = GM_CLI_OPT_LEASE_DIR, .complete = "dir",
-          .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "
-                  "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."),
-    LEASE(.name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,
-          .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing."),
-    LEASE(.name = "mig", .code = GM_CLI_OPT_MIG,
-          .help = "Lease MIG devices instead of whole GPUs; COMMAND gets their MIG-... UUIDs in "
-                  "CUDA_VISIBLE_DEVICES."),
+    GM_CLI_OPT_LEASE(
+        run_opts, lease, .name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
+        .help = "Estimate GPUs and memory per GPU from a task config (tp x pp x max(dp, cp, "
+                "dcp); see gpumon estimate)."),
+    GM_CLI_OPT_LEASE(run_opts, lease, .name = "count", .letter = 'n', .arg = "N",
+                     .code = GM_CLI_OPT_COUNT,
+                     .help = "GPUs wanted (default 1; not with --task; -c also works)."),
+    GM_CLI_OPT_LEASE(run_opts, lease, .name = NULL, .letter = 'c', .arg = "N",
+                     .code = GM_CLI_OPT_COUNT, .flags = GM_OPT_HIDDEN),
+    GM_CLI_OPT_LEASE(run_opts, lease, .name = "min-free-mb", .letter = 'm', .arg = "MIB",
+                     .code = GM_CLI_OPT_MIN_FREE,
+                     .help = "Free memory each GPU needs (overrides the task's estimate)."),
+    GM_CLI_OPT_LEASE_WAITING(run_opts, lease),
+    GM_CLI_OPT_LEASE(
+        run_opts, lease, .name = "mig", .code = GM_CLI_OPT_MIG,
+        .help = "Lease MIG devices instead of whole GPUs; COMMAND gets their MIG-... UUIDs in "
+                "CUDA_VISIBLE_DEVICES."),
     {.type = GM_OPT_DURATION,
      .name = "interval",
      .arg = "S",
@@ -125,26 +94,27 @@ static const gm_opt run_table[] = {
      GM_OPT_AT(run_opts, quiet),
      .help = "No progress (while waiting, too) or summary on stderr."},
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(run_opts, src)},
-    CTR(.name = "image", .arg = "IMAGE", .code = GM_CLI_OPT_IMAGE, .group = "In a container",
+    GM_CLI_OPT_CTR(
+        run_opts, ctr, .name = "image", .arg = "IMAGE", .group = "In a container",
         .help = "Run IMAGE on the leased GPUs, given to it as HostConfig.DeviceRequests by UUID "
                 "(no CUDA_VISIBLE_DEVICES); COMMAND, if any, follows its entrypoint. Its output "
                 "is shown, its exit status passed through, and it is removed at the end."),
-    CTR(.name = "env", .arg = "K=V|NAME", .code = GM_CLI_OPT_ENV, .flags = GM_OPT_REPEAT,
+    GM_CLI_OPT_CTR(
+        run_opts, ctr, .name = "env", .arg = "K=V|NAME", .flags = GM_OPT_REPEAT,
         .help = "Set a variable in it (repeatable; NAME alone passes gpumon's own value, never "
                 "printed)."),
-    CTR(.name = "volume", .arg = "HOST:CONTAINER[:ro]", .code = GM_CLI_OPT_VOLUME,
-        .flags = GM_OPT_REPEAT, .help = "As docker run -v."),
-    CTR(.name = "shm-size", .arg = "SIZE", .code = GM_CLI_OPT_SHM,
-        .help = "As docker run --shm-size."),
-    CTR(.name = "container-port", .arg = "P", .code = GM_CLI_OPT_CPORT,
-        .help = "Publish port P on a free port of 127.0.0.1."),
-    CTR(.name = "keep-container", .code = GM_CLI_OPT_KEEP,
-        .help = "Leave it (stopped) instead of removing it."),
-    CTR(.name = "pull", .code = GM_CLI_OPT_PULL, .help = "Pull IMAGE when it is not here."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "volume", .arg = "HOST:CONTAINER[:ro]",
+                   .flags = GM_OPT_REPEAT, .help = "As docker run -v."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "shm-size", .arg = "SIZE",
+                   .help = "As docker run --shm-size."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "container-port", .arg = "P",
+                   .help = "Publish port P on a free port of 127.0.0.1."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "keep-container",
+                   .help = "Leave it (stopped) instead of removing it."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "pull", .help = "Pull IMAGE when it is not here."),
     /* bench's, refused by gm_cli_ctr_validate with a message that says so */
-    CTR(.name = "ready-path", .arg = "PATH", .code = GM_CLI_OPT_READY_PATH, .flags = GM_OPT_HIDDEN),
-    CTR(.name = "ready-timeout", .arg = "S", .code = GM_CLI_OPT_READY_TIMEOUT,
-        .flags = GM_OPT_HIDDEN),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "ready-path", .arg = "PATH", .flags = GM_OPT_HIDDEN),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "ready-timeout", .arg = "S", .flags = GM_OPT_HIDDEN),
     {.type = GM_OPT_REMOVED,
      .name = "label",
      .letter = 'l',

@@ -226,8 +226,7 @@ int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, i
         return GM_EXIT_OK;
     }
     if (rc < 0) {
-        if (err.msg[0]) /* empty: a shared parser printed it already */
-            fprintf(stderr, "gpumon %s: %s\n", cmd->name, err.msg);
+        fprintf(stderr, "gpumon %s: %s\n", cmd->name, err.msg);
         return GM_EXIT_USAGE;
     }
     if (first_operand)
