@@ -227,13 +227,16 @@ const gm_opt_command gm_cli_bench_command = {
                 "container not ready); 130 stopped by Ctrl-C (the result is kept).\n",
 };
 
-static int parse_args(int argc, char **argv, bench_opts *o)
+/* Reads argv into o and checks what the options say together: operands only as the container's
+ * arguments, lease options only with --image, the benchmark's settings complete. Returns
+ * GM_CLI_PROCEED or the exit status. */
+static int read_options(int argc, char **argv, bench_opts *o)
 {
     const char *cmd = "bench";
     gm_error err = {0};
     int first = argc;
     int rc = gm_cli_parse(&gm_cli_bench_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     /* Operands are the container's arguments (after --), so only with --image. */
     if (!o->ctr.image && first < argc) {
@@ -255,7 +258,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         return GM_EXIT_USAGE;
     }
     o->cfg.seed = o->src.seed;
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 /* ---- progress --------------------------------------------------------------------------- */
@@ -674,8 +677,8 @@ int gm_cli_bench(int argc, char **argv)
     gm_bench_config_init(&o.cfg);
     gm_cli_ctr_defaults(&o.ctr);
     gm_cli_lease_defaults(&o.lease);
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0) {
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED) {
         gm_bench_config_free(&o.cfg);
         return rc;
     }

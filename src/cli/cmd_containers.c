@@ -317,7 +317,7 @@ int gm_cli_containers(int argc, char **argv)
     containers_opts o = {.stop_s = 10};
     int first;
     int rc = gm_cli_parse(&gm_cli_containers_command, argc, argv, &o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     optind = first;
     bool json = o.json, all = o.all, dry = o.dry, stop_given = o.stop_given,

@@ -207,7 +207,7 @@ int gm_cli_estimate(int argc, char **argv)
     gm_estimate_options_init(&o.eo);
     int first = argc;
     int rc = gm_cli_parse(&gm_cli_estimate_command, argc, argv, &o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (o.list_models) {
         list_models();

@@ -141,11 +141,11 @@ const gm_opt_command gm_cli_history_command = {
                 "Exit status: 0 ok, 1 failure, 2 usage error or unknown ID.\n",
 };
 
-static int parse_args(int argc, char **argv, history_opts *o)
+static int read_options(int argc, char **argv, history_opts *o)
 {
     int first;
     int rc = gm_cli_parse(&gm_cli_history_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     optind = first; /* the operands, as getopt left them */
     o->action = optind < argc ? argv[optind++] : "list";
@@ -185,7 +185,7 @@ static int parse_args(int argc, char **argv, history_opts *o)
             fprintf(stderr, "gpumon history: delete takes no --format or --output\n");
             return GM_EXIT_USAGE;
         }
-        return -1;
+        return GM_CLI_PROCEED;
     }
     if (compare) {
         while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
@@ -236,7 +236,7 @@ static int parse_args(int argc, char **argv, history_opts *o)
         fprintf(stderr, "gpumon history: --output is for export\n");
         return GM_EXIT_USAGE;
     }
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 static bool is_bench(const json_t *doc)
@@ -744,8 +744,8 @@ static int do_export_other(gm_store *st, const history_opts *o, const char *path
 int gm_cli_history(int argc, char **argv)
 {
     history_opts o = {.argc = argc, .argv = argv};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
     char path[4096];
     gm_error err = {0};

@@ -146,11 +146,13 @@ const gm_opt_command gm_cli_run_command = {
                 "waiting.\n",
 };
 
-static int parse_args(int argc, char **argv, run_opts *o)
+/* Reads argv into o and checks it: no readiness options, one of --task and --count, a COMMAND
+ * unless --image. Returns GM_CLI_PROCEED or the exit status. */
+static int read_options(int argc, char **argv, run_opts *o)
 {
     int first;
     int rc = gm_cli_parse(&gm_cli_run_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (!gm_cli_ctr_validate("run", &o->ctr, false))
         return GM_EXIT_USAGE;
@@ -164,7 +166,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
     }
     o->command = argv + first;
     o->ncommand = argc - first;
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 /* The record options for the run options and the leased GPUs (list: "0,3"). False (message
@@ -302,8 +304,8 @@ int gm_cli_run(int argc, char **argv)
     run_opts o = {0};
     gm_cli_lease_defaults(&o.lease);
     gm_cli_ctr_defaults(&o.ctr);
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
 
     json_t *attach = json_object();

@@ -235,7 +235,7 @@ int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, i
         fprintf(stderr, "gpumon %s: unexpected argument \"%s\"\n", cmd->name, argv[first]);
         return GM_EXIT_USAGE;
     }
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 static bool item_matches(const char *item, const gm_gpu *g)

@@ -165,9 +165,14 @@ int gm_cli_set_json(void *base, const gm_opt *row, const char *value, gm_error *
         .type = GM_OPT_FLAG, .name = "no-db", GM_OPT_AT(T, f), __VA_ARGS__ \
     }
 
+/* What gm_cli_parse and each command's read_options return when the command goes on with the
+ * options read; any other value is the exit status to end with at once (GM_EXIT_OK after
+ * --help, GM_EXIT_USAGE with the message printed). No exit status is negative. */
+#define GM_CLI_PROCEED (-1)
+
 /* Parses argv with cmd's table into opts: prints the help (returns GM_EXIT_OK) or the error as
- * "gpumon <cmd>: <message>" (returns GM_EXIT_USAGE); returns -1 to go on, with *first_operand
- * (which may be NULL: then operands are an error) set. */
+ * "gpumon <cmd>: <message>" (returns GM_EXIT_USAGE); returns GM_CLI_PROCEED to go on, with
+ * *first_operand (which may be NULL: then operands are an error) set. */
 int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, int *first_operand);
 
 /* Seconds for a progress line: "0.4 s" below 10 s, else whole seconds ("40 s"). */
