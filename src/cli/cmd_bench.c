@@ -671,200 +671,202 @@ static int keep_result(const bench_opts *o, int argc, char **argv, gm_store *st,
     return rc;
 }
 
-int gm_cli_bench(int argc, char **argv)
+/* ---- the command, in its steps ------------------------------------------------------------ */
+
+/* One benchmark's state from its options to its result; every step fills part of it and
+ * bench_close frees what was made. */
+typedef struct bench_state {
+    bench_opts o;
+    int argc;
+    char **argv;
+    const char *key; /* the API key, from the environment only */
+    char base[GM_BENCH_URL_MAX];
+    char id[GM_SESSION_ID_LEN];
+    int64_t started_ms;
+    progress_ctx pc;
+    gm_bench_runner_options ro; /* outlives the runner, as it must */
+    gm_bench_runner *run;
+    gm_collector *col;
+    gm_snapshot *snap;
+    gm_store *st;
+    gm_file *trace_file;
+    json_t *doc;
+    image_run ir;
+    const char *url;
+    bool have_gpus;
+    unsigned idx[GM_MAX_GPUS]; /* --gpus resolved (a server at --url) */
+    size_t nidx;
+} bench_state;
+
+/* Before anything is started: the key from the environment, the URL, the id and the runner
+ * with its prompts. Returns an exit status. */
+static int bench_prepare(bench_state *b)
 {
-    bench_opts o = {0};
-    gm_bench_config_init(&o.cfg);
-    gm_cli_ctr_defaults(&o.ctr);
-    gm_cli_lease_defaults(&o.lease);
-    int rc = read_options(argc, argv, &o);
-    if (rc != GM_CLI_PROCEED) {
-        gm_bench_config_free(&o.cfg);
-        return rc;
-    }
-
     gm_error err = {0};
-    gm_bench_runner *run = NULL;
-    gm_collector *col = NULL;
-    gm_snapshot *snap = NULL;
-    gm_store *st = NULL;
-    FILE *trace = NULL;
-    gm_file *trace_file = NULL;
-    json_t *doc = NULL;
-    image_run ir = {0};
-    rc = GM_EXIT_OK;
-    const gm_bench_config *cfg = &o.cfg;
-
+    const gm_bench_config *cfg = &b->o.cfg;
     /* The key, from the environment only: never from argv, which ps shows. */
-    const char *key = NULL;
     if (cfg->api_key_env) {
-        key = getenv(cfg->api_key_env);
-        if (!key || !*key) {
+        b->key = getenv(cfg->api_key_env);
+        if (!b->key || !*b->key) {
             fprintf(stderr, "gpumon bench: --api-key-env: environment variable %s is %s\n",
-                    cfg->api_key_env, key ? "empty" : "not set");
-            gm_bench_config_free(&o.cfg);
+                    cfg->api_key_env, b->key ? "empty" : "not set");
             return GM_EXIT_USAGE;
         }
     }
-    char base[GM_BENCH_URL_MAX] = "";
-    if (cfg->url && gm_bench_url_base(cfg->url, base, sizeof base, &err) < 0) {
+    if (cfg->url && gm_bench_url_base(cfg->url, b->base, sizeof b->base, &err) < 0) {
         fprintf(stderr, "gpumon bench: --url: %s\n", err.msg);
-        gm_bench_config_free(&o.cfg);
         return GM_EXIT_USAGE;
     }
-    char id[GM_SESSION_ID_LEN];
-    int64_t started_ms = gm_clock_wall_ms();
-    gm_session_make_id(id, sizeof id, started_ms);
-    progress_ctx pc = {
-        .tty = !o.quiet && isatty(STDERR_FILENO), .quiet = o.quiet, .idle_s = cfg->idle_s};
-    gm_bench_runner_options ro = {.cfg = cfg,
-                                  .id = id,
-                                  .started_ms = started_ms,
-                                  .stop = &stop_flag,
-                                  .api_key = key,
-                                  .max_in_flight = raise_nofile(),
-                                  .sim_load = &sim_load,
-                                  .progress = on_progress,
-                                  .live_figures = pc.tty,
-                                  .on_point = on_point,
-                                  .gone = on_gone,
-                                  .arg = &pc};
+    b->started_ms = gm_clock_wall_ms();
+    gm_session_make_id(b->id, sizeof b->id, b->started_ms);
+    b->pc = (progress_ctx){
+        .tty = !b->o.quiet && isatty(STDERR_FILENO), .quiet = b->o.quiet, .idle_s = cfg->idle_s};
+    b->ro = (gm_bench_runner_options){.cfg = cfg,
+                                      .id = b->id,
+                                      .started_ms = b->started_ms,
+                                      .stop = &stop_flag,
+                                      .api_key = b->key,
+                                      .max_in_flight = raise_nofile(),
+                                      .sim_load = &sim_load,
+                                      .progress = on_progress,
+                                      .live_figures = b->pc.tty,
+                                      .on_point = on_point,
+                                      .gone = on_gone,
+                                      .arg = &b->pc};
     /* Prompts: a bad file is bad input (2). */
-    if (gm_bench_runner_new(&ro, &run, &err) < 0) {
+    if (gm_bench_runner_new(&b->ro, &b->run, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
-        gm_bench_config_free(&o.cfg);
         return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
     }
+    b->url = cfg->url;
+    return GM_EXIT_OK;
+}
 
-    bool have_gpus = false;
-    unsigned idx[GM_MAX_GPUS];
-    size_t nidx = 0;
-    const char *url = cfg->url;
-    if (o.ctr.image) {
-        /* The server is ours to start: the benchmark begins with the GPUs, then the
-         * container, which is named after the benchmark's id. */
-        signals_install();
-        if (!(snap = gm_snapshot_new())) {
-            rc = GM_EXIT_FAILURE;
-            goto out;
+/* --image: the server is ours to start; the benchmark begins with the GPUs, then the
+ * container, which is named after the benchmark's id. A container that ended before it was
+ * ready, or never became ready, is kept on record (its output, the loading). Returns an exit
+ * status. */
+static int bench_start_server(bench_state *b)
+{
+    gm_error err = {0};
+    signals_install();
+    if (!(b->snap = gm_snapshot_new()))
+        return GM_EXIT_FAILURE;
+    b->st = open_store(&b->o);
+    int rc = image_start(&b->o, b->id, &b->ir, b->run, &b->col, b->snap, &b->url);
+    b->pc.ctr = b->ir.ctr;
+    if (rc != GM_EXIT_OK) {
+        if (rc < 0 || stop_flag)
+            rc = 128 + (stop_signal ? stop_signal : SIGINT);
+        gm_cli_ctr_finish(b->ir.ctr);
+        const char *failure = b->ir.ctr ? gm_cli_ctr_failure(b->ir.ctr) : NULL;
+        if (failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0) &&
+            (b->doc = gm_bench_runner_document(b->run,
+                                               b->col ? gm_collector_provider(b->col) : "none"))) {
+            const char *cu = gm_cli_ctr_url(b->ir.ctr);
+            json_object_set_new(b->doc, "url", cu && *cu ? gm_json_str(cu) : json_null());
+            image_json(&b->ir, b->doc);
+            rc = keep_result(&b->o, b->argc, b->argv, b->st, b->doc, b->started_ms,
+                             gm_bench_runner_gpu_samples(b->run), true, rc);
         }
-        st = open_store(&o);
-        rc = image_start(&o, id, &ir, run, &col, snap, &url);
-        pc.ctr = ir.ctr;
-        if (rc != GM_EXIT_OK) {
-            if (rc < 0 || stop_flag)
-                rc = 128 + (stop_signal ? stop_signal : SIGINT);
-            /* A container that ended before it was ready, or never became ready: the record
-             * of it (its output, the loading) is kept. */
-            gm_cli_ctr_finish(ir.ctr);
-            const char *failure = ir.ctr ? gm_cli_ctr_failure(ir.ctr) : NULL;
-            if (failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0)) {
-                if ((doc = gm_bench_runner_document(run,
-                                                    col ? gm_collector_provider(col) : "none"))) {
-                    const char *cu = gm_cli_ctr_url(ir.ctr);
-                    json_object_set_new(doc, "url", cu && *cu ? gm_json_str(cu) : json_null());
-                    image_json(&ir, doc);
-                    rc = keep_result(&o, argc, argv, st, doc, started_ms,
-                                     gm_bench_runner_gpu_samples(run), true, rc);
-                }
-            }
-            goto out;
-        }
-        have_gpus = true;
-        if (gm_bench_url_base(url, base, sizeof base, &err) < 0) {
-            fprintf(stderr, "gpumon bench: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-            goto out;
-        }
+        return rc;
     }
-
-    if (gm_bench_runner_connect(run, url, &err) < 0) {
+    b->have_gpus = true;
+    if (gm_bench_url_base(b->url, b->base, sizeof b->base, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
-        rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
-        goto out;
+        return GM_EXIT_FAILURE;
     }
+    return GM_EXIT_OK;
+}
 
-    if (!o.ctr.image) {
-        /* GPUs: read through the collector like every command; none is a warning unless
-         * --gpus. */
-        gm_collector_options colopt;
-        if (!gm_cli_collector_options("bench", &o.src, &colopt)) {
-            rc = GM_EXIT_USAGE;
-            goto out;
+/* A server at --url: its GPUs read through the collector like every command; none is a
+ * warning unless --gpus. Returns an exit status. */
+static int bench_open_gpus(bench_state *b)
+{
+    gm_error err = {0};
+    gm_collector_options colopt;
+    if (!gm_cli_collector_options("bench", &b->o.src, &colopt))
+        return GM_EXIT_USAGE;
+    colopt.no_host = !b->o.cfg.snapshot; /* a snapshot names the host */
+    colopt.slow_period_ms = -1;          /* the energy counter at every sample: exact per point */
+    sim_load = 0; /* simulated GPUs: a server idles on them until a point loads it */
+    colopt.sim_load = &sim_load;
+    if (!(b->snap = gm_snapshot_new()))
+        return GM_EXIT_FAILURE;
+    /* A provider asked for by name that cannot be opened is an error, as for record; auto
+     * with nothing to read opens as provider "none" and the run goes on without GPUs. */
+    int orc = GM_EXIT_OK;
+    if (!(b->col = gm_cli_collector_open("bench", &colopt, &orc)))
+        return orc;
+    b->have_gpus = strcmp(gm_collector_provider(b->col), "none") != 0 &&
+                   gm_collector_sample(b->col, b->snap, &err) == GM_OK && b->snap->gpu_count > 0;
+    if (!b->have_gpus) {
+        if (b->o.have_filter) {
+            fprintf(stderr, "gpumon bench: no GPU found: %s\n",
+                    err.msg[0] ? err.msg : gm_collector_diagnosis(b->col));
+            return GM_EXIT_NO_GPU;
         }
-        colopt.no_host = !o.cfg.snapshot; /* a snapshot names the host */
-        colopt.slow_period_ms = -1;       /* the energy counter at every sample: exact per point */
-        sim_load = 0; /* simulated GPUs: a server idles on them until a point loads it */
-        colopt.sim_load = &sim_load;
-        if (!(snap = gm_snapshot_new())) {
-            rc = GM_EXIT_FAILURE;
-            goto out;
-        }
-        /* A provider asked for by name that cannot be opened is an error, as for record; auto
-         * with nothing to read opens as provider "none" and the run goes on without GPUs. */
-        int orc = GM_EXIT_OK;
-        if (!(col = gm_cli_collector_open("bench", &colopt, &orc))) {
-            rc = orc;
-            goto out;
-        }
-        have_gpus = col && strcmp(gm_collector_provider(col), "none") != 0 &&
-                    gm_collector_sample(col, snap, &err) == GM_OK && snap->gpu_count > 0;
-        if (!have_gpus) {
-            if (o.have_filter) {
-                fprintf(stderr, "gpumon bench: no GPU found: %s\n",
-                        err.msg[0] ? err.msg
-                        : col      ? gm_collector_diagnosis(col)
-                                   : "no provider");
-                rc = GM_EXIT_NO_GPU;
-                goto out;
-            }
-            if (!o.quiet)
-                fprintf(stderr, "gpumon bench: warning: no GPU found; measuring the server "
-                                "without its GPUs\n");
-            gm_collector_close(col);
-            col = NULL;
-        } else if (o.have_filter &&
-                   !gm_cli_gpu_filter_resolve("bench", &o.filter, snap, idx, &nidx)) {
-            rc = GM_EXIT_USAGE;
-            goto out;
-        }
+        if (!b->o.quiet)
+            fprintf(stderr, "gpumon bench: warning: no GPU found; measuring the server "
+                            "without its GPUs\n");
+        gm_collector_close(b->col);
+        b->col = NULL;
+    } else if (b->o.have_filter &&
+               !gm_cli_gpu_filter_resolve("bench", &b->o.filter, b->snap, b->idx, &b->nidx)) {
+        return GM_EXIT_USAGE;
     }
+    return GM_EXIT_OK;
+}
 
-    if (cfg->trace) {
-        if (gm_file_open_output(cfg->trace, GM_FILE_STREAM, &trace_file, &err) < 0) {
+/* The trace file, and for a server at --url the store, the signals and the GPUs' sampling
+ * with their idle power. Returns an exit status. */
+static int bench_ready(bench_state *b)
+{
+    gm_error err = {0};
+    if (b->o.cfg.trace) {
+        if (gm_file_open_output(b->o.cfg.trace, GM_FILE_STREAM, &b->trace_file, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-            goto out;
+            return GM_EXIT_FAILURE;
         }
-        trace = gm_file_stream(trace_file);
-        gm_bench_runner_set_trace(run, trace);
+        gm_bench_runner_set_trace(b->run, gm_file_stream(b->trace_file));
     }
-    if (!o.ctr.image) {
-        st = open_store(&o);
+    if (!b->o.ctr.image) {
+        b->st = open_store(&b->o);
         signals_install();
-        if (have_gpus && gm_bench_runner_gpus(run, col, o.have_filter ? idx : NULL,
-                                              o.have_filter ? nidx : 0, false, &err) < 0) {
+        if (b->have_gpus && gm_bench_runner_gpus(b->run, b->col, b->o.have_filter ? b->idx : NULL,
+                                                 b->o.have_filter ? b->nidx : 0, false, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-            goto out;
+            return GM_EXIT_FAILURE;
         }
     }
+    return GM_EXIT_OK;
+}
 
+/* The check request, then every point. Returns an exit status. */
+static int bench_run_points(bench_state *b)
+{
+    gm_error err = {0};
     /* One request first: a server that is down or answers garbage fails here, clearly. */
-    if (gm_bench_runner_check(run, &err) < 0) {
+    if (gm_bench_runner_check(b->run, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
-        rc = GM_EXIT_FAILURE;
-        goto out;
+        return GM_EXIT_FAILURE;
     }
-    if (gm_bench_runner_points(run, &err) < 0) {
-        fprintf(stderr, "%sgpumon bench: %s\n", pc.tty ? "\r\033[K" : "", err.msg);
-        rc = GM_EXIT_FAILURE;
-        goto out;
+    if (gm_bench_runner_points(b->run, &err) < 0) {
+        fprintf(stderr, "%sgpumon bench: %s\n", b->pc.tty ? "\r\033[K" : "", err.msg);
+        return GM_EXIT_FAILURE;
     }
-    if (trace_file) {
-        trace = NULL;
-        gm_file *tf = trace_file;
-        trace_file = NULL;
+    return GM_EXIT_OK;
+}
+
+/* After the points: the trace file made whole, the document made, kept and summed up.
+ * Returns the command's exit status. */
+static int bench_finish(bench_state *b)
+{
+    gm_error err = {0};
+    int rc = GM_EXIT_OK;
+    if (b->trace_file) {
+        gm_file *tf = b->trace_file;
+        b->trace_file = NULL;
         if (gm_file_commit(tf, NULL, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
@@ -875,54 +877,91 @@ int gm_cli_bench(int argc, char **argv)
         stop_flag = 0;
 
     /* The container's exit state belongs in the document: it is stopped first. */
-    if (ir.ctr)
-        gm_cli_ctr_finish(ir.ctr);
-    if (!(doc = gm_bench_runner_document(run, col ? gm_collector_provider(col) : "none"))) {
+    if (b->ir.ctr)
+        gm_cli_ctr_finish(b->ir.ctr);
+    if (!(b->doc =
+              gm_bench_runner_document(b->run, b->col ? gm_collector_provider(b->col) : "none"))) {
         fprintf(stderr, "gpumon bench: out of memory\n");
-        rc = GM_EXIT_FAILURE;
-        goto out;
+        return GM_EXIT_FAILURE;
     }
-    image_json(&ir, doc);
-    rc = keep_result(&o, argc, argv, st, doc, started_ms, gm_bench_runner_gpu_samples(run), false,
-                     rc);
+    image_json(&b->ir, b->doc);
+    rc = keep_result(&b->o, b->argc, b->argv, b->st, b->doc, b->started_ms,
+                     gm_bench_runner_gpu_samples(b->run), false, rc);
+    size_t npoints = b->o.cfg.npoints;
     if (server_gone) {
         fprintf(stderr,
                 "gpumon bench: the server's container ended during the benchmark; %zu of %zu "
                 "point%s measured%s\n",
-                json_array_size(json_object_get(doc, "points")), cfg->npoints,
-                cfg->npoints == 1 ? "" : "s",
-                gm_bench_runner_cut_short(run)
+                json_array_size(json_object_get(b->doc, "points")), npoints,
+                npoints == 1 ? "" : "s",
+                gm_bench_runner_cut_short(b->run)
                     ? " (the last one cut short, marked invalid: server_exited)"
                     : "");
         if (rc == GM_EXIT_OK)
             rc = GM_EXIT_FAILURE;
     }
-    if (rc == GM_EXIT_OK && gm_bench_runner_any_empty(run)) {
+    if (rc == GM_EXIT_OK && gm_bench_runner_any_empty(b->run)) {
         fprintf(stderr, "gpumon bench: a point completed no request (see its errors)\n");
         rc = GM_EXIT_FAILURE;
     }
     if (rc == GM_EXIT_OK && stop_flag)
         rc = 128 + (stop_signal ? stop_signal : SIGINT);
+    return rc;
+}
 
-out:
+/* Frees what the steps made, in the order their users need; rc becomes a failure when the
+ * trace of a run cut short cannot be kept. */
+static int bench_close(bench_state *b, int rc)
+{
+    gm_error err = {0};
     /* The container goes before the lease: its GPUs are not free until it is gone. */
-    gm_cli_ctr_close(ir.ctr);
-    gm_lease_release(ir.lease);
-    json_decref(ir.attach);
-    json_decref(ir.loading);
+    gm_cli_ctr_close(b->ir.ctr);
+    gm_lease_release(b->ir.lease);
+    json_decref(b->ir.attach);
+    json_decref(b->ir.loading);
     signals_restore();
-    json_decref(doc);
+    json_decref(b->doc);
     /* The sampling thread reads the collector: it stops before the collector closes. */
-    gm_bench_runner_free(run);
-    gm_snapshot_free(snap);
-    gm_collector_close(col);
-    gm_store_close(st);
+    gm_bench_runner_free(b->run);
+    gm_snapshot_free(b->snap);
+    gm_collector_close(b->col);
+    gm_store_close(b->st);
     /* A run cut short keeps the requests traced so far. */
-    if (trace_file && gm_file_commit(trace_file, NULL, &err) < 0) {
+    if (b->trace_file && gm_file_commit(b->trace_file, NULL, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
         if (rc == GM_EXIT_OK)
             rc = GM_EXIT_FAILURE;
     }
-    gm_bench_config_free(&o.cfg);
+    gm_bench_config_free(&b->o.cfg);
     return rc;
+}
+
+int gm_cli_bench(int argc, char **argv)
+{
+    bench_state b = {.argc = argc, .argv = argv};
+    gm_bench_config_init(&b.o.cfg);
+    gm_cli_ctr_defaults(&b.o.ctr);
+    gm_cli_lease_defaults(&b.o.lease);
+    int rc = read_options(argc, argv, &b.o);
+    if (rc != GM_CLI_PROCEED)
+        return bench_close(&b, rc);
+    rc = bench_prepare(&b);
+    if (rc == GM_EXIT_OK && b.o.ctr.image)
+        rc = bench_start_server(&b);
+    if (rc == GM_EXIT_OK) {
+        gm_error err = {0};
+        if (gm_bench_runner_connect(b.run, b.url, &err) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        }
+    }
+    if (rc == GM_EXIT_OK && !b.o.ctr.image)
+        rc = bench_open_gpus(&b);
+    if (rc == GM_EXIT_OK)
+        rc = bench_ready(&b);
+    if (rc == GM_EXIT_OK)
+        rc = bench_run_points(&b);
+    if (rc == GM_EXIT_OK)
+        rc = bench_finish(&b);
+    return bench_close(&b, rc);
 }

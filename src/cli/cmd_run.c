@@ -299,6 +299,54 @@ static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const 
     return rc;
 }
 
+/* What is recorded, into list ("0,3"): the leased GPUs, or (mig) the GPUs of the leased MIG
+ * devices, each once. Returns what the leased things are called ("GPUs", "MIG device"). */
+static const char *recorded_gpus(const gm_select_result *res, bool mig, char *list, size_t len)
+{
+    if (!mig) {
+        gm_select_format_list(res, list, len);
+        return res->n_selected > 1 ? "GPUs" : "GPU";
+    }
+    size_t used = 0;
+    for (unsigned i = 0; i < res->n_gpus; i++) {
+        const gm_select_gpu *e = &res->gpus[i];
+        bool seen = false;
+        for (unsigned k = 0; k < i; k++)
+            seen |=
+                res->gpus[k].status == GM_SEL_SELECTED && res->gpus[k].gpu_index == e->gpu_index;
+        if (e->status != GM_SEL_SELECTED || seen)
+            continue;
+        int w = snprintf(list + used, len - used, "%s%u", used ? "," : "", e->gpu_index);
+        if (w > 0 && used + (size_t)w < len)
+            used += (size_t)w;
+    }
+    return res->n_selected > 1 ? "MIG devices" : "MIG device";
+}
+
+/* Gives COMMAND the leased devices: each vendor's runtime gets its own GPUs, NVIDIA's by driver
+ * index (PCI_BUS_ID makes CUDA number them the same way; its default is fastest-first), AMD's
+ * by ROCm's index. The variables go into the stored lease (jl) and, as shown, into said. */
+static void export_devices(const gm_select_result *res, json_t *jl, char *said, size_t len)
+{
+    gm_select_env env;
+    gm_select_format_env(res, &env);
+    said[0] = '\0';
+    if (env.has_cuda) {
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+        setenv("CUDA_VISIBLE_DEVICES", env.cuda, 1);
+        snprintf(said, len, "CUDA_VISIBLE_DEVICES=%s", env.cuda);
+        json_object_set_new(jl, "cuda_visible_devices", json_string(env.cuda));
+    }
+    if (env.has_amd) {
+        setenv("ROCR_VISIBLE_DEVICES", env.amd, 1);
+        setenv("HIP_VISIBLE_DEVICES", env.amd, 1);
+        size_t used = strlen(said);
+        snprintf(said + used, len - used, "%sROCR_VISIBLE_DEVICES=%s HIP_VISIBLE_DEVICES=%s",
+                 used ? " " : "", env.amd, env.amd);
+        json_object_set_new(jl, "rocr_visible_devices", json_string(env.amd));
+    }
+}
+
 int gm_cli_run(int argc, char **argv)
 {
     run_opts o = {0};
@@ -348,28 +396,8 @@ int gm_cli_run(int argc, char **argv)
     gm_collector_close(c);
     c = NULL;
 
-    /* What is recorded: the leased GPUs, or the GPUs of the leased MIG devices. */
     char list[512] = "";
-    const char *what = res.n_selected > 1 ? "GPUs" : "GPU";
-    if (o.lease.mig) {
-        what = res.n_selected > 1 ? "MIG devices" : "MIG device";
-        size_t used = 0;
-        for (unsigned i = 0; i < res.n_gpus; i++) {
-            const gm_select_gpu *e = &res.gpus[i];
-            bool seen = false;
-            for (unsigned k = 0; k < i; k++)
-                seen |=
-                    res.gpus[k].status == GM_SEL_SELECTED && res.gpus[k].gpu_index == e->gpu_index;
-            if (e->status != GM_SEL_SELECTED || seen)
-                continue;
-            int w =
-                snprintf(list + used, sizeof list - used, "%s%u", used ? "," : "", e->gpu_index);
-            if (w > 0 && used + (size_t)w < sizeof list)
-                used += (size_t)w;
-        }
-    } else {
-        gm_select_format_list(&res, list, sizeof list);
-    }
+    const char *what = recorded_gpus(&res, o.lease.mig, list, sizeof list);
     char shown[GM_MAX_GPUS * GM_MIG_UUID_LEN];
     gm_select_format_list(&res, shown, sizeof shown);
     if (ctr) {
@@ -379,32 +407,10 @@ int gm_cli_run(int argc, char **argv)
         attach = NULL; /* stolen */
         goto out;
     }
-    /* Each vendor's runtime gets its own GPUs: NVIDIA's by driver index (PCI_BUS_ID makes
-     * CUDA number them the same way; its default is fastest-first), AMD's by ROCm's index. */
-    gm_select_env env;
-    gm_select_format_env(&res, &env);
-    char said[sizeof env.cuda + 600] = "";
-    if (env.has_cuda) {
-        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
-        setenv("CUDA_VISIBLE_DEVICES", env.cuda, 1);
-        snprintf(said, sizeof said, "CUDA_VISIBLE_DEVICES=%s", env.cuda);
-    }
-    if (env.has_amd) {
-        setenv("ROCR_VISIBLE_DEVICES", env.amd, 1);
-        setenv("HIP_VISIBLE_DEVICES", env.amd, 1);
-        size_t used = strlen(said);
-        snprintf(said + used, sizeof said - used,
-                 "%sROCR_VISIBLE_DEVICES=%s HIP_VISIBLE_DEVICES=%s", used ? " " : "", env.amd,
-                 env.amd);
-    }
+    char said[sizeof(((gm_select_env *)0)->cuda) + 600];
+    export_devices(&res, json_object_get(attach, "lease"), said, sizeof said);
     if (!o.quiet)
         fprintf(stderr, "gpumon run: leased %s %s; %s\n", what, shown, said);
-
-    json_t *jl = json_object_get(attach, "lease");
-    if (env.has_cuda)
-        json_object_set_new(jl, "cuda_visible_devices", json_string(env.cuda));
-    if (env.has_amd)
-        json_object_set_new(jl, "rocr_visible_devices", json_string(env.amd));
 
     gm_cli_record_opts ro;
     if (!record_opts_of(&o, list, &ro)) {
