@@ -188,10 +188,7 @@ static const gm_opt bench_table[] = {
     GM_CLI_OPT_LEASE(bench_opts, lease, .name = "min-free-mb", .letter = 'm', .arg = "MIB",
                      .code = GM_CLI_OPT_MIN_FREE, .help = "Free memory each GPU needs."),
     GM_CLI_OPT_LEASE_WAITING(bench_opts, lease),
-    {.type = GM_OPT_REMOVED,
-     .name = "label",
-     .letter = 'l',
-     .help = "-l is --loop, in query and smi"},
+    GM_CLI_OPT_L_REMOVED,
     {0},
 };
 

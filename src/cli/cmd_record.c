@@ -64,10 +64,7 @@ static const gm_opt record_table[] = {
      .name = "interval",
      .letter = 'n',
      .help = "-n is --count, a number of GPUs, in every command"},
-    {.type = GM_OPT_REMOVED,
-     .name = "label",
-     .letter = 'l',
-     .help = "-l is --loop, in query and smi"},
+    GM_CLI_OPT_L_REMOVED,
     {0},
 };
 

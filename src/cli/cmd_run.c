@@ -115,10 +115,7 @@ static const gm_opt run_table[] = {
     /* bench's, refused by gm_cli_ctr_validate with a message that says so */
     GM_CLI_OPT_CTR(run_opts, ctr, .name = "ready-path", .arg = "PATH", .flags = GM_OPT_HIDDEN),
     GM_CLI_OPT_CTR(run_opts, ctr, .name = "ready-timeout", .arg = "S", .flags = GM_OPT_HIDDEN),
-    {.type = GM_OPT_REMOVED,
-     .name = "label",
-     .letter = 'l',
-     .help = "-l is --loop, in query and smi"},
+    GM_CLI_OPT_L_REMOVED,
     {0},
 };
 

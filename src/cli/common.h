@@ -165,6 +165,14 @@ int gm_cli_set_json(void *base, const gm_opt *row, const char *value, gm_error *
         .type = GM_OPT_FLAG, .name = "no-db", GM_OPT_AT(T, f), __VA_ARGS__ \
     }
 
+/* The -l row of record, run and bench: -l is --loop in query and smi, and using it here says
+ * so. */
+#define GM_CLI_OPT_L_REMOVED                                    \
+    {                                                           \
+        .type = GM_OPT_REMOVED, .name = "label", .letter = 'l', \
+        .help = "-l is --loop, in query and smi"                \
+    }
+
 /* What gm_cli_parse and each command's read_options return when the command goes on with the
  * options read; any other value is the exit status to end with at once (GM_EXIT_OK after
  * --help, GM_EXIT_USAGE with the message printed). No exit status is negative. */
