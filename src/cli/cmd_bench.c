@@ -70,33 +70,9 @@ static int id_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
     return GM_OK;
 }
 
-/* The lease and container options go through the parsers run shares (lease.c, container.c),
- * which print their own messages: an empty message says so to gm_cli_parse. */
-static int lease_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_lease_option("bench", row->code, arg, &((bench_opts *)base)->lease) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
-static int ctr_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_ctr_option("bench", row->code, arg, &((bench_opts *)base)->ctr) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
 #define BENCH(...)                                             \
     {                                                          \
         .type = GM_OPT_CALLBACK, .set = bench_row, __VA_ARGS__ \
-    }
-#define LEASE(...)                                             \
-    {                                                          \
-        .type = GM_OPT_CALLBACK, .set = lease_row, __VA_ARGS__ \
-    }
-#define CTR(...)                                             \
-    {                                                        \
-        .type = GM_OPT_CALLBACK, .set = ctr_row, __VA_ARGS__ \
     }
 
 static const gm_opt bench_table[] = {
@@ -171,54 +147,48 @@ static const gm_opt bench_table[] = {
      GM_OPT_AT(bench_opts, quiet),
      .help = "No progress or results on stderr."},
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(bench_opts, src)},
-    CTR(.name = "image", .arg = "IMAGE", .code = GM_CLI_OPT_IMAGE,
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "image", .arg = "IMAGE",
         .group = "The server in a container (instead of --url)",
         .help = "Run the server from IMAGE on GPUs leased as gpumon run does, given to it as "
                 "HostConfig.DeviceRequests by UUID (never CUDA_VISIBLE_DEVICES); ARGS after -- "
                 "follow its entrypoint."),
-    CTR(.name = "container-port", .arg = "P", .code = GM_CLI_OPT_CPORT,
-        .help = "The server's port inside (default 8000), published on a free port of "
-                "127.0.0.1."),
-    CTR(.name = "env", .arg = "K=V|NAME", .code = GM_CLI_OPT_ENV, .flags = GM_OPT_REPEAT,
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "container-port", .arg = "P",
+                   .help = "The server's port inside (default 8000), published on a free port of "
+                           "127.0.0.1."),
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "env", .arg = "K=V|NAME", .flags = GM_OPT_REPEAT,
         .help = "Set a variable in the container (repeatable); NAME alone passes gpumon's own "
                 "value (NGC_API_KEY), never printed."),
-    CTR(.name = "volume", .arg = "HOST:CONTAINER[:ro]", .code = GM_CLI_OPT_VOLUME,
-        .flags = GM_OPT_REPEAT, .help = "Mount (repeatable)."),
-    CTR(.name = "shm-size", .arg = "SIZE", .code = GM_CLI_OPT_SHM,
-        .help = "/dev/shm of the container (16GB, 512m)."),
-    CTR(.name = "ready-path", .arg = "PATH", .code = GM_CLI_OPT_READY_PATH,
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "volume", .arg = "HOST:CONTAINER[:ro]",
+                   .flags = GM_OPT_REPEAT, .help = "Mount (repeatable)."),
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "shm-size", .arg = "SIZE",
+                   .help = "/dev/shm of the container (16GB, 512m)."),
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "ready-path", .arg = "PATH",
         .help = "Readiness: GET PATH answers 2xx (default: /v1/health/ready, then /health, then "
                 "/v1/models, whichever exists)."),
-    CTR(.name = "ready-timeout", .arg = "S", .code = GM_CLI_OPT_READY_TIMEOUT,
-        .help = "Most time to wait for it (default 1800: a first NIM start downloads the "
-                "model)."),
-    CTR(.name = "keep-container", .code = GM_CLI_OPT_KEEP,
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "ready-timeout", .arg = "S",
+                   .help =
+                       "Most time to wait for it (default 1800: a first NIM start downloads the "
+                       "model)."),
+    GM_CLI_OPT_CTR(
+        bench_opts, ctr, .name = "keep-container",
         .help = "Leave it running afterwards (default: stopped and removed on every way out, "
                 "Ctrl-C and errors included)."),
-    CTR(.name = "pull", .code = GM_CLI_OPT_PULL,
-        .help = "Pull IMAGE when it is not here (progress on stderr)."),
-    LEASE(.name = "count", .letter = 'n', .arg = "N", .code = GM_CLI_OPT_COUNT,
-          .group = "Its GPUs' lease (as for gpumon run; --gpus limits the GPUs leased)",
-          .help = "GPUs to lease (default 1, or as many as --gpus lists)."),
-    LEASE(.name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
-          .help = "Lease as many as the task config's estimate (see gpumon estimate)."),
-    LEASE(.name = "min-free-mb", .letter = 'm', .arg = "MIB", .code = GM_CLI_OPT_MIN_FREE,
-          .help = "Free memory each GPU needs."),
-    LEASE(.name = "max-util", .letter = 'u', .arg = "PCT", .code = GM_CLI_OPT_MAX_UTIL,
-          .help = "Only GPUs at most PCT % busy."),
-    LEASE(.name = "wait", .letter = 'w', .arg = "SECONDS", .code = GM_CLI_OPT_WAIT,
-          .help = "Wait at most this long for the GPUs (default 300; 0: check once)."),
-    LEASE(.name = "check-interval", .arg = "S", .code = GM_CLI_OPT_CHECK,
-          .help = "Between availability checks while waiting (default 30)."),
-    LEASE(.name = "lease-dir", .arg = "DIR", .code = GM_CLI_OPT_LEASE_DIR, .complete = "dir",
-          .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "
-                  "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."),
-    LEASE(.name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,
-          .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing."),
-    {.type = GM_OPT_REMOVED,
-     .name = "label",
-     .letter = 'l',
-     .help = "-l is --loop, in query and smi"},
+    GM_CLI_OPT_CTR(bench_opts, ctr, .name = "pull",
+                   .help = "Pull IMAGE when it is not here (progress on stderr)."),
+    GM_CLI_OPT_LEASE(bench_opts, lease, .name = "count", .letter = 'n', .arg = "N",
+                     .code = GM_CLI_OPT_COUNT,
+                     .group = "Its GPUs' lease (as for gpumon run; --gpus limits the GPUs leased)",
+                     .help = "GPUs to lease (default 1, or as many as --gpus lists)."),
+    GM_CLI_OPT_LEASE(bench_opts, lease, .name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK,
+                     .complete = "file",
+                     .help = "Lease as many as the task config's estimate (see gpumon estimate)."),
+    GM_CLI_OPT_LEASE(bench_opts, lease, .name = "min-free-mb", .letter = 'm', .arg = "MIB",
+                     .code = GM_CLI_OPT_MIN_FREE, .help = "Free memory each GPU needs."),
+    GM_CLI_OPT_LEASE_WAITING(bench_opts, lease),
+    GM_CLI_OPT_L_REMOVED,
     {0},
 };
 
@@ -254,13 +224,16 @@ const gm_opt_command gm_cli_bench_command = {
                 "container not ready); 130 stopped by Ctrl-C (the result is kept).\n",
 };
 
-static int parse_args(int argc, char **argv, bench_opts *o)
+/* Reads argv into o and checks what the options say together: operands only as the container's
+ * arguments, lease options only with --image, the benchmark's settings complete. Returns
+ * GM_CLI_PROCEED or the exit status. */
+static int read_options(int argc, char **argv, bench_opts *o)
 {
     const char *cmd = "bench";
     gm_error err = {0};
     int first = argc;
     int rc = gm_cli_parse(&gm_cli_bench_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     /* Operands are the container's arguments (after --), so only with --image. */
     if (!o->ctr.image && first < argc) {
@@ -282,7 +255,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         return GM_EXIT_USAGE;
     }
     o->cfg.seed = o->src.seed;
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 /* ---- progress --------------------------------------------------------------------------- */
@@ -695,200 +668,202 @@ static int keep_result(const bench_opts *o, int argc, char **argv, gm_store *st,
     return rc;
 }
 
-int gm_cli_bench(int argc, char **argv)
+/* ---- the command, in its steps ------------------------------------------------------------ */
+
+/* One benchmark's state from its options to its result; every step fills part of it and
+ * bench_close frees what was made. */
+typedef struct bench_state {
+    bench_opts o;
+    int argc;
+    char **argv;
+    const char *key; /* the API key, from the environment only */
+    char base[GM_BENCH_URL_MAX];
+    char id[GM_SESSION_ID_LEN];
+    int64_t started_ms;
+    progress_ctx pc;
+    gm_bench_runner_options ro; /* outlives the runner, as it must */
+    gm_bench_runner *run;
+    gm_collector *col;
+    gm_snapshot *snap;
+    gm_store *st;
+    gm_file *trace_file;
+    json_t *doc;
+    image_run ir;
+    const char *url;
+    bool have_gpus;
+    unsigned idx[GM_MAX_GPUS]; /* --gpus resolved (a server at --url) */
+    size_t nidx;
+} bench_state;
+
+/* Before anything is started: the key from the environment, the URL, the id and the runner
+ * with its prompts. Returns an exit status. */
+static int bench_prepare(bench_state *b)
 {
-    bench_opts o = {0};
-    gm_bench_config_init(&o.cfg);
-    gm_cli_ctr_defaults(&o.ctr);
-    gm_cli_lease_defaults(&o.lease);
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0) {
-        gm_bench_config_free(&o.cfg);
-        return rc;
-    }
-
     gm_error err = {0};
-    gm_bench_runner *run = NULL;
-    gm_collector *col = NULL;
-    gm_snapshot *snap = NULL;
-    gm_store *st = NULL;
-    FILE *trace = NULL;
-    gm_file *trace_file = NULL;
-    json_t *doc = NULL;
-    image_run ir = {0};
-    rc = GM_EXIT_OK;
-    const gm_bench_config *cfg = &o.cfg;
-
+    const gm_bench_config *cfg = &b->o.cfg;
     /* The key, from the environment only: never from argv, which ps shows. */
-    const char *key = NULL;
     if (cfg->api_key_env) {
-        key = getenv(cfg->api_key_env);
-        if (!key || !*key) {
+        b->key = getenv(cfg->api_key_env);
+        if (!b->key || !*b->key) {
             fprintf(stderr, "gpumon bench: --api-key-env: environment variable %s is %s\n",
-                    cfg->api_key_env, key ? "empty" : "not set");
-            gm_bench_config_free(&o.cfg);
+                    cfg->api_key_env, b->key ? "empty" : "not set");
             return GM_EXIT_USAGE;
         }
     }
-    char base[GM_BENCH_URL_MAX] = "";
-    if (cfg->url && gm_bench_url_base(cfg->url, base, sizeof base, &err) < 0) {
+    if (cfg->url && gm_bench_url_base(cfg->url, b->base, sizeof b->base, &err) < 0) {
         fprintf(stderr, "gpumon bench: --url: %s\n", err.msg);
-        gm_bench_config_free(&o.cfg);
         return GM_EXIT_USAGE;
     }
-    char id[GM_SESSION_ID_LEN];
-    int64_t started_ms = gm_clock_wall_ms();
-    gm_session_make_id(id, sizeof id, started_ms);
-    progress_ctx pc = {
-        .tty = !o.quiet && isatty(STDERR_FILENO), .quiet = o.quiet, .idle_s = cfg->idle_s};
-    gm_bench_runner_options ro = {.cfg = cfg,
-                                  .id = id,
-                                  .started_ms = started_ms,
-                                  .stop = &stop_flag,
-                                  .api_key = key,
-                                  .max_in_flight = raise_nofile(),
-                                  .sim_load = &sim_load,
-                                  .progress = on_progress,
-                                  .live_figures = pc.tty,
-                                  .on_point = on_point,
-                                  .gone = on_gone,
-                                  .arg = &pc};
+    b->started_ms = gm_clock_wall_ms();
+    gm_session_make_id(b->id, sizeof b->id, b->started_ms);
+    b->pc = (progress_ctx){
+        .tty = !b->o.quiet && isatty(STDERR_FILENO), .quiet = b->o.quiet, .idle_s = cfg->idle_s};
+    b->ro = (gm_bench_runner_options){.cfg = cfg,
+                                      .id = b->id,
+                                      .started_ms = b->started_ms,
+                                      .stop = &stop_flag,
+                                      .api_key = b->key,
+                                      .max_in_flight = raise_nofile(),
+                                      .sim_load = &sim_load,
+                                      .progress = on_progress,
+                                      .live_figures = b->pc.tty,
+                                      .on_point = on_point,
+                                      .gone = on_gone,
+                                      .arg = &b->pc};
     /* Prompts: a bad file is bad input (2). */
-    if (gm_bench_runner_new(&ro, &run, &err) < 0) {
+    if (gm_bench_runner_new(&b->ro, &b->run, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
-        gm_bench_config_free(&o.cfg);
         return err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
     }
+    b->url = cfg->url;
+    return GM_EXIT_OK;
+}
 
-    bool have_gpus = false;
-    unsigned idx[GM_MAX_GPUS];
-    size_t nidx = 0;
-    const char *url = cfg->url;
-    if (o.ctr.image) {
-        /* The server is ours to start: the benchmark begins with the GPUs, then the
-         * container, which is named after the benchmark's id. */
-        signals_install();
-        if (!(snap = gm_snapshot_new())) {
-            rc = GM_EXIT_FAILURE;
-            goto out;
+/* --image: the server is ours to start; the benchmark begins with the GPUs, then the
+ * container, which is named after the benchmark's id. A container that ended before it was
+ * ready, or never became ready, is kept on record (its output, the loading). Returns an exit
+ * status. */
+static int bench_start_server(bench_state *b)
+{
+    gm_error err = {0};
+    signals_install();
+    if (!(b->snap = gm_snapshot_new()))
+        return GM_EXIT_FAILURE;
+    b->st = open_store(&b->o);
+    int rc = image_start(&b->o, b->id, &b->ir, b->run, &b->col, b->snap, &b->url);
+    b->pc.ctr = b->ir.ctr;
+    if (rc != GM_EXIT_OK) {
+        if (rc < 0 || stop_flag)
+            rc = 128 + (stop_signal ? stop_signal : SIGINT);
+        gm_cli_ctr_finish(b->ir.ctr);
+        const char *failure = b->ir.ctr ? gm_cli_ctr_failure(b->ir.ctr) : NULL;
+        if (failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0) &&
+            (b->doc = gm_bench_runner_document(b->run,
+                                               b->col ? gm_collector_provider(b->col) : "none"))) {
+            const char *cu = gm_cli_ctr_url(b->ir.ctr);
+            json_object_set_new(b->doc, "url", cu && *cu ? gm_json_str(cu) : json_null());
+            image_json(&b->ir, b->doc);
+            rc = keep_result(&b->o, b->argc, b->argv, b->st, b->doc, b->started_ms,
+                             gm_bench_runner_gpu_samples(b->run), true, rc);
         }
-        st = open_store(&o);
-        rc = image_start(&o, id, &ir, run, &col, snap, &url);
-        pc.ctr = ir.ctr;
-        if (rc != GM_EXIT_OK) {
-            if (rc < 0 || stop_flag)
-                rc = 128 + (stop_signal ? stop_signal : SIGINT);
-            /* A container that ended before it was ready, or never became ready: the record
-             * of it (its output, the loading) is kept. */
-            gm_cli_ctr_finish(ir.ctr);
-            const char *failure = ir.ctr ? gm_cli_ctr_failure(ir.ctr) : NULL;
-            if (failure && (strcmp(failure, "exited") == 0 || strcmp(failure, "timeout") == 0)) {
-                if ((doc = gm_bench_runner_document(run,
-                                                    col ? gm_collector_provider(col) : "none"))) {
-                    const char *cu = gm_cli_ctr_url(ir.ctr);
-                    json_object_set_new(doc, "url", cu && *cu ? gm_json_str(cu) : json_null());
-                    image_json(&ir, doc);
-                    rc = keep_result(&o, argc, argv, st, doc, started_ms,
-                                     gm_bench_runner_gpu_samples(run), true, rc);
-                }
-            }
-            goto out;
-        }
-        have_gpus = true;
-        if (gm_bench_url_base(url, base, sizeof base, &err) < 0) {
-            fprintf(stderr, "gpumon bench: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-            goto out;
-        }
+        return rc;
     }
-
-    if (gm_bench_runner_connect(run, url, &err) < 0) {
+    b->have_gpus = true;
+    if (gm_bench_url_base(b->url, b->base, sizeof b->base, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
-        rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
-        goto out;
+        return GM_EXIT_FAILURE;
     }
+    return GM_EXIT_OK;
+}
 
-    if (!o.ctr.image) {
-        /* GPUs: read through the collector like every command; none is a warning unless
-         * --gpus. */
-        gm_collector_options colopt;
-        if (!gm_cli_collector_options("bench", &o.src, &colopt)) {
-            rc = GM_EXIT_USAGE;
-            goto out;
+/* A server at --url: its GPUs read through the collector like every command; none is a
+ * warning unless --gpus. Returns an exit status. */
+static int bench_open_gpus(bench_state *b)
+{
+    gm_error err = {0};
+    gm_collector_options colopt;
+    if (!gm_cli_collector_options("bench", &b->o.src, &colopt))
+        return GM_EXIT_USAGE;
+    colopt.no_host = !b->o.cfg.snapshot; /* a snapshot names the host */
+    colopt.slow_period_ms = -1;          /* the energy counter at every sample: exact per point */
+    sim_load = 0; /* simulated GPUs: a server idles on them until a point loads it */
+    colopt.sim_load = &sim_load;
+    if (!(b->snap = gm_snapshot_new()))
+        return GM_EXIT_FAILURE;
+    /* A provider asked for by name that cannot be opened is an error, as for record; auto
+     * with nothing to read opens as provider "none" and the run goes on without GPUs. */
+    int orc = GM_EXIT_OK;
+    if (!(b->col = gm_cli_collector_open("bench", &colopt, &orc)))
+        return orc;
+    b->have_gpus = strcmp(gm_collector_provider(b->col), "none") != 0 &&
+                   gm_collector_sample(b->col, b->snap, &err) == GM_OK && b->snap->gpu_count > 0;
+    if (!b->have_gpus) {
+        if (b->o.have_filter) {
+            fprintf(stderr, "gpumon bench: no GPU found: %s\n",
+                    err.msg[0] ? err.msg : gm_collector_diagnosis(b->col));
+            return GM_EXIT_NO_GPU;
         }
-        colopt.no_host = !o.cfg.snapshot; /* a snapshot names the host */
-        colopt.slow_period_ms = -1;       /* the energy counter at every sample: exact per point */
-        sim_load = 0; /* simulated GPUs: a server idles on them until a point loads it */
-        colopt.sim_load = &sim_load;
-        if (!(snap = gm_snapshot_new())) {
-            rc = GM_EXIT_FAILURE;
-            goto out;
-        }
-        /* A provider asked for by name that cannot be opened is an error, as for record; auto
-         * with nothing to read opens as provider "none" and the run goes on without GPUs. */
-        int orc = GM_EXIT_OK;
-        if (!(col = gm_cli_collector_open("bench", &colopt, &orc))) {
-            rc = orc;
-            goto out;
-        }
-        have_gpus = col && strcmp(gm_collector_provider(col), "none") != 0 &&
-                    gm_collector_sample(col, snap, &err) == GM_OK && snap->gpu_count > 0;
-        if (!have_gpus) {
-            if (o.have_filter) {
-                fprintf(stderr, "gpumon bench: no GPU found: %s\n",
-                        err.msg[0] ? err.msg
-                        : col      ? gm_collector_diagnosis(col)
-                                   : "no provider");
-                rc = GM_EXIT_NO_GPU;
-                goto out;
-            }
-            if (!o.quiet)
-                fprintf(stderr, "gpumon bench: warning: no GPU found; measuring the server "
-                                "without its GPUs\n");
-            gm_collector_close(col);
-            col = NULL;
-        } else if (o.have_filter &&
-                   !gm_cli_gpu_filter_resolve("bench", &o.filter, snap, idx, &nidx)) {
-            rc = GM_EXIT_USAGE;
-            goto out;
-        }
+        if (!b->o.quiet)
+            fprintf(stderr, "gpumon bench: warning: no GPU found; measuring the server "
+                            "without its GPUs\n");
+        gm_collector_close(b->col);
+        b->col = NULL;
+    } else if (b->o.have_filter &&
+               !gm_cli_gpu_filter_resolve("bench", &b->o.filter, b->snap, b->idx, &b->nidx)) {
+        return GM_EXIT_USAGE;
     }
+    return GM_EXIT_OK;
+}
 
-    if (cfg->trace) {
-        if (gm_file_open_output(cfg->trace, GM_FILE_STREAM, &trace_file, &err) < 0) {
+/* The trace file, and for a server at --url the store, the signals and the GPUs' sampling
+ * with their idle power. Returns an exit status. */
+static int bench_ready(bench_state *b)
+{
+    gm_error err = {0};
+    if (b->o.cfg.trace) {
+        if (gm_file_open_output(b->o.cfg.trace, GM_FILE_STREAM, &b->trace_file, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-            goto out;
+            return GM_EXIT_FAILURE;
         }
-        trace = gm_file_stream(trace_file);
-        gm_bench_runner_set_trace(run, trace);
+        gm_bench_runner_set_trace(b->run, gm_file_stream(b->trace_file));
     }
-    if (!o.ctr.image) {
-        st = open_store(&o);
+    if (!b->o.ctr.image) {
+        b->st = open_store(&b->o);
         signals_install();
-        if (have_gpus && gm_bench_runner_gpus(run, col, o.have_filter ? idx : NULL,
-                                              o.have_filter ? nidx : 0, false, &err) < 0) {
+        if (b->have_gpus && gm_bench_runner_gpus(b->run, b->col, b->o.have_filter ? b->idx : NULL,
+                                                 b->o.have_filter ? b->nidx : 0, false, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-            goto out;
+            return GM_EXIT_FAILURE;
         }
     }
+    return GM_EXIT_OK;
+}
 
+/* The check request, then every point. Returns an exit status. */
+static int bench_run_points(bench_state *b)
+{
+    gm_error err = {0};
     /* One request first: a server that is down or answers garbage fails here, clearly. */
-    if (gm_bench_runner_check(run, &err) < 0) {
+    if (gm_bench_runner_check(b->run, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
-        rc = GM_EXIT_FAILURE;
-        goto out;
+        return GM_EXIT_FAILURE;
     }
-    if (gm_bench_runner_points(run, &err) < 0) {
-        fprintf(stderr, "%sgpumon bench: %s\n", pc.tty ? "\r\033[K" : "", err.msg);
-        rc = GM_EXIT_FAILURE;
-        goto out;
+    if (gm_bench_runner_points(b->run, &err) < 0) {
+        fprintf(stderr, "%sgpumon bench: %s\n", b->pc.tty ? "\r\033[K" : "", err.msg);
+        return GM_EXIT_FAILURE;
     }
-    if (trace_file) {
-        trace = NULL;
-        gm_file *tf = trace_file;
-        trace_file = NULL;
+    return GM_EXIT_OK;
+}
+
+/* After the points: the trace file made whole, the document made, kept and summed up.
+ * Returns the command's exit status. */
+static int bench_finish(bench_state *b)
+{
+    gm_error err = {0};
+    int rc = GM_EXIT_OK;
+    if (b->trace_file) {
+        gm_file *tf = b->trace_file;
+        b->trace_file = NULL;
         if (gm_file_commit(tf, NULL, &err) < 0) {
             fprintf(stderr, "gpumon bench: %s\n", err.msg);
             rc = GM_EXIT_FAILURE;
@@ -899,54 +874,91 @@ int gm_cli_bench(int argc, char **argv)
         stop_flag = 0;
 
     /* The container's exit state belongs in the document: it is stopped first. */
-    if (ir.ctr)
-        gm_cli_ctr_finish(ir.ctr);
-    if (!(doc = gm_bench_runner_document(run, col ? gm_collector_provider(col) : "none"))) {
+    if (b->ir.ctr)
+        gm_cli_ctr_finish(b->ir.ctr);
+    if (!(b->doc =
+              gm_bench_runner_document(b->run, b->col ? gm_collector_provider(b->col) : "none"))) {
         fprintf(stderr, "gpumon bench: out of memory\n");
-        rc = GM_EXIT_FAILURE;
-        goto out;
+        return GM_EXIT_FAILURE;
     }
-    image_json(&ir, doc);
-    rc = keep_result(&o, argc, argv, st, doc, started_ms, gm_bench_runner_gpu_samples(run), false,
-                     rc);
+    image_json(&b->ir, b->doc);
+    rc = keep_result(&b->o, b->argc, b->argv, b->st, b->doc, b->started_ms,
+                     gm_bench_runner_gpu_samples(b->run), false, rc);
+    size_t npoints = b->o.cfg.npoints;
     if (server_gone) {
         fprintf(stderr,
                 "gpumon bench: the server's container ended during the benchmark; %zu of %zu "
                 "point%s measured%s\n",
-                json_array_size(json_object_get(doc, "points")), cfg->npoints,
-                cfg->npoints == 1 ? "" : "s",
-                gm_bench_runner_cut_short(run)
+                json_array_size(json_object_get(b->doc, "points")), npoints,
+                npoints == 1 ? "" : "s",
+                gm_bench_runner_cut_short(b->run)
                     ? " (the last one cut short, marked invalid: server_exited)"
                     : "");
         if (rc == GM_EXIT_OK)
             rc = GM_EXIT_FAILURE;
     }
-    if (rc == GM_EXIT_OK && gm_bench_runner_any_empty(run)) {
+    if (rc == GM_EXIT_OK && gm_bench_runner_any_empty(b->run)) {
         fprintf(stderr, "gpumon bench: a point completed no request (see its errors)\n");
         rc = GM_EXIT_FAILURE;
     }
     if (rc == GM_EXIT_OK && stop_flag)
         rc = 128 + (stop_signal ? stop_signal : SIGINT);
+    return rc;
+}
 
-out:
+/* Frees what the steps made, in the order their users need; rc becomes a failure when the
+ * trace of a run cut short cannot be kept. */
+static int bench_close(bench_state *b, int rc)
+{
+    gm_error err = {0};
     /* The container goes before the lease: its GPUs are not free until it is gone. */
-    gm_cli_ctr_close(ir.ctr);
-    gm_lease_release(ir.lease);
-    json_decref(ir.attach);
-    json_decref(ir.loading);
+    gm_cli_ctr_close(b->ir.ctr);
+    gm_lease_release(b->ir.lease);
+    json_decref(b->ir.attach);
+    json_decref(b->ir.loading);
     signals_restore();
-    json_decref(doc);
+    json_decref(b->doc);
     /* The sampling thread reads the collector: it stops before the collector closes. */
-    gm_bench_runner_free(run);
-    gm_snapshot_free(snap);
-    gm_collector_close(col);
-    gm_store_close(st);
+    gm_bench_runner_free(b->run);
+    gm_snapshot_free(b->snap);
+    gm_collector_close(b->col);
+    gm_store_close(b->st);
     /* A run cut short keeps the requests traced so far. */
-    if (trace_file && gm_file_commit(trace_file, NULL, &err) < 0) {
+    if (b->trace_file && gm_file_commit(b->trace_file, NULL, &err) < 0) {
         fprintf(stderr, "gpumon bench: %s\n", err.msg);
         if (rc == GM_EXIT_OK)
             rc = GM_EXIT_FAILURE;
     }
-    gm_bench_config_free(&o.cfg);
+    gm_bench_config_free(&b->o.cfg);
     return rc;
+}
+
+int gm_cli_bench(int argc, char **argv)
+{
+    bench_state b = {.argc = argc, .argv = argv};
+    gm_bench_config_init(&b.o.cfg);
+    gm_cli_ctr_defaults(&b.o.ctr);
+    gm_cli_lease_defaults(&b.o.lease);
+    int rc = read_options(argc, argv, &b.o);
+    if (rc != GM_CLI_PROCEED)
+        return bench_close(&b, rc);
+    rc = bench_prepare(&b);
+    if (rc == GM_EXIT_OK && b.o.ctr.image)
+        rc = bench_start_server(&b);
+    if (rc == GM_EXIT_OK) {
+        gm_error err = {0};
+        if (gm_bench_runner_connect(b.run, b.url, &err) < 0) {
+            fprintf(stderr, "gpumon bench: %s\n", err.msg);
+            rc = err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
+        }
+    }
+    if (rc == GM_EXIT_OK && !b.o.ctr.image)
+        rc = bench_open_gpus(&b);
+    if (rc == GM_EXIT_OK)
+        rc = bench_ready(&b);
+    if (rc == GM_EXIT_OK)
+        rc = bench_run_points(&b);
+    if (rc == GM_EXIT_OK)
+        rc = bench_finish(&b);
+    return bench_close(&b, rc);
 }

@@ -151,13 +151,13 @@ const gm_opt_command gm_cli_cluster_command = {
         "(select).\n",
 };
 
-static int parse_args(int argc, char **argv, cluster_opts *o)
+static int read_options(int argc, char **argv, cluster_opts *o)
 {
     bool select = strcmp(o->sub, "select") == 0;
     gm_opt_command cmd = gm_cli_cluster_command;
     cmd.name = o->cmd; /* messages say "cluster status" */
     int rc = gm_cli_parse(&cmd, argc, argv, o, NULL);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     const char *format = o->format;
     if (o->gpus_alias)
@@ -200,7 +200,7 @@ static int parse_args(int argc, char **argv, cluster_opts *o)
         fprintf(stderr, "gpumon %s: %s: %s\n", o->cmd, o->url_from, err.msg);
         return GM_EXIT_USAGE;
     }
-    return -1; /* go on */
+    return GM_CLI_PROCEED;
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -429,8 +429,8 @@ int gm_cli_cluster(int argc, char **argv)
                     sub);
         return GM_EXIT_USAGE;
     }
-    int rc = parse_args(argc - 1, argv + 1, &o);
-    if (rc >= 0)
+    int rc = read_options(argc - 1, argv + 1, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
     return run(&o);
 }

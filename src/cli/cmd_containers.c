@@ -30,6 +30,22 @@ static gm_docker *open_engine(void)
     return d;
 }
 
+/* The engine, with the containers gpumon labelled in *list; NULL (message printed) when it
+ * cannot be reached or listed. */
+static gm_docker *open_listed(json_t **list)
+{
+    gm_docker *d = open_engine();
+    if (!d)
+        return NULL;
+    gm_error err = {0};
+    if (gm_docker_list(d, GM_CONTAINER_LABEL_OWNER, list, &err) < 0) {
+        fprintf(stderr, "gpumon containers: %s\n", err.msg);
+        gm_docker_close(d);
+        return NULL;
+    }
+    return d;
+}
+
 static const char *label(const json_t *c, const char *key)
 {
     return json_string_value(json_object_get(json_object_get(c, "labels"), key));
@@ -43,16 +59,10 @@ static gm_container_owner_state owner_state(const json_t *c)
 
 static int cmd_list(bool json)
 {
-    gm_docker *d = open_engine();
+    json_t *list = NULL;
+    gm_docker *d = open_listed(&list);
     if (!d)
         return GM_EXIT_FAILURE;
-    json_t *list = NULL;
-    gm_error err = {0};
-    if (gm_docker_list(d, GM_CONTAINER_LABEL_OWNER, &list, &err) < 0) {
-        fprintf(stderr, "gpumon containers: %s\n", err.msg);
-        gm_docker_close(d);
-        return GM_EXIT_FAILURE;
-    }
     size_t i;
     json_t *c;
     json_array_foreach(list, i, c)
@@ -88,16 +98,11 @@ static int cmd_list(bool json)
 
 static int cmd_cleanup(bool all, bool dry_run)
 {
-    gm_docker *d = open_engine();
+    json_t *list = NULL;
+    gm_docker *d = open_listed(&list);
     if (!d)
         return GM_EXIT_FAILURE;
-    json_t *list = NULL;
     gm_error err = {0};
-    if (gm_docker_list(d, GM_CONTAINER_LABEL_OWNER, &list, &err) < 0) {
-        fprintf(stderr, "gpumon containers: %s\n", err.msg);
-        gm_docker_close(d);
-        return GM_EXIT_FAILURE;
-    }
     int rc = GM_EXIT_OK;
     unsigned removed = 0, in_use = 0, kept = 0, elsewhere = 0;
     size_t i;
@@ -317,7 +322,7 @@ int gm_cli_containers(int argc, char **argv)
     containers_opts o = {.stop_s = 10};
     int first;
     int rc = gm_cli_parse(&gm_cli_containers_command, argc, argv, &o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     optind = first;
     bool json = o.json, all = o.all, dry = o.dry, stop_given = o.stop_given,

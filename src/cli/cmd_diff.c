@@ -64,11 +64,11 @@ const gm_opt_command gm_cli_diff_command = {
                 "readable snapshot.\n",
 };
 
-static int parse_args(int argc, char **argv, diff_opts *o)
+static int read_options(int argc, char **argv, diff_opts *o)
 {
     int first;
     int rc = gm_cli_parse(&gm_cli_diff_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (argc - first != 2) {
         fprintf(stderr, "gpumon diff: expected two snapshot files, BEFORE and AFTER (got %d)\n",
@@ -77,15 +77,15 @@ static int parse_args(int argc, char **argv, diff_opts *o)
     }
     o->before = argv[first];
     o->after = argv[first + 1];
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 int gm_cli_diff(int argc, char **argv)
 {
     diff_opts o = {0};
     gm_audit_tolerance_init(&o.tol);
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
 
     gm_error err = {0};

@@ -48,6 +48,11 @@ static int dtype_row(void *base, const gm_opt *row, const char *arg, gm_error *e
         .type = GM_OPT_UINT, .name = n, .arg = "N", GM_OPT_AT(estimate_opts, eo.size[p]), \
         .min = 1, .max = GM_ESTIMATE_MAX_SIZE, __VA_ARGS__                                \
     }
+#define DTYPE(n, f, ...)                                                                \
+    {                                                                                   \
+        .type = GM_OPT_CALLBACK, .name = n, .arg = "D", GM_OPT_AT(estimate_opts, eo.f), \
+        .set = dtype_row, __VA_ARGS__                                                   \
+    }
 #define TOKENS(n, f, ...)                                                                     \
     {                                                                                         \
         .type = GM_OPT_UINT, .name = n, .arg = "N", GM_OPT_AT(estimate_opts, eo.f), .min = 1, \
@@ -75,20 +80,12 @@ static const gm_opt estimate_table[] = {
          .help = "Data parallel size (default: the task's largest, else 1; "
                  "--data-parallel-size also works)."),
     SIZE("data-parallel-size", GM_PAR_DP, .flags = GM_OPT_HIDDEN),
-    {.type = GM_OPT_CALLBACK,
-     .name = "dtype",
-     .arg = "D",
-     GM_OPT_AT(estimate_opts, eo.dtype),
-     .set = dtype_row,
-     .help = "Weights' dtype (default: the task's quantization or dtype, else config.json's "
-             "torch_dtype, else fp16)."},
-    {.type = GM_OPT_CALLBACK,
-     .name = "kv-dtype",
-     .arg = "D",
-     GM_OPT_AT(estimate_opts, eo.kv_dtype),
-     .set = dtype_row,
-     .help = "KV cache dtype (default: the task's kv-cache-dtype, else the weights' when 16 or "
-             "32 bits, else fp16)."},
+    DTYPE("dtype", dtype,
+          .help = "Weights' dtype (default: the task's quantization or dtype, else config.json's "
+                  "torch_dtype, else fp16)."),
+    DTYPE("kv-dtype", kv_dtype,
+          .help = "KV cache dtype (default: the task's kv-cache-dtype, else the weights' when 16 "
+                  "or 32 bits, else fp16)."),
     TOKENS("seq-len", context,
            .help = "Tokens per sequence (default: the task's max-model-len or context-length, "
                    "else 4096; --context and --max-model-len also work)."),
@@ -207,7 +204,7 @@ int gm_cli_estimate(int argc, char **argv)
     gm_estimate_options_init(&o.eo);
     int first = argc;
     int rc = gm_cli_parse(&gm_cli_estimate_command, argc, argv, &o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (o.list_models) {
         list_models();

@@ -141,11 +141,20 @@ const gm_opt_command gm_cli_history_command = {
                 "Exit status: 0 ok, 1 failure, 2 usage error or unknown ID.\n",
 };
 
-static int parse_args(int argc, char **argv, history_opts *o)
+/* The IDs after the action (from optind) into o->ids: true when there are at least min and
+ * no more than o->ids holds. */
+static bool take_ids(int argc, char **argv, history_opts *o, size_t min)
+{
+    while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
+        o->ids[o->nids++] = argv[optind++];
+    return o->nids >= min && optind >= argc;
+}
+
+static int read_options(int argc, char **argv, history_opts *o)
 {
     int first;
     int rc = gm_cli_parse(&gm_cli_history_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     optind = first; /* the operands, as getopt left them */
     o->action = optind < argc ? argv[optind++] : "list";
@@ -174,9 +183,7 @@ static int parse_args(int argc, char **argv, history_opts *o)
         return GM_EXIT_USAGE;
     }
     if (del) {
-        while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
-            o->ids[o->nids++] = argv[optind++];
-        if (o->nids < 1 || optind < argc) {
+        if (!take_ids(argc, argv, o, 1)) {
             fprintf(stderr, "gpumon history: delete takes 1 to %zu IDs (see gpumon history list)\n",
                     sizeof o->ids / sizeof *o->ids);
             return GM_EXIT_USAGE;
@@ -185,12 +192,10 @@ static int parse_args(int argc, char **argv, history_opts *o)
             fprintf(stderr, "gpumon history: delete takes no --format or --output\n");
             return GM_EXIT_USAGE;
         }
-        return -1;
+        return GM_CLI_PROCEED;
     }
     if (compare) {
-        while (optind < argc && o->nids < sizeof o->ids / sizeof *o->ids)
-            o->ids[o->nids++] = argv[optind++];
-        if (o->nids < 2 || optind < argc) {
+        if (!take_ids(argc, argv, o, 2)) {
             fprintf(stderr, "gpumon history: compare takes 2 to %zu benchmark IDs\n",
                     sizeof o->ids / sizeof *o->ids);
             return GM_EXIT_USAGE;
@@ -236,7 +241,7 @@ static int parse_args(int argc, char **argv, history_opts *o)
         fprintf(stderr, "gpumon history: --output is for export\n");
         return GM_EXIT_USAGE;
     }
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 static bool is_bench(const json_t *doc)
@@ -496,19 +501,16 @@ static int do_prune(const history_opts *o, const char *path)
     return GM_EXIT_OK;
 }
 
-static int do_compare(gm_store *st, const history_opts *o, const char *path)
+/* Loads the benchmarks named by ids (IDs or their prefixes) into docs, in order, until one
+ * fails: GM_EXIT_USAGE for an unknown ID or a session that is not a benchmark,
+ * GM_EXIT_FAILURE when the store fails (message printed). */
+static int load_benches(gm_store *st, const char *const *ids, size_t n, json_t **docs)
 {
-    if (!st) {
-        fprintf(stderr, "gpumon history: no benchmark \"%s\": no database at %s\n", o->ids[0],
-                path);
-        return GM_EXIT_USAGE;
-    }
-    json_t *docs[16] = {0};
     gm_error err = {0};
     int rc = GM_EXIT_OK;
-    for (size_t i = 0; i < o->nids && rc == GM_EXIT_OK; i++) {
+    for (size_t i = 0; i < n && rc == GM_EXIT_OK; i++) {
         char id[GM_SESSION_ID_LEN];
-        if (gm_store_resolve(st, o->ids[i], id, sizeof id, &err) < 0) {
+        if (gm_store_resolve(st, ids[i], id, sizeof id, &err) < 0) {
             fprintf(stderr, "gpumon history: %s\n", err.msg);
             rc = err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
         } else if (gm_store_load(st, id, &docs[i], &err) < 0) {
@@ -520,6 +522,19 @@ static int do_compare(gm_store *st, const history_opts *o, const char *path)
             rc = GM_EXIT_USAGE;
         }
     }
+    return rc;
+}
+
+static int do_compare(gm_store *st, const history_opts *o, const char *path)
+{
+    if (!st) {
+        fprintf(stderr, "gpumon history: no benchmark \"%s\": no database at %s\n", o->ids[0],
+                path);
+        return GM_EXIT_USAGE;
+    }
+    json_t *docs[16] = {0};
+    gm_error err = {0};
+    int rc = load_benches(st, o->ids, o->nids, docs);
     if (rc == GM_EXIT_OK && o->format == FMT_JSON) {
         json_t *j = gm_bench_compare_json((const json_t *const *)docs, o->nids, &err);
         if (j)
@@ -674,21 +689,7 @@ static int do_export_other(gm_store *st, const history_opts *o, const char *path
     }
     json_t *docs[16] = {0};
     gm_error err = {0};
-    int rc = GM_EXIT_OK;
-    for (size_t i = 0; i < n && rc == GM_EXIT_OK; i++) {
-        char id[GM_SESSION_ID_LEN];
-        if (gm_store_resolve(st, ids[i], id, sizeof id, &err) < 0) {
-            fprintf(stderr, "gpumon history: %s\n", err.msg);
-            rc = err.code == GM_ENOENT || err.code == GM_EINVAL ? GM_EXIT_USAGE : GM_EXIT_FAILURE;
-        } else if (gm_store_load(st, id, &docs[i], &err) < 0) {
-            fprintf(stderr, "gpumon history: %s\n", err.msg);
-            rc = GM_EXIT_FAILURE;
-        } else if (!is_bench(docs[i])) {
-            fprintf(stderr, "gpumon history: %s is not a benchmark (kind %s)\n", id,
-                    json_string_value(json_object_get(docs[i], "kind")) ?: "?");
-            rc = GM_EXIT_USAGE;
-        }
-    }
+    int rc = load_benches(st, ids, n, docs);
     json_t *objs = NULL;
     if (rc == GM_EXIT_OK && o->format == FMT_VLLM) {
         size_t np = json_array_size(json_object_get(docs[0], "points"));
@@ -747,8 +748,8 @@ static int do_export_other(gm_store *st, const history_opts *o, const char *path
 int gm_cli_history(int argc, char **argv)
 {
     history_opts o = {.argc = argc, .argv = argv};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
     char path[4096];
     gm_error err = {0};

@@ -64,10 +64,7 @@ static const gm_opt record_table[] = {
      .name = "interval",
      .letter = 'n',
      .help = "-n is --count, a number of GPUs, in every command"},
-    {.type = GM_OPT_REMOVED,
-     .name = "label",
-     .letter = 'l',
-     .help = "-l is --loop, in query and smi"},
+    GM_CLI_OPT_L_REMOVED,
     {0},
 };
 
@@ -93,13 +90,13 @@ const gm_opt_command gm_cli_record_command = {
                 "written; 2 usage error; 3 no GPU found (with --id); 127 COMMAND cannot be run.\n",
 };
 
-static int parse_args(int argc, char **argv, record_opts *o)
+static int read_options(int argc, char **argv, record_opts *o)
 {
     const char *cmd = o->name;
     int first;
     /* stop_at_operand: COMMAND's own flags are never ours. */
     int rc = gm_cli_parse(&gm_cli_record_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (first >= argc) {
         fprintf(stderr, "gpumon %s: no command to run (usage: gpumon %s [options] -- COMMAND)\n",
@@ -107,7 +104,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         return GM_EXIT_USAGE;
     }
     o->command = argv + first;
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 static gm_store *open_store(const record_opts *o)
@@ -619,8 +616,8 @@ out:
 int gm_cli_record(int argc, char **argv)
 {
     record_opts o = {.name = argv[0]};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
     return gm_cli_record_exec(&o, "record", NULL);
 }

@@ -42,55 +42,24 @@ static void on_signal(int sig)
     cancelled = sig;
 }
 
-/* The lease and container options go through the parsers bench shares (lease.c,
- * container.c), which print their own messages: an empty message says so to gm_cli_parse. */
-static int lease_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_lease_option("run", row->code, arg, &((run_opts *)base)->lease) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
-static int ctr_row(void *base, const gm_opt *row, const char *arg, gm_error *err)
-{
-    if (gm_cli_ctr_option("run", row->code, arg, &((run_opts *)base)->ctr) > 0)
-        return GM_OK;
-    return gm_error_set(err, GM_EINVAL, "%s", "");
-}
-
-#define LEASE(...)                                             \
-    {                                                          \
-        .type = GM_OPT_CALLBACK, .set = lease_row, __VA_ARGS__ \
-    }
-#define CTR(...)                                             \
-    {                                                        \
-        .type = GM_OPT_CALLBACK, .set = ctr_row, __VA_ARGS__ \
-    }
-
 static const gm_opt run_table[] = {
-    LEASE(.name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
-          .help = "Estimate GPUs and memory per GPU from a task config (tp x pp x max(dp, cp, "
-                  "dcp); see gpumon estimate)."),
-    LEASE(.name = "count", .letter = 'n', .arg = "N", .code = GM_CLI_OPT_COUNT,
-          .help = "GPUs wanted (default 1; not with --task; -c also works)."),
-    LEASE(.name = NULL, .letter = 'c', .arg = "N", .code = GM_CLI_OPT_COUNT,
-          .flags = GM_OPT_HIDDEN),
-    LEASE(.name = "min-free-mb", .letter = 'm', .arg = "MIB", .code = GM_CLI_OPT_MIN_FREE,
-          .help = "Free memory each GPU needs (overrides the task's estimate)."),
-    LEASE(.name = "max-util", .letter = 'u', .arg = "PCT", .code = GM_CLI_OPT_MAX_UTIL,
-          .help = "Only GPUs at most PCT % busy."),
-    LEASE(.name = "wait", .letter = 'w', .arg = "SECONDS", .code = GM_CLI_OPT_WAIT,
-          .help = "Wait at most this long for the GPUs (default 300; 0: check once)."),
-    LEASE(.name = "check-interval", .arg = "S", .code = GM_CLI_OPT_CHECK,
-          .help = "Between availability checks while waiting (default 30)."),
-    LEASE(.name = "lease-dir", .arg = "DIR", .code = GM_CLI_OPT_LEASE_DIR, .complete = "dir",
-          .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "
-                  "$XDG_RUNTIME_DIR/gpumon/leases, else /tmp/gpumon-$UID/leases)."),
-    LEASE(.name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,
-          .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing."),
-    LEASE(.name = "mig", .code = GM_CLI_OPT_MIG,
-          .help = "Lease MIG devices instead of whole GPUs; COMMAND gets their MIG-... UUIDs in "
-                  "CUDA_VISIBLE_DEVICES."),
+    GM_CLI_OPT_LEASE(
+        run_opts, lease, .name = "task", .arg = "FILE", .code = GM_CLI_OPT_TASK, .complete = "file",
+        .help = "Estimate GPUs and memory per GPU from a task config (tp x pp x max(dp, cp, "
+                "dcp); see gpumon estimate)."),
+    GM_CLI_OPT_LEASE(run_opts, lease, .name = "count", .letter = 'n', .arg = "N",
+                     .code = GM_CLI_OPT_COUNT,
+                     .help = "GPUs wanted (default 1; not with --task; -c also works)."),
+    GM_CLI_OPT_LEASE(run_opts, lease, .name = NULL, .letter = 'c', .arg = "N",
+                     .code = GM_CLI_OPT_COUNT, .flags = GM_OPT_HIDDEN),
+    GM_CLI_OPT_LEASE(run_opts, lease, .name = "min-free-mb", .letter = 'm', .arg = "MIB",
+                     .code = GM_CLI_OPT_MIN_FREE,
+                     .help = "Free memory each GPU needs (overrides the task's estimate)."),
+    GM_CLI_OPT_LEASE_WAITING(run_opts, lease),
+    GM_CLI_OPT_LEASE(
+        run_opts, lease, .name = "mig", .code = GM_CLI_OPT_MIG,
+        .help = "Lease MIG devices instead of whole GPUs; COMMAND gets their MIG-... UUIDs in "
+                "CUDA_VISIBLE_DEVICES."),
     {.type = GM_OPT_DURATION,
      .name = "interval",
      .arg = "S",
@@ -125,30 +94,28 @@ static const gm_opt run_table[] = {
      GM_OPT_AT(run_opts, quiet),
      .help = "No progress (while waiting, too) or summary on stderr."},
     {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(run_opts, src)},
-    CTR(.name = "image", .arg = "IMAGE", .code = GM_CLI_OPT_IMAGE, .group = "In a container",
+    GM_CLI_OPT_CTR(
+        run_opts, ctr, .name = "image", .arg = "IMAGE", .group = "In a container",
         .help = "Run IMAGE on the leased GPUs, given to it as HostConfig.DeviceRequests by UUID "
                 "(no CUDA_VISIBLE_DEVICES); COMMAND, if any, follows its entrypoint. Its output "
                 "is shown, its exit status passed through, and it is removed at the end."),
-    CTR(.name = "env", .arg = "K=V|NAME", .code = GM_CLI_OPT_ENV, .flags = GM_OPT_REPEAT,
+    GM_CLI_OPT_CTR(
+        run_opts, ctr, .name = "env", .arg = "K=V|NAME", .flags = GM_OPT_REPEAT,
         .help = "Set a variable in it (repeatable; NAME alone passes gpumon's own value, never "
                 "printed)."),
-    CTR(.name = "volume", .arg = "HOST:CONTAINER[:ro]", .code = GM_CLI_OPT_VOLUME,
-        .flags = GM_OPT_REPEAT, .help = "As docker run -v."),
-    CTR(.name = "shm-size", .arg = "SIZE", .code = GM_CLI_OPT_SHM,
-        .help = "As docker run --shm-size."),
-    CTR(.name = "container-port", .arg = "P", .code = GM_CLI_OPT_CPORT,
-        .help = "Publish port P on a free port of 127.0.0.1."),
-    CTR(.name = "keep-container", .code = GM_CLI_OPT_KEEP,
-        .help = "Leave it (stopped) instead of removing it."),
-    CTR(.name = "pull", .code = GM_CLI_OPT_PULL, .help = "Pull IMAGE when it is not here."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "volume", .arg = "HOST:CONTAINER[:ro]",
+                   .flags = GM_OPT_REPEAT, .help = "As docker run -v."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "shm-size", .arg = "SIZE",
+                   .help = "As docker run --shm-size."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "container-port", .arg = "P",
+                   .help = "Publish port P on a free port of 127.0.0.1."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "keep-container",
+                   .help = "Leave it (stopped) instead of removing it."),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "pull", .help = "Pull IMAGE when it is not here."),
     /* bench's, refused by gm_cli_ctr_validate with a message that says so */
-    CTR(.name = "ready-path", .arg = "PATH", .code = GM_CLI_OPT_READY_PATH, .flags = GM_OPT_HIDDEN),
-    CTR(.name = "ready-timeout", .arg = "S", .code = GM_CLI_OPT_READY_TIMEOUT,
-        .flags = GM_OPT_HIDDEN),
-    {.type = GM_OPT_REMOVED,
-     .name = "label",
-     .letter = 'l',
-     .help = "-l is --loop, in query and smi"},
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "ready-path", .arg = "PATH", .flags = GM_OPT_HIDDEN),
+    GM_CLI_OPT_CTR(run_opts, ctr, .name = "ready-timeout", .arg = "S", .flags = GM_OPT_HIDDEN),
+    GM_CLI_OPT_L_REMOVED,
     {0},
 };
 
@@ -176,11 +143,13 @@ const gm_opt_command gm_cli_run_command = {
                 "waiting.\n",
 };
 
-static int parse_args(int argc, char **argv, run_opts *o)
+/* Reads argv into o and checks it: no readiness options, one of --task and --count, a COMMAND
+ * unless --image. Returns GM_CLI_PROCEED or the exit status. */
+static int read_options(int argc, char **argv, run_opts *o)
 {
     int first;
     int rc = gm_cli_parse(&gm_cli_run_command, argc, argv, o, &first);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (!gm_cli_ctr_validate("run", &o->ctr, false))
         return GM_EXIT_USAGE;
@@ -194,7 +163,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
     }
     o->command = argv + first;
     o->ncommand = argc - first;
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 /* The record options for the run options and the leased GPUs (list: "0,3"). False (message
@@ -327,13 +296,61 @@ static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const 
     return rc;
 }
 
+/* What is recorded, into list ("0,3"): the leased GPUs, or (mig) the GPUs of the leased MIG
+ * devices, each once. Returns what the leased things are called ("GPUs", "MIG device"). */
+static const char *recorded_gpus(const gm_select_result *res, bool mig, char *list, size_t len)
+{
+    if (!mig) {
+        gm_select_format_list(res, list, len);
+        return res->n_selected > 1 ? "GPUs" : "GPU";
+    }
+    size_t used = 0;
+    for (unsigned i = 0; i < res->n_gpus; i++) {
+        const gm_select_gpu *e = &res->gpus[i];
+        bool seen = false;
+        for (unsigned k = 0; k < i; k++)
+            seen |=
+                res->gpus[k].status == GM_SEL_SELECTED && res->gpus[k].gpu_index == e->gpu_index;
+        if (e->status != GM_SEL_SELECTED || seen)
+            continue;
+        int w = snprintf(list + used, len - used, "%s%u", used ? "," : "", e->gpu_index);
+        if (w > 0 && used + (size_t)w < len)
+            used += (size_t)w;
+    }
+    return res->n_selected > 1 ? "MIG devices" : "MIG device";
+}
+
+/* Gives COMMAND the leased devices: each vendor's runtime gets its own GPUs, NVIDIA's by driver
+ * index (PCI_BUS_ID makes CUDA number them the same way; its default is fastest-first), AMD's
+ * by ROCm's index. The variables go into the stored lease (jl) and, as shown, into said. */
+static void export_devices(const gm_select_result *res, json_t *jl, char *said, size_t len)
+{
+    gm_select_env env;
+    gm_select_format_env(res, &env);
+    said[0] = '\0';
+    if (env.has_cuda) {
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+        setenv("CUDA_VISIBLE_DEVICES", env.cuda, 1);
+        snprintf(said, len, "CUDA_VISIBLE_DEVICES=%s", env.cuda);
+        json_object_set_new(jl, "cuda_visible_devices", json_string(env.cuda));
+    }
+    if (env.has_amd) {
+        setenv("ROCR_VISIBLE_DEVICES", env.amd, 1);
+        setenv("HIP_VISIBLE_DEVICES", env.amd, 1);
+        size_t used = strlen(said);
+        snprintf(said + used, len - used, "%sROCR_VISIBLE_DEVICES=%s HIP_VISIBLE_DEVICES=%s",
+                 used ? " " : "", env.amd, env.amd);
+        json_object_set_new(jl, "rocr_visible_devices", json_string(env.amd));
+    }
+}
+
 int gm_cli_run(int argc, char **argv)
 {
     run_opts o = {0};
     gm_cli_lease_defaults(&o.lease);
     gm_cli_ctr_defaults(&o.ctr);
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
 
     json_t *attach = json_object();
@@ -344,7 +361,11 @@ int gm_cli_run(int argc, char **argv)
         json_decref(attach);
         return rc;
     }
-    gm_collector *c = gm_cli_open_collector("run", &o.src);
+    gm_collector_options copt;
+    int open_rc;
+    gm_collector *c = gm_cli_collector_options("run", &o.src, &copt)
+                          ? gm_cli_collector_open("run", &copt, &open_rc)
+                          : NULL;
     gm_lease *lease = NULL;
     if (!c) {
         rc = GM_EXIT_NO_GPU;
@@ -372,28 +393,8 @@ int gm_cli_run(int argc, char **argv)
     gm_collector_close(c);
     c = NULL;
 
-    /* What is recorded: the leased GPUs, or the GPUs of the leased MIG devices. */
     char list[512] = "";
-    const char *what = res.n_selected > 1 ? "GPUs" : "GPU";
-    if (o.lease.mig) {
-        what = res.n_selected > 1 ? "MIG devices" : "MIG device";
-        size_t used = 0;
-        for (unsigned i = 0; i < res.n_gpus; i++) {
-            const gm_select_gpu *e = &res.gpus[i];
-            bool seen = false;
-            for (unsigned k = 0; k < i; k++)
-                seen |=
-                    res.gpus[k].status == GM_SEL_SELECTED && res.gpus[k].gpu_index == e->gpu_index;
-            if (e->status != GM_SEL_SELECTED || seen)
-                continue;
-            int w =
-                snprintf(list + used, sizeof list - used, "%s%u", used ? "," : "", e->gpu_index);
-            if (w > 0 && used + (size_t)w < sizeof list)
-                used += (size_t)w;
-        }
-    } else {
-        gm_select_format_list(&res, list, sizeof list);
-    }
+    const char *what = recorded_gpus(&res, o.lease.mig, list, sizeof list);
     char shown[GM_MAX_GPUS * GM_MIG_UUID_LEN];
     gm_select_format_list(&res, shown, sizeof shown);
     if (ctr) {
@@ -403,32 +404,10 @@ int gm_cli_run(int argc, char **argv)
         attach = NULL; /* stolen */
         goto out;
     }
-    /* Each vendor's runtime gets its own GPUs: NVIDIA's by driver index (PCI_BUS_ID makes
-     * CUDA number them the same way; its default is fastest-first), AMD's by ROCm's index. */
-    gm_select_env env;
-    gm_select_format_env(&res, &env);
-    char said[sizeof env.cuda + 600] = "";
-    if (env.has_cuda) {
-        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
-        setenv("CUDA_VISIBLE_DEVICES", env.cuda, 1);
-        snprintf(said, sizeof said, "CUDA_VISIBLE_DEVICES=%s", env.cuda);
-    }
-    if (env.has_amd) {
-        setenv("ROCR_VISIBLE_DEVICES", env.amd, 1);
-        setenv("HIP_VISIBLE_DEVICES", env.amd, 1);
-        size_t used = strlen(said);
-        snprintf(said + used, sizeof said - used,
-                 "%sROCR_VISIBLE_DEVICES=%s HIP_VISIBLE_DEVICES=%s", used ? " " : "", env.amd,
-                 env.amd);
-    }
+    char said[sizeof(((gm_select_env *)0)->cuda) + 600];
+    export_devices(&res, json_object_get(attach, "lease"), said, sizeof said);
     if (!o.quiet)
         fprintf(stderr, "gpumon run: leased %s %s; %s\n", what, shown, said);
-
-    json_t *jl = json_object_get(attach, "lease");
-    if (env.has_cuda)
-        json_object_set_new(jl, "cuda_visible_devices", json_string(env.cuda));
-    if (env.has_amd)
-        json_object_set_new(jl, "rocr_visible_devices", json_string(env.amd));
 
     gm_cli_record_opts ro;
     if (!record_opts_of(&o, list, &ro)) {

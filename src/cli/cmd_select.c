@@ -235,7 +235,7 @@ const gm_opt_command gm_cli_wait_command = {
                   "interrupted.\n",
 };
 
-static int parse_args(int argc, char **argv, select_opts *o)
+static int read_options(int argc, char **argv, select_opts *o)
 {
     return gm_cli_parse(o->wait ? &gm_cli_wait_command : &gm_cli_select_command, argc, argv, o,
                         NULL);
@@ -350,8 +350,8 @@ int gm_cli_select_run(const char *cmd, int argc, char **argv)
     select_opts o = {.cmd = cmd, .wait = strcmp(cmd, "wait") == 0, .count = 1};
     o.timeout_s = 300;
     o.interval_s = 30;
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
 
     char lease_dir[4096];

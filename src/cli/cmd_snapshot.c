@@ -80,24 +80,24 @@ const gm_opt_command gm_cli_snapshot_command = {
                 "found.\n",
 };
 
-static int parse_args(int argc, char **argv, snapshot_opts *o)
+static int read_options(int argc, char **argv, snapshot_opts *o)
 {
     int rc = gm_cli_parse(&gm_cli_snapshot_command, argc, argv, o, NULL);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (o->window_given)
         o->audit.power_window_ms = (unsigned)llround(o->window_s * 1000.0);
     if (o->interval_given)
         o->audit.power_interval_ms = (unsigned)llround(o->interval_s * 1000.0);
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 int gm_cli_snapshot(int argc, char **argv)
 {
     snapshot_opts o = {0};
     gm_audit_options_init(&o.audit);
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
     o.audit.with_processes = !o.no_processes;
 

@@ -109,15 +109,6 @@ gm_collector *gm_cli_collector_open(const char *cmd, const gm_collector_options 
     return c;
 }
 
-gm_collector *gm_cli_open_collector(const char *cmd, const gm_cli_source *src)
-{
-    gm_collector_options opt;
-    int exit_code;
-    if (!gm_cli_collector_options(cmd, src, &opt))
-        return NULL;
-    return gm_cli_collector_open(cmd, &opt, &exit_code);
-}
-
 bool gm_cli_require_gpu(const char *cmd, gm_collector *c, bool hint)
 {
     if (strcmp(gm_collector_provider(c), "none") != 0)
@@ -235,8 +226,7 @@ int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, i
         return GM_EXIT_OK;
     }
     if (rc < 0) {
-        if (err.msg[0]) /* empty: a shared parser printed it already */
-            fprintf(stderr, "gpumon %s: %s\n", cmd->name, err.msg);
+        fprintf(stderr, "gpumon %s: %s\n", cmd->name, err.msg);
         return GM_EXIT_USAGE;
     }
     if (first_operand)
@@ -245,7 +235,7 @@ int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, i
         fprintf(stderr, "gpumon %s: unexpected argument \"%s\"\n", cmd->name, argv[first]);
         return GM_EXIT_USAGE;
     }
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 static bool item_matches(const char *item, const gm_gpu *g)

@@ -54,9 +54,6 @@ bool gm_cli_collector_options(const char *cmd, const gm_cli_source *src, gm_coll
 gm_collector *gm_cli_collector_open(const char *cmd, const gm_collector_options *opt,
                                     int *exit_code);
 
-/* Opens a collector from src alone; on failure prints "gpumon <cmd>: ..." and returns NULL. */
-gm_collector *gm_cli_open_collector(const char *cmd, const gm_cli_source *src);
-
 /* True when c reads GPUs through some provider. Otherwise prints "gpumon <cmd>: no GPU found;
  * tried:" and the collector's diagnosis, one provider per line, plus (with hint) how to try
  * simulated GPUs, and returns false. */
@@ -168,9 +165,22 @@ int gm_cli_set_json(void *base, const gm_opt *row, const char *value, gm_error *
         .type = GM_OPT_FLAG, .name = "no-db", GM_OPT_AT(T, f), __VA_ARGS__ \
     }
 
+/* The -l row of record, run and bench: -l is --loop in query and smi, and using it here says
+ * so. */
+#define GM_CLI_OPT_L_REMOVED                                    \
+    {                                                           \
+        .type = GM_OPT_REMOVED, .name = "label", .letter = 'l', \
+        .help = "-l is --loop, in query and smi"                \
+    }
+
+/* What gm_cli_parse and each command's read_options return when the command goes on with the
+ * options read; any other value is the exit status to end with at once (GM_EXIT_OK after
+ * --help, GM_EXIT_USAGE with the message printed). No exit status is negative. */
+#define GM_CLI_PROCEED (-1)
+
 /* Parses argv with cmd's table into opts: prints the help (returns GM_EXIT_OK) or the error as
- * "gpumon <cmd>: <message>" (returns GM_EXIT_USAGE); returns -1 to go on, with *first_operand
- * (which may be NULL: then operands are an error) set. */
+ * "gpumon <cmd>: <message>" (returns GM_EXIT_USAGE); returns GM_CLI_PROCEED to go on, with
+ * *first_operand (which may be NULL: then operands are an error) set. */
 int gm_cli_parse(const gm_opt_command *cmd, int argc, char **argv, void *opts, int *first_operand);
 
 /* Seconds for a progress line: "0.4 s" below 10 s, else whole seconds ("40 s"). */

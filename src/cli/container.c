@@ -22,42 +22,9 @@ void gm_cli_ctr_defaults(gm_cli_ctr_opts *o)
     gm_bench_ctr_defaults(o);
 }
 
-static const char *opt_name(int c)
+int gm_cli_set_ctr(void *base, const gm_opt *row, const char *value, gm_error *err)
 {
-    switch (c) {
-    case GM_CLI_OPT_IMAGE:
-        return "image";
-    case GM_CLI_OPT_CPORT:
-        return "container-port";
-    case GM_CLI_OPT_ENV:
-        return "env";
-    case GM_CLI_OPT_VOLUME:
-        return "volume";
-    case GM_CLI_OPT_SHM:
-        return "shm-size";
-    case GM_CLI_OPT_READY_PATH:
-        return "ready-path";
-    case GM_CLI_OPT_READY_TIMEOUT:
-        return "ready-timeout";
-    case GM_CLI_OPT_KEEP:
-        return "keep-container";
-    case GM_CLI_OPT_PULL:
-        return "pull";
-    }
-    return NULL;
-}
-
-int gm_cli_ctr_option(const char *cmd, int c, const char *arg, gm_cli_ctr_opts *o)
-{
-    const char *name = opt_name(c);
-    if (!name)
-        return 0;
-    gm_error err = {0};
-    if (gm_bench_ctr_set(o, name, arg, &err) < 0) {
-        fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
-        return -1;
-    }
-    return 1;
+    return gm_bench_ctr_set((gm_cli_ctr_opts *)((char *)base + row->offset), row->name, value, err);
 }
 
 bool gm_cli_ctr_validate(const char *cmd, const gm_cli_ctr_opts *o, bool server)

@@ -8,7 +8,6 @@
 #ifndef GM_CLI_CONTAINER_H
 #define GM_CLI_CONTAINER_H
 
-#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -16,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/opt.h"
 #include "core/bench_container.h"
 
 /* Lines of a container's output printed and kept when it ends on its own. */
@@ -27,24 +27,19 @@
  * daemon's job queue. */
 typedef gm_bench_ctr_opts gm_cli_ctr_opts;
 
-/* getopt_long codes of the container options, above the provider options (1000 up). */
-enum {
-    GM_CLI_OPT_IMAGE = 1100,
-    GM_CLI_OPT_CPORT,
-    GM_CLI_OPT_ENV,
-    GM_CLI_OPT_VOLUME,
-    GM_CLI_OPT_SHM,
-    GM_CLI_OPT_READY_PATH,
-    GM_CLI_OPT_READY_TIMEOUT,
-    GM_CLI_OPT_KEEP,
-    GM_CLI_OPT_PULL,
-};
+/* Sets the gm_cli_ctr_opts at base + row->offset from the option row->name names (image, env,
+ * volume...), through gm_bench_ctr_set as the daemon's job queue sets them. */
+int gm_cli_set_ctr(void *base, const gm_opt *row, const char *value, gm_error *err);
+
+/* A container option's row in a command's table (c: the gm_cli_ctr_opts field of T), its name,
+ * help and flags after it: each command words the options for its own container. */
+#define GM_CLI_OPT_CTR(T, c, ...)                                                    \
+    {                                                                                \
+        .type = GM_OPT_CALLBACK, GM_OPT_AT(T, c), .set = gm_cli_set_ctr, __VA_ARGS__ \
+    }
 
 /* Defaults: port 8000, ready timeout 1800 s. */
 void gm_cli_ctr_defaults(gm_cli_ctr_opts *o);
-/* Takes getopt code c with arg when it is a container option: 1 taken, 0 not one, -1 invalid
- * (message printed). */
-int gm_cli_ctr_option(const char *cmd, int c, const char *arg, gm_cli_ctr_opts *o);
 /* After parsing: container options without --image, or (server false: `run`) readiness
  * options, are usage errors (message printed, false). */
 bool gm_cli_ctr_validate(const char *cmd, const gm_cli_ctr_opts *o, bool server);

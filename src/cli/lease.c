@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/parse.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/estimate.h"
@@ -17,39 +18,56 @@ void gm_cli_lease_defaults(gm_cli_lease_opts *o)
     o->check_s = 30;
 }
 
-int gm_cli_lease_option(const char *cmd, int c, const char *arg, gm_cli_lease_opts *o)
+/* value as a number in [min, max] (what: "a number"), with the message gm_cli_parse_double
+ * prints. */
+static int set_number(const char *flag, const char *what, const char *value, double min, double max,
+                      double *out, gm_error *err)
 {
-    unsigned long long v;
-    switch (c) {
+    if (gm_parse_number(value, min, max, out) == GM_OK)
+        return GM_OK;
+    return gm_error_set(err, GM_EINVAL, "%s expects %s from %.15g to %.15g, got \"%s\"", flag, what,
+                        min, max, value ? value : "");
+}
+
+/* The row as a typed one named name (-c is --count in messages), set as the parser would. */
+static int set_typed(gm_cli_lease_opts *o, gm_opt_type type, const char *name, size_t offset,
+                     size_t size, double min, double max, const char *value, gm_error *err)
+{
+    const gm_opt typed = {
+        .type = type, .name = name, .offset = offset, .size = size, .min = min, .max = max};
+    return gm_opt_set_row(&typed, o, value, err);
+}
+
+int gm_cli_set_lease(void *base, const gm_opt *row, const char *value, gm_error *err)
+{
+    gm_cli_lease_opts *o = (gm_cli_lease_opts *)((char *)base + row->offset);
+    int rc = GM_OK;
+    switch (row->code) {
     case GM_CLI_OPT_TASK:
-        o->task = arg;
+        o->task = value;
         break;
     case GM_CLI_OPT_COUNT:
-        if (!gm_cli_parse_uint(cmd, "--count", arg, 1, GM_MAX_GPUS, &v))
-            return -1;
-        o->count = (unsigned)v;
+        rc = set_typed(o, GM_OPT_UINT, "count", offsetof(gm_cli_lease_opts, count), sizeof o->count,
+                       1, GM_MAX_GPUS, value, err);
         break;
     case GM_CLI_OPT_MIN_FREE:
-        if (!gm_cli_parse_double(cmd, "--min-free-mb", "a number", arg, 0, 1e9, &o->min_free_mib))
-            return -1;
-        o->min_free_given = true;
+        rc = set_number("--min-free-mb", "a number", value, 0, 1e9, &o->min_free_mib, err);
+        o->min_free_given = rc == GM_OK;
         break;
     case GM_CLI_OPT_MAX_UTIL:
-        if (!gm_cli_parse_double(cmd, "--max-util", "a utilization in %", arg, 0, 100,
-                                 &o->max_util))
-            return -1;
-        o->has_max_util = true;
+        rc = set_number("--max-util", "a utilization in %", value, 0, 100, &o->max_util, err);
+        o->has_max_util = rc == GM_OK;
         break;
     case GM_CLI_OPT_WAIT:
-        if (!gm_cli_parse_duration(cmd, "--wait", arg, 0, 7 * 86400.0, &o->wait_s))
-            return -1;
+        rc = set_typed(o, GM_OPT_DURATION, "wait", offsetof(gm_cli_lease_opts, wait_s),
+                       sizeof o->wait_s, 0, 7 * 86400.0, value, err);
         break;
     case GM_CLI_OPT_CHECK:
-        if (!gm_cli_parse_duration(cmd, "--check-interval", arg, 0.05, 3600, &o->check_s))
-            return -1;
+        rc = set_typed(o, GM_OPT_DURATION, "check-interval", offsetof(gm_cli_lease_opts, check_s),
+                       sizeof o->check_s, 0.05, 3600, value, err);
         break;
     case GM_CLI_OPT_LEASE_DIR:
-        o->lease_dir = arg;
+        o->lease_dir = value;
         break;
     case GM_CLI_OPT_ALL_DEVICES:
         o->all_devices = true;
@@ -58,10 +76,11 @@ int gm_cli_lease_option(const char *cmd, int c, const char *arg, gm_cli_lease_op
         o->mig = true;
         break;
     default:
-        return 0;
+        return gm_error_set(err, GM_EINVAL, "--%s is not a lease option", row->name);
     }
-    o->given = true;
-    return 1;
+    if (rc == GM_OK)
+        o->given = true;
+    return rc;
 }
 
 typedef struct progress_ctx {

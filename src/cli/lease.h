@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/opt.h"
 #include "core/lease.h"
 #include "core/select.h"
 #include "gpumon.h"
@@ -28,9 +29,9 @@ typedef struct gm_cli_lease_opts {
     bool given;       /* any of these was given (they need --image) */
 } gm_cli_lease_opts;
 
-/* getopt_long codes, above the container options (1100 up). */
+/* Which lease option a row sets (its .code). */
 enum {
-    GM_CLI_OPT_TASK = 1200,
+    GM_CLI_OPT_TASK = 1,
     GM_CLI_OPT_COUNT,
     GM_CLI_OPT_MIN_FREE,
     GM_CLI_OPT_MAX_UTIL,
@@ -42,9 +43,37 @@ enum {
 };
 
 void gm_cli_lease_defaults(gm_cli_lease_opts *o);
-/* Takes getopt code c with arg when it is one of these options: 1 taken, 0 not one, -1 invalid
- * (message printed). */
-int gm_cli_lease_option(const char *cmd, int c, const char *arg, gm_cli_lease_opts *o);
+
+/* Sets the gm_cli_lease_opts at base + row->offset from the option row->code says, and marks
+ * it given. */
+int gm_cli_set_lease(void *base, const gm_opt *row, const char *value, gm_error *err);
+
+/* A lease option's row in a command's table (l: the gm_cli_lease_opts field of T), its name,
+ * code (GM_CLI_OPT_TASK...), help and flags after it: each command words the options for what
+ * it leases GPUs for. */
+#define GM_CLI_OPT_LEASE(T, l, ...)                                                    \
+    {                                                                                  \
+        .type = GM_OPT_CALLBACK, GM_OPT_AT(T, l), .set = gm_cli_set_lease, __VA_ARGS__ \
+    }
+
+/* --max-util, --wait, --check-interval, --lease-dir and --all-devices: the rows that every
+ * command leasing GPUs words alike, in this order. */
+#define GM_CLI_OPT_LEASE_WAITING(T, l)                                                          \
+    GM_CLI_OPT_LEASE(T, l, .name = "max-util", .letter = 'u', .arg = "PCT",                     \
+                     .code = GM_CLI_OPT_MAX_UTIL, .help = "Only GPUs at most PCT % busy."),     \
+        GM_CLI_OPT_LEASE(T, l, .name = "wait", .letter = 'w', .arg = "SECONDS",                 \
+                         .code = GM_CLI_OPT_WAIT,                                               \
+                         .help = "Wait at most this long for the GPUs (default 300; 0: check "  \
+                                 "once)."),                                                     \
+        GM_CLI_OPT_LEASE(T, l, .name = "check-interval", .arg = "S", .code = GM_CLI_OPT_CHECK,  \
+                         .help = "Between availability checks while waiting (default 30)."),    \
+        GM_CLI_OPT_LEASE(T, l, .name = "lease-dir", .arg = "DIR", .code = GM_CLI_OPT_LEASE_DIR, \
+                         .complete = "dir",                                                     \
+                         .help = "Where leases live (default $" GM_LEASE_DIR_ENV ", else "      \
+                                 "$XDG_RUNTIME_DIR/gpumon/leases, else "                        \
+                                 "/tmp/gpumon-$UID/leases)."),                                  \
+        GM_CLI_OPT_LEASE(T, l, .name = "all-devices", .code = GM_CLI_OPT_ALL_DEVICES,           \
+                         .help = "Ignore the caller's CUDA_VISIBLE_DEVICES when choosing.")
 
 /* Estimates (with --task), waits until the GPUs qualify, and leases them: only (n_only driver
  * indices, may be NULL) limits the candidates. The count is --count, else the task's estimate,

@@ -148,6 +148,32 @@ class Run(unittest.TestCase):
                 env=self.env)
         self.assertEqual(p.returncode, 2)
 
+    def test_lease_and_container_option_errors_name_the_command_and_the_option(self):
+        # run and bench share these rows and their setters: each says which command and option.
+        cases = [
+            (["--count", "0"], '--count expects a whole number from 1 to 64, got "0"'),
+            (["--max-util", "101"], '--max-util expects a utilization in % from 0 to 100, got "101"'),
+            (["--min-free-mb", "-1"], '--min-free-mb expects a number from 0 to 1000000000, got "-1"'),
+            (["--wait", "x"], "--wait expects a duration from 0s to 604800s (such as 90, 0.5, "
+                              '500ms, 15m, 1h30m), got "x"'),
+            (["--check-interval", "0"], "--check-interval expects a duration from 0.05s to 3600s "
+                                        '(such as 90, 0.5, 500ms, 15m, 1h30m), got "0"'),
+            (["--container-port", "0"], '--container-port expects a whole number from 1 to 65535, '
+                                        'got "0"'),
+            (["--volume", "x"], "--volume expects HOST:CONTAINER[:OPTIONS] with an absolute "
+                                'CONTAINER path, got "x"'),
+        ]
+        for cmd in ("run", "bench"):
+            for args, said in cases:
+                p = run([cmd] + args + ["--", "true"], env=self.env)
+                self.assertEqual(p.returncode, 2, (cmd, args, p.stderr))
+                self.assertEqual(p.stderr, "gpumon %s: %s\n" % (cmd, said), (cmd, args))
+        p = run(["run", "-c", "0", "--", "true"], env=self.env)
+        self.assertEqual(p.stderr, 'gpumon run: --count expects a whole number from 1 to 64, got "0"\n')
+        p = run(["bench", "--url", "http://127.0.0.1:1", "--wait", "10"], env=self.env)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("lease options are for --image", p.stderr)
+
     def test_command_not_found(self):
         p = run(["run"] + self.common + ["--wait", "0", "--", "/nonexistent/cmd"], env=self.env)
         self.assertEqual(p.returncode, 127, p.stderr)
