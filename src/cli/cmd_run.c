@@ -362,13 +362,13 @@ int gm_cli_run(int argc, char **argv)
         return rc;
     }
     gm_collector_options copt;
-    int open_rc;
+    int open_rc = GM_EXIT_USAGE; /* a bad --provider, said by gm_cli_collector_options */
     gm_collector *c = gm_cli_collector_options("run", &o.src, &copt)
                           ? gm_cli_collector_open("run", &copt, &open_rc)
                           : NULL;
     gm_lease *lease = NULL;
     if (!c) {
-        rc = GM_EXIT_NO_GPU;
+        rc = open_rc;
         goto out;
     }
     if (strcmp(gm_collector_provider(c), "none") == 0) {

@@ -144,6 +144,10 @@ class Run(unittest.TestCase):
             self.assertEqual(p.returncode, 2, (args, p.stderr))
         p = run(["run"] + self.common, env=self.env)
         self.assertEqual(p.returncode, 2)
+        # A provider that does not exist is the user's mistake, as in every other command.
+        p = run(["run", "--provider", "bogus", "--", "true"], env=self.env)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn('--provider "bogus" is not one of nvml', p.stderr)
         p = run(["run"] + self.common + ["--task", os.path.join(self.tmp, "missing.json"), "--", "true"],
                 env=self.env)
         self.assertEqual(p.returncode, 2)
