@@ -69,10 +69,6 @@ typedef struct gm_error {
 /* Returns a static description of code ("unknown error" for codes outside the table). */
 const char *gm_strerror(int code);
 
-/* Fills err (which may be NULL) and returns code, so callers can `return gm_error_set(...)`. */
-int gm_error_set(gm_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* ---- metrics ----------------------------------------------------------------------------- */
 
 /* GPU metrics. The enum name carries the raw unit stored in gm_gpu.v; the string is the
@@ -675,12 +671,6 @@ typedef struct gm_collector gm_collector;
  * each failed. A forced provider that fails returns its error. */
 int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_error *err);
 void gm_collector_close(gm_collector *c);
-/* The canonical name of a provider as a person wrote it ("NVML" gives "nvml"), "auto" for
- * auto, NULL when it names no provider. The registry is the one list of names: flags, the
- * environment and the daemon's configuration all ask it. */
-const char *gm_provider_canonical(const char *name);
-/* The accepted names for messages: "nvml, nvidia-smi, amdgpu, nvtop, sim, auto". */
-const char *gm_provider_names(void);
 
 /* Name of the provider in use: "nvml", "nvidia-smi", "sim" or "none". */
 const char *gm_collector_provider(const gm_collector *c);

@@ -1,5 +1,6 @@
 /* curl.c - libcurl's global start, once (curl.h). */
 #include "base/curl.h"
+#include "base/error.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

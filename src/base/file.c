@@ -2,6 +2,7 @@
 #include "base/file.h"
 
 #include "base/buf.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

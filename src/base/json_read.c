@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "base/smi_format.h"
+#include "base/error.h"
 
 /* How a field holds its metric. */
 enum kind {

@@ -9,6 +9,7 @@
 
 #include "base/parse.h"
 #include "base/suggest.h"
+#include "base/error.h"
 
 /* A table with its includes spliced: each row with the offset its table starts at. */
 #define MAX_ROWS 256

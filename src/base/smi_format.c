@@ -1,6 +1,7 @@
 /* smi_format.c - reads and writes nvidia-smi's --query-gpu CSV with one table of fields. */
 #include "base/smi_format.h"
 #include "base/str.h"
+#include "base/error.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -2,6 +2,7 @@
 #include "base/spawn.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

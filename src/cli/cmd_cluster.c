@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "core/fleet.h"
 #include "core/prometheus.h"
+#include "base/error.h"
 
 #define PROMETHEUS_ENV  "GPU_MONITOR_PROMETHEUS_URL"
 #define TIMEOUT_MAX_S   600.0

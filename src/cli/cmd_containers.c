@@ -16,6 +16,7 @@
 #include "cli/common.h"
 #include "core/container.h"
 #include "core/docker.h"
+#include "base/error.h"
 
 static gm_docker *open_engine(void)
 {

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/estimate.h"
+#include "base/error.h"
 
 typedef struct estimate_opts {
     const char *task;

@@ -22,6 +22,7 @@
 #include "core/session.h"
 #include "store/store.h"
 #include "core/timeline.h"
+#include "base/error.h"
 
 enum hist_format { FMT_DEFAULT, FMT_TABLE, FMT_JSON, FMT_CSV, FMT_VLLM, FMT_HTML };
 

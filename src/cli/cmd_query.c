@@ -16,6 +16,7 @@
 #include "base/smi_format.h"
 #include "base/utf8.h"
 #include "base/clock.h"
+#include "base/error.h"
 
 enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV };
 

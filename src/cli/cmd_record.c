@@ -25,6 +25,7 @@
 #include "core/session.h"
 #include "core/timeline.h"
 #include "store/store.h"
+#include "base/error.h"
 
 typedef gm_cli_record_opts record_opts;
 

@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "core/lease.h"
 #include "core/select.h"
+#include "base/error.h"
 
 /* Shared with cmd_wait.c: runs `gpumon <cmd>` for cmd "select" or "wait". */
 

@@ -20,6 +20,7 @@
 #include "base/file.h"
 #include "base/parse.h"
 #include "base/smi_format.h"
+#include "collect/registry.h"
 
 #define SMI_DEFAULT_LOOP_S 5 /* nvidia-smi's interval for -l without a number */
 

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/audit.h"
+#include "base/error.h"
 
 typedef struct snapshot_opts {
     const char *output;

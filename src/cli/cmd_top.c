@@ -18,6 +18,7 @@
 #include "cli/top_source.h"
 #include "cli/top_view.h"
 #include "collect/host.h"
+#include "base/error.h"
 
 typedef struct top_opts {
     const char *connect;

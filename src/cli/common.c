@@ -16,6 +16,8 @@
 #include "base/clock.h"
 #include "base/parse.h"
 #include "base/suggest.h"
+#include "base/error.h"
+#include "collect/registry.h"
 
 bool gm_cli_no_operands(const char *cmd, int argc, char **argv)
 {

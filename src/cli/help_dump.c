@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "collect/registry.h"
 
 /* The completion's fixed part: command words, `--` of record and run, and the values of the
  * options of the command that parses its own (smi). */

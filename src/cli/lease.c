@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/estimate.h"
+#include "base/error.h"
 
 void gm_cli_lease_defaults(gm_cli_lease_opts *o)
 {

@@ -9,6 +9,7 @@
 #include "cli/help_dump.h"
 #include "server/config.h"
 #include "gpumon.h"
+#include "collect/registry.h"
 
 typedef struct command {
     const char *name;

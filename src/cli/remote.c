@@ -12,6 +12,7 @@
 #include "base/curl.h"
 #include "base/json.h"
 #include "base/json_read.h"
+#include "base/error.h"
 
 struct gm_cli_remote {
     CURL *curl;

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/remote.h"
 #include "collect/host.h"
+#include "base/error.h"
 
 /* The previous CPU reading of a process, for its rate. */
 typedef struct proc_prev {

@@ -6,6 +6,7 @@
 
 #include "collect/calltime.h"
 #include "collect/sysfs.h"
+#include "base/error.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
  * NOT_SUPPORTED leaves its metric absent. */
 #include "collect/amd_common.h"
 #include "collect/calltime.h"
+#include "base/error.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -8,6 +8,7 @@
 #include "collect/calltime.h"
 #include "collect/provider.h"
 #include "collect/sysfs.h"
+#include "base/error.h"
 
 #include <dirent.h>
 #include <stdio.h>

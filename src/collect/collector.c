@@ -7,6 +7,8 @@
 #include "collect/podres.h"
 #include "collect/provider.h"
 #include "base/clock.h"
+#include "base/error.h"
+#include "collect/registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>

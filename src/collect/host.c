@@ -3,6 +3,7 @@
 #include "collect/calltime.h"
 #include "base/clock.h"
 #include "base/utf8.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,6 +6,7 @@
 #include "base/str.h"
 #include "collect/calltime.h"
 #include "collect/nvml_int.h"
+#include "base/error.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -8,6 +8,7 @@
 #include "base/spawn.h"
 #include "collect/calltime.h"
 #include "collect/provider.h"
+#include "base/error.h"
 
 #include <ctype.h>
 #include <errno.h>

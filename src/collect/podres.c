@@ -6,6 +6,7 @@
 #include "base/curl.h"
 
 #include "podresources.pb-c.h"
+#include "base/error.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* registry.c - the one place that lists every provider and the automatic order. */
 #include "collect/provider.h"
+#include "collect/registry.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
  * its metric absent. */
 #include "collect/amd_common.h"
 #include "collect/calltime.h"
+#include "base/error.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>

@@ -8,6 +8,7 @@
  * driver loads it: utilisation, power and clocks follow *sim_load. */
 #include "collect/provider.h"
 #include "base/clock.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdio.h>

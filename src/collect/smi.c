@@ -4,6 +4,7 @@
 #include "base/spawn.h"
 #include "collect/calltime.h"
 #include "collect/provider.h"
+#include "base/error.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -19,6 +19,7 @@
 #include "base/json.h"
 #include "base/utf8.h"
 #include "core/stats.h"
+#include "base/error.h"
 
 #define MAX_SNAPSHOT_BYTES (64u << 20) /* far above any real snapshot; stops reading /dev/zero */
 

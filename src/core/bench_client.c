@@ -19,6 +19,7 @@
 #include "base/utf8.h"
 #include "core/bench_schedule.h"
 #include "core/bench_sse.h"
+#include "base/error.h"
 
 #define PROGRESS_NS 200000000LL
 

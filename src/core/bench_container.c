@@ -12,6 +12,7 @@
 #include "base/parse.h"
 #include "core/container.h"
 #include "core/docker.h"
+#include "base/error.h"
 
 /* Between readiness checks; each probe waits at most PROBE_TIMEOUT_MS. */
 #define READY_POLL_S     0.5

@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "collect/host.h"
+#include "base/error.h"
 
 enum cmd { CMD_NONE, CMD_BEGIN, CMD_END, CMD_QUIT };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/bench_report.h"
+#include "base/error.h"
 
 #define MAX_DOCS 16
 

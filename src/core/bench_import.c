@@ -12,6 +12,7 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/error.h"
 
 /* Python's json module writes NaN, Infinity and -Infinity, which JSON does not have: outside
  * strings they become null (absent), so a vLLM file with a statistic it could not compute

@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "base/buf.h"
 #include "base/utf8.h"
+#include "base/error.h"
 
 int gm_bench_api_parse(const char *s, gm_bench_api *out)
 {

@@ -1,5 +1,6 @@
 /* bench_report.c - the benchmark document's GPU part, and its text forms (see bench_report.h). */
 #include "core/bench_report.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -13,6 +13,7 @@
 #include "core/bench_report.h"
 #include "core/bench_validity.h"
 #include "core/session.h"
+#include "base/error.h"
 
 /* Distinct synthetic prompts made; requests take them in turn. */
 #define SYNTHETIC_PROMPTS 1024

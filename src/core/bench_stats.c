@@ -8,6 +8,7 @@
 
 #include "base/json.h"
 #include "base/parse.h"
+#include "base/error.h"
 
 /* ---- distributions ---------------------------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 
 #include "base/curl.h"
 #include "collect/host.h"
+#include "base/error.h"
 
 void gm_container_owner_self(char *owner, size_t owner_len, char *start, size_t start_len)
 {

@@ -14,6 +14,7 @@
 #include "base/curl.h"
 #include "base/json.h"
 #include "base/parse.h"
+#include "base/error.h"
 
 /* Most bytes of an answer that is read whole (an inspect is a few KiB, a list of a thousand
  * containers about a MiB). */

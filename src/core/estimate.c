@@ -16,6 +16,7 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/utf8.h"
+#include "base/error.h"
 
 #define SPELLINGS     5
 #define MAX_VALUES    1024

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/error.h"
 
 /* The per-GPU series read, by the suffix of their DCGM_FI_DEV_ name: utilization through
  * GM_FLEET_Q_GPUS, the others through GM_FLEET_Q_READINGS. */

@@ -1,6 +1,7 @@
 /* lease.c - GPU leases as flock'd files, one per GPU UUID, so the kernel frees a dead holder's
  * GPUs and two gpumon processes never lease the same GPU. */
 #include "core/lease.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/curl.h"
 #include "base/utf8.h"
+#include "base/error.h"
 
 struct gm_prometheus {
     CURL *easy;

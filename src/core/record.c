@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/error.h"
 
 /* Signals passed on to the command: the ones a person or a job scheduler sends to stop,
  * reload or poke a job. SIGKILL and SIGSTOP cannot be caught; SIGTSTP from a terminal reaches

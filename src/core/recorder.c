@@ -2,6 +2,7 @@
  * (from the timeline, a pending buffer past it, or the newest sample), the end; retries on a
  * doubling backoff. */
 #include "core/recorder.h"
+#include "base/error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,6 +12,7 @@
 
 #include "base/json.h"
 #include "base/clock.h"
+#include "base/error.h"
 
 bool gm_select_score(const gm_gpu *g, double *score)
 {

@@ -14,6 +14,7 @@
 #include "base/utf8.h"
 #include "core/stats.h"
 #include "base/clock.h"
+#include "base/error.h"
 
 static const char *const metric_names[GM_SM__COUNT] = {
 #define GM__SESSION_METRIC_NAME(id, name, stats) name,

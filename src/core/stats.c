@@ -1,5 +1,6 @@
 /* stats.c - Welford accumulators and numpy-compatible linear percentiles for metric series. */
 #include "core/stats.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/error.h"
 
 #define FLUSH_AT (64u << 10)
 

@@ -14,6 +14,7 @@
 #include "core/timeline.h"
 #include "server/worker_int.h"
 #include "store/store.h"
+#include "base/error.h"
 
 /* Rows of the store read for one listing: bounds the worker's memory whatever the database
  * holds (gpumon record and run write there too). */

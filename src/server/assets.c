@@ -1,6 +1,7 @@
 /* assets.c - static files: the embedded dashboard table with gzip negotiation and ETags, the
  * built-in index page of builds without a dashboard, and --web-root files read from disk. */
 #include "server/assets.h"
+#include "base/error.h"
 
 #include <ctype.h>
 #include <errno.h>

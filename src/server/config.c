@@ -7,6 +7,8 @@
 #include "base/parse.h"
 #include "collect/podres.h"
 #include "core/docker.h"
+#include "base/error.h"
+#include "collect/registry.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -14,6 +14,7 @@
 #include "base/gzip.h"
 #include "base/json.h"
 #include "core/prometheus.h"
+#include "base/error.h"
 
 /* j->state, as worker.c uses it for its own jobs. */
 enum { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE };

@@ -26,6 +26,7 @@
 #include "server/log.h"
 #include "base/clock.h"
 #include "base/parse.h"
+#include "base/error.h"
 
 struct gm_conn {
     gm_list link; /* on srv->conns */

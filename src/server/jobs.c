@@ -16,6 +16,7 @@
 #include "core/select.h"
 #include "core/session.h"
 #include "store/store.h"
+#include "base/error.h"
 
 typedef enum job_state {
     JOB_QUEUED,

@@ -10,6 +10,7 @@
 #include "server/config.h"
 #include "server/request.h"
 #include "base/parse.h"
+#include "base/error.h"
 
 void gm_query_init(gm_query *q)
 {

@@ -1,5 +1,6 @@
 /* request.c - strict HTTP/1.1 request-head checks (RFC 9110, 9112) and target decoding. */
 #include "server/request.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <string.h>

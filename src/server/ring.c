@@ -1,5 +1,6 @@
 /* ring.c - fixed-memory ring buffers of every GPU and host metric, one writer, many readers. */
 #include "server/ring.h"
+#include "base/error.h"
 
 #include <float.h>
 #include <math.h>

@@ -19,6 +19,7 @@
 #include "server/prom.h"
 #include "server/query.h"
 #include "base/parse.h"
+#include "base/error.h"
 
 /* ---- responses ---------------------------------------------------------------------------- */
 

@@ -16,6 +16,7 @@
 #include "server/compat.h"
 #include "server/log.h"
 #include "server/prom.h"
+#include "base/error.h"
 
 _Static_assert(GM_BLOB_PRE >= 10, "blob headroom must hold a WebSocket frame header");
 

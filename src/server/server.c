@@ -27,6 +27,7 @@
 #include "server/log.h"
 #include "server/server_int.h"
 #include "store/store.h"
+#include "base/error.h"
 
 #define HISTORY_MAX_BYTES    (1024u << 20) /* refuse a history that would take more than 1 GiB */
 #define FIRST_SAMPLE_WAIT_MS 30000         /* nvidia-smi alone may take 5 s; NVML init a few */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/error.h"
 
 static bool has_gpu(const gm_snapshot *snap, unsigned idx)
 {

@@ -23,6 +23,7 @@
 #include "server/log.h"
 #include "server/worker_int.h"
 #include "store/store.h"
+#include "base/error.h"
 
 /* Entries one retention pass deletes before the worker looks at its queue again; the next
  * pass follows a second later while older entries remain. */

@@ -21,6 +21,7 @@
 #include "base/json.h"
 #include "collect/host.h"
 #include "core/bench_report.h"
+#include "base/error.h"
 
 /* How long a writer waits for another process's transaction before giving up. Samples are
  * small, so contention is brief; five seconds covers a slow disk without hanging forever. */

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "base/opt.h"
+#include "base/error.h"
 
 typedef struct shared {
     const char *provider;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/recorder.h"
+#include "base/error.h"
 
 typedef struct fake_store {
     bool fail;         /* every write fails */

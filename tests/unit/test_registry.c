@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "collect/provider.h"
+#include "collect/registry.h"
 
 static const gm_provider *const every[] = {
     &gm_provider_nvml,   &gm_provider_smi,   &gm_provider_amd_smi, &gm_provider_rocm_smi,
