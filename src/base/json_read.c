@@ -11,6 +11,7 @@
 
 #include "base/smi_format.h"
 #include "base/error.h"
+#include "base/str.h"
 
 /* How a field holds its metric. */
 enum kind {
@@ -174,7 +175,7 @@ static const json_t *at(const json_t *o, const char *path)
 
 static void text(char *dst, size_t len, const json_t *j)
 {
-    snprintf(dst, len, "%s", json_is_string(j) ? json_string_value(j) : "");
+    gm_str_copy(dst, len, json_string_value(j)); /* not a string: "" */
 }
 
 /* The raw value of a display value v: v / scale, written as a product where the scale is the

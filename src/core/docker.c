@@ -15,6 +15,7 @@
 #include "base/json.h"
 #include "base/parse.h"
 #include "base/error.h"
+#include "base/str.h"
 
 /* Most bytes of an answer that is read whole (an inspect is a few KiB, a list of a thousand
  * containers about a MiB). */
@@ -318,12 +319,6 @@ static int answer_json(gm_docker *d, const request *r, const char *what, json_t 
     return GM_OK;
 }
 
-static void copy_str(char *dst, size_t len, const json_t *v)
-{
-    const char *s = json_string_value(v);
-    snprintf(dst, len, "%s", s ? s : "");
-}
-
 /* A reference that goes into a URL: an image may have '/', a container (id or name) not. */
 static int check_ref(const char *kind, const char *ref, gm_error *err)
 {
@@ -379,7 +374,7 @@ int gm_docker_image_id(gm_docker *d, const char *image, char *id, size_t len, gm
     if (rc == GM_OK)
         rc = answer_json(d, &r, what, &j, err);
     if (rc == GM_OK)
-        copy_str(id, len, json_object_get(j, "Id"));
+        gm_str_copy(id, len, json_string_value(json_object_get(j, "Id")));
     json_decref(j);
     request_free(&r);
     return rc;
@@ -558,7 +553,7 @@ int gm_docker_create(gm_docker *d, const gm_docker_spec *s, char *id, size_t len
     if (rc == GM_OK)
         rc = answer_json(d, &r, what, &j, err);
     if (rc == GM_OK) {
-        copy_str(id, len, json_object_get(j, "Id"));
+        gm_str_copy(id, len, json_string_value(json_object_get(j, "Id")));
         if (!id[0])
             rc = gm_error_set(err, GM_EIO, "%s: the engine gave no container id", what);
     }
@@ -623,22 +618,26 @@ int gm_docker_remove(gm_docker *d, const char *ref, gm_error *err)
 void gm_docker_state_parse(const json_t *j, gm_docker_state *out)
 {
     memset(out, 0, sizeof *out);
-    copy_str(out->id, sizeof out->id, json_object_get(j, "Id"));
+    gm_str_copy(out->id, sizeof out->id, json_string_value(json_object_get(j, "Id")));
     const char *name = json_string_value(json_object_get(j, "Name"));
     snprintf(out->name, sizeof out->name, "%s", name ? name + (name[0] == '/') : "");
-    copy_str(out->image, sizeof out->image, json_object_get(json_object_get(j, "Config"), "Image"));
-    copy_str(out->image_id, sizeof out->image_id, json_object_get(j, "Image"));
+    gm_str_copy(out->image, sizeof out->image,
+                json_string_value(json_object_get(json_object_get(j, "Config"), "Image")));
+    gm_str_copy(out->image_id, sizeof out->image_id,
+                json_string_value(json_object_get(j, "Image")));
     const json_t *st = json_object_get(j, "State");
-    copy_str(out->status, sizeof out->status, json_object_get(st, "Status"));
+    gm_str_copy(out->status, sizeof out->status, json_string_value(json_object_get(st, "Status")));
     out->running = json_is_true(json_object_get(st, "Running"));
     out->oom_killed = json_is_true(json_object_get(st, "OOMKilled"));
     out->exit_code = (int)json_integer_value(json_object_get(st, "ExitCode"));
     out->pid = (pid_t)json_integer_value(json_object_get(st, "Pid"));
-    copy_str(out->error, sizeof out->error, json_object_get(st, "Error"));
-    copy_str(out->started_at, sizeof out->started_at, json_object_get(st, "StartedAt"));
-    copy_str(out->finished_at, sizeof out->finished_at, json_object_get(st, "FinishedAt"));
-    copy_str(out->health, sizeof out->health,
-             json_object_get(json_object_get(st, "Health"), "Status"));
+    gm_str_copy(out->error, sizeof out->error, json_string_value(json_object_get(st, "Error")));
+    gm_str_copy(out->started_at, sizeof out->started_at,
+                json_string_value(json_object_get(st, "StartedAt")));
+    gm_str_copy(out->finished_at, sizeof out->finished_at,
+                json_string_value(json_object_get(st, "FinishedAt")));
+    gm_str_copy(out->health, sizeof out->health,
+                json_string_value(json_object_get(json_object_get(st, "Health"), "Status")));
     const char *key;
     json_t *binds;
     json_object_foreach(json_object_get(json_object_get(j, "NetworkSettings"), "Ports"), key, binds)
@@ -656,8 +655,8 @@ void gm_docker_state_parse(const json_t *j, gm_docker_state *out)
             if (out->nports == GM_DOCKER_PORTS_MAX)
                 break;
             out->ports[out->nports].container_port = (unsigned)cport;
-            copy_str(out->ports[out->nports].host_ip, sizeof out->ports[0].host_ip,
-                     json_object_get(b, "HostIp"));
+            gm_str_copy(out->ports[out->nports].host_ip, sizeof out->ports[0].host_ip,
+                        json_string_value(json_object_get(b, "HostIp")));
             const char *hp = json_string_value(json_object_get(b, "HostPort"));
             unsigned long long port = 0;
             if (!hp || gm_parse_uint(hp, 1, 65535, &port) < 0)
