@@ -192,35 +192,27 @@ static void put(json_t *o, const char *key, json_t *v)
     json_object_set_new(o, key, v ? v : json_null());
 }
 
-/* The health block: XID, ECC, retired pages, remapped rows, violations, NVLink, and the verdict
- * of gm_gpu_degraded at the sample's time. */
-static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
+/* The last XID error; null when the GPU reports none. */
+static json_t *xid_json(const gm_gpu *g)
 {
-    json_t *h = json_object();
-    json_t *xid = json_null();
-    if (gm_gpu_has(g, GM_M_XID_LAST)) {
-        xid = json_object();
-        put(xid, "last", raw_integer(g, GM_M_XID_LAST));
-        put(xid, "count", raw_integer(g, GM_M_XID_COUNT));
-        json_t *when = json_null();
-        if (gm_gpu_has(g, GM_M_XID_TIME_MS)) {
-            char ts[40];
-            gm_json_time((int64_t)g->v[GM_M_XID_TIME_MS], ts, sizeof ts);
-            when = json_string(ts);
-        }
-        put(xid, "last_time", when);
+    if (!gm_gpu_has(g, GM_M_XID_LAST))
+        return json_null();
+    json_t *xid = json_object();
+    put(xid, "last", raw_integer(g, GM_M_XID_LAST));
+    put(xid, "count", raw_integer(g, GM_M_XID_COUNT));
+    json_t *when = json_null();
+    if (gm_gpu_has(g, GM_M_XID_TIME_MS)) {
+        char ts[40];
+        gm_json_time((int64_t)g->v[GM_M_XID_TIME_MS], ts, sizeof ts);
+        when = json_string(ts);
     }
-    put(h, "xid", xid);
+    put(xid, "last_time", when);
+    return xid;
+}
 
-    json_t *ecc = json_object();
-    json_t *mode = json_object();
-    put(mode, "current", flag(g, GM_M_ECC_MODE_CUR));
-    put(mode, "pending", flag(g, GM_M_ECC_MODE_PENDING));
-    put(ecc, "mode", mode);
-    put(ecc, "corrected_volatile", raw_integer(g, GM_M_ECC_CORR_VOL));
-    put(ecc, "corrected_aggregate", raw_integer(g, GM_M_ECC_CORR_AGG));
-    put(ecc, "uncorrected_volatile", raw_integer(g, GM_M_ECC_UNCORR_VOL));
-    put(ecc, "uncorrected_aggregate", raw_integer(g, GM_M_ECC_UNCORR_AGG));
+/* ECC counts by memory location, for the locations the GPU reports. */
+static json_t *ecc_locations_json(const gm_gpu *g)
+{
     json_t *locs = json_object();
 #define JSON_ECC_LOC(X, id, name, loc)                                                        \
     if (gm_gpu_has(g, GM_M_ECC_CORR_VOL_##id) || gm_gpu_has(g, GM_M_ECC_CORR_AGG_##id) ||     \
@@ -234,32 +226,57 @@ static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
     }
     GM_ECC_LOCATION_MAP(JSON_ECC_LOC, _)
 #undef JSON_ECC_LOC
-    put(ecc, "locations", locs);
-    json_t *sram = json_null();
-    if (gm_gpu_has(g, GM_M_SRAM_UNCORR_VOL_PARITY)) {
-        sram = json_object();
-        put(sram, "uncorrected_volatile_parity", raw_integer(g, GM_M_SRAM_UNCORR_VOL_PARITY));
-        put(sram, "uncorrected_volatile_secded", raw_integer(g, GM_M_SRAM_UNCORR_VOL_SECDED));
-        put(sram, "uncorrected_aggregate_parity", raw_integer(g, GM_M_SRAM_UNCORR_AGG_PARITY));
-        put(sram, "uncorrected_aggregate_secded", raw_integer(g, GM_M_SRAM_UNCORR_AGG_SECDED));
-        put(sram, "threshold_exceeded", flag(g, GM_M_SRAM_THRESHOLD_EXCEEDED));
-        json_t *unit = json_object();
-        put(unit, "l2", raw_integer(g, GM_M_SRAM_UNCORR_AGG_L2));
-        put(unit, "sm", raw_integer(g, GM_M_SRAM_UNCORR_AGG_SM));
-        put(unit, "mcu", raw_integer(g, GM_M_SRAM_UNCORR_AGG_MCU));
-        put(unit, "pcie", raw_integer(g, GM_M_SRAM_UNCORR_AGG_PCIE));
-        put(unit, "other", raw_integer(g, GM_M_SRAM_UNCORR_AGG_OTHER));
-        put(sram, "uncorrected_aggregate_by_unit", unit);
-    }
-    put(ecc, "sram", sram);
-    put(h, "ecc", ecc);
+    return locs;
+}
 
+/* SRAM errors; null when the GPU reports none. */
+static json_t *sram_json(const gm_gpu *g)
+{
+    if (!gm_gpu_has(g, GM_M_SRAM_UNCORR_VOL_PARITY))
+        return json_null();
+    json_t *sram = json_object();
+    put(sram, "uncorrected_volatile_parity", raw_integer(g, GM_M_SRAM_UNCORR_VOL_PARITY));
+    put(sram, "uncorrected_volatile_secded", raw_integer(g, GM_M_SRAM_UNCORR_VOL_SECDED));
+    put(sram, "uncorrected_aggregate_parity", raw_integer(g, GM_M_SRAM_UNCORR_AGG_PARITY));
+    put(sram, "uncorrected_aggregate_secded", raw_integer(g, GM_M_SRAM_UNCORR_AGG_SECDED));
+    put(sram, "threshold_exceeded", flag(g, GM_M_SRAM_THRESHOLD_EXCEEDED));
+    json_t *unit = json_object();
+    put(unit, "l2", raw_integer(g, GM_M_SRAM_UNCORR_AGG_L2));
+    put(unit, "sm", raw_integer(g, GM_M_SRAM_UNCORR_AGG_SM));
+    put(unit, "mcu", raw_integer(g, GM_M_SRAM_UNCORR_AGG_MCU));
+    put(unit, "pcie", raw_integer(g, GM_M_SRAM_UNCORR_AGG_PCIE));
+    put(unit, "other", raw_integer(g, GM_M_SRAM_UNCORR_AGG_OTHER));
+    put(sram, "uncorrected_aggregate_by_unit", unit);
+    return sram;
+}
+
+static json_t *ecc_json(const gm_gpu *g)
+{
+    json_t *ecc = json_object();
+    json_t *mode = json_object();
+    put(mode, "current", flag(g, GM_M_ECC_MODE_CUR));
+    put(mode, "pending", flag(g, GM_M_ECC_MODE_PENDING));
+    put(ecc, "mode", mode);
+    put(ecc, "corrected_volatile", raw_integer(g, GM_M_ECC_CORR_VOL));
+    put(ecc, "corrected_aggregate", raw_integer(g, GM_M_ECC_CORR_AGG));
+    put(ecc, "uncorrected_volatile", raw_integer(g, GM_M_ECC_UNCORR_VOL));
+    put(ecc, "uncorrected_aggregate", raw_integer(g, GM_M_ECC_UNCORR_AGG));
+    put(ecc, "locations", ecc_locations_json(g));
+    put(ecc, "sram", sram_json(g));
+    return ecc;
+}
+
+static json_t *retired_pages_json(const gm_gpu *g)
+{
     json_t *rp = json_object();
     put(rp, "single_bit", raw_integer(g, GM_M_RETIRED_SBE));
     put(rp, "double_bit", raw_integer(g, GM_M_RETIRED_DBE));
     put(rp, "pending", flag(g, GM_M_RETIRED_PENDING));
-    put(h, "retired_pages", rp);
+    return rp;
+}
 
+static json_t *remapped_rows_json(const gm_gpu *g)
+{
     json_t *rr = json_object();
     put(rr, "correctable", raw_integer(g, GM_M_REMAP_CORR));
     put(rr, "uncorrectable", raw_integer(g, GM_M_REMAP_UNCORR));
@@ -275,13 +292,11 @@ static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
         put(hist, "none", raw_integer(g, GM_M_REMAP_HIST_NONE));
     }
     put(rr, "histogram", hist);
-    put(h, "remapped_rows", rr);
+    return rr;
+}
 
-    put(h, "pcie_replay_counter", raw_integer(g, GM_M_PCIE_REPLAY));
-    /* nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain
-     * and reset, 5 recover the IMEX domain. */
-    put(h, "recovery_action", raw_integer(g, GM_M_RECOVERY_ACTION));
-
+static json_t *violations_json(const gm_gpu *g)
+{
     json_t *viol = json_object();
     put(viol, "power", metric(g, GM_M_VIOL_POWER_NS));
     put(viol, "thermal", metric(g, GM_M_VIOL_THERMAL_NS));
@@ -289,8 +304,11 @@ static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
     put(viol, "sw_thermal_slowdown", metric(g, GM_M_VIOL_SW_THERMAL_NS));
     put(viol, "hw_thermal_slowdown", metric(g, GM_M_VIOL_HW_THERMAL_NS));
     put(viol, "hw_power_brake_slowdown", metric(g, GM_M_VIOL_HW_POWER_BRAKE_NS));
-    put(h, "violations_us", viol);
+    return viol;
+}
 
+static json_t *nvlink_json(const gm_gpu *g)
+{
     json_t *nvl = json_object();
     put(nvl, "links_active", raw_integer(g, GM_M_NVLINK_ACTIVE));
     put(nvl, "tx_bytes",
@@ -303,7 +321,24 @@ static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
     put(nvl, "crc_data_errors", raw_integer(g, GM_M_NVLINK_CRC_DATA));
     put(nvl, "replay_errors", raw_integer(g, GM_M_NVLINK_REPLAY));
     put(nvl, "recovery_errors", raw_integer(g, GM_M_NVLINK_RECOVERY));
-    put(h, "nvlink", nvl);
+    return nvl;
+}
+
+/* The health block: XID, ECC, retired pages, remapped rows, violations, NVLink, and the verdict
+ * of gm_gpu_degraded at the sample's time. */
+static json_t *health_json(const gm_snapshot *s, const gm_gpu *g)
+{
+    json_t *h = json_object();
+    put(h, "xid", xid_json(g));
+    put(h, "ecc", ecc_json(g));
+    put(h, "retired_pages", retired_pages_json(g));
+    put(h, "remapped_rows", remapped_rows_json(g));
+    put(h, "pcie_replay_counter", raw_integer(g, GM_M_PCIE_REPLAY));
+    /* nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain
+     * and reset, 5 recover the IMEX domain. */
+    put(h, "recovery_action", raw_integer(g, GM_M_RECOVERY_ACTION));
+    put(h, "violations_us", violations_json(g));
+    put(h, "nvlink", nvlink_json(g));
 
     char why[256];
     bool bad = gm_gpu_degraded(g, s->time_ms, why, sizeof why);

@@ -432,18 +432,13 @@ static long long to_i64(double v)
     return llround(v);
 }
 
-int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned flags, char *buf,
-                        size_t cap)
+/* The helpers below return NOT_MINE for a kind they do not format; put() never returns it. */
+enum { NOT_MINE = -1 };
+
+/* Fields read from the snapshot or the GPU's identity: printed even for a lost GPU. */
+static int format_identity(const gm_snapshot *s, const gm_gpu *g, const smi_field_info *f,
+                           const char *absent, char *buf, size_t cap)
 {
-    if (!valid_id(id)) {
-        if (cap)
-            buf[0] = '\0';
-        return GM_EINVAL;
-    }
-    const smi_field_info *f = &field_table[id];
-    const gm_smi_profile *prof = gm_smi_profile_for(s->driver_version);
-    if (gm_smi_profile_deprecated(prof, id))
-        return put(buf, cap, "%s", SMI_DEPRECATED);
     switch (f->kind) {
     case GM_SMI_K_TIMESTAMP:
         return format_timestamp(s->time_ms, buf, cap);
@@ -460,13 +455,16 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_BUSID:
         return put_str(buf, cap, g->pci_bus_id);
     case GM_SMI_K_NA:
-        return put(buf, cap, "%s", gm_smi_profile_absent(prof, id));
+        return put(buf, cap, "%s", absent);
     default:
-        break;
+        return NOT_MINE;
     }
+}
 
-    if (g->lost)
-        return put(buf, cap, "[GPU is lost]");
+/* Text fields of a reachable GPU, and the PCI parts cut from its bus id. */
+static int format_text(const gm_gpu *g, const smi_field_info *f, const char *absent, char *buf,
+                       size_t cap)
+{
     switch (f->kind) {
     case GM_SMI_K_SERIAL:
         return put_str(buf, cap, g->serial);
@@ -478,13 +476,13 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     case GM_SMI_K_FABRIC_UUID: {
         const char *t =
             f->kind == GM_SMI_K_FABRIC_STATUS ? g->fabric_status : g->fabric_cluster_uuid;
-        return put(buf, cap, "%s", t[0] ? t : gm_smi_profile_absent(prof, id));
+        return put(buf, cap, "%s", t[0] ? t : absent);
     }
     case GM_SMI_K_PLATFORM_SERIAL:
         /* 580 printed an empty chassis serial as nothing at all: the platform was read. */
         if (gm_gpu_has(g, GM_M_PLATFORM_SLOT))
             return put(buf, cap, "%s", g->platform_serial);
-        return put(buf, cap, "%s", gm_smi_profile_absent(prof, id));
+        return put(buf, cap, "%s", absent);
     case GM_SMI_K_PLATFORM_GUID:
         return put_str(buf, cap, g->platform_guid);
     case GM_SMI_K_PCI_DOMAIN:
@@ -498,11 +496,13 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
         return put(buf, cap, "0x%02X", (f->kind == GM_SMI_K_PCI_BUS ? bus : dev) & 0xffu);
     }
     default:
-        break;
+        return NOT_MINE;
     }
-    if (!gm_gpu_has(g, (gm_metric)f->metric) || !isfinite(g->v[f->metric]))
-        return put(buf, cap, "%s", gm_smi_profile_absent(prof, id));
-    double v = g->v[f->metric];
+}
+
+/* A reading v of the field's metric, as nvidia-smi prints it. */
+static int format_reading(const smi_field_info *f, double v, unsigned flags, char *buf, size_t cap)
+{
     /* nvidia-smi separates value and unit by one space: "45 %", "1024 MiB". */
     const char *sep = (flags & GM_SMI_NOUNITS) || !f->unit[0] ? "" : " ";
     const char *unit = (flags & GM_SMI_NOUNITS) ? "" : f->unit;
@@ -557,6 +557,32 @@ int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned 
     default:
         return put(buf, cap, "[N/A]");
     }
+}
+
+int gm_smi_format_value(const gm_snapshot *s, const gm_gpu *g, int id, unsigned flags, char *buf,
+                        size_t cap)
+{
+    if (!valid_id(id)) {
+        if (cap)
+            buf[0] = '\0';
+        return GM_EINVAL;
+    }
+    const smi_field_info *f = &field_table[id];
+    const gm_smi_profile *prof = gm_smi_profile_for(s->driver_version);
+    if (gm_smi_profile_deprecated(prof, id))
+        return put(buf, cap, "%s", SMI_DEPRECATED);
+    const char *absent = gm_smi_profile_absent(prof, id);
+    int r = format_identity(s, g, f, absent, buf, cap);
+    if (r != NOT_MINE)
+        return r;
+    if (g->lost)
+        return put(buf, cap, "[GPU is lost]");
+    r = format_text(g, f, absent, buf, cap);
+    if (r != NOT_MINE)
+        return r;
+    if (!gm_gpu_has(g, (gm_metric)f->metric) || !isfinite(g->v[f->metric]))
+        return put(buf, cap, "%s", absent);
+    return format_reading(f, g->v[f->metric], flags, buf, cap);
 }
 
 int gm_smi_format_csv(FILE *out, const gm_snapshot *s, const int *ids, size_t n, unsigned flags,
@@ -734,40 +760,46 @@ static void copy_text(char *dst, size_t cap, const char *src)
     gm_str_copy(dst, cap, src);
 }
 
-/* Stores the text of field id into g. Returns 0 when stored or absent, 1 when the value says the
- * GPU is lost, -1 when it does not parse. */
-static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
+/* The string of g (or s) a text field is stored in, with its size; NULL for other kinds. */
+static char *text_slot(const smi_field_info *f, gm_gpu *g, gm_snapshot *s, size_t *cap)
 {
-    const smi_field_info *f = &field_table[id];
     switch (f->kind) {
     case GM_SMI_K_NAME:
-        copy_text(g->name, sizeof g->name, text);
-        return classify(text) == VAL_LOST;
+        *cap = sizeof g->name;
+        return g->name;
     case GM_SMI_K_UUID:
-        copy_text(g->uuid, sizeof g->uuid, text);
-        return classify(text) == VAL_LOST;
+        *cap = sizeof g->uuid;
+        return g->uuid;
     case GM_SMI_K_BUSID:
-        copy_text(g->pci_bus_id, sizeof g->pci_bus_id, text);
-        return classify(text) == VAL_LOST;
+        *cap = sizeof g->pci_bus_id;
+        return g->pci_bus_id;
     case GM_SMI_K_DRIVER:
-        if (!s->driver_version[0])
-            copy_text(s->driver_version, sizeof s->driver_version, text);
-        return 0;
+        *cap = sizeof s->driver_version;
+        return s->driver_version;
     case GM_SMI_K_SERIAL:
-        copy_text(g->serial, sizeof g->serial, text);
-        return classify(text) == VAL_LOST;
+        *cap = sizeof g->serial;
+        return g->serial;
     case GM_SMI_K_VBIOS:
-        copy_text(g->vbios, sizeof g->vbios, text);
-        return classify(text) == VAL_LOST;
+        *cap = sizeof g->vbios;
+        return g->vbios;
     case GM_SMI_K_INFOROM:
-        copy_text(g->inforom[f->arg % GM_INFOROM__COUNT], GM_INFOROM_LEN, text);
-        return classify(text) == VAL_LOST;
+        *cap = GM_INFOROM_LEN;
+        return g->inforom[f->arg % GM_INFOROM__COUNT];
     case GM_SMI_K_FABRIC_STATUS:
-        copy_text(g->fabric_status, sizeof g->fabric_status, text);
-        return classify(text) == VAL_LOST;
+        *cap = sizeof g->fabric_status;
+        return g->fabric_status;
     case GM_SMI_K_FABRIC_UUID:
-        copy_text(g->fabric_cluster_uuid, sizeof g->fabric_cluster_uuid, text);
-        return classify(text) == VAL_LOST;
+        *cap = sizeof g->fabric_cluster_uuid;
+        return g->fabric_cluster_uuid;
+    default:
+        return NULL;
+    }
+}
+
+/* Kinds whose column the parser leaves alone. */
+static bool ignored_when_parsing(gm_smi_kind kind)
+{
+    switch (kind) {
     case GM_SMI_K_TIMESTAMP:
     case GM_SMI_K_COUNT:
     case GM_SMI_K_PCI_DOMAIN:
@@ -779,106 +811,139 @@ static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
     case GM_SMI_K_PLATFORM_SERIAL:
     case GM_SMI_K_PLATFORM_GUID:
     case GM_SMI_K_INDEX: /* read by the row parser */
-        return 0;
+        return true;
     default:
-        break;
+        return false;
     }
+}
+
+/* One of two words, the first meaning 1 and the second 0. */
+static bool parse_flag(const char *text, const char *one, const char *zero, double *out)
+{
+    if (strcmp(text, one) == 0)
+        *out = 1;
+    else if (strcmp(text, zero) == 0)
+        *out = 0;
+    else
+        return false;
+    return true;
+}
+
+static bool parse_enum(gm_smi_kind kind, const char *text, double *out)
+{
+    for (long long k = 0; k < 8; k++) {
+        const char *word = gm_smi_enum_word(kind, k);
+        if (word && strcmp(word, text) == 0) {
+            *out = (double)k;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "0x" and hex digits, nothing after them. */
+static bool parse_hex(const char *text, double *out)
+{
+    if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X') || !isxdigit((unsigned char)text[2]))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long mask = strtoull(text + 2, &end, 16);
+    if (*end || errno == ERANGE)
+        return false;
+    *out = (double)mask;
+    return true;
+}
+
+/* Converts a reading nvidia-smi printed back into the unit gpumon keeps; false if it does not
+ * parse. */
+static bool parse_reading(const smi_field_info *f, const char *text, double *out)
+{
+    double v;
+    switch (f->kind) {
+    case GM_SMI_K_INT:
+    case GM_SMI_K_PCT2:
+        return parse_number(text, f->unit, out);
+    case GM_SMI_K_MIB:
+        if (!parse_number(text, f->unit, &v))
+            return false;
+        *out = v * (double)GM_BYTES_PER_MIB;
+        return true;
+    case GM_SMI_K_WATT:
+        if (!parse_number(text, f->unit, &v))
+            return false;
+        *out = (double)llround(v * 1000.0);
+        return true;
+    case GM_SMI_K_US:
+        if (!parse_number(text, f->unit, &v))
+            return false;
+        *out = v * 1000.0;
+        return true;
+    case GM_SMI_K_PSTATE: {
+        unsigned long long p;
+        if (text[0] != 'P' || !parse_uint(text + 1, 15, &p))
+            return false;
+        *out = (double)p;
+        return true;
+    }
+    case GM_SMI_K_ENABLED:
+        return parse_flag(text, "Enabled", "Disabled", out);
+    case GM_SMI_K_YESNO:
+        return parse_flag(text, "Yes", "No", out);
+    case GM_SMI_K_COMPUTE_MODE:
+    case GM_SMI_K_ADDRESSING:
+    case GM_SMI_K_RECOVERY:
+    case GM_SMI_K_FABRIC_STATE:
+        return parse_enum(f->kind, text, out);
+    case GM_SMI_K_COMPUTE_CAP: {
+        unsigned major, minor;
+        char extra;
+        if (sscanf(text, "%u.%u%c", &major, &minor, &extra) != 2 || minor > 9 || major > 1000)
+            return false;
+        *out = major * 10.0 + minor;
+        return true;
+    }
+    case GM_SMI_K_HEX:
+    case GM_SMI_K_HEX32:
+    case GM_SMI_K_HEX64:
+        return parse_hex(text, out);
+    default:
+        return false;
+    }
+}
+
+/* Stores the text of field id into g. Returns 0 when stored or absent, 1 when the value says the
+ * GPU is lost, -1 when it does not parse. */
+static int parse_value(int id, const char *text, gm_gpu *g, gm_snapshot *s)
+{
+    const smi_field_info *f = &field_table[id];
+    size_t cap;
+    char *slot = text_slot(f, g, s, &cap);
+    if (f->kind == GM_SMI_K_DRIVER) {
+        /* one driver version per snapshot: the first one read stays */
+        if (!slot[0])
+            copy_text(slot, cap, text);
+        return 0;
+    }
+    if (slot) {
+        copy_text(slot, cap, text);
+        return classify(text) == VAL_LOST;
+    }
+    if (ignored_when_parsing(f->kind))
+        return 0;
 
     value_class c = classify(text);
     if (c == VAL_LOST)
         return 1;
     if (c == VAL_ABSENT)
         return 0;
-    gm_metric m = (gm_metric)f->metric;
-    double v;
-    switch (f->kind) {
-    case GM_SMI_K_INT:
-        if (!parse_number(text, f->unit, &v))
-            return -1;
-        gm_gpu_set(g, m, v);
-        return 0;
-    case GM_SMI_K_MIB:
-        if (!parse_number(text, f->unit, &v))
-            return -1;
-        gm_gpu_set(g, m, v * (double)GM_BYTES_PER_MIB);
-        return 0;
-    case GM_SMI_K_WATT:
-        if (!parse_number(text, f->unit, &v))
-            return -1;
-        gm_gpu_set(g, m, (double)llround(v * 1000.0));
-        return 0;
-    case GM_SMI_K_PSTATE: {
-        unsigned long long p;
-        if (text[0] != 'P' || !parse_uint(text + 1, 15, &p))
-            return -1;
-        gm_gpu_set(g, m, (double)p);
-        return 0;
-    }
-    case GM_SMI_K_ENABLED:
-        if (strcmp(text, "Enabled") == 0)
-            gm_gpu_set(g, m, 1);
-        else if (strcmp(text, "Disabled") == 0)
-            gm_gpu_set(g, m, 0);
-        else
-            return -1;
-        return 0;
-    case GM_SMI_K_US:
-        if (!parse_number(text, f->unit, &v))
-            return -1;
-        gm_gpu_set(g, m, v * 1000.0);
-        return 0;
-    case GM_SMI_K_PCT2:
-        if (!parse_number(text, f->unit, &v))
-            return -1;
-        gm_gpu_set(g, m, v);
-        return 0;
-    case GM_SMI_K_COMPUTE_MODE:
-    case GM_SMI_K_ADDRESSING:
-    case GM_SMI_K_RECOVERY:
-    case GM_SMI_K_FABRIC_STATE:
-        for (long long k = 0; k < 8; k++) {
-            const char *word = gm_smi_enum_word(f->kind, k);
-            if (word && strcmp(word, text) == 0) {
-                gm_gpu_set(g, m, (double)k);
-                return 0;
-            }
-        }
-        return -1;
-    case GM_SMI_K_YESNO:
-        if (strcmp(text, "Yes") == 0)
-            gm_gpu_set(g, m, 1);
-        else if (strcmp(text, "No") == 0)
-            gm_gpu_set(g, m, 0);
-        else
-            return -1;
-        return 0;
-    case GM_SMI_K_ACTIVE_BIT: /* the mask itself comes from clocks_event_reasons.active */
+    if (f->kind == GM_SMI_K_ACTIVE_BIT) /* the mask itself comes from clocks_event_reasons.active */
         return strcmp(text, "Active") == 0 || strcmp(text, "Not Active") == 0 ? 0 : -1;
-    case GM_SMI_K_COMPUTE_CAP: {
-        unsigned major, minor;
-        char extra;
-        if (sscanf(text, "%u.%u%c", &major, &minor, &extra) != 2 || minor > 9 || major > 1000)
-            return -1;
-        gm_gpu_set(g, m, major * 10.0 + minor);
-        return 0;
-    }
-    case GM_SMI_K_HEX:
-    case GM_SMI_K_HEX32:
-    case GM_SMI_K_HEX64: {
-        if (text[0] != '0' || (text[1] != 'x' && text[1] != 'X') ||
-            !isxdigit((unsigned char)text[2]))
-            return -1;
-        errno = 0;
-        char *end;
-        unsigned long long mask = strtoull(text + 2, &end, 16);
-        if (*end || errno == ERANGE)
-            return -1;
-        gm_gpu_set(g, m, (double)mask);
-        return 0;
-    }
-    default:
+    double v;
+    if (!parse_reading(f, text, &v))
         return -1;
-    }
+    gm_gpu_set(g, (gm_metric)f->metric, v);
+    return 0;
 }
 
 /* nvidia-smi's line for a GPU it cannot reach, printed where that GPU's row would be:

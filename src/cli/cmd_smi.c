@@ -426,121 +426,181 @@ static bool parse_display(const char *v, unsigned *out)
     return *out != 0;
 }
 
-/* Returns -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, smi_opts *o)
+typedef enum smi_help { HELP_NONE, HELP_GPU, HELP_APPS, HELP_RETIRED, HELP_REMAPPED } smi_help;
+
+/* What the arguments ask for beyond smi_opts, read once they are all parsed. */
+typedef struct smi_args {
+    smi_help help;
+    bool version;
+    bool query_given;
+} smi_args;
+
+/* The argument parsers return ARG_NEXT when the argument was theirs and is stored, ARG_NOT_MINE
+ * when it is not theirs, else the exit status. */
+enum { ARG_NEXT = -1, ARG_NOT_MINE = -2 };
+
+/* Switches without a value. */
+static int parse_switch(const char *a, smi_opts *o, smi_args *p)
 {
-    enum { HELP_NONE, HELP_GPU, HELP_APPS, HELP_RETIRED, HELP_REMAPPED } help = HELP_NONE;
-    bool version = false, query_given = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        size_t n;
-        const char *v;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            print_help(stdout, o->me);
-            return GM_EXIT_OK;
-        } else if (strcmp(a, "--version") == 0) {
-            version = true;
-        } else if (strcmp(a, "--help-query-gpu") == 0) {
-            help = HELP_GPU;
-        } else if (strcmp(a, "--help-query-compute-apps") == 0) {
-            help = HELP_APPS;
-        } else if (strcmp(a, "--help-query-retired-pages") == 0) {
-            help = HELP_RETIRED;
-        } else if (strcmp(a, "--help-query-remapped-rows") == 0) {
-            help = HELP_REMAPPED;
-        } else if (strcmp(a, "-L") == 0 || strcmp(a, "--list-gpus") == 0) {
-            o->action = ACT_LIST;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--query") == 0) {
-            o->action = ACT_QUERY;
-        } else if (strcmp(a, "-x") == 0 || strcmp(a, "--xml-format") == 0) {
-            o->xml = true;
-        } else if (strcmp(a, "--dtd") == 0) {
-            /* accepted: the DOCTYPE line names the DTD, which is not embedded */
-        } else if (strcmp(a, "-x-q") == 0 || strcmp(a, "-qx") == 0 || strcmp(a, "-xq") == 0) {
-            o->action = ACT_QUERY;
-            o->xml = true;
-        } else if ((n = is_opt(a, "-d", "--display"))) {
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            if (!parse_display(v, &o->display))
-                return GM_EXIT_USAGE;
-        } else if ((n = is_opt(a, "-i", "--id"))) {
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            if (!gm_cli_parse_gpu_filter("smi", v, &o->filter))
-                return GM_EXIT_USAGE;
-        } else if ((n = is_opt(a, "-lms", "--loop-ms"))) {
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            unsigned long long ms;
-            if (gm_parse_uint(v, 1, 86400000, &ms) < 0) {
-                fprintf(stderr, "Invalid loop interval \"%s\" (milliseconds expected).\n\n", v);
-                return GM_EXIT_USAGE;
-            }
-            o->loop_s = (double)ms / 1000.0;
-        } else if ((n = is_opt(a, "-l", "--loop"))) {
-            /* -l alone loops every 5 s, as nvidia-smi; a number after it is the interval. */
-            unsigned long long s = SMI_DEFAULT_LOOP_S;
-            if (a[n] == '=') {
-                if (gm_parse_uint(a + n + 1, 1, 86400, &s) < 0) {
-                    fprintf(stderr, "Invalid loop interval \"%s\" (seconds expected).\n\n",
-                            a + n + 1);
-                    return GM_EXIT_USAGE;
-                }
-            } else if (i + 1 < argc && gm_parse_uint(argv[i + 1], 1, 86400, &s) == 0) {
-                i++;
-            } else {
-                s = SMI_DEFAULT_LOOP_S;
-            }
-            o->loop_s = (double)s;
-        } else if ((n = is_opt(a, "-f", "--filename"))) {
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            o->file = v;
-        } else if ((n = is_opt(a, NULL, "--format"))) {
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            o->format = v;
-        } else if ((n = is_opt(a, NULL, "--query-gpu")) ||
-                   (n = is_opt(a, NULL, "--query-compute-apps")) ||
-                   (n = is_opt(a, NULL, "--query-retired-pages")) ||
-                   (n = is_opt(a, NULL, "--query-remapped-rows"))) {
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            if (query_given) {
-                fprintf(stderr, "Only one --query-* switch may be given.\n\n");
-                return GM_EXIT_USAGE;
-            }
-            query_given = true;
-            o->query = v;
-            o->action = strncmp(a, "--query-gpu", 11) == 0             ? ACT_CSV_GPU
-                        : strncmp(a, "--query-compute-apps", 20) == 0  ? ACT_CSV_APPS
-                        : strncmp(a, "--query-retired-pages", 21) == 0 ? ACT_CSV_RETIRED
-                                                                       : ACT_CSV_REMAPPED;
-        } else if ((n = is_opt(a, NULL, "--provider"))) {
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            o->src.provider = v;
-        } else if ((n = is_opt(a, NULL, "--simulate"))) {
-            unsigned long long sim;
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            if (!gm_cli_parse_uint("smi", "--simulate", v, 1, GM_MAX_GPUS, &sim))
-                return GM_EXIT_USAGE;
-            o->src.simulate = (unsigned)sim;
-        } else if ((n = is_opt(a, NULL, "--seed"))) {
-            unsigned long long seed;
-            if (!(v = take_value(argc, argv, &i, a, n)))
-                return missing_value(a);
-            if (!gm_cli_parse_uint("smi", "--seed", v, 0, UINT64_MAX, &seed))
-                return GM_EXIT_USAGE;
-            o->src.seed = seed;
-            o->src.seed_arg = v;
-        } else {
-            return unsupported(a);
-        }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        print_help(stdout, o->me);
+        return GM_EXIT_OK;
+    } else if (strcmp(a, "--version") == 0) {
+        p->version = true;
+    } else if (strcmp(a, "--help-query-gpu") == 0) {
+        p->help = HELP_GPU;
+    } else if (strcmp(a, "--help-query-compute-apps") == 0) {
+        p->help = HELP_APPS;
+    } else if (strcmp(a, "--help-query-retired-pages") == 0) {
+        p->help = HELP_RETIRED;
+    } else if (strcmp(a, "--help-query-remapped-rows") == 0) {
+        p->help = HELP_REMAPPED;
+    } else if (strcmp(a, "-L") == 0 || strcmp(a, "--list-gpus") == 0) {
+        o->action = ACT_LIST;
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--query") == 0) {
+        o->action = ACT_QUERY;
+    } else if (strcmp(a, "-x") == 0 || strcmp(a, "--xml-format") == 0) {
+        o->xml = true;
+    } else if (strcmp(a, "--dtd") == 0) {
+        /* accepted: the DOCTYPE line names the DTD, which is not embedded */
+    } else if (strcmp(a, "-x-q") == 0 || strcmp(a, "-qx") == 0 || strcmp(a, "-xq") == 0) {
+        o->action = ACT_QUERY;
+        o->xml = true;
+    } else {
+        return ARG_NOT_MINE;
     }
-    switch (help) {
+    return ARG_NEXT;
+}
+
+/* -lms/--loop-ms and -l/--loop. */
+static int parse_loop(int argc, char **argv, int *i, smi_opts *o)
+{
+    const char *a = argv[*i];
+    size_t n;
+    if ((n = is_opt(a, "-lms", "--loop-ms"))) {
+        const char *v = take_value(argc, argv, i, a, n);
+        if (!v)
+            return missing_value(a);
+        unsigned long long ms;
+        if (gm_parse_uint(v, 1, 86400000, &ms) < 0) {
+            fprintf(stderr, "Invalid loop interval \"%s\" (milliseconds expected).\n\n", v);
+            return GM_EXIT_USAGE;
+        }
+        o->loop_s = (double)ms / 1000.0;
+        return ARG_NEXT;
+    }
+    if (!(n = is_opt(a, "-l", "--loop")))
+        return ARG_NOT_MINE;
+    /* -l alone loops every 5 s, as nvidia-smi; a number after it is the interval. */
+    unsigned long long s = SMI_DEFAULT_LOOP_S;
+    if (a[n] == '=') {
+        if (gm_parse_uint(a + n + 1, 1, 86400, &s) < 0) {
+            fprintf(stderr, "Invalid loop interval \"%s\" (seconds expected).\n\n", a + n + 1);
+            return GM_EXIT_USAGE;
+        }
+    } else if (*i + 1 < argc && gm_parse_uint(argv[*i + 1], 1, 86400, &s) == 0) {
+        (*i)++;
+    } else {
+        s = SMI_DEFAULT_LOOP_S;
+    }
+    o->loop_s = (double)s;
+    return ARG_NEXT;
+}
+
+/* --query-gpu, --query-compute-apps, --query-retired-pages, --query-remapped-rows. */
+static int parse_query_switch(int argc, char **argv, int *i, smi_opts *o, smi_args *p)
+{
+    const char *a = argv[*i];
+    size_t n;
+    if (!(n = is_opt(a, NULL, "--query-gpu")) && !(n = is_opt(a, NULL, "--query-compute-apps")) &&
+        !(n = is_opt(a, NULL, "--query-retired-pages")) &&
+        !(n = is_opt(a, NULL, "--query-remapped-rows")))
+        return ARG_NOT_MINE;
+    const char *v = take_value(argc, argv, i, a, n);
+    if (!v)
+        return missing_value(a);
+    if (p->query_given) {
+        fprintf(stderr, "Only one --query-* switch may be given.\n\n");
+        return GM_EXIT_USAGE;
+    }
+    p->query_given = true;
+    o->query = v;
+    o->action = strncmp(a, "--query-gpu", 11) == 0             ? ACT_CSV_GPU
+                : strncmp(a, "--query-compute-apps", 20) == 0  ? ACT_CSV_APPS
+                : strncmp(a, "--query-retired-pages", 21) == 0 ? ACT_CSV_RETIRED
+                                                               : ACT_CSV_REMAPPED;
+    return ARG_NEXT;
+}
+
+/* The other options with a value, each spelled once: valued_opts[k] is option k. */
+typedef enum valued_opt {
+    OPT_DISPLAY,
+    OPT_ID,
+    OPT_FILENAME,
+    OPT_FORMAT,
+    OPT_PROVIDER,
+    OPT_SIMULATE,
+    OPT_SEED,
+    OPT__COUNT
+} valued_opt;
+
+static const struct {
+    const char *shrt, *lng;
+} valued_opts[OPT__COUNT] = {
+    [OPT_DISPLAY] = {"-d", "--display"},   [OPT_ID] = {"-i", "--id"},
+    [OPT_FILENAME] = {"-f", "--filename"}, [OPT_FORMAT] = {NULL, "--format"},
+    [OPT_PROVIDER] = {NULL, "--provider"}, [OPT_SIMULATE] = {NULL, "--simulate"},
+    [OPT_SEED] = {NULL, "--seed"},
+};
+
+static int parse_valued(int argc, char **argv, int *i, smi_opts *o)
+{
+    const char *a = argv[*i];
+    size_t n = 0;
+    int k = 0;
+    while (k < OPT__COUNT && !(n = is_opt(a, valued_opts[k].shrt, valued_opts[k].lng)))
+        k++;
+    if (k == OPT__COUNT)
+        return ARG_NOT_MINE;
+    const char *v = take_value(argc, argv, i, a, n);
+    if (!v)
+        return missing_value(a);
+    unsigned long long u;
+    switch ((valued_opt)k) {
+    case OPT_DISPLAY:
+        return parse_display(v, &o->display) ? ARG_NEXT : GM_EXIT_USAGE;
+    case OPT_ID:
+        return gm_cli_parse_gpu_filter("smi", v, &o->filter) ? ARG_NEXT : GM_EXIT_USAGE;
+    case OPT_FILENAME:
+        o->file = v;
+        return ARG_NEXT;
+    case OPT_FORMAT:
+        o->format = v;
+        return ARG_NEXT;
+    case OPT_PROVIDER:
+        o->src.provider = v;
+        return ARG_NEXT;
+    case OPT_SIMULATE:
+        if (!gm_cli_parse_uint("smi", "--simulate", v, 1, GM_MAX_GPUS, &u))
+            return GM_EXIT_USAGE;
+        o->src.simulate = (unsigned)u;
+        return ARG_NEXT;
+    case OPT_SEED:
+        if (!gm_cli_parse_uint("smi", "--seed", v, 0, UINT64_MAX, &u))
+            return GM_EXIT_USAGE;
+        o->src.seed = u;
+        o->src.seed_arg = v;
+        return ARG_NEXT;
+    case OPT__COUNT:
+        break;
+    }
+    return ARG_NOT_MINE; /* not reached: k < OPT__COUNT */
+}
+
+/* The checks that need every argument seen: help pages, --version, combinations. */
+static int finish_args(const smi_opts *o, const smi_args *p)
+{
+    switch (p->help) {
     case HELP_GPU:
         return -3; /* the list is the loaded driver's: needs the collector */
     case HELP_APPS:
@@ -555,9 +615,9 @@ static int parse_args(int argc, char **argv, smi_opts *o)
     case HELP_NONE:
         break;
     }
-    if (version)
+    if (p->version)
         return -2; /* needs the collector for the versions */
-    if (query_given && !o->format) {
+    if (p->query_given && !o->format) {
         fprintf(stderr, "--format is mandatory with --query-* switches (e.g. --format=csv).\n"
                         "Please run 'nvidia-smi -h' for help.\n\n");
         return GM_EXIT_USAGE;
@@ -569,6 +629,26 @@ static int parse_args(int argc, char **argv, smi_opts *o)
         return GM_EXIT_USAGE;
     }
     return -1;
+}
+
+/* Returns -1 to go on, -2 for --version, -3 for --help-query-gpu, else the exit status. */
+static int parse_args(int argc, char **argv, smi_opts *o)
+{
+    smi_args p = {.help = HELP_NONE};
+    for (int i = 1; i < argc; i++) {
+        int r = parse_switch(argv[i], o, &p);
+        if (r == ARG_NOT_MINE)
+            r = parse_loop(argc, argv, &i, o);
+        if (r == ARG_NOT_MINE)
+            r = parse_query_switch(argc, argv, &i, o, &p);
+        if (r == ARG_NOT_MINE)
+            r = parse_valued(argc, argv, &i, o);
+        if (r == ARG_NOT_MINE)
+            return unsupported(argv[i]);
+        if (r != ARG_NEXT)
+            return r;
+    }
+    return finish_args(o, &p);
 }
 
 /* ---- values ------------------------------------------------------------------------------- */
@@ -1468,10 +1548,12 @@ static void fmt_or_na(char *buf, size_t cap, const gm_gpu *g, gm_metric m, doubl
         snprintf(buf, cap, "N/A");
 }
 
-static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel)
+static const char summary_rule[] = "+-----------------------------------------+------------------"
+                                   "------+----------------------+\n";
+
+/* The time, the versions and the column heads. */
+static void summary_header(gm_buf *b, const gm_snapshot *s)
 {
-    static const char rule[] = "+-----------------------------------------+------------------------"
-                               "+----------------------+\n";
     char ts[64];
     format_log_time(s->time_ms, ts, sizeof ts);
     gm_buf_printf(b, "%s       \n", ts);
@@ -1483,7 +1565,7 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
              s->driver_version[0] ? s->driver_version : "N/A",
              s->cuda_version[0] ? s->cuda_version : "N/A");
     gm_buf_printf(b, "| %-87s |\n", head);
-    gm_buf_puts(b, rule);
+    gm_buf_puts(b, summary_rule);
     gm_buf_puts(b, "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile "
                    "Uncorr. ECC |\n"
                    "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  "
@@ -1492,51 +1574,54 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
                    "     MIG M. |\n"
                    "|=========================================+========================+=========="
                    "============|\n");
-    for (size_t k = 0; k < nsel; k++) {
-        const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
-        if (!g)
-            continue;
-        char persist[8], ecc[16], fan[16], temp[16], perf[8], pwr[16], cap[16], used[24], total[24],
-            util[16], cm[24], mig[16];
-        snprintf(persist, sizeof persist, "%s",
-                 !g->lost && gm_gpu_has(g, GM_M_PERSISTENCE_MODE)
-                     ? (g->v[GM_M_PERSISTENCE_MODE] != 0 ? "On" : "Off")
-                     : "N/A");
-        fmt_or_na(ecc, sizeof ecc, g, GM_M_ECC_UNCORR_VOL, 1, "%.0f");
-        fmt_or_na(fan, sizeof fan, g, GM_M_FAN_PCT, 1, "%.0f%%");
-        fmt_or_na(temp, sizeof temp, g, GM_M_TEMP_C, 1, "%.0fC");
-        fmt_or_na(perf, sizeof perf, g, GM_M_PSTATE, 1, "P%.0f");
-        fmt_or_na(pwr, sizeof pwr, g, GM_M_POWER_MW, 0.001, "%.0fW");
-        fmt_or_na(cap, sizeof cap, g, GM_M_POWER_LIMIT_MW, 0.001, "%.0fW");
-        fmt_or_na(used, sizeof used, g, GM_M_MEM_USED_BYTES,
-                  gm_metric_get(GM_M_MEM_USED_BYTES)->scale, "%.0fMiB");
-        fmt_or_na(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES,
-                  gm_metric_get(GM_M_MEM_TOTAL_BYTES)->scale, "%.0fMiB");
-        fmt_or_na(util, sizeof util, g, GM_M_UTIL_GPU_PCT, 1, "%.0f%%");
-        /* The summary abbreviates the exclusive modes, as nvidia-smi's does. */
-        static const char *const modes[] = {"Default", "E. Thread", "Prohibited", "E. Process"};
-        int mode = !g->lost && gm_gpu_has(g, GM_M_COMPUTE_MODE) ? (int)g->v[GM_M_COMPUTE_MODE] : -1;
-        snprintf(cm, sizeof cm, "%s", mode >= 0 && mode <= 3 ? modes[mode] : "N/A");
-        snprintf(mig, sizeof mig, "%s",
-                 !g->lost && gm_gpu_has(g, GM_M_MIG_MODE_CUR)
-                     ? (g->v[GM_M_MIG_MODE_CUR] != 0 ? "Enabled" : "Disabled")
-                     : "N/A");
-        char pw[40], mem[48], cell[64];
-        snprintf(pw, sizeof pw, "%s / %5s", pwr, cap);
-        snprintf(mem, sizeof mem, "%s / %9s", used, total);
-        /* Cell widths of nvidia-smi 590's table (41, 24 and 22 columns). */
-        snprintf(cell, sizeof cell, "%-29.29s%4s", g->name, persist);
-        /* Disp.A: whether a display is initialised on the GPU (display_active). */
-        const char *disp = !g->lost && gm_gpu_has(g, GM_M_DISPLAY_ACTIVE)
-                               ? (g->v[GM_M_DISPLAY_ACTIVE] != 0 ? "On" : "Off")
-                               : "N/A";
-        gm_buf_printf(b, "| %3u  %s  |%19s %3s |%21s |\n", g->index, cell, g->pci_bus_id, disp,
-                      ecc);
-        gm_buf_printf(b, "| %3s%6s%6s%24s |%23s |%8s%13s |\n", fan, temp, perf, pw, mem, util, cm);
-        gm_buf_printf(b, "| %39s |%23s |%21s |\n", "", "", mig);
-        gm_buf_puts(b, rule);
-    }
-    gm_buf_puts(b, "\n");
+}
+
+/* A GPU's three lines and the rule under them. */
+static void summary_gpu(gm_buf *b, const gm_gpu *g)
+{
+    char persist[8], ecc[16], fan[16], temp[16], perf[8], pwr[16], cap[16], used[24], total[24],
+        util[16], cm[24], mig[16];
+    snprintf(persist, sizeof persist, "%s",
+             !g->lost && gm_gpu_has(g, GM_M_PERSISTENCE_MODE)
+                 ? (g->v[GM_M_PERSISTENCE_MODE] != 0 ? "On" : "Off")
+                 : "N/A");
+    fmt_or_na(ecc, sizeof ecc, g, GM_M_ECC_UNCORR_VOL, 1, "%.0f");
+    fmt_or_na(fan, sizeof fan, g, GM_M_FAN_PCT, 1, "%.0f%%");
+    fmt_or_na(temp, sizeof temp, g, GM_M_TEMP_C, 1, "%.0fC");
+    fmt_or_na(perf, sizeof perf, g, GM_M_PSTATE, 1, "P%.0f");
+    fmt_or_na(pwr, sizeof pwr, g, GM_M_POWER_MW, 0.001, "%.0fW");
+    fmt_or_na(cap, sizeof cap, g, GM_M_POWER_LIMIT_MW, 0.001, "%.0fW");
+    fmt_or_na(used, sizeof used, g, GM_M_MEM_USED_BYTES, gm_metric_get(GM_M_MEM_USED_BYTES)->scale,
+              "%.0fMiB");
+    fmt_or_na(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES,
+              gm_metric_get(GM_M_MEM_TOTAL_BYTES)->scale, "%.0fMiB");
+    fmt_or_na(util, sizeof util, g, GM_M_UTIL_GPU_PCT, 1, "%.0f%%");
+    /* The summary abbreviates the exclusive modes, as nvidia-smi's does. */
+    static const char *const modes[] = {"Default", "E. Thread", "Prohibited", "E. Process"};
+    int mode = !g->lost && gm_gpu_has(g, GM_M_COMPUTE_MODE) ? (int)g->v[GM_M_COMPUTE_MODE] : -1;
+    snprintf(cm, sizeof cm, "%s", mode >= 0 && mode <= 3 ? modes[mode] : "N/A");
+    snprintf(mig, sizeof mig, "%s",
+             !g->lost && gm_gpu_has(g, GM_M_MIG_MODE_CUR)
+                 ? (g->v[GM_M_MIG_MODE_CUR] != 0 ? "Enabled" : "Disabled")
+                 : "N/A");
+    char pw[40], mem[48], cell[64];
+    snprintf(pw, sizeof pw, "%s / %5s", pwr, cap);
+    snprintf(mem, sizeof mem, "%s / %9s", used, total);
+    /* Cell widths of nvidia-smi 590's table (41, 24 and 22 columns). */
+    snprintf(cell, sizeof cell, "%-29.29s%4s", g->name, persist);
+    /* Disp.A: whether a display is initialised on the GPU (display_active). */
+    const char *disp = !g->lost && gm_gpu_has(g, GM_M_DISPLAY_ACTIVE)
+                           ? (g->v[GM_M_DISPLAY_ACTIVE] != 0 ? "On" : "Off")
+                           : "N/A";
+    gm_buf_printf(b, "| %3u  %s  |%19s %3s |%21s |\n", g->index, cell, g->pci_bus_id, disp, ecc);
+    gm_buf_printf(b, "| %3s%6s%6s%24s |%23s |%8s%13s |\n", fan, temp, perf, pw, mem, util, cm);
+    gm_buf_printf(b, "| %39s |%23s |%21s |\n", "", "", mig);
+    gm_buf_puts(b, summary_rule);
+}
+
+/* The process table: the processes of the selected GPUs. */
+static void summary_processes(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel)
+{
     gm_buf_puts(b, "+-----------------------------------------------------------------------------"
                    "------------+\n"
                    "| Processes:                                                                  "
@@ -1576,6 +1661,18 @@ static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel,
                        "                |\n");
     gm_buf_puts(b, "+-----------------------------------------------------------------------------"
                    "------------+\n");
+}
+
+static void render_summary(gm_buf *b, const gm_snapshot *s, const unsigned *sel, size_t nsel)
+{
+    summary_header(b, s);
+    for (size_t k = 0; k < nsel; k++) {
+        const gm_gpu *g = gm_snapshot_gpu(s, sel[k]);
+        if (g)
+            summary_gpu(b, g);
+    }
+    gm_buf_puts(b, "\n");
+    summary_processes(b, s, sel, nsel);
 }
 
 /* ---- the CSV queries ---------------------------------------------------------------------- */

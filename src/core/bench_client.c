@@ -787,10 +787,19 @@ static int64_t min_due(int64_t a, int64_t b)
     return !a ? b : !b ? a : a < b ? a : b;
 }
 
-int gm_bench_client_run(gm_bench_client *c, const gm_bench_run *r, gm_bench_point *p, gm_error *err)
+/* Where a run stands: its schedule, its limits, what it has sent. */
+typedef struct run_state {
+    gm_bench_schedule sched;
+    int old_slack;
+    int64_t cpu0, wall0, start;
+    int64_t end_send; /* no request sent from then on; 0 when the run is a count of requests */
+    int64_t next_arrival, next_progress;
+    size_t limit, sent;
+    bool more; /* requests left to send */
+} run_state;
+
+static void run_setup(gm_bench_client *c, const gm_bench_run *r, gm_bench_point *p, run_state *st)
 {
-    if (!c->nbodies)
-        return gm_error_set(err, GM_ESTATE, "bench: nothing prepared to send");
     c->run = r;
     c->point = r->warmup ? NULL : p;
     c->in_flight = 0;
@@ -802,145 +811,188 @@ int gm_bench_client_run(gm_bench_client *c, const gm_bench_run *r, gm_bench_poin
         p->burstiness = r->burstiness;
     }
     /* Timers to the nanosecond: the default 50 us slack would make every arrival late. */
-    int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    st->old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    gm_bench_schedule sched;
-    gm_bench_schedule_init(&sched, r->rate, r->burstiness, r->seed);
-    int64_t cpu0 = thread_cpu_ns(), wall0 = gm_clock_mono_ns();
-    int64_t start = gm_clock_mono_ns();
-    int64_t end_send = r->requests ? 0 : start + (int64_t)(r->duration_s * 1e9);
-    size_t limit = r->requests ? r->requests : GM_BENCH_REQUESTS_MAX;
-    if (limit > GM_BENCH_REQUESTS_MAX && !r->warmup)
-        limit = GM_BENCH_REQUESTS_MAX;
-    size_t sent = 0;
-    int64_t next_arrival =
-        r->open_loop ? start + (int64_t)(gm_bench_schedule_next(&sched) * 1e9) : 0;
+    gm_bench_schedule_init(&st->sched, r->rate, r->burstiness, r->seed);
+    st->cpu0 = thread_cpu_ns();
+    st->wall0 = gm_clock_mono_ns();
+    st->start = gm_clock_mono_ns();
+    st->end_send = r->requests ? 0 : st->start + (int64_t)(r->duration_s * 1e9);
+    st->limit = r->requests ? r->requests : GM_BENCH_REQUESTS_MAX;
+    if (st->limit > GM_BENCH_REQUESTS_MAX && !r->warmup)
+        st->limit = GM_BENCH_REQUESTS_MAX;
+    st->sent = 0;
+    st->more = false;
+    st->next_arrival =
+        r->open_loop ? st->start + (int64_t)(gm_bench_schedule_next(&st->sched) * 1e9) : 0;
     for (size_t i = 0; i < c->nslots; i++)
         c->slots[i]->freed_ns = 0;
-    int64_t next_progress = start + PROGRESS_NS;
-    int rc = GM_OK;
+    st->next_progress = st->start + PROGRESS_NS;
+}
+
+static void run_teardown(gm_bench_client *c, const gm_bench_run *r, gm_bench_point *p,
+                         const run_state *st, int rc)
+{
+    arm(c, 0);
+    if (st->old_slack > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)st->old_slack, 0, 0, 0);
+    if (p && !r->warmup) {
+        p->cpu_s = (double)(thread_cpu_ns() - st->cpu0) / 1e9;
+        p->cpu_wall_s = (double)(gm_clock_mono_ns() - st->wall0) / 1e9;
+    }
+    if (r->progress && rc == GM_OK)
+        r->progress(r->arg, p, st->sent, r->requests,
+                    (double)(gm_clock_mono_ns() - st->start) / 1e9);
+    c->run = NULL;
+    c->point = NULL;
+}
+
+/* Ctrl-C: drops what is in flight; the point keeps what ended before. */
+static void run_interrupt(gm_bench_client *c, gm_bench_point *p, int64_t now)
+{
+    cancel_all(c);
+    if (p) {
+        p->interrupted = true;
+        if (p->start_ns && !p->end_ns)
+            p->end_ns = now;
+    }
+}
+
+/* Lets curl act on its timers (and start what was just added), then keeps what ended. */
+static void run_curl_timers(gm_bench_client *c, int64_t wake_ns)
+{
+    int running;
+    c->curl_due_ns = 0;
+    c->wake_ns = wake_ns;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    drain(c);
+}
+
+/* Open loop: sends the arrivals due by now while slots last. Returns the error of a send that
+ * failed, else GM_OK. */
+static int send_open_loop(gm_bench_client *c, run_state *st, int64_t now, gm_error *err)
+{
+    while (st->more && st->next_arrival <= now && c->in_flight < c->max_in_flight) {
+        if (!send_one(c, st->next_arrival, true, err))
+            return err && err->code ? err->code : GM_OK;
+        st->sent++;
+        st->next_arrival = st->start + (int64_t)(gm_bench_schedule_next(&st->sched) * 1e9);
+        st->more = st->sent < st->limit && (!st->end_send || st->next_arrival < st->end_send);
+    }
+    return GM_OK;
+}
+
+/* Closed loop: fills the free places of the concurrency. */
+static int send_closed_loop(gm_bench_client *c, const gm_bench_run *r, run_state *st, int64_t now,
+                            gm_error *err)
+{
+    while (st->more && c->in_flight < r->concurrency) {
+        /* Due when its slot freed; the first fill was due at the start, and its
+         * ramp (one request after another) is not lateness. */
+        bool refill = c->free_list && c->free_list->freed_ns;
+        int64_t due = refill ? c->free_list->freed_ns : st->start;
+        if (!send_one(c, due, refill, err))
+            return err && err->code ? err->code : GM_OK;
+        st->sent++;
+        st->more = st->sent < st->limit && (!st->end_send || now < st->end_send);
+    }
+    return GM_OK;
+}
+
+/* Sleeps until a socket is ready or the next deadline (curl's, the next arrival, the end of
+ * sending, progress, the stop check), then hands curl what happened. */
+static int run_wait(gm_bench_client *c, const gm_bench_run *r, const run_state *st, int64_t now,
+                    gm_error *err)
+{
+    /* Ask curl for its next deadline rather than trusting the last timer callback: curl
+     * calls back only when the deadline changes, so one zeroed here after an early
+     * wake-up (its figure is in whole milliseconds) would never come back, and a run
+     * whose transfers wait on a timer alone would sleep forever. */
+    long curl_ms = -1;
+    if (curl_multi_timeout(c->multi, &curl_ms) == CURLM_OK)
+        c->curl_due_ns = curl_ms < 0 ? 0 : gm_clock_mono_ns() + (int64_t)curl_ms * 1000000;
+    if (curl_ms == 0)
+        c->curl_due_ns = 1; /* due now: "now" must not read as "none" */
+    int64_t due = c->curl_due_ns;
+    if (r->open_loop && st->more && c->in_flight < c->max_in_flight)
+        due = min_due(due, st->next_arrival);
+    if (!r->open_loop && st->end_send && st->more)
+        due = min_due(due, st->end_send);
+    if (r->progress)
+        due = min_due(due, st->next_progress);
+    if (r->stop) /* a signal just before the wait is seen within 100 ms */
+        due = min_due(due, now + 100000000LL);
+    arm(c, due);
     /* Few events per wake-up: each piece is stamped with the wake-up that found it, so a
      * wake-up that handed over hundreds of sockets would stamp the data arriving while they are
      * processed only at the next one, late by the whole batch. Eight keep that under a few
      * hundred microseconds; an epoll_wait costs about one. */
     struct epoll_event evs[8];
+    int n = epoll_wait(c->ep, evs, sizeof evs / sizeof *evs, -1);
+    if (n < 0 && errno != EINTR)
+        return gm_error_set(err, GM_EIO, "bench: epoll_wait: %s", strerror(errno));
+    c->wake_ns = gm_clock_mono_ns();
+    for (int i = 0; i < n; i++) {
+        int running;
+        if (evs[i].data.fd == c->tfd) {
+            uint64_t ticks;
+            if (read(c->tfd, &ticks, sizeof ticks) < 0) {
+                /* nothing due after all (disarmed meanwhile) */
+            }
+            continue;
+        }
+        int flags = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                    ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                    ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(c->multi, evs[i].data.fd, flags, &running);
+    }
+    drain(c);
+    return GM_OK;
+}
+
+int gm_bench_client_run(gm_bench_client *c, const gm_bench_run *r, gm_bench_point *p, gm_error *err)
+{
+    if (!c->nbodies)
+        return gm_error_set(err, GM_ESTATE, "bench: nothing prepared to send");
+    run_state st;
+    run_setup(c, r, p, &st);
+    int rc = GM_OK;
     for (;;) {
         int64_t now = gm_clock_mono_ns();
         if (r->stop && *r->stop) {
-            cancel_all(c);
-            if (p) {
-                p->interrupted = true;
-                if (p->start_ns && !p->end_ns)
-                    p->end_ns = now;
-            }
+            run_interrupt(c, p, now);
             break;
         }
-        if (c->curl_due_ns && c->curl_due_ns <= now) {
-            int running;
-            c->curl_due_ns = 0;
-            c->wake_ns = now;
-            curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-            drain(c);
-        }
+        if (c->curl_due_ns && c->curl_due_ns <= now)
+            run_curl_timers(c, now);
         /* Send what is due. */
-        bool more = sent < limit && (!end_send || (r->open_loop ? next_arrival : now) < end_send);
-        bool sent_any = false;
-        if (r->open_loop) {
-            while (more && next_arrival <= now && c->in_flight < c->max_in_flight) {
-                if (!send_one(c, next_arrival, true, err)) {
-                    if (err && err->code)
-                        rc = err->code;
-                    break;
-                }
-                sent++;
-                sent_any = true;
-                next_arrival = start + (int64_t)(gm_bench_schedule_next(&sched) * 1e9);
-                more = sent < limit && (!end_send || next_arrival < end_send);
-            }
-        } else {
-            while (more && c->in_flight < r->concurrency) {
-                /* Due when its slot freed; the first fill was due at the start, and its
-                 * ramp (one request after another) is not lateness. */
-                bool refill = c->free_list && c->free_list->freed_ns;
-                int64_t due = refill ? c->free_list->freed_ns : start;
-                if (!send_one(c, due, refill, err)) {
-                    if (err && err->code)
-                        rc = err->code;
-                    break;
-                }
-                sent++;
-                sent_any = true;
-                more = sent < limit && (!end_send || now < end_send);
-            }
-        }
+        st.more = st.sent < st.limit &&
+                  (!st.end_send || (r->open_loop ? st.next_arrival : now) < st.end_send);
+        size_t sent_before = st.sent;
+        int sent_rc =
+            r->open_loop ? send_open_loop(c, &st, now, err) : send_closed_loop(c, r, &st, now, err);
+        if (sent_rc != GM_OK)
+            rc = sent_rc;
         if (rc < 0)
             break;
-        if (sent_any) {
+        if (st.sent != sent_before) {
             /* Start the new transfers now rather than on the next wake-up. */
-            int running;
-            c->curl_due_ns = 0;
-            c->wake_ns = gm_clock_mono_ns();
-            curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-            drain(c);
+            run_curl_timers(c, gm_clock_mono_ns());
             continue;
         }
-        if (c->in_flight == 0 && !more)
+        if (c->in_flight == 0 && !st.more)
             break;
-        if (r->progress && now >= next_progress) {
-            r->progress(r->arg, p, sent - c->in_flight, r->requests, (double)(now - start) / 1e9);
-            next_progress = now + PROGRESS_NS;
+        if (r->progress && now >= st.next_progress) {
+            r->progress(r->arg, p, st.sent - c->in_flight, r->requests,
+                        (double)(now - st.start) / 1e9);
+            st.next_progress = now + PROGRESS_NS;
         }
-        /* Ask curl for its next deadline rather than trusting the last timer callback: curl
-         * calls back only when the deadline changes, so one zeroed here after an early
-         * wake-up (its figure is in whole milliseconds) would never come back, and a run
-         * whose transfers wait on a timer alone would sleep forever. */
-        long curl_ms = -1;
-        if (curl_multi_timeout(c->multi, &curl_ms) == CURLM_OK)
-            c->curl_due_ns = curl_ms < 0 ? 0 : gm_clock_mono_ns() + (int64_t)curl_ms * 1000000;
-        if (curl_ms == 0)
-            c->curl_due_ns = 1; /* due now: "now" must not read as "none" */
-        int64_t due = c->curl_due_ns;
-        if (r->open_loop && more && c->in_flight < c->max_in_flight)
-            due = min_due(due, next_arrival);
-        if (!r->open_loop && end_send && more)
-            due = min_due(due, end_send);
-        if (r->progress)
-            due = min_due(due, next_progress);
-        if (r->stop) /* a signal just before the wait is seen within 100 ms */
-            due = min_due(due, now + 100000000LL);
-        arm(c, due);
-        int n = epoll_wait(c->ep, evs, sizeof evs / sizeof *evs, -1);
-        if (n < 0 && errno != EINTR) {
-            rc = gm_error_set(err, GM_EIO, "bench: epoll_wait: %s", strerror(errno));
+        int wait_rc = run_wait(c, r, &st, now, err);
+        if (wait_rc != GM_OK) {
+            rc = wait_rc;
             break;
         }
-        c->wake_ns = gm_clock_mono_ns();
-        for (int i = 0; i < n; i++) {
-            int running;
-            if (evs[i].data.fd == c->tfd) {
-                uint64_t ticks;
-                if (read(c->tfd, &ticks, sizeof ticks) < 0) {
-                    /* nothing due after all (disarmed meanwhile) */
-                }
-                continue;
-            }
-            int flags = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
-                        ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
-                        ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
-            curl_multi_socket_action(c->multi, evs[i].data.fd, flags, &running);
-        }
-        drain(c);
     }
-    arm(c, 0);
-    if (old_slack > 0)
-        prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
-    if (p && !r->warmup) {
-        p->cpu_s = (double)(thread_cpu_ns() - cpu0) / 1e9;
-        p->cpu_wall_s = (double)(gm_clock_mono_ns() - wall0) / 1e9;
-    }
-    if (r->progress && rc == GM_OK)
-        r->progress(r->arg, p, sent, r->requests, (double)(gm_clock_mono_ns() - start) / 1e9);
-    c->run = NULL;
-    c->point = NULL;
+    run_teardown(c, r, p, &st, rc);
     return rc;
 }

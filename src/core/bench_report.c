@@ -236,12 +236,9 @@ void gm_bench_print_point(FILE *out, const json_t *p)
     gm_bench_print_point_audit(out, p, NULL);
 }
 
-void gm_bench_print_point_audit(FILE *out, const json_t *p, const json_t *audit)
+/* Requests, tokens and throughput. */
+static void print_counts(FILE *out, const json_t *p)
 {
-    char load[64], head[96];
-    gm_bench_point_load(p, load, sizeof load);
-    snprintf(head, sizeof head, " Serving Benchmark Result (%s) ", load);
-    title(out, head, '=');
     row(out, "Successful requests", num(p, "completed", NULL), 0);
     double failed = num(p, "failed", NULL);
     if (failed > 0) {
@@ -276,54 +273,50 @@ void gm_bench_print_point_audit(FILE *out, const json_t *p, const json_t *audit)
     row(out, "Output token throughput (tok/s)", num(p, "output_tokens_per_s", NULL), 2);
     row(out, "Total Token throughput (tok/s)", num(p, "total_tokens_per_s", NULL), 2);
     row(out, "Peak concurrent requests", num(p, "peak_concurrency", NULL), 0);
-    latency_block(out, p, "ttft_ms", "Time to First Token", "TTFT");
-    latency_block(out, p, "tpot_ms", "Time per Output Token (excl. 1st token)", "TPOT");
-    latency_block(out, p, "itl_ms", "Inter-token Latency", "ITL");
-    latency_block(out, p, "e2e_ms", "End-to-end Latency", "E2EL");
-    if (json_object_get(p, "ttft_from_schedule_ms")) {
-        title(out, "From the Scheduled Send Time", '-');
-        row(out, "Median TTFT (ms)", num(p, "ttft_from_schedule_ms", "p50"), 2);
-        row(out, "P99 TTFT (ms)", num(p, "ttft_from_schedule_ms", "p99"), 2);
-        row(out, "Median E2EL (ms)", num(p, "e2e_from_schedule_ms", "p50"), 2);
-        row(out, "P99 E2EL (ms)", num(p, "e2e_from_schedule_ms", "p99"), 2);
-    }
-    if (json_object_get(p, "gpu_monitoring") &&
-        !json_is_null(json_object_get(p, "gpu_monitoring"))) {
-        title(out, "GPU Energy", '-');
-        row(out, "GPU energy (J)", num(p, "energy_j", NULL), 1);
-        const char *es = json_string_value(json_object_get(p, "energy_source"));
-        fprintf(out, "%-40s %s\n", "Energy from:",
-                !es                                    ? "-"
-                : strcmp(es, "counter") == 0           ? "the energy counter"
-                : strcmp(es, "power_integration") == 0 ? "power x time (no energy counter)"
-                                                       : "counter and power x time (mixed)");
-        row(out, "Output tokens per joule", num(p, "output_tokens_per_joule", NULL), 3);
-        row(out, "Joules per request", num(p, "joules_per_request", NULL), 2);
-        row(out, "Idle power (W)", num(p, "idle_power_w", NULL), 1);
-        if (json_is_true(json_object_get(p, "idle_power_unreliable")))
-            fprintf(out, "%-40s %s\n",
-                    "Energy above idle (J):", "- (idle power above this point's: not reliable)");
+}
+
+/* The energy figures and each GPU's mean utilization and power, when GPUs were monitored. */
+static void print_energy(FILE *out, const json_t *p)
+{
+    title(out, "GPU Energy", '-');
+    row(out, "GPU energy (J)", num(p, "energy_j", NULL), 1);
+    const char *es = json_string_value(json_object_get(p, "energy_source"));
+    fprintf(out, "%-40s %s\n", "Energy from:",
+            !es                                    ? "-"
+            : strcmp(es, "counter") == 0           ? "the energy counter"
+            : strcmp(es, "power_integration") == 0 ? "power x time (no energy counter)"
+                                                   : "counter and power x time (mixed)");
+    row(out, "Output tokens per joule", num(p, "output_tokens_per_joule", NULL), 3);
+    row(out, "Joules per request", num(p, "joules_per_request", NULL), 2);
+    row(out, "Idle power (W)", num(p, "idle_power_w", NULL), 1);
+    if (json_is_true(json_object_get(p, "idle_power_unreliable")))
+        fprintf(out, "%-40s %s\n",
+                "Energy above idle (J):", "- (idle power above this point's: not reliable)");
+    else
+        row(out, "Energy above idle (J)", num(p, "energy_above_idle_j", NULL), 1);
+    const json_t *stats = json_object_get(json_object_get(p, "gpu_monitoring"), "gpu_stats");
+    const char *k;
+    const json_t *g;
+    json_object_foreach((json_t *)stats, k, g)
+    {
+        char l[64];
+        snprintf(l, sizeof l, "GPU %s util %% / power W (mean):", k);
+        double u = num(g, "utilization", "mean"), w = num(g, "power_draw_w", "mean");
+        fprintf(out, "%-40s ", l);
+        if (isfinite(u))
+            fprintf(out, "%.1f", u);
         else
-            row(out, "Energy above idle (J)", num(p, "energy_above_idle_j", NULL), 1);
-        const json_t *stats = json_object_get(json_object_get(p, "gpu_monitoring"), "gpu_stats");
-        const char *k;
-        const json_t *g;
-        json_object_foreach((json_t *)stats, k, g)
-        {
-            char l[64];
-            snprintf(l, sizeof l, "GPU %s util %% / power W (mean):", k);
-            double u = num(g, "utilization", "mean"), w = num(g, "power_draw_w", "mean");
-            fprintf(out, "%-40s ", l);
-            if (isfinite(u))
-                fprintf(out, "%.1f", u);
-            else
-                fprintf(out, "-");
-            if (isfinite(w))
-                fprintf(out, " / %.1f\n", w);
-            else
-                fprintf(out, " / -\n");
-        }
+            fprintf(out, "-");
+        if (isfinite(w))
+            fprintf(out, " / %.1f\n", w);
+        else
+            fprintf(out, " / -\n");
     }
+}
+
+/* The client's own cost and timing, then whether the point is valid and why not. */
+static void print_client(FILE *out, const json_t *p, const json_t *audit)
+{
     title(out, "Client", '-');
     row(out, "Client CPU (% of a core)", num(json_object_get(p, "client"), "cpu_percent", NULL), 1);
     const json_t *c = json_object_get(p, "client");
@@ -343,6 +336,29 @@ void gm_bench_print_point_audit(FILE *out, const json_t *p, const json_t *audit)
     gm_bench_audit_text(audit, line, sizeof line);
     if (line[0])
         fprintf(out, "%s\n", line);
+}
+
+void gm_bench_print_point_audit(FILE *out, const json_t *p, const json_t *audit)
+{
+    char load[64], head[96];
+    gm_bench_point_load(p, load, sizeof load);
+    snprintf(head, sizeof head, " Serving Benchmark Result (%s) ", load);
+    title(out, head, '=');
+    print_counts(out, p);
+    latency_block(out, p, "ttft_ms", "Time to First Token", "TTFT");
+    latency_block(out, p, "tpot_ms", "Time per Output Token (excl. 1st token)", "TPOT");
+    latency_block(out, p, "itl_ms", "Inter-token Latency", "ITL");
+    latency_block(out, p, "e2e_ms", "End-to-end Latency", "E2EL");
+    if (json_object_get(p, "ttft_from_schedule_ms")) {
+        title(out, "From the Scheduled Send Time", '-');
+        row(out, "Median TTFT (ms)", num(p, "ttft_from_schedule_ms", "p50"), 2);
+        row(out, "P99 TTFT (ms)", num(p, "ttft_from_schedule_ms", "p99"), 2);
+        row(out, "Median E2EL (ms)", num(p, "e2e_from_schedule_ms", "p50"), 2);
+        row(out, "P99 E2EL (ms)", num(p, "e2e_from_schedule_ms", "p99"), 2);
+    }
+    if (json_object_get(p, "gpu_monitoring") && !json_is_null(json_object_get(p, "gpu_monitoring")))
+        print_energy(out, p);
+    print_client(out, p, audit);
     if (json_is_true(json_object_get(p, "interrupted")))
         fprintf(out, "(interrupted: the point was stopped by a signal)\n");
     for (int i = 0; i < 50; i++)
@@ -742,20 +758,19 @@ static int check_docs(const json_t *const *docs, size_t n, gm_error *err)
     return GM_OK;
 }
 
-int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color, int width,
-                           gm_error *err)
+/* The letter that names benchmark d in the tables. */
+static int bench_letter(size_t d)
 {
-    int rc = check_docs(docs, n, err);
-    if (rc < 0)
-        return rc;
-    if (width < 56)
-        width = 56; /* the reference and one benchmark, whatever the terminal */
-    json_t *differ = gm_bench_settings_differ(docs, n);
-    bool alike = json_array_size(differ) == 0;
+    return (int)('A' + (d < 26 ? d : 25));
+}
+
+/* A line per benchmark: its letter, id, label, server, model and API. */
+static void compare_print_benches(FILE *out, const json_t *const *docs, size_t n, int width)
+{
     for (size_t d = 0; d < n; d++) {
         const char *label = json_string_value(json_object_get(docs[d], "label"));
         char who[256], what[768], line[1100];
-        snprintf(who, sizeof who, "%c: %s%s%s%s", (int)('A' + (d < 26 ? d : 25)),
+        snprintf(who, sizeof who, "%c: %s%s%s%s", bench_letter(d),
                  json_string_value(json_object_get(docs[d], "id")) ?: "?", label ? " \"" : "",
                  label ? label : "", label ? "\"" : "");
         snprintf(what, sizeof what, "%s, model %s, api %s",
@@ -771,47 +786,128 @@ int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool 
             put_line_cut(out, line, width);
         }
     }
-    if (alike) {
+}
+
+/* How to read the changes: better or worse when the settings are alike, else the settings that
+ * differ (gm_bench_settings_differ's list), each benchmark's value on one line if it fits. */
+static void compare_print_settings(FILE *out, const json_t *differ, int width)
+{
+    if (json_array_size(differ) == 0) {
         fprintf(out, "Changes are from A's figures: better or worse (lower latency, energy\n"
                      "and failures are better).\n");
-    } else {
-        /* Runs asked to do different things: their figures differ for that reason, so no
-         * change is called better or worse. */
-        fprintf(out, "The settings differ, so the changes are not better or worse:\n");
-        size_t k;
-        const json_t *dv;
-        json_array_foreach(differ, k, dv)
+        return;
+    }
+    /* Runs asked to do different things: their figures differ for that reason, so no
+     * change is called better or worse. */
+    fprintf(out, "The settings differ, so the changes are not better or worse:\n");
+    size_t k;
+    const json_t *dv;
+    json_array_foreach(differ, k, dv)
+    {
+        char line[2048];
+        const char *setting = json_string_value(json_object_get(dv, "setting"));
+        size_t used = (size_t)snprintf(line, sizeof line, "  %s:", setting);
+        size_t d;
+        const json_t *v;
+        json_array_foreach(json_object_get(dv, "values"), d, v)
         {
-            char line[2048];
-            const char *setting = json_string_value(json_object_get(dv, "setting"));
-            size_t used = (size_t)snprintf(line, sizeof line, "  %s:", setting);
-            size_t d;
-            const json_t *v;
-            json_array_foreach(json_object_get(dv, "values"), d, v)
-            {
-                char text[256];
-                setting_text(v, text, sizeof text);
-                if (used < sizeof line)
-                    used += (size_t)snprintf(line + used, sizeof line - used, " %c %s",
-                                             (int)('A' + (d < 26 ? d : 25)), text);
-            }
-            if ((int)used <= width) {
-                fprintf(out, "%s\n", line);
-                continue;
-            }
-            fprintf(out, "  %s:\n", setting); /* too long for one line: a value a line */
-            json_array_foreach(json_object_get(dv, "values"), d, v)
-            {
-                char text[256], item[300];
-                setting_text(v, text, sizeof text);
-                snprintf(item, sizeof item, "    %c %s", (int)('A' + (d < 26 ? d : 25)), text);
-                put_line_cut(out, item, width);
-            }
+            char text[256];
+            setting_text(v, text, sizeof text);
+            if (used < sizeof line)
+                used += (size_t)snprintf(line + used, sizeof line - used, " %c %s", bench_letter(d),
+                                         text);
+        }
+        if ((int)used <= width) {
+            fprintf(out, "%s\n", line);
+            continue;
+        }
+        fprintf(out, "  %s:\n", setting); /* too long for one line: a value a line */
+        json_array_foreach(json_object_get(dv, "values"), d, v)
+        {
+            char text[256], item[300];
+            setting_text(v, text, sizeof text);
+            snprintf(item, sizeof item, "    %c %s", bench_letter(d), text);
+            put_line_cut(out, item, width);
         }
     }
+}
+
+/* One block of a point's table: A's column and benchmarks from..to-1, ref being A's point i. */
+typedef struct compare_block {
+    const json_t *const *docs;
+    const json_t *ref;
+    size_t i, from, to;
+    bool alike, color;
+} compare_block;
+
+/* Metric m's row: A's figure, then each benchmark's with its change from A. */
+static void compare_print_metric(FILE *out, const compare_block *b, size_t m)
+{
+    const char *green = b->color ? "\033[32m" : "", *red = b->color ? "\033[31m" : "",
+               *reset = b->color ? "\033[0m" : "";
+    double a = num(b->ref, metrics[m].key, metrics[m].sub);
+    fprintf(out, "%-16s", metrics[m].name);
+    cell(out, a, 10, metrics[m].prec);
+    for (size_t d = b->from; d < b->to; d++) {
+        const json_t *p = match_point(b->docs[d], b->ref, b->i);
+        double v = p ? num(p, metrics[m].key, metrics[m].sub) : NAN;
+        cell(out, v, 10, metrics[m].prec);
+        double pct = isfinite(a) && isfinite(v) && a != 0 ? (v - a) / fabs(a) * 100 : NAN;
+        /* Under 0.05 % prints as 0.0 %: neither. */
+        bool moved = b->alike && isfinite(pct) && fabs(pct) >= 0.05;
+        bool better = moved && (pct > 0) == metrics[m].higher_better;
+        if (isfinite(pct))
+            fprintf(out, " %s(%+7.1f%%%s)%s",
+                    !moved   ? ""
+                    : better ? green
+                             : red,
+                    pct,
+                    !moved   ? "       "
+                    : better ? " better"
+                             : "  worse",
+                    moved ? reset : "");
+        else if (d + 1 < b->to)
+            fprintf(out, " %17s", "");
+    }
+    fputc('\n', out);
+}
+
+static void compare_print_block(FILE *out, const compare_block *b)
+{
+    if (b->from > 1)
+        fputc('\n', out);
+    fprintf(out, "%-16s %10c", "", 'A');
+    for (size_t d = b->from; d < b->to; d++)
+        fprintf(out, " %27c", bench_letter(d));
+    fputc('\n', out);
+    for (size_t m = 0; m < NMETRICS; m++)
+        compare_print_metric(out, b, m);
+    fprintf(out, "%-16s", "valid");
+    for (size_t d = 0; d < b->to; d = d ? d + 1 : b->from) {
+        const json_t *p = d ? match_point(b->docs[d], b->ref, b->i) : b->ref;
+        const json_t *v = json_object_get(p, "valid");
+        fprintf(out, " %10s%s",
+                json_is_true(v)    ? "yes"
+                : json_is_false(v) ? "NO"
+                                   : "-",
+                d && d + 1 < b->to ? "                 " : "");
+    }
+    fputc('\n', out);
+}
+
+int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool color, int width,
+                           gm_error *err)
+{
+    int rc = check_docs(docs, n, err);
+    if (rc < 0)
+        return rc;
+    if (width < 56)
+        width = 56; /* the reference and one benchmark, whatever the terminal */
+    json_t *differ = gm_bench_settings_differ(docs, n);
+    bool alike = json_array_size(differ) == 0;
+    compare_print_benches(out, docs, n, width);
+    compare_print_settings(out, differ, width);
     json_decref(differ);
-    const char *green = color ? "\033[32m" : "", *red = color ? "\033[31m" : "",
-               *reset = color ? "\033[0m" : "";
     /* A's column, then as many others as width holds, each with its change from A: more
      * benchmarks than that make more blocks, each again with A's column. */
     size_t per = (size_t)(width - 27) / 29;
@@ -825,52 +921,14 @@ int gm_bench_print_compare(FILE *out, const json_t *const *docs, size_t n, bool 
         gm_bench_point_load(ref, load, sizeof load);
         fprintf(out, "\n%s\n", load);
         for (size_t from = 1; from < n; from += per) {
-            size_t to = from + per < n ? from + per : n;
-            if (from > 1)
-                fputc('\n', out);
-            fprintf(out, "%-16s %10c", "", 'A');
-            for (size_t d = from; d < to; d++)
-                fprintf(out, " %27c", (int)('A' + (d < 26 ? d : 25)));
-            fputc('\n', out);
-            for (size_t m = 0; m < NMETRICS; m++) {
-                double a = num(ref, metrics[m].key, metrics[m].sub);
-                fprintf(out, "%-16s", metrics[m].name);
-                cell(out, a, 10, metrics[m].prec);
-                for (size_t d = from; d < to; d++) {
-                    const json_t *p = match_point(docs[d], ref, i);
-                    double b = p ? num(p, metrics[m].key, metrics[m].sub) : NAN;
-                    cell(out, b, 10, metrics[m].prec);
-                    double pct =
-                        isfinite(a) && isfinite(b) && a != 0 ? (b - a) / fabs(a) * 100 : NAN;
-                    /* Under 0.05 % prints as 0.0 %: neither. */
-                    bool moved = alike && isfinite(pct) && fabs(pct) >= 0.05;
-                    bool better = moved && (pct > 0) == metrics[m].higher_better;
-                    if (isfinite(pct))
-                        fprintf(out, " %s(%+7.1f%%%s)%s",
-                                !moved   ? ""
-                                : better ? green
-                                         : red,
-                                pct,
-                                !moved   ? "       "
-                                : better ? " better"
-                                         : "  worse",
-                                moved ? reset : "");
-                    else if (d + 1 < to)
-                        fprintf(out, " %17s", "");
-                }
-                fputc('\n', out);
-            }
-            fprintf(out, "%-16s", "valid");
-            for (size_t d = 0; d < to; d = d ? d + 1 : from) {
-                const json_t *p = d ? match_point(docs[d], ref, i) : ref;
-                const json_t *v = json_object_get(p, "valid");
-                fprintf(out, " %10s%s",
-                        json_is_true(v)    ? "yes"
-                        : json_is_false(v) ? "NO"
-                                           : "-",
-                        d && d + 1 < to ? "                 " : "");
-            }
-            fputc('\n', out);
+            compare_block b = {.docs = docs,
+                               .ref = ref,
+                               .i = i,
+                               .from = from,
+                               .to = from + per < n ? from + per : n,
+                               .alike = alike,
+                               .color = color};
+            compare_print_block(out, &b);
         }
     }
     return GM_OK;
