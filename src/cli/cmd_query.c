@@ -516,10 +516,10 @@ static int open_local(const query_opts *o, const int *fields, size_t nfields, gm
     return -1;
 }
 
-static int parse_args(int argc, char **argv, query_opts *o)
+static int read_options(int argc, char **argv, query_opts *o)
 {
     int rc = gm_cli_parse(&gm_cli_query_command, argc, argv, o, NULL);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (o->list_fields) {
         list_fields();
@@ -543,14 +543,14 @@ static int parse_args(int argc, char **argv, query_opts *o)
         return GM_EXIT_USAGE;
     }
     o->token = gm_cli_remote_token(o->token);
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 int gm_cli_query(int argc, char **argv)
 {
     query_opts o = {0};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
 
     int fields[GM_SMI_MAX_FIELDS];

@@ -108,10 +108,10 @@ const gm_opt_command gm_cli_top_command = {
                 "Exit status: 0 ok, 2 usage error or not a terminal, 3 no GPU found.\n",
 };
 
-static int parse_args(int argc, char **argv, top_opts *o)
+static int read_options(int argc, char **argv, top_opts *o)
 {
     int rc = gm_cli_parse(&gm_cli_top_command, argc, argv, o, NULL);
-    if (rc >= 0)
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (o->connect && (o->src.provider || o->src.simulate)) {
         fprintf(stderr, "gpumon top: --connect reads the daemon's GPUs; --provider and "
@@ -119,7 +119,7 @@ static int parse_args(int argc, char **argv, top_opts *o)
         return GM_EXIT_USAGE;
     }
     o->token = gm_cli_remote_token(o->token);
-    return -1;
+    return GM_CLI_PROCEED;
 }
 
 /* Moves the selection to the process with pid on gpu after the list was re-read and sorted,
@@ -422,8 +422,8 @@ static int read_first(gm_top_source *src, const top_opts *o, gm_top_frame *f)
 int gm_cli_top(int argc, char **argv)
 {
     top_opts o = {.interval_s = 1, .timeout_s = 2};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    int rc = read_options(argc, argv, &o);
+    if (rc != GM_CLI_PROCEED)
         return rc;
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "gpumon top: needs a terminal; in scripts use gpumon query -l SECONDS\n");
