@@ -272,13 +272,10 @@ static table_fit fit_table(const gm_snapshot *s, const query_opts *o)
     return f;
 }
 
-static void print_table(const gm_snapshot *s, const query_opts *o)
+/* The title (host, time, driver, CUDA, provider) and the column header. */
+static void print_title(const gm_snapshot *s, const query_opts *o, int name_w)
 {
     const gm_term_style *st = &o->style;
-    int name_w = o->width - FIXED_COLS;
-    table_fit fit = fit_table(s, o);
-    unsigned shown = 0, hidden = 0;
-    size_t procs_hidden = 0;
     char ts[32], line[256];
     time_t t = (time_t)(s->time_ms / 1000);
     struct tm tm;
@@ -292,94 +289,112 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
     printf("%s%-3s %-*s %4s %4s %15s %11s %4s %3s %-4s%s", st->bold, "GPU", name_w, "NAME", "TEMP",
            "UTIL", "MEMORY (MiB)", "POWER (W)", "FAN", "PST", "PCIE", st->reset);
     end_line(o);
-    for (unsigned i = 0; i < s->gpu_count; i++) {
-        const gm_gpu *g = &s->gpus[i];
-        if (!gm_cli_gpu_selected(&o->filter, g))
+}
+
+/* A GPU row's cells after its name: TEMP to PCIE. */
+static void print_gpu_cells(const gm_gpu *g, const gm_term_style *st)
+{
+    char temp[16], util[16], used[24], total[24], mem[64], draw[24], limit[24], pw[64], fan[16],
+        pst[8], pcie[24];
+    fmt_val(temp, sizeof temp, g, GM_M_TEMP_C, "C");
+    fmt_val(util, sizeof util, g, GM_M_UTIL_GPU_PCT, "%");
+    fmt_mib(used, sizeof used, g, GM_M_MEM_USED_BYTES);
+    fmt_mib(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES);
+    snprintf(mem, sizeof mem, "%s / %s", used, total);
+    fmt_val(draw, sizeof draw, g, GM_M_POWER_MW, "");
+    fmt_val(limit, sizeof limit, g, GM_M_POWER_LIMIT_MW, "");
+    snprintf(pw, sizeof pw, "%s / %s", draw, limit);
+    fmt_val(fan, sizeof fan, g, GM_M_FAN_PCT, "%");
+    if (gm_gpu_has(g, GM_M_PSTATE))
+        snprintf(pst, sizeof pst, "P%.0f", g->v[GM_M_PSTATE]);
+    else
+        snprintf(pst, sizeof pst, "N/A");
+    if (gm_gpu_has(g, GM_M_PCIE_GEN_CUR) && gm_gpu_has(g, GM_M_PCIE_WIDTH_CUR))
+        snprintf(pcie, sizeof pcie, "%.0fx%.0f", g->v[GM_M_PCIE_GEN_CUR],
+                 g->v[GM_M_PCIE_WIDTH_CUR]);
+    else
+        snprintf(pcie, sizeof pcie, "N/A");
+    /* Colour by level where a level means something: heat, load, memory and power
+     * against what the GPU has. */
+    const char *c_temp =
+        gm_gpu_has(g, GM_M_TEMP_C) ? gm_term_level(st, g->v[GM_M_TEMP_C], 70, 85) : st->dim;
+    const char *c_util = gm_gpu_has(g, GM_M_UTIL_GPU_PCT)
+                             ? gm_term_level(st, g->v[GM_M_UTIL_GPU_PCT], 70, 90)
+                             : st->dim;
+    const char *c_mem = st->dim, *c_pw = st->dim;
+    if (gm_gpu_has(g, GM_M_MEM_USED_BYTES) && gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) &&
+        g->v[GM_M_MEM_TOTAL_BYTES] > 0)
+        c_mem =
+            gm_term_level(st, 100 * g->v[GM_M_MEM_USED_BYTES] / g->v[GM_M_MEM_TOTAL_BYTES], 70, 90);
+    if (gm_gpu_has(g, GM_M_POWER_MW) && gm_gpu_has(g, GM_M_POWER_LIMIT_MW) &&
+        g->v[GM_M_POWER_LIMIT_MW] > 0)
+        c_pw = gm_term_level(st, 100 * g->v[GM_M_POWER_MW] / g->v[GM_M_POWER_LIMIT_MW], 80, 95);
+    cell(c_temp, st->reset, 4, temp);
+    cell(c_util, st->reset, 4, util);
+    cell(c_mem, st->reset, 15, mem);
+    cell(c_pw, st->reset, 11, pw);
+    printf(" %4s %3s %-4s", fan, pst, pcie);
+}
+
+/* A GPU's row; false for a lost GPU, whose row says so and has no process rows under it. */
+static bool print_gpu_row(const gm_gpu *g, const query_opts *o, int name_w)
+{
+    const gm_term_style *st = &o->style;
+    char name[128];
+    gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
+    printf("%s%-3u%s %-*s", st->bold, g->index, st->reset, name_w, name);
+    if (g->lost) {
+        printf(" %s", st->red);
+        put_cut(o, 4 + name_w + 1, "GPU is lost (fell off the bus); reset or reboot");
+        printf("%s", st->reset);
+        end_line(o);
+        return false;
+    }
+    print_gpu_cells(g, st);
+    end_line(o);
+    return true;
+}
+
+/* The process rows under GPU g, or none when the frame has no room for them; returns how many
+ * it left out. */
+static size_t print_gpu_procs(const gm_snapshot *s, const gm_gpu *g, const query_opts *o, bool room)
+{
+    size_t hidden = 0;
+    for (size_t p = 0; p < s->proc_count; p++) {
+        const gm_process *pr = &s->procs[p];
+        if (pr->gpu_index != g->index)
             continue;
-        if (shown == fit.gpus) {
+        if (!room) {
             hidden++;
             continue;
         }
-        shown++;
-        char name[128];
-        gm_utf8_shorten_name(g->name, (size_t)name_w, name, sizeof name);
-        printf("%s%-3u%s %-*s", st->bold, g->index, st->reset, name_w, name);
-        if (g->lost) {
-            printf(" %s", st->red);
-            put_cut(o, 4 + name_w + 1, "GPU is lost (fell off the bus); reset or reboot");
-            printf("%s", st->reset);
-            end_line(o);
-            continue;
-        }
-        char temp[16], util[16], used[24], total[24], mem[64], draw[24], limit[24], pw[64], fan[16],
-            pst[8], pcie[24];
-        fmt_val(temp, sizeof temp, g, GM_M_TEMP_C, "C");
-        fmt_val(util, sizeof util, g, GM_M_UTIL_GPU_PCT, "%");
-        fmt_mib(used, sizeof used, g, GM_M_MEM_USED_BYTES);
-        fmt_mib(total, sizeof total, g, GM_M_MEM_TOTAL_BYTES);
-        snprintf(mem, sizeof mem, "%s / %s", used, total);
-        fmt_val(draw, sizeof draw, g, GM_M_POWER_MW, "");
-        fmt_val(limit, sizeof limit, g, GM_M_POWER_LIMIT_MW, "");
-        snprintf(pw, sizeof pw, "%s / %s", draw, limit);
-        fmt_val(fan, sizeof fan, g, GM_M_FAN_PCT, "%");
-        if (gm_gpu_has(g, GM_M_PSTATE))
-            snprintf(pst, sizeof pst, "P%.0f", g->v[GM_M_PSTATE]);
+        char pmem[24];
+        if (pr->mem_valid)
+            snprintf(pmem, sizeof pmem, "%llu MiB",
+                     (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB));
         else
-            snprintf(pst, sizeof pst, "N/A");
-        if (gm_gpu_has(g, GM_M_PCIE_GEN_CUR) && gm_gpu_has(g, GM_M_PCIE_WIDTH_CUR))
-            snprintf(pcie, sizeof pcie, "%.0fx%.0f", g->v[GM_M_PCIE_GEN_CUR],
-                     g->v[GM_M_PCIE_WIDTH_CUR]);
-        else
-            snprintf(pcie, sizeof pcie, "N/A");
-        /* Colour by level where a level means something: heat, load, memory and power
-         * against what the GPU has. */
-        const char *c_temp =
-            gm_gpu_has(g, GM_M_TEMP_C) ? gm_term_level(st, g->v[GM_M_TEMP_C], 70, 85) : st->dim;
-        const char *c_util = gm_gpu_has(g, GM_M_UTIL_GPU_PCT)
-                                 ? gm_term_level(st, g->v[GM_M_UTIL_GPU_PCT], 70, 90)
-                                 : st->dim;
-        const char *c_mem = st->dim, *c_pw = st->dim;
-        if (gm_gpu_has(g, GM_M_MEM_USED_BYTES) && gm_gpu_has(g, GM_M_MEM_TOTAL_BYTES) &&
-            g->v[GM_M_MEM_TOTAL_BYTES] > 0)
-            c_mem = gm_term_level(st, 100 * g->v[GM_M_MEM_USED_BYTES] / g->v[GM_M_MEM_TOTAL_BYTES],
-                                  70, 90);
-        if (gm_gpu_has(g, GM_M_POWER_MW) && gm_gpu_has(g, GM_M_POWER_LIMIT_MW) &&
-            g->v[GM_M_POWER_LIMIT_MW] > 0)
-            c_pw = gm_term_level(st, 100 * g->v[GM_M_POWER_MW] / g->v[GM_M_POWER_LIMIT_MW], 80, 95);
-        cell(c_temp, st->reset, 4, temp);
-        cell(c_util, st->reset, 4, util);
-        cell(c_mem, st->reset, 15, mem);
-        cell(c_pw, st->reset, 11, pw);
-        printf(" %4s %3s %-4s", fan, pst, pcie);
+            snprintf(pmem, sizeof pmem, "N/A");
+        /* SM share only where the driver gave one; the MIG device's profile where known. */
+        char sm[16] = "";
+        if (pr->util_valid & (1u << GM_PROC_UTIL_SM))
+            snprintf(sm, sizeof sm, "sm %3u%%  ", pr->util_pct[GM_PROC_UTIL_SM]);
+        const gm_mig_device *mig = gm_gpu_process_mig(g, pr);
+        char migs[GM_MIG_PROFILE_LEN + 8] = "";
+        if (mig)
+            snprintf(migs, sizeof migs, "MIG %s  ", mig->profile[0] ? mig->profile : "?");
+        int n = printf("    pid %-8u %-12.12s %10s  %s%s", pr->pid, pr->user[0] ? pr->user : "?",
+                       pmem, sm, migs);
+        put_cut(o, n, pr->command[0] ? pr->command : "?");
         end_line(o);
-        for (size_t p = 0; p < s->proc_count; p++) {
-            const gm_process *pr = &s->procs[p];
-            if (pr->gpu_index != g->index)
-                continue;
-            if (!fit.processes) {
-                procs_hidden++;
-                continue;
-            }
-            char pmem[24];
-            if (pr->mem_valid)
-                snprintf(pmem, sizeof pmem, "%llu MiB",
-                         (unsigned long long)(pr->used_mem_bytes / GM_BYTES_PER_MIB));
-            else
-                snprintf(pmem, sizeof pmem, "N/A");
-            /* SM share only where the driver gave one; the MIG device's profile where known. */
-            char sm[16] = "";
-            if (pr->util_valid & (1u << GM_PROC_UTIL_SM))
-                snprintf(sm, sizeof sm, "sm %3u%%  ", pr->util_pct[GM_PROC_UTIL_SM]);
-            const gm_mig_device *mig = gm_gpu_process_mig(g, pr);
-            char migs[GM_MIG_PROFILE_LEN + 8] = "";
-            if (mig)
-                snprintf(migs, sizeof migs, "MIG %s  ", mig->profile[0] ? mig->profile : "?");
-            int n = printf("    pid %-8u %-12.12s %10s  %s%s", pr->pid,
-                           pr->user[0] ? pr->user : "?", pmem, sm, migs);
-            put_cut(o, n, pr->command[0] ? pr->command : "?");
-            end_line(o);
-        }
     }
+    return hidden;
+}
+
+/* The line saying what the frame left out: GPUs first, else processes. */
+static void print_left_out(const gm_snapshot *s, const query_opts *o, const table_fit *fit,
+                           unsigned hidden, size_t procs_hidden)
+{
+    const gm_term_style *st = &o->style;
     char more[128];
     if (hidden) {
         snprintf(more, sizeof more, "+%u GPU%s not shown (a taller terminal shows them)", hidden,
@@ -389,7 +404,7 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
         printf("%s", st->reset);
         end_line(o);
     } else if (procs_hidden || s->proc_dropped) {
-        if (fit.processes)
+        if (fit->processes)
             snprintf(more, sizeof more, "    (%zu more processes not shown)", s->proc_dropped);
         else
             snprintf(more, sizeof more,
@@ -398,6 +413,28 @@ static void print_table(const gm_snapshot *s, const query_opts *o)
         put_cut(o, 0, more);
         end_line(o);
     }
+}
+
+static void print_table(const gm_snapshot *s, const query_opts *o)
+{
+    int name_w = o->width - FIXED_COLS;
+    table_fit fit = fit_table(s, o);
+    unsigned shown = 0, hidden = 0;
+    size_t procs_hidden = 0;
+    print_title(s, o, name_w);
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gm_gpu *g = &s->gpus[i];
+        if (!gm_cli_gpu_selected(&o->filter, g))
+            continue;
+        if (shown == fit.gpus) {
+            hidden++;
+            continue;
+        }
+        shown++;
+        if (print_gpu_row(g, o, name_w))
+            procs_hidden += print_gpu_procs(s, g, o, fit.processes);
+    }
+    print_left_out(s, o, &fit, hidden, procs_hidden);
     print_host(s, o);
 }
 
@@ -516,6 +553,75 @@ static int open_local(const query_opts *o, const int *fields, size_t nfields, gm
     return -1;
 }
 
+/* The table's layout for this terminal: width, rows a redrawn frame may take, colours. */
+static void set_layout(query_opts *o)
+{
+    int cols = gm_term_columns(STDOUT_FILENO);
+    o->redraw = o->format == OUT_TABLE && o->loop_s > 0 && isatty(STDOUT_FILENO);
+    o->width = cols > 80 ? (cols < 96 ? cols : 96) : 80;
+    /* A redrawn frame that ran past the last line would scroll its top away: it keeps one
+     * line below it for the cursor. */
+    int lines = o->redraw ? gm_term_rows(STDOUT_FILENO) : 0;
+    o->rows = lines > 1 ? lines - 1 : 0;
+    o->style = gm_term_style_for(gm_term_use_color(o->color, STDOUT_FILENO));
+}
+
+/* What the output has printed so far, across --loop readings. */
+typedef struct query_output {
+    const int *fields; /* --query-gpu, for CSV */
+    size_t nfields;
+    bool header_done; /* the CSV header is out */
+    bool first_frame; /* no table frame drawn yet */
+} query_output;
+
+/* Prints one reading as o asks; GM_EXIT_OK, else the exit status that ends the loop (the reason
+ * printed). */
+static int print_reading(const gm_snapshot *s, const query_opts *o, query_output *out)
+{
+    gm_error err = {0};
+    unsigned sel[GM_MAX_GPUS];
+    size_t nsel;
+    if (!gm_cli_gpu_filter_resolve("query", &o->filter, s, sel, &nsel))
+        return GM_EXIT_USAGE;
+    if (o->format == OUT_TABLE && o->redraw) {
+        /* Home (and a clear screen the first time), the frame, then clear below it. */
+        fputs(out->first_frame ? "\033[H\033[2J" : "\033[H", stdout);
+        print_table(s, o);
+        fputs("\033[J", stdout);
+        out->first_frame = false;
+    } else if (o->format == OUT_TABLE)
+        print_table(s, o);
+    else if (o->format == OUT_JSON)
+        print_json(s, o);
+    else {
+        unsigned flags = o->csv_flags | (out->header_done ? GM_SMI_NOHEADER : 0);
+        if (gm_smi_format_csv(stdout, s, out->fields, out->nfields, flags,
+                              o->filter.count ? sel : NULL, nsel, &err) < 0) {
+            fprintf(stderr, "gpumon query: %s\n", err.msg);
+            return GM_EXIT_FAILURE;
+        }
+        out->header_done = true;
+    }
+    fflush(stdout);
+    return GM_EXIT_OK;
+}
+
+/* Closes the collector (NULL with --connect); with --profile, says where the time went. */
+static void close_local(gm_collector *c, const query_opts *o, double open_s, double sample_s)
+{
+    gm_call_stat calls[256];
+    size_t ncalls = o->profile ? gm_collector_call_stats(c, calls, 256) : 0;
+    if (ncalls > 256)
+        ncalls = 256;
+    double t_close = gm_clock_mono_s();
+    gm_collector_close(c);
+    double close_s = gm_clock_mono_s() - t_close;
+    if (o->profile) {
+        qsort(calls, ncalls, sizeof *calls, by_wall_desc);
+        print_profile(calls, ncalls, open_s, sample_s, close_s);
+    }
+}
+
 static int read_options(int argc, char **argv, query_opts *o)
 {
     int rc = gm_cli_parse(&gm_cli_query_command, argc, argv, o, NULL);
@@ -587,16 +693,8 @@ int gm_cli_query(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     rc = GM_EXIT_OK;
-    bool header_done = false;
-    int cols = gm_term_columns(STDOUT_FILENO);
-    o.redraw = o.format == OUT_TABLE && o.loop_s > 0 && isatty(STDOUT_FILENO);
-    o.width = cols > 80 ? (cols < 96 ? cols : 96) : 80;
-    /* A redrawn frame that ran past the last line would scroll its top away: it keeps one
-     * line below it for the cursor. */
-    int lines = o.redraw ? gm_term_rows(STDOUT_FILENO) : 0;
-    o.rows = lines > 1 ? lines - 1 : 0;
-    o.style = gm_term_style_for(gm_term_use_color(o.color, STDOUT_FILENO));
-    bool first_frame = true;
+    set_layout(&o);
+    query_output out = {.fields = fields, .nfields = nfields, .first_frame = true};
     double next = gm_clock_mono_s();
     do {
         double t_sample = gm_clock_mono_s();
@@ -607,35 +705,8 @@ int gm_cli_query(int argc, char **argv)
             rc = remote ? GM_EXIT_FAILURE : GM_EXIT_NO_GPU;
             if (o.loop_s == 0)
                 break;
-        } else {
-            unsigned sel[GM_MAX_GPUS];
-            size_t nsel;
-            if (!gm_cli_gpu_filter_resolve("query", &o.filter, s, sel, &nsel)) {
-                rc = GM_EXIT_USAGE;
-                break;
-            }
-            if (o.format == OUT_TABLE && o.redraw) {
-                /* Home (and a clear screen the first time), the frame, then clear below it. */
-                fputs(first_frame ? "\033[H\033[2J" : "\033[H", stdout);
-                print_table(s, &o);
-                fputs("\033[J", stdout);
-                first_frame = false;
-            } else if (o.format == OUT_TABLE)
-                print_table(s, &o);
-            else if (o.format == OUT_JSON)
-                print_json(s, &o);
-            else {
-                unsigned flags = o.csv_flags | (header_done ? GM_SMI_NOHEADER : 0);
-                if (gm_smi_format_csv(stdout, s, fields, nfields, flags,
-                                      o.filter.count ? sel : NULL, nsel, &err) < 0) {
-                    fprintf(stderr, "gpumon query: %s\n", err.msg);
-                    rc = GM_EXIT_FAILURE;
-                    break;
-                }
-                header_done = true;
-            }
-            rc = GM_EXIT_OK;
-            fflush(stdout);
+        } else if ((rc = print_reading(s, &o, &out)) != GM_EXIT_OK) {
+            break;
         }
         next += o.loop_s;
         if (o.format == OUT_TABLE && o.loop_s > 0 && !o.redraw)
@@ -644,16 +715,6 @@ int gm_cli_query(int argc, char **argv)
 
     gm_snapshot_free(s);
     gm_cli_remote_close(remote);
-    gm_call_stat calls[256];
-    size_t ncalls = o.profile ? gm_collector_call_stats(c, calls, 256) : 0;
-    if (ncalls > 256)
-        ncalls = 256;
-    double t_close = gm_clock_mono_s();
-    gm_collector_close(c);
-    double close_s = gm_clock_mono_s() - t_close;
-    if (o.profile) {
-        qsort(calls, ncalls, sizeof *calls, by_wall_desc);
-        print_profile(calls, ncalls, open_s, sample_s, close_s);
-    }
+    close_local(c, &o, open_s, sample_s);
     return rc;
 }
