@@ -346,6 +346,65 @@ static void on_progress(const gm_select_result *r, unsigned check, void *ud)
     fprintf(stderr, "gpumon wait: waiting %s of %g s: %s\n", waited, o->timeout_s, why);
 }
 
+/* select: the reading s ranked once and printed; the exit status. */
+static int run_select(const select_opts *o, const char *lease_dir, const gm_snapshot *s,
+                      const gm_select_request *req, gm_select_result *res)
+{
+    gm_error err = {0};
+    gm_lease_holder holders[GM_MAX_GPUS];
+    if (o->mig)
+        gm_lease_list_mig(lease_dir, s, holders, NULL);
+    else
+        gm_lease_list(lease_dir, s, holders, NULL);
+    if (gm_select(s, req, holders, res, &err) < 0) {
+        fprintf(stderr, "gpumon %s: %s\n", o->cmd, err.msg);
+        return GM_EXIT_USAGE;
+    }
+    if (o->verbose)
+        print_verbose(res);
+    print_result(o, res);
+    if (!res->satisfied) {
+        char why[2048];
+        gm_select_explain(res, why, sizeof why);
+        fprintf(stderr, "gpumon select: not enough %s: %s\n", o->mig ? "MIG devices" : "GPUs", why);
+        return GM_EXIT_NOT_ENOUGH;
+    }
+    return GM_EXIT_OK;
+}
+
+/* wait: readings until the request is met, the timeout passes or a signal ends it; the exit
+ * status. */
+static int run_wait(select_opts *o, gm_collector *c, const char *lease_dir, gm_snapshot *s,
+                    const gm_select_request *req, gm_select_result *res)
+{
+    gm_error err = {0};
+    o->started_s = gm_clock_mono_s();
+    gm_wait_options wo = {
+        .timeout_s = o->timeout_s,
+        .interval_s = o->interval_s,
+        .cancel = &got_signal,
+        .lease_dir = lease_dir,
+        .progress = on_progress,
+        .progress_ud = o,
+    };
+    int wrc = gm_wait_for(c, req, &wo, s, res, NULL, &err);
+    if (wrc == GM_ECANCELED && got_signal) {
+        fprintf(stderr, "gpumon wait: interrupted\n");
+        return 128 + got_signal;
+    }
+    if (wrc == GM_OK || wrc == GM_ETIMEDOUT) {
+        if (o->verbose)
+            print_verbose(res);
+        print_result(o, res);
+    }
+    if (wrc == GM_OK)
+        return GM_EXIT_OK;
+    fprintf(stderr, "gpumon wait: %s\n", err.msg);
+    return wrc == GM_ETIMEDOUT ? GM_EXIT_TIMEOUT
+           : wrc == GM_EINVAL  ? GM_EXIT_USAGE
+                               : GM_EXIT_FAILURE;
+}
+
 int gm_cli_select_run(const char *cmd, int argc, char **argv)
 {
     select_opts o = {.cmd = cmd, .wait = strcmp(cmd, "wait") == 0, .count = 1};
@@ -411,60 +470,10 @@ int gm_cli_select_run(const char *cmd, int argc, char **argv)
         goto out;
     }
 
-    if (!o.wait) {
-        gm_lease_holder holders[GM_MAX_GPUS];
-        if (o.mig)
-            gm_lease_list_mig(lease_dir, s, holders, NULL);
-        else
-            gm_lease_list(lease_dir, s, holders, NULL);
-        if (gm_select(s, &req, holders, res, &err) < 0) {
-            fprintf(stderr, "gpumon %s: %s\n", cmd, err.msg);
-            rc = GM_EXIT_USAGE;
-            goto out;
-        }
-        if (o.verbose)
-            print_verbose(res);
-        print_result(&o, res);
-        if (!res->satisfied) {
-            char why[2048];
-            gm_select_explain(res, why, sizeof why);
-            fprintf(stderr, "gpumon select: not enough %s: %s\n", o.mig ? "MIG devices" : "GPUs",
-                    why);
-            rc = GM_EXIT_NOT_ENOUGH;
-        } else {
-            rc = GM_EXIT_OK;
-        }
-        goto out;
-    }
-
-    o.started_s = gm_clock_mono_s();
-    gm_wait_options wo = {
-        .timeout_s = o.timeout_s,
-        .interval_s = o.interval_s,
-        .cancel = &got_signal,
-        .lease_dir = lease_dir,
-        .progress = on_progress,
-        .progress_ud = &o,
-    };
-    int wrc = gm_wait_for(c, &req, &wo, s, res, NULL, &err);
-    if (wrc == GM_ECANCELED && got_signal) {
-        fprintf(stderr, "gpumon wait: interrupted\n");
-        rc = 128 + got_signal;
-        goto out;
-    }
-    if (wrc == GM_OK || wrc == GM_ETIMEDOUT) {
-        if (o.verbose)
-            print_verbose(res);
-        print_result(&o, res);
-    }
-    if (wrc == GM_OK) {
-        rc = GM_EXIT_OK;
-    } else {
-        fprintf(stderr, "gpumon wait: %s\n", err.msg);
-        rc = wrc == GM_ETIMEDOUT ? GM_EXIT_TIMEOUT
-             : wrc == GM_EINVAL  ? GM_EXIT_USAGE
-                                 : GM_EXIT_FAILURE;
-    }
+    if (o.wait)
+        rc = run_wait(&o, c, lease_dir, s, &req, res);
+    else
+        rc = run_select(&o, lease_dir, s, &req, res);
 out:
     free(res);
     gm_snapshot_free(s);
