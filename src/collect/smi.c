@@ -174,6 +174,62 @@ static void append_note(char *warn, size_t cap, const char *note)
     snprintf(warn + used, cap - used, "%s%s", used ? "; " : "", note);
 }
 
+/* Runs the GPU query, dropping the fields this nvidia-smi rejects (the newer ones all at the
+ * first rejection) until it takes the rest or gives up; res holds the last run's output. */
+static int query_accepted_fields(smi_state *st, gm_spawn_result *res, gm_error *err)
+{
+    int rc;
+    bool reduced = false;
+    for (int attempt = 0;; attempt++) {
+        build_query_arg(st);
+        rc = run_gpu_query(st, res, err);
+        if (rc != GM_EIO)
+            break;
+        int f = rejected_field(res);
+        if (f == -2 || attempt + 1 >= SMI_MAX_ATTEMPTS)
+            break;
+        bool changed = false;
+        if (!reduced) {
+            for (size_t i = 0; i < sizeof newer_fields / sizeof *newer_fields; i++)
+                changed |= remove_field(st, newer_fields[i]);
+            reduced = true;
+        }
+        if (f == GM_SMI_F_INDEX || f == GM_SMI_F_UUID)
+            break; /* without these rows cannot be told apart: give up with nvidia-smi's words */
+        if (f >= 0)
+            changed |= remove_field(st, f);
+        if (!changed)
+            break;
+        gm_spawn_result_free(res);
+    }
+    return rc;
+}
+
+/* The GPUs of the first reading, so that one missing later is reported lost. */
+static void remember_gpus(smi_state *st, const gm_snapshot *scratch)
+{
+    for (unsigned i = 0; i < scratch->gpu_count; i++) {
+        const gm_gpu *g = &scratch->gpus[i];
+        smi_known *k = &st->known[st->known_count++];
+        k->index = g->index;
+        memcpy(k->uuid, g->uuid, sizeof k->uuid);
+        memcpy(k->name, g->name, sizeof k->name);
+        memcpy(k->pci_bus_id, g->pci_bus_id, sizeof k->pci_bus_id);
+    }
+    memcpy(st->driver_version, scratch->driver_version, sizeof st->driver_version);
+}
+
+/* --query-gpu has no CUDA field; the banner has it. One extra run at open, failure is fine. */
+static void read_cuda_version(smi_state *st)
+{
+    gm_spawn_result res = {0};
+    const char *banner_argv[] = {st->prog, NULL};
+    if (GM_TIMED("nvidia-smi (banner)", gm_spawn_run(banner_argv, st->timeout_ms, 0, &res, NULL)) ==
+        GM_OK)
+        parse_cuda_version(res.out, st->cuda_version, sizeof st->cuda_version);
+    gm_spawn_result_free(&res);
+}
+
 static int smi_open(const gm_collector_options *opt, void **state, gm_error *err)
 {
     *state = NULL;
@@ -195,29 +251,7 @@ static int smi_open(const gm_collector_options *opt, void **state, gm_error *err
     memcpy(st->ids, full_fields, sizeof full_fields);
     st->n = FIELD_COUNT;
 
-    bool reduced = false;
-    for (int attempt = 0;; attempt++) {
-        build_query_arg(st);
-        rc = run_gpu_query(st, &res, err);
-        if (rc != GM_EIO)
-            break;
-        int f = rejected_field(&res);
-        if (f == -2 || attempt + 1 >= SMI_MAX_ATTEMPTS)
-            break;
-        bool changed = false;
-        if (!reduced) {
-            for (size_t i = 0; i < sizeof newer_fields / sizeof *newer_fields; i++)
-                changed |= remove_field(st, newer_fields[i]);
-            reduced = true;
-        }
-        if (f == GM_SMI_F_INDEX || f == GM_SMI_F_UUID)
-            break; /* without these rows cannot be told apart: give up with nvidia-smi's words */
-        if (f >= 0)
-            changed |= remove_field(st, f);
-        if (!changed)
-            break;
-        gm_spawn_result_free(&res);
-    }
+    rc = query_accepted_fields(st, &res, err);
     /* One GPU failing makes nvidia-smi exit non-zero after printing the others' rows and a line
      * for the failed one: open with the GPUs that answer, as sampling does. */
     bool partial = rc == GM_EIO && res.out && res.out[0] && rejected_field(&res) == -2 &&
@@ -255,23 +289,9 @@ static int smi_open(const gm_collector_options *opt, void **state, gm_error *err
     }
     rc = GM_OK;
     report_warning(st, warn);
-    for (unsigned i = 0; i < scratch->gpu_count; i++) {
-        const gm_gpu *g = &scratch->gpus[i];
-        smi_known *k = &st->known[st->known_count++];
-        k->index = g->index;
-        memcpy(k->uuid, g->uuid, sizeof k->uuid);
-        memcpy(k->name, g->name, sizeof k->name);
-        memcpy(k->pci_bus_id, g->pci_bus_id, sizeof k->pci_bus_id);
-    }
-    memcpy(st->driver_version, scratch->driver_version, sizeof st->driver_version);
+    remember_gpus(st, scratch);
     gm_spawn_result_free(&res);
-
-    /* --query-gpu has no CUDA field; the banner has it. One extra run at open, failure is fine. */
-    const char *banner_argv[] = {st->prog, NULL};
-    if (GM_TIMED("nvidia-smi (banner)", gm_spawn_run(banner_argv, st->timeout_ms, 0, &res, NULL)) ==
-        GM_OK)
-        parse_cuda_version(res.out, st->cuda_version, sizeof st->cuda_version);
-    gm_spawn_result_free(&res);
+    read_cuda_version(st);
 
     gm_snapshot_free(scratch);
     *state = st;
