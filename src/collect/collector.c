@@ -93,6 +93,71 @@ static bool adds_gpus(gm_collector *c, const gm_provider *p, void *state)
     return adds;
 }
 
+/* The one provider asked for, or the error that it is unknown or cannot open. */
+static int open_forced(gm_collector *c, const gm_collector_options *opt, const char *forced,
+                       gm_error *err)
+{
+    gm_error perr = {0};
+    const gm_provider *p = gm_provider_find(forced);
+    if (!p)
+        return gm_error_set(err, GM_EINVAL, "unknown provider \"%s\" (expected %s)", forced,
+                            gm_provider_names());
+    int rc = p->open(opt, &c->src[0].state, &perr);
+    if (rc < 0) {
+        gm_error_set(err, rc, "%s", perr.msg);
+        return rc;
+    }
+    c->src[0].prov = p;
+    c->nsrc = 1;
+    return GM_OK;
+}
+
+/* The providers in automatic order: the first of each vendor that opens, and one of no vendor
+ * where it reads GPUs the others do not; none at all leaves the diagnosis saying why. */
+static void open_auto(gm_collector *c, const gm_collector_options *opt)
+{
+    gm_error perr = {0};
+    size_t kept = 0;
+    for (size_t i = 0; gm_provider_auto_order[i] && c->nsrc < MAX_SOURCES; i++) {
+        const gm_provider *p = gm_provider_auto_order[i];
+        /* The best provider of a vendor is enough: the next ones would read its GPUs again. */
+        bool covered = false;
+        for (size_t k = 0; k < c->nsrc && !covered; k++)
+            covered = p->vendor && c->src[k].prov->vendor &&
+                      strcmp(p->vendor, c->src[k].prov->vendor) == 0;
+        if (covered || (opt->vendor && (!p->vendor || strcmp(opt->vendor, p->vendor) != 0)))
+            continue;
+        perr.msg[0] = '\0';
+        void *state = NULL;
+        if (p->open(opt, &state, &perr) == GM_OK) {
+            if (!p->vendor && !adds_gpus(c, p, state)) {
+                p->close(state);
+                continue;
+            }
+            if (!c->nsrc)
+                kept = strlen(c->diagnosis);
+            c->src[c->nsrc].prov = p;
+            c->src[c->nsrc++].state = state;
+            continue;
+        }
+        diag_append(c, p->name, perr.msg[0] ? perr.msg : "failed");
+    }
+    /* The diagnosis explains the providers passed over before the first that works; that
+     * a machine has no GPU of another vendor is no news. */
+    if (c->nsrc)
+        c->diagnosis[kept] = '\0';
+}
+
+/* The providers' names, '+'-joined, as snapshots report them. */
+static void name_sources(gm_collector *c)
+{
+    for (size_t k = 0; k < c->nsrc; k++) {
+        size_t used = strlen(c->prov_name);
+        snprintf(c->prov_name + used, sizeof c->prov_name - used, "%s%s", k ? "+" : "",
+                 c->src[k].prov->name);
+    }
+}
+
 int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_error *err)
 {
     static const gm_collector_options defaults;
@@ -120,57 +185,14 @@ int gm_collector_open(const gm_collector_options *opt, gm_collector **out, gm_er
         forced = NULL;
 
     gm_error perr = {0};
-    int rc;
-    if (forced) {
-        const gm_provider *p = gm_provider_find(forced);
-        if (!p) {
-            rc = gm_error_set(err, GM_EINVAL, "unknown provider \"%s\" (expected %s)", forced,
-                              gm_provider_names());
-            goto fail;
-        }
-        rc = p->open(opt, &c->src[0].state, &perr);
-        if (rc < 0) {
-            gm_error_set(err, rc, "%s", perr.msg);
-            goto fail;
-        }
-        c->src[0].prov = p;
-        c->nsrc = 1;
-    } else {
-        size_t kept = 0;
-        for (size_t i = 0; gm_provider_auto_order[i] && c->nsrc < MAX_SOURCES; i++) {
-            const gm_provider *p = gm_provider_auto_order[i];
-            /* The best provider of a vendor is enough: the next ones would read its GPUs again. */
-            bool covered = false;
-            for (size_t k = 0; k < c->nsrc && !covered; k++)
-                covered = p->vendor && c->src[k].prov->vendor &&
-                          strcmp(p->vendor, c->src[k].prov->vendor) == 0;
-            if (covered || (opt->vendor && (!p->vendor || strcmp(opt->vendor, p->vendor) != 0)))
-                continue;
-            perr.msg[0] = '\0';
-            void *state = NULL;
-            if (p->open(opt, &state, &perr) == GM_OK) {
-                if (!p->vendor && !adds_gpus(c, p, state)) {
-                    p->close(state);
-                    continue;
-                }
-                if (!c->nsrc)
-                    kept = strlen(c->diagnosis);
-                c->src[c->nsrc].prov = p;
-                c->src[c->nsrc++].state = state;
-                continue;
-            }
-            diag_append(c, p->name, perr.msg[0] ? perr.msg : "failed");
-        }
-        /* The diagnosis explains the providers passed over before the first that works; that
-         * a machine has no GPU of another vendor is no news. */
-        if (c->nsrc)
-            c->diagnosis[kept] = '\0';
-    }
-    for (size_t k = 0; k < c->nsrc; k++) {
-        size_t used = strlen(c->prov_name);
-        snprintf(c->prov_name + used, sizeof c->prov_name - used, "%s%s", k ? "+" : "",
-                 c->src[k].prov->name);
-    }
+    int rc = GM_OK;
+    if (forced)
+        rc = open_forced(c, opt, forced, err);
+    else
+        open_auto(c, opt);
+    if (rc < 0)
+        goto fail;
+    name_sources(c);
     if (c->nsrc > 1 && !c->scratch && !(c->scratch = gm_snapshot_new())) {
         rc = gm_error_set(err, GM_ENOMEM, "out of memory");
         goto fail;
