@@ -20,17 +20,9 @@
 
 typedef struct run_opts {
     gm_cli_lease_opts lease; /* --task, --count, --min-free-mb, --max-util, --wait... */
-    double interval_s;       /* the sampling interval (0: record's default) */
-    const char *output;
-    const char *label;
-    const char *db;
-    bool no_db;
-    bool quiet;
-    bool snapshot;
-    unsigned snapshot_window_ms;
-    bool snapshot_window_set;
-    gm_cli_source src;
-    char **command;
+    /* What record takes: the interval, output, label, database, snapshot, source, COMMAND
+     * (the GPUs are the leased ones, set once they are). */
+    gm_cli_record_opts rec;
     int ncommand;
     gm_cli_ctr_opts ctr; /* --image: COMMAND runs in a container of this image */
 } run_opts;
@@ -63,37 +55,29 @@ static const gm_opt run_table[] = {
     {.type = GM_OPT_DURATION,
      .name = "interval",
      .arg = "S",
-     GM_OPT_AT(run_opts, interval_s),
+     GM_OPT_AT(run_opts, rec.interval_s),
      .min = 0.01,
      .max = 3600,
      .group = "Recording",
      .help = "Sampling interval while COMMAND runs (default 1)."},
-    GM_CLI_OPT_OUTPUT(run_opts, output, .help = "Write the session JSON (with timeline) to FILE."),
+    GM_CLI_OPT_OUTPUT(run_opts, rec.output,
+                      .help = "Write the session JSON (with timeline) to FILE."),
     {.type = GM_OPT_STRING,
      .name = "label",
      .arg = "TEXT",
-     GM_OPT_AT(run_opts, label),
+     GM_OPT_AT(run_opts, rec.label),
      .help = "Label of the stored run."},
-    {.type = GM_OPT_FLAG,
-     .name = "snapshot",
-     GM_OPT_AT(run_opts, snapshot),
-     .help = "System snapshots before and after, with their diff."},
-    {.type = GM_OPT_UINT,
-     .name = "snapshot-window-ms",
-     .arg = "MS",
-     GM_OPT_AT(run_opts, snapshot_window_ms),
-     GM_OPT_GIVEN(run_opts, snapshot_window_set),
-     .min = 0,
-     .max = 60000,
-     .help = "Power window of each snapshot (default 2000)."},
-    GM_CLI_OPT_DB(run_opts, db, .help = "Where to store the run (see gpumon record)."),
-    GM_CLI_OPT_NO_DB(run_opts, no_db, .help = "Do not store the run."),
+    GM_CLI_OPT_SNAPSHOT(.type = GM_OPT_FLAG, GM_OPT_AT(run_opts, rec.snapshot)),
+    GM_CLI_OPT_SNAPSHOT_WINDOW(.type = GM_OPT_UINT, GM_OPT_AT(run_opts, rec.snapshot_window_ms),
+                               GM_OPT_GIVEN(run_opts, rec.snapshot_window_set)),
+    GM_CLI_OPT_DB(run_opts, rec.db, .help = "Where to store the run (see gpumon record)."),
+    GM_CLI_OPT_NO_DB(run_opts, rec.no_db, .help = "Do not store the run."),
     {.type = GM_OPT_FLAG,
      .name = "quiet",
      .letter = 'q',
-     GM_OPT_AT(run_opts, quiet),
+     GM_OPT_AT(run_opts, rec.quiet),
      .help = "No progress (while waiting, too) or summary on stderr."},
-    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(run_opts, src)},
+    {.type = GM_OPT_INCLUDE, .include = gm_cli_source_table, GM_OPT_AT(run_opts, rec.src)},
     GM_CLI_OPT_CTR(
         run_opts, ctr, .name = "image", .arg = "IMAGE", .group = "In a container",
         .help = "Run IMAGE on the leased GPUs, given to it as HostConfig.DeviceRequests by UUID "
@@ -161,7 +145,7 @@ static int read_options(int argc, char **argv, run_opts *o)
         fprintf(stderr, "gpumon run: no command to run (usage: gpumon run [options] -- COMMAND)\n");
         return GM_EXIT_USAGE;
     }
-    o->command = argv + first;
+    o->rec.command = argv + first;
     o->ncommand = argc - first;
     return GM_CLI_PROCEED;
 }
@@ -170,18 +154,8 @@ static int read_options(int argc, char **argv, run_opts *o)
  * printed) when the list cannot be read back, which would be a bug. */
 static bool record_opts_of(const run_opts *o, const char *list, gm_cli_record_opts *r)
 {
-    *r = (gm_cli_record_opts){.name = "run",
-                              .interval_s = o->interval_s,
-                              .output = o->output,
-                              .label = o->label,
-                              .db = o->db,
-                              .no_db = o->no_db,
-                              .quiet = o->quiet,
-                              .snapshot = o->snapshot,
-                              .snapshot_window_ms = o->snapshot_window_ms,
-                              .snapshot_window_set = o->snapshot_window_set,
-                              .src = o->src,
-                              .command = o->command};
+    *r = o->rec;
+    r->name = "run";
     r->have_filter = gm_cli_parse_gpu_filter("run", list, &r->filter);
     return r->have_filter;
 }
@@ -192,7 +166,7 @@ static bool record_opts_of(const run_opts *o, const char *list, gm_cli_record_op
  * with *rc set when they are not there. */
 static gm_cli_ctr *image_prepare(run_opts *o, int *rc)
 {
-    gm_cli_ctr *ctr = gm_cli_ctr_open("run", &o->ctr, o->quiet, rc);
+    gm_cli_ctr *ctr = gm_cli_ctr_open("run", &o->ctr, o->rec.quiet, rc);
     if (!ctr)
         return NULL;
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
@@ -248,7 +222,8 @@ static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const 
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int rc = gm_cli_ctr_start(ctr, id, o->command, (size_t)o->ncommand, idp, n, o->ctr.port_given);
+    int rc =
+        gm_cli_ctr_start(ctr, id, o->rec.command, (size_t)o->ncommand, idp, n, o->ctr.port_given);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (rc != GM_EXIT_OK) {
@@ -279,7 +254,7 @@ static int run_image(run_opts *o, gm_cli_ctr *ctr, const gm_lease *lease, const 
     }
     shown[0] = (char *)o->ctr.image;
     for (int i = 0; i < o->ncommand; i++)
-        shown[i + 1] = o->command[i];
+        shown[i + 1] = o->rec.command[i];
     gm_cli_record_opts ro;
     if (!record_opts_of(o, list, &ro)) {
         free(shown);
@@ -363,7 +338,7 @@ int gm_cli_run(int argc, char **argv)
     }
     gm_collector_options copt;
     int open_rc = GM_EXIT_USAGE; /* a bad --provider, said by gm_cli_collector_options */
-    gm_collector *c = gm_cli_collector_options("run", &o.src, &copt)
+    gm_collector *c = gm_cli_collector_options("run", &o.rec.src, &copt)
                           ? gm_cli_collector_open("run", &copt, &open_rc)
                           : NULL;
     gm_lease *lease = NULL;
@@ -382,7 +357,8 @@ int gm_cli_run(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    rc = gm_cli_lease_gpus("run", &o.lease, c, NULL, 0, &cancelled, o.quiet, &res, &lease, attach);
+    rc = gm_cli_lease_gpus("run", &o.lease, c, NULL, 0, &cancelled, o.rec.quiet, &res, &lease,
+                           attach);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (rc < 0)
@@ -398,7 +374,7 @@ int gm_cli_run(int argc, char **argv)
     char shown[GM_MAX_GPUS * GM_MIG_UUID_LEN];
     gm_select_format_list(&res, shown, sizeof shown);
     if (ctr) {
-        if (!o.quiet)
+        if (!o.rec.quiet)
             fprintf(stderr, "gpumon run: leased %s %s\n", what, shown);
         rc = run_image(&o, ctr, lease, list, attach);
         attach = NULL; /* stolen */
@@ -406,7 +382,7 @@ int gm_cli_run(int argc, char **argv)
     }
     char said[sizeof(((gm_select_env *)0)->cuda) + 600];
     export_devices(&res, json_object_get(attach, "lease"), said, sizeof said);
-    if (!o.quiet)
+    if (!o.rec.quiet)
         fprintf(stderr, "gpumon run: leased %s %s; %s\n", what, shown, said);
 
     gm_cli_record_opts ro;

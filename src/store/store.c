@@ -1585,20 +1585,6 @@ static const struct {
 };
 #define BENCH_NCOLS (sizeof bench_cols / sizeof *bench_cols)
 
-static void bench_load(const json_t *p, char *buf, size_t len)
-{
-    const json_t *c = json_object_get(p, "concurrency");
-    const json_t *r = json_object_get(p, "request_rate");
-    if (json_is_integer(c))
-        snprintf(buf, len, "concurrency %lld", (long long)json_integer_value(c));
-    else if (json_is_string(r))
-        snprintf(buf, len, "rate %s", json_string_value(r));
-    else if (json_is_number(r))
-        snprintf(buf, len, "rate %g/s", json_number_value(r));
-    else
-        snprintf(buf, len, "?");
-}
-
 static void bind_json_number(sqlite3_stmt *q, int i, const json_t *v, bool integer)
 {
     if (json_is_boolean(v))
@@ -1683,7 +1669,7 @@ int gm_store_put_bench(gm_store *st, const json_t *doc, const json_t *command, i
         sqlite3_reset(q);
         sqlite3_clear_bindings(q);
         char load[64];
-        bench_load(p, load, sizeof load);
+        gm_bench_point_load(p, load, sizeof load); /* the same words the reports print */
         sqlite3_bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(q, 2, (sqlite3_int64)i);
         sqlite3_bind_text(q, 3, load, -1, SQLITE_TRANSIENT);
