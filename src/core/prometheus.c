@@ -191,6 +191,96 @@ static int api_error(const gm_prometheus *p, const json_t *doc, long status, gm_
                         p->display, status, t, m);
 }
 
+/* Sets up the shared handle for one GET of url into b; cerr receives curl's own message. */
+static void set_request(gm_prometheus *p, const char *url, body *b, char *cerr)
+{
+    CURL *e = p->easy;
+    curl_easy_reset(e);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "gpumon/" GM_VERSION);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, p->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip where offered; limits apply after */
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
+    if (p->stop) {
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, progress_cb);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)p->stop);
+    }
+}
+
+/* The transfer's failure (no answer, too long, too big, cancelled) as an error; GM_OK when a
+ * whole answer arrived, whatever its HTTP status. */
+static int transfer_error(const gm_prometheus *p, CURLcode cc, const body *b, const char *cerr,
+                          gm_error *err)
+{
+    const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
+    if (cc == CURLE_WRITE_ERROR && b->too_big)
+        return gm_error_set(err, GM_ENOMEM, "Prometheus at %s answered more than %zu MiB",
+                            p->display, p->max_response >> 20);
+    switch (cc) {
+    case CURLE_OK:
+        break;
+    case CURLE_OPERATION_TIMEDOUT:
+        return gm_error_set(err, GM_ETIMEDOUT, "Prometheus at %s did not answer within %.3g s (%s)",
+                            p->display, (double)p->timeout_ms / 1000.0, why);
+    case CURLE_ABORTED_BY_CALLBACK:
+        return gm_error_set(err, GM_ECANCELED, "the query to Prometheus at %s was cancelled",
+                            p->display);
+    case CURLE_OUT_OF_MEMORY:
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    default:
+        return gm_error_set(err, GM_EIO, "cannot reach Prometheus at %s: %s", p->display, why);
+    }
+    if (b->buf.failed)
+        return gm_error_set(err, GM_ENOMEM, "out of memory");
+    return GM_OK;
+}
+
+/* The query API's answer: its data (and warnings) on success, else the error it says, its HTTP
+ * status, or what makes it not Prometheus's JSON. */
+static int read_answer(const gm_prometheus *p, const body *b, long status, json_t **data,
+                       json_t **warnings, gm_error *err)
+{
+    int rc = GM_OK;
+    json_error_t je;
+    json_t *doc = b->buf.len ? json_loadb(b->buf.p, b->buf.len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    const char *st = json_string_value(json_object_get(doc, "status"));
+    json_t *d = json_object_get(doc, "data");
+    if (st && strcmp(st, "error") == 0) {
+        rc = api_error(p, doc, status, err);
+    } else if (status != 200) {
+        char ex[GM_PROMETHEUS_ERROR_BODY_MAX + 8];
+        excerpt(b->buf.p ? b->buf.p : "", b->buf.len, ex, sizeof ex);
+        rc = gm_error_set(err, GM_EIO, "Prometheus at %s answered HTTP %ld%s%s", p->display, status,
+                          ex[0] ? ": " : "", ex);
+    } else if (!doc) {
+        rc = gm_error_set(err, GM_EPARSE,
+                          "Prometheus at %s answered something that is not JSON (%s): is it a "
+                          "Prometheus server?",
+                          p->display, b->buf.len ? je.text : "an empty body");
+    } else if (!st || strcmp(st, "success") != 0 || !json_is_object(d)) {
+        rc = gm_error_set(err, GM_EPARSE,
+                          "Prometheus at %s answered JSON that is not the query API's "
+                          "({\"status\":\"success\",\"data\":{...}}): is it a Prometheus server?",
+                          p->display);
+    } else {
+        *data = json_incref(d);
+        if (warnings) {
+            json_t *w = json_object_get(doc, "warnings");
+            *warnings = json_is_array(w) ? json_incref(w) : NULL;
+        }
+    }
+    json_decref(doc);
+    return rc;
+}
+
 int gm_prometheus_query(gm_prometheus *p, const char *expr, json_t **data, json_t **warnings,
                         gm_error *err)
 {
@@ -211,95 +301,14 @@ int gm_prometheus_query(gm_prometheus *p, const char *expr, json_t **data, json_
     body b = {.max = p->max_response};
     gm_buf_init(&b.buf, 0);
     char cerr[CURL_ERROR_SIZE] = "";
-    CURL *e = p->easy;
-    curl_easy_reset(e);
-    curl_easy_setopt(e, CURLOPT_URL, url.p);
-    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "gpumon/" GM_VERSION);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, p->timeout_ms);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip where offered; limits apply after */
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
-    if (p->stop) {
-        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, progress_cb);
-        curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)p->stop);
-    }
-    CURLcode cc = curl_easy_perform(e);
+    set_request(p, url.p, &b, cerr);
+    CURLcode cc = curl_easy_perform(p->easy);
     gm_buf_free(&url);
     long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    int rc = GM_OK;
-    json_t *doc = NULL;
-    const char *why = cerr[0] ? cerr : curl_easy_strerror(cc);
-    if (cc == CURLE_WRITE_ERROR && b.too_big) {
-        rc = gm_error_set(err, GM_ENOMEM, "Prometheus at %s answered more than %zu MiB", p->display,
-                          p->max_response >> 20);
-        goto out;
-    }
-    switch (cc) {
-    case CURLE_OK:
-        break;
-    case CURLE_OPERATION_TIMEDOUT:
-        rc = gm_error_set(err, GM_ETIMEDOUT, "Prometheus at %s did not answer within %.3g s (%s)",
-                          p->display, (double)p->timeout_ms / 1000.0, why);
-        goto out;
-    case CURLE_ABORTED_BY_CALLBACK:
-        rc = gm_error_set(err, GM_ECANCELED, "the query to Prometheus at %s was cancelled",
-                          p->display);
-        goto out;
-    case CURLE_OUT_OF_MEMORY:
-        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-        goto out;
-    default:
-        rc = gm_error_set(err, GM_EIO, "cannot reach Prometheus at %s: %s", p->display, why);
-        goto out;
-    }
-    if (b.buf.failed) {
-        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-        goto out;
-    }
-    json_error_t je;
-    doc = b.buf.len ? json_loadb(b.buf.p, b.buf.len, JSON_REJECT_DUPLICATES, &je) : NULL;
-    const char *st = json_string_value(json_object_get(doc, "status"));
-    if (st && strcmp(st, "error") == 0) {
-        rc = api_error(p, doc, status, err);
-        goto out;
-    }
-    if (status != 200) {
-        char ex[GM_PROMETHEUS_ERROR_BODY_MAX + 8];
-        excerpt(b.buf.p ? b.buf.p : "", b.buf.len, ex, sizeof ex);
-        rc = gm_error_set(err, GM_EIO, "Prometheus at %s answered HTTP %ld%s%s", p->display, status,
-                          ex[0] ? ": " : "", ex);
-        goto out;
-    }
-    if (!doc) {
-        rc = gm_error_set(err, GM_EPARSE,
-                          "Prometheus at %s answered something that is not JSON (%s): is it a "
-                          "Prometheus server?",
-                          p->display, b.buf.len ? je.text : "an empty body");
-        goto out;
-    }
-    json_t *d = json_object_get(doc, "data");
-    if (!st || strcmp(st, "success") != 0 || !json_is_object(d)) {
-        rc = gm_error_set(err, GM_EPARSE,
-                          "Prometheus at %s answered JSON that is not the query API's "
-                          "({\"status\":\"success\",\"data\":{...}}): is it a Prometheus server?",
-                          p->display);
-        goto out;
-    }
-    *data = json_incref(d);
-    if (warnings) {
-        json_t *w = json_object_get(doc, "warnings");
-        *warnings = json_is_array(w) ? json_incref(w) : NULL;
-    }
-out:
-    json_decref(doc);
+    curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
+    int rc = transfer_error(p, cc, &b, cerr, err);
+    if (rc == GM_OK)
+        rc = read_answer(p, &b, status, data, warnings, err);
     gm_buf_free(&b.buf);
     return rc;
 }

@@ -1711,6 +1711,76 @@ int gm_store_bench_csv(gm_store *st, const char *id, FILE *out, gm_error *err)
     return ferror(out) ? gm_error_set(err, GM_EIO, "writing the CSV of %s", id) : GM_OK;
 }
 
+/* The bench_points columns a listing reads, in the SELECT's order and named as in the JSON. */
+static const char *const bench_list_cols[] = {"load",
+                                              "concurrency",
+                                              "request_rate",
+                                              "requests_per_s",
+                                              "output_tokens_per_s",
+                                              "ttft_p50_ms",
+                                              "ttft_p99_ms",
+                                              "tpot_p50_ms",
+                                              "e2e_p50_ms",
+                                              "goodput_requests_per_s",
+                                              "energy_j",
+                                              "output_tokens_per_joule",
+                                              "joules_per_request",
+                                              "valid",
+                                              "failed"};
+
+/* The current row of the points statement as a JSON object (NULL when out of memory). */
+static json_t *bench_list_point(sqlite3_stmt *pq)
+{
+    json_t *p = json_object();
+    for (int c = 0; p && c < (int)(sizeof bench_list_cols / sizeof *bench_list_cols); c++) {
+        const char *name = bench_list_cols[c];
+        json_t *v;
+        switch (sqlite3_column_type(pq, c)) {
+        case SQLITE_INTEGER:
+            v = strcmp(name, "valid") == 0 ? json_boolean(sqlite3_column_int(pq, c))
+                                           : json_integer(sqlite3_column_int64(pq, c));
+            break;
+        case SQLITE_FLOAT:
+            v = json_real(sqlite3_column_double(pq, c));
+            break;
+        case SQLITE_TEXT:
+            v = gm_json_str((const char *)sqlite3_column_text(pq, c));
+            break;
+        default:
+            v = json_null();
+        }
+        json_object_set_new(p, name, v);
+    }
+    return p;
+}
+
+/* The current row of the runs statement, with its points, as the listing's JSON object. */
+static json_t *bench_list_run(sqlite3_stmt *q, sqlite3_stmt *pq)
+{
+    const char *bid = (const char *)sqlite3_column_text(q, 0);
+    char started[40];
+    gm_json_time(sqlite3_column_int64(q, 2), started, sizeof started);
+    const char *meta_text = (const char *)sqlite3_column_text(q, 4);
+    json_t *meta = meta_text ? json_loads(meta_text, 0, NULL) : NULL;
+    json_t *points = json_array();
+    sqlite3_reset(pq);
+    sqlite3_bind_text(pq, 1, bid, -1, SQLITE_TRANSIENT);
+    while (points && sqlite3_step(pq) == SQLITE_ROW)
+        json_array_append_new(points, bench_list_point(pq));
+    json_t *b =
+        json_pack("{s:s, s:o, s:s, s:o, s:O?, s:O?, s:O?, s:o}", "id", bid, "label",
+                  sqlite3_column_type(q, 1) == SQLITE_NULL
+                      ? json_null()
+                      : gm_json_str((const char *)sqlite3_column_text(q, 1)),
+                  "started_at", started, "duration_seconds",
+                  sqlite3_column_type(q, 3) == SQLITE_NULL ? json_null()
+                                                           : json_real(sqlite3_column_double(q, 3)),
+                  "url", json_object_get(meta, "url"), "model", json_object_get(meta, "model"),
+                  "api", json_object_get(meta, "api"), "points", points ? points : json_array());
+    json_decref(meta);
+    return b;
+}
+
 int gm_store_bench_list(gm_store *st, size_t limit, json_t **out, gm_error *err)
 {
     *out = NULL;
@@ -1738,65 +1808,9 @@ int gm_store_bench_list(gm_store *st, size_t limit, json_t **out, gm_error *err)
         goto done;
     }
     sqlite3_bind_int64(q, 1, limit ? (sqlite3_int64)limit : -1);
-    static const char *const pcols[] = {"load",
-                                        "concurrency",
-                                        "request_rate",
-                                        "requests_per_s",
-                                        "output_tokens_per_s",
-                                        "ttft_p50_ms",
-                                        "ttft_p99_ms",
-                                        "tpot_p50_ms",
-                                        "e2e_p50_ms",
-                                        "goodput_requests_per_s",
-                                        "energy_j",
-                                        "output_tokens_per_joule",
-                                        "joules_per_request",
-                                        "valid",
-                                        "failed"};
     int step;
     while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *bid = (const char *)sqlite3_column_text(q, 0);
-        char started[40];
-        gm_json_time(sqlite3_column_int64(q, 2), started, sizeof started);
-        const char *meta_text = (const char *)sqlite3_column_text(q, 4);
-        json_t *meta = meta_text ? json_loads(meta_text, 0, NULL) : NULL;
-        json_t *points = json_array();
-        sqlite3_reset(pq);
-        sqlite3_bind_text(pq, 1, bid, -1, SQLITE_TRANSIENT);
-        int ps;
-        while (points && (ps = sqlite3_step(pq)) == SQLITE_ROW) {
-            json_t *p = json_object();
-            for (int c = 0; p && c < (int)(sizeof pcols / sizeof *pcols); c++) {
-                json_t *v;
-                switch (sqlite3_column_type(pq, c)) {
-                case SQLITE_INTEGER:
-                    v = strcmp(pcols[c], "valid") == 0 ? json_boolean(sqlite3_column_int(pq, c))
-                                                       : json_integer(sqlite3_column_int64(pq, c));
-                    break;
-                case SQLITE_FLOAT:
-                    v = json_real(sqlite3_column_double(pq, c));
-                    break;
-                case SQLITE_TEXT:
-                    v = gm_json_str((const char *)sqlite3_column_text(pq, c));
-                    break;
-                default:
-                    v = json_null();
-                }
-                json_object_set_new(p, pcols[c], v);
-            }
-            json_array_append_new(points, p);
-        }
-        json_t *b = json_pack(
-            "{s:s, s:o, s:s, s:o, s:O?, s:O?, s:O?, s:o}", "id", bid, "label",
-            sqlite3_column_type(q, 1) == SQLITE_NULL
-                ? json_null()
-                : gm_json_str((const char *)sqlite3_column_text(q, 1)),
-            "started_at", started, "duration_seconds",
-            sqlite3_column_type(q, 3) == SQLITE_NULL ? json_null()
-                                                     : json_real(sqlite3_column_double(q, 3)),
-            "url", json_object_get(meta, "url"), "model", json_object_get(meta, "model"), "api",
-            json_object_get(meta, "api"), "points", points ? points : json_array());
-        json_decref(meta);
+        json_t *b = bench_list_run(q, pq);
         if (!b || json_array_append_new(arr, b) < 0) {
             rc = gm_error_set(err, GM_ENOMEM, "out of memory");
             goto done;

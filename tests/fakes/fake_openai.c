@@ -792,7 +792,7 @@ static void usage(void)
     exit(2);
 }
 
-int main(int argc, char **argv)
+static void parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -860,11 +860,16 @@ int main(int argc, char **argv)
         O.tokens_per_chunk = 1;
     if (O.hostile_every == 0)
         O.hostile_every = 1;
-    if (O.log && !(logf_ = fopen(O.log, "w"))) {
-        perror(O.log);
-        return 1;
-    }
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+/* The listening socket and the signals' fd: their addresses tag their epoll events (as tfd's
+ * does), so they live here rather than in main. */
+static int ls, sfd;
+
+/* Binds the listening socket; 0 with its port in *port, or main's exit status. */
+static int open_listener(int *port)
+{
+    ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in sa = {.sin_family = AF_INET,
@@ -881,12 +886,18 @@ int main(int argc, char **argv)
     }
     socklen_t sl = sizeof sa;
     getsockname(ls, (struct sockaddr *)&sa, &sl);
+    *port = ntohs(sa.sin_port);
+    return 0;
+}
+
+static void watch_events(void)
+{
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigprocmask(SIG_BLOCK, &mask, NULL);
-    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     ep = epoll_create1(EPOLL_CLOEXEC);
     tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ls};
@@ -895,16 +906,92 @@ int main(int argc, char **argv)
     epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
     ev.data.ptr = &sfd;
     epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-    if (O.port_file) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", O.port_file);
-        FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%d\n", ntohs(sa.sin_port)) < 0 || fclose(f) != 0 ||
-            rename(tmp, O.port_file) != 0) {
-            perror(O.port_file);
-            return 1;
+}
+
+/* Written to a temporary name and renamed, so a reader never sees half a port. */
+static bool write_port_file(int port)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", O.port_file);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, O.port_file) != 0) {
+        perror(O.port_file);
+        return false;
+    }
+    return true;
+}
+
+static void accept_all(void)
+{
+    int one = 1;
+    for (;;) {
+        int fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            break;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+        conn *c = calloc(1, sizeof *c);
+        c->fd = fd;
+        c->heap_i = -1;
+        struct epoll_event cev = {.events = EPOLLIN, .data.ptr = c};
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
+    }
+}
+
+static void on_timer(void)
+{
+    uint64_t t;
+    if (read(tfd, &t, sizeof t) < 0) {
+        /* spurious */
+    }
+    /* A few streams per round, then back to epoll: a burst of 256 streams due at once must not
+     * keep new requests waiting (and stamped late) behind it. */
+    int64_t now = mono_ns();
+    for (int k = 0; k < 16 && heap_n && heap[0]->st.next_due <= now; k++) {
+        conn *c = heap[0];
+        heap_remove(c);
+        stream_step(c, NULL);
+        if (!c->streaming) {
+            if (c->close_after && c->out.len == c->out.off)
+                conn_close(c);
+            else if (!handle_input(c))
+                conn_close(c);
         }
     }
+}
+
+static void on_conn_event(conn *c, uint32_t events)
+{
+    if (c->dead)
+        return;
+    if (events & EPOLLOUT) {
+        if (!flush_out(c)) {
+            conn_close(c);
+            return;
+        }
+        if (c->close_after && !c->streaming && c->out.len == c->out.off) {
+            conn_close(c);
+            return;
+        }
+    }
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        on_readable(c);
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    if (O.log && !(logf_ = fopen(O.log, "w"))) {
+        perror(O.log);
+        return 1;
+    }
+    int port;
+    int rc = open_listener(&port);
+    if (rc != 0)
+        return rc;
+    watch_events();
+    if (O.port_file && !write_port_file(port))
+        return 1;
     if (O.say) {
         printf("%s\n", O.say);
         fflush(stdout);
@@ -923,57 +1010,12 @@ int main(int argc, char **argv)
                     fclose(logf_);
                 return 0;
             }
-            if (p == &ls) {
-                for (;;) {
-                    int fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd < 0)
-                        break;
-                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
-                    conn *c = calloc(1, sizeof *c);
-                    c->fd = fd;
-                    c->heap_i = -1;
-                    struct epoll_event cev = {.events = EPOLLIN, .data.ptr = c};
-                    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
-                }
-                continue;
-            }
-            if (p == &tfd) {
-                uint64_t t;
-                if (read(tfd, &t, sizeof t) < 0) {
-                    /* spurious */
-                }
-                /* A few streams per round, then back to epoll: a burst of 256 streams due at
-                 * once must not keep new requests waiting (and stamped late) behind it. */
-                int64_t now = mono_ns();
-                for (int k = 0; k < 16 && heap_n && heap[0]->st.next_due <= now; k++) {
-                    conn *c = heap[0];
-                    heap_remove(c);
-                    stream_step(c, NULL);
-                    if (!c->streaming) {
-                        if (c->close_after && c->out.len == c->out.off)
-                            conn_close(c);
-                        else if (!handle_input(c))
-                            conn_close(c);
-                    }
-                }
-                continue;
-            }
-            conn *c = p;
-            if (c->dead)
-                continue;
-            if (evs[i].events & EPOLLOUT) {
-                if (!flush_out(c)) {
-                    conn_close(c);
-                    continue;
-                }
-                if (c->close_after && !c->streaming && c->out.len == c->out.off) {
-                    conn_close(c);
-                    continue;
-                }
-            }
-            if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-                on_readable(c);
+            if (p == &ls)
+                accept_all();
+            else if (p == &tfd)
+                on_timer();
+            else
+                on_conn_event(p, evs[i].events);
         }
         conn_reap();
         arm();

@@ -83,13 +83,11 @@ static int parse_history(gm_history_params *out, gm_error *err, unsigned gpus, u
     return gm_history_params_parse(&q, gpus, NULL, history_s, poll_ms, out, err);
 }
 
-static void test_history_params(void **state)
+static void test_history_default_every_gpu(void **state)
 {
     (void)state;
     gm_history_params p;
     gm_error err;
-    char name[64];
-
     /* No gpu: every recorded GPU; seconds defaults to 60. */
     assert_int_equal(parse_history(&p, &err, 4, 3600, 1000, "metric=utilization.gpu", NULL), GM_OK);
     assert_int_equal(p.count, 4);
@@ -97,23 +95,34 @@ static void test_history_params(void **state)
     assert_int_equal(p.step_ms, 0);
     assert_int_equal(p.series[3].gpu, 3);
     assert_int_equal(p.series[0].metric, GM_M_UTIL_GPU_PCT);
+}
 
-    /* GPU indexes with a gap (only 1 and 3 exist): the default lists those two, and asking for
-     * an index that is not in the sample is an error, never a series of nulls. */
-    {
-        gm_query q;
-        gm_query_init(&q);
-        const bool present[4] = {false, true, false, true};
-        assert_int_equal(gm_query_parse(&q, "metric=power.draw", 17, &err), GM_OK);
-        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_OK);
-        assert_int_equal(p.count, 2);
-        assert_int_equal(p.series[0].gpu, 1);
-        assert_int_equal(p.series[1].gpu, 3);
-        assert_int_equal(gm_query_parse(&q, "gpu=0", 5, &err), GM_OK);
-        assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_EINVAL);
-        assert_non_null(strstr(err.msg, "not in the latest sample"));
-    }
+/* GPU indexes with a gap (only 1 and 3 exist): the default lists those two, and asking for an
+ * index that is not in the sample is an error, never a series of nulls. */
+static void test_history_gpu_gap(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
+    gm_query q;
+    gm_query_init(&q);
+    const bool present[4] = {false, true, false, true};
+    assert_int_equal(gm_query_parse(&q, "metric=power.draw", 17, &err), GM_OK);
+    assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_OK);
+    assert_int_equal(p.count, 2);
+    assert_int_equal(p.series[0].gpu, 1);
+    assert_int_equal(p.series[1].gpu, 3);
+    assert_int_equal(gm_query_parse(&q, "gpu=0", 5, &err), GM_OK);
+    assert_int_equal(gm_history_params_parse(&q, 4, present, 3600, 1000, &p, &err), GM_EINVAL);
+    assert_non_null(strstr(err.msg, "not in the latest sample"));
+}
 
+static void test_history_lists_folded(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
+    char name[64];
     /* Comma-separated and repeated, GPU and host metrics, duplicates folded. */
     assert_int_equal(parse_history(&p, &err, 4, 3600, 1000, "gpu=1,2", "gpu=2",
                                    "metric=power.draw,host.cpu.utilization", "metric=power.draw",
@@ -129,12 +138,24 @@ static void test_history_params(void **state)
     assert_string_equal(gm_history_series_name(&p.series[0], name, sizeof name), "power.draw");
     assert_int_equal(p.range_ms, 900000);
     assert_int_equal(p.step_ms, 2500);
+}
 
+static void test_history_short_history_range(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
     /* A short history shortens the default range. */
     assert_int_equal(parse_history(&p, &err, 1, 30, 1000, "metric=host.load.1m", NULL), GM_OK);
     assert_int_equal(p.range_ms, 30000);
     assert_int_equal(p.count, 1);
+}
 
+static void test_history_bad_params(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
     static const struct {
         const char *frag;
         const char *says;
@@ -165,8 +186,14 @@ static void test_history_params(void **state)
         if (rc != GM_EINVAL || !strstr(err.msg, bad[i].says))
             fail_msg("case \"%s\": rc %d \"%s\"", bad[i].frag, rc, err.msg);
     }
+}
 
-    /* Point limits: 1 h at 100 ms is 36001 points per series; a step brings it under. */
+static void test_history_point_limits(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
+    /* 1 h at 100 ms is 36001 points per series; a step brings it under. */
     assert_int_equal(
         parse_history(&p, &err, 1, 3600, 100, "metric=utilization.gpu", "seconds=3600", NULL),
         GM_EINVAL);
@@ -179,11 +206,23 @@ static void test_history_params(void **state)
                                    "seconds=3600", NULL),
                      GM_EINVAL);
     assert_non_null(strstr(err.msg, "points per request"));
-    /* History off. */
+}
+
+static void test_history_disabled(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
     assert_int_equal(parse_history(&p, &err, 1, 0, 1000, "metric=utilization.gpu", NULL),
                      GM_EINVAL);
     assert_non_null(strstr(err.msg, "disabled"));
-    /* No GPU recorded: host series only. */
+}
+
+static void test_history_no_gpu_host_only(void **state)
+{
+    (void)state;
+    gm_history_params p;
+    gm_error err;
     assert_int_equal(parse_history(&p, &err, 0, 3600, 1000, "metric=host.memory.used", NULL),
                      GM_OK);
     assert_int_equal(p.count, 1);
@@ -377,8 +416,17 @@ static void test_history_long_items(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_query_params),       cmocka_unit_test(test_query_order_and_limits),
-        cmocka_unit_test(test_history_params),     cmocka_unit_test(test_history_more_cases),
+        cmocka_unit_test(test_query_params),
+        cmocka_unit_test(test_query_order_and_limits),
+        cmocka_unit_test(test_history_default_every_gpu),
+        cmocka_unit_test(test_history_gpu_gap),
+        cmocka_unit_test(test_history_lists_folded),
+        cmocka_unit_test(test_history_short_history_range),
+        cmocka_unit_test(test_history_bad_params),
+        cmocka_unit_test(test_history_point_limits),
+        cmocka_unit_test(test_history_disabled),
+        cmocka_unit_test(test_history_no_gpu_host_only),
+        cmocka_unit_test(test_history_more_cases),
         cmocka_unit_test(test_history_long_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
