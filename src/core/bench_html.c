@@ -98,11 +98,24 @@ static void fmt_tick(char *buf, size_t len, double v, double step)
 
 enum { W = 600, H = 300, ML = 64, MR = 16, MT = 16, MB = 44 };
 
-/* A line chart with axes from 0 (or the data's minimum when below) to the data's maximum, ticks
- * at round values, one polyline per series broken where a value is absent, and a legend. Says
- * "no data" instead of drawing empty axes. */
-static void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
-                      const series *s, size_t ns)
+/* A chart's plotting area: the data range its axes span, rounded out to whole ticks. */
+typedef struct frame {
+    double x0, x1, y0, y1, xs, ys, pw, ph;
+} frame;
+
+static double px(const frame *f, double v)
+{
+    return ML + (v - f->x0) / (f->x1 - f->x0) * f->pw;
+}
+
+static double py(const frame *f, double v)
+{
+    return MT + f->ph - (v - f->y0) / (f->y1 - f->y0) * f->ph;
+}
+
+/* The frame of the series' finite points, from 0 (or the data's minimum when below) to the
+ * data's maximum; false when no point is finite. */
+static bool chart_frame(const series *s, size_t ns, frame *f)
 {
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
     size_t count = 0;
@@ -115,14 +128,8 @@ static void svg_chart(FILE *out, const char *title, const char *xlabel, const ch
                 y1 = fmax(y1, s[i].y[k]);
                 count++;
             }
-    fprintf(out, "<figure class=\"chart\"><figcaption>");
-    esc(out, title);
-    fprintf(out, "</figcaption>\n");
-    if (count == 0) {
-        fprintf(out, "<p class=\"none\">No data for this chart in %s.</p></figure>\n",
-                ns > 1 ? "these benchmarks" : "this benchmark");
-        return;
-    }
+    if (count == 0)
+        return false;
     if (x0 > 0)
         x0 = 0;
     if (y0 > 0)
@@ -132,77 +139,108 @@ static void svg_chart(FILE *out, const char *title, const char *xlabel, const ch
     if (!(y1 > y0))
         y1 = y0 + fmax(1, fabs(y0));
     double xs = nice_step(x1 - x0), ys = nice_step(y1 - y0);
-    x0 = floor(x0 / xs) * xs;
-    y0 = floor(y0 / ys) * ys;
-    x1 = ceil(x1 / xs) * xs;
-    y1 = ceil(y1 / ys) * ys;
-    double pw = W - ML - MR, ph = H - MT - MB;
-#define PX(v) (ML + ((v)-x0) / (x1 - x0) * pw)
-#define PY(v) (MT + ph - ((v)-y0) / (y1 - y0) * ph)
-    fprintf(out, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"",
-            W, H, W, H);
-    esc(out, title);
-    fprintf(out, "\">\n");
+    f->xs = xs;
+    f->ys = ys;
+    f->x0 = floor(x0 / xs) * xs;
+    f->y0 = floor(y0 / ys) * ys;
+    f->x1 = ceil(x1 / xs) * xs;
+    f->y1 = ceil(y1 / ys) * ys;
+    f->pw = W - ML - MR;
+    f->ph = H - MT - MB;
+    return true;
+}
+
+/* The grid with its tick labels, the two axes and their labels. */
+static void svg_axes(FILE *out, const frame *f, const char *xlabel, const char *ylabel)
+{
     char t[32];
     /* At most a dozen ticks, counted: a step lost in a huge value's precision ends too. */
     for (int k = 0; k <= 12; k++) {
-        double v = y0 + k * ys;
-        if (!(v <= y1 + ys / 2))
+        double v = f->y0 + k * f->ys;
+        if (!(v <= f->y1 + f->ys / 2))
             break;
-        fmt_tick(t, sizeof t, v, ys);
+        fmt_tick(t, sizeof t, v, f->ys);
         fprintf(out,
                 "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
                 "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                ML, W - MR, PY(v), PY(v), ML - 6, PY(v) + 4, t);
+                ML, W - MR, py(f, v), py(f, v), ML - 6, py(f, v) + 4, t);
     }
     for (int k = 0; k <= 12; k++) {
-        double v = x0 + k * xs;
-        if (!(v <= x1 + xs / 2))
+        double v = f->x0 + k * f->xs;
+        if (!(v <= f->x1 + f->xs / 2))
             break;
-        fmt_tick(t, sizeof t, v, xs);
+        fmt_tick(t, sizeof t, v, f->xs);
         fprintf(out,
                 "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\"/>"
                 "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                PX(v), PX(v), MT, MT + ph, PX(v), MT + ph + 16, t);
+                px(f, v), px(f, v), MT, MT + f->ph, px(f, v), MT + f->ph + 16, t);
     }
     fprintf(out,
             "<line class=\"axis\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
             "<line class=\"axis\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%.1f\"/>\n",
-            ML, W - MR, MT + ph, MT + ph, ML, ML, MT, MT + ph);
-    fprintf(out, "<text class=\"label\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", ML + pw / 2,
-            H - 6);
+            ML, W - MR, MT + f->ph, MT + f->ph, ML, ML, MT, MT + f->ph);
+    fprintf(out, "<text class=\"label\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+            ML + f->pw / 2, H - 6);
     esc(out, xlabel);
     fprintf(out,
             "</text><text class=\"label\" transform=\"translate(14 %.1f) rotate(-90)\" "
             "text-anchor=\"middle\">",
-            MT + ph / 2);
+            MT + f->ph / 2);
     esc(out, ylabel);
     fprintf(out, "</text>\n");
-    for (size_t i = 0; i < ns; i++) {
-        bool open = false;
-        for (size_t k = 0; k < s[i].n; k++) {
-            bool ok = isfinite(s[i].x[k]) && isfinite(s[i].y[k]);
-            if (ok && !open) {
-                fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"",
-                        s[i].color, s[i].dashed ? " stroke-dasharray=\"6 4\"" : "");
-                open = true;
-            } else if (!ok && open) {
-                fprintf(out, "\"/>\n");
-                open = false;
-            }
-            if (ok)
-                fprintf(out, "%.1f,%.1f ", PX(s[i].x[k]), PY(s[i].y[k]));
-        }
-        if (open)
+}
+
+/* One series: a polyline broken where a value is absent, and its dots when it has them. */
+static void svg_series(FILE *out, const frame *f, const series *s)
+{
+    bool open = false;
+    for (size_t k = 0; k < s->n; k++) {
+        bool ok = isfinite(s->x[k]) && isfinite(s->y[k]);
+        if (ok && !open) {
+            fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"",
+                    s->color, s->dashed ? " stroke-dasharray=\"6 4\"" : "");
+            open = true;
+        } else if (!ok && open) {
             fprintf(out, "\"/>\n");
-        for (size_t k = 0; s[i].dots && k < s[i].n; k++)
-            if (isfinite(s[i].x[k]) && isfinite(s[i].y[k])) {
-                fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
-                        PX(s[i].x[k]), PY(s[i].y[k]), s[i].color);
-                esc(out, s[i].name);
-                fprintf(out, ": %.4g, %.4g</title></circle>\n", s[i].x[k], s[i].y[k]);
-            }
+            open = false;
+        }
+        if (ok)
+            fprintf(out, "%.1f,%.1f ", px(f, s->x[k]), py(f, s->y[k]));
     }
+    if (open)
+        fprintf(out, "\"/>\n");
+    for (size_t k = 0; s->dots && k < s->n; k++)
+        if (isfinite(s->x[k]) && isfinite(s->y[k])) {
+            fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
+                    px(f, s->x[k]), py(f, s->y[k]), s->color);
+            esc(out, s->name);
+            fprintf(out, ": %.4g, %.4g</title></circle>\n", s->x[k], s->y[k]);
+        }
+}
+
+/* A line chart with axes from 0 (or the data's minimum when below) to the data's maximum, ticks
+ * at round values, one polyline per series broken where a value is absent, and a legend. Says
+ * "no data" instead of drawing empty axes. */
+static void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                      const series *s, size_t ns)
+{
+    frame f;
+    bool any = chart_frame(s, ns, &f);
+    fprintf(out, "<figure class=\"chart\"><figcaption>");
+    esc(out, title);
+    fprintf(out, "</figcaption>\n");
+    if (!any) {
+        fprintf(out, "<p class=\"none\">No data for this chart in %s.</p></figure>\n",
+                ns > 1 ? "these benchmarks" : "this benchmark");
+        return;
+    }
+    fprintf(out, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"",
+            W, H, W, H);
+    esc(out, title);
+    fprintf(out, "\">\n");
+    svg_axes(out, &f, xlabel, ylabel);
+    for (size_t i = 0; i < ns; i++)
+        svg_series(out, &f, &s[i]);
     fprintf(out, "</svg>\n<div class=\"legend\">");
     for (size_t i = 0; i < ns; i++) {
         fprintf(out,
@@ -213,8 +251,6 @@ static void svg_chart(FILE *out, const char *title, const char *xlabel, const ch
         fprintf(out, "</span>");
     }
     fprintf(out, "</div></figure>\n");
-#undef PX
-#undef PY
 }
 
 static void series_free(series *s, size_t n)

@@ -417,6 +417,96 @@ static int finish(json_t *doc, const char *name, const char *format, const char 
     return GM_OK;
 }
 
+/* The JSON objects of clean[0..n) into objs: one object, or (vLLM's --append-result) several,
+ * one per line. */
+static int read_objects(const char *clean, size_t n, const char *name, json_t *objs, gm_error *err)
+{
+    size_t at = 0;
+    for (;;) {
+        while (at < n && isspace((unsigned char)clean[at]))
+            at++;
+        if (at == n)
+            return GM_OK;
+        json_error_t je;
+        json_t *o = gm_json_loadb(clean + at, n - at, JSON_DISABLE_EOF_CHECK, &je);
+        if (!o)
+            return gm_error_set(err, GM_EPARSE, "%s: not JSON (line %d: %s)", name, je.line,
+                                je.text);
+        if (!json_is_object(o)) {
+            json_decref(o);
+            return gm_error_set(err, GM_EPARSE, "%s: not a result file (a JSON object)", name);
+        }
+        if (json_array_size(objs) >= GM_BENCH_IMPORT_MAX_POINTS) {
+            json_decref(o);
+            return gm_error_set(err, GM_EPARSE, "%s: more than %d results in one file", name,
+                                GM_BENCH_IMPORT_MAX_POINTS);
+        }
+        json_array_append_new(objs, o);
+        at += (size_t)je.position;
+    }
+}
+
+/* The document of one or more vLLM results into *doc (the caller frees it on failure); a
+ * point per result, the run's model, label, API and start from the first. */
+static int vllm_import(reader *r, const json_t *objs, const char *name, json_t **doc, json_t **out,
+                       int64_t *started_ms)
+{
+    gm_error *err = r->err;
+    const json_t *first = json_array_get(objs, 0);
+    int rc = GM_OK;
+    json_t *pts = json_array();
+    *doc = json_object();
+    if (!pts || !*doc) {
+        json_decref(pts);
+        rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+    } else {
+        json_object_set_new(*doc, "points", pts);
+    }
+    size_t i;
+    const json_t *o;
+    json_array_foreach(objs, i, o)
+    {
+        if (rc != GM_OK || r->failed)
+            break;
+        if (!is_vllm(o)) {
+            rc = gm_error_set(err, GM_EPARSE, "%s: result %zu is not a vLLM result like the first",
+                              name, i + 1);
+            break;
+        }
+        if (get_num(r, o, "duration") < 0 || isnan(get_num(r, o, "duration")))
+            bad(r, "duration", "a number of seconds of at least 0");
+        json_int_t c;
+        if (!get_count(r, o, "completed", &c) && !r->failed)
+            bad(r, "completed", "a whole number of at least 0");
+        json_t *p = vllm_point(r, o);
+        if (!p) {
+            rc = gm_error_set(err, GM_ENOMEM, "out of memory");
+            break;
+        }
+        json_array_append_new(pts, p);
+    }
+    if (rc != GM_OK || r->failed)
+        return rc;
+    const char *model = get_str(r, first, "model_id");
+    const char *label = get_str(r, first, "label");
+    const char *backend = get_str(r, first, "backend");
+    if (!backend)
+        backend = get_str(r, first, "endpoint_type");
+    const char *api = api_of(backend);
+    const char *date = get_str(r, first, "date");
+    *started_ms = vllm_date(date);
+    json_object_set_new(*doc, "model", model ? json_string(model) : json_null());
+    if (label)
+        json_object_set_new(*doc, "label", gm_json_str(label));
+    json_object_set_new(*doc, "url", json_null());
+    json_object_set_new(*doc, "api", api ? json_string(api) : json_null());
+    if (backend)
+        json_object_set_new(*doc, "backend", gm_json_str(backend));
+    if (!r->failed)
+        rc = finish(*doc, name, "vllm", "vLLM", out);
+    return rc;
+}
+
 int gm_bench_import(const char *text, size_t len, const char *name, json_t **out,
                     int64_t *started_ms, gm_error *err)
 {
@@ -428,30 +518,7 @@ int gm_bench_import(const char *text, size_t len, const char *name, json_t **out
         return gm_error_set(err, GM_ENOMEM, "out of memory");
     reader r = {name, err, false};
     json_t *objs = json_array();
-    size_t at = 0;
-    int rc = GM_OK;
-    /* One object, or (vLLM's --append-result) several, one per line. */
-    while (objs && rc == GM_OK) {
-        while (at < n && isspace((unsigned char)clean[at]))
-            at++;
-        if (at == n)
-            break;
-        json_error_t je;
-        json_t *o = gm_json_loadb(clean + at, n - at, JSON_DISABLE_EOF_CHECK, &je);
-        if (!o) {
-            rc = gm_error_set(err, GM_EPARSE, "%s: not JSON (line %d: %s)", name, je.line, je.text);
-        } else if (!json_is_object(o)) {
-            json_decref(o);
-            rc = gm_error_set(err, GM_EPARSE, "%s: not a result file (a JSON object)", name);
-        } else if (json_array_size(objs) >= GM_BENCH_IMPORT_MAX_POINTS) {
-            json_decref(o);
-            rc = gm_error_set(err, GM_EPARSE, "%s: more than %d results in one file", name,
-                              GM_BENCH_IMPORT_MAX_POINTS);
-        } else {
-            json_array_append_new(objs, o);
-            at += (size_t)je.position;
-        }
-    }
+    int rc = objs ? read_objects(clean, n, name, objs, err) : GM_OK;
     free(clean);
     if (!objs)
         return gm_error_set(err, GM_ENOMEM, "out of memory");
@@ -467,57 +534,7 @@ int gm_bench_import(const char *text, size_t len, const char *name, json_t **out
         if (rc == GM_OK && !r.failed)
             rc = finish(doc, name, "genai-perf", "GenAI-Perf", out);
     } else if (rc == GM_OK && is_vllm(first)) {
-        json_t *pts = json_array();
-        doc = json_object();
-        if (!pts || !doc) {
-            json_decref(pts);
-            rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-        } else {
-            json_object_set_new(doc, "points", pts);
-        }
-        size_t i;
-        const json_t *o;
-        json_array_foreach(objs, i, o)
-        {
-            if (rc != GM_OK || r.failed)
-                break;
-            if (!is_vllm(o)) {
-                rc =
-                    gm_error_set(err, GM_EPARSE,
-                                 "%s: result %zu is not a vLLM result like the first", name, i + 1);
-                break;
-            }
-            if (get_num(&r, o, "duration") < 0 || isnan(get_num(&r, o, "duration")))
-                bad(&r, "duration", "a number of seconds of at least 0");
-            json_int_t c;
-            if (!get_count(&r, o, "completed", &c) && !r.failed)
-                bad(&r, "completed", "a whole number of at least 0");
-            json_t *p = vllm_point(&r, o);
-            if (!p) {
-                rc = gm_error_set(err, GM_ENOMEM, "out of memory");
-                break;
-            }
-            json_array_append_new(pts, p);
-        }
-        if (rc == GM_OK && !r.failed) {
-            const char *model = get_str(&r, first, "model_id");
-            const char *label = get_str(&r, first, "label");
-            const char *backend = get_str(&r, first, "backend");
-            if (!backend)
-                backend = get_str(&r, first, "endpoint_type");
-            const char *api = api_of(backend);
-            const char *date = get_str(&r, first, "date");
-            *started_ms = vllm_date(date);
-            json_object_set_new(doc, "model", model ? json_string(model) : json_null());
-            if (label)
-                json_object_set_new(doc, "label", gm_json_str(label));
-            json_object_set_new(doc, "url", json_null());
-            json_object_set_new(doc, "api", api ? json_string(api) : json_null());
-            if (backend)
-                json_object_set_new(doc, "backend", gm_json_str(backend));
-            if (!r.failed)
-                rc = finish(doc, name, "vllm", "vLLM", out);
-        }
+        rc = vllm_import(&r, objs, name, &doc, out, started_ms);
     } else if (rc == GM_OK) {
         rc = gm_error_set(err, GM_EPARSE,
                           "%s: neither a vLLM result (vllm bench serve --save-result: "

@@ -181,6 +181,126 @@ static bool gpu_list_ok(const char *list)
     return true;
 }
 
+/* A group setter's answer for a name that is not one of its settings. */
+#define NOT_MINE 1
+
+/* What to ask the server: where, which model, which API, and the request shape. */
+static int set_request(gm_bench_config *o, const char *n, const char *v, gm_error *err)
+{
+    if (strcmp(n, "url") == 0)
+        return set_str(&o->url, v, err);
+    if (strcmp(n, "model") == 0) {
+        if (!*v)
+            return gm_error_set(err, GM_EINVAL, "--model is empty");
+        return set_str(&o->model, v, err);
+    }
+    if (strcmp(n, "api") == 0) {
+        if (gm_bench_api_parse(v, &o->api) < 0)
+            return gm_error_set(err, GM_EINVAL, "--api \"%s\" is not completions or chat", v);
+        return GM_OK;
+    }
+    if (strcmp(n, "input-tokens") == 0) {
+        int rc = want_uint("--input-tokens", v, 1, GM_BENCH_TOKENS_MAX, &o->input_tokens, err);
+        if (rc == GM_OK)
+            o->have_input_tokens = true;
+        return rc;
+    }
+    if (strcmp(n, "output-tokens") == 0)
+        return want_uint("--output-tokens", v, 1, GM_BENCH_TOKENS_MAX, &o->output_tokens, err);
+    if (strcmp(n, "prompts") == 0)
+        return set_str(&o->prompts, v, err);
+    if (strcmp(n, "header") == 0) {
+        if (!header_ok(v))
+            return gm_error_set(err, GM_EINVAL,
+                                "--header expects 'Name: value' (a token name, no control "
+                                "characters)");
+        if (o->nheaders == GM_BENCH_HEADERS_MAX)
+            return gm_error_set(err, GM_EINVAL, "at most %d --header", GM_BENCH_HEADERS_MAX);
+        if (!(o->headers[o->nheaders] = strdup(v)))
+            return gm_error_set(err, GM_ENOMEM, "out of memory");
+        o->nheaders++;
+        return GM_OK;
+    }
+    if (strcmp(n, "api-key-env") == 0)
+        return set_str(&o->api_key_env, v, err);
+    if (strcmp(n, "timeout") == 0)
+        return want_duration("--timeout", v, 0.1, 86400, &o->timeout_s, err);
+    return NOT_MINE;
+}
+
+/* How much load, for how long, and what counts as meeting it. */
+static int set_load(gm_bench_config *o, const char *n, const char *v, gm_error *err)
+{
+    if (strcmp(n, "concurrency") == 0 || strcmp(n, "request-rate") == 0) {
+        bool rate = n[0] == 'r';
+        int rc = parse_list(rate ? "--request-rate" : "--concurrency", v, rate, o, err);
+        if (rc < 0)
+            return rc;
+        if (rate)
+            o->have_rate = true;
+        else
+            o->have_conc = true;
+        o->open_loop = rate;
+        return GM_OK;
+    }
+    if (strcmp(n, "burstiness") == 0) {
+        int rc = want_number("--burstiness", "a number", v, 0.01, 100, &o->burstiness, err);
+        if (rc == GM_OK)
+            o->have_burstiness = true;
+        return rc;
+    }
+    if (strcmp(n, "requests") == 0)
+        return want_uint("--requests", v, 1, GM_BENCH_REQUESTS_MAX, &o->requests, err);
+    if (strcmp(n, "duration") == 0)
+        return want_duration("--duration", v, 0.1, 7 * 86400, &o->duration_s, err);
+    if (strcmp(n, "warmup") == 0)
+        return want_uint("--warmup", v, 0, 100000, &o->warmup, err);
+    if (strcmp(n, "slo") == 0) {
+        gm_error e = {0};
+        if (gm_bench_slo_parse(v, &o->slo, &e) < 0)
+            return gm_error_set(err, GM_EINVAL, "--slo %s", e.msg);
+        return GM_OK;
+    }
+    return NOT_MINE;
+}
+
+/* Which GPUs to watch while the load runs, and how often. */
+static int set_telemetry(gm_bench_config *o, const char *n, const char *v, gm_error *err)
+{
+    if (strcmp(n, "gpus") == 0 || strcmp(n, "id") == 0) {
+        if (!gpu_list_ok(v))
+            return gm_error_set(err, GM_EINVAL,
+                                *v ? "invalid GPU list \"%s\" (expected indices, UUIDs or PCI bus "
+                                     "ids separated by commas)"
+                                   : "empty GPU list%s",
+                                v);
+        return set_str(&o->gpus, v, err);
+    }
+    if (strcmp(n, "interval") == 0)
+        return want_duration("--interval", v, 0.01, 3600, &o->interval_s, err);
+    if (strcmp(n, "idle-seconds") == 0)
+        return want_duration("--idle-seconds", v, 0, 600, &o->idle_s, err);
+    return NOT_MINE;
+}
+
+/* Where the results go and what they are called. */
+static int set_output(gm_bench_config *o, const char *n, const char *v, gm_error *err)
+{
+    if (strcmp(n, "output") == 0)
+        return set_str(&o->output, v, err);
+    if (strcmp(n, "label") == 0) {
+        if (strlen(v) > GM_BENCH_LABEL_MAX)
+            return gm_error_set(err, GM_EINVAL, "--label is longer than %d bytes",
+                                GM_BENCH_LABEL_MAX);
+        return set_str(&o->label, v, err);
+    }
+    if (strcmp(n, "trace") == 0)
+        return set_str(&o->trace, v, err);
+    if (strcmp(n, "db") == 0)
+        return set_str(&o->db, v, err);
+    return NOT_MINE;
+}
+
 int gm_bench_config_set(gm_bench_config *o, const char *name, const char *value, gm_error *err)
 {
     char n[32];
@@ -206,103 +326,16 @@ int gm_bench_config_set(gm_bench_config *o, const char *name, const char *value,
     }
     if (!flag_only && !value)
         return gm_error_set(err, GM_EINVAL, "--%s needs a value", n);
-    const char *v = value;
-    if (strcmp(n, "url") == 0)
-        return set_str(&o->url, v, err);
-    if (strcmp(n, "model") == 0) {
-        if (!*v)
-            return gm_error_set(err, GM_EINVAL, "--model is empty");
-        return set_str(&o->model, v, err);
-    }
-    if (strcmp(n, "api") == 0) {
-        if (gm_bench_api_parse(v, &o->api) < 0)
-            return gm_error_set(err, GM_EINVAL, "--api \"%s\" is not completions or chat", v);
-        return GM_OK;
-    }
-    if (strcmp(n, "concurrency") == 0 || strcmp(n, "request-rate") == 0) {
-        bool rate = n[0] == 'r';
-        int rc = parse_list(rate ? "--request-rate" : "--concurrency", v, rate, o, err);
-        if (rc < 0)
-            return rc;
-        if (rate)
-            o->have_rate = true;
-        else
-            o->have_conc = true;
-        o->open_loop = rate;
-        return GM_OK;
-    }
-    if (strcmp(n, "burstiness") == 0) {
-        int rc = want_number("--burstiness", "a number", v, 0.01, 100, &o->burstiness, err);
-        if (rc == GM_OK)
-            o->have_burstiness = true;
-        return rc;
-    }
-    if (strcmp(n, "requests") == 0)
-        return want_uint("--requests", v, 1, GM_BENCH_REQUESTS_MAX, &o->requests, err);
-    if (strcmp(n, "duration") == 0)
-        return want_duration("--duration", v, 0.1, 7 * 86400, &o->duration_s, err);
-    if (strcmp(n, "warmup") == 0)
-        return want_uint("--warmup", v, 0, 100000, &o->warmup, err);
-    if (strcmp(n, "input-tokens") == 0) {
-        int rc = want_uint("--input-tokens", v, 1, GM_BENCH_TOKENS_MAX, &o->input_tokens, err);
-        if (rc == GM_OK)
-            o->have_input_tokens = true;
-        return rc;
-    }
-    if (strcmp(n, "output-tokens") == 0)
-        return want_uint("--output-tokens", v, 1, GM_BENCH_TOKENS_MAX, &o->output_tokens, err);
-    if (strcmp(n, "prompts") == 0)
-        return set_str(&o->prompts, v, err);
-    if (strcmp(n, "slo") == 0) {
-        gm_error e = {0};
-        if (gm_bench_slo_parse(v, &o->slo, &e) < 0)
-            return gm_error_set(err, GM_EINVAL, "--slo %s", e.msg);
-        return GM_OK;
-    }
-    if (strcmp(n, "header") == 0) {
-        if (!header_ok(v))
-            return gm_error_set(err, GM_EINVAL,
-                                "--header expects 'Name: value' (a token name, no control "
-                                "characters)");
-        if (o->nheaders == GM_BENCH_HEADERS_MAX)
-            return gm_error_set(err, GM_EINVAL, "at most %d --header", GM_BENCH_HEADERS_MAX);
-        if (!(o->headers[o->nheaders] = strdup(v)))
-            return gm_error_set(err, GM_ENOMEM, "out of memory");
-        o->nheaders++;
-        return GM_OK;
-    }
-    if (strcmp(n, "api-key-env") == 0)
-        return set_str(&o->api_key_env, v, err);
-    if (strcmp(n, "timeout") == 0)
-        return want_duration("--timeout", v, 0.1, 86400, &o->timeout_s, err);
-    if (strcmp(n, "gpus") == 0 || strcmp(n, "id") == 0) {
-        if (!gpu_list_ok(v))
-            return gm_error_set(err, GM_EINVAL,
-                                *v ? "invalid GPU list \"%s\" (expected indices, UUIDs or PCI bus "
-                                     "ids separated by commas)"
-                                   : "empty GPU list%s",
-                                v);
-        return set_str(&o->gpus, v, err);
-    }
-    if (strcmp(n, "interval") == 0)
-        return want_duration("--interval", v, 0.01, 3600, &o->interval_s, err);
-    if (strcmp(n, "idle-seconds") == 0)
-        return want_duration("--idle-seconds", v, 0, 600, &o->idle_s, err);
-    if (strcmp(n, "output") == 0)
-        return set_str(&o->output, v, err);
-    if (strcmp(n, "label") == 0) {
-        if (strlen(v) > GM_BENCH_LABEL_MAX)
-            return gm_error_set(err, GM_EINVAL, "--label is longer than %d bytes",
-                                GM_BENCH_LABEL_MAX);
-        return set_str(&o->label, v, err);
-    }
-    if (strcmp(n, "trace") == 0)
-        return set_str(&o->trace, v, err);
-    if (strcmp(n, "db") == 0)
-        return set_str(&o->db, v, err);
     if (flag_only) {
         o->no_db = true;
         return GM_OK;
+    }
+    int (*const groups[])(gm_bench_config *, const char *, const char *,
+                          gm_error *) = {set_request, set_load, set_telemetry, set_output};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        int rc = groups[i](o, n, value, err);
+        if (rc != NOT_MINE)
+            return rc;
     }
     return gm_error_set(err, GM_ENOENT, "unknown option \"--%s\"", n);
 }

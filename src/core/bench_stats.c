@@ -298,92 +298,121 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
+/* What a point's requests add up to: counts, token sums and latency distributions. */
+typedef struct tally {
+    gm_bench_dist ttft, tpot, e2e, ttft_s, e2e_s;
+    json_t *errors;
+    size_t completed, failed, shorts, met, out_usage, in_usage, distrusted;
+    uint64_t out_tokens, in_tokens;
+} tally;
+
+static void tally_free(tally *t)
+{
+    json_decref(t->errors);
+    gm_bench_dist_free(&t->ttft);
+    gm_bench_dist_free(&t->tpot);
+    gm_bench_dist_free(&t->e2e);
+    gm_bench_dist_free(&t->ttft_s);
+    gm_bench_dist_free(&t->e2e_s);
+}
+
+/* One result into the tally: a failure by its outcome key, a success by its figures. */
+static void tally_add(tally *t, const gm_bench_result *r, bool open_loop, const gm_bench_slo *slo,
+                      bool have_slo)
+{
+    if (r->outcome == GM_BENCH_CANCELLED)
+        return;
+    if (r->outcome != GM_BENCH_OK) {
+        t->failed++;
+        char key[32];
+        gm_bench_outcome_key((gm_bench_outcome)r->outcome, r->http_status, key, sizeof key);
+        json_t *c = json_object_get(t->errors, key);
+        json_object_set_new(t->errors, key, json_integer(c ? json_integer_value(c) + 1 : 1));
+        return;
+    }
+    t->completed++;
+    t->out_tokens = sat_add(t->out_tokens, r->output_tokens);
+    t->in_tokens = sat_add(t->in_tokens, r->prompt_tokens);
+    t->out_usage += r->output_from_usage;
+    t->in_usage += r->prompt_from_usage;
+    t->distrusted += r->usage_distrusted;
+    if (r->output_tokens < r->asked_tokens)
+        t->shorts++;
+    double ttft = gm_bench_result_ttft_ms(r), tpot = gm_bench_result_tpot_ms(r),
+           e2e = gm_bench_result_e2e_ms(r);
+    gm_bench_dist_add(&t->ttft, ttft);
+    gm_bench_dist_add(&t->tpot, tpot);
+    gm_bench_dist_add(&t->e2e, e2e);
+    if (open_loop) {
+        gm_bench_dist_add(&t->ttft_s, ms_between(r->sched_ns, r->first_ns));
+        gm_bench_dist_add(&t->e2e_s, ms_between(r->sched_ns, r->last_ns));
+    }
+    if (have_slo && gm_bench_slo_met(slo, ttft, tpot, e2e))
+        t->met++;
+}
+
+/* The point's counts, rates and token sums into o (the tally's errors move into it). */
+static void counts_json(json_t *o, tally *t, double dur, double per_s)
+{
+    size_t completed = t->completed;
+    json_object_set_new(o, "requests", json_integer((json_int_t)(completed + t->failed)));
+    json_object_set_new(o, "completed", json_integer((json_int_t)completed));
+    json_object_set_new(o, "failed", json_integer((json_int_t)t->failed));
+    json_object_set_new(o, "errors", t->errors);
+    t->errors = NULL;
+    json_object_set_new(o, "duration_s", json_real(dur));
+    json_object_set_new(o, "requests_per_s", num((double)completed * per_s));
+    json_object_set_new(o, "output_tokens_per_s", num((double)t->out_tokens * per_s));
+    json_object_set_new(o, "total_tokens_per_s",
+                        num(((double)t->out_tokens + (double)t->in_tokens) * per_s));
+    json_object_set_new(o, "output_tokens", json_integer((json_int_t)t->out_tokens));
+    json_object_set_new(o, "input_tokens", json_integer((json_int_t)t->in_tokens));
+    json_object_set_new(o, "output_tokens_source",
+                        str_or_null(source_name(t->out_usage, completed, "usage", "chunks")));
+    json_object_set_new(o, "input_tokens_source",
+                        str_or_null(source_name(t->in_usage, completed, "usage", "estimate")));
+    json_object_set_new(o, "usage_distrusted", json_integer((json_int_t)t->distrusted));
+    json_object_set_new(o, "short_outputs", json_integer((json_int_t)t->shorts));
+}
+
 json_t *gm_bench_point_json(gm_bench_point *p, const gm_bench_slo *slo)
 {
-    gm_bench_dist ttft, tpot, e2e, ttft_s, e2e_s;
-    gm_bench_dist_init(&ttft, 0);
-    gm_bench_dist_init(&tpot, 0);
-    gm_bench_dist_init(&e2e, 0);
-    gm_bench_dist_init(&ttft_s, 0);
-    gm_bench_dist_init(&e2e_s, 0);
-    json_t *errors = json_object();
-    size_t completed = 0, failed = 0, shorts = 0, met = 0, out_usage = 0, in_usage = 0,
-           distrusted = 0;
-    uint64_t out_tokens = 0, in_tokens = 0;
+    tally t = {.errors = json_object()};
+    gm_bench_dist_init(&t.ttft, 0);
+    gm_bench_dist_init(&t.tpot, 0);
+    gm_bench_dist_init(&t.e2e, 0);
+    gm_bench_dist_init(&t.ttft_s, 0);
+    gm_bench_dist_init(&t.e2e_s, 0);
     bool have_slo = slo && gm_bench_slo_any(slo);
-    for (size_t i = 0; i < p->n; i++) {
-        const gm_bench_result *r = &p->res[i];
-        if (r->outcome == GM_BENCH_CANCELLED)
-            continue;
-        if (r->outcome != GM_BENCH_OK) {
-            failed++;
-            char key[32];
-            gm_bench_outcome_key((gm_bench_outcome)r->outcome, r->http_status, key, sizeof key);
-            json_t *c = json_object_get(errors, key);
-            json_object_set_new(errors, key, json_integer(c ? json_integer_value(c) + 1 : 1));
-            continue;
-        }
-        completed++;
-        out_tokens = sat_add(out_tokens, r->output_tokens);
-        in_tokens = sat_add(in_tokens, r->prompt_tokens);
-        out_usage += r->output_from_usage;
-        in_usage += r->prompt_from_usage;
-        distrusted += r->usage_distrusted;
-        if (r->output_tokens < r->asked_tokens)
-            shorts++;
-        double t = gm_bench_result_ttft_ms(r), o = gm_bench_result_tpot_ms(r),
-               e = gm_bench_result_e2e_ms(r);
-        gm_bench_dist_add(&ttft, t);
-        gm_bench_dist_add(&tpot, o);
-        gm_bench_dist_add(&e2e, e);
-        if (p->open_loop) {
-            gm_bench_dist_add(&ttft_s, ms_between(r->sched_ns, r->first_ns));
-            gm_bench_dist_add(&e2e_s, ms_between(r->sched_ns, r->last_ns));
-        }
-        if (have_slo && gm_bench_slo_met(slo, t, o, e))
-            met++;
-    }
+    for (size_t i = 0; i < p->n; i++)
+        tally_add(&t, &p->res[i], p->open_loop, slo, have_slo);
     double dur = gm_bench_point_duration(p);
     double per_s = dur > 0 ? 1.0 / dur : NAN;
     json_t *o = json_object();
-    if (!o || !errors)
-        goto oom;
+    if (!o || !t.errors) {
+        json_decref(o);
+        tally_free(&t);
+        return NULL;
+    }
     if (p->open_loop) {
         json_object_set_new(o, "request_rate", isinf(p->rate) ? json_string("inf") : num(p->rate));
         json_object_set_new(o, "burstiness", num(p->burstiness));
     } else {
         json_object_set_new(o, "concurrency", json_integer(p->concurrency));
     }
-    json_object_set_new(o, "requests", json_integer((json_int_t)(completed + failed)));
-    json_object_set_new(o, "completed", json_integer((json_int_t)completed));
-    json_object_set_new(o, "failed", json_integer((json_int_t)failed));
-    json_object_set_new(o, "errors", errors);
-    errors = NULL;
-    json_object_set_new(o, "duration_s", json_real(dur));
-    json_object_set_new(o, "requests_per_s", num((double)completed * per_s));
-    json_object_set_new(o, "output_tokens_per_s", num((double)out_tokens * per_s));
-    json_object_set_new(o, "total_tokens_per_s",
-                        num(((double)out_tokens + (double)in_tokens) * per_s));
-    json_object_set_new(o, "output_tokens", json_integer((json_int_t)out_tokens));
-    json_object_set_new(o, "input_tokens", json_integer((json_int_t)in_tokens));
-    json_object_set_new(o, "output_tokens_source",
-                        str_or_null(source_name(out_usage, completed, "usage", "chunks")));
-    json_object_set_new(o, "input_tokens_source",
-                        str_or_null(source_name(in_usage, completed, "usage", "estimate")));
-    json_object_set_new(o, "usage_distrusted", json_integer((json_int_t)distrusted));
-    json_object_set_new(o, "short_outputs", json_integer((json_int_t)shorts));
-    json_object_set_new(o, "ttft_ms", gm_bench_dist_json(&ttft));
-    json_object_set_new(o, "tpot_ms", gm_bench_dist_json(&tpot));
+    counts_json(o, &t, dur, per_s);
+    json_object_set_new(o, "ttft_ms", gm_bench_dist_json(&t.ttft));
+    json_object_set_new(o, "tpot_ms", gm_bench_dist_json(&t.tpot));
     json_object_set_new(o, "itl_ms", gm_bench_dist_json(&p->itl_ms));
-    json_object_set_new(o, "e2e_ms", gm_bench_dist_json(&e2e));
+    json_object_set_new(o, "e2e_ms", gm_bench_dist_json(&t.e2e));
     if (p->open_loop) {
-        json_object_set_new(o, "ttft_from_schedule_ms", gm_bench_dist_json(&ttft_s));
-        json_object_set_new(o, "e2e_from_schedule_ms", gm_bench_dist_json(&e2e_s));
+        json_object_set_new(o, "ttft_from_schedule_ms", gm_bench_dist_json(&t.ttft_s));
+        json_object_set_new(o, "e2e_from_schedule_ms", gm_bench_dist_json(&t.e2e_s));
     }
     if (have_slo) {
         json_object_set_new(o, "slo", gm_bench_slo_json(slo));
-        json_object_set_new(o, "slo_met", json_integer((json_int_t)met));
-        json_object_set_new(o, "goodput_requests_per_s", num((double)met * per_s));
+        json_object_set_new(o, "slo_met", json_integer((json_int_t)t.met));
+        json_object_set_new(o, "goodput_requests_per_s", num((double)t.met * per_s));
     }
     json_object_set_new(o, "peak_concurrency", json_integer((json_int_t)p->peak_in_flight));
     json_object_set_new(o, "interrupted", json_boolean(p->interrupted));
@@ -395,19 +424,6 @@ json_t *gm_bench_point_json(gm_bench_point *p, const gm_bench_slo *slo)
         "receive_to_parse_us", gm_bench_dist_json(&p->recv_parse_us), "wake_to_receive_us",
         gm_bench_dist_json(&p->wake_recv_us), "bytes_received", (json_int_t)p->bytes_received);
     json_object_set_new(o, "client", client ? client : json_null());
-    gm_bench_dist_free(&ttft);
-    gm_bench_dist_free(&tpot);
-    gm_bench_dist_free(&e2e);
-    gm_bench_dist_free(&ttft_s);
-    gm_bench_dist_free(&e2e_s);
+    tally_free(&t);
     return o;
-oom:
-    json_decref(o);
-    json_decref(errors);
-    gm_bench_dist_free(&ttft);
-    gm_bench_dist_free(&tpot);
-    gm_bench_dist_free(&e2e);
-    gm_bench_dist_free(&ttft_s);
-    gm_bench_dist_free(&e2e_s);
-    return NULL;
 }
