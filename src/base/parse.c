@@ -2,6 +2,8 @@
  * than strtod/strtoul, which accept hex, exponents, "inf", leading spaces and signs. */
 #include "base/parse.h"
 
+#include "base/error.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <string.h>
@@ -194,4 +196,33 @@ int gm_parse_size_bytes(const char *s, int64_t min, int64_t max, int64_t *out)
 const char *gm_parse_duration_help(void)
 {
     return "a duration such as 90, 0.5, 500ms, 15m, 1h30m or 1d";
+}
+
+int gm_parse_gpu_list(const char *list, char items[][GM_UUID_LEN], size_t *n, gm_error *err)
+{
+    *n = 0;
+    const char *p = list ? list : "";
+    if (!*p)
+        return gm_error_set(err, GM_EINVAL, "empty GPU list");
+    while (p && *p) { /* a trailing comma ends the list */
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && *p == ' ')
+            p++, len--;
+        while (len && p[len - 1] == ' ')
+            len--;
+        bool control = false;
+        for (size_t i = 0; i < len; i++)
+            control |= (unsigned char)p[i] < 0x20;
+        if (len == 0 || len >= GM_UUID_LEN || control || *n >= GM_MAX_GPUS)
+            return gm_error_set(err, GM_EINVAL,
+                                "invalid GPU list \"%s\" (expected indices, UUIDs or PCI bus ids "
+                                "separated by commas)",
+                                list);
+        memcpy(items[*n], p, len);
+        items[*n][len] = '\0';
+        (*n)++;
+        p = comma ? comma + 1 : NULL;
+    }
+    return GM_OK;
 }

@@ -31,6 +31,12 @@ int gm_parse_duration_ms(const char *s, int64_t min_ms, int64_t max_ms, int64_t 
  * g/gb/gib, t/tb/tib, any case. A fraction is rounded down to whole bytes. */
 int gm_parse_size_bytes(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* A GPU list as -i/--id and a job's "gpus" take it: indices, UUIDs or PCI bus ids separated by
+ * commas, spaces around each trimmed, into items[0..*n-1] (at most GM_MAX_GPUS). GM_EINVAL,
+ * with the message in err, for an empty list or item, an item of GM_UUID_LEN bytes or more or
+ * with a control character, or more than GM_MAX_GPUS items. */
+int gm_parse_gpu_list(const char *list, char items[][GM_UUID_LEN], size_t *n, gm_error *err);
+
 /* What gm_parse_duration_ms accepts, for messages: "a duration such as 90, 0.5, 500ms, 15m,
  * 1h30m or 1d". */
 const char *gm_parse_duration_help(void);

@@ -132,27 +132,7 @@ bool gm_cli_require_gpu(const char *cmd, gm_collector *c, bool hint)
 static int gpu_filter_parse(const char *list, gm_cli_gpu_filter *f, gm_error *err)
 {
     memset(f, 0, sizeof *f);
-    const char *p = list;
-    while (p && *p) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        while (len && *p == ' ')
-            p++, len--;
-        while (len && p[len - 1] == ' ')
-            len--;
-        if (len == 0 || len >= GM_UUID_LEN || f->count >= GM_MAX_GPUS)
-            return gm_error_set(err, GM_EINVAL,
-                                "invalid GPU list \"%s\" (expected indices, UUIDs or PCI bus ids "
-                                "separated by commas)",
-                                list);
-        memcpy(f->items[f->count], p, len);
-        f->items[f->count][len] = '\0';
-        f->count++;
-        p = comma ? comma + 1 : NULL;
-    }
-    if (f->count == 0)
-        return gm_error_set(err, GM_EINVAL, "empty GPU list");
-    return GM_OK;
+    return gm_parse_gpu_list(list, f->items, &f->count, err);
 }
 
 bool gm_cli_parse_gpu_filter(const char *cmd, const char *list, gm_cli_gpu_filter *f)

@@ -158,27 +158,12 @@ static bool header_ok(const char *h)
     return true;
 }
 
-/* A GPU list as --gpus takes it: indices, UUIDs or PCI bus ids separated by commas. */
+/* A GPU list as --gpus takes it: the grammar of -i everywhere (base/parse). */
 static bool gpu_list_ok(const char *list)
 {
-    const char *p = list;
-    if (!*p)
-        return false;
-    while (p && *p) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        while (len && *p == ' ')
-            p++, len--;
-        while (len && p[len - 1] == ' ')
-            len--;
-        if (len == 0 || len >= GM_UUID_LEN)
-            return false;
-        for (size_t i = 0; i < len; i++)
-            if ((unsigned char)p[i] < 0x20)
-                return false;
-        p = comma ? comma + 1 : NULL;
-    }
-    return true;
+    char items[GM_MAX_GPUS][GM_UUID_LEN];
+    size_t n;
+    return gm_parse_gpu_list(list, items, &n, NULL) == GM_OK;
 }
 
 /* A group setter's answer for a name that is not one of its settings. */

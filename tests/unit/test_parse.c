@@ -1,9 +1,13 @@
-/* test_parse.c - base/parse: the one grammar of numbers, durations and booleans. */
+/* test_parse.c - base/parse: the one grammar of numbers, durations, booleans, sizes and GPU
+ * lists. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -131,11 +135,49 @@ static void test_size(void **state)
     assert_int_equal(gm_parse_size_bytes("1k", 2048, 4096, &b), GM_EINVAL);
 }
 
+/* The -i grammar: items trimmed, a trailing comma ends the list; an empty item, a control
+ * character, an over-long item or more GPUs than a host has are refused with one message. */
+static void test_gpu_list(void **state)
+{
+    (void)state;
+    char items[GM_MAX_GPUS][GM_UUID_LEN];
+    size_t n = 99;
+    gm_error err = {0};
+    assert_int_equal(gm_parse_gpu_list("0, GPU-abc ,00000000:19:00.0,", items, &n, &err), GM_OK);
+    check_eq(n, 3);
+    check_str_eq(items[0], "0");
+    check_str_eq(items[1], "GPU-abc");
+    check_str_eq(items[2], "00000000:19:00.0");
+
+    assert_int_equal(gm_parse_gpu_list("", items, &n, &err), GM_EINVAL);
+    check_str_eq(err.msg, "empty GPU list");
+    static const char *const bad[] = {" ", "0,,1", ",0", "0,\x1b[2J", "0, "};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (gm_parse_gpu_list(bad[i], items, &n, &err) != GM_EINVAL)
+            fail_msg("\"%s\" was accepted", bad[i]);
+        check_str_contains(err.msg, "expected indices, UUIDs or PCI bus ids");
+    }
+    char longest[GM_UUID_LEN + 1];
+    memset(longest, 'a', GM_UUID_LEN);
+    longest[GM_UUID_LEN] = '\0';
+    assert_int_equal(gm_parse_gpu_list(longest, items, &n, NULL), GM_EINVAL);
+    longest[GM_UUID_LEN - 1] = '\0';
+    assert_int_equal(gm_parse_gpu_list(longest, items, &n, NULL), GM_OK);
+    char many[GM_MAX_GPUS * 4 + 8] = "";
+    for (int i = 0; i <= GM_MAX_GPUS; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s%d", i ? "," : "", i);
+    assert_int_equal(gm_parse_gpu_list(many, items, &n, NULL), GM_EINVAL);
+    *strrchr(many, ',') = '\0';
+    assert_int_equal(gm_parse_gpu_list(many, items, &n, NULL), GM_OK);
+    check_eq(n, GM_MAX_GPUS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uint),     cmocka_unit_test(test_number), cmocka_unit_test(test_bool),
-        cmocka_unit_test(test_duration), cmocka_unit_test(test_size),
+        cmocka_unit_test(test_uint), cmocka_unit_test(test_number),
+        cmocka_unit_test(test_bool), cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_size), cmocka_unit_test(test_gpu_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
