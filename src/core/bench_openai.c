@@ -334,7 +334,8 @@ static int hex4(const char *p)
 
 /* A string at s->p (the opening quote). Its decoded UTF-8 length into *dlen; with buf, the
  * decoded text too (truncated to cap - 1 bytes, NUL-terminated). One function on purpose: it
- * scans every streamed chunk, and moving the \u escape out made plain chunks 5-10% slower. */
+ * scans every streamed chunk, and moving the \u escape out made plain chunks 4-6 % slower
+ * (bench/chunk_parse.c, docs/PERFORMANCE.md). */
 static bool scan_string(scan *s, size_t *dlen, char *buf, size_t cap)
 {
     size_t n = 0, w = 0;
