@@ -421,10 +421,15 @@ class TopLayout(TmuxScreen, unittest.TestCase):
         # Block characters, and the list below: a row per process that fits, then "+N more".
         self.assertTrue(any(c in "".join(graph) for c in "▁▂▃▄▅▆▇█"))
         self.assertIn("+%d more" % (self.N - len(self.names(text))), text)
-        # Taller still: taller graphs.
+        # Taller still: taller graphs. The pane is 60 rows as soon as tmux resizes it, while
+        # top's 50-row frame may still be what it shows (seen under ASan in CI): wait for a
+        # frame drawn for the new height, whose graphs must have grown.
         self.tmux("resize-window", "-t", "top", "-x", "200", "-y", "60")
-        text = self.wait_screen(lambda t: len(t.splitlines()) == 60 and "COMMAND" in t
-                                and "utilization %" in t)
+
+        def taller(t):
+            return (len(t.splitlines()) == 60 and "COMMAND" in t and "utilization %" in t
+                    and len(self.graph_rows(t)) > len(graph))
+        text = self.wait_screen(taller)
         self.assertGreater(len(self.graph_rows(text)), len(graph))
         self.keys("q")
         self.assertEqual(self.exit_status(), 0)
